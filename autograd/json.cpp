@@ -1,0 +1,425 @@
+// autograd/json.cpp — a recursive-descent JSON parser.
+//
+// Grammar (RFC 8259), whitespace = space, tab, newline, carriage return:
+//   value  = object | array | string | number | true | false | null
+//   object = '{' [ string ':' value { ',' string ':' value } ] '}'
+//   array  = '[' [ value { ',' value } ] ']'
+//   number = [ '-' ] ( '0' | digit1-9 digit* ) [ '.' digit+ ] [ ( 'e' | 'E' ) [ '+' | '-' ] digit+ ]
+//   string = '"' { unescaped char >= 0x20 | '\' ( '"' '\' '/' 'b' 'f' 'n' 'r' 't' | 'u' hex4 ) } '"'
+// One function per rule; each reads from pos_ and leaves pos_ just after what it read. Bytes
+// >= 0x80 inside strings are copied as they are (UTF-8 is not validated).
+#include "autograd/json.h"
+
+#include <charconv>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <unordered_set>
+
+namespace tg::json {
+
+// ---- Value accessors ----------------------------------------------------------------------------
+
+const char* Value::kind_name(Kind kind) {
+  switch (kind) {
+    case Kind::Null: return "null";
+    case Kind::Bool: return "a bool";
+    case Kind::Number: return "a number";
+    case Kind::String: return "a string";
+    case Kind::Array: return "an array";
+    case Kind::Object: return "an object";
+  }
+  return "?";
+}
+
+void Value::wrong_kind(Kind wanted) const {
+  throw std::runtime_error("json: " + where_ + ": expected " + kind_name(wanted) + ", got " +
+                           kind_name(kind_));
+}
+
+bool Value::as_bool() const {
+  if (kind_ != Kind::Bool) wrong_kind(Kind::Bool);
+  return bool_;
+}
+
+double Value::as_double() const {
+  if (kind_ != Kind::Number) wrong_kind(Kind::Number);
+  return number_;
+}
+
+const std::string& Value::number_text() const {
+  if (kind_ != Kind::Number) wrong_kind(Kind::Number);
+  return text_;
+}
+
+namespace {
+
+// Integer text: an optional '-' and digits only (the number grammar already forbids '+' and
+// leading zeros).
+bool is_integer_text(const std::string& text) {
+  return text.find_first_of(".eE") == std::string::npos;
+}
+
+template <typename Int>
+Int parse_integer_text(const Value& v, const char* type_name) {
+  const std::string& text = v.number_text();
+  if (!is_integer_text(text)) {
+    throw std::runtime_error("json: " + v.where() + ": expected an integer, got " + text);
+  }
+  Int result = 0;
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), result);
+  if (error == std::errc::result_out_of_range) {
+    throw std::runtime_error("json: " + v.where() + ": " + text + " is out of range for " +
+                             type_name);
+  }
+  if (error != std::errc() || end != text.data() + text.size()) {
+    // Only reachable for a '-' given to an unsigned type.
+    throw std::runtime_error("json: " + v.where() + ": " + text + " is not a valid " + type_name);
+  }
+  return result;
+}
+
+}  // namespace
+
+int64_t Value::as_int64() const { return parse_integer_text<int64_t>(*this, "int64"); }
+
+uint64_t Value::as_uint64() const {
+  if (kind_ == Kind::Number && !text_.empty() && text_[0] == '-' && is_integer_text(text_)) {
+    throw std::runtime_error("json: " + where_ + ": " + text_ + " is negative, expected a uint64");
+  }
+  return parse_integer_text<uint64_t>(*this, "uint64");
+}
+
+const std::string& Value::as_string() const {
+  if (kind_ != Kind::String) wrong_kind(Kind::String);
+  return text_;
+}
+
+const std::vector<Value>& Value::as_array() const {
+  if (kind_ != Kind::Array) wrong_kind(Kind::Array);
+  return items_;
+}
+
+const std::vector<Member>& Value::as_object() const {
+  if (kind_ != Kind::Object) wrong_kind(Kind::Object);
+  return members_;
+}
+
+size_t Value::size() const {
+  if (kind_ == Kind::Array) return items_.size();
+  if (kind_ == Kind::Object) return members_.size();
+  throw std::runtime_error("json: " + where_ + ": size() needs an array or an object, got " +
+                           kind_name(kind_));
+}
+
+const Value& Value::operator[](size_t index) const {
+  const std::vector<Value>& items = as_array();
+  if (index >= items.size()) {
+    throw std::runtime_error("json: " + where_ + ": index " + std::to_string(index) +
+                             " is out of range (the array has " + std::to_string(items.size()) +
+                             " elements)");
+  }
+  return items[index];
+}
+
+const Value* Value::find(std::string_view key) const {
+  for (const Member& member : as_object()) {
+    if (member.key == key) return &member.value;
+  }
+  return nullptr;
+}
+
+const Value& Value::operator[](std::string_view key) const {
+  const Value* found = find(key);
+  if (found == nullptr) {
+    throw std::runtime_error("json: " + where_ + ": no key \"" + std::string(key) + "\"");
+  }
+  return *found;
+}
+
+// ---- Parser -------------------------------------------------------------------------------------
+
+class Parser {
+ public:
+  Parser(std::string_view text, std::string_view source) : text_(text), source_(source) {}
+
+  Value parse_document() {
+    Value root = parse_value("", 0);
+    skip_whitespace();
+    if (pos_ != text_.size()) fail("expected end of input after the top-level value");
+    return root;
+  }
+
+ private:
+  // Deep enough for any real file, shallow enough that a hostile "[[[[..." cannot overflow the
+  // stack.
+  static constexpr int kMaxDepth = 512;
+
+  [[noreturn]] void fail(const std::string& what) const { fail_at(pos_, what); }
+  [[noreturn]] void fail_at(size_t offset, const std::string& what) const {
+    throw std::runtime_error("json: " + std::string(source_) + ": byte " + std::to_string(offset) +
+                             ": " + what);
+  }
+  // ", got 'x'" for the byte at pos_ (or "end of input", or its hex code if not printable).
+  std::string got() const {
+    if (pos_ >= text_.size()) return ", got end of input";
+    unsigned char c = static_cast<unsigned char>(text_[pos_]);
+    if (c >= 0x20 && c < 0x7F) return std::string(", got '") + static_cast<char>(c) + "'";
+    char hex[8];
+    std::snprintf(hex, sizeof hex, "0x%02X", c);
+    return std::string(", got byte ") + hex;
+  }
+
+  bool at_end() const { return pos_ >= text_.size(); }
+  char peek() const { return at_end() ? '\0' : text_[pos_]; }
+
+  void skip_whitespace() {
+    while (!at_end()) {
+      char c = text_[pos_];
+      if (c != ' ' && c != '\t' && c != '\n' && c != '\r') break;
+      ++pos_;
+    }
+  }
+
+  std::string where(const std::string& path) const {
+    return std::string(source_) + ": " + (path.empty() ? "(top level)" : path);
+  }
+
+  Value parse_value(const std::string& path, int depth) {
+    if (depth > kMaxDepth) fail("nesting deeper than " + std::to_string(kMaxDepth) + " levels");
+    skip_whitespace();
+    Value v;
+    v.where_ = where(path);
+    char c = peek();
+    if (c == '{') {
+      parse_object(v, path, depth);
+    } else if (c == '[') {
+      parse_array(v, path, depth);
+    } else if (c == '"') {
+      v.kind_ = Value::Kind::String;
+      v.text_ = parse_string();
+    } else if (c == '-' || (c >= '0' && c <= '9')) {
+      parse_number(v);
+    } else if (consume_word("true")) {
+      v.kind_ = Value::Kind::Bool;
+      v.bool_ = true;
+    } else if (consume_word("false")) {
+      v.kind_ = Value::Kind::Bool;
+    } else if (consume_word("null")) {
+      v.kind_ = Value::Kind::Null;
+    } else {
+      fail("expected a value (object, array, string, number, true, false or null)" + got());
+    }
+    return v;
+  }
+
+  bool consume_word(std::string_view word) {
+    if (text_.substr(pos_, word.size()) != word) return false;
+    pos_ += word.size();
+    return true;
+  }
+
+  void parse_object(Value& v, const std::string& path, int depth) {
+    v.kind_ = Value::Kind::Object;
+    ++pos_;  // '{'
+    skip_whitespace();
+    if (peek() == '}') {
+      ++pos_;
+      return;
+    }
+    std::unordered_set<std::string> seen;
+    while (true) {
+      skip_whitespace();
+      if (peek() != '"') fail("expected a string key in object" + got());
+      size_t key_offset = pos_;
+      std::string key = parse_string();
+      if (!seen.insert(key).second) fail_at(key_offset, "duplicate key \"" + key + "\" in object");
+      skip_whitespace();
+      if (peek() != ':') fail("expected ':' after object key \"" + key + "\"" + got());
+      ++pos_;
+      std::string child_path = path.empty() ? key : path + "." + key;
+      Value child = parse_value(child_path, depth + 1);
+      v.members_.push_back(Member{std::move(key), std::move(child)});
+      skip_whitespace();
+      if (peek() == ',') {
+        ++pos_;
+      } else if (peek() == '}') {
+        ++pos_;
+        return;
+      } else {
+        fail("expected ',' or '}' after object member" + got());
+      }
+    }
+  }
+
+  void parse_array(Value& v, const std::string& path, int depth) {
+    v.kind_ = Value::Kind::Array;
+    ++pos_;  // '['
+    skip_whitespace();
+    if (peek() == ']') {
+      ++pos_;
+      return;
+    }
+    while (true) {
+      std::string child_path = path + "[" + std::to_string(v.items_.size()) + "]";
+      v.items_.push_back(parse_value(child_path, depth + 1));
+      skip_whitespace();
+      if (peek() == ',') {
+        ++pos_;
+      } else if (peek() == ']') {
+        ++pos_;
+        return;
+      } else {
+        fail("expected ',' or ']' after array element" + got());
+      }
+    }
+  }
+
+  // Reads the number's text by the grammar, then converts it with from_chars (correctly rounded,
+  // independent of the locale).
+  void parse_number(Value& v) {
+    size_t start = pos_;
+    auto digits = [&] {
+      size_t first = pos_;
+      while (!at_end() && text_[pos_] >= '0' && text_[pos_] <= '9') ++pos_;
+      return pos_ - first;
+    };
+    if (peek() == '-') ++pos_;
+    if (peek() == '0') {
+      ++pos_;
+      if (peek() >= '0' && peek() <= '9') fail("a number may not have a leading zero");
+    } else if (digits() == 0) {
+      fail("expected a digit in number" + got());
+    }
+    if (peek() == '.') {
+      ++pos_;
+      if (digits() == 0) fail("expected a digit after '.' in number" + got());
+    }
+    bool negative_exponent = false;
+    if (peek() == 'e' || peek() == 'E') {
+      ++pos_;
+      if (peek() == '+' || peek() == '-') negative_exponent = text_[pos_++] == '-';
+      if (digits() == 0) fail("expected a digit in the exponent of number" + got());
+    }
+    v.kind_ = Value::Kind::Number;
+    v.text_ = std::string(text_.substr(start, pos_ - start));
+    auto [end, error] = std::from_chars(v.text_.data(), v.text_.data() + v.text_.size(), v.number_);
+    if (error == std::errc::result_out_of_range) {
+      // Too small for a double rounds to zero, as strtod does; too large is an error.
+      if (!negative_exponent) fail_at(start, "number " + v.text_ + " is too large for a double");
+      v.number_ = v.text_[0] == '-' ? -0.0 : 0.0;
+    } else if (error != std::errc() || end != v.text_.data() + v.text_.size()) {
+      fail_at(start, "cannot convert number " + v.text_);
+    }
+  }
+
+  unsigned parse_hex4() {
+    unsigned value = 0;
+    for (int i = 0; i < 4; ++i) {
+      char c = peek();
+      unsigned digit;
+      if (c >= '0' && c <= '9') digit = c - '0';
+      else if (c >= 'a' && c <= 'f') digit = c - 'a' + 10;
+      else if (c >= 'A' && c <= 'F') digit = c - 'A' + 10;
+      else fail("expected 4 hex digits after \\u" + got());
+      value = value * 16 + digit;
+      ++pos_;
+    }
+    return value;
+  }
+
+  static void append_utf8(std::string& out, unsigned code_point) {
+    if (code_point < 0x80) {
+      out += static_cast<char>(code_point);
+    } else if (code_point < 0x800) {
+      out += static_cast<char>(0xC0 | (code_point >> 6));
+      out += static_cast<char>(0x80 | (code_point & 0x3F));
+    } else if (code_point < 0x10000) {
+      out += static_cast<char>(0xE0 | (code_point >> 12));
+      out += static_cast<char>(0x80 | ((code_point >> 6) & 0x3F));
+      out += static_cast<char>(0x80 | (code_point & 0x3F));
+    } else {
+      out += static_cast<char>(0xF0 | (code_point >> 18));
+      out += static_cast<char>(0x80 | ((code_point >> 12) & 0x3F));
+      out += static_cast<char>(0x80 | ((code_point >> 6) & 0x3F));
+      out += static_cast<char>(0x80 | (code_point & 0x3F));
+    }
+  }
+
+  // \uXXXX, with a UTF-16 surrogate pair (\uD8xx\uDCxx) joined into one code point.
+  void parse_unicode_escape(std::string& out) {
+    size_t escape_offset = pos_ - 2;  // at the backslash
+    unsigned unit = parse_hex4();
+    if (unit >= 0xDC00 && unit <= 0xDFFF) {
+      fail_at(escape_offset, "unpaired low surrogate in \\u escape");
+    }
+    if (unit >= 0xD800 && unit <= 0xDBFF) {
+      if (!consume_word("\\u")) fail_at(escape_offset, "high surrogate not followed by \\u escape");
+      unsigned low = parse_hex4();
+      if (low < 0xDC00 || low > 0xDFFF) {
+        fail_at(escape_offset, "high surrogate not followed by a low surrogate");
+      }
+      unit = 0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00);
+    }
+    append_utf8(out, unit);
+  }
+
+  std::string parse_string() {
+    size_t open_offset = pos_;
+    ++pos_;  // '"'
+    std::string out;
+    while (true) {
+      if (at_end()) fail_at(open_offset, "unterminated string");
+      char c = text_[pos_];
+      if (c == '"') {
+        ++pos_;
+        return out;
+      }
+      if (static_cast<unsigned char>(c) < 0x20) {
+        fail("control character in string (write it as an escape such as \\n)" + got());
+      }
+      if (c != '\\') {
+        out += c;
+        ++pos_;
+        continue;
+      }
+      ++pos_;  // backslash
+      char e = peek();
+      ++pos_;
+      switch (e) {
+        case '"': out += '"'; break;
+        case '\\': out += '\\'; break;
+        case '/': out += '/'; break;
+        case 'b': out += '\b'; break;
+        case 'f': out += '\f'; break;
+        case 'n': out += '\n'; break;
+        case 'r': out += '\r'; break;
+        case 't': out += '\t'; break;
+        case 'u': parse_unicode_escape(out); break;
+        default:
+          --pos_;
+          fail("invalid escape in string" + got());
+      }
+    }
+  }
+
+  std::string_view text_;
+  std::string_view source_;
+  size_t pos_ = 0;
+};
+
+Value parse(std::string_view text, std::string_view source_name) {
+  return Parser(text, source_name).parse_document();
+}
+
+Value parse_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("json: cannot open file " + path);
+  std::ostringstream contents;
+  contents << in.rdbuf();
+  if (in.bad()) throw std::runtime_error("json: error reading file " + path);
+  return parse(contents.str(), path);
+}
+
+}  // namespace tg::json

@@ -1,0 +1,206 @@
+// autograd/ops.h — every tensor op tapegrad has, as free functions in namespace tg.
+// Each family lives in one file of autograd/ops/, forward and backward side by side.
+#pragma once
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "autograd/tensor.h"
+
+namespace tg {
+
+// --- creation (ops/creation.cpp) -------------------------------------------------------------
+Tensor empty(const Shape& shape, ScalarType dtype = kFloat32);
+Tensor zeros(const Shape& shape, ScalarType dtype = kFloat32);
+Tensor ones(const Shape& shape, ScalarType dtype = kFloat32);
+Tensor full(const Shape& shape, Scalar value, ScalarType dtype = kFloat32);
+Tensor empty_like(const Tensor& t);
+Tensor zeros_like(const Tensor& t);
+Tensor ones_like(const Tensor& t);
+Tensor full_like(const Tensor& t, Scalar value);
+Tensor scalar_tensor(Scalar value, ScalarType dtype = kFloat32);  // 0-d
+// arange(end), arange(start, end, step): int64 when all arguments are integers, else float32.
+Tensor arange(Scalar end);
+Tensor arange(Scalar start, Scalar end, Scalar step = 1);
+Tensor arange(Scalar start, Scalar end, Scalar step, ScalarType dtype);
+Tensor eye(int64_t n, ScalarType dtype = kFloat32);
+Tensor tril(const Tensor& t, int64_t diagonal = 0);  // zero above the diagonal (last two dims)
+Tensor triu(const Tensor& t, int64_t diagonal = 0);  // zero below the diagonal
+Tensor stack(const std::vector<Tensor>& tensors, int64_t dim = 0);
+Tensor cat(const std::vector<Tensor>& tensors, int64_t dim = 0);
+// From flat row-major values and a shape.
+Tensor from_vector(const std::vector<double>& values, const Shape& shape, ScalarType dtype = kFloat32);
+Tensor from_vector(const std::vector<int64_t>& values, const Shape& shape, ScalarType dtype = kInt64);
+
+// tensor({...}) from nested initializer lists, as torch.tensor: float values give float32,
+// integers give int64, bools give bool (or the dtype you pass).
+namespace detail {
+template <class T> constexpr ScalarType default_dtype_for() {
+  if constexpr (std::is_same_v<T, bool>) return kBool;
+  else if constexpr (std::is_integral_v<T>) return kInt64;
+  else return kFloat32;
+}
+template <class T> Tensor tensor_from(const std::vector<T>& flat, const Shape& shape, ScalarType dtype) {
+  if constexpr (std::is_integral_v<T>) {
+    return from_vector(std::vector<int64_t>(flat.begin(), flat.end()), shape, dtype);
+  } else {
+    return from_vector(std::vector<double>(flat.begin(), flat.end()), shape, dtype);
+  }
+}
+void check_ragged(const char* what, size_t got, size_t expected);
+}  // namespace detail
+
+template <class T>
+Tensor tensor(std::initializer_list<T> v, ScalarType dtype = detail::default_dtype_for<T>()) {
+  return detail::tensor_from(std::vector<T>(v), {static_cast<int64_t>(v.size())}, dtype);
+}
+template <class T>
+Tensor tensor(std::initializer_list<std::initializer_list<T>> v,
+              ScalarType dtype = detail::default_dtype_for<T>()) {
+  std::vector<T> flat;
+  size_t cols = v.size() ? v.begin()->size() : 0;
+  for (const auto& row : v) {
+    detail::check_ragged("row", row.size(), cols);
+    flat.insert(flat.end(), row.begin(), row.end());
+  }
+  return detail::tensor_from(flat, {static_cast<int64_t>(v.size()), static_cast<int64_t>(cols)}, dtype);
+}
+template <class T>
+Tensor tensor(std::initializer_list<std::initializer_list<std::initializer_list<T>>> v,
+              ScalarType dtype = detail::default_dtype_for<T>()) {
+  std::vector<T> flat;
+  size_t rows = v.size() ? v.begin()->size() : 0;
+  size_t cols = rows ? v.begin()->begin()->size() : 0;
+  for (const auto& block : v) {
+    detail::check_ragged("block", block.size(), rows);
+    for (const auto& row : block) {
+      detail::check_ragged("row", row.size(), cols);
+      flat.insert(flat.end(), row.begin(), row.end());
+    }
+  }
+  return detail::tensor_from(flat, {static_cast<int64_t>(v.size()), static_cast<int64_t>(rows),
+                                    static_cast<int64_t>(cols)}, dtype);
+}
+
+// --- random (ops/random.cpp); bit-identical to PyTorch's CPU generator ------------------------
+Tensor rand(const Shape& shape, Generator* gen = nullptr, ScalarType dtype = kFloat32);
+Tensor randn(const Shape& shape, Generator* gen = nullptr, ScalarType dtype = kFloat32);
+Tensor randint(int64_t low, int64_t high, const Shape& shape, Generator* gen = nullptr);
+Tensor randperm(int64_t n, Generator* gen = nullptr);
+Tensor rand_like(const Tensor& t, Generator* gen = nullptr);
+Tensor randn_like(const Tensor& t, Generator* gen = nullptr);
+Tensor multinomial(const Tensor& probs, int64_t num_samples, Generator* gen = nullptr);
+
+// --- elementwise arithmetic with broadcasting (ops/arithmetic.cpp) ---------------------------
+Tensor add(const Tensor& a, const Tensor& b, Scalar alpha = 1.0);
+Tensor sub(const Tensor& a, const Tensor& b, Scalar alpha = 1.0);
+Tensor mul(const Tensor& a, const Tensor& b);
+Tensor div(const Tensor& a, const Tensor& b);
+Tensor add(const Tensor& a, Scalar b);
+Tensor sub(const Tensor& a, Scalar b);
+Tensor mul(const Tensor& a, Scalar b);
+Tensor div(const Tensor& a, Scalar b);
+Tensor rsub(const Tensor& a, Scalar b);  // b - a
+Tensor rdiv(const Tensor& a, Scalar b);  // b / a
+Tensor neg(const Tensor& a);
+Tensor pow(const Tensor& a, Scalar exponent);
+Tensor pow(const Tensor& a, const Tensor& exponent);
+
+Tensor operator+(const Tensor& a, const Tensor& b);
+Tensor operator-(const Tensor& a, const Tensor& b);
+Tensor operator*(const Tensor& a, const Tensor& b);
+Tensor operator/(const Tensor& a, const Tensor& b);
+Tensor operator+(const Tensor& a, Scalar b);
+Tensor operator-(const Tensor& a, Scalar b);
+Tensor operator*(const Tensor& a, Scalar b);
+Tensor operator/(const Tensor& a, Scalar b);
+Tensor operator+(Scalar a, const Tensor& b);
+Tensor operator-(Scalar a, const Tensor& b);
+Tensor operator*(Scalar a, const Tensor& b);
+Tensor operator/(Scalar a, const Tensor& b);
+Tensor operator-(const Tensor& a);
+
+// --- elementwise math and activations (ops/unary.cpp, ops/activation.cpp) ---------------------
+Tensor exp(const Tensor& x);
+Tensor log(const Tensor& x);
+Tensor sqrt(const Tensor& x);
+Tensor abs(const Tensor& x);
+Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max);
+Tensor tanh(const Tensor& x);
+Tensor sigmoid(const Tensor& x);
+Tensor relu(const Tensor& x);
+// approximate = "none" (exact, with erf) or "tanh"
+Tensor gelu(const Tensor& x, const std::string& approximate = "none");
+
+// --- comparisons, where, masked_fill (ops/compare.cpp); comparisons give bool ----------------
+Tensor eq(const Tensor& a, const Tensor& b);
+Tensor ne(const Tensor& a, const Tensor& b);
+Tensor lt(const Tensor& a, const Tensor& b);
+Tensor le(const Tensor& a, const Tensor& b);
+Tensor gt(const Tensor& a, const Tensor& b);
+Tensor ge(const Tensor& a, const Tensor& b);
+Tensor eq(const Tensor& a, Scalar b);
+Tensor ne(const Tensor& a, Scalar b);
+Tensor lt(const Tensor& a, Scalar b);
+Tensor le(const Tensor& a, Scalar b);
+Tensor gt(const Tensor& a, Scalar b);
+Tensor ge(const Tensor& a, Scalar b);
+Tensor operator==(const Tensor& a, const Tensor& b);
+Tensor operator!=(const Tensor& a, const Tensor& b);
+Tensor operator<(const Tensor& a, const Tensor& b);
+Tensor operator<=(const Tensor& a, const Tensor& b);
+Tensor operator>(const Tensor& a, const Tensor& b);
+Tensor operator>=(const Tensor& a, const Tensor& b);
+Tensor operator==(const Tensor& a, Scalar b);
+Tensor operator!=(const Tensor& a, Scalar b);
+Tensor operator<(const Tensor& a, Scalar b);
+Tensor operator<=(const Tensor& a, Scalar b);
+Tensor operator>(const Tensor& a, Scalar b);
+Tensor operator>=(const Tensor& a, Scalar b);
+Tensor logical_not(const Tensor& a);
+Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b);
+Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value);
+
+// --- reductions (ops/reduce.cpp) --------------------------------------------------------------
+Tensor sum(const Tensor& x);
+Tensor sum(const Tensor& x, int64_t dim, bool keepdim = false);
+Tensor mean(const Tensor& x);
+Tensor mean(const Tensor& x, int64_t dim, bool keepdim = false);
+Tensor var(const Tensor& x, int64_t dim, bool unbiased = true, bool keepdim = false);
+Tensor var(const Tensor& x, bool unbiased = true);
+struct ValuesIndices {
+  Tensor values;
+  Tensor indices;  // int64
+};
+Tensor max(const Tensor& x);
+Tensor min(const Tensor& x);
+ValuesIndices max(const Tensor& x, int64_t dim, bool keepdim = false);
+ValuesIndices min(const Tensor& x, int64_t dim, bool keepdim = false);
+Tensor argmax(const Tensor& x);  // index into the flattened tensor
+Tensor argmax(const Tensor& x, int64_t dim, bool keepdim = false);
+// Sum a (broadcast) gradient down to `shape` (the reverse of broadcasting).
+Tensor sum_to(const Tensor& x, const Shape& shape);
+
+// --- linear algebra (ops/matmul.cpp), on BLIS ---------------------------------------------------
+Tensor matmul(const Tensor& a, const Tensor& b);
+
+// --- neural-network functions (ops/softmax.cpp, loss.cpp, embedding.cpp, layer_norm.cpp, dropout.cpp)
+Tensor softmax(const Tensor& x, int64_t dim);
+Tensor log_softmax(const Tensor& x, int64_t dim);
+// Mean cross entropy of logits (N, C) (or (C)) against int64 class targets (N) (or 0-d).
+Tensor cross_entropy(const Tensor& logits, const Tensor& targets);
+// Rows of weight (V, C) picked by int64 indices of any shape: out (*indices.shape, C).
+Tensor embedding(const Tensor& weight, const Tensor& indices);
+// Normalise over the trailing dims given by normalized_shape; weight/bias may be undefined.
+Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = Tensor(),
+                  const Tensor& bias = Tensor(), double eps = 1e-5);
+Tensor dropout(const Tensor& x, double p, bool training, Generator* gen = nullptr);
+
+// --- comparing values -------------------------------------------------------------------------
+// |a - b| <= atol + rtol * |b| everywhere (shapes broadcast), NaNs equal only if equal_nan.
+bool allclose(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-8,
+              bool equal_nan = false);
+
+}  // namespace tg

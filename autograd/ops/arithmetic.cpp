@@ -1,0 +1,218 @@
+// autograd/ops/arithmetic.cpp — + - * / pow neg, tensor-tensor (broadcast) and tensor-scalar.
+//
+//   add   out = a + alpha*b    da = g            db = alpha*g
+//   sub   out = a - alpha*b    da = g            db = -alpha*g
+//   mul   out = a * b          da = g*b          db = g*a
+//   div   out = a / b          da = g/b          db = -g*a/b^2
+//   pow   out = a^e            da = g*e*a^(e-1)  de = g*out*log(a)
+//   neg   out = -a             da = -g
+// Gradients of broadcast inputs are summed back to the input's shape by the tape.
+#include <cmath>
+
+#include "autograd/ops.h"
+#include "autograd/ops/loops.h"
+#include "autograd/tape.h"
+
+namespace tg {
+
+namespace {
+
+// bool < integer < floating
+int kind_rank(ScalarType t) { return t == kBool ? 0 : (is_floating(t) ? 2 : 1); }
+
+// The result dtype of a binary op. A 0-d tensor beside a dimensioned one decides the dtype only
+// if it is of a higher kind (PyTorch: x_float32 * torch.tensor(2.0, dtype=float64) stays float32).
+ScalarType arithmetic_dtype(const Tensor& a, const Tensor& b) {
+  if (a.dim() > 0 && b.dim() == 0 && kind_rank(b.dtype()) <= kind_rank(a.dtype())) return a.dtype();
+  if (b.dim() > 0 && a.dim() == 0 && kind_rank(a.dtype()) <= kind_rank(b.dtype())) return b.dtype();
+  return promote_types(a.dtype(), b.dtype());
+}
+
+}  // namespace
+
+Tensor add(const Tensor& a, const Tensor& b, Scalar alpha) {
+  const ScalarType dt = arithmetic_dtype(a, b);
+  Tensor out;
+  if (alpha.value == 1.0) {
+    out = elementwise_binary(a, b, dt, false, "add", [](auto x, auto y) { return x + y; });
+  } else {
+    const double s = alpha.value;
+    out = elementwise_binary(a, b, dt, false, "add", [s](auto x, auto y) {
+      using T = decltype(x);
+      return static_cast<T>(x + static_cast<T>(s) * y);
+    });
+  }
+  const double s = alpha.value;
+  record("AddBackward0", {a, b}, out, {}, [s](const BackwardArgs& g) {
+    return Grads{g.grad_out, s == 1.0 ? g.grad_out : mul(g.grad_out, s)};
+  });
+  return out;
+}
+
+Tensor sub(const Tensor& a, const Tensor& b, Scalar alpha) {
+  const ScalarType dt = arithmetic_dtype(a, b);
+  if (dt == kBool) throw Error("sub: subtraction, the `-` operator, with two bool tensors is not supported");
+  const double s = alpha.value;
+  Tensor out = elementwise_binary(a, b, dt, false, "sub", [s](auto x, auto y) {
+    using T = decltype(x);
+    return s == 1.0 ? static_cast<T>(x - y) : static_cast<T>(x - static_cast<T>(s) * y);
+  });
+  record("SubBackward0", {a, b}, out, {}, [s](const BackwardArgs& g) {
+    return Grads{g.grad_out, mul(g.grad_out, -s)};
+  });
+  return out;
+}
+
+Tensor mul(const Tensor& a, const Tensor& b) {
+  Tensor out = elementwise_binary(a, b, arithmetic_dtype(a, b), false, "mul", [](auto x, auto y) {
+    using T = decltype(x);
+    return static_cast<T>(x * y);
+  });
+  if (should_record({a, b})) {
+    // save each factor only if the other one needs its gradient
+    const Tensor keep_b = a.requires_grad() ? b : Tensor();
+    const Tensor keep_a = b.requires_grad() ? a : Tensor();
+    record("MulBackward0", {a, b}, out, {keep_a, keep_b}, [](const BackwardArgs& g) {
+      return Grads{g.needs_grad[0] ? mul(g.grad_out, g.saved[1]) : Tensor(),
+                   g.needs_grad[1] ? mul(g.grad_out, g.saved[0]) : Tensor()};
+    });
+  }
+  return out;
+}
+
+Tensor div(const Tensor& a, const Tensor& b) {
+  ScalarType dt = arithmetic_dtype(a, b);
+  if (!is_floating(dt)) dt = kFloat32;  // true division, as PyTorch's `/`
+  Tensor out = elementwise_binary(a, b, dt, false, "div", [](auto x, auto y) { return x / y; });
+  if (should_record({a, b})) {
+    const Tensor keep_a = b.requires_grad() ? a : Tensor();
+    record("DivBackward0", {a, b}, out, {keep_a, b}, [](const BackwardArgs& g) {
+      const Tensor& sa = g.saved[0];
+      const Tensor& sb = g.saved[1];
+      return Grads{g.needs_grad[0] ? div(g.grad_out, sb) : Tensor(),
+                   g.needs_grad[1] ? neg(div(mul(g.grad_out, sa), mul(sb, sb))) : Tensor()};
+    });
+  }
+  return out;
+}
+
+Tensor neg(const Tensor& a) {
+  check_defined(a, "neg", "input");
+  if (a.dtype() == kBool) throw Error("neg: negation, the `-` operator, on a bool tensor is not supported");
+  Tensor out = make_empty(a.sizes(), a.dtype());
+  visit_dtype(a.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    map_unary<T, T>(out, a, [](T v) { return static_cast<T>(-v); });
+  });
+  record("NegBackward0", {a}, out, {}, [](const BackwardArgs& g) { return Grads{neg(g.grad_out)}; });
+  return out;
+}
+
+// --- tensor and scalar ---------------------------------------------------------------------------
+
+Tensor add(const Tensor& a, Scalar b) {
+  Tensor out = elementwise_binary(a, scalar_like(b, a), scalar_dtype(b, a), false, "add",
+                                  [](auto x, auto y) { return x + y; });
+  record("AddBackward1", {a}, out, {}, [](const BackwardArgs& g) { return Grads{g.grad_out}; });
+  return out;
+}
+
+Tensor sub(const Tensor& a, Scalar b) {
+  Tensor out = elementwise_binary(a, scalar_like(b, a), scalar_dtype(b, a), false, "sub",
+                                  [](auto x, auto y) { return x - y; });
+  record("SubBackward1", {a}, out, {}, [](const BackwardArgs& g) { return Grads{g.grad_out}; });
+  return out;
+}
+
+Tensor mul(const Tensor& a, Scalar b) {
+  Tensor out = elementwise_binary(a, scalar_like(b, a), scalar_dtype(b, a), false, "mul",
+                                  [](auto x, auto y) { return x * y; });
+  const double s = b.value;
+  record("MulBackward1", {a}, out, {}, [s](const BackwardArgs& g) { return Grads{mul(g.grad_out, s)}; });
+  return out;
+}
+
+Tensor div(const Tensor& a, Scalar b) {
+  ScalarType dt = scalar_dtype(b, a);
+  if (!is_floating(dt)) dt = kFloat32;
+  Tensor out = elementwise_binary(a, scalar_like(b, a), dt, false, "div", [](auto x, auto y) { return x / y; });
+  const double s = b.value;
+  record("DivBackward1", {a}, out, {}, [s](const BackwardArgs& g) { return Grads{div(g.grad_out, s)}; });
+  return out;
+}
+
+Tensor rsub(const Tensor& a, Scalar b) {
+  Tensor out = elementwise_binary(scalar_like(b, a), a, scalar_dtype(b, a), false, "rsub",
+                                  [](auto x, auto y) { return x - y; });
+  // d/da (b - a) = -1
+  record("RsubBackward1", {a}, out, {}, [](const BackwardArgs& g) { return Grads{neg(g.grad_out)}; });
+  return out;
+}
+
+Tensor rdiv(const Tensor& a, Scalar b) {
+  ScalarType dt = scalar_dtype(b, a);
+  if (!is_floating(dt)) dt = kFloat32;
+  Tensor out = elementwise_binary(scalar_like(b, a), a, dt, false, "rdiv", [](auto x, auto y) { return x / y; });
+  // d/da (b / a) = -b / a^2 = -out / a
+  if (should_record({a})) {
+    record("DivBackward0", {a}, out, {a, out}, [](const BackwardArgs& g) {
+      return Grads{neg(div(mul(g.grad_out, g.saved[1]), g.saved[0]))};
+    });
+  }
+  return out;
+}
+
+Tensor pow(const Tensor& a, Scalar exponent) {
+  check_floating(a, "pow");
+  const double e = exponent.value;
+  Tensor out = elementwise_unary(a, "pow", [e](auto v) {
+    using T = decltype(v);
+    if (e == 2.0) return static_cast<T>(v * v);
+    return static_cast<T>(std::pow(v, static_cast<T>(e)));
+  });
+  // d/da a^e = e * a^(e-1)
+  record("PowBackward0", {a}, out, {a}, [e](const BackwardArgs& g) {
+    if (e == 0.0) return Grads{zeros_like(g.grad_out)};
+    return Grads{mul(g.grad_out, mul(pow(g.saved[0], e - 1.0), e))};
+  });
+  return out;
+}
+
+Tensor pow(const Tensor& a, const Tensor& exponent) {
+  ScalarType dt = arithmetic_dtype(a, exponent);
+  if (!is_floating(dt)) throw Error("pow: tensor ** tensor is only supported for floating point tensors here, got " +
+                                    std::string(dtype_name(a.dtype())) + " and " + dtype_name(exponent.dtype()));
+  Tensor out = elementwise_binary(a, exponent, dt, false, "pow", [](auto x, auto y) {
+    using T = decltype(x);
+    return static_cast<T>(std::pow(x, y));
+  });
+  if (should_record({a, exponent})) {
+    // da = g * e * a^(e-1);  de = g * out * log(a)
+    record("PowBackward1", {a, exponent}, out, {a, exponent, out}, [](const BackwardArgs& g) {
+      const Tensor& x = g.saved[0];
+      const Tensor& e = g.saved[1];
+      const Tensor& y = g.saved[2];
+      return Grads{g.needs_grad[0] ? mul(g.grad_out, mul(e, pow(x, sub(e, 1.0)))) : Tensor(),
+                   g.needs_grad[1] ? mul(g.grad_out, mul(y, log(x))) : Tensor()};
+    });
+  }
+  return out;
+}
+
+// --- operators -----------------------------------------------------------------------------------
+
+Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
+Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
+Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
+Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
+Tensor operator+(const Tensor& a, Scalar b) { return add(a, b); }
+Tensor operator-(const Tensor& a, Scalar b) { return sub(a, b); }
+Tensor operator*(const Tensor& a, Scalar b) { return mul(a, b); }
+Tensor operator/(const Tensor& a, Scalar b) { return div(a, b); }
+Tensor operator+(Scalar a, const Tensor& b) { return add(b, a); }
+Tensor operator-(Scalar a, const Tensor& b) { return rsub(b, a); }
+Tensor operator*(Scalar a, const Tensor& b) { return mul(b, a); }
+Tensor operator/(Scalar a, const Tensor& b) { return rdiv(b, a); }
+Tensor operator-(const Tensor& a) { return neg(a); }
+
+}  // namespace tg

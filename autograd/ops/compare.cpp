@@ -1,0 +1,131 @@
+// autograd/ops/compare.cpp — comparisons (giving bool), where, masked_fill, allclose.
+//
+//   where(c, a, b)         da = g where c, else 0;   db = g where !c, else 0
+//   masked_fill(x, m, v)   dx = g where !m, else 0
+#include <cmath>
+
+#include "autograd/ops.h"
+#include "autograd/ops/loops.h"
+#include "autograd/tape.h"
+
+namespace tg {
+
+namespace {
+
+template <class F>
+Tensor compare(const Tensor& a, const Tensor& b, const char* op, F f) {
+  return elementwise_binary(a, b, promote_types(a.dtype(), b.dtype()), true, op, f);
+}
+
+}  // namespace
+
+Tensor eq(const Tensor& a, const Tensor& b) { return compare(a, b, "eq", [](auto x, auto y) { return x == y; }); }
+Tensor ne(const Tensor& a, const Tensor& b) { return compare(a, b, "ne", [](auto x, auto y) { return x != y; }); }
+Tensor lt(const Tensor& a, const Tensor& b) { return compare(a, b, "lt", [](auto x, auto y) { return x < y; }); }
+Tensor le(const Tensor& a, const Tensor& b) { return compare(a, b, "le", [](auto x, auto y) { return x <= y; }); }
+Tensor gt(const Tensor& a, const Tensor& b) { return compare(a, b, "gt", [](auto x, auto y) { return x > y; }); }
+Tensor ge(const Tensor& a, const Tensor& b) { return compare(a, b, "ge", [](auto x, auto y) { return x >= y; }); }
+Tensor eq(const Tensor& a, Scalar b) { return eq(a, scalar_like(b, a)); }
+Tensor ne(const Tensor& a, Scalar b) { return ne(a, scalar_like(b, a)); }
+Tensor lt(const Tensor& a, Scalar b) { return lt(a, scalar_like(b, a)); }
+Tensor le(const Tensor& a, Scalar b) { return le(a, scalar_like(b, a)); }
+Tensor gt(const Tensor& a, Scalar b) { return gt(a, scalar_like(b, a)); }
+Tensor ge(const Tensor& a, Scalar b) { return ge(a, scalar_like(b, a)); }
+Tensor operator==(const Tensor& a, const Tensor& b) { return eq(a, b); }
+Tensor operator!=(const Tensor& a, const Tensor& b) { return ne(a, b); }
+Tensor operator<(const Tensor& a, const Tensor& b) { return lt(a, b); }
+Tensor operator<=(const Tensor& a, const Tensor& b) { return le(a, b); }
+Tensor operator>(const Tensor& a, const Tensor& b) { return gt(a, b); }
+Tensor operator>=(const Tensor& a, const Tensor& b) { return ge(a, b); }
+Tensor operator==(const Tensor& a, Scalar b) { return eq(a, b); }
+Tensor operator!=(const Tensor& a, Scalar b) { return ne(a, b); }
+Tensor operator<(const Tensor& a, Scalar b) { return lt(a, b); }
+Tensor operator<=(const Tensor& a, Scalar b) { return le(a, b); }
+Tensor operator>(const Tensor& a, Scalar b) { return gt(a, b); }
+Tensor operator>=(const Tensor& a, Scalar b) { return ge(a, b); }
+
+Tensor logical_not(const Tensor& a) {
+  check_defined(a, "logical_not", "input");
+  Tensor out = make_empty(a.sizes(), kBool);
+  visit_dtype(a.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    map_unary<bool, T>(out, a, [](T v) { return v == T(0); });
+  });
+  return out;
+}
+
+Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
+  check_dtype(condition, kBool, "where", "condition");
+  check_defined(a, "where", "input");
+  check_defined(b, "where", "other");
+  const Shape shape = broadcast_shapes(broadcast_shapes(condition.sizes(), a.sizes(), "where"), b.sizes(), "where");
+  const ScalarType dt = promote_types(a.dtype(), b.dtype());
+  // where(c, a, b) = select a or b; run as: out = b, then out[c] = a
+  Tensor out = make_empty(shape, dt);
+  {
+    NoGradGuard no_grad;
+    out.copy_(b.detach());
+    const Shape sc = broadcast_strides(condition, shape);
+    const Tensor ac = a.dtype() == dt ? a : a.detach().to(dt);
+    const Shape sa = broadcast_strides(ac, shape);
+    const Shape so = contiguous_strides(shape);
+    visit_dtype(dt, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      T* o = out.data_ptr<T>();
+      const T* pa = ac.data_ptr<T>();
+      const bool* pc = condition.data_ptr<bool>();
+      for_each_row<3>(shape, {so.data(), sa.data(), sc.data()}, {0, 0, 0},
+                      [&](const std::array<int64_t, 3>& off, int64_t len, const std::array<int64_t, 3>& st) {
+                        for (int64_t i = 0; i < len; ++i)
+                          if (pc[off[2] + i * st[2]]) o[off[0] + i] = pa[off[1] + i * st[1]];
+                      });
+    });
+    out.storage()->version = 0;
+  }
+  record("WhereBackward0", {condition, a, b}, out, {condition}, [](const BackwardArgs& g) {
+    const Tensor& c = g.saved[0];
+    Tensor zero = zeros({}, g.grad_out.dtype());
+    return Grads{Tensor(), g.needs_grad[1] ? where(c, g.grad_out, zero) : Tensor(),
+                 g.needs_grad[2] ? where(c, zero, g.grad_out) : Tensor()};
+  });
+  return out;
+}
+
+Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value) {
+  check_defined(x, "masked_fill", "input");
+  check_dtype(mask, kBool, "masked_fill", "mask");
+  if (broadcast_shapes(x.sizes(), mask.sizes(), "masked_fill") != x.sizes()) {
+    throw Error("masked_fill: mask of shape " + shape_str(mask.sizes()) + " cannot be broadcast to the tensor's shape " +
+                shape_str(x.sizes()));
+  }
+  Tensor out = make_empty(x.sizes(), x.dtype());
+  visit_dtype(x.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T v = static_cast<T>(value.value);
+    map_binary<T, T, bool>(out, x, mask, [v](T xv, bool m) { return m ? v : xv; });
+  });
+  record("MaskedFillBackward0", {x}, out, {mask}, [](const BackwardArgs& a) {
+    return Grads{masked_fill(a.grad_out, a.saved[0], 0.0)};
+  });
+  return out;
+}
+
+bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool equal_nan) {
+  check_defined(a, "allclose", "input");
+  check_defined(b, "allclose", "other");
+  const Shape shape = broadcast_shapes(a.sizes(), b.sizes(), "allclose");
+  const std::vector<double> va = a.detach().expand(shape).tolist<double>();
+  const std::vector<double> vb = b.detach().expand(shape).tolist<double>();
+  for (size_t i = 0; i < va.size(); ++i) {
+    const double x = va[i], y = vb[i];
+    if (std::isnan(x) || std::isnan(y)) {
+      if (equal_nan && std::isnan(x) && std::isnan(y)) continue;
+      return false;
+    }
+    if (x == y) continue;  // equal infinities
+    if (!(std::abs(x - y) <= atol + rtol * std::abs(y))) return false;
+  }
+  return true;
+}
+
+}  // namespace tg

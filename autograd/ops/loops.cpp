@@ -1,0 +1,101 @@
+// autograd/ops/loops.cpp — broadcasting and the checks every op shares.
+#include "autograd/ops/loops.h"
+
+#include <algorithm>
+#include <numeric>
+
+namespace tg {
+
+void check_defined(const Tensor& t, const char* op, const char* what) {
+  if (!t.defined()) throw Error(std::string(op) + ": " + what + " is an undefined tensor");
+}
+
+void check_floating(const Tensor& t, const char* op) {
+  check_defined(t, op, "input");
+  if (!is_floating(t.dtype())) {
+    throw Error(std::string(op) + ": expected a floating point tensor (float32 or float64), got " +
+                dtype_name(t.dtype()));
+  }
+}
+
+void check_dtype(const Tensor& t, ScalarType dtype, const char* op, const char* what) {
+  check_defined(t, op, what);
+  if (t.dtype() != dtype) {
+    throw Error(std::string(op) + ": expected " + what + " to have dtype " + dtype_name(dtype) + ", got " +
+                dtype_name(t.dtype()));
+  }
+}
+
+void check_same_dtype(const Tensor& a, const Tensor& b, const char* op) {
+  if (a.dtype() != b.dtype()) {
+    throw Error(std::string(op) + ": expected both tensors to have the same dtype, got " + dtype_name(a.dtype()) +
+                " and " + dtype_name(b.dtype()));
+  }
+}
+
+Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
+  const size_t n = std::max(a.size(), b.size());
+  Shape out(n);
+  for (size_t i = 0; i < n; ++i) {
+    // align from the right
+    const int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
+    const int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
+    if (da != db && da != 1 && db != 1) {
+      throw Error(std::string(op) + ": shapes " + shape_str(a) + " and " + shape_str(b) +
+                  " cannot be broadcast (dim " + std::to_string(i) + ": " + std::to_string(da) + " vs " +
+                  std::to_string(db) + ")");
+    }
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+Shape broadcast_strides(const Tensor& t, const Shape& shape) {
+  const size_t n = shape.size();
+  const size_t k = t.sizes().size();
+  Shape strides(n, 0);
+  for (size_t i = 0; i < k; ++i) {
+    const size_t d = n - k + i;
+    strides[d] = t.sizes()[i] == 1 && shape[d] != 1 ? 0 : t.strides()[i];
+  }
+  return strides;
+}
+
+ScalarType scalar_dtype(const Scalar& s, const Tensor& t) {
+  if (is_floating(t.dtype())) return t.dtype();
+  if (s.integral) return t.dtype() == kBool ? kInt64 : t.dtype();
+  return kFloat32;
+}
+
+Tensor scalar_like(const Scalar& s, const Tensor& t) {
+  Tensor out = make_empty({}, scalar_dtype(s, t));
+  visit_dtype(out.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    *out.data_ptr<T>() = static_cast<T>(s.value);
+  });
+  return out;
+}
+
+std::vector<int64_t> memory_order_offsets(const Tensor& t) {
+  // Visit dims from the largest stride (outermost) to the smallest (innermost), as
+  // TensorIterator orders a non-contiguous tensor: values land in increasing address order.
+  const int64_t nd = t.dim();
+  std::vector<int64_t> order(nd);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t x, int64_t y) { return t.strides()[x] > t.strides()[y]; });
+  Shape sizes(nd), strides(nd);
+  for (int64_t i = 0; i < nd; ++i) {
+    sizes[i] = t.sizes()[order[i]];
+    strides[i] = t.strides()[order[i]];
+  }
+  std::vector<int64_t> offsets;
+  offsets.reserve(static_cast<size_t>(t.numel()));
+  for_each_row<1>(sizes, {strides.data()}, {0},
+                  [&](const std::array<int64_t, 1>& off, int64_t len, const std::array<int64_t, 1>& st) {
+                    for (int64_t i = 0; i < len; ++i) offsets.push_back(off[0] + i * st[0]);
+                  });
+  return offsets;
+}
+
+}  // namespace tg

@@ -1,0 +1,197 @@
+// autograd/ops/loops.h — the machinery shared by the op files: dtype dispatch, broadcasting,
+// and loops over strided tensors. Internal to autograd/.
+//
+// Kernels never pay a virtual call or a std::function per element: the element function is a
+// template argument (a lambda) and is inlined into the loop. Each loop has a contiguous fast
+// path (one flat, vectorisable loop) beside the general strided one.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
+#include "autograd/tensor.h"
+
+namespace tg {
+
+// Tag carrying a C++ element type: visit_dtype passes one to its function, which reads the
+// type back with `using T = typename decltype(tag)::type;`.
+template <class T> struct TypeTag { using type = T; };
+
+// Call f(TypeTag<T>{}) for the C++ type of a floating dtype; throw for the others.
+template <class F> decltype(auto) visit_floating(ScalarType dtype, const char* op, F&& f) {
+  switch (dtype) {
+    case kFloat32: return f(TypeTag<float>{});
+    case kFloat64: return f(TypeTag<double>{});
+    default:
+      throw Error(std::string(op) + ": expected a floating point tensor (float32 or float64), got " +
+                  dtype_name(dtype));
+  }
+}
+
+// Call f(TypeTag<T>{}) for any dtype.
+template <class F> decltype(auto) visit_dtype(ScalarType dtype, F&& f) {
+  switch (dtype) {
+    case kFloat32: return f(TypeTag<float>{});
+    case kFloat64: return f(TypeTag<double>{});
+    case kInt64: return f(TypeTag<int64_t>{});
+    case kBool: return f(TypeTag<bool>{});
+  }
+  return f(TypeTag<float>{});
+}
+
+void check_floating(const Tensor& t, const char* op);
+void check_dtype(const Tensor& t, ScalarType dtype, const char* op, const char* what);
+void check_same_dtype(const Tensor& a, const Tensor& b, const char* op);
+void check_defined(const Tensor& t, const char* op, const char* what);
+
+// The shape both broadcast to, by PyTorch's rules (align right; sizes equal or one is 1).
+// Throws "op: shapes (3,4) and (5,4) cannot be broadcast (dim 0: 3 vs 5)".
+Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
+// Strides that read t as if expanded to `shape` (0 along broadcast dims).
+Shape broadcast_strides(const Tensor& t, const Shape& shape);
+
+// Visit every innermost row of an N-operand strided iteration over `sizes`:
+//   row(offsets, length, inner_strides)
+// offsets[k] is operand k's element offset at the row start; inner_strides[k] its step
+// along the row. The last dim is the row; a 0-d shape is one row of length 1.
+template <size_t N, class RowFn>
+void for_each_row(const Shape& sizes, const std::array<const int64_t*, N>& strides,
+                  const std::array<int64_t, N>& base, RowFn&& row) {
+  const int64_t ndim = static_cast<int64_t>(sizes.size());
+  for (int64_t d = 0; d < ndim; ++d)
+    if (sizes[d] == 0) return;
+  std::array<int64_t, N> inner{};
+  const int64_t length = ndim ? sizes[ndim - 1] : 1;
+  for (size_t k = 0; k < N; ++k) inner[k] = ndim ? strides[k][ndim - 1] : 0;
+  if (ndim <= 1) {
+    row(base, length, inner);
+    return;
+  }
+  // Odometer over the outer dims 0..ndim-2.
+  std::array<int64_t, 16> counter{};
+  if (ndim > 17) throw Error("tensor with more than 17 dims is not supported");
+  std::array<int64_t, N> offs = base;
+  while (true) {
+    row(offs, length, inner);
+    int64_t d = ndim - 2;
+    for (; d >= 0; --d) {
+      if (++counter[d] < sizes[d]) {
+        for (size_t k = 0; k < N; ++k) offs[k] += strides[k][d];
+        break;
+      }
+      for (size_t k = 0; k < N; ++k) offs[k] -= strides[k][d] * (sizes[d] - 1);
+      counter[d] = 0;
+    }
+    if (d < 0) return;
+  }
+}
+
+// out[i] = f(in[i]) elementwise; out is contiguous with in's shape.
+template <class Out, class In, class F>
+void map_unary(const Tensor& out, const Tensor& in, F&& f) {
+  Out* o = out.data_ptr<Out>();
+  const In* x = in.data_ptr<In>();
+  if (in.is_contiguous()) {
+    const int64_t n = in.numel();
+    for (int64_t i = 0; i < n; ++i) o[i] = f(x[i]);
+    return;
+  }
+  const Shape out_strides = contiguous_strides(in.sizes());
+  for_each_row<2>(in.sizes(), {out_strides.data(), in.strides().data()}, {0, 0},
+                  [&](const std::array<int64_t, 2>& off, int64_t len, const std::array<int64_t, 2>& st) {
+                    Out* orow = o + off[0];
+                    const In* xrow = x + off[1];
+                    for (int64_t i = 0; i < len; ++i) orow[i] = f(xrow[i * st[1]]);
+                  });
+}
+
+// out[i] = f(a[i], b[i]) with a and b broadcast to out's shape; out is contiguous.
+template <class Out, class A, class B, class F>
+void map_binary(const Tensor& out, const Tensor& a, const Tensor& b, F&& f) {
+  Out* o = out.data_ptr<Out>();
+  const A* pa = a.data_ptr<A>();
+  const B* pb = b.data_ptr<B>();
+  if (a.sizes() == out.sizes() && b.sizes() == out.sizes() && a.is_contiguous() && b.is_contiguous()) {
+    const int64_t n = out.numel();
+    for (int64_t i = 0; i < n; ++i) o[i] = f(pa[i], pb[i]);
+    return;
+  }
+  const Shape so = contiguous_strides(out.sizes());
+  const Shape sa = broadcast_strides(a, out.sizes());
+  const Shape sb = broadcast_strides(b, out.sizes());
+  for_each_row<3>(out.sizes(), {so.data(), sa.data(), sb.data()}, {0, 0, 0},
+                  [&](const std::array<int64_t, 3>& off, int64_t len, const std::array<int64_t, 3>& st) {
+                    Out* orow = o + off[0];
+                    const A* arow = pa + off[1];
+                    const B* brow = pb + off[2];
+                    if (st[1] == 1 && st[2] == 1) {
+                      for (int64_t i = 0; i < len; ++i) orow[i] = f(arow[i], brow[i]);
+                    } else if (st[1] == 1 && st[2] == 0) {
+                      const B bv = brow[0];
+                      for (int64_t i = 0; i < len; ++i) orow[i] = f(arow[i], bv);
+                    } else {
+                      for (int64_t i = 0; i < len; ++i) orow[i] = f(arow[i * st[1]], brow[i * st[2]]);
+                    }
+                  });
+}
+
+// Write f(old) into every element of t in place, whatever its strides.
+template <class T, class F>
+void apply_inplace(const Tensor& t, F&& f) {
+  T* p = t.data_ptr<T>();
+  if (t.is_contiguous()) {
+    const int64_t n = t.numel();
+    for (int64_t i = 0; i < n; ++i) p[i] = f(p[i]);
+    return;
+  }
+  for_each_row<1>(t.sizes(), {t.strides().data()}, {0},
+                  [&](const std::array<int64_t, 1>& off, int64_t len, const std::array<int64_t, 1>& st) {
+                    T* row = p + off[0];
+                    for (int64_t i = 0; i < len; ++i) row[i * st[0]] = f(row[i * st[0]]);
+                  });
+}
+
+// The dtype a Scalar takes next to tensor t (PyTorch: a Python number does not widen a tensor
+// of its own kind; a float number next to an integer tensor gives the default float32).
+ScalarType scalar_dtype(const Scalar& s, const Tensor& t);
+Tensor scalar_like(const Scalar& s, const Tensor& t);
+
+// out = f(a, b) elementwise with broadcasting, computed in dtype `compute` (inputs converted
+// to it), stored as `compute` or as bool when out_is_bool. f is a generic lambda (auto x, auto y).
+template <class F>
+Tensor elementwise_binary(const Tensor& a, const Tensor& b, ScalarType compute, bool out_is_bool, const char* op, F f) {
+  check_defined(a, op, "input");
+  check_defined(b, op, "other");
+  const Shape shape = broadcast_shapes(a.sizes(), b.sizes(), op);
+  Tensor out = make_empty(shape, out_is_bool ? kBool : compute);
+  const Tensor ac = a.dtype() == compute ? a : a.detach().to(compute);
+  const Tensor bc = b.dtype() == compute ? b : b.detach().to(compute);
+  visit_dtype(compute, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if (out_is_bool) {
+      map_binary<bool, T, T>(out, ac, bc, f);
+    } else {
+      map_binary<T, T, T>(out, ac, bc, f);
+    }
+  });
+  return out;
+}
+
+// out = f(x) elementwise in x's floating dtype. f is a generic lambda (auto v).
+template <class F>
+Tensor elementwise_unary(const Tensor& x, const char* op, F f) {
+  check_floating(x, op);
+  Tensor out = make_empty(x.sizes(), x.dtype());
+  visit_floating(x.dtype(), op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    map_unary<T, T>(out, x, [&](T v) { return static_cast<T>(f(v)); });
+  });
+  return out;
+}
+
+// The element offsets of t in memory order (increasing address), as PyTorch's TensorIterator
+// visits a non-contiguous tensor: the random ops fill in this order.
+std::vector<int64_t> memory_order_offsets(const Tensor& t);
+
+}  // namespace tg

@@ -1,0 +1,66 @@
+// autograd/ops/unary.cpp — elementwise math on floating tensors.
+//
+//   exp    y = e^x         dx = g * y
+//   log    y = ln x        dx = g / x
+//   sqrt   y = sqrt(x)     dx = g / (2 y)
+//   abs    y = |x|         dx = g * sign(x)
+//   clamp  y = min(max(x, lo), hi)   dx = g where lo <= x <= hi, else 0
+#include <cmath>
+
+#include "autograd/ops.h"
+#include "autograd/ops/loops.h"
+#include "autograd/tape.h"
+
+namespace tg {
+
+Tensor exp(const Tensor& x) {
+  Tensor y = elementwise_unary(x, "exp", [](auto v) { return std::exp(v); });
+  record("ExpBackward0", {x}, y, {y}, [](const BackwardArgs& a) { return Grads{mul(a.grad_out, a.saved[0])}; });
+  return y;
+}
+
+Tensor log(const Tensor& x) {
+  Tensor y = elementwise_unary(x, "log", [](auto v) { return std::log(v); });
+  record("LogBackward0", {x}, y, {x}, [](const BackwardArgs& a) { return Grads{div(a.grad_out, a.saved[0])}; });
+  return y;
+}
+
+Tensor sqrt(const Tensor& x) {
+  Tensor y = elementwise_unary(x, "sqrt", [](auto v) { return std::sqrt(v); });
+  record("SqrtBackward0", {x}, y, {y}, [](const BackwardArgs& a) {
+    return Grads{div(a.grad_out, mul(a.saved[0], 2.0))};
+  });
+  return y;
+}
+
+Tensor abs(const Tensor& x) {
+  Tensor y = elementwise_unary(x, "abs", [](auto v) { return std::abs(v); });
+  record("AbsBackward0", {x}, y, {x}, [](const BackwardArgs& a) {
+    Tensor sign = elementwise_unary(a.saved[0], "abs", [](auto v) {
+      using T = decltype(v);
+      return static_cast<T>((v > 0) - (v < 0));
+    });
+    return Grads{mul(a.grad_out, sign)};
+  });
+  return y;
+}
+
+Tensor clamp(const Tensor& x, std::optional<double> lo, std::optional<double> hi) {
+  if (!lo && !hi) throw Error("clamp: at least one of 'min' or 'max' must not be None");
+  const double l = lo.value_or(-INFINITY), h = hi.value_or(INFINITY);
+  Tensor y = elementwise_unary(x, "clamp", [l, h](auto v) {
+    using T = decltype(v);
+    if (std::isnan(v)) return v;
+    return std::min(std::max(v, static_cast<T>(l)), static_cast<T>(h));
+  });
+  record("ClampBackward1", {x}, y, {x}, [l, h](const BackwardArgs& a) {
+    Tensor inside = elementwise_unary(a.saved[0], "clamp", [l, h](auto v) {
+      using T = decltype(v);
+      return static_cast<T>(v >= static_cast<T>(l) && v <= static_cast<T>(h));
+    });
+    return Grads{mul(a.grad_out, inside)};
+  });
+  return y;
+}
+
+}  // namespace tg

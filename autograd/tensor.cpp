@@ -1,0 +1,454 @@
+// autograd/tensor.cpp — storage, geometry, element access, conversions and in-place writes.
+#include "autograd/tensor.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+
+#include "autograd/ops.h"
+#include "autograd/ops/loops.h"
+#include "autograd/tape.h"
+
+namespace tg {
+
+// --- storage -------------------------------------------------------------------------------------
+
+Storage::Storage(size_t n) : nbytes(n) {
+  // 64-byte aligned (a cache line; what AVX-512 loads like), never a null pointer.
+  const size_t rounded = ((n + 63) / 64) * 64;
+  data = std::aligned_alloc(64, rounded ? rounded : 64);
+  if (!data) throw Error("out of memory allocating " + std::to_string(n) + " bytes");
+}
+
+Storage::~Storage() { std::free(data); }
+
+// --- geometry helpers ----------------------------------------------------------------------------
+
+std::string shape_str(const Shape& shape) {
+  std::string s = "(";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i) s += ",";
+    s += std::to_string(shape[i]);
+  }
+  return s + ")";
+}
+
+Shape contiguous_strides(const Shape& shape) {
+  Shape strides(shape.size());
+  int64_t stride = 1;
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
+    strides[d] = stride;
+    stride *= std::max<int64_t>(shape[d], 1);
+  }
+  return strides;
+}
+
+int64_t shape_numel(const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t s : shape) n *= s;
+  return n;
+}
+
+int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op) {
+  const int64_t rank = std::max<int64_t>(ndim, 1);  // a 0-d tensor accepts dim 0 and -1
+  if (dim < -rank || dim >= rank) {
+    throw Error(std::string(op) + ": dim " + std::to_string(dim) + " out of range [" +
+                std::to_string(-rank) + ", " + std::to_string(rank - 1) + "]");
+  }
+  return dim < 0 ? dim + rank : dim;
+}
+
+Tensor make_empty(const Shape& shape, ScalarType dtype) {
+  for (int64_t s : shape)
+    if (s < 0) throw Error("empty: negative size in shape " + shape_str(shape));
+  auto impl = std::make_shared<TensorImpl>();
+  impl->dtype = dtype;
+  impl->sizes = shape;
+  impl->strides = contiguous_strides(shape);
+  impl->numel = shape_numel(shape);
+  impl->storage = std::make_shared<Storage>(static_cast<size_t>(impl->numel) * element_size(dtype));
+  return Tensor(std::move(impl));
+}
+
+Tensor make_view(const Tensor& t, const Shape& sizes, const Shape& strides, int64_t offset) {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = t.storage();
+  impl->dtype = t.dtype();
+  impl->sizes = sizes;
+  impl->strides = strides;
+  impl->offset = offset;
+  impl->numel = shape_numel(sizes);
+  impl->is_view = true;
+  return Tensor(std::move(impl));
+}
+
+// --- what it is ----------------------------------------------------------------------------------
+
+TensorImpl& Tensor::impl() const {
+  if (!impl_) throw Error("tensor is undefined (default-constructed Tensor)");
+  return *impl_;
+}
+
+int64_t Tensor::size(int64_t d) const { return sizes()[wrap_dim(d, dim(), "size")]; }
+int64_t Tensor::stride(int64_t d) const { return strides()[wrap_dim(d, dim(), "stride")]; }
+
+bool Tensor::is_contiguous() const {
+  const TensorImpl& t = impl();
+  int64_t expected = 1;
+  for (int64_t d = static_cast<int64_t>(t.sizes.size()) - 1; d >= 0; --d) {
+    if (t.sizes[d] == 1) continue;  // any stride will do along a size-1 dim
+    if (t.strides[d] != expected) return false;
+    expected *= t.sizes[d];
+  }
+  return true;
+}
+
+template <class T> T* Tensor::data_ptr() const {
+  if (dtype() != dtype_of<T>()) {
+    throw Error(std::string("data_ptr: tensor has dtype ") + dtype_name(dtype()) +
+                ", asked for " + dtype_name(dtype_of<T>()));
+  }
+  return static_cast<T*>(impl().storage->data) + impl().offset;
+}
+template float* Tensor::data_ptr<float>() const;
+template double* Tensor::data_ptr<double>() const;
+template int64_t* Tensor::data_ptr<int64_t>() const;
+template bool* Tensor::data_ptr<bool>() const;
+
+void* Tensor::raw_data() const {
+  return static_cast<char*>(impl().storage->data) + impl().offset * static_cast<int64_t>(element_size(dtype()));
+}
+
+// --- autograd state ------------------------------------------------------------------------------
+
+Tensor& Tensor::requires_grad_(bool requires_grad) {
+  if (requires_grad && !is_floating(dtype())) {
+    throw Error(std::string("requires_grad_: only floating point tensors can require gradients, got ") +
+                dtype_name(dtype()));
+  }
+  if (!is_leaf() && !requires_grad) {
+    throw Error("requires_grad_: you can only change requires_grad flags of leaf variables");
+  }
+  impl().requires_grad = requires_grad;
+  return *this;
+}
+
+Tensor Tensor::grad() const { return impl().grad ? Tensor(impl().grad) : Tensor(); }
+
+void Tensor::set_grad(const Tensor& grad) {
+  if (grad.defined() && grad.sizes() != sizes()) {
+    throw Error("set_grad: gradient shape " + shape_str(grad.sizes()) + " does not match tensor shape " +
+                shape_str(sizes()));
+  }
+  impl().grad = grad.defined() ? grad.impl_ptr() : nullptr;
+}
+
+void Tensor::zero_grad() { impl().grad = nullptr; }
+
+Tensor& Tensor::retain_grad() {
+  if (!requires_grad()) throw Error("retain_grad: can't retain_grad on a tensor that doesn't require gradients");
+  if (!is_leaf()) impl().retains_grad = true;
+  return *this;
+}
+
+Tensor Tensor::detach() const {
+  Tensor out = make_view(*this, sizes(), strides(), storage_offset());
+  out.impl().is_view = impl().is_view;
+  return out;
+}
+
+void Tensor::backward(const Tensor& grad, bool retain_graph) const { run_backward(*this, grad, retain_graph); }
+
+// --- values --------------------------------------------------------------------------------------
+
+// Offset (in elements) of a full index, with bounds checks.
+static int64_t element_offset(const Tensor& t, const Shape& index, const char* op) {
+  if (static_cast<int64_t>(index.size()) != t.dim()) {
+    throw Error(std::string(op) + ": index has " + std::to_string(index.size()) + " entries for a " +
+                std::to_string(t.dim()) + "-d tensor of shape " + shape_str(t.sizes()));
+  }
+  int64_t off = t.storage_offset();
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    int64_t i = index[d];
+    const int64_t n = t.sizes()[d];
+    if (i < -n || i >= n) {
+      throw Error(std::string(op) + ": index " + std::to_string(i) + " is out of bounds for dim " +
+                  std::to_string(d) + " with size " + std::to_string(n));
+    }
+    if (i < 0) i += n;
+    off += i * t.strides()[d];
+  }
+  return off;
+}
+
+template <class T> T Tensor::at(const Shape& index) const {
+  const int64_t off = element_offset(*this, index, "at");
+  return visit_dtype(dtype(), [&](auto tag) -> T {
+    using S = typename decltype(tag)::type;
+    return static_cast<T>(static_cast<const S*>(impl().storage->data)[off]);
+  });
+}
+template float Tensor::at<float>(const Shape&) const;
+template double Tensor::at<double>(const Shape&) const;
+template int64_t Tensor::at<int64_t>(const Shape&) const;
+template bool Tensor::at<bool>(const Shape&) const;
+
+double Tensor::at(const Shape& index) const { return at<double>(index); }
+
+template <class T> T Tensor::item() const {
+  if (numel() != 1) {
+    throw Error("item: a Tensor with " + std::to_string(numel()) +
+                " elements cannot be converted to Scalar");
+  }
+  return visit_dtype(dtype(), [&](auto tag) -> T {
+    using S = typename decltype(tag)::type;
+    return static_cast<T>(*data_ptr<S>());
+  });
+}
+template float Tensor::item<float>() const;
+template double Tensor::item<double>() const;
+template int64_t Tensor::item<int64_t>() const;
+template bool Tensor::item<bool>() const;
+
+template <class T> std::vector<T> Tensor::tolist() const {
+  std::vector<T> out(static_cast<size_t>(numel()));
+  Tensor c = contiguous();
+  visit_dtype(dtype(), [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    const S* p = c.data_ptr<S>();
+    for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<T>(p[i]);
+  });
+  return out;
+}
+template std::vector<float> Tensor::tolist<float>() const;
+template std::vector<double> Tensor::tolist<double>() const;
+template std::vector<int64_t> Tensor::tolist<int64_t>() const;
+template std::vector<bool> Tensor::tolist<bool>() const;
+
+// Copy src (broadcast to dst's shape) into dst, converting the dtype; dst may be strided.
+static void copy_values(const Tensor& dst, const Tensor& src) {
+  const Shape ss = broadcast_strides(src, dst.sizes());
+  visit_dtype(dst.dtype(), [&](auto dtag) {
+    using D = typename decltype(dtag)::type;
+    visit_dtype(src.dtype(), [&](auto stag) {
+      using S = typename decltype(stag)::type;
+      D* d = dst.data_ptr<D>();
+      const S* s = src.data_ptr<S>();
+      if (dst.is_contiguous() && src.is_contiguous() && src.sizes() == dst.sizes()) {
+        const int64_t n = dst.numel();
+        if constexpr (std::is_same_v<D, S>) {
+          std::memcpy(d, s, static_cast<size_t>(n) * sizeof(D));
+        } else {
+          for (int64_t i = 0; i < n; ++i) d[i] = static_cast<D>(s[i]);
+        }
+        return;
+      }
+      for_each_row<2>(dst.sizes(), {dst.strides().data(), ss.data()}, {0, 0},
+                      [&](const std::array<int64_t, 2>& off, int64_t len, const std::array<int64_t, 2>& st) {
+                        for (int64_t i = 0; i < len; ++i)
+                          d[off[0] + i * st[0]] = static_cast<D>(s[off[1] + i * st[1]]);
+                      });
+    });
+  });
+}
+
+Tensor Tensor::to(ScalarType target) const {
+  if (target == dtype()) return *this;
+  Tensor out = make_empty(sizes(), target);
+  copy_values(out, *this);
+  if (is_floating(target)) {
+    const ScalarType source = dtype();
+    // d/dx to(dtype): the gradient converted back to the input's dtype
+    record("ToCopyBackward0", {*this}, out, {}, [source](const BackwardArgs& a) {
+      return Grads{a.grad_out.to(source)};
+    });
+  }
+  return out;
+}
+
+Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
+
+Tensor Tensor::clone() const {
+  Tensor out = make_empty(sizes(), dtype());
+  copy_values(out, *this);
+  // d/dx clone(x): the gradient itself
+  record("CloneBackward0", {*this}, out, {}, [](const BackwardArgs& a) { return Grads{a.grad_out}; });
+  return out;
+}
+
+// --- in place ------------------------------------------------------------------------------------
+
+// Checks before an in-place write to `self` that makes it depend on `inputs` for autograd.
+// A leaf that requires grad must not be overwritten (its value is what the gradient is for);
+// a view of a tensor that takes part in autograd would need its base's history rewritten, which
+// tapegrad does not do: it says so instead of computing a wrong gradient.
+static void check_inplace(const Tensor& self, const std::vector<Tensor>& inputs, const char* op) {
+  if (!grad_mode_enabled()) return;
+  if (self.requires_grad() && self.is_leaf()) {
+    throw Error(std::string(op) +
+                ": a leaf Variable that requires grad is being used in an in-place operation.");
+  }
+  bool any = self.requires_grad();
+  for (const Tensor& t : inputs) any = any || (t.defined() && t.requires_grad());
+  if (any && self.impl().is_view) {
+    throw Error(std::string(op) +
+                ": in-place operation on a view of a tensor that takes part in autograd is not "
+                "supported; use the out-of-place op (e.g. masked_fill instead of masked_fill_)");
+  }
+}
+
+// After an in-place write: bump the version, and if autograd is involved, put an entry on the
+// tape whose output is `self` and whose first input is self's previous history.
+static void finish_inplace(Tensor& self, const Tensor& old_history, const std::vector<Tensor>& others,
+                           const char* name, BackwardFn backward) {
+  self.storage()->version++;
+  std::vector<Tensor> inputs{old_history};
+  inputs.insert(inputs.end(), others.begin(), others.end());
+  if (!should_record(inputs)) return;
+  record(name, inputs, self, {}, std::move(backward));
+}
+
+// A handle to self's current history (grad_fn, requires_grad), taken before an in-place write.
+static Tensor history_of(const Tensor& self) {
+  auto impl = std::make_shared<TensorImpl>(self.impl());
+  impl->grad = nullptr;
+  impl->retains_grad = false;
+  return Tensor(std::move(impl));
+}
+
+Tensor& Tensor::fill_(Scalar value) {
+  check_inplace(*this, {}, "fill_");
+  Tensor old = history_of(*this);
+  visit_dtype(dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T v = static_cast<T>(value.value);
+    apply_inplace<T>(*this, [v](T) { return v; });
+  });
+  // d/dself fill_: nothing flows back to the old value
+  finish_inplace(*this, old, {}, "FillBackward0", [](const BackwardArgs&) { return Grads{Tensor()}; });
+  return *this;
+}
+
+Tensor& Tensor::copy_(const Tensor& src) {
+  check_defined(src, "copy_", "src");
+  broadcast_shapes(sizes(), src.sizes(), "copy_");
+  if (broadcast_shapes(sizes(), src.sizes(), "copy_") != sizes()) {
+    throw Error("copy_: source shape " + shape_str(src.sizes()) + " cannot be broadcast to " +
+                shape_str(sizes()));
+  }
+  check_inplace(*this, {src}, "copy_");
+  Tensor old = history_of(*this);
+  if (src.storage() == storage()) {
+    copy_values(*this, src.clone().detach());  // overlapping memory: go through a copy
+  } else {
+    copy_values(*this, src);
+  }
+  const ScalarType src_dtype = src.dtype();
+  // d/dsrc copy_: the gradient (summed to src's shape by the engine); nothing to the old value
+  finish_inplace(*this, old, {src}, "CopyBackwards", [src_dtype](const BackwardArgs& a) {
+    return Grads{Tensor(), a.grad_out.to(src_dtype)};
+  });
+  return *this;
+}
+
+Tensor& Tensor::masked_fill_(const Tensor& mask, Scalar value) {
+  Tensor filled = tg::masked_fill(detach(), mask, value);
+  check_inplace(*this, {}, "masked_fill_");
+  Tensor old = history_of(*this);
+  copy_values(*this, filled);
+  // d/dself masked_fill_: the gradient where the mask is false, 0 where it filled
+  Tensor m = mask;
+  finish_inplace(*this, old, {}, "MaskedFillBackward0", [m](const BackwardArgs& a) {
+    return Grads{tg::masked_fill(a.grad_out, m, 0.0)};
+  });
+  return *this;
+}
+
+Tensor& Tensor::add_(const Tensor& other, Scalar alpha) {
+  Tensor sum = tg::add(detach(), other.detach(), alpha);
+  if (sum.sizes() != sizes()) {
+    throw Error("add_: result shape " + shape_str(sum.sizes()) + " does not match the tensor's shape " +
+                shape_str(sizes()) + " (other has shape " + shape_str(other.sizes()) + ")");
+  }
+  check_inplace(*this, {other}, "add_");
+  Tensor old = history_of(*this);
+  copy_values(*this, sum);
+  const double a = alpha.value;
+  // d/dself (self + alpha*other) = 1, d/dother = alpha
+  finish_inplace(*this, old, {other}, "AddBackward0", [a](const BackwardArgs& args) {
+    return Grads{args.grad_out, a == 1.0 ? args.grad_out : tg::mul(args.grad_out, a)};
+  });
+  return *this;
+}
+
+Tensor& Tensor::mul_(const Tensor& other) {
+  Tensor product = tg::mul(detach(), other.detach());
+  if (product.sizes() != sizes()) {
+    throw Error("mul_: result shape " + shape_str(product.sizes()) + " does not match the tensor's shape " +
+                shape_str(sizes()));
+  }
+  check_inplace(*this, {other}, "mul_");
+  const bool records = grad_mode_enabled() && (requires_grad() || other.requires_grad());
+  Tensor old = history_of(*this);
+  Tensor old_value = records ? detach().clone() : Tensor();
+  copy_values(*this, product);
+  Tensor o = other.detach();
+  // d/dself (self*other) = other, d/dother = self (its value before the write)
+  finish_inplace(*this, old, {other}, "MulBackward0", [o, old_value](const BackwardArgs& a) {
+    return Grads{a.needs_grad[0] ? tg::mul(a.grad_out, o) : Tensor(),
+                 a.needs_grad[1] ? tg::mul(a.grad_out, old_value) : Tensor()};
+  });
+  return *this;
+}
+
+Tensor& Tensor::mul_(Scalar other) {
+  check_inplace(*this, {}, "mul_");
+  Tensor old = history_of(*this);
+  copy_values(*this, tg::mul(detach(), other));
+  const double s = other.value;
+  // d/dself (self*s) = s
+  finish_inplace(*this, old, {}, "MulBackward1", [s](const BackwardArgs& a) {
+    return Grads{tg::mul(a.grad_out, s)};
+  });
+  return *this;
+}
+
+Tensor& Tensor::div_(Scalar other) {
+  check_inplace(*this, {}, "div_");
+  Tensor old = history_of(*this);
+  copy_values(*this, tg::div(detach(), other));
+  const double s = other.value;
+  // d/dself (self/s) = 1/s
+  finish_inplace(*this, old, {}, "DivBackward1", [s](const BackwardArgs& a) {
+    return Grads{tg::div(a.grad_out, s)};
+  });
+  return *this;
+}
+
+// --- ops as methods ------------------------------------------------------------------------------
+
+Tensor Tensor::matmul(const Tensor& other) const { return tg::matmul(*this, other); }
+Tensor Tensor::softmax(int64_t d) const { return tg::softmax(*this, d); }
+Tensor Tensor::log_softmax(int64_t d) const { return tg::log_softmax(*this, d); }
+Tensor Tensor::masked_fill(const Tensor& mask, Scalar value) const { return tg::masked_fill(*this, mask, value); }
+Tensor Tensor::sum() const { return tg::sum(*this); }
+Tensor Tensor::sum(int64_t d, bool keepdim) const { return tg::sum(*this, d, keepdim); }
+Tensor Tensor::mean() const { return tg::mean(*this); }
+Tensor Tensor::mean(int64_t d, bool keepdim) const { return tg::mean(*this, d, keepdim); }
+Tensor Tensor::var(int64_t d, bool unbiased, bool keepdim) const { return tg::var(*this, d, unbiased, keepdim); }
+Tensor Tensor::max() const { return tg::max(*this); }
+Tensor Tensor::min() const { return tg::min(*this); }
+Tensor Tensor::argmax() const { return tg::argmax(*this); }
+Tensor Tensor::argmax(int64_t d, bool keepdim) const { return tg::argmax(*this, d, keepdim); }
+Tensor Tensor::exp() const { return tg::exp(*this); }
+Tensor Tensor::log() const { return tg::log(*this); }
+Tensor Tensor::sqrt() const { return tg::sqrt(*this); }
+Tensor Tensor::pow(Scalar e) const { return tg::pow(*this, e); }
+Tensor Tensor::abs() const { return tg::abs(*this); }
+Tensor Tensor::neg() const { return tg::neg(*this); }
+Tensor Tensor::tanh() const { return tg::tanh(*this); }
+Tensor Tensor::sigmoid() const { return tg::sigmoid(*this); }
+Tensor Tensor::relu() const { return tg::relu(*this); }
+
+}  // namespace tg

@@ -1,0 +1,212 @@
+// autograd/tensor.h — tg::Tensor: a typed, strided view over shared storage, with a link to
+// the tape entry that produced it.
+//
+//   Storage     one heap buffer + a version counter (bumped by every in-place write, so the
+//               tape can tell when a tensor saved for backward was changed afterwards).
+//   TensorImpl  dtype, sizes, strides and offset (in elements) into a Storage, plus autograd
+//               state: requires_grad, the producing tape entry (grad_fn), the accumulated grad.
+//   Tensor      a cheap handle (shared_ptr) to a TensorImpl, as torch::Tensor is.
+//
+// Views (view, transpose, select, narrow, expand, ...) make a new TensorImpl over the same
+// Storage, so writes through a view are seen by its base.
+#pragma once
+#include <cstdint>
+#include <initializer_list>
+#include <iosfwd>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "autograd/dtype.h"
+
+namespace tg {
+
+using Shape = std::vector<int64_t>;
+
+class Node;  // a tape entry (autograd/tape.h)
+class Generator;
+
+// Every error tapegrad throws: the message starts with the op's name.
+struct Error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// "(6,3)" — how shapes are written in error messages.
+std::string shape_str(const Shape& shape);
+
+// A number given to a tensor op (x + 2, masked_fill(mask, -inf)); remembers whether it was
+// written as an integer, which decides the result dtype for integer tensors, as in PyTorch.
+struct Scalar {
+  double value;
+  bool integral;
+  Scalar(double v) : value(v), integral(false) {}
+  Scalar(float v) : value(v), integral(false) {}
+  Scalar(int v) : value(v), integral(true) {}
+  Scalar(long v) : value(static_cast<double>(v)), integral(true) {}
+  Scalar(long long v) : value(static_cast<double>(v)), integral(true) {}
+  Scalar(bool v) : value(v ? 1.0 : 0.0), integral(true) {}
+};
+
+struct Storage {
+  explicit Storage(size_t nbytes);
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+
+  void* data = nullptr;
+  size_t nbytes = 0;
+  uint64_t version = 0;  // bumped by every in-place write
+};
+
+struct TensorImpl {
+  std::shared_ptr<Storage> storage;
+  ScalarType dtype = kFloat32;
+  Shape sizes;
+  Shape strides;       // in elements
+  int64_t offset = 0;  // in elements
+  int64_t numel = 1;
+
+  // autograd
+  bool requires_grad = false;
+  bool retains_grad = false;         // keep .grad on a non-leaf (retain_grad())
+  bool is_view = false;              // shares storage with a tensor it was derived from
+  std::shared_ptr<Node> grad_fn;     // the tape entry that produced it; null for leaves
+  std::shared_ptr<TensorImpl> grad;  // accumulated gradient
+};
+
+class Tensor {
+ public:
+  Tensor() = default;  // undefined tensor
+  explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+
+  // --- what it is -------------------------------------------------------------------------
+  bool defined() const { return impl_ != nullptr; }
+  ScalarType dtype() const { return impl().dtype; }
+  const Shape& sizes() const { return impl().sizes; }
+  const Shape& shape() const { return impl().sizes; }
+  const Shape& strides() const { return impl().strides; }
+  int64_t size(int64_t dim) const;
+  int64_t stride(int64_t dim) const;
+  int64_t dim() const { return static_cast<int64_t>(impl().sizes.size()); }
+  int64_t numel() const { return impl().numel; }
+  int64_t storage_offset() const { return impl().offset; }
+  bool is_contiguous() const;
+  bool is_floating_point() const { return is_floating(dtype()); }
+  size_t nbytes() const { return static_cast<size_t>(numel()) * element_size(dtype()); }
+  bool is_same(const Tensor& other) const { return impl_ == other.impl_; }
+  const std::shared_ptr<Storage>& storage() const { return impl().storage; }
+
+  // Typed pointer to element [0,...,0]; throws if T does not match the dtype.
+  template <class T> T* data_ptr() const;
+  void* raw_data() const;
+
+  // --- autograd ---------------------------------------------------------------------------
+  bool requires_grad() const { return impl().requires_grad; }
+  Tensor& requires_grad_(bool requires_grad = true);
+  bool is_leaf() const { return impl().grad_fn == nullptr; }
+  const std::shared_ptr<Node>& grad_fn() const { return impl().grad_fn; }
+  Tensor grad() const;                 // undefined until backward reached it
+  void set_grad(const Tensor& grad);   // replace (or clear, with an undefined tensor)
+  void zero_grad();                    // drop the accumulated gradient (as PyTorch's set_to_none)
+  Tensor& retain_grad();               // keep .grad() on a non-leaf
+  Tensor detach() const;               // same storage, cut from the tape
+  // Backpropagate from this tensor. grad defaults to 1 for a one-element tensor.
+  void backward(const Tensor& grad = Tensor(), bool retain_graph = false) const;
+
+  // --- views (share storage) --------------------------------------------------------------
+  Tensor view(const Shape& shape) const;      // one size may be -1
+  Tensor reshape(const Shape& shape) const;   // a view when possible, else a copy
+  Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
+  Tensor transpose(int64_t dim0, int64_t dim1) const;
+  Tensor permute(const Shape& dims) const;
+  Tensor t() const;    // 2-d transpose (0-d and 1-d: itself)
+  Tensor mT() const;   // swap the last two dims
+  Tensor unsqueeze(int64_t dim) const;
+  Tensor squeeze() const;
+  Tensor squeeze(int64_t dim) const;
+  Tensor expand(const Shape& shape) const;    // -1 keeps a size; size-1 dims broadcast
+  Tensor expand_as(const Tensor& other) const { return expand(other.sizes()); }
+  Tensor select(int64_t dim, int64_t index) const;
+  Tensor operator[](int64_t index) const { return select(0, index); }
+  Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
+  // Python's x[start:end:step] along dim; end is clamped; negative start/end count from the end.
+  Tensor slice(int64_t dim, int64_t start, std::optional<int64_t> end = std::nullopt,
+               int64_t step = 1) const;
+  Tensor contiguous() const;  // itself when already contiguous
+  Tensor clone() const;       // a contiguous copy (recorded on the tape)
+
+  // --- values -----------------------------------------------------------------------------
+  template <class T> T item() const;  // one-element tensor to a C++ value
+  double item() const { return item<double>(); }
+  // Element at a full index, as double (int64 values above 2^53 lose precision; use at<T>).
+  double at(const Shape& index) const;
+  template <class T> T at(const Shape& index) const;
+  Tensor to(ScalarType dtype) const;  // a converted copy (itself when the dtype matches)
+  template <class T> std::vector<T> tolist() const;  // row-major values converted to T
+
+  // --- in place (write through to shared storage; bump the version) ------------------------
+  Tensor& fill_(Scalar value);
+  Tensor& zero_() { return fill_(0.0); }
+  Tensor& copy_(const Tensor& src);  // src broadcast to this tensor's shape
+  Tensor& masked_fill_(const Tensor& mask, Scalar value);
+  Tensor& add_(const Tensor& other, Scalar alpha = 1.0);
+  Tensor& sub_(const Tensor& other) { return add_(other, -1.0); }
+  Tensor& mul_(const Tensor& other);
+  Tensor& mul_(Scalar other);
+  Tensor& div_(Scalar other);
+  Tensor& uniform_(double from = 0.0, double to = 1.0, Generator* gen = nullptr);
+  Tensor& normal_(double mean = 0.0, double std = 1.0, Generator* gen = nullptr);
+  Tensor& bernoulli_(double p, Generator* gen = nullptr);
+  Tensor& exponential_(double lambda = 1.0, Generator* gen = nullptr);
+  Tensor& random_(int64_t low, int64_t high, Generator* gen = nullptr);
+
+  // --- ops as methods (the free functions in autograd/ops.h do the work) -------------------
+  Tensor matmul(const Tensor& other) const;
+  Tensor softmax(int64_t dim) const;
+  Tensor log_softmax(int64_t dim) const;
+  Tensor masked_fill(const Tensor& mask, Scalar value) const;
+  Tensor sum() const;
+  Tensor sum(int64_t dim, bool keepdim = false) const;
+  Tensor mean() const;
+  Tensor mean(int64_t dim, bool keepdim = false) const;
+  Tensor var(int64_t dim, bool unbiased = true, bool keepdim = false) const;
+  Tensor max() const;
+  Tensor min() const;
+  Tensor argmax() const;
+  Tensor argmax(int64_t dim, bool keepdim = false) const;
+  Tensor exp() const;
+  Tensor log() const;
+  Tensor sqrt() const;
+  Tensor pow(Scalar exponent) const;
+  Tensor abs() const;
+  Tensor neg() const;
+  Tensor tanh() const;
+  Tensor sigmoid() const;
+  Tensor relu() const;
+
+  // The TensorImpl; throws on an undefined tensor.
+  TensorImpl& impl() const;
+  const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
+
+ private:
+  std::shared_ptr<TensorImpl> impl_;
+};
+
+// Print in PyTorch's format: tensor([[0.4300, 0.1500], ...], requires_grad=True)
+std::ostream& operator<<(std::ostream& os, const Tensor& t);
+std::string repr(const Tensor& t);
+
+// --- internals shared by ops ------------------------------------------------------------------
+// A new contiguous tensor with uninitialised storage.
+Tensor make_empty(const Shape& shape, ScalarType dtype);
+// A new view over t's storage with the given geometry (autograd state is not copied).
+Tensor make_view(const Tensor& t, const Shape& sizes, const Shape& strides, int64_t offset);
+// Contiguous (row-major) strides for a shape.
+Shape contiguous_strides(const Shape& shape);
+int64_t shape_numel(const Shape& shape);
+// Wrap a possibly negative dim into [0, ndim); throws "op: dim 3 out of range [-3, 2]".
+int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op);
+
+}  // namespace tg

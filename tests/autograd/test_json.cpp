@@ -1,0 +1,176 @@
+#include "autograd/json.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+namespace {
+
+using tg::json::Value;
+
+// The runtime_error message of parsing text (named "t.json"), or "" if it parsed.
+std::string parse_error(const std::string& text) {
+  try {
+    tg::json::parse(text, "t.json");
+  } catch (const std::runtime_error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// The runtime_error message of fn(), or "" if it did not throw.
+template <typename Fn>
+std::string error_of(Fn fn) {
+  try {
+    fn();
+  } catch (const std::runtime_error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Json, ParsesEveryKindAndKeepsObjectKeyOrder) {
+  Value v = tg::json::parse(R"( {"z": null, "a": [true, false, -1.5e2, "x"], "m": {}} )", "t.json");
+  ASSERT_TRUE(v.is_object());
+  ASSERT_EQ(v.size(), 3u);
+  EXPECT_EQ(v.as_object()[0].key, "z");
+  EXPECT_EQ(v.as_object()[1].key, "a");
+  EXPECT_EQ(v.as_object()[2].key, "m");
+  EXPECT_TRUE(v["z"].is_null());
+  const Value& a = v["a"];
+  EXPECT_TRUE(a[0].as_bool());
+  EXPECT_FALSE(a[1].as_bool());
+  EXPECT_EQ(a[2].as_double(), -150.0);
+  EXPECT_EQ(a[2].number_text(), "-1.5e2");
+  EXPECT_EQ(a[3].as_string(), "x");
+  EXPECT_TRUE(v["m"].is_object());
+  EXPECT_EQ(v["m"].size(), 0u);
+  EXPECT_TRUE(v.contains("a"));
+  EXPECT_EQ(v.find("nope"), nullptr);
+}
+
+TEST(Json, IntegersAreExactFromTheRawTextBeyondTwoToThe53) {
+  Value v = tg::json::parse(
+      "[18446744073709551615, -9223372036854775808, 9007199254740993, 4294967303, 0, -0]", "t.json");
+  EXPECT_EQ(v[0].as_uint64(), std::numeric_limits<uint64_t>::max());
+  EXPECT_EQ(v[1].as_int64(), std::numeric_limits<int64_t>::min());
+  EXPECT_EQ(v[2].as_int64(), 9007199254740993);  // 2^53 + 1: not a double
+  EXPECT_EQ(v[2].as_double(), 9007199254740992.0);
+  EXPECT_EQ(v[3].as_uint64(), 4294967303u);
+  EXPECT_EQ(v[4].as_int64(), 0);
+  EXPECT_EQ(v[5].as_int64(), 0);
+}
+
+TEST(Json, IntegerAccessorsRejectFractionsRangeAndSignNamingThePath) {
+  Value v = tg::json::parse(R"({"seeds": [1.5, 18446744073709551616, -3, 9223372036854775808, 1e3]})",
+                            "t.json");
+  const Value& s = v["seeds"];
+  EXPECT_EQ(error_of([&] { s[0].as_int64(); }), "json: t.json: seeds[0]: expected an integer, got 1.5");
+  EXPECT_EQ(error_of([&] { s[1].as_uint64(); }),
+            "json: t.json: seeds[1]: 18446744073709551616 is out of range for uint64");
+  EXPECT_EQ(error_of([&] { s[2].as_uint64(); }),
+            "json: t.json: seeds[2]: -3 is negative, expected a uint64");
+  EXPECT_EQ(error_of([&] { s[3].as_int64(); }),
+            "json: t.json: seeds[3]: 9223372036854775808 is out of range for int64");
+  EXPECT_EQ(error_of([&] { s[4].as_int64(); }), "json: t.json: seeds[4]: expected an integer, got 1e3");
+  EXPECT_EQ(s[4].as_double(), 1000.0);
+}
+
+TEST(Json, WrongKindAccessNamesThePathAndBothKinds) {
+  Value v = tg::json::parse(R"({"vectors": [{"seed": "42"}]})", "rng.json");
+  EXPECT_EQ(error_of([&] { v["vectors"][0]["seed"].as_int64(); }),
+            "json: rng.json: vectors[0].seed: expected a number, got a string");
+  EXPECT_EQ(error_of([&] { v["vectors"].as_object(); }),
+            "json: rng.json: vectors: expected an object, got an array");
+  EXPECT_EQ(error_of([&] { v.as_array(); }),
+            "json: rng.json: (top level): expected an array, got an object");
+  EXPECT_EQ(error_of([&] { v["vectors"][0]["shape"]; }),
+            "json: rng.json: vectors[0]: no key \"shape\"");
+  EXPECT_EQ(error_of([&] { v["vectors"][3]; }),
+            "json: rng.json: vectors: index 3 is out of range (the array has 1 elements)");
+  EXPECT_EQ(error_of([&] { v["vectors"][0]["seed"].size(); }),
+            "json: rng.json: vectors[0].seed: size() needs an array or an object, got a string");
+}
+
+TEST(Json, StringEscapesIncludingSurrogatePairsBecomeUtf8) {
+  Value v = tg::json::parse(R"(["a\"b\\c\/d\b\f\n\r\t", "\u00e9\u20ac", "\ud83d\ude00", "caf\u00E9"])",
+                            "t.json");
+  EXPECT_EQ(v[0].as_string(), "a\"b\\c/d\b\f\n\r\t");
+  EXPECT_EQ(v[1].as_string(), "\xC3\xA9\xE2\x82\xAC");
+  EXPECT_EQ(v[2].as_string(), "\xF0\x9F\x98\x80");
+  EXPECT_EQ(v[3].as_string(), "caf\xC3\xA9");
+}
+
+TEST(Json, SyntaxErrorsNameSourceByteOffsetAndWhatWasExpected) {
+  EXPECT_EQ(parse_error("[1, 2}"), "json: t.json: byte 5: expected ',' or ']' after array element, got '}'");
+  EXPECT_EQ(parse_error("{\"a\": 1,}"), "json: t.json: byte 8: expected a string key in object, got '}'");
+  EXPECT_EQ(parse_error("{\"a\" 1}"), "json: t.json: byte 5: expected ':' after object key \"a\", got '1'");
+  EXPECT_EQ(parse_error("{\"a\": 1 \"b\": 2}"),
+            "json: t.json: byte 8: expected ',' or '}' after object member, got '\"'");
+  EXPECT_EQ(parse_error(""),
+            "json: t.json: byte 0: expected a value (object, array, string, number, true, false or "
+            "null), got end of input");
+  EXPECT_EQ(parse_error("[1] x"), "json: t.json: byte 4: expected end of input after the top-level value");
+  EXPECT_EQ(parse_error("[tru]"),
+            "json: t.json: byte 1: expected a value (object, array, string, number, true, false or "
+            "null), got 't'");
+  EXPECT_EQ(parse_error("[\"abc"), "json: t.json: byte 1: unterminated string");
+  EXPECT_EQ(parse_error("[\"a\nb\"]"),
+            "json: t.json: byte 3: control character in string (write it as an escape such as \\n), "
+            "got byte 0x0A");
+  EXPECT_EQ(parse_error("[\"\\x\"]"), "json: t.json: byte 3: invalid escape in string, got 'x'");
+  EXPECT_EQ(parse_error("[\"\\ud800\"]"),
+            "json: t.json: byte 2: high surrogate not followed by \\u escape");
+  EXPECT_EQ(parse_error("{\"k\": 1, \"k\": 2}"), "json: t.json: byte 9: duplicate key \"k\" in object");
+}
+
+TEST(Json, NumbersFollowTheJsonGrammarStrictly) {
+  EXPECT_EQ(parse_error("[01]"), "json: t.json: byte 2: a number may not have a leading zero");
+  EXPECT_EQ(parse_error("[1.]"), "json: t.json: byte 3: expected a digit after '.' in number, got ']'");
+  EXPECT_EQ(parse_error("[-]"), "json: t.json: byte 2: expected a digit in number, got ']'");
+  EXPECT_EQ(parse_error("[1e+]"),
+            "json: t.json: byte 4: expected a digit in the exponent of number, got ']'");
+  EXPECT_NE(parse_error("[+1]"), "");
+  EXPECT_NE(parse_error("[.5]"), "");
+  EXPECT_NE(parse_error("[NaN]"), "");
+  EXPECT_NE(parse_error("[Infinity]"), "");
+  EXPECT_EQ(parse_error("[1e400]"), "json: t.json: byte 1: number 1e400 is too large for a double");
+  Value tiny = tg::json::parse("[1e-400, -1e-400, 0.1, 2.5E+3]", "t.json");
+  EXPECT_EQ(tiny[0].as_double(), 0.0);
+  EXPECT_TRUE(std::signbit(tiny[1].as_double()));
+  EXPECT_EQ(tiny[2].as_double(), 0.1);
+  EXPECT_EQ(tiny[3].as_double(), 2500.0);
+}
+
+TEST(Json, DeepNestingIsAnErrorNotAStackOverflow) {
+  std::string deep(100000, '[');
+  std::string message = parse_error(deep);
+  EXPECT_NE(message.find("nesting deeper than 512 levels"), std::string::npos) << message;
+  std::string fine = std::string(500, '[') + std::string(500, ']');
+  EXPECT_EQ(parse_error(fine), "");
+}
+
+TEST(Json, ParseFileNamesThePathInErrors) {
+  EXPECT_EQ(error_of([] { tg::json::parse_file("/nonexistent/x.json"); }),
+            "json: cannot open file /nonexistent/x.json");
+  std::string path = ::testing::TempDir() + "tg_json_test_bad.json";
+  {
+    std::ofstream out(path);
+    out << "{\n  \"a\": [1, 2\n}";
+  }
+  EXPECT_EQ(error_of([&] { tg::json::parse_file(path); }),
+            "json: " + path + ": byte 15: expected ',' or ']' after array element, got '}'");
+  {
+    std::ofstream out(path);
+    out << "{\"seed\": 18446744073709551615}";
+  }
+  EXPECT_EQ(tg::json::parse_file(path)["seed"].as_uint64(), 18446744073709551615ULL);
+  std::remove(path.c_str());
+}
+
+}  // namespace
