@@ -65,8 +65,10 @@ class Generator {
 
   // Read-only views of the engine, for tests and for the curious.
   const std::array<uint32_t, kStateWords>& state_words() const { return state_; }
-  int left() const { return left_; }        // draws until the next twist, plus one
-  int next_index() const { return next_; }  // index of the word the next draw reads
+  // left counts down by one per draw; the draw that brings it to 0 first twists the block and
+  // resets left to 624 and next to 0. next is the index of the word that draw then reads.
+  int left() const { return left_; }
+  int next_index() const { return next_; }
 
  private:
   // Regenerate all 624 words from the current ones (the MT19937 recurrence).

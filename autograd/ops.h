@@ -2,6 +2,7 @@
 // Each family lives in one file of autograd/ops/, forward and backward side by side.
 #pragma once
 #include <initializer_list>
+#include <limits>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -10,6 +11,8 @@
 #include "autograd/tensor.h"
 
 namespace tg {
+
+inline constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // --- creation (ops/creation.cpp) -------------------------------------------------------------
 Tensor empty(const Shape& shape, ScalarType dtype = kFloat32);
@@ -35,7 +38,8 @@ Tensor from_vector(const std::vector<double>& values, const Shape& shape, Scalar
 Tensor from_vector(const std::vector<int64_t>& values, const Shape& shape, ScalarType dtype = kInt64);
 
 // tensor({...}) from nested initializer lists, as torch.tensor: float values give float32,
-// integers give int64, bools give bool (or the dtype you pass).
+// integers give int64, bools give bool (or the dtype you pass). All numbers of one list share
+// one C++ type: write {1.0, 0.5}, not {1, 0.5}, and a double infinity as tg::kInf.
 namespace detail {
 template <class T> constexpr ScalarType default_dtype_for() {
   if constexpr (std::is_same_v<T, bool>) return kBool;

@@ -408,7 +408,7 @@ Tensor& Tensor::mul_(Scalar other) {
   copy_values(*this, tg::mul(detach(), other));
   const double s = other.value;
   // d/dself (self*s) = s
-  finish_inplace(*this, old, {}, "MulBackward1", [s](const BackwardArgs& a) {
+  finish_inplace(*this, old, {}, "MulBackward0", [s](const BackwardArgs& a) {
     return Grads{tg::mul(a.grad_out, s)};
   });
   return *this;
@@ -420,7 +420,7 @@ Tensor& Tensor::div_(Scalar other) {
   copy_values(*this, tg::div(detach(), other));
   const double s = other.value;
   // d/dself (self/s) = 1/s
-  finish_inplace(*this, old, {}, "DivBackward1", [s](const BackwardArgs& a) {
+  finish_inplace(*this, old, {}, "DivBackward0", [s](const BackwardArgs& a) {
     return Grads{tg::div(a.grad_out, s)};
   });
   return *this;

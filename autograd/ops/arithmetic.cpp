@@ -113,14 +113,14 @@ Tensor neg(const Tensor& a) {
 Tensor add(const Tensor& a, Scalar b) {
   Tensor out = elementwise_binary(a, scalar_like(b, a), scalar_dtype(b, a), false, "add",
                                   [](auto x, auto y) { return x + y; });
-  record("AddBackward1", {a}, out, {}, [](const BackwardArgs& g) { return Grads{g.grad_out}; });
+  record("AddBackward0", {a}, out, {}, [](const BackwardArgs& g) { return Grads{g.grad_out}; });
   return out;
 }
 
 Tensor sub(const Tensor& a, Scalar b) {
   Tensor out = elementwise_binary(a, scalar_like(b, a), scalar_dtype(b, a), false, "sub",
                                   [](auto x, auto y) { return x - y; });
-  record("SubBackward1", {a}, out, {}, [](const BackwardArgs& g) { return Grads{g.grad_out}; });
+  record("SubBackward0", {a}, out, {}, [](const BackwardArgs& g) { return Grads{g.grad_out}; });
   return out;
 }
 
@@ -128,7 +128,7 @@ Tensor mul(const Tensor& a, Scalar b) {
   Tensor out = elementwise_binary(a, scalar_like(b, a), scalar_dtype(b, a), false, "mul",
                                   [](auto x, auto y) { return x * y; });
   const double s = b.value;
-  record("MulBackward1", {a}, out, {}, [s](const BackwardArgs& g) { return Grads{mul(g.grad_out, s)}; });
+  record("MulBackward0", {a}, out, {}, [s](const BackwardArgs& g) { return Grads{mul(g.grad_out, s)}; });
   return out;
 }
 
@@ -137,7 +137,7 @@ Tensor div(const Tensor& a, Scalar b) {
   if (!is_floating(dt)) dt = kFloat32;
   Tensor out = elementwise_binary(a, scalar_like(b, a), dt, false, "div", [](auto x, auto y) { return x / y; });
   const double s = b.value;
-  record("DivBackward1", {a}, out, {}, [s](const BackwardArgs& g) { return Grads{div(g.grad_out, s)}; });
+  record("DivBackward0", {a}, out, {}, [s](const BackwardArgs& g) { return Grads{div(g.grad_out, s)}; });
   return out;
 }
 
@@ -155,7 +155,7 @@ Tensor rdiv(const Tensor& a, Scalar b) {
   Tensor out = elementwise_binary(scalar_like(b, a), a, dt, false, "rdiv", [](auto x, auto y) { return x / y; });
   // d/da (b / a) = -b / a^2 = -out / a
   if (should_record({a})) {
-    record("DivBackward0", {a}, out, {a, out}, [](const BackwardArgs& g) {
+    record("MulBackward0", {a}, out, {a, out}, [](const BackwardArgs& g) {
       return Grads{neg(div(mul(g.grad_out, g.saved[1]), g.saved[0]))};
     });
   }

@@ -187,9 +187,21 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
     }
   }
   dim = wrap_dim(dim, tensors[0].dim() + 1, "stack");
-  std::vector<Tensor> expanded;
-  for (const Tensor& t : tensors) expanded.push_back(t.unsqueeze(dim));
-  return cat(expanded, dim);  // records UnsqueezeBackward0 + CatBackward0
+  Tensor out;
+  {
+    NoGradGuard no_grad;
+    std::vector<Tensor> expanded;
+    for (const Tensor& t : tensors) expanded.push_back(t.unsqueeze(dim));
+    out = cat(expanded, dim);
+  }
+  // d/dx_i stack(x) = g.select(dim, i)
+  record("StackBackward0", tensors, out, {}, [dim](const BackwardArgs& a) {
+    Grads g;
+    for (size_t i = 0; i < a.needs_grad.size(); ++i)
+      g.push_back(a.needs_grad[i] ? a.grad_out.select(dim, static_cast<int64_t>(i)) : Tensor());
+    return g;
+  });
+  return out;
 }
 
 }  // namespace tg

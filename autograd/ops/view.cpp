@@ -86,25 +86,41 @@ Tensor recorded_view(const Tensor& x, const Shape& sizes, const Shape& strides, 
 
 }  // namespace
 
-Tensor Tensor::view(const Shape& requested) const {
-  const Shape shape = infer_shape(requested, numel(), "view");
-  auto strides = is_contiguous() ? std::optional<Shape>(contiguous_strides(shape))
-                                 : view_strides(sizes(), this->strides(), shape);
+// view() under a given node name (reshape shows PyTorch's names for the same view).
+static Tensor view_named(const Tensor& x, const Shape& requested, const char* name) {
+  const Shape shape = infer_shape(requested, x.numel(), "view");
+  auto strides = x.is_contiguous() ? std::optional<Shape>(contiguous_strides(shape))
+                                   : view_strides(x.sizes(), x.strides(), shape);
   if (!strides) {
     throw Error("view: view size is not compatible with input tensor's size and stride (at least one "
-                "dimension spans across two contiguous subspaces); input shape " + shape_str(sizes()) +
-                " strides " + shape_str(this->strides()) + ", requested " + shape_str(shape) +
+                "dimension spans across two contiguous subspaces); input shape " + shape_str(x.sizes()) +
+                " strides " + shape_str(x.strides()) + ", requested " + shape_str(shape) +
                 ". Use .reshape(...) instead.");
   }
-  const Shape in_shape = sizes();
-  return recorded_view(*this, shape, *strides, storage_offset(), "ViewBackward0",
+  const Shape in_shape = x.sizes();
+  return recorded_view(x, shape, *strides, x.storage_offset(), name,
                        [in_shape](const Tensor& g) { return g.reshape(in_shape); });
 }
 
+Tensor Tensor::view(const Shape& requested) const { return view_named(*this, requested, "ViewBackward0"); }
+
 Tensor Tensor::reshape(const Shape& requested) const {
   const Shape shape = infer_shape(requested, numel(), "reshape");
-  if (is_contiguous() || view_strides(sizes(), strides(), shape)) return view(shape);
-  return clone().view(shape);
+  if (is_contiguous() || view_strides(sizes(), strides(), shape)) {
+    return view_named(*this, shape, "ReshapeAliasBackward0");
+  }
+  Tensor copy;
+  {
+    NoGradGuard no_grad;
+    copy = clone();
+  }
+  // d/dx reshape(x) = g.reshape(x.shape) (one entry: the copy and the view together)
+  Tensor out = copy.view(shape);
+  const Shape in_shape = sizes();
+  record("UnsafeViewBackward0", {*this}, out, {}, [in_shape](const BackwardArgs& a) {
+    return Grads{a.grad_out.reshape(in_shape)};
+  });
+  return out;
 }
 
 Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const {

@@ -76,6 +76,17 @@ TEST(Generator, FirstDrawAfterSeedingTwistsTheBlock) {
   EXPECT_EQ(gen.next_index(), 1);
 }
 
+TEST(Generator, FreshGeneratorStateHeaderMatchesTorchGenerator) {
+  // torch.Generator().get_state()[:24]: seed 67280421310721, left 1, seeded 1, next 0.
+  const std::vector<uint8_t> torch_header = {0x01, 0xd1, 0x9c, 0xf1, 0x30, 0x3d, 0x00, 0x00,
+                                             0x01, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00,
+                                             0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00};
+  std::vector<uint8_t> state = tg::Generator().get_state();
+  for (size_t i = 0; i < torch_header.size(); ++i) {
+    EXPECT_EQ(state[i], torch_header[i]) << "byte " << i;
+  }
+}
+
 TEST(Generator, NegativeSeedWrapsToUint64LikeTorch) {
   tg::Generator gen(static_cast<uint64_t>(int64_t{-1}));
   EXPECT_EQ(gen.initial_seed(), 18446744073709551615ULL);

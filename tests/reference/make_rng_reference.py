@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Make tests/reference/rng_torch.json: random numbers straight from PyTorch's CPU generator.
 
-Run from the repository root with Debian's interpreter (it has python3-torch 1.13):
+Run with Debian's interpreter, which has python3-torch 1.13 (the first python3 on PATH may have
+no torch); the output goes next to this script, wherever it is run from:
 
     /usr/bin/python3 tests/reference/make_rng_reference.py
 

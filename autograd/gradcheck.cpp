@@ -1,0 +1,497 @@
+// autograd/gradcheck.cpp — analytical (tape) vs numerical (finite differences) Jacobians.
+//
+//   numerical   J[j][i] = (fn(x + eps e_j)_i - fn(x - eps e_j)_i) / (2 eps)     in float64
+//   analytical  J[j][i] = (d/dx fn(x) backpropagated from the one-hot e_i)_j
+//   fails when  |analytical - numerical| > atol + rtol * |numerical|
+//
+// See gradcheck.h for the options, the fuzzer and how to replay one of its runs.
+#include "autograd/gradcheck.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <iomanip>
+#include <ostream>
+#include <random>
+#include <sstream>
+
+#include "autograd/ops.h"
+#include "autograd/tape.h"
+
+namespace tg {
+
+namespace {
+
+// --- geometry ----------------------------------------------------------------------------------
+
+// Storage offsets (in elements) of t's elements, in row-major order of its logical shape.
+std::vector<int64_t> logical_offsets(const Tensor& t) {
+  std::vector<int64_t> offsets;
+  offsets.reserve(static_cast<size_t>(t.numel()));
+  if (t.numel() == 0) return offsets;
+  const Shape& sizes = t.sizes();
+  const Shape& strides = t.strides();
+  Shape index(sizes.size(), 0);
+  for (int64_t n = 0; n < t.numel(); ++n) {
+    int64_t off = t.storage_offset();
+    for (size_t d = 0; d < sizes.size(); ++d) off += index[d] * strides[d];
+    offsets.push_back(off);
+    for (int64_t d = static_cast<int64_t>(sizes.size()) - 1; d >= 0; --d) {  // odometer
+      if (++index[d] < sizes[d]) break;
+      index[d] = 0;
+    }
+  }
+  return offsets;
+}
+
+// "(1,2)": the multi-index of a flat row-major position in `shape`.
+std::string index_str(int64_t flat, const Shape& shape) {
+  Shape index(shape.size());
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
+    const int64_t n = std::max<int64_t>(shape[d], 1);
+    index[d] = flat % n;
+    flat /= n;
+  }
+  return shape_str(index);
+}
+
+// A stride-0 dim of size > 1 (as after expand): one memory element is several tensor elements,
+// so perturbing it would move them all at once.
+void check_no_overlap(const Tensor& t, size_t position) {
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    if (t.sizes()[d] > 1 && t.strides()[d] == 0) {
+      throw Error("gradcheck: input " + std::to_string(position) + " (shape " + shape_str(t.sizes()) +
+                  ", strides " + shape_str(t.strides()) + ") has overlapping memory: stride 0 along dim " +
+                  std::to_string(d) + " of size " + std::to_string(t.sizes()[d]) +
+                  " (from expand?); pass .contiguous() of it, or expand inside fn");
+    }
+  }
+}
+
+// A copy of src converted to `dtype`, with the same sizes, strides and storage offset (a
+// fresh storage just large enough), so a transposed or sliced input stays one.
+Tensor copy_with_layout(const Tensor& src, ScalarType dtype) {
+  int64_t extent = src.storage_offset() + 1;
+  for (int64_t d = 0; d < src.dim(); ++d) extent += (src.sizes()[d] - 1) * src.strides()[d];
+  if (src.numel() == 0) extent = 1;
+  Tensor buffer = make_empty({extent}, dtype);
+  Tensor out = make_view(buffer, src.sizes(), src.strides(), src.storage_offset());
+  out.impl().is_view = src.impl().is_view;
+  NoGradGuard no_grad;
+  out.copy_(src.detach());
+  out.storage()->version = 0;
+  return out;
+}
+
+// --- evaluating fn ------------------------------------------------------------------------------
+
+// fn's output values (row-major, as double) with nothing recorded.
+std::vector<double> evaluate(const GradcheckFn& fn, const std::vector<Tensor>& inputs, Shape* shape = nullptr) {
+  NoGradGuard no_grad;
+  Tensor out = fn(inputs);
+  if (!out.defined() || !out.is_floating_point()) {
+    throw Error(std::string("gradcheck: fn must return a floating point tensor, got ") +
+                (out.defined() ? dtype_name(out.dtype()) : "an undefined tensor"));
+  }
+  if (shape) *shape = out.sizes();
+  return out.tolist<double>();
+}
+
+// Numerical Jacobian of fn with respect to inputs[k], row-major (rows: input elements).
+std::vector<double> numerical_jacobian(const GradcheckFn& fn, const std::vector<Tensor>& inputs, size_t k,
+                                       int64_t cols, double eps) {
+  const Tensor& x = inputs[k];
+  double* memory = static_cast<double*>(x.storage()->data);
+  const std::vector<int64_t> offsets = logical_offsets(x);
+  std::vector<double> jacobian(offsets.size() * static_cast<size_t>(cols));
+  for (size_t j = 0; j < offsets.size(); ++j) {
+    const double original = memory[offsets[j]];
+    memory[offsets[j]] = original + eps;
+    const std::vector<double> plus = evaluate(fn, inputs);
+    memory[offsets[j]] = original - eps;
+    const std::vector<double> minus = evaluate(fn, inputs);
+    memory[offsets[j]] = original;  // restored bit for bit
+    for (int64_t i = 0; i < cols; ++i) {
+      jacobian[j * cols + i] = (plus[i] - minus[i]) / (2 * eps);
+    }
+  }
+  return jacobian;
+}
+
+// Analytical Jacobians from the tape, one per input in `checked`: one backward per output
+// element with a one-hot gradient. Shape or dtype problems of a gradient go to problems[k].
+std::vector<std::vector<double>> analytical_jacobians(const GradcheckFn& fn, std::vector<Tensor> inputs,
+                                                      const std::vector<size_t>& checked,
+                                                      std::vector<std::string>& problems) {
+  std::vector<std::vector<double>> jacobians(checked.size());
+  for (size_t k : checked) inputs[k].zero_grad();
+  Tensor out = fn(inputs);
+  const int64_t cols = out.numel();
+  for (size_t c = 0; c < checked.size(); ++c) {
+    jacobians[c].assign(static_cast<size_t>(inputs[checked[c]].numel() * cols), 0.0);
+  }
+  if (!out.requires_grad()) {
+    for (auto& p : problems) p = "fn's output does not require grad (no tape entry led to it)";
+    return jacobians;
+  }
+  for (int64_t i = 0; i < cols; ++i) {
+    std::vector<double> one_hot(static_cast<size_t>(cols), 0.0);
+    one_hot[i] = 1.0;
+    for (size_t k : checked) inputs[k].zero_grad();
+    out.backward(from_vector(one_hot, out.sizes(), out.dtype()), /*retain_graph=*/i + 1 < cols);
+    for (size_t c = 0; c < checked.size(); ++c) {
+      const Tensor& x = inputs[checked[c]];
+      const Tensor g = x.grad();
+      if (!g.defined()) continue;  // no path from this input to output i: a zero column
+      if (g.sizes() != x.sizes()) {
+        problems[c] = "gradient has shape " + shape_str(g.sizes()) + " but the input has shape " + shape_str(x.sizes());
+        continue;
+      }
+      if (g.dtype() != x.dtype()) {
+        problems[c] = std::string("gradient has dtype ") + dtype_name(g.dtype()) + " but the input has dtype " +
+                      dtype_name(x.dtype());
+      }
+      const std::vector<double> values = g.tolist<double>();
+      for (size_t j = 0; j < values.size(); ++j) jacobians[c][j * cols + i] = values[j];
+    }
+  }
+  for (size_t k : checked) inputs[k].zero_grad();
+  return jacobians;
+}
+
+// --- comparing ----------------------------------------------------------------------------------
+
+JacobianEntry compare_entry(int64_t j, int64_t i, double numerical, double analytical, const GradcheckOptions& o) {
+  JacobianEntry e;
+  e.input_index = j;
+  e.output_index = i;
+  e.numerical = numerical;
+  e.analytical = analytical;
+  e.abs_error = std::abs(analytical - numerical);
+  if (std::isnan(numerical) && std::isnan(analytical)) e.abs_error = 0;  // both undefined: agree
+  if (std::isnan(e.abs_error)) e.abs_error = INFINITY;                    // one NaN: never agrees
+  e.rel_error = numerical != 0 ? e.abs_error / std::abs(numerical) : (e.abs_error == 0 ? 0.0 : INFINITY);
+  const double tolerance = o.atol + o.rtol * std::abs(numerical);
+  e.excess = e.abs_error / tolerance;
+  return e;
+}
+
+InputCheck compare_jacobians(const Tensor& x, size_t position, bool converted, const std::vector<double>& numerical,
+                             const std::vector<double>& analytical, int64_t cols, const std::string& problem,
+                             const GradcheckOptions& o) {
+  InputCheck check;
+  check.input = position;
+  check.shape = x.sizes();
+  check.strides = x.strides();
+  check.storage_offset = x.storage_offset();
+  check.converted_from_float32 = converted;
+  check.problem = problem;
+  check.rows = x.numel();
+  check.cols = cols;
+  std::vector<JacobianEntry> entries;
+  for (int64_t j = 0; j < check.rows; ++j) {
+    for (int64_t i = 0; i < cols; ++i) {
+      entries.push_back(compare_entry(j, i, numerical[j * cols + i], analytical[j * cols + i], o));
+    }
+  }
+  check.passed = problem.empty() &&
+                 std::all_of(entries.begin(), entries.end(), [](const JacobianEntry& e) { return e.excess <= 1.0; });
+  const size_t shown = std::min<size_t>(entries.size(), static_cast<size_t>(std::max(o.worst_shown, 1)));
+  std::partial_sort(entries.begin(), entries.begin() + static_cast<int64_t>(shown), entries.end(),
+                    [](const JacobianEntry& a, const JacobianEntry& b) { return a.excess > b.excess; });
+  check.worst.assign(entries.begin(), entries.begin() + static_cast<int64_t>(shown));
+  if (check.rows * cols <= o.full_jacobian_up_to) {
+    check.numerical = numerical;
+    check.analytical = analytical;
+  }
+  return check;
+}
+
+// --- one run --------------------------------------------------------------------------------------
+
+// The inputs as gradcheck works on them: floating ones as float64 copies with the same
+// layout (so perturbing never touches the caller's tensors), requiring grad as the originals.
+std::vector<Tensor> working_copies(const std::vector<Tensor>& inputs, std::vector<bool>& converted) {
+  std::vector<Tensor> work;
+  converted.assign(inputs.size(), false);
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    const Tensor& x = inputs[k];
+    if (!x.defined() || !x.is_floating_point()) {
+      work.push_back(x);
+      continue;
+    }
+    if (x.requires_grad()) check_no_overlap(x, k);
+    converted[k] = x.dtype() == kFloat32;
+    Tensor copy = copy_with_layout(x, kFloat64);
+    if (x.requires_grad()) copy.requires_grad_(true);
+    work.push_back(copy);
+  }
+  return work;
+}
+
+GradcheckRun check_once(const GradcheckFn& fn, const std::vector<Tensor>& inputs, const GradcheckOptions& o) {
+  GradcheckRun run;
+  std::vector<bool> converted;
+  const std::vector<Tensor> work = working_copies(inputs, converted);
+  std::vector<size_t> checked;
+  for (size_t k = 0; k < work.size(); ++k)
+    if (work[k].defined() && work[k].requires_grad()) checked.push_back(k);
+  if (checked.empty()) throw Error("gradcheck: no input requires grad; call requires_grad_() on the inputs to check");
+
+  const int64_t cols = static_cast<int64_t>(evaluate(fn, work, &run.output_shape).size());
+  std::vector<std::vector<double>> numerical;
+  for (size_t k : checked) numerical.push_back(numerical_jacobian(fn, work, k, cols, o.eps));
+  std::vector<std::string> problems(checked.size());
+  std::vector<std::vector<double>> analytical;
+  try {
+    analytical = analytical_jacobians(fn, work, checked, problems);
+  } catch (const std::exception& e) {
+    analytical.clear();
+    for (size_t c = 0; c < checked.size(); ++c) {
+      analytical.emplace_back(numerical[c].size(), NAN);
+      problems[c] = std::string("backward threw: ") + e.what();
+    }
+  }
+  for (size_t c = 0; c < checked.size(); ++c) {
+    const size_t k = checked[c];
+    run.inputs.push_back(compare_jacobians(work[k], k, converted[k], numerical[c], analytical[c], cols, problems[c], o));
+    run.passed = run.passed && run.inputs.back().passed;
+  }
+  return run;
+}
+
+// --- the fuzzer --------------------------------------------------------------------------------------
+
+// A broadcastable variation of x's shape: each dim shrunk to 1 with probability 1/3 (keeping
+// its first slice, so the values stay in x's domain), then sometimes the leading size-1 dims
+// dropped.
+Tensor vary_shape(const Tensor& x, std::mt19937& rng) {
+  Tensor y = x.detach();
+  std::uniform_int_distribution<int> third(0, 2);
+  for (int64_t d = 0; d < y.dim(); ++d) {
+    if (y.sizes()[d] > 1 && third(rng) == 0) y = y.narrow(d, 0, 1);
+  }
+  std::uniform_int_distribution<int> quarter(0, 3);
+  if (quarter(rng) == 0) {
+    while (y.dim() > 0 && y.sizes()[0] == 1) y = y.squeeze(0);
+  }
+  return y;
+}
+
+// x's values in a freshly laid out storage: contiguous, with a storage offset, transposed
+// (two dims swapped in memory) or sliced (every other element along a dim).
+Tensor vary_layout(const Tensor& x, std::mt19937& rng, std::string& layout) {
+  std::uniform_int_distribution<int> pick(0, 3);
+  const int kind = pick(rng);
+  Tensor view;
+  if (kind == 2 && x.dim() >= 2) {
+    std::uniform_int_distribution<int64_t> dim_of(0, x.dim() - 1);
+    const int64_t a = dim_of(rng);
+    int64_t b = dim_of(rng);
+    if (a == b) b = (a + 1) % x.dim();
+    Shape swapped = x.sizes();
+    std::swap(swapped[a], swapped[b]);
+    view = make_empty(swapped, x.dtype()).transpose(a, b).detach();
+    layout = "transposed(" + std::to_string(a) + "," + std::to_string(b) + ")";
+  } else if (kind == 3 && x.dim() >= 1) {
+    std::uniform_int_distribution<int64_t> dim_of(0, x.dim() - 1);
+    const int64_t d = dim_of(rng);
+    Shape wider = x.sizes();
+    wider[d] = 2 * wider[d] + 1;
+    view = make_empty(wider, x.dtype()).slice(d, 1, std::nullopt, 2).detach();
+    layout = "sliced(dim " + std::to_string(d) + ", 1::2)";
+  } else if (kind == 1) {
+    Tensor buffer = make_empty({x.numel() + 3}, x.dtype());
+    view = make_view(buffer, x.sizes(), contiguous_strides(x.sizes()), 3);
+    layout = "offset 3";
+  } else {
+    view = make_empty(x.sizes(), x.dtype());
+    layout = "contiguous";
+  }
+  view.copy_(x.detach());
+  view.storage()->version = 0;
+  return view;
+}
+
+// One random variation of the floating inputs (shapes if `shapes`, layouts if `layouts`).
+std::vector<Tensor> vary_inputs(const std::vector<Tensor>& inputs, std::mt19937& rng, bool shapes, bool layouts,
+                                std::string& description) {
+  NoGradGuard no_grad;
+  std::vector<Tensor> varied;
+  std::ostringstream os;
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    const Tensor& x = inputs[k];
+    if (!x.defined() || !x.is_floating_point()) {
+      varied.push_back(x);
+      continue;
+    }
+    Tensor y = shapes ? vary_shape(x, rng) : x.detach();
+    std::string layout = "contiguous";
+    y = layouts ? vary_layout(y, rng, layout) : y.clone();
+    if (x.requires_grad()) y.requires_grad_(true);
+    os << (os.tellp() > 0 ? "; " : "") << "input " << k << " " << shape_str(y.sizes()) << " " << layout;
+    varied.push_back(y);
+  }
+  description = os.str();
+  return varied;
+}
+
+bool fn_accepts(const GradcheckFn& fn, const std::vector<Tensor>& inputs, std::string& error) {
+  try {
+    evaluate(fn, inputs);
+    return true;
+  } catch (const std::exception& e) {
+    error = e.what();
+    return false;
+  }
+}
+
+GradcheckRun fuzz_run(const GradcheckFn& fn, const std::vector<Tensor>& inputs, uint32_t run_seed,
+                      const GradcheckOptions& o) {
+  std::mt19937 rng(run_seed);
+  std::string description, error;
+  std::vector<Tensor> varied = vary_inputs(inputs, rng, o.fuzz_shapes, o.fuzz_layouts, description);
+  if (o.fuzz_shapes && !fn_accepts(fn, varied, error)) {
+    // fn rejected the shapes (a matmul of (3,1) and (4,2), say): keep the given shapes.
+    varied = vary_inputs(inputs, rng, false, o.fuzz_layouts, description);
+  }
+  GradcheckRun run;
+  if (!fn_accepts(fn, varied, error)) {
+    run.skipped = true;
+    run.skip_reason = error;
+  } else {
+    run = check_once(fn, varied, o);
+  }
+  run.fuzzed = true;
+  run.run_seed = run_seed;
+  run.what = "fuzz run with run seed " + std::to_string(run_seed) + ": " + description;
+  return run;
+}
+
+uint32_t fuzz_seed_from(const GradcheckOptions& o) {
+  const char* env = std::getenv("TG_GRADCHECK_SEED");
+  if (env && *env) return static_cast<uint32_t>(std::strtoul(env, nullptr, 10));
+  return o.fuzz_seed;
+}
+
+// --- the report -------------------------------------------------------------------------------------
+
+std::string num(double v) {
+  std::ostringstream os;
+  os << std::setprecision(6) << std::scientific << v;
+  return os.str();
+}
+
+void write_matrix(std::ostream& os, const std::vector<double>& m, int64_t rows, int64_t cols) {
+  for (int64_t j = 0; j < rows; ++j) {
+    os << "      ";
+    for (int64_t i = 0; i < cols; ++i) os << std::setw(14) << num(m[j * cols + i]);
+    os << "\n";
+  }
+}
+
+void write_entry(std::ostream& os, const JacobianEntry& e, const InputCheck& check, const Shape& out_shape) {
+  os << "      input[" << e.input_index << "] " << index_str(e.input_index, check.shape) << " -> output["
+     << e.output_index << "] " << index_str(e.output_index, out_shape) << ": numerical " << num(e.numerical)
+     << "  analytical " << num(e.analytical) << "  abs err " << num(e.abs_error) << "  rel err "
+     << num(e.rel_error) << (e.excess > 1 ? "  OUT OF TOLERANCE" : "") << "\n";
+}
+
+void write_input(std::ostream& os, const InputCheck& check, const Shape& out_shape, bool verbose) {
+  os << "  input " << check.input << ": shape " << shape_str(check.shape) << " strides " << shape_str(check.strides)
+     << " offset " << check.storage_offset << (check.converted_from_float32 ? ", float32 checked as a float64 copy" : "")
+     << (check.passed ? "  ok" : "  FAILED") << "\n";
+  if (!check.problem.empty()) os << "    problem: " << check.problem << "\n";
+  if (!verbose) return;
+  os << "    worst elements (flat index and multi-index; most out of tolerance first):\n";
+  for (const JacobianEntry& e : check.worst) write_entry(os, e, check, out_shape);
+  if (!check.numerical.empty()) {
+    os << "    numerical Jacobian (" << check.rows << " x " << check.cols
+       << "; row = input element, column = output element):\n";
+    write_matrix(os, check.numerical, check.rows, check.cols);
+    os << "    analytical Jacobian:\n";
+    write_matrix(os, check.analytical, check.rows, check.cols);
+  } else {
+    os << "    (Jacobians have " << check.rows * check.cols << " entries; only the worst are shown)\n";
+  }
+}
+
+}  // namespace
+
+GradcheckResult gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs, GradcheckOptions options) {
+  GradcheckResult result;
+  result.options = options;
+  result.runs.push_back(check_once(fn, inputs, options));
+  result.runs[0].what = "given inputs";
+  if (options.fuzz > 0) {
+    const uint32_t seed = fuzz_seed_from(options);
+    result.options.fuzz_seed = seed;
+    for (int r = 0; r < options.fuzz; ++r) {
+      result.runs.push_back(fuzz_run(fn, inputs, seed + static_cast<uint32_t>(r), options));
+    }
+  }
+  for (size_t r = 0; r < result.runs.size(); ++r) {
+    const GradcheckRun& run = result.runs[r];
+    result.passed = result.passed && run.passed;
+    for (size_t c = 0; c < run.inputs.size(); ++c) {
+      const InputCheck& check = run.inputs[c];
+      if (check.worst.empty()) continue;
+      if (!result.has_worst || check.worst[0].excess > result.worst.excess) {
+        result.worst = check.worst[0];
+        result.worst_run = r;
+        result.worst_input = c;
+        result.has_worst = true;
+      }
+    }
+  }
+  return result;
+}
+
+std::string GradcheckResult::report() const {
+  std::ostringstream os;
+  size_t failed = 0, skipped = 0;
+  for (const GradcheckRun& run : runs) {
+    failed += run.passed ? 0 : 1;
+    skipped += run.skipped ? 1 : 0;
+  }
+  os << "gradcheck " << (passed ? "passed" : "FAILED") << ": " << runs.size() << " run(s)";
+  if (runs.size() > 1) os << " (given inputs + " << runs.size() - 1 << " fuzz, fuzz_seed " << options.fuzz_seed << ")";
+  if (!passed) os << ", " << failed << " failed";
+  if (skipped) os << ", " << skipped << " skipped (fn rejected the variation)";
+  os << "\n  tolerance |analytical - numerical| <= atol + rtol * |numerical| with atol " << options.atol << ", rtol "
+     << options.rtol << "; central differences with eps " << options.eps << "\n";
+  std::string converted;
+  for (const InputCheck& check : runs.empty() ? std::vector<InputCheck>{} : runs[0].inputs)
+    if (check.converted_from_float32) converted += (converted.empty() ? "" : ", ") + std::to_string(check.input);
+  if (!converted.empty()) os << "  note: float32 input(s) " << converted << " were checked as float64 copies\n";
+  if (has_worst) {
+    const GradcheckRun& run = runs[worst_run];
+    const InputCheck& check = run.inputs[worst_input];
+    os << "  worst element (" << run.what << ", input " << check.input << "):\n";
+    write_entry(os, worst, check, run.output_shape);
+  }
+  for (const GradcheckRun& run : runs) {
+    if (run.passed && !run.skipped) continue;
+    os << "run: " << run.what << "\n";
+    if (run.skipped) {
+      os << "  skipped: fn threw on this variation: " << run.skip_reason << "\n";
+      continue;
+    }
+    os << "  output shape " << shape_str(run.output_shape) << "\n";
+    for (const InputCheck& check : run.inputs) write_input(os, check, run.output_shape, !check.passed);
+    if (run.fuzzed) {
+      os << "  replay this run alone: options.fuzz = 1; options.fuzz_seed = " << run.run_seed
+         << ";  (or run with TG_GRADCHECK_SEED=" << run.run_seed << " and options.fuzz = 1)\n";
+    }
+  }
+  return os.str();
+}
+
+std::ostream& operator<<(std::ostream& os, const GradcheckResult& result) { return os << result.report(); }
+
+void assert_gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs, GradcheckOptions options) {
+  const GradcheckResult result = gradcheck(fn, inputs, options);
+  if (!result.passed) throw Error(result.report());
+}
+
+}  // namespace tg

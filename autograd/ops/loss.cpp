@@ -1,0 +1,208 @@
+// autograd/ops/loss.cpp — cross entropy of logits against class targets, mean reduction, fused.
+//
+//   forward   lse_n = m_n + log sum_c exp(x_nc - m_n),   m_n = max_c x_nc
+//             loss  = (1/K) sum_n (lse_n - x_{n,t_n})     over the K rows whose target is not -100
+//   backward  dx_nc = (exp(x_nc - lse_n) - [c == t_n]) * g / K      (0 for an ignored row)
+//
+// This is F.cross_entropy(logits, targets) with its defaults: log_softmax and nll_loss in one
+// pass per row, no (N,C) log-probabilities made, and a target of -100 (ignore_index) skipped
+// (all rows ignored gives 0/0 = NaN, as in PyTorch). Saved for backward: the logits, the
+// targets and lse (N) in float64; the probabilities are recomputed from them.
+// Logits (C) with a 0-d target are one row: N = 1, and the loss is 0-d as always.
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "autograd/ops.h"
+#include "autograd/ops/loops.h"
+#include "autograd/tape.h"
+
+namespace tg {
+namespace nn_kernels {
+
+inline constexpr int64_t kIgnoreIndex = -100;  // F.cross_entropy's default ignore_index
+
+// --- fused kernels ------------------------------------------------------------------------------
+
+// loss (1) = mean cross entropy, lse (N) = logsumexp of each row, from logits (N,C) and
+// targets (N); all contiguous, targets already checked to be in [0, C) or -100.
+template <class T>
+void cross_entropy_forward(T* loss, double* lse, const T* logits, const int64_t* targets, int64_t N, int64_t C) {
+  double total = 0.0;
+  int64_t count = 0;
+  for (int64_t n = 0; n < N; ++n) {
+    const T* x = logits + n * C;  // x (C)
+    T m = -std::numeric_limits<T>::infinity();
+    for (int64_t c = 0; c < C; ++c) m = x[c] > m ? x[c] : m;
+    double s = 0.0;
+    for (int64_t c = 0; c < C; ++c) s += static_cast<double>(std::exp(x[c] - m));
+    lse[n] = static_cast<double>(m) + std::log(s);
+    if (targets[n] == kIgnoreIndex) continue;
+    total += lse[n] - static_cast<double>(x[targets[n]]);
+    ++count;
+  }
+  loss[0] = static_cast<T>(total / static_cast<double>(count));
+}
+
+// dlogits (N,C) from dloss (1), logits (N,C), lse (N) and targets (N); all contiguous.
+template <class T>
+void cross_entropy_backward(T* dlogits, const T* dloss, const T* logits, const double* lse, const int64_t* targets,
+                            int64_t N, int64_t C) {
+  int64_t count = 0;
+  for (int64_t n = 0; n < N; ++n) count += targets[n] != kIgnoreIndex;
+  const double scale = static_cast<double>(dloss[0]) / static_cast<double>(count);
+  for (int64_t n = 0; n < N; ++n) {
+    const T* x = logits + n * C;  // x (C)
+    T* dx = dlogits + n * C;      // dx (C)
+    const int64_t t = targets[n];
+    if (t == kIgnoreIndex) {
+      for (int64_t c = 0; c < C; ++c) dx[c] = T(0);
+      continue;
+    }
+    for (int64_t c = 0; c < C; ++c) {
+      const double p = std::exp(static_cast<double>(x[c]) - lse[n]);
+      dx[c] = static_cast<T>((p - (c == t ? 1.0 : 0.0)) * scale);
+    }
+  }
+}
+
+// --- naive twins (the test oracle): log_softmax, then nll, as two plain steps in double ---------
+
+// loss (1) from logits (N,C) and targets (N).
+template <class T>
+void cross_entropy_forward_naive(T* loss, const T* logits, const int64_t* targets, int64_t N, int64_t C) {
+  double total = 0.0;
+  int64_t count = 0;
+  for (int64_t n = 0; n < N; ++n) {
+    if (targets[n] == kIgnoreIndex) continue;
+    double m = -std::numeric_limits<double>::infinity();
+    for (int64_t c = 0; c < C; ++c) m = std::max(m, static_cast<double>(logits[n * C + c]));
+    double s = 0.0;
+    for (int64_t c = 0; c < C; ++c) s += std::exp(static_cast<double>(logits[n * C + c]) - m);
+    const double logprob = static_cast<double>(logits[n * C + targets[n]]) - m - std::log(s);
+    total += -logprob;
+    ++count;
+  }
+  loss[0] = static_cast<T>(total / static_cast<double>(count));
+}
+
+// dlogits (N,C) = (softmax(logits) - onehot(targets)) * dloss / K.
+template <class T>
+void cross_entropy_backward_naive(T* dlogits, const T* dloss, const T* logits, const int64_t* targets, int64_t N,
+                                  int64_t C) {
+  int64_t count = 0;
+  for (int64_t n = 0; n < N; ++n) count += targets[n] != kIgnoreIndex;
+  for (int64_t n = 0; n < N; ++n) {
+    double m = -std::numeric_limits<double>::infinity();
+    for (int64_t c = 0; c < C; ++c) m = std::max(m, static_cast<double>(logits[n * C + c]));
+    double s = 0.0;
+    for (int64_t c = 0; c < C; ++c) s += std::exp(static_cast<double>(logits[n * C + c]) - m);
+    for (int64_t c = 0; c < C; ++c) {
+      const double p = std::exp(static_cast<double>(logits[n * C + c]) - m) / s;
+      const double onehot = c == targets[n] ? 1.0 : 0.0;
+      const double d = targets[n] == kIgnoreIndex ? 0.0 : (p - onehot) * static_cast<double>(dloss[0]) / count;
+      dlogits[n * C + c] = static_cast<T>(d);
+    }
+  }
+}
+
+template void cross_entropy_forward<float>(float*, double*, const float*, const int64_t*, int64_t, int64_t);
+template void cross_entropy_forward<double>(double*, double*, const double*, const int64_t*, int64_t, int64_t);
+template void cross_entropy_backward<float>(float*, const float*, const float*, const double*, const int64_t*,
+                                            int64_t, int64_t);
+template void cross_entropy_backward<double>(double*, const double*, const double*, const double*, const int64_t*,
+                                             int64_t, int64_t);
+template void cross_entropy_forward_naive<float>(float*, const float*, const int64_t*, int64_t, int64_t);
+template void cross_entropy_forward_naive<double>(double*, const double*, const int64_t*, int64_t, int64_t);
+template void cross_entropy_backward_naive<float>(float*, const float*, const float*, const int64_t*, int64_t,
+                                                  int64_t);
+template void cross_entropy_backward_naive<double>(double*, const double*, const double*, const int64_t*, int64_t,
+                                                   int64_t);
+
+}  // namespace nn_kernels
+
+namespace {
+
+// PyTorch's name for a dtype in "expected scalar type Long but found Float".
+const char* torch_type_name(ScalarType t) {
+  switch (t) {
+    case kFloat32: return "Float";
+    case kFloat64: return "Double";
+    case kInt64: return "Long";
+    case kBool: return "Bool";
+  }
+  return "?";
+}
+
+// Shapes and targets must make sense before the kernel reads them. Returns (N, C).
+std::pair<int64_t, int64_t> check_cross_entropy(const Tensor& logits, const Tensor& targets) {
+  const char* op = "cross_entropy";
+  check_floating(logits, op);
+  check_defined(targets, op, "targets");
+  if (targets.dtype() != kInt64) {
+    throw Error(std::string(op) + ": expected scalar type Long but found " + torch_type_name(targets.dtype()) +
+                " (targets must be int64 class indices)");
+  }
+  if (logits.dim() != 1 && logits.dim() != 2) {
+    throw Error(std::string(op) + ": expected logits of shape (N,C) or (C), got " + shape_str(logits.sizes()));
+  }
+  if (logits.dim() == 1 && targets.dim() != 0) {
+    throw Error(std::string(op) + ": logits of shape " + shape_str(logits.sizes()) +
+                " (one row) need a 0-d target, got targets of shape " + shape_str(targets.sizes()));
+  }
+  if (logits.dim() == 2 && targets.dim() != 1) {
+    throw Error(std::string(op) + ": 0D or 1D target tensor expected, multi-target not supported (logits " +
+                shape_str(logits.sizes()) + ", targets " + shape_str(targets.sizes()) + ")");
+  }
+  const int64_t N = logits.dim() == 2 ? logits.sizes()[0] : 1;
+  const int64_t C = logits.sizes().back();
+  if (logits.dim() == 2 && targets.sizes()[0] != N) {
+    throw Error(std::string(op) + ": Expected input batch_size (" + std::to_string(N) +
+                ") to match target batch_size (" + std::to_string(targets.sizes()[0]) + ").");
+  }
+  const std::vector<int64_t> t = targets.tolist<int64_t>();
+  for (size_t n = 0; n < t.size(); ++n) {
+    if (t[n] == nn_kernels::kIgnoreIndex || (t[n] >= 0 && t[n] < C)) continue;
+    throw Error(std::string(op) + ": Target " + std::to_string(t[n]) + " is out of bounds. (targets[" +
+                std::to_string(n) + "] = " + std::to_string(t[n]) + ", but logits have " + std::to_string(C) +
+                " classes: a target must be in [0, " + std::to_string(C) + ") or -100 to ignore the row)");
+  }
+  return {N, C};
+}
+
+// dlogits (N,C) (shaped like the logits) for the gradient g of the 0-d loss.
+Tensor cross_entropy_grad(const Tensor& g, const Tensor& logits, const Tensor& targets, const Tensor& lse) {
+  const Tensor xc = logits.contiguous();
+  const Tensor tc = targets.contiguous();
+  const Tensor gc = g.contiguous();
+  const int64_t N = lse.numel();
+  const int64_t C = logits.sizes().back();
+  Tensor dx = make_empty(logits.sizes(), logits.dtype());
+  visit_floating(logits.dtype(), "cross_entropy_backward", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    nn_kernels::cross_entropy_backward<T>(dx.data_ptr<T>(), gc.data_ptr<T>(), xc.data_ptr<T>(), lse.data_ptr<double>(),
+                                          tc.data_ptr<int64_t>(), N, C);
+  });
+  return dx;
+}
+
+}  // namespace
+
+Tensor cross_entropy(const Tensor& logits, const Tensor& targets) {
+  const auto [N, C] = check_cross_entropy(logits, targets);
+  const Tensor xc = logits.is_contiguous() ? logits : logits.detach().contiguous();
+  const Tensor tc = targets.contiguous();
+  Tensor loss = make_empty({}, logits.dtype());
+  Tensor lse = make_empty({N}, kFloat64);  // lse (N)
+  visit_floating(logits.dtype(), "cross_entropy", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    nn_kernels::cross_entropy_forward<T>(loss.data_ptr<T>(), lse.data_ptr<double>(), xc.data_ptr<T>(),
+                                         tc.data_ptr<int64_t>(), N, C);
+  });
+  record("NllLossBackward0", {logits, targets}, loss, {xc, tc, lse}, [](const BackwardArgs& a) {
+    return Grads{cross_entropy_grad(a.grad_out, a.saved[0], a.saved[1], a.saved[2]), Tensor()};
+  });
+  return loss;
+}
+
+}  // namespace tg

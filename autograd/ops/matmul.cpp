@@ -1,0 +1,351 @@
+// autograd/ops/matmul.cpp — matmul with PyTorch's semantics, on BLIS's gemm.
+//
+//   forward   out = a @ b        (..., M, K) @ (..., K, N) -> (..., M, N)
+//   backward  da  = g @ b^T      db = a^T @ g
+// Batch dims (all but the last two) broadcast as in elementwise ops; a gradient is summed over
+// the batch dims its input was broadcast along (by the tape's sum_to, or folded into one gemm).
+// A 1-D operand is promoted as PyTorch does: a (K) is read as (1,K), b (K) as (K,1), and that
+// added dim is dropped from the result. So 1-D @ 1-D is a dot product (0-d result), 2-D @ 1-D
+// a matrix-vector product, and so on.
+//
+// Why views cost nothing here: BLIS reads each matrix through a row stride and a column stride,
+// so a transposed view (x.t(), k.transpose(-2, -1)) is the same memory with the two strides
+// swapped, and a batch dim of stride 0 (broadcast) just hands the same pointer to every gemm.
+// An operand is copied only when BLIS cannot read its layout (see blis_can_read).
+//
+// Saved for backward: a if b needs its gradient, b if a needs its gradient.
+#include <blis.h>
+
+#include <algorithm>
+#include <optional>
+
+#include "autograd/ops.h"
+#include "autograd/ops/loops.h"
+#include "autograd/ops/matmul_naive.h"
+#include "autograd/parallel.h"
+#include "autograd/tape.h"
+
+namespace tg {
+
+namespace {
+
+thread_local GemmCall last_call;
+
+// --- shapes ------------------------------------------------------------------------------------
+
+struct MatmulShapes {
+  Shape batch;          // broadcast batch dims of the output
+  int64_t M, N, K;      // a (.., M, K) @ b (.., K, N), after promoting 1-D operands
+  Shape out;            // the result's shape (promoted dims dropped again)
+};
+
+std::string dims_str(int64_t rows, int64_t cols) { return std::to_string(rows) + "x" + std::to_string(cols); }
+
+void check_operands(const Tensor& a, const Tensor& b) {
+  check_defined(a, "matmul", "input");
+  check_defined(b, "matmul", "other");
+  if (a.dim() == 0 || b.dim() == 0) {
+    throw Error("matmul: both arguments to matmul need to be at least 1D, but they are " + std::to_string(a.dim()) +
+                "D and " + std::to_string(b.dim()) + "D");
+  }
+  check_floating(a, "matmul");
+  check_floating(b, "matmul");
+  check_same_dtype(a, b, "matmul");
+}
+
+// The inner dims must agree; the messages are PyTorch's for each case.
+void check_inner_dims(const Tensor& a, const Tensor& b, int64_t M, int64_t K, int64_t Kb, int64_t N) {
+  if (K == Kb) return;
+  if (a.dim() == 1 && b.dim() == 1) {
+    throw Error("matmul: inconsistent tensor size, expected tensor [" + std::to_string(K) + "] and src [" +
+                std::to_string(Kb) + "] to have the same number of elements, but got " + std::to_string(K) +
+                " and " + std::to_string(Kb) + " elements respectively");
+  }
+  if (a.dim() == 2 && b.dim() == 1) {
+    throw Error("matmul: size mismatch, got input (" + std::to_string(M) + "), mat (" + dims_str(M, K) +
+                "), vec (" + std::to_string(Kb) + ")");
+  }
+  std::string msg = "matmul: mat1 and mat2 shapes cannot be multiplied (" + dims_str(M, K) + " and " +
+                    dims_str(Kb, N) + ")";
+  if (a.dim() > 2 || b.dim() > 2) msg += " for inputs of shape " + shape_str(a.sizes()) + " and " + shape_str(b.sizes());
+  throw Error(msg);
+}
+
+Shape broadcast_batch(const Tensor& a, const Tensor& b) {
+  const Shape ba(a.sizes().begin(), a.sizes().end() - std::min<int64_t>(a.dim(), 2));
+  const Shape bb(b.sizes().begin(), b.sizes().end() - std::min<int64_t>(b.dim(), 2));
+  const size_t n = std::max(ba.size(), bb.size());
+  Shape out(n);
+  for (size_t i = 0; i < n; ++i) {  // align from the right
+    const int64_t da = i < n - ba.size() ? 1 : ba[i - (n - ba.size())];
+    const int64_t db = i < n - bb.size() ? 1 : bb[i - (n - bb.size())];
+    if (da != db && da != 1 && db != 1) {
+      throw Error("matmul: batch dims of shapes " + shape_str(a.sizes()) + " and " + shape_str(b.sizes()) +
+                  " cannot be broadcast (batch dim " + std::to_string(i) + ": " + std::to_string(da) + " vs " +
+                  std::to_string(db) + ")");
+    }
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+MatmulShapes matmul_shapes(const Tensor& a, const Tensor& b) {
+  MatmulShapes s;
+  s.M = a.dim() == 1 ? 1 : a.size(-2);
+  s.K = a.size(-1);
+  const int64_t Kb = b.dim() == 1 ? b.size(0) : b.size(-2);
+  s.N = b.dim() == 1 ? 1 : b.size(-1);
+  check_inner_dims(a, b, s.M, s.K, Kb, s.N);
+  s.batch = broadcast_batch(a, b);
+  s.out = s.batch;
+  if (a.dim() > 1) s.out.push_back(s.M);
+  if (b.dim() > 1) s.out.push_back(s.N);
+  return s;
+}
+
+// t with a size-1 dim inserted at d: a view with no autograd state.
+Tensor insert_unit_dim(const Tensor& t, int64_t d) {
+  Shape sz = t.sizes(), st = t.strides();
+  sz.insert(sz.begin() + d, 1);
+  st.insert(st.begin() + d, d < t.dim() ? t.sizes()[d] * t.strides()[d] : 1);
+  return make_view(t, sz, st, t.storage_offset());
+}
+
+// t without its size-1 dim d: a view with no autograd state.
+Tensor drop_unit_dim(const Tensor& t, int64_t d) {
+  Shape sz = t.sizes(), st = t.strides();
+  sz.erase(sz.begin() + d);
+  st.erase(st.begin() + d);
+  return make_view(t, sz, st, t.storage_offset());
+}
+
+// a as matrices (.., M, K): a 1-D a (K) becomes (1,K).
+Tensor as_left_matrices(const Tensor& a) { return a.dim() == 1 ? insert_unit_dim(a, 0) : a; }
+// b as matrices (.., K, N): a 1-D b (K) becomes (K,1).
+Tensor as_right_matrices(const Tensor& b) { return b.dim() == 1 ? insert_unit_dim(b, 1) : b; }
+
+// The last two dims swapped: a view with no autograd state.
+Tensor swap_last_two(const Tensor& t) {
+  Shape sz = t.sizes(), st = t.strides();
+  std::swap(sz[sz.size() - 1], sz[sz.size() - 2]);
+  std::swap(st[st.size() - 1], st[st.size() - 2]);
+  return make_view(t, sz, st, t.storage_offset());
+}
+
+// t (d0, ..., dn-2, C) seen as one matrix (R, C), R = d0*...*dn-2, when memory allows it without
+// a copy: the leading dims must step through memory as one dim would.
+std::optional<Tensor> fold_leading_dims(const Tensor& t) {
+  const int64_t n = t.dim();
+  int64_t rows = 1, row_stride = t.strides()[n - 1], next = -1;  // next: stride the next outer dim needs
+  for (int64_t d = n - 2; d >= 0; --d) {
+    const int64_t size = t.sizes()[d], stride = t.strides()[d];
+    if (size == 1) continue;  // steps nowhere
+    if (next >= 0 && stride != next) return std::nullopt;
+    if (next < 0) row_stride = stride;
+    next = stride * size;
+    rows *= size;
+  }
+  return make_view(t, {rows, t.sizes()[n - 1]}, {row_stride, t.strides()[n - 1]}, t.storage_offset());
+}
+
+// --- BLIS ----------------------------------------------------------------------------------------
+
+// One matrix as BLIS reads it: element (i, j) at p[i*rs + j*cs].
+struct MatrixLayout {
+  int64_t rows, cols, rs, cs;
+};
+
+// The last two dims of t.
+MatrixLayout matrix_layout(const Tensor& t) {
+  const int64_t n = t.dim();
+  MatrixLayout l{t.sizes()[n - 2], t.sizes()[n - 1], t.strides()[n - 2], t.strides()[n - 1]};
+  // A size-1 dim is never stepped along, so its stride is free; views leave arbitrary values
+  // there, which BLIS's checks below may reject. Pick one they accept.
+  if (l.rows == 1 && l.cols == 1) {
+    l.rs = l.cs = 1;
+  } else if (l.rows == 1) {
+    l.rs = l.cols * l.cs;
+  } else if (l.cols == 1) {
+    l.cs = l.rows * l.rs;
+  }
+  return l;
+}
+
+// Can BLIS's gemm read this matrix in place? BLIS checks every operand's strides and aborts the
+// program when they break its rules, so we check first and copy instead. Its rules:
+//   - no stride may be 0: a broadcast (expanded) matrix must be materialised;
+//   - row-major (cs == 1) needs rs >= cols, column-major (rs == 1) needs cs >= rows;
+//   - rs == cs (1 or not) only for a single row or column;
+//   - general stride (neither is 1): the dim with the smaller stride must fit inside the larger
+//     stride (rows*rs <= cs, or cols*cs <= rs), so rows and columns never interleave.
+// Transposes, permutes, selects and slices (even x[:, ::2], strides (C,2)) of a dense tensor
+// always pass, so in practice only expanded matrices are copied. We also refuse negative
+// strides (tapegrad makes none). Empty matrices never reach BLIS.
+bool blis_can_read(const MatrixLayout& l) {
+  if (l.rs <= 0 || l.cs <= 0) return false;
+  if (l.rs == l.cs) return l.rows == 1 || l.cols == 1;
+  if (l.cs == 1) return l.rs >= l.cols;
+  if (l.rs == 1) return l.cs >= l.rows;
+  return l.rs < l.cs ? l.rows * l.rs <= l.cs : l.cols * l.cs <= l.rs;
+}
+
+// t itself when BLIS can read its matrices in place, else a contiguous copy (without the tape).
+Tensor blis_operand(const Tensor& t) {
+  if (blis_can_read(matrix_layout(t))) return t;
+  return t.detach().contiguous();
+}
+
+void blis_gemm(float* c, const float* a, const float* b, int64_t M, int64_t N, int64_t K, const MatrixLayout& la,
+               const MatrixLayout& lb) {
+  float one = 1.0f, zero = 0.0f;  // BLIS takes alpha and beta by pointer
+  // BLIS's pointers are not const, but it only reads a and b.
+  bli_sgemm(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, M, N, K, &one, const_cast<float*>(a), la.rs, la.cs,
+            const_cast<float*>(b), lb.rs, lb.cs, &zero, c, N, 1);
+}
+
+void blis_gemm(double* c, const double* a, const double* b, int64_t M, int64_t N, int64_t K, const MatrixLayout& la,
+               const MatrixLayout& lb) {
+  double one = 1.0, zero = 0.0;
+  bli_dgemm(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, M, N, K, &one, const_cast<double*>(a), la.rs, la.cs,
+            const_cast<double*>(b), lb.rs, lb.cs, &zero, c, N, 1);
+}
+
+// c (M,N) row-major = a (M,K) @ b (K,N), a and b read through their layouts.
+// beta = 0 makes BLIS overwrite c without reading it, so c may be uninitialised.
+template <class T>
+void gemm(T* c, const T* a, const T* b, int64_t M, int64_t N, int64_t K, const MatrixLayout& la,
+          const MatrixLayout& lb) {
+  if (M == 0 || N == 0) return;
+  if (K == 0) {  // an empty sum: zeros (BLIS would do the same; we need not ask it)
+    std::fill(c, c + M * N, T(0));
+    return;
+  }
+  last_call = GemmCall{a, b, la.rs, la.cs, lb.rs, lb.cs, M, N, K};
+  blis_gemm(c, a, b, M, N, K, la, lb);
+}
+
+// out (batch.., M, N) contiguous = a (batch_a.., M, K) @ b (batch_b.., K, N), where the batch
+// dims of a and b broadcast to `batch`. A broadcast batch dim has stride 0, so its gemms all get
+// the same pointer: nothing is expanded or copied.
+template <class T>
+void batched_gemm(const Tensor& out, const Tensor& a, const Tensor& b, const MatmulShapes& s) {
+  get_num_threads();  // BLIS gets our thread count before its first call
+  const Tensor ar = blis_operand(a);
+  const Tensor br = blis_operand(b);
+  const MatrixLayout la = matrix_layout(ar), lb = matrix_layout(br);
+  Shape full_a = s.batch, full_b = s.batch;
+  full_a.insert(full_a.end(), {s.M, s.K});
+  full_b.insert(full_b.end(), {s.K, s.N});
+  const Shape sa = broadcast_strides(ar, full_a);  // batch strides: the first batch.size() entries
+  const Shape sb = broadcast_strides(br, full_b);
+  T* o = out.data_ptr<T>();
+  const T* pa = ar.data_ptr<T>();
+  const T* pb = br.data_ptr<T>();
+  const int64_t out_step = s.M * s.N;
+  int64_t i = 0;  // batch index into out
+  // Batches in row-major order: each "row" of for_each_row is a run along the last batch dim.
+  for_each_row<2>(s.batch, {sa.data(), sb.data()}, {0, 0},
+                  [&](const std::array<int64_t, 2>& off, int64_t len, const std::array<int64_t, 2>& st) {
+                    for (int64_t j = 0; j < len; ++j, ++i) {
+                      gemm(o + i * out_step, pa + off[0] + j * st[0], pb + off[1] + j * st[1], s.M, s.N, s.K, la, lb);
+                    }
+                  });
+}
+
+// The node PyTorch (1.13, the reference here) shows as the result's grad_fn: matmul is not one
+// op there but dispatches to dot, mv, mm or bmm and reshapes around them.
+const char* node_name(const Tensor& a, const Tensor& b) {
+  if (a.dim() == 1 && b.dim() == 1) return "DotBackward0";
+  if (a.dim() == 2 && b.dim() == 1) return "MvBackward0";
+  if (a.dim() == 1 && b.dim() == 2) return "SqueezeBackward3";  // (1,K) @ (K,N), then squeeze
+  if (a.dim() == 2 && b.dim() == 2) return "MmBackward0";
+  if (a.dim() == 2) {
+    // It computes (b^T @ a^T)^T and copies that contiguous, except for a 3-D b whose matrices
+    // are stored transposed, which goes to bmm and a reshape.
+    const bool b_transposed = b.dim() == 3 && b.stride(2) != 1 && b.stride(0) == b.size(1) * b.size(2);
+    return b_transposed ? "UnsafeViewBackward0" : "CloneBackward0";
+  }
+  return "UnsafeViewBackward0";  // folded into mm/mv, or bmm on expanded operands, then reshaped
+}
+
+// g (out's shape) as matrices (batch.., M, N): the dims dropped for 1-D operands put back.
+Tensor grad_as_matrices(const Tensor& g, int64_t a_dim, int64_t b_dim) {
+  Tensor gm = g;
+  if (a_dim == 1) gm = insert_unit_dim(gm, gm.dim() - (b_dim == 1 ? 0 : 1));
+  if (b_dim == 1) gm = insert_unit_dim(gm, gm.dim());
+  return gm;
+}
+
+// da = g @ b^T, shaped (batch.., K) or (batch.., M, K); the tape sums it to a's shape.
+Tensor matmul_backward_a(const Tensor& g, const Tensor& b, int64_t a_dim) {
+  const Tensor gm = grad_as_matrices(g, a_dim, b.dim());
+  const Tensor da = matmul(gm, swap_last_two(as_right_matrices(b)));  // (batch.., M, K)
+  return a_dim == 1 ? drop_unit_dim(da, da.dim() - 2) : da;
+}
+
+// db = a^T @ g, shaped like b, or with batch dims the tape sums away.
+Tensor matmul_backward_b(const Tensor& g, const Tensor& a, int64_t b_dim) {
+  const Tensor gm = grad_as_matrices(g, a.dim(), b_dim);
+  const Tensor am = as_left_matrices(a);
+  Tensor db;
+  // b without batch dims was used by every batch of a: the sum over batches of a_i^T @ g_i is
+  // one gemm over a (R, K) and g (R, N), R = batch*M, when both fold without a copy.
+  const std::optional<Tensor> a_rows = b_dim <= 2 && a.dim() > 2 ? fold_leading_dims(am) : std::nullopt;
+  const std::optional<Tensor> g_rows = a_rows ? fold_leading_dims(gm) : std::nullopt;
+  if (a_rows && g_rows) {
+    db = matmul(swap_last_two(*a_rows), *g_rows);  // (K, N)
+  } else {
+    db = matmul(swap_last_two(am), gm);  // (batch.., K, N)
+  }
+  return b_dim == 1 ? drop_unit_dim(db, db.dim() - 1) : db;
+}
+
+}  // namespace
+
+const GemmCall& last_gemm_call() { return last_call; }
+
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  check_operands(a, b);
+  const MatmulShapes s = matmul_shapes(a, b);
+  Tensor out = make_empty(s.out, a.dtype());
+  visit_floating(a.dtype(), "matmul", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    batched_gemm<T>(out, as_left_matrices(a), as_right_matrices(b), s);
+  });
+  if (should_record({a, b})) {
+    const Tensor keep_a = b.requires_grad() ? a : Tensor();
+    const Tensor keep_b = a.requires_grad() ? b : Tensor();
+    const int64_t a_dim = a.dim(), b_dim = b.dim();
+    record(node_name(a, b), {a, b}, out, {keep_a, keep_b}, [a_dim, b_dim](const BackwardArgs& g) {
+      return Grads{g.needs_grad[0] ? matmul_backward_a(g.grad_out, g.saved[1], a_dim) : Tensor(),
+                   g.needs_grad[1] ? matmul_backward_b(g.grad_out, g.saved[0], b_dim) : Tensor()};
+    });
+  }
+  return out;
+}
+
+// --- the plain twin: the test oracle --------------------------------------------------------------
+
+Tensor matmul_naive(const Tensor& a, const Tensor& b) {
+  check_operands(a, b);
+  const MatmulShapes s = matmul_shapes(a, b);
+  Shape full_a = s.batch, full_b = s.batch;
+  full_a.insert(full_a.end(), {s.M, s.K});
+  full_b.insert(full_b.end(), {s.K, s.N});
+  // Both operands expanded to the full batch and copied contiguous: (batch.., M, K), (batch.., K, N).
+  const Tensor am = as_left_matrices(a), bm = as_right_matrices(b);
+  const Tensor ae = make_view(am, full_a, broadcast_strides(am, full_a), am.storage_offset()).contiguous();
+  const Tensor be = make_view(bm, full_b, broadcast_strides(bm, full_b), bm.storage_offset()).contiguous();
+  Tensor out = make_empty(s.out, a.dtype());
+  const int64_t batches = shape_numel(s.batch);
+  visit_floating(a.dtype(), "matmul", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    for (int64_t i = 0; i < batches; ++i) {
+      matmul_naive_kernel(out.data_ptr<T>() + i * s.M * s.N, ae.data_ptr<T>() + i * s.M * s.K,
+                          be.data_ptr<T>() + i * s.K * s.N, s.M, s.N, s.K);
+    }
+  });
+  return out;
+}
+
+}  // namespace tg

@@ -1,0 +1,42 @@
+// nn/init.h — parameter initialisation, drawing exactly what PyTorch 1.13's nn.init and module
+// constructors draw (spec torch_rng.md §8), so a model seeded like a PyTorch one starts from
+// the same weights, bit for bit.
+//
+//   uniform_(w, a, b)         w ~ U(a, b)                                   (§3)
+//   normal_(w, mean, std)     w ~ N(mean, std^2)                            (§4)
+//   kaiming_uniform_(w, a)    w ~ U(-bound, bound), leaky_relu gain, mode fan_in:
+//                               gain  = sqrt(2 / (1 + a^2))
+//                               bound = sqrt(3) * gain / sqrt(fan_in)
+//                             fan_in = w.size(1) * (product of sizes from dim 2 on)
+//   linear_init_(W, b)        nn.Linear.reset_parameters: W (out, in) by kaiming_uniform_(W, sqrt(5)),
+//                             THEN b (out) ~ U(-1/sqrt(in), 1/sqrt(in)); b may be undefined
+//   embedding_init_(W, pad)   nn.Embedding.reset_parameters: W (N, d) ~ N(0, 1), then row pad
+//                             (if given; negative counts from the end) set to 0
+//
+// All of them run under no-grad, so they work on parameters that require grad; they write in
+// place (the tensor's storage version is bumped) and return the tensor they were given.
+// gen = nullptr draws from tg::default_generator().
+#pragma once
+#include <cstdint>
+#include <optional>
+
+#include "autograd/generator.h"
+#include "autograd/tensor.h"
+
+namespace tg::nn::init {
+
+Tensor uniform_(const Tensor& w, double a = 0.0, double b = 1.0, Generator* gen = nullptr);
+Tensor normal_(const Tensor& w, double mean = 0.0, double std = 1.0, Generator* gen = nullptr);
+Tensor kaiming_uniform_(const Tensor& w, double a = 0.0, Generator* gen = nullptr);
+
+// fan_in of a weight of 2 or more dims: size(1) times the receptive field (sizes 2..).
+int64_t fan_in(const Tensor& w, const char* op);
+// The kaiming_uniform_ bound for fan_in and negative slope a, in PyTorch's order of double
+// operations (for a = sqrt(5) it is rng::kaiming_uniform_bound).
+double kaiming_uniform_bound(int64_t fan_in, double a);
+
+void linear_init_(const Tensor& weight, const Tensor& bias, Generator* gen = nullptr);
+void embedding_init_(const Tensor& weight, std::optional<int64_t> padding_idx = std::nullopt,
+                     Generator* gen = nullptr);
+
+}  // namespace tg::nn::init

@@ -1,0 +1,463 @@
+// tests/autograd/test_matmul.cpp — tg::matmul on BLIS against its plain twin matmul_naive: every
+// shape case PyTorch's matmul has (dot, mv, vector-matrix, mm, batched with broadcast batch
+// dims), strided operands passed to BLIS without a copy, gradients by finite differences, the
+// error messages; and the thread settings and parallel_for of autograd/parallel.h.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+
+#include "autograd/gradcheck.h"
+#include "autograd/ops.h"
+#include "autograd/ops/matmul_naive.h"
+#include "autograd/parallel.h"
+#include "autograd/tape.h"
+
+namespace tg {
+namespace {
+
+// Deterministic normal values (independent of the library's random ops).
+Tensor normal_tensor(const Shape& shape, uint32_t seed, ScalarType dtype) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  std::vector<double> values(static_cast<size_t>(shape_numel(shape)));
+  for (double& v : values) v = normal(rng);
+  return from_vector(values, shape, dtype);
+}
+
+Tensor leaf(const Tensor& t) {
+  Tensor x = t.detach();
+  x.requires_grad_(true);
+  return x;
+}
+
+// Tolerances: |actual - expected| <= atol + rtol * |expected|. Float32 gemm sums in float32
+// (in a blocked order), the oracle in double.
+struct Tolerance {
+  double atol, rtol;
+};
+Tolerance tolerance_for(ScalarType dtype) { return dtype == kFloat32 ? Tolerance{1e-5, 1e-4} : Tolerance{1e-12, 1e-12}; }
+
+// Same shape and dtype, every element within tolerance; a failure names the index and values.
+void expect_close(const Tensor& actual, const Tensor& expected) {
+  ASSERT_EQ(actual.sizes(), expected.sizes());
+  ASSERT_EQ(actual.dtype(), expected.dtype());
+  const Tolerance tol = tolerance_for(expected.dtype());
+  const std::vector<double> a = actual.tolist<double>(), e = expected.tolist<double>();
+  for (size_t i = 0; i < a.size(); ++i) {
+    const double err = std::abs(a[i] - e[i]);
+    ASSERT_LE(err, tol.atol + tol.rtol * std::abs(e[i]))
+        << "flat index " << i << ": got " << a[i] << ", expected " << e[i] << ", error " << err;
+  }
+}
+
+// matmul and matmul_naive agree on a and b.
+void expect_matches_naive(const Tensor& a, const Tensor& b) {
+  SCOPED_TRACE(shape_str(a.sizes()) + " @ " + shape_str(b.sizes()) + " " + dtype_name(a.dtype()));
+  expect_close(matmul(a, b), matmul_naive(a, b));
+}
+
+// A message check: fn throws a tg::Error whose text is exactly `message`.
+template <class F>
+void expect_error(F fn, const std::string& message) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), message);
+    return;
+  }
+  ADD_FAILURE() << "expected tg::Error: " << message;
+}
+
+// One shape case: both operand shapes and the result shape PyTorch gives.
+struct ShapeCase {
+  Shape a, b, out;
+};
+
+// Every kind of operand pairing PyTorch's matmul distinguishes.
+const std::vector<ShapeCase>& shape_cases() {
+  static const std::vector<ShapeCase> cases = {
+      {{3}, {3}, {}},                            // dot
+      {{4, 3}, {3}, {4}},                        // matrix-vector
+      {{3}, {3, 5}, {5}},                        // vector-matrix
+      {{4, 3}, {3, 5}, {4, 5}},                  // matrix-matrix
+      {{2, 4, 3}, {2, 3, 5}, {2, 4, 5}},         // batched, same batch
+      {{2, 1, 3, 4}, {5, 4, 2}, {2, 5, 3, 2}},   // batch dims broadcast both ways
+      {{2, 4, 3}, {3, 5}, {2, 4, 5}},            // batched @ matrix
+      {{2, 4, 3}, {3}, {2, 4}},                  // batched @ vector
+      {{3}, {2, 3, 5}, {2, 5}},                  // vector @ batched
+      {{4, 3}, {2, 3, 5}, {2, 4, 5}},            // matrix @ batched
+      {{1, 4, 3}, {2, 2, 3, 5}, {2, 2, 4, 5}},   // size-1 batch dim broadcast
+  };
+  return cases;
+}
+
+// --- forward against the oracle ------------------------------------------------------------------
+
+TEST(Matmul, EveryShapeCaseMatchesNaiveF64) {
+  uint32_t seed = 1;
+  for (const ShapeCase& c : shape_cases()) {
+    const Tensor a = normal_tensor(c.a, seed++, kFloat64), b = normal_tensor(c.b, seed++, kFloat64);
+    EXPECT_EQ(matmul(a, b).sizes(), c.out) << shape_str(c.a) << " @ " << shape_str(c.b);
+    expect_matches_naive(a, b);
+  }
+}
+
+TEST(Matmul, EveryShapeCaseMatchesNaiveF32) {
+  uint32_t seed = 100;
+  for (const ShapeCase& c : shape_cases()) {
+    const Tensor a = normal_tensor(c.a, seed++, kFloat32), b = normal_tensor(c.b, seed++, kFloat32);
+    EXPECT_EQ(matmul(a, b).dtype(), kFloat32);
+    expect_matches_naive(a, b);
+  }
+}
+
+TEST(Matmul, SmallIntegerValuesMatchTorchExactly) {
+  // torch: a @ b, a @ v, w @ a, v @ u
+  const Tensor a = tensor({{1.0, 2.0, 3.0}, {4.0, 5.0, 6.0}});
+  const Tensor b = tensor({{1.0, 0.0}, {2.0, 1.0}, {0.0, -1.0}});
+  EXPECT_EQ(matmul(a, b).tolist<float>(), (std::vector<float>{5, -1, 14, -1}));
+  EXPECT_EQ(matmul(a, tensor({1.0, 2.0, 3.0})).tolist<float>(), (std::vector<float>{14, 32}));
+  EXPECT_EQ(matmul(tensor({1.0, 2.0}), a).tolist<float>(), (std::vector<float>{9, 12, 15}));
+  const Tensor dot = matmul(tensor({1.0, 2.0, 3.0}), tensor({4.0, 5.0, 6.0}));
+  EXPECT_EQ(dot.dim(), 0);
+  EXPECT_EQ(dot.item<float>(), 32.0f);
+}
+
+TEST(Matmul, LargerThanOneBlisBlockMatchesNaiveF32) {
+  // Sizes that are not multiples of BLIS's register blocks, with K large enough to accumulate.
+  for (ScalarType dt : {kFloat32, kFloat64}) {
+    expect_matches_naive(normal_tensor({67, 301}, 7, dt), normal_tensor({301, 45}, 8, dt));
+  }
+}
+
+TEST(Matmul, TransposedPermutedAndSlicedOperandsMatchNaive) {
+  for (ScalarType dt : {kFloat32, kFloat64}) {
+    const Tensor x = normal_tensor({5, 4}, 11, dt), w = normal_tensor({6, 4}, 12, dt);
+    expect_matches_naive(x, w.t());                                    // (5,4) @ (4,6) column-major
+    expect_matches_naive(w.t().t().t().t(), x.t());                    // both transposed
+    // attention: q (B,NH,T,hs) made by permuting (B,T,NH,hs); scores = q @ k^T
+    const Tensor q = normal_tensor({2, 5, 3, 4}, 13, dt).permute({0, 2, 1, 3});
+    const Tensor k = normal_tensor({2, 5, 3, 4}, 14, dt).permute({0, 2, 1, 3});
+    expect_matches_naive(q, k.transpose(-2, -1));
+    // slices: every other column (rows and columns interleave), an offset window, a row step
+    const Tensor big = normal_tensor({8, 10}, 15, dt);
+    expect_matches_naive(big.slice(1, 0, std::nullopt, 2), normal_tensor({5, 3}, 16, dt));  // (8,5) step 2
+    expect_matches_naive(big.narrow(0, 2, 3).narrow(1, 1, 7), normal_tensor({7, 2}, 17, dt));
+    expect_matches_naive(normal_tensor({2, 8}, 18, dt), big.narrow(1, 3, 4));
+    expect_matches_naive(big.slice(0, 1, std::nullopt, 3), big.t().narrow(1, 0, 3));  // (3,10) @ (10,3)
+    // strided vectors (stride 10): a dot of two columns, a matrix times a column, a column times a matrix
+    expect_matches_naive(big.select(1, 2), big.select(1, 5));
+    expect_matches_naive(big.t(), big.select(1, 3));
+    expect_matches_naive(big.select(1, 4), big.narrow(1, 0, 6));
+  }
+}
+
+TEST(Matmul, ExpandedOperandsMatchNaive) {
+  for (ScalarType dt : {kFloat32, kFloat64}) {
+    // stride 0 inside the matrix (BLIS cannot read it: copied) and along a batch dim (reused)
+    const Tensor row = normal_tensor({1, 4}, 21, dt);
+    expect_matches_naive(row.expand({3, 4}), normal_tensor({4, 2}, 22, dt));
+    expect_matches_naive(normal_tensor({3, 4}, 23, dt), normal_tensor({4, 1}, 24, dt).expand({4, 5}));
+    const Tensor m = normal_tensor({3, 4}, 25, dt);
+    expect_matches_naive(m.expand({6, 3, 4}), normal_tensor({6, 4, 2}, 26, dt));
+  }
+}
+
+TEST(Matmul, BroadcastBatchDimsMatchNaive) {
+  for (ScalarType dt : {kFloat32, kFloat64}) {
+    expect_matches_naive(normal_tensor({2, 1, 3, 4}, 31, dt), normal_tensor({5, 4, 2}, 32, dt));
+    expect_matches_naive(normal_tensor({1, 3, 3, 4}, 33, dt), normal_tensor({2, 1, 4, 2}, 34, dt));
+    expect_matches_naive(normal_tensor({3, 1, 2, 4}, 35, dt).transpose(0, 1), normal_tensor({4, 2}, 36, dt));
+  }
+}
+
+TEST(Matmul, EmptyInnerDimGivesZeros) {
+  const Tensor out = matmul(zeros({2, 0}), zeros({0, 3}));
+  EXPECT_EQ(out.sizes(), (Shape{2, 3}));
+  EXPECT_EQ(out.tolist<float>(), std::vector<float>(6, 0.0f));
+  const Tensor dot = matmul(zeros({0}, kFloat64), zeros({0}, kFloat64));
+  EXPECT_EQ(dot.dim(), 0);
+  EXPECT_EQ(dot.item(), 0.0);
+  EXPECT_EQ(matmul(zeros({4, 2, 0}), zeros({0, 3})).tolist<float>(), std::vector<float>(24, 0.0f));
+}
+
+TEST(Matmul, EmptyOuterAndBatchDimsGiveEmptyResults) {
+  EXPECT_EQ(matmul(zeros({0, 3}), zeros({3, 4})).sizes(), (Shape{0, 4}));
+  EXPECT_EQ(matmul(zeros({2, 3}), zeros({3, 0})).sizes(), (Shape{2, 0}));
+  EXPECT_EQ(matmul(zeros({0, 2, 3}), zeros({3, 4})).sizes(), (Shape{0, 2, 4}));
+  EXPECT_EQ(matmul(zeros({0, 1, 2, 3}), zeros({5, 3, 4})).sizes(), (Shape{0, 5, 2, 4}));
+}
+
+// --- BLIS gets views as they are -----------------------------------------------------------------
+
+TEST(Matmul, TransposedOperandIsPassedToBlisWithoutACopy) {
+  const Tensor x = normal_tensor({64, 32}, 41, kFloat32);
+  const Tensor w = normal_tensor({48, 32}, 42, kFloat32);
+  matmul(x, w.t());  // (64,32) @ (32,48): w read column-major
+  const GemmCall& call = last_gemm_call();
+  EXPECT_EQ(call.a, x.data_ptr<float>());
+  EXPECT_EQ(call.b, w.data_ptr<float>());
+  EXPECT_EQ(call.rsb, 1);
+  EXPECT_EQ(call.csb, 32);
+  EXPECT_EQ(call.m * 100 + call.n * 10 + call.k, 64 * 100 + 48 * 10 + 32);
+}
+
+TEST(Matmul, AttentionScoresReadQAndKInPlace) {
+  // q, k (B,NH,T,hs) as views of (B,T,NH,hs); the last gemm is batch (1,1)
+  const Tensor q = normal_tensor({2, 6, 2, 4}, 43, kFloat32).permute({0, 2, 1, 3});
+  const Tensor k = normal_tensor({2, 6, 2, 4}, 44, kFloat32).permute({0, 2, 1, 3});
+  matmul(q, k.transpose(-2, -1));
+  const GemmCall& call = last_gemm_call();
+  EXPECT_EQ(call.a, q.select(0, 1).select(0, 1).data_ptr<float>());
+  EXPECT_EQ(call.b, k.select(0, 1).select(0, 1).data_ptr<float>());
+  EXPECT_EQ(call.rsa, 8);  // T steps over NH*hs
+  EXPECT_EQ(call.csb, 8);
+}
+
+TEST(Matmul, BroadcastBatchReusesTheSameMatrixPointer) {
+  const Tensor w = normal_tensor({4, 2}, 45, kFloat32);
+  matmul(normal_tensor({3, 5, 4}, 46, kFloat32), w.expand({3, 4, 2}));
+  EXPECT_EQ(last_gemm_call().b, w.data_ptr<float>());
+}
+
+TEST(Matmul, OnlyLayoutsBlisRejectsAreCopied) {
+  const Tensor row = normal_tensor({1, 10}, 47, kFloat32);
+  const Tensor broadcast_rows = row.expand({8, 10});  // strides (0,1): BLIS refuses stride 0
+  matmul(broadcast_rows, normal_tensor({10, 3}, 48, kFloat32));
+  EXPECT_NE(last_gemm_call().a, broadcast_rows.data_ptr<float>());
+  // Everything views of a dense tensor give is read in place:
+  const Tensor big = normal_tensor({8, 10}, 49, kFloat32);
+  const std::vector<Tensor> in_place = {
+      big.slice(1, 0, std::nullopt, 2),                    // (8,5) strides (10,2): general stride
+      big.slice(0, 0, std::nullopt, 2),                    // (4,10) strides (20,1)
+      big.t().slice(1, 0, std::nullopt, 3),                // (10,3) strides (1,30)
+      big.narrow(1, 3, 1),                                 // (8,1) one column
+      normal_tensor({10}, 50, kFloat32).expand({1, 10}),   // (1,10) strides (0,1): the 0 is never stepped
+  };
+  for (const Tensor& a : in_place) {
+    matmul(a, normal_tensor({a.size(1), 3}, 51, kFloat32));
+    EXPECT_EQ(last_gemm_call().a, a.data_ptr<float>()) << shape_str(a.sizes()) << " strides " << shape_str(a.strides());
+  }
+}
+
+// --- the tape ------------------------------------------------------------------------------------
+
+TEST(Matmul, NodeNamesAreTorchs) {
+  struct NameCase {
+    Shape a, b;
+    const char* name;
+  };
+  // torch 1.13: (a @ b).grad_fn.name()
+  const std::vector<NameCase> cases = {
+      {{3}, {3}, "DotBackward0"},           {{4, 3}, {3}, "MvBackward0"},
+      {{3}, {3, 5}, "SqueezeBackward3"},    {{4, 3}, {3, 5}, "MmBackward0"},
+      {{2, 4, 3}, {2, 3, 5}, "UnsafeViewBackward0"}, {{2, 4, 3}, {3, 5}, "UnsafeViewBackward0"},
+      {{2, 4, 3}, {3}, "UnsafeViewBackward0"},       {{3}, {2, 3, 5}, "UnsafeViewBackward0"},
+      {{4, 3}, {2, 3, 5}, "CloneBackward0"},         {{4, 3}, {2, 2, 3, 5}, "CloneBackward0"},
+      {{2, 1, 3, 4}, {5, 4, 2}, "UnsafeViewBackward0"},
+  };
+  for (const NameCase& c : cases) {
+    const Tensor out = matmul(leaf(normal_tensor(c.a, 1, kFloat64)), leaf(normal_tensor(c.b, 2, kFloat64)));
+    ASSERT_TRUE(out.grad_fn());
+    EXPECT_EQ(out.grad_fn()->name, c.name) << shape_str(c.a) << " @ " << shape_str(c.b);
+  }
+  // a 3-d b stored transposed goes through bmm there: (4,3) @ (2,5,3).mT
+  const Tensor bt = leaf(normal_tensor({2, 5, 3}, 3, kFloat64)).transpose(-2, -1);
+  EXPECT_EQ(matmul(leaf(normal_tensor({4, 3}, 4, kFloat64)), bt).grad_fn()->name, "UnsafeViewBackward0");
+}
+
+TEST(Matmul, SavesOnlyTheOperandTheOtherGradientNeeds) {
+  const Tensor a = normal_tensor({4, 3}, 51, kFloat64), b = normal_tensor({3, 5}, 52, kFloat64);
+  const Tensor only_a = matmul(leaf(a), b);
+  ASSERT_EQ(only_a.grad_fn()->saved.size(), 2u);
+  EXPECT_FALSE(only_a.grad_fn()->saved[0].data.defined());  // a not needed for da
+  EXPECT_TRUE(only_a.grad_fn()->saved[1].data.defined());
+  const Tensor only_b = matmul(a, leaf(b));
+  EXPECT_TRUE(only_b.grad_fn()->saved[0].data.defined());
+  EXPECT_FALSE(only_b.grad_fn()->saved[1].data.defined());
+  NoGradGuard no_grad;
+  EXPECT_FALSE(matmul(leaf(a), leaf(b)).grad_fn());
+}
+
+// --- gradients -----------------------------------------------------------------------------------
+
+GradcheckFn matmul_fn() {
+  return [](const std::vector<Tensor>& x) { return matmul(x[0], x[1]); };
+}
+
+TEST(Matmul, BackwardMatchesFiniteDifferencesForEveryShapeCaseF64) {
+  uint32_t seed = 200;
+  for (const ShapeCase& c : shape_cases()) {
+    SCOPED_TRACE(shape_str(c.a) + " @ " + shape_str(c.b));
+    const Tensor a = leaf(normal_tensor(c.a, seed++, kFloat64)), b = leaf(normal_tensor(c.b, seed++, kFloat64));
+    const GradcheckResult r = gradcheck(matmul_fn(), {a, b});
+    EXPECT_TRUE(r.passed) << r;
+  }
+}
+
+TEST(Matmul, BackwardMatchesFiniteDifferencesOnStridedOperandsF64) {
+  const Tensor big = leaf(normal_tensor({6, 8}, 61, kFloat64));
+  const Tensor bigger = leaf(normal_tensor({2, 5, 3, 4}, 62, kFloat64));
+  const std::vector<std::pair<Tensor, Tensor>> pairs = {
+      {big.t(), leaf(normal_tensor({6, 3}, 63, kFloat64))},                            // transposed
+      {big.slice(1, 0, std::nullopt, 2), leaf(normal_tensor({4, 2}, 64, kFloat64))},   // copied layout
+      {bigger.permute({0, 2, 1, 3}), bigger.permute({0, 2, 3, 1}).narrow(3, 0, 4)},   // q @ k^T-like
+      {bigger.permute({0, 2, 1, 3}), leaf(normal_tensor({4, 3}, 65, kFloat64))},       // unfoldable a
+  };
+  for (const auto& [a, b] : pairs) {
+    SCOPED_TRACE(shape_str(a.sizes()) + " @ " + shape_str(b.sizes()));
+    EXPECT_TRUE(gradcheck(matmul_fn(), {a, b}).passed);
+  }
+}
+
+TEST(Matmul, BackwardMatchesFiniteDifferencesOnFuzzedShapesAndLayoutsF64) {
+  GradcheckOptions options;
+  options.fuzz = 10;
+  uint32_t seed = 300;
+  for (const ShapeCase& c : shape_cases()) {
+    SCOPED_TRACE(shape_str(c.a) + " @ " + shape_str(c.b));
+    const Tensor a = leaf(normal_tensor(c.a, seed++, kFloat64)), b = leaf(normal_tensor(c.b, seed++, kFloat64));
+    const GradcheckResult r = gradcheck(matmul_fn(), {a, b}, options);
+    EXPECT_TRUE(r.passed) << r;
+  }
+}
+
+TEST(Matmul, BroadcastBatchGradientsAreSummedToTheInputShapes) {
+  // (2,1,3,4) @ (5,4,2): da sums over the 5 batches of b, db over the 2 of a.
+  const Tensor a = leaf(normal_tensor({2, 1, 3, 4}, 71, kFloat64)), b = leaf(normal_tensor({5, 4, 2}, 72, kFloat64));
+  matmul(a, b).sum().backward();
+  ASSERT_EQ(a.grad().sizes(), a.sizes());
+  ASSERT_EQ(b.grad().sizes(), b.sizes());
+  // with g = ones: da[i,0,m,k] = sum_j sum_n b[j,k,n];  db[j,k,n] = sum_i sum_m a[i,0,m,k]
+  const Tensor ones_g = ones({2, 5, 3, 2}, kFloat64);
+  expect_close(a.grad(), sum(matmul_naive(ones_g, b.detach().transpose(-2, -1)), 1, true));
+  expect_close(b.grad(), sum(matmul_naive(a.detach().transpose(-2, -1), ones_g), 0, false));
+}
+
+TEST(Matmul, GradientOfAFloat32MatmulMatchesNaive) {
+  const Tensor a = leaf(normal_tensor({3, 7, 5}, 81, kFloat32)), b = leaf(normal_tensor({5, 4}, 82, kFloat32));
+  const Tensor g = normal_tensor({3, 7, 4}, 83, kFloat32);
+  matmul(a, b).backward(g);
+  expect_close(a.grad(), matmul_naive(g, b.detach().t()));
+  expect_close(b.grad(), sum(matmul_naive(a.detach().transpose(-2, -1), g), 0, false));
+}
+
+// --- errors --------------------------------------------------------------------------------------
+
+TEST(Matmul, MismatchedMatricesNameBothShapes) {
+  expect_error([] { matmul(zeros({6, 3}), zeros({2, 3})); },
+               "matmul: mat1 and mat2 shapes cannot be multiplied (6x3 and 2x3)");
+  expect_error([] { matmul(zeros({3}), zeros({4, 2})); },
+               "matmul: mat1 and mat2 shapes cannot be multiplied (1x3 and 4x2)");
+  expect_error([] { matmul(zeros({2, 2, 3}), zeros({2, 4, 5})); },
+               "matmul: mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5) for inputs of shape (2,2,3) "
+               "and (2,4,5)");
+}
+
+TEST(Matmul, MismatchedVectorsNameBothSizes) {
+  expect_error([] { matmul(zeros({3}), zeros({4})); },
+               "matmul: inconsistent tensor size, expected tensor [3] and src [4] to have the same number of "
+               "elements, but got 3 and 4 elements respectively");
+  expect_error([] { matmul(zeros({2, 3}), zeros({4})); },
+               "matmul: size mismatch, got input (2), mat (2x3), vec (4)");
+}
+
+TEST(Matmul, UnbroadcastableBatchDimsNameBothShapes) {
+  expect_error([] { matmul(zeros({2, 4, 3}), zeros({3, 3, 5})); },
+               "matmul: batch dims of shapes (2,4,3) and (3,3,5) cannot be broadcast (batch dim 0: 2 vs 3)");
+}
+
+TEST(Matmul, ZeroDimInputsAreRejected) {
+  expect_error([] { matmul(zeros({}), zeros({2, 3})); },
+               "matmul: both arguments to matmul need to be at least 1D, but they are 0D and 2D");
+  expect_error([] { matmul(zeros({3}), zeros({})); },
+               "matmul: both arguments to matmul need to be at least 1D, but they are 1D and 0D");
+}
+
+TEST(Matmul, DtypesMustMatchAndBeFloating) {
+  expect_error([] { matmul(zeros({2, 3}), zeros({3, 2}, kFloat64)); },
+               "matmul: expected both tensors to have the same dtype, got float32 and float64");
+  expect_error([] { matmul(zeros({2, 3}, kInt64), zeros({3, 2}, kInt64)); },
+               "matmul: expected a floating point tensor (float32 or float64), got int64");
+  expect_error([] { matmul(zeros({3}), zeros({3}, kBool)); },
+               "matmul: expected a floating point tensor (float32 or float64), got bool");
+}
+
+// --- threads -------------------------------------------------------------------------------------
+
+// Restores the thread count a test changed.
+struct ThreadCountGuard {
+  int saved = get_num_threads();
+  ~ThreadCountGuard() { set_num_threads(saved); }
+};
+
+TEST(MatmulThreads, DefaultIsOnePerCoreAndSetIsRemembered) {
+  ThreadCountGuard guard;
+  EXPECT_GE(get_num_threads(), 1);
+  set_num_threads(3);
+  EXPECT_EQ(get_num_threads(), 3);
+  expect_error([] { set_num_threads(0); }, "set_num_threads: expected a positive number of threads, got 0");
+}
+
+TEST(MatmulThreads, ResultIsTheSameOnOneThreadAndMany) {
+  ThreadCountGuard guard;
+  const Tensor a = normal_tensor({300, 200}, 91, kFloat64), b = normal_tensor({200, 250}, 92, kFloat64);
+  set_num_threads(1);
+  const Tensor one = matmul(a, b);
+  set_num_threads(4);
+  expect_close(matmul(a, b), one);
+}
+
+TEST(MatmulThreads, ParallelForCoversTheRangeOnceInGrainSizedChunks) {
+  ThreadCountGuard guard;
+  set_num_threads(4);
+  std::vector<std::atomic<int>> hits(1000);
+  std::atomic<int> chunks{0};
+  parallel_for(0, 1000, 100, [&](int64_t lo, int64_t hi) {
+    EXPECT_GE(hi - lo, 100);
+    chunks++;
+    for (int64_t i = lo; i < hi; ++i) hits[static_cast<size_t>(i)]++;
+  });
+  EXPECT_EQ(chunks.load(), 4);
+  for (size_t i = 0; i < hits.size(); ++i) ASSERT_EQ(hits[i].load(), 1) << "index " << i;
+}
+
+TEST(MatmulThreads, ParallelForRunsSmallRangesAndNestedCallsInline) {
+  ThreadCountGuard guard;
+  set_num_threads(4);
+  int calls = 0;  // not atomic: inline calls happen on this thread only
+  parallel_for(5, 50, 100, [&](int64_t lo, int64_t hi) {
+    EXPECT_EQ(lo, 5);
+    EXPECT_EQ(hi, 50);
+    calls++;
+  });
+  EXPECT_EQ(calls, 1);
+  parallel_for(0, 0, 1, [&](int64_t, int64_t) { calls++; });
+  EXPECT_EQ(calls, 1);
+  std::atomic<int> inner{0};
+  parallel_for(0, 8, 1, [&](int64_t, int64_t) {
+    parallel_for(0, 100, 1, [&](int64_t lo, int64_t hi) { inner += static_cast<int>(hi - lo); });
+  });
+  EXPECT_EQ(inner.load(), 4 * 100);
+}
+
+TEST(MatmulThreads, ParallelForRethrowsAWorkersException) {
+  ThreadCountGuard guard;
+  set_num_threads(4);
+  EXPECT_THROW(parallel_for(0, 400, 100,
+                            [](int64_t lo, int64_t) {
+                              if (lo >= 300) throw std::runtime_error("chunk " + std::to_string(lo));
+                            }),
+               std::runtime_error);
+  // and the pool still works afterwards
+  std::atomic<int64_t> total{0};
+  parallel_for(0, 400, 100, [&](int64_t lo, int64_t hi) { total += hi - lo; });
+  EXPECT_EQ(total.load(), 400);
+}
+
+}  // namespace
+}  // namespace tg

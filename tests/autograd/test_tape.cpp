@@ -1,0 +1,198 @@
+// The tape: what gets recorded, backward's results, release after backward, retain_graph,
+// version counters, no-grad, anomaly mode, and the printed view of the tape.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "autograd/ops.h"
+#include "autograd/tape.h"
+
+namespace {
+
+using tg::Shape;
+using tg::Tensor;
+
+std::string message_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const tg::Error& e) {
+    return e.what();
+  }
+  return "(nothing was thrown)";
+}
+
+#define EXPECT_MESSAGE_CONTAINS(msg, needle) \
+  EXPECT_NE((msg).find(needle), std::string::npos) << "message was: " << (msg) << "\nexpected: " << (needle)
+
+TEST(Tape, OpsOnTensorsThatNeedNoGradRecordNothing) {
+  Tensor a = tg::ones({2, 2});
+  Tensor b = (a * 3.0).exp().sum();
+  EXPECT_FALSE(b.requires_grad());
+  EXPECT_EQ(tg::tape_size(), 0u);
+}
+
+TEST(Tape, BackwardGivesProductRuleAndReleasesTheTape) {
+  Tensor x = tg::tensor({1.0, 2.0, 3.0}, tg::kFloat64).requires_grad_();
+  Tensor y = tg::tensor({4.0, 5.0, 6.0}, tg::kFloat64).requires_grad_();
+  Tensor loss = (x * y + x).sum();  // dl/dx = y + 1, dl/dy = x
+  EXPECT_EQ(tg::tape_size(), 3u);
+  loss.backward();
+  EXPECT_EQ(x.grad().tolist<double>(), (std::vector<double>{5, 6, 7}));
+  EXPECT_EQ(y.grad().tolist<double>(), (std::vector<double>{1, 2, 3}));
+  EXPECT_EQ(tg::tape_size(), 0u) << tg::tape_str();
+}
+
+TEST(Tape, GradientsAccumulateAcrossUsesAndAcrossBackwardCalls) {
+  Tensor x = tg::tensor({2.0}, tg::kFloat64).requires_grad_();
+  (x * x + x * 3.0).sum().backward();  // 2x + 3 = 7
+  EXPECT_EQ(x.grad().item(), 7.0);
+  (x * 2.0).sum().backward();          // + 2
+  EXPECT_EQ(x.grad().item(), 9.0);
+  x.zero_grad();
+  EXPECT_FALSE(x.grad().defined());
+}
+
+TEST(Tape, BroadcastGradientsAreSummedBackToTheInputShape) {
+  Tensor a = tg::ones({2, 3}, tg::kFloat64).requires_grad_();
+  Tensor bias = tg::tensor({1.0, 2.0, 3.0}, tg::kFloat64).requires_grad_();
+  Tensor col = tg::ones({2, 1}, tg::kFloat64).requires_grad_();
+  ((a + bias) * col).sum().backward();
+  EXPECT_EQ(bias.grad().sizes(), (Shape{3}));
+  EXPECT_EQ(bias.grad().tolist<double>(), (std::vector<double>{2, 2, 2}));
+  EXPECT_EQ(col.grad().sizes(), (Shape{2, 1}));
+  EXPECT_EQ(col.grad().tolist<double>(), (std::vector<double>{9, 9}));  // sum of (1 + bias)
+}
+
+TEST(Tape, GradientsFlowThroughViews) {
+  Tensor x = tg::arange(0.0, 6.0, 1.0, tg::kFloat64).reshape({2, 3}).detach().requires_grad_();
+  Tensor y = x.t().select(0, 1) * tg::tensor({10.0, 100.0}, tg::kFloat64);  // x[:,1] scaled
+  y.sum().backward();
+  EXPECT_EQ(x.grad().tolist<double>(), (std::vector<double>{0, 10, 0, 0, 100, 0}));
+}
+
+TEST(Tape, SecondBackwardThroughReleasedEntriesIsAnError) {
+  Tensor x = tg::ones({3}).requires_grad_();
+  Tensor loss = (x * 2.0).exp().sum();
+  loss.backward();
+  EXPECT_MESSAGE_CONTAINS(message_of([&] { loss.backward(); }), "backward through the graph a second time");
+}
+
+TEST(Tape, RetainGraphAllowsASecondBackward) {
+  Tensor x = tg::ones({3}, tg::kFloat64).requires_grad_();
+  Tensor loss = (x * 2.0).sum();
+  loss.backward(Tensor(), /*retain_graph=*/true);
+  EXPECT_GT(tg::tape_size(), 0u);
+  loss.backward();
+  EXPECT_EQ(x.grad().tolist<double>(), (std::vector<double>{4, 4, 4}));
+  EXPECT_EQ(tg::tape_size(), 0u);
+}
+
+TEST(Tape, SavedTensorChangedInPlaceIsDetectedAtBackward) {
+  Tensor x = tg::ones({3}).requires_grad_();
+  Tensor y = x.exp();  // ExpBackward0 saves its output y
+  Tensor z = y.sum();
+  y.add_(tg::ones({3}));  // modifies the saved output
+  const std::string msg = message_of([&] { z.backward(); });
+  EXPECT_MESSAGE_CONTAINS(msg, "modified by an inplace operation");
+  EXPECT_MESSAGE_CONTAINS(msg, "ExpBackward0");
+  EXPECT_MESSAGE_CONTAINS(msg, "is at version 1; expected version 0");
+}
+
+TEST(Tape, InPlaceOnALeafThatRequiresGradIsAnError) {
+  Tensor w = tg::ones({3}).requires_grad_();
+  EXPECT_MESSAGE_CONTAINS(message_of([&] { w.add_(tg::ones({3})); }), "a leaf Variable that requires grad");
+  tg::NoGradGuard no_grad;  // an optimizer step does exactly this, without grad mode
+  w.add_(tg::ones({3}));
+  EXPECT_EQ(w.at({0}), 2.0);
+}
+
+TEST(Tape, InPlaceOnANonLeafKeepsTheGradientCorrect) {
+  Tensor x = tg::tensor({1.0, 2.0, 3.0}, tg::kFloat64).requires_grad_();
+  Tensor y = x * 2.0;
+  y.masked_fill_(tg::tensor({false, true, false}), 0.0);
+  y.mul_(3.0);
+  y.sum().backward();
+  EXPECT_EQ(x.grad().tolist<double>(), (std::vector<double>{6, 0, 6}));
+}
+
+TEST(Tape, NoGradGuardRecordsNothingAndDetachCutsTheTape) {
+  Tensor x = tg::ones({2}).requires_grad_();
+  {
+    tg::NoGradGuard no_grad;
+    Tensor y = x * 2.0;
+    EXPECT_FALSE(y.requires_grad());
+  }
+  Tensor d = x.detach();
+  EXPECT_FALSE(d.requires_grad());
+  EXPECT_EQ(d.storage(), x.storage());
+  EXPECT_EQ(tg::tape_size(), 0u);
+}
+
+TEST(Tape, RetainGradKeepsTheGradientOfANonLeaf) {
+  Tensor x = tg::tensor({1.0, 2.0}, tg::kFloat64).requires_grad_();
+  Tensor h = x * 3.0;
+  h.retain_grad();
+  (h * h).sum().backward();
+  EXPECT_EQ(h.grad().tolist<double>(), (std::vector<double>{6, 12}));
+  EXPECT_EQ(x.grad().tolist<double>(), (std::vector<double>{18, 36}));
+}
+
+TEST(Tape, NonScalarBackwardNeedsAGradient) {
+  Tensor x = tg::ones({2}).requires_grad_();
+  Tensor y = x * 2.0;
+  EXPECT_MESSAGE_CONTAINS(message_of([&] { y.backward(); }), "grad can be implicitly created only for scalar outputs");
+  EXPECT_MESSAGE_CONTAINS(message_of([&] { y.backward(tg::ones({3})); }), "gradient has shape (3) but the tensor has shape (2)");
+  y.backward(tg::tensor({1.0, 10.0}));
+  EXPECT_EQ(x.grad().tolist<double>(), (std::vector<double>{2, 20}));
+}
+
+TEST(Tape, BackwardOnATensorThatNeedsNoGradIsAnError) {
+  EXPECT_MESSAGE_CONTAINS(message_of([] { tg::ones({1}).backward(); }), "does not require grad");
+}
+
+TEST(Tape, UnreachedGraphsFreeThemselves) {
+  Tensor w = tg::ones({4}).requires_grad_();
+  for (int i = 0; i < 5000; ++i) (w * 2.0).sum();  // results dropped without backward
+  EXPECT_EQ(tg::tape_size(), 0u);
+}
+
+TEST(Tape, PrintsOneLinePerEntryWithBytesKeptAndATotal) {
+  Tensor x = tg::ones({6, 3}).requires_grad_();
+  Tensor y = (x * x).exp().sum();
+  const std::string s = tg::tape_str();
+  EXPECT_MESSAGE_CONTAINS(s, "tape: 3 entries");
+  EXPECT_MESSAGE_CONTAINS(s, "MulBackward0");
+  EXPECT_MESSAGE_CONTAINS(s, "in (6,3) (6,3)");
+  EXPECT_MESSAGE_CONTAINS(s, "ExpBackward0");
+  EXPECT_MESSAGE_CONTAINS(s, "keeps 72 B");  // exp keeps its (6,3) float32 output
+  EXPECT_MESSAGE_CONTAINS(s, "total kept for backward: 144 B");  // x (saved by mul) + exp's output
+  y.backward();
+  EXPECT_EQ(tg::tape_size(), 0u);
+}
+
+TEST(Tape, AnomalyModeNamesTheForwardOpThatMadeANaN) {
+  tg::AnomalyModeGuard anomaly;
+  Tensor x = tg::tensor({-1.0, 4.0}).requires_grad_();
+  const std::string msg = message_of([&] { x.log(); });
+  EXPECT_MESSAGE_CONTAINS(msg, "anomaly: LogBackward0");
+  EXPECT_MESSAGE_CONTAINS(msg, "forward produced 1 NaN");
+  EXPECT_MESSAGE_CONTAINS(msg, "input 0: (2) float32 min -1 max 4");
+}
+
+TEST(Tape, AnomalyModeAllowsMinusInfinityInForwardValues) {
+  tg::AnomalyModeGuard anomaly;
+  Tensor s = tg::ones({2, 2}).requires_grad_();
+  Tensor m = s.masked_fill(tg::triu(tg::ones({2, 2}), 1) == 1, -INFINITY);
+  EXPECT_TRUE(std::isinf(m.at({0, 1})));
+}
+
+TEST(Tape, AnomalyModeNamesTheBackwardOpThatMadeAnInf) {
+  Tensor x = tg::tensor({0.0, 4.0}).requires_grad_();
+  Tensor y = x.sqrt().sum();  // d sqrt at 0 = inf
+  tg::AnomalyModeGuard anomaly;
+  const std::string msg = message_of([&] { y.backward(); });
+  EXPECT_MESSAGE_CONTAINS(msg, "anomaly: SqrtBackward0");
+  EXPECT_MESSAGE_CONTAINS(msg, "backward produced 0 NaN and 1 Inf");
+}
+
+}  // namespace
