@@ -8,6 +8,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "autograd/generator.h"
 #include "autograd/tensor.h"
 
 namespace tg {
@@ -173,7 +174,7 @@ Tensor sum(const Tensor& x, int64_t dim, bool keepdim = false);
 Tensor mean(const Tensor& x);
 Tensor mean(const Tensor& x, int64_t dim, bool keepdim = false);
 Tensor var(const Tensor& x, int64_t dim, bool unbiased = true, bool keepdim = false);
-Tensor var(const Tensor& x, bool unbiased = true);
+Tensor var(const Tensor& x);  // over all elements, unbiased (N - 1)
 struct ValuesIndices {
   Tensor values;
   Tensor indices;  // int64

@@ -96,64 +96,66 @@ void raw_sgemm(float* c, const float* a, const float* b, int64_t M, int64_t N, i
             const_cast<float*>(b), rsb, csb, &zero, c, N, 1);
 }
 
-// One row of table (a): tg::matmul(a, b) against raw gemms over `batches` matrix pairs, the
-// i-th at a + i*batch_stride_a, b + i*batch_stride_b.
-void matmul_row(const std::string& name, const Tensor& a, const Tensor& b, int64_t batches, int64_t bsa, int64_t bsb) {
-  const int64_t M = a.size(-2), K = a.size(-1), N = b.size(-1);
-  const int64_t rsa = a.stride(-2), csa = a.stride(-1), rsb = b.stride(-2), csb = b.stride(-1);
-  std::vector<float> c(static_cast<size_t>(batches * M * N));
-  const float* pa = a.data_ptr<float>();
-  const float* pb = b.data_ptr<float>();
-  auto ours = [&] { (void)matmul(a, b); };
-  auto raw = [&] {
-    for (int64_t i = 0; i < batches; ++i) raw_sgemm(c.data() + i * M * N, pa + i * bsa, pb + i * bsb, M, N, K, rsa, csa, rsb, csb);
-  };
+// One row of table (a): `ours` (a tg::matmul call) against `raw` (the same gemms on bli_sgemm),
+// which do `flops` floating-point operations.
+void print_row(const std::string& name, const std::function<void()>& ours, const std::function<void()>& raw,
+               double flops) {
   const auto [t_ours, t_raw] = time_pair(ours, raw);
-  const double gflops = 2.0 * static_cast<double>(batches * M * N * K) / t_raw * 1e-9;
-  std::printf("  %-44s %s %s %+8.1f %%  %7.1f\n", name.c_str(), format_time(t_ours).c_str(),
-              format_time(t_raw).c_str(), (t_ours - t_raw) / t_raw * 100.0, gflops);
+  std::printf("  %-46s %s %s %+8.1f %%  %7.1f\n", name.c_str(), format_time(t_ours).c_str(),
+              format_time(t_raw).c_str(), (t_ours - t_raw) / t_raw * 100.0, flops / t_raw * 1e-9);
+}
+
+// a (M,K) @ b (K,N), both read through their strides by the raw call; tg::matmul gets `ours_a`
+// (a batched view of the same memory) when given.
+void matmul_row(const std::string& name, const Tensor& a, const Tensor& b, const Tensor& ours_a = Tensor()) {
+  const int64_t M = a.size(0), K = a.size(1), N = b.size(1);
+  std::vector<float> c(static_cast<size_t>(M * N));  // out (M,N)
+  const Tensor lhs = ours_a.defined() ? ours_a : a;
+  print_row(
+      name, [&] { (void)matmul(lhs, b); },
+      [&] {
+        raw_sgemm(c.data(), a.data_ptr<float>(), b.data_ptr<float>(), M, N, K, a.stride(0), a.stride(1),
+                  b.stride(0), b.stride(1));
+      },
+      2.0 * static_cast<double>(M * N * K));
+}
+
+// Attention scores q @ k^T with q, k (B,NH,T,hs) permuted views of (B,T,NH,hs): the raw side
+// loops over the B*NH gemms itself; batch (b, h) starts at b*T*NH*hs + h*hs in both.
+void attention_row(int64_t B, int64_t NH, int64_t T, int64_t hs) {
+  const Tensor q = random_matrix({B, T, NH, hs}, 10).permute({0, 2, 1, 3});
+  const Tensor kt = random_matrix({B, T, NH, hs}, 11).permute({0, 2, 3, 1});  // k^T (B,NH,hs,T)
+  std::vector<float> c(static_cast<size_t>(B * NH * T * T));                  // scores (B,NH,T,T)
+  const float* pq = q.data_ptr<float>();
+  const float* pk = kt.data_ptr<float>();
+  auto raw = [&] {
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t h = 0; h < NH; ++h) {
+        const int64_t off = b * T * NH * hs + h * hs;
+        raw_sgemm(c.data() + (b * NH + h) * T * T, pq + off, pk + off, T, T, hs, NH * hs, 1, 1, NH * hs);
+      }
+  };
+  const std::string name = "q @ k^T, (" + std::to_string(B) + "," + std::to_string(NH) + "," + std::to_string(T) +
+                           "," + std::to_string(hs) + ") views";
+  print_row(name, [&] { (void)matmul(q, kt); }, raw, 2.0 * static_cast<double>(B * NH * T * T * hs));
 }
 
 void matmul_table() {
   std::printf("(a) tg::matmul vs bli_sgemm, float32, %d threads\n", get_num_threads());
-  std::printf("  %-44s %11s %11s %10s  %7s\n", "case", "tg::matmul", "bli_sgemm", "overhead", "GFLOP/s");
+  std::printf("  %-46s %11s %11s %10s  %7s\n", "case", "tg::matmul", "bli_sgemm", "overhead", "GFLOP/s");
   for (int64_t n : {64, 256, 1024}) {
-    const Tensor a = random_matrix({n, n}, 6), b = random_matrix({n, n}, 7);
-    const std::string name = std::to_string(n) + "x" + std::to_string(n) + " @ " + std::to_string(n) + "x" + std::to_string(n);
-    matmul_row(name, a, b, 1, 0, 0);
+    const std::string d = std::to_string(n);
+    matmul_row(d + "x" + d + " @ " + d + "x" + d, random_matrix({n, n}, 6), random_matrix({n, n}, 7));
   }
-  {  // a linear layer: x (B*T, C) @ w (OC, C)^T, w read column-major in place
-    const Tensor x = random_matrix({512, 768}), w = random_matrix({768, 768});
-    matmul_row("x (512,768) @ w.t(), w (768,768)", x, w.t(), 1, 0, 0);
-  }
-  {  // attention scores: q @ k^T, q and k (B,NH,T,hs) as permuted views of (B,T,NH,hs)
-    const int64_t B = 4, NH = 8, T = 128, hs = 64;
-    const Tensor q = random_matrix({B, T, NH, hs}).permute({0, 2, 1, 3});
-    const Tensor kt = random_matrix({B, T, NH, hs}).permute({0, 2, 3, 1});  // k^T (B,NH,hs,T)
-    // batch (b, h) sits at b*T*NH*hs + h*hs in both
-    const int64_t batches = B * NH;
-    const int64_t M = T, K = hs, N = T;
-    std::vector<float> c(static_cast<size_t>(batches * M * N));
-    const float* pq = q.data_ptr<float>();
-    const float* pk = kt.data_ptr<float>();
-    auto ours = [&] { (void)matmul(q, kt); };
-    auto raw = [&] {
-      for (int64_t b = 0; b < B; ++b)
-        for (int64_t h = 0; h < NH; ++h) {
-          const int64_t off = b * T * NH * hs + h * hs;
-          raw_sgemm(c.data() + (b * NH + h) * M * N, pq + off, pk + off, M, N, K, NH * hs, 1, 1, NH * hs);
-        }
-    };
-    const auto [t_ours, t_raw] = time_pair(ours, raw);
-    const double gflops = 2.0 * static_cast<double>(batches * M * N * K) / t_raw * 1e-9;
-    std::printf("  %-44s %s %s %+8.1f %%  %7.1f\n", "q @ k^T (4,8,128,64)@(4,8,64,128) views",
-                format_time(t_ours).c_str(), format_time(t_raw).c_str(), (t_ours - t_raw) / t_raw * 100.0, gflops);
-  }
+  // a linear layer: x (B,T,C) @ w (OC,C)^T; w read column-major in place, B and T folded into rows
+  const Tensor x = random_matrix({8, 64, 768}, 8), w = random_matrix({768, 768}, 9);
+  matmul_row("x (8,64,768) @ w.t(), w (768,768)", x.view({512, 768}), w.t(), x);
+  attention_row(4, 8, 128, 64);
 }
 
 void tape_table() {
   std::printf("\n(b) one small op on the tape, float32\n");
-  std::printf("  %-44s %11s\n", "case", "time");
+  std::printf("  %-46s %11s\n", "case", "time");
   Tensor x = random_matrix({16}, 2).requires_grad_(), w = random_matrix({16}, 3).requires_grad_();
   const double fwd = time_one([&] { (void)sum(mul(x, w)); });
   const double fwd_bwd = time_one([&] {
@@ -161,12 +163,12 @@ void tape_table() {
     x.zero_grad();
     w.zero_grad();
   });
-  std::printf("  %-44s %s\n", "(x*w).sum(), 16 elements: forward", format_time(fwd).c_str());
-  std::printf("  %-44s %s\n", "(x*w).sum(), 16 elements: forward + backward", format_time(fwd_bwd).c_str());
+  std::printf("  %-46s %s\n", "(x*w).sum(), 16 elements: forward", format_time(fwd).c_str());
+  std::printf("  %-46s %s\n", "(x*w).sum(), 16 elements: forward + backward", format_time(fwd_bwd).c_str());
   {
     NoGradGuard no_grad;
     const double plain = time_one([&] { (void)sum(mul(x, w)); });
-    std::printf("  %-44s %s\n", "(x*w).sum(), 16 elements: under NoGradGuard", format_time(plain).c_str());
+    std::printf("  %-46s %s\n", "(x*w).sum(), 16 elements: under NoGradGuard", format_time(plain).c_str());
   }
   try {
     Tensor s = random_matrix({8, 8}, 4).requires_grad_(), v = random_matrix({8, 8}, 5);
@@ -174,9 +176,9 @@ void tape_table() {
       sum(mul(softmax(s, -1), v)).backward();
       s.zero_grad();
     });
-    std::printf("  %-44s %s\n", "(softmax(x, -1) * v).sum(), (8,8): fwd + bwd", format_time(t).c_str());
+    std::printf("  %-46s %s\n", "(softmax(x, -1) * v).sum(), (8,8): fwd + bwd", format_time(t).c_str());
   } catch (const Error& e) {
-    std::printf("  %-44s %s\n", "softmax (8,8)", (std::string("skipped: ") + e.what()).c_str());
+    std::printf("  %-46s %s\n", "softmax (8,8)", (std::string("skipped: ") + e.what()).c_str());
   }
 }
 

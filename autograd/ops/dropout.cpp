@@ -94,8 +94,8 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator* gen) {
   if (p == 1.0) return mul(x, zeros({}, x.dtype()));      // no draws; MulBackward0 as in PyTorch
   Generator& g = gen ? *gen : default_generator();
   const Tensor xc = x.is_contiguous() ? x : x.detach().contiguous();
-  Tensor out = make_empty(x.sizes(), x.dtype());
-  Tensor noise = make_empty(x.sizes(), x.dtype());  // noise: like x, contiguous
+  Tensor out = make_empty(x.sizes(), x.dtype());    // out (N): x's shape, contiguous
+  Tensor noise = make_empty(x.sizes(), x.dtype());  // noise (N): x's shape, contiguous
   visit_floating(x.dtype(), "dropout", [&](auto tag) {
     using T = typename decltype(tag)::type;
     nn_kernels::dropout_forward<T>(out.data_ptr<T>(), noise.data_ptr<T>(), xc.data_ptr<T>(), g, x.numel(), p);

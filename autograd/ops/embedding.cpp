@@ -71,8 +71,9 @@ template void embedding_backward_naive<double>(double*, const double*, const int
 
 namespace {
 
-// "[1,2]": the position of flat element k in a tensor of this shape.
+// "[1,2]": the position of flat element k in a tensor of this shape ("" for a 0-d tensor).
 std::string position_str(int64_t k, const Shape& shape) {
+  if (shape.empty()) return "";
   std::string s;
   int64_t rest = k;
   for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {

@@ -192,7 +192,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets) {
   const auto [N, C] = check_cross_entropy(logits, targets);
   const Tensor xc = logits.is_contiguous() ? logits : logits.detach().contiguous();
   const Tensor tc = targets.contiguous();
-  Tensor loss = make_empty({}, logits.dtype());
+  Tensor loss = make_empty({}, logits.dtype());  // loss (): 0-d
   Tensor lse = make_empty({N}, kFloat64);  // lse (N)
   visit_floating(logits.dtype(), "cross_entropy", [&](auto tag) {
     using T = typename decltype(tag)::type;

@@ -230,6 +230,14 @@ void gemm(T* c, const T* a, const T* b, int64_t M, int64_t N, int64_t K, const M
 template <class T>
 void batched_gemm(const Tensor& out, const Tensor& a, const Tensor& b, const MatmulShapes& s) {
   get_num_threads();  // BLIS gets our thread count before its first call
+  // A b without batch dims is shared by every batch of a (a linear layer: x (B,T,C) @ w (C,OC)).
+  // When a's batch and row dims fold into one, a single (B*T, C) @ (C, OC) gemm does them all,
+  // which BLIS runs faster than B small ones; out (B,T,OC) is the same memory as (B*T, OC).
+  if (b.dim() == 2 && a.dim() > 2) {
+    if (const std::optional<Tensor> rows = fold_leading_dims(a)) {
+      return batched_gemm<T>(out, *rows, b, MatmulShapes{{}, rows->size(0), s.N, s.K, {}});
+    }
+  }
   const Tensor ar = blis_operand(a);
   const Tensor br = blis_operand(b);
   const MatrixLayout la = matrix_layout(ar), lb = matrix_layout(br);

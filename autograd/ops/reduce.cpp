@@ -164,9 +164,9 @@ Tensor var(const Tensor& x, int64_t dim, bool unbiased, bool keepdim) {
   return out;
 }
 
-Tensor var(const Tensor& x, bool unbiased) {
+Tensor var(const Tensor& x) {
   check_floating(x, "var");
-  return var(x.reshape({x.numel()}), 0, unbiased, false).reshape({});
+  return var(x.reshape({x.numel()}), 0, true, false).reshape({});
 }
 
 // --- max / min / argmax --------------------------------------------------------------------------

@@ -244,6 +244,18 @@ TEST(Matmul, OnlyLayoutsBlisRejectsAreCopied) {
   }
 }
 
+TEST(Matmul, BatchTimesSharedMatrixIsOneGemmWhenRowsFold) {
+  const Tensor w = normal_tensor({4, 2}, 52, kFloat32);
+  matmul(normal_tensor({3, 5, 4}, 53, kFloat32), w);  // (3,5,4) folds to (15,4)
+  EXPECT_EQ(last_gemm_call().m, 15);
+  matmul(normal_tensor({5, 3, 4}, 54, kFloat32).transpose(0, 1), w);  // rows do not fold: 3 gemms of 5
+  EXPECT_EQ(last_gemm_call().m, 5);
+  for (ScalarType dt : {kFloat32, kFloat64}) {
+    expect_matches_naive(normal_tensor({2, 3, 5, 4}, 55, dt), normal_tensor({4, 2}, 56, dt));
+    expect_matches_naive(normal_tensor({2, 3, 5, 4}, 57, dt).narrow(2, 1, 3), normal_tensor({4}, 58, dt));
+  }
+}
+
 // --- the tape ------------------------------------------------------------------------------------
 
 TEST(Matmul, NodeNamesAreTorchs) {
@@ -383,7 +395,7 @@ TEST(Matmul, DtypesMustMatchAndBeFloating) {
                "matmul: expected both tensors to have the same dtype, got float32 and float64");
   expect_error([] { matmul(zeros({2, 3}, kInt64), zeros({3, 2}, kInt64)); },
                "matmul: expected a floating point tensor (float32 or float64), got int64");
-  expect_error([] { matmul(zeros({3}), zeros({3}, kBool)); },
+  expect_error([] { matmul(zeros({3}), tensor({true, false, true})); },
                "matmul: expected a floating point tensor (float32 or float64), got bool");
 }
 

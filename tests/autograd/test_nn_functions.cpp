@@ -548,6 +548,8 @@ TEST(Embedding, ErrorMessages) {
   EXPECT_HAS(range, "weight has 5 rows");
   EXPECT_HAS(error_of([] { embedding(zeros({5, 3}), tensor({-1})); }),
              "embedding: index out of range in self: indices[0] = -1, but weight has 5 rows (valid indices are 0..4)");
+  EXPECT_HAS(error_of([] { embedding(zeros({5, 3}), scalar_tensor(5, kInt64)); }),
+             "embedding: index out of range in self: indices = 5, but weight has 5 rows");
   EXPECT_HAS(error_of([] { embedding(zeros({5, 3}), tensor({1.0f})); }),
              "embedding: expected indices of dtype int64 (Long), got float32");
   EXPECT_HAS(error_of([] { embedding(zeros({5}), tensor({1})); }), "embedding: weight must be 2-D (V,C), got shape (5)");

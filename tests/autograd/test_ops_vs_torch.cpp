@@ -215,7 +215,7 @@ const std::map<std::string, OpFn>& op_table() {
       {"sum_dim", [](X x, A a) { return one(sum(x[0], arg_int(a, "dim"), arg_bool(a, "keepdim"))); }},
       {"mean", [](X x, A) { return one(mean(x[0])); }},
       {"mean_dim", [](X x, A a) { return one(mean(x[0], arg_int(a, "dim"), arg_bool(a, "keepdim"))); }},
-      {"var", [](X x, A a) { return one(var(x[0], arg_bool(a, "unbiased"))); }},
+      {"var", [](X x, A a) { return one(var(x[0].reshape({-1}), 0, arg_bool(a, "unbiased"))); }},
       {"var_dim", [](X x, A a) {
          return one(var(x[0], arg_int(a, "dim"), arg_bool(a, "unbiased"), arg_bool(a, "keepdim")));
        }},
