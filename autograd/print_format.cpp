@@ -286,6 +286,16 @@ class DataWriter {
   // A 1-d row: "[a, b, c]". A summarised row keeps " ..." as one more item. Rows wrap after as
   // many items as fit in linewidth - indent, counting each as width + 2 for its ", ", and at
   // least one per line; continuation lines line up under the first item.
+  // "[" + inner + "]", built by appending (g++ 12 warns falsely about `"[" + s + "]"` here).
+  static std::string bracketed(const std::string& inner) {
+    std::string s;
+    s.reserve(inner.size() + 2);
+    s += '[';
+    s += inner;
+    s += ']';
+    return s;
+  }
+
   std::string row(size_t dim, int64_t offset, int64_t indent) const {
     std::vector<std::string> items;
     const std::vector<int64_t> positions = shown_positions(layout_, dim);
@@ -306,7 +316,9 @@ class DataWriter {
                                                 items.begin() + static_cast<std::ptrdiff_t>(last));
       lines.push_back(join(line_items, ", "));
     }
-    return "[" + join(lines, ",\n" + std::string(static_cast<size_t>(indent + 1), ' ')) + "]";
+    std::string separator = ",\n";
+    separator.append(static_cast<size_t>(indent + 1), ' ');
+    return bracketed(join(lines, separator));
   }
 
   // Two or more dimensions: the sub-blocks, each on its own line, with one blank line between
@@ -322,9 +334,11 @@ class DataWriter {
       slices.push_back(block(dim + 1, offset + positions[i] * layout_.strides[dim], indent + 1));
     }
     const size_t dims_here = layout_.sizes.size() - dim;
-    const std::string separator =
-        "," + std::string(dims_here - 1, '\n') + std::string(static_cast<size_t>(indent + 1), ' ');
-    return "[" + join(slices, separator) + "]";
+    // ",", then one newline per dim below this one, then the indent of the next block
+    std::string separator = ",";
+    separator.append(dims_here - 1, '\n');
+    separator.append(static_cast<size_t>(indent + 1), ' ');
+    return bracketed(join(slices, separator));
   }
 
   const Layout& layout_;

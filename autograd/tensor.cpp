@@ -136,7 +136,7 @@ Tensor& Tensor::requires_grad_(bool requires_grad) {
 
 Tensor Tensor::grad() const { return impl().grad ? Tensor(impl().grad) : Tensor(); }
 
-void Tensor::set_grad(const Tensor& grad) {
+void Tensor::set_grad(const Tensor& grad) const {
   if (grad.defined() && grad.sizes() != sizes()) {
     throw Error("set_grad: gradient shape " + shape_str(grad.sizes()) + " does not match tensor shape " +
                 shape_str(sizes()));
@@ -144,7 +144,7 @@ void Tensor::set_grad(const Tensor& grad) {
   impl().grad = grad.defined() ? grad.impl_ptr() : nullptr;
 }
 
-void Tensor::zero_grad() { impl().grad = nullptr; }
+void Tensor::zero_grad() const { impl().grad = nullptr; }
 
 Tensor& Tensor::retain_grad() {
   if (!requires_grad()) throw Error("retain_grad: can't retain_grad on a tensor that doesn't require gradients");
@@ -322,8 +322,7 @@ Tensor& Tensor::fill_(Scalar value) {
   Tensor old = history_of(*this);
   visit_dtype(dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    const T v = static_cast<T>(value.value);
-    apply_inplace<T>(*this, [v](T) { return v; });
+    fill_strided<T>(*this, static_cast<T>(value.value));
   });
   // d/dself fill_: nothing flows back to the old value
   finish_inplace(*this, old, {}, "FillBackward0", [](const BackwardArgs&) { return Grads{Tensor()}; });

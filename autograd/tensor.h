@@ -108,8 +108,8 @@ class Tensor {
   bool is_leaf() const { return impl().grad_fn == nullptr; }
   const std::shared_ptr<Node>& grad_fn() const { return impl().grad_fn; }
   Tensor grad() const;                 // undefined until backward reached it
-  void set_grad(const Tensor& grad);   // replace (or clear, with an undefined tensor)
-  void zero_grad();                    // drop the accumulated gradient (as PyTorch's set_to_none)
+  void set_grad(const Tensor& grad) const;  // replace (or clear, with an undefined tensor)
+  void zero_grad() const;                   // drop the accumulated gradient (as PyTorch's set_to_none)
   Tensor& retain_grad();               // keep .grad() on a non-leaf
   Tensor detach() const;               // same storage, cut from the tape
   // Backpropagate from this tensor. grad defaults to 1 for a one-element tensor.

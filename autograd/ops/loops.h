@@ -5,6 +5,7 @@
 // template argument (a lambda) and is inlined into the loop. Each loop has a contiguous fast
 // path (one flat, vectorisable loop) beside the general strided one.
 #pragma once
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <string>
@@ -188,6 +189,21 @@ Tensor elementwise_unary(const Tensor& x, const char* op, F f) {
     map_unary<T, T>(out, x, [&](T v) { return static_cast<T>(f(v)); });
   });
   return out;
+}
+
+// Write v into every element of t, whatever its strides (never reads the old values, which may
+// be uninitialised).
+template <class T>
+void fill_strided(const Tensor& t, T v) {
+  T* p = t.data_ptr<T>();
+  if (t.is_contiguous()) {
+    std::fill(p, p + t.numel(), v);
+    return;
+  }
+  for_each_row<1>(t.sizes(), {t.strides().data()}, {0},
+                  [&](const std::array<int64_t, 1>& off, int64_t len, const std::array<int64_t, 1>& st) {
+                    for (int64_t i = 0; i < len; ++i) p[off[0] + i * st[0]] = v;
+                  });
 }
 
 // The element offsets of t in memory order (increasing address), as PyTorch's TensorIterator

@@ -195,19 +195,35 @@ Tensor blis_operand(const Tensor& t) {
   return t.detach().contiguous();
 }
 
+// Small products run on one thread. BLIS's OpenMP threads cost a fork/join per call, and when
+// the cores are already busy (ctest -j, or our own parallel_for) they spin-wait for each other:
+// measured, a 64x64x64 gemm went from microseconds to milliseconds. Below about 128^3
+// multiply-adds one core is as fast anyway.
+constexpr int64_t kSingleThreadWork = 128 * 128 * 128;
+
+// A BLIS runtime object asking for one thread, or null (= BLIS's global thread setting).
+rntm_t* runtime_for(int64_t M, int64_t N, int64_t K, rntm_t* single) {
+  if (M * N * K > kSingleThreadWork) return nullptr;
+  bli_rntm_init(single);
+  bli_rntm_set_num_threads(1, single);
+  return single;
+}
+
 void blis_gemm(float* c, const float* a, const float* b, int64_t M, int64_t N, int64_t K, const MatrixLayout& la,
                const MatrixLayout& lb) {
   float one = 1.0f, zero = 0.0f;  // BLIS takes alpha and beta by pointer
+  rntm_t single;
   // BLIS's pointers are not const, but it only reads a and b.
-  bli_sgemm(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, M, N, K, &one, const_cast<float*>(a), la.rs, la.cs,
-            const_cast<float*>(b), lb.rs, lb.cs, &zero, c, N, 1);
+  bli_sgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, M, N, K, &one, const_cast<float*>(a), la.rs, la.cs,
+               const_cast<float*>(b), lb.rs, lb.cs, &zero, c, N, 1, nullptr, runtime_for(M, N, K, &single));
 }
 
 void blis_gemm(double* c, const double* a, const double* b, int64_t M, int64_t N, int64_t K, const MatrixLayout& la,
                const MatrixLayout& lb) {
   double one = 1.0, zero = 0.0;
-  bli_dgemm(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, M, N, K, &one, const_cast<double*>(a), la.rs, la.cs,
-            const_cast<double*>(b), lb.rs, lb.cs, &zero, c, N, 1);
+  rntm_t single;
+  bli_dgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, M, N, K, &one, const_cast<double*>(a), la.rs, la.cs,
+               const_cast<double*>(b), lb.rs, lb.cs, &zero, c, N, 1, nullptr, runtime_for(M, N, K, &single));
 }
 
 // c (M,N) row-major = a (M,K) @ b (K,N), a and b read through their layouts.
@@ -220,7 +236,6 @@ void gemm(T* c, const T* a, const T* b, int64_t M, int64_t N, int64_t K, const M
     std::fill(c, c + M * N, T(0));
     return;
   }
-  last_call = GemmCall{a, b, la.rs, la.cs, lb.rs, lb.cs, M, N, K};
   blis_gemm(c, a, b, M, N, K, la, lb);
 }
 
@@ -250,14 +265,30 @@ void batched_gemm(const Tensor& out, const Tensor& a, const Tensor& b, const Mat
   const T* pa = ar.data_ptr<T>();
   const T* pb = br.data_ptr<T>();
   const int64_t out_step = s.M * s.N;
-  int64_t i = 0;  // batch index into out
-  // Batches in row-major order: each "row" of for_each_row is a run along the last batch dim.
+  // Element offsets of each batch's a and b matrix, batches in row-major order: each "row" of
+  // for_each_row is a run along the last batch dim.
+  std::vector<std::array<int64_t, 2>> offsets;
+  offsets.reserve(static_cast<size_t>(shape_numel(s.batch)));
   for_each_row<2>(s.batch, {sa.data(), sb.data()}, {0, 0},
                   [&](const std::array<int64_t, 2>& off, int64_t len, const std::array<int64_t, 2>& st) {
-                    for (int64_t j = 0; j < len; ++j, ++i) {
-                      gemm(o + i * out_step, pa + off[0] + j * st[0], pb + off[1] + j * st[1], s.M, s.N, s.K, la, lb);
-                    }
+                    for (int64_t j = 0; j < len; ++j) offsets.push_back({off[0] + j * st[0], off[1] + j * st[1]});
                   });
+  const int64_t batches = static_cast<int64_t>(offsets.size());
+  auto run_batches = [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i)
+      gemm(o + i * out_step, pa + offsets[i][0], pb + offsets[i][1], s.M, s.N, s.K, la, lb);
+  };
+  // Small gemms run single-threaded inside BLIS (see kSingleThreadWork), so spread the batches
+  // over our own threads instead: attention's (B*NH) gemms of (T,hs)@(hs,T) are this case.
+  if (s.M * s.N * s.K <= kSingleThreadWork && batches > 1) {
+    parallel_for(0, batches, 1, run_batches);
+  } else {
+    run_batches(0, batches);
+  }
+  if (batches > 0) {  // the debug hook sees the last batch's call
+    const std::array<int64_t, 2>& last = offsets.back();
+    last_call = GemmCall{pa + last[0], pb + last[1], la.rs, la.cs, lb.rs, lb.cs, s.M, s.N, s.K};
+  }
 }
 
 // The node PyTorch (1.13, the reference here) shows as the result's grad_fn: matmul is not one
