@@ -1,4 +1,5 @@
 #include "autograd/json.h"
+#include "test_util.h"
 
 #include <gtest/gtest.h>
 
@@ -11,23 +12,14 @@
 
 namespace {
 
+using tg::test::error_of;
+
 using tg::json::Value;
 
 // The runtime_error message of parsing text (named "t.json"), or "" if it parsed.
 std::string parse_error(const std::string& text) {
   try {
     tg::json::parse(text, "t.json");
-  } catch (const std::runtime_error& e) {
-    return e.what();
-  }
-  return "";
-}
-
-// The runtime_error message of fn(), or "" if it did not throw.
-template <typename Fn>
-std::string error_of(Fn fn) {
-  try {
-    fn();
   } catch (const std::runtime_error& e) {
     return e.what();
   }

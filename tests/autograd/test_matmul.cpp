@@ -15,6 +15,7 @@
 #include "autograd/ops/matmul_naive.h"
 #include "autograd/parallel.h"
 #include "autograd/tape.h"
+#include "test_util.h"
 
 namespace tg {
 namespace {
@@ -60,16 +61,10 @@ void expect_matches_naive(const Tensor& a, const Tensor& b) {
   expect_close(matmul(a, b), matmul_naive(a, b));
 }
 
-// A message check: fn throws a tg::Error whose text is exactly `message`.
+// A message check: fn throws an error whose text is exactly `message`.
 template <class F>
 void expect_error(F fn, const std::string& message) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    EXPECT_EQ(std::string(e.what()), message);
-    return;
-  }
-  ADD_FAILURE() << "expected tg::Error: " << message;
+  EXPECT_EQ(tg::test::error_of(fn), message);
 }
 
 // One shape case: both operand shapes and the result shape PyTorch gives.

@@ -21,8 +21,11 @@
 #include "autograd/tape.h"
 #include "nn/init.h"
 #include "rng_replay.h"
+#include "test_util.h"
 
 namespace {
+
+using tg::test::error_of;
 
 using tg::Generator;
 using tg::Shape;
@@ -384,17 +387,6 @@ Tally replay_family_through_tensors(const std::string& family) {
 void replay(const std::string& family, int at_least) {
   Tally tally = replay_family_through_tensors(family);
   EXPECT_GE(tally.vectors, at_least) << "family " << family;
-}
-
-// The error message of fn(), or "" if it threw nothing (or something else than tg::Error).
-template <class Fn>
-std::string error_of(Fn fn) {
-  try {
-    fn();
-  } catch (const tg::Error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 // ---- bit-exact through the tensor API, family by family ------------------------------------------

@@ -14,8 +14,11 @@
 #include "autograd/ops.h"
 #include "autograd/random_kernels.h"
 #include "autograd/tape.h"
+#include "test_util.h"
 
 namespace {
+
+using tg::test::error_of;
 
 using tg::Generator;
 using tg::Tensor;
@@ -25,16 +28,6 @@ std::vector<uint32_t> f32_bits(const Tensor& t) {
   std::vector<uint32_t> out;
   for (float v : t.detach().tolist<float>()) out.push_back(std::bit_cast<uint32_t>(v));
   return out;
-}
-
-template <class Fn>
-std::string error_of(Fn fn) {
-  try {
-    fn();
-  } catch (const tg::Error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 // torch.manual_seed(0); nn.Linear(4, 3): weight[0, :4] and bias, from rng_golden.json
