@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 
 #include "autograd/ops.h"
 #include "autograd/tape.h"
@@ -184,6 +185,20 @@ TEST(Tape, AnomalyModeNamesTheBackwardOpThatMadeAnInf) {
   const std::string msg = error_of([&] { y.backward(); });
   EXPECT_TRUE(has_part(msg, "anomaly: SqrtBackward0"));
   EXPECT_TRUE(has_part(msg, "backward produced 0 NaN and 1 Inf"));
+}
+
+}  // namespace
+
+namespace {
+
+// ctest runs this test twice: as is, and with TG_DETECT_ANOMALY=1 (tests/CMakeLists.txt).
+TEST(Tape, AnomalyModeFollowsTheEnvironmentVariable) {
+  const char* env = std::getenv("TG_DETECT_ANOMALY");
+  const bool asked = env != nullptr && std::string(env) == "1";
+  EXPECT_EQ(tg::anomaly_mode_enabled(), asked);
+  if (!asked) return;
+  Tensor x = tg::tensor({-1.0}).requires_grad_();
+  EXPECT_TRUE(has_part(error_of([&] { x.log(); }), "anomaly: LogBackward0"));
 }
 
 }  // namespace
