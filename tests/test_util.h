@@ -3,7 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <exception>
+#include <random>
+#include <stdexcept>
 #include <string>
+#include <vector>
+
+#include "autograd/ops.h"
 
 namespace tg::test {
 
@@ -24,6 +29,34 @@ inline ::testing::AssertionResult has_part(const std::string& message, const std
   if (message.find(part) != std::string::npos) return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure() << "message: " << (message.empty() ? "(nothing was thrown)" : message)
                                        << "\n  lacks: " << part;
+}
+
+// Runs fn, which must throw std::invalid_argument whose message contains every one of parts.
+template <class Fn>
+void expect_invalid_argument(Fn fn, const std::vector<std::string>& parts) {
+  try {
+    fn();
+    ADD_FAILURE() << "expected std::invalid_argument, nothing was thrown";
+  } catch (const std::invalid_argument& e) {
+    for (const std::string& part : parts) EXPECT_TRUE(has_part(e.what(), part));
+  }
+}
+
+// Deterministic standard-normal values from std::mt19937 (independent of tapegrad's own
+// random ops, so tests of other ops do not depend on them).
+inline Tensor normal_tensor(const Shape& shape, uint32_t seed, ScalarType dtype = kFloat64) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  std::vector<double> values(static_cast<size_t>(shape_numel(shape)));
+  for (double& v : values) v = normal(rng);
+  return from_vector(values, shape, dtype);
+}
+
+// A fresh leaf that requires grad, with t's values (and storage).
+inline Tensor leaf(const Tensor& t) {
+  Tensor x = t.detach();
+  x.requires_grad_(true);
+  return x;
 }
 
 }  // namespace tg::test

@@ -8,23 +8,11 @@
 #include "autograd/generator.h"
 #include "autograd/random_kernels.h"
 #include "rng_replay.h"
+#include "test_util.h"
 
 namespace {
 
-// Runs fn, which must throw std::invalid_argument whose message contains every one of parts.
-template <typename Fn>
-void expect_invalid_argument(Fn fn, const std::vector<std::string>& parts) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected std::invalid_argument, nothing was thrown";
-  } catch (const std::invalid_argument& e) {
-    std::string message = e.what();
-    for (const std::string& part : parts) {
-      EXPECT_NE(message.find(part), std::string::npos)
-          << "message \"" << message << "\" does not contain \"" << part << "\"";
-    }
-  }
-}
+using tg::test::expect_invalid_argument;
 
 // n draws from each generator must agree.
 void expect_same_stream(tg::Generator& a, tg::Generator& b, int n, const std::string& what) {

@@ -9,24 +9,13 @@
 #include "autograd/gradcheck.h"
 #include "autograd/ops.h"
 #include "autograd/tape.h"
+#include "test_util.h"
 
 namespace tg {
 namespace {
 
-// Deterministic normal values (the library's random ops are not needed for this).
-Tensor normal_tensor(const Shape& shape, uint32_t seed, ScalarType dtype = kFloat64) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<double> normal(0.0, 1.0);
-  std::vector<double> values(static_cast<size_t>(shape_numel(shape)));
-  for (double& v : values) v = normal(rng);
-  return from_vector(values, shape, dtype);
-}
-
-Tensor leaf(const Tensor& t) {
-  Tensor x = t.detach();
-  x.requires_grad_(true);
-  return x;
-}
+using tg::test::normal_tensor;
+using tg::test::leaf;
 
 // --- deliberately broken ops, recorded on the tape by hand --------------------------------------
 

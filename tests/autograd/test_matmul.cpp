@@ -20,20 +20,8 @@
 namespace tg {
 namespace {
 
-// Deterministic normal values (independent of the library's random ops).
-Tensor normal_tensor(const Shape& shape, uint32_t seed, ScalarType dtype) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<double> normal(0.0, 1.0);
-  std::vector<double> values(static_cast<size_t>(shape_numel(shape)));
-  for (double& v : values) v = normal(rng);
-  return from_vector(values, shape, dtype);
-}
-
-Tensor leaf(const Tensor& t) {
-  Tensor x = t.detach();
-  x.requires_grad_(true);
-  return x;
-}
+using tg::test::normal_tensor;
+using tg::test::leaf;
 
 // Tolerances: |actual - expected| <= atol + rtol * |expected|. Float32 gemm sums in float32
 // (in a blocked order), the oracle in double.

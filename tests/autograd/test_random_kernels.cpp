@@ -11,25 +11,14 @@
 #include <vector>
 
 #include "rng_replay.h"
+#include "test_util.h"
 
 namespace {
 
+using tg::test::expect_invalid_argument;
+
 namespace rng = tg::rng;
 using tg::Generator;
-
-template <typename Fn>
-void expect_invalid_argument(Fn fn, const std::vector<std::string>& parts) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected std::invalid_argument, nothing was thrown";
-  } catch (const std::invalid_argument& e) {
-    std::string message = e.what();
-    for (const std::string& part : parts) {
-      EXPECT_NE(message.find(part), std::string::npos)
-          << "message \"" << message << "\" does not contain \"" << part << "\"";
-    }
-  }
-}
 
 // True if a has made exactly `draws` more 32-bit draws than the fresh generator seeded `seed`.
 ::testing::AssertionResult made_draws(Generator& a, uint64_t seed, int draws) {
