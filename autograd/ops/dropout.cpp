@@ -20,6 +20,7 @@
 #include "autograd/generator.h"
 #include "autograd/ops.h"
 #include "autograd/ops/loops.h"
+#include "autograd/ops/nn_kernels.h"
 #include "autograd/random_kernels.h"
 #include "autograd/tape.h"
 

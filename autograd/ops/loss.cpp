@@ -15,6 +15,7 @@
 
 #include "autograd/ops.h"
 #include "autograd/ops/loops.h"
+#include "autograd/ops/nn_kernels.h"
 #include "autograd/tape.h"
 
 namespace tg {

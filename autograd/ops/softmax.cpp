@@ -19,6 +19,7 @@
 
 #include "autograd/ops.h"
 #include "autograd/ops/loops.h"
+#include "autograd/ops/nn_kernels.h"
 #include "autograd/tape.h"
 
 namespace tg {

@@ -32,41 +32,12 @@
 #include "autograd/ops.h"
 #include "autograd/random_kernels.h"
 #include "autograd/tape.h"
+#include "autograd/ops/nn_kernels.h"
 #include "test_util.h"
 
 #ifndef TG_REFERENCE_DIR
 #define TG_REFERENCE_DIR "tests/reference"
 #endif
-
-// The kernels and their naive twins, defined (and instantiated for float and double) in
-// autograd/ops/{softmax,loss,embedding,layer_norm,dropout}.cpp. The shapes are in those files.
-namespace tg::nn_kernels {
-template <class T> void softmax_forward(T*, const T*, int64_t, int64_t, int64_t, bool);
-template <class T> void softmax_forward_naive(T*, const T*, int64_t, int64_t, int64_t, bool);
-template <class T> void softmax_backward(T*, const T*, const T*, int64_t, int64_t, int64_t, bool);
-template <class T> void softmax_backward_naive(T*, const T*, const T*, int64_t, int64_t, int64_t, bool);
-template <class T> void cross_entropy_forward(T*, double*, const T*, const int64_t*, int64_t, int64_t);
-template <class T> void cross_entropy_forward_naive(T*, const T*, const int64_t*, int64_t, int64_t);
-template <class T>
-void cross_entropy_backward(T*, const T*, const T*, const double*, const int64_t*, int64_t, int64_t);
-template <class T> void cross_entropy_backward_naive(T*, const T*, const T*, const int64_t*, int64_t, int64_t);
-template <class T> void embedding_forward(T*, const T*, const int64_t*, int64_t, int64_t);
-template <class T> void embedding_forward_naive(T*, const T*, const int64_t*, int64_t, int64_t);
-template <class T> void embedding_backward(T*, const T*, const int64_t*, int64_t, int64_t, int64_t);
-template <class T> void embedding_backward_naive(T*, const T*, const int64_t*, int64_t, int64_t, int64_t);
-template <class T>
-void layer_norm_forward(T*, T*, T*, const T*, const T*, const T*, int64_t, int64_t, double);
-template <class T>
-void layer_norm_forward_naive(T*, T*, T*, const T*, const T*, const T*, int64_t, int64_t, double);
-template <class T>
-void layer_norm_backward(T*, T*, T*, const T*, const T*, const T*, const T*, const T*, int64_t, int64_t);
-template <class T>
-void layer_norm_backward_naive(T*, T*, T*, const T*, const T*, const T*, const T*, const T*, int64_t, int64_t);
-template <class T> void dropout_forward(T*, T*, const T*, Generator&, int64_t, double);
-template <class T> void dropout_forward_naive(T*, T*, const T*, Generator&, int64_t, double);
-template <class T> void dropout_backward(T*, const T*, const T*, int64_t);
-template <class T> void dropout_backward_naive(T*, const T*, const T*, int64_t);
-}  // namespace tg::nn_kernels
 
 namespace tg {
 namespace {

@@ -1,0 +1,63 @@
+// autograd/ops/nn_kernels.h — the raw kernels behind softmax, cross_entropy, embedding,
+// layer_norm and dropout: contiguous buffers in, buffers out (outputs first, then inputs, then
+// sizes; gradients prefixed d). Each fused kernel has a plain `_naive` twin, the test oracle.
+// The shapes and the math are in the comments above each definition; all are instantiated
+// for float and double.
+#pragma once
+#include <cstdint>
+
+#include "autograd/generator.h"
+
+namespace tg::nn_kernels {
+
+// softmax.cpp
+template <class T>
+void softmax_forward(T* out, const T* inp, int64_t B, int64_t N, int64_t I, bool log_space);
+template <class T>
+void softmax_backward(T* dinp, const T* dout, const T* out, int64_t B, int64_t N, int64_t I, bool log_space);
+template <class T>
+void softmax_forward_naive(T* out, const T* inp, int64_t B, int64_t N, int64_t I, bool log_space);
+template <class T>
+void softmax_backward_naive(T* dinp, const T* dout, const T* out, int64_t B, int64_t N, int64_t I, bool log_space);
+
+// loss.cpp
+template <class T>
+void cross_entropy_forward(T* loss, double* lse, const T* logits, const int64_t* targets, int64_t N, int64_t C);
+template <class T>
+void cross_entropy_backward(T* dlogits, const T* dloss, const T* logits, const double* lse, const int64_t* targets, int64_t N, int64_t C);
+template <class T>
+void cross_entropy_forward_naive(T* loss, const T* logits, const int64_t* targets, int64_t N, int64_t C);
+template <class T>
+void cross_entropy_backward_naive(T* dlogits, const T* dloss, const T* logits, const int64_t* targets, int64_t N, int64_t C);
+
+// embedding.cpp
+template <class T>
+void embedding_forward(T* out, const T* weight, const int64_t* idx, int64_t N, int64_t C);
+template <class T>
+void embedding_backward(T* dweight, const T* dout, const int64_t* idx, int64_t N, int64_t V, int64_t C);
+template <class T>
+void embedding_forward_naive(T* out, const T* weight, const int64_t* idx, int64_t N, int64_t C);
+template <class T>
+void embedding_backward_naive(T* dweight, const T* dout, const int64_t* idx, int64_t N, int64_t V, int64_t C);
+
+// layer_norm.cpp
+template <class T>
+void layer_norm_forward(T* out, T* mean, T* rstd, const T* inp, const T* weight, const T* bias, int64_t R, int64_t C, double eps);
+template <class T>
+void layer_norm_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight, const T* mean, const T* rstd, int64_t R, int64_t C);
+template <class T>
+void layer_norm_forward_naive(T* out, T* mean, T* rstd, const T* inp, const T* weight, const T* bias, int64_t R, int64_t C, double eps);
+template <class T>
+void layer_norm_backward_naive(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight, const T* mean, const T* rstd, int64_t R, int64_t C);
+
+// dropout.cpp
+template <class T>
+void dropout_forward(T* out, T* noise, const T* inp, Generator& gen, int64_t N, double p);
+template <class T>
+void dropout_backward(T* dinp, const T* dout, const T* noise, int64_t N);
+template <class T>
+void dropout_forward_naive(T* out, T* noise, const T* inp, Generator& gen, int64_t N, double p);
+template <class T>
+void dropout_backward_naive(T* dinp, const T* dout, const T* noise, int64_t N);
+
+}  // namespace tg::nn_kernels
