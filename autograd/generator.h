@@ -1,6 +1,6 @@
 // autograd/generator.h — the random-number Generator: PyTorch 1.13's CPU generator, bit for bit.
 //
-// What a Generator holds (spec torch_rng.md §1):
+// What a Generator holds (§1 in autograd/random_kernels.h):
 //   1. a 32-bit Mersenne Twister (MT19937): 624 state words, a read position `next` and a
 //      countdown `left` of draws until the block must be regenerated ("twisted");
 //   2. next_double_normal: the second value of the last Box-Muller pair, waiting to be used
@@ -45,7 +45,7 @@ class Generator {
   // Two engine outputs a then b, joined as (a << 32) | b: the first draw is the high half.
   uint64_t random64();
 
-  // The Box-Muller cache (spec §4.2): an unscaled standard normal, or empty.
+  // The Box-Muller cache (§4 in random_kernels.h): an unscaled standard normal, or empty.
   std::optional<double>& next_double_normal() { return next_double_normal_; }
   const std::optional<double>& next_double_normal() const { return next_double_normal_; }
 

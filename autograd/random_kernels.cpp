@@ -1,12 +1,12 @@
 // autograd/random_kernels.cpp — PyTorch 1.13's CPU random algorithms (AVX2 variant), bit for bit.
 //
-// Floating point rules for this file (spec §0, §9):
+// Floating point rules for this file (§9; section marks as listed in random_kernels.h):
 //   * It must be compiled with -ffp-contract=off (the whole project is). PyTorch's AVX2 build
 //     fuses some a*b+c into one fused multiply-add and leaves others as two roundings; we
 //     reproduce that by writing each fused one as std::fma / std::fmaf, so the compiler must
 //     not fuse any other.
 //   * Plain SSE float/double arithmetic (the x86-64 default), never x87, never -ffast-math.
-//   * The double-precision paths call glibc's log, sin and cos where the spec names them; their
+//   * The double-precision paths call glibc's log, sin and cos where PyTorch does; their
 //     results are not correctly rounded, so float64 normals are bit-exact only with glibc.
 //     The float32 block path (§4.4) uses its own polynomials and needs no libm at all.
 #include "autograd/random_kernels.h"

@@ -1,9 +1,16 @@
 // autograd/random_kernels.h — PyTorch 1.13's CPU random algorithms on raw numbers and buffers.
 //
 // Each function turns Generator draws into values exactly as PyTorch does on an x86-64 CPU with
-// AVX2 and FMA (the "AVX2 variant" of the spec, which AVX-512 CPUs also give). Section numbers
-// (§) refer to the specification torch_rng.md. There is no tensor type here: the tensor layer
-// calls these once per element, or once per contiguous buffer, in the order below.
+// AVX2 and FMA (the "AVX2 variant", which AVX-512 CPUs also give; checked bit for bit against
+// torch 1.13 by tests/autograd/test_random_*.cpp). There is no tensor type here: the tensor
+// layer calls these once per element, or once per contiguous buffer, in the order below.
+//
+// Section marks (§) used in the comments of the random-number files:
+//   §1 the mt19937 engine and its seeding     §6 bernoulli_ and dropout
+//   §2 unit uniforms U24 and U53              §7 multinomial, exponential_, randperm
+//   §3 rand / uniform_                        §8 module initialisation (Linear, Embedding)
+//   §4 randn / normal_ and its three paths    §9 which results depend on glibc's libm
+//   §5 randint / random_                      §10 element order, and draws per call
 //
 // Which function a tensor op uses (n = numel; "memory order" = increasing address, which for a
 // contiguous tensor is row-major order, §10):

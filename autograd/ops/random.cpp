@@ -2,7 +2,7 @@
 // 1.13's CPU generator (AVX2 variant). The number crunching is in autograd/random_kernels.h;
 // this file decides, per op, which kernel runs on which elements and in which order.
 //
-// Path table (spec torch_rng.md; n = numel; "memory order" = increasing address, which is
+// Path table (§ as in autograd/random_kernels.h; n = numel; "memory order" = increasing address, which is
 // row-major order for a contiguous tensor, §10):
 //
 //   op                        path                               values, one per element

@@ -1,7 +1,7 @@
 // tests/autograd/rng_replay.h — replays PyTorch's reference random numbers through tg::rng.
 //
 // Two data files, both in TG_REFERENCE_DIR (tests/reference):
-//   rng_golden.json  the spec's 39 golden vectors (first 8 and last 8 values of each call);
+//   rng_golden.json  39 golden vectors of PyTorch 1.13's generator (first 8 and last 8 values of each call);
 //   rng_torch.json   full outputs made by make_rng_reference.py (its docstring gives the format).
 // For each vector we seed a fresh Generator, make the same calls the way the tensor layer will
 // (the ops_* functions below: one kernel call per element in row-major order, or one block fill),

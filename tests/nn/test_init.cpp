@@ -1,4 +1,4 @@
-// nn::init against PyTorch's nn.init and module constructors (spec torch_rng.md §8).
+// nn::init against PyTorch's nn.init and module constructors (§8 in autograd/random_kernels.h).
 // The full reference vectors (nn.Linear, nn.Embedding) are replayed through linear_init_ and
 // embedding_init_ in test_random_ops.cpp; here are the rules around them.
 #include "nn/init.h"
