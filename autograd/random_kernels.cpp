@@ -129,22 +129,27 @@ void check_block_path_size(const char* function, int64_t n) {
   }
 }
 
+// The block path's skeleton, the same for both dtypes (§4): fill data (n) with uniforms from
+// draw(), transform each full block of 16 in place, then, if n is not a multiple of 16, draw 16
+// fresh uniforms into the last 16 slots and transform that window (it overlaps the last full
+// block; the uniforms it overwrites are drawn but never used).
+template <class T, class Draw, class Transform>
+void fill_normal_blocks(T* data, int64_t n, Draw draw, Transform transform) {
+  for (int64_t i = 0; i < n; ++i) data[i] = draw();
+  for (int64_t k = 0; k + kNormalBlockSize <= n; k += kNormalBlockSize) transform(data + k);
+  if (n % kNormalBlockSize != 0) {
+    T* tail = data + n - kNormalBlockSize;
+    for (int64_t i = 0; i < kNormalBlockSize; ++i) tail[i] = draw();
+    transform(tail);
+  }
+}
+
 }  // namespace
 
-// Fill with uniforms, transform each full block of 16, then, if n is not a multiple of 16,
-// draw 16 fresh uniforms into the last 16 slots and transform that window (it overlaps the last
-// full block; the uniforms it overwrites are drawn but never used).
 void normal_fill_f64(Generator& gen, double* data, int64_t n, double mean, double std) {
   check_block_path_size("normal_fill_f64", n);
-  for (int64_t i = 0; i < n; ++i) data[i] = unit_uniform_f64(gen);
-  for (int64_t k = 0; k + kNormalBlockSize <= n; k += kNormalBlockSize) {
-    box_muller_block_f64(data + k, mean, std);
-  }
-  if (n % kNormalBlockSize != 0) {
-    double* tail = data + n - kNormalBlockSize;
-    for (int64_t i = 0; i < kNormalBlockSize; ++i) tail[i] = unit_uniform_f64(gen);
-    box_muller_block_f64(tail, mean, std);
-  }
+  fill_normal_blocks(data, n, [&] { return unit_uniform_f64(gen); },
+                     [&](double* block) { box_muller_block_f64(block, mean, std); });
 }
 
 // ---- §4.4 float32 block path: PyTorch's AVX2 polynomials, one lane at a time ------------------
@@ -253,17 +258,10 @@ void box_muller_block_f32(float* block, float mean, float std) {
 // Same skeleton as normal_fill_f64 with U24 uniforms (1 draw each) and float32 arithmetic.
 void normal_fill_f32(Generator& gen, float* data, int64_t n, double mean, double std) {
   check_block_path_size("normal_fill_f32", n);
-  float mean_f = static_cast<float>(mean);
-  float std_f = static_cast<float>(std);
-  for (int64_t i = 0; i < n; ++i) data[i] = unit_uniform_f32(gen);
-  for (int64_t k = 0; k + kNormalBlockSize <= n; k += kNormalBlockSize) {
-    box_muller_block_f32(data + k, mean_f, std_f);
-  }
-  if (n % kNormalBlockSize != 0) {
-    float* tail = data + n - kNormalBlockSize;
-    for (int64_t i = 0; i < kNormalBlockSize; ++i) tail[i] = unit_uniform_f32(gen);
-    box_muller_block_f32(tail, mean_f, std_f);
-  }
+  const float mean_f = static_cast<float>(mean);
+  const float std_f = static_cast<float>(std);
+  fill_normal_blocks(data, n, [&] { return unit_uniform_f32(gen); },
+                     [&](float* block) { box_muller_block_f32(block, mean_f, std_f); });
 }
 
 // ---- §5 randint, §7.2 randperm ----------------------------------------------------------------

@@ -61,6 +61,16 @@ Shape broadcast_strides(const Tensor& t, const Shape& shape) {
   return strides;
 }
 
+DimSplit split_at_dim(const Shape& sizes, int64_t dim) {
+  DimSplit s;
+  for (int64_t d = 0; d < static_cast<int64_t>(sizes.size()); ++d) {
+    if (d < dim) s.B *= sizes[d];
+    if (d == dim) s.N = sizes[d];
+    if (d > dim) s.I *= sizes[d];
+  }
+  return s;
+}
+
 ScalarType scalar_dtype(const Scalar& s, const Tensor& t) {
   if (is_floating(t.dtype())) return t.dtype();
   if (s.integral) return t.dtype() == kBool ? kInt64 : t.dtype();

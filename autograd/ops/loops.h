@@ -52,6 +52,13 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
 // Strides that read t as if expanded to `shape` (0 along broadcast dims).
 Shape broadcast_strides(const Tensor& t, const Shape& shape);
 
+// A tensor seen as (B,N,I) around dim: B = product of the sizes before dim, N = sizes[dim],
+// I = product of the sizes after it (a 0-d tensor is (1,1,1)). Reductions and softmax run on it.
+struct DimSplit {
+  int64_t B = 1, N = 1, I = 1;
+};
+DimSplit split_at_dim(const Shape& sizes, int64_t dim);
+
 // Visit every innermost row of an N-operand strided iteration over `sizes`:
 //   row(offsets, length, inner_strides)
 // offsets[k] is operand k's element offset at the row start; inner_strides[k] its step

@@ -5,8 +5,8 @@
 //   var    dx = g * 2 (x - mean) / (N - unbiased)
 //   max    dx = g at the index of the maximum (over all: split evenly among ties), 0 elsewhere
 //
-// A reduction over dim d sees the input as (outer, N, inner): outer = prod(sizes before d),
-// N = sizes[d], inner = prod(sizes after d). Float32 sums accumulate in double.
+// A reduction over dim d sees the input as (B,N,I) (split_at_dim): B = prod(sizes before d),
+// N = sizes[d], I = prod(sizes after d). Float32 sums accumulate in double.
 #include <cmath>
 #include <limits>
 
@@ -18,18 +18,12 @@ namespace tg {
 
 namespace {
 
-struct ReduceGeometry {
-  int64_t outer = 1, n = 1, inner = 1;
-  Shape out_shape;  // with keepdim
+struct ReduceGeometry : DimSplit {  // x as (B,N,I), reduced over N
+  Shape out_shape;                   // with keepdim
 };
 
 ReduceGeometry geometry(const Tensor& x, int64_t dim, bool keepdim) {
-  ReduceGeometry g;
-  for (int64_t d = 0; d < x.dim(); ++d) {
-    if (d < dim) g.outer *= x.sizes()[d];
-    if (d > dim) g.inner *= x.sizes()[d];
-  }
-  g.n = x.dim() ? x.sizes()[dim] : 1;
+  ReduceGeometry g{split_at_dim(x.sizes(), dim), {}};
   g.out_shape = x.sizes();
   if (x.dim()) {
     if (keepdim) g.out_shape[dim] = 1;
@@ -74,9 +68,9 @@ Tensor sum_forward(const Tensor& x, int64_t dim, bool keepdim) {
   visit_dtype(x.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (std::is_floating_point_v<T>) {
-      sum_kernel<T, T>(out.data_ptr<T>(), xc.data_ptr<T>(), g.outer, g.n, g.inner);
+      sum_kernel<T, T>(out.data_ptr<T>(), xc.data_ptr<T>(), g.B, g.N, g.I);
     } else {
-      sum_kernel<T, int64_t>(out.data_ptr<int64_t>(), xc.data_ptr<T>(), g.outer, g.n, g.inner);
+      sum_kernel<T, int64_t>(out.data_ptr<int64_t>(), xc.data_ptr<T>(), g.B, g.N, g.I);
     }
   });
   return out;
@@ -204,8 +198,8 @@ ValuesIndices extreme_dim(const Tensor& x, int64_t dim, bool keepdim, bool want_
   ValuesIndices r{make_empty(g.out_shape, x.dtype()), make_empty(g.out_shape, kInt64)};
   visit_dtype(x.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    arg_extreme_kernel<T>(r.indices.data_ptr<int64_t>(), r.values.data_ptr<T>(), xc.data_ptr<T>(), g.outer, g.n,
-                          g.inner, want_max);
+    arg_extreme_kernel<T>(r.indices.data_ptr<int64_t>(), r.values.data_ptr<T>(), xc.data_ptr<T>(), g.B, g.N,
+                          g.I, want_max);
   });
   const Shape shape = x.sizes();
   // d/dx max(x, dim) = g scattered to the index of the maximum

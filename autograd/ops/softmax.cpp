@@ -162,24 +162,9 @@ template void softmax_backward_naive<double>(double*, const double*, const doubl
 
 namespace {
 
-// The (B,N,I) view of a tensor around dim.
-struct RowGeometry {
-  int64_t B = 1, N = 1, I = 1;
-};
-
-RowGeometry row_geometry(const Shape& sizes, int64_t dim) {
-  RowGeometry g;
-  for (int64_t d = 0; d < static_cast<int64_t>(sizes.size()); ++d) {
-    if (d < dim) g.B *= sizes[d];
-    if (d == dim) g.N = sizes[d];
-    if (d > dim) g.I *= sizes[d];
-  }
-  return g;
-}
-
 // dx (B,N,I) for g (B,N,I) and the saved output y (B,N,I).
 Tensor softmax_grad(const Tensor& g, const Tensor& y, int64_t dim, bool log_space) {
-  const RowGeometry r = row_geometry(y.sizes(), dim);
+  const DimSplit r = split_at_dim(y.sizes(), dim);
   const Tensor gc = g.contiguous();
   Tensor dx = make_empty(y.sizes(), y.dtype());
   visit_floating(y.dtype(), "softmax_backward", [&](auto tag) {
@@ -193,7 +178,7 @@ Tensor softmax_op(const Tensor& x, int64_t dim, bool log_space) {
   const char* op = log_space ? "log_softmax" : "softmax";
   check_floating(x, op);
   dim = wrap_dim(dim, x.dim(), op);
-  const RowGeometry r = row_geometry(x.sizes(), dim);
+  const DimSplit r = split_at_dim(x.sizes(), dim);
   const Tensor xc = x.is_contiguous() ? x : x.detach().contiguous();
   Tensor y = make_empty(x.sizes(), x.dtype());
   visit_floating(x.dtype(), op, [&](auto tag) {

@@ -32,6 +32,7 @@
 #include "autograd/ops.h"
 #include "autograd/random_kernels.h"
 #include "autograd/tape.h"
+#include "autograd/ops/loops.h"
 #include "autograd/ops/nn_kernels.h"
 #include "test_util.h"
 
@@ -115,20 +116,6 @@ double finite_difference_check(const GradcheckFn& f, const std::vector<Tensor>& 
   return r.has_worst ? r.worst.abs_error : 0.0;
 }
 
-// The (B,N,I) geometry around dim.
-struct Geometry {
-  int64_t B = 1, N = 1, I = 1;
-};
-Geometry geometry(const Shape& s, int64_t dim) {
-  Geometry g;
-  for (int64_t d = 0; d < static_cast<int64_t>(s.size()); ++d) {
-    if (d < dim) g.B *= s[d];
-    if (d == dim) g.N = s[d];
-    if (d > dim) g.I *= s[d];
-  }
-  return g;
-}
-
 Shape random_shape(std::mt19937& rng, int min_dims, int max_dims, int64_t max_size) {
   std::uniform_int_distribution<int> nd(min_dims, max_dims);
   std::uniform_int_distribution<int64_t> sz(1, max_size);
@@ -156,7 +143,7 @@ void softmax_vs_naive(ScalarType dt, double atol, double rtol, const std::string
           if (strided) x = strided_copy(x);
           x.requires_grad_();
           Tensor y = log_space ? log_softmax(x, dim) : softmax(x, dim);
-          const Geometry g = geometry(shape, dim);
+          const DimSplit g = split_at_dim(shape, dim);
           const std::vector<T> xv = x.tolist<T>();
           std::vector<T> ref(xv.size());
           K::softmax_forward_naive<T>(ref.data(), xv.data(), g.B, g.N, g.I, log_space);
