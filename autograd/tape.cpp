@@ -1,10 +1,13 @@
-// autograd/tape.cpp — recording entries, replaying them in reverse, anomaly checks, printing.
+// autograd/tape.cpp — recording entries, replaying them in reverse, in-place writes and the
+// views that follow them, anomaly checks, printing.
 #include "autograd/tape.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <iomanip>
+#include <queue>
 #include <set>
 #include <sstream>
 
@@ -15,10 +18,14 @@ namespace tg {
 
 namespace {
 
+// Execution order, one counter for all threads: an entry's inputs always have smaller numbers.
+std::atomic<uint64_t> next_sequence{0};
+// Each backward pass has its own number, to mark the entries it has queued.
+std::atomic<uint64_t> next_pass{1};
+
 // The thread's tape: weak references to entries, in execution order.
 struct Tape {
   std::vector<std::weak_ptr<Node>> entries;
-  uint64_t next_sequence = 0;
   size_t compact_at = 1024;  // drop expired references when the tape grows past this
 
   void append(const std::shared_ptr<Node>& node) {
@@ -88,15 +95,6 @@ void throw_anomaly(const std::string& op, const std::string& entry, const char* 
   throw Error(os.str());
 }
 
-void check_forward_anomaly(const char* name, const std::vector<Tensor>& inputs, const Tensor& out) {
-  // -inf in a forward value is legitimate (masks use it); NaN is not.
-  Stats s = stats_of(out);
-  if (s.nan > 0) {
-    throw_anomaly(name, "tape entry #" + std::to_string(tape.next_sequence), "forward",
-                  std::to_string(s.nan) + " NaN in its output " + shape_str(out.sizes()), inputs);
-  }
-}
-
 void check_backward_anomaly(const Node& node, size_t input, const Tensor& grad, const Tensor& grad_out) {
   Stats s = stats_of(grad);
   if (s.nan > 0 || s.inf > 0) {
@@ -107,23 +105,51 @@ void check_backward_anomaly(const Node& node, size_t input, const Tensor& grad, 
   }
 }
 
-// Add g into the gradient slot `slot` (undefined = empty).
-void accumulate(Tensor& slot, const Tensor& g) {
-  if (!slot.defined()) {
-    slot = g;
-  } else {
-    slot = add(slot, g);
+// The edge from an entry to one of its inputs.
+Node::Input edge_to(const Tensor& t) {
+  Node::Input in;
+  if (!t.defined()) return in;
+  in.sizes = t.sizes();
+  in.dtype = t.dtype();
+  in.needs_grad = t.requires_grad();
+  if (in.needs_grad) {
+    if (t.is_leaf()) in.leaf = t.impl_ptr();
+    else in.producer = t.grad_fn();
   }
+  return in;
 }
 
-void accumulate_into_leaf(TensorImpl& leaf, const Tensor& g) {
-  Tensor current = leaf.grad ? Tensor(leaf.grad) : Tensor();
-  // A fresh buffer the first time (never alias the gradient of another tensor).
-  accumulate(current, current.defined() ? g : g.clone());
-  leaf.grad = current.impl_ptr();
+// Make `node` the history of `out` and put it on this thread's tape.
+void attach(const std::shared_ptr<Node>& node, TensorImpl& out) {
+  node->out_sizes = out.sizes;
+  node->out_dtype = out.dtype;
+  node->output = out.weak_from_this();
+  out.requires_grad = true;
+  out.grad_fn = node;
+  tape.append(node);
 }
 
 }  // namespace
+
+// --- saved tensors ---------------------------------------------------------------------------------
+
+size_t SavedTensors::size() const { return node_.saved.size(); }
+
+const Tensor& SavedTensors::operator[](size_t i) const {
+  if (i >= node_.saved.size()) {
+    throw Error("backward: " + node_.name + " read saved tensor " + std::to_string(i) + " but its op saved " +
+                std::to_string(node_.saved.size()));
+  }
+  const SavedTensor& s = node_.saved[i];
+  if (s.data.defined() && s.data.storage()->version != s.version) {
+    throw Error("backward: one of the variables needed for gradient computation has been modified by an "
+                "inplace operation: saved tensor " + std::to_string(i) + " of " + node_.name +
+                " (tape entry #" + std::to_string(node_.sequence) + "), shape " + shape_str(s.data.sizes()) +
+                ", is at version " + std::to_string(s.data.storage()->version) + "; expected version " +
+                std::to_string(s.version) + " instead.");
+  }
+  return s.data;
+}
 
 size_t Node::saved_bytes() const {
   std::set<const Storage*> seen;
@@ -134,6 +160,24 @@ size_t Node::saved_bytes() const {
   return bytes;
 }
 
+Node::~Node() {
+  // Take the producers this entry owns; free each one we hold the last reference to after
+  // taking its own producers in turn, so no destructor runs inside another.
+  std::vector<std::shared_ptr<Node>> orphans;
+  auto adopt = [&orphans](Node& n) {
+    for (Input& in : n.inputs)
+      if (in.producer) orphans.push_back(std::move(in.producer));
+  };
+  adopt(*this);
+  while (!orphans.empty()) {
+    std::shared_ptr<Node> n = std::move(orphans.back());
+    orphans.pop_back();
+    if (n.use_count() == 1) adopt(*n);
+  }  // n is freed here, its own producers already taken
+}
+
+// --- modes -----------------------------------------------------------------------------------------
+
 bool grad_mode_enabled() { return grad_enabled; }
 NoGradGuard::NoGradGuard() : previous_(grad_enabled) { grad_enabled = false; }
 NoGradGuard::~NoGradGuard() { grad_enabled = previous_; }
@@ -142,6 +186,8 @@ bool anomaly_mode_enabled() { return anomaly_enabled; }
 AnomalyModeGuard::AnomalyModeGuard(bool enabled) : previous_(anomaly_enabled) { anomaly_enabled = enabled; }
 AnomalyModeGuard::~AnomalyModeGuard() { anomaly_enabled = previous_; }
 
+// --- recording -------------------------------------------------------------------------------------
+
 bool should_record(const std::vector<Tensor>& inputs) {
   if (!grad_enabled) return false;
   for (const Tensor& t : inputs)
@@ -149,60 +195,172 @@ bool should_record(const std::vector<Tensor>& inputs) {
   return false;
 }
 
-void record(const char* name, const std::vector<Tensor>& inputs, Tensor& out,
-            const std::vector<Tensor>& saved, BackwardFn backward) {
-  if (anomaly_enabled) check_forward_anomaly(name, inputs, out);
-  if (!should_record(inputs)) return;
-  if (!is_floating(out.dtype())) return;  // integer and bool results carry no gradient
+bool begin_record(const char* name, const std::vector<Tensor>& inputs, const Tensor& out) {
+  // integer and bool results carry no gradient
+  const bool records = is_floating(out.dtype()) && should_record(inputs);
+  if (anomaly_enabled) {
+    // -inf in a forward value is legitimate (masks use it); NaN is not.
+    Stats s = stats_of(out);
+    if (s.nan > 0) {
+      throw_anomaly(name,
+                    records ? "tape entry #" + std::to_string(next_sequence.load())
+                            : std::string(grad_enabled ? "not recorded: no input requires grad"
+                                                       : "not recorded: grad mode is off"),
+                    "forward", std::to_string(s.nan) + " NaN in its output " + shape_str(out.sizes()), inputs);
+    }
+  }
+  return records;
+}
 
+void append_entry(const char* name, const std::vector<Tensor>& inputs, Tensor& out,
+                  const std::vector<Tensor>& saved, BackwardFn backward) {
   auto node = std::make_shared<Node>();
   node->name = name;
-  node->sequence = tape.next_sequence++;
+  node->sequence = next_sequence++;
   node->inputs.reserve(inputs.size());
-  for (const Tensor& t : inputs) {
-    Node::Input in;
-    if (t.defined()) {
-      in.sizes = t.sizes();
-      in.dtype = t.dtype();
-      in.needs_grad = t.requires_grad();
-      if (t.requires_grad()) {
-        if (t.is_leaf()) in.leaf = t.impl_ptr();
-        else in.producer = t.grad_fn();
-      }
-    }
-    node->inputs.push_back(std::move(in));
-  }
-  node->out_sizes = out.sizes();
-  node->out_dtype = out.dtype();
+  for (const Tensor& t : inputs) node->inputs.push_back(edge_to(t));
+  node->saved.reserve(saved.size());
   for (const Tensor& s : saved) {
     node->saved.push_back(SavedTensor{s.defined() ? data_alias(s) : Tensor(),
                                       s.defined() ? s.storage()->version : 0});
   }
   node->backward = std::move(backward);
-  node->output = out.impl_ptr();
-  out.impl().requires_grad = true;
-  out.impl().grad_fn = node;
-  tape.append(node);
+  attach(node, out.impl());
 }
+
+// --- in-place writes -------------------------------------------------------------------------------
+
+Tensor begin_inplace(const Tensor& self, const std::vector<Tensor>& others, const char* op) {
+  for (int64_t d = 0; d < self.dim(); ++d) {
+    if (self.size(d) > 1 && self.stride(d) == 0) {
+      throw Error(std::string(op) + ": unsupported operation: more than one element of the written-to tensor "
+                  "refers to a single memory location (dim " + std::to_string(d) + " is expanded). Please "
+                  "clone() the tensor before performing the operation.");
+    }
+  }
+  if (grad_enabled) {
+    // A leaf that requires grad must not be overwritten: its value is what the gradient is for.
+    if (self.requires_grad() && self.is_leaf()) {
+      throw Error(std::string(op) + ": a leaf Variable that requires grad is being used in an in-place operation.");
+    }
+    bool any = self.requires_grad();
+    for (const Tensor& t : others) any = any || (t.defined() && t.requires_grad());
+    if (any && self.impl().is_view) {
+      throw Error(std::string(op) +
+                  ": in-place operation on a view of a tensor that takes part in autograd is not "
+                  "supported; write into the base tensor, or use the out-of-place op (e.g. masked_fill "
+                  "instead of masked_fill_)");
+    }
+  }
+  // A handle to self's history (grad_fn, requires_grad) as it is before the write.
+  auto old = std::make_shared<TensorImpl>(self.autograd_impl());
+  old->grad = nullptr;
+  old->retains_grad = false;
+  old->view_base = nullptr;
+  return Tensor(std::move(old));
+}
+
+void finish_inplace(Tensor& self, const Tensor& old_history, const std::vector<Tensor>& others,
+                    const char* name, const std::vector<Tensor>& saved, BackwardFn backward) {
+  self.storage()->version++;
+  std::vector<Tensor> inputs{old_history};
+  inputs.insert(inputs.end(), others.begin(), others.end());
+  if (!begin_record(name, inputs, self)) return;
+  append_entry(name, inputs, self, saved, std::move(backward));
+  self.impl().inplace_history++;  // views of self follow its new history
+}
+
+// --- views whose base was written in place -------------------------------------------------------
 
 namespace {
 
-// The saved tensors of a node, after checking none was modified in place since it was saved.
-std::vector<Tensor> unpack_saved(const Node& node) {
-  std::vector<Tensor> out;
-  out.reserve(node.saved.size());
-  for (size_t i = 0; i < node.saved.size(); ++i) {
-    const SavedTensor& s = node.saved[i];
-    if (s.data.defined() && s.data.storage()->version != s.version) {
-      throw Error("backward: one of the variables needed for gradient computation has been modified by an "
-                  "inplace operation: saved tensor " + std::to_string(i) + " of " + node.name +
-                  " (tape entry #" + std::to_string(node.sequence) + "), shape " + shape_str(s.data.sizes()) +
-                  ", is at version " + std::to_string(s.data.storage()->version) + "; expected version " +
-                  std::to_string(s.version) + " instead.");
-    }
-    out.push_back(s.data);
+// Where a view's elements sit in its base: both described by sizes, strides and offsets into
+// one storage. The base is dense (no gaps, no overlap), so storage offset s is base element
+// s - base.offset in the base's memory order.
+struct ViewGeometry {
+  Shape base_sizes, base_strides;
+  int64_t base_offset = 0;
+  Shape sizes, strides;
+  int64_t offset = 0;
+};
+
+// d/dbase of view = as_strided(base): g added into a zero gradient of the base at the
+// positions the view reads (added, not copied: an expanded view reads one position many times).
+Tensor view_backward(const Tensor& g, const ViewGeometry& v) {
+  const Tensor gc = g.contiguous();
+  Tensor dflat = zeros({shape_numel(v.base_sizes)}, g.dtype());  // the base's memory, in order
+  const Shape g_strides = contiguous_strides(v.sizes);
+  visit_floating(g.dtype(), "backward", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* d = dflat.data_ptr<T>();
+    const T* pg = gc.data_ptr<T>();
+    for_each_row<2>(v.sizes, {v.strides.data(), g_strides.data()}, {v.offset - v.base_offset, 0},
+                    [&](const std::array<int64_t, 2>& off, int64_t len, const std::array<int64_t, 2>& st) {
+                      for (int64_t i = 0; i < len; ++i) d[off[0] + i * st[0]] += pg[off[1] + i * st[1]];
+                    });
+  });
+  return make_view(dflat, v.base_sizes, v.base_strides, 0);
+}
+
+// Dense: the elements fill [offset, offset + numel) of the storage exactly once.
+bool is_dense(const TensorImpl& t) {
+  std::vector<std::pair<int64_t, int64_t>> dims;  // (stride, size), size > 1
+  for (size_t d = 0; d < t.sizes.size(); ++d)
+    if (t.sizes[d] > 1) dims.push_back({t.strides[d], t.sizes[d]});
+  std::sort(dims.begin(), dims.end());
+  int64_t expected = 1;
+  for (auto [stride, size] : dims) {
+    if (stride != expected) return false;
+    expected *= size;
   }
-  return out;
+  return true;
+}
+
+}  // namespace
+
+void rebase_view_history(TensorImpl& view) {
+  const std::shared_ptr<TensorImpl> base = view.view_base;
+  view.base_history = base->inplace_history;
+  if (!base->requires_grad) return;
+  if (!is_dense(*base)) {
+    throw Error("backward: the base of a view of shape " + shape_str(view.sizes) + " (base shape " +
+                shape_str(base->sizes) + ", strides " + shape_str(base->strides) +
+                ") was written in place, and tapegrad cannot follow a view of a base that is not dense");
+  }
+  const ViewGeometry g{base->sizes, base->strides, base->offset, view.sizes, view.strides, view.offset};
+  auto node = std::make_shared<Node>();
+  node->name = "AsStridedBackward0";
+  node->sequence = next_sequence++;
+  node->inputs.push_back(edge_to(Tensor(base)));
+  // d/dbase view: g added back at the positions the view reads
+  node->backward = [g](const BackwardArgs& a) { return Grads{view_backward(a.grad_out, g)}; };
+  attach(node, view);
+}
+
+// --- backward --------------------------------------------------------------------------------------
+
+namespace {
+
+// Add g into the gradient slot `slot` (undefined = empty), making a new tensor: a slot may
+// alias a gradient that another entry also received.
+void accumulate(Tensor& slot, const Tensor& g) {
+  if (!slot.defined()) {
+    slot = g;
+  } else {
+    slot = add(slot, g);
+  }
+}
+
+// Add g into a tensor's .grad: in place into the existing buffer (as PyTorch does: a handle
+// taken with x.grad() sees later backward passes, and no buffer is allocated per step), or a
+// fresh copy the first time (never an alias of another tensor's gradient).
+void accumulate_into_grad(TensorImpl& owner, const Tensor& g) {
+  if (!owner.grad) {
+    owner.grad = g.to(owner.dtype).clone().impl_ptr();
+    return;
+  }
+  Tensor current(owner.grad);
+  current.add_(g);
 }
 
 void release(Node& node) {
@@ -219,19 +377,17 @@ void throw_released(const Node& node) {
               "if you need to backward twice");
 }
 
-// Run one entry: turn the gradient of its output into gradients of its inputs.
-void run_node(Node& node) {
+// Run one entry: turn the gradient of its output into gradients of its inputs, and hand each
+// to `deliver(producer)` after adding it to the producer's pending gradient.
+template <class Deliver>
+void run_node(Node& node, Deliver&& deliver) {
   if (node.released) throw_released(node);
   Tensor grad_out = node.pending_grad;
   node.pending_grad = Tensor();
-  if (auto out = node.output.lock(); out && out->retains_grad) {
-    Tensor slot = out->grad ? Tensor(out->grad) : Tensor();
-    accumulate(slot, slot.defined() ? grad_out : grad_out.clone());
-    out->grad = slot.impl_ptr();
-  }
+  if (auto out = node.output.lock(); out && out->retains_grad) accumulate_into_grad(*out, grad_out);
   std::vector<bool> needs(node.inputs.size());
   for (size_t i = 0; i < node.inputs.size(); ++i) needs[i] = node.inputs[i].needs_grad;
-  const std::vector<Tensor> saved = unpack_saved(node);
+  const SavedTensors saved(node);
   Grads grads = node.backward(BackwardArgs{grad_out, saved, needs});
   if (grads.size() != node.inputs.size()) {
     throw Error("backward: " + node.name + " returned " + std::to_string(grads.size()) + " gradients for " +
@@ -247,15 +403,23 @@ void run_node(Node& node) {
     if (in.producer) {
       if (in.producer->released) throw_released(*in.producer);
       accumulate(in.producer->pending_grad, g);
+      deliver(in.producer);
     } else if (in.leaf) {
-      accumulate_into_leaf(*in.leaf, g);
+      accumulate_into_grad(*in.leaf, g);
     }
   }
 }
 
+struct LaterFirst {
+  bool operator()(const std::shared_ptr<Node>& a, const std::shared_ptr<Node>& b) const {
+    return a->sequence < b->sequence;
+  }
+};
+
 }  // namespace
 
 void run_backward(const Tensor& root, const Tensor& grad_in, bool retain_graph) {
+  // Everything is checked before any gradient is touched.
   if (!root.requires_grad()) {
     throw Error("backward: element 0 of tensors does not require grad and does not have a grad_fn");
   }
@@ -269,41 +433,46 @@ void run_backward(const Tensor& root, const Tensor& grad_in, bool retain_graph) 
   } else if (grad.sizes() != root.sizes()) {
     throw Error("backward: gradient has shape " + shape_str(grad.sizes()) + " but the tensor has shape " +
                 shape_str(root.sizes()));
+  } else if (!is_floating(grad.dtype())) {
+    throw Error(std::string("backward: gradient must be a floating point tensor, got ") + dtype_name(grad.dtype()));
   }
   NoGradGuard no_grad;  // gradients are computed without recording
   if (root.is_leaf()) {
-    accumulate_into_leaf(root.impl(), grad.detach());
+    accumulate_into_grad(root.impl(), grad.detach());
     return;
   }
-  Node& root_node = *root.grad_fn();
-  if (root_node.released) throw_released(root_node);
-  accumulate(root_node.pending_grad, grad.detach());
+  const std::shared_ptr<Node> root_node = root.grad_fn();
+  if (root_node->released) throw_released(*root_node);
 
-  // Replay the tape in reverse from the root's entry. Execution order is a topological order,
-  // so when an entry is reached every entry that uses its output has already run.
-  std::vector<std::weak_ptr<Node>>& entries = tape.entries;
-  int64_t start = static_cast<int64_t>(entries.size()) - 1;
-  while (start >= 0) {
-    auto n = entries[start].lock();
-    if (n && n->sequence <= root_node.sequence) break;
-    --start;
-  }
+  // Replay in reverse execution order the entries the root depends on: take the latest queued
+  // entry each time. Every entry that uses an entry's output ran later, so has already been
+  // run when that entry is taken, and its gradient is complete.
+  const uint64_t pass = next_pass++;
+  std::priority_queue<std::shared_ptr<Node>, std::vector<std::shared_ptr<Node>>, LaterFirst> queued;
   std::vector<std::shared_ptr<Node>> walked;
+  root_node->pending_grad = grad.to(root_node->out_dtype).detach();
+  root_node->queued_in = pass;
+  queued.push(root_node);
   try {
-    for (int64_t i = start; i >= 0; --i) {
-      std::shared_ptr<Node> node = entries[i].lock();
-      if (!node || !node->pending_grad.defined()) continue;
-      run_node(*node);
+    while (!queued.empty()) {
+      std::shared_ptr<Node> node = queued.top();
+      queued.pop();
       walked.push_back(node);
+      run_node(*node, [&](const std::shared_ptr<Node>& producer) {
+        if (producer->queued_in == pass) return;
+        producer->queued_in = pass;
+        queued.push(producer);
+      });
     }
   } catch (...) {
-    for (auto& e : entries)  // leave no half-summed gradients behind
-      if (auto n = e.lock()) n->pending_grad = Tensor();
+    // leave no half-summed gradients behind
+    for (auto& n : walked) n->pending_grad = Tensor();
+    for (; !queued.empty(); queued.pop()) queued.top()->pending_grad = Tensor();
     throw;
   }
   if (retain_graph) return;
   for (auto& node : walked) release(*node);
-  std::erase_if(entries, [](const std::weak_ptr<Node>& w) {
+  std::erase_if(tape.entries, [](const std::weak_ptr<Node>& w) {
     auto n = w.lock();
     return !n || n->released;
   });

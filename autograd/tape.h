@@ -3,14 +3,19 @@
 // Every differentiable op that sees an input requiring grad appends one entry (a Node) to the
 // thread's tape, in execution order: the op's name, edges to its inputs, its output's shape,
 // the tensors it saved for backward, and its backward function. loss.backward() replays the
-// tape in reverse from the loss's entry: each entry whose output received a gradient turns it
-// into gradients for its inputs, which are summed into the entries that produced them (or into
-// .grad of leaf tensors). Walked entries are then released, so the tape is empty after a
-// training step.
+// tape in reverse, from the loss's entry, over the entries the loss depends on: each entry
+// turns the gradient of its output into gradients for its inputs, which are summed into the
+// entries that produced them (or into .grad of leaf tensors). Walked entries are then
+// released, so the tape is empty after a training step.
 //
 // Ownership: an output tensor owns its entry (grad_fn); an entry owns the entries of its
 // inputs (edges). The tape itself only holds weak references, in order, so a graph nobody
 // can reach any more (say, an eval-mode forward) frees itself.
+//
+// Threads: each thread records onto its own tape, and grad mode and anomaly mode are per
+// thread. Execution order is one counter for the whole process, and backward follows the
+// edges from the root, so a graph may be backpropagated from any thread — but one graph must
+// not be used by two threads at the same time.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -30,12 +35,28 @@ struct SavedTensor {
   uint64_t version = 0;
 };
 
+class Node;
+
+// What a backward function sees of the tensors its op saved. saved[i] checks, when read, that
+// the tensor was not modified in place since it was saved, and throws if it was: this is the
+// only way a backward reads a tensor (a backward lambda captures plain values only: dims,
+// shapes, scalars; never a Tensor, which would skip the check).
+class SavedTensors {
+ public:
+  explicit SavedTensors(const Node& node) : node_(node) {}
+  const Tensor& operator[](size_t i) const;
+  size_t size() const;
+
+ private:
+  const Node& node_;
+};
+
 // Gradients returned by a backward function, one per input (undefined = no gradient).
 using Grads = std::vector<Tensor>;
 
 struct BackwardArgs {
   const Tensor& grad_out;                 // dL/d(output), shaped like the output
-  const std::vector<Tensor>& saved;       // the tensors the op saved, in order
+  const SavedTensors& saved;              // the tensors the op saved, in order: saved[i]
   const std::vector<bool>& needs_grad;    // per input: does anyone want its gradient?
 };
 using BackwardFn = std::function<Grads(const BackwardArgs&)>;
@@ -51,8 +72,15 @@ class Node {
     bool needs_grad = false;
   };
 
+  Node() = default;
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+  // Releases the chain of producers iteratively: a graph of a million entries is freed
+  // without a million nested destructor calls (which would overflow the stack).
+  ~Node();
+
   std::string name;       // PyTorch's node name, e.g. "SoftmaxBackward0"
-  uint64_t sequence = 0;  // position in execution order
+  uint64_t sequence = 0;  // position in execution order (one counter for all threads)
   std::vector<Input> inputs;
   Shape out_sizes;
   ScalarType out_dtype = kFloat32;
@@ -61,22 +89,48 @@ class Node {
   std::weak_ptr<TensorImpl> output;  // to fill .grad of a non-leaf that asked retain_grad()
   bool released = false;             // backward ran and freed what it kept
   Tensor pending_grad;               // gradient summed so far for the output, during backward
+  uint64_t queued_in = 0;            // the backward pass that last queued this entry
 
   // Bytes of distinct storages this entry keeps alive for backward.
   size_t saved_bytes() const;
 };
 
-// Append an entry for an op, if grad mode is on and some input requires grad; makes `out`
-// require grad with this entry as its grad_fn. Also where anomaly mode checks each forward.
+// Every op calls record exactly once, after computing its output, whether or not anything
+// needs a gradient:
 //   record("SoftmaxBackward0", {x}, y, {y}, [dim](const BackwardArgs& a) {
 //     return Grads{softmax_backward(a.grad_out, a.saved[0], dim)};   // dx = y * (g - sum(g*y))
 //   });
-void record(const char* name, const std::vector<Tensor>& inputs, Tensor& out,
-            const std::vector<Tensor>& saved, BackwardFn backward);
+// It runs anomaly mode's forward check (when on), then, if grad mode is on and some input
+// requires grad, appends an entry: `out` then requires grad with the entry as its grad_fn.
+// Otherwise it returns at once, before the backward function is even wrapped. An op whose
+// saved tensors cost work to make guards that work with should_record(inputs).
+bool begin_record(const char* name, const std::vector<Tensor>& inputs, const Tensor& out);
+void append_entry(const char* name, const std::vector<Tensor>& inputs, Tensor& out,
+                  const std::vector<Tensor>& saved, BackwardFn backward);
+template <class F>
+void record(const char* name, const std::vector<Tensor>& inputs, Tensor& out, const std::vector<Tensor>& saved,
+            F&& backward) {
+  if (begin_record(name, inputs, out)) append_entry(name, inputs, out, saved, BackwardFn(std::forward<F>(backward)));
+}
 // True when an op with these inputs would be recorded (lets an op skip saving work).
 bool should_record(const std::vector<Tensor>& inputs);
 
-// Run backward from `root` with dL/droot = grad (see Tensor::backward).
+// --- in-place writes: the one way an in-place op records itself ---------------------------------
+// Before writing into self (an op whose new value depends on `others`):
+//   Tensor old = begin_inplace(*this, {other}, "mul_");
+// refuses what cannot be written (a leaf that requires grad; a view of a tensor in autograd;
+// a tensor whose elements share memory) and returns a handle to self's history as it was.
+// After the write:
+//   finish_inplace(*this, old, {other}, "MulBackward0", {other, old_value}, backward);
+// bumps the storage version and records the entry (inputs: old history, then others), which
+// becomes self's new history. Views taken of self earlier follow it (see Tensor's views).
+Tensor begin_inplace(const Tensor& self, const std::vector<Tensor>& others, const char* op);
+void finish_inplace(Tensor& self, const Tensor& old_history, const std::vector<Tensor>& others,
+                    const char* name, const std::vector<Tensor>& saved, BackwardFn backward);
+
+// Run backward from `root` with dL/droot = grad (see Tensor::backward). The entries the root
+// depends on are run in reverse execution order, so it works from any thread; one graph must
+// not be used by two threads at once.
 void run_backward(const Tensor& root, const Tensor& grad, bool retain_graph);
 
 // --- grad mode ---------------------------------------------------------------------------------

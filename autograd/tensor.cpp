@@ -141,6 +141,10 @@ void Tensor::set_grad(const Tensor& grad) const {
     throw Error("set_grad: gradient shape " + shape_str(grad.sizes()) + " does not match tensor shape " +
                 shape_str(sizes()));
   }
+  if (grad.defined() && grad.dtype() != dtype()) {
+    throw Error(std::string("set_grad: gradient dtype ") + dtype_name(grad.dtype()) + " does not match tensor dtype " +
+                dtype_name(dtype()));
+  }
   impl().grad = grad.defined() ? grad.impl_ptr() : nullptr;
 }
 
@@ -278,66 +282,28 @@ Tensor Tensor::clone() const {
 }
 
 // --- in place ------------------------------------------------------------------------------------
-
-// Checks before an in-place write to `self` that makes it depend on `inputs` for autograd.
-// A leaf that requires grad must not be overwritten (its value is what the gradient is for);
-// a view of a tensor that takes part in autograd would need its base's history rewritten, which
-// tapegrad does not do: it says so instead of computing a wrong gradient.
-static void check_inplace(const Tensor& self, const std::vector<Tensor>& inputs, const char* op) {
-  if (!grad_mode_enabled()) return;
-  if (self.requires_grad() && self.is_leaf()) {
-    throw Error(std::string(op) +
-                ": a leaf Variable that requires grad is being used in an in-place operation.");
-  }
-  bool any = self.requires_grad();
-  for (const Tensor& t : inputs) any = any || (t.defined() && t.requires_grad());
-  if (any && self.impl().is_view) {
-    throw Error(std::string(op) +
-                ": in-place operation on a view of a tensor that takes part in autograd is not "
-                "supported; use the out-of-place op (e.g. masked_fill instead of masked_fill_)");
-  }
-}
-
-// After an in-place write: bump the version, and if autograd is involved, put an entry on the
-// tape whose output is `self` and whose first input is self's previous history.
-static void finish_inplace(Tensor& self, const Tensor& old_history, const std::vector<Tensor>& others,
-                           const char* name, BackwardFn backward) {
-  self.storage()->version++;
-  std::vector<Tensor> inputs{old_history};
-  inputs.insert(inputs.end(), others.begin(), others.end());
-  if (!should_record(inputs)) return;
-  record(name, inputs, self, {}, std::move(backward));
-}
-
-// A handle to self's current history (grad_fn, requires_grad), taken before an in-place write.
-static Tensor history_of(const Tensor& self) {
-  auto impl = std::make_shared<TensorImpl>(self.impl());
-  impl->grad = nullptr;
-  impl->retains_grad = false;
-  return Tensor(std::move(impl));
-}
+// Each goes through begin_inplace / finish_inplace (autograd/tape.h): the checks before the
+// write, the version bump and the tape entry after it. A backward reads tensors only through
+// the entry's saved list.
 
 Tensor& Tensor::fill_(Scalar value) {
-  check_inplace(*this, {}, "fill_");
-  Tensor old = history_of(*this);
+  Tensor old = begin_inplace(*this, {}, "fill_");
   visit_dtype(dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     fill_strided<T>(*this, static_cast<T>(value.value));
   });
   // d/dself fill_: nothing flows back to the old value
-  finish_inplace(*this, old, {}, "FillBackward0", [](const BackwardArgs&) { return Grads{Tensor()}; });
+  finish_inplace(*this, old, {}, "FillBackward0", {}, [](const BackwardArgs&) { return Grads{Tensor()}; });
   return *this;
 }
 
 Tensor& Tensor::copy_(const Tensor& src) {
   check_defined(src, "copy_", "src");
-  broadcast_shapes(sizes(), src.sizes(), "copy_");
   if (broadcast_shapes(sizes(), src.sizes(), "copy_") != sizes()) {
     throw Error("copy_: source shape " + shape_str(src.sizes()) + " cannot be broadcast to " +
                 shape_str(sizes()));
   }
-  check_inplace(*this, {src}, "copy_");
-  Tensor old = history_of(*this);
+  Tensor old = begin_inplace(*this, {src}, "copy_");
   if (src.storage() == storage()) {
     copy_values(*this, src.clone().detach());  // overlapping memory: go through a copy
   } else {
@@ -345,7 +311,7 @@ Tensor& Tensor::copy_(const Tensor& src) {
   }
   const ScalarType src_dtype = src.dtype();
   // d/dsrc copy_: the gradient (summed to src's shape by the engine); nothing to the old value
-  finish_inplace(*this, old, {src}, "CopyBackwards", [src_dtype](const BackwardArgs& a) {
+  finish_inplace(*this, old, {src}, "CopyBackwards", {}, [src_dtype](const BackwardArgs& a) {
     return Grads{Tensor(), a.grad_out.to(src_dtype)};
   });
   return *this;
@@ -353,13 +319,11 @@ Tensor& Tensor::copy_(const Tensor& src) {
 
 Tensor& Tensor::masked_fill_(const Tensor& mask, Scalar value) {
   Tensor filled = tg::masked_fill(detach(), mask, value);
-  check_inplace(*this, {}, "masked_fill_");
-  Tensor old = history_of(*this);
+  Tensor old = begin_inplace(*this, {}, "masked_fill_");
   copy_values(*this, filled);
   // d/dself masked_fill_: the gradient where the mask is false, 0 where it filled
-  Tensor m = mask;
-  finish_inplace(*this, old, {}, "MaskedFillBackward0", [m](const BackwardArgs& a) {
-    return Grads{tg::masked_fill(a.grad_out, m, 0.0)};
+  finish_inplace(*this, old, {}, "MaskedFillBackward0", {mask}, [](const BackwardArgs& a) {
+    return Grads{tg::masked_fill(a.grad_out, a.saved[0], 0.0)};
   });
   return *this;
 }
@@ -370,12 +334,11 @@ Tensor& Tensor::add_(const Tensor& other, Scalar alpha) {
     throw Error("add_: result shape " + shape_str(sum.sizes()) + " does not match the tensor's shape " +
                 shape_str(sizes()) + " (other has shape " + shape_str(other.sizes()) + ")");
   }
-  check_inplace(*this, {other}, "add_");
-  Tensor old = history_of(*this);
+  Tensor old = begin_inplace(*this, {other}, "add_");
   copy_values(*this, sum);
   const double a = alpha.value;
   // d/dself (self + alpha*other) = 1, d/dother = alpha
-  finish_inplace(*this, old, {other}, "AddBackward0", [a](const BackwardArgs& args) {
+  finish_inplace(*this, old, {other}, "AddBackward0", {}, [a](const BackwardArgs& args) {
     return Grads{args.grad_out, a == 1.0 ? args.grad_out : tg::mul(args.grad_out, a)};
   });
   return *this;
@@ -387,39 +350,37 @@ Tensor& Tensor::mul_(const Tensor& other) {
     throw Error("mul_: result shape " + shape_str(product.sizes()) + " does not match the tensor's shape " +
                 shape_str(sizes()));
   }
-  check_inplace(*this, {other}, "mul_");
-  const bool records = grad_mode_enabled() && (requires_grad() || other.requires_grad());
-  Tensor old = history_of(*this);
-  Tensor old_value = records ? detach().clone() : Tensor();
+  Tensor old = begin_inplace(*this, {other}, "mul_");
+  // save each factor only if the other one needs its gradient (self's value before the write)
+  const bool records = should_record({old, other});
+  const Tensor keep_other = records && old.requires_grad() ? other : Tensor();
+  const Tensor keep_self = records && other.requires_grad() ? detach().clone() : Tensor();
   copy_values(*this, product);
-  Tensor o = other.detach();
   // d/dself (self*other) = other, d/dother = self (its value before the write)
-  finish_inplace(*this, old, {other}, "MulBackward0", [o, old_value](const BackwardArgs& a) {
-    return Grads{a.needs_grad[0] ? tg::mul(a.grad_out, o) : Tensor(),
-                 a.needs_grad[1] ? tg::mul(a.grad_out, old_value) : Tensor()};
+  finish_inplace(*this, old, {other}, "MulBackward0", {keep_self, keep_other}, [](const BackwardArgs& a) {
+    return Grads{a.needs_grad[0] ? tg::mul(a.grad_out, a.saved[1]) : Tensor(),
+                 a.needs_grad[1] ? tg::mul(a.grad_out, a.saved[0]) : Tensor()};
   });
   return *this;
 }
 
 Tensor& Tensor::mul_(Scalar other) {
-  check_inplace(*this, {}, "mul_");
-  Tensor old = history_of(*this);
+  Tensor old = begin_inplace(*this, {}, "mul_");
   copy_values(*this, tg::mul(detach(), other));
   const double s = other.value;
   // d/dself (self*s) = s
-  finish_inplace(*this, old, {}, "MulBackward0", [s](const BackwardArgs& a) {
+  finish_inplace(*this, old, {}, "MulBackward0", {}, [s](const BackwardArgs& a) {
     return Grads{tg::mul(a.grad_out, s)};
   });
   return *this;
 }
 
 Tensor& Tensor::div_(Scalar other) {
-  check_inplace(*this, {}, "div_");
-  Tensor old = history_of(*this);
+  Tensor old = begin_inplace(*this, {}, "div_");
   copy_values(*this, tg::div(detach(), other));
   const double s = other.value;
   // d/dself (self/s) = 1/s
-  finish_inplace(*this, old, {}, "DivBackward0", [s](const BackwardArgs& a) {
+  finish_inplace(*this, old, {}, "DivBackward0", {}, [s](const BackwardArgs& a) {
     return Grads{tg::div(a.grad_out, s)};
   });
   return *this;

@@ -60,7 +60,7 @@ struct Storage {
   uint64_t version = 0;  // bumped by every in-place write
 };
 
-struct TensorImpl {
+struct TensorImpl : std::enable_shared_from_this<TensorImpl> {
   std::shared_ptr<Storage> storage;
   ScalarType dtype = kFloat32;
   Shape sizes;
@@ -74,7 +74,19 @@ struct TensorImpl {
   bool is_view = false;              // shares storage with a tensor it was derived from
   std::shared_ptr<Node> grad_fn;     // the tape entry that produced it; null for leaves
   std::shared_ptr<TensorImpl> grad;  // accumulated gradient
+
+  // In-place writes and views. Each in-place write that is recorded bumps inplace_history.
+  // A view remembers the tensor it views (view_base: the root, never itself a view) and the
+  // base's inplace_history when the view's grad_fn was made; when the base is written in place
+  // later, the view's history is rebased on the base's new one the next time it is read.
+  uint64_t inplace_history = 0;
+  std::shared_ptr<TensorImpl> view_base;
+  uint64_t base_history = 0;
 };
+
+// Give a view whose base was written in place since its grad_fn was made the base's new
+// history (autograd/tape.cpp).
+void rebase_view_history(TensorImpl& view);
 
 class Tensor {
  public:
@@ -103,10 +115,10 @@ class Tensor {
   void* raw_data() const;
 
   // --- autograd ---------------------------------------------------------------------------
-  bool requires_grad() const { return impl().requires_grad; }
+  bool requires_grad() const { return autograd_impl().requires_grad; }
   Tensor& requires_grad_(bool requires_grad = true);
-  bool is_leaf() const { return impl().grad_fn == nullptr; }
-  const std::shared_ptr<Node>& grad_fn() const { return impl().grad_fn; }
+  bool is_leaf() const { return autograd_impl().grad_fn == nullptr; }
+  const std::shared_ptr<Node>& grad_fn() const { return autograd_impl().grad_fn; }
   Tensor grad() const;                 // undefined until backward reached it
   void set_grad(const Tensor& grad) const;  // replace (or clear, with an undefined tensor)
   void zero_grad() const;                   // drop the accumulated gradient (as PyTorch's set_to_none)
@@ -188,6 +200,12 @@ class Tensor {
 
   // The TensorImpl; throws on an undefined tensor.
   TensorImpl& impl() const;
+  // The TensorImpl with its autograd state up to date (a view follows its base's in-place writes).
+  TensorImpl& autograd_impl() const {
+    TensorImpl& t = impl();
+    if (t.view_base && t.base_history != t.view_base->inplace_history) rebase_view_history(t);
+    return t;
+  }
   const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
 
  private:

@@ -68,15 +68,13 @@ Tensor mul(const Tensor& a, const Tensor& b) {
     using T = decltype(x);
     return static_cast<T>(x * y);
   });
-  if (should_record({a, b})) {
-    // save each factor only if the other one needs its gradient
-    const Tensor keep_b = a.requires_grad() ? b : Tensor();
-    const Tensor keep_a = b.requires_grad() ? a : Tensor();
-    record("MulBackward0", {a, b}, out, {keep_a, keep_b}, [](const BackwardArgs& g) {
-      return Grads{g.needs_grad[0] ? mul(g.grad_out, g.saved[1]) : Tensor(),
-                   g.needs_grad[1] ? mul(g.grad_out, g.saved[0]) : Tensor()};
-    });
-  }
+  // save each factor only if the other one needs its gradient
+  const Tensor keep_b = a.requires_grad() ? b : Tensor();
+  const Tensor keep_a = b.requires_grad() ? a : Tensor();
+  record("MulBackward0", {a, b}, out, {keep_a, keep_b}, [](const BackwardArgs& g) {
+    return Grads{g.needs_grad[0] ? mul(g.grad_out, g.saved[1]) : Tensor(),
+                 g.needs_grad[1] ? mul(g.grad_out, g.saved[0]) : Tensor()};
+  });
   return out;
 }
 
@@ -84,15 +82,12 @@ Tensor div(const Tensor& a, const Tensor& b) {
   ScalarType dt = arithmetic_dtype(a, b);
   if (!is_floating(dt)) dt = kFloat32;  // true division, as PyTorch's `/`
   Tensor out = elementwise_binary(a, b, dt, false, "div", [](auto x, auto y) { return x / y; });
-  if (should_record({a, b})) {
-    const Tensor keep_a = b.requires_grad() ? a : Tensor();
-    record("DivBackward0", {a, b}, out, {keep_a, b}, [](const BackwardArgs& g) {
-      const Tensor& sa = g.saved[0];
-      const Tensor& sb = g.saved[1];
-      return Grads{g.needs_grad[0] ? div(g.grad_out, sb) : Tensor(),
-                   g.needs_grad[1] ? neg(div(mul(g.grad_out, sa), mul(sb, sb))) : Tensor()};
-    });
-  }
+  const Tensor keep_a = b.requires_grad() ? a : Tensor();
+  record("DivBackward0", {a, b}, out, {keep_a, b}, [](const BackwardArgs& g) {
+    const Tensor& sb = g.saved[1];
+    return Grads{g.needs_grad[0] ? div(g.grad_out, sb) : Tensor(),
+                 g.needs_grad[1] ? neg(div(mul(g.grad_out, g.saved[0]), mul(sb, sb))) : Tensor()};
+  });
   return out;
 }
 
@@ -154,11 +149,9 @@ Tensor rdiv(const Tensor& a, Scalar b) {
   if (!is_floating(dt)) dt = kFloat32;
   Tensor out = elementwise_binary(scalar_like(b, a), a, dt, false, "rdiv", [](auto x, auto y) { return x / y; });
   // d/da (b / a) = -b / a^2 = -out / a
-  if (should_record({a})) {
-    record("MulBackward0", {a}, out, {a, out}, [](const BackwardArgs& g) {
-      return Grads{neg(div(mul(g.grad_out, g.saved[1]), g.saved[0]))};
-    });
-  }
+  record("MulBackward0", {a}, out, {a, out}, [](const BackwardArgs& g) {
+    return Grads{neg(div(mul(g.grad_out, g.saved[1]), g.saved[0]))};
+  });
   return out;
 }
 
@@ -186,16 +179,11 @@ Tensor pow(const Tensor& a, const Tensor& exponent) {
     using T = decltype(x);
     return static_cast<T>(std::pow(x, y));
   });
-  if (should_record({a, exponent})) {
-    // da = g * e * a^(e-1);  de = g * out * log(a)
-    record("PowBackward1", {a, exponent}, out, {a, exponent, out}, [](const BackwardArgs& g) {
-      const Tensor& x = g.saved[0];
-      const Tensor& e = g.saved[1];
-      const Tensor& y = g.saved[2];
-      return Grads{g.needs_grad[0] ? mul(g.grad_out, mul(e, pow(x, sub(e, 1.0)))) : Tensor(),
-                   g.needs_grad[1] ? mul(g.grad_out, mul(y, log(x))) : Tensor()};
-    });
-  }
+  // da = g * e * a^(e-1);  de = g * out * log(a)
+  record("PowBackward1", {a, exponent}, out, {a, exponent, out}, [](const BackwardArgs& g) {
+    return Grads{g.needs_grad[0] ? mul(g.grad_out, mul(g.saved[1], pow(g.saved[0], sub(g.saved[1], 1.0)))) : Tensor(),
+                 g.needs_grad[1] ? mul(g.grad_out, mul(g.saved[2], log(g.saved[0]))) : Tensor()};
+  });
   return out;
 }
 

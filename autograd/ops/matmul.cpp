@@ -351,15 +351,14 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     using T = typename decltype(tag)::type;
     batched_gemm<T>(out, as_left_matrices(a), as_right_matrices(b), s);
   });
-  if (should_record({a, b})) {
-    const Tensor keep_a = b.requires_grad() ? a : Tensor();
-    const Tensor keep_b = a.requires_grad() ? b : Tensor();
-    const int64_t a_dim = a.dim(), b_dim = b.dim();
-    record(node_name(a, b), {a, b}, out, {keep_a, keep_b}, [a_dim, b_dim](const BackwardArgs& g) {
-      return Grads{g.needs_grad[0] ? matmul_backward_a(g.grad_out, g.saved[1], a_dim) : Tensor(),
-                   g.needs_grad[1] ? matmul_backward_b(g.grad_out, g.saved[0], b_dim) : Tensor()};
-    });
-  }
+  // save each operand only if the other one needs its gradient
+  const Tensor keep_a = b.requires_grad() ? a : Tensor();
+  const Tensor keep_b = a.requires_grad() ? b : Tensor();
+  const int64_t a_dim = a.dim(), b_dim = b.dim();
+  record(node_name(a, b), {a, b}, out, {keep_a, keep_b}, [a_dim, b_dim](const BackwardArgs& g) {
+    return Grads{g.needs_grad[0] ? matmul_backward_a(g.grad_out, g.saved[1], a_dim) : Tensor(),
+                 g.needs_grad[1] ? matmul_backward_b(g.grad_out, g.saved[0], b_dim) : Tensor()};
+  });
   return out;
 }
 

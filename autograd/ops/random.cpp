@@ -143,42 +143,10 @@ void check_random_bounds(int64_t low, int64_t high, ScalarType dtype) {
 
 // --- in-place bookkeeping -----------------------------------------------------------------------
 
-// Before an in-place random fill of self (the same rules as tensor.cpp's in-place ops):
-// a leaf that requires grad may not be overwritten, nor a view of a tensor in autograd, and
-// an expanded tensor (stride 0) has several elements on one memory location.
-void check_random_inplace(const Tensor& self, const char* op) {
-  if (grad_mode_enabled() && self.requires_grad()) {
-    if (self.is_leaf()) {
-      throw Error(std::string(op) +
-                  ": a leaf Variable that requires grad is being used in an in-place operation.");
-    }
-    if (self.impl().is_view) {
-      throw Error(std::string(op) +
-                  ": in-place operation on a view of a tensor that takes part in autograd is not "
-                  "supported; fill a fresh tensor instead");
-    }
-  }
-  for (int64_t d = 0; d < self.dim(); ++d) {
-    if (self.size(d) > 1 && self.stride(d) == 0) {
-      throw Error(std::string(op) + ": more than one element of the tensor refers to a single memory "
-                  "location (dim " + std::to_string(d) + " is expanded); clone() it first");
-    }
-  }
-}
-
-// A handle to self's history (grad_fn, requires_grad) as it was before the write.
-Tensor history_of(const Tensor& self) {
-  auto impl = std::make_shared<TensorImpl>(self.impl());
-  impl->grad = nullptr;
-  impl->retains_grad = false;
-  return Tensor(std::move(impl));
-}
-
-// After the write: bump the version; if self was part of a graph, record the write. The new
-// values do not depend on the old ones, so no gradient flows back through it.
+// After the write, through the one in-place mechanism (autograd/tape.h): the new values do not
+// depend on the old ones, so no gradient flows back through it.
 void finish_random_inplace(Tensor& self, const Tensor& old, const char* node_name) {
-  self.storage()->version++;
-  record(node_name, {old}, self, {}, [](const BackwardArgs&) { return Grads{Tensor()}; });
+  finish_inplace(self, old, {}, node_name, {}, [](const BackwardArgs&) { return Grads{Tensor()}; });
 }
 
 // --- fills (no checks: the callers have made them) ------------------------------------------------
@@ -376,8 +344,7 @@ Tensor multinomial(const Tensor& probs, int64_t num_samples, Generator* gen) {
 Tensor& Tensor::uniform_(double from, double to, Generator* gen) {
   check_floating(*this, "uniform_");
   check_uniform_args(from, to, dtype(), "uniform_");
-  check_random_inplace(*this, "uniform_");
-  Tensor old = history_of(*this);
+  Tensor old = begin_inplace(*this, {}, "uniform_");
   fill_uniform(*this, generator_or_default(gen), from, to);
   finish_random_inplace(*this, old, "UniformBackward0");
   return *this;
@@ -386,8 +353,7 @@ Tensor& Tensor::uniform_(double from, double to, Generator* gen) {
 Tensor& Tensor::normal_(double mean, double std, Generator* gen) {
   check_floating(*this, "normal_");
   check_normal_args(std, "normal_");
-  check_random_inplace(*this, "normal_");
-  Tensor old = history_of(*this);
+  Tensor old = begin_inplace(*this, {}, "normal_");
   fill_normal(*this, generator_or_default(gen), mean, std);
   finish_random_inplace(*this, old, "NormalBackward0");
   return *this;
@@ -396,8 +362,7 @@ Tensor& Tensor::normal_(double mean, double std, Generator* gen) {
 // §6.1: 1 where U53 < p, else 0; any dtype.
 Tensor& Tensor::bernoulli_(double p, Generator* gen) {
   if (!(p >= 0.0 && p <= 1.0)) throw Error("bernoulli_: p must be in [0, 1], got " + num(p));
-  check_random_inplace(*this, "bernoulli_");
-  Tensor old = history_of(*this);
+  Tensor old = begin_inplace(*this, {}, "bernoulli_");
   Generator& g = generator_or_default(gen);
   visit_dtype(dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -411,8 +376,7 @@ Tensor& Tensor::bernoulli_(double p, Generator* gen) {
 Tensor& Tensor::exponential_(double lambda, Generator* gen) {
   check_floating(*this, "exponential_");
   if (!(lambda >= 0.0)) throw Error("exponential_: lambda must be >= 0, got " + num(lambda));
-  check_random_inplace(*this, "exponential_");
-  Tensor old = history_of(*this);
+  Tensor old = begin_inplace(*this, {}, "exponential_");
   Generator& g = generator_or_default(gen);
   visit_floating(dtype(), "exponential_", [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -426,8 +390,7 @@ Tensor& Tensor::exponential_(double lambda, Generator* gen) {
 Tensor& Tensor::random_(int64_t low, int64_t high, Generator* gen) {
   check_randint_args(low, high, "random_");
   check_random_bounds(low, high, dtype());
-  check_random_inplace(*this, "random_");
-  Tensor old = history_of(*this);
+  Tensor old = begin_inplace(*this, {}, "random_");
   fill_randint(*this, generator_or_default(gen), low, high);
   finish_random_inplace(*this, old, "RandomBackward1");
   return *this;
