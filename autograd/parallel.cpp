@@ -6,6 +6,7 @@
 #include "autograd/parallel.h"
 
 #include <blis.h>
+#include <pthread.h>
 
 #include <algorithm>
 #include <condition_variable>
@@ -77,23 +78,40 @@ class ThreadPool {
 
 struct Threads {
   int count = 1;
-  std::unique_ptr<ThreadPool> pool;
+  std::unique_ptr<ThreadPool> pool;  // made on first use, after fork() too
 };
 
 void apply(Threads& t, int n) {
   t.count = n;
-  t.pool = std::make_unique<ThreadPool>(n - 1);
+  t.pool = nullptr;
   bli_thread_set_num_threads(n);
 }
+
+// In the child of a fork() only the forking thread exists: the pool's workers are gone (and
+// its mutex may be held by one of them). Forget the pool without touching it (a small leak,
+// once per fork) so that the child's first parallel_for makes a new one.
+void forget_pool_in_child();
 
 // Made on first use: one thread per core.
 Threads& threads() {
   static Threads t = [] {
     Threads d;
     apply(d, static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+    pthread_atfork(nullptr, nullptr, forget_pool_in_child);
     return d;
   }();
   return t;
+}
+
+void forget_pool_in_child() {
+  static_cast<void>(threads().pool.release());
+  in_parallel_region = false;
+}
+
+ThreadPool& pool() {
+  Threads& t = threads();
+  if (!t.pool) t.pool = std::make_unique<ThreadPool>(t.count - 1);
+  return *t.pool;
 }
 
 // Waits for the chunks handed to the pool and keeps the first exception any of them threw.
@@ -140,7 +158,7 @@ void parallel_for(int64_t begin, int64_t end, int64_t grain, const std::function
   Join join;
   join.pending = chunks - 1;
   for (int64_t c = 1; c < chunks; ++c) {
-    threads().pool->submit([&, c] {
+    pool().submit([&, c] {
       try {
         fn(chunk_begin(c), chunk_begin(c + 1));
       } catch (...) {

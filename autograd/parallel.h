@@ -10,6 +10,9 @@
 //                        when there is one thread, or when called from inside a parallel_for.
 //                        An exception thrown by any chunk is rethrown in the caller.
 //
+// After fork(), the child makes a new pool on its first parallel_for (the parent's workers do
+// not exist in the child).
+//
 // Not meant to be called concurrently from several threads of the application: set_num_threads
 // replaces the pool, and parallel_for assumes it owns it while it runs.
 #pragma once
