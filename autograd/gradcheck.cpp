@@ -7,6 +7,8 @@
 // See gradcheck.h for the options, the fuzzer and how to replay one of its runs.
 #include "autograd/gradcheck.h"
 
+#include "autograd/internal.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -76,10 +78,10 @@ Tensor copy_with_layout(const Tensor& src, ScalarType dtype) {
   if (src.numel() == 0) extent = 1;
   Tensor buffer = make_empty({extent}, dtype);
   Tensor out = make_view(buffer, src.sizes(), src.strides(), src.storage_offset());
-  out.impl().is_view = src.impl().is_view;
+  impl_of(out).is_view = impl_of(src).is_view;
   NoGradGuard no_grad;
   out.copy_(src.detach());
-  out.storage()->version = 0;
+  storage_of(out).version = 0;
   return out;
 }
 
@@ -101,7 +103,7 @@ std::vector<double> evaluate(const GradcheckFn& fn, const std::vector<Tensor>& i
 std::vector<double> numerical_jacobian(const GradcheckFn& fn, const std::vector<Tensor>& inputs, size_t k,
                                        int64_t cols, double eps) {
   const Tensor& x = inputs[k];
-  double* memory = static_cast<double*>(x.storage()->data);
+  double* memory = static_cast<double*>(storage_of(x).data);
   const std::vector<int64_t> offsets = logical_offsets(x);
   std::vector<double> jacobian(offsets.size() * static_cast<size_t>(cols));
   for (size_t j = 0; j < offsets.size(); ++j) {
@@ -309,7 +311,7 @@ Tensor vary_layout(const Tensor& x, std::mt19937& rng, std::string& layout) {
     layout = "contiguous";
   }
   view.copy_(x.detach());
-  view.storage()->version = 0;
+  storage_of(view).version = 0;
   return view;
 }
 

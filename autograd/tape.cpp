@@ -49,7 +49,7 @@ thread_local bool anomaly_enabled = anomaly_from_environment();
 // A data-only alias of t: same storage and geometry, no autograd state.
 Tensor data_alias(const Tensor& t) {
   Tensor alias = make_view(t, t.sizes(), t.strides(), t.storage_offset());
-  alias.impl().is_view = t.impl().is_view;
+  impl_of(alias).is_view = impl_of(t).is_view;
   return alias;
 }
 
@@ -113,7 +113,7 @@ Node::Input edge_to(const Tensor& t) {
   in.dtype = t.dtype();
   in.needs_grad = t.requires_grad();
   if (in.needs_grad) {
-    if (t.is_leaf()) in.leaf = t.impl_ptr();
+    if (t.is_leaf()) in.leaf = impl_ptr_of(t);
     else in.producer = t.grad_fn();
   }
   return in;
@@ -141,11 +141,11 @@ const Tensor& SavedTensors::operator[](size_t i) const {
                 std::to_string(node_.saved.size()));
   }
   const SavedTensor& s = node_.saved[i];
-  if (s.data.defined() && s.data.storage()->version != s.version) {
+  if (s.data.defined() && storage_of(s.data).version != s.version) {
     throw Error("backward: one of the variables needed for gradient computation has been modified by an "
                 "inplace operation: saved tensor " + std::to_string(i) + " of " + node_.name +
                 " (tape entry #" + std::to_string(node_.sequence) + "), shape " + shape_str(s.data.sizes()) +
-                ", is at version " + std::to_string(s.data.storage()->version) + "; expected version " +
+                ", is at version " + std::to_string(storage_of(s.data).version) + "; expected version " +
                 std::to_string(s.version) + " instead.");
   }
   return s.data;
@@ -155,7 +155,7 @@ size_t Node::saved_bytes() const {
   std::set<const Storage*> seen;
   size_t bytes = 0;
   for (const SavedTensor& s : saved) {
-    if (s.data.defined() && seen.insert(s.data.storage().get()).second) bytes += s.data.storage()->nbytes;
+    if (s.data.defined() && seen.insert(&storage_of(s.data)).second) bytes += storage_of(s.data).nbytes;
   }
   return bytes;
 }
@@ -222,10 +222,10 @@ void append_entry(const char* name, const std::vector<Tensor>& inputs, Tensor& o
   node->saved.reserve(saved.size());
   for (const Tensor& s : saved) {
     node->saved.push_back(SavedTensor{s.defined() ? data_alias(s) : Tensor(),
-                                      s.defined() ? s.storage()->version : 0});
+                                      s.defined() ? storage_of(s).version : 0});
   }
   node->backward = std::move(backward);
-  attach(node, out.impl());
+  attach(node, impl_of(out));
 }
 
 // --- in-place writes -------------------------------------------------------------------------------
@@ -245,7 +245,7 @@ Tensor begin_inplace(const Tensor& self, const std::vector<Tensor>& others, cons
     }
     bool any = self.requires_grad();
     for (const Tensor& t : others) any = any || (t.defined() && t.requires_grad());
-    if (any && self.impl().is_view) {
+    if (any && impl_of(self).is_view) {
       throw Error(std::string(op) +
                   ": in-place operation on a view of a tensor that takes part in autograd is not "
                   "supported; write into the base tensor, or use the out-of-place op (e.g. masked_fill "
@@ -253,21 +253,21 @@ Tensor begin_inplace(const Tensor& self, const std::vector<Tensor>& others, cons
     }
   }
   // A handle to self's history (grad_fn, requires_grad) as it is before the write.
-  auto old = std::make_shared<TensorImpl>(self.autograd_impl());
+  auto old = std::make_shared<TensorImpl>(TensorAccess::autograd_impl(self));
   old->grad = nullptr;
   old->retains_grad = false;
   old->view_base = nullptr;
-  return Tensor(std::move(old));
+  return tensor_of(std::move(old));
 }
 
 void finish_inplace(Tensor& self, const Tensor& old_history, const std::vector<Tensor>& others,
                     const char* name, const std::vector<Tensor>& saved, BackwardFn backward) {
-  self.storage()->version++;
+  storage_of(self).version++;
   std::vector<Tensor> inputs{old_history};
   inputs.insert(inputs.end(), others.begin(), others.end());
   if (!begin_record(name, inputs, self)) return;
   append_entry(name, inputs, self, saved, std::move(backward));
-  self.impl().inplace_history++;  // views of self follow its new history
+  impl_of(self).inplace_history++;  // views of self follow its new history
 }
 
 // --- views whose base was written in place -------------------------------------------------------
@@ -331,7 +331,7 @@ void rebase_view_history(TensorImpl& view) {
   auto node = std::make_shared<Node>();
   node->name = "AsStridedBackward0";
   node->sequence = next_sequence++;
-  node->inputs.push_back(edge_to(Tensor(base)));
+  node->inputs.push_back(edge_to(tensor_of(base)));
   // d/dbase view: g added back at the positions the view reads
   node->backward = [g](const BackwardArgs& a) { return Grads{view_backward(a.grad_out, g)}; };
   attach(node, view);
@@ -356,11 +356,10 @@ void accumulate(Tensor& slot, const Tensor& g) {
 // fresh copy the first time (never an alias of another tensor's gradient).
 void accumulate_into_grad(TensorImpl& owner, const Tensor& g) {
   if (!owner.grad) {
-    owner.grad = g.to(owner.dtype).clone().impl_ptr();
+    owner.grad = impl_ptr_of(g.to(owner.dtype).clone());
     return;
   }
-  Tensor current(owner.grad);
-  current.add_(g);
+  tensor_of(owner.grad).add_(g);
 }
 
 void release(Node& node) {
@@ -438,7 +437,7 @@ void run_backward(const Tensor& root, const Tensor& grad_in, bool retain_graph) 
   }
   NoGradGuard no_grad;  // gradients are computed without recording
   if (root.is_leaf()) {
-    accumulate_into_grad(root.impl(), grad.detach());
+    accumulate_into_grad(impl_of(root), grad.detach());
     return;
   }
   const std::shared_ptr<Node> root_node = root.grad_fn();
@@ -513,7 +512,7 @@ std::string tape_str() {
        << std::setw(18) << ins << " -> out " << std::setw(10) << shape_str(n->out_sizes) << " keeps "
        << human_bytes(n->saved_bytes()) << "\n";
     for (const SavedTensor& s : n->saved)
-      if (s.data.defined() && seen.insert(s.data.storage().get()).second) total += s.data.storage()->nbytes;
+      if (s.data.defined() && seen.insert(&storage_of(s.data)).second) total += storage_of(s.data).nbytes;
   }
   os << "  total kept for backward: " << human_bytes(total) << "\n";
   return os.str();

@@ -1,6 +1,8 @@
 // autograd/tensor.cpp — storage, geometry, element access, conversions and in-place writes.
 #include "autograd/tensor.h"
 
+#include "autograd/internal.h"
+
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -68,19 +70,19 @@ Tensor make_empty(const Shape& shape, ScalarType dtype) {
   impl->strides = contiguous_strides(shape);
   impl->numel = shape_numel(shape);
   impl->storage = std::make_shared<Storage>(static_cast<size_t>(impl->numel) * element_size(dtype));
-  return Tensor(std::move(impl));
+  return tensor_of(std::move(impl));
 }
 
 Tensor make_view(const Tensor& t, const Shape& sizes, const Shape& strides, int64_t offset) {
   auto impl = std::make_shared<TensorImpl>();
-  impl->storage = t.storage();
+  impl->storage = impl_of(t).storage;
   impl->dtype = t.dtype();
   impl->sizes = sizes;
   impl->strides = strides;
   impl->offset = offset;
   impl->numel = shape_numel(sizes);
   impl->is_view = true;
-  return Tensor(std::move(impl));
+  return tensor_of(std::move(impl));
 }
 
 // --- what it is ----------------------------------------------------------------------------------
@@ -89,6 +91,23 @@ TensorImpl& Tensor::impl() const {
   if (!impl_) throw Error("tensor is undefined (default-constructed Tensor)");
   return *impl_;
 }
+
+TensorImpl& Tensor::autograd_impl() const {
+  TensorImpl& t = impl();
+  if (t.view_base && t.base_history != t.view_base->inplace_history) rebase_view_history(t);
+  return t;
+}
+
+ScalarType Tensor::dtype() const { return impl().dtype; }
+const Shape& Tensor::sizes() const { return impl().sizes; }
+const Shape& Tensor::strides() const { return impl().strides; }
+int64_t Tensor::numel() const { return impl().numel; }
+int64_t Tensor::storage_offset() const { return impl().offset; }
+bool Tensor::is_alias_of(const Tensor& other) const { return impl().storage == other.impl().storage; }
+uint64_t Tensor::_version() const { return impl().storage->version; }
+bool Tensor::requires_grad() const { return autograd_impl().requires_grad; }
+bool Tensor::is_leaf() const { return autograd_impl().grad_fn == nullptr; }
+const std::shared_ptr<Node>& Tensor::grad_fn() const { return autograd_impl().grad_fn; }
 
 int64_t Tensor::size(int64_t d) const { return sizes()[wrap_dim(d, dim(), "size")]; }
 int64_t Tensor::stride(int64_t d) const { return strides()[wrap_dim(d, dim(), "stride")]; }
@@ -145,7 +164,7 @@ void Tensor::set_grad(const Tensor& grad) const {
     throw Error(std::string("set_grad: gradient dtype ") + dtype_name(grad.dtype()) + " does not match tensor dtype " +
                 dtype_name(dtype()));
   }
-  impl().grad = grad.defined() ? grad.impl_ptr() : nullptr;
+  impl().grad = grad.defined() ? impl_ptr_of(grad) : nullptr;
 }
 
 void Tensor::zero_grad() const { impl().grad = nullptr; }
@@ -158,7 +177,7 @@ Tensor& Tensor::retain_grad() {
 
 Tensor Tensor::detach() const {
   Tensor out = make_view(*this, sizes(), strides(), storage_offset());
-  out.impl().is_view = impl().is_view;
+  impl_of(out).is_view = impl().is_view;
   return out;
 }
 
@@ -304,7 +323,7 @@ Tensor& Tensor::copy_(const Tensor& src) {
                 shape_str(sizes()));
   }
   Tensor old = begin_inplace(*this, {src}, "copy_");
-  if (src.storage() == storage()) {
+  if (src.is_alias_of(*this)) {
     copy_values(*this, src.clone().detach());  // overlapping memory: go through a copy
   } else {
     copy_values(*this, src);

@@ -1,11 +1,9 @@
 // autograd/tensor.h — tg::Tensor: a typed, strided view over shared storage, with a link to
 // the tape entry that produced it.
 //
-//   Storage     one heap buffer + a version counter (bumped by every in-place write, so the
-//               tape can tell when a tensor saved for backward was changed afterwards).
-//   TensorImpl  dtype, sizes, strides and offset (in elements) into a Storage, plus autograd
-//               state: requires_grad, the producing tape entry (grad_fn), the accumulated grad.
-//   Tensor      a cheap handle (shared_ptr) to a TensorImpl, as torch::Tensor is.
+//   Tensor      a cheap handle (shared_ptr) to a TensorImpl, as torch::Tensor is: copies share
+//               the same tensor. What it points to (TensorImpl: dtype, sizes, strides, offset
+//               into a Storage, autograd state) is internal, in autograd/internal.h.
 //
 // Views (view, transpose, select, narrow, expand, ...) make a new TensorImpl over the same
 // Storage, so writes through a view are seen by its base.
@@ -49,76 +47,41 @@ struct Scalar {
   Scalar(bool v) : value(v ? 1.0 : 0.0), integral(true) {}
 };
 
-struct Storage {
-  explicit Storage(size_t nbytes);
-  ~Storage();
-  Storage(const Storage&) = delete;
-  Storage& operator=(const Storage&) = delete;
-
-  void* data = nullptr;
-  size_t nbytes = 0;
-  uint64_t version = 0;  // bumped by every in-place write
-};
-
-struct TensorImpl : std::enable_shared_from_this<TensorImpl> {
-  std::shared_ptr<Storage> storage;
-  ScalarType dtype = kFloat32;
-  Shape sizes;
-  Shape strides;       // in elements
-  int64_t offset = 0;  // in elements
-  int64_t numel = 1;
-
-  // autograd
-  bool requires_grad = false;
-  bool retains_grad = false;         // keep .grad on a non-leaf (retain_grad())
-  bool is_view = false;              // shares storage with a tensor it was derived from
-  std::shared_ptr<Node> grad_fn;     // the tape entry that produced it; null for leaves
-  std::shared_ptr<TensorImpl> grad;  // accumulated gradient
-
-  // In-place writes and views. Each in-place write that is recorded bumps inplace_history.
-  // A view remembers the tensor it views (view_base: the root, never itself a view) and the
-  // base's inplace_history when the view's grad_fn was made; when the base is written in place
-  // later, the view's history is rebased on the base's new one the next time it is read.
-  uint64_t inplace_history = 0;
-  std::shared_ptr<TensorImpl> view_base;
-  uint64_t base_history = 0;
-};
-
-// Give a view whose base was written in place since its grad_fn was made the base's new
-// history (autograd/tape.cpp).
-void rebase_view_history(TensorImpl& view);
+// What a Tensor points to (Storage, TensorImpl) is internal: autograd/internal.h.
+struct TensorImpl;
+struct TensorAccess;
 
 class Tensor {
  public:
   Tensor() = default;  // undefined tensor
-  explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
 
   // --- what it is -------------------------------------------------------------------------
   bool defined() const { return impl_ != nullptr; }
-  ScalarType dtype() const { return impl().dtype; }
-  const Shape& sizes() const { return impl().sizes; }
-  const Shape& shape() const { return impl().sizes; }
-  const Shape& strides() const { return impl().strides; }
+  ScalarType dtype() const;
+  const Shape& sizes() const;
+  const Shape& shape() const { return sizes(); }
+  const Shape& strides() const;
   int64_t size(int64_t dim) const;
   int64_t stride(int64_t dim) const;
-  int64_t dim() const { return static_cast<int64_t>(impl().sizes.size()); }
-  int64_t numel() const { return impl().numel; }
-  int64_t storage_offset() const { return impl().offset; }
+  int64_t dim() const { return static_cast<int64_t>(sizes().size()); }
+  int64_t numel() const;
+  int64_t storage_offset() const;
   bool is_contiguous() const;
   bool is_floating_point() const { return is_floating(dtype()); }
   size_t nbytes() const { return static_cast<size_t>(numel()) * element_size(dtype()); }
   bool is_same(const Tensor& other) const { return impl_ == other.impl_; }
-  const std::shared_ptr<Storage>& storage() const { return impl().storage; }
+  bool is_alias_of(const Tensor& other) const;  // shares storage with other
+  uint64_t _version() const;  // the storage's count of in-place writes (as PyTorch's _version)
 
   // Typed pointer to element [0,...,0]; throws if T does not match the dtype.
   template <class T> T* data_ptr() const;
   void* raw_data() const;
 
   // --- autograd ---------------------------------------------------------------------------
-  bool requires_grad() const { return autograd_impl().requires_grad; }
+  bool requires_grad() const;
   Tensor& requires_grad_(bool requires_grad = true);
-  bool is_leaf() const { return autograd_impl().grad_fn == nullptr; }
-  const std::shared_ptr<Node>& grad_fn() const { return autograd_impl().grad_fn; }
+  bool is_leaf() const;
+  const std::shared_ptr<Node>& grad_fn() const;
   Tensor grad() const;                 // undefined until backward reached it
   void set_grad(const Tensor& grad) const;  // replace (or clear, with an undefined tensor)
   void zero_grad() const;                   // drop the accumulated gradient (as PyTorch's set_to_none)
@@ -198,17 +161,11 @@ class Tensor {
   Tensor sigmoid() const;
   Tensor relu() const;
 
-  // The TensorImpl; throws on an undefined tensor.
-  TensorImpl& impl() const;
-  // The TensorImpl with its autograd state up to date (a view follows its base's in-place writes).
-  TensorImpl& autograd_impl() const {
-    TensorImpl& t = impl();
-    if (t.view_base && t.base_history != t.view_base->inplace_history) rebase_view_history(t);
-    return t;
-  }
-  const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
-
  private:
+  friend struct TensorAccess;  // how the ops reach the storage (autograd/internal.h)
+  explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+  TensorImpl& impl() const;           // throws on an undefined tensor
+  TensorImpl& autograd_impl() const;  // with a view's history brought up to date
   std::shared_ptr<TensorImpl> impl_;
 };
 
@@ -216,15 +173,7 @@ class Tensor {
 std::ostream& operator<<(std::ostream& os, const Tensor& t);
 std::string repr(const Tensor& t);
 
-// --- internals shared by ops ------------------------------------------------------------------
-// A new contiguous tensor with uninitialised storage.
-Tensor make_empty(const Shape& shape, ScalarType dtype);
-// A new view over t's storage with the given geometry (autograd state is not copied).
-Tensor make_view(const Tensor& t, const Shape& sizes, const Shape& strides, int64_t offset);
-// Contiguous (row-major) strides for a shape.
-Shape contiguous_strides(const Shape& shape);
+// Number of elements of a shape.
 int64_t shape_numel(const Shape& shape);
-// Wrap a possibly negative dim into [0, ndim); throws "op: dim 3 out of range [-3, 2]".
-int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op);
 
 }  // namespace tg

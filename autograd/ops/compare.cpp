@@ -80,7 +80,7 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
                           if (pc[off[2] + i * st[2]]) o[off[0] + i] = pa[off[1] + i * st[1]];
                       });
     });
-    out.storage()->version = 0;
+    storage_of(out).version = 0;
   }
   record("WhereBackward0", {condition, a, b}, out, {condition}, [](const BackwardArgs& g) {
     const Tensor& c = g.saved[0];

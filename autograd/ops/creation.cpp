@@ -25,7 +25,7 @@ Tensor full(const Shape& shape, Scalar value, ScalarType dtype) {
   Tensor t = make_empty(shape, dtype);
   NoGradGuard no_grad;
   t.fill_(value);
-  t.storage()->version = 0;
+  storage_of(t).version = 0;
   return t;
 }
 
@@ -163,7 +163,7 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
       out.narrow(dim, offset, t.sizes()[dim]).copy_(t);
       offset += t.sizes()[dim];
     }
-    out.storage()->version = 0;
+    storage_of(out).version = 0;
   }
   std::vector<int64_t> lengths;
   for (const Tensor& t : tensors) lengths.push_back(t.sizes()[dim]);

@@ -11,7 +11,7 @@
 #include <string>
 #include <type_traits>
 
-#include "autograd/tensor.h"
+#include "autograd/internal.h"
 
 namespace tg {
 

@@ -71,8 +71,8 @@ bool is_dense(const Tensor& t) {
 Tensor empty_laid_out_like(const Tensor& t) {
   if (t.is_contiguous() || !is_dense(t)) return make_empty(t.sizes(), t.dtype());
   Tensor out = make_empty({t.numel()}, t.dtype());
-  out.impl().sizes = t.sizes();
-  out.impl().strides = t.strides();
+  impl_of(out).sizes = t.sizes();
+  impl_of(out).strides = t.strides();
   return out;
 }
 

@@ -81,9 +81,9 @@ template <class F>
 Tensor recorded_view(const Tensor& x, const Shape& sizes, const Shape& strides, int64_t offset, const char* name, F fn) {
   Tensor out = make_view(x, sizes, strides, offset);
   // remember the base, so the view follows in-place writes made to it later (tape.h)
-  const std::shared_ptr<TensorImpl>& base = x.impl().view_base ? x.impl().view_base : x.impl_ptr();
-  out.impl().view_base = base;
-  out.impl().base_history = base->inplace_history;
+  const std::shared_ptr<TensorImpl>& base = impl_of(x).view_base ? impl_of(x).view_base : impl_ptr_of(x);
+  impl_of(out).view_base = base;
+  impl_of(out).base_history = base->inplace_history;
   record(name, {x}, out, {}, [fn](const BackwardArgs& a) { return Grads{fn(a.grad_out)}; });
   return out;
 }

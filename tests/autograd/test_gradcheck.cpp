@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "autograd/gradcheck.h"
+#include "autograd/internal.h"  // contiguous_strides
 #include "autograd/ops.h"
 #include "autograd/tape.h"
 #include "test_util.h"

@@ -552,14 +552,14 @@ TEST(RandomOps, GetStateAndSetStateBytesRestoreTheDefaultGenerator) {
 
 TEST(RandomOps, InPlaceFillsBumpTheVersionAndFactoriesStartAtZero) {
   Tensor t = tg::rand({4});
-  EXPECT_EQ(t.storage()->version, 0u);
+  EXPECT_EQ(t._version(), 0u);
   t.uniform_();
   t.normal_();
   t.bernoulli_(0.5);
   t.exponential_();
   t.random_(0, 10);
-  EXPECT_EQ(t.storage()->version, 5u);
-  EXPECT_EQ(tg::randn({20}).storage()->version, 0u);
+  EXPECT_EQ(t._version(), 5u);
+  EXPECT_EQ(tg::randn({20})._version(), 0u);
 }
 
 TEST(RandomOps, InPlaceFillRefusesALeafThatRequiresGrad) {
@@ -572,7 +572,7 @@ TEST(RandomOps, InPlaceFillRefusesALeafThatRequiresGrad) {
     tg::NoGradGuard no_grad;
     w.normal_();  // allowed, as under torch.no_grad()
   }
-  EXPECT_EQ(w.storage()->version, 1u);
+  EXPECT_EQ(w._version(), 1u);
   EXPECT_TRUE(w.requires_grad());
 }
 
@@ -632,7 +632,7 @@ TEST(RandomOps, BadArgumentsAreRejectedWithTheOpAndValueBeforeAnyDraw) {
   // None of the rejected calls drew anything.
   Generator fresh(5);
   EXPECT_EQ(gen.random(), fresh.random());
-  EXPECT_EQ(f.storage()->version, 0u);
+  EXPECT_EQ(f._version(), 0u);
 }
 
 TEST(RandomOps, NullGeneratorMeansTheDefaultGenerator) {

@@ -43,7 +43,7 @@ TEST(Tensor, TransposeIsAViewThatSharesStorage) {
   EXPECT_EQ(t.sizes(), (Shape{3, 2}));
   EXPECT_EQ(t.strides(), (Shape{1, 3}));
   EXPECT_FALSE(t.is_contiguous());
-  EXPECT_EQ(t.storage(), x.storage());
+  EXPECT_TRUE(t.is_alias_of(x));
   EXPECT_EQ(t.at<int64_t>({2, 1}), 5);
 }
 
@@ -66,7 +66,7 @@ TEST(Tensor, ViewOfNonContiguousWorksWhenStridesAllowAndReshapeCopiesOtherwise) 
   Tensor x = tg::arange(0, 24).reshape({2, 3, 4});
   Tensor p = x.permute({1, 0, 2});           // (3,2,4), inner dim still contiguous
   Tensor v = p.view({3, 2, 2, 2});           // splitting the contiguous last dim is fine
-  EXPECT_EQ(v.storage(), x.storage());
+  EXPECT_TRUE(v.is_alias_of(x));
   EXPECT_EQ(v.at<int64_t>({2, 1, 1, 1}), x.at<int64_t>({1, 2, 3}));
   Tensor t = x.transpose(1, 2);              // (2,4,3)
   try {
@@ -76,7 +76,7 @@ TEST(Tensor, ViewOfNonContiguousWorksWhenStridesAllowAndReshapeCopiesOtherwise) 
     EXPECT_NE(std::string(e.what()).find("Use .reshape(...) instead"), std::string::npos) << e.what();
   }
   Tensor r = t.reshape({2, 12});
-  EXPECT_NE(r.storage(), x.storage());
+  EXPECT_FALSE(r.is_alias_of(x));
   EXPECT_EQ(r.at<int64_t>({0, 1}), 4);
 }
 
@@ -179,3 +179,12 @@ TEST(Tensor, PrintsInPyTorchFormat) {
 }
 
 }  // namespace
+
+// The public Tensor shows the API only: its TensorImpl, storage and raw constructor are internal
+// (autograd/internal.h), so a user cannot cut a tensor from the tape by accident.
+template <class T> concept ReachesImpl = requires(const T& t) { t.impl(); };
+template <class T> concept ReachesStorage = requires(const T& t) { t.storage(); };
+template <class T> concept BuiltFromPointer = requires(std::shared_ptr<tg::TensorImpl> p) { T(p); };
+static_assert(!ReachesImpl<tg::Tensor>);
+static_assert(!ReachesStorage<tg::Tensor>);
+static_assert(!BuiltFromPointer<tg::Tensor>);

@@ -52,7 +52,7 @@ TEST(Init, LinearWeightThenBiasMatchesTorchSeed0) {
   }
   EXPECT_TRUE(w.requires_grad());
   EXPECT_TRUE(w.is_leaf());
-  EXPECT_EQ(w.storage()->version, 1u);
+  EXPECT_EQ(w._version(), 1u);
   EXPECT_TRUE(tg::grad_mode_enabled()) << "the no-grad guard must not leak";
 }
 
@@ -119,7 +119,7 @@ TEST(Init, UniformAndNormalWorkOnParametersThatRequireGrad) {
   EXPECT_EQ(f32_bits(w), f32_bits(tg::empty({3, 3}).uniform_(-0.1, 0.35, &b)));
   init::normal_(w, 0.0, 0.02, &a);
   EXPECT_EQ(f32_bits(w), f32_bits(tg::empty({3, 3}).normal_(0.0, 0.02, &b)));
-  EXPECT_EQ(w.storage()->version, 2u);
+  EXPECT_EQ(w._version(), 2u);
   EXPECT_TRUE(w.grad_fn() == nullptr);
 }
 

@@ -1,0 +1,81 @@
+// autograd/internal.h — what a Tensor points to, and the plumbing the ops use to make and reach
+// tensors. Internal to tapegrad: a program using tapegrad needs only the public headers
+// (autograd/ops.h, tape.h, gradcheck.h, ...); an op written inside tapegrad includes this.
+//
+//   Storage     one heap buffer + a version counter (bumped by every in-place write, so the
+//               tape can tell when a tensor saved for backward was changed afterwards).
+//   TensorImpl  dtype, sizes, strides and offset (in elements) into a Storage, plus autograd
+//               state: requires_grad, the producing tape entry (grad_fn), the accumulated grad.
+//
+// Views (view, transpose, select, narrow, expand, ...) make a new TensorImpl over the same
+// Storage, so writes through a view are seen by its base.
+#pragma once
+#include <cstdint>
+#include <memory>
+
+#include "autograd/tensor.h"
+
+namespace tg {
+
+struct Storage {
+  explicit Storage(size_t nbytes);
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+
+  void* data = nullptr;
+  size_t nbytes = 0;
+  uint64_t version = 0;  // bumped by every in-place write
+};
+
+struct TensorImpl : std::enable_shared_from_this<TensorImpl> {
+  std::shared_ptr<Storage> storage;
+  ScalarType dtype = kFloat32;
+  Shape sizes;
+  Shape strides;       // in elements
+  int64_t offset = 0;  // in elements
+  int64_t numel = 1;
+
+  // autograd
+  bool requires_grad = false;
+  bool retains_grad = false;         // keep .grad on a non-leaf (retain_grad())
+  bool is_view = false;              // shares storage with a tensor it was derived from
+  std::shared_ptr<Node> grad_fn;     // the tape entry that produced it; null for leaves
+  std::shared_ptr<TensorImpl> grad;  // accumulated gradient
+
+  // In-place writes and views. Each in-place write that is recorded bumps inplace_history.
+  // A view remembers the tensor it views (view_base: the root, never itself a view) and the
+  // base's inplace_history when the view's grad_fn was made; when the base is written in place
+  // later, the view's history is rebased on the base's new one the next time it is read.
+  uint64_t inplace_history = 0;
+  std::shared_ptr<TensorImpl> view_base;
+  uint64_t base_history = 0;
+};
+
+// Give a view whose base was written in place since its grad_fn was made the base's new
+// history (autograd/tape.cpp).
+void rebase_view_history(TensorImpl& view);
+
+// The one door from a Tensor to its TensorImpl (Tensor keeps these private).
+struct TensorAccess {
+  static TensorImpl& impl(const Tensor& t) { return t.impl(); }
+  static TensorImpl& autograd_impl(const Tensor& t) { return t.autograd_impl(); }
+  static const std::shared_ptr<TensorImpl>& impl_ptr(const Tensor& t) { return t.impl_; }
+  static Tensor wrap(std::shared_ptr<TensorImpl> impl) { return Tensor(std::move(impl)); }
+};
+inline TensorImpl& impl_of(const Tensor& t) { return TensorAccess::impl(t); }
+inline const std::shared_ptr<TensorImpl>& impl_ptr_of(const Tensor& t) { return TensorAccess::impl_ptr(t); }
+inline Storage& storage_of(const Tensor& t) { return *TensorAccess::impl(t).storage; }
+inline Tensor tensor_of(std::shared_ptr<TensorImpl> impl) { return TensorAccess::wrap(std::move(impl)); }
+
+// A new contiguous tensor with uninitialised storage.
+Tensor make_empty(const Shape& shape, ScalarType dtype);
+// A new view over t's storage with the given geometry. Its autograd state is empty: the
+// result is cut from the tape (the view ops record themselves; this is their raw material).
+Tensor make_view(const Tensor& t, const Shape& sizes, const Shape& strides, int64_t offset);
+// Contiguous (row-major) strides for a shape.
+Shape contiguous_strides(const Shape& shape);
+// Wrap a possibly negative dim into [0, ndim); throws "op: dim 3 out of range [-3, 2]".
+int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op);
+
+}  // namespace tg
