@@ -327,13 +327,13 @@ void rebase_view_history(TensorImpl& view) {
                 shape_str(base->sizes) + ", strides " + shape_str(base->strides) +
                 ") was written in place, and tapegrad cannot follow a view of a base that is not dense");
   }
-  const ViewGeometry g{base->sizes, base->strides, base->offset, view.sizes, view.strides, view.offset};
+  const ViewGeometry geometry{base->sizes, base->strides, base->offset, view.sizes, view.strides, view.offset};
   auto node = std::make_shared<Node>();
   node->name = "AsStridedBackward0";
   node->sequence = next_sequence++;
   node->inputs.push_back(edge_to(tensor_of(base)));
   // d/dbase view: g added back at the positions the view reads
-  node->backward = [g](const BackwardArgs& a) { return Grads{view_backward(a.grad_out, g)}; };
+  node->backward = [geometry](const BackwardArgs& a) { return Grads{view_backward(a.grad_out, geometry)}; };
   attach(node, view);
 }
 
