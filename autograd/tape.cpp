@@ -228,48 +228,6 @@ void append_entry(const char* name, const std::vector<Tensor>& inputs, Tensor& o
   attach(node, impl_of(out));
 }
 
-// --- in-place writes -------------------------------------------------------------------------------
-
-Tensor begin_inplace(const Tensor& self, const std::vector<Tensor>& others, const char* op) {
-  for (int64_t d = 0; d < self.dim(); ++d) {
-    if (self.size(d) > 1 && self.stride(d) == 0) {
-      throw Error(std::string(op) + ": unsupported operation: more than one element of the written-to tensor "
-                  "refers to a single memory location (dim " + std::to_string(d) + " is expanded). Please "
-                  "clone() the tensor before performing the operation.");
-    }
-  }
-  if (grad_enabled) {
-    // A leaf that requires grad must not be overwritten: its value is what the gradient is for.
-    if (self.requires_grad() && self.is_leaf()) {
-      throw Error(std::string(op) + ": a leaf Variable that requires grad is being used in an in-place operation.");
-    }
-    bool any = self.requires_grad();
-    for (const Tensor& t : others) any = any || (t.defined() && t.requires_grad());
-    if (any && impl_of(self).is_view) {
-      throw Error(std::string(op) +
-                  ": in-place operation on a view of a tensor that takes part in autograd is not "
-                  "supported; write into the base tensor, or use the out-of-place op (e.g. masked_fill "
-                  "instead of masked_fill_)");
-    }
-  }
-  // A handle to self's history (grad_fn, requires_grad) as it is before the write.
-  auto old = std::make_shared<TensorImpl>(TensorAccess::autograd_impl(self));
-  old->grad = nullptr;
-  old->retains_grad = false;
-  old->view_base = nullptr;
-  return tensor_of(std::move(old));
-}
-
-void finish_inplace(Tensor& self, const Tensor& old_history, const std::vector<Tensor>& others,
-                    const char* name, const std::vector<Tensor>& saved, BackwardFn backward) {
-  storage_of(self).version++;
-  std::vector<Tensor> inputs{old_history};
-  inputs.insert(inputs.end(), others.begin(), others.end());
-  if (!begin_record(name, inputs, self)) return;
-  append_entry(name, inputs, self, saved, std::move(backward));
-  impl_of(self).inplace_history++;  // views of self follow its new history
-}
-
 // --- views whose base was written in place -------------------------------------------------------
 
 namespace {
@@ -316,7 +274,115 @@ bool is_dense(const TensorImpl& t) {
   return true;
 }
 
+// A zero gradient laid out as the base (dense, in the base's memory order).
+Tensor dense_like_base(const ViewGeometry& v, ScalarType dtype) {
+  Tensor flat = zeros({shape_numel(v.base_sizes)}, dtype);
+  return make_view(flat, v.base_sizes, v.base_strides, 0);
+}
+
+// The view's elements inside a tensor made by dense_like_base.
+Tensor region_of(const Tensor& dbase, const ViewGeometry& v) {
+  return make_view(dbase, v.sizes, v.strides, v.offset - v.base_offset);
+}
+
 }  // namespace
+
+// --- in-place writes -------------------------------------------------------------------------------
+
+namespace {
+
+// A handle to t's history (grad_fn, requires_grad) as it is now, before an in-place write.
+Tensor history_of(const Tensor& t) {
+  auto old = std::make_shared<TensorImpl>(TensorAccess::autograd_impl(t));
+  old->grad = nullptr;
+  old->retains_grad = false;
+  old->view_base = nullptr;
+  return tensor_of(std::move(old));
+}
+
+ViewGeometry geometry_of(const TensorImpl& view) {
+  const TensorImpl& base = *view.view_base;
+  return ViewGeometry{base.sizes, base.strides, base.offset, view.sizes, view.strides, view.offset};
+}
+
+// An in-place op on a view writes into its base: the base gets the new history
+//   base_new = base_old with the view's region replaced by op(region, others)
+// so d base_old = g outside the region and the op's gradient for self inside it, and each
+// other input gets the op's gradient for it, computed from g's region.
+void record_on_base(Tensor& view, const std::vector<Tensor>& others, const char* name,
+                    const std::vector<Tensor>& saved, BackwardFn op_backward) {
+  Tensor base = tensor_of(impl_of(view).view_base);
+  std::vector<Tensor> inputs{history_of(base)};
+  inputs.insert(inputs.end(), others.begin(), others.end());
+  const ViewGeometry geometry = geometry_of(impl_of(view));
+  auto copy_slices = [geometry, op_backward, name = std::string(name)](const BackwardArgs& a) {
+    Tensor dbase = dense_like_base(geometry, a.grad_out.dtype());
+    dbase.copy_(a.grad_out);
+    Tensor region = region_of(dbase, geometry);
+    const Tensor dregion = region.clone();
+    const SavedTensors& saved_list = a.saved;
+    Grads g = op_backward(BackwardArgs{dregion, saved_list, a.needs_grad});
+    if (g.size() != a.needs_grad.size()) throw Error("backward: " + name + " returned the wrong number of gradients");
+    if (g[0].defined()) region.copy_(sum_to(g[0], geometry.sizes));
+    else region.zero_();
+    g[0] = dbase;
+    return g;
+  };
+  append_entry("CopySlices", inputs, base, saved, copy_slices);
+  impl_of(base).inplace_history++;  // the view, and every other view of base, follow it
+}
+
+}  // namespace
+
+Tensor begin_inplace(const Tensor& self, const std::vector<Tensor>& others, const char* op) {
+  for (int64_t d = 0; d < self.dim(); ++d) {
+    if (self.size(d) > 1 && self.stride(d) == 0) {
+      throw Error(std::string(op) + ": unsupported operation: more than one element of the written-to tensor "
+                  "refers to a single memory location (dim " + std::to_string(d) + " is expanded). Please "
+                  "clone() the tensor before performing the operation.");
+    }
+  }
+  if (grad_enabled) {
+    // A leaf that requires grad must not be overwritten: its value is what the gradient is for.
+    if (self.requires_grad() && self.is_leaf()) {
+      throw Error(std::string(op) + ": a leaf Variable that requires grad is being used in an in-place operation.");
+    }
+    bool any = self.requires_grad();
+    for (const Tensor& t : others) any = any || (t.defined() && t.requires_grad());
+    const TensorImpl& s = impl_of(self);
+    if (any && s.is_view) {
+      if (!s.view_base) {
+        throw Error(std::string(op) + ": in-place operation on a tensor that shares memory with a tensor in autograd "
+                    "(a detached alias) is not supported; clone() it first");
+      }
+      if (s.view_base->requires_grad && !s.view_base->grad_fn) {
+        throw Error(std::string(op) + ": a view of a leaf Variable that requires grad is being used in an in-place "
+                    "operation.");
+      }
+      if (!is_dense(*s.view_base)) {
+        throw Error(std::string(op) + ": in-place operation on a view whose base (shape " + shape_str(s.view_base->sizes) +
+                    ", strides " + shape_str(s.view_base->strides) + ") is not dense is not supported; clone() it first");
+      }
+    }
+  }
+  return history_of(self);
+}
+
+void finish_inplace(Tensor& self, const Tensor& old_history, const std::vector<Tensor>& others,
+                    const char* name, const std::vector<Tensor>& saved, BackwardFn backward) {
+  storage_of(self).version++;
+  std::vector<Tensor> inputs{old_history};
+  inputs.insert(inputs.end(), others.begin(), others.end());
+  if (!begin_record(name, inputs, self)) return;
+  if (impl_of(self).view_base) {
+    record_on_base(self, others, name, saved, std::move(backward));
+    return;
+  }
+  append_entry(name, inputs, self, saved, std::move(backward));
+  impl_of(self).inplace_history++;  // views of self follow its new history
+}
+
+// --- views whose base was written in place: rebased on read -------------------------------------
 
 void rebase_view_history(TensorImpl& view) {
   const std::shared_ptr<TensorImpl> base = view.view_base;
