@@ -54,7 +54,7 @@ uint32_t get_u32(std::span<const uint8_t> in, size_t offset) {
 }
 
 [[noreturn]] void bad_state(const std::string& what) {
-  throw std::invalid_argument("Generator::set_state: " + what);
+  throw Error("Generator::set_state: " + what);
 }
 
 }  // namespace

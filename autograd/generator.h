@@ -17,6 +17,7 @@
 // assigning the copy back restores it. It is not thread-safe; share one across threads only
 // behind a lock.
 #pragma once
+#include "autograd/error.h"
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -59,7 +60,7 @@ class Generator {
   // normal_y holds the cached double normal; normal_x and normal_rho are written as 0.
   std::vector<uint8_t> get_state() const;
   // Load a state in the same layout (for example one saved by torch). Checks the size and
-  // every field, and throws std::invalid_argument naming the field and its value if one is
+  // every field, and throws tg::Error naming the field and its value if one is
   // wrong; on a throw the generator is left unchanged.
   void set_state(std::span<const uint8_t> bytes);
 

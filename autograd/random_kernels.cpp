@@ -32,7 +32,7 @@ std::string show(double v) {
   return std::string(buf, result.ptr);
 }
 
-[[noreturn]] void invalid(const std::string& message) { throw std::invalid_argument(message); }
+[[noreturn]] void invalid(const std::string& message) { throw Error(message); }
 
 }  // namespace
 

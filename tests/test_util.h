@@ -31,13 +31,13 @@ inline ::testing::AssertionResult has_part(const std::string& message, const std
                                        << "\n  lacks: " << part;
 }
 
-// Runs fn, which must throw std::invalid_argument whose message contains every one of parts.
+// Runs fn, which must throw a tg::Error whose message contains every one of parts.
 template <class Fn>
-void expect_invalid_argument(Fn fn, const std::vector<std::string>& parts) {
+void expect_error(Fn fn, const std::vector<std::string>& parts) {
   try {
     fn();
-    ADD_FAILURE() << "expected std::invalid_argument, nothing was thrown";
-  } catch (const std::invalid_argument& e) {
+    ADD_FAILURE() << "expected a tg::Error, nothing was thrown";
+  } catch (const tg::Error& e) {
     for (const std::string& part : parts) EXPECT_TRUE(has_part(e.what(), part));
   }
 }

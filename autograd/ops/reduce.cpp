@@ -192,7 +192,10 @@ void arg_extreme_kernel(int64_t* idx, T* values, const T* x, int64_t outer, int6
 ValuesIndices extreme_dim(const Tensor& x, int64_t dim, bool keepdim, bool want_max, const char* op) {
   check_defined(x, op, "input");
   dim = wrap_dim(dim, x.dim(), op);
-  if (x.numel() == 0) throw Error(std::string(op) + ": cannot reduce an empty tensor of shape " + shape_str(x.sizes()));
+  if (x.dim() > 0 && x.sizes()[dim] == 0) {  // another dim of size 0 is fine: the result is empty
+    throw Error(std::string(op) + "(): Expected reduction dim " + std::to_string(dim) +
+                " to have non-zero size (input shape " + shape_str(x.sizes()) + ").");
+  }
   const ReduceGeometry g = geometry(x, dim, keepdim);
   const Tensor xc = x.contiguous();
   ValuesIndices r{make_empty(g.out_shape, x.dtype()), make_empty(g.out_shape, kInt64)};
@@ -221,16 +224,19 @@ ValuesIndices extreme_dim(const Tensor& x, int64_t dim, bool keepdim, bool want_
 Tensor extreme_all(const Tensor& x, bool want_max, const char* op) {
   check_defined(x, op, "input");
   if (x.numel() == 0) {
-    throw Error(std::string(op) + ": operation does not have an identity; cannot reduce an empty tensor");
+    throw Error(std::string(op) + "(): Expected reduction dim to be specified for input.numel() == 0 (input shape " +
+                shape_str(x.sizes()) + "). Specify the reduction dim with the 'dim' argument.");
   }
   Tensor out;
   {
     NoGradGuard no_grad;
     out = extreme_dim(x.reshape({x.numel()}), 0, false, want_max, op).values;
   }
-  // d/dx max(x) = g split evenly among the elements equal to the maximum
+  // d/dx max(x) = g split evenly among the elements equal to the maximum (among the NaNs when
+  // the maximum is NaN: NaN != NaN, so they are found as the elements unequal to themselves)
   record(want_max ? "MaxBackward1" : "MinBackward1", {x}, out, {x, out}, [](const BackwardArgs& a) {
-    Tensor hit = eq(a.saved[0], a.saved[1]);
+    const Tensor& xs = a.saved[0];
+    Tensor hit = std::isnan(a.saved[1].item()) ? ne(xs, xs) : eq(xs, a.saved[1]);
     Tensor count = sum(hit);
     Tensor share = div(a.grad_out, count.to(a.grad_out.dtype()));
     return Grads{where(hit, share, zeros({}, a.grad_out.dtype()))};
@@ -252,6 +258,11 @@ Tensor argmax(const Tensor& x, int64_t dim, bool keepdim) {
 
 Tensor argmax(const Tensor& x) {
   NoGradGuard no_grad;
+  check_defined(x, "argmax", "input");
+  if (x.numel() == 0) {
+    throw Error("argmax(): Expected reduction dim to be specified for input.numel() == 0 (input shape " +
+                shape_str(x.sizes()) + ").");
+  }
   return extreme_dim(x.reshape({x.numel()}), 0, false, true, "argmax").indices;
 }
 
