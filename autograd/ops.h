@@ -138,6 +138,8 @@ Tensor sigmoid(const Tensor& x);
 Tensor relu(const Tensor& x);
 // approximate = "none" (exact, with erf) or "tanh"
 Tensor gelu(const Tensor& x, const std::string& approximate = "none");
+Tensor sin(const Tensor& x);
+Tensor cos(const Tensor& x);
 
 // --- comparisons, where, masked_fill (ops/compare.cpp); comparisons give bool ----------------
 Tensor eq(const Tensor& a, const Tensor& b);
@@ -167,6 +169,12 @@ Tensor operator>=(const Tensor& a, Scalar b);
 Tensor logical_not(const Tensor& a);
 Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b);
 Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value);
+Tensor isnan(const Tensor& x);     // bool
+Tensor isfinite(const Tensor& x);  // bool: neither inf nor NaN
+Tensor logical_and(const Tensor& a, const Tensor& b);  // bool; a number is true where nonzero
+Tensor logical_or(const Tensor& a, const Tensor& b);
+Tensor maximum(const Tensor& a, const Tensor& b);  // elementwise, broadcasting; NaN wins
+Tensor minimum(const Tensor& a, const Tensor& b);
 
 // --- reductions (ops/reduce.cpp) --------------------------------------------------------------
 Tensor sum(const Tensor& x);
@@ -185,8 +193,29 @@ ValuesIndices max(const Tensor& x, int64_t dim, bool keepdim = false);
 ValuesIndices min(const Tensor& x, int64_t dim, bool keepdim = false);
 Tensor argmax(const Tensor& x);  // index into the flattened tensor
 Tensor argmax(const Tensor& x, int64_t dim, bool keepdim = false);
+Tensor argmin(const Tensor& x);
+Tensor argmin(const Tensor& x, int64_t dim, bool keepdim = false);
 // Sum a (broadcast) gradient down to `shape` (the reverse of broadcasting).
 Tensor sum_to(const Tensor& x, const Shape& shape);
+
+// --- scans, sorting and indexing (ops/scan.cpp, sort.cpp, index.cpp) ---------------------------
+Tensor cumsum(const Tensor& x, int64_t dim);  // int and bool inputs give int64
+// Values and int64 indices along dim. NaN counts as the largest value; equal values keep
+// their order.
+ValuesIndices sort(const Tensor& x, int64_t dim = -1, bool descending = false);
+Tensor argsort(const Tensor& x, int64_t dim = -1, bool descending = false);
+ValuesIndices topk(const Tensor& x, int64_t k, int64_t dim = -1, bool largest = true, bool sorted = true);
+// out[i][j] = x[i][index[i][j]] for dim 1 (index: int64, as many dims as x).
+Tensor gather(const Tensor& x, int64_t dim, const Tensor& index);
+// A copy of x with src[i][j] added at x[i][index[i][j]] for dim 1.
+Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
+// The slices index[0], index[1], ... of x along dim (index: 1-d int64).
+Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index);
+// Views of x along dim: pieces of split_size (the last one smaller), of the given sizes, or
+// `chunks` pieces of ceil(size / chunks) (fewer when they run out), as PyTorch's.
+std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim = 0);
+std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int64_t dim = 0);
+std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim = 0);
 
 // --- linear algebra (ops/matmul.cpp), on BLIS ---------------------------------------------------
 Tensor matmul(const Tensor& a, const Tensor& b);

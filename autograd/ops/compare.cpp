@@ -2,6 +2,8 @@
 //
 //   where(c, a, b)         da = g where c, else 0;   db = g where !c, else 0
 //   masked_fill(x, m, v)   dx = g where !m, else 0
+//   maximum(a, b)          da = g where a > b, g/2 where a == b, else 0 (NaN: g to both)
+//   minimum(a, b)          da = g where a < b, g/2 where a == b, else 0
 #include <cmath>
 
 #include "autograd/ops.h"
@@ -127,5 +129,79 @@ bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool e
   }
   return true;
 }
+
+// --- NaN tests, logical and/or, elementwise maximum/minimum ---------------------------------------
+
+namespace {
+
+template <class F>
+Tensor test_each(const Tensor& x, const char* op, F f) {
+  check_defined(x, op, "input");
+  Tensor out = make_empty(x.sizes(), kBool);
+  visit_dtype(x.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    map_unary<bool, T>(out, x, [&](T v) { return f(v); });
+  });
+  return out;
+}
+
+template <class F>
+Tensor logical(const Tensor& a, const Tensor& b, const char* op, F f) {
+  check_defined(a, op, "input");
+  check_defined(b, op, "other");
+  // a number is true where it is nonzero
+  const Tensor ab = a.dtype() == kBool ? a : ne(a.detach(), scalar_like(0, a));
+  const Tensor bb = b.dtype() == kBool ? b : ne(b.detach(), scalar_like(0, b));
+  return elementwise_binary(ab, bb, kBool, true, op, f);
+}
+
+Tensor extreme_of_two(const Tensor& a, const Tensor& b, bool want_max, const char* op) {
+  const ScalarType dt = promote_types(a.dtype(), b.dtype());
+  Tensor out = elementwise_binary(a, b, dt, false, op, [want_max](auto x, auto y) {
+    using T = decltype(x);
+    if constexpr (std::is_floating_point_v<T>) {
+      if (std::isnan(x) || std::isnan(y)) return static_cast<T>(NAN);
+    }
+    return want_max ? (x > y ? x : y) : (x < y ? x : y);
+  });
+  // da = g where a wins, g/2 on a tie, 0 where it loses (and g where either is NaN)
+  record(want_max ? "MaximumBackward0" : "MinimumBackward0", {a, b}, out, {a, b}, [want_max](const BackwardArgs& g) {
+    const Tensor& x = g.saved[0];
+    const Tensor& y = g.saved[1];
+    Tensor shared = where(eq(x, y), div(g.grad_out, 2.0), g.grad_out);
+    Tensor a_loses = want_max ? lt(x, y) : gt(x, y);
+    Tensor b_loses = want_max ? gt(x, y) : lt(x, y);
+    return Grads{g.needs_grad[0] ? masked_fill(shared.expand(a_loses.sizes()), a_loses, 0.0) : Tensor(),
+                 g.needs_grad[1] ? masked_fill(shared.expand(b_loses.sizes()), b_loses, 0.0) : Tensor()};
+  });
+  return out;
+}
+
+}  // namespace
+
+Tensor isnan(const Tensor& x) {
+  return test_each(x, "isnan", [](auto v) {
+    if constexpr (std::is_floating_point_v<decltype(v)>) return std::isnan(v);
+    else return false;
+  });
+}
+
+Tensor isfinite(const Tensor& x) {
+  return test_each(x, "isfinite", [](auto v) {
+    if constexpr (std::is_floating_point_v<decltype(v)>) return std::isfinite(v);
+    else return true;
+  });
+}
+
+Tensor logical_and(const Tensor& a, const Tensor& b) {
+  return logical(a, b, "logical_and", [](auto x, auto y) { return x && y; });
+}
+
+Tensor logical_or(const Tensor& a, const Tensor& b) {
+  return logical(a, b, "logical_or", [](auto x, auto y) { return x || y; });
+}
+
+Tensor maximum(const Tensor& a, const Tensor& b) { return extreme_of_two(a, b, true, "maximum"); }
+Tensor minimum(const Tensor& a, const Tensor& b) { return extreme_of_two(a, b, false, "minimum"); }
 
 }  // namespace tg

@@ -251,6 +251,21 @@ ValuesIndices min(const Tensor& x, int64_t dim, bool keepdim) { return extreme_d
 Tensor max(const Tensor& x) { return extreme_all(x, true, "max"); }
 Tensor min(const Tensor& x) { return extreme_all(x, false, "min"); }
 
+Tensor argmin(const Tensor& x, int64_t dim, bool keepdim) {
+  NoGradGuard no_grad;
+  return extreme_dim(x, dim, keepdim, false, "argmin").indices;
+}
+
+Tensor argmin(const Tensor& x) {
+  NoGradGuard no_grad;
+  check_defined(x, "argmin", "input");
+  if (x.numel() == 0) {
+    throw Error("argmin(): Expected reduction dim to be specified for input.numel() == 0 (input shape " +
+                shape_str(x.sizes()) + ").");
+  }
+  return extreme_dim(x.reshape({x.numel()}), 0, false, false, "argmin").indices;
+}
+
 Tensor argmax(const Tensor& x, int64_t dim, bool keepdim) {
   NoGradGuard no_grad;
   return extreme_dim(x, dim, keepdim, true, "argmax").indices;

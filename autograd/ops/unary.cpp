@@ -5,6 +5,8 @@
 //   sqrt   y = sqrt(x)     dx = g / (2 y)
 //   abs    y = |x|         dx = g * sign(x)
 //   clamp  y = min(max(x, lo), hi)   dx = g where lo <= x <= hi, else 0
+//   sin    y = sin x       dx = g * cos x
+//   cos    y = cos x       dx = -g * sin x
 #include <cmath>
 
 #include "autograd/ops.h"
@@ -60,6 +62,18 @@ Tensor clamp(const Tensor& x, std::optional<double> lo, std::optional<double> hi
     });
     return Grads{mul(a.grad_out, inside)};
   });
+  return y;
+}
+
+Tensor sin(const Tensor& x) {
+  Tensor y = elementwise_unary(x, "sin", [](auto v) { return std::sin(v); });
+  record("SinBackward0", {x}, y, {x}, [](const BackwardArgs& a) { return Grads{mul(a.grad_out, cos(a.saved[0]))}; });
+  return y;
+}
+
+Tensor cos(const Tensor& x) {
+  Tensor y = elementwise_unary(x, "cos", [](auto v) { return std::cos(v); });
+  record("CosBackward0", {x}, y, {x}, [](const BackwardArgs& a) { return Grads{neg(mul(a.grad_out, sin(a.saved[0])))}; });
   return y;
 }
 

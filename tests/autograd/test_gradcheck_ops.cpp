@@ -223,10 +223,43 @@ std::vector<OpCheck> matmul_and_nn_checks() {
   };
 }
 
+// Scans, sorting, indexing and elementwise extremes (inputs from normal draws: no ties).
+std::vector<OpCheck> index_and_sort_checks() {
+  const int fuzz = 3;
+  return {
+      {"sin", [](X x) { return sin(x[0]); }, [] { return std::vector{in({3, 4}, 160)}; }, fuzz},
+      {"cos_transposed", [](X x) { return cos(x[0]); }, [] { return std::vector{in_transposed({3, 4}, 161)}; }},
+      {"maximum_broadcast", [](X x) { return maximum(x[0], x[1]); },
+       [] { return std::vector{in({3, 4}, 162), in({4}, 163)}; }, fuzz},
+      {"minimum_strided", [](X x) { return minimum(x[0], x[1]); },
+       [] { return std::vector{in_transposed({3, 3}, 164), in_sliced({3, 3}, 165)}; }},
+      {"cumsum_dim1", [](X x) { return cumsum(x[0], 1); }, [] { return std::vector{in({3, 5}, 166)}; }},
+      {"cumsum_dim0_transposed", [](X x) { return cumsum(x[0], 0); }, [] { return std::vector{in_transposed({4, 3}, 167)}; }},
+      {"sort_values", [](X x) { return sort(x[0], 1).values; }, [] { return std::vector{in({3, 6}, 168)}; }},
+      {"sort_descending_dim0", [](X x) { return sort(x[0], 0, true).values; }, [] { return std::vector{in_sliced({5, 2}, 169)}; }},
+      {"topk_largest", [](X x) { return topk(x[0], 3).values; }, [] { return std::vector{in({2, 7}, 170)}; }},
+      {"topk_smallest_dim0", [](X x) { return topk(x[0], 2, 0, false).values; }, [] { return std::vector{in({5, 3}, 171)}; }},
+      {"gather_repeats", [](X x) { return gather(x[0], 1, indices({0, 2, 2, 1, 0, 0}, {2, 3})); },
+       [] { return std::vector{in({2, 4}, 172)}; }},
+      {"scatter_add_both", [](X x) { return scatter_add(x[0], 0, indices({1, 1, 0, 2}, {2, 2}), x[1]); },
+       [] { return std::vector{in({3, 2}, 173), in({2, 2}, 174)}; }},
+      {"index_select_repeats", [](X x) { return index_select(x[0], 1, indices({2, 0, 2}, {3})); },
+       [] { return std::vector{in_transposed({3, 4}, 175)}; }},
+      {"split_weighted", [](X x) {
+         std::vector<Tensor> parts = split(x[0], 2, 1);
+         return cat({parts[0] * 1.0, parts[1] * 2.0, parts[2] * 3.0}, 1);
+       }, [] { return std::vector{in({2, 5}, 176)}; }},
+      {"chunk_weighted", [](X x) {
+         std::vector<Tensor> parts = chunk(x[0], 2, 0);
+         return cat({parts[0] * -1.0, parts[1] * 0.5}, 0);
+       }, [] { return std::vector{in({3, 2}, 177)}; }},
+  };
+}
+
 std::vector<OpCheck> all_checks() {
   std::vector<OpCheck> all;
   for (auto family : {creation_and_view_checks, arithmetic_checks, elementwise_checks, reduction_checks,
-                      matmul_and_nn_checks}) {
+                      matmul_and_nn_checks, index_and_sort_checks}) {
     for (OpCheck& c : family()) all.push_back(std::move(c));
   }
   return all;

@@ -137,6 +137,12 @@ using OpFn = std::function<Outputs(const Inputs& x, const json::Value& args)>;
 Outputs one(const Tensor& t) { return {t}; }
 
 Outputs values_and_indices(const ValuesIndices& r) { return {r.values, r.indices}; }
+// The pieces of a split, each times its position + 1, joined again (as the reference script).
+Tensor weighted_cat(const std::vector<Tensor>& parts, int64_t dim) {
+  std::vector<Tensor> weighted;
+  for (size_t i = 0; i < parts.size(); ++i) weighted.push_back(parts[i] * static_cast<double>(i + 1));
+  return cat(weighted, dim);
+}
 
 const std::map<std::string, OpFn>& op_table() {
   using A = const json::Value&;
@@ -232,6 +238,33 @@ const std::map<std::string, OpFn>& op_table() {
       {"log_softmax", [](X x, A a) { return one(log_softmax(x[0], arg_int(a, "dim"))); }},
       {"cross_entropy", [](X x, A) { return one(cross_entropy(x[0], x[1])); }},
       {"embedding", [](X x, A) { return one(embedding(x[0], x[1])); }},
+      // scans, sorting, indexing, NaN tests, elementwise extremes
+      {"sin", [](X x, A) { return one(sin(x[0])); }},
+      {"cos", [](X x, A) { return one(cos(x[0])); }},
+      {"isnan", [](X x, A) { return one(isnan(x[0])); }},
+      {"isfinite", [](X x, A) { return one(isfinite(x[0])); }},
+      {"logical_and", [](X x, A) { return one(logical_and(x[0], x[1])); }},
+      {"logical_or", [](X x, A) { return one(logical_or(x[0], x[1])); }},
+      {"maximum", [](X x, A) { return one(maximum(x[0], x[1])); }},
+      {"minimum", [](X x, A) { return one(minimum(x[0], x[1])); }},
+      {"argmin", [](X x, A) { return one(argmin(x[0])); }},
+      {"argmin_dim", [](X x, A a) { return one(argmin(x[0], arg_int(a, "dim"), arg_bool(a, "keepdim"))); }},
+      {"cumsum", [](X x, A a) { return one(cumsum(x[0], arg_int(a, "dim"))); }},
+      {"sort", [](X x, A a) { return values_and_indices(sort(x[0], arg_int(a, "dim"), arg_bool(a, "descending"))); }},
+      {"argsort", [](X x, A a) { return one(argsort(x[0], arg_int(a, "dim"), arg_bool(a, "descending"))); }},
+      {"topk", [](X x, A a) {
+         return values_and_indices(topk(x[0], arg_int(a, "k"), arg_int(a, "dim"), arg_bool(a, "largest")));
+       }},
+      {"gather", [](X x, A a) { return one(gather(x[0], arg_int(a, "dim"), x[1])); }},
+      {"scatter_add", [](X x, A a) { return one(scatter_add(x[0], arg_int(a, "dim"), x[1], x[2])); }},
+      {"index_select", [](X x, A a) { return one(index_select(x[0], arg_int(a, "dim"), x[1])); }},
+      {"split", [](X x, A a) { return one(weighted_cat(split(x[0], arg_int(a, "size"), arg_int(a, "dim")), arg_int(a, "dim"))); }},
+      {"split_sizes", [](X x, A a) {
+         const Shape sizes = arg_shape(a, "sizes");
+         return one(weighted_cat(split(x[0], std::vector<int64_t>(sizes.begin(), sizes.end()), arg_int(a, "dim")),
+                                 arg_int(a, "dim")));
+       }},
+      {"chunk", [](X x, A a) { return one(weighted_cat(chunk(x[0], arg_int(a, "chunks"), arg_int(a, "dim")), arg_int(a, "dim"))); }},
       {"layer_norm", [](X x, A a) {
          const Tensor weight = x.size() > 1 ? x[1] : Tensor();
          const Tensor bias = x.size() > 2 ? x[2] : Tensor();

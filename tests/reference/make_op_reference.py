@@ -441,6 +441,85 @@ def nn_cases():
                 {"normalized_shape": [8], "eps": 1e-5})
 
 
+# --- ops added for sampling and losses: scans, sorting, indexing, elementwise extremes ----------
+
+def added_cases():
+    i64 = torch.int64
+    u = lambda f: (lambda x, a: f(x[0]))
+    case("sin", "sin", u(torch.sin), [In([3, 4])])
+    case("cos_transposed", "cos", u(torch.cos), [In([3, 4], layout="transposed")])
+    both_dtypes("sin_cos_chain", "sin", u(torch.sin), lambda d: [In([5], dtype=d)])
+    nan, inf = float("nan"), float("inf")
+    special = [[1.0, nan, inf], [-inf, 0.0, -2.5]]
+    case("isnan", "isnan", u(torch.isnan), [In([2, 3], kind="given", values=special, grad=False)])
+    case("isfinite", "isfinite", u(torch.isfinite), [In([2, 3], kind="given", values=special, grad=False)])
+    case("isfinite_int64", "isfinite", u(torch.isfinite),
+         [In([3], kind="given", dtype=i64, values=[1, -5, 0], grad=False)])
+    lg = lambda f: (lambda x, a: f(x[0], x[1]))
+    case("logical_and_bool", "logical_and", lg(torch.logical_and), [In([3, 4], kind="mask", grad=False),
+                                                                   In([4], kind="mask", grad=False)])
+    case("logical_or_float_int", "logical_or", lg(torch.logical_or),
+         [In([2, 3], kind="rounded", grad=False), In([2, 1], kind="given", dtype=i64, values=[[0], [3]], grad=False)])
+    case("maximum_broadcast", "maximum", lg(torch.maximum), [In([3, 4]), In([4])])
+    case("minimum_broadcast", "minimum", lg(torch.minimum), [In([2, 1, 3]), In([4, 1])])
+    # ties share the gradient; NaN wins and both sides get it
+    case("maximum_ties_nan", "maximum", lg(torch.maximum),
+         [In([4], kind="given", values=[1.0, 2.0, nan, 0.5]), In([4], kind="given", values=[1.0, 3.0, 1.0, nan])])
+    case("minimum_ties_f64", "minimum", lg(torch.minimum),
+         [In([2, 3], kind="rounded", dtype=f64), In([2, 3], kind="rounded", dtype=f64)])
+    case("argmin_all", "argmin", lambda x, a: torch.argmin(x[0]), [In([3, 4], grad=False)])
+    case("argmin_dim1", "argmin_dim", lambda x, a: torch.argmin(x[0], a["dim"], keepdim=a["keepdim"]),
+         [In([3, 5], grad=False)], {"dim": 1, "keepdim": False})
+    cs = lambda x, a: torch.cumsum(x[0], a["dim"])
+    case("cumsum_dim1", "cumsum", cs, [In([3, 5])], {"dim": 1})
+    case("cumsum_dim0_transposed", "cumsum", cs, [In([4, 3], layout="transposed")], {"dim": 0})
+    case("cumsum_long_row", "cumsum", cs, [In([2, 300])], {"dim": -1})
+    both_dtypes("cumsum_3d", "cumsum", cs, lambda d: [In([2, 3, 4], dtype=d)], {"dim": 1})
+    case("cumsum_int64", "cumsum", cs, [In([5], kind="randint", high=9, grad=False)], {"dim": 0})
+    case("cumsum_bool", "cumsum", cs, [In([6], kind="mask", grad=False)], {"dim": 0})
+    so = lambda x, a: tuple(torch.sort(x[0], dim=a["dim"], descending=a["descending"], stable=True))
+    case("sort_last_dim", "sort", so, [In([3, 6])], {"dim": -1, "descending": False})
+    case("sort_dim0_descending", "sort", so, [In([5, 3])], {"dim": 0, "descending": True})
+    case("sort_ties_stable", "sort", so, [In([2, 8], kind="rounded")], {"dim": 1, "descending": False})
+    case("sort_ties_descending_f64", "sort", so, [In([2, 8], kind="rounded", dtype=f64)], {"dim": 1, "descending": True})
+    case("sort_nan", "sort", so, [In([6], kind="given", values=[0.5, nan, -1.0, nan, 2.0, 0.0])],
+         {"dim": 0, "descending": False})
+    case("sort_nan_descending", "sort", so, [In([6], kind="given", values=[0.5, nan, -1.0, inf, 2.0, -inf])],
+         {"dim": 0, "descending": True})
+    case("sort_transposed_3d", "sort", so, [In([2, 4, 3], layout="transposed")], {"dim": 1, "descending": False})
+    case("argsort", "argsort", lambda x, a: torch.argsort(x[0], a["dim"], descending=a["descending"]),
+         [In([4, 5], grad=False)], {"dim": 1, "descending": True})
+    tk = lambda x, a: tuple(torch.topk(x[0], a["k"], a["dim"], largest=a["largest"]))
+    case("topk_last_dim", "topk", tk, [In([3, 10])], {"k": 3, "dim": -1, "largest": True})
+    case("topk_smallest_dim0", "topk", tk, [In([6, 4])], {"k": 2, "dim": 0, "largest": False})
+    case("topk_all_f64", "topk", tk, [In([2, 5], dtype=f64)], {"k": 5, "dim": 1, "largest": True})
+    case("topk_nan_largest", "topk", tk, [In([5], kind="given", values=[0.5, nan, 3.0, -1.0, 2.0])],
+         {"k": 2, "dim": 0, "largest": True})
+    case("topk_vocab_row", "topk", tk, [In([2, 65])], {"k": 5, "dim": -1, "largest": True})
+    ga = lambda x, a: torch.gather(x[0], a["dim"], x[1])
+    case("gather_dim1", "gather", ga, [In([3, 5]), In([3, 4], kind="randint", high=5, grad=False)], {"dim": 1})
+    case("gather_dim0_repeats", "gather", ga,
+         [In([4, 3]), In([2, 3], kind="given", dtype=i64, values=[[0, 3, 3], [3, 3, 1]], grad=False)], {"dim": 0})
+    case("gather_smaller_index_f64", "gather", ga,
+         [In([3, 4, 2], dtype=f64), In([2, 2, 1], kind="randint", high=4, grad=False)], {"dim": 1})
+    sa = lambda x, a: torch.scatter_add(x[0], a["dim"], x[1], x[2])
+    case("scatter_add_dim1", "scatter_add", sa,
+         [In([3, 5]), In([3, 4], kind="randint", high=5, grad=False), In([3, 4])], {"dim": 1})
+    isel = lambda x, a: torch.index_select(x[0], a["dim"], x[1])
+    case("index_select_dim0", "index_select", isel,
+         [In([5, 3]), In([4], kind="given", dtype=i64, values=[4, 0, 4, 2], grad=False)], {"dim": 0})
+    case("index_select_dim1_transposed", "index_select", isel,
+         [In([3, 4], layout="transposed"), In([2], kind="given", dtype=i64, values=[3, 1], grad=False)], {"dim": 1})
+    # the pieces, each times its position + 1, joined again: each piece's gradient is its own
+    weighted = lambda parts, dim: torch.cat([p * (i + 1) for i, p in enumerate(parts)], dim)
+    case("split_size_uneven", "split", lambda x, a: weighted(torch.split(x[0], a["size"], a["dim"]), a["dim"]),
+         [In([7, 3])], {"size": 3, "dim": 0})
+    case("split_sizes", "split_sizes", lambda x, a: weighted(torch.split(x[0], a["sizes"], a["dim"]), a["dim"]),
+         [In([2, 6])], {"sizes": [1, 3, 2], "dim": 1})
+    case("chunk_fewer", "chunk", lambda x, a: weighted(torch.chunk(x[0], a["chunks"], a["dim"]), a["dim"]),
+         [In([5, 2])], {"chunks": 4, "dim": 0})
+
+
 def main():
     creation_cases()
     view_cases()
@@ -450,6 +529,7 @@ def main():
     reduce_cases()
     matmul_cases()
     nn_cases()
+    added_cases()
     here = os.path.dirname(os.path.abspath(__file__))
     path = os.path.join(here, "ops_torch.json")
     doc = {"generator": "tests/reference/make_op_reference.py", "torch_version": torch.__version__, "cases": CASES}
