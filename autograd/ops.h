@@ -186,7 +186,7 @@ Tensor var(const Tensor& x);  // over all elements, unbiased (N - 1)
 struct ValuesIndices {
   Tensor values;
   Tensor indices;  // int64
-};
+};  // (declared in tensor.h, which methods returning it need)
 Tensor max(const Tensor& x);
 Tensor min(const Tensor& x);
 ValuesIndices max(const Tensor& x, int64_t dim, bool keepdim = false);

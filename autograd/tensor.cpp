@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <ostream>
 #include <sstream>
 
 #include "autograd/ops.h"
@@ -34,6 +35,12 @@ std::string shape_str(const Shape& shape) {
     s += std::to_string(shape[i]);
   }
   return s + ")";
+}
+
+std::ostream& operator<<(std::ostream& os, const Shape& shape) {
+  os << "(";
+  for (size_t i = 0; i < shape.size(); ++i) os << (i ? ", " : "") << shape[i];
+  return os << (shape.size() == 1 ? ",)" : ")");
 }
 
 Shape contiguous_strides(const Shape& shape) {
@@ -363,6 +370,16 @@ Tensor& Tensor::add_(const Tensor& other, Scalar alpha) {
   return *this;
 }
 
+// -s, still integral if s was
+static Scalar negated(Scalar s) {
+  s.value = -s.value;
+  return s;
+}
+
+Tensor& Tensor::add_(Scalar other) { return add_(scalar_like(other, *this)); }
+Tensor& Tensor::sub_(const Tensor& other, Scalar alpha) { return add_(other, negated(alpha)); }
+Tensor& Tensor::sub_(Scalar other) { return add_(scalar_like(negated(other), *this)); }
+
 Tensor& Tensor::mul_(const Tensor& other) {
   Tensor product = tg::mul(detach(), other.detach());
   if (product.sizes() != sizes()) {
@@ -390,6 +407,29 @@ Tensor& Tensor::mul_(Scalar other) {
   // d/dself (self*s) = s
   finish_inplace(*this, old, {}, "MulBackward0", {}, [s](const BackwardArgs& a) {
     return Grads{tg::mul(a.grad_out, s)};
+  });
+  return *this;
+}
+
+Tensor& Tensor::div_(const Tensor& other) {
+  Tensor quotient = tg::div(detach(), other.detach());
+  if (quotient.sizes() != sizes()) {
+    throw Error("div_: result shape " + shape_str(quotient.sizes()) + " does not match the tensor's shape " +
+                shape_str(sizes()));
+  }
+  if (!is_floating(dtype())) {
+    throw Error(std::string("div_: result type float32 can't be cast to the desired output type ") + dtype_name(dtype()));
+  }
+  Tensor old = begin_inplace(*this, {other}, "div_");
+  const bool records = should_record({old, other});
+  const Tensor keep_other = records ? other : Tensor();
+  const Tensor keep_self = records && other.requires_grad() ? detach().clone() : Tensor();
+  copy_values(*this, quotient);
+  // d/dself (self/other) = 1/other, d/dother = -self/other^2 (self before the write)
+  finish_inplace(*this, old, {other}, "DivBackward0", {keep_self, keep_other}, [](const BackwardArgs& a) {
+    const Tensor& o = a.saved[1];
+    return Grads{a.needs_grad[0] ? tg::div(a.grad_out, o) : Tensor(),
+                 a.needs_grad[1] ? tg::neg(tg::div(tg::mul(a.grad_out, a.saved[0]), tg::mul(o, o))) : Tensor()};
   });
   return *this;
 }
@@ -429,5 +469,56 @@ Tensor Tensor::neg() const { return tg::neg(*this); }
 Tensor Tensor::tanh() const { return tg::tanh(*this); }
 Tensor Tensor::sigmoid() const { return tg::sigmoid(*this); }
 Tensor Tensor::relu() const { return tg::relu(*this); }
+Tensor Tensor::var() const { return tg::var(*this); }
+ValuesIndices Tensor::max(int64_t d, bool keepdim) const { return tg::max(*this, d, keepdim); }
+ValuesIndices Tensor::min(int64_t d, bool keepdim) const { return tg::min(*this, d, keepdim); }
+Tensor Tensor::argmin() const { return tg::argmin(*this); }
+Tensor Tensor::argmin(int64_t d, bool keepdim) const { return tg::argmin(*this, d, keepdim); }
+Tensor Tensor::cumsum(int64_t d) const { return tg::cumsum(*this, d); }
+ValuesIndices Tensor::sort(int64_t d, bool descending) const { return tg::sort(*this, d, descending); }
+ValuesIndices Tensor::topk(int64_t k, int64_t d, bool largest, bool sorted) const {
+  return tg::topk(*this, k, d, largest, sorted);
+}
+Tensor Tensor::gather(int64_t d, const Tensor& index) const { return tg::gather(*this, d, index); }
+Tensor Tensor::index_select(int64_t d, const Tensor& index) const { return tg::index_select(*this, d, index); }
+std::vector<Tensor> Tensor::split(int64_t size, int64_t d) const { return tg::split(*this, size, d); }
+std::vector<Tensor> Tensor::chunk(int64_t chunks, int64_t d) const { return tg::chunk(*this, chunks, d); }
+Tensor Tensor::tril(int64_t diagonal) const { return tg::tril(*this, diagonal); }
+Tensor Tensor::triu(int64_t diagonal) const { return tg::triu(*this, diagonal); }
+Tensor Tensor::add(const Tensor& o, Scalar alpha) const { return tg::add(*this, o, alpha); }
+Tensor Tensor::add(Scalar o) const { return tg::add(*this, o); }
+Tensor Tensor::sub(const Tensor& o, Scalar alpha) const { return tg::sub(*this, o, alpha); }
+Tensor Tensor::sub(Scalar o) const { return tg::sub(*this, o); }
+Tensor Tensor::mul(const Tensor& o) const { return tg::mul(*this, o); }
+Tensor Tensor::mul(Scalar o) const { return tg::mul(*this, o); }
+Tensor Tensor::div(const Tensor& o) const { return tg::div(*this, o); }
+Tensor Tensor::div(Scalar o) const { return tg::div(*this, o); }
+Tensor Tensor::maximum(const Tensor& o) const { return tg::maximum(*this, o); }
+Tensor Tensor::minimum(const Tensor& o) const { return tg::minimum(*this, o); }
+Tensor Tensor::eq(const Tensor& o) const { return tg::eq(*this, o); }
+Tensor Tensor::ne(const Tensor& o) const { return tg::ne(*this, o); }
+Tensor Tensor::lt(const Tensor& o) const { return tg::lt(*this, o); }
+Tensor Tensor::le(const Tensor& o) const { return tg::le(*this, o); }
+Tensor Tensor::gt(const Tensor& o) const { return tg::gt(*this, o); }
+Tensor Tensor::ge(const Tensor& o) const { return tg::ge(*this, o); }
+Tensor Tensor::eq(Scalar o) const { return tg::eq(*this, o); }
+Tensor Tensor::ne(Scalar o) const { return tg::ne(*this, o); }
+Tensor Tensor::lt(Scalar o) const { return tg::lt(*this, o); }
+Tensor Tensor::le(Scalar o) const { return tg::le(*this, o); }
+Tensor Tensor::gt(Scalar o) const { return tg::gt(*this, o); }
+Tensor Tensor::ge(Scalar o) const { return tg::ge(*this, o); }
+Tensor Tensor::logical_not() const { return tg::logical_not(*this); }
+Tensor Tensor::isnan() const { return tg::isnan(*this); }
+Tensor Tensor::isfinite() const { return tg::isfinite(*this); }
+Tensor Tensor::sin() const { return tg::sin(*this); }
+Tensor Tensor::cos() const { return tg::cos(*this); }
+Tensor Tensor::gelu(const std::string& approximate) const { return tg::gelu(*this, approximate); }
+Tensor Tensor::clamp(std::optional<double> lo, std::optional<double> hi) const { return tg::clamp(*this, lo, hi); }
+Tensor Tensor::clamp_min(double lo) const { return tg::clamp(*this, lo, std::nullopt); }
+Tensor Tensor::clamp_max(double hi) const { return tg::clamp(*this, std::nullopt, hi); }
+Tensor Tensor::to_float() const { return to(kFloat32); }
+Tensor Tensor::to_double() const { return to(kFloat64); }
+Tensor Tensor::to_long() const { return to(kInt64); }
+Tensor Tensor::to_bool() const { return to(kBool); }
 
 }  // namespace tg

@@ -22,7 +22,16 @@
 
 namespace tg {
 
-using Shape = std::vector<int64_t>;
+// Sizes (or strides) of a tensor, one per dim: a std::vector<int64_t> under its own name, so
+// the API can change what it is (a small vector, say) without changing how it is used.
+struct Shape : std::vector<int64_t> {
+  using std::vector<int64_t>::vector;
+  Shape() = default;
+  Shape(const std::vector<int64_t>& v) : std::vector<int64_t>(v) {}
+  Shape(std::vector<int64_t>&& v) : std::vector<int64_t>(std::move(v)) {}
+};
+// Prints "(2, 3)", "(5,)" or "()" — as Python prints torch.Size's tuple.
+std::ostream& operator<<(std::ostream& os, const Shape& shape);
 
 class Node;  // a tape entry (autograd/tape.h)
 class Generator;
@@ -46,6 +55,7 @@ struct Scalar {
 // What a Tensor points to (Storage, TensorImpl) is internal: autograd/internal.h.
 struct TensorImpl;
 struct TensorAccess;
+struct ValuesIndices;  // max(dim), min(dim), sort, topk: values and int64 indices
 
 class Tensor {
  public:
@@ -122,11 +132,23 @@ class Tensor {
   Tensor& zero_() { return fill_(0.0); }
   Tensor& copy_(const Tensor& src);  // src broadcast to this tensor's shape
   Tensor& masked_fill_(const Tensor& mask, Scalar value);
-  Tensor& add_(const Tensor& other, Scalar alpha = 1.0);
-  Tensor& sub_(const Tensor& other) { return add_(other, -1.0); }
+  Tensor& add_(const Tensor& other, Scalar alpha = 1);
+  Tensor& add_(Scalar other);
+  Tensor& sub_(const Tensor& other, Scalar alpha = 1);
+  Tensor& sub_(Scalar other);
   Tensor& mul_(const Tensor& other);
   Tensor& mul_(Scalar other);
+  Tensor& div_(const Tensor& other);
   Tensor& div_(Scalar other);
+  // x += y etc. write into x, as add_ (under NoGradGuard for a parameter update: w -= lr * g)
+  Tensor& operator+=(const Tensor& other) { return add_(other); }
+  Tensor& operator-=(const Tensor& other) { return sub_(other); }
+  Tensor& operator*=(const Tensor& other) { return mul_(other); }
+  Tensor& operator/=(const Tensor& other) { return div_(other); }
+  Tensor& operator+=(Scalar other) { return add_(other); }
+  Tensor& operator-=(Scalar other) { return sub_(other); }
+  Tensor& operator*=(Scalar other) { return mul_(other); }
+  Tensor& operator/=(Scalar other) { return div_(other); }
   Tensor& uniform_(double from = 0.0, double to = 1.0, Generator* gen = nullptr);
   Tensor& normal_(double mean = 0.0, double std = 1.0, Generator* gen = nullptr);
   Tensor& bernoulli_(double p, Generator* gen = nullptr);
@@ -143,19 +165,69 @@ class Tensor {
   Tensor mean() const;
   Tensor mean(int64_t dim, bool keepdim = false) const;
   Tensor var(int64_t dim, bool unbiased = true, bool keepdim = false) const;
+  Tensor var() const;
   Tensor max() const;
   Tensor min() const;
+  ValuesIndices max(int64_t dim, bool keepdim = false) const;
+  ValuesIndices min(int64_t dim, bool keepdim = false) const;
   Tensor argmax() const;
   Tensor argmax(int64_t dim, bool keepdim = false) const;
+  Tensor argmin() const;
+  Tensor argmin(int64_t dim, bool keepdim = false) const;
+  Tensor cumsum(int64_t dim) const;
+  ValuesIndices sort(int64_t dim = -1, bool descending = false) const;
+  ValuesIndices topk(int64_t k, int64_t dim = -1, bool largest = true, bool sorted = true) const;
+  Tensor gather(int64_t dim, const Tensor& index) const;
+  Tensor index_select(int64_t dim, const Tensor& index) const;
+  std::vector<Tensor> split(int64_t split_size, int64_t dim = 0) const;
+  std::vector<Tensor> chunk(int64_t chunks, int64_t dim = 0) const;
+  Tensor tril(int64_t diagonal = 0) const;
+  Tensor triu(int64_t diagonal = 0) const;
+  Tensor add(const Tensor& other, Scalar alpha = 1) const;
+  Tensor add(Scalar other) const;
+  Tensor sub(const Tensor& other, Scalar alpha = 1) const;
+  Tensor sub(Scalar other) const;
+  Tensor mul(const Tensor& other) const;
+  Tensor mul(Scalar other) const;
+  Tensor div(const Tensor& other) const;
+  Tensor div(Scalar other) const;
+  Tensor maximum(const Tensor& other) const;
+  Tensor minimum(const Tensor& other) const;
+  Tensor eq(const Tensor& other) const;
+  Tensor ne(const Tensor& other) const;
+  Tensor lt(const Tensor& other) const;
+  Tensor le(const Tensor& other) const;
+  Tensor gt(const Tensor& other) const;
+  Tensor ge(const Tensor& other) const;
+  Tensor eq(Scalar other) const;
+  Tensor ne(Scalar other) const;
+  Tensor lt(Scalar other) const;
+  Tensor le(Scalar other) const;
+  Tensor gt(Scalar other) const;
+  Tensor ge(Scalar other) const;
+  Tensor logical_not() const;
+  Tensor isnan() const;
+  Tensor isfinite() const;
   Tensor exp() const;
   Tensor log() const;
   Tensor sqrt() const;
+  Tensor sin() const;
+  Tensor cos() const;
   Tensor pow(Scalar exponent) const;
   Tensor abs() const;
   Tensor neg() const;
   Tensor tanh() const;
   Tensor sigmoid() const;
   Tensor relu() const;
+  Tensor gelu(const std::string& approximate = "none") const;
+  Tensor clamp(std::optional<double> min, std::optional<double> max) const;
+  Tensor clamp_min(double min) const;
+  Tensor clamp_max(double max) const;
+  // dtype conversions: x.float() in PyTorch; float, double, long and bool are C++ keywords.
+  Tensor to_float() const;   // float32
+  Tensor to_double() const;  // float64
+  Tensor to_long() const;    // int64
+  Tensor to_bool() const;
 
  private:
   friend struct TensorAccess;  // how the ops reach the storage (autograd/internal.h)
