@@ -38,9 +38,9 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim = 0);
 Tensor from_vector(const std::vector<double>& values, const Shape& shape, ScalarType dtype = kFloat32);
 Tensor from_vector(const std::vector<int64_t>& values, const Shape& shape, ScalarType dtype = kInt64);
 
-// tensor({...}) from nested initializer lists, as torch.tensor: float values give float32,
-// integers give int64, bools give bool (or the dtype you pass). All numbers of one list share
-// one C++ type: write {1.0, 0.5}, not {1, 0.5}, and a double infinity as tg::kInf.
+// tensor({...}) from nested initializer lists (1-d to 3-d), as torch.tensor: float values give
+// float32, integers give int64, bools give bool (or the dtype you pass). Mixed numbers promote
+// as in torch.tensor ({1, 0.5} is float32), and tensor({}) is an empty float32 tensor.
 namespace detail {
 template <class T> constexpr ScalarType default_dtype_for() {
   if constexpr (std::is_same_v<T, bool>) return kBool;
@@ -87,6 +87,61 @@ Tensor tensor(std::initializer_list<std::initializer_list<std::initializer_list<
   }
   return detail::tensor_from(flat, {static_cast<int64_t>(v.size()), static_cast<int64_t>(rows),
                                     static_cast<int64_t>(cols)}, dtype);
+}
+
+// Mixed literals ({1, 0.5}, {0.5, NAN}) and the empty list. A list whose numbers all have one
+// C++ type takes the templates above; the rest come here. (These are templates with a
+// non-deduced parameter so that the non-template empty-list overload wins for tensor({}).)
+namespace detail {
+struct Number {  // one literal, remembering whether it was a bool, an integer or a float
+  enum Kind { Bool, Integer, Floating } kind;
+  int64_t integer = 0;
+  double real = 0;
+  Number(bool v) : kind(Bool), integer(v), real(v) {}
+  Number(int v) : kind(Integer), integer(v), real(v) {}
+  Number(long v) : kind(Integer), integer(v), real(static_cast<double>(v)) {}
+  Number(long long v) : kind(Integer), integer(v), real(static_cast<double>(v)) {}
+  Number(float v) : kind(Floating), real(v) {}
+  Number(double v) : kind(Floating), real(v) {}
+};
+struct NoValues {};
+Tensor tensor_from_numbers(const std::vector<Number>& flat, const Shape& shape, std::optional<ScalarType> dtype);
+}  // namespace detail
+
+template <class N = detail::Number>
+Tensor tensor(std::initializer_list<std::type_identity_t<N>> v, std::optional<ScalarType> dtype = std::nullopt) {
+  return detail::tensor_from_numbers(std::vector<detail::Number>(v), {static_cast<int64_t>(v.size())}, dtype);
+}
+template <class N = detail::Number>
+Tensor tensor(std::initializer_list<std::initializer_list<std::type_identity_t<N>>> v,
+              std::optional<ScalarType> dtype = std::nullopt) {
+  std::vector<detail::Number> flat;
+  const size_t cols = v.size() ? v.begin()->size() : 0;
+  for (const auto& row : v) {
+    detail::check_ragged("row", row.size(), cols);
+    flat.insert(flat.end(), row.begin(), row.end());
+  }
+  return detail::tensor_from_numbers(flat, {static_cast<int64_t>(v.size()), static_cast<int64_t>(cols)}, dtype);
+}
+template <class N = detail::Number>
+Tensor tensor(std::initializer_list<std::initializer_list<std::initializer_list<std::type_identity_t<N>>>> v,
+              std::optional<ScalarType> dtype = std::nullopt) {
+  std::vector<detail::Number> flat;
+  const size_t rows = v.size() ? v.begin()->size() : 0;
+  const size_t cols = rows ? v.begin()->begin()->size() : 0;
+  for (const auto& block : v) {
+    detail::check_ragged("block", block.size(), rows);
+    for (const auto& row : block) {
+      detail::check_ragged("row", row.size(), cols);
+      flat.insert(flat.end(), row.begin(), row.end());
+    }
+  }
+  return detail::tensor_from_numbers(flat, {static_cast<int64_t>(v.size()), static_cast<int64_t>(rows),
+                                            static_cast<int64_t>(cols)}, dtype);
+}
+// tensor({}): an empty tensor of shape (0), float32 unless told.
+inline Tensor tensor(std::initializer_list<detail::NoValues>, ScalarType dtype = kFloat32) {
+  return from_vector(std::vector<double>{}, Shape{0}, dtype);
 }
 
 // --- random (ops/random.cpp); bit-identical to PyTorch's CPU generator ------------------------

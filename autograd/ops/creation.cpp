@@ -17,6 +17,20 @@ void check_ragged(const char* what, size_t got, size_t expected) {
                 " but got " + std::to_string(got) + " (nested lists must be rectangular)");
   }
 }
+Tensor tensor_from_numbers(const std::vector<Number>& flat, const Shape& shape, std::optional<ScalarType> dtype) {
+  Number::Kind widest = Number::Bool;
+  for (const Number& n : flat) widest = std::max(widest, n.kind);
+  const ScalarType inferred = widest == Number::Floating ? kFloat32 : widest == Number::Integer ? kInt64 : kBool;
+  const ScalarType target = dtype.value_or(inferred);
+  if (widest == Number::Floating || is_floating(target)) {
+    std::vector<double> values;
+    for (const Number& n : flat) values.push_back(n.real);
+    return from_vector(values, shape, target);
+  }
+  std::vector<int64_t> values;  // integers stay exact past 2^53
+  for (const Number& n : flat) values.push_back(n.integer);
+  return from_vector(values, shape, target);
+}
 }  // namespace detail
 
 Tensor empty(const Shape& shape, ScalarType dtype) { return make_empty(shape, dtype); }

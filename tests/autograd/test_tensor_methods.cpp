@@ -2,6 +2,7 @@
 // how a shape prints.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <sstream>
 
 #include "autograd/gradcheck.h"
@@ -113,6 +114,43 @@ TEST(ShapePrinting, PrintsLikeATuple) {
   EXPECT_EQ(os.str(), "(2, 3) (5,) ()");
   const Shape s = std::vector<int64_t>{4, 1};
   EXPECT_EQ(s, (Shape{4, 1}));
+}
+
+}  // namespace
+}  // namespace tg
+
+namespace tg {
+namespace {
+
+// torch.tensor([1, 0.5]) is float32; torch.tensor([True, 2]) int64; torch.tensor([]) float32 (0,).
+TEST(TensorLiterals, MixedNumbersPromoteAsTorchTensor) {
+  Tensor a = tensor({1, 0.5});
+  EXPECT_EQ(a.dtype(), kFloat32);
+  EXPECT_EQ(a.tolist<double>(), (std::vector<double>{1, 0.5}));
+  Tensor b = tensor({0.5, NAN});
+  EXPECT_EQ(b.dtype(), kFloat32);
+  EXPECT_TRUE(std::isnan(b.tolist<double>()[1]));
+  Tensor c = tensor({true, 2});
+  EXPECT_EQ(c.dtype(), kInt64);
+  EXPECT_EQ(c.tolist<int64_t>(), (std::vector<int64_t>{1, 2}));
+  Tensor d = tensor({{1, 0.5}, {2, 3}});
+  EXPECT_EQ(d.sizes(), (Shape{2, 2}));
+  EXPECT_EQ(d.dtype(), kFloat32);
+  EXPECT_EQ(tensor({{{1, 2.5f}}}).sizes(), (Shape{1, 1, 2}));
+  EXPECT_EQ(tensor({1, 0.5}, kFloat64).dtype(), kFloat64);
+  EXPECT_EQ(tensor({(1LL << 60) + 1, 1}).tolist<int64_t>()[0], (1LL << 60) + 1);  // exact past 2^53
+  EXPECT_EQ(tensor({true, 7LL}).tolist<int64_t>()[1], 7);
+}
+
+TEST(TensorLiterals, EmptyAndSingleElementLists) {
+  Tensor e = tensor({});
+  EXPECT_EQ(e.sizes(), (Shape{0}));
+  EXPECT_EQ(e.dtype(), kFloat32);
+  EXPECT_EQ(tensor({}, kInt64).dtype(), kInt64);
+  EXPECT_EQ(tensor({{1}}).sizes(), (Shape{1, 1}));
+  EXPECT_EQ(tensor({{{1.0}}}).sizes(), (Shape{1, 1, 1}));
+  EXPECT_EQ(tensor({2.0}).sizes(), (Shape{1}));
+  EXPECT_TRUE(test::has_part(test::error_of([] { tensor({{1, 0.5}, {2}}); }), "tensor: expected sequence of length 2"));
 }
 
 }  // namespace
