@@ -37,6 +37,8 @@ Tensor sigmoid(const Tensor& x) {
 }
 
 Tensor relu(const Tensor& x) {
+  check_defined(x, "relu", "input");
+  if (x.dtype() == kInt64) return integer_unary(x, [](int64_t v) { return v > 0 ? v : int64_t{0}; });
   Tensor y = elementwise_unary(x, "relu", [](auto v) {
     using T = decltype(v);
     return v > T(0) ? v : (std::isnan(v) ? v : T(0));

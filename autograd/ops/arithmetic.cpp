@@ -156,8 +156,18 @@ Tensor rdiv(const Tensor& a, Scalar b) {
 }
 
 Tensor pow(const Tensor& a, Scalar exponent) {
-  check_floating(a, "pow");
+  check_defined(a, "pow", "input");
   const double e = exponent.value;
+  if (a.dtype() == kInt64 && exponent.integral) {  // int64 ** int stays int64, as PyTorch's
+    if (e < 0) throw Error("pow: integers to negative integer powers are not allowed (exponent " + std::to_string(e) + ")");
+    const uint64_t n = static_cast<uint64_t>(e);
+    return integer_unary(a, [n](int64_t v) {
+      uint64_t result = 1, base = static_cast<uint64_t>(v);  // wraps on overflow, without UB
+      for (uint64_t k = n; k > 0; k >>= 1, base *= base)
+        if (k & 1) result *= base;
+      return static_cast<int64_t>(result);
+    });
+  }
   Tensor out = elementwise_unary(a, "pow", [e](auto v) {
     using T = decltype(v);
     if (e == 2.0) return static_cast<T>(v * v);

@@ -186,15 +186,26 @@ Tensor elementwise_binary(const Tensor& a, const Tensor& b, ScalarType compute, 
   return out;
 }
 
-// out = f(x) elementwise in x's floating dtype. f is a generic lambda (auto v).
+// out = f(x) elementwise in x's floating dtype. f is a generic lambda (auto v). An integer or
+// bool x is first converted to float32, as PyTorch promotes it for exp, log, sin, ...
 template <class F>
-Tensor elementwise_unary(const Tensor& x, const char* op, F f) {
-  check_floating(x, op);
+Tensor elementwise_unary(const Tensor& x_in, const char* op, F f) {
+  check_defined(x_in, op, "input");
+  const Tensor x = is_floating(x_in.dtype()) ? x_in : x_in.to(kFloat32);
   Tensor out = make_empty(x.sizes(), x.dtype());
   visit_floating(x.dtype(), op, [&](auto tag) {
     using T = typename decltype(tag)::type;
     map_unary<T, T>(out, x, [&](T v) { return static_cast<T>(f(v)); });
   });
+  return out;
+}
+
+// out = f(x) elementwise for an int64 x, kept int64 (abs, relu, clamp, pow of integers, as
+// PyTorch's). f is a generic lambda (int64_t v).
+template <class F>
+Tensor integer_unary(const Tensor& x, F f) {
+  Tensor out = make_empty(x.sizes(), kInt64);
+  map_unary<int64_t, int64_t>(out, x, [&](int64_t v) { return static_cast<int64_t>(f(v)); });
   return out;
 }
 

@@ -48,9 +48,11 @@ void check_operands(const Tensor& a, const Tensor& b) {
     throw Error("matmul: both arguments to matmul need to be at least 1D, but they are " + std::to_string(a.dim()) +
                 "D and " + std::to_string(b.dim()) + "D");
   }
-  check_floating(a, "matmul");
-  check_floating(b, "matmul");
-  check_same_dtype(a, b, "matmul");
+  if (a.dtype() != b.dtype()) {
+    throw Error(std::string("matmul: expected both operands to have the same dtype, got ") + dtype_name(a.dtype()) +
+                " and " + dtype_name(b.dtype()) + "; convert one of them, e.g. with .to_float()");
+  }
+  if (a.dtype() == kBool) throw Error("matmul: not supported for bool tensors; convert them, e.g. with .to_float()");
 }
 
 // The inner dims must agree; the messages are PyTorch's for each case.
@@ -345,6 +347,7 @@ const GemmCall& last_gemm_call() { return last_call; }
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
   check_operands(a, b);
+  if (a.dtype() == kInt64) return matmul_naive(a, b);  // BLIS has no integer gemm; no gradient either
   const MatmulShapes s = matmul_shapes(a, b);
   Tensor out = make_empty(s.out, a.dtype());
   visit_floating(a.dtype(), "matmul", [&](auto tag) {
@@ -376,13 +379,15 @@ Tensor matmul_naive(const Tensor& a, const Tensor& b) {
   const Tensor be = make_view(bm, full_b, broadcast_strides(bm, full_b), bm.storage_offset()).contiguous();
   Tensor out = make_empty(s.out, a.dtype());
   const int64_t batches = shape_numel(s.batch);
-  visit_floating(a.dtype(), "matmul", [&](auto tag) {
+  auto run = [&](auto tag) {
     using T = typename decltype(tag)::type;
     for (int64_t i = 0; i < batches; ++i) {
       matmul_naive_kernel(out.data_ptr<T>() + i * s.M * s.N, ae.data_ptr<T>() + i * s.M * s.K,
                           be.data_ptr<T>() + i * s.K * s.N, s.M, s.N, s.K);
     }
-  });
+  };
+  if (a.dtype() == kInt64) run(TypeTag<int64_t>{});
+  else visit_floating(a.dtype(), "matmul", run);
   return out;
 }
 

@@ -5,6 +5,7 @@
 // double. Slow on purpose; it shares nothing with the BLIS path but the shape rules.
 #pragma once
 #include <cstdint>
+#include <type_traits>
 
 #include "autograd/tensor.h"
 
@@ -15,9 +16,16 @@ template <class T>
 void matmul_naive_kernel(T* out, const T* a, const T* b, int64_t M, int64_t N, int64_t K) {
   for (int64_t m = 0; m < M; ++m) {
     for (int64_t n = 0; n < N; ++n) {
-      double acc = 0.0;
-      for (int64_t k = 0; k < K; ++k) acc += static_cast<double>(a[m * K + k]) * static_cast<double>(b[k * N + n]);
-      out[m * N + n] = static_cast<T>(acc);
+      if constexpr (std::is_integral_v<T>) {  // int64: wraps on overflow as PyTorch's (unsigned, no UB)
+        uint64_t acc = 0;
+        for (int64_t k = 0; k < K; ++k)
+          acc += static_cast<uint64_t>(a[m * K + k]) * static_cast<uint64_t>(b[k * N + n]);
+        out[m * N + n] = static_cast<T>(acc);
+      } else {
+        double acc = 0.0;
+        for (int64_t k = 0; k < K; ++k) acc += static_cast<double>(a[m * K + k]) * static_cast<double>(b[k * N + n]);
+        out[m * N + n] = static_cast<T>(acc);
+      }
     }
   }
 }

@@ -36,6 +36,10 @@ Tensor sqrt(const Tensor& x) {
 }
 
 Tensor abs(const Tensor& x) {
+  check_defined(x, "abs", "input");
+  if (x.dtype() == kInt64) {  // |INT64_MIN| wraps to itself, as PyTorch's
+    return integer_unary(x, [](int64_t v) { return v < 0 ? static_cast<int64_t>(0 - static_cast<uint64_t>(v)) : v; });
+  }
   Tensor y = elementwise_unary(x, "abs", [](auto v) { return std::abs(v); });
   record("AbsBackward0", {x}, y, {x}, [](const BackwardArgs& a) {
     Tensor sign = elementwise_unary(a.saved[0], "abs", [](auto v) {
@@ -50,6 +54,13 @@ Tensor abs(const Tensor& x) {
 Tensor clamp(const Tensor& x, std::optional<double> lo, std::optional<double> hi) {
   if (!lo && !hi) throw Error("clamp: at least one of 'min' or 'max' must not be None");
   const double l = lo.value_or(-INFINITY), h = hi.value_or(INFINITY);
+  check_defined(x, "clamp", "input");
+  if (x.dtype() == kInt64 && (!lo || *lo == std::floor(*lo)) && (!hi || *hi == std::floor(*hi))) {
+    return integer_unary(x, [l, h](int64_t v) {  // integer bounds keep an int64 tensor int64
+      const double c = std::min(std::max(static_cast<double>(v), l), h);
+      return c == static_cast<double>(v) ? v : static_cast<int64_t>(c);
+    });
+  }
   Tensor y = elementwise_unary(x, "clamp", [l, h](auto v) {
     using T = decltype(v);
     if (std::isnan(v)) return v;

@@ -373,13 +373,27 @@ TEST(Matmul, ZeroDimInputsAreRejected) {
                "matmul: both arguments to matmul need to be at least 1D, but they are 1D and 0D");
 }
 
-TEST(Matmul, DtypesMustMatchAndBeFloating) {
+TEST(Matmul, DtypesMustMatchAndNotBeBool) {
   expect_error([] { matmul(zeros({2, 3}), zeros({3, 2}, kFloat64)); },
-               "matmul: expected both tensors to have the same dtype, got float32 and float64");
-  expect_error([] { matmul(zeros({2, 3}, kInt64), zeros({3, 2}, kInt64)); },
-               "matmul: expected a floating point tensor (float32 or float64), got int64");
-  expect_error([] { matmul(zeros({3}), tensor({true, false, true})); },
-               "matmul: expected a floating point tensor (float32 or float64), got bool");
+               "matmul: expected both operands to have the same dtype, got float32 and float64; convert one of them, "
+               "e.g. with .to_float()");
+  expect_error([] { matmul(zeros({2, 3}, kInt64), zeros({3, 2})); },
+               "matmul: expected both operands to have the same dtype, got int64 and float32; convert one of them, "
+               "e.g. with .to_float()");
+  expect_error([] { matmul(tensor({true, false, true}), tensor({true, false, true})); },
+               "matmul: not supported for bool tensors; convert them, e.g. with .to_float()");
+}
+
+// As torch on CPU: int64 @ int64 is int64 (exact, wrapping on overflow).
+TEST(Matmul, Int64OperandsGiveExactInt64Products) {
+  Tensor a = tensor({{1, 2}, {3, 4}}), b = tensor({{5, 6}, {7, 8}});
+  Tensor c = matmul(a, b);
+  EXPECT_EQ(c.dtype(), kInt64);
+  EXPECT_EQ(c.tolist<int64_t>(), (std::vector<int64_t>{19, 22, 43, 50}));
+  EXPECT_EQ(matmul(tensor({1, 2}), b).tolist<int64_t>(), (std::vector<int64_t>{19, 22}));
+  Tensor big = tensor({int64_t{1} << 53, 1});
+  EXPECT_EQ(matmul(big, tensor({3, 1})).item<int64_t>(), (int64_t{3} << 53) + 1);  // exact past 2^53
+  EXPECT_EQ(matmul(a.expand({3, 2, 2}), b.t()).sizes(), (Shape{3, 2, 2}));
 }
 
 // --- threads -------------------------------------------------------------------------------------

@@ -118,6 +118,14 @@ double arg_double(const json::Value& args, const char* name) {
   throw Error(v.where() + ": expected a number or \"-inf\", \"inf\", \"nan\", got \"" + v.as_string() + "\"");
 }
 bool arg_bool(const json::Value& args, const char* name) { return args[name].as_bool(); }
+// A number as the Python script wrote it: 3 is an integer Scalar, 3.0 a floating one.
+Scalar arg_scalar(const json::Value& args, const char* name) {
+  try {
+    return Scalar(static_cast<long long>(args[name].as_int64()));
+  } catch (const Error&) {
+    return Scalar(arg_double(args, name));
+  }
+}
 Shape arg_shape(const json::Value& args, const char* name) { return shape_of(args[name]); }
 std::optional<double> arg_optional(const json::Value& args, const char* name) {
   if (args[name].is_null()) return std::nullopt;
@@ -188,7 +196,7 @@ const std::map<std::string, OpFn>& op_table() {
       {"rsub", [](X x, A a) { return one(rsub(x[0], arg_double(a, "other"))); }},
       {"rdiv", [](X x, A a) { return one(rdiv(x[0], arg_double(a, "other"))); }},
       {"neg", [](X x, A) { return one(neg(x[0])); }},
-      {"pow_scalar", [](X x, A a) { return one(pow(x[0], arg_double(a, "exponent"))); }},
+      {"pow_scalar", [](X x, A a) { return one(pow(x[0], arg_scalar(a, "exponent"))); }},
       {"pow_tensor", [](X x, A) { return one(pow(x[0], x[1])); }},
       // elementwise math and activations
       {"exp", [](X x, A) { return one(exp(x[0])); }},

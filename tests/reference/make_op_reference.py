@@ -510,6 +510,19 @@ def added_cases():
          [In([5, 3]), In([4], kind="given", dtype=i64, values=[4, 0, 4, 2], grad=False)], {"dim": 0})
     case("index_select_dim1_transposed", "index_select", isel,
          [In([3, 4], layout="transposed"), In([2], kind="given", dtype=i64, values=[3, 1], grad=False)], {"dim": 1})
+    # integer inputs: exp, log, ... promote to float32; abs, relu, clamp, pow by an integer stay int64
+    ints = lambda: [In([6], kind="given", dtype=i64, values=[-3, -1, 0, 1, 2, 7], grad=False)]
+    positive_ints = lambda: [In([4], kind="given", dtype=i64, values=[1, 2, 5, 9], grad=False)]
+    for name, f in (("exp", torch.exp), ("sin", torch.sin), ("cos", torch.cos), ("tanh", torch.tanh),
+                    ("sigmoid", torch.sigmoid), ("abs", torch.abs), ("relu", torch.relu)):
+        case(f"{name}_int64", name, u(f), ints())
+    for name, f in (("log", torch.log), ("sqrt", torch.sqrt)):
+        case(f"{name}_int64", name, u(f), positive_ints())
+    case("clamp_int64", "clamp", lambda x, a: torch.clamp(x[0], a["min"], a["max"]), ints(), {"min": -1, "max": 2})
+    case("pow_int64_int", "pow_scalar", lambda x, a: x[0] ** a["exponent"], ints(), {"exponent": 3})
+    case("pow_int64_float", "pow_scalar", lambda x, a: x[0] ** a["exponent"], positive_ints(), {"exponent": 0.5})
+    case("matmul_int64", "matmul", lambda x, a: x[0] @ x[1], [In([2, 3], kind="randint", high=50, grad=False),
+                                                               In([3, 4], kind="randint", high=50, grad=False)])
     # the pieces, each times its position + 1, joined again: each piece's gradient is its own
     weighted = lambda parts, dim: torch.cat([p * (i + 1) for i, p in enumerate(parts)], dim)
     case("split_size_uneven", "split", lambda x, a: weighted(torch.split(x[0], a["size"], a["dim"]), a["dim"]),
