@@ -2,9 +2,18 @@
 #include "autograd/ops/loops.h"
 
 #include <algorithm>
+#include <charconv>
 #include <numeric>
 
 namespace tg {
+
+std::string number_str(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v < 0 ? "-inf" : "inf";
+  char text[32];
+  const auto end = std::to_chars(text, text + sizeof(text), v).ptr;  // shortest round-trip form
+  return std::string(text, end);
+}
 
 void check_defined(const Tensor& t, const char* op, const char* what) {
   if (!t.defined()) throw Error(std::string(op) + ": " + what + " is an undefined tensor");
@@ -77,11 +86,18 @@ ScalarType scalar_dtype(const Scalar& s, const Tensor& t) {
   return kFloat32;
 }
 
-Tensor scalar_like(const Scalar& s, const Tensor& t) {
+Tensor scalar_like(const Scalar& s, const Tensor& t, const char* op) {
   Tensor out = make_empty({}, scalar_dtype(s, t));
   visit_dtype(out.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    *out.data_ptr<T>() = static_cast<T>(s.value);
+    if constexpr (std::is_floating_point_v<T>) {
+      // an operand past float's range rounds to +-inf, as PyTorch's x * 1e300
+      const double limit = static_cast<double>(std::numeric_limits<T>::max());
+      const double v = std::isfinite(s.value) && std::abs(s.value) > limit ? std::copysign(INFINITY, s.value) : s.value;
+      *out.data_ptr<T>() = static_cast<T>(v);
+    } else {
+      *out.data_ptr<T>() = checked_cast<T>(s.value, op);
+    }
   });
   return out;
 }
