@@ -7,6 +7,8 @@
 #include <cmath>
 #include <limits>
 
+#include "autograd/json.h"
+#include "autograd/print_format.h"
 #include "autograd/ops.h"
 #include "test_util.h"
 
@@ -277,6 +279,53 @@ TEST(WrappingArithmetic, Int64SumWrapsAsPyTorch) {
   Tensor m = from_vector(std::vector<int64_t>{INT64_MAX, 1, INT64_MAX, 2}, {2, 2});
   EXPECT_EQ(m.sum(0).tolist<int64_t>(), (std::vector<int64_t>{-2, 3}));
   EXPECT_EQ(m.sum(1).tolist<int64_t>(), (std::vector<int64_t>{INT64_MIN, INT64_MIN + 1}));
+}
+
+// --- printing huge tensors -----------------------------------------------------------------------
+
+// PyTorch's repr of each case in tests/reference/inputs_torch.json (made by make_inputs_reference.py).
+std::string torch_repr(const std::string& name) {
+  const json::Value doc = json::parse_file(std::string(TG_REFERENCE_DIR) + "/inputs_torch.json");
+  for (const json::Value& c : doc["cases"].as_array())
+    if (c["name"].as_string() == name) return c["repr"].as_string();
+  ADD_FAILURE() << "no case " << name << " in inputs_torch.json";
+  return "";
+}
+
+void expect_prints_as_torch(const Tensor& t, const std::string& name) {
+  EXPECT_EQ(repr(t), torch_repr(name)) << "case " << name;
+}
+
+TEST(PrintLarge, AnExpandedTwoToThe40TensorPrintsTorchsSummary) {
+  expect_prints_as_torch(zeros({1}).expand({1LL << 40}), "expand_2pow40");
+  expect_prints_as_torch(arange(0.0, 1 << 20, 1.0).expand({1 << 20, 1 << 20}), "expand_rows_2pow20");
+  expect_prints_as_torch(arange(0.0, 7.0, 1.0).reshape({7, 1, 1, 1}).expand({7, 8, 9, 10}), "expand_4d");
+  expect_prints_as_torch(tensor({true, false, true, false, true}).expand({3000, 5}), "bool_expand_3000x5");
+}
+
+TEST(PrintLarge, BigViewsOfModestMemoryPrintTorchsSummary) {
+  expect_prints_as_torch(div(arange(0.0, 1e6, 1.0).reshape({1000, 1000}), 7.0).narrow(1, 250, 500),
+                         "narrow_1000x500");
+  expect_prints_as_torch(mul(arange(0.0, 3000.0, 1.0, kFloat64).reshape({60, 50}), 0.001).t(),
+                         "float64_transposed_60x50");
+}
+
+TEST(PrintLarge, SummarisedContiguousTensorsPrintAsTorch) {
+  expect_prints_as_torch(arange(0.0, 2000.0, 1.0), "arange_2000_float");
+  expect_prints_as_torch(arange(24000).reshape({20, 30, 40}), "int64_20x30x40");
+  expect_prints_as_torch(mul(ones({2000}).requires_grad_(), 2.0), "grad_fn_2000");
+  expect_prints_as_torch(mul(arange(0.0, 1001.0, 1.0), 1e-5), "scientific_1001");
+}
+
+TEST(PrintLarge, TheEdgesOnlyValuesMatchTheFullValues) {
+  // format_repr given every value and given only the summary's edges prints the same
+  Tensor t = div(arange(0.0, 3.0 * 500 * 7, 1.0, kFloat64).reshape({3, 500, 7}), 3.0);
+  print::Values full;
+  full.sizes = t.sizes();
+  full.floats = t.tolist<double>();
+  EXPECT_EQ(print::format_repr(full, {"dtype=torch.float64"}), repr(t));
+  EXPECT_EQ(print::summary_sizes({3, 500, 7}), (std::vector<int64_t>{3, 6, 6}));
+  EXPECT_EQ(print::summary_sizes({10, 10}), (std::vector<int64_t>{10, 10}));  // 100 elements: not summarised
 }
 
 }  // namespace
