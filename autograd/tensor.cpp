@@ -246,9 +246,11 @@ static int64_t element_offset(const Tensor& t, const Shape& index, const char* o
 
 template <class T> T Tensor::at(const Shape& index) const {
   const int64_t off = element_offset(*this, index, "at");
+  int64_t flat = 0;  // the row-major position, for a conversion error
+  for (int64_t d = 0; d < dim(); ++d) flat = flat * sizes()[d] + (index[d] < 0 ? index[d] + sizes()[d] : index[d]);
   return visit_dtype(dtype(), [&](auto tag) -> T {
     using S = typename decltype(tag)::type;
-    return static_cast<T>(static_cast<const S*>(impl().storage->data)[off]);
+    return convert_element<T>(static_cast<const S*>(impl().storage->data)[off], "at", flat);
   });
 }
 template float Tensor::at<float>(const Shape&) const;
@@ -265,7 +267,7 @@ template <class T> T Tensor::item() const {
   }
   return visit_dtype(dtype(), [&](auto tag) -> T {
     using S = typename decltype(tag)::type;
-    return static_cast<T>(*data_ptr<S>());
+    return convert_element<T>(*data_ptr<S>(), "item", 0);
   });
 }
 template float Tensor::item<float>() const;
@@ -279,7 +281,7 @@ template <class T> std::vector<T> Tensor::tolist() const {
   visit_dtype(dtype(), [&](auto tag) {
     using S = typename decltype(tag)::type;
     const S* p = c.data_ptr<S>();
-    for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<T>(p[i]);
+    for (size_t i = 0; i < out.size(); ++i) out[i] = convert_element<T>(p[i], "tolist", static_cast<int64_t>(i));
   });
   return out;
 }
@@ -298,16 +300,7 @@ static void copy_values(const Tensor& dst, const Tensor& src, const char* op) {
       using S = typename decltype(stag)::type;
       D* d = dst.data_ptr<D>();
       const S* s = src.data_ptr<S>();
-      // index: the element's position in row-major order, for the error message
-      const auto convert = [op](S v, int64_t index) -> D {
-        if constexpr (std::is_floating_point_v<S> && std::is_integral_v<D> && !std::is_same_v<D, bool>) {
-          if (!fits_in<D>(v)) {
-            throw Error(std::string(op) + ": value " + number_str(v) + " at index " + std::to_string(index) +
-                        " cannot be converted to type " + dtype_name(dtype_of<D>()) + " without overflow");
-          }
-        }
-        return static_cast<D>(v);
-      };
+      const auto convert = [op](S v, int64_t index) { return convert_element<D>(v, op, index); };
       if (dst.is_contiguous() && src.is_contiguous() && src.sizes() == dst.sizes()) {
         const int64_t n = dst.numel();
         if constexpr (std::is_same_v<D, S>) {
@@ -361,7 +354,7 @@ Tensor& Tensor::fill_(Scalar value) {
   Tensor old = begin_inplace(*this, {}, "fill_");
   visit_dtype(dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    fill_strided<T>(*this, checked_cast<T>(value.value, "fill_"));
+    fill_strided<T>(*this, checked_cast<T>(value, "fill_"));
   });
   // d/dself fill_: nothing flows back to the old value
   finish_inplace(*this, old, {}, "FillBackward0", {}, [](const BackwardArgs&) { return Grads{Tensor()}; });

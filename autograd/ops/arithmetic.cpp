@@ -29,26 +29,30 @@ ScalarType arithmetic_dtype(const Tensor& a, const Tensor& b) {
 }
 
 // alpha for integral results must be a whole number (PyTorch refuses any float alpha there; we
-// accept a whole one, as our default alpha is written 1.0) and fit int64.
+// accept a whole one, as our default alpha is written 1.0).
 void check_alpha(ScalarType dt, const Scalar& alpha, const char* op) {
-  if (is_floating(dt)) return;
-  if (!alpha.integral && alpha.value != std::trunc(alpha.value)) {
-    throw Error(std::string(op) + ": for integral input tensors, argument alpha must not be a floating point number, got " +
-                number_str(alpha.value));
-  }
-  checked_cast<int64_t>(alpha.value, op);
+  if (is_floating(dt) || alpha.integral || alpha.value == std::trunc(alpha.value)) return;
+  throw Error(std::string(op) + ": for integral input tensors, argument alpha must not be a floating point number, got " +
+              number_str(alpha.value));
 }
 
-// out = x + s*y (s == 1: x + y) elementwise in dtype dt; int64 wraps as PyTorch's.
-Tensor add_scaled(const Tensor& a, const Tensor& b, ScalarType dt, double s, const char* op) {
+// out = a + alpha*b (or a - alpha*b when subtract) elementwise in dtype dt; int64 wraps as
+// PyTorch's and uses alpha's exact integer value.
+Tensor add_scaled(const Tensor& a, const Tensor& b, ScalarType dt, const Scalar& alpha, bool subtract, const char* op) {
+  const double s = subtract ? -alpha.value : alpha.value;
   if (s == 1.0) return elementwise_binary(a, b, dt, false, op, [](auto x, auto y) { return wrapping_add(x, y); });
   if (s == -1.0 && dt != kBool) {
     return elementwise_binary(a, b, dt, false, op, [](auto x, auto y) { return wrapping_sub(x, y); });
   }
-  return elementwise_binary(a, b, dt, false, op, [s](auto x, auto y) {
+  int64_t k = 0;  // alpha as int64 (negated when subtracting), for int64 results
+  if (dt == kInt64) {
+    k = checked_cast<int64_t>(alpha, op);
+    if (subtract) k = wrapping_sub<int64_t>(0, k);
+  }
+  return elementwise_binary(a, b, dt, false, op, [s, k](auto x, auto y) {
     using T = decltype(x);
-    if constexpr (std::is_same_v<T, bool>) return static_cast<T>(x + static_cast<T>(s) * y);
-    else return wrapping_add(x, wrapping_mul(static_cast<T>(s), y));
+    if constexpr (std::is_same_v<T, int64_t>) return wrapping_add(x, wrapping_mul(k, y));
+    else return static_cast<T>(x + static_cast<T>(s) * y);
   });
 }
 
@@ -57,7 +61,7 @@ Tensor add_scaled(const Tensor& a, const Tensor& b, ScalarType dt, double s, con
 Tensor add(const Tensor& a, const Tensor& b, Scalar alpha) {
   const ScalarType dt = arithmetic_dtype(a, b);
   check_alpha(dt, alpha, "add");
-  Tensor out = add_scaled(a, b, dt, alpha.value, "add");
+  Tensor out = add_scaled(a, b, dt, alpha, false, "add");
   const double s = alpha.value;
   record("AddBackward0", {a, b}, out, {}, [s](const BackwardArgs& g) {
     return Grads{g.grad_out, s == 1.0 ? g.grad_out : mul(g.grad_out, s)};
@@ -70,7 +74,7 @@ Tensor sub(const Tensor& a, const Tensor& b, Scalar alpha) {
   if (dt == kBool) throw Error("sub: subtraction, the `-` operator, with two bool tensors is not supported");
   check_alpha(dt, alpha, "sub");
   const double s = alpha.value;
-  Tensor out = add_scaled(a, b, dt, -s, "sub");
+  Tensor out = add_scaled(a, b, dt, alpha, true, "sub");
   record("SubBackward0", {a, b}, out, {}, [s](const BackwardArgs& g) {
     return Grads{g.grad_out, mul(g.grad_out, -s)};
   });

@@ -101,7 +101,7 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value) {
   Tensor out = make_empty(x.sizes(), x.dtype());
   visit_dtype(x.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    const T v = checked_cast<T>(value.value, "masked_fill");
+    const T v = checked_cast<T>(value, "masked_fill");
     map_binary<T, T, bool>(out, x, mask, [v](T xv, bool m) { return m ? v : xv; });
   });
   record("MaskedFillBackward0", {x}, out, {mask}, [](const BackwardArgs& a) {

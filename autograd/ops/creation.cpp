@@ -25,7 +25,7 @@ Tensor empty(const Shape& shape, ScalarType dtype) { return make_empty(shape, dt
 static Tensor filled(const Shape& shape, Scalar value, ScalarType dtype, const char* op) {
   return visit_dtype(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    const T v = checked_cast<T>(value.value, op);
+    const T v = checked_cast<T>(value, op);
     Tensor t = make_empty(shape, dtype, op);
     fill_strided<T>(t, v);
     return t;
@@ -52,15 +52,7 @@ static Tensor from_values(const std::vector<V>& values, const Shape& shape, Scal
   visit_dtype(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* p = t.data_ptr<T>();
-    for (size_t i = 0; i < values.size(); ++i) {
-      if constexpr (std::is_floating_point_v<V> && std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-        if (!fits_in<T>(values[i])) {
-          throw Error("from_vector: value " + number_str(values[i]) + " at index " + std::to_string(i) +
-                      " cannot be converted to type " + dtype_name(dtype) + " without overflow");
-        }
-      }
-      p[i] = static_cast<T>(values[i]);
-    }
+    for (size_t i = 0; i < values.size(); ++i) p[i] = convert_element<T>(values[i], "from_vector", static_cast<int64_t>(i));
   });
   return t;
 }

@@ -96,7 +96,7 @@ Tensor scalar_like(const Scalar& s, const Tensor& t, const char* op) {
       const double v = std::isfinite(s.value) && std::abs(s.value) > limit ? std::copysign(INFINITY, s.value) : s.value;
       *out.data_ptr<T>() = static_cast<T>(v);
     } else {
-      *out.data_ptr<T>() = checked_cast<T>(s.value, op);
+      *out.data_ptr<T>() = checked_cast<T>(s, op);
     }
   });
   return out;

@@ -75,6 +75,28 @@ T checked_cast(double v, const char* op) {
   else return static_cast<T>(v);
 }
 
+// A Scalar as element type T: an integer Scalar converts exactly (its double copy would round
+// past 2^53), a floating one through checked_cast(double).
+template <class T>
+T checked_cast(const Scalar& s, const char* op) {
+  if (!s.integral) return checked_cast<T>(s.value, op);
+  if constexpr (std::is_same_v<T, bool>) return s.int_value != 0;
+  else return static_cast<T>(s.int_value);
+}
+
+// Element v of type S, at row-major position `index`, as type T: a floating value an integer
+// type cannot hold is an error naming op, the value and the index (PyTorch gives garbage there).
+template <class T, class S>
+T convert_element(S v, const char* op, int64_t index) {
+  if constexpr (std::is_floating_point_v<S> && std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    if (!fits_in<T>(v)) {
+      throw Error(std::string(op) + ": value " + number_str(v) + " at index " + std::to_string(index) +
+                  " cannot be converted to type " + dtype_name(dtype_of<T>()) + " without overflow");
+    }
+  }
+  return static_cast<T>(v);
+}
+
 // Signed integer arithmetic that PyTorch defines as wrapping (INT64_MAX + 1 == INT64_MIN) done
 // in unsigned arithmetic, where wrapping is defined; floating types compute as written.
 template <class T> T wrapping_add(T a, T b) {

@@ -174,12 +174,27 @@ TEST(CheckedCast, ArangeValuesPastInt64AreAnError) {
                        "arange: value 9223372036854775808 cannot be converted to type int64"));
 }
 
-TEST(CheckedCast, AScalarOperandPastInt64IsAnError) {
+TEST(CheckedCast, IntegerScalarsKeepTheirExactValue) {
+  // an integer Scalar is not rounded through a double: 2^53 + 1 and INT64_MAX stay exact
+  const int64_t odd = (1LL << 53) + 1;
+  EXPECT_EQ(full({1}, odd, kInt64).item<int64_t>(), odd);
+  EXPECT_EQ(full({1}, LLONG_MAX, kInt64).item<int64_t>(), INT64_MAX);
   Tensor x = zeros({2}, kInt64);
-  // INT64_MAX as a Scalar is held as a double, 2^63, which int64 cannot hold
-  EXPECT_TRUE(has_part(error_of([&] { add(x, Scalar(LLONG_MAX)); }),
-                       "add: value 9223372036854775808 cannot be converted to type int64"));
-  EXPECT_TRUE(has_part(error_of([&] { eq(x, Scalar(LLONG_MAX)); }), "eq: value 9223372036854775808"));
+  EXPECT_EQ(add(x, LLONG_MAX).tolist<int64_t>(), (std::vector<int64_t>{INT64_MAX, INT64_MAX}));
+  EXPECT_EQ(eq(add(x, odd), odd).tolist<bool>(), (std::vector<bool>{true, true}));
+  EXPECT_EQ(masked_fill(x, tensor({true, false}), LLONG_MIN).tolist<int64_t>(), (std::vector<int64_t>{INT64_MIN, 0}));
+  x.fill_(odd);
+  EXPECT_EQ(x.tolist<int64_t>(), (std::vector<int64_t>{odd, odd}));
+  EXPECT_EQ(add(zeros({1}, kInt64), ones({1}, kInt64), odd).item<int64_t>(), odd);  // alpha too
+  EXPECT_EQ(sub(zeros({1}, kInt64), ones({1}, kInt64), LLONG_MIN).item<int64_t>(), INT64_MIN);  // -INT64_MIN wraps
+}
+
+TEST(CheckedCast, ReadingAFloatElementAsAnIntegerIsChecked) {
+  Tensor x = tensor({{1.0, 2.0}, {kNan, 4.0}});
+  EXPECT_TRUE(has_part(error_of([&] { x.at<int64_t>({1, 0}); }), "at: value nan at index 2 cannot be converted"));
+  EXPECT_TRUE(has_part(error_of([&] { x.tolist<int64_t>(); }), "tolist: value nan at index 2"));
+  EXPECT_TRUE(has_part(error_of([] { tensor({kInf}).item<int64_t>(); }), "item: value inf at index 0"));
+  EXPECT_EQ(x.at<int64_t>({-1, -1}), 4);
 }
 
 TEST(CheckedCast, FractionalAlphaOnIntegerTensorsIsAnErrorNamingAlpha) {
