@@ -6,9 +6,9 @@
 // std::fmaf and need the compiler to leave every other a*b+c as two roundings. Only the
 // Box-Muller cache here holds a double; nothing in this file does arithmetic on floats.
 #include "autograd/generator.h"
+#include "autograd/error.h"
 
 #include <bit>
-#include <stdexcept>
 #include <string>
 
 namespace tg {
@@ -54,7 +54,7 @@ uint32_t get_u32(std::span<const uint8_t> in, size_t offset) {
 }
 
 [[noreturn]] void bad_state(const std::string& what) {
-  throw std::invalid_argument("Generator::set_state: " + what);
+  throw Error("Generator::set_state: " + what);
 }
 
 }  // namespace

@@ -24,6 +24,8 @@
 #include <span>
 #include <vector>
 
+#include "autograd/error.h"
+
 namespace tg {
 
 class Generator {
@@ -59,7 +61,7 @@ class Generator {
   // normal_y holds the cached double normal; normal_x and normal_rho are written as 0.
   std::vector<uint8_t> get_state() const;
   // Load a state in the same layout (for example one saved by torch). Checks the size and
-  // every field, and throws std::invalid_argument naming the field and its value if one is
+  // every field, and throws tg::Error naming the field and its value if one is
   // wrong; on a throw the generator is left unchanged.
   void set_state(std::span<const uint8_t> bytes);
 

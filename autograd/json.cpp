@@ -9,12 +9,12 @@
 // One function per rule; each reads from pos_ and leaves pos_ just after what it read. Bytes
 // >= 0x80 inside strings are copied as they are (UTF-8 is not validated).
 #include "autograd/json.h"
+#include "autograd/error.h"
 
 #include <charconv>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
-#include <stdexcept>
 #include <unordered_set>
 
 namespace tg::json {
@@ -34,8 +34,8 @@ const char* Value::kind_name(Kind kind) {
 }
 
 void Value::wrong_kind(Kind wanted) const {
-  throw std::runtime_error("json: " + where_ + ": expected " + kind_name(wanted) + ", got " +
-                           kind_name(kind_));
+  throw Error("json: " + where_ + ": expected " + kind_name(wanted) + ", got " +
+              kind_name(kind_));
 }
 
 bool Value::as_bool() const {
@@ -65,17 +65,17 @@ template <typename Int>
 Int parse_integer_text(const Value& v, const char* type_name) {
   const std::string& text = v.number_text();
   if (!is_integer_text(text)) {
-    throw std::runtime_error("json: " + v.where() + ": expected an integer, got " + text);
+    throw Error("json: " + v.where() + ": expected an integer, got " + text);
   }
   Int result = 0;
   auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), result);
   if (error == std::errc::result_out_of_range) {
-    throw std::runtime_error("json: " + v.where() + ": " + text + " is out of range for " +
-                             type_name);
+    throw Error("json: " + v.where() + ": " + text + " is out of range for " +
+                type_name);
   }
   if (error != std::errc() || end != text.data() + text.size()) {
     // Only reachable for a '-' given to an unsigned type.
-    throw std::runtime_error("json: " + v.where() + ": " + text + " is not a valid " + type_name);
+    throw Error("json: " + v.where() + ": " + text + " is not a valid " + type_name);
   }
   return result;
 }
@@ -86,7 +86,7 @@ int64_t Value::as_int64() const { return parse_integer_text<int64_t>(*this, "int
 
 uint64_t Value::as_uint64() const {
   if (kind_ == Kind::Number && !text_.empty() && text_[0] == '-' && is_integer_text(text_)) {
-    throw std::runtime_error("json: " + where_ + ": " + text_ + " is negative, expected a uint64");
+    throw Error("json: " + where_ + ": " + text_ + " is negative, expected a uint64");
   }
   return parse_integer_text<uint64_t>(*this, "uint64");
 }
@@ -109,16 +109,16 @@ const std::vector<Member>& Value::as_object() const {
 size_t Value::size() const {
   if (kind_ == Kind::Array) return items_.size();
   if (kind_ == Kind::Object) return members_.size();
-  throw std::runtime_error("json: " + where_ + ": size() needs an array or an object, got " +
-                           kind_name(kind_));
+  throw Error("json: " + where_ + ": size() needs an array or an object, got " +
+              kind_name(kind_));
 }
 
 const Value& Value::operator[](size_t index) const {
   const std::vector<Value>& items = as_array();
   if (index >= items.size()) {
-    throw std::runtime_error("json: " + where_ + ": index " + std::to_string(index) +
-                             " is out of range (the array has " + std::to_string(items.size()) +
-                             " elements)");
+    throw Error("json: " + where_ + ": index " + std::to_string(index) +
+                " is out of range (the array has " + std::to_string(items.size()) +
+                " elements)");
   }
   return items[index];
 }
@@ -133,7 +133,7 @@ const Value* Value::find(std::string_view key) const {
 const Value& Value::operator[](std::string_view key) const {
   const Value* found = find(key);
   if (found == nullptr) {
-    throw std::runtime_error("json: " + where_ + ": no key \"" + std::string(key) + "\"");
+    throw Error("json: " + where_ + ": no key \"" + std::string(key) + "\"");
   }
   return *found;
 }
@@ -158,8 +158,8 @@ class Parser {
 
   [[noreturn]] void fail(const std::string& what) const { fail_at(pos_, what); }
   [[noreturn]] void fail_at(size_t offset, const std::string& what) const {
-    throw std::runtime_error("json: " + std::string(source_) + ": byte " + std::to_string(offset) +
-                             ": " + what);
+    throw Error("json: " + std::string(source_) + ": byte " + std::to_string(offset) +
+                ": " + what);
   }
   // ", got 'x'" for the byte at pos_ (or "end of input", or its hex code if not printable).
   std::string got() const {
@@ -415,10 +415,10 @@ Value parse(std::string_view text, std::string_view source_name) {
 
 Value parse_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("json: cannot open file " + path);
+  if (!in) throw Error("json: cannot open file " + path);
   std::ostringstream contents;
   contents << in.rdbuf();
-  if (in.bad()) throw std::runtime_error("json: error reading file " + path);
+  if (in.bad()) throw Error("json: error reading file " + path);
   return parse(contents.str(), path);
 }
 

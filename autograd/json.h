@@ -7,7 +7,7 @@
 // as_uint64().
 //
 // Every Value remembers where it came from ("rng.json: vectors[3].seed"), and every error is a
-// std::runtime_error that says where and what:
+// tg::Error (autograd/error.h) that says where and what:
 //   json: tests/x.json: byte 1043: expected ',' or ']' after array element, got '}'
 //   json: tests/x.json: vectors[3].seed: expected a number, got a string
 #pragma once
@@ -16,6 +16,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "autograd/error.h"
 
 namespace tg::json {
 
@@ -38,7 +40,7 @@ class Value {
   // level)" for the root).
   const std::string& where() const { return where_; }
 
-  // Typed access. Each throws std::runtime_error naming where() and the kinds involved if the
+  // Typed access. Each throws tg::Error naming where() and the kinds involved if the
   // value is of another kind.
   bool as_bool() const;
   double as_double() const;       // the nearest double to the number's text
@@ -80,7 +82,7 @@ struct Member {
 };
 
 // Parse a whole JSON text. source_name is only used in messages (typically the file name).
-// Throws std::runtime_error on any syntax error, naming the source and the byte offset.
+// Throws tg::Error on any syntax error, naming the source and the byte offset.
 Value parse(std::string_view text, std::string_view source_name);
 // Read and parse a file; the path is the source name.
 Value parse_file(const std::string& path);

@@ -1,10 +1,10 @@
 // autograd/print_format.cpp — PyTorch 1.13's tensor repr (torch/_tensor_str.py), rule by rule.
 #include "autograd/print_format.h"
+#include "autograd/error.h"
 
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -22,8 +22,8 @@ int64_t element_count(const std::vector<int64_t>& sizes) {
   int64_t count = 1;  // a 0-d tensor (no sizes) holds one element
   for (int64_t size : sizes) {
     if (size < 0) {
-      throw std::invalid_argument("tg::print: negative size " + std::to_string(size) +
-                                  " in shape " + shape_string(sizes));
+      throw Error("tg::print: negative size " + std::to_string(size) +
+                  " in shape " + shape_string(sizes));
     }
     count *= size;
   }
@@ -47,21 +47,21 @@ void check_values(const Values& values, const PrintOptions& options) {
   const char* used_name = floating ? "floats" : "ints";
   const char* unused_name = floating ? "ints" : "floats";
   if (static_cast<int64_t>(used) != count) {
-    throw std::invalid_argument(std::string("tg::print: shape ") + shape_string(values.sizes) +
-                                " has " + std::to_string(count) + " elements but " + used_name +
-                                " holds " + std::to_string(used) + " values (kind " +
-                                kind_name(values.kind) + ")");
+    throw Error(std::string("tg::print: shape ") + shape_string(values.sizes) +
+                " has " + std::to_string(count) + " elements but " + used_name +
+                " holds " + std::to_string(used) + " values (kind " +
+                kind_name(values.kind) + ")");
   }
   if (unused != 0) {
-    throw std::invalid_argument(std::string("tg::print: kind ") + kind_name(values.kind) +
-                                " reads " + used_name + ", but " + unused_name + " holds " +
-                                std::to_string(unused) + " values too");
+    throw Error(std::string("tg::print: kind ") + kind_name(values.kind) +
+                " reads " + used_name + ", but " + unused_name + " holds " +
+                std::to_string(unused) + " values too");
   }
   if (values.kind == Kind::Bool) {
     for (int64_t v : values.ints) {
       if (v != 0 && v != 1) {
-        throw std::invalid_argument("tg::print: a Bool value must be 0 or 1, got " +
-                                    std::to_string(v));
+        throw Error("tg::print: a Bool value must be 0 or 1, got " +
+                    std::to_string(v));
       }
     }
   }
@@ -69,14 +69,14 @@ void check_values(const Values& values, const PrintOptions& options) {
 
 void check_options(const PrintOptions& options) {
   if (options.precision < 0) {
-    throw std::invalid_argument("tg::print: precision must be >= 0, got " +
-                                std::to_string(options.precision));
+    throw Error("tg::print: precision must be >= 0, got " +
+                std::to_string(options.precision));
   }
   // PyTorch accepts edgeitems = 0 but then shows a whole 1-d row after "..." (self[-0:] is the
   // whole row in Python); we do not copy that accident.
   if (options.edgeitems < 1) {
-    throw std::invalid_argument("tg::print: edgeitems must be >= 1, got " +
-                                std::to_string(options.edgeitems));
+    throw Error("tg::print: edgeitems must be >= 1, got " +
+                std::to_string(options.edgeitems));
   }
 }
 

@@ -24,6 +24,8 @@
 #include <string>
 #include <vector>
 
+#include "autograd/error.h"
+
 namespace tg::print {
 
 // What the values are, which decides how each one is written.
@@ -61,7 +63,7 @@ struct PrintOptions {
 // For an empty tensor that is not 1-d, PyTorch shows the shape, so format_repr puts
 // "size=(2, 0, 3)" in front of the caller's suffixes itself. Everything else (the dtype, the
 // grad_fn / requires_grad) is the caller's to pass, in PyTorch's order; see shows_dtype.
-// Throws std::invalid_argument when the values do not match the shape or kind.
+// Throws tg::Error when the values do not match the shape or kind.
 std::string format_repr(const Values& values, const std::vector<std::string>& suffixes,
                         const PrintOptions& options = {});
 

@@ -118,7 +118,7 @@ float dropout_noise_one(Generator& gen, double p);
 double exponential_one(Generator& gen, double lambda);
 // One sample of multinomial(probs, 1) for a row probs[0..n): the index of the largest
 // probs[i] / f32(exponential_one(1)), first index on ties. 2n draws. Checks the row first
-// and throws std::invalid_argument (no draws) on inf, nan, negative entries or a zero sum.
+// and throws tg::Error (no draws) on inf, nan, negative entries or a zero sum.
 int64_t multinomial_row_f32(Generator& gen, const float* probs, int64_t n);
 int64_t multinomial_row_f64(Generator& gen, const double* probs, int64_t n);
 // A whole [rows, n] probability matrix (row-major): checks every row before any draw, as torch

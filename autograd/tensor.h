@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "autograd/dtype.h"
+#include "autograd/error.h"
 
 namespace tg {
 
@@ -25,11 +26,6 @@ using Shape = std::vector<int64_t>;
 
 class Node;  // a tape entry (autograd/tape.h)
 class Generator;
-
-// Every error tapegrad throws: the message starts with the op's name.
-struct Error : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
 
 // "(6,3)" — how shapes are written in error messages.
 std::string shape_str(const Shape& shape);

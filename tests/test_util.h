@@ -12,13 +12,14 @@
 
 namespace tg::test {
 
-// The message of the exception fn() throws, or "" if it throws none (a check on the message
-// then fails and prints it).
+// The message of the tg::Error fn() throws, or "" if it throws none (a check on the message
+// then fails and prints it). Any other exception escapes and fails the test: tapegrad throws
+// only tg::Error.
 template <class Fn>
 std::string error_of(Fn fn) {
   try {
     fn();
-  } catch (const std::exception& e) {
+  } catch (const Error& e) {
     return e.what();
   }
   return "";
@@ -31,13 +32,13 @@ inline ::testing::AssertionResult has_part(const std::string& message, const std
                                        << "\n  lacks: " << part;
 }
 
-// Runs fn, which must throw std::invalid_argument whose message contains every one of parts.
+// Runs fn, which must throw a tg::Error whose message contains every one of parts.
 template <class Fn>
-void expect_invalid_argument(Fn fn, const std::vector<std::string>& parts) {
+void expect_error(Fn fn, const std::vector<std::string>& parts) {
   try {
     fn();
-    ADD_FAILURE() << "expected std::invalid_argument, nothing was thrown";
-  } catch (const std::invalid_argument& e) {
+    ADD_FAILURE() << "expected a tg::Error, nothing was thrown";
+  } catch (const Error& e) {
     for (const std::string& part : parts) EXPECT_TRUE(has_part(e.what(), part));
   }
 }

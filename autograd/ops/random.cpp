@@ -111,7 +111,7 @@ void check_uniform_args(double from, double to, ScalarType dtype, const char* op
   try {
     if (dtype == kFloat32) rng::uniform_params_f32(from, to);
     else rng::uniform_params_f64(from, to);
-  } catch (const std::invalid_argument&) {
+  } catch (const Error&) {
     throw Error(std::string(op) + ": to - from overflows " + dtype_name(dtype) + " (from = " +
                 num(from) + ", to = " + num(to) + ")");
   }

@@ -16,11 +16,11 @@ using tg::test::error_of;
 
 using tg::json::Value;
 
-// The runtime_error message of parsing text (named "t.json"), or "" if it parsed.
+// The tg::Error message of parsing text (named "t.json"), or "" if it parsed.
 std::string parse_error(const std::string& text) {
   try {
     tg::json::parse(text, "t.json");
-  } catch (const std::runtime_error& e) {
+  } catch (const tg::Error& e) {
     return e.what();
   }
   return "";

@@ -245,7 +245,7 @@ template <typename Call>
 std::string error_message(Call call) {
   try {
     call();
-  } catch (const std::invalid_argument& error) {
+  } catch (const tg::Error& error) {
     return error.what();
   }
   return "(no exception)";
