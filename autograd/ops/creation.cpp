@@ -166,7 +166,10 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
                     " for tensor number " + std::to_string(i) + " in the list.");
       }
     }
-    shape[dim] += t.sizes()[dim];
+    if (__builtin_add_overflow(shape[dim], t.sizes()[dim], &shape[dim])) {
+      throw Error("cat: the concatenated size along dim " + std::to_string(dim) + " overflows int64 (tensor " +
+                  std::to_string(i) + " of shape " + shape_str(t.sizes()) + ")");
+    }
   }
   Tensor out = make_empty(shape, dtype);
   std::vector<int64_t> offsets;

@@ -72,10 +72,15 @@ Shape broadcast_strides(const Tensor& t, const Shape& shape) {
 
 DimSplit split_at_dim(const Shape& sizes, int64_t dim) {
   DimSplit s;
+  bool overflows = false;  // only possible beside a size-0 dim, e.g. (0, 2^40, 2^40)
   for (int64_t d = 0; d < static_cast<int64_t>(sizes.size()); ++d) {
-    if (d < dim) s.B *= sizes[d];
+    if (d < dim) overflows = __builtin_mul_overflow(s.B, sizes[d], &s.B) || overflows;
     if (d == dim) s.N = sizes[d];
-    if (d > dim) s.I *= sizes[d];
+    if (d > dim) overflows = __builtin_mul_overflow(s.I, sizes[d], &s.I) || overflows;
+  }
+  if (overflows) {
+    throw Error("split_at_dim: the sizes before or after dim " + std::to_string(dim) + " of shape " + shape_str(sizes) +
+                " hold more elements than int64 can count");
   }
   return s;
 }

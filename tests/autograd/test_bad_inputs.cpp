@@ -96,6 +96,18 @@ TEST(SizeOverflow, ViewReshapeAndFlattenWithOverflowingProductsAreErrors) {
                        "flatten: dims 1..2 of shape (0,1099511627776,1099511627776) hold more elements than int64"));
 }
 
+TEST(SizeOverflow, CatWhoseSizesAddPastInt64IsAnError) {
+  Tensor half = zeros({1}).expand({1LL << 62});
+  EXPECT_TRUE(has_part(error_of([&] { cat({half, half}); }),
+                       "cat: the concatenated size along dim 0 overflows int64 (tensor 1 of shape (4611686018427387904))"));
+}
+
+TEST(SizeOverflow, ReducingAnEmptyTensorWithHugeOtherSizesIsAnErrorNotUB) {
+  Tensor e = empty({0, 1LL << 40, 1LL << 40});
+  EXPECT_TRUE(has_part(error_of([&] { sum(e, 0); }),
+                       "split_at_dim: the sizes before or after dim 0 of shape (0,1099511627776,1099511627776) hold more"));
+}
+
 // --- numbers an element type cannot hold ---------------------------------------------------------
 
 TEST(CheckedCast, FullOfInfinityAsInt64IsAnError) {
