@@ -3,7 +3,9 @@
 //   sum    dx = g broadcast back over the reduced dim
 //   mean   dx = g / N
 //   var    dx = g * 2 (x - mean) / (N - unbiased)
-//   max    dx = g at the index of the maximum (over all: split evenly among ties), 0 elsewhere
+//   max    dx = g at the index of the maximum (over all: split evenly among ties, or among the
+//          NaNs when the result is NaN), 0 elsewhere. An empty input reduces to an empty result
+//          unless the reduced dim itself has size 0.
 //
 // A reduction over dim d sees the input as (B,N,I) (split_at_dim): B = prod(sizes before d),
 // N = sizes[d], I = prod(sizes after d). Float32 sums accumulate in double.
@@ -193,7 +195,11 @@ void arg_extreme_kernel(int64_t* idx, T* values, const T* x, int64_t outer, int6
 ValuesIndices extreme_dim(const Tensor& x, int64_t dim, bool keepdim, bool want_max, const char* op) {
   check_defined(x, op, "input");
   dim = wrap_dim(dim, x.dim(), op);
-  if (x.numel() == 0) throw Error(std::string(op) + ": cannot reduce an empty tensor of shape " + shape_str(x.sizes()));
+  // As PyTorch: an empty result when another dim is 0, an error when the reduced dim itself is.
+  if (x.dim() && x.sizes()[dim] == 0) {
+    throw Error(std::string(op) + ": Expected reduction dim " + std::to_string(dim) + " to have non-zero size (input shape " +
+                shape_str(x.sizes()) + ").");
+  }
   const ReduceGeometry g = geometry(x, dim, keepdim);
   const Tensor xc = x.contiguous();
   ValuesIndices r{make_empty(g.out_shape, x.dtype()), make_empty(g.out_shape, kInt64)};
@@ -222,16 +228,19 @@ ValuesIndices extreme_dim(const Tensor& x, int64_t dim, bool keepdim, bool want_
 Tensor extreme_all(const Tensor& x, bool want_max, const char* op) {
   check_defined(x, op, "input");
   if (x.numel() == 0) {
-    throw Error(std::string(op) + ": operation does not have an identity; cannot reduce an empty tensor");
+    throw Error(std::string(op) + ": Expected reduction dim to be specified for input.numel() == 0 (input shape " +
+                shape_str(x.sizes()) + "); an empty tensor has no " + (want_max ? "maximum" : "minimum") +
+                ". Specify the reduction dim.");
   }
   Tensor out;
   {
     NoGradGuard no_grad;
     out = extreme_dim(x.reshape({x.numel()}), 0, false, want_max, op).values;
   }
-  // d/dx max(x) = g split evenly among the elements equal to the maximum
+  // d/dx max(x) = g split evenly among the elements equal to the maximum (the NaNs if it is NaN)
   record(want_max ? "MaxBackward1" : "MinBackward1", {x}, out, {x, out}, [](const BackwardArgs& a) {
-    Tensor hit = eq(a.saved[0], a.saved[1]);
+    const bool result_is_nan = std::isnan(a.saved[1].item<double>());
+    Tensor hit = result_is_nan ? ne(a.saved[0], a.saved[0]) : eq(a.saved[0], a.saved[1]);
     Tensor count = sum(hit);
     Tensor share = div(a.grad_out, count.to(a.grad_out.dtype()));
     return Grads{where(hit, share, zeros({}, a.grad_out.dtype()))};
@@ -253,6 +262,10 @@ Tensor argmax(const Tensor& x, int64_t dim, bool keepdim) {
 
 Tensor argmax(const Tensor& x) {
   NoGradGuard no_grad;
+  if (x.numel() == 0) {
+    throw Error("argmax: Expected reduction dim to be specified for input.numel() == 0 (input shape " +
+                shape_str(x.sizes()) + ").");
+  }
   return extreme_dim(x.reshape({x.numel()}), 0, false, true, "argmax").indices;
 }
 

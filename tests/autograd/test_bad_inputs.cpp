@@ -8,8 +8,8 @@
 #include <limits>
 
 #include "autograd/json.h"
-#include "autograd/print_format.h"
 #include "autograd/ops.h"
+#include "autograd/print_format.h"
 #include "test_util.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -353,6 +353,72 @@ TEST(PrintLarge, TheEdgesOnlyValuesMatchTheFullValues) {
   EXPECT_EQ(print::format_repr(full, {"dtype=torch.float64"}), repr(t));
   EXPECT_EQ(print::summary_sizes({3, 500, 7}), (std::vector<int64_t>{3, 6, 6}));
   EXPECT_EQ(print::summary_sizes({10, 10}), (std::vector<int64_t>{10, 10}));  // 100 elements: not summarised
+}
+
+// --- max / min / argmax: empty inputs and NaN results as PyTorch ---------------------------------
+
+TEST(MaxMinEmpty, ReducingAlongADimWhenAnotherDimIsZeroGivesAnEmptyResult) {
+  const Tensor x = zeros({0, 3});
+  ValuesIndices m = max(x, 1);
+  EXPECT_EQ(m.values.sizes(), (Shape{0}));
+  EXPECT_EQ(m.indices.sizes(), (Shape{0}));
+  EXPECT_EQ(m.indices.dtype(), kInt64);
+  EXPECT_EQ(min(x, 1, true).values.sizes(), (Shape{0, 1}));
+  EXPECT_EQ(argmax(x, 1).sizes(), (Shape{0}));
+  EXPECT_EQ(max(zeros({2, 0, 3}), 2).values.sizes(), (Shape{2, 0}));
+  EXPECT_EQ(min(x, -1).indices.sizes(), (Shape{0}));
+}
+
+TEST(MaxMinEmpty, TheGradientOfAnEmptyMaxIsAnEmptyZeroGradient) {
+  Tensor x = zeros({0, 3}).requires_grad_();
+  max(x, 1).values.sum().backward();
+  ASSERT_TRUE(x.grad().defined());
+  EXPECT_EQ(x.grad().sizes(), (Shape{0, 3}));
+}
+
+TEST(MaxMinEmpty, ReducingADimOfSizeZeroIsAnErrorWithTorchsMessage) {
+  const Tensor x = zeros({0, 3});
+  EXPECT_TRUE(has_part(error_of([&] { max(x, 0); }), "max: Expected reduction dim 0 to have non-zero size (input shape (0,3))."));
+  EXPECT_TRUE(has_part(error_of([&] { min(x, -2); }), "min: Expected reduction dim 0 to have non-zero size"));
+  EXPECT_TRUE(has_part(error_of([&] { argmax(x, 0); }), "argmax: Expected reduction dim 0 to have non-zero size"));
+  EXPECT_TRUE(has_part(error_of([&] { max(zeros({0}), 0); }), "max: Expected reduction dim 0 to have non-zero size"));
+  EXPECT_TRUE(has_part(error_of([&] { argmax(x); }),
+                       "argmax: Expected reduction dim to be specified for input.numel() == 0 (input shape (0,3))"));
+  EXPECT_TRUE(has_part(error_of([&] { max(x); }),
+                       "max: Expected reduction dim to be specified for input.numel() == 0 (input shape (0,3))"));
+  EXPECT_TRUE(has_part(error_of([&] { min(x); }), "an empty tensor has no minimum"));
+}
+
+// The gradient of f(x).backward() for a float32 leaf with the given values and shape.
+std::vector<float> grad_of(const std::vector<double>& values, const Shape& shape, Tensor (*f)(const Tensor&)) {
+  Tensor x = from_vector(values, shape).requires_grad_();
+  f(x).backward();
+  return x.grad().tolist<float>();
+}
+
+TEST(MaxMinNan, TheGradientOfANanMaximumGoesToTheNanElementsSplitEvenly) {
+  const double nan = kNan;
+  Tensor (*max_all)(const Tensor&) = [](const Tensor& x) { return max(x); };
+  Tensor (*min_all)(const Tensor&) = [](const Tensor& x) { return min(x); };
+  // torch.max(torch.tensor([1., nan, 3., nan])).backward() -> [0, 0.5, 0, 0.5]
+  EXPECT_EQ(grad_of({1, nan, 3, nan}, {4}, max_all), (std::vector<float>{0, 0.5f, 0, 0.5f}));
+  EXPECT_EQ(grad_of({1, nan, 3, nan}, {4}, min_all), (std::vector<float>{0, 0.5f, 0, 0.5f}));
+  EXPECT_EQ(grad_of({1, nan, nan, 2}, {2, 2}, max_all), (std::vector<float>{0, 0.5f, 0.5f, 0}));
+  EXPECT_EQ(grad_of({5, nan, 7}, {3}, max_all), (std::vector<float>{0, 1, 0}));
+  EXPECT_EQ(grad_of({5, 7, 7}, {3}, max_all), (std::vector<float>{0, 0.5f, 0.5f}));  // ties still split
+}
+
+TEST(MaxMinNan, AlongADimTheGradientGoesToTheFirstNan) {
+  const double nan = kNan;
+  // torch.max(x, 1) of [[1, nan, nan], [3, 2, 1]]: indices [1, 0], grad [[0, 1, 0], [1, 0, 0]]
+  Tensor x = from_vector(std::vector<double>{1, nan, nan, 3, 2, 1}, {2, 3}).requires_grad_();
+  ValuesIndices m = max(x, 1);
+  EXPECT_EQ(m.indices.tolist<int64_t>(), (std::vector<int64_t>{1, 0}));
+  m.values.sum().backward();
+  EXPECT_EQ(x.grad().tolist<float>(), (std::vector<float>{0, 1, 0, 1, 0, 0}));
+  Tensor y = from_vector(std::vector<double>{1, nan, nan, 3, 2, 1}, {2, 3}).requires_grad_();
+  min(y, 1).values.sum().backward();
+  EXPECT_EQ(y.grad().tolist<float>(), (std::vector<float>{0, 1, 0, 0, 0, 1}));
 }
 
 }  // namespace
