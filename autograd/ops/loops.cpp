@@ -59,6 +59,16 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
   return out;
 }
 
+void check_no_internal_overlap(const Tensor& t, const char* op) {
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    if (t.size(d) > 1 && t.stride(d) == 0) {
+      throw Error(std::string(op) + ": unsupported operation: more than one element of the written-to tensor refers "
+                  "to a single memory location. Please clone() the tensor before performing the operation. (dim " +
+                  std::to_string(d) + " of shape " + shape_str(t.sizes()) + " is expanded: stride 0)");
+    }
+  }
+}
+
 Shape broadcast_strides(const Tensor& t, const Shape& shape) {
   const size_t n = shape.size();
   const size_t k = t.sizes().size();

@@ -130,6 +130,12 @@ struct DimSplit {
 };
 DimSplit split_at_dim(const Shape& sizes, int64_t dim);
 
+// An in-place write into t must not reach one memory location through two elements (an expanded
+// dim: size > 1, stride 0), or the result would depend on the write order. Throws PyTorch's
+// "op: unsupported operation: more than one element of the written-to tensor refers to a single
+// memory location. Please clone() the tensor before performing the operation." naming the dim.
+void check_no_internal_overlap(const Tensor& t, const char* op);
+
 // Visit every innermost row of an N-operand strided iteration over `sizes`:
 //   row(offsets, length, inner_strides)
 // offsets[k] is operand k's element offset at the row start; inner_strides[k] its step

@@ -7,9 +7,11 @@
 #include <cmath>
 #include <limits>
 
+#include "autograd/generator.h"
 #include "autograd/json.h"
 #include "autograd/ops.h"
 #include "autograd/print_format.h"
+#include "autograd/random_kernels.h"
 #include "test_util.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -419,6 +421,76 @@ TEST(MaxMinNan, AlongADimTheGradientGoesToTheFirstNan) {
   Tensor y = from_vector(std::vector<double>{1, nan, nan, 3, 2, 1}, {2, 3}).requires_grad_();
   min(y, 1).values.sum().backward();
   EXPECT_EQ(y.grad().tolist<float>(), (std::vector<float>{0, 1, 0, 0, 0, 1}));
+}
+
+// --- in-place writes into an expanded tensor ------------------------------------------------------
+
+constexpr const char* kOverlapMessage =
+    "unsupported operation: more than one element of the written-to tensor refers to a single memory location. "
+    "Please clone() the tensor before performing the operation.";
+
+TEST(InPlaceOverlap, WritesIntoAnExpandedTensorAreRefusedWithTorchsMessage) {
+  auto expanded = [] { return zeros({1}).expand({3}); };
+  const Tensor ones3 = ones({3});
+  const std::string message = std::string(": ") + kOverlapMessage;
+  EXPECT_TRUE(has_part(error_of([&] { expanded().add_(ones3); }), "add_" + message));
+  EXPECT_TRUE(has_part(error_of([&] { expanded().sub_(ones3); }), "add_" + message));
+  EXPECT_TRUE(has_part(error_of([&] { expanded().copy_(ones3); }), "copy_" + message));
+  EXPECT_TRUE(has_part(error_of([&] { expanded().mul_(ones3); }), "mul_" + message));
+  EXPECT_TRUE(has_part(error_of([&] { expanded().mul_(2.0); }), "mul_" + message));
+  EXPECT_TRUE(has_part(error_of([&] { expanded().div_(2.0); }), "div_" + message));
+  EXPECT_TRUE(has_part(error_of([&] { expanded().masked_fill_(tensor({true, false, false}), 1.0); }),
+                       "masked_fill_" + message));
+  EXPECT_TRUE(has_part(error_of([&] { expanded().uniform_(0.0, 1.0); }), "uniform_" + message));
+  EXPECT_TRUE(has_part(error_of([&] { zeros({2, 1}).expand({2, 4}).mul_(2.0); }), "(dim 1 of shape (2,4) is expanded"));
+}
+
+TEST(InPlaceOverlap, NothingIsWrittenWhenTheWriteIsRefused) {
+  Tensor base = tensor({5.0f});
+  Tensor e = base.expand({3});
+  EXPECT_FALSE(error_of([&] { e.add_(ones({3})); }).empty());
+  EXPECT_EQ(base.item<float>(), 5.0f);
+}
+
+TEST(InPlaceOverlap, FillOfAnExpandedTensorIsAllowedAsInTorch) {
+  // torch.zeros(1).expand(3).fill_(2.) -> tensor([2., 2., 2.]); zero_ likewise
+  Tensor base = zeros({1});
+  base.expand({3}).fill_(2.0);
+  EXPECT_EQ(base.item<float>(), 2.0f);
+  base.expand({3}).zero_();
+  EXPECT_EQ(base.item<float>(), 0.0f);
+}
+
+TEST(InPlaceOverlap, WritesIntoABroadcastSizeOneDimAreFine) {
+  Tensor x = zeros({2, 1});
+  x.expand({2, 1}).add_(ones({2, 1}));  // stride 0 only where the size is 1: no shared element
+  EXPECT_EQ(x.tolist<float>(), (std::vector<float>{1, 1}));
+}
+
+// --- one error type --------------------------------------------------------------------------------
+
+TEST(OneErrorType, ACorruptRngStateIsCaughtAsATgError) {
+  Generator gen(3);
+  std::vector<uint8_t> state = gen.get_state();
+  state[8] = state[9] = state[10] = state[11] = 0;  // 'left' = 0 is not a valid state
+  bool caught = false;
+  try {
+    gen.set_state(state);
+  } catch (const tg::Error& e) {
+    caught = true;
+    EXPECT_TRUE(has_part(e.what(), "Generator::set_state"));
+  }
+  EXPECT_TRUE(caught) << "set_state of a corrupt state threw nothing or not a tg::Error";
+}
+
+TEST(OneErrorType, JsonRandomKernelAndPrintErrorsAreTgErrors) {
+  EXPECT_TRUE(has_part(error_of([] { json::parse("[1, 2", "t.json"); }), "json: t.json"));
+  EXPECT_TRUE(has_part(error_of([] { json::parse_file("/nonexistent/x.json"); }), "json: cannot open file"));
+  EXPECT_TRUE(has_part(error_of([] { rng::dropout_scale(1.0); }), "dropout_scale"));
+  print::Values v;
+  v.sizes = {3};
+  v.floats = {1.0};
+  EXPECT_TRUE(has_part(error_of([&] { print::format_repr(v, {}); }), "tg::print: shape (3,) has 3 elements but floats holds 1 values"));
 }
 
 }  // namespace
