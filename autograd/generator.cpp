@@ -6,9 +6,9 @@
 // std::fmaf and need the compiler to leave every other a*b+c as two roundings. Only the
 // Box-Muller cache here holds a double; nothing in this file does arithmetic on floats.
 #include "autograd/generator.h"
+#include "autograd/error.h"
 
 #include <bit>
-#include <stdexcept>
 #include <string>
 
 namespace tg {

@@ -25,6 +25,8 @@
 #include <span>
 #include <vector>
 
+#include "autograd/error.h"
+
 namespace tg {
 
 class Generator {

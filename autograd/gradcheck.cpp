@@ -174,7 +174,7 @@ JacobianEntry compare_entry(int64_t j, int64_t i, double numerical, double analy
   if (std::isnan(e.abs_error)) e.abs_error = INFINITY;                    // one NaN: never agrees
   e.rel_error = numerical != 0 ? e.abs_error / std::abs(numerical) : (e.abs_error == 0 ? 0.0 : INFINITY);
   const double tolerance = o.atol + o.rtol * std::abs(numerical);
-  e.excess = e.abs_error / tolerance;
+  e.excess = e.abs_error == 0 ? 0.0 : e.abs_error / tolerance;  // agreeing NaNs have a NaN tolerance
   return e;
 }
 
@@ -338,9 +338,23 @@ std::vector<Tensor> vary_inputs(const std::vector<Tensor>& inputs, std::mt19937&
   return varied;
 }
 
-bool fn_accepts(const GradcheckFn& fn, const std::vector<Tensor>& inputs, std::string& error) {
+bool all_finite(const std::vector<double>& values) {
+  return std::all_of(values.begin(), values.end(), [](double v) { return std::isfinite(v); });
+}
+
+// Whether fn can be checked on a variation: it must not throw, and when fn's output on the given
+// inputs is finite, its output on the variation must be too. A shrunk dim can take an op out of
+// its domain (unbiased var over one element is 0/0): that is not a wrong gradient, so such a
+// variation is never checked. `error` says why a variation was refused.
+bool fn_accepts(const GradcheckFn& fn, const std::vector<Tensor>& inputs, bool given_output_finite,
+                std::string& error) {
   try {
-    evaluate(fn, inputs);
+    const std::vector<double> out = evaluate(fn, inputs);
+    if (given_output_finite && !all_finite(out)) {
+      error = "fn's output is not finite on this variation, though it is on the given inputs (the op is "
+              "undefined at these shapes, e.g. unbiased var over one element)";
+      return false;
+    }
     return true;
   } catch (const std::exception& e) {
     error = e.what();
@@ -352,13 +366,22 @@ GradcheckRun fuzz_run(const GradcheckFn& fn, const std::vector<Tensor>& inputs, 
                       const GradcheckOptions& o) {
   std::mt19937 rng(run_seed);
   std::string description, error;
+  bool given_output_finite = false;
+  try {
+    given_output_finite = all_finite(evaluate(fn, inputs));
+  } catch (const std::exception&) {
+    // the given inputs were checked first; a throw here shows again below
+  }
   std::vector<Tensor> varied = vary_inputs(inputs, rng, o.fuzz_shapes, o.fuzz_layouts, description);
-  if (o.fuzz_shapes && !fn_accepts(fn, varied, error)) {
-    // fn rejected the shapes (a matmul of (3,1) and (4,2), say): keep the given shapes.
+  std::string shapes_note;
+  if (o.fuzz_shapes && !fn_accepts(fn, varied, given_output_finite, error)) {
+    // fn rejected the shapes (a matmul of (3,1) and (4,2), say) or is undefined there: keep the
+    // given shapes, and say so in the run's description.
+    shapes_note = " (the shape variation " + description + " was not used: " + error + ")";
     varied = vary_inputs(inputs, rng, false, o.fuzz_layouts, description);
   }
   GradcheckRun run;
-  if (!fn_accepts(fn, varied, error)) {
+  if (!fn_accepts(fn, varied, given_output_finite, error)) {
     run.skipped = true;
     run.skip_reason = error;
   } else {
@@ -366,7 +389,7 @@ GradcheckRun fuzz_run(const GradcheckFn& fn, const std::vector<Tensor>& inputs, 
   }
   run.fuzzed = true;
   run.run_seed = run_seed;
-  run.what = "fuzz run with run seed " + std::to_string(run_seed) + ": " + description;
+  run.what = "fuzz run with run seed " + std::to_string(run_seed) + ": " + description + shapes_note;
   return run;
 }
 

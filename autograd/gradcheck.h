@@ -18,7 +18,9 @@
 //
 // Fuzzing (options.fuzz = N) reruns the check N more times on random variations of the inputs:
 // floating inputs get broadcastable shapes (some dims shrunk to 1, leading dims dropped; a
-// variation fn rejects with a tg::Error is replaced by the original shapes) and strided
+// variation fn rejects with a tg::Error, or where fn's output is not finite though it is on the
+// given inputs -- the op is undefined there, as unbiased var over one element -- is replaced by
+// the original shapes, and the run's description says so) and strided
 // layouts (transposed storage, slices with a step, a storage offset). Run r uses a
 // std::mt19937 seeded with fuzz_seed + r. To replay a failing run alone, take the run seed
 // from the report and check again with

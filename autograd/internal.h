@@ -68,12 +68,17 @@ inline const std::shared_ptr<TensorImpl>& impl_ptr_of(const Tensor& t) { return 
 inline Storage& storage_of(const Tensor& t) { return *TensorAccess::impl(t).storage; }
 inline Tensor tensor_of(std::shared_ptr<TensorImpl> impl) { return TensorAccess::wrap(std::move(impl)); }
 
-// A new contiguous tensor with uninitialised storage.
-Tensor make_empty(const Shape& shape, ScalarType dtype);
+// A new contiguous tensor with uninitialised storage. Throws, starting with op:
+// "negative size -2 in shape (...)", "storage size overflows: shape (...)" (the element or byte
+// count does not fit int64) or "out of memory: cannot allocate N bytes".
+Tensor make_empty(const Shape& shape, ScalarType dtype, const char* op = "empty");
 // A new view over t's storage with the given geometry. Its autograd state is empty: the
 // result is cut from the tape (the view ops record themselves; this is their raw material).
 Tensor make_view(const Tensor& t, const Shape& sizes, const Shape& strides, int64_t offset);
-// Contiguous (row-major) strides for a shape.
+// The element count of a shape, checked: "op: negative size -2 in shape (...)",
+// "op: number of elements overflows int64: shape (...)".
+int64_t checked_numel(const Shape& shape, const char* op);
+// Contiguous (row-major) strides for a shape (throws when they overflow int64).
 Shape contiguous_strides(const Shape& shape);
 // Wrap a possibly negative dim into [0, ndim); throws "op: dim 3 out of range [-3, 2]".
 int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op);

@@ -9,12 +9,12 @@
 // One function per rule; each reads from pos_ and leaves pos_ just after what it read. Bytes
 // >= 0x80 inside strings are copied as they are (UTF-8 is not validated).
 #include "autograd/json.h"
+#include "autograd/error.h"
 
 #include <charconv>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
-#include <stdexcept>
 #include <unordered_set>
 
 namespace tg::json {
@@ -35,7 +35,7 @@ const char* Value::kind_name(Kind kind) {
 
 void Value::wrong_kind(Kind wanted) const {
   throw Error("json: " + where_ + ": expected " + kind_name(wanted) + ", got " +
-                           kind_name(kind_));
+              kind_name(kind_));
 }
 
 bool Value::as_bool() const {
@@ -71,7 +71,7 @@ Int parse_integer_text(const Value& v, const char* type_name) {
   auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), result);
   if (error == std::errc::result_out_of_range) {
     throw Error("json: " + v.where() + ": " + text + " is out of range for " +
-                             type_name);
+                type_name);
   }
   if (error != std::errc() || end != text.data() + text.size()) {
     // Only reachable for a '-' given to an unsigned type.
@@ -110,15 +110,15 @@ size_t Value::size() const {
   if (kind_ == Kind::Array) return items_.size();
   if (kind_ == Kind::Object) return members_.size();
   throw Error("json: " + where_ + ": size() needs an array or an object, got " +
-                           kind_name(kind_));
+              kind_name(kind_));
 }
 
 const Value& Value::operator[](size_t index) const {
   const std::vector<Value>& items = as_array();
   if (index >= items.size()) {
     throw Error("json: " + where_ + ": index " + std::to_string(index) +
-                             " is out of range (the array has " + std::to_string(items.size()) +
-                             " elements)");
+                " is out of range (the array has " + std::to_string(items.size()) +
+                " elements)");
   }
   return items[index];
 }
@@ -159,7 +159,7 @@ class Parser {
   [[noreturn]] void fail(const std::string& what) const { fail_at(pos_, what); }
   [[noreturn]] void fail_at(size_t offset, const std::string& what) const {
     throw Error("json: " + std::string(source_) + ": byte " + std::to_string(offset) +
-                             ": " + what);
+                ": " + what);
   }
   // ", got 'x'" for the byte at pos_ (or "end of input", or its hex code if not printable).
   std::string got() const {

@@ -7,16 +7,17 @@
 // as_uint64().
 //
 // Every Value remembers where it came from ("rng.json: vectors[3].seed"), and every error is a
-// tg::Error that says where and what:
+// tg::Error (autograd/error.h) that says where and what:
 //   json: tests/x.json: byte 1043: expected ',' or ']' after array element, got '}'
 //   json: tests/x.json: vectors[3].seed: expected a number, got a string
 #pragma once
-#include "autograd/error.h"
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "autograd/error.h"
 
 namespace tg::json {
 

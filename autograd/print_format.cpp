@@ -1,10 +1,10 @@
 // autograd/print_format.cpp — PyTorch 1.13's tensor repr (torch/_tensor_str.py), rule by rule.
 #include "autograd/print_format.h"
+#include "autograd/error.h"
 
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -23,7 +23,7 @@ int64_t element_count(const std::vector<int64_t>& sizes) {
   for (int64_t size : sizes) {
     if (size < 0) {
       throw Error("tg::print: negative size " + std::to_string(size) +
-                                  " in shape " + shape_string(sizes));
+                  " in shape " + shape_string(sizes));
     }
     count *= size;
   }
@@ -39,8 +39,8 @@ const char* kind_name(Kind kind) {
   return "unknown";
 }
 
-void check_values(const Values& values) {
-  const int64_t count = element_count(values.sizes);
+void check_values(const Values& values, const PrintOptions& options) {
+  const int64_t count = element_count(values.edges_only ? summary_sizes(values.sizes, options) : values.sizes);
   const bool floating = values.kind == Kind::Floating;
   const size_t used = floating ? values.floats.size() : values.ints.size();
   const size_t unused = floating ? values.ints.size() : values.floats.size();
@@ -48,20 +48,20 @@ void check_values(const Values& values) {
   const char* unused_name = floating ? "ints" : "floats";
   if (static_cast<int64_t>(used) != count) {
     throw Error(std::string("tg::print: shape ") + shape_string(values.sizes) +
-                                " has " + std::to_string(count) + " elements but " + used_name +
-                                " holds " + std::to_string(used) + " values (kind " +
-                                kind_name(values.kind) + ")");
+                " has " + std::to_string(count) + " elements but " + used_name +
+                " holds " + std::to_string(used) + " values (kind " +
+                kind_name(values.kind) + ")");
   }
   if (unused != 0) {
     throw Error(std::string("tg::print: kind ") + kind_name(values.kind) +
-                                " reads " + used_name + ", but " + unused_name + " holds " +
-                                std::to_string(unused) + " values too");
+                " reads " + used_name + ", but " + unused_name + " holds " +
+                std::to_string(unused) + " values too");
   }
   if (values.kind == Kind::Bool) {
     for (int64_t v : values.ints) {
       if (v != 0 && v != 1) {
         throw Error("tg::print: a Bool value must be 0 or 1, got " +
-                                    std::to_string(v));
+                    std::to_string(v));
       }
     }
   }
@@ -70,13 +70,13 @@ void check_values(const Values& values) {
 void check_options(const PrintOptions& options) {
   if (options.precision < 0) {
     throw Error("tg::print: precision must be >= 0, got " +
-                                std::to_string(options.precision));
+                std::to_string(options.precision));
   }
   // PyTorch accepts edgeitems = 0 but then shows a whole 1-d row after "..." (self[-0:] is the
   // whole row in Python); we do not copy that accident.
   if (options.edgeitems < 1) {
     throw Error("tg::print: edgeitems must be >= 1, got " +
-                                std::to_string(options.edgeitems));
+                std::to_string(options.edgeitems));
   }
 }
 
@@ -118,23 +118,30 @@ std::string pad_left(const std::string& text, size_t width) {
 // ------------------------------------------------------------------------------------------
 // Which elements are shown
 
-// The shape with row-major strides, and whether the tensor is summarised.
+// The shape, the row-major strides of the values as stored, and whether the tensor is summarised.
 struct Layout {
   std::vector<int64_t> sizes;
-  std::vector<int64_t> strides;
+  std::vector<int64_t> strides;  // over summary_sizes when edges_only, else over sizes
   bool summarise = false;
+  bool edges_only = false;
   int64_t edgeitems = 3;
 };
+
+// PyTorch summarises when the tensor has more elements than the threshold.
+bool summarises(const std::vector<int64_t>& sizes, const PrintOptions& options) {
+  return element_count(sizes) > options.threshold;
+}
 
 Layout make_layout(const Values& values, const PrintOptions& options) {
   Layout layout;
   layout.sizes = values.sizes;
-  layout.strides.assign(values.sizes.size(), 1);
-  for (size_t d = values.sizes.size(); d-- > 1;) {
-    layout.strides[d - 1] = layout.strides[d] * values.sizes[d];
+  const std::vector<int64_t> stored = values.edges_only ? summary_sizes(values.sizes, options) : values.sizes;
+  layout.strides.assign(stored.size(), 1);
+  for (size_t d = stored.size(); d-- > 1;) {
+    layout.strides[d - 1] = layout.strides[d] * stored[d];
   }
-  // PyTorch summarises when the tensor has more elements than the threshold.
-  layout.summarise = element_count(values.sizes) > options.threshold;
+  layout.summarise = summarises(values.sizes, options);
+  layout.edges_only = values.edges_only;
   layout.edgeitems = options.edgeitems;
   return layout;
 }
@@ -157,6 +164,15 @@ std::vector<int64_t> shown_positions(const Layout& layout, size_t dim) {
   return positions;
 }
 
+// Where entry `position` of dimension dim sits in the stored values: itself, or for an
+// edges_only cut dimension, the last edgeitems entries follow the first ones directly.
+int64_t stored_index(const Layout& layout, size_t dim, int64_t position) {
+  if (layout.edges_only && is_cut(layout, dim) && position >= layout.edgeitems) {
+    return position - (layout.sizes[dim] - 2 * layout.edgeitems);
+  }
+  return position;
+}
+
 // The flat indices of every shown element. PyTorch picks the number format from these only
 // (get_summarized_data), so a huge value hidden behind "..." does not widen the columns.
 void collect_shown(const Layout& layout, size_t dim, int64_t offset, std::vector<int64_t>& out) {
@@ -165,7 +181,7 @@ void collect_shown(const Layout& layout, size_t dim, int64_t offset, std::vector
     return;
   }
   for (int64_t i : shown_positions(layout, dim)) {
-    collect_shown(layout, dim + 1, offset + i * layout.strides[dim], out);
+    collect_shown(layout, dim + 1, offset + stored_index(layout, dim, i) * layout.strides[dim], out);
   }
 }
 
@@ -303,7 +319,7 @@ class DataWriter {
       if (is_cut(layout_, dim) && i == static_cast<size_t>(layout_.edgeitems)) {
         items.push_back(" ...");
       }
-      items.push_back(formatter_.format(offset + positions[i] * layout_.strides[dim]));
+      items.push_back(formatter_.format(offset + stored_index(layout_, dim, positions[i]) * layout_.strides[dim]));
     }
     const int64_t item_length = static_cast<int64_t>(formatter_.width()) + 2;
     // Python floors the quotient; when it is negative or zero the max makes it 1 either way.
@@ -331,7 +347,8 @@ class DataWriter {
       if (is_cut(layout_, dim) && i == static_cast<size_t>(layout_.edgeitems)) {
         slices.push_back("...");
       }
-      slices.push_back(block(dim + 1, offset + positions[i] * layout_.strides[dim], indent + 1));
+      slices.push_back(block(dim + 1, offset + stored_index(layout_, dim, positions[i]) * layout_.strides[dim],
+                             indent + 1));
     }
     const size_t dims_here = layout_.sizes.size() - dim;
     // ",", then one newline per dim below this one, then the indent of the next block
@@ -394,9 +411,16 @@ bool shows_dtype(const std::string& dtype_name, bool is_empty) {
   return dtype_name != "torch.int64" && dtype_name != "torch.bool";
 }
 
+std::vector<int64_t> summary_sizes(const std::vector<int64_t>& sizes, const PrintOptions& options) {
+  std::vector<int64_t> kept = sizes;
+  if (!summarises(sizes, options)) return kept;
+  for (int64_t& size : kept) size = std::min(size, 2 * options.edgeitems);
+  return kept;
+}
+
 std::string format_data(const Values& values, int64_t indent, const PrintOptions& options) {
-  check_values(values);
   check_options(options);
+  check_values(values, options);
   // An empty tensor prints as "[]" whatever its shape.
   if (element_count(values.sizes) == 0) return "[]";
 

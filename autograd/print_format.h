@@ -25,6 +25,8 @@
 #include <string>
 #include <vector>
 
+#include "autograd/error.h"
+
 namespace tg::print {
 
 // What the values are, which decides how each one is written.
@@ -41,6 +43,11 @@ struct Values {
   std::vector<double> floats;  // the values when kind == Floating
                                // (a float32 value passes as its exact double)
   std::vector<int64_t> ints;   // the values when kind == Integer, or 0 / 1 when kind == Bool
+  // A summarised tensor (more elements than options.threshold) shows only the first and last
+  // edgeitems entries of every dimension longer than 2 * edgeitems. With edges_only, the values
+  // hold just those, row-major over summary_sizes(sizes, options), so a huge tensor is printed
+  // without gathering every element.
+  bool edges_only = false;
 };
 
 // torch.set_printoptions; the defaults are PyTorch's.
@@ -64,6 +71,10 @@ std::string format_repr(const Values& values, const std::vector<std::string>& su
 // Just the data part, as _tensor_str(tensor, indent) does: "[[0.4300, 0.1500],\n ... ]" or
 // "3." for a 0-d tensor. `indent` is the column the opening bracket follows (7 after "tensor(").
 std::string format_data(const Values& values, int64_t indent, const PrintOptions& options = {});
+
+// The shape of the values an edges_only caller passes: sizes, with every dimension that the
+// summary cuts reduced to 2 * edgeitems (sizes itself when the tensor is not summarised).
+std::vector<int64_t> summary_sizes(const std::vector<int64_t>& sizes, const PrintOptions& options = {});
 
 // A shape as Python prints a tuple: "()", "(3,)", "(2, 0, 3)".
 std::string shape_string(const std::vector<int64_t>& sizes);

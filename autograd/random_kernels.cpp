@@ -10,12 +10,12 @@
 //     results are not correctly rounded, so float64 normals are bit-exact only with glibc.
 //     The float32 block path (§4.4) uses its own polynomials and needs no libm at all.
 #include "autograd/random_kernels.h"
+#include "autograd/error.h"
 
 #include <algorithm>
 #include <bit>
 #include <charconv>
 #include <cmath>
-#include <stdexcept>
 #include <string>
 #include <utility>
 

@@ -10,6 +10,7 @@
 #include <queue>
 #include <set>
 #include <sstream>
+#include <string_view>
 
 #include "autograd/ops.h"
 #include "autograd/ops/loops.h"
@@ -335,13 +336,8 @@ void record_on_base(Tensor& view, const std::vector<Tensor>& others, const char*
 }  // namespace
 
 Tensor begin_inplace(const Tensor& self, const std::vector<Tensor>& others, const char* op) {
-  for (int64_t d = 0; d < self.dim(); ++d) {
-    if (self.size(d) > 1 && self.stride(d) == 0) {
-      throw Error(std::string(op) + ": unsupported operation: more than one element of the written-to tensor "
-                  "refers to a single memory location (dim " + std::to_string(d) + " is expanded). Please "
-                  "clone() the tensor before performing the operation.");
-    }
-  }
+  // fill_ writes one value to every element, so elements sharing a location agree (PyTorch allows it)
+  if (std::string_view(op) != "fill_") check_no_internal_overlap(self, op);
   if (grad_enabled) {
     // A leaf that requires grad must not be overwritten: its value is what the gradient is for.
     if (self.requires_grad() && self.is_leaf()) {

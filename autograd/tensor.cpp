@@ -3,6 +3,7 @@
 
 #include "autograd/internal.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -18,10 +19,11 @@ namespace tg {
 // --- storage -------------------------------------------------------------------------------------
 
 Storage::Storage(size_t n) : nbytes(n) {
-  // 64-byte aligned (a cache line; what AVX-512 loads like), never a null pointer.
+  // 64-byte aligned (a cache line; what AVX-512 loads like), never a null pointer. make_empty
+  // keeps n within int64, so rounding up cannot wrap.
   const size_t rounded = ((n + 63) / 64) * 64;
   data = std::aligned_alloc(64, rounded ? rounded : 64);
-  if (!data) throw Error("out of memory allocating " + std::to_string(n) + " bytes");
+  if (!data) throw Error("out of memory: cannot allocate " + std::to_string(n) + " bytes");
 }
 
 Storage::~Storage() { std::free(data); }
@@ -43,21 +45,49 @@ std::ostream& operator<<(std::ostream& os, const Shape& shape) {
   return os << (shape.size() == 1 ? ",)" : ")");
 }
 
+// Every size computation below multiplies with __builtin_mul_overflow: a shape whose element
+// count, strides or byte count do not fit int64 is an error, never a wrapped (small) number.
+
 Shape contiguous_strides(const Shape& shape) {
+  const bool empty = std::find(shape.begin(), shape.end(), 0) != shape.end();
   Shape strides(shape.size());
   int64_t stride = 1;
   for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
     strides[d] = stride;
-    stride *= std::max<int64_t>(shape[d], 1);
+    int64_t next = 0;
+    if (d > 0 && __builtin_mul_overflow(stride, std::max<int64_t>(shape[d], 1), &next)) {
+      // an empty tensor is never read through its strides: the outer ones just stop growing
+      if (empty) continue;
+      throw Error("contiguous_strides: storage size overflows: shape " + shape_str(shape));
+    }
+    stride = next;
   }
   return strides;
 }
 
-int64_t shape_numel(const Shape& shape) {
+// The element count of shape; *overflows tells when it does not fit int64 (and no size is 0).
+static int64_t count_elements(const Shape& shape, const char* op, bool* overflows) {
   int64_t n = 1;
-  for (int64_t s : shape) n *= s;
+  *overflows = false;
+  for (int64_t s : shape) {
+    if (s < 0) throw Error(std::string(op) + ": negative size " + std::to_string(s) + " in shape " + shape_str(shape));
+    *overflows = *overflows || __builtin_mul_overflow(n, s, &n);
+  }
+  if (std::find(shape.begin(), shape.end(), 0) != shape.end()) {
+    *overflows = false;
+    return 0;
+  }
   return n;
 }
+
+int64_t checked_numel(const Shape& shape, const char* op) {
+  bool overflows = false;
+  const int64_t n = count_elements(shape, op, &overflows);
+  if (overflows) throw Error(std::string(op) + ": number of elements overflows int64: shape " + shape_str(shape));
+  return n;
+}
+
+int64_t shape_numel(const Shape& shape) { return checked_numel(shape, "shape_numel"); }
 
 int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op) {
   const int64_t rank = std::max<int64_t>(ndim, 1);  // a 0-d tensor accepts dim 0 and -1
@@ -68,15 +98,24 @@ int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op) {
   return dim < 0 ? dim + rank : dim;
 }
 
-Tensor make_empty(const Shape& shape, ScalarType dtype) {
-  for (int64_t s : shape)
-    if (s < 0) throw Error("empty: negative size in shape " + shape_str(shape));
+Tensor make_empty(const Shape& shape, ScalarType dtype, const char* op) {
+  bool overflows = false;
+  const int64_t numel = count_elements(shape, op, &overflows);
+  int64_t nbytes = 0;
+  if (overflows || __builtin_mul_overflow(numel, static_cast<int64_t>(element_size(dtype)), &nbytes)) {
+    throw Error(std::string(op) + ": storage size overflows: shape " + shape_str(shape) + " of " +
+                dtype_name(dtype) + " needs more than INT64_MAX bytes");
+  }
   auto impl = std::make_shared<TensorImpl>();
   impl->dtype = dtype;
   impl->sizes = shape;
   impl->strides = contiguous_strides(shape);
-  impl->numel = shape_numel(shape);
-  impl->storage = std::make_shared<Storage>(static_cast<size_t>(impl->numel) * element_size(dtype));
+  impl->numel = numel;
+  try {
+    impl->storage = std::make_shared<Storage>(static_cast<size_t>(nbytes));
+  } catch (const Error& e) {
+    throw Error(std::string(op) + ": " + e.what() + " for shape " + shape_str(shape) + " of " + dtype_name(dtype));
+  }
   return tensor_of(std::move(impl));
 }
 
@@ -87,7 +126,7 @@ Tensor make_view(const Tensor& t, const Shape& sizes, const Shape& strides, int6
   impl->sizes = sizes;
   impl->strides = strides;
   impl->offset = offset;
-  impl->numel = shape_numel(sizes);
+  impl->numel = checked_numel(sizes, "view");
   impl->is_view = true;
   return tensor_of(std::move(impl));
 }
@@ -214,9 +253,11 @@ static int64_t element_offset(const Tensor& t, const Shape& index, const char* o
 
 template <class T> T Tensor::at(const Shape& index) const {
   const int64_t off = element_offset(*this, index, "at");
+  int64_t flat = 0;  // the row-major position, for a conversion error
+  for (int64_t d = 0; d < dim(); ++d) flat = flat * sizes()[d] + (index[d] < 0 ? index[d] + sizes()[d] : index[d]);
   return visit_dtype(dtype(), [&](auto tag) -> T {
     using S = typename decltype(tag)::type;
-    return static_cast<T>(static_cast<const S*>(impl().storage->data)[off]);
+    return convert_element<T>(static_cast<const S*>(impl().storage->data)[off], "at", flat);
   });
 }
 template float Tensor::at<float>(const Shape&) const;
@@ -233,7 +274,7 @@ template <class T> T Tensor::item() const {
   }
   return visit_dtype(dtype(), [&](auto tag) -> T {
     using S = typename decltype(tag)::type;
-    return static_cast<T>(*data_ptr<S>());
+    return convert_element<T>(*data_ptr<S>(), "item", 0);
   });
 }
 template float Tensor::item<float>() const;
@@ -247,7 +288,7 @@ template <class T> std::vector<T> Tensor::tolist() const {
   visit_dtype(dtype(), [&](auto tag) {
     using S = typename decltype(tag)::type;
     const S* p = c.data_ptr<S>();
-    for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<T>(p[i]);
+    for (size_t i = 0; i < out.size(); ++i) out[i] = convert_element<T>(p[i], "tolist", static_cast<int64_t>(i));
   });
   return out;
 }
@@ -256,8 +297,9 @@ template std::vector<double> Tensor::tolist<double>() const;
 template std::vector<int64_t> Tensor::tolist<int64_t>() const;
 template std::vector<bool> Tensor::tolist<bool>() const;
 
-// Copy src (broadcast to dst's shape) into dst, converting the dtype; dst may be strided.
-static void copy_values(const Tensor& dst, const Tensor& src) {
+// Copy src (broadcast to dst's shape) into dst, converting the dtype; dst may be strided. A
+// floating value an integer dtype cannot hold is an error naming op, the value and its index.
+static void copy_values(const Tensor& dst, const Tensor& src, const char* op) {
   const Shape ss = broadcast_strides(src, dst.sizes());
   visit_dtype(dst.dtype(), [&](auto dtag) {
     using D = typename decltype(dtag)::type;
@@ -265,19 +307,22 @@ static void copy_values(const Tensor& dst, const Tensor& src) {
       using S = typename decltype(stag)::type;
       D* d = dst.data_ptr<D>();
       const S* s = src.data_ptr<S>();
+      const auto convert = [op](S v, int64_t index) { return convert_element<D>(v, op, index); };
       if (dst.is_contiguous() && src.is_contiguous() && src.sizes() == dst.sizes()) {
         const int64_t n = dst.numel();
         if constexpr (std::is_same_v<D, S>) {
           std::memcpy(d, s, static_cast<size_t>(n) * sizeof(D));
         } else {
-          for (int64_t i = 0; i < n; ++i) d[i] = static_cast<D>(s[i]);
+          for (int64_t i = 0; i < n; ++i) d[i] = convert(s[i], i);
         }
         return;
       }
+      int64_t row_start = 0;  // rows come in row-major order, all of the same length
       for_each_row<2>(dst.sizes(), {dst.strides().data(), ss.data()}, {0, 0},
                       [&](const std::array<int64_t, 2>& off, int64_t len, const std::array<int64_t, 2>& st) {
                         for (int64_t i = 0; i < len; ++i)
-                          d[off[0] + i * st[0]] = static_cast<D>(s[off[1] + i * st[1]]);
+                          d[off[0] + i * st[0]] = convert(s[off[1] + i * st[1]], row_start + i);
+                        row_start += len;
                       });
     });
   });
@@ -285,8 +330,8 @@ static void copy_values(const Tensor& dst, const Tensor& src) {
 
 Tensor Tensor::to(ScalarType target) const {
   if (target == dtype()) return *this;
-  Tensor out = make_empty(sizes(), target);
-  copy_values(out, *this);
+  Tensor out = make_empty(sizes(), target, "to");
+  copy_values(out, *this, "to");
   if (is_floating(target)) {
     const ScalarType source = dtype();
     // d/dx to(dtype): the gradient converted back to the input's dtype
@@ -300,8 +345,8 @@ Tensor Tensor::to(ScalarType target) const {
 Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
 
 Tensor Tensor::clone() const {
-  Tensor out = make_empty(sizes(), dtype());
-  copy_values(out, *this);
+  Tensor out = make_empty(sizes(), dtype(), "clone");
+  copy_values(out, *this, "clone");
   // d/dx clone(x): the gradient itself
   record("CloneBackward0", {*this}, out, {}, [](const BackwardArgs& a) { return Grads{a.grad_out}; });
   return out;
@@ -316,7 +361,7 @@ Tensor& Tensor::fill_(Scalar value) {
   Tensor old = begin_inplace(*this, {}, "fill_");
   visit_dtype(dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    fill_strided<T>(*this, static_cast<T>(value.value));
+    fill_strided<T>(*this, checked_cast<T>(value, "fill_"));
   });
   // d/dself fill_: nothing flows back to the old value
   finish_inplace(*this, old, {}, "FillBackward0", {}, [](const BackwardArgs&) { return Grads{Tensor()}; });
@@ -331,9 +376,9 @@ Tensor& Tensor::copy_(const Tensor& src) {
   }
   Tensor old = begin_inplace(*this, {src}, "copy_");
   if (src.is_alias_of(*this)) {
-    copy_values(*this, src.clone().detach());  // overlapping memory: go through a copy
+    copy_values(*this, src.clone().detach(), "copy_");  // overlapping memory: go through a copy
   } else {
-    copy_values(*this, src);
+    copy_values(*this, src, "copy_");
   }
   const ScalarType src_dtype = src.dtype();
   // d/dsrc copy_: the gradient (summed to src's shape by the engine); nothing to the old value
@@ -346,7 +391,7 @@ Tensor& Tensor::copy_(const Tensor& src) {
 Tensor& Tensor::masked_fill_(const Tensor& mask, Scalar value) {
   Tensor filled = tg::masked_fill(detach(), mask, value);
   Tensor old = begin_inplace(*this, {}, "masked_fill_");
-  copy_values(*this, filled);
+  copy_values(*this, filled, "masked_fill_");
   // d/dself masked_fill_: the gradient where the mask is false, 0 where it filled
   finish_inplace(*this, old, {}, "MaskedFillBackward0", {mask}, [](const BackwardArgs& a) {
     return Grads{tg::masked_fill(a.grad_out, a.saved[0], 0.0)};
@@ -361,7 +406,7 @@ Tensor& Tensor::add_(const Tensor& other, Scalar alpha) {
                 shape_str(sizes()) + " (other has shape " + shape_str(other.sizes()) + ")");
   }
   Tensor old = begin_inplace(*this, {other}, "add_");
-  copy_values(*this, sum);
+  copy_values(*this, sum, "add_");
   const double a = alpha.value;
   // d/dself (self + alpha*other) = 1, d/dother = alpha
   finish_inplace(*this, old, {other}, "AddBackward0", {}, [a](const BackwardArgs& args) {
@@ -391,7 +436,7 @@ Tensor& Tensor::mul_(const Tensor& other) {
   const bool records = should_record({old, other});
   const Tensor keep_other = records && old.requires_grad() ? other : Tensor();
   const Tensor keep_self = records && other.requires_grad() ? detach().clone() : Tensor();
-  copy_values(*this, product);
+  copy_values(*this, product, "mul_");
   // d/dself (self*other) = other, d/dother = self (its value before the write)
   finish_inplace(*this, old, {other}, "MulBackward0", {keep_self, keep_other}, [](const BackwardArgs& a) {
     return Grads{a.needs_grad[0] ? tg::mul(a.grad_out, a.saved[1]) : Tensor(),
@@ -402,7 +447,7 @@ Tensor& Tensor::mul_(const Tensor& other) {
 
 Tensor& Tensor::mul_(Scalar other) {
   Tensor old = begin_inplace(*this, {}, "mul_");
-  copy_values(*this, tg::mul(detach(), other));
+  copy_values(*this, tg::mul(detach(), other), "mul_");
   const double s = other.value;
   // d/dself (self*s) = s
   finish_inplace(*this, old, {}, "MulBackward0", {}, [s](const BackwardArgs& a) {
@@ -424,7 +469,7 @@ Tensor& Tensor::div_(const Tensor& other) {
   const bool records = should_record({old, other});
   const Tensor keep_other = records ? other : Tensor();
   const Tensor keep_self = records && other.requires_grad() ? detach().clone() : Tensor();
-  copy_values(*this, quotient);
+  copy_values(*this, quotient, "div_");
   // d/dself (self/other) = 1/other, d/dother = -self/other^2 (self before the write)
   finish_inplace(*this, old, {other}, "DivBackward0", {keep_self, keep_other}, [](const BackwardArgs& a) {
     const Tensor& o = a.saved[1];
@@ -436,7 +481,7 @@ Tensor& Tensor::div_(const Tensor& other) {
 
 Tensor& Tensor::div_(Scalar other) {
   Tensor old = begin_inplace(*this, {}, "div_");
-  copy_values(*this, tg::div(detach(), other));
+  copy_values(*this, tg::div(detach(), other), "div_");
   const double s = other.value;
   // d/dself (self/s) = 1/s
   finish_inplace(*this, old, {}, "DivBackward0", {}, [s](const BackwardArgs& a) {

@@ -44,12 +44,13 @@ std::string shape_str(const Shape& shape);
 struct Scalar {
   double value;
   bool integral;
+  int64_t int_value = 0;  // the exact value when integral (value rounds it past 2^53)
   Scalar(double v) : value(v), integral(false) {}
   Scalar(float v) : value(v), integral(false) {}
-  Scalar(int v) : value(v), integral(true) {}
-  Scalar(long v) : value(static_cast<double>(v)), integral(true) {}
-  Scalar(long long v) : value(static_cast<double>(v)), integral(true) {}
-  Scalar(bool v) : value(v ? 1.0 : 0.0), integral(true) {}
+  Scalar(int v) : value(v), integral(true), int_value(v) {}
+  Scalar(long v) : value(static_cast<double>(v)), integral(true), int_value(v) {}
+  Scalar(long long v) : value(static_cast<double>(v)), integral(true), int_value(v) {}
+  Scalar(bool v) : value(v ? 1.0 : 0.0), integral(true), int_value(v) {}
 };
 
 // What a Tensor points to (Storage, TensorImpl) is internal: autograd/internal.h.

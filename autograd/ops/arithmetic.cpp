@@ -28,20 +28,40 @@ ScalarType arithmetic_dtype(const Tensor& a, const Tensor& b) {
   return promote_types(a.dtype(), b.dtype());
 }
 
+// alpha for integral results must be a whole number (PyTorch refuses any float alpha there; we
+// accept a whole one, as our default alpha is written 1.0).
+void check_alpha(ScalarType dt, const Scalar& alpha, const char* op) {
+  if (is_floating(dt) || alpha.integral || alpha.value == std::trunc(alpha.value)) return;
+  throw Error(std::string(op) + ": for integral input tensors, argument alpha must not be a floating point number, got " +
+              number_str(alpha.value));
+}
+
+// out = a + alpha*b (or a - alpha*b when subtract) elementwise in dtype dt; int64 wraps as
+// PyTorch's and uses alpha's exact integer value.
+Tensor add_scaled(const Tensor& a, const Tensor& b, ScalarType dt, const Scalar& alpha, bool subtract, const char* op) {
+  const double s = subtract ? -alpha.value : alpha.value;
+  if (s == 1.0) return elementwise_binary(a, b, dt, false, op, [](auto x, auto y) { return wrapping_add(x, y); });
+  if (s == -1.0 && dt != kBool) {
+    return elementwise_binary(a, b, dt, false, op, [](auto x, auto y) { return wrapping_sub(x, y); });
+  }
+  int64_t k = 0;  // alpha as int64 (negated when subtracting), for int64 results
+  if (dt == kInt64) {
+    k = checked_cast<int64_t>(alpha, op);
+    if (subtract) k = wrapping_sub<int64_t>(0, k);
+  }
+  return elementwise_binary(a, b, dt, false, op, [s, k](auto x, auto y) {
+    using T = decltype(x);
+    if constexpr (std::is_same_v<T, int64_t>) return wrapping_add(x, wrapping_mul(k, y));
+    else return static_cast<T>(x + static_cast<T>(s) * y);
+  });
+}
+
 }  // namespace
 
 Tensor add(const Tensor& a, const Tensor& b, Scalar alpha) {
   const ScalarType dt = arithmetic_dtype(a, b);
-  Tensor out;
-  if (alpha.value == 1.0) {
-    out = elementwise_binary(a, b, dt, false, "add", [](auto x, auto y) { return x + y; });
-  } else {
-    const double s = alpha.value;
-    out = elementwise_binary(a, b, dt, false, "add", [s](auto x, auto y) {
-      using T = decltype(x);
-      return static_cast<T>(x + static_cast<T>(s) * y);
-    });
-  }
+  check_alpha(dt, alpha, "add");
+  Tensor out = add_scaled(a, b, dt, alpha, false, "add");
   const double s = alpha.value;
   record("AddBackward0", {a, b}, out, {}, [s](const BackwardArgs& g) {
     return Grads{g.grad_out, s == 1.0 ? g.grad_out : mul(g.grad_out, s)};
@@ -52,11 +72,9 @@ Tensor add(const Tensor& a, const Tensor& b, Scalar alpha) {
 Tensor sub(const Tensor& a, const Tensor& b, Scalar alpha) {
   const ScalarType dt = arithmetic_dtype(a, b);
   if (dt == kBool) throw Error("sub: subtraction, the `-` operator, with two bool tensors is not supported");
+  check_alpha(dt, alpha, "sub");
   const double s = alpha.value;
-  Tensor out = elementwise_binary(a, b, dt, false, "sub", [s](auto x, auto y) {
-    using T = decltype(x);
-    return s == 1.0 ? static_cast<T>(x - y) : static_cast<T>(x - static_cast<T>(s) * y);
-  });
+  Tensor out = add_scaled(a, b, dt, alpha, true, "sub");
   record("SubBackward0", {a, b}, out, {}, [s](const BackwardArgs& g) {
     return Grads{g.grad_out, mul(g.grad_out, -s)};
   });
@@ -66,7 +84,8 @@ Tensor sub(const Tensor& a, const Tensor& b, Scalar alpha) {
 Tensor mul(const Tensor& a, const Tensor& b) {
   Tensor out = elementwise_binary(a, b, arithmetic_dtype(a, b), false, "mul", [](auto x, auto y) {
     using T = decltype(x);
-    return static_cast<T>(x * y);
+    if constexpr (std::is_same_v<T, bool>) return static_cast<T>(x * y);
+    else return wrapping_mul(x, y);
   });
   // save each factor only if the other one needs its gradient
   const Tensor keep_b = a.requires_grad() ? b : Tensor();
@@ -97,7 +116,7 @@ Tensor neg(const Tensor& a) {
   Tensor out = make_empty(a.sizes(), a.dtype());
   visit_dtype(a.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    map_unary<T, T>(out, a, [](T v) { return static_cast<T>(-v); });
+    map_unary<T, T>(out, a, [](T v) { return wrapping_sub(T(0), v); });
   });
   record("NegBackward0", {a}, out, {}, [](const BackwardArgs& g) { return Grads{neg(g.grad_out)}; });
   return out;
@@ -106,22 +125,22 @@ Tensor neg(const Tensor& a) {
 // --- tensor and scalar ---------------------------------------------------------------------------
 
 Tensor add(const Tensor& a, Scalar b) {
-  Tensor out = elementwise_binary(a, scalar_like(b, a), scalar_dtype(b, a), false, "add",
-                                  [](auto x, auto y) { return x + y; });
+  Tensor out = elementwise_binary(a, scalar_like(b, a, "add"), scalar_dtype(b, a), false, "add",
+                                  [](auto x, auto y) { return wrapping_add(x, y); });
   record("AddBackward0", {a}, out, {}, [](const BackwardArgs& g) { return Grads{g.grad_out}; });
   return out;
 }
 
 Tensor sub(const Tensor& a, Scalar b) {
-  Tensor out = elementwise_binary(a, scalar_like(b, a), scalar_dtype(b, a), false, "sub",
-                                  [](auto x, auto y) { return x - y; });
+  Tensor out = elementwise_binary(a, scalar_like(b, a, "sub"), scalar_dtype(b, a), false, "sub",
+                                  [](auto x, auto y) { return wrapping_sub(x, y); });
   record("SubBackward0", {a}, out, {}, [](const BackwardArgs& g) { return Grads{g.grad_out}; });
   return out;
 }
 
 Tensor mul(const Tensor& a, Scalar b) {
-  Tensor out = elementwise_binary(a, scalar_like(b, a), scalar_dtype(b, a), false, "mul",
-                                  [](auto x, auto y) { return x * y; });
+  Tensor out = elementwise_binary(a, scalar_like(b, a, "mul"), scalar_dtype(b, a), false, "mul",
+                                  [](auto x, auto y) { return wrapping_mul(x, y); });
   const double s = b.value;
   record("MulBackward0", {a}, out, {}, [s](const BackwardArgs& g) { return Grads{mul(g.grad_out, s)}; });
   return out;
@@ -130,15 +149,15 @@ Tensor mul(const Tensor& a, Scalar b) {
 Tensor div(const Tensor& a, Scalar b) {
   ScalarType dt = scalar_dtype(b, a);
   if (!is_floating(dt)) dt = kFloat32;
-  Tensor out = elementwise_binary(a, scalar_like(b, a), dt, false, "div", [](auto x, auto y) { return x / y; });
+  Tensor out = elementwise_binary(a, scalar_like(b, a, "div"), dt, false, "div", [](auto x, auto y) { return x / y; });
   const double s = b.value;
   record("DivBackward0", {a}, out, {}, [s](const BackwardArgs& g) { return Grads{div(g.grad_out, s)}; });
   return out;
 }
 
 Tensor rsub(const Tensor& a, Scalar b) {
-  Tensor out = elementwise_binary(scalar_like(b, a), a, scalar_dtype(b, a), false, "rsub",
-                                  [](auto x, auto y) { return x - y; });
+  Tensor out = elementwise_binary(scalar_like(b, a, "rsub"), a, scalar_dtype(b, a), false, "rsub",
+                                  [](auto x, auto y) { return wrapping_sub(x, y); });
   // d/da (b - a) = -1
   record("RsubBackward1", {a}, out, {}, [](const BackwardArgs& g) { return Grads{neg(g.grad_out)}; });
   return out;
@@ -147,7 +166,7 @@ Tensor rsub(const Tensor& a, Scalar b) {
 Tensor rdiv(const Tensor& a, Scalar b) {
   ScalarType dt = scalar_dtype(b, a);
   if (!is_floating(dt)) dt = kFloat32;
-  Tensor out = elementwise_binary(scalar_like(b, a), a, dt, false, "rdiv", [](auto x, auto y) { return x / y; });
+  Tensor out = elementwise_binary(scalar_like(b, a, "rdiv"), a, dt, false, "rdiv", [](auto x, auto y) { return x / y; });
   // d/da (b / a) = -b / a^2 = -out / a
   record("MulBackward0", {a}, out, {a, out}, [](const BackwardArgs& g) {
     return Grads{neg(div(mul(g.grad_out, g.saved[1]), g.saved[0]))};

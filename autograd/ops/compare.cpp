@@ -27,12 +27,12 @@ Tensor lt(const Tensor& a, const Tensor& b) { return compare(a, b, "lt", [](auto
 Tensor le(const Tensor& a, const Tensor& b) { return compare(a, b, "le", [](auto x, auto y) { return x <= y; }); }
 Tensor gt(const Tensor& a, const Tensor& b) { return compare(a, b, "gt", [](auto x, auto y) { return x > y; }); }
 Tensor ge(const Tensor& a, const Tensor& b) { return compare(a, b, "ge", [](auto x, auto y) { return x >= y; }); }
-Tensor eq(const Tensor& a, Scalar b) { return eq(a, scalar_like(b, a)); }
-Tensor ne(const Tensor& a, Scalar b) { return ne(a, scalar_like(b, a)); }
-Tensor lt(const Tensor& a, Scalar b) { return lt(a, scalar_like(b, a)); }
-Tensor le(const Tensor& a, Scalar b) { return le(a, scalar_like(b, a)); }
-Tensor gt(const Tensor& a, Scalar b) { return gt(a, scalar_like(b, a)); }
-Tensor ge(const Tensor& a, Scalar b) { return ge(a, scalar_like(b, a)); }
+Tensor eq(const Tensor& a, Scalar b) { return eq(a, scalar_like(b, a, "eq")); }
+Tensor ne(const Tensor& a, Scalar b) { return ne(a, scalar_like(b, a, "ne")); }
+Tensor lt(const Tensor& a, Scalar b) { return lt(a, scalar_like(b, a, "lt")); }
+Tensor le(const Tensor& a, Scalar b) { return le(a, scalar_like(b, a, "le")); }
+Tensor gt(const Tensor& a, Scalar b) { return gt(a, scalar_like(b, a, "gt")); }
+Tensor ge(const Tensor& a, Scalar b) { return ge(a, scalar_like(b, a, "ge")); }
 Tensor operator==(const Tensor& a, const Tensor& b) { return eq(a, b); }
 Tensor operator!=(const Tensor& a, const Tensor& b) { return ne(a, b); }
 Tensor operator<(const Tensor& a, const Tensor& b) { return lt(a, b); }
@@ -103,7 +103,7 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value) {
   Tensor out = make_empty(x.sizes(), x.dtype());
   visit_dtype(x.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    const T v = static_cast<T>(value.value);
+    const T v = checked_cast<T>(value, "masked_fill");
     map_binary<T, T, bool>(out, x, mask, [v](T xv, bool m) { return m ? v : xv; });
   });
   record("MaskedFillBackward0", {x}, out, {mask}, [](const BackwardArgs& a) {

@@ -35,16 +35,20 @@ Tensor tensor_from_numbers(const std::vector<Number>& flat, const Shape& shape, 
 
 Tensor empty(const Shape& shape, ScalarType dtype) { return make_empty(shape, dtype); }
 
-Tensor full(const Shape& shape, Scalar value, ScalarType dtype) {
-  Tensor t = make_empty(shape, dtype);
-  NoGradGuard no_grad;
-  t.fill_(value);
-  storage_of(t).version = 0;
-  return t;
+// A new tensor with every element = value (checked against the dtype before allocating).
+static Tensor filled(const Shape& shape, Scalar value, ScalarType dtype, const char* op) {
+  return visit_dtype(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T v = checked_cast<T>(value, op);
+    Tensor t = make_empty(shape, dtype, op);
+    fill_strided<T>(t, v);
+    return t;
+  });
 }
 
-Tensor zeros(const Shape& shape, ScalarType dtype) { return full(shape, 0.0, dtype); }
-Tensor ones(const Shape& shape, ScalarType dtype) { return full(shape, 1.0, dtype); }
+Tensor full(const Shape& shape, Scalar value, ScalarType dtype) { return filled(shape, value, dtype, "full"); }
+Tensor zeros(const Shape& shape, ScalarType dtype) { return filled(shape, 0.0, dtype, "zeros"); }
+Tensor ones(const Shape& shape, ScalarType dtype) { return filled(shape, 1.0, dtype, "ones"); }
 Tensor empty_like(const Tensor& t) { return make_empty(t.sizes(), t.dtype()); }
 Tensor zeros_like(const Tensor& t) { return zeros(t.sizes(), t.dtype()); }
 Tensor ones_like(const Tensor& t) { return ones(t.sizes(), t.dtype()); }
@@ -53,15 +57,16 @@ Tensor scalar_tensor(Scalar value, ScalarType dtype) { return full({}, value, dt
 
 template <class V>
 static Tensor from_values(const std::vector<V>& values, const Shape& shape, ScalarType dtype) {
-  if (static_cast<int64_t>(values.size()) != shape_numel(shape)) {
+  const int64_t numel = checked_numel(shape, "from_vector");
+  if (static_cast<int64_t>(values.size()) != numel) {
     throw Error("from_vector: " + std::to_string(values.size()) + " values do not fill shape " + shape_str(shape) +
-                " (" + std::to_string(shape_numel(shape)) + " elements)");
+                " (" + std::to_string(numel) + " elements)");
   }
-  Tensor t = make_empty(shape, dtype);
+  Tensor t = make_empty(shape, dtype, "from_vector");
   visit_dtype(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* p = t.data_ptr<T>();
-    for (size_t i = 0; i < values.size(); ++i) p[i] = static_cast<T>(values[i]);
+    for (size_t i = 0; i < values.size(); ++i) p[i] = convert_element<T>(values[i], "from_vector", static_cast<int64_t>(i));
   });
   return t;
 }
@@ -81,23 +86,33 @@ Tensor arange(Scalar start, Scalar end, Scalar step) {
 }
 
 Tensor arange(Scalar start, Scalar end, Scalar step, ScalarType dtype) {
+  const std::string range = number_str(start.value) + " -> " + number_str(end.value) + " with step " +
+                            number_str(step.value);
+  if (!std::isfinite(start.value) || !std::isfinite(end.value) || !std::isfinite(step.value)) {
+    throw Error("arange: unsupported range: " + range + " (start, end and step must be finite)");
+  }
   if (step.value == 0) throw Error("arange: step must be nonzero");
   if ((step.value > 0 && end.value < start.value) || (step.value < 0 && end.value > start.value)) {
     throw Error("arange: upper bound and larger bound inconsistent with step sign");
   }
-  const int64_t n = static_cast<int64_t>(std::ceil((end.value - start.value) / step.value));
-  Tensor t = make_empty({n}, dtype);
+  const double count = std::ceil((end.value - start.value) / step.value);
+  if (!fits_in<int64_t>(count)) {
+    throw Error("arange: unsupported range: " + range + " has " + number_str(count) +
+                " elements, more than int64 can count");
+  }
+  const int64_t n = static_cast<int64_t>(count);
+  Tensor t = make_empty({n}, dtype, "arange");
   visit_dtype(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* p = t.data_ptr<T>();
-    for (int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(start.value + static_cast<double>(i) * step.value);
+    for (int64_t i = 0; i < n; ++i) p[i] = checked_cast<T>(start.value + static_cast<double>(i) * step.value, "arange");
   });
   return t;
 }
 
 Tensor eye(int64_t n, ScalarType dtype) {
   if (n < 0) throw Error("eye: n must be greater or equal to 0, got " + std::to_string(n));
-  Tensor t = zeros({n, n}, dtype);
+  Tensor t = filled({n, n}, 0.0, dtype, "eye");
   visit_dtype(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* p = t.data_ptr<T>();
@@ -165,7 +180,10 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
                     " for tensor number " + std::to_string(i) + " in the list.");
       }
     }
-    shape[dim] += t.sizes()[dim];
+    if (__builtin_add_overflow(shape[dim], t.sizes()[dim], &shape[dim])) {
+      throw Error("cat: the concatenated size along dim " + std::to_string(dim) + " overflows int64 (tensor " +
+                  std::to_string(i) + " of shape " + shape_str(t.sizes()) + ")");
+    }
   }
   Tensor out = make_empty(shape, dtype);
   std::vector<int64_t> offsets;

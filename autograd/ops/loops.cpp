@@ -2,9 +2,18 @@
 #include "autograd/ops/loops.h"
 
 #include <algorithm>
+#include <charconv>
 #include <numeric>
 
 namespace tg {
+
+std::string number_str(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v < 0 ? "-inf" : "inf";
+  char text[32];
+  const auto end = std::to_chars(text, text + sizeof(text), v).ptr;  // shortest round-trip form
+  return std::string(text, end);
+}
 
 void check_defined(const Tensor& t, const char* op, const char* what) {
   if (!t.defined()) throw Error(std::string(op) + ": " + what + " is an undefined tensor");
@@ -50,6 +59,16 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
   return out;
 }
 
+void check_no_internal_overlap(const Tensor& t, const char* op) {
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    if (t.size(d) > 1 && t.stride(d) == 0) {
+      throw Error(std::string(op) + ": unsupported operation: more than one element of the written-to tensor refers "
+                  "to a single memory location. Please clone() the tensor before performing the operation. (dim " +
+                  std::to_string(d) + " of shape " + shape_str(t.sizes()) + " is expanded: stride 0)");
+    }
+  }
+}
+
 Shape broadcast_strides(const Tensor& t, const Shape& shape) {
   const size_t n = shape.size();
   const size_t k = t.sizes().size();
@@ -63,10 +82,15 @@ Shape broadcast_strides(const Tensor& t, const Shape& shape) {
 
 DimSplit split_at_dim(const Shape& sizes, int64_t dim) {
   DimSplit s;
+  bool overflows = false;  // only possible beside a size-0 dim, e.g. (0, 2^40, 2^40)
   for (int64_t d = 0; d < static_cast<int64_t>(sizes.size()); ++d) {
-    if (d < dim) s.B *= sizes[d];
+    if (d < dim) overflows = __builtin_mul_overflow(s.B, sizes[d], &s.B) || overflows;
     if (d == dim) s.N = sizes[d];
-    if (d > dim) s.I *= sizes[d];
+    if (d > dim) overflows = __builtin_mul_overflow(s.I, sizes[d], &s.I) || overflows;
+  }
+  if (overflows) {
+    throw Error("split_at_dim: the sizes before or after dim " + std::to_string(dim) + " of shape " + shape_str(sizes) +
+                " hold more elements than int64 can count");
   }
   return s;
 }
@@ -77,11 +101,18 @@ ScalarType scalar_dtype(const Scalar& s, const Tensor& t) {
   return kFloat32;
 }
 
-Tensor scalar_like(const Scalar& s, const Tensor& t) {
+Tensor scalar_like(const Scalar& s, const Tensor& t, const char* op) {
   Tensor out = make_empty({}, scalar_dtype(s, t));
   visit_dtype(out.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    *out.data_ptr<T>() = static_cast<T>(s.value);
+    if constexpr (std::is_floating_point_v<T>) {
+      // an operand past float's range rounds to +-inf, as PyTorch's x * 1e300
+      const double limit = static_cast<double>(std::numeric_limits<T>::max());
+      const double v = std::isfinite(s.value) && std::abs(s.value) > limit ? std::copysign(INFINITY, s.value) : s.value;
+      *out.data_ptr<T>() = static_cast<T>(v);
+    } else {
+      *out.data_ptr<T>() = checked_cast<T>(s, op);
+    }
   });
   return out;
 }

@@ -7,7 +7,9 @@
 #pragma once
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <type_traits>
 
@@ -41,6 +43,75 @@ template <class F> decltype(auto) visit_dtype(ScalarType dtype, F&& f) {
   return f(TypeTag<float>{});
 }
 
+// "inf", "-inf", "nan", "1e+30", "2.5": a number as an error message shows it.
+std::string number_str(double v);
+
+// The one door from a double to an element type T: every number that becomes a tensor element
+// (fill_, full, masked_fill, from_vector, arange, a scalar operand, a float tensor converted to
+// int64) goes through it. A value T cannot hold (nan, inf, or out of T's range) is an error,
+// never undefined behaviour: "op: value inf cannot be converted to type int64 without overflow".
+// Bool takes any value (nonzero is true); float takes inf and nan but not a finite value past
+// its range (as PyTorch's fill_).
+template <class T>
+bool fits_in(double v) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return true;
+  } else if constexpr (std::is_integral_v<T>) {
+    // [-2^63, 2^63) for int64: both bounds are exact doubles; nan compares false
+    const double low = static_cast<double>(std::numeric_limits<T>::min());
+    return v >= low && v < -low;
+  } else {
+    return !std::isfinite(v) || std::abs(v) <= static_cast<double>(std::numeric_limits<T>::max());
+  }
+}
+
+template <class T>
+T checked_cast(double v, const char* op) {
+  if (!fits_in<T>(v)) {
+    throw Error(std::string(op) + ": value " + number_str(v) + " cannot be converted to type " +
+                dtype_name(dtype_of<T>()) + " without overflow");
+  }
+  if constexpr (std::is_same_v<T, bool>) return v != 0.0;  // nan != 0: true, as PyTorch
+  else return static_cast<T>(v);
+}
+
+// A Scalar as element type T: an integer Scalar converts exactly (its double copy would round
+// past 2^53), a floating one through checked_cast(double).
+template <class T>
+T checked_cast(const Scalar& s, const char* op) {
+  if (!s.integral) return checked_cast<T>(s.value, op);
+  if constexpr (std::is_same_v<T, bool>) return s.int_value != 0;
+  else return static_cast<T>(s.int_value);
+}
+
+// Element v of type S, at row-major position `index`, as type T: a floating value an integer
+// type cannot hold is an error naming op, the value and the index (PyTorch gives garbage there).
+template <class T, class S>
+T convert_element(S v, const char* op, int64_t index) {
+  if constexpr (std::is_floating_point_v<S> && std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    if (!fits_in<T>(v)) {
+      throw Error(std::string(op) + ": value " + number_str(v) + " at index " + std::to_string(index) +
+                  " cannot be converted to type " + dtype_name(dtype_of<T>()) + " without overflow");
+    }
+  }
+  return static_cast<T>(v);
+}
+
+// Signed integer arithmetic that PyTorch defines as wrapping (INT64_MAX + 1 == INT64_MIN) done
+// in unsigned arithmetic, where wrapping is defined; floating types compute as written.
+template <class T> T wrapping_add(T a, T b) {
+  if constexpr (std::is_same_v<T, int64_t>) return static_cast<T>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+  else return static_cast<T>(a + b);
+}
+template <class T> T wrapping_sub(T a, T b) {
+  if constexpr (std::is_same_v<T, int64_t>) return static_cast<T>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b));
+  else return static_cast<T>(a - b);
+}
+template <class T> T wrapping_mul(T a, T b) {
+  if constexpr (std::is_same_v<T, int64_t>) return static_cast<T>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
+  else return static_cast<T>(a * b);
+}
+
 void check_floating(const Tensor& t, const char* op);
 void check_dtype(const Tensor& t, ScalarType dtype, const char* op, const char* what);
 void check_same_dtype(const Tensor& a, const Tensor& b, const char* op);
@@ -58,6 +129,12 @@ struct DimSplit {
   int64_t B = 1, N = 1, I = 1;
 };
 DimSplit split_at_dim(const Shape& sizes, int64_t dim);
+
+// An in-place write into t must not reach one memory location through two elements (an expanded
+// dim: size > 1, stride 0), or the result would depend on the write order. Throws PyTorch's
+// "op: unsupported operation: more than one element of the written-to tensor refers to a single
+// memory location. Please clone() the tensor before performing the operation." naming the dim.
+void check_no_internal_overlap(const Tensor& t, const char* op);
 
 // Visit every innermost row of an N-operand strided iteration over `sizes`:
 //   row(offsets, length, inner_strides)
@@ -163,7 +240,8 @@ void apply_inplace(const Tensor& t, F&& f) {
 // The dtype a Scalar takes next to tensor t (PyTorch: a Python number does not widen a tensor
 // of its own kind; a float number next to an integer tensor gives the default float32).
 ScalarType scalar_dtype(const Scalar& s, const Tensor& t);
-Tensor scalar_like(const Scalar& s, const Tensor& t);
+// s as a 0-d tensor of scalar_dtype(s, t); an integer value past int64 is an error naming op.
+Tensor scalar_like(const Scalar& s, const Tensor& t, const char* op = "scalar");
 
 // out = f(a, b) elementwise with broadcasting, computed in dtype `compute` (inputs converted
 // to it), stored as `compute` or as bool when out_is_bool. f is a generic lambda (auto x, auto y).

@@ -3,7 +3,9 @@
 //   sum    dx = g broadcast back over the reduced dim
 //   mean   dx = g / N
 //   var    dx = g * 2 (x - mean) / (N - unbiased)
-//   max    dx = g at the index of the maximum (over all: split evenly among ties), 0 elsewhere
+//   max    dx = g at the index of the maximum (over all: split evenly among ties, or among the
+//          NaNs when the result is NaN), 0 elsewhere. An empty input reduces to an empty result
+//          unless the reduced dim itself has size 0.
 //
 // A reduction over dim d sees the input as (B,N,I) (split_at_dim): B = prod(sizes before d),
 // N = sizes[d], I = prod(sizes after d). Float32 sums accumulate in double.
@@ -32,8 +34,9 @@ ReduceGeometry geometry(const Tensor& x, int64_t dim, bool keepdim) {
   return g;
 }
 
-// Accumulator type: double for floats (more exact sums), int64 for integers and bools.
-template <class T> using Acc = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
+// Accumulator type: double for floats (more exact sums); uint64 for integers and bools, so an
+// int64 sum that overflows wraps as PyTorch's does, without undefined behaviour.
+template <class T> using Acc = std::conditional_t<std::is_floating_point_v<T>, double, uint64_t>;
 
 // out (outer, inner) = sum over N of x (outer, N, inner); x contiguous.
 template <class T, class R>
@@ -42,7 +45,7 @@ void sum_kernel(R* out, const T* x, int64_t outer, int64_t n, int64_t inner) {
     for (int64_t o = 0; o < outer; ++o) {
       Acc<T> acc = 0;
       const T* row = x + o * n;
-      for (int64_t i = 0; i < n; ++i) acc += row[i];
+      for (int64_t i = 0; i < n; ++i) acc += static_cast<Acc<T>>(row[i]);
       out[o] = static_cast<R>(acc);
     }
     return;
@@ -52,7 +55,7 @@ void sum_kernel(R* out, const T* x, int64_t outer, int64_t n, int64_t inner) {
     std::fill(acc.begin(), acc.end(), Acc<T>(0));
     for (int64_t i = 0; i < n; ++i) {
       const T* row = x + (o * n + i) * inner;
-      for (int64_t j = 0; j < inner; ++j) acc[j] += row[j];
+      for (int64_t j = 0; j < inner; ++j) acc[j] += static_cast<Acc<T>>(row[j]);
     }
     for (int64_t j = 0; j < inner; ++j) out[o * inner + j] = static_cast<R>(acc[j]);
   }

@@ -27,8 +27,9 @@ Shape infer_shape(const Shape& requested, int64_t numel, const char* op) {
       infer_at = static_cast<int64_t>(i);
     } else if (shape[i] < 0) {
       throw Error(std::string(op) + ": invalid shape dimension " + std::to_string(shape[i]));
-    } else {
-      known *= shape[i];
+    } else if (__builtin_mul_overflow(known, shape[i], &known)) {
+      throw Error(std::string(op) + ": shape '" + shape_str(requested) + "' is invalid for input of size " +
+                  std::to_string(numel) + " (its number of elements overflows int64)");
     }
   }
   if (infer_at >= 0) {
@@ -134,7 +135,12 @@ Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const {
   if (start_dim > end_dim) throw Error("flatten: start_dim cannot come after end_dim");
   Shape shape(sizes().begin(), sizes().begin() + start_dim);
   int64_t n = 1;
-  for (int64_t d = start_dim; d <= end_dim; ++d) n *= sizes()[d];
+  for (int64_t d = start_dim; d <= end_dim; ++d) {
+    if (__builtin_mul_overflow(n, sizes()[d], &n)) {
+      throw Error("flatten: dims " + std::to_string(start_dim) + ".." + std::to_string(end_dim) + " of shape " +
+                  shape_str(sizes()) + " hold more elements than int64 can count");
+    }
+  }
   shape.push_back(n);
   shape.insert(shape.end(), sizes().begin() + end_dim + 1, sizes().end());
   return reshape(shape);
@@ -230,6 +236,12 @@ Tensor Tensor::expand(const Shape& shape) const {
                 ") must be greater or equal to the number of dimensions in the tensor (" + std::to_string(dim()) + ")");
   }
   const size_t lead = shape.size() - sizes().size();
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] < -1) {
+      throw Error("expand: the target size " + std::to_string(shape[i]) + " at dim " + std::to_string(i) +
+                  " is invalid (sizes are >= 0, or -1 to keep the existing size).  Target sizes: " + shape_str(shape));
+    }
+  }
   Shape sz(shape.size()), st(shape.size());
   for (size_t i = 0; i < shape.size(); ++i) {
     if (i < lead) {
@@ -252,6 +264,7 @@ Tensor Tensor::expand(const Shape& shape) const {
                   std::to_string(i) + ".  Target sizes: " + shape_str(shape) + ".  Tensor sizes: " + shape_str(sizes()));
     }
   }
+  checked_numel(sz, "expand");  // stride 0 needs no memory, but the element count must fit int64
   const Shape in_shape = sizes();
   return recorded_view(*this, sz, st, storage_offset(), "ExpandBackward0",
                        [in_shape](const Tensor& g) { return sum_to(g, in_shape); });
@@ -291,8 +304,9 @@ Tensor Tensor::slice(int64_t d, int64_t start, std::optional<int64_t> end_opt, i
   end = std::clamp<int64_t>(end, start, n);
   Shape sz = sizes(), st = strides();
   const int64_t offset = storage_offset() + start * st[d];
-  sz[d] = (end - start + step - 1) / step;
-  st[d] *= step;
+  sz[d] = end == start ? 0 : (end - start - 1) / step + 1;  // ceil((end - start) / step), without overflow
+  // along a dim of size 0 or 1 the stride is never used; otherwise step < n keeps the product in range
+  if (sz[d] > 1) st[d] *= step;
   const Shape in_shape = sizes();
   const ScalarType dt = dtype();
   return recorded_view(*this, sz, st, offset, "SliceBackward0", [in_shape, dt, d, start, end, step](const Tensor& g) {
@@ -307,7 +321,8 @@ Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
   d = wrap_dim(d, dim(), "narrow");
   const int64_t n = sizes()[d];
   if (start < 0) start += n;
-  if (start < 0 || length < 0 || start + length > n) {
+  // length > n - start, not start + length > n: that sum can overflow (start 1, length INT64_MAX)
+  if (start < 0 || start > n || length < 0 || length > n - start) {
     throw Error("narrow: start (" + std::to_string(start) + ") + length (" + std::to_string(length) +
                 ") exceeds dimension size (" + std::to_string(n) + ") of dim " + std::to_string(d));
   }

@@ -171,7 +171,7 @@ TEST(Generator, SetStateWithWrongSizeSaysExpectedAndGot) {
   tg::Generator gen(1);
   std::vector<uint8_t> too_short(100, 0);
   expect_error([&] { gen.set_state(too_short); },
-                          {"Generator::set_state", "expected 5056 bytes", "got 100"});
+               {"Generator::set_state", "expected 5056 bytes", "got 100"});
   std::vector<uint8_t> legacy(5048, 0);  // torch's older layout without the float cache
   expect_error([&] { gen.set_state(legacy); }, {"got 5048"});
 }
@@ -193,10 +193,10 @@ TEST(Generator, SetStateRejectsBadFieldsAndLeavesGeneratorUnchanged) {
   // left = 615 after 10 draws, so next may be at most 10.
   expect_error([&] { gen.set_state(with(16, {11})); }, {"'next'", "625 - left = 10", "got 11"});
   expect_error([&] { gen.set_state(with(24 + 8 * 5 + 4, {1})); },
-                          {"state word 5", "does not fit in 32 bits"});
+               {"state word 5", "does not fit in 32 bits"});
   expect_error([&] { gen.set_state(with(5040, {2})); }, {"'normal_is_valid'", "got 2"});
   expect_error([&] { gen.set_state(with(5048, {7})); },
-                          {"'next_float_normal_is_valid'", "got 7"});
+               {"'next_float_normal_is_valid'", "got 7"});
   expect_same_stream(gen, untouched, 1000, "after rejected set_state calls");
 }
 

@@ -91,7 +91,7 @@ TEST(RandomKernels, UniformParamsRoundTheEndsToFloat32First) {
   EXPECT_EQ(p.lo, -0.1f);
   EXPECT_EQ(p.range, 0.35f - (-0.1f));
   expect_error([] { rng::uniform_params_f32(2.0, 1.0); },
-                          {"uniform_params_f32", "a = 2", "b = 1"});
+               {"uniform_params_f32", "a = 2", "b = 1"});
   expect_error([] { rng::uniform_params_f32(-3e38, 3e38); }, {"overflows float32"});
   expect_error([] { rng::uniform_params_f64(1.0, 0.5); }, {"uniform_params_f64"});
 }
@@ -163,9 +163,9 @@ TEST(RandomKernels, BlockPathRejectsFewerThanSixteenElements) {
   float data[15];
   double data64[15];
   expect_error([&] { rng::normal_fill_f32(gen, data, 15, 0.0, 1.0); },
-                          {"normal_fill_f32", "n >= 16", "n = 15"});
+               {"normal_fill_f32", "n >= 16", "n = 15"});
   expect_error([&] { rng::normal_fill_f64(gen, data64, 15, 0.0, 1.0); },
-                          {"normal_fill_f64", "n = 15"});
+               {"normal_fill_f64", "n = 15"});
   EXPECT_FALSE(rng::normal_uses_block_path(15, true));
   EXPECT_TRUE(rng::normal_uses_block_path(16, true));
   EXPECT_FALSE(rng::normal_uses_block_path(1000, false));
@@ -175,14 +175,14 @@ TEST(RandomKernels, MultinomialRejectsInvalidRowsWithTorchMessageBeforeDrawing) 
   Generator gen(4);
   const float negative[3] = {0.5f, -0.25f, 0.5f};
   expect_error([&] { rng::multinomial_row_f32(gen, negative, 3); },
-                          {"multinomial: probability tensor contains either inf, nan or element < 0",
-                           "element 1 is -0.25"});
+               {"multinomial: probability tensor contains either inf, nan or element < 0",
+                "element 1 is -0.25"});
   const double with_nan[2] = {0.5, std::nan("")};
   expect_error([&] { rng::multinomial_row_f64(gen, with_nan, 2); },
-                          {"inf, nan or element < 0", "element 1"});
+               {"inf, nan or element < 0", "element 1"});
   const float zeros[3] = {0.0f, 0.0f, 0.0f};
   expect_error([&] { rng::multinomial_row_f32(gen, zeros, 3); },
-                          {"invalid multinomial distribution (sum of probabilities <= 0)"});
+               {"invalid multinomial distribution (sum of probabilities <= 0)"});
   // Two rows, the second invalid: nothing is drawn for the first either.
   const float rows[6] = {0.2f, 0.3f, 0.5f, 0.0f, 0.0f, 0.0f};
   int64_t picks[2];
