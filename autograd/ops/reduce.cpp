@@ -254,34 +254,28 @@ ValuesIndices min(const Tensor& x, int64_t dim, bool keepdim) { return extreme_d
 Tensor max(const Tensor& x) { return extreme_all(x, true, "max"); }
 Tensor min(const Tensor& x) { return extreme_all(x, false, "min"); }
 
-Tensor argmin(const Tensor& x, int64_t dim, bool keepdim) {
+// The index of the largest (smallest) element of the flattened x.
+static Tensor arg_extreme_all(const Tensor& x, bool want_max, const char* op) {
   NoGradGuard no_grad;
-  return extreme_dim(x, dim, keepdim, false, "argmin").indices;
-}
-
-Tensor argmin(const Tensor& x) {
-  NoGradGuard no_grad;
-  check_defined(x, "argmin", "input");
+  check_defined(x, op, "input");
   if (x.numel() == 0) {
-    throw Error("argmin(): Expected reduction dim to be specified for input.numel() == 0 (input shape " +
+    throw Error(std::string(op) + "(): Expected reduction dim to be specified for input.numel() == 0 (input shape " +
                 shape_str(x.sizes()) + ").");
   }
-  return extreme_dim(x.reshape({x.numel()}), 0, false, false, "argmin").indices;
+  return extreme_dim(x.reshape({x.numel()}), 0, false, want_max, op).indices;
 }
+
+Tensor argmax(const Tensor& x) { return arg_extreme_all(x, true, "argmax"); }
+Tensor argmin(const Tensor& x) { return arg_extreme_all(x, false, "argmin"); }
 
 Tensor argmax(const Tensor& x, int64_t dim, bool keepdim) {
   NoGradGuard no_grad;
   return extreme_dim(x, dim, keepdim, true, "argmax").indices;
 }
 
-Tensor argmax(const Tensor& x) {
+Tensor argmin(const Tensor& x, int64_t dim, bool keepdim) {
   NoGradGuard no_grad;
-  check_defined(x, "argmax", "input");
-  if (x.numel() == 0) {
-    throw Error("argmax(): Expected reduction dim to be specified for input.numel() == 0 (input shape " +
-                shape_str(x.sizes()) + ").");
-  }
-  return extreme_dim(x.reshape({x.numel()}), 0, false, true, "argmax").indices;
+  return extreme_dim(x, dim, keepdim, false, "argmin").indices;
 }
 
 // --- sum_to: the reverse of broadcasting ---------------------------------------------------------

@@ -17,20 +17,8 @@ namespace {
 using test::error_of;
 using test::has_part;
 
-// The message of the tg::Error fn throws; fails the test if it throws anything else or nothing.
-template <class Fn>
-std::string tg_error_of(Fn fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "threw a " << typeid(e).name() << " that is not a tg::Error: " << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << "nothing was thrown";
-  return "";
-}
+// error_of (test_util.h) catches only tg::Error: any other exception fails the test.
+
 
 TEST(Errors, ACorruptGeneratorStateIsATgError) {
   Generator gen(3);
@@ -42,18 +30,18 @@ TEST(Errors, ACorruptGeneratorStateIsATgError) {
   } catch (const Error& e) {  // the one catch clause a training loop needs
     EXPECT_TRUE(has_part(e.what(), "Generator::set_state: expected 5056 bytes"));
   }
-  EXPECT_TRUE(has_part(tg_error_of([&] { gen.set_state(std::vector<uint8_t>(12, 0)); }), "got 12"));
+  EXPECT_TRUE(has_part(error_of([&] { gen.set_state(std::vector<uint8_t>(12, 0)); }), "got 12"));
 }
 
 TEST(Errors, BadJsonIsATgErrorWithTheByteOffset) {
-  EXPECT_TRUE(has_part(tg_error_of([] { json::parse("{\"a\": [1, 2,, 3]}", "bad.json"); }), "bad.json: byte"));
-  EXPECT_TRUE(has_part(tg_error_of([] { json::parse_file("/nonexistent/x.json"); }), "cannot open file"));
+  EXPECT_TRUE(has_part(error_of([] { json::parse("{\"a\": [1, 2,, 3]}", "bad.json"); }), "bad.json: byte"));
+  EXPECT_TRUE(has_part(error_of([] { json::parse_file("/nonexistent/x.json"); }), "cannot open file"));
 }
 
 TEST(Errors, RandomOpArgumentsAndShapesAreTgErrors) {
-  EXPECT_TRUE(has_part(tg_error_of([] { rand({2}, nullptr, kInt64); }), "rand:"));
-  EXPECT_TRUE(has_part(tg_error_of([] { ones({2}).uniform_(3.0, 1.0); }), "uniform_:"));
-  EXPECT_TRUE(has_part(tg_error_of([] { ones({2, 3}) + ones({4, 3}); }), "add:"));
+  EXPECT_TRUE(has_part(error_of([] { rand({2}, nullptr, kInt64); }), "rand:"));
+  EXPECT_TRUE(has_part(error_of([] { ones({2}).uniform_(3.0, 1.0); }), "uniform_:"));
+  EXPECT_TRUE(has_part(error_of([] { ones({2, 3}) + ones({4, 3}); }), "add:"));
 }
 
 }  // namespace
