@@ -278,8 +278,12 @@ Tensor matmul(const Tensor& a, const Tensor& b);
 // --- neural-network functions (ops/softmax.cpp, loss.cpp, embedding.cpp, layer_norm.cpp, dropout.cpp)
 Tensor softmax(const Tensor& x, int64_t dim);
 Tensor log_softmax(const Tensor& x, int64_t dim);
-// Mean cross entropy of logits (N, C) (or (C)) against int64 class targets (N) (or 0-d).
-Tensor cross_entropy(const Tensor& logits, const Tensor& targets);
+// Cross entropy of logits against int64 class targets, as F.cross_entropy: logits (N,C) with
+// targets (N), (C) with a 0-d target, or (N,C,d1,...) with targets (N,d1,...) (class dim 1).
+// reduction "mean" (over the rows whose target is not ignore_index), "sum" or "none" (the
+// targets' shape); label_smoothing eps mixes in eps * the mean of -log p over the classes.
+Tensor cross_entropy(const Tensor& logits, const Tensor& targets, const std::string& reduction = "mean",
+                     int64_t ignore_index = -100, double label_smoothing = 0.0);
 // Rows of weight (V, C) picked by int64 indices of any shape: out (*indices.shape, C).
 Tensor embedding(const Tensor& weight, const Tensor& indices);
 // Normalise over the trailing dims given by normalized_shape; weight/bias may be undefined.

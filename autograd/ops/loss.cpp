@@ -136,7 +136,8 @@ const char* torch_type_name(ScalarType t) {
 }
 
 // Shapes and targets must make sense before the kernel reads them. Returns (N, C).
-std::pair<int64_t, int64_t> check_cross_entropy(const Tensor& logits, const Tensor& targets) {
+std::pair<int64_t, int64_t> check_cross_entropy(const Tensor& logits, const Tensor& targets,
+                                                int64_t ignore_index = nn_kernels::kIgnoreIndex) {
   const char* op = "cross_entropy";
   check_floating(logits, op);
   check_defined(targets, op, "targets");
@@ -144,29 +145,31 @@ std::pair<int64_t, int64_t> check_cross_entropy(const Tensor& logits, const Tens
     throw Error(std::string(op) + ": expected scalar type Long but found " + torch_type_name(targets.dtype()) +
                 " (targets must be int64 class indices)");
   }
-  if (logits.dim() != 1 && logits.dim() != 2) {
-    throw Error(std::string(op) + ": expected logits of shape (N,C) or (C), got " + shape_str(logits.sizes()));
-  }
+  if (logits.dim() == 0) throw Error(std::string(op) + ": logits must have a class dim, got a 0-d tensor");
   if (logits.dim() == 1 && targets.dim() != 0) {
     throw Error(std::string(op) + ": logits of shape " + shape_str(logits.sizes()) +
                 " (one row) need a 0-d target, got targets of shape " + shape_str(targets.sizes()));
   }
-  if (logits.dim() == 2 && targets.dim() != 1) {
-    throw Error(std::string(op) + ": 0D or 1D target tensor expected, multi-target not supported (logits " +
-                shape_str(logits.sizes()) + ", targets " + shape_str(targets.sizes()) + ")");
+  // (N,C,d1,...) logits need (N,d1,...) targets: the logits' shape without the class dim 1
+  Shape expected = logits.sizes();
+  if (logits.dim() >= 2) expected.erase(expected.begin() + 1);
+  if (logits.dim() >= 2 && targets.sizes() != expected) {
+    if (logits.dim() == 2 && targets.dim() == 1) {
+      throw Error(std::string(op) + ": Expected input batch_size (" + std::to_string(logits.sizes()[0]) +
+                  ") to match target batch_size (" + std::to_string(targets.sizes()[0]) + ").");
+    }
+    throw Error(std::string(op) + ": logits of shape " + shape_str(logits.sizes()) + " (class dim 1) need targets of shape " +
+                shape_str(expected) + ", got " + shape_str(targets.sizes()));
   }
-  const int64_t N = logits.dim() == 2 ? logits.sizes()[0] : 1;
-  const int64_t C = logits.sizes().back();
-  if (logits.dim() == 2 && targets.sizes()[0] != N) {
-    throw Error(std::string(op) + ": Expected input batch_size (" + std::to_string(N) +
-                ") to match target batch_size (" + std::to_string(targets.sizes()[0]) + ").");
-  }
+  const int64_t C = logits.dim() == 1 ? logits.sizes()[0] : logits.sizes()[1];
+  const int64_t N = C ? logits.numel() / C : 0;
   const std::vector<int64_t> t = targets.tolist<int64_t>();
   for (size_t n = 0; n < t.size(); ++n) {
-    if (t[n] == nn_kernels::kIgnoreIndex || (t[n] >= 0 && t[n] < C)) continue;
-    throw Error(std::string(op) + ": Target " + std::to_string(t[n]) + " is out of bounds. (targets[" +
-                std::to_string(n) + "] = " + std::to_string(t[n]) + ", but logits have " + std::to_string(C) +
-                " classes: a target must be in [0, " + std::to_string(C) + ") or -100 to ignore the row)");
+    if (t[n] == ignore_index || (t[n] >= 0 && t[n] < C)) continue;
+    throw Error(std::string(op) + ": Target " + std::to_string(t[n]) + " is out of bounds. (element " +
+                std::to_string(n) + " of the flattened targets is " + std::to_string(t[n]) + ", but logits have " +
+                std::to_string(C) + " classes: a target must be in [0, " + std::to_string(C) + ") or " +
+                std::to_string(ignore_index) + " (ignore_index) to ignore the row)");
   }
   return {N, C};
 }
@@ -189,7 +192,8 @@ Tensor cross_entropy_grad(const Tensor& g, const Tensor& logits, const Tensor& t
 
 }  // namespace
 
-Tensor cross_entropy(const Tensor& logits, const Tensor& targets) {
+// The fused path: (N,C) or (C) logits, mean over the rows, ignore_index -100, no smoothing.
+Tensor cross_entropy_fused(const Tensor& logits, const Tensor& targets) {
   const auto [N, C] = check_cross_entropy(logits, targets);
   const Tensor xc = logits.is_contiguous() ? logits : logits.detach().contiguous();
   const Tensor tc = targets.contiguous();
@@ -204,6 +208,42 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets) {
     return Grads{cross_entropy_grad(a.grad_out, a.saved[0], a.saved[1], a.saved[2]), Tensor()};
   });
   return loss;
+}
+
+// Every other case, composed of differentiable ops (their backward gives the gradient):
+//   logp = log_softmax(x) over the class dim;  row loss = (1 - eps) * -logp[t] + eps * -mean_c logp
+//   (0 for rows whose target is ignore_index), then summed, averaged over the kept rows, or not.
+Tensor cross_entropy(const Tensor& logits, const Tensor& targets, const std::string& reduction, int64_t ignore_index,
+                     double label_smoothing) {
+  const char* op = "cross_entropy";
+  if (reduction != "mean" && reduction != "sum" && reduction != "none") {
+    throw Error(std::string(op) + ": reduction must be \"mean\", \"sum\" or \"none\", got \"" + reduction + "\"");
+  }
+  if (!(label_smoothing >= 0.0 && label_smoothing <= 1.0)) {
+    throw Error(std::string(op) + ": label_smoothing must be between 0.0 and 1.0, got " + std::to_string(label_smoothing));
+  }
+  check_cross_entropy(logits, targets, ignore_index);
+  if (reduction == "mean" && ignore_index == nn_kernels::kIgnoreIndex && label_smoothing == 0.0 && logits.dim() <= 2) {
+    return cross_entropy_fused(logits, targets);
+  }
+  // rows (R,C): the class dim moved last; targets (R)
+  const int64_t C = logits.dim() == 1 ? logits.sizes()[0] : logits.sizes()[1];
+  Shape to_last;
+  for (int64_t d = 0; d < logits.dim(); ++d)
+    if (d != 1) to_last.push_back(d);
+  if (logits.dim() >= 2) to_last.push_back(1);
+  const Tensor rows = logits.dim() >= 2 ? logits.permute(to_last).reshape({-1, C}) : logits.reshape({1, C});
+  const Tensor t = targets.reshape({-1});
+  const Tensor keep = ne(t, ignore_index);                                      // (R) bool
+  const Tensor safe_t = where(keep, t, zeros({}, kInt64));                      // (R), ignored rows pick class 0
+  const Tensor logp = log_softmax(rows, 1);                                     // (R,C)
+  Tensor row_loss = neg(gather(logp, 1, safe_t.unsqueeze(1)).squeeze(1));       // (R) -log p[t]
+  if (label_smoothing > 0.0) row_loss = add(mul(row_loss, 1.0 - label_smoothing), mul(neg(mean(logp, 1)), label_smoothing));
+  row_loss = masked_fill(row_loss, logical_not(keep), 0.0);
+  if (reduction == "none") return row_loss.reshape(targets.sizes());
+  if (reduction == "sum") return sum(row_loss);
+  const double kept = static_cast<double>(sum(keep).item<int64_t>());
+  return div(sum(row_loss), kept);  // all rows ignored: 0/0 = NaN, as PyTorch
 }
 
 }  // namespace tg

@@ -69,3 +69,22 @@ TEST(SplitOps, ChunkAndSplitGiveViewsOfPyTorchsSizes) {
 
 }  // namespace
 }  // namespace tg
+
+namespace tg {
+namespace {
+
+TEST(CrossEntropyOptions, BadOptionsAreNamed) {
+  Tensor x = zeros({2, 3});
+  Tensor t = tensor({0, 2});
+  EXPECT_EQ(error_of([&] { cross_entropy(x, t, "avg"); }),
+            "cross_entropy: reduction must be \"mean\", \"sum\" or \"none\", got \"avg\"");
+  EXPECT_TRUE(has_part(error_of([&] { cross_entropy(x, t, "mean", -100, 1.5); }),
+                       "cross_entropy: label_smoothing must be between 0.0 and 1.0, got 1.5"));
+  EXPECT_TRUE(has_part(error_of([&] { cross_entropy(x, tensor({0, -1})); }), "Target -1 is out of bounds"));
+  EXPECT_EQ(cross_entropy(x, tensor({0, -1}), "none", -1).sizes(), (Shape{2}));  // -1 ignored when asked
+  EXPECT_TRUE(has_part(error_of([&] { cross_entropy(zeros({2, 4, 3}), tensor({{0, 1, 2, 3}, {0, 1, 2, 3}})); }),
+                       "need targets of shape (2,3), got (2,4)"));
+}
+
+}  // namespace
+}  // namespace tg

@@ -394,15 +394,15 @@ TEST(CrossEntropy, ErrorMessages) {
   EXPECT_TRUE(has_part(dtype, "cross_entropy: expected scalar type Long but found Float"));
   const std::string range = error_of([] { cross_entropy(zeros({3, 5}), tensor({0, 7, 1})); });
   EXPECT_TRUE(has_part(range, "cross_entropy: Target 7 is out of bounds."));
-  EXPECT_TRUE(has_part(range, "targets[1] = 7"));
+  EXPECT_TRUE(has_part(range, "element 1 of the flattened targets is 7"));
   EXPECT_TRUE(has_part(range, "5 classes"));
   EXPECT_TRUE(has_part(error_of([] { cross_entropy(zeros({3, 5}), tensor({0, -1, 1})); }), "Target -1 is out of bounds."));
   const std::string batch = error_of([] { cross_entropy(zeros({3, 5}), tensor({0, 1, 2, 3})); });
   EXPECT_TRUE(has_part(batch, "cross_entropy: Expected input batch_size (3) to match target batch_size (4)."));
   EXPECT_TRUE(has_part(error_of([] { cross_entropy(zeros({2, 3, 4}), tensor({0, 1})); }),
-             "cross_entropy: expected logits of shape (N,C) or (C), got (2,3,4)"));
+             "cross_entropy: logits of shape (2,3,4) (class dim 1) need targets of shape (2,4), got (2)"));
   EXPECT_TRUE(has_part(error_of([] { cross_entropy(zeros({2, 3}), zeros({2, 1}, kInt64)); }),
-             "cross_entropy: 0D or 1D target tensor expected, multi-target not supported"));
+             "cross_entropy: logits of shape (2,3) (class dim 1) need targets of shape (2), got (2,1)"));
   EXPECT_TRUE(has_part(error_of([] { cross_entropy(zeros({5}), tensor({1, 2})); }),
              "cross_entropy: logits of shape (5) (one row) need a 0-d target, got targets of shape (2)"));
   EXPECT_TRUE(has_part(error_of([] { cross_entropy(tensor({{1, 2}}), tensor({0})); }),

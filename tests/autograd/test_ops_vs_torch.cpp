@@ -245,6 +245,10 @@ const std::map<std::string, OpFn>& op_table() {
       {"softmax", [](X x, A a) { return one(softmax(x[0], arg_int(a, "dim"))); }},
       {"log_softmax", [](X x, A a) { return one(log_softmax(x[0], arg_int(a, "dim"))); }},
       {"cross_entropy", [](X x, A) { return one(cross_entropy(x[0], x[1])); }},
+      {"cross_entropy_opts", [](X x, A a) {
+         return one(cross_entropy(x[0], x[1], a["reduction"].as_string(), arg_int(a, "ignore_index"),
+                                  arg_double(a, "label_smoothing")));
+       }},
       {"embedding", [](X x, A) { return one(embedding(x[0], x[1])); }},
       // scans, sorting, indexing, NaN tests, elementwise extremes
       {"sin", [](X x, A) { return one(sin(x[0])); }},

@@ -523,6 +523,29 @@ def added_cases():
     case("pow_int64_float", "pow_scalar", lambda x, a: x[0] ** a["exponent"], positive_ints(), {"exponent": 0.5})
     case("matmul_int64", "matmul", lambda x, a: x[0] @ x[1], [In([2, 3], kind="randint", high=50, grad=False),
                                                                In([3, 4], kind="randint", high=50, grad=False)])
+    # cross_entropy with its options
+    ceo = lambda x, a: F.cross_entropy(x[0], x[1], reduction=a["reduction"], ignore_index=a["ignore_index"],
+                                       label_smoothing=a["label_smoothing"])
+    opts = lambda r, ii=-100, ls=0.0: {"reduction": r, "ignore_index": ii, "label_smoothing": ls}
+    case("ce_sum", "cross_entropy_opts", ceo, [In([4, 5]), In([4], kind="randint", high=5, grad=False)], opts("sum"))
+    case("ce_none", "cross_entropy_opts", ceo, [In([4, 5]), In([4], kind="randint", high=5, grad=False)], opts("none"))
+    case("ce_ignore_index", "cross_entropy_opts", ceo,
+         [In([5, 3]), In([5], kind="given", dtype=i64, values=[2, -1, 0, -1, 1], grad=False)], opts("mean", -1))
+    case("ce_ignore_none", "cross_entropy_opts", ceo,
+         [In([4, 3]), In([4], kind="given", dtype=i64, values=[2, 7, 0, 7], grad=False)], opts("none", 7))
+    case("ce_all_ignored", "cross_entropy_opts", ceo,
+         [In([2, 3]), In([2], kind="given", dtype=i64, values=[-100, -100], grad=False)], opts("mean"))
+    case("ce_label_smoothing", "cross_entropy_opts", ceo, [In([6, 4]), In([6], kind="randint", high=4, grad=False)],
+         opts("mean", -100, 0.1))
+    case("ce_smoothing_ignore_sum_f64", "cross_entropy_opts", ceo,
+         [In([5, 4], dtype=f64), In([5], kind="given", dtype=i64, values=[3, -100, 1, 0, -100], grad=False)],
+         opts("sum", -100, 0.25))
+    case("ce_bct_logits", "cross_entropy_opts", ceo, [In([2, 5, 3]), In([2, 3], kind="randint", high=5, grad=False)],
+         opts("mean"))
+    case("ce_bct_none_smoothing", "cross_entropy_opts", ceo,
+         [In([2, 4, 3, 2]), In([2, 3, 2], kind="randint", high=4, grad=False)], opts("none", -100, 0.2))
+    case("ce_single_row_none", "cross_entropy_opts", ceo,
+         [In([5]), In([], kind="given", dtype=i64, values=3, grad=False)], opts("none"))
     # the pieces, each times its position + 1, joined again: each piece's gradient is its own
     weighted = lambda parts, dim: torch.cat([p * (i + 1) for i, p in enumerate(parts)], dim)
     case("split_size_uneven", "split", lambda x, a: weighted(torch.split(x[0], a["size"], a["dim"]), a["dim"]),
