@@ -151,7 +151,10 @@ Tensor randint(int64_t low, int64_t high, const Shape& shape, Generator* gen = n
 Tensor randperm(int64_t n, Generator* gen = nullptr);
 Tensor rand_like(const Tensor& t, Generator* gen = nullptr);
 Tensor randn_like(const Tensor& t, Generator* gen = nullptr);
+// num_samples indices per row of probs (1-d or 2-d), as torch.multinomial: one sample, or
+// several without replacement (largest noise ratio first), bit-identical to PyTorch's draws.
 Tensor multinomial(const Tensor& probs, int64_t num_samples, Generator* gen = nullptr);
+Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement, Generator* gen = nullptr);
 
 // --- elementwise arithmetic with broadcasting (ops/arithmetic.cpp) ---------------------------
 Tensor add(const Tensor& a, const Tensor& b, Scalar alpha = 1.0);

@@ -24,6 +24,7 @@
 #include <array>
 #include <charconv>
 #include <limits>
+#include <numeric>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -302,8 +303,37 @@ Tensor randn_like(const Tensor& t, Generator* gen) {
   return out;
 }
 
-// multinomial(probs, 1): probs (n) -> (1), probs (rows, n) -> (rows, 1), int64.
+// The noise ratios probs / q, q = Exp(1) drawn laid out like probs (torch's empty_like keeps a
+// dense probs' strides, so a permuted probs gets its draws in memory order): ratio (rows, n).
+template <class T>
+Tensor noise_ratios(const Tensor& probs, const T* pc, Generator& g, int64_t rows, int64_t n) {
+  Tensor ratio = make_empty({rows, n}, probs.dtype());
+  T* out = ratio.data_ptr<T>();
+  std::vector<int64_t> position_of(static_cast<size_t>(rows * n));  // memory offset -> row-major position
+  if (!probs.is_contiguous() && is_dense(probs)) {
+    const Shape row_major = contiguous_strides(probs.sizes());
+    for_each_row<2>(probs.sizes(), {probs.strides().data(), row_major.data()}, {0, 0},
+                    [&](const std::array<int64_t, 2>& off, int64_t len, const std::array<int64_t, 2>& st) {
+                      for (int64_t i = 0; i < len; ++i) position_of[off[0] + i * st[0]] = off[1] + i * st[1];
+                    });
+  } else {
+    std::iota(position_of.begin(), position_of.end(), 0);
+  }
+  for (int64_t offset = 0; offset < rows * n; ++offset) {
+    const int64_t k = position_of[offset];
+    out[k] = pc[k] / static_cast<T>(rng::exponential_one(g, 1.0));
+  }
+  return ratio;
+}
+
 Tensor multinomial(const Tensor& probs, int64_t num_samples, Generator* gen) {
+  return multinomial(probs, num_samples, false, gen);
+}
+
+// multinomial(probs, k): probs (n) -> (k), probs (rows, n) -> (rows, k), int64. One sample is
+// the argmax of probs / q (§7.1); k samples without replacement are the k largest, largest
+// first (torch's topk of the same ratios, so the same draws).
+Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement, Generator* gen) {
   check_defined(probs, "multinomial", "probs");
   check_floating(probs, "multinomial");
   if (probs.dim() != 1 && probs.dim() != 2) {
@@ -312,16 +342,30 @@ Tensor multinomial(const Tensor& probs, int64_t num_samples, Generator* gen) {
   if (num_samples <= 0) {
     throw Error("multinomial: num_samples must be positive, got " + std::to_string(num_samples));
   }
-  if (num_samples > 1) {
-    throw Error("multinomial: num_samples = " + std::to_string(num_samples) +
-                " is not supported yet (only num_samples = 1)");
-  }
   const int64_t n = probs.size(probs.dim() - 1);
   const int64_t rows = probs.dim() == 2 ? probs.size(0) : 1;
   if (n == 0) throw Error("multinomial: probs has no categories (shape " + shape_str(probs.sizes()) + ")");
-  Tensor out = make_empty(probs.dim() == 2 ? Shape{rows, 1} : Shape{1}, kInt64);
+  if (!replacement && num_samples > n) {
+    throw Error("multinomial: cannot sample n_sample > prob_dist.size(-1) samples without replacement (" +
+                std::to_string(num_samples) + " samples, " + std::to_string(n) + " categories)");
+  }
+  if (replacement && num_samples > 1) {
+    throw Error("multinomial: sampling with replacement (num_samples > 1) is not supported yet; draw one sample "
+                "at a time, or sample without replacement");
+  }
   const Tensor pc = probs.detach().contiguous();
   Generator& g = generator_or_default(gen);
+  Shape out_shape = probs.dim() == 2 ? Shape{rows, num_samples} : Shape{num_samples};
+  if (num_samples > 1) {
+    Tensor ratio;
+    visit_floating(probs.dtype(), "multinomial", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      check_probability_rows(pc.data_ptr<T>(), rows, n);
+      ratio = noise_ratios<T>(probs, pc.data_ptr<T>(), g, rows, n);
+    });
+    return topk(ratio, num_samples, -1).indices.reshape(out_shape);
+  }
+  Tensor out = make_empty(out_shape, kInt64);
   // torch draws the noise into empty_like(probs): contiguous unless probs is dense and permuted.
   const bool permuted = !probs.is_contiguous() && is_dense(probs);
   visit_floating(probs.dtype(), "multinomial", [&](auto tag) {

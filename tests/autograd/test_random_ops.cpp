@@ -26,6 +26,7 @@
 namespace {
 
 using tg::test::error_of;
+using tg::test::has_part;
 
 using tg::Generator;
 using tg::Shape;
@@ -619,7 +620,10 @@ TEST(RandomOps, BadArgumentsAreRejectedWithTheOpAndValueBeforeAnyDraw) {
             std::string::npos);
   Tensor probs = tg::tensor({0.5f, 0.5f});
   EXPECT_EQ(error_of([&] { tg::multinomial(probs, 3, &gen); }),
-            "multinomial: num_samples = 3 is not supported yet (only num_samples = 1)");
+            "multinomial: cannot sample n_sample > prob_dist.size(-1) samples without replacement (3 samples, 2 "
+            "categories)");
+  EXPECT_TRUE(has_part(error_of([&] { tg::multinomial(probs, 3, true, &gen); }),
+                       "multinomial: sampling with replacement (num_samples > 1) is not supported yet"));
   EXPECT_EQ(error_of([&] { tg::multinomial(probs, 0, &gen); }), "multinomial: num_samples must be positive, got 0");
   EXPECT_EQ(error_of([&] { tg::multinomial(tg::empty({2, 2, 2}), 1, &gen); }),
             "multinomial: probs must be 1-d or 2-d, got shape (2,2,2)");
