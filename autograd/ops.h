@@ -277,6 +277,8 @@ std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim = 0);
 
 // --- linear algebra (ops/matmul.cpp), on BLIS ---------------------------------------------------
 Tensor matmul(const Tensor& a, const Tensor& b);
+// x W^T + b, as F.linear: x (*, in), weight (out, in), bias (out) or undefined.
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
 
 // --- neural-network functions (ops/softmax.cpp, loss.cpp, embedding.cpp, layer_norm.cpp, dropout.cpp)
 Tensor softmax(const Tensor& x, int64_t dim);

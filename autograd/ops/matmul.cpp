@@ -365,6 +365,14 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   return out;
 }
 
+// linear = matmul with the weight's transpose (a view: BLIS reads it through its strides), plus b.
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  check_defined(weight, "linear", "weight");
+  if (weight.dim() != 2) throw Error("linear: weight must be 2-d (out, in), got shape " + shape_str(weight.sizes()));
+  Tensor y = matmul(x, weight.t());
+  return bias.defined() ? add(y, bias) : y;
+}
+
 // --- the plain twin: the test oracle --------------------------------------------------------------
 
 Tensor matmul_naive(const Tensor& a, const Tensor& b) {

@@ -1,0 +1,203 @@
+// nn/module.cpp — registration, the recursive walks behind parameters()/state_dict(), loading,
+// and PyTorch's module printing.
+#include "nn/module.h"
+
+#include <charconv>
+#include <functional>
+#include <ostream>
+#include <set>
+#include <sstream>
+
+#include "autograd/ops.h"
+#include "autograd/tape.h"
+
+namespace tg::nn {
+
+Tensor Parameter(const Tensor& t) {
+  Tensor p = t.detach();
+  p.requires_grad_(true);
+  return p;
+}
+
+Tensor Module::forward(const Tensor&) {
+  throw Error(type_name_ + ": this module has no forward(x) taking one tensor");
+}
+
+void Module::check_new_name(const std::string& name, const char* what) const {
+  if (name.empty() || name.find('.') != std::string::npos) {
+    throw Error(type_name_ + ": " + what + " name \"" + name + "\" must be non-empty and contain no \".\"");
+  }
+  bool taken = false;
+  for (const auto& [n, t] : params_) taken = taken || n == name;
+  for (const Buffer& b : buffers_) taken = taken || b.name == name;
+  for (const auto& [n, m] : children_) taken = taken || n == name;
+  if (taken) throw Error(type_name_ + ": attribute \"" + name + "\" already exists");
+}
+
+Tensor Module::register_parameter(const std::string& name, const Tensor& value) {
+  check_new_name(name, "parameter");
+  if (!value.defined()) throw Error(type_name_ + ": parameter \"" + name + "\" is an undefined tensor");
+  if (!value.is_floating_point()) {
+    throw Error(type_name_ + ": parameter \"" + name + "\" must be floating point, got " + dtype_name(value.dtype()));
+  }
+  Tensor p = value.requires_grad() && value.is_leaf() ? value : Parameter(value);
+  params_.push_back({name, p});
+  return p;
+}
+
+Tensor Module::register_buffer(const std::string& name, const Tensor& value, bool persistent) {
+  check_new_name(name, "buffer");
+  buffers_.push_back({name, value.detach(), persistent});
+  return buffers_.back().value;
+}
+
+void Module::add_child(const std::string& name, std::shared_ptr<Module> module) {
+  check_new_name(name, "submodule");
+  if (!module) throw Error(type_name_ + ": submodule \"" + name + "\" is null");
+  children_.push_back({name, std::move(module)});
+}
+
+void Module::collect(const std::string& prefix, bool params, bool buffers, bool persistent_only,
+                     NamedTensors& out) const {
+  if (params)
+    for (const auto& [n, t] : params_) out.push_back({prefix + n, t});
+  if (buffers)
+    for (const Buffer& b : buffers_)
+      if (b.persistent || !persistent_only) out.push_back({prefix + b.name, b.value});
+  for (const auto& [n, m] : children_) m->collect(prefix + n + ".", params, buffers, persistent_only, out);
+}
+
+NamedTensors Module::named_parameters() const {
+  NamedTensors all, unique;
+  collect("", true, false, false, all);
+  std::set<const void*> seen;  // a parameter shared by two submodules is listed once
+  for (auto& [n, t] : all)
+    if (seen.insert(t.raw_data()).second || t.numel() == 0) unique.push_back({n, t});
+  return unique;
+}
+
+std::vector<Tensor> Module::parameters() const {
+  std::vector<Tensor> out;
+  for (auto& [n, t] : named_parameters()) out.push_back(t);
+  return out;
+}
+
+NamedTensors Module::named_buffers() const {
+  NamedTensors out;
+  collect("", false, true, false, out);
+  return out;
+}
+
+std::vector<std::shared_ptr<Module>> Module::children() const {
+  std::vector<std::shared_ptr<Module>> out;
+  for (const auto& [n, m] : children_) out.push_back(m);
+  return out;
+}
+
+int64_t Module::num_parameters() const {
+  int64_t n = 0;
+  for (const Tensor& p : parameters()) n += p.numel();
+  return n;
+}
+
+void Module::train(bool on) {
+  training_ = on;
+  for (const auto& [n, m] : children_) m->train(on);
+}
+
+void Module::zero_grad() {
+  for (const Tensor& p : parameters()) p.zero_grad();
+}
+
+NamedTensors Module::state_dict() const {
+  // each module's parameters, then its persistent buffers, then its submodules (PyTorch's order)
+  NamedTensors out;
+  std::function<void(const std::string&, const Module&)> walk = [&](const std::string& prefix, const Module& m) {
+    for (const auto& [n, t] : m.params_) out.push_back({prefix + n, t});
+    for (const Buffer& b : m.buffers_)
+      if (b.persistent) out.push_back({prefix + b.name, b.value});
+    for (const auto& [n, c] : m.children_) walk(prefix + n + ".", *c);
+  };
+  walk("", *this);
+  return out;
+}
+
+void Module::load_state_dict(const NamedTensors& dict, bool strict) {
+  const NamedTensors own = state_dict();
+  std::vector<std::string> problems;
+  std::vector<std::pair<Tensor, Tensor>> copies;  // (destination, source), made only if all is well
+  std::set<std::string> given;
+  for (const auto& [n, t] : dict) {
+    if (!given.insert(n).second) problems.push_back("key '" + n + "' given twice");
+  }
+  for (const auto& [name, dst] : own) {
+    const Tensor* src = nullptr;
+    for (const auto& [n, t] : dict)
+      if (n == name) src = &t;
+    if (!src) {
+      if (strict) problems.push_back("missing key '" + name + "'");
+      continue;
+    }
+    if (!src->defined()) {
+      problems.push_back("'" + name + "' is an undefined tensor");
+    } else if (src->sizes() != dst.sizes()) {
+      problems.push_back("'" + name + "' has shape " + shape_str(src->sizes()) + ", expected " + shape_str(dst.sizes()));
+    } else if (src->dtype() != dst.dtype()) {
+      problems.push_back("'" + name + "' has dtype " + dtype_name(src->dtype()) + ", expected " + dtype_name(dst.dtype()));
+    } else {
+      copies.push_back({dst, *src});
+    }
+  }
+  if (strict) {
+    for (const auto& [n, t] : dict) {
+      bool known = false;
+      for (const auto& [name, dst] : own) known = known || name == n;
+      if (!known) problems.push_back("unexpected key '" + n + "'");
+    }
+  }
+  if (!problems.empty()) {
+    std::string message = "load_state_dict: " + std::to_string(problems.size()) +
+                          (problems.size() == 1 ? " problem" : " problems") + " loading into " + type_name_ + ": ";
+    for (size_t i = 0; i < problems.size(); ++i) message += (i ? "; " : "") + problems[i];
+    throw Error(message + " (nothing was changed)");
+  }
+  NoGradGuard no_grad;
+  for (auto& [dst, src] : copies) {
+    Tensor d = dst;
+    d.copy_(src);
+  }
+}
+
+// --- printing ---------------------------------------------------------------------------------------
+
+std::string python_float(double v) {
+  char buf[64];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  std::string s(buf, end);
+  if (s.find_first_of(".en") == std::string::npos) s += ".0";  // Python writes 1.0, not 1
+  return s;
+}
+
+std::string Module::repr() const {
+  // Name(extra) for a leaf; otherwise Name(\n  extra\n  (child): child repr\n), nested lines indented
+  std::string extra = extra_repr();
+  if (children_.empty()) return type_name_ + "(" + extra + ")";
+  std::ostringstream os;
+  os << type_name_ << "(\n";
+  if (!extra.empty()) os << "  " << extra << "\n";
+  for (const auto& [n, m] : children_) {
+    std::string child = m->repr();
+    std::string indented;
+    for (char c : child) {
+      indented += c;
+      if (c == '\n') indented += "  ";
+    }
+    os << "  (" << n << "): " << indented << "\n";
+  }
+  os << ")";
+  return os.str();
+}
+
+std::ostream& operator<<(std::ostream& os, const Module& m) { return os << m.repr(); }
+
+}  // namespace tg::nn

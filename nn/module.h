@@ -1,0 +1,104 @@
+// nn/module.h — tg::nn::Module: the base of every layer and model, as torch.nn.Module.
+//
+// A module owns named parameters (tensors that require grad), named buffers (tensors that are
+// state but not trained, such as an attention mask) and named submodules, each in the order it
+// was registered. From them it derives PyTorch's dotted names ("heads.0.W_query.weight"),
+// parameters(), state_dict() and how it prints. A user's module is a class deriving from Module
+// that registers its parts in its constructor, in the order the PyTorch class creates them (so
+// the same seed gives the same weights), and defines forward:
+//
+//   struct TwoLayer : tg::nn::Module {
+//     std::shared_ptr<tg::nn::Linear> fc1, fc2;
+//     TwoLayer() : Module("TwoLayer") {
+//       fc1 = register_module("fc1", std::make_shared<tg::nn::Linear>(4, 8));
+//       fc2 = register_module("fc2", std::make_shared<tg::nn::Linear>(8, 2));
+//     }
+//     tg::Tensor forward(const tg::Tensor& x) override { return fc2->forward(tg::relu(fc1->forward(x))); }
+//   };
+#pragma once
+#include <cstdint>
+#include <iosfwd>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "autograd/tensor.h"
+
+namespace tg::nn {
+
+using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
+
+// A fresh leaf with t's values that requires grad, as nn.Parameter(t).
+Tensor Parameter(const Tensor& t);
+
+class Module {
+ public:
+  explicit Module(std::string type_name) : type_name_(std::move(type_name)) {}
+  virtual ~Module() = default;
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
+
+  // The one-input forward most layers have; a module with another signature defines its own.
+  virtual Tensor forward(const Tensor& x);
+  Tensor operator()(const Tensor& x) { return forward(x); }
+
+  // --- what it holds (this module's, then its submodules', recursively, in registration order)
+  std::vector<Tensor> parameters() const;
+  NamedTensors named_parameters() const;
+  NamedTensors named_buffers() const;
+  std::vector<std::shared_ptr<Module>> children() const;
+  std::vector<std::pair<std::string, std::shared_ptr<Module>>> named_children() const { return children_; }
+  int64_t num_parameters() const;  // elements in all parameters
+
+  // --- mode and gradients -------------------------------------------------------------------
+  void train(bool on = true);  // this module and every submodule
+  void eval() { train(false); }
+  bool is_training() const { return training_; }
+  void zero_grad();  // drops every parameter's .grad (as set_to_none=True)
+
+  // --- state: parameters and persistent buffers, as PyTorch's state_dict ----------------------
+  NamedTensors state_dict() const;
+  // Copies dict into this module's tensors. Every name, shape and dtype is checked first and all
+  // problems are reported in one error; nothing changes unless everything matches. With strict =
+  // false, missing and unexpected names are allowed (shapes and dtypes still must match).
+  void load_state_dict(const NamedTensors& dict, bool strict = true);
+
+  // --- printing, as PyTorch prints a module --------------------------------------------------------
+  const std::string& type_name() const { return type_name_; }
+  virtual std::string extra_repr() const { return ""; }  // "in_features=3, out_features=2, bias=True"
+  std::string repr() const;
+
+ protected:
+  // Registration returns what it registered, so a constructor can keep a handle to it.
+  Tensor register_parameter(const std::string& name, const Tensor& value);
+  Tensor register_buffer(const std::string& name, const Tensor& value, bool persistent = true);
+  template <class M>
+  std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> module) {
+    add_child(name, module);
+    return module;
+  }
+
+ private:
+  void add_child(const std::string& name, std::shared_ptr<Module> module);
+  void check_new_name(const std::string& name, const char* what) const;
+  void collect(const std::string& prefix, bool params, bool buffers, bool persistent_only, NamedTensors& out) const;
+
+  std::string type_name_;
+  bool training_ = true;
+  NamedTensors params_;
+  struct Buffer {
+    std::string name;
+    Tensor value;
+    bool persistent;
+  };
+  std::vector<Buffer> buffers_;
+  std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
+};
+
+std::ostream& operator<<(std::ostream& os, const Module& m);
+
+// Python's repr of a float ("1e-05", "0.25", "1.0"), for extra_repr.
+std::string python_float(double v);
+
+}  // namespace tg::nn

@@ -1,0 +1,5 @@
+// nn/nn.h — everything in tg::nn: Module, the layers, initialisation.
+#pragma once
+#include "nn/init.h"
+#include "nn/layers.h"
+#include "nn/module.h"

@@ -1,0 +1,185 @@
+// nn::Module and the layers against PyTorch 1.13 (tests/reference/module_torch.json): the same
+// seed gives the same state_dict (names, order, values), the same output and gradients, and the
+// module prints as PyTorch prints it.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <functional>
+#include <map>
+#include <string>
+
+#include "autograd/generator.h"
+#include "autograd/json.h"
+#include "autograd/ops.h"
+#include "nn/nn.h"
+#include "test_util.h"
+
+namespace tg::nn {
+namespace {
+
+using test::error_of;
+using test::has_part;
+
+Tensor decode(const json::Value& t) {
+  std::vector<double> values;
+  for (size_t i = 0; i < t["values"].size(); ++i)
+    values.push_back(std::bit_cast<double>(std::stoull(t["values"][i].as_string(), nullptr, 16)));
+  Shape shape;
+  for (size_t i = 0; i < t["shape"].size(); ++i) shape.push_back(t["shape"][i].as_int64());
+  return from_vector(values, shape, kFloat32);
+}
+
+// |got - want| <= atol + rtol |want| everywhere; on failure names the element and both values.
+::testing::AssertionResult close(const Tensor& got, const Tensor& want, double atol, double rtol) {
+  if (got.sizes() != want.sizes()) {
+    return ::testing::AssertionFailure() << "shape " << got.sizes() << " vs " << want.sizes();
+  }
+  const auto g = got.tolist<double>(), w = want.tolist<double>();
+  for (size_t i = 0; i < g.size(); ++i) {
+    if (!(std::abs(g[i] - w[i]) <= atol + rtol * std::abs(w[i]))) {
+      return ::testing::AssertionFailure() << "element " << i << ": got " << g[i] << ", want " << w[i];
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+const json::Value& reference() {
+  static const json::Value doc = json::parse_file(std::string(TG_REFERENCE_DIR) + "/module_torch.json");
+  return doc["cases"];
+}
+
+// The C++ twin of each reference case, built in the same order as the Python one.
+std::shared_ptr<Module> build(const std::string& id) {
+  static const std::map<std::string, std::function<std::shared_ptr<Module>()>> makers = {
+      {"linear", [] { return std::make_shared<Linear>(3, 2); }},
+      {"linear_no_bias", [] { return std::make_shared<Linear>(3, 2, false); }},
+      {"sequential_mlp", [] {
+         return std::make_shared<Sequential>(std::initializer_list<std::shared_ptr<Module>>{
+             std::make_shared<Linear>(4, 8), std::make_shared<GELU>("tanh"), std::make_shared<Linear>(8, 2)});
+       }},
+      {"layer_norm", [] { return std::make_shared<LayerNorm>(5); }},
+      {"sequential_norm_relu_softmax", [] {
+         return std::make_shared<Sequential>(std::initializer_list<std::shared_ptr<Module>>{
+             std::make_shared<LayerNorm>(4, 1e-3), std::make_shared<ReLU>(), std::make_shared<Linear>(4, 4),
+             std::make_shared<Softmax>(-1)});
+       }},
+      {"embedding", [] { return std::make_shared<Embedding>(6, 3); }},
+      {"dropout_repr", [] { return std::make_shared<Dropout>(0.25); }},
+      {"module_list", [] {
+         return std::make_shared<ModuleList>(std::initializer_list<std::shared_ptr<Module>>{
+             std::make_shared<Linear>(2, 2),
+             std::make_shared<Sequential>(std::initializer_list<std::shared_ptr<Module>>{
+                 std::make_shared<Linear>(2, 3), std::make_shared<GELU>()})});
+       }},
+  };
+  return makers.at(id)();
+}
+
+TEST(ModuleVsTorch, SameSeedSameStateDictOutputGradientsAndPrinting) {
+  const json::Value& cases = reference();
+  ASSERT_EQ(cases.size(), 8u);
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const json::Value& c = cases[i];
+    const std::string id = c["id"].as_string();
+    manual_seed(c["seed"].as_uint64());
+    std::shared_ptr<Module> m = build(id);
+    EXPECT_EQ(m->repr(), c["repr"].as_string()) << id;
+    EXPECT_EQ(m->num_parameters(), c["num_parameters"].as_int64()) << id;
+    const NamedTensors sd = m->state_dict();
+    ASSERT_EQ(sd.size(), c["state_dict"].size()) << id;
+    for (size_t k = 0; k < sd.size(); ++k) {
+      EXPECT_EQ(sd[k].first, c["state_dict"][k][0].as_string()) << id;
+      // initial values are drawn bit for bit as PyTorch draws them
+      EXPECT_TRUE(close(sd[k].second, decode(c["state_dict"][k][1]), 0, 0)) << id << " " << sd[k].first;
+    }
+    if (!c.contains("x")) continue;
+    Tensor x = decode(c["x"]).requires_grad_();
+    Tensor y = m->forward(x);
+    EXPECT_TRUE(close(y, decode(c["y"]), 1e-6, 1e-5)) << id << " output";
+    y.sum().backward();
+    EXPECT_TRUE(close(x.grad(), decode(c["x_grad"]), 1e-6, 1e-5)) << id << " input gradient";
+    const NamedTensors params = m->named_parameters();
+    ASSERT_EQ(params.size(), c["grads"].size()) << id;
+    for (size_t k = 0; k < params.size(); ++k) {
+      EXPECT_EQ(params[k].first, c["grads"][k][0].as_string()) << id;
+      EXPECT_TRUE(close(params[k].second.grad(), decode(c["grads"][k][1]), 1e-6, 1e-5)) << id << " " << params[k].first;
+    }
+  }
+}
+
+TEST(Module, TrainAndEvalReachEverySubmodule) {
+  auto inner = std::make_shared<Dropout>(0.5);
+  Sequential s{std::make_shared<Linear>(2, 2), std::make_shared<Sequential>(std::initializer_list<std::shared_ptr<Module>>{inner})};
+  EXPECT_TRUE(inner->is_training());
+  s.eval();
+  EXPECT_FALSE(inner->is_training());
+  Tensor x = ones({4, 2});
+  EXPECT_TRUE(close(inner->forward(x), x, 0, 0));  // identity in eval
+  s.train();
+  EXPECT_TRUE(inner->is_training());
+}
+
+TEST(Module, LoadStateDictReportsEveryProblemAndChangesNothing) {
+  manual_seed(1);
+  Sequential s{std::make_shared<Linear>(3, 2), std::make_shared<Linear>(2, 1, false)};
+  const NamedTensors before = s.state_dict();
+  std::vector<std::vector<double>> bytes_before;
+  for (auto& [n, t] : before) bytes_before.push_back(t.tolist<double>());
+  NamedTensors bad = {{"0.weight", zeros({3, 3})}, {"0.bias", zeros({2}, kFloat64)}, {"2.weight", zeros({1})}};
+  const std::string e = error_of([&] { s.load_state_dict(bad); });
+  EXPECT_TRUE(has_part(e, "load_state_dict: 4 problems loading into Sequential"));
+  EXPECT_TRUE(has_part(e, "'0.weight' has shape (3,3), expected (2,3)"));
+  EXPECT_TRUE(has_part(e, "'0.bias' has dtype float64, expected float32"));
+  EXPECT_TRUE(has_part(e, "missing key '1.weight'"));
+  EXPECT_TRUE(has_part(e, "unexpected key '2.weight'"));
+  const NamedTensors after = s.state_dict();
+  for (size_t i = 0; i < after.size(); ++i) EXPECT_EQ(after[i].second.tolist<double>(), bytes_before[i]);
+
+  Sequential t{std::make_shared<Linear>(3, 2), std::make_shared<Linear>(2, 1, false)};
+  t.load_state_dict(before);
+  for (size_t i = 0; i < before.size(); ++i) EXPECT_EQ(t.state_dict()[i].second.tolist<double>(), bytes_before[i]);
+  EXPECT_TRUE(t.state_dict()[0].second.requires_grad());  // still a parameter, and a leaf
+  EXPECT_TRUE(t.state_dict()[0].second.is_leaf());
+}
+
+struct TwoLayer : Module {
+  std::shared_ptr<Linear> fc1, fc2;
+  Tensor scale;
+  TwoLayer() : Module("TwoLayer") {
+    fc1 = register_module("fc1", std::make_shared<Linear>(4, 8));
+    fc2 = register_module("fc2", std::make_shared<Linear>(8, 2));
+    scale = register_parameter("scale", ones({2}));
+    register_buffer("mask", triu(ones({2, 2}), 1));
+    register_buffer("scratch", zeros({2}), false);
+  }
+  Tensor forward(const Tensor& x) override { return fc2->forward(relu(fc1->forward(x))) * scale; }
+};
+
+TEST(Module, AUserModuleNeedsNoMacros) {
+  TwoLayer m;
+  std::vector<std::string> names;
+  for (auto& [n, t] : m.state_dict()) names.push_back(n);
+  // own parameters, own persistent buffers, then submodules: PyTorch's order
+  EXPECT_EQ(names, (std::vector<std::string>{"scale", "mask", "fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"}));
+  EXPECT_EQ(m.named_buffers().size(), 2u);
+  EXPECT_EQ(m.num_parameters(), 4 * 8 + 8 + 8 * 2 + 2 + 2);
+  m.forward(ones({3, 4})).sum().backward();
+  EXPECT_TRUE(m.fc1->weight.grad().defined());
+  m.zero_grad();
+  EXPECT_FALSE(m.fc1->weight.grad().defined());
+  EXPECT_EQ(m.repr(), "TwoLayer(\n  (fc1): Linear(in_features=4, out_features=8, bias=True)\n"
+                      "  (fc2): Linear(in_features=8, out_features=2, bias=True)\n)");
+}
+
+TEST(Module, BadArgumentsAreNamed) {
+  EXPECT_EQ(error_of([] { Linear(0, 2); }), "Linear: in_features must be positive, got 0");
+  EXPECT_EQ(error_of([] { Linear(3, 2).forward(ones({2, 4})); }), "Linear: input of shape (2,4) must end in in_features = 3");
+  EXPECT_EQ(error_of([] { Dropout(1.5); }), "Dropout: p must be between 0 and 1, got 1.5");
+  EXPECT_EQ(error_of([] { GELU("fast"); }), "GELU: approximate must be \"none\" or \"tanh\", got \"fast\"");
+  EXPECT_EQ(error_of([] { Sequential s; s[0]; }), "Sequential: index 0 is out of range for 0 modules");
+  EXPECT_EQ(error_of([] { ModuleList().forward(ones({1})); }), "ModuleList: this module has no forward(x) taking one tensor");
+}
+
+}  // namespace
+}  // namespace tg::nn
