@@ -1,5 +1,6 @@
 // nn/nn.h — everything in tg::nn: Module, the layers, initialisation.
 #pragma once
 #include "nn/init.h"
+#include "nn/attention.h"
 #include "nn/layers.h"
 #include "nn/module.h"

@@ -66,6 +66,13 @@ std::shared_ptr<Module> build(const std::string& id) {
        }},
       {"embedding", [] { return std::make_shared<Embedding>(6, 3); }},
       {"dropout_repr", [] { return std::make_shared<Dropout>(0.25); }},
+      {"self_attention_v1", [] { return std::make_shared<SelfAttention_v1>(3, 2); }},
+      {"self_attention_v2_bias", [] { return std::make_shared<SelfAttention_v2>(3, 2, true); }},
+      {"causal_attention", [] { return std::make_shared<CausalAttention>(3, 2, 6, 0.0); }},
+      {"causal_attention_dropout", [] { return std::make_shared<CausalAttention>(4, 3, 8, 0.5); }},
+      {"mha_wrapper", [] { return std::make_shared<MultiHeadAttentionWrapper>(3, 2, 6, 0.0, 2); }},
+      {"multi_head_attention", [] { return std::make_shared<MultiHeadAttention>(3, 2, 6, 0.0, 2); }},
+      {"multi_head_attention_4_heads_dropout", [] { return std::make_shared<MultiHeadAttention>(8, 8, 10, 0.1, 4, true); }},
       {"module_list", [] {
          return std::make_shared<ModuleList>(std::initializer_list<std::shared_ptr<Module>>{
              std::make_shared<Linear>(2, 2),
@@ -78,7 +85,7 @@ std::shared_ptr<Module> build(const std::string& id) {
 
 TEST(ModuleVsTorch, SameSeedSameStateDictOutputGradientsAndPrinting) {
   const json::Value& cases = reference();
-  ASSERT_EQ(cases.size(), 8u);
+  ASSERT_EQ(cases.size(), 15u);
   for (size_t i = 0; i < cases.size(); ++i) {
     const json::Value& c = cases[i];
     const std::string id = c["id"].as_string();
@@ -95,6 +102,7 @@ TEST(ModuleVsTorch, SameSeedSameStateDictOutputGradientsAndPrinting) {
     }
     if (!c.contains("x")) continue;
     Tensor x = decode(c["x"]).requires_grad_();
+    manual_seed(1001);  // what dropout draws inside forward (as the script)
     Tensor y = m->forward(x);
     EXPECT_TRUE(close(y, decode(c["y"]), 1e-6, 1e-5)) << id << " output";
     y.sum().backward();
@@ -179,6 +187,61 @@ TEST(Module, BadArgumentsAreNamed) {
   EXPECT_EQ(error_of([] { GELU("fast"); }), "GELU: approximate must be \"none\" or \"tanh\", got \"fast\"");
   EXPECT_EQ(error_of([] { Sequential s; s[0]; }), "Sequential: index 0 is out of range for 0 modules");
   EXPECT_EQ(error_of([] { ModuleList().forward(ones({1})); }), "ModuleList: this module has no forward(x) taking one tensor");
+}
+
+}  // namespace
+}  // namespace tg::nn
+
+namespace tg::nn {
+namespace {
+
+// The six embeddings of "Your journey starts with one step" (notebook 003).
+Tensor journey() {
+  return tensor({{0.43, 0.15, 0.89}, {0.55, 0.87, 0.66}, {0.57, 0.85, 0.64},
+                 {0.22, 0.58, 0.33}, {0.77, 0.25, 0.10}, {0.05, 0.80, 0.55}});
+}
+
+::testing::AssertionResult row_is(const Tensor& t, std::vector<double> want) {
+  const auto got = t.tolist<double>();
+  for (size_t i = 0; i < want.size(); ++i)
+    if (std::abs(got[i] - want[i]) > 5e-5) return ::testing::AssertionFailure() << "got " << t;
+  return ::testing::AssertionSuccess();
+}
+
+TEST(AttentionNotebook, ReproducesTheNotebooksNumbers) {
+  manual_seed(789);
+  SelfAttention_v2 sa(3, 2);
+  EXPECT_TRUE(row_is(sa.forward(journey())[0], {-0.0739, 0.0713}));
+  manual_seed(123);
+  MultiHeadAttention mha(3, 2, 6, 0.0, 2);
+  Tensor batch = stack({journey(), journey()});
+  EXPECT_TRUE(row_is(mha.forward(batch)[0][0], {0.3190, 0.4858}));
+}
+
+TEST(AttentionNotebook, KeepsAttentionWeightsOnlyWhenAsked) {
+  manual_seed(123);
+  CausalAttention ca(3, 2, 6, 0.0);
+  Tensor x = stack({journey()});
+  ca.forward(x);
+  EXPECT_FALSE(ca.attention_weights.defined());
+  ca.keep_attention_weights = true;
+  ca.forward(x);
+  ASSERT_EQ(ca.attention_weights.sizes(), (Shape{1, 6, 6}));
+  EXPECT_EQ(ca.attention_weights[0][0][1].item(), 0.0);  // the future is masked
+  EXPECT_NEAR(ca.attention_weights[0][3].sum().item(), 1.0, 1e-6);
+}
+
+TEST(AttentionNotebook, BadInputsAreNamed) {
+  EXPECT_EQ(error_of([] { MultiHeadAttention(3, 10, 6, 0.0, 3); }),
+            "MultiHeadAttention: d_out (10) must be divisible by num_heads (3)");
+  MultiHeadAttention mha(3, 4, 6, 0.0, 2);
+  EXPECT_EQ(error_of([&] { mha.forward(ones({1, 7, 3})); }),
+            "MultiHeadAttention: num_tokens (7) exceeds context_length (6)");
+  EXPECT_EQ(error_of([&] { mha.forward(ones({7, 3})); }),
+            "MultiHeadAttention: expected input of shape (b, num_tokens, 3), got (7,3)");
+  CausalAttention ca(3, 2, 4, 0.0);
+  EXPECT_EQ(error_of([&] { ca.forward(ones({1, 2, 5})); }),
+            "CausalAttention: expected input of shape (b, num_tokens, 3), got (1,2,5)");
 }
 
 }  // namespace

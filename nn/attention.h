@@ -1,0 +1,78 @@
+// nn/attention.h — the attention layers of the notebooks, with the book's names (W_query, W_key,
+// W_value, out_proj, the buffer mask) and constructor arguments, built in the same order as the
+// PyTorch classes, so the same seed gives the same weights.
+//
+//   scores  = queries @ keys^T                     (b, T, T), or per head (b, h, T, T)
+//   causal  = scores with -inf above the diagonal (a token sees itself and earlier ones)
+//   weights = softmax(scores / sqrt(d_k)), then dropout (training only)
+//   context = weights @ values
+//
+//   SelfAttention_v1(d_in, d_out)             raw Parameters from rand (d_in, d_out); x (T, d_in)
+//   SelfAttention_v2(d_in, d_out, qkv_bias)   Linear layers; x (T, d_in)
+//   CausalAttention(d_in, d_out, context_length, dropout, qkv_bias)          x (b, T, d_in), T <= context_length
+//   MultiHeadAttentionWrapper(d_in, d_out, context_length, dropout, num_heads, qkv_bias)   heads.i, concatenated
+//   MultiHeadAttention(d_in, d_out, context_length, dropout, num_heads, qkv_bias)          split heads, out_proj
+//
+// Set keep_attention_weights = true to keep the last forward's weights in attention_weights
+// (for teaching and heatmaps); off, nothing is kept.
+#pragma once
+#include <cstdint>
+#include <memory>
+
+#include "nn/layers.h"
+#include "nn/module.h"
+
+namespace tg::nn {
+
+class SelfAttention_v1 : public Module {
+ public:
+  SelfAttention_v1(int64_t d_in, int64_t d_out);
+  Tensor forward(const Tensor& x) override;
+  Tensor W_query, W_key, W_value;
+  bool keep_attention_weights = false;
+  Tensor attention_weights;
+};
+
+class SelfAttention_v2 : public Module {
+ public:
+  SelfAttention_v2(int64_t d_in, int64_t d_out, bool qkv_bias = false);
+  Tensor forward(const Tensor& x) override;
+  std::shared_ptr<Linear> W_query, W_key, W_value;
+  bool keep_attention_weights = false;
+  Tensor attention_weights;
+};
+
+class CausalAttention : public Module {
+ public:
+  CausalAttention(int64_t d_in, int64_t d_out, int64_t context_length, double dropout, bool qkv_bias = false);
+  Tensor forward(const Tensor& x) override;
+  int64_t d_out, context_length;
+  std::shared_ptr<Linear> W_query, W_key, W_value;
+  std::shared_ptr<Dropout> dropout;
+  Tensor mask;  // (context_length, context_length): 1 above the diagonal
+  bool keep_attention_weights = false;
+  Tensor attention_weights;
+};
+
+class MultiHeadAttentionWrapper : public Module {
+ public:
+  MultiHeadAttentionWrapper(int64_t d_in, int64_t d_out, int64_t context_length, double dropout, int64_t num_heads,
+                            bool qkv_bias = false);
+  Tensor forward(const Tensor& x) override;
+  std::shared_ptr<ModuleList> heads;
+};
+
+class MultiHeadAttention : public Module {
+ public:
+  MultiHeadAttention(int64_t d_in, int64_t d_out, int64_t context_length, double dropout, int64_t num_heads,
+                     bool qkv_bias = false);
+  Tensor forward(const Tensor& x) override;
+  int64_t d_in, d_out, context_length, num_heads, head_dim;
+  std::shared_ptr<Linear> W_query, W_key, W_value, out_proj;
+  std::shared_ptr<Dropout> dropout;
+  Tensor mask;
+  bool keep_attention_weights = false;
+  Tensor attention_weights;  // (b, num_heads, T, T)
+};
+
+}  // namespace tg::nn
