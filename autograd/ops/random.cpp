@@ -15,6 +15,10 @@
 //   bernoulli_(p)             memory order                       U53 < p ? 1 : 0             §6.1
 //   exponential_(lambda)      memory order                       -log(1 - U53) / lambda      §7.1
 //   multinomial(probs, 1)     Exp(1) noise laid out like probs   argmax_i probs_i / noise_i  §7.1
+//   multinomial(probs, k)     the same noise                     topk_i probs_i / noise_i    §7.1
+//     without replacement
+//   multinomial(probs, k,     U53 per sample, row by row         first i with cum_i >= U53
+//     replacement = true)     (cum: running sums / total, in the probs' dtype; any k, 1 too)
 //   rand_like / randn_like    a new tensor laid out like t when t is dense (torch's
 //                             empty_like keeps a transpose's strides), then as rand / randn
 //
@@ -330,9 +334,38 @@ Tensor multinomial(const Tensor& probs, int64_t num_samples, Generator* gen) {
   return multinomial(probs, num_samples, false, gen);
 }
 
-// multinomial(probs, k): probs (n) -> (k), probs (rows, n) -> (rows, k), int64. One sample is
-// the argmax of probs / q (§7.1); k samples without replacement are the k largest, largest
-// first (torch's topk of the same ratios, so the same draws).
+// With replacement (torch 1.13 takes this path even for k = 1): k samples per row of probs
+// (rows, n) -> out (rows, k), the rows checked already. Per row, in T: the running sums
+// cum_i = p_0 + ... + p_i, each divided by the total, the last set to 1. Then per sample, in
+// order: u = U53 (two draws), and the sample is the first i with cum_i >= u (a binary search).
+template <class T>
+void multinomial_with_replacement(int64_t* out, const T* pc, Generator& g, int64_t rows, int64_t n, int64_t k) {
+  std::vector<T> cum(static_cast<size_t>(n));  // cum (n)
+  for (int64_t r = 0; r < rows; ++r) {
+    T total = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      total += pc[r * n + i];
+      cum[i] = total;
+    }
+    for (int64_t i = 0; i < n; ++i) cum[i] /= total;
+    cum[n - 1] = 1;
+    for (int64_t s = 0; s < k; ++s) {
+      const double u = rng::unit_uniform_f64(g);
+      int64_t lo = 0, hi = n;
+      while (lo < hi) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        if (static_cast<double>(cum[mid]) < u) lo = mid + 1;
+        else hi = mid;
+      }
+      out[r * k + s] = lo;
+    }
+  }
+}
+
+// multinomial(probs, k): probs (n) -> (k), probs (rows, n) -> (rows, k), int64. Without
+// replacement, one sample is the argmax of probs / q (§7.1) and k samples are the k largest,
+// largest first (torch's topk of the same ratios, so the same draws); with replacement, a
+// binary search of the running sums per uniform draw (multinomial_with_replacement).
 Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement, Generator* gen) {
   check_defined(probs, "multinomial", "probs");
   check_floating(probs, "multinomial");
@@ -349,13 +382,18 @@ Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement, G
     throw Error("multinomial: cannot sample n_sample > prob_dist.size(-1) samples without replacement (" +
                 std::to_string(num_samples) + " samples, " + std::to_string(n) + " categories)");
   }
-  if (replacement && num_samples > 1) {
-    throw Error("multinomial: sampling with replacement (num_samples > 1) is not supported yet; draw one sample "
-                "at a time, or sample without replacement");
-  }
   const Tensor pc = probs.detach().contiguous();
   Generator& g = generator_or_default(gen);
   Shape out_shape = probs.dim() == 2 ? Shape{rows, num_samples} : Shape{num_samples};
+  if (replacement) {
+    Tensor out = make_empty(out_shape, kInt64);
+    visit_floating(probs.dtype(), "multinomial", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      check_probability_rows(pc.data_ptr<T>(), rows, n);
+      multinomial_with_replacement<T>(out.data_ptr<int64_t>(), pc.data_ptr<T>(), g, rows, n, num_samples);
+    });
+    return out;
+  }
   if (num_samples > 1) {
     Tensor ratio;
     visit_floating(probs.dtype(), "multinomial", [&](auto tag) {

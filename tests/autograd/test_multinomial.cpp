@@ -1,5 +1,5 @@
-// multinomial(probs, k) without replacement, k > 1: the same indices as torch.multinomial from
-// the same seed, and the same number of draws (torch.rand right after matches bit for bit).
+// multinomial(probs, k), with and without replacement: the same indices as torch.multinomial
+// from the same seed, and the same number of draws (torch.rand right after matches bit for bit).
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -21,9 +21,9 @@ const json::Value& cases() {
   return doc["cases"];
 }
 
-TEST(MultinomialVsTorch, ManySamplesWithoutReplacementMatchTorch) {
+TEST(MultinomialVsTorch, ManySamplesWithAndWithoutReplacementMatchTorch) {
   const json::Value& all = cases();
-  ASSERT_EQ(all.size(), 6u);
+  ASSERT_EQ(all.size(), 10u);
   for (size_t i = 0; i < all.size(); ++i) {
     const json::Value& c = all[i];
     const std::string id = c["id"].as_string();
@@ -35,7 +35,7 @@ TEST(MultinomialVsTorch, ManySamplesWithoutReplacementMatchTorch) {
     Tensor probs = from_vector(values, shape, dtype);
     if (c["transposed"].as_bool()) probs = probs.t().contiguous().t();  // same values, transposed memory
     manual_seed(c["seed"].as_uint64());
-    const std::vector<int64_t> got = multinomial(probs, c["k"].as_int64()).tolist<int64_t>();
+    const std::vector<int64_t> got = multinomial(probs, c["k"].as_int64(), c["replacement"].as_bool()).tolist<int64_t>();
     std::vector<int64_t> want;
     for (size_t j = 0; j < c["indices"].size(); ++j) want.push_back(c["indices"][j].as_int64());
     EXPECT_EQ(got, want) << id;

@@ -622,8 +622,6 @@ TEST(RandomOps, BadArgumentsAreRejectedWithTheOpAndValueBeforeAnyDraw) {
   EXPECT_EQ(error_of([&] { tg::multinomial(probs, 3, &gen); }),
             "multinomial: cannot sample n_sample > prob_dist.size(-1) samples without replacement (3 samples, 2 "
             "categories)");
-  EXPECT_TRUE(has_part(error_of([&] { tg::multinomial(probs, 3, true, &gen); }),
-                       "multinomial: sampling with replacement (num_samples > 1) is not supported yet"));
   EXPECT_EQ(error_of([&] { tg::multinomial(probs, 0, &gen); }), "multinomial: num_samples must be positive, got 0");
   EXPECT_EQ(error_of([&] { tg::multinomial(tg::empty({2, 2, 2}), 1, &gen); }),
             "multinomial: probs must be 1-d or 2-d, got shape (2,2,2)");

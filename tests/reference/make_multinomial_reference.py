@@ -5,7 +5,7 @@
 #
 # Writes tests/reference/multinomial_torch.json: per case the seed, probs (float64 bit patterns
 # in hex, with their dtype and layout), k, torch's indices, and torch.rand(3) drawn right after
-# (so the test also proves the number of draws).
+# (so the test also proves the number of draws). Cases with and without replacement.
 import json
 import os
 import struct
@@ -20,14 +20,14 @@ def hexes(t):
 CASES = []
 
 
-def case(case_id, seed, probs, k, transposed=False):
+def case(case_id, seed, probs, k, transposed=False, replacement=False):
     torch.manual_seed(seed)
     if transposed:
         probs = probs.t().contiguous().t()
-    out = torch.multinomial(probs, k)
+    out = torch.multinomial(probs, k, replacement=replacement)
     after = torch.rand(3)
     CASES.append({"id": case_id, "seed": seed, "k": k, "dtype": str(probs.dtype).replace("torch.", ""),
-                  "shape": list(probs.shape), "transposed": transposed,
+                  "shape": list(probs.shape), "transposed": transposed, "replacement": replacement,
                   "probs": hexes(probs.contiguous()), "indices": out.flatten().tolist(), "rand_after": hexes(after)})
 
 
@@ -39,6 +39,11 @@ def main():
     case("all_categories", 4, torch.tensor([[0.1, 0.2, 0.3, 0.4], [1.0, 1.0, 1.0, 1.0]]), 4)
     case("vocab_65_k10", 5, torch.softmax(torch.randn(2, 65) * 3, 1), 10)
     case("transposed_rows", 6, torch.rand(5, 3), 2, transposed=True)
+    case("replacement_k20", 7, torch.softmax(torch.randn(12), 0), 20, replacement=True)
+    case("replacement_one_sample_rows_f64", 8, torch.rand(3, 7, dtype=torch.float64), 1, replacement=True)
+    case("replacement_unnormalised_zeros", 9, torch.tensor([[0.0, 3.0, 1.0, 0.0], [5.0, 0.0, 0.0, 1.0]]), 6,
+         replacement=True)
+    case("replacement_vocab_65", 10, torch.softmax(torch.randn(65) * 2, 0), 50, replacement=True)
     here = os.path.dirname(os.path.abspath(__file__))
     path = os.path.join(here, "multinomial_torch.json")
     with open(path, "w") as f:
