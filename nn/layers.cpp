@@ -95,9 +95,7 @@ Sequential::Sequential(std::initializer_list<std::shared_ptr<Module>> modules) :
   for (const auto& m : modules) push_back(m);
 }
 
-void Sequential::push_back(std::shared_ptr<Module> module) {
-  register_module(std::to_string(children().size()), std::move(module));
-}
+void Sequential::push_back(std::shared_ptr<Module> module) { append_numbered(std::move(module)); }
 
 Tensor Sequential::forward(const Tensor& x) {
   Tensor y = x;
@@ -105,30 +103,14 @@ Tensor Sequential::forward(const Tensor& x) {
   return y;
 }
 
-std::shared_ptr<Module> Sequential::operator[](size_t i) const {
-  const auto all = children();
-  if (i >= all.size()) {
-    throw Error("Sequential: index " + std::to_string(i) + " is out of range for " + std::to_string(all.size()) +
-                " modules");
-  }
-  return all[i];
-}
+std::shared_ptr<Module> Sequential::operator[](size_t i) const { return numbered(i); }
 
 ModuleList::ModuleList(std::initializer_list<std::shared_ptr<Module>> modules) : Module("ModuleList") {
   for (const auto& m : modules) push_back(m);
 }
 
-void ModuleList::push_back(std::shared_ptr<Module> module) {
-  register_module(std::to_string(children().size()), std::move(module));
-}
+void ModuleList::push_back(std::shared_ptr<Module> module) { append_numbered(std::move(module)); }
 
-std::shared_ptr<Module> ModuleList::operator[](size_t i) const {
-  const auto all = children();
-  if (i >= all.size()) {
-    throw Error("ModuleList: index " + std::to_string(i) + " is out of range for " + std::to_string(all.size()) +
-                " modules");
-  }
-  return all[i];
-}
+std::shared_ptr<Module> ModuleList::operator[](size_t i) const { return numbered(i); }
 
 }  // namespace tg::nn

@@ -88,6 +88,14 @@ NamedTensors Module::named_buffers() const {
   return out;
 }
 
+std::shared_ptr<Module> Module::numbered(size_t i) const {
+  if (i >= children_.size()) {
+    throw Error(type_name_ + ": index " + std::to_string(i) + " is out of range for " + std::to_string(children_.size()) +
+                " modules");
+  }
+  return children_[i].second;
+}
+
 std::vector<std::shared_ptr<Module>> Module::children() const {
   std::vector<std::shared_ptr<Module>> out;
   for (const auto& [n, m] : children_) out.push_back(m);

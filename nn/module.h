@@ -78,6 +78,9 @@ class Module {
     add_child(name, module);
     return module;
   }
+  // For containers (Sequential, ModuleList): children named "0", "1", ... by position.
+  void append_numbered(std::shared_ptr<Module> module) { add_child(std::to_string(children_.size()), std::move(module)); }
+  std::shared_ptr<Module> numbered(size_t i) const;
 
  private:
   void add_child(const std::string& name, std::shared_ptr<Module> module);
