@@ -1,6 +1,7 @@
-// nn/nn.h — everything in tg::nn: Module, the layers, initialisation.
+// nn/nn.h — everything in tg::nn: Module, the layers, attention, the GPT model, initialisation.
 #pragma once
 #include "nn/init.h"
 #include "nn/attention.h"
+#include "nn/gpt.h"
 #include "nn/layers.h"
 #include "nn/module.h"

@@ -1,0 +1,131 @@
+// tg::nn::GPTModel against PyTorch 1.13 (tests/reference/gpt_torch.json, made by
+// make_gpt_reference.py from examples/pytorch/gpt_model.py): from the same seed, the same
+// state_dict (names, order, values), printing, logits, loss and every parameter's gradient,
+// with and without dropout; and its bad inputs.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "autograd/generator.h"
+#include "autograd/json.h"
+#include "autograd/ops.h"
+#include "nn/nn.h"
+#include "test_util.h"
+
+namespace tg::nn {
+namespace {
+
+using test::all_close;
+using test::decode_reference;
+using test::expect_error;
+
+const json::Value& gpt_cases() {
+  static const json::Value doc = json::parse_file(std::string(TG_REFERENCE_DIR) + "/gpt_torch.json");
+  return doc["cases"];
+}
+
+GPTConfig config_of(const json::Value& c) {
+  GPTConfig cfg;
+  cfg.vocab_size = c["vocab_size"].as_int64();
+  cfg.context_length = c["context_length"].as_int64();
+  cfg.emb_dim = c["emb_dim"].as_int64();
+  cfg.n_heads = c["n_heads"].as_int64();
+  cfg.n_layers = c["n_layers"].as_int64();
+  cfg.drop_rate = c["drop_rate"].as_double();
+  cfg.qkv_bias = c["qkv_bias"].as_bool();
+  return cfg;
+}
+
+Tensor token_ids(const json::Value& list, int64_t batch, int64_t num_tokens) {
+  std::vector<int64_t> ids;
+  for (size_t i = 0; i < list.size(); ++i) ids.push_back(list[i].as_int64());
+  return from_vector(ids, {batch, num_tokens});
+}
+
+TEST(GPTModelVsTorch, SameSeedSameWeightsLogitsLossAndGradients) {
+  const json::Value& cases = gpt_cases();
+  ASSERT_EQ(cases.size(), 4u);
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const json::Value& c = cases[i];
+    const std::string id = c["id"].as_string();
+    manual_seed(static_cast<uint64_t>(c["seed"].as_int64()));
+    GPTModel model(config_of(c["config"]));
+    model.train(c["train"].as_bool());
+    EXPECT_EQ(model.repr(), c["repr"].as_string()) << id;
+    EXPECT_EQ(model.num_parameters(), c["num_parameters"].as_int64()) << id;
+
+    const NamedTensors sd = model.state_dict();
+    ASSERT_EQ(sd.size(), c["state_dict"].size()) << id;
+    for (size_t k = 0; k < sd.size(); ++k) {
+      EXPECT_EQ(sd[k].first, c["state_dict"][k][0].as_string()) << id;
+      EXPECT_TRUE(all_close(sd[k].second, decode_reference(c["state_dict"][k][1]), 0, 0)) << id << " " << sd[k].first;
+    }
+
+    const int64_t B = c["batch"].as_int64(), T = c["num_tokens"].as_int64();
+    const Tensor x = token_ids(c["x"], B, T), y = token_ids(c["y"], B, T);
+    manual_seed(static_cast<uint64_t>(c["ids_seed"].as_int64() + 1));  // what dropout draws
+    const Tensor logits = model.forward(x);                                // (B,T,V)
+    const Tensor loss = cross_entropy(logits.flatten(0, 1), y.flatten());
+    loss.backward();
+    EXPECT_TRUE(all_close(logits, decode_reference(c["logits"]), 1e-5, 1e-4)) << id << " logits";
+    EXPECT_TRUE(all_close(loss, decode_reference(c["loss"]), 0, 1e-6)) << id << " loss";
+    const NamedTensors params = model.named_parameters();
+    ASSERT_EQ(params.size(), c["grads"].size()) << id;
+    for (size_t k = 0; k < params.size(); ++k) {
+      EXPECT_EQ(params[k].first, c["grads"][k][0].as_string()) << id;
+      EXPECT_TRUE(all_close(params[k].second.grad(), decode_reference(c["grads"][k][1]), 1e-6, 1e-4))
+          << id << " gradient of " << params[k].first;
+    }
+  }
+}
+
+TEST(GPTModel, StateDictHasTheBookNamesInOrder) {
+  GPTConfig cfg{.vocab_size = 5, .context_length = 4, .emb_dim = 4, .n_heads = 2, .n_layers = 1};
+  GPTModel model(cfg);
+  std::vector<std::string> names;
+  for (const auto& [name, t] : model.state_dict()) names.push_back(name);
+  const std::vector<std::string> want = {
+      "tok_emb.weight", "pos_emb.weight", "trf_blocks.0.att.mask", "trf_blocks.0.att.W_query.weight",
+      "trf_blocks.0.att.W_key.weight", "trf_blocks.0.att.W_value.weight", "trf_blocks.0.att.out_proj.weight",
+      "trf_blocks.0.att.out_proj.bias", "trf_blocks.0.ff.layers.0.weight", "trf_blocks.0.ff.layers.0.bias",
+      "trf_blocks.0.ff.layers.2.weight", "trf_blocks.0.ff.layers.2.bias", "trf_blocks.0.norm1.weight",
+      "trf_blocks.0.norm1.bias", "trf_blocks.0.norm2.weight", "trf_blocks.0.norm2.bias", "final_norm.weight",
+      "final_norm.bias", "out_head.weight"};
+  EXPECT_EQ(names, want);
+}
+
+TEST(GPTModel, BadConfigsAreErrorsNamingTheField) {
+  const GPTConfig good{.vocab_size = 5, .context_length = 4, .emb_dim = 4, .n_heads = 2, .n_layers = 1};
+  auto with = [&](auto change) {
+    GPTConfig c = good;
+    change(c);
+    return c;
+  };
+  expect_error([&] { GPTModel m(with([](GPTConfig& c) { c.n_layers = 0; })); }, {"n_layers must be positive, got 0"});
+  expect_error([&] { GPTModel m(with([](GPTConfig& c) { c.vocab_size = -1; })); }, {"vocab_size must be positive"});
+  expect_error([&] { GPTModel m(with([](GPTConfig& c) { c.n_heads = 3; })); },
+               {"emb_dim (4) must be divisible by n_heads (3)"});
+  expect_error([&] { GPTModel m(with([](GPTConfig& c) { c.drop_rate = 1.0; })); },
+               {"drop_rate must be in [0, 1), got 1.0"});
+}
+
+TEST(GPTModel, BadTokenIdsAreErrors) {
+  GPTModel model(GPTConfig{.vocab_size = 5, .context_length = 4, .emb_dim = 4, .n_heads = 2, .n_layers = 1});
+  expect_error([&] { model.forward(zeros({2, 3})); }, {"int64", "(2,3)", "float32"});
+  expect_error([&] { model.forward(zeros({3}, kInt64)); }, {"(batch, num_tokens)", "(3)"});
+  expect_error([&] { model.forward(zeros({1, 5}, kInt64)); }, {"num_tokens (5) exceeds context_length (4)"});
+  expect_error([&] { model.forward(full({1, 2}, 5, kInt64)); }, {"index out of range", "= 5"});
+}
+
+TEST(GPTModel, EvalIsDeterministicAndTrainingDropoutIsNot) {
+  GPTModel model(GPTConfig{.vocab_size = 7, .context_length = 6, .emb_dim = 8, .n_heads = 2, .n_layers = 2,
+                           .drop_rate = 0.5});
+  const Tensor x = from_vector(std::vector<int64_t>{1, 2, 3, 4, 5, 6}, {1, 6});
+  model.eval();
+  EXPECT_TRUE(all_close(model.forward(x), model.forward(x), 0, 0));
+  model.train();
+  EXPECT_FALSE(all_close(model.forward(x), model.forward(x), 0, 0));
+}
+
+}  // namespace
+}  // namespace tg::nn
