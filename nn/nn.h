@@ -2,6 +2,7 @@
 #pragma once
 #include "nn/init.h"
 #include "nn/attention.h"
+#include "nn/generate.h"
 #include "nn/gpt.h"
 #include "nn/layers.h"
 #include "nn/module.h"

@@ -68,3 +68,30 @@ class GPTModel(nn.Module):
         x = self.tok_emb(idx) + self.pos_emb(torch.arange(T))
         x = self.trf_blocks(self.drop_emb(x))
         return self.out_head(self.final_norm(x))
+
+
+@torch.no_grad()
+def sample_next_token(logits, temperature=1.0, top_k=0, top_p=1.0, generator=None):
+    """logits (B,V) -> next ids (B,1), the procedure of tapegrad's nn/generate.h."""
+    if temperature == 0:
+        return logits.argmax(dim=-1, keepdim=True)
+    logits = logits / temperature
+    if 0 < top_k < logits.shape[-1]:
+        kth = torch.topk(logits, top_k, dim=-1).values[:, -1:]
+        logits = logits.masked_fill(logits < kth, -torch.inf)
+    probs = torch.softmax(logits, dim=-1)
+    if top_p < 1.0:
+        values, indices = torch.sort(probs, dim=-1, descending=True)
+        kept = values.masked_fill(torch.cumsum(values, dim=-1) - values > top_p, 0.0)
+        probs = torch.zeros_like(probs).scatter_add(-1, indices, kept)
+    return torch.multinomial(probs, 1, generator=generator)
+
+
+@torch.no_grad()
+def generate(model, idx, max_new_tokens, temperature=1.0, top_k=0, top_p=1.0, generator=None):
+    """idx (B,T) -> (B, T + max_new_tokens); the window slides past the context length."""
+    context = model.pos_emb.weight.shape[0]
+    for _ in range(max_new_tokens):
+        logits = model(idx[:, -context:])[:, -1, :]
+        idx = torch.cat([idx, sample_next_token(logits, temperature, top_k, top_p, generator)], dim=1)
+    return idx

@@ -79,6 +79,59 @@ TEST(GPTModelVsTorch, SameSeedSameWeightsLogitsLossAndGradients) {
   }
 }
 
+// The same model, prompt, options and generator seed give PyTorch's tokens (greedy, sampling,
+// temperature, top-k, top-p), with the window sliding past context_length.
+TEST(GenerateVsTorch, SameSeedSameTokens) {
+  static const json::Value doc = json::parse_file(std::string(TG_REFERENCE_DIR) + "/gpt_torch.json");
+  const json::Value& runs = doc["generations"];
+  ASSERT_EQ(runs.size(), 5u);
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const json::Value& r = runs[i];
+    const std::string id = r["id"].as_string();
+    manual_seed(static_cast<uint64_t>(r["seed"].as_int64()));
+    GPTModel model(config_of(r["config"]));
+    model.eval();
+    SamplingOptions options;
+    const json::Value& o = r["options"];
+    if (o.contains("temperature")) options.temperature = o["temperature"].as_double();
+    if (o.contains("top_k")) options.top_k = o["top_k"].as_int64();
+    if (o.contains("top_p")) options.top_p = o["top_p"].as_double();
+    const json::Value& prompt = r["prompt"];
+    const int64_t B = static_cast<int64_t>(prompt.size()), T = static_cast<int64_t>(prompt[0].size());
+    std::vector<int64_t> ids;
+    for (size_t b = 0; b < prompt.size(); ++b)
+      for (size_t t = 0; t < prompt[b].size(); ++t) ids.push_back(prompt[b][t].as_int64());
+    Generator gen(static_cast<uint64_t>(r["gen_seed"].as_int64()));
+    const Tensor out = generate(model, from_vector(ids, {B, T}), r["max_new_tokens"].as_int64(), options, &gen);
+    std::vector<int64_t> want;
+    for (size_t b = 0; b < r["tokens"].size(); ++b)
+      for (size_t t = 0; t < r["tokens"][b].size(); ++t) want.push_back(r["tokens"][b][t].as_int64());
+    EXPECT_EQ(out.tolist<int64_t>(), want) << id;
+  }
+}
+
+TEST(Generate, BadOptionsAndPromptsAreErrors) {
+  GPTModel model(GPTConfig{.vocab_size = 5, .context_length = 4, .emb_dim = 4, .n_heads = 2, .n_layers = 1});
+  const Tensor prompt = zeros({1, 2}, kInt64);
+  expect_error([&] { generate(model, prompt, 3, {.temperature = -1.0}); }, {"temperature must be finite and >= 0"});
+  expect_error([&] { generate(model, prompt, 3, {.top_k = -2}); }, {"top_k must be >= 0", "-2"});
+  expect_error([&] { generate(model, prompt, 3, {.top_p = 0.0}); }, {"top_p must be in (0, 1], got 0.0"});
+  expect_error([&] { generate(model, prompt, -1); }, {"max_new_tokens must be >= 0, got -1"});
+  expect_error([&] { generate(model, zeros({1, 2}), 3); }, {"dtype int64", "float32"});
+  expect_error([&] { generate(model, zeros({1, 0}, kInt64), 3); }, {"num_tokens >= 1", "(1,0)"});
+  expect_error([&] { sample_next_token(zeros({5})); }, {"(batch, vocab_size)", "(5)"});
+}
+
+TEST(Generate, RecordsNothingAndKeepsThePrompt) {
+  GPTModel model(GPTConfig{.vocab_size = 5, .context_length = 4, .emb_dim = 4, .n_heads = 2, .n_layers = 1});
+  model.eval();
+  const Tensor prompt = from_vector(std::vector<int64_t>{3, 1, 4}, {1, 3});
+  const Tensor out = generate(model, prompt, 6, {.temperature = 0.0});
+  EXPECT_EQ(out.sizes(), Shape({1, 9}));
+  EXPECT_TRUE(all_close(out.narrow(1, 0, 3), prompt, 0, 0));
+  EXPECT_FALSE(out.requires_grad());
+}
+
 TEST(GPTModel, StateDictHasTheBookNamesInOrder) {
   GPTConfig cfg{.vocab_size = 5, .context_length = 4, .emb_dim = 4, .n_heads = 2, .n_layers = 1};
   GPTModel model(cfg);
