@@ -59,6 +59,16 @@ def generation(case_id, seed, cfg, prompt, max_new_tokens, gen_seed, **options):
                         "gen_seed": gen_seed, "options": options, "tokens": out.tolist()})
 
 
+BATCHES = []
+
+
+def batches(seed, n, batch, context, count):
+    """The window starts the training loop draws: ix = randint(0, n - context - 1, (batch,), gen)."""
+    gen = torch.Generator().manual_seed(seed)
+    starts = [torch.randint(0, n - context - 1, (batch,), generator=gen).tolist() for _ in range(count)]
+    BATCHES.append({"seed": seed, "n": n, "batch": batch, "context": context, "starts": starts})
+
+
 def main():
     tiny = dict(vocab_size=11, context_length=8, emb_dim=8, n_heads=2, n_layers=2, drop_rate=0.0, qkv_bias=False)
     case("tiny", 123, tiny, batch=2, num_tokens=8)
@@ -73,10 +83,12 @@ def main():
     generation("temperature_0.7_top_k_5", 5, g, [[7]], 12, 12, temperature=0.7, top_k=5)
     generation("top_p_0.6", 5, g, [[7, 8], [9, 10]], 12, 13, top_p=0.6)
     generation("top_k_3_top_p_0.9_t_1.5", 6, g, [[0, 0, 0, 0]], 12, 14, temperature=1.5, top_k=3, top_p=0.9)
+    batches(1337, 1000, 4, 16, 3)
+    batches(7, 50, 8, 5, 2)
     path = os.path.join(HERE, "gpt_torch.json")
     with open(path, "w") as f:
         json.dump({"generator": "tests/reference/make_gpt_reference.py", "torch_version": torch.__version__,
-                   "cases": CASES, "generations": GENERATIONS}, f, indent=1)
+                   "cases": CASES, "generations": GENERATIONS, "batches": BATCHES}, f, indent=1)
         f.write("\n")
     print(f"wrote {len(CASES)} cases to {path}")
 
