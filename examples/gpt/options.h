@@ -1,0 +1,35 @@
+// examples/gpt/options.h — the command-line flags of train_gpt and generate.
+//
+// Each program lists its flags once (name, value, help, allowed range); the same table parses
+// argv, prints --help and validates. Errors are one line naming the flag ("--steps: expected an
+// integer, got 'ten'") and the programs exit with code 2 on them.
+#pragma once
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "autograd/error.h"
+
+namespace tg::examples {
+
+// A bad command line: the message is the whole one-line explanation.
+struct UsageError : Error {
+  using Error::Error;
+};
+
+struct Flag {
+  std::string name;  // without the leading "--"
+  std::variant<int64_t*, double*, std::string*, bool*> value;
+  std::string help;
+  double min = -1e300, max = 1e300;  // allowed range for numbers (inclusive)
+  std::vector<std::string> choices;  // allowed values for strings (empty = any)
+};
+
+// Sets the flags named in args (argv without the program name); --help sets *help and stops.
+// "--name value" and "--name=value" both work; a bool flag takes no value.
+void parse_flags(const std::vector<Flag>& flags, const std::vector<std::string>& args, bool* help);
+void print_flags(std::ostream& os, const std::vector<Flag>& flags);  // --help: each flag, its default, help
+
+}  // namespace tg::examples
