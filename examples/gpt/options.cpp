@@ -7,6 +7,7 @@
 #include <iomanip>
 #include <ostream>
 #include <sstream>
+#include <utility>
 
 namespace tg::examples {
 
@@ -74,6 +75,19 @@ void set_value(const Flag& f, const std::string& text) {
 }
 
 }  // namespace
+
+Flag int_flag(std::string name, int64_t* value, std::string help, double min, double max) {
+  return Flag{std::move(name), value, std::move(help), min, max, {}};
+}
+Flag number_flag(std::string name, double* value, std::string help, double min, double max) {
+  return Flag{std::move(name), value, std::move(help), min, max, {}};
+}
+Flag text_flag(std::string name, std::string* value, std::string help, std::vector<std::string> choices) {
+  return Flag{std::move(name), value, std::move(help), 0, 0, std::move(choices)};
+}
+Flag switch_flag(std::string name, bool* value, std::string help) {
+  return Flag{std::move(name), value, std::move(help), 0, 0, {}};
+}
 
 void parse_flags(const std::vector<Flag>& flags, const std::vector<std::string>& args, bool* help) {
   *help = false;

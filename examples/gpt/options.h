@@ -27,6 +27,12 @@ struct Flag {
   std::vector<std::string> choices;  // allowed values for strings (empty = any)
 };
 
+// The ways to declare a flag (all fields named, so nothing is left out by accident).
+Flag int_flag(std::string name, int64_t* value, std::string help, double min, double max);
+Flag number_flag(std::string name, double* value, std::string help, double min, double max);
+Flag text_flag(std::string name, std::string* value, std::string help, std::vector<std::string> choices = {});
+Flag switch_flag(std::string name, bool* value, std::string help);
+
 // Sets the flags named in args (argv without the program name); --help sets *help and stops.
 // "--name value" and "--name=value" both work; a bool flag takes no value.
 void parse_flags(const std::vector<Flag>& flags, const std::vector<std::string>& args, bool* help);
