@@ -185,5 +185,95 @@ TEST(Optimizer, Float64MatchesTorchBitForBit) {
 
 TEST(LambdaLR, WarmupCosineDrivingAdamWMatchesTorch) { expect_case_matches_torch("adamw_warmup_cosine"); }
 
+// clip_grad_norm_ on the reference's gradients (and a parameter without one): the total norm
+// and the clipped gradients, bit for bit.
+void expect_clip_matches_torch(const json::Value& c) {
+  SCOPED_TRACE(c["id"].as_string());
+  nn::NamedTensors params;
+  for (const json::Member& m : c["grads"].as_object()) {
+    Tensor grad = decode_reference(m.value);
+    params.push_back({m.key, test::leaf(zeros(grad.sizes()))});
+    params.back().second.set_grad(grad);
+  }
+  params.push_back({"frozen", test::leaf(zeros({2}))});
+  std::vector<Tensor> list;
+  for (const auto& [name, p] : params) list.push_back(p);
+  const Tensor total = clip_grad_norm_(list, c["max_norm"].as_double(), decode_double(c["norm_type"]));
+  EXPECT_TRUE(bit_equal(total, scalar_tensor(decode_double(c["total_norm"])))) << "total norm";
+  for (const json::Member& m : c["clipped"].as_object()) {
+    EXPECT_TRUE(bit_equal(find(params, m.key).grad(), decode_reference(m.value))) << m.key;
+  }
+}
+
+TEST(ClipGradNorm, TotalNormAndClippedGradientsMatchTorchForNormTypes2_1_3_InfAndMinusInf) {
+  for (const json::Value& c : reference()["clip"].as_array()) expect_clip_matches_torch(c);
+}
+
+TEST(ClipGradNorm, TotalNormOfSixtyGradientsOfManyLengthsMatchesTorchBitForBit) {
+  for (const json::Value& c : reference()["norms"].as_array()) {
+    SCOPED_TRACE(c["id"].as_string());
+    manual_seed(c["seed"].as_int64());
+    std::vector<Tensor> params;
+    for (size_t i = 0; i < c["lengths"].size(); ++i) {
+      params.push_back(test::leaf(zeros({c["lengths"][i].as_int64()})));
+      params.back().set_grad(randn({c["lengths"][i].as_int64()}) * 2.0);  // torch.randn(n) * 2
+    }
+    const Tensor total = clip_grad_norm_(params, 1.0, decode_double(c["norm_type"]));
+    EXPECT_TRUE(bit_equal(total, scalar_tensor(decode_double(c["total_norm"]))));
+  }
+}
+
+TEST(ClipGradNorm, NonFiniteTotalIsAnErrorOnlyWhenAskedAndChangesNothing) {
+  Tensor w = test::leaf(zeros({2}));
+  w.set_grad(tensor({1.0, kInf}));
+  const std::string message = error_of([&] { clip_grad_norm_({w}, 1.0, 2.0, true); });
+  EXPECT_TRUE(has_part(message, "clip_grad_norm_: the total norm of order 2.0 for gradients from `parameters` is "
+                                "non-finite, so it cannot be clipped"));
+  EXPECT_EQ(w.grad().at({0}), 1.0);
+  const Tensor total = clip_grad_norm_({w}, 1.0);  // as torch: scaled by max_norm / inf = 0
+  EXPECT_TRUE(std::isinf(total.item()));
+  EXPECT_EQ(w.grad().at({0}), 0.0);
+  EXPECT_TRUE(std::isnan(w.grad().at({1})));
+}
+
+TEST(ClipGradNorm, NoGradientsGiveZeroAndSmallNormsAreLeftAlone) {
+  Tensor w = test::leaf(ones({3}));
+  EXPECT_EQ(clip_grad_norm_({w}, 1.0).item(), 0.0);
+  w.set_grad(tensor({0.3, -0.4, 0.0}));
+  const Tensor total = clip_grad_norm_({w}, 1.0);
+  EXPECT_FLOAT_EQ(static_cast<float>(total.item()), 0.5f);
+  EXPECT_EQ(w.grad().tolist<float>(), (std::vector<float>{0.3f, -0.4f, 0.0f}));  // coef clamped to 1
+}
+
+TEST(LambdaLR, ConstantWarmupCosineAndAUserLambdaMatchTorchsLearningRates) {
+  for (const json::Value& c : reference()["schedules"].as_array()) {
+    SCOPED_TRACE(c["id"].as_string());
+    std::vector<ParamGroup> groups;
+    for (size_t g = 0; g < c["base_lrs"].size(); ++g) {
+      groups.push_back({{{"", test::leaf(zeros({1}))}}, decode_double(c["base_lrs"][g]), {}});  // named "0", "1", ...
+    }
+    SGD opt(groups, {.lr = decode_double(c["base_lrs"][0])});
+    LambdaLR sched(opt, make_factor(c["schedule"]));
+    for (size_t step = 0; step < c["lrs"].size(); ++step) {
+      if (step > 0) {
+        opt.step();
+        sched.step();
+      }
+      const std::vector<double> lrs = sched.get_last_lr();
+      ASSERT_EQ(lrs.size(), c["lrs"][step].size());
+      for (size_t g = 0; g < lrs.size(); ++g) {
+        EXPECT_EQ(lrs[g], decode_double(c["lrs"][step][g])) << "step " << step << " group " << g;
+        EXPECT_EQ(opt.param_groups()[g].lr, lrs[g]);
+      }
+    }
+  }
+}
+
+TEST(LambdaLR, WarmupCosineRefusesBadSteps) {
+  EXPECT_TRUE(has_part(error_of([] { warmup_cosine(10, 10); }),
+                       "warmup_cosine: need 0 <= warmup_steps < total_steps, got warmup_steps 10 and total_steps 10"));
+  EXPECT_TRUE(has_part(error_of([] { warmup_cosine(1, 10, 1.5); }), "warmup_cosine: min_factor must be in [0, 1]"));
+}
+
 }  // namespace
 }  // namespace tg::optim

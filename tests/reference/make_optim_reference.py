@@ -104,20 +104,37 @@ def optim_case(case_id, optimizer, options, groups=None, dtype="float32", schedu
 CLIP_CASES = []
 
 
-def clip_case(case_id, max_norm, norm_type, special=None):
+def clip_case(case_id, max_norm, norm_type, special=None, long_grads=0):
     torch.manual_seed(77)
-    grads = {n: torch.randn(shape) * 2 for n, shape in SHAPES.items() if n != "frozen"}
+    shapes = dict(SHAPES, **{f"long{i}": [97 + 61 * i] for i in range(long_grads)})
+    grads = {n: torch.randn(shape) * 2 for n, shape in shapes.items() if n != "frozen"}
     if special == "inf":
         grads["w"][1, 2] = float("inf")
     if special == "nan":
         grads["b"][0] = float("nan")
-    params = {n: torch.zeros(SHAPES[n], requires_grad=True) for n in SHAPES}
+    params = {n: torch.zeros(shapes[n], requires_grad=True) for n in shapes}
     for n, g in grads.items():
         params[n].grad = g.clone()
     total = torch.nn.utils.clip_grad_norm_(list(params.values()), max_norm, norm_type)
     CLIP_CASES.append({"id": case_id, "max_norm": max_norm, "norm_type": hexd(norm_type),
                        "grads": {n: enc(g) for n, g in grads.items()}, "total_norm": hexd(total.item()),
                        "clipped": {n: enc(params[n].grad) for n in grads}})
+
+
+# Many gradients of many lengths, made from a seed (tapegrad's randn draws the same numbers):
+# only the total norm is stored. It shows whether the norms are summed as PyTorch sums them.
+NORM_CASES = []
+
+
+def norm_case(case_id, seed, lengths, norm_type):
+    torch.manual_seed(seed)
+    grads = [torch.randn(n) * 2 for n in lengths]
+    params = [torch.zeros(n, requires_grad=True) for n in lengths]
+    for p, g in zip(params, grads):
+        p.grad = g
+    total = torch.nn.utils.clip_grad_norm_(params, 1.0, norm_type)
+    NORM_CASES.append({"id": case_id, "seed": seed, "lengths": lengths, "norm_type": hexd(norm_type),
+                       "total_norm": hexd(total.item())})
 
 
 SCHEDULE_CASES = []
@@ -164,9 +181,14 @@ if __name__ == "__main__":
         for norm_type in (2.0, 1.0, float("inf"), 3.0):
             clip_case(f"clip_{max_norm}_{norm_type}", max_norm, norm_type)
     clip_case("clip_0.5_-inf", 0.5, float("-inf"))
+    for norm_type in (2.0, 1.0, 3.0):  # longer gradients: the 2-norm's eight running sums matter
+        clip_case(f"clip_long_{norm_type}", 1.0, norm_type, long_grads=6)
     clip_case("clip_inf_grad", 1.0, 2.0, special="inf")
     clip_case("clip_nan_grad", 1.0, 2.0, special="nan")
     clip_case("clip_inf_grad_max_norm", 1.0, float("inf"), special="inf")
+    for seed in (1, 2, 3):
+        for norm_type in (2.0, 1.0, 3.0, float("inf")):
+            norm_case(f"norm_{seed}_{norm_type}", seed, [1 + (37 * i + seed) % 300 for i in range(60)], norm_type)
     schedule_case("constant", {"kind": "constant"}, [0.1, 0.02], 5)
     schedule_case("warmup_cosine", {"kind": "warmup_cosine", "warmup_steps": 4, "total_steps": 12, "min_factor": 0.1},
                   [6e-4, 1e-3], 15)
@@ -180,6 +202,6 @@ if __name__ == "__main__":
         json.dump({"generator": "tests/reference/make_optim_reference.py", "torch_version": torch.__version__,
                    "steps": STEPS, "initial": {n: enc(t) for n, t in INITIAL.items()},
                    "grads": [{n: (None if g is None else enc(g)) for n, g in step.items()} for step in GRADS],
-                   "optimizers": OPTIM_CASES, "clip": CLIP_CASES, "schedules": SCHEDULE_CASES}, f, indent=1)
+                   "optimizers": OPTIM_CASES, "clip": CLIP_CASES, "norms": NORM_CASES, "schedules": SCHEDULE_CASES}, f, indent=1)
         f.write("\n")
     print(f"wrote {len(OPTIM_CASES)} optimizer, {len(CLIP_CASES)} clip and {len(SCHEDULE_CASES)} schedule cases to {path}")
