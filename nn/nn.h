@@ -1,6 +1,7 @@
-// nn/nn.h — everything in tg::nn: Module, the layers, initialisation.
+// nn/nn.h — everything in tg::nn: Module, the layers, initialisation; and tg::save / tg::load.
 #pragma once
 #include "nn/init.h"
 #include "nn/attention.h"
 #include "nn/layers.h"
 #include "nn/module.h"
+#include "nn/serialize.h"
