@@ -7,7 +7,7 @@
 //   number = [ '-' ] ( '0' | digit1-9 digit* ) [ '.' digit+ ] [ ( 'e' | 'E' ) [ '+' | '-' ] digit+ ]
 //   string = '"' { unescaped char >= 0x20 | '\' ( '"' '\' '/' 'b' 'f' 'n' 'r' 't' | 'u' hex4 ) } '"'
 // One function per rule; each reads from pos_ and leaves pos_ just after what it read. Bytes
-// >= 0x80 inside strings are copied as they are (UTF-8 is not validated).
+// >= 0x80 inside strings are copied as they are once they are checked to be UTF-8.
 #include "autograd/json.h"
 #include "autograd/error.h"
 
@@ -138,6 +138,71 @@ const Value& Value::operator[](std::string_view key) const {
   return *found;
 }
 
+// ---- UTF-8 and quoting ------------------------------------------------------------------------
+
+namespace {
+
+// The length of the well-formed UTF-8 sequence text starts with (1 to 4), or 0 if it starts with
+// none. The ranges of RFC 3629's table: the second byte's range depends on the first byte so that
+// overlong forms, the surrogates D800-DFFF and code points past 10FFFF are excluded.
+size_t utf8_sequence_length(std::string_view text) {
+  auto byte = [&](size_t i) { return i < text.size() ? static_cast<unsigned char>(text[i]) : 0u; };
+  if (text.empty()) return 0;
+  unsigned b0 = byte(0);
+  if (b0 < 0x80) return 1;
+  size_t length;
+  unsigned low = 0x80, high = 0xBF;  // the allowed range of the second byte
+  if (b0 >= 0xC2 && b0 <= 0xDF) length = 2;
+  else if (b0 >= 0xE0 && b0 <= 0xEF) length = 3;
+  else if (b0 >= 0xF0 && b0 <= 0xF4) length = 4;
+  else return 0;  // 80-BF: a continuation byte; C0, C1: overlong; F5-FF: past 10FFFF
+  if (b0 == 0xE0) low = 0xA0;       // overlong below U+0800
+  if (b0 == 0xED) high = 0x9F;      // surrogates
+  if (b0 == 0xF0) low = 0x90;       // overlong below U+10000
+  if (b0 == 0xF4) high = 0x8F;      // past U+10FFFF
+  if (byte(1) < low || byte(1) > high) return 0;
+  for (size_t i = 2; i < length; ++i) {
+    if (byte(i) < 0x80 || byte(i) > 0xBF) return 0;
+  }
+  return length;
+}
+
+}  // namespace
+
+size_t find_invalid_utf8(std::string_view text) {
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t length = utf8_sequence_length(text.substr(pos));
+    if (length == 0) return pos;
+    pos += length;
+  }
+  return std::string_view::npos;
+}
+
+std::string quote(std::string_view text) {
+  std::string out = "\"";
+  for (char c : text) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char escape[8];
+          std::snprintf(escape, sizeof escape, "\\u%04x", static_cast<unsigned>(c));
+          out += escape;
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out + "\"";
+}
+
 // ---- Parser -------------------------------------------------------------------------------------
 
 class Parser {
@@ -158,8 +223,7 @@ class Parser {
 
   [[noreturn]] void fail(const std::string& what) const { fail_at(pos_, what); }
   [[noreturn]] void fail_at(size_t offset, const std::string& what) const {
-    throw Error("json: " + std::string(source_) + ": byte " + std::to_string(offset) +
-                ": " + what);
+    throw ParseError(source_, offset, what);
   }
   // ", got 'x'" for the byte at pos_ (or "end of input", or its hex code if not printable).
   std::string got() const {
@@ -191,6 +255,7 @@ class Parser {
     skip_whitespace();
     Value v;
     v.where_ = where(path);
+    v.offset_ = pos_;
     char c = peek();
     if (c == '{') {
       parse_object(v, path, depth);
@@ -365,6 +430,14 @@ class Parser {
     append_utf8(out, unit);
   }
 
+  // One multi-byte UTF-8 character at pos_, checked, appended to out.
+  void copy_utf8_sequence(std::string& out) {
+    size_t length = utf8_sequence_length(text_.substr(pos_));
+    if (length == 0) fail("invalid UTF-8 in string" + got());
+    out.append(text_.substr(pos_, length));
+    pos_ += length;
+  }
+
   std::string parse_string() {
     size_t open_offset = pos_;
     ++pos_;  // '"'
@@ -378,6 +451,10 @@ class Parser {
       }
       if (static_cast<unsigned char>(c) < 0x20) {
         fail("control character in string (write it as an escape such as \\n)" + got());
+      }
+      if (static_cast<unsigned char>(c) >= 0x80) {
+        copy_utf8_sequence(out);
+        continue;
       }
       if (c != '\\') {
         out += c;
@@ -408,6 +485,11 @@ class Parser {
   std::string_view source_;
   size_t pos_ = 0;
 };
+
+ParseError::ParseError(std::string_view source, size_t offset, const std::string& reason)
+    : Error("json: " + std::string(source) + ": byte " + std::to_string(offset) + ": " + reason),
+      offset(offset),
+      reason(reason) {}
 
 Value parse(std::string_view text, std::string_view source_name) {
   return Parser(text, source_name).parse_document();

@@ -6,10 +6,14 @@
 // beyond 2^53 (seeds such as 18446744073709551615) are read without loss by as_int64() /
 // as_uint64().
 //
-// Every Value remembers where it came from ("rng.json: vectors[3].seed"), and every error is a
-// tg::Error (autograd/error.h) that says where and what:
+// Every Value remembers where it came from ("rng.json: vectors[3].seed") and the byte offset of its
+// first character, and every error is a tg::Error (autograd/error.h) that says where and what:
 //   json: tests/x.json: byte 1043: expected ',' or ']' after array element, got '}'
 //   json: tests/x.json: vectors[3].seed: expected a number, got a string
+// Strings must be valid UTF-8 (RFC 8259 section 8.1); hostile input (deep nesting, huge numbers,
+// broken escapes or UTF-8) is a clean error, never a crash.
+//
+// quote() is the writing side for strings: it makes the JSON text of a string.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -39,6 +43,8 @@ class Value {
   // Where this value is: "<source>: <path>", e.g. "rng.json: vectors[3].seed" ("rng.json: (top
   // level)" for the root).
   const std::string& where() const { return where_; }
+  // Byte offset of the value's first character in the parsed text.
+  size_t offset() const { return offset_; }
 
   // Typed access. Each throws tg::Error naming where() and the kinds involved if the
   // value is of another kind.
@@ -74,6 +80,7 @@ class Value {
   std::vector<Value> items_;
   std::vector<Member> members_;
   std::string where_;
+  size_t offset_ = 0;
 };
 
 struct Member {
@@ -81,10 +88,28 @@ struct Member {
   Value value;
 };
 
+// What parse() throws for a syntax error. what() is the whole message ("json: <source>: byte
+// <offset>: <reason>"); offset and reason let a caller that embeds JSON in a file of its own word
+// the message itself (offset counts from the start of the parsed text).
+struct ParseError : Error {
+  ParseError(std::string_view source, size_t offset, const std::string& reason);
+  size_t offset;
+  std::string reason;
+};
+
 // Parse a whole JSON text. source_name is only used in messages (typically the file name).
-// Throws tg::Error on any syntax error, naming the source and the byte offset.
+// Throws ParseError on any syntax error, naming the source and the byte offset.
 Value parse(std::string_view text, std::string_view source_name);
 // Read and parse a file; the path is the source name.
 Value parse_file(const std::string& path);
+
+// The offset of the first byte of the first sequence in text that is not UTF-8 (RFC 3629: no
+// overlong forms, no surrogates, nothing above U+10FFFF, no cut-off sequence), or npos if all is.
+size_t find_invalid_utf8(std::string_view text);
+
+// The JSON text of a string, quotes included: '"', '\' and control characters are escaped
+// (\n, \t, ... or \u001f), everything else, UTF-8 included, is copied as it is. The same text
+// as Python's json.dumps(s, ensure_ascii=False).
+std::string quote(std::string_view text);
 
 }  // namespace tg::json

@@ -15,6 +15,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "autograd/dtype.h"
@@ -244,5 +245,8 @@ std::string repr(const Tensor& t);
 
 // Number of elements of a shape.
 int64_t shape_numel(const Shape& shape);
+
+// Tensors with names, in order: a module's state_dict, the contents of a safetensors file.
+using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
 
 }  // namespace tg

@@ -130,7 +130,7 @@ NamedTensors Module::state_dict() const {
   return out;
 }
 
-void Module::load_state_dict(const NamedTensors& dict, bool strict) {
+void Module::load_state_dict(const NamedTensors& dict, bool strict, const std::string& source) {
   const NamedTensors own = state_dict();
   std::vector<std::string> problems;
   std::vector<std::pair<Tensor, Tensor>> copies;  // (destination, source), made only if all is well
@@ -165,7 +165,8 @@ void Module::load_state_dict(const NamedTensors& dict, bool strict) {
   }
   if (!problems.empty()) {
     std::string message = "load_state_dict: " + std::to_string(problems.size()) +
-                          (problems.size() == 1 ? " problem" : " problems") + " loading into " + type_name_ + ": ";
+                          (problems.size() == 1 ? " problem" : " problems") + " loading " +
+                          (source.empty() ? "" : source + " ") + "into " + type_name_ + ": ";
     for (size_t i = 0; i < problems.size(); ++i) message += (i ? "; " : "") + problems[i];
     throw Error(message + " (nothing was changed)");
   }

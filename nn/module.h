@@ -27,7 +27,7 @@
 
 namespace tg::nn {
 
-using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
+using NamedTensors = tg::NamedTensors;  // autograd/tensor.h
 
 // A fresh leaf with t's values that requires grad, as nn.Parameter(t).
 Tensor Parameter(const Tensor& t);
@@ -61,8 +61,9 @@ class Module {
   NamedTensors state_dict() const;
   // Copies dict into this module's tensors. Every name, shape and dtype is checked first and all
   // problems are reported in one error; nothing changes unless everything matches. With strict =
-  // false, missing and unexpected names are allowed (shapes and dtypes still must match).
-  void load_state_dict(const NamedTensors& dict, bool strict = true);
+  // false, missing and unexpected names are allowed (shapes and dtypes still must match). source
+  // names where dict came from in the message (the file, for tg::load).
+  void load_state_dict(const NamedTensors& dict, bool strict = true, const std::string& source = "");
 
   // --- printing, as PyTorch prints a module --------------------------------------------------------
   const std::string& type_name() const { return type_name_; }

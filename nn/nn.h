@@ -1,4 +1,5 @@
-// nn/nn.h — everything in tg::nn: Module, the layers, attention, the GPT model, initialisation.
+// nn/nn.h — everything in tg::nn: Module, the layers, attention, the GPT model, initialisation;
+// and tg::save / tg::load.
 #pragma once
 #include "nn/init.h"
 #include "nn/attention.h"
@@ -6,3 +7,4 @@
 #include "nn/gpt.h"
 #include "nn/layers.h"
 #include "nn/module.h"
+#include "nn/serialize.h"

@@ -4,7 +4,11 @@
 
 #include <bit>
 #include <cmath>
+#include <cstdlib>
 #include <exception>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -88,6 +92,59 @@ inline ::testing::AssertionResult all_close(const Tensor& got, const Tensor& wan
     }
   }
   return ::testing::AssertionSuccess();
+}
+
+// Same dtype, same shape and the same bytes in row-major order (NaN payloads and -0.0 included).
+inline ::testing::AssertionResult same_bytes(const Tensor& actual, const Tensor& expected) {
+  if (actual.dtype() != expected.dtype()) {
+    return ::testing::AssertionFailure() << "dtype " << dtype_name(actual.dtype()) << ", expected " << dtype_name(expected.dtype());
+  }
+  if (actual.sizes() != expected.sizes()) {
+    return ::testing::AssertionFailure() << "shape " << shape_str(actual.sizes()) << ", expected " << shape_str(expected.sizes());
+  }
+  Tensor a = actual.detach().contiguous(), e = expected.detach().contiguous();
+  const unsigned char* pa = static_cast<const unsigned char*>(a.raw_data());
+  const unsigned char* pe = static_cast<const unsigned char*>(e.raw_data());
+  for (size_t i = 0; i < a.nbytes(); ++i) {
+    if (pa[i] != pe[i]) {
+      size_t element = i / element_size(a.dtype());
+      return ::testing::AssertionFailure() << "element " << element << " differs: " << a.view({-1}).at({static_cast<int64_t>(element)})
+                                           << " vs expected " << e.view({-1}).at({static_cast<int64_t>(element)});
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// A new empty folder for a test's files, removed with everything in it at the end of the scope.
+struct TempFolder {
+  std::string path;
+  TempFolder() {
+    std::string pattern = ::testing::TempDir() + "tg_test_XXXXXX";
+    if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed for " + pattern);
+    path = pattern;
+  }
+  TempFolder(const TempFolder&) = delete;
+  TempFolder& operator=(const TempFolder&) = delete;
+  ~TempFolder() { std::filesystem::remove_all(path); }
+  std::string file(const std::string& name) const { return path + "/" + name; }
+  size_t count() const {
+    return static_cast<size_t>(std::distance(std::filesystem::directory_iterator(path), std::filesystem::directory_iterator()));
+  }
+};
+
+inline std::string read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot open " + path);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// (A new file each time: truncating a file that has data makes some filesystems, ext4 among them,
+// flush it to disk, a thousand times slower when a test writes thousands of files.)
+inline void write_bytes(const std::string& path, const std::string& bytes) {
+  std::filesystem::remove(path);
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (!out) throw std::runtime_error("cannot write " + path);
 }
 
 }  // namespace tg::test

@@ -147,6 +147,61 @@ TEST(Json, DeepNestingIsAnErrorNotAStackOverflow) {
   EXPECT_EQ(parse_error(fine), "");
 }
 
+TEST(Json, StringsMustBeUtf8AndTheErrorNamesTheByte) {
+  EXPECT_EQ(parse_error("[\"ab\xFF\"]"), "json: t.json: byte 4: invalid UTF-8 in string, got byte 0xFF");
+  EXPECT_EQ(parse_error("[\"\xC3\"]"), "json: t.json: byte 2: invalid UTF-8 in string, got byte 0xC3");  // cut off
+  EXPECT_EQ(parse_error("[\"\xE0\x80\x80\"]"), "json: t.json: byte 2: invalid UTF-8 in string, got byte 0xE0");  // overlong
+  EXPECT_EQ(parse_error("[\"\xED\xA0\x80\"]"), "json: t.json: byte 2: invalid UTF-8 in string, got byte 0xED");  // surrogate
+  EXPECT_EQ(parse_error("[\"\xF4\x90\x80\x80\"]"), "json: t.json: byte 2: invalid UTF-8 in string, got byte 0xF4");  // > U+10FFFF
+  EXPECT_EQ(parse_error("[\xC3\xA9]"),
+            "json: t.json: byte 1: expected a value (object, array, string, number, true, false or null), got byte 0xC3");
+  try {
+    tg::json::parse("{\"a\": \"\x80\"}", "t.json");
+    ADD_FAILURE() << "no error";
+  } catch (const tg::json::ParseError& e) {
+    EXPECT_EQ(e.offset, 7u);
+    EXPECT_EQ(e.reason, "invalid UTF-8 in string, got byte 0x80");
+  }
+}
+
+TEST(Json, FindInvalidUtf8FollowsRfc3629) {
+  using tg::json::find_invalid_utf8;
+  const size_t none = std::string::npos;
+  EXPECT_EQ(find_invalid_utf8(""), none);
+  EXPECT_EQ(find_invalid_utf8("plain \x7F"), none);
+  EXPECT_EQ(find_invalid_utf8("\xC2\x80 \xDF\xBF \xE0\xA0\x80 \xED\x9F\xBF \xEE\x80\x80 \xF0\x90\x80\x80 \xF4\x8F\xBF\xBF"), none);
+  EXPECT_EQ(find_invalid_utf8("ab\x80"), 2u);          // a lone continuation byte
+  EXPECT_EQ(find_invalid_utf8("a\xC1\xBF"), 1u);       // overlong 2-byte form
+  EXPECT_EQ(find_invalid_utf8("\xE0\x9F\xBF"), 0u);    // overlong 3-byte form
+  EXPECT_EQ(find_invalid_utf8("\xED\xA0\x80"), 0u);    // a surrogate
+  EXPECT_EQ(find_invalid_utf8("\xF0\x8F\xBF\xBF"), 0u);  // overlong 4-byte form
+  EXPECT_EQ(find_invalid_utf8("\xF4\x90\x80\x80"), 0u);  // past U+10FFFF
+  EXPECT_EQ(find_invalid_utf8("\xF5\x80\x80\x80"), 0u);
+  EXPECT_EQ(find_invalid_utf8("ok\xE2\x82"), 2u);      // cut off at the end
+  EXPECT_EQ(find_invalid_utf8("\xE2\x82x"), 0u);       // cut off by an ASCII byte
+}
+
+TEST(Json, QuoteEscapesOnlyWhatJsonRequiresAsPythonDoes) {
+  // the expected strings are json.dumps(s, ensure_ascii=False)
+  EXPECT_EQ(tg::json::quote("w"), "\"w\"");
+  EXPECT_EQ(tg::json::quote("a\"b\\c/d"), "\"a\\\"b\\\\c/d\"");
+  EXPECT_EQ(tg::json::quote("\b\f\n\r\t\x01\x1f\x7f"), "\"\\b\\f\\n\\r\\t\\u0001\\u001f\x7f\"");
+  EXPECT_EQ(tg::json::quote("caf\xC3\xA9 \xF0\x9F\x98\x80"), "\"caf\xC3\xA9 \xF0\x9F\x98\x80\"");
+  EXPECT_EQ(tg::json::quote(std::string("a\0b", 3)), "\"a\\u0000b\"");
+  std::string tricky = std::string("\"\\\x00\x1f\n caf\xC3\xA9", 11);
+  EXPECT_EQ(tg::json::parse(tg::json::quote(tricky), "t.json").as_string(), tricky);
+}
+
+TEST(Json, ValuesKnowTheByteOffsetTheyStartAt) {
+  Value v = tg::json::parse(R"(  {"a": [1, "x", {}], "b":  true})", "t.json");
+  EXPECT_EQ(v.offset(), 2u);
+  EXPECT_EQ(v["a"].offset(), 8u);
+  EXPECT_EQ(v["a"][0].offset(), 9u);
+  EXPECT_EQ(v["a"][1].offset(), 12u);
+  EXPECT_EQ(v["a"][2].offset(), 17u);
+  EXPECT_EQ(v["b"].offset(), 28u);
+}
+
 TEST(Json, ParseFileNamesThePathInErrors) {
   EXPECT_EQ(error_of([] { tg::json::parse_file("/nonexistent/x.json"); }),
             "json: cannot open file /nonexistent/x.json");

@@ -1,0 +1,474 @@
+// autograd/safetensors.cpp — the safetensors reader and writer (the format is described byte by
+// byte in autograd/safetensors.h).
+//
+// Reading: the 8-byte length, then the header (checked as UTF-8, parsed by autograd/json, every
+// entry checked), then the data ranges checked to tile the data section, and only then the data,
+// tensor by tensor, straight into each new tensor's storage. Nothing is allocated for a tensor
+// before its byte count is known to fit inside the file.
+// Writing: the whole header is built (and every name checked) before the file is touched; the
+// bytes go to a temporary file that is synced and renamed over the target.
+#include "autograd/safetensors.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <bit>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <optional>
+#include <random>
+#include <set>
+
+#include "autograd/json.h"
+#include "autograd/ops.h"
+
+namespace tg {
+
+static_assert(std::endian::native == std::endian::little,
+              "safetensors data is little-endian; this reader and writer copy it as it is");
+
+namespace {
+
+// The reference implementation refuses headers above 100 MB; a real one is a few hundred KB.
+constexpr uint64_t kMaxHeaderBytes = 100'000'000;
+
+struct SafetensorsDtype {
+  const char* name;
+  size_t size;                     // bytes per element
+  std::optional<ScalarType> type;  // tapegrad's dtype, if it has one
+};
+
+constexpr SafetensorsDtype kDtypes[] = {
+    {"F32", 4, kFloat32}, {"F64", 8, kFloat64},   {"I64", 8, kInt64},         {"BOOL", 1, kBool},
+    {"F16", 2, {}},       {"BF16", 2, {}},        {"I32", 4, {}},             {"I16", 2, {}},
+    {"I8", 1, {}},        {"U8", 1, {}},          {"U16", 2, {}},             {"U32", 4, {}},
+    {"U64", 8, {}},       {"F8_E4M3", 1, {}},     {"F8_E5M2", 1, {}},
+};
+
+const char* safetensors_dtype_name(ScalarType type) {
+  for (const SafetensorsDtype& d : kDtypes)
+    if (d.type == type) return d.name;
+  throw Error(std::string("safetensors: no dtype for ") + dtype_name(type));
+}
+
+std::string hex_byte(unsigned char c) {
+  char hex[8];
+  std::snprintf(hex, sizeof hex, "0x%02X", c);
+  return hex;
+}
+
+// A file descriptor that closes itself.
+struct Fd {
+  int fd = -1;
+  explicit Fd(int fd) : fd(fd) {}
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+// ---- reading --------------------------------------------------------------------------------
+
+struct Entry {
+  std::string name;
+  ScalarType dtype;
+  Shape shape;
+  uint64_t begin, end;    // data_offsets, relative to the start of the data
+  uint64_t offsets_byte;  // where data_offsets is written in the file (for messages)
+};
+
+struct Header {
+  std::vector<Entry> entries;  // in header order
+  SafetensorsMetadata metadata;
+  uint64_t data_start = 0;     // 8 + N
+};
+
+class Reader {
+ public:
+  explicit Reader(const std::string& path) : path_(path), file_(::open(path.c_str(), O_RDONLY | O_CLOEXEC)) {
+    if (file_.fd < 0) fail_whole(std::string("cannot open: ") + std::strerror(errno));
+    struct stat info;
+    if (::fstat(file_.fd, &info) != 0) fail_whole(std::string("cannot stat: ") + std::strerror(errno));
+    if (!S_ISREG(info.st_mode)) fail_whole("not a regular file");
+    file_size_ = static_cast<uint64_t>(info.st_size);
+  }
+
+  Header read_header() {
+    if (file_size_ < 8) {
+      fail(0, "the file has " + std::to_string(file_size_) + " bytes, too few for the 8-byte header length");
+    }
+    unsigned char prefix[8];
+    read_exact(0, prefix, 8);
+    uint64_t n = 0;
+    for (int i = 7; i >= 0; --i) n = (n << 8) | prefix[i];  // little-endian
+    if (n > kMaxHeaderBytes) {
+      fail(0, "header length " + std::to_string(n) + " is larger than the limit of " +
+                  std::to_string(kMaxHeaderBytes) + " bytes");
+    }
+    if (n > file_size_ - 8) {
+      fail(0, "header length " + std::to_string(n) + " runs past the end of the file (" +
+                  std::to_string(file_size_) + " bytes)");
+    }
+    std::string text(n, '\0');
+    read_exact(8, text.data(), n);
+    size_t bad = json::find_invalid_utf8(text);
+    if (bad != std::string::npos) {
+      fail(8 + bad, "header is not valid UTF-8 (a sequence starting with byte " +
+                        hex_byte(static_cast<unsigned char>(text[bad])) + ")");
+    }
+    json::Value root;
+    try {
+      root = json::parse(text, path_);
+    } catch (const json::ParseError& e) {
+      fail(8 + e.offset, "header is not valid JSON: " + e.reason);
+    }
+    if (!root.is_object()) fail(8 + root.offset(), std::string("header must be a JSON object, got ") + kind(root));
+
+    Header header;
+    header.data_start = data_start_ = 8 + n;
+    for (const json::Member& member : root.as_object()) {
+      if (member.key == "__metadata__") {
+        header.metadata = read_metadata(member.value);
+      } else {
+        header.entries.push_back(read_entry(member.key, member.value));
+      }
+    }
+    check_tiling(header);
+    return header;
+  }
+
+  Tensor read_tensor(const Header& header, const Entry& entry) {
+    uint64_t start = header.data_start + entry.begin;
+    Tensor t;
+    try {
+      t = empty(entry.shape, entry.dtype);
+    } catch (const Error& e) {
+      fail(entry.offsets_byte, "tensor \"" + entry.name + "\": " + e.what());
+    }
+    if (entry.end > entry.begin) read_exact(start, t.raw_data(), entry.end - entry.begin);
+    if (entry.dtype == kBool) {
+      const unsigned char* bytes = static_cast<const unsigned char*>(t.raw_data());
+      for (uint64_t i = 0; i < entry.end - entry.begin; ++i) {
+        if (bytes[i] > 1) {
+          fail(start + i, "tensor \"" + entry.name + "\": BOOL element " + std::to_string(i) + " is " +
+                              hex_byte(bytes[i]) + ", not 0 or 1");
+        }
+      }
+    }
+    return t;
+  }
+
+ private:
+  [[noreturn]] void fail(uint64_t byte, const std::string& what) const {
+    throw Error("load_safetensors: " + path_ + ": byte " + std::to_string(byte) + ": " + what);
+  }
+  [[noreturn]] void fail_whole(const std::string& what) const {
+    throw Error("load_safetensors: " + path_ + ": " + what);
+  }
+  // Where a header value is in the file.
+  static uint64_t at(const json::Value& v) { return 8 + v.offset(); }
+  static const char* kind(const json::Value& v) { return json::Value::kind_name(v.kind()); }
+
+  void read_exact(uint64_t offset, void* destination, uint64_t count) {
+    char* out = static_cast<char*>(destination);
+    while (count > 0) {
+      size_t chunk = static_cast<size_t>(std::min<uint64_t>(count, 1u << 30));
+      ssize_t got = ::pread(file_.fd, out, chunk, static_cast<off_t>(offset));
+      if (got < 0 && errno == EINTR) continue;
+      if (got < 0) fail(offset, std::string("read error: ") + std::strerror(errno));
+      if (got == 0) fail(offset, "the file ended early (was it changed while being read?)");
+      out += got;
+      offset += static_cast<uint64_t>(got);
+      count -= static_cast<uint64_t>(got);
+    }
+  }
+
+  SafetensorsMetadata read_metadata(const json::Value& v) {
+    if (!v.is_object()) fail(at(v), std::string("\"__metadata__\" must be an object, got ") + kind(v));
+    SafetensorsMetadata metadata;
+    for (const json::Member& m : v.as_object()) {
+      if (!m.value.is_string()) {
+        fail(at(m.value), "\"__metadata__\" value of \"" + m.key + "\" must be a string, got " + kind(m.value));
+      }
+      metadata.push_back({m.key, m.value.as_string()});
+    }
+    return metadata;
+  }
+
+  uint64_t read_uint64(const json::Value& v, const std::string& what) {
+    if (v.is_number()) {
+      try {
+        return v.as_uint64();
+      } catch (const Error&) {
+      }
+      fail(at(v), what + " must be an integer in [0, 2^64), got " + v.number_text());
+    }
+    fail(at(v), what + " must be an integer, got " + kind(v));
+  }
+
+  Entry read_entry(const std::string& name, const json::Value& v) {
+    const std::string tensor = "tensor \"" + name + "\"";
+    if (name.empty()) fail(at(v), "a tensor has an empty name");
+    if (!v.is_object()) fail(at(v), tensor + " must be an object, got " + kind(v));
+    for (const json::Member& m : v.as_object()) {
+      if (m.key != "dtype" && m.key != "shape" && m.key != "data_offsets") {
+        fail(at(m.value), tensor + ": unexpected field \"" + m.key + "\" (expected dtype, shape, data_offsets)");
+      }
+    }
+    auto field = [&](const char* key) -> const json::Value& {
+      const json::Value* f = v.find(key);
+      if (f == nullptr) fail(at(v), tensor + ": no field \"" + key + "\"");
+      return *f;
+    };
+    Entry entry;
+    entry.name = name;
+
+    const json::Value& dtype = field("dtype");
+    if (!dtype.is_string()) fail(at(dtype), tensor + ": dtype must be a string, got " + kind(dtype));
+    const SafetensorsDtype* found = nullptr;
+    for (const SafetensorsDtype& d : kDtypes)
+      if (dtype.as_string() == d.name) found = &d;
+    if (found == nullptr) {
+      fail(at(dtype), tensor + ": dtype " + json::quote(dtype.as_string()) + " is not a safetensors dtype");
+    }
+    if (!found->type) {
+      fail(at(dtype), tensor + ": dtype " + found->name + " is not supported by tapegrad (it reads F32, F64, I64, BOOL)");
+    }
+    entry.dtype = *found->type;
+
+    // The byte count, checked for overflow: every dim fits int64, and so does the product of the
+    // non-zero dims times the element size (then every stride of the tensor fits as well).
+    const json::Value& shape = field("shape");
+    if (!shape.is_array()) fail(at(shape), tensor + ": shape must be an array, got " + kind(shape));
+    uint64_t nonzero_bytes = found->size;
+    bool has_zero = false;
+    for (size_t i = 0; i < shape.size(); ++i) {
+      uint64_t size = read_uint64(shape[i], tensor + ": shape[" + std::to_string(i) + "]");
+      if (size > static_cast<uint64_t>(INT64_MAX)) {
+        fail(at(shape[i]), tensor + ": shape[" + std::to_string(i) + "] = " + std::to_string(size) + " is larger than 2^63 - 1");
+      }
+      entry.shape.push_back(static_cast<int64_t>(size));
+      if (size == 0) {
+        has_zero = true;
+      } else if (nonzero_bytes > static_cast<uint64_t>(INT64_MAX) / size) {
+        fail(at(shape), tensor + ": shape has more than 2^63 - 1 bytes (at shape[" + std::to_string(i) + "])");
+      } else {
+        nonzero_bytes *= size;
+      }
+    }
+    uint64_t nbytes = has_zero ? 0 : nonzero_bytes;
+
+    const json::Value& offsets = field("data_offsets");
+    if (!offsets.is_array() || offsets.size() != 2) {
+      fail(at(offsets), tensor + ": data_offsets must be an array [begin, end], got " +
+                            (offsets.is_array() ? "an array of " + std::to_string(offsets.size()) + " elements" : kind(offsets)));
+    }
+    entry.begin = read_uint64(offsets[0], tensor + ": data_offsets[0]");
+    entry.end = read_uint64(offsets[1], tensor + ": data_offsets[1]");
+    entry.offsets_byte = at(offsets);
+    if (entry.end < entry.begin) {
+      fail(at(offsets), tensor + ": data_offsets [" + std::to_string(entry.begin) + ", " + std::to_string(entry.end) +
+                            "] end before they begin");
+    }
+    if (entry.end - entry.begin != nbytes) {
+      fail(at(offsets), tensor + ": data_offsets [" + std::to_string(entry.begin) + ", " + std::to_string(entry.end) +
+                            "] hold " + std::to_string(entry.end - entry.begin) + " bytes, but " + found->name +
+                            " shape " + shape_str(entry.shape) + " needs " + std::to_string(nbytes));
+    }
+    uint64_t data_size = file_size_ - data_start_;
+    if (entry.end > data_size) {
+      fail(at(offsets), tensor + ": data_offsets [" + std::to_string(entry.begin) + ", " + std::to_string(entry.end) +
+                            "] run past the end of the data (" + std::to_string(data_size) + " bytes)");
+    }
+    return entry;
+  }
+
+  // The ranges, sorted by where they begin, must follow each other exactly from 0 to the end of
+  // the data.
+  void check_tiling(const Header& header) {
+    std::vector<const Entry*> sorted;
+    for (const Entry& e : header.entries) sorted.push_back(&e);
+    std::stable_sort(sorted.begin(), sorted.end(), [](const Entry* a, const Entry* b) {
+      return a->begin != b->begin ? a->begin < b->begin : a->end < b->end;
+    });
+    uint64_t covered = 0;  // data bytes [0, covered) belong to the tensors seen so far
+    const Entry* previous = nullptr;
+    for (const Entry* e : sorted) {
+      if (e->begin < covered) {
+        fail(e->offsets_byte, "tensor \"" + e->name + "\": data_offsets [" + std::to_string(e->begin) + ", " +
+                                  std::to_string(e->end) + "] overlap those of tensor \"" + previous->name + "\" [" +
+                                  std::to_string(previous->begin) + ", " + std::to_string(previous->end) + "]");
+      }
+      if (e->begin > covered) {
+        fail(e->offsets_byte, "tensor \"" + e->name + "\": data_offsets begin at " + std::to_string(e->begin) +
+                                  ", leaving data bytes [" + std::to_string(covered) + ", " +
+                                  std::to_string(e->begin) + ") to no tensor");
+      }
+      covered = e->end;
+      previous = e;
+    }
+    uint64_t data_size = file_size_ - header.data_start;
+    if (covered != data_size) {
+      fail(header.data_start + covered, "data bytes [" + std::to_string(covered) + ", " + std::to_string(data_size) +
+                                            ") after the last tensor belong to no tensor");
+    }
+  }
+
+  std::string path_;
+  Fd file_;
+  uint64_t file_size_ = 0;
+  uint64_t data_start_ = 0;  // 8 + N, once the length is read
+};
+
+// ---- writing --------------------------------------------------------------------------------
+
+[[noreturn]] void save_error(const std::string& path, const std::string& what) {
+  throw Error("save_safetensors: " + path + ": " + what);
+}
+
+void check_utf8(const std::string& path, const std::string& text, const std::string& what) {
+  size_t bad = json::find_invalid_utf8(text);
+  if (bad != std::string::npos) {
+    save_error(path, what + " " + json::quote(text) + " is not valid UTF-8 (byte " +
+                         hex_byte(static_cast<unsigned char>(text[bad])) + " at " + std::to_string(bad) + ")");
+  }
+}
+
+// The header in the canonical layout (see safetensors.h), spaces included. Checks every name.
+std::string make_header(const std::string& path, const NamedTensors& tensors, const SafetensorsMetadata& metadata) {
+  std::string json = "{";
+  auto separate = [&] {
+    if (json.back() != '{') json += ',';
+  };
+  if (!metadata.empty()) {
+    std::set<std::string> keys;
+    json += "\"__metadata__\":{";
+    for (const auto& [key, value] : metadata) {
+      if (!keys.insert(key).second) save_error(path, "metadata key " + json::quote(key) + " is given twice");
+      check_utf8(path, key, "metadata key");
+      check_utf8(path, value, "metadata value");
+      separate();
+      json += json::quote(key);
+      json += ':';
+      json += json::quote(value);
+    }
+    json += "}";
+  }
+  std::set<std::string> names;
+  uint64_t offset = 0;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const auto& [name, t] = tensors[i];
+    if (name.empty()) save_error(path, "tensor " + std::to_string(i) + " has an empty name");
+    if (name == "__metadata__") save_error(path, "tensor " + std::to_string(i) + " may not be named \"__metadata__\"");
+    if (!names.insert(name).second) save_error(path, "tensor name " + json::quote(name) + " is given twice");
+    check_utf8(path, name, "tensor name");
+    if (!t.defined()) save_error(path, "tensor " + json::quote(name) + " is undefined");
+    uint64_t end = offset + t.nbytes();
+    separate();
+    json += json::quote(name);
+    json += ":{\"dtype\":\"";
+    json += safetensors_dtype_name(t.dtype());
+    json += "\",\"shape\":[";
+    for (size_t d = 0; d < t.sizes().size(); ++d) {
+      if (d > 0) json += ',';
+      json += std::to_string(t.sizes()[d]);
+    }
+    json += "],\"data_offsets\":[";
+    json += std::to_string(offset);
+    json += ',';
+    json += std::to_string(end);
+    json += "]}";
+    offset = end;
+  }
+  json += "}";
+  json.append((8 - json.size() % 8) % 8, ' ');
+  return json;
+}
+
+// A temporary file next to the target; removed when it goes out of scope unless renamed.
+class TempFile {
+ public:
+  explicit TempFile(const std::string& target) : target_(target), file_(-1) {
+    std::random_device random;
+    for (int attempt = 0; attempt < 100 && file_.fd < 0; ++attempt) {
+      char suffix[32];
+      std::snprintf(suffix, sizeof suffix, ".tmp-%08x", static_cast<unsigned>(random()));
+      path_ = target + suffix;
+      file_.fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+      if (file_.fd < 0 && errno != EEXIST) break;
+    }
+    if (file_.fd < 0) save_error(target, "cannot create a temporary file " + path_ + ": " + std::strerror(errno));
+  }
+  TempFile(const TempFile&) = delete;
+  TempFile& operator=(const TempFile&) = delete;
+  ~TempFile() {
+    if (!renamed_) ::unlink(path_.c_str());
+  }
+
+  void write(const void* data, uint64_t count) {
+    const char* in = static_cast<const char*>(data);
+    while (count > 0) {
+      size_t chunk = static_cast<size_t>(std::min<uint64_t>(count, 1u << 30));
+      ssize_t wrote = ::write(file_.fd, in, chunk);
+      if (wrote < 0 && errno == EINTR) continue;
+      if (wrote < 0) fail("cannot write " + path_);
+      in += wrote;
+      count -= static_cast<uint64_t>(wrote);
+    }
+  }
+
+  // fsync, close, rename over the target, fsync the folder so that the rename is on disk too.
+  void commit() {
+    if (::fsync(file_.fd) != 0) fail("cannot sync " + path_);
+    int fd = file_.fd;
+    file_.fd = -1;
+    if (::close(fd) != 0) fail("cannot close " + path_);
+    if (::rename(path_.c_str(), target_.c_str()) != 0) fail("cannot rename " + path_ + " to it");
+    renamed_ = true;
+    std::string folder = std::filesystem::path(target_).parent_path().string();
+    Fd dir(::open(folder.empty() ? "." : folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (dir.fd < 0 || ::fsync(dir.fd) != 0) fail("saved, but cannot sync its folder");
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& what) { save_error(target_, what + ": " + std::strerror(errno)); }
+
+  std::string target_, path_;
+  Fd file_;
+  bool renamed_ = false;
+};
+
+}  // namespace
+
+void save_safetensors(const std::string& path, const NamedTensors& tensors, const SafetensorsMetadata& metadata) {
+  std::string header = make_header(path, tensors, metadata);
+  TempFile file(path);
+  unsigned char prefix[8];
+  for (int i = 0; i < 8; ++i) prefix[i] = static_cast<unsigned char>(uint64_t{header.size()} >> (8 * i));
+  file.write(prefix, 8);
+  file.write(header.data(), header.size());
+  for (const auto& [name, t] : tensors) {
+    Tensor values = t.detach().contiguous();  // the logical values of a view, row-major
+    if (values.nbytes() > 0) file.write(values.raw_data(), values.nbytes());
+  }
+  file.commit();
+}
+
+NamedTensors load_safetensors(const std::string& path) {
+  Reader reader(path);
+  Header header = reader.read_header();
+  NamedTensors out;
+  for (const Entry& entry : header.entries) out.push_back({entry.name, reader.read_tensor(header, entry)});
+  return out;
+}
+
+SafetensorsMetadata load_safetensors_metadata(const std::string& path) {
+  return Reader(path).read_header().metadata;
+}
+
+}  // namespace tg

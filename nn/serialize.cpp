@@ -1,0 +1,16 @@
+// nn/serialize.cpp — tg::save and tg::load: a state_dict through a safetensors file.
+#include "nn/serialize.h"
+
+#include "autograd/safetensors.h"
+
+namespace tg {
+
+void save(const nn::Module& module, const std::string& path) {
+  save_safetensors(path, module.state_dict(), {{"format", "pt"}});
+}
+
+void load(nn::Module& module, const std::string& path) {
+  module.load_state_dict(load_safetensors(path), /*strict=*/true, path);
+}
+
+}  // namespace tg
