@@ -392,17 +392,28 @@ std::string make_header(const std::string& path, const NamedTensors& tensors, co
 
 }  // namespace
 
-void save_safetensors(const std::string& path, const NamedTensors& tensors, const SafetensorsMetadata& metadata) {
-  std::string header = make_header(path, tensors, metadata);
-  AtomicFile file(path, "save_safetensors");
+namespace {
+// The 8-byte length, the header, then every tensor's logical values (a view's, row-major).
+void write_file(AtomicFile& file, const std::string& header, const NamedTensors& tensors) {
   unsigned char prefix[8];
   for (int i = 0; i < 8; ++i) prefix[i] = static_cast<unsigned char>(uint64_t{header.size()} >> (8 * i));
   file.write(prefix, 8);
   file.write(header.data(), header.size());
   for (const auto& [name, t] : tensors) {
-    Tensor values = t.detach().contiguous();  // the logical values of a view, row-major
+    Tensor values = t.detach().contiguous();
     if (values.nbytes() > 0) file.write(values.raw_data(), values.nbytes());
   }
+}
+}  // namespace
+
+void save_safetensors(AtomicFile& file, const NamedTensors& tensors, const SafetensorsMetadata& metadata) {
+  write_file(file, make_header(file.target(), tensors, metadata), tensors);
+}
+
+void save_safetensors(const std::string& path, const NamedTensors& tensors, const SafetensorsMetadata& metadata) {
+  const std::string header = make_header(path, tensors, metadata);  // names checked before the file is touched
+  AtomicFile file(path, "save_safetensors");
+  write_file(file, header, tensors);
   file.commit();
 }
 

@@ -89,7 +89,8 @@ Flag switch_flag(std::string name, bool* value, std::string help) {
   return Flag{std::move(name), value, std::move(help), 0, 0, {}};
 }
 
-void parse_flags(const std::vector<Flag>& flags, const std::vector<std::string>& args, bool* help) {
+void parse_flags(const std::vector<Flag>& flags, const std::vector<std::string>& args, bool* help,
+                 std::vector<std::string>* given) {
   *help = false;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
@@ -102,6 +103,7 @@ void parse_flags(const std::vector<Flag>& flags, const std::vector<std::string>&
     const std::string name = arg.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
     const Flag* f = find_flag(flags, name);
     if (!f) throw UsageError("unknown flag --" + name + " (see --help)");
+    if (given) given->push_back(name);
     if (auto* p = std::get_if<bool*>(&f->value)) {
       if (eq != std::string::npos) throw UsageError("--" + name + " takes no value");
       **p = true;

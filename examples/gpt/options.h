@@ -34,8 +34,10 @@ Flag text_flag(std::string name, std::string* value, std::string help, std::vect
 Flag switch_flag(std::string name, bool* value, std::string help);
 
 // Sets the flags named in args (argv without the program name); --help sets *help and stops.
-// "--name value" and "--name=value" both work; a bool flag takes no value.
-void parse_flags(const std::vector<Flag>& flags, const std::vector<std::string>& args, bool* help);
+// "--name value" and "--name=value" both work; a bool flag takes no value. given (optional)
+// receives the names of the flags that were set, in order.
+void parse_flags(const std::vector<Flag>& flags, const std::vector<std::string>& args, bool* help,
+                 std::vector<std::string>* given = nullptr);
 void print_flags(std::ostream& os, const std::vector<Flag>& flags);  // --help: each flag, its default, help
 
 }  // namespace tg::examples

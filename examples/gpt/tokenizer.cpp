@@ -108,6 +108,11 @@ std::vector<int64_t> CharTokenizer::encode(const std::string& text) const {
   return ids;
 }
 
+int64_t CharTokenizer::id_or(uint32_t symbol, int64_t fallback) const {
+  auto it = std::lower_bound(symbols_.begin(), symbols_.end(), symbol);
+  return it != symbols_.end() && *it == symbol ? it - symbols_.begin() : fallback;
+}
+
 std::string CharTokenizer::decode(const std::vector<int64_t>& ids) const {
   std::string out;
   for (int64_t id : ids) {

@@ -21,6 +21,7 @@ class CharTokenizer {
   // Errors name the first character outside the vocabulary and its byte offset.
   std::vector<int64_t> encode(const std::string& text) const;
   std::string decode(const std::vector<int64_t>& ids) const;
+  int64_t id_or(uint32_t symbol, int64_t fallback) const;  // symbol's id, or fallback if it has none
   int64_t vocab_size() const { return static_cast<int64_t>(symbols_.size()); }
   bool is_utf8() const { return utf8_; }
   std::string to_json() const;

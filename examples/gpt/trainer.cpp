@@ -38,6 +38,11 @@ std::vector<Flag> train_flags(TrainOptions& o) {
 
 Trainer::Trainer(const TrainOptions& options, const std::string& text)
     : options_(options), tokenizer_(CharTokenizer::from_text(text)), batch_gen_(static_cast<uint64_t>(options.seed)) {
+  if (options.lr_schedule == "cosine" && options.warmup >= options.steps)
+    throw UsageError("--warmup (" + std::to_string(options.warmup) + ") must be smaller than --steps (" +
+                     std::to_string(options.steps) + ") with the cosine schedule");
+  if (options.lr_schedule == "cosine" && options.min_lr > options.lr)
+    throw UsageError("--min-lr must not be larger than --lr");
   data_ = split_train_val(tokenizer_.encode(text));
   config_ = nn::GPTConfig{.vocab_size = tokenizer_.vocab_size(), .context_length = options.context,
                           .emb_dim = options.emb_dim, .n_heads = options.heads, .n_layers = options.layers,

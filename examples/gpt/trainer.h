@@ -68,6 +68,9 @@ class Trainer {
   double lr_at(int64_t step) const;
 
   int64_t step() const { return step_; }
+  // For resuming (examples/gpt/checkpoint.cpp): the step reached and the batch generator.
+  void set_step(int64_t step) { step_ = step; }
+  Generator& batch_generator() { return batch_gen_; }
   nn::GPTModel& model() { return *model_; }
   optim::AdamW& optimizer() { return *optimizer_; }
   const CharTokenizer& tokenizer() const { return tokenizer_; }
