@@ -28,7 +28,7 @@ struct AdamOptions {
   double lr = 1e-3;
   std::pair<double, double> betas{0.9, 0.999};
   double eps = 1e-8;
-  std::optional<double> weight_decay;  // unset: 0 for Adam, 0.01 for AdamW
+  std::optional<double> weight_decay = std::nullopt;  // unset: 0 for Adam, 0.01 for AdamW
   bool amsgrad = false;
   bool maximize = false;
 };

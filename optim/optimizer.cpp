@@ -40,7 +40,7 @@ Optimizer::Optimizer(std::string name, std::vector<ParamGroup> groups, std::opti
     : name_(std::move(name)), state_names_(std::move(state_names)) {
   check_non_negative("weight_decay value", default_weight_decay);
   if (default_lr) check_non_negative("learning rate", *default_lr);
-  std::set<const TensorImpl*> seen;  // the same tensor twice is refused, as in PyTorch
+  std::set<const void*> seen;  // the same tensor twice is refused, as in PyTorch
   std::set<std::string> names;
   for (size_t g = 0; g < groups.size(); ++g) {
     ParamGroup& in = groups[g];
@@ -63,7 +63,8 @@ Optimizer::Optimizer(std::string name, std::vector<ParamGroup> groups, std::opti
       if (!param.requires_grad()) throw Error(where + ": parameter '" + pname + "' does not require grad");
       if (!param.is_leaf()) throw Error(where + ": can't optimize a non-leaf Tensor ('" + pname + "')");
       if (!param.is_contiguous()) throw Error(where + ": parameter '" + pname + "' is not contiguous");
-      if (!seen.insert(impl_ptr_of(param).get()).second) {
+      const void* identity = param.numel() > 0 ? param.raw_data() : impl_ptr_of(param).get();  // its memory
+      if (!seen.insert(identity).second) {
         throw Error(where + ": parameter '" + pname + "' appears more than once (some parameters appear in more "
                     "than one parameter group, or twice in one)");
       }
@@ -132,6 +133,7 @@ void Optimizer::load_state(const NamedTensors& dict) {
     for (size_t k = 0; k < state_names_.size(); ++k) where[slots_[s].name + "." + state_names_[k]] = {s, k};
   std::vector<std::string> problems;
   std::vector<std::vector<Tensor>> loaded(slots_.size(), std::vector<Tensor>(state_names_.size()));
+  std::vector<std::vector<bool>> named(slots_.size(), std::vector<bool>(state_names_.size()));  // key given
   for (const auto& [key, value] : dict) {
     auto it = where.find(key);
     if (it == where.end()) {
@@ -139,6 +141,11 @@ void Optimizer::load_state(const NamedTensors& dict) {
       continue;
     }
     const auto [s, k] = it->second;
+    if (named[s][k]) {
+      problems.push_back("key '" + key + "' appears twice");
+      continue;
+    }
+    named[s][k] = true;
     Shape shape;
     ScalarType dtype;
     expected_state(slots_[s].param, state_names_[k], shape, dtype);
@@ -147,18 +154,16 @@ void Optimizer::load_state(const NamedTensors& dict) {
     } else if (value.sizes() != shape || value.dtype() != dtype) {
       problems.push_back("'" + key + "' is " + dtype_name(value.dtype()) + " " + shape_str(value.sizes()) +
                          ", expected " + dtype_name(dtype) + " " + shape_str(shape));
-    } else if (loaded[s][k].defined()) {
-      problems.push_back("key '" + key + "' appears twice");
     } else {
       loaded[s][k] = value;
     }
   }
   for (size_t s = 0; s < slots_.size(); ++s) {
     size_t present = 0;
-    for (const Tensor& t : loaded[s]) present += t.defined();
+    for (bool given : named[s]) present += given;
     if (present == 0 || present == state_names_.size()) continue;
     for (size_t k = 0; k < state_names_.size(); ++k)
-      if (!loaded[s][k].defined()) problems.push_back("missing key '" + slots_[s].name + "." + state_names_[k] + "'");
+      if (!named[s][k]) problems.push_back("missing key '" + slots_[s].name + "." + state_names_[k] + "'");
   }
   if (!problems.empty()) {
     std::string message = name_ + ": load_state: " + std::to_string(problems.size()) + " problem" +

@@ -18,7 +18,7 @@
 namespace tg::optim {
 
 struct SGDOptions {
-  std::optional<double> lr;  // required (here or in every group), as in PyTorch
+  std::optional<double> lr = std::nullopt;  // required (here or in every group), as in PyTorch
   double momentum = 0.0;
   double dampening = 0.0;
   double weight_decay = 0.0;

@@ -99,7 +99,7 @@ std::unique_ptr<Optimizer> make_optimizer(const json::Value& c, const nn::NamedT
                                                     .nesterov = flag(o, "nesterov"),
                                                     .maximize = flag(o, "maximize")});
   }
-  AdamOptions options{.lr = number_or(o, "lr", 1e-3), .eps = number_or(o, "eps", 1e-8), .weight_decay = {},
+  AdamOptions options{.lr = number_or(o, "lr", 1e-3), .eps = number_or(o, "eps", 1e-8),
                       .amsgrad = flag(o, "amsgrad"), .maximize = flag(o, "maximize")};
   if (o.contains("betas")) options.betas = {o["betas"][0].as_double(), o["betas"][1].as_double()};
   if (o.contains("weight_decay")) options.weight_decay = o["weight_decay"].as_double();
