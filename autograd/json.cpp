@@ -167,6 +167,25 @@ size_t utf8_sequence_length(std::string_view text) {
   return length;
 }
 
+// The two-character escapes, both ways: \" \\ \b \f \n \r \t, and \/ (read, never written).
+struct Escape {
+  char letter, character;
+};
+constexpr Escape kEscapes[] = {{'"', '"'}, {'\\', '\\'}, {'b', '\b'}, {'f', '\f'},
+                               {'n', '\n'}, {'r', '\r'},  {'t', '\t'}, {'/', '/'}};
+
+const Escape* escape_for_letter(char letter) {
+  for (const Escape& e : kEscapes)
+    if (e.letter == letter) return &e;
+  return nullptr;
+}
+
+const Escape* escape_for_character(char character) {
+  for (const Escape& e : kEscapes)
+    if (e.character == character && e.letter != '/') return &e;
+  return nullptr;
+}
+
 }  // namespace
 
 size_t find_invalid_utf8(std::string_view text) {
@@ -182,22 +201,16 @@ size_t find_invalid_utf8(std::string_view text) {
 std::string quote(std::string_view text) {
   std::string out = "\"";
   for (char c : text) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char escape[8];
-          std::snprintf(escape, sizeof escape, "\\u%04x", static_cast<unsigned>(c));
-          out += escape;
-        } else {
-          out += c;
-        }
+    const Escape* escape = escape_for_character(c);
+    if (escape != nullptr) {
+      out += '\\';
+      out += escape->letter;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char code[8];
+      std::snprintf(code, sizeof code, "\\u%04x", static_cast<unsigned>(c));
+      out += code;
+    } else {
+      out += c;
     }
   }
   return out + "\"";
@@ -462,21 +475,15 @@ class Parser {
         continue;
       }
       ++pos_;  // backslash
-      char e = peek();
-      ++pos_;
-      switch (e) {
-        case '"': out += '"'; break;
-        case '\\': out += '\\'; break;
-        case '/': out += '/'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
-        case 'n': out += '\n'; break;
-        case 'r': out += '\r'; break;
-        case 't': out += '\t'; break;
-        case 'u': parse_unicode_escape(out); break;
-        default:
-          --pos_;
-          fail("invalid escape in string" + got());
+      char letter = peek();
+      if (letter == 'u') {
+        ++pos_;
+        parse_unicode_escape(out);
+      } else if (const Escape* escape = escape_for_letter(letter); escape != nullptr) {
+        ++pos_;
+        out += escape->character;
+      } else {
+        fail("invalid escape in string" + got());
       }
     }
   }

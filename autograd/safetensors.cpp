@@ -148,14 +148,14 @@ class Reader {
     try {
       t = empty(entry.shape, entry.dtype);
     } catch (const Error& e) {
-      fail(entry.offsets_byte, "tensor \"" + entry.name + "\": " + e.what());
+      fail(entry.offsets_byte, "tensor " + json::quote(entry.name) + ": " + e.what());
     }
     if (entry.end > entry.begin) read_exact(start, t.raw_data(), entry.end - entry.begin);
     if (entry.dtype == kBool) {
       const unsigned char* bytes = static_cast<const unsigned char*>(t.raw_data());
       for (uint64_t i = 0; i < entry.end - entry.begin; ++i) {
         if (bytes[i] > 1) {
-          fail(start + i, "tensor \"" + entry.name + "\": BOOL element " + std::to_string(i) + " is " +
+          fail(start + i, "tensor " + json::quote(entry.name) + ": BOOL element " + std::to_string(i) + " is " +
                               hex_byte(bytes[i]) + ", not 0 or 1");
         }
       }
@@ -193,7 +193,7 @@ class Reader {
     SafetensorsMetadata metadata;
     for (const json::Member& m : v.as_object()) {
       if (!m.value.is_string()) {
-        fail(at(m.value), "\"__metadata__\" value of \"" + m.key + "\" must be a string, got " + kind(m.value));
+        fail(at(m.value), "\"__metadata__\" value of " + json::quote(m.key) + " must be a string, got " + kind(m.value));
       }
       metadata.push_back({m.key, m.value.as_string()});
     }
@@ -212,12 +212,12 @@ class Reader {
   }
 
   Entry read_entry(const std::string& name, const json::Value& v) {
-    const std::string tensor = "tensor \"" + name + "\"";
+    const std::string tensor = "tensor " + json::quote(name);
     if (name.empty()) fail(at(v), "a tensor has an empty name");
     if (!v.is_object()) fail(at(v), tensor + " must be an object, got " + kind(v));
     for (const json::Member& m : v.as_object()) {
       if (m.key != "dtype" && m.key != "shape" && m.key != "data_offsets") {
-        fail(at(m.value), tensor + ": unexpected field \"" + m.key + "\" (expected dtype, shape, data_offsets)");
+        fail(at(m.value), tensor + ": unexpected field " + json::quote(m.key) + " (expected dtype, shape, data_offsets)");
       }
     }
     auto field = [&](const char* key) -> const json::Value& {
@@ -300,12 +300,12 @@ class Reader {
     const Entry* previous = nullptr;
     for (const Entry* e : sorted) {
       if (e->begin < covered) {
-        fail(e->offsets_byte, "tensor \"" + e->name + "\": data_offsets [" + std::to_string(e->begin) + ", " +
-                                  std::to_string(e->end) + "] overlap those of tensor \"" + previous->name + "\" [" +
+        fail(e->offsets_byte, "tensor " + json::quote(e->name) + ": data_offsets [" + std::to_string(e->begin) + ", " +
+                                  std::to_string(e->end) + "] overlap those of tensor " + json::quote(previous->name) + " [" +
                                   std::to_string(previous->begin) + ", " + std::to_string(previous->end) + "]");
       }
       if (e->begin > covered) {
-        fail(e->offsets_byte, "tensor \"" + e->name + "\": data_offsets begin at " + std::to_string(e->begin) +
+        fail(e->offsets_byte, "tensor " + json::quote(e->name) + ": data_offsets begin at " + std::to_string(e->begin) +
                                   ", leaving data bytes [" + std::to_string(covered) + ", " +
                                   std::to_string(e->begin) + ") to no tensor");
       }

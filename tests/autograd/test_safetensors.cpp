@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdint>
@@ -335,6 +336,17 @@ TEST(Safetensors, SaveErrorsNameTheFileAndWriteNothing) {
   std::string under_file = folder.file("plain_file/m.safetensors");
   EXPECT_TRUE(has_part(error_of([&] { save_safetensors(under_file, {{"a", t}}); }), ": Not a directory"));
   EXPECT_EQ(folder.count(), 1u);
+
+  // a folder nobody may write to: /sys refuses even root (a read-only folder does for others)
+  EXPECT_TRUE(has_part(error_of([&] { save_safetensors("/sys/m.safetensors", {{"a", t}}); }),
+                       "save_safetensors: /sys/m.safetensors: cannot create a temporary file /sys/m.safetensors.tmp-"));
+  if (geteuid() != 0) {
+    std::string read_only = folder.file("read_only");
+    std::filesystem::create_directory(read_only);
+    std::filesystem::permissions(read_only, std::filesystem::perms::owner_read | std::filesystem::perms::owner_exec);
+    EXPECT_TRUE(has_part(error_of([&] { save_safetensors(read_only + "/m.safetensors", {{"a", t}}); }), ": Permission denied"));
+    std::filesystem::permissions(read_only, std::filesystem::perms::owner_all);
+  }
 }
 
 TEST(Safetensors, SaveReplacesAnExistingFile) {
