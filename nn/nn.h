@@ -1,8 +1,10 @@
-// nn/nn.h — everything in tg::nn: Module, the layers, attention, the GPT model, initialisation.
+// nn/nn.h — everything in tg::nn: Module, the layers, attention, the GPT model, initialisation,
+// gradcheck of a module.
 #pragma once
 #include "nn/init.h"
 #include "nn/attention.h"
 #include "nn/generate.h"
 #include "nn/gpt.h"
+#include "nn/gradcheck.h"
 #include "nn/layers.h"
 #include "nn/module.h"
