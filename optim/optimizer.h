@@ -42,7 +42,8 @@ std::vector<ParamGroup> single_group(const NamedTensors& params);
 
 class Optimizer {
  public:
-  // A group as the optimizer keeps it: lr and weight decay always set. A scheduler changes lr.
+  // A group as the optimizer keeps it: lr and weight decay always set. A scheduler (or you)
+  // may change lr and weight_decay between steps; the parameter list is for reading.
   struct Group {
     NamedTensors params;
     double lr;
