@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "autograd/ops.h"
+#include "autograd/tape.h"
 
 namespace tg::nn {
 
@@ -28,8 +29,8 @@ void check_batch_input(const Tensor& x, int64_t d_in, int64_t context_length, co
 }
 
 // The mask's top-left (T_q, T_k) corner as bool: true above the diagonal.
-Tensor causal_mask(const Tensor& mask, int64_t T_q, int64_t T_k) {
-  return mask.narrow(0, 0, T_q).narrow(1, 0, T_k) == 1.0;
+Tensor causal_mask(const Tensor& mask, int64_t T_q, int64_t T_k, int64_t past = 0) {
+  return mask.narrow(0, past, T_q).narrow(1, 0, T_k) == 1.0;  // queries at positions past..past+T_q-1
 }
 
 // softmax(scores / sqrt(d_k)) over the keys, weight 0 where `masked` (bool, broadcastable to
@@ -157,21 +158,47 @@ MultiHeadAttention::MultiHeadAttention(int64_t d_in_, int64_t d_out_, int64_t co
 
 Tensor MultiHeadAttention::forward(const Tensor& x) { return forward(x, AttentionOptions{}); }
 
+// Writes this forward's keys and values (b, h, T, hs) after the cached ones and returns all of
+// them (b, h, past + T, hs): views of the cache's buffers, no copy of the past.
+void MultiHeadAttention::append_to_cache(KVCache& cache, Tensor& keys, Tensor& values) const {
+  const int64_t b = keys.size(0), T = keys.size(2), past = cache.length_;
+  if (grad_mode_enabled())
+    throw Error("MultiHeadAttention: a KVCache is for generation; use it under tg::NoGradGuard");
+  if (!cache.keys_.defined() || cache.keys_.size(0) != b || cache.keys_.dtype() != keys.dtype()) {
+    if (past > 0) throw Error("MultiHeadAttention: the KVCache holds another batch; clear() it first");
+    cache.keys_ = zeros({b, num_heads, context_length, head_dim}, keys.dtype());
+    cache.values_ = zeros({b, num_heads, context_length, head_dim}, keys.dtype());
+  }
+  if (past + T > context_length) {
+    throw Error("MultiHeadAttention: the KVCache holds " + std::to_string(past) + " positions; " + std::to_string(T) +
+                " more exceed context_length (" + std::to_string(context_length) + ")");
+  }
+  cache.keys_.narrow(2, past, T).copy_(keys);
+  cache.values_.narrow(2, past, T).copy_(values);
+  cache.length_ = past + T;
+  keys = cache.keys_.narrow(2, 0, cache.length_);
+  values = cache.values_.narrow(2, 0, cache.length_);
+}
+
 Tensor MultiHeadAttention::forward(const Tensor& x, const AttentionOptions& options) {
   check_batch_input(x, d_in, context_length, "MultiHeadAttention");
+  if (options.cache && options.kv.defined())
+    throw Error("MultiHeadAttention: a KVCache is for self-attention; it cannot be combined with kv");
   const Tensor& kv = options.kv.defined() ? options.kv : x;
   if (options.kv.defined()) check_kv_input(x, kv, d_in, context_length);
-  const int64_t b = x.size(0), T_q = x.size(1), T_k = kv.size(1);
+  const int64_t b = x.size(0), T_q = x.size(1), past = options.cache ? options.cache->length() : 0;
+  const int64_t T_k = past + kv.size(1);
   const Tensor& padded = options.key_padding_mask;
   if (padded.defined()) check_key_padding_mask(padded, b, T_k);
   // (b, T, d_out) -> (b, T, num_heads, head_dim) -> (b, num_heads, T, head_dim): views, no copies
   auto split_heads = [&](const Tensor& t, int64_t T) { return t.view({b, T, num_heads, head_dim}).transpose(1, 2); };
-  Tensor keys = split_heads(W_key->forward(kv), T_k);      // (b, h, T_k, hs)
-  Tensor queries = split_heads(W_query->forward(x), T_q);  // (b, h, T_q, hs)
-  Tensor values = split_heads(W_value->forward(kv), T_k);  // (b, h, T_k, hs)
+  Tensor keys = split_heads(W_key->forward(kv), kv.size(1));      // (b, h, T_k, hs)
+  Tensor queries = split_heads(W_query->forward(x), T_q);         // (b, h, T_q, hs)
+  Tensor values = split_heads(W_value->forward(kv), kv.size(1));  // (b, h, T_k, hs)
+  if (options.cache) append_to_cache(*options.cache, keys, values);  // now (b, h, past + T_q, hs)
   Tensor scores = queries.matmul(keys.transpose(2, 3));    // (b, h, T_q, T_k)
   Tensor masked;  // broadcastable to scores: (T_q, T_k), (b, 1, 1, T_k) or (b, 1, T_q, T_k)
-  if (options.causal) masked = causal_mask(mask, T_q, T_k);
+  if (options.causal) masked = causal_mask(mask, T_q, T_k, past);
   if (padded.defined()) {
     Tensor padded_keys = padded.view({b, 1, 1, T_k});
     masked = masked.defined() ? logical_or(masked, padded_keys) : padded_keys;

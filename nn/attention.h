@@ -22,7 +22,14 @@
 //   .key_padding_mask  bool (b, T_k), true = padded, as PyTorch's key_padding_mask: no query
 //                      sees that key; undefined: none
 //
-//   masked(n, i, j) = (causal and j > i) or key_padding_mask[n, j]     scores -inf where masked
+//   .cache             a KVCache: incremental decoding. x holds the new positions only; their
+//                      keys and values are written into the cache after the ones before, and
+//                      the queries attend to all of them (query i is at position past + i, so
+//                      causal means keys 0..past+i). Each new token then costs one position's
+//                      work. For generation: only under NoGradGuard, and not with .kv.
+//
+//   masked(n, i, j) = (causal and j > past + i) or key_padding_mask[n, j]   scores -inf where masked
+//                     (past = 0 without a cache)
 //
 // Causal with T_q != T_k is aligned at the top left, as the buffer's (T_q, T_k) corner and as
 // torch's scaled_dot_product_attention(is_causal=True): query i sees keys 0..min(i, T_k - 1).
@@ -83,12 +90,27 @@ class MultiHeadAttentionWrapper : public Module {
   std::shared_ptr<ModuleList> heads;
 };
 
+// The keys and values of the positions seen so far, one layer's, for incremental decoding:
+// buffers of (b, num_heads, context_length, head_dim) filled up to length(). Made empty; the
+// first forward that uses it sizes it. clear() starts over (a new prompt, a slid window).
+class KVCache {
+ public:
+  int64_t length() const { return length_; }
+  void clear() { length_ = 0; }
+
+ private:
+  friend class MultiHeadAttention;
+  Tensor keys_, values_;  // (b, h, context_length, hs)
+  int64_t length_ = 0;
+};
+
 // What MultiHeadAttention::forward(x, options) adds (see the header comment):
 //   mha.forward(x, {.kv = encoded, .causal = false, .key_padding_mask = padded});
 struct AttentionOptions {
   Tensor kv{};                // (b, T_k, d_in); undefined: keys and values from x
   bool causal = true;         // query i sees keys 0..i only
   Tensor key_padding_mask{};  // bool (b, T_k), true = padded; undefined: nothing padded
+  KVCache* cache = nullptr;   // incremental decoding (no grad); nullptr: none
 };
 
 class MultiHeadAttention : public Module {
@@ -103,6 +125,9 @@ class MultiHeadAttention : public Module {
   Tensor mask;
   bool keep_attention_weights = false;
   Tensor attention_weights;  // (b, num_heads, T_q, T_k)
+
+ private:
+  void append_to_cache(KVCache& cache, Tensor& keys, Tensor& values) const;
 };
 
 }  // namespace tg::nn

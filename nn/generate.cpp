@@ -53,12 +53,23 @@ Tensor generate(GPTModel& model, const Tensor& idx, int64_t max_new_tokens, cons
   }
   NoGradGuard no_grad;
   const int64_t context = model.config().context_length;
+  GPTCache cache;
   Tensor out = idx;  // (B, T)
   for (int64_t step = 0; step < max_new_tokens; ++step) {
     const int64_t T = out.size(1);
-    Tensor window = out.narrow(1, std::max<int64_t>(0, T - context), std::min(T, context));  // last tokens
-    Tensor logits = model.forward(window);                                                   // (B, t, V)
-    Tensor last = logits.select(1, logits.size(1) - 1);                                      // (B, V)
+    Tensor logits;  // (B, t, V)
+    if (options.use_kv_cache && cache.length() > 0 && T <= context) {
+      logits = model.forward(out.narrow(1, T - 1, 1), cache);  // only the newest token
+    } else {
+      Tensor window = out.narrow(1, std::max<int64_t>(0, T - context), std::min(T, context));  // last tokens
+      if (options.use_kv_cache) {
+        cache.clear();
+        logits = model.forward(window, cache);
+      } else {
+        logits = model.forward(window);
+      }
+    }
+    Tensor last = logits.select(1, logits.size(1) - 1);  // (B, V)
     out = cat({out, sample_next_token(last, options, gen)}, 1);
   }
   return out;

@@ -16,6 +16,11 @@
 //
 // The model is used as it is: call model.eval() first, or dropout stays on. Past the model's
 // context_length the window slides: each step sees only the last context_length tokens.
+//
+// With use_kv_cache (the default) the prompt is run once and each new token costs one
+// position's work (GPTCache); the tokens are identical to recomputing the whole window each
+// step (use_kv_cache = false). Once the window slides, every position shifts, so the cache is
+// recomputed from the window at each step: past context_length the cache saves nothing.
 #pragma once
 #include <cstdint>
 
@@ -29,6 +34,7 @@ struct SamplingOptions {
   double temperature = 1.0;  // 0 = greedy
   int64_t top_k = 0;         // 0 = off; larger than the vocabulary = off
   double top_p = 1.0;        // 1 = off; in (0, 1]
+  bool use_kv_cache = true;  // incremental decoding (same tokens, less work)
   void validate() const;     // tg::Error naming the option that is out of range
 };
 

@@ -44,8 +44,12 @@ TransformerBlock::TransformerBlock(const GPTConfig& c) : Module("TransformerBloc
   drop_shortcut = register_module("drop_shortcut", std::make_shared<Dropout>(c.drop_rate));
 }
 
-Tensor TransformerBlock::forward(const Tensor& x) {
-  Tensor h = x + drop_shortcut->forward(att->forward(norm1->forward(x)));  // (B,T,C)
+Tensor TransformerBlock::forward(const Tensor& x) { return forward(x, nullptr); }
+
+Tensor TransformerBlock::forward(const Tensor& x, KVCache* cache) {
+  AttentionOptions attention;
+  attention.cache = cache;
+  Tensor h = x + drop_shortcut->forward(att->forward(norm1->forward(x), attention));  // (B,T,C)
   return h + drop_shortcut->forward(ff->forward(norm2->forward(h)));
 }
 
@@ -55,23 +59,40 @@ GPTModel::GPTModel(const GPTConfig& config) : Module("GPTModel"), config_(config
   pos_emb = register_module("pos_emb", std::make_shared<Embedding>(config_.context_length, config_.emb_dim));
   drop_emb = register_module("drop_emb", std::make_shared<Dropout>(config_.drop_rate));
   trf_blocks = register_module("trf_blocks", std::make_shared<Sequential>());
-  for (int64_t i = 0; i < config_.n_layers; ++i) trf_blocks->push_back(std::make_shared<TransformerBlock>(config_));
+  for (int64_t i = 0; i < config_.n_layers; ++i) {
+    blocks_.push_back(std::make_shared<TransformerBlock>(config_));
+    trf_blocks->push_back(blocks_.back());
+  }
   final_norm = register_module("final_norm", std::make_shared<LayerNorm>(config_.emb_dim));
   out_head = register_module("out_head", std::make_shared<Linear>(config_.emb_dim, config_.vocab_size, false));
 }
 
 Tensor GPTModel::forward(const Tensor& idx) {
+  return forward_from(idx, 0, nullptr);
+}
+
+Tensor GPTModel::forward(const Tensor& idx, GPTCache& cache) {
+  if (cache.layers.empty()) cache.layers.resize(static_cast<size_t>(config_.n_layers));
+  if (cache.layers.size() != static_cast<size_t>(config_.n_layers))
+    throw Error("GPTModel: the cache has " + std::to_string(cache.layers.size()) + " layers, the model " +
+                std::to_string(config_.n_layers));
+  return forward_from(idx, cache.length(), &cache);
+}
+
+// The tokens of idx sit at positions past .. past+T-1.
+Tensor GPTModel::forward_from(const Tensor& idx, int64_t past, GPTCache* cache) {
   if (idx.dim() != 2 || idx.dtype() != ScalarType::Int64) {
     throw Error("GPTModel: expected token ids of shape (batch, num_tokens) and dtype int64, got shape " +
                 shape_str(idx.sizes()) + " and dtype " + std::string(dtype_name(idx.dtype())));
   }
   const int64_t T = idx.size(1);
-  if (T > config_.context_length) {
-    throw Error("GPTModel: num_tokens (" + std::to_string(T) + ") exceeds context_length (" +
-                std::to_string(config_.context_length) + ")");
+  if (past + T > config_.context_length) {
+    throw Error("GPTModel: num_tokens (" + std::to_string(past + T) + (past ? ", cached ones included" : "") +
+                ") exceeds context_length (" + std::to_string(config_.context_length) + ")");
   }
-  Tensor x = tok_emb->forward(idx) + pos_emb->forward(arange(T));  // (B,T,C) + (T,C)
-  x = trf_blocks->forward(drop_emb->forward(x));
+  Tensor x = tok_emb->forward(idx) + pos_emb->forward(arange(past, past + T));  // (B,T,C) + (T,C)
+  x = drop_emb->forward(x);
+  for (size_t i = 0; i < blocks_.size(); ++i) x = blocks_[i]->forward(x, cache ? &cache->layers[i] : nullptr);
   return out_head->forward(final_norm->forward(x));  // (B,T,V)
 }
 

@@ -13,11 +13,16 @@
 //     final_norm     LayerNorm(emb_dim)
 //     out_head       Linear(emb_dim, vocab_size, bias=false)  (B,T,C) -> logits (B,T,V)
 //
+// Incremental decoding: forward(idx, &cache) takes only the new tokens; their positions continue
+// after cache.length(), and each layer's attention reads the keys and values it cached before
+// (nn/attention.h, KVCache). Only under NoGradGuard; nn/generate.h uses it.
+//
 // Letters in shape comments: B batch, T tokens, C = emb_dim, V = vocab_size.
 #pragma once
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "nn/attention.h"
 #include "nn/layers.h"
@@ -39,6 +44,15 @@ struct GPTConfig {
   void validate() const;
 };
 
+// One KVCache per transformer block, and the positions they hold.
+struct GPTCache {
+  std::vector<KVCache> layers;
+  int64_t length() const { return layers.empty() ? 0 : layers[0].length(); }
+  void clear() {
+    for (KVCache& layer : layers) layer.clear();
+  }
+};
+
 // Linear(C, 4C) -> GELU(tanh) -> Linear(4C, C), as ff.layers.0 / .1 / .2
 class FeedForward : public Module {
  public:
@@ -52,6 +66,7 @@ class TransformerBlock : public Module {
  public:
   explicit TransformerBlock(const GPTConfig& config);
   Tensor forward(const Tensor& x) override;  // x (B,T,C) -> (B,T,C)
+  Tensor forward(const Tensor& x, KVCache* cache);
   std::shared_ptr<MultiHeadAttention> att;
   std::shared_ptr<FeedForward> ff;
   std::shared_ptr<LayerNorm> norm1, norm2;
@@ -63,6 +78,8 @@ class GPTModel : public Module {
   explicit GPTModel(const GPTConfig& config);
   // idx (B,T) int64 token ids, T <= context_length, each in [0, vocab_size) -> logits (B,T,V)
   Tensor forward(const Tensor& idx) override;
+  // idx (B,T): the tokens after the cache's; cache.length() + T <= context_length -> (B,T,V)
+  Tensor forward(const Tensor& idx, GPTCache& cache);
   const GPTConfig& config() const { return config_; }
 
   std::shared_ptr<Embedding> tok_emb, pos_emb;
@@ -72,7 +89,9 @@ class GPTModel : public Module {
   std::shared_ptr<Linear> out_head;
 
  private:
+  Tensor forward_from(const Tensor& idx, int64_t past, GPTCache* cache);
   GPTConfig config_;
+  std::vector<std::shared_ptr<TransformerBlock>> blocks_;  // trf_blocks' children, typed
 };
 
 }  // namespace tg::nn

@@ -9,6 +9,7 @@
 #include "autograd/generator.h"
 #include "autograd/json.h"
 #include "autograd/ops.h"
+#include "autograd/tape.h"
 #include "nn/nn.h"
 #include "test_util.h"
 
@@ -130,6 +131,60 @@ TEST(Generate, RecordsNothingAndKeepsThePrompt) {
   EXPECT_EQ(out.sizes(), Shape({1, 9}));
   EXPECT_TRUE(all_close(out.narrow(1, 0, 3), prompt, 0, 0));
   EXPECT_FALSE(out.requires_grad());
+}
+
+// Incremental decoding: the logits of each new position, fed one token at a time through the
+// cache, equal the full forward's (to float32 round-off), and the generated tokens are
+// identical with and without the cache, also once the window slides past context_length.
+TEST(KVCache, IncrementalLogitsEqualTheFullForward) {
+  manual_seed(3);
+  GPTModel model(GPTConfig{.vocab_size = 13, .context_length = 10, .emb_dim = 16, .n_heads = 4, .n_layers = 2,
+                           .qkv_bias = true});
+  model.eval();
+  NoGradGuard no_grad;
+  const Tensor idx = randint(0, 13, {2, 10});
+  const Tensor full = model.forward(idx);  // (2, 10, 13)
+  GPTCache cache;
+  const Tensor prefix = model.forward(idx.narrow(1, 0, 4), cache);  // a prompt of 4, then one at a time
+  EXPECT_TRUE(all_close(prefix, full.narrow(1, 0, 4), 1e-6, 1e-5));
+  for (int64_t t = 4; t < 10; ++t) {
+    const Tensor step = model.forward(idx.narrow(1, t, 1), cache);
+    EXPECT_TRUE(all_close(step, full.narrow(1, t, 1), 1e-6, 1e-5)) << "position " << t;
+  }
+  EXPECT_EQ(cache.length(), 10);
+  expect_error([&] { model.forward(idx.narrow(1, 0, 1), cache); },
+               {"num_tokens (11, cached ones included) exceeds context_length (10)"});
+}
+
+TEST(KVCache, GeneratesTheSameTokensAsRecomputing) {
+  for (uint64_t seed : {1u, 2u, 3u}) {
+    manual_seed(seed);
+    GPTModel model(GPTConfig{.vocab_size = 11, .context_length = 8, .emb_dim = 8, .n_heads = 2, .n_layers = 2});
+    model.eval();
+    const Tensor prompt = randint(0, 11, {2, 3});
+    for (SamplingOptions options : {SamplingOptions{.temperature = 0.0}, SamplingOptions{.temperature = 1.0},
+                                    SamplingOptions{.temperature = 0.8, .top_k = 4, .top_p = 0.9}}) {
+      Generator g1(seed), g2(seed);
+      options.use_kv_cache = true;
+      const Tensor cached = generate(model, prompt, 20, options, &g1);  // slides past 8 tokens
+      options.use_kv_cache = false;
+      const Tensor recomputed = generate(model, prompt, 20, options, &g2);
+      EXPECT_EQ(cached.tolist<int64_t>(), recomputed.tolist<int64_t>()) << "seed " << seed;
+    }
+  }
+}
+
+TEST(KVCache, MisuseIsAnError) {
+  MultiHeadAttention mha(4, 4, 6, 0.0, 2);
+  KVCache cache;
+  const Tensor x = zeros({1, 2, 4});
+  expect_error([&] { mha.forward(x, {.cache = &cache}); }, {"a KVCache is for generation; use it under tg::NoGradGuard"});
+  NoGradGuard no_grad;
+  expect_error([&] { mha.forward(x, {.kv = x, .cache = &cache}); }, {"cannot be combined with kv"});
+  mha.forward(x, {.cache = &cache});
+  expect_error([&] { mha.forward(zeros({3, 1, 4}), {.cache = &cache}); }, {"the KVCache holds another batch; clear() it first"});
+  expect_error([&] { mha.forward(zeros({1, 5, 4}), {.cache = &cache}); },
+               {"the KVCache holds 2 positions; 5 more exceed context_length (6)"});
 }
 
 TEST(GPTModel, StateDictHasTheBookNamesInOrder) {
