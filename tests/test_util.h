@@ -1,9 +1,11 @@
 // tests/test_util.h — small helpers the test files share.
 #pragma once
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
 #include <bit>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <filesystem>
@@ -145,6 +147,42 @@ inline void write_bytes(const std::string& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   if (!out) throw std::runtime_error("cannot write " + path);
+}
+
+// Runs a program (a path, then its arguments, each quoted for the shell) and collects what it
+// prints on stdout and stderr together, and its exit code (-1 if it did not exit normally).
+struct ProgramRun {
+  int exit_code = -1;
+  std::string output;
+};
+inline ProgramRun run_program(const std::string& program, const std::vector<std::string>& arguments) {
+  auto quoted = [](const std::string& s) {
+    std::string q = "'";
+    for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return q + "'";
+  };
+  std::string command = quoted(program);
+  for (const std::string& a : arguments) command += " " + quoted(a);
+  command += " 2>&1";
+  ProgramRun run;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (!pipe) return run;
+  char buffer[4096];
+  size_t n;
+  while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) run.output.append(buffer, n);
+  const int status = pclose(pipe);
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return run;
+}
+
+// An example program built next to the tests (tests/CMakeLists.txt passes the folder), or "".
+inline std::string example_program(const std::string& name) {
+#ifdef TG_EXAMPLES_DIR
+  return std::string(TG_EXAMPLES_DIR) + "/" + name;
+#else
+  (void)name;
+  return "";
+#endif
 }
 
 }  // namespace tg::test

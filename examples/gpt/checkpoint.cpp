@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <vector>
 
@@ -63,6 +64,17 @@ std::string json_double(double v) {
   return buf;
 }
 
+int64_t parse_step(const std::string& text, const std::string& file) {
+  size_t used = 0;
+  int64_t step = -1;
+  try {
+    step = std::stoll(text, &used);
+  } catch (const std::exception&) {
+  }
+  if (used != text.size() || text.empty() || step < 0) throw Error(file + ": metadata \"step\" is not a step number: \"" + text + "\"");
+  return step;
+}
+
 // A flag's value as JSON: numbers that read back exactly, strings quoted.
 std::string json_value(const Flag& f) {
   if (auto* p = std::get_if<int64_t*>(&f.value)) return std::to_string(**p);
@@ -105,6 +117,19 @@ void check_checkpoint_folder(const std::string& dir) {
       throw Error(dir + ": not a train_gpt checkpoint folder (" + name + " is missing)");
 }
 
+// Keep path's current version as path.prev (a hard link, or a copy where links do not work),
+// replacing the older .prev in one rename.
+void keep_previous_version(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return;
+  const std::string prev = path + ".prev", staging = path + ".prev.tmp";
+  std::filesystem::remove(staging, ec);
+  std::filesystem::create_hard_link(path, staging, ec);
+  if (ec) std::filesystem::copy_file(path, staging, std::filesystem::copy_options::overwrite_existing, ec);
+  if (!ec) std::filesystem::rename(staging, prev, ec);
+  if (ec) throw Error("train_gpt: " + path + ": cannot keep the previous version as " + prev + ": " + ec.message());
+}
+
 void save_checkpoint(Trainer& trainer, const std::string& dir) {
   const std::string step = std::to_string(trainer.step());
   std::vector<AtomicFile> files;
@@ -120,8 +145,47 @@ void save_checkpoint(Trainer& trainer, const std::string& dir) {
   files.emplace_back(path_in(dir, "tokenizer.json"), "train_gpt");
   files.back().write(trainer.tokenizer().to_json());
   for (AtomicFile& f : files) f.prepare();  // everything on disk under temporary names
-  for (AtomicFile& f : files) f.commit();   // then only the renames
+  files[2].commit();                         // config and tokenizer do not change within a run
+  files[3].commit();
+  keep_previous_version(files[0].target());  // a pair of the same step survives any interruption
+  keep_previous_version(files[1].target());
+  files[1].commit();
+  files[0].commit();
 }
+
+namespace {
+
+// The newest model/optimizer files of the same step among the current ones and the .prev ones.
+struct FilePair {
+  std::string model, optimizer, step;
+};
+FilePair newest_consistent_pair(const std::string& dir) {
+  const std::string model = path_in(dir, "model.safetensors"), opt = path_in(dir, "optimizer.safetensors");
+  auto step_of = [](const std::string& path) -> std::optional<int64_t> {
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec)) return std::nullopt;
+    return parse_step(metadata_value(load_safetensors_metadata(path), "step", path), path);
+  };
+  std::optional<FilePair> best;
+  int64_t best_step = -1;
+  for (const std::string& m : {model, model + ".prev"}) {
+    for (const std::string& o : {opt, opt + ".prev"}) {
+      const std::optional<int64_t> sm = step_of(m), so = step_of(o);
+      if (sm && so && *sm == *so && *sm > best_step) {
+        best = FilePair{m, o, std::to_string(*sm)};
+        best_step = *sm;
+      }
+    }
+  }
+  if (!best) {
+    throw Error(dir + ": model.safetensors (step " + metadata_value(load_safetensors_metadata(model), "step", model) +
+                ") and optimizer.safetensors (step " + metadata_value(load_safetensors_metadata(opt), "step", opt) +
+                ") are of different steps and no earlier pair matches: the checkpoint is inconsistent");
+  }
+  return *best;
+}
+
+}  // namespace
 
 TrainOptions saved_options(const std::string& dir) {
   check_checkpoint_folder(dir);
@@ -149,13 +213,8 @@ std::unique_ptr<Trainer> resume_trainer(const std::string& dir, const TrainOptio
   if (CharTokenizer::from_json(read_text(tokenizer_path), tokenizer_path).to_json() != trainer->tokenizer().to_json())
     throw Error(tokenizer_path + ": the training text's characters differ from the checkpoint's: resume with the same --data");
 
-  const std::string model_path = path_in(dir, "model.safetensors"), opt_path = path_in(dir, "optimizer.safetensors");
-  const SafetensorsMetadata model_meta = load_safetensors_metadata(model_path);
+  const auto [model_path, opt_path, step] = newest_consistent_pair(dir);
   const SafetensorsMetadata opt_meta = load_safetensors_metadata(opt_path);
-  const std::string step = metadata_value(model_meta, "step", model_path);
-  if (metadata_value(opt_meta, "step", opt_path) != step)
-    throw Error(dir + ": model.safetensors is at step " + step + " but optimizer.safetensors at step " +
-                metadata_value(opt_meta, "step", opt_path) + ": the checkpoint is inconsistent");
   const std::vector<uint8_t> dropout_state = from_hex(metadata_value(opt_meta, "default_generator", opt_path), opt_path);
   const std::vector<uint8_t> batch_state = from_hex(metadata_value(opt_meta, "batch_generator", opt_path), opt_path);
 
@@ -167,7 +226,7 @@ std::unique_ptr<Trainer> resume_trainer(const std::string& dir, const TrainOptio
   }
   default_generator().set_state(dropout_state);
   trainer->batch_generator().set_state(batch_state);
-  trainer->set_step(std::stoll(step));
+  trainer->set_step(parse_step(step, model_path));
   return trainer;
 }
 

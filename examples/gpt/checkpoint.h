@@ -9,7 +9,10 @@
 //   tokenizer.json         the character vocabulary (examples/gpt/tokenizer.h)
 //
 // The four files are saved as one set: each is written to a temporary name and synced first,
-// then all are renamed. A run killed during a save leaves the previous checkpoint whole. A
+// then renamed. model and optimizer must be of the same step, and the renames cannot happen at
+// once, so before they are replaced their current versions are kept as model.safetensors.prev
+// and optimizer.safetensors.prev (hard links, so nothing is copied): a run killed anywhere in a
+// save leaves at least one pair of the same step, and resuming takes the newest such pair. A
 // resumed run continues bit for bit: N steps, save, resume, N steps equals 2N steps straight.
 #pragma once
 #include <memory>

@@ -1,0 +1,86 @@
+// examples/generate.cpp — write text with a model saved by train_gpt (or converted from PyTorch
+// by examples/pytorch/convert.py).
+//
+//   ./build/examples/generate --ckpt gpt_run --prompt "The old fox" --tokens 200 --temperature 0.8
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "autograd/ops.h"
+#include "examples/gpt/checkpoint.h"
+#include "examples/gpt/options.h"
+#include "nn/generate.h"
+
+using namespace tg::examples;
+
+namespace {
+
+struct GenerateOptions {
+  std::string ckpt = "gpt_run";
+  std::string prompt = "\n";
+  int64_t tokens = 200;
+  double temperature = 0.8;
+  int64_t top_k = 0;
+  double top_p = 1.0;
+  int64_t seed = 1337;
+  int64_t samples = 1;
+};
+
+std::vector<Flag> generate_flags(GenerateOptions& o) {
+  return {
+      text_flag("ckpt", &o.ckpt, "a train_gpt --out folder (model.safetensors, config.json, tokenizer.json)"),
+      text_flag("prompt", &o.prompt, "the text to continue"),
+      int_flag("tokens", &o.tokens, "characters to write", 0, 1e9),
+      number_flag("temperature", &o.temperature, "0 = greedy; higher = more surprising", 0, 100),
+      int_flag("top-k", &o.top_k, "sample among the k most likely characters (0 = all)", 0, 1e9),
+      number_flag("top-p", &o.top_p, "sample among the most likely characters whose probabilities sum to p", 1e-9, 1),
+      int_flag("seed", &o.seed, "seed of the sampling generator", 0, 9007199254740991.0),
+      int_flag("samples", &o.samples, "how many texts to write", 1, 1000),
+  };
+}
+
+int run(int argc, char** argv) {
+  GenerateOptions o;
+  bool help = false;
+  parse_flags(generate_flags(o), std::vector<std::string>(argv + 1, argv + argc), &help);
+  if (help) {
+    GenerateOptions defaults;
+    std::cout << "usage: generate [flags]\n\nWrites text with a saved GPT.\n\n";
+    print_flags(std::cout, generate_flags(defaults));
+    return 0;
+  }
+  SavedModel saved = load_saved_model(o.ckpt);
+  std::vector<int64_t> prompt;
+  try {
+    prompt = saved.tokenizer.encode(o.prompt);
+  } catch (const tg::Error& e) {
+    throw tg::Error(std::string("--prompt: ") + e.what());  // names the character and its byte
+  }
+  if (prompt.empty()) throw UsageError("--prompt: empty (give at least one character)");
+  tg::Generator gen(static_cast<uint64_t>(o.seed));
+  tg::nn::SamplingOptions sampling;
+  sampling.temperature = o.temperature;
+  sampling.top_k = o.top_k;
+  sampling.top_p = o.top_p;
+  for (int64_t k = 0; k < o.samples; ++k) {
+    const tg::Tensor idx = tg::from_vector(prompt, {1, static_cast<int64_t>(prompt.size())});
+    const tg::Tensor out = tg::nn::generate(*saved.model, idx, o.tokens, sampling, &gen);
+    if (o.samples > 1) std::cout << "--- sample " << k + 1 << " ---\n";
+    std::cout << saved.tokenizer.decode(out.tolist<int64_t>()) << "\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const UsageError& e) {
+    std::cerr << "generate: " << e.what() << "\n";
+    return 2;
+  } catch (const tg::Error& e) {
+    std::cerr << "generate: " << e.what() << "\n";
+    return 1;
+  }
+}

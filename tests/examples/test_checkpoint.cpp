@@ -1,0 +1,147 @@
+// Checkpoints of the training program (examples/gpt/checkpoint.h): a resumed run continues bit
+// for bit, a run killed while saving leaves a checkpoint that loads, and damaged or foreign
+// checkpoints are clear errors.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "autograd/generator.h"
+#include "autograd/ops.h"
+#include "autograd/safetensors.h"
+#include "examples/gpt/checkpoint.h"
+#include "examples/gpt/corpus.h"
+#include "test_util.h"
+
+namespace tg::examples {
+namespace {
+
+using test::expect_error;
+using test::same_bytes;
+using test::TempFolder;
+
+TrainOptions small_options() {
+  TrainOptions o;
+  o.batch = 4;
+  o.context = 16;
+  o.emb_dim = 16;
+  o.heads = 2;
+  o.layers = 2;
+  o.dropout = 0.1;  // so the default generator's state matters too
+  o.steps = 12;
+  o.warmup = 2;
+  o.eval_batches = 2;
+  return o;
+}
+
+const std::string& text() {
+  static const std::string t = builtin_corpus(20000, 7);
+  return t;
+}
+
+TEST(Checkpoint, ResumedRunEqualsTheStraightRunBitForBit) {
+  const TrainOptions o = small_options();
+  Trainer straight(o, text());
+  std::vector<double> want;
+  for (int i = 0; i < 12; ++i) want.push_back(straight.train_step());
+
+  TempFolder dir;
+  std::vector<double> got;
+  {
+    Trainer first(o, text());
+    for (int i = 0; i < 6; ++i) got.push_back(first.train_step());
+    save_checkpoint(first, dir.path);
+  }
+  randn({100});  // the default generator moves on; resuming must put it back
+  std::unique_ptr<Trainer> second = resume_trainer(dir.path, saved_options(dir.path), text());
+  EXPECT_EQ(second->step(), 6);
+  for (int i = 0; i < 6; ++i) got.push_back(second->train_step());
+  EXPECT_EQ(got, want);  // exact, not close
+  const NamedTensors a = straight.model().state_dict(), b = second->model().state_dict();
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t k = 0; k < a.size(); ++k) EXPECT_TRUE(same_bytes(b[k].second, a[k].second)) << a[k].first;
+  const NamedTensors sa = straight.optimizer().state_dict(), sb = second->optimizer().state_dict();
+  ASSERT_EQ(sa.size(), sb.size());
+  for (size_t k = 0; k < sa.size(); ++k) EXPECT_TRUE(same_bytes(sb[k].second, sa[k].second)) << sa[k].first;
+}
+
+TEST(Checkpoint, SavedOptionsComeBack) {
+  TrainOptions o = small_options();
+  o.lr = 0.1 + 0.2;  // not a short decimal: must come back exactly
+  o.data = "some \"quoted\" path.txt";
+  Trainer t(o, text());
+  TempFolder dir;
+  save_checkpoint(t, dir.path);
+  const TrainOptions back = saved_options(dir.path);
+  EXPECT_EQ(back.lr, o.lr);
+  EXPECT_EQ(back.data, o.data);
+  EXPECT_EQ(back.dropout, o.dropout);
+  EXPECT_EQ(back.layers, o.layers);
+  const SavedModel saved = load_saved_model(dir.path);
+  EXPECT_EQ(saved.config.n_layers, 2);
+  EXPECT_FALSE(saved.model->is_training());
+}
+
+// A child process trains and saves again and again; it is killed at a random moment, most
+// likely inside a save (writing and syncing the files). The folder must still hold a whole
+// checkpoint that resumes.
+TEST(Checkpoint, ARunKilledWhileSavingLeavesACheckpointThatLoads) {
+  TempFolder dir;
+  TrainOptions o = small_options();
+  o.steps = 1000;
+  {
+    Trainer t(o, text());
+    save_checkpoint(t, dir.path);
+  }
+  for (int round = 0; round < 4; ++round) {
+    const pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      std::unique_ptr<Trainer> t = resume_trainer(dir.path, saved_options(dir.path), text());
+      for (;;) {
+        t->train_step();
+        save_checkpoint(*t, dir.path);
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(150 + 37 * round));
+    kill(child, SIGKILL);
+    int status = 0;
+    waitpid(child, &status, 0);
+    ASSERT_TRUE(WIFSIGNALED(status));
+    std::unique_ptr<Trainer> resumed = resume_trainer(dir.path, saved_options(dir.path), text());
+    EXPECT_GE(resumed->step(), 0) << "round " << round;
+  }
+}
+
+TEST(Checkpoint, DamagedOrForeignCheckpointsAreErrors) {
+  TempFolder dir;
+  const TrainOptions o = small_options();
+  {
+    Trainer t(o, text());
+    t.train_step();
+    save_checkpoint(t, dir.path);
+  }
+  expect_error([&] { saved_options(dir.file("nothing")); }, {"nothing: no such folder"});
+  TempFolder empty;
+  expect_error([&] { resume_trainer(empty.path, o, text()); }, {"not a train_gpt checkpoint folder (model.safetensors is missing)"});
+  // another text: its characters differ
+  expect_error([&] { resume_trainer(dir.path, o, text() + "#"); }, {"tokenizer.json", "resume with the same --data"});
+  // another architecture: the model's tensors do not fit
+  TrainOptions wider = o;
+  wider.emb_dim = 32;
+  expect_error([&] { resume_trainer(dir.path, wider, text()); }, {"model.safetensors", "has shape"});
+  // a truncated model file
+  const std::string model = dir.file("model.safetensors");
+  const std::string bytes = test::read_bytes(model);
+  test::write_bytes(model, bytes.substr(0, bytes.size() / 2));
+  expect_error([&] { resume_trainer(dir.path, o, text()); }, {"model.safetensors"});
+}
+
+}  // namespace
+}  // namespace tg::examples
