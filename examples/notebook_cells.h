@@ -1,0 +1,39 @@
+// examples/notebook_cells.h — what the notebook examples share: the cell markers and the few
+// Python reprs that tapegrad's tensor printing (already PyTorch's repr) does not cover.
+//
+// An example prints, for every code cell of its notebook in the notebook's order, the cell's
+// label as the notebook shows it, then what the cell printed:
+//
+//   In [5]:
+//   torch.Size([4, 8, 2])
+//
+// so its output can be read side by side with the notebook (and compared cell by cell).
+#pragma once
+#include <cstdint>
+#include <iostream>
+#include <string>
+
+#include "autograd/tensor.h"
+
+namespace notebook {
+
+// The marker line "In [N]:" of the notebook cell whose output follows (a blank line before it,
+// except at the very top).
+inline void cell(int label) {
+  static bool first = true;
+  if (!first) std::cout << "\n";
+  first = false;
+  std::cout << "In [" << label << "]:\n";
+}
+
+// Python's repr of a torch.Size: "torch.Size([4, 8, 2])".
+inline std::string torch_size(const tg::Shape& shape) {
+  std::string s = "torch.Size([";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "])";
+}
+
+// Python's repr of a bool.
+inline const char* python_bool(bool b) { return b ? "True" : "False"; }
+
+}  // namespace notebook
