@@ -18,13 +18,15 @@
 namespace notebook {
 
 // The marker line "In [N]:" of the notebook cell whose output follows (a blank line before it,
-// except at the very top).
-inline void cell(int label) {
+// except at the very top). The label is the notebook's: a number, or "None" for a cell that was
+// never run.
+inline void cell(const std::string& label) {
   static bool first = true;
   if (!first) std::cout << "\n";
   first = false;
   std::cout << "In [" << label << "]:\n";
 }
+inline void cell(int label) { cell(std::to_string(label)); }
 
 // Python's repr of a torch.Size: "torch.Size([4, 8, 2])".
 inline std::string torch_size(const tg::Shape& shape) {
