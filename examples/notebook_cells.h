@@ -2,7 +2,8 @@
 // Python reprs that tapegrad's tensor printing (already PyTorch's repr) does not cover.
 //
 // An example prints, for every code cell of its notebook in the notebook's order, the cell's
-// label as the notebook shows it, then what the cell printed:
+// label as the notebook shows it, then what the cell printed (a document without cells is
+// walked through by its own headings instead):
 //
 //   In [5]:
 //   torch.Size([4, 8, 2])
@@ -17,15 +18,18 @@
 
 namespace notebook {
 
-// The marker line "In [N]:" of the notebook cell whose output follows (a blank line before it,
-// except at the very top). The label is the notebook's: a number, or "None" for a cell that was
-// never run.
-inline void cell(const std::string& label) {
+// A marker line naming the part of the notebook whose output follows (a blank line before it,
+// except at the very top).
+inline void marker(const std::string& label) {
   static bool first = true;
   if (!first) std::cout << "\n";
   first = false;
-  std::cout << "In [" << label << "]:\n";
+  std::cout << label << "\n";
 }
+
+// The marker "In [N]:" of a notebook cell. The label is the notebook's: a number, or "None" for a
+// cell that was never run.
+inline void cell(const std::string& label) { marker("In [" + label + "]:"); }
 inline void cell(int label) { cell(std::to_string(label)); }
 
 // Python's repr of a torch.Size: "torch.Size([4, 8, 2])".
