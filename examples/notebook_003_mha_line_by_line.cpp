@@ -3,12 +3,12 @@
 // The text explains the book's MultiHeadAttention class one line (or a few) at a time; that
 // class is tapegrad's tg::nn::MultiHeadAttention (nn/attention.h), with the same names: W_query,
 // W_key, W_value, out_proj, dropout and the buffer mask. This program builds one with a seed and
-// runs its forward step by step, using the module's own layers and buffer, on a small batch: the
-// six 3-d tokens of "Your journey starts with one step", twice. Under each of the text's
-// headings it prints what that line makes (shapes as torch.Size, values as PyTorch prints them;
-// of the batch, whose two rows are the same, the first row). Then it checks that the module's
-// own forward gives the same result, and prints the shapes for the input the text has in mind,
-// (30, 50, 512) with 8 heads.
+// runs its forward step by step, using the module's own layers and buffer, on a small batch: two
+// sequences of six random 3-d tokens. Under each of the text's headings it prints what that line
+// makes (shapes as torch.Size, values as PyTorch prints them, of the batch's first sequence, and
+// the whole result). Every number is the one PyTorch prints for the book's class with the same
+// seed. Then it checks that the module's own forward gives the same result, and prints the
+// shapes for the input the text has in mind, (30, 50, 512) with 8 heads.
 //
 //   keys, queries, values = W_key(x), W_query(x), W_value(x)          (b, T, d_out)
 //   split the heads: view (b, T, num_heads, head_dim), transpose(1, 2)  (b, num_heads, T, head_dim)
@@ -105,21 +105,15 @@ int main() {
   marker("Lines 6-14, Parameter Definitions:");
   std::cout << mha.d_out << " " << mha.num_heads << " " << mha.head_dim << "\n";  // d_out, num_heads, head_dim
   for (const auto& [name, p] : mha.named_parameters()) std::cout << name << " " << torch_size(p.sizes()) << "\n";
-  std::cout << mha.W_query->weight << "\n";
+  std::cout << "Parameter containing:\n" << mha.W_query->weight << "\n";  // print(mha.W_query.weight)
 
   marker("Line 15-19, Mask Buffer Registration:");
   std::cout << mha.mask << "\n";
 
   marker("Line 20, Forward Method Definition:");
-  // "Your journey starts with one step": one 3-d embedding per token, a batch of two copies.
-  Tensor inputs = tg::tensor({{0.43, 0.15, 0.89},    // Your     (x^1)
-                              {0.55, 0.87, 0.66},    // journey  (x^2)
-                              {0.57, 0.85, 0.64},    // starts   (x^3)
-                              {0.22, 0.58, 0.33},    // with     (x^4)
-                              {0.77, 0.25, 0.10},    // one      (x^5)
-                              {0.05, 0.80, 0.55}});  // step     (x^6)
-  Tensor x = tg::stack({inputs, inputs});             // (2, 6, 3)
-  std::cout << torch_size(x.sizes()) << "\n";
+  // A batch of two sequences of six 3-d tokens, drawn after the module's weights.
+  Tensor x = tg::rand({2, 6, 3});  // (b, T, d_in)
+  std::cout << torch_size(x.sizes()) << "\n" << x[0] << "\n";
   // Dropout draws from the generator: keep its state, to replay the same draws in mha(x) below.
   const tg::Generator generator_before_forward = tg::default_generator();
   const Steps s = forward_step_by_step(mha, x);
