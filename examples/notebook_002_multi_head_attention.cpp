@@ -12,12 +12,14 @@
 // Every cell prints its label ("In [16]:") and then what the notebook's cell printed. The
 // notebook never seeds the generator, so the weights and random inputs (and every value that
 // depends on them) are our own; shapes and the cells built from fixed data (arange, triu, the
-// literal scores) are the notebook's.
+// literal scores) are the notebook's. (Our values are what PyTorch prints running these cells
+// once, top to bottom, from the seed tapegrad's generator starts with, torch.Generator()'s.)
 #include <cmath>
 #include <iostream>
 #include <memory>
 #include <string>
 
+#include "autograd/generator.h"
 #include "autograd/ops.h"
 #include "examples/notebook_cells.h"
 #include "nn/layers.h"
@@ -202,6 +204,8 @@ int main() {
     // The notebook's DataLoader(TensorDataset(data), batch_size=2) without shuffling: the first
     // batch is data[0:2].
     notebook002::first_version::MultiHeadAttention mha(/*num_heads=*/2, /*embed_dim=*/8, /*seq_length=*/10);
+    // Iterating a DataLoader first draws a 64-bit base seed (for its workers) from the generator.
+    tg::default_generator().random64();
     Tensor x = data.slice(0, 0, batch_size);  // (2, 10, 8)
     Tensor out = mha.forward(x);               // (2, 10, 8)
     std::cout << torch_size(out.sizes()) << "\n" << out << "\n\n";

@@ -6,12 +6,10 @@
 #     /usr/bin/python3 tests/reference/make_notebook_003_reference.py
 #
 # Writes tests/reference/notebook_003_torch.txt (the printed walk-through, headings included).
-import io
-import os
-from contextlib import redirect_stdout
-
 import torch
 import torch.nn as nn
+
+from notebook_output import marker, write_output
 
 
 class MultiHeadAttention(nn.Module):  # the book's class, as the text lists it
@@ -87,14 +85,6 @@ def size(t):
 
 
 def main():
-    first = [True]
-
-    def marker(label):
-        if not first[0]:
-            print()
-        first[0] = False
-        print(label)
-
     marker("Line 1, Class Definition:")
     marker("Line 2, Constructor:")
     torch.manual_seed(123)
@@ -149,10 +139,4 @@ def main():
 
 
 if __name__ == "__main__":
-    out = io.StringIO()
-    with redirect_stdout(out):
-        main()
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "notebook_003_torch.txt")
-    with open(path, "w") as f:
-        f.write(out.getvalue())
-    print("wrote", path)
+    write_output(main, "notebook_003_torch.txt")
