@@ -175,14 +175,11 @@ inline ProgramRun run_program(const std::string& program, const std::vector<std:
   return run;
 }
 
-// An example program built next to the tests (tests/CMakeLists.txt passes the folder), or "".
+// The path of an example program (tests/CMakeLists.txt passes the folder), or "" when it was
+// not built (TG_BUILD_EXAMPLES=OFF): tests that need it then skip.
 inline std::string example_program(const std::string& name) {
-#ifdef TG_EXAMPLES_DIR
-  return std::string(TG_EXAMPLES_DIR) + "/" + name;
-#else
-  (void)name;
-  return "";
-#endif
+  const std::string path = std::string(TG_EXAMPLES_DIR) + "/" + name;
+  return std::filesystem::exists(path) ? path : "";
 }
 
 }  // namespace tg::test
