@@ -308,6 +308,7 @@ GradcheckRun check_once(const GradcheckFn& fn, const std::vector<Tensor>& inputs
     const size_t k = positions[c];
     run.inputs.push_back(compare_jacobians(checked[c], k, names[c], converted[k], numerical[c], analytical[c], cols,
                                            problems[c], o));
+    run.inputs.back().captured = k >= work.size();
     run.passed = run.passed && run.inputs.back().passed;
   }
   return run;
@@ -467,7 +468,7 @@ void write_matrix(std::ostream& os, const std::vector<double>& m, int64_t rows, 
 }
 
 void write_entry(std::ostream& os, const JacobianEntry& e, const InputCheck& check, const Shape& out_shape) {
-  os << "      input[" << e.input_index << "] " << index_str(e.input_index, check.shape) << " -> output["
+  os << "      " << (check.captured ? check.name : std::string("input")) << "[" << e.input_index << "] " << index_str(e.input_index, check.shape) << " -> output["
      << e.output_index << "] " << index_str(e.output_index, out_shape) << ": numerical " << num(e.numerical)
      << "  analytical " << num(e.analytical) << "  abs err " << num(e.abs_error) << "  rel err "
      << num(e.rel_error) << (e.excess > 1 ? "  OUT OF TOLERANCE" : "") << "\n";

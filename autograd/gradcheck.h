@@ -19,6 +19,7 @@
 // Tensors fn reads without taking them as arguments (a module's parameters) can be checked
 // too: pass them as `captured`, by name. They must be float64 leaves that require grad; they
 // are perturbed in place (and restored bit for bit), their .grad is used and then cleared.
+// The fuzzer varies the inputs only; captured tensors keep their shape and layout.
 // tg::nn::gradcheck (nn/gradcheck.h) checks a whole module this way.
 //
 // Random numbers: every evaluation of fn starts from the default generator's state at the
@@ -82,6 +83,7 @@ struct JacobianEntry {
 struct InputCheck {
   size_t input = 0;  // position in the input list; captured tensors follow the inputs
   std::string name;  // "input 0", or the captured tensor's name ("W_query.weight")
+  bool captured = false;
   Shape shape;
   Shape strides;
   int64_t storage_offset = 0;

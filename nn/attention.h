@@ -32,14 +32,15 @@
 //                     (past = 0 without a cache)
 //
 // Causal with T_q != T_k is aligned at the top left, as the buffer's (T_q, T_k) corner and as
-// torch's scaled_dot_product_attention(is_causal=True): query i sees keys 0..min(i, T_k - 1).
+// torch 2's scaled_dot_product_attention(is_causal=True): query i sees keys 0..min(i, T_k - 1).
 // Both T_q and T_k must be <= context_length.
 //
-// A query whose keys are all masked (every key padded) gets zero weights, so its context is 0
-// and its output is out_proj's bias: no NaN reaches the output or any gradient, in forward or
-// backward. softmax itself stays PyTorch's (a row of all -inf is NaN); the layer keeps such
-// rows out of it: they are left unmasked for the softmax and their weights set to 0 after it,
-// which gives the same values as masked_fill(-inf), softmax, then zeroing the all-masked rows.
+// A query whose keys are all masked (every key it may see is padded) gets zero weights, so its
+// context is 0 and its output is out_proj's bias: no NaN reaches the output or any gradient, in
+// forward or backward. softmax itself stays PyTorch's (a row of all -inf is NaN); the layer
+// keeps such rows out of it: they are left unmasked for the softmax and their weights set to 0
+// after it, which gives the same values as masked_fill(-inf), softmax, then zeroing the
+// all-masked rows.
 //
 // Set keep_attention_weights = true to keep the last forward's weights in attention_weights
 // (for teaching and heatmaps); off, nothing is kept.

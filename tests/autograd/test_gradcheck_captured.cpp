@@ -36,6 +36,7 @@ TEST(Gradcheck, ACapturedTensorWithAWrongGradientIsNamed) {
                                       {{"scale", w}});
   EXPECT_FALSE(r.passed);
   EXPECT_TRUE(test::has_part(r.report(), "scale: shape (3)")) << r;
+  EXPECT_TRUE(test::has_part(r.report(), "scale[0] (0) -> output[0] (0)")) << r;
 }
 
 TEST(Gradcheck, CapturedTensorsMustBeFloat64LeavesThatRequireGrad) {
