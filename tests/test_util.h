@@ -156,13 +156,17 @@ struct ProgramRun {
   std::string output;
 };
 inline ProgramRun run_program(const std::string& program, const std::vector<std::string>& arguments) {
-  auto quoted = [](const std::string& s) {
+  auto quoted = [](const std::string& s) {  // 'it'\''s' for it's
     std::string q = "'";
-    for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    return q + "'";
+    for (char c : s) {
+      if (c == '\'') q.append("'\\''");
+      else q.push_back(c);
+    }
+    q.push_back('\'');
+    return q;
   };
   std::string command = quoted(program);
-  for (const std::string& a : arguments) command += " " + quoted(a);
+  for (const std::string& a : arguments) command.append(" ").append(quoted(a));
   command += " 2>&1";
   ProgramRun run;
   FILE* pipe = popen(command.c_str(), "r");

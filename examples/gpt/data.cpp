@@ -13,12 +13,17 @@ Split split_train_val(const std::vector<int64_t>& ids) {
   return {all.narrow(0, 0, n_train).contiguous(), all.narrow(0, n_train, n - n_train).contiguous()};
 }
 
-Batch get_batch(const Tensor& data, int64_t batch, int64_t context, Generator& gen, const std::string& split_name) {
+void check_split_length(const Tensor& data, int64_t context, const std::string& split_name) {
   const int64_t n = data.numel();
   if (n - context - 1 <= 0) {
     throw Error("the " + split_name + " split has " + std::to_string(n) + " tokens, too few for one window of " +
                 std::to_string(context) + " + 2 tokens: use a longer text or a smaller --context");
   }
+}
+
+Batch get_batch(const Tensor& data, int64_t batch, int64_t context, Generator& gen, const std::string& split_name) {
+  check_split_length(data, context, split_name);
+  const int64_t n = data.numel();
   const Tensor ix = randint(0, n - context - 1, {batch}, &gen);  // (B)
   Tensor x = empty({batch, context}, kInt64), y = empty({batch, context}, kInt64);
   const int64_t* d = data.data_ptr<int64_t>();

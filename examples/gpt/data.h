@@ -22,7 +22,9 @@ Split split_train_val(const std::vector<int64_t>& ids);
 struct Batch {
   Tensor x, y;  // (B,T) int64
 };
-// Throws when data is too short for one window of context + 1 tokens (naming both lengths).
+// Throws when data is too short for one window of context + 2 tokens (naming both lengths).
+void check_split_length(const Tensor& data, int64_t context, const std::string& split_name);
+// Throws as check_split_length does.
 Batch get_batch(const Tensor& data, int64_t batch, int64_t context, Generator& gen, const std::string& split_name);
 
 }  // namespace tg::examples

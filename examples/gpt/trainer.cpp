@@ -44,6 +44,8 @@ Trainer::Trainer(const TrainOptions& options, const std::string& text)
   if (options.lr_schedule == "cosine" && options.min_lr > options.lr)
     throw UsageError("--min-lr must not be larger than --lr");
   data_ = split_train_val(tokenizer_.encode(text));
+  check_split_length(data_.train, options.context, "training");  // both splits, before any work
+  check_split_length(data_.val, options.context, "validation");
   config_ = nn::GPTConfig{.vocab_size = tokenizer_.vocab_size(), .context_length = options.context,
                           .emb_dim = options.emb_dim, .n_heads = options.heads, .n_layers = options.layers,
                           .drop_rate = options.dropout, .qkv_bias = false};

@@ -1,0 +1,123 @@
+// examples/train_gpt and examples/generate as a user runs them: a tiny run writes every file,
+// --resume continues it, and every bad command line or input is one clear line with a
+// non-zero exit code (2 for the command line itself).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "test_util.h"
+
+namespace tg::test {
+namespace {
+
+const std::vector<std::string> kTiny = {"--steps", "3", "--eval-every", "2", "--batch", "2", "--context", "8",
+                                        "--emb-dim", "8", "--heads", "2", "--layers", "1", "--eval-batches", "1",
+                                        "--warmup", "1", "--sample-tokens", "5", "--threads", "1"};
+
+ProgramRun train_gpt(std::vector<std::string> args, bool tiny = true) {
+  if (tiny) args.insert(args.begin(), kTiny.begin(), kTiny.end());
+  return run_program(example_program("train_gpt"), args);
+}
+
+size_t lines_of(const std::string& text) { return static_cast<size_t>(std::count(text.begin(), text.end(), '\n')); }
+
+#define SKIP_WITHOUT_EXAMPLES() \
+  if (example_program("train_gpt").empty()) GTEST_SKIP() << "the examples are not built"
+
+TEST(TrainGptProgram, ATinyRunWritesEveryFileAndResumes) {
+  SKIP_WITHOUT_EXAMPLES();
+  TempFolder dir;
+  const std::string out = dir.file("run");
+  ProgramRun r = train_gpt({"--out", out});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* name : {"model.safetensors", "optimizer.safetensors", "config.json", "tokenizer.json", "loss.csv",
+                           "samples.txt", "summary.json"})
+    EXPECT_TRUE(std::filesystem::exists(out + "/" + name)) << name;
+  const std::string csv = read_bytes(out + "/loss.csv");
+  EXPECT_EQ(csv.substr(0, csv.find('\n')), "step,train_loss,val_loss,lr,tokens_per_s,elapsed_s");
+  EXPECT_EQ(lines_of(csv), 4u);  // header + 3 steps
+  EXPECT_TRUE(has_part(read_bytes(out + "/summary.json"), "\"steps\": 3"));
+
+  r = run_program(example_program("train_gpt"), {"--resume", out, "--steps", "5"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string resumed = read_bytes(out + "/loss.csv");
+  EXPECT_EQ(lines_of(resumed), 6u);
+  EXPECT_EQ(resumed.substr(0, csv.size()), csv);  // the first 3 rows are kept as they were
+
+  r = run_program(example_program("train_gpt"), {"--resume", out, "--layers", "2"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(has_part(r.output, "--layers cannot change when resuming"));
+
+  r = run_program(example_program("generate"), {"--ckpt", out, "--prompt", "The ", "--tokens", "7"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.substr(0, 4), "The ");
+  EXPECT_EQ(r.output.size(), 4u + 7u + 1u);  // ASCII: one byte per character, and a newline
+  r = run_program(example_program("generate"), {"--ckpt", out, "--prompt", "#"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(has_part(r.output, "generate: --prompt: tokenizer: character '#' (U+0023) at byte 0 is not in the vocabulary"));
+}
+
+TEST(TrainGptProgram, BadCommandLinesAreOneLineAndExitCode2) {
+  SKIP_WITHOUT_EXAMPLES();
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {{"--bogus"}, "train_gpt: unknown flag --bogus (see --help)"},
+      {{"--steps"}, "train_gpt: --steps: missing value"},
+      {{"--steps", "ten"}, "train_gpt: --steps: expected an integer, got 'ten'"},
+      {{"--lr", "fast"}, "train_gpt: --lr: expected a number, got 'fast'"},
+      {{"--layers", "0"}, "train_gpt: --layers: 0 is out of range [1, 1024]"},
+      {{"--lr", "-0.1"}, "train_gpt: --lr: -0.1 is out of range [0, 10]"},
+      {{"--lr-schedule", "linear"}, "train_gpt: --lr-schedule: expected one of constant|cosine, got 'linear'"},
+      {{"--warmup", "3000"}, "train_gpt: --warmup (3000) must be smaller than --steps (2000)"},
+      {{"stray"}, "train_gpt: unexpected argument 'stray'"},
+  };
+  for (const Case& c : cases) {
+    const ProgramRun r = train_gpt(c.args, false);
+    EXPECT_EQ(r.exit_code, 2) << c.args[0] << ": " << r.output;
+    EXPECT_TRUE(has_part(r.output, c.message));
+    EXPECT_EQ(lines_of(r.output), 1u) << r.output;
+  }
+  const ProgramRun help = train_gpt({"--help"}, false);
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_TRUE(has_part(help.output, "--grad-clip VALUE"));
+}
+
+TEST(TrainGptProgram, BadInputsAreOneLineErrors) {
+  SKIP_WITHOUT_EXAMPLES();
+  TempFolder dir;
+  write_bytes(dir.file("empty.txt"), "");
+  write_bytes(dir.file("short.txt"), "abc abc abc\n");
+  write_bytes(dir.file("a_file"), "x");
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {{"--data", dir.file("missing.txt")}, "missing.txt: no such file"},
+      {{"--data", dir.file("empty.txt")}, "empty.txt: the file is empty"},
+      {{"--data", dir.file("short.txt")}, "too few for one window"},
+      {{"--heads", "3"}, "emb_dim (8) must be divisible by n_heads (3)"},
+      {{"--resume", dir.path}, "not a train_gpt checkpoint folder (model.safetensors is missing)"},
+      {{"--resume", dir.file("nowhere")}, "nowhere: no such folder"},
+      {{"--out", dir.file("a_file") + "/run"}, "cannot create the folder"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> args = c.args;
+    if (c.args[0] != "--out") args.insert(args.end(), {"--out", dir.file("run")});
+    const ProgramRun r = train_gpt(args);
+    EXPECT_NE(r.exit_code, 0) << c.args[1];
+    EXPECT_TRUE(has_part(r.output, c.message));
+    EXPECT_EQ(lines_of(r.output), 1u) << r.output;
+  }
+  const ProgramRun r = run_program(example_program("generate"), {"--ckpt", dir.file("nowhere")});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(has_part(r.output, "generate: " + dir.file("nowhere") + ": no such folder"));
+}
+
+}  // namespace
+}  // namespace tg::test
