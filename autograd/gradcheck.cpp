@@ -17,6 +17,7 @@
 #include <random>
 #include <sstream>
 
+#include "autograd/generator.h"
 #include "autograd/ops.h"
 #include "autograd/tape.h"
 
@@ -87,10 +88,13 @@ Tensor copy_with_layout(const Tensor& src, ScalarType dtype) {
 
 // --- evaluating fn ------------------------------------------------------------------------------
 
+// fn with its arguments bound: what one evaluation computes.
+using Evaluation = std::function<Tensor()>;
+
 // fn's output values (row-major, as double) with nothing recorded.
-std::vector<double> evaluate(const GradcheckFn& fn, const std::vector<Tensor>& inputs, Shape* shape = nullptr) {
+std::vector<double> evaluate(const Evaluation& fn, Shape* shape = nullptr) {
   NoGradGuard no_grad;
-  Tensor out = fn(inputs);
+  Tensor out = fn();
   if (!out.defined() || !out.is_floating_point()) {
     throw Error(std::string("gradcheck: fn must return a floating point tensor, got ") +
                 (out.defined() ? dtype_name(out.dtype()) : "an undefined tensor"));
@@ -99,19 +103,17 @@ std::vector<double> evaluate(const GradcheckFn& fn, const std::vector<Tensor>& i
   return out.tolist<double>();
 }
 
-// Numerical Jacobian of fn with respect to inputs[k], row-major (rows: input elements).
-std::vector<double> numerical_jacobian(const GradcheckFn& fn, const std::vector<Tensor>& inputs, size_t k,
-                                       int64_t cols, double eps) {
-  const Tensor& x = inputs[k];
+// Numerical Jacobian of fn with respect to x (which fn reads), row-major (rows: x's elements).
+std::vector<double> numerical_jacobian(const Evaluation& fn, const Tensor& x, int64_t cols, double eps) {
   double* memory = static_cast<double*>(storage_of(x).data);
   const std::vector<int64_t> offsets = logical_offsets(x);
   std::vector<double> jacobian(offsets.size() * static_cast<size_t>(cols));
   for (size_t j = 0; j < offsets.size(); ++j) {
     const double original = memory[offsets[j]];
     memory[offsets[j]] = original + eps;
-    const std::vector<double> plus = evaluate(fn, inputs);
+    const std::vector<double> plus = evaluate(fn);
     memory[offsets[j]] = original - eps;
-    const std::vector<double> minus = evaluate(fn, inputs);
+    const std::vector<double> minus = evaluate(fn);
     memory[offsets[j]] = original;  // restored bit for bit
     for (int64_t i = 0; i < cols; ++i) {
       jacobian[j * cols + i] = (plus[i] - minus[i]) / (2 * eps);
@@ -120,17 +122,16 @@ std::vector<double> numerical_jacobian(const GradcheckFn& fn, const std::vector<
   return jacobian;
 }
 
-// Analytical Jacobians from the tape, one per input in `checked`: one backward per output
-// element with a one-hot gradient. Shape or dtype problems of a gradient go to problems[k].
-std::vector<std::vector<double>> analytical_jacobians(const GradcheckFn& fn, std::vector<Tensor> inputs,
-                                                      const std::vector<size_t>& checked,
+// Analytical Jacobians from the tape, one per tensor in `checked`: one backward per output
+// element with a one-hot gradient. Shape or dtype problems of a gradient go to problems[c].
+std::vector<std::vector<double>> analytical_jacobians(const Evaluation& fn, const std::vector<Tensor>& checked,
                                                       std::vector<std::string>& problems) {
   std::vector<std::vector<double>> jacobians(checked.size());
-  for (size_t k : checked) inputs[k].zero_grad();
-  Tensor out = fn(inputs);
+  for (const Tensor& x : checked) x.zero_grad();
+  Tensor out = fn();
   const int64_t cols = out.numel();
   for (size_t c = 0; c < checked.size(); ++c) {
-    jacobians[c].assign(static_cast<size_t>(inputs[checked[c]].numel() * cols), 0.0);
+    jacobians[c].assign(static_cast<size_t>(checked[c].numel() * cols), 0.0);
   }
   if (!out.requires_grad()) {
     for (auto& p : problems) p = "fn's output does not require grad (no tape entry led to it)";
@@ -139,12 +140,12 @@ std::vector<std::vector<double>> analytical_jacobians(const GradcheckFn& fn, std
   for (int64_t i = 0; i < cols; ++i) {
     std::vector<double> one_hot(static_cast<size_t>(cols), 0.0);
     one_hot[i] = 1.0;
-    for (size_t k : checked) inputs[k].zero_grad();
+    for (const Tensor& x : checked) x.zero_grad();
     out.backward(from_vector(one_hot, out.sizes(), out.dtype()), /*retain_graph=*/i + 1 < cols);
     for (size_t c = 0; c < checked.size(); ++c) {
-      const Tensor& x = inputs[checked[c]];
+      const Tensor& x = checked[c];
       const Tensor g = x.grad();
-      if (!g.defined()) continue;  // no path from this input to output i: a zero column
+      if (!g.defined()) continue;  // no path from this tensor to output i: a zero column
       if (g.sizes() != x.sizes()) {
         problems[c] = "gradient has shape " + shape_str(g.sizes()) + " but the input has shape " + shape_str(x.sizes());
         continue;
@@ -157,9 +158,23 @@ std::vector<std::vector<double>> analytical_jacobians(const GradcheckFn& fn, std
       for (size_t j = 0; j < values.size(); ++j) jacobians[c][j * cols + i] = values[j];
     }
   }
-  for (size_t k : checked) inputs[k].zero_grad();
+  for (const Tensor& x : checked) x.zero_grad();
   return jacobians;
 }
+
+// Saves the default generator on construction and puts it back on replay() and on
+// destruction: every evaluation of fn draws the same random numbers (the same dropout mask).
+class GeneratorReplay {
+ public:
+  GeneratorReplay() : start_(default_generator()) {}
+  ~GeneratorReplay() { replay(); }
+  GeneratorReplay(const GeneratorReplay&) = delete;
+  GeneratorReplay& operator=(const GeneratorReplay&) = delete;
+  void replay() const { default_generator() = start_; }
+
+ private:
+  Generator start_;
+};
 
 // --- comparing ----------------------------------------------------------------------------------
 
@@ -178,11 +193,12 @@ JacobianEntry compare_entry(int64_t j, int64_t i, double numerical, double analy
   return e;
 }
 
-InputCheck compare_jacobians(const Tensor& x, size_t position, bool converted, const std::vector<double>& numerical,
-                             const std::vector<double>& analytical, int64_t cols, const std::string& problem,
-                             const GradcheckOptions& o) {
+InputCheck compare_jacobians(const Tensor& x, size_t position, const std::string& name, bool converted,
+                             const std::vector<double>& numerical, const std::vector<double>& analytical, int64_t cols,
+                             const std::string& problem, const GradcheckOptions& o) {
   InputCheck check;
   check.input = position;
+  check.name = name;
   check.shape = x.sizes();
   check.strides = x.strides();
   check.storage_offset = x.storage_offset();
@@ -193,7 +209,9 @@ InputCheck compare_jacobians(const Tensor& x, size_t position, bool converted, c
   std::vector<JacobianEntry> entries;
   for (int64_t j = 0; j < check.rows; ++j) {
     for (int64_t i = 0; i < cols; ++i) {
-      entries.push_back(compare_entry(j, i, numerical[j * cols + i], analytical[j * cols + i], o));
+      const JacobianEntry& e = entries.emplace_back(compare_entry(j, i, numerical[j * cols + i], analytical[j * cols + i], o));
+      check.max_abs_error = std::max(check.max_abs_error, e.abs_error);
+      if (std::abs(e.numerical) > o.atol) check.max_rel_error = std::max(check.max_rel_error, e.rel_error);
     }
   }
   check.passed = problem.empty() &&
@@ -231,22 +249,54 @@ std::vector<Tensor> working_copies(const std::vector<Tensor>& inputs, std::vecto
   return work;
 }
 
-GradcheckRun check_once(const GradcheckFn& fn, const std::vector<Tensor>& inputs, const GradcheckOptions& o) {
+// A captured tensor is perturbed where it lives: it must be a float64 leaf that requires grad.
+void check_captured(const NamedTensorList& captured) {
+  for (const auto& [name, t] : captured) {
+    const std::string what = "gradcheck: captured tensor '" + name + "'";
+    if (!t.defined()) throw Error(what + " is undefined");
+    if (t.dtype() != kFloat64 || !t.requires_grad() || !t.is_leaf()) {
+      throw Error(what + " must be a float64 leaf that requires grad, got a " + dtype_name(t.dtype()) +
+                  (t.is_leaf() ? " leaf" : " non-leaf") + (t.requires_grad() ? "" : " that does not require grad"));
+    }
+  }
+}
+
+// Every tensor of one run that is checked: the working copies of inputs that require grad, then
+// the captured tensors; both Jacobians of fn with respect to each, compared.
+GradcheckRun check_once(const GradcheckFn& fn, const std::vector<Tensor>& inputs, const NamedTensorList& captured,
+                        const GradcheckOptions& o) {
   GradcheckRun run;
   std::vector<bool> converted;
   const std::vector<Tensor> work = working_copies(inputs, converted);
-  std::vector<size_t> checked;
-  for (size_t k = 0; k < work.size(); ++k)
-    if (work[k].defined() && work[k].requires_grad()) checked.push_back(k);
+  std::vector<Tensor> checked;
+  std::vector<size_t> positions;
+  std::vector<std::string> names;
+  for (size_t k = 0; k < work.size(); ++k) {
+    if (!work[k].defined() || !work[k].requires_grad()) continue;
+    checked.push_back(work[k]);
+    positions.push_back(k);
+    names.push_back("input " + std::to_string(k));
+  }
+  for (size_t c = 0; c < captured.size(); ++c) {
+    checked.push_back(captured[c].second);
+    positions.push_back(work.size() + c);
+    names.push_back(captured[c].first);
+    converted.push_back(false);
+  }
   if (checked.empty()) throw Error("gradcheck: no input requires grad; call requires_grad_() on the inputs to check");
 
-  const int64_t cols = static_cast<int64_t>(evaluate(fn, work, &run.output_shape).size());
+  const GeneratorReplay generator;
+  const Evaluation evaluation = [&] {
+    generator.replay();
+    return fn(work);
+  };
+  const int64_t cols = static_cast<int64_t>(evaluate(evaluation, &run.output_shape).size());
   std::vector<std::vector<double>> numerical;
-  for (size_t k : checked) numerical.push_back(numerical_jacobian(fn, work, k, cols, o.eps));
+  for (const Tensor& x : checked) numerical.push_back(numerical_jacobian(evaluation, x, cols, o.eps));
   std::vector<std::string> problems(checked.size());
   std::vector<std::vector<double>> analytical;
   try {
-    analytical = analytical_jacobians(fn, work, checked, problems);
+    analytical = analytical_jacobians(evaluation, checked, problems);
   } catch (const std::exception& e) {
     analytical.clear();
     for (size_t c = 0; c < checked.size(); ++c) {
@@ -255,8 +305,9 @@ GradcheckRun check_once(const GradcheckFn& fn, const std::vector<Tensor>& inputs
     }
   }
   for (size_t c = 0; c < checked.size(); ++c) {
-    const size_t k = checked[c];
-    run.inputs.push_back(compare_jacobians(work[k], k, converted[k], numerical[c], analytical[c], cols, problems[c], o));
+    const size_t k = positions[c];
+    run.inputs.push_back(compare_jacobians(checked[c], k, names[c], converted[k], numerical[c], analytical[c], cols,
+                                           problems[c], o));
     run.passed = run.passed && run.inputs.back().passed;
   }
   return run;
@@ -349,7 +400,7 @@ bool all_finite(const std::vector<double>& values) {
 bool fn_accepts(const GradcheckFn& fn, const std::vector<Tensor>& inputs, bool given_output_finite,
                 std::string& error) {
   try {
-    const std::vector<double> out = evaluate(fn, inputs);
+    const std::vector<double> out = evaluate([&] { return fn(inputs); });
     if (given_output_finite && !all_finite(out)) {
       error = "fn's output is not finite on this variation, though it is on the given inputs (the op is "
               "undefined at these shapes, e.g. unbiased var over one element)";
@@ -362,13 +413,13 @@ bool fn_accepts(const GradcheckFn& fn, const std::vector<Tensor>& inputs, bool g
   }
 }
 
-GradcheckRun fuzz_run(const GradcheckFn& fn, const std::vector<Tensor>& inputs, uint32_t run_seed,
-                      const GradcheckOptions& o) {
+GradcheckRun fuzz_run(const GradcheckFn& fn, const std::vector<Tensor>& inputs, const NamedTensorList& captured,
+                      uint32_t run_seed, const GradcheckOptions& o) {
   std::mt19937 rng(run_seed);
   std::string description, error;
   bool given_output_finite = false;
   try {
-    given_output_finite = all_finite(evaluate(fn, inputs));
+    given_output_finite = all_finite(evaluate([&] { return fn(inputs); }));
   } catch (const std::exception&) {
     // the given inputs were checked first; a throw here shows again below
   }
@@ -385,7 +436,7 @@ GradcheckRun fuzz_run(const GradcheckFn& fn, const std::vector<Tensor>& inputs, 
     run.skipped = true;
     run.skip_reason = error;
   } else {
-    run = check_once(fn, varied, o);
+    run = check_once(fn, varied, captured, o);
   }
   run.fuzzed = true;
   run.run_seed = run_seed;
@@ -423,7 +474,7 @@ void write_entry(std::ostream& os, const JacobianEntry& e, const InputCheck& che
 }
 
 void write_input(std::ostream& os, const InputCheck& check, const Shape& out_shape, bool verbose) {
-  os << "  input " << check.input << ": shape " << shape_str(check.shape) << " strides " << shape_str(check.strides)
+  os << "  " << check.name << ": shape " << shape_str(check.shape) << " strides " << shape_str(check.strides)
      << " offset " << check.storage_offset << (check.converted_from_float32 ? ", float32 checked as a float64 copy" : "")
      << (check.passed ? "  ok" : "  FAILED") << "\n";
   if (!check.problem.empty()) os << "    problem: " << check.problem << "\n";
@@ -444,15 +495,22 @@ void write_input(std::ostream& os, const InputCheck& check, const Shape& out_sha
 }  // namespace
 
 GradcheckResult gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs, GradcheckOptions options) {
+  return gradcheck(fn, inputs, {}, options);
+}
+
+GradcheckResult gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs, const NamedTensorList& captured,
+                          GradcheckOptions options) {
+  check_captured(captured);
+  const GeneratorReplay generator;  // the fuzzer's own evaluations draw too: all undone at the end
   GradcheckResult result;
   result.options = options;
-  result.runs.push_back(check_once(fn, inputs, options));
+  result.runs.push_back(check_once(fn, inputs, captured, options));
   result.runs[0].what = "given inputs";
   if (options.fuzz > 0) {
     const uint32_t seed = fuzz_seed_from(options);
     result.options.fuzz_seed = seed;
     for (int r = 0; r < options.fuzz; ++r) {
-      result.runs.push_back(fuzz_run(fn, inputs, seed + static_cast<uint32_t>(r), options));
+      result.runs.push_back(fuzz_run(fn, inputs, captured, seed + static_cast<uint32_t>(r), options));
     }
   }
   for (size_t r = 0; r < result.runs.size(); ++r) {
@@ -460,6 +518,8 @@ GradcheckResult gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inpu
     result.passed = result.passed && run.passed;
     for (size_t c = 0; c < run.inputs.size(); ++c) {
       const InputCheck& check = run.inputs[c];
+      result.max_abs_error = std::max(result.max_abs_error, check.max_abs_error);
+      result.max_rel_error = std::max(result.max_rel_error, check.max_rel_error);
       if (check.worst.empty()) continue;
       if (!result.has_worst || check.worst[0].excess > result.worst.excess) {
         result.worst = check.worst[0];
@@ -490,9 +550,11 @@ std::string GradcheckResult::report() const {
     if (check.converted_from_float32) converted += (converted.empty() ? "" : ", ") + std::to_string(check.input);
   if (!converted.empty()) os << "  note: float32 input(s) " << converted << " were checked as float64 copies\n";
   if (has_worst) {
+    os << "  largest abs error " << num(max_abs_error) << ", largest rel error " << num(max_rel_error)
+       << " (rel: where |numerical| > atol)\n";
     const GradcheckRun& run = runs[worst_run];
     const InputCheck& check = run.inputs[worst_input];
-    os << "  worst element (" << run.what << ", input " << check.input << "):\n";
+    os << "  worst element (" << run.what << ", " << check.name << "):\n";
     write_entry(os, worst, check, run.output_shape);
   }
   for (const GradcheckRun& run : runs) {

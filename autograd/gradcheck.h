@@ -16,6 +16,16 @@
 // Inputs should be float64 (finite differences in float32 are useless at eps = 1e-6). Float32
 // inputs are checked as float64 copies with the same strides; the report says so.
 //
+// Tensors fn reads without taking them as arguments (a module's parameters) can be checked
+// too: pass them as `captured`, by name. They must be float64 leaves that require grad; they
+// are perturbed in place (and restored bit for bit), their .grad is used and then cleared.
+// tg::nn::gradcheck (nn/gradcheck.h) checks a whole module this way.
+//
+// Random numbers: every evaluation of fn starts from the default generator's state at the
+// call, so random ops inside fn (dropout in training) draw the same numbers each time and
+// every perturbed evaluation sees the same mask; afterwards the generator is back at that
+// state, as if gradcheck had not run.
+//
 // Fuzzing (options.fuzz = N) reruns the check N more times on random variations of the inputs:
 // floating inputs get broadcastable shapes (some dims shrunk to 1, leading dims dropped; a
 // variation fn rejects with a tg::Error, or where fn's output is not finite though it is on the
@@ -36,6 +46,7 @@
 #include <functional>
 #include <iosfwd>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "autograd/tensor.h"
@@ -67,9 +78,10 @@ struct JacobianEntry {
   double excess = 0;     // abs_error / (atol + rtol * |numerical|): above 1 fails
 };
 
-// The check of one input that requires grad, in one run.
+// The check of one input that requires grad (or one captured tensor), in one run.
 struct InputCheck {
-  size_t input = 0;  // position in the input list
+  size_t input = 0;  // position in the input list; captured tensors follow the inputs
+  std::string name;  // "input 0", or the captured tensor's name ("W_query.weight")
   Shape shape;
   Shape strides;
   int64_t storage_offset = 0;
@@ -77,6 +89,8 @@ struct InputCheck {
   bool passed = true;
   std::string problem;                // a failure that is not a number: "gradient has shape ..."
   std::vector<JacobianEntry> worst;   // the worst elements, worst (largest excess) first
+  double max_abs_error = 0;  // over all elements
+  double max_rel_error = 0;  // over elements with |numerical| > atol (smaller ones are judged by atol)
   // Both Jacobians, row-major (rows: input elements, columns: output elements); kept only
   // when they have at most options.full_jacobian_up_to entries.
   std::vector<double> numerical;
@@ -103,6 +117,8 @@ struct GradcheckResult {
   JacobianEntry worst;             // the largest excess over all runs and inputs
   size_t worst_run = 0, worst_input = 0;
   bool has_worst = false;
+  double max_abs_error = 0;  // the largest of the inputs' max_abs_error / max_rel_error, over all runs
+  double max_rel_error = 0;
 
   explicit operator bool() const { return passed; }
   // A readable account: on failure, which run and input, the worst elements and the
@@ -115,6 +131,13 @@ std::ostream& operator<<(std::ostream& os, const GradcheckResult& result);
 // Throws tg::Error if no input requires grad, if an input requiring grad has overlapping
 // memory (stride 0, as after expand), or if fn's output is not floating point.
 GradcheckResult gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs,
+                          GradcheckOptions options = {});
+
+// The same, also with respect to tensors fn reads on its own (see the header comment). Throws
+// tg::Error if a captured tensor is not a float64 leaf that requires grad, or if nothing at
+// all (input or captured) requires grad.
+using NamedTensorList = std::vector<std::pair<std::string, Tensor>>;
+GradcheckResult gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs, const NamedTensorList& captured,
                           GradcheckOptions options = {});
 
 // For tests: run gradcheck and throw a tg::Error whose message is the report if it fails.

@@ -20,9 +20,9 @@
 #include <cstring>
 #include <filesystem>
 #include <optional>
-#include <random>
 #include <set>
 
+#include "autograd/atomic_file.h"
 #include "autograd/json.h"
 #include "autograd/ops.h"
 
@@ -388,72 +388,30 @@ std::string make_header(const std::string& path, const NamedTensors& tensors, co
   return json;
 }
 
-// A temporary file next to the target; removed when it goes out of scope unless renamed.
-class TempFile {
- public:
-  explicit TempFile(const std::string& target) : target_(target), file_(-1) {
-    std::random_device random;
-    for (int attempt = 0; attempt < 100 && file_.fd < 0; ++attempt) {
-      char suffix[32];
-      std::snprintf(suffix, sizeof suffix, ".tmp-%08x", static_cast<unsigned>(random()));
-      path_ = target + suffix;
-      file_.fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-      if (file_.fd < 0 && errno != EEXIST) break;
-    }
-    if (file_.fd < 0) save_error(target, "cannot create a temporary file " + path_ + ": " + std::strerror(errno));
-  }
-  TempFile(const TempFile&) = delete;
-  TempFile& operator=(const TempFile&) = delete;
-  ~TempFile() {
-    if (!renamed_) ::unlink(path_.c_str());
-  }
-
-  void write(const void* data, uint64_t count) {
-    const char* in = static_cast<const char*>(data);
-    while (count > 0) {
-      size_t chunk = static_cast<size_t>(std::min<uint64_t>(count, 1u << 30));
-      ssize_t wrote = ::write(file_.fd, in, chunk);
-      if (wrote < 0 && errno == EINTR) continue;
-      if (wrote < 0) fail("cannot write " + path_);
-      in += wrote;
-      count -= static_cast<uint64_t>(wrote);
-    }
-  }
-
-  // fsync, close, rename over the target, fsync the folder so that the rename is on disk too.
-  void commit() {
-    if (::fsync(file_.fd) != 0) fail("cannot sync " + path_);
-    int fd = file_.fd;
-    file_.fd = -1;
-    if (::close(fd) != 0) fail("cannot close " + path_);
-    if (::rename(path_.c_str(), target_.c_str()) != 0) fail("cannot rename " + path_ + " to it");
-    renamed_ = true;
-    std::string folder = std::filesystem::path(target_).parent_path().string();
-    Fd dir(::open(folder.empty() ? "." : folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (dir.fd < 0 || ::fsync(dir.fd) != 0) fail("saved, but cannot sync its folder");
-  }
-
- private:
-  [[noreturn]] void fail(const std::string& what) { save_error(target_, what + ": " + std::strerror(errno)); }
-
-  std::string target_, path_;
-  Fd file_;
-  bool renamed_ = false;
-};
-
 }  // namespace
 
-void save_safetensors(const std::string& path, const NamedTensors& tensors, const SafetensorsMetadata& metadata) {
-  std::string header = make_header(path, tensors, metadata);
-  TempFile file(path);
+namespace {
+// The 8-byte length, the header, then every tensor's logical values (a view's, row-major).
+void write_file(AtomicFile& file, const std::string& header, const NamedTensors& tensors) {
   unsigned char prefix[8];
   for (int i = 0; i < 8; ++i) prefix[i] = static_cast<unsigned char>(uint64_t{header.size()} >> (8 * i));
   file.write(prefix, 8);
   file.write(header.data(), header.size());
   for (const auto& [name, t] : tensors) {
-    Tensor values = t.detach().contiguous();  // the logical values of a view, row-major
+    Tensor values = t.detach().contiguous();
     if (values.nbytes() > 0) file.write(values.raw_data(), values.nbytes());
   }
+}
+}  // namespace
+
+void save_safetensors(AtomicFile& file, const NamedTensors& tensors, const SafetensorsMetadata& metadata) {
+  write_file(file, make_header(file.target(), tensors, metadata), tensors);
+}
+
+void save_safetensors(const std::string& path, const NamedTensors& tensors, const SafetensorsMetadata& metadata) {
+  const std::string header = make_header(path, tensors, metadata);  // names checked before the file is touched
+  AtomicFile file(path, "save_safetensors");
+  write_file(file, header, tensors);
   file.commit();
 }
 

@@ -38,6 +38,7 @@
 #include <utility>
 #include <vector>
 
+#include "autograd/atomic_file.h"
 #include "autograd/tensor.h"
 
 namespace tg {
@@ -48,6 +49,10 @@ using SafetensorsMetadata = std::vector<std::pair<std::string, std::string>>;
 // Write tensors (names unique, non-empty, not "__metadata__") and metadata to path, atomically.
 void save_safetensors(const std::string& path, const NamedTensors& tensors,
                       const SafetensorsMetadata& metadata = {});
+
+// The same bytes into a file being written atomically, without committing it: for several files
+// that are saved together (prepare each, then commit each; see atomic_file.h).
+void save_safetensors(AtomicFile& file, const NamedTensors& tensors, const SafetensorsMetadata& metadata = {});
 
 // Read every tensor of the file, in header order, as new contiguous tensors (not requiring grad).
 NamedTensors load_safetensors(const std::string& path);

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "autograd/ops.h"
+#include "autograd/tape.h"
 
 namespace tg::nn {
 
@@ -14,20 +15,62 @@ Tensor scaled_softmax(const Tensor& scores, int64_t d_k) {
   return softmax(scores / std::sqrt(static_cast<double>(d_k)), -1);
 }
 
-// x must be (b, T, d_in) with T <= context_length.
-void check_batch_input(const Tensor& x, int64_t d_in, int64_t context_length, const char* layer) {
+// x must be (b, T, d_in) with T <= context_length. `what` names it in the message ("kv").
+void check_batch_input(const Tensor& x, int64_t d_in, int64_t context_length, const char* layer,
+                       const std::string& what = "input") {
   if (x.dim() != 3 || x.size(2) != d_in) {
-    throw Error(std::string(layer) + ": expected input of shape (b, num_tokens, " + std::to_string(d_in) + "), got " +
-                shape_str(x.sizes()));
+    throw Error(std::string(layer) + ": expected " + what + " of shape (b, num_tokens, " + std::to_string(d_in) +
+                "), got " + shape_str(x.sizes()));
   }
   if (x.size(1) > context_length) {
-    throw Error(std::string(layer) + ": num_tokens (" + std::to_string(x.size(1)) + ") exceeds context_length (" +
-                std::to_string(context_length) + ")");
+    throw Error(std::string(layer) + ": " + (what == "input" ? "" : what + " ") + "num_tokens (" +
+                std::to_string(x.size(1)) + ") exceeds context_length (" + std::to_string(context_length) + ")");
   }
 }
 
-// The mask's top-left (T, T) corner as bool: true above the diagonal.
-Tensor causal_mask(const Tensor& mask, int64_t T) { return mask.narrow(0, 0, T).narrow(1, 0, T) == 1.0; }
+// The mask's top-left (T_q, T_k) corner as bool: true above the diagonal.
+Tensor causal_mask(const Tensor& mask, int64_t T_q, int64_t T_k, int64_t past = 0) {
+  return mask.narrow(0, past, T_q).narrow(1, 0, T_k) == 1.0;  // queries at positions past..past+T_q-1
+}
+
+// softmax(scores / sqrt(d_k)) over the keys, weight 0 where `masked` (bool, broadcastable to
+// scores; undefined: nothing masked). When `rows_may_be_all_masked`, a query whose keys are
+// all masked gets zero weights instead of softmax's NaN: its row is left unmasked for the
+// softmax and zeroed after it, so neither forward nor backward ever meets a NaN.
+Tensor masked_attention_weights(const Tensor& scores, const Tensor& masked, int64_t d_k, bool rows_may_be_all_masked) {
+  if (!masked.defined()) return scaled_softmax(scores, d_k);
+  if (!rows_may_be_all_masked) return scaled_softmax(scores.masked_fill(masked, -kInf), d_k);
+  Tensor all_masked = masked.sum(-1, /*keepdim=*/true) == masked.size(-1);  // (..., T_q or 1, 1)
+  Tensor weights = scaled_softmax(scores.masked_fill(logical_and(masked, logical_not(all_masked)), -kInf), d_k);
+  return weights.masked_fill(all_masked, 0.0);
+}
+
+// kv must be (b, T_k, d_in) with x's b and T_k <= context_length.
+void check_kv_input(const Tensor& x, const Tensor& kv, int64_t d_in, int64_t context_length) {
+  if (kv.dim() == 3 && kv.size(2) != d_in) {
+    throw Error("MultiHeadAttention: kv of shape " + shape_str(kv.sizes()) + " has width " + std::to_string(kv.size(2)) +
+                ", but keys and values are projected from d_in = " + std::to_string(d_in) + " features, as the queries from x " +
+                shape_str(x.sizes()));
+  }
+  check_batch_input(kv, d_in, context_length, "MultiHeadAttention", "kv");
+  if (kv.size(0) != x.size(0)) {
+    throw Error("MultiHeadAttention: x of shape " + shape_str(x.sizes()) + " and kv of shape " +
+                shape_str(kv.sizes()) + " have different batch sizes (" + std::to_string(x.size(0)) + " vs " +
+                std::to_string(kv.size(0)) + ")");
+  }
+}
+
+// key_padding_mask must be bool (b, T_k).
+void check_key_padding_mask(const Tensor& padded, int64_t b, int64_t T_k) {
+  if (padded.dtype() != kBool) {
+    throw Error(std::string("MultiHeadAttention: key_padding_mask must be bool (true = padded), got ") +
+                dtype_name(padded.dtype()));
+  }
+  if (padded.sizes() != Shape{b, T_k}) {
+    throw Error("MultiHeadAttention: key_padding_mask has shape " + shape_str(padded.sizes()) +
+                ", expected (b, T_k) = " + shape_str({b, T_k}));
+  }
+}
 
 }  // namespace
 
@@ -76,8 +119,8 @@ Tensor CausalAttention::forward(const Tensor& x) {
   Tensor keys = W_key->forward(x);      // (b, T, d_out)
   Tensor queries = W_query->forward(x);
   Tensor values = W_value->forward(x);
-  Tensor scores = queries.matmul(keys.transpose(1, 2)).masked_fill(causal_mask(mask, T), -kInf);  // (b, T, T)
-  Tensor weights = dropout->forward(scaled_softmax(scores, keys.size(-1)));
+  Tensor scores = queries.matmul(keys.transpose(1, 2));  // (b, T, T)
+  Tensor weights = dropout->forward(masked_attention_weights(scores, causal_mask(mask, T, T), keys.size(-1), false));
   if (keep_attention_weights) attention_weights = weights.detach();
   return weights.matmul(values);  // (b, T, d_out)
 }
@@ -113,18 +156,57 @@ MultiHeadAttention::MultiHeadAttention(int64_t d_in_, int64_t d_out_, int64_t co
   mask = register_buffer("mask", triu(ones({context_length, context_length}), 1));
 }
 
-Tensor MultiHeadAttention::forward(const Tensor& x) {
+Tensor MultiHeadAttention::forward(const Tensor& x) { return forward(x, AttentionOptions{}); }
+
+// Writes this forward's keys and values (b, h, T, hs) after the cached ones and returns all of
+// them (b, h, past + T, hs): views of the cache's buffers, no copy of the past.
+void MultiHeadAttention::append_to_cache(KVCache& cache, Tensor& keys, Tensor& values) const {
+  const int64_t b = keys.size(0), T = keys.size(2), past = cache.length_;
+  if (grad_mode_enabled())
+    throw Error("MultiHeadAttention: a KVCache is for generation; use it under tg::NoGradGuard");
+  if (!cache.keys_.defined() || cache.keys_.size(0) != b || cache.keys_.dtype() != keys.dtype()) {
+    if (past > 0) throw Error("MultiHeadAttention: the KVCache holds another batch; clear() it first");
+    cache.keys_ = zeros({b, num_heads, context_length, head_dim}, keys.dtype());
+    cache.values_ = zeros({b, num_heads, context_length, head_dim}, keys.dtype());
+  }
+  if (past + T > context_length) {
+    throw Error("MultiHeadAttention: the KVCache holds " + std::to_string(past) + " positions; " + std::to_string(T) +
+                " more exceed context_length (" + std::to_string(context_length) + ")");
+  }
+  cache.keys_.narrow(2, past, T).copy_(keys);
+  cache.values_.narrow(2, past, T).copy_(values);
+  cache.length_ = past + T;
+  keys = cache.keys_.narrow(2, 0, cache.length_);
+  values = cache.values_.narrow(2, 0, cache.length_);
+}
+
+Tensor MultiHeadAttention::forward(const Tensor& x, const AttentionOptions& options) {
   check_batch_input(x, d_in, context_length, "MultiHeadAttention");
-  const int64_t b = x.size(0), T = x.size(1);
+  if (options.cache && options.kv.defined())
+    throw Error("MultiHeadAttention: a KVCache is for self-attention; it cannot be combined with kv");
+  const Tensor& kv = options.kv.defined() ? options.kv : x;
+  if (options.kv.defined()) check_kv_input(x, kv, d_in, context_length);
+  const int64_t b = x.size(0), T_q = x.size(1), past = options.cache ? options.cache->length() : 0;
+  const int64_t T_k = past + kv.size(1);
+  const Tensor& padded = options.key_padding_mask;
+  if (padded.defined()) check_key_padding_mask(padded, b, T_k);
   // (b, T, d_out) -> (b, T, num_heads, head_dim) -> (b, num_heads, T, head_dim): views, no copies
-  auto split_heads = [&](const Tensor& t) { return t.view({b, T, num_heads, head_dim}).transpose(1, 2); };
-  Tensor keys = split_heads(W_key->forward(x));
-  Tensor queries = split_heads(W_query->forward(x));
-  Tensor values = split_heads(W_value->forward(x));
-  Tensor scores = queries.matmul(keys.transpose(2, 3)).masked_fill(causal_mask(mask, T), -kInf);  // (b, h, T, T)
-  Tensor weights = dropout->forward(scaled_softmax(scores, head_dim));
-  if (keep_attention_weights) attention_weights = weights.detach();
-  Tensor context = weights.matmul(values).transpose(1, 2).contiguous().view({b, T, d_out});  // heads joined
+  auto split_heads = [&](const Tensor& t, int64_t T) { return t.view({b, T, num_heads, head_dim}).transpose(1, 2); };
+  Tensor keys = split_heads(W_key->forward(kv), kv.size(1));      // (b, h, T_k, hs)
+  Tensor queries = split_heads(W_query->forward(x), T_q);         // (b, h, T_q, hs)
+  Tensor values = split_heads(W_value->forward(kv), kv.size(1));  // (b, h, T_k, hs)
+  if (options.cache) append_to_cache(*options.cache, keys, values);  // now (b, h, past + T_q, hs)
+  Tensor scores = queries.matmul(keys.transpose(2, 3));    // (b, h, T_q, T_k)
+  Tensor masked;  // broadcastable to scores: (T_q, T_k), (b, 1, 1, T_k) or (b, 1, T_q, T_k)
+  if (options.causal) masked = causal_mask(mask, T_q, T_k, past);
+  if (padded.defined()) {
+    Tensor padded_keys = padded.view({b, 1, 1, T_k});
+    masked = masked.defined() ? logical_or(masked, padded_keys) : padded_keys;
+  }
+  // causal alone always leaves key 0 visible; only padding can mask a query's every key
+  Tensor weights = dropout->forward(masked_attention_weights(scores, masked, head_dim, padded.defined()));
+  if (keep_attention_weights) attention_weights = weights.detach();  // (b, h, T_q, T_k)
+  Tensor context = weights.matmul(values).transpose(1, 2).contiguous().view({b, T_q, d_out});  // heads joined
   return out_proj->forward(context);
 }
 

@@ -13,6 +13,34 @@
 //   MultiHeadAttentionWrapper(d_in, d_out, context_length, dropout, num_heads, qkv_bias)   heads.i, concatenated
 //   MultiHeadAttention(d_in, d_out, context_length, dropout, num_heads, qkv_bias)          split heads, out_proj
 //
+// MultiHeadAttention::forward(x, options) adds what a transformer beyond the notebook needs
+// (forward(x) is forward(x, {})):
+//
+//   .kv                (b, T_k, d_in): queries come from x (b, T_q, d_in), keys and values from
+//                      kv (cross-attention); undefined: from x, T_k = T_q
+//   .causal            true (default): query i sees keys 0..i only; false: every key
+//   .key_padding_mask  bool (b, T_k), true = padded, as PyTorch's key_padding_mask: no query
+//                      sees that key; undefined: none
+//
+//   .cache             a KVCache: incremental decoding. x holds the new positions only; their
+//                      keys and values are written into the cache after the ones before, and
+//                      the queries attend to all of them (query i is at position past + i, so
+//                      causal means keys 0..past+i). Each new token then costs one position's
+//                      work. For generation: only under NoGradGuard, and not with .kv.
+//
+//   masked(n, i, j) = (causal and j > past + i) or key_padding_mask[n, j]   scores -inf where masked
+//                     (past = 0 without a cache)
+//
+// Causal with T_q != T_k is aligned at the top left, as the buffer's (T_q, T_k) corner and as
+// torch's scaled_dot_product_attention(is_causal=True): query i sees keys 0..min(i, T_k - 1).
+// Both T_q and T_k must be <= context_length.
+//
+// A query whose keys are all masked (every key padded) gets zero weights, so its context is 0
+// and its output is out_proj's bias: no NaN reaches the output or any gradient, in forward or
+// backward. softmax itself stays PyTorch's (a row of all -inf is NaN); the layer keeps such
+// rows out of it: they are left unmasked for the softmax and their weights set to 0 after it,
+// which gives the same values as masked_fill(-inf), softmax, then zeroing the all-masked rows.
+//
 // Set keep_attention_weights = true to keep the last forward's weights in attention_weights
 // (for teaching and heatmaps); off, nothing is kept.
 #pragma once
@@ -62,17 +90,44 @@ class MultiHeadAttentionWrapper : public Module {
   std::shared_ptr<ModuleList> heads;
 };
 
+// The keys and values of the positions seen so far, one layer's, for incremental decoding:
+// buffers of (b, num_heads, context_length, head_dim) filled up to length(). Made empty; the
+// first forward that uses it sizes it. clear() starts over (a new prompt, a slid window).
+class KVCache {
+ public:
+  int64_t length() const { return length_; }
+  void clear() { length_ = 0; }
+
+ private:
+  friend class MultiHeadAttention;
+  Tensor keys_, values_;  // (b, h, context_length, hs)
+  int64_t length_ = 0;
+};
+
+// What MultiHeadAttention::forward(x, options) adds (see the header comment):
+//   mha.forward(x, {.kv = encoded, .causal = false, .key_padding_mask = padded});
+struct AttentionOptions {
+  Tensor kv{};                // (b, T_k, d_in); undefined: keys and values from x
+  bool causal = true;         // query i sees keys 0..i only
+  Tensor key_padding_mask{};  // bool (b, T_k), true = padded; undefined: nothing padded
+  KVCache* cache = nullptr;   // incremental decoding (no grad); nullptr: none
+};
+
 class MultiHeadAttention : public Module {
  public:
   MultiHeadAttention(int64_t d_in, int64_t d_out, int64_t context_length, double dropout, int64_t num_heads,
                      bool qkv_bias = false);
-  Tensor forward(const Tensor& x) override;
+  Tensor forward(const Tensor& x) override;  // forward(x, {}): causal self-attention
+  Tensor forward(const Tensor& x, const AttentionOptions& options);
   int64_t d_in, d_out, context_length, num_heads, head_dim;
   std::shared_ptr<Linear> W_query, W_key, W_value, out_proj;
   std::shared_ptr<Dropout> dropout;
   Tensor mask;
   bool keep_attention_weights = false;
-  Tensor attention_weights;  // (b, num_heads, T, T)
+  Tensor attention_weights;  // (b, num_heads, T_q, T_k)
+
+ private:
+  void append_to_cache(KVCache& cache, Tensor& keys, Tensor& values) const;
 };
 
 }  // namespace tg::nn

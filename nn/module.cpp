@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "autograd/internal.h"
 #include "autograd/ops.h"
 #include "autograd/tape.h"
 
@@ -115,6 +116,37 @@ void Module::train(bool on) {
 
 void Module::zero_grad() {
   for (const Tensor& p : parameters()) p.zero_grad();
+}
+
+namespace {
+
+// t's values converted to dtype in a fresh storage, with t keeping its identity (as PyTorch's
+// param.data = param.data.to(dtype)). The old storage's version is bumped, so a tape entry that
+// saved t refuses to backpropagate with values that are no longer the module's.
+void convert_in_place(const Tensor& t, ScalarType dtype) {
+  if (!t.defined() || t.dtype() == dtype) return;
+  const Tensor converted = t.detach().to(dtype).contiguous();
+  TensorImpl& impl = impl_of(t);
+  impl.storage->version++;
+  impl.storage = impl_of(converted).storage;
+  impl.dtype = dtype;
+  impl.strides = converted.strides();
+  impl.offset = converted.storage_offset();
+  if (impl.grad) convert_in_place(tensor_of(impl.grad), dtype);
+}
+
+}  // namespace
+
+Module& Module::to(ScalarType dtype) {
+  if (!is_floating(dtype)) {
+    throw Error(type_name_ + ".to: only floating point dtypes (float32, float64), got " + dtype_name(dtype));
+  }
+  NoGradGuard no_grad;
+  for (auto& [n, t] : params_) convert_in_place(t, dtype);
+  for (Buffer& b : buffers_)
+    if (b.value.is_floating_point()) convert_in_place(b.value, dtype);
+  for (auto& [n, m] : children_) m->to(dtype);
+  return *this;
 }
 
 NamedTensors Module::state_dict() const {

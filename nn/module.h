@@ -57,6 +57,13 @@ class Module {
   bool is_training() const { return training_; }
   void zero_grad();  // drops every parameter's .grad (as set_to_none=True)
 
+  // --- dtype ----------------------------------------------------------------------------------
+  // Converts every parameter, floating buffer and existing .grad to dtype (kFloat32 or
+  // kFloat64) in place, as module.to(torch.float64): each tensor keeps its identity, so a
+  // layer's own handle (Linear::weight) sees the new values. A graph recorded before the
+  // conversion can no longer be backpropagated (its saved parameters count as modified).
+  Module& to(ScalarType dtype);
+
   // --- state: parameters and persistent buffers, as PyTorch's state_dict ----------------------
   NamedTensors state_dict() const;
   // Copies dict into this module's tensors. Every name, shape and dtype is checked first and all

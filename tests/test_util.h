@@ -2,6 +2,8 @@
 #pragma once
 #include <gtest/gtest.h>
 
+#include <bit>
+#include <cmath>
 #include <cstdlib>
 #include <exception>
 #include <filesystem>
@@ -12,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "autograd/json.h"
 #include "autograd/ops.h"
 
 namespace tg::test {
@@ -62,6 +65,33 @@ inline Tensor leaf(const Tensor& t) {
   Tensor x = t.detach();
   x.requires_grad_(true);
   return x;
+}
+
+// A tensor written by tests/reference/*.py: {"shape": [...], "values": [16 hex digits of each
+// value's float64 bit pattern]}, as float32 (float32 values widened exactly) unless told.
+inline Tensor decode_reference(const json::Value& t, ScalarType dtype = kFloat32) {
+  std::vector<double> values;
+  for (size_t i = 0; i < t["values"].size(); ++i)
+    values.push_back(std::bit_cast<double>(std::stoull(t["values"][i].as_string(), nullptr, 16)));
+  Shape shape;
+  for (size_t i = 0; i < t["shape"].size(); ++i) shape.push_back(t["shape"][i].as_int64());
+  return from_vector(values, shape, dtype);
+}
+
+// |got - want| <= atol + rtol |want| everywhere; on failure names the element and both values.
+inline ::testing::AssertionResult all_close(const Tensor& got, const Tensor& want, double atol, double rtol) {
+  if (got.sizes() != want.sizes()) {
+    return ::testing::AssertionFailure() << "shape " << got.sizes() << " vs " << want.sizes();
+  }
+  const auto g = got.tolist<double>(), w = want.tolist<double>();
+  for (size_t i = 0; i < g.size(); ++i) {
+    if (!(std::abs(g[i] - w[i]) <= atol + rtol * std::abs(w[i]))) {
+      return ::testing::AssertionFailure() << "element " << i << ": got " << g[i] << ", want " << w[i]
+                                           << " (|diff| " << std::abs(g[i] - w[i]) << " > " << atol << " + "
+                                           << rtol << " * |want|)";
+    }
+  }
+  return ::testing::AssertionSuccess();
 }
 
 // Same dtype, same shape and the same bytes in row-major order (NaN payloads and -0.0 included).

@@ -21,27 +21,9 @@ namespace {
 using test::error_of;
 using test::has_part;
 
-Tensor decode(const json::Value& t) {
-  std::vector<double> values;
-  for (size_t i = 0; i < t["values"].size(); ++i)
-    values.push_back(std::bit_cast<double>(std::stoull(t["values"][i].as_string(), nullptr, 16)));
-  Shape shape;
-  for (size_t i = 0; i < t["shape"].size(); ++i) shape.push_back(t["shape"][i].as_int64());
-  return from_vector(values, shape, kFloat32);
-}
-
-// |got - want| <= atol + rtol |want| everywhere; on failure names the element and both values.
+Tensor decode(const json::Value& t) { return test::decode_reference(t); }
 ::testing::AssertionResult close(const Tensor& got, const Tensor& want, double atol, double rtol) {
-  if (got.sizes() != want.sizes()) {
-    return ::testing::AssertionFailure() << "shape " << got.sizes() << " vs " << want.sizes();
-  }
-  const auto g = got.tolist<double>(), w = want.tolist<double>();
-  for (size_t i = 0; i < g.size(); ++i) {
-    if (!(std::abs(g[i] - w[i]) <= atol + rtol * std::abs(w[i]))) {
-      return ::testing::AssertionFailure() << "element " << i << ": got " << g[i] << ", want " << w[i];
-    }
-  }
-  return ::testing::AssertionSuccess();
+  return test::all_close(got, want, atol, rtol);
 }
 
 const json::Value& reference() {

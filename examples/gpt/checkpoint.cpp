@@ -1,0 +1,196 @@
+// examples/gpt/checkpoint.cpp — writing and reading a run folder.
+#include "examples/gpt/checkpoint.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include "autograd/atomic_file.h"
+#include "autograd/generator.h"
+#include "autograd/json.h"
+#include "autograd/safetensors.h"
+#include "nn/serialize.h"
+
+namespace tg::examples {
+
+namespace {
+
+const char* const kFiles[] = {"model.safetensors", "optimizer.safetensors", "config.json", "tokenizer.json"};
+
+std::string path_in(const std::string& dir, const std::string& name) { return (std::filesystem::path(dir) / name).string(); }
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(path + ": cannot read it");
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string to_hex(const std::vector<uint8_t>& bytes) {
+  static const char* digits = "0123456789abcdef";
+  std::string out;
+  for (uint8_t b : bytes) {
+    out += digits[b >> 4];
+    out += digits[b & 15];
+  }
+  return out;
+}
+
+std::vector<uint8_t> from_hex(const std::string& text, const std::string& where) {
+  if (text.size() % 2) throw Error(where + ": odd number of hex digits");
+  std::vector<uint8_t> out;
+  for (size_t i = 0; i < text.size(); i += 2) {
+    unsigned v = 0;
+    if (std::sscanf(text.substr(i, 2).c_str(), "%2x", &v) != 1) throw Error(where + ": not hex at digit " + std::to_string(i));
+    out.push_back(static_cast<uint8_t>(v));
+  }
+  return out;
+}
+
+std::string metadata_value(const SafetensorsMetadata& metadata, const std::string& key, const std::string& file) {
+  for (const auto& [k, v] : metadata)
+    if (k == key) return v;
+  throw Error(file + ": metadata \"" + key + "\" is missing: not a train_gpt checkpoint");
+}
+
+// 17 significant digits: the same double when read back.
+std::string json_double(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+// A flag's value as JSON: numbers that read back exactly, strings quoted.
+std::string json_value(const Flag& f) {
+  if (auto* p = std::get_if<int64_t*>(&f.value)) return std::to_string(**p);
+  if (auto* p = std::get_if<double*>(&f.value)) return json_double(**p);
+  if (auto* p = std::get_if<bool*>(&f.value)) return **p ? "true" : "false";
+  return json::quote(*std::get<std::string*>(f.value));
+}
+
+std::string config_json(const nn::GPTConfig& c, TrainOptions options) {
+  std::ostringstream os;
+  os << "{\n  \"model\": {\"vocab_size\": " << c.vocab_size << ", \"context_length\": " << c.context_length
+     << ", \"emb_dim\": " << c.emb_dim << ", \"n_heads\": " << c.n_heads << ", \"n_layers\": " << c.n_layers
+     << ", \"drop_rate\": " << json_double(c.drop_rate)
+     << ", \"qkv_bias\": " << (c.qkv_bias ? "true" : "false") << "},\n  \"train\": {";
+  const std::vector<Flag> flags = train_flags(options);
+  for (size_t i = 0; i < flags.size(); ++i) os << (i ? ", " : "") << json::quote(flags[i].name) << ": " << json_value(flags[i]);
+  os << "}\n}\n";
+  return os.str();
+}
+
+nn::GPTConfig model_config(const json::Value& m) {
+  nn::GPTConfig c;
+  c.vocab_size = m["vocab_size"].as_int64();
+  c.context_length = m["context_length"].as_int64();
+  c.emb_dim = m["emb_dim"].as_int64();
+  c.n_heads = m["n_heads"].as_int64();
+  c.n_layers = m["n_layers"].as_int64();
+  c.drop_rate = m["drop_rate"].as_double();
+  c.qkv_bias = m["qkv_bias"].as_bool();
+  c.validate();
+  return c;
+}
+
+}  // namespace
+
+void check_checkpoint_folder(const std::string& dir) {
+  if (!std::filesystem::is_directory(dir)) throw Error(dir + ": no such folder");
+  for (const char* name : kFiles)
+    if (!std::filesystem::exists(path_in(dir, name)))
+      throw Error(dir + ": not a train_gpt checkpoint folder (" + name + " is missing)");
+}
+
+void save_checkpoint(Trainer& trainer, const std::string& dir) {
+  const std::string step = std::to_string(trainer.step());
+  std::vector<AtomicFile> files;
+  files.emplace_back(path_in(dir, "model.safetensors"), "train_gpt");
+  save_safetensors(files.back(), trainer.model().state_dict(), {{"format", "pt"}, {"step", step}});
+  files.emplace_back(path_in(dir, "optimizer.safetensors"), "train_gpt");
+  save_safetensors(files.back(), trainer.optimizer().state_dict(),
+                   {{"step", step},
+                    {"default_generator", to_hex(default_generator().get_state())},
+                    {"batch_generator", to_hex(trainer.batch_generator().get_state())}});
+  files.emplace_back(path_in(dir, "config.json"), "train_gpt");
+  files.back().write(config_json(trainer.config(), trainer.options()));
+  files.emplace_back(path_in(dir, "tokenizer.json"), "train_gpt");
+  files.back().write(trainer.tokenizer().to_json());
+  for (AtomicFile& f : files) f.prepare();  // everything on disk under temporary names
+  for (AtomicFile& f : files) f.commit();   // then only the renames
+}
+
+TrainOptions saved_options(const std::string& dir) {
+  check_checkpoint_folder(dir);
+  const std::string path = path_in(dir, "config.json");
+  const json::Value doc = json::parse(read_text(path), path);
+  TrainOptions o;
+  std::vector<std::string> args;
+  for (const json::Member& m : doc["train"].as_object()) {
+    args.push_back("--" + m.key);
+    args.push_back(m.value.is_string() ? m.value.as_string() : m.value.number_text());
+  }
+  bool help = false;
+  try {
+    parse_flags(train_flags(o), args, &help);
+  } catch (const Error& e) {
+    throw Error(path + ": " + e.what());
+  }
+  return o;
+}
+
+std::unique_ptr<Trainer> resume_trainer(const std::string& dir, const TrainOptions& options, const std::string& text) {
+  check_checkpoint_folder(dir);
+  auto trainer = std::make_unique<Trainer>(options, text);
+  const std::string tokenizer_path = path_in(dir, "tokenizer.json");
+  if (CharTokenizer::from_json(read_text(tokenizer_path), tokenizer_path).to_json() != trainer->tokenizer().to_json())
+    throw Error(tokenizer_path + ": the training text's characters differ from the checkpoint's: resume with the same --data");
+
+  const std::string model_path = path_in(dir, "model.safetensors"), opt_path = path_in(dir, "optimizer.safetensors");
+  const SafetensorsMetadata model_meta = load_safetensors_metadata(model_path);
+  const SafetensorsMetadata opt_meta = load_safetensors_metadata(opt_path);
+  const std::string step = metadata_value(model_meta, "step", model_path);
+  if (metadata_value(opt_meta, "step", opt_path) != step)
+    throw Error(dir + ": model.safetensors is at step " + step + " but optimizer.safetensors at step " +
+                metadata_value(opt_meta, "step", opt_path) + ": the checkpoint is inconsistent");
+  const std::vector<uint8_t> dropout_state = from_hex(metadata_value(opt_meta, "default_generator", opt_path), opt_path);
+  const std::vector<uint8_t> batch_state = from_hex(metadata_value(opt_meta, "batch_generator", opt_path), opt_path);
+
+  load(trainer->model(), model_path);  // checks every name, shape and dtype; all or nothing
+  try {
+    trainer->optimizer().load_state(load_safetensors(opt_path));
+  } catch (const Error& e) {
+    throw Error(opt_path + ": " + e.what());
+  }
+  default_generator().set_state(dropout_state);
+  trainer->batch_generator().set_state(batch_state);
+  trainer->set_step(std::stoll(step));
+  return trainer;
+}
+
+SavedModel load_saved_model(const std::string& dir) {
+  if (!std::filesystem::is_directory(dir)) throw Error(dir + ": no such folder");
+  for (const char* name : {"model.safetensors", "config.json", "tokenizer.json"})
+    if (!std::filesystem::exists(path_in(dir, name)))
+      throw Error(dir + ": not a model folder (" + std::string(name) + " is missing)");
+  SavedModel saved;
+  const std::string config_path = path_in(dir, "config.json"), tokenizer_path = path_in(dir, "tokenizer.json");
+  try {
+    saved.config = model_config(json::parse(read_text(config_path), config_path)["model"]);
+  } catch (const Error& e) {
+    throw Error(config_path + ": " + e.what());
+  }
+  saved.tokenizer = CharTokenizer::from_json(read_text(tokenizer_path), tokenizer_path);
+  if (saved.tokenizer.vocab_size() != saved.config.vocab_size)
+    throw Error(dir + ": tokenizer.json has " + std::to_string(saved.tokenizer.vocab_size()) +
+                " characters but config.json's vocab_size is " + std::to_string(saved.config.vocab_size));
+  saved.model = std::make_unique<nn::GPTModel>(saved.config);
+  load(*saved.model, path_in(dir, "model.safetensors"));
+  saved.model->eval();
+  return saved;
+}
+
+}  // namespace tg::examples

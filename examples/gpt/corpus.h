@@ -1,0 +1,20 @@
+// examples/gpt/corpus.h — the training program's built-in corpus: short stories the project
+// writes itself from a small grammar, so a fresh machine has something to learn from without
+// downloading anything.
+//
+// The text has the structure a small character-level model picks up within minutes: a fixed
+// vocabulary of words, sentences with a subject, a verb and a place, dialogue in quotes,
+// paragraphs of a few sentences. A model that has learnt it writes new sentences of the same
+// kind; one that has not writes letter soup.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace tg::examples {
+
+// About `bytes` characters of stories (whole paragraphs), the same for the same seed on every
+// machine (the generator is a splitmix64 written here, not a library distribution).
+std::string builtin_corpus(size_t bytes = 400000, uint64_t seed = 7);
+
+}  // namespace tg::examples

@@ -1,0 +1,132 @@
+// examples/gpt/options.cpp — flag parsing.
+#include "examples/gpt/options.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <iomanip>
+#include <ostream>
+#include <sstream>
+#include <utility>
+
+namespace tg::examples {
+
+namespace {
+
+const Flag* find_flag(const std::vector<Flag>& flags, const std::string& name) {
+  for (const Flag& f : flags)
+    if (f.name == name) return &f;
+  return nullptr;
+}
+
+std::string choices_str(const Flag& f) {  // "constant|cosine"
+  std::string all;
+  for (const std::string& c : f.choices) all += (all.empty() ? "" : "|") + c;
+  return all;
+}
+
+std::string current_value(const Flag& f) {
+  std::ostringstream os;
+  std::visit([&](auto* p) { os << std::boolalpha << *p; }, f.value);
+  return os.str();
+}
+
+int64_t parse_int(const std::string& flag, const std::string& text) {
+  char* end = nullptr;
+  errno = 0;
+  const long long v = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno == ERANGE)
+    throw UsageError("--" + flag + ": expected an integer, got '" + text + "'");
+  return v;
+}
+
+double parse_double(const std::string& flag, const std::string& text) {
+  char* end = nullptr;
+  errno = 0;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || errno == ERANGE || !std::isfinite(v))
+    throw UsageError("--" + flag + ": expected a number, got '" + text + "'");
+  return v;
+}
+
+void check_range(const Flag& f, double v, const std::string& text) {
+  if (v < f.min || v > f.max) {
+    std::ostringstream os;
+    os << "--" << f.name << ": " << text << " is out of range [" << f.min << ", " << f.max << "]";
+    throw UsageError(os.str());
+  }
+}
+
+void set_value(const Flag& f, const std::string& text) {
+  if (auto* p = std::get_if<int64_t*>(&f.value)) {
+    const int64_t v = parse_int(f.name, text);
+    check_range(f, static_cast<double>(v), text);
+    **p = v;
+  } else if (auto* p = std::get_if<double*>(&f.value)) {
+    const double v = parse_double(f.name, text);
+    check_range(f, v, text);
+    **p = v;
+  } else if (auto* p = std::get_if<std::string*>(&f.value)) {
+    bool ok = f.choices.empty();
+    for (const std::string& c : f.choices) ok = ok || c == text;
+    if (!ok) throw UsageError("--" + f.name + ": expected one of " + choices_str(f) + ", got '" + text + "'");
+    **p = text;
+  }
+}
+
+}  // namespace
+
+Flag int_flag(std::string name, int64_t* value, std::string help, double min, double max) {
+  return Flag{std::move(name), value, std::move(help), min, max, {}};
+}
+Flag number_flag(std::string name, double* value, std::string help, double min, double max) {
+  return Flag{std::move(name), value, std::move(help), min, max, {}};
+}
+Flag text_flag(std::string name, std::string* value, std::string help, std::vector<std::string> choices) {
+  return Flag{std::move(name), value, std::move(help), 0, 0, std::move(choices)};
+}
+Flag switch_flag(std::string name, bool* value, std::string help) {
+  return Flag{std::move(name), value, std::move(help), 0, 0, {}};
+}
+
+void parse_flags(const std::vector<Flag>& flags, const std::vector<std::string>& args, bool* help,
+                 std::vector<std::string>* given) {
+  *help = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg == "--help" || arg == "-h") {
+      *help = true;
+      return;
+    }
+    if (arg.rfind("--", 0) != 0) throw UsageError("unexpected argument '" + arg + "' (flags start with --; see --help)");
+    const size_t eq = arg.find('=');
+    const std::string name = arg.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
+    const Flag* f = find_flag(flags, name);
+    if (!f) throw UsageError("unknown flag --" + name + " (see --help)");
+    if (given) given->push_back(name);
+    if (auto* p = std::get_if<bool*>(&f->value)) {
+      if (eq != std::string::npos) throw UsageError("--" + name + " takes no value");
+      **p = true;
+      continue;
+    }
+    if (eq != std::string::npos) {
+      set_value(*f, arg.substr(eq + 1));
+    } else {
+      if (i + 1 >= args.size()) throw UsageError("--" + name + ": missing value");
+      set_value(*f, args[++i]);
+    }
+  }
+}
+
+void print_flags(std::ostream& os, const std::vector<Flag>& flags) {
+  for (const Flag& f : flags) {
+    std::string left = "  --" + f.name;
+    if (!std::holds_alternative<bool*>(f.value)) left += f.choices.empty() ? " VALUE" : " {" + choices_str(f) + "}";
+    os << std::left << std::setw(34) << left << " " << f.help;
+    const std::string now = current_value(f);
+    if (!std::holds_alternative<bool*>(f.value) && !now.empty()) os << " (default " << now << ")";
+    os << "\n";
+  }
+}
+
+}  // namespace tg::examples

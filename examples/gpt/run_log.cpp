@@ -1,0 +1,143 @@
+// examples/gpt/run_log.cpp — loss.csv, summary.json and the progress display.
+#include "examples/gpt/run_log.h"
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "autograd/atomic_file.h"
+#include "autograd/error.h"
+
+namespace tg::examples {
+
+namespace {
+
+const char* const kHeader = "step,train_loss,val_loss,lr,tokens_per_s,elapsed_s";
+
+std::string fmt(const char* format, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+
+std::string path_in(const std::string& dir, const char* name) { return (std::filesystem::path(dir) / name).string(); }
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+std::string clock_str(double seconds) {  // 1:05:09 or 5:09
+  const int64_t s = static_cast<int64_t>(seconds + 0.5);
+  char buf[32];
+  if (s >= 3600) std::snprintf(buf, sizeof buf, "%lld:%02lld:%02lld", (long long)(s / 3600), (long long)(s / 60 % 60), (long long)(s % 60));
+  else std::snprintf(buf, sizeof buf, "%lld:%02lld", (long long)(s / 60), (long long)(s % 60));
+  return buf;
+}
+
+}  // namespace
+
+std::string RunLog::csv() const {
+  std::string out = std::string(kHeader) + "\n";
+  for (const LossRow& r : rows_) {
+    out += std::to_string(r.step) + "," + fmt("%.9g", r.train_loss) + "," +
+           (r.val_loss ? fmt("%.9g", *r.val_loss) : "") + "," + fmt("%.9g", r.lr) + "," + fmt("%.1f", r.tokens_per_s) +
+           "," + fmt("%.3f", r.elapsed_s) + "\n";
+  }
+  return out;
+}
+
+void RunLog::write(const std::string& dir) const { write_file_atomically(path_in(dir, "loss.csv"), csv(), "train_gpt"); }
+
+RunLog RunLog::read(const std::string& dir, int64_t up_to_step) {
+  const std::string path = path_in(dir, "loss.csv");
+  std::ifstream in(path);
+  if (!in) throw Error(path + ": cannot read it");
+  RunLog log;
+  std::string line;
+  int line_no = 0;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (line_no == 1) {
+      if (line != kHeader) throw Error(path + ": line 1: expected the header " + std::string(kHeader));
+      continue;
+    }
+    std::vector<std::string> cells;
+    std::stringstream ss(line);
+    for (std::string cell; std::getline(ss, cell, ',');) cells.push_back(cell);
+    if (line.back() == ',') cells.push_back("");
+    try {
+      if (cells.size() != 6) throw std::invalid_argument("expected 6 values");
+      LossRow r;
+      r.step = std::stoll(cells[0]);
+      r.train_loss = std::stod(cells[1]);
+      if (!cells[2].empty()) r.val_loss = std::stod(cells[2]);
+      r.lr = std::stod(cells[3]);
+      r.tokens_per_s = std::stod(cells[4]);
+      r.elapsed_s = std::stod(cells[5]);
+      if (r.step <= up_to_step) log.rows_.push_back(r);
+    } catch (const std::exception&) {
+      throw Error(path + ": line " + std::to_string(line_no) + ": expected " + kHeader + ", got '" + line + "'");
+    }
+  }
+  return log;
+}
+
+void RunLog::write_summary(const std::string& dir, double peak_rss_mb) const {
+  std::optional<double> train, val;
+  for (const LossRow& r : rows_) {
+    if (r.val_loss) val = r.val_loss;
+    if (r.eval_train_loss) train = r.eval_train_loss;
+  }
+  const int64_t steps = rows_.empty() ? 0 : rows_.back().step;
+  auto number = [](std::optional<double> v) { return v ? fmt("%.9g", *v) : std::string("null"); };
+  std::string json = "{\n  \"steps\": " + std::to_string(steps) + ",\n  \"final_train_loss\": " + number(train) +
+                     ",\n  \"final_val_loss\": " + number(val) + ",\n  \"tokens_per_s\": " +
+                     number(rows_.empty() ? std::nullopt : std::optional(rows_.back().tokens_per_s)) +
+                     ",\n  \"elapsed_s\": " + fmt("%.3f", elapsed_s()) + ",\n  \"peak_rss_mb\": " + fmt("%.1f", peak_rss_mb) +
+                     "\n}\n";
+  write_file_atomically(path_in(dir, "summary.json"), json, "train_gpt");
+}
+
+Progress::Progress(int64_t total_steps, int64_t first_step, int64_t tokens_per_step, double elapsed_before, bool terminal)
+    : total_(total_steps), first_(first_step), tokens_per_step_(tokens_per_step), elapsed_before_(elapsed_before),
+      terminal_(terminal), start_(now_s()) {}
+
+double Progress::elapsed_s() const { return elapsed_before_ + (now_s() - start_); }
+
+double Progress::tokens_per_s(int64_t step) const {
+  const double t = now_s() - start_;
+  return t > 0 ? static_cast<double>((step - first_) * tokens_per_step_) / t : 0.0;
+}
+
+void Progress::update(int64_t step, double loss) {
+  const double t = now_s() - start_;
+  const double per_step = step > first_ ? t / static_cast<double>(step - first_) : 0.0;
+  const std::string eta = clock_str(per_step * static_cast<double>(total_ - step));
+  if (terminal_) {
+    const int width = 24, filled = static_cast<int>(width * step / std::max<int64_t>(1, total_));
+    std::printf("\r  step %lld/%lld [%s%s] loss %.4f | %.0f tok/s | %s elapsed | ETA %s   ", (long long)step,
+                (long long)total_, std::string(filled, '#').c_str(), std::string(width - filled, '.').c_str(), loss,
+                tokens_per_s(step), clock_str(elapsed_s()).c_str(), eta.c_str());
+    std::fflush(stdout);
+  } else if (t - last_log_ >= 10.0 || step == total_) {  // a line every 10 s
+    last_log_ = t;
+    std::printf("step %lld/%lld loss %.4f %.0f tok/s elapsed %s ETA %s\n", (long long)step, (long long)total_, loss,
+                tokens_per_s(step), clock_str(elapsed_s()).c_str(), eta.c_str());
+    std::fflush(stdout);
+  }
+}
+
+void Progress::eval_line(int64_t step, double train_loss, double val_loss) {
+  std::printf("%sstep %lld: train loss %.4f, val loss %.4f (checkpoint saved)\n", terminal_ ? "\r\x1b[K" : "",
+              (long long)step, train_loss, val_loss);
+  std::fflush(stdout);
+}
+
+void Progress::finish() {
+  if (terminal_) std::printf("\n");
+}
+
+}  // namespace tg::examples

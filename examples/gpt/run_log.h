@@ -1,0 +1,58 @@
+// examples/gpt/run_log.h — what train_gpt reports while it runs and leaves in its folder:
+//
+//   loss.csv      a row per step: step,train_loss,val_loss,lr,tokens_per_s,elapsed_s
+//                 (train_loss is that step's batch loss; losses with 9 significant digits, so
+//                 runs compare bit for bit; val_loss is empty on rows without an evaluation)
+//   summary.json  final train and val loss, steps, tokens/s, elapsed seconds, peak RSS in MB
+//   the terminal  a progress bar (step, loss, tokens/s, elapsed, ETA) on a terminal; plain log
+//                 lines when the output is a file or a pipe
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tg::examples {
+
+struct LossRow {
+  int64_t step;  // steps done (1 after the first)
+  double train_loss;
+  std::optional<double> val_loss;
+  double lr, tokens_per_s, elapsed_s;
+  std::optional<double> eval_train_loss;  // the evaluation's train-split loss (summary only)
+};
+
+class RunLog {
+ public:
+  // The rows of dir/loss.csv up to and including step (for a resumed run). Errors name the file
+  // and the line.
+  static RunLog read(const std::string& dir, int64_t up_to_step);
+  void add(const LossRow& row) { rows_.push_back(row); }
+  const std::vector<LossRow>& rows() const { return rows_; }
+  double elapsed_s() const { return rows_.empty() ? 0.0 : rows_.back().elapsed_s; }
+  void write(const std::string& dir) const;  // loss.csv (atomically)
+  void write_summary(const std::string& dir, double peak_rss_mb) const;  // summary.json (atomically)
+  std::string csv() const;
+
+ private:
+  std::vector<LossRow> rows_;
+};
+
+class Progress {
+ public:
+  Progress(int64_t total_steps, int64_t first_step, int64_t tokens_per_step, double elapsed_before, bool terminal);
+  double elapsed_s() const;                 // including the time before a resume
+  double tokens_per_s(int64_t step) const;  // over this process's steps
+  void update(int64_t step, double loss);   // redraw the bar (terminal) or log every so often
+  void eval_line(int64_t step, double train_loss, double val_loss);
+  void finish();
+
+ private:
+  int64_t total_, first_, tokens_per_step_;
+  double elapsed_before_;
+  bool terminal_;
+  double start_;  // seconds on the steady clock
+  double last_log_ = -1e9;
+};
+
+}  // namespace tg::examples

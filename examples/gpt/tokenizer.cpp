@@ -1,0 +1,155 @@
+// examples/gpt/tokenizer.cpp — characters <-> ids.
+#include "examples/gpt/tokenizer.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <set>
+
+#include "autograd/error.h"
+#include "autograd/json.h"
+
+namespace tg::examples {
+
+bool decode_utf8(const std::string& text, std::vector<uint32_t>& out) {
+  out.clear();
+  const auto* s = reinterpret_cast<const unsigned char*>(text.data());
+  const size_t n = text.size();
+  for (size_t i = 0; i < n;) {
+    const unsigned char c = s[i];
+    int len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+    if (len == 0 || i + len > n) return false;
+    uint32_t cp = len == 1 ? c : (c & (0x7f >> len));
+    for (int k = 1; k < len; ++k) {
+      if ((s[i + k] & 0xc0) != 0x80) return false;
+      cp = (cp << 6) | (s[i + k] & 0x3f);
+    }
+    static constexpr uint32_t kMin[5] = {0, 0, 0x80, 0x800, 0x10000};  // shortest form per length
+    if (cp < kMin[len] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return false;
+    out.push_back(cp);
+    i += static_cast<size_t>(len);
+  }
+  return true;
+}
+
+namespace {
+
+void append_utf8(std::string& out, uint32_t cp) {
+  if (cp < 0x80) {
+    out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    out += static_cast<char>(0xc0 | (cp >> 6));
+    out += static_cast<char>(0x80 | (cp & 0x3f));
+  } else if (cp < 0x10000) {
+    out += static_cast<char>(0xe0 | (cp >> 12));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
+    out += static_cast<char>(0x80 | (cp & 0x3f));
+  } else {
+    out += static_cast<char>(0xf0 | (cp >> 18));
+    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3f));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
+    out += static_cast<char>(0x80 | (cp & 0x3f));
+  }
+}
+
+// The text's symbols with the byte offset each starts at.
+void symbols_of(const std::string& text, bool utf8, std::vector<uint32_t>& symbols, std::vector<size_t>& offsets) {
+  symbols.clear();
+  offsets.clear();
+  if (utf8) {
+    if (!decode_utf8(text, symbols)) throw Error("tokenizer: the text is not valid UTF-8");
+    size_t at = 0;
+    for (uint32_t cp : symbols) {
+      offsets.push_back(at);
+      at += cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
+    }
+  } else {
+    for (size_t i = 0; i < text.size(); ++i) {
+      symbols.push_back(static_cast<unsigned char>(text[i]));
+      offsets.push_back(i);
+    }
+  }
+}
+
+std::string describe(uint32_t symbol, bool utf8) {
+  std::string shown;
+  if (symbol >= 0x20 && symbol != 0x7f && (utf8 || symbol < 0x80)) append_utf8(shown, symbol);
+  char code[16];
+  std::snprintf(code, sizeof code, utf8 ? "U+%04X" : "byte 0x%02x", symbol);
+  return shown.empty() ? std::string(code) : "'" + shown + "' (" + code + ")";
+}
+
+}  // namespace
+
+CharTokenizer CharTokenizer::from_text(const std::string& text) {
+  CharTokenizer t;
+  std::vector<uint32_t> symbols;
+  std::vector<size_t> offsets;
+  t.utf8_ = decode_utf8(text, symbols);
+  if (!t.utf8_) symbols_of(text, false, symbols, offsets);  // not UTF-8: one symbol per byte
+  std::set<uint32_t> distinct(symbols.begin(), symbols.end());
+  t.symbols_.assign(distinct.begin(), distinct.end());
+  return t;
+}
+
+std::vector<int64_t> CharTokenizer::encode(const std::string& text) const {
+  std::vector<uint32_t> symbols;
+  std::vector<size_t> offsets;
+  symbols_of(text, utf8_, symbols, offsets);
+  std::vector<int64_t> ids;
+  ids.reserve(symbols.size());
+  for (size_t i = 0; i < symbols.size(); ++i) {
+    auto it = std::lower_bound(symbols_.begin(), symbols_.end(), symbols[i]);
+    if (it == symbols_.end() || *it != symbols[i]) {
+      throw Error("tokenizer: character " + describe(symbols[i], utf8_) + " at byte " + std::to_string(offsets[i]) +
+                  " is not in the vocabulary (" + std::to_string(symbols_.size()) + " characters)");
+    }
+    ids.push_back(it - symbols_.begin());
+  }
+  return ids;
+}
+
+int64_t CharTokenizer::id_or(uint32_t symbol, int64_t fallback) const {
+  auto it = std::lower_bound(symbols_.begin(), symbols_.end(), symbol);
+  return it != symbols_.end() && *it == symbol ? it - symbols_.begin() : fallback;
+}
+
+std::string CharTokenizer::decode(const std::vector<int64_t>& ids) const {
+  std::string out;
+  for (int64_t id : ids) {
+    if (id < 0 || id >= vocab_size())
+      throw Error("tokenizer: id " + std::to_string(id) + " is outside the vocabulary [0, " +
+                  std::to_string(vocab_size()) + ")");
+    if (utf8_) append_utf8(out, symbols_[static_cast<size_t>(id)]);
+    else out += static_cast<char>(symbols_[static_cast<size_t>(id)]);
+  }
+  return out;
+}
+
+std::string CharTokenizer::to_json() const {
+  std::string out = std::string("{\"kind\": \"") + (utf8_ ? "utf8" : "bytes") + "\", \"symbols\": [";
+  for (size_t i = 0; i < symbols_.size(); ++i) out += (i ? ", " : "") + std::to_string(symbols_[i]);
+  return out + "]}\n";
+}
+
+CharTokenizer CharTokenizer::from_json(const std::string& text, const std::string& source) {
+  const json::Value doc = json::parse(text, source);
+  auto fail = [&](const std::string& what) -> CharTokenizer { throw Error(source + ": " + what); };
+  if (!doc.is_object() || !doc.contains("kind") || !doc.contains("symbols"))
+    return fail("expected an object with \"kind\" and \"symbols\"");
+  CharTokenizer t;
+  const std::string kind = doc["kind"].as_string();
+  if (kind != "utf8" && kind != "bytes") return fail("\"kind\" must be \"utf8\" or \"bytes\", got \"" + kind + "\"");
+  t.utf8_ = kind == "utf8";
+  const json::Value& list = doc["symbols"];
+  for (size_t i = 0; i < list.size(); ++i) {
+    const int64_t s = list[i].as_int64();
+    const int64_t limit = t.utf8_ ? 0x10ffff : 0xff;
+    if (s < 0 || s > limit || (!t.symbols_.empty() && s <= t.symbols_.back()))
+      return fail("symbol " + std::to_string(i) + " (" + std::to_string(s) + ") is out of range or not ascending");
+    t.symbols_.push_back(static_cast<uint32_t>(s));
+  }
+  if (t.symbols_.empty()) return fail("the vocabulary is empty");
+  return t;
+}
+
+}  // namespace tg::examples

@@ -1,0 +1,99 @@
+// examples/gpt/trainer.cpp — the training step and evaluation.
+#include "examples/gpt/trainer.h"
+
+#include "autograd/ops.h"
+#include "autograd/tape.h"
+#include "optim/clip_grad.h"
+#include "optim/lr_scheduler.h"
+
+namespace tg::examples {
+
+std::vector<Flag> train_flags(TrainOptions& o) {
+  constexpr double kBig = 1e12;
+  return {
+      int_flag("steps", &o.steps, "training steps", 1, kBig),
+      int_flag("batch", &o.batch, "sequences per batch", 1, 1 << 20),
+      int_flag("context", &o.context, "tokens per sequence (the model's context_length)", 1, 1 << 20),
+      int_flag("emb-dim", &o.emb_dim, "embedding width", 1, 1 << 16),
+      int_flag("heads", &o.heads, "attention heads (must divide --emb-dim)", 1, 1 << 16),
+      int_flag("layers", &o.layers, "transformer blocks", 1, 1 << 10),
+      number_flag("dropout", &o.dropout, "dropout rate in [0, 1)", 0, 0.999999),
+      number_flag("lr", &o.lr, "peak learning rate (AdamW)", 0, 10),
+      number_flag("min-lr", &o.min_lr, "learning rate at the end of the cosine decay", 0, 10),
+      text_flag("lr-schedule", &o.lr_schedule, "constant, or linear warmup then cosine decay to --min-lr",
+                {"constant", "cosine"}),
+      int_flag("warmup", &o.warmup, "warmup steps of the cosine schedule", 0, kBig),
+      number_flag("weight-decay", &o.weight_decay, "AdamW weight decay (matrices and embeddings only)", 0, 10),
+      number_flag("grad-clip", &o.grad_clip, "clip the gradients' total norm to this (0 = off)", 0, kBig),
+      int_flag("seed", &o.seed, "seed of the model's initialisation, dropout and batches", 0, 9007199254740991.0),
+      int_flag("eval-every", &o.eval_every, "evaluate and save a checkpoint every this many steps", 1, kBig),
+      int_flag("eval-batches", &o.eval_batches, "batches per split in each evaluation", 1, 1 << 20),
+      int_flag("threads", &o.threads, "threads for matrix products and loops (0 = all cores)", 0, 1024),
+      text_flag("out", &o.out, "folder for the checkpoint, loss.csv, loss.svg, samples and summary"),
+      text_flag("resume", &o.resume, "continue the run saved in this folder"),
+      text_flag("data", &o.data, "a text file to train on (default: the built-in corpus)"),
+      int_flag("sample-tokens", &o.sample_tokens, "characters to write in each sample at the end", 0, 1 << 20),
+  };
+}
+
+Trainer::Trainer(const TrainOptions& options, const std::string& text)
+    : options_(options), tokenizer_(CharTokenizer::from_text(text)), batch_gen_(static_cast<uint64_t>(options.seed)) {
+  if (options.lr_schedule == "cosine" && options.warmup >= options.steps)
+    throw UsageError("--warmup (" + std::to_string(options.warmup) + ") must be smaller than --steps (" +
+                     std::to_string(options.steps) + ") with the cosine schedule");
+  if (options.lr_schedule == "cosine" && options.min_lr > options.lr)
+    throw UsageError("--min-lr must not be larger than --lr");
+  data_ = split_train_val(tokenizer_.encode(text));
+  config_ = nn::GPTConfig{.vocab_size = tokenizer_.vocab_size(), .context_length = options.context,
+                          .emb_dim = options.emb_dim, .n_heads = options.heads, .n_layers = options.layers,
+                          .drop_rate = options.dropout, .qkv_bias = false};
+  config_.validate();
+  manual_seed(static_cast<uint64_t>(options.seed));
+  model_ = std::make_unique<nn::GPTModel>(config_);
+  optim::AdamOptions adamw;
+  adamw.lr = options.lr;
+  optimizer_ = std::make_unique<optim::AdamW>(optim::weight_decay_groups(model_->named_parameters(), options.weight_decay),
+                                              adamw);
+}
+
+double Trainer::lr_at(int64_t step) const {
+  if (options_.lr_schedule == "constant") return options_.lr;
+  const double min_factor = options_.lr > 0 ? options_.min_lr / options_.lr : 0.0;
+  return options_.lr * optim::warmup_cosine(options_.warmup, options_.steps, min_factor)(step);
+}
+
+double Trainer::train_step() {
+  for (auto& group : optimizer_->param_groups()) group.lr = lr_at(step_);
+  const Batch b = get_batch(data_.train, options_.batch, options_.context, batch_gen_, "training");
+  model_->train();
+  const Tensor logits = model_->forward(b.x);                        // (B,T,V)
+  const Tensor loss = cross_entropy(logits.flatten(0, 1), b.y.flatten());
+  optimizer_->zero_grad(true);
+  loss.backward();
+  if (options_.grad_clip > 0) optim::clip_grad_norm_(model_->parameters(), options_.grad_clip, 2.0, true);
+  optimizer_->step();
+  ++step_;
+  return loss.item<double>();
+}
+
+double Trainer::mean_loss(const Tensor& split, const std::string& name, Generator& gen) {
+  double total = 0;
+  for (int64_t k = 0; k < options_.eval_batches; ++k) {
+    const Batch b = get_batch(split, options_.batch, options_.context, gen, name);
+    total += cross_entropy(model_->forward(b.x).flatten(0, 1), b.y.flatten()).item<double>();
+  }
+  return total / static_cast<double>(options_.eval_batches);
+}
+
+Trainer::Losses Trainer::evaluate() {
+  NoGradGuard no_grad;
+  model_->eval();
+  Generator gen(kEvalSeed);
+  Losses l;
+  l.train = mean_loss(data_.train, "training", gen);
+  l.val = mean_loss(data_.val, "validation", gen);
+  model_->train();
+  return l;
+}
+
+}  // namespace tg::examples

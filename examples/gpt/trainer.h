@@ -1,0 +1,93 @@
+// examples/gpt/trainer.h — the training loop of train_gpt, step by step as the usual PyTorch
+// loop (examples/pytorch/train_gpt.py does the same in PyTorch; a test checks they agree):
+//
+//   manual_seed(seed); model = GPTModel(config)        init draws from the default generator
+//   opt = AdamW(weight_decay_groups(model), lr, weight_decay)
+//   gen = Generator(seed)                              batches draw from their own generator
+//   each step s:  every group's lr = lr_at(s)
+//                 x, y = get_batch(train, batch, context, gen)
+//                 loss = cross_entropy(model(x).flatten(0, 1), y.flatten())
+//                 opt.zero_grad(); loss.backward(); clip_grad_norm_ (if grad_clip > 0); opt.step()
+//
+// Evaluation (model in eval mode, no tape) draws eval_batches batches from each split with a
+// generator seeded kEvalSeed every time, so val losses compare between steps and between runs.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "autograd/generator.h"
+#include "examples/gpt/data.h"
+#include "examples/gpt/options.h"
+#include "examples/gpt/tokenizer.h"
+#include "nn/gpt.h"
+#include "optim/adam.h"
+
+namespace tg::examples {
+
+struct TrainOptions {
+  int64_t steps = 2000;
+  int64_t batch = 16;
+  int64_t context = 64;
+  int64_t emb_dim = 64;
+  int64_t heads = 4;
+  int64_t layers = 2;
+  double dropout = 0.0;
+  double lr = 2e-3;
+  double min_lr = 2e-4;
+  std::string lr_schedule = "cosine";
+  int64_t warmup = 50;
+  double weight_decay = 0.1;
+  double grad_clip = 1.0;  // 0 = off
+  int64_t seed = 1337;
+  int64_t eval_every = 200;
+  int64_t eval_batches = 20;
+  int64_t threads = 0;  // 0 = all cores
+  std::string out = "gpt_run";
+  std::string resume;  // a run's --out folder to continue
+  std::string data;    // a text file; empty = the built-in corpus
+  int64_t sample_tokens = 300;
+};
+
+// train_gpt's flags, bound to the fields of o.
+std::vector<Flag> train_flags(TrainOptions& o);
+
+class Trainer {
+ public:
+  static constexpr uint64_t kEvalSeed = 2024;
+
+  // A fresh run on text: tokenizer, split, model and optimizer as the header describes.
+  Trainer(const TrainOptions& options, const std::string& text);
+
+  double train_step();  // one step at step(); returns that batch's loss
+  struct Losses {
+    double train, val;
+  };
+  Losses evaluate();
+  double lr_at(int64_t step) const;
+
+  int64_t step() const { return step_; }
+  // For resuming (examples/gpt/checkpoint.cpp): the step reached and the batch generator.
+  void set_step(int64_t step) { step_ = step; }
+  Generator& batch_generator() { return batch_gen_; }
+  nn::GPTModel& model() { return *model_; }
+  optim::AdamW& optimizer() { return *optimizer_; }
+  const CharTokenizer& tokenizer() const { return tokenizer_; }
+  const nn::GPTConfig& config() const { return config_; }
+  const TrainOptions& options() const { return options_; }
+
+ private:
+  double mean_loss(const Tensor& split, const std::string& name, Generator& gen);
+
+  TrainOptions options_;
+  CharTokenizer tokenizer_;
+  Split data_;
+  nn::GPTConfig config_;
+  std::unique_ptr<nn::GPTModel> model_;
+  std::unique_ptr<optim::AdamW> optimizer_;
+  Generator batch_gen_;
+  int64_t step_ = 0;
+};
+
+}  // namespace tg::examples

@@ -1,0 +1,179 @@
+// examples/train_gpt.cpp — train a small GPT on text and watch it learn to write.
+//
+//   ./build/examples/train_gpt                      the built-in corpus, defaults that take about
+//                                                   two minutes on 2 cores
+//   ./build/examples/train_gpt --data input.txt --steps 5000 --out runs/shakespeare
+//   ./build/examples/train_gpt --resume runs/shakespeare --steps 8000    continue a run
+//
+// The loop is examples/gpt/trainer.h (the same steps as examples/pytorch/train_gpt.py); the run
+// folder is examples/gpt/checkpoint.h, plus loss.csv, loss.svg, samples.txt and summary.json.
+// Ctrl-C saves a checkpoint, then stops.
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "autograd/atomic_file.h"
+#include "autograd/ops.h"
+#include "autograd/parallel.h"
+#include "examples/gpt/checkpoint.h"
+#include "examples/gpt/corpus.h"
+#include "examples/gpt/run_log.h"
+#include "examples/gpt/trainer.h"
+#include "nn/generate.h"
+
+using namespace tg::examples;
+
+namespace {
+
+volatile std::sig_atomic_t g_interrupted = 0;
+extern "C" void on_interrupt(int) { g_interrupted = 1; }
+
+std::string read_data(const std::string& path) {
+  if (path.empty()) return builtin_corpus();
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) throw tg::Error("--data " + path + ": no such file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw tg::Error("--data " + path + ": cannot read it");
+  std::ostringstream s;
+  s << in.rdbuf();
+  if (s.str().empty()) throw tg::Error("--data " + path + ": the file is empty");
+  return s.str();
+}
+
+// The flags a resumed run may change; every other one comes from the checkpoint.
+bool may_change_on_resume(const std::string& flag) {
+  for (const char* ok : {"steps", "out", "resume", "threads", "eval-every", "sample-tokens"})
+    if (flag == ok) return true;
+  return false;
+}
+
+void usage(std::ostream& os, TrainOptions& o) {
+  os << "usage: train_gpt [flags]\n\nTrains a small GPT (character level) and writes text with it.\n\n";
+  print_flags(os, train_flags(o));
+}
+
+double peak_rss_mb() {
+  rusage r{};
+  getrusage(RUSAGE_SELF, &r);
+  return static_cast<double>(r.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
+}
+
+int run(int argc, char** argv) {
+  TrainOptions o;
+  std::vector<std::string> given;
+  bool help = false;
+  parse_flags(train_flags(o), std::vector<std::string>(argv + 1, argv + argc), &help, &given);
+  if (help) {
+    TrainOptions defaults;
+    usage(std::cout, defaults);
+    return 0;
+  }
+  std::unique_ptr<Trainer> trainer;
+  RunLog log;
+  if (!o.resume.empty()) {
+    TrainOptions saved = saved_options(o.resume);
+    for (const std::string& flag : given) {
+      if (may_change_on_resume(flag)) continue;
+      throw UsageError("--" + flag + " cannot change when resuming (the run keeps its configuration; " +
+                       "only --steps, --out, --threads, --eval-every and --sample-tokens can)");
+    }
+    TrainOptions merged = saved;
+    merged.resume = o.resume;
+    merged.out = std::find(given.begin(), given.end(), "out") != given.end() ? o.out : o.resume;
+    for (const std::string& flag : given) {
+      if (flag == "steps") merged.steps = o.steps;
+      if (flag == "threads") merged.threads = o.threads;
+      if (flag == "eval-every") merged.eval_every = o.eval_every;
+      if (flag == "sample-tokens") merged.sample_tokens = o.sample_tokens;
+    }
+    o = merged;
+    trainer = resume_trainer(o.resume, o, read_data(o.data));
+    log = RunLog::read(o.resume, trainer->step());
+  } else {
+    trainer = std::make_unique<Trainer>(o, read_data(o.data));
+  }
+  if (o.threads > 0) tg::set_num_threads(static_cast<int>(o.threads));
+  std::error_code ec;
+  std::filesystem::create_directories(o.out, ec);
+  if (ec || !std::filesystem::is_directory(o.out)) throw tg::Error("--out " + o.out + ": cannot create the folder");
+
+  std::signal(SIGINT, on_interrupt);
+  std::signal(SIGTERM, on_interrupt);
+  Progress progress(o.steps, trainer->step(), o.batch * o.context, log.elapsed_s(), isatty(STDOUT_FILENO));
+  std::cout << "train_gpt: " << trainer->model().num_parameters() << " parameters, vocabulary of "
+            << trainer->tokenizer().vocab_size() << " characters, " << o.steps << " steps of " << o.batch << " x "
+            << o.context << " tokens; writing to " << o.out << "/\n";
+  auto save_all = [&] {
+    save_checkpoint(*trainer, o.out);
+    log.write(o.out);
+  };
+  while (trainer->step() < o.steps) {
+    const double lr = trainer->lr_at(trainer->step());
+    const double loss = trainer->train_step();
+    const int64_t step = trainer->step();
+    LossRow row;
+    row.step = step;
+    row.train_loss = loss;
+    row.lr = lr;
+    row.tokens_per_s = progress.tokens_per_s(step);
+    row.elapsed_s = progress.elapsed_s();
+    const bool last = step == o.steps;
+    if (step % o.eval_every == 0 || last) {
+      const Trainer::Losses e = trainer->evaluate();
+      row.val_loss = e.val;
+      row.eval_train_loss = e.train;
+      log.add(row);
+      save_all();
+      progress.eval_line(step, e.train, e.val);
+    } else {
+      log.add(row);
+    }
+    progress.update(step, loss);
+    if (g_interrupted) {
+      if (!(step % o.eval_every == 0 || last)) save_all();
+      std::cout << "\ntrain_gpt: interrupted; checkpoint saved at step " << step << " in " << o.out
+                << "/ (continue with --resume " << o.out << ")\n";
+      return 130;
+    }
+  }
+  progress.finish();
+
+  // Samples: the model writes from a newline (or, if the text has none, its first character).
+  trainer->model().eval();
+  std::string samples;
+  tg::Generator gen(static_cast<uint64_t>(o.seed));
+  const std::vector<int64_t> start = {trainer->tokenizer().id_or(U'\n', 0)};
+  for (int k = 0; k < 3; ++k) {
+    tg::Tensor prompt = tg::from_vector(start, {1, static_cast<int64_t>(start.size())});
+    tg::Tensor out = tg::nn::generate(trainer->model(), prompt, o.sample_tokens, {.temperature = 0.8}, &gen);
+    samples += "--- sample " + std::to_string(k + 1) + " ---\n" + trainer->tokenizer().decode(out.tolist<int64_t>()) + "\n";
+  }
+  tg::write_file_atomically((std::filesystem::path(o.out) / "samples.txt").string(), samples, "train_gpt");
+  log.write_summary(o.out, peak_rss_mb());
+  std::cout << samples;
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const UsageError& e) {
+    std::cerr << "train_gpt: " << e.what() << "\n";
+    return 2;
+  } catch (const tg::Error& e) {
+    std::cerr << "train_gpt: " << e.what() << "\n";
+    return 1;
+  }
+}

@@ -1,0 +1,78 @@
+// nn/generate.cpp — sampling the next token and the generation loop.
+#include "nn/generate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "autograd/error.h"
+#include "autograd/ops.h"
+#include "autograd/tape.h"
+
+namespace tg::nn {
+
+void SamplingOptions::validate() const {
+  if (!(temperature >= 0.0) || !std::isfinite(temperature))
+    throw Error("generate: temperature must be finite and >= 0 (0 = greedy), got " + python_float(temperature));
+  if (top_k < 0) throw Error("generate: top_k must be >= 0 (0 = off), got " + std::to_string(top_k));
+  if (!(top_p > 0.0 && top_p <= 1.0)) throw Error("generate: top_p must be in (0, 1], got " + python_float(top_p));
+}
+
+Tensor sample_next_token(const Tensor& logits, const SamplingOptions& options, Generator* gen) {
+  options.validate();
+  if (logits.dim() != 2 || !logits.is_floating_point()) {
+    throw Error("generate: expected floating logits of shape (batch, vocab_size), got " + shape_str(logits.sizes()) +
+                " " + dtype_name(logits.dtype()));
+  }
+  NoGradGuard no_grad;
+  if (options.temperature == 0.0) return argmax(logits, -1, /*keepdim=*/true);  // (B,1)
+  Tensor scaled = logits / options.temperature;                                  // (B,V)
+  const int64_t V = logits.size(1);
+  if (options.top_k > 0 && options.top_k < V) {
+    Tensor kth = topk(scaled, options.top_k, -1).values.narrow(1, options.top_k - 1, 1);  // (B,1)
+    scaled = scaled.masked_fill(scaled < kth, -kInf);
+  }
+  Tensor probs = softmax(scaled, -1);  // (B,V)
+  if (options.top_p < 1.0) {
+    ValuesIndices sorted = sort(probs, -1, /*descending=*/true);
+    // probability mass before each token, in descending order: drop once it exceeds top_p
+    Tensor before = cumsum(sorted.values, -1) - sorted.values;
+    Tensor kept = sorted.values.masked_fill(before > options.top_p, 0.0);
+    probs = scatter_add(zeros_like(probs), -1, sorted.indices, kept);
+  }
+  return multinomial(probs, 1, gen);  // (B,1)
+}
+
+Tensor generate(GPTModel& model, const Tensor& idx, int64_t max_new_tokens, const SamplingOptions& options,
+                Generator* gen) {
+  options.validate();
+  if (max_new_tokens < 0) throw Error("generate: max_new_tokens must be >= 0, got " + std::to_string(max_new_tokens));
+  if (idx.dim() != 2 || idx.dtype() != kInt64 || idx.size(1) == 0) {
+    throw Error("generate: expected a prompt of token ids of shape (batch, num_tokens >= 1), dtype int64, got " +
+                shape_str(idx.sizes()) + " " + dtype_name(idx.dtype()));
+  }
+  NoGradGuard no_grad;
+  const int64_t context = model.config().context_length;
+  GPTCache cache;
+  Tensor out = idx;  // (B, T)
+  for (int64_t step = 0; step < max_new_tokens; ++step) {
+    const int64_t T = out.size(1);
+    Tensor logits;  // (B, t, V)
+    if (options.use_kv_cache && cache.length() > 0 && T <= context) {
+      logits = model.forward(out.narrow(1, T - 1, 1), cache);  // only the newest token
+    } else {
+      Tensor window = out.narrow(1, std::max<int64_t>(0, T - context), std::min(T, context));  // last tokens
+      if (options.use_kv_cache) {
+        cache.clear();
+        logits = model.forward(window, cache);
+      } else {
+        logits = model.forward(window);
+      }
+    }
+    Tensor last = logits.select(1, logits.size(1) - 1);  // (B, V)
+    out = cat({out, sample_next_token(last, options, gen)}, 1);
+  }
+  return out;
+}
+
+}  // namespace tg::nn

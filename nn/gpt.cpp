@@ -1,0 +1,99 @@
+// nn/gpt.cpp — the GPT model: embeddings, pre-LayerNorm transformer blocks, the output head.
+#include "nn/gpt.h"
+
+#include <string>
+
+#include "autograd/error.h"
+#include "autograd/ops.h"
+
+namespace tg::nn {
+
+namespace {
+void require(bool ok, const std::string& what) {
+  if (!ok) throw Error("GPTConfig: " + what);
+}
+}  // namespace
+
+void GPTConfig::validate() const {
+  require(vocab_size > 0, "vocab_size must be positive, got " + std::to_string(vocab_size));
+  require(context_length > 0, "context_length must be positive, got " + std::to_string(context_length));
+  require(emb_dim > 0, "emb_dim must be positive, got " + std::to_string(emb_dim));
+  require(n_heads > 0, "n_heads must be positive, got " + std::to_string(n_heads));
+  require(n_layers > 0, "n_layers must be positive, got " + std::to_string(n_layers));
+  require(emb_dim % n_heads == 0, "emb_dim (" + std::to_string(emb_dim) + ") must be divisible by n_heads (" +
+                                      std::to_string(n_heads) + ")");
+  require(drop_rate >= 0.0 && drop_rate < 1.0, "drop_rate must be in [0, 1), got " + python_float(drop_rate));
+}
+
+FeedForward::FeedForward(int64_t emb_dim) : Module("FeedForward") {
+  layers = register_module("layers", std::make_shared<Sequential>(std::initializer_list<std::shared_ptr<Module>>{
+                                         std::make_shared<Linear>(emb_dim, 4 * emb_dim),
+                                         std::make_shared<GELU>("tanh"),
+                                         std::make_shared<Linear>(4 * emb_dim, emb_dim)}));
+}
+
+Tensor FeedForward::forward(const Tensor& x) { return layers->forward(x); }
+
+// Creation order = the PyTorch class's: att, ff, norm1, norm2, drop_shortcut.
+TransformerBlock::TransformerBlock(const GPTConfig& c) : Module("TransformerBlock") {
+  att = register_module("att", std::make_shared<MultiHeadAttention>(c.emb_dim, c.emb_dim, c.context_length,
+                                                                    c.drop_rate, c.n_heads, c.qkv_bias));
+  ff = register_module("ff", std::make_shared<FeedForward>(c.emb_dim));
+  norm1 = register_module("norm1", std::make_shared<LayerNorm>(c.emb_dim));
+  norm2 = register_module("norm2", std::make_shared<LayerNorm>(c.emb_dim));
+  drop_shortcut = register_module("drop_shortcut", std::make_shared<Dropout>(c.drop_rate));
+}
+
+Tensor TransformerBlock::forward(const Tensor& x) { return forward(x, nullptr); }
+
+Tensor TransformerBlock::forward(const Tensor& x, KVCache* cache) {
+  AttentionOptions attention;
+  attention.cache = cache;
+  Tensor h = x + drop_shortcut->forward(att->forward(norm1->forward(x), attention));  // (B,T,C)
+  return h + drop_shortcut->forward(ff->forward(norm2->forward(h)));
+}
+
+GPTModel::GPTModel(const GPTConfig& config) : Module("GPTModel"), config_(config) {
+  config_.validate();
+  tok_emb = register_module("tok_emb", std::make_shared<Embedding>(config_.vocab_size, config_.emb_dim));
+  pos_emb = register_module("pos_emb", std::make_shared<Embedding>(config_.context_length, config_.emb_dim));
+  drop_emb = register_module("drop_emb", std::make_shared<Dropout>(config_.drop_rate));
+  trf_blocks = register_module("trf_blocks", std::make_shared<Sequential>());
+  for (int64_t i = 0; i < config_.n_layers; ++i) {
+    blocks_.push_back(std::make_shared<TransformerBlock>(config_));
+    trf_blocks->push_back(blocks_.back());
+  }
+  final_norm = register_module("final_norm", std::make_shared<LayerNorm>(config_.emb_dim));
+  out_head = register_module("out_head", std::make_shared<Linear>(config_.emb_dim, config_.vocab_size, false));
+}
+
+Tensor GPTModel::forward(const Tensor& idx) {
+  return forward_from(idx, 0, nullptr);
+}
+
+Tensor GPTModel::forward(const Tensor& idx, GPTCache& cache) {
+  if (cache.layers.empty()) cache.layers.resize(static_cast<size_t>(config_.n_layers));
+  if (cache.layers.size() != static_cast<size_t>(config_.n_layers))
+    throw Error("GPTModel: the cache has " + std::to_string(cache.layers.size()) + " layers, the model " +
+                std::to_string(config_.n_layers));
+  return forward_from(idx, cache.length(), &cache);
+}
+
+// The tokens of idx sit at positions past .. past+T-1.
+Tensor GPTModel::forward_from(const Tensor& idx, int64_t past, GPTCache* cache) {
+  if (idx.dim() != 2 || idx.dtype() != ScalarType::Int64) {
+    throw Error("GPTModel: expected token ids of shape (batch, num_tokens) and dtype int64, got shape " +
+                shape_str(idx.sizes()) + " and dtype " + std::string(dtype_name(idx.dtype())));
+  }
+  const int64_t T = idx.size(1);
+  if (past + T > config_.context_length) {
+    throw Error("GPTModel: num_tokens (" + std::to_string(past + T) + (past ? ", cached ones included" : "") +
+                ") exceeds context_length (" + std::to_string(config_.context_length) + ")");
+  }
+  Tensor x = tok_emb->forward(idx) + pos_emb->forward(arange(past, past + T));  // (B,T,C) + (T,C)
+  x = drop_emb->forward(x);
+  for (size_t i = 0; i < blocks_.size(); ++i) x = blocks_[i]->forward(x, cache ? &cache->layers[i] : nullptr);
+  return out_head->forward(final_norm->forward(x));  // (B,T,V)
+}
+
+}  // namespace tg::nn

@@ -1,0 +1,97 @@
+// nn/gpt.h — a small GPT (decoder-only transformer), the model the training program trains.
+//
+// The same classes, names and creation order as the usual PyTorch GPT of the book (so the same
+// seed gives the same weights and the state_dict moves both ways with strict=True):
+//
+//   GPTModel
+//     tok_emb        Embedding(vocab_size, emb_dim)          idx (B,T) -> (B,T,C)
+//     pos_emb        Embedding(context_length, emb_dim)      positions 0..T-1 -> (T,C)
+//     drop_emb       Dropout(drop_rate)
+//     trf_blocks.i   TransformerBlock, n_layers of them:
+//                      x = x + drop_shortcut(att(norm1(x)))       att: causal MultiHeadAttention
+//                      x = x + drop_shortcut(ff(norm2(x)))        ff.layers: Linear(C,4C), GELU(tanh), Linear(4C,C)
+//     final_norm     LayerNorm(emb_dim)
+//     out_head       Linear(emb_dim, vocab_size, bias=false)  (B,T,C) -> logits (B,T,V)
+//
+// Incremental decoding: forward(idx, &cache) takes only the new tokens; their positions continue
+// after cache.length(), and each layer's attention reads the keys and values it cached before
+// (nn/attention.h, KVCache). Only under NoGradGuard; nn/generate.h uses it.
+//
+// Letters in shape comments: B batch, T tokens, C = emb_dim, V = vocab_size.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "nn/attention.h"
+#include "nn/layers.h"
+#include "nn/module.h"
+
+namespace tg::nn {
+
+struct GPTConfig {
+  int64_t vocab_size = 0;
+  int64_t context_length = 0;
+  int64_t emb_dim = 0;
+  int64_t n_heads = 0;
+  int64_t n_layers = 0;
+  double drop_rate = 0.0;
+  bool qkv_bias = false;
+
+  // Throws tg::Error naming the first field that is out of range (sizes positive, emb_dim
+  // divisible by n_heads, 0 <= drop_rate < 1).
+  void validate() const;
+};
+
+// One KVCache per transformer block, and the positions they hold.
+struct GPTCache {
+  std::vector<KVCache> layers;
+  int64_t length() const { return layers.empty() ? 0 : layers[0].length(); }
+  void clear() {
+    for (KVCache& layer : layers) layer.clear();
+  }
+};
+
+// Linear(C, 4C) -> GELU(tanh) -> Linear(4C, C), as ff.layers.0 / .1 / .2
+class FeedForward : public Module {
+ public:
+  explicit FeedForward(int64_t emb_dim);
+  Tensor forward(const Tensor& x) override;  // x (B,T,C) -> (B,T,C)
+  std::shared_ptr<Sequential> layers;
+};
+
+// Pre-LayerNorm transformer block with residual connections.
+class TransformerBlock : public Module {
+ public:
+  explicit TransformerBlock(const GPTConfig& config);
+  Tensor forward(const Tensor& x) override;  // x (B,T,C) -> (B,T,C)
+  Tensor forward(const Tensor& x, KVCache* cache);
+  std::shared_ptr<MultiHeadAttention> att;
+  std::shared_ptr<FeedForward> ff;
+  std::shared_ptr<LayerNorm> norm1, norm2;
+  std::shared_ptr<Dropout> drop_shortcut;
+};
+
+class GPTModel : public Module {
+ public:
+  explicit GPTModel(const GPTConfig& config);
+  // idx (B,T) int64 token ids, T <= context_length, each in [0, vocab_size) -> logits (B,T,V)
+  Tensor forward(const Tensor& idx) override;
+  // idx (B,T): the tokens after the cache's; cache.length() + T <= context_length -> (B,T,V)
+  Tensor forward(const Tensor& idx, GPTCache& cache);
+  const GPTConfig& config() const { return config_; }
+
+  std::shared_ptr<Embedding> tok_emb, pos_emb;
+  std::shared_ptr<Dropout> drop_emb;
+  std::shared_ptr<Sequential> trf_blocks;
+  std::shared_ptr<LayerNorm> final_norm;
+  std::shared_ptr<Linear> out_head;
+
+ private:
+  Tensor forward_from(const Tensor& idx, int64_t past, GPTCache* cache);
+  GPTConfig config_;
+  std::vector<std::shared_ptr<TransformerBlock>> blocks_;  // trf_blocks' children, typed
+};
+
+}  // namespace tg::nn

@@ -1,0 +1,95 @@
+// optim/clip_grad.cpp — the total gradient norm and the in-place scaling.
+//
+// The norms are summed as PyTorch's CPU kernels sum them, so float32 results match it closely
+// (usually bit for bit): the 2-norm keeps eight running sums of squares (one per lane of its
+// vector kernel) over whole blocks of eight, adds them up in order, then adds the remaining
+// squares one by one, each a fused multiply-add; the other norms are plain running sums.
+#include "optim/clip_grad.h"
+
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "autograd/ops.h"
+#include "autograd/tape.h"
+#include "nn/module.h"
+
+namespace tg::optim {
+
+namespace {
+
+// ||x||_p of x (N), in T.
+template <class T>
+T vector_norm(const T* x, int64_t n, double p) {
+  if (p == 2.0) {
+    T lanes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+      for (int j = 0; j < 8; ++j) lanes[j] = std::fma(x[i + j], x[i + j], lanes[j]);  // sum x^2, by lane
+    T sum = lanes[0];
+    for (int j = 1; j < 8; ++j) sum = sum + lanes[j];
+    for (; i < n; ++i) sum = std::fma(x[i], x[i], sum);
+    return std::sqrt(sum);
+  }
+  if (std::isinf(p)) {  // max |x| (p = inf) or min |x| (p = -inf); NaN wins
+    T best = p > 0 ? T(0) : std::numeric_limits<T>::infinity();
+    for (int64_t i = 0; i < n; ++i) {
+      const T a = std::abs(x[i]);
+      if (std::isnan(a) || (p > 0 ? a > best : a < best)) best = a;
+      if (std::isnan(best)) break;
+    }
+    return best;
+  }
+  T sum = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const T a = std::abs(x[i]);
+    if (p == 0.0) {
+      sum = sum + (a != 0 ? T(1) : T(0));  // the number of non-zeros
+    } else if (p == 1.0) {
+      sum = sum + a;
+    } else {
+      sum = sum + std::pow(a, static_cast<T>(p));
+    }
+  }
+  return p == 0.0 || p == 1.0 ? sum : std::pow(sum, T(1) / static_cast<T>(p));
+}
+
+template <class T>
+Tensor clip(const std::vector<Tensor>& grads, double max_norm, double norm_type, bool error_if_nonfinite) {
+  std::vector<T> norms;  // (number of gradients)
+  for (const Tensor& g : grads) {
+    const Tensor c = g.contiguous();
+    norms.push_back(vector_norm(c.data_ptr<T>(), c.numel(), norm_type));
+  }
+  const T total = vector_norm(norms.data(), static_cast<int64_t>(norms.size()), norm_type);
+  if (error_if_nonfinite && !std::isfinite(total)) {
+    throw Error("clip_grad_norm_: the total norm of order " + nn::python_float(norm_type) +
+                " for gradients from `parameters` is non-finite, so it cannot be clipped. To disable this error "
+                "and scale the gradients by the non-finite norm anyway, set error_if_nonfinite=false");
+  }
+  // max_norm / (total + 1e-6), computed as PyTorch's float / tensor is: reciprocal, then times.
+  const T coef = (T(1) / (total + static_cast<T>(1e-6))) * static_cast<T>(max_norm);
+  const T clamped = std::isnan(coef) || coef < T(1) ? coef : T(1);  // min(coef, 1); NaN stays
+  NoGradGuard no_grad;
+  for (Tensor g : grads) g.mul_(static_cast<double>(clamped));
+  return scalar_tensor(static_cast<double>(total), dtype_of<T>());
+}
+
+}  // namespace
+
+Tensor clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, double norm_type, bool error_if_nonfinite) {
+  std::vector<Tensor> grads;
+  for (const Tensor& p : params)
+    if (p.defined() && p.grad().defined()) grads.push_back(p.grad());
+  if (grads.empty()) return scalar_tensor(0.0);
+  for (const Tensor& g : grads) {
+    if (g.dtype() != grads[0].dtype() || !g.is_floating_point()) {
+      throw Error(std::string("clip_grad_norm_: all gradients must have one floating dtype, got ") +
+                  dtype_name(grads[0].dtype()) + " and " + dtype_name(g.dtype()));
+    }
+  }
+  if (grads[0].dtype() == kFloat32) return clip<float>(grads, max_norm, norm_type, error_if_nonfinite);
+  return clip<double>(grads, max_norm, norm_type, error_if_nonfinite);
+}
+
+}  // namespace tg::optim

@@ -1,0 +1,239 @@
+// tg::nn::GPTModel against PyTorch 1.13 (tests/reference/gpt_torch.json, made by
+// make_gpt_reference.py from examples/pytorch/gpt_model.py): from the same seed, the same
+// state_dict (names, order, values), printing, logits, loss and every parameter's gradient,
+// with and without dropout; and its bad inputs.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "autograd/generator.h"
+#include "autograd/json.h"
+#include "autograd/ops.h"
+#include "autograd/tape.h"
+#include "nn/nn.h"
+#include "test_util.h"
+
+namespace tg::nn {
+namespace {
+
+using test::all_close;
+using test::decode_reference;
+using test::expect_error;
+
+const json::Value& gpt_cases() {
+  static const json::Value doc = json::parse_file(std::string(TG_REFERENCE_DIR) + "/gpt_torch.json");
+  return doc["cases"];
+}
+
+GPTConfig config_of(const json::Value& c) {
+  GPTConfig cfg;
+  cfg.vocab_size = c["vocab_size"].as_int64();
+  cfg.context_length = c["context_length"].as_int64();
+  cfg.emb_dim = c["emb_dim"].as_int64();
+  cfg.n_heads = c["n_heads"].as_int64();
+  cfg.n_layers = c["n_layers"].as_int64();
+  cfg.drop_rate = c["drop_rate"].as_double();
+  cfg.qkv_bias = c["qkv_bias"].as_bool();
+  return cfg;
+}
+
+Tensor token_ids(const json::Value& list, int64_t batch, int64_t num_tokens) {
+  std::vector<int64_t> ids;
+  for (size_t i = 0; i < list.size(); ++i) ids.push_back(list[i].as_int64());
+  return from_vector(ids, {batch, num_tokens});
+}
+
+TEST(GPTModelVsTorch, SameSeedSameWeightsLogitsLossAndGradients) {
+  const json::Value& cases = gpt_cases();
+  ASSERT_EQ(cases.size(), 4u);
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const json::Value& c = cases[i];
+    const std::string id = c["id"].as_string();
+    manual_seed(static_cast<uint64_t>(c["seed"].as_int64()));
+    GPTModel model(config_of(c["config"]));
+    model.train(c["train"].as_bool());
+    EXPECT_EQ(model.repr(), c["repr"].as_string()) << id;
+    EXPECT_EQ(model.num_parameters(), c["num_parameters"].as_int64()) << id;
+
+    const NamedTensors sd = model.state_dict();
+    ASSERT_EQ(sd.size(), c["state_dict"].size()) << id;
+    for (size_t k = 0; k < sd.size(); ++k) {
+      EXPECT_EQ(sd[k].first, c["state_dict"][k][0].as_string()) << id;
+      EXPECT_TRUE(all_close(sd[k].second, decode_reference(c["state_dict"][k][1]), 0, 0)) << id << " " << sd[k].first;
+    }
+
+    const int64_t B = c["batch"].as_int64(), T = c["num_tokens"].as_int64();
+    const Tensor x = token_ids(c["x"], B, T), y = token_ids(c["y"], B, T);
+    manual_seed(static_cast<uint64_t>(c["ids_seed"].as_int64() + 1));  // what dropout draws
+    const Tensor logits = model.forward(x);                                // (B,T,V)
+    const Tensor loss = cross_entropy(logits.flatten(0, 1), y.flatten());
+    loss.backward();
+    EXPECT_TRUE(all_close(logits, decode_reference(c["logits"]), 1e-5, 1e-4)) << id << " logits";
+    EXPECT_TRUE(all_close(loss, decode_reference(c["loss"]), 0, 1e-6)) << id << " loss";
+    const NamedTensors params = model.named_parameters();
+    ASSERT_EQ(params.size(), c["grads"].size()) << id;
+    for (size_t k = 0; k < params.size(); ++k) {
+      EXPECT_EQ(params[k].first, c["grads"][k][0].as_string()) << id;
+      EXPECT_TRUE(all_close(params[k].second.grad(), decode_reference(c["grads"][k][1]), 1e-6, 1e-4))
+          << id << " gradient of " << params[k].first;
+    }
+  }
+}
+
+// The same model, prompt, options and generator seed give PyTorch's tokens (greedy, sampling,
+// temperature, top-k, top-p), with the window sliding past context_length.
+TEST(GenerateVsTorch, SameSeedSameTokens) {
+  static const json::Value doc = json::parse_file(std::string(TG_REFERENCE_DIR) + "/gpt_torch.json");
+  const json::Value& runs = doc["generations"];
+  ASSERT_EQ(runs.size(), 5u);
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const json::Value& r = runs[i];
+    const std::string id = r["id"].as_string();
+    manual_seed(static_cast<uint64_t>(r["seed"].as_int64()));
+    GPTModel model(config_of(r["config"]));
+    model.eval();
+    SamplingOptions options;
+    const json::Value& o = r["options"];
+    if (o.contains("temperature")) options.temperature = o["temperature"].as_double();
+    if (o.contains("top_k")) options.top_k = o["top_k"].as_int64();
+    if (o.contains("top_p")) options.top_p = o["top_p"].as_double();
+    const json::Value& prompt = r["prompt"];
+    const int64_t B = static_cast<int64_t>(prompt.size()), T = static_cast<int64_t>(prompt[0].size());
+    std::vector<int64_t> ids;
+    for (size_t b = 0; b < prompt.size(); ++b)
+      for (size_t t = 0; t < prompt[b].size(); ++t) ids.push_back(prompt[b][t].as_int64());
+    Generator gen(static_cast<uint64_t>(r["gen_seed"].as_int64()));
+    const Tensor out = generate(model, from_vector(ids, {B, T}), r["max_new_tokens"].as_int64(), options, &gen);
+    std::vector<int64_t> want;
+    for (size_t b = 0; b < r["tokens"].size(); ++b)
+      for (size_t t = 0; t < r["tokens"][b].size(); ++t) want.push_back(r["tokens"][b][t].as_int64());
+    EXPECT_EQ(out.tolist<int64_t>(), want) << id;
+  }
+}
+
+TEST(Generate, BadOptionsAndPromptsAreErrors) {
+  GPTModel model(GPTConfig{.vocab_size = 5, .context_length = 4, .emb_dim = 4, .n_heads = 2, .n_layers = 1});
+  const Tensor prompt = zeros({1, 2}, kInt64);
+  expect_error([&] { generate(model, prompt, 3, {.temperature = -1.0}); }, {"temperature must be finite and >= 0"});
+  expect_error([&] { generate(model, prompt, 3, {.top_k = -2}); }, {"top_k must be >= 0", "-2"});
+  expect_error([&] { generate(model, prompt, 3, {.top_p = 0.0}); }, {"top_p must be in (0, 1], got 0.0"});
+  expect_error([&] { generate(model, prompt, -1); }, {"max_new_tokens must be >= 0, got -1"});
+  expect_error([&] { generate(model, zeros({1, 2}), 3); }, {"dtype int64", "float32"});
+  expect_error([&] { generate(model, zeros({1, 0}, kInt64), 3); }, {"num_tokens >= 1", "(1,0)"});
+  expect_error([&] { sample_next_token(zeros({5})); }, {"(batch, vocab_size)", "(5)"});
+}
+
+TEST(Generate, RecordsNothingAndKeepsThePrompt) {
+  GPTModel model(GPTConfig{.vocab_size = 5, .context_length = 4, .emb_dim = 4, .n_heads = 2, .n_layers = 1});
+  model.eval();
+  const Tensor prompt = from_vector(std::vector<int64_t>{3, 1, 4}, {1, 3});
+  const Tensor out = generate(model, prompt, 6, {.temperature = 0.0});
+  EXPECT_EQ(out.sizes(), Shape({1, 9}));
+  EXPECT_TRUE(all_close(out.narrow(1, 0, 3), prompt, 0, 0));
+  EXPECT_FALSE(out.requires_grad());
+}
+
+// Incremental decoding: the logits of each new position, fed one token at a time through the
+// cache, equal the full forward's (to float32 round-off), and the generated tokens are
+// identical with and without the cache, also once the window slides past context_length.
+TEST(KVCache, IncrementalLogitsEqualTheFullForward) {
+  manual_seed(3);
+  GPTModel model(GPTConfig{.vocab_size = 13, .context_length = 10, .emb_dim = 16, .n_heads = 4, .n_layers = 2,
+                           .qkv_bias = true});
+  model.eval();
+  NoGradGuard no_grad;
+  const Tensor idx = randint(0, 13, {2, 10});
+  const Tensor full = model.forward(idx);  // (2, 10, 13)
+  GPTCache cache;
+  const Tensor prefix = model.forward(idx.narrow(1, 0, 4), cache);  // a prompt of 4, then one at a time
+  EXPECT_TRUE(all_close(prefix, full.narrow(1, 0, 4), 1e-6, 1e-5));
+  for (int64_t t = 4; t < 10; ++t) {
+    const Tensor step = model.forward(idx.narrow(1, t, 1), cache);
+    EXPECT_TRUE(all_close(step, full.narrow(1, t, 1), 1e-6, 1e-5)) << "position " << t;
+  }
+  EXPECT_EQ(cache.length(), 10);
+  expect_error([&] { model.forward(idx.narrow(1, 0, 1), cache); },
+               {"num_tokens (11, cached ones included) exceeds context_length (10)"});
+}
+
+TEST(KVCache, GeneratesTheSameTokensAsRecomputing) {
+  for (uint64_t seed : {1u, 2u, 3u}) {
+    manual_seed(seed);
+    GPTModel model(GPTConfig{.vocab_size = 11, .context_length = 8, .emb_dim = 8, .n_heads = 2, .n_layers = 2});
+    model.eval();
+    const Tensor prompt = randint(0, 11, {2, 3});
+    for (SamplingOptions options : {SamplingOptions{.temperature = 0.0}, SamplingOptions{.temperature = 1.0},
+                                    SamplingOptions{.temperature = 0.8, .top_k = 4, .top_p = 0.9}}) {
+      Generator g1(seed), g2(seed);
+      options.use_kv_cache = true;
+      const Tensor cached = generate(model, prompt, 20, options, &g1);  // slides past 8 tokens
+      options.use_kv_cache = false;
+      const Tensor recomputed = generate(model, prompt, 20, options, &g2);
+      EXPECT_EQ(cached.tolist<int64_t>(), recomputed.tolist<int64_t>()) << "seed " << seed;
+    }
+  }
+}
+
+TEST(KVCache, MisuseIsAnError) {
+  MultiHeadAttention mha(4, 4, 6, 0.0, 2);
+  KVCache cache;
+  const Tensor x = zeros({1, 2, 4});
+  expect_error([&] { mha.forward(x, {.cache = &cache}); }, {"a KVCache is for generation; use it under tg::NoGradGuard"});
+  NoGradGuard no_grad;
+  expect_error([&] { mha.forward(x, {.kv = x, .cache = &cache}); }, {"cannot be combined with kv"});
+  mha.forward(x, {.cache = &cache});
+  expect_error([&] { mha.forward(zeros({3, 1, 4}), {.cache = &cache}); }, {"the KVCache holds another batch; clear() it first"});
+  expect_error([&] { mha.forward(zeros({1, 5, 4}), {.cache = &cache}); },
+               {"the KVCache holds 2 positions; 5 more exceed context_length (6)"});
+}
+
+TEST(GPTModel, StateDictHasTheBookNamesInOrder) {
+  GPTConfig cfg{.vocab_size = 5, .context_length = 4, .emb_dim = 4, .n_heads = 2, .n_layers = 1};
+  GPTModel model(cfg);
+  std::vector<std::string> names;
+  for (const auto& [name, t] : model.state_dict()) names.push_back(name);
+  const std::vector<std::string> want = {
+      "tok_emb.weight", "pos_emb.weight", "trf_blocks.0.att.mask", "trf_blocks.0.att.W_query.weight",
+      "trf_blocks.0.att.W_key.weight", "trf_blocks.0.att.W_value.weight", "trf_blocks.0.att.out_proj.weight",
+      "trf_blocks.0.att.out_proj.bias", "trf_blocks.0.ff.layers.0.weight", "trf_blocks.0.ff.layers.0.bias",
+      "trf_blocks.0.ff.layers.2.weight", "trf_blocks.0.ff.layers.2.bias", "trf_blocks.0.norm1.weight",
+      "trf_blocks.0.norm1.bias", "trf_blocks.0.norm2.weight", "trf_blocks.0.norm2.bias", "final_norm.weight",
+      "final_norm.bias", "out_head.weight"};
+  EXPECT_EQ(names, want);
+}
+
+TEST(GPTModel, BadConfigsAreErrorsNamingTheField) {
+  const GPTConfig good{.vocab_size = 5, .context_length = 4, .emb_dim = 4, .n_heads = 2, .n_layers = 1};
+  auto with = [&](auto change) {
+    GPTConfig c = good;
+    change(c);
+    return c;
+  };
+  expect_error([&] { GPTModel m(with([](GPTConfig& c) { c.n_layers = 0; })); }, {"n_layers must be positive, got 0"});
+  expect_error([&] { GPTModel m(with([](GPTConfig& c) { c.vocab_size = -1; })); }, {"vocab_size must be positive"});
+  expect_error([&] { GPTModel m(with([](GPTConfig& c) { c.n_heads = 3; })); },
+               {"emb_dim (4) must be divisible by n_heads (3)"});
+  expect_error([&] { GPTModel m(with([](GPTConfig& c) { c.drop_rate = 1.0; })); },
+               {"drop_rate must be in [0, 1), got 1.0"});
+}
+
+TEST(GPTModel, BadTokenIdsAreErrors) {
+  GPTModel model(GPTConfig{.vocab_size = 5, .context_length = 4, .emb_dim = 4, .n_heads = 2, .n_layers = 1});
+  expect_error([&] { model.forward(zeros({2, 3})); }, {"int64", "(2,3)", "float32"});
+  expect_error([&] { model.forward(zeros({3}, kInt64)); }, {"(batch, num_tokens)", "(3)"});
+  expect_error([&] { model.forward(zeros({1, 5}, kInt64)); }, {"num_tokens (5) exceeds context_length (4)"});
+  expect_error([&] { model.forward(full({1, 2}, 5, kInt64)); }, {"index out of range", "= 5"});
+}
+
+TEST(GPTModel, EvalIsDeterministicAndTrainingDropoutIsNot) {
+  GPTModel model(GPTConfig{.vocab_size = 7, .context_length = 6, .emb_dim = 8, .n_heads = 2, .n_layers = 2,
+                           .drop_rate = 0.5});
+  const Tensor x = from_vector(std::vector<int64_t>{1, 2, 3, 4, 5, 6}, {1, 6});
+  model.eval();
+  EXPECT_TRUE(all_close(model.forward(x), model.forward(x), 0, 0));
+  model.train();
+  EXPECT_FALSE(all_close(model.forward(x), model.forward(x), 0, 0));
+}
+
+}  // namespace
+}  // namespace tg::nn
