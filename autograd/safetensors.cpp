@@ -33,8 +33,8 @@ static_assert(std::endian::native == std::endian::little,
 
 namespace {
 
-// The reference implementation refuses headers above 100 MB; a real one is a few hundred KB.
-constexpr uint64_t kMaxHeaderBytes = 100'000'000;
+// The reference implementation refuses headers above 100 MiB; a real one is at most a few MB.
+constexpr uint64_t kMaxHeaderBytes = uint64_t{100} << 20;
 
 struct SafetensorsDtype {
   const char* name;
@@ -211,6 +211,40 @@ class Reader {
     fail(at(v), what + " must be an integer, got " + kind(v));
   }
 
+  const SafetensorsDtype& read_dtype(const json::Value& v, const std::string& tensor) {
+    if (!v.is_string()) fail(at(v), tensor + ": dtype must be a string, got " + kind(v));
+    for (const SafetensorsDtype& d : kDtypes) {
+      if (v.as_string() != d.name) continue;
+      if (!d.type) fail(at(v), tensor + ": dtype " + d.name + " is not supported by tapegrad (it reads F32, F64, I64, BOOL)");
+      return d;
+    }
+    fail(at(v), tensor + ": dtype " + json::quote(v.as_string()) + " is not a safetensors dtype");
+  }
+
+  // The shape, and its byte count checked for overflow: every dim fits int64, and so does the
+  // product of the non-zero dims times the element size (then every stride fits as well).
+  uint64_t read_shape(const json::Value& v, const std::string& tensor, size_t element_size, Shape& shape) {
+    if (!v.is_array()) fail(at(v), tensor + ": shape must be an array, got " + kind(v));
+    uint64_t nonzero_bytes = element_size;
+    bool has_zero = false;
+    for (size_t i = 0; i < v.size(); ++i) {
+      const std::string dim = tensor + ": shape[" + std::to_string(i) + "]";
+      uint64_t size = read_uint64(v[i], dim);
+      if (size > static_cast<uint64_t>(INT64_MAX)) {
+        fail(at(v[i]), dim + " = " + std::to_string(size) + " is larger than 2^63 - 1");
+      }
+      shape.push_back(static_cast<int64_t>(size));
+      if (size == 0) {
+        has_zero = true;
+      } else if (nonzero_bytes > static_cast<uint64_t>(INT64_MAX) / size) {
+        fail(at(v), tensor + ": shape has more than 2^63 - 1 bytes (at shape[" + std::to_string(i) + "])");
+      } else {
+        nonzero_bytes *= size;
+      }
+    }
+    return has_zero ? 0 : nonzero_bytes;
+  }
+
   Entry read_entry(const std::string& name, const json::Value& v) {
     const std::string tensor = "tensor " + json::quote(name);
     if (name.empty()) fail(at(v), "a tensor has an empty name");
@@ -227,41 +261,9 @@ class Reader {
     };
     Entry entry;
     entry.name = name;
-
-    const json::Value& dtype = field("dtype");
-    if (!dtype.is_string()) fail(at(dtype), tensor + ": dtype must be a string, got " + kind(dtype));
-    const SafetensorsDtype* found = nullptr;
-    for (const SafetensorsDtype& d : kDtypes)
-      if (dtype.as_string() == d.name) found = &d;
-    if (found == nullptr) {
-      fail(at(dtype), tensor + ": dtype " + json::quote(dtype.as_string()) + " is not a safetensors dtype");
-    }
-    if (!found->type) {
-      fail(at(dtype), tensor + ": dtype " + found->name + " is not supported by tapegrad (it reads F32, F64, I64, BOOL)");
-    }
-    entry.dtype = *found->type;
-
-    // The byte count, checked for overflow: every dim fits int64, and so does the product of the
-    // non-zero dims times the element size (then every stride of the tensor fits as well).
-    const json::Value& shape = field("shape");
-    if (!shape.is_array()) fail(at(shape), tensor + ": shape must be an array, got " + kind(shape));
-    uint64_t nonzero_bytes = found->size;
-    bool has_zero = false;
-    for (size_t i = 0; i < shape.size(); ++i) {
-      uint64_t size = read_uint64(shape[i], tensor + ": shape[" + std::to_string(i) + "]");
-      if (size > static_cast<uint64_t>(INT64_MAX)) {
-        fail(at(shape[i]), tensor + ": shape[" + std::to_string(i) + "] = " + std::to_string(size) + " is larger than 2^63 - 1");
-      }
-      entry.shape.push_back(static_cast<int64_t>(size));
-      if (size == 0) {
-        has_zero = true;
-      } else if (nonzero_bytes > static_cast<uint64_t>(INT64_MAX) / size) {
-        fail(at(shape), tensor + ": shape has more than 2^63 - 1 bytes (at shape[" + std::to_string(i) + "])");
-      } else {
-        nonzero_bytes *= size;
-      }
-    }
-    uint64_t nbytes = has_zero ? 0 : nonzero_bytes;
+    const SafetensorsDtype& dtype = read_dtype(field("dtype"), tensor);
+    entry.dtype = *dtype.type;
+    uint64_t nbytes = read_shape(field("shape"), tensor, dtype.size, entry.shape);
 
     const json::Value& offsets = field("data_offsets");
     if (!offsets.is_array() || offsets.size() != 2) {
@@ -271,19 +273,15 @@ class Reader {
     entry.begin = read_uint64(offsets[0], tensor + ": data_offsets[0]");
     entry.end = read_uint64(offsets[1], tensor + ": data_offsets[1]");
     entry.offsets_byte = at(offsets);
-    if (entry.end < entry.begin) {
-      fail(at(offsets), tensor + ": data_offsets [" + std::to_string(entry.begin) + ", " + std::to_string(entry.end) +
-                            "] end before they begin");
-    }
+    const std::string range = tensor + ": data_offsets [" + std::to_string(entry.begin) + ", " + std::to_string(entry.end) + "]";
+    if (entry.end < entry.begin) fail(at(offsets), range + " end before they begin");
     if (entry.end - entry.begin != nbytes) {
-      fail(at(offsets), tensor + ": data_offsets [" + std::to_string(entry.begin) + ", " + std::to_string(entry.end) +
-                            "] hold " + std::to_string(entry.end - entry.begin) + " bytes, but " + found->name +
-                            " shape " + shape_str(entry.shape) + " needs " + std::to_string(nbytes));
+      fail(at(offsets), range + " hold " + std::to_string(entry.end - entry.begin) + " bytes, but " + dtype.name + " shape " +
+                            shape_str(entry.shape) + " needs " + std::to_string(nbytes));
     }
     uint64_t data_size = file_size_ - data_start_;
     if (entry.end > data_size) {
-      fail(at(offsets), tensor + ": data_offsets [" + std::to_string(entry.begin) + ", " + std::to_string(entry.end) +
-                            "] run past the end of the data (" + std::to_string(data_size) + " bytes)");
+      fail(at(offsets), range + " run past the end of the data (" + std::to_string(data_size) + " bytes)");
     }
     return entry;
   }

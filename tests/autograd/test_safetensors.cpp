@@ -174,9 +174,13 @@ std::vector<Corrupt> corrupt_files() {
   cases.push_back({"length past the end", le64(100) + "{}", 0,
                    "header length 100 runs past the end of the file (10 bytes)"});
   cases.push_back({"absurd length", le64(uint64_t{1} << 63) + "{}", 0,
-                   "header length 9223372036854775808 is larger than the limit of 100000000 bytes"});
+                   "header length 9223372036854775808 is larger than the limit of 104857600 bytes"});
+  cases.push_back({"length at the limit", le64(104857600) + "{}", 0,
+                   "header length 104857600 runs past the end of the file (10 bytes)"});
+  cases.push_back({"length one past the limit", le64(104857601) + "{}", 0,
+                   "header length 104857601 is larger than the limit of 104857600 bytes"});
   cases.push_back({"length of all ones", le64(~uint64_t{0}), 0,
-                   "header length 18446744073709551615 is larger than the limit of 100000000 bytes"});
+                   "header length 18446744073709551615 is larger than the limit of 104857600 bytes"});
 
   h = "{\"a\xFF\":{}}";
   add("not UTF-8", h, "", at(h, "\xFF"), "header is not valid UTF-8 (a sequence starting with byte 0xFF)");
