@@ -152,13 +152,29 @@ const Tensor& SavedTensors::operator[](size_t i) const {
   return s.data;
 }
 
-size_t Node::saved_bytes() const {
-  std::set<const Storage*> seen;
+namespace {
+
+// Bytes of the storages `node` keeps that are not in `seen` yet (then added to it).
+size_t add_saved_storages(const Node& node, std::set<const Storage*>& seen) {
   size_t bytes = 0;
-  for (const SavedTensor& s : saved) {
+  for (const SavedTensor& s : node.saved) {
     if (s.data.defined() && seen.insert(&storage_of(s.data)).second) bytes += storage_of(s.data).nbytes;
   }
   return bytes;
+}
+
+}  // namespace
+
+size_t Node::saved_bytes() const {
+  std::set<const Storage*> seen;
+  return add_saved_storages(*this, seen);
+}
+
+size_t saved_bytes(const std::vector<std::shared_ptr<Node>>& entries) {
+  std::set<const Storage*> seen;
+  size_t total = 0;
+  for (const auto& n : entries) total += add_saved_storages(*n, seen);
+  return total;
 }
 
 Node::~Node() {
@@ -550,7 +566,7 @@ std::vector<std::shared_ptr<Node>> tape_entries() {
 
 size_t tape_size() { return tape_entries().size(); }
 
-static std::string human_bytes(size_t b) {
+std::string human_bytes(size_t b) {
   std::ostringstream os;
   if (b < 1024) os << b << " B";
   else if (b < 1024 * 1024) os << std::fixed << std::setprecision(1) << b / 1024.0 << " KiB";
@@ -562,8 +578,6 @@ std::string tape_str() {
   std::ostringstream os;
   auto entries = tape_entries();
   os << "tape: " << entries.size() << (entries.size() == 1 ? " entry" : " entries") << " (backward runs them bottom to top)\n";
-  std::set<const Storage*> seen;
-  size_t total = 0;
   for (auto& n : entries) {
     std::string ins;
     for (size_t i = 0; i < n->inputs.size(); ++i) {
@@ -573,10 +587,8 @@ std::string tape_str() {
     os << "  #" << std::left << std::setw(4) << n->sequence << " " << std::setw(22) << n->name << " in "
        << std::setw(18) << ins << " -> out " << std::setw(10) << shape_str(n->out_sizes) << " keeps "
        << human_bytes(n->saved_bytes()) << "\n";
-    for (const SavedTensor& s : n->saved)
-      if (s.data.defined() && seen.insert(&storage_of(s.data)).second) total += storage_of(s.data).nbytes;
   }
-  os << "  total kept for backward: " << human_bytes(total) << "\n";
+  os << "  total kept for backward: " << human_bytes(saved_bytes(entries)) << "\n";
   return os.str();
 }
 

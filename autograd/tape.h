@@ -170,5 +170,10 @@ size_t tape_size();
 // One line per entry: op, input and output shapes, bytes kept for backward; then the total.
 std::string tape_str();
 void print_tape(std::ostream& os);
+// Bytes of the distinct storages these entries keep for backward (a storage two entries keep
+// counts once): the "total kept for backward" of tape_str.
+size_t saved_bytes(const std::vector<std::shared_ptr<Node>>& entries);
+// A byte count as tape_str writes it: "144 B", "2.5 KiB", "3.0 MiB".
+std::string human_bytes(size_t bytes);
 
 }  // namespace tg

@@ -2,24 +2,36 @@
 // an attention notebook: six 3-d token embeddings attend to each other.
 //
 // Every printed tensor reads like its PyTorch twin; the numbers match PyTorch to 4 decimals.
+//
+//   core_demo                 prints the walk, writes nothing
+//   core_demo --svg DIR       also draws the attention weights as heatmaps in DIR
+//   core_demo --dot FILE      also writes the graph backward walks (Graphviz: dot -Tsvg FILE > graph.svg)
 #include <cmath>
+#include <fstream>
 #include <iostream>
 
+#include "autograd/graph_dot.h"
 #include "autograd/ops.h"
 #include "autograd/tape.h"
+#include "examples/common/args.h"
+#include "examples/common/files.h"
+#include "examples/common/plots.h"
+#include "examples/common/your_journey.h"
 
 using tg::Tensor;
 
 static void show(const char* title, const Tensor& t) { std::cout << "\n# " << title << "\n" << t << "\n"; }
+static void report(const std::vector<std::string>& paths) {
+  for (const std::string& p : paths) std::cout << "(wrote " << p << ")\n";
+}
 
-int main() {
+static int run(const std::map<std::string, std::string>& flags) {
+  const auto flag = [&](const char* name) { return flags.count(name) ? flags.at(name) : std::string(); };
+  const std::string svg_dir = flags.count("--svg") ? tg::examples::prepare_output_dir(flag("--svg"), "core_demo --svg") : "";
+  const std::vector<std::string> tokens = tg::examples::your_journey_tokens();
+
   // "Your journey starts with one step": one 3-d embedding per token.
-  Tensor inputs = tg::tensor({{0.43, 0.15, 0.89},    // Your     (x^1)
-                              {0.55, 0.87, 0.66},    // journey  (x^2)
-                              {0.57, 0.85, 0.64},    // starts   (x^3)
-                              {0.22, 0.58, 0.33},    // with     (x^4)
-                              {0.77, 0.25, 0.10},    // one      (x^5)
-                              {0.05, 0.80, 0.55}});  // step     (x^6)
+  Tensor inputs = tg::examples::your_journey_inputs();  // (6, 3)
   inputs.requires_grad_();  // so we can ask how the context vectors depend on the embeddings
   show("inputs (6 tokens, 3 dims)", inputs);
 
@@ -32,6 +44,7 @@ int main() {
     // Attention weights: each row normalised with softmax, so it sums to 1.
     Tensor attn_weights = attn_scores.softmax(-1);
     show("attention weights = softmax(scores, dim=-1)", attn_weights);
+    if (!svg_dir.empty()) report(tg::examples::save_attention_heatmaps(svg_dir, "attention_weights", attn_weights, tokens, false));
     show("row sums", attn_weights.sum(-1));
 
     // Context vectors: for each token, the weighted sum of all token embeddings.
@@ -48,6 +61,7 @@ int main() {
   show("masked scores", masked);
   Tensor causal_weights = masked.softmax(-1);
   show("causal attention weights", causal_weights);
+  if (!svg_dir.empty()) report(tg::examples::save_attention_heatmaps(svg_dir, "causal_attention_weights", causal_weights, tokens, true));
   Tensor causal_context = causal_weights.matmul(inputs);
   show("causal context vectors", causal_context);
 
@@ -55,8 +69,16 @@ int main() {
   Tensor loss = causal_context.sum();
   show("loss = sum of causal context vectors", loss);
   std::cout << "\n# the tape before backward\n" << tg::tape_str();
+  if (!flag("--dot").empty()) {
+    const tg::TensorNames names{{"inputs", inputs}, {"causal_weights", causal_weights}, {"loss", loss}};
+    tg::examples::write_file_atomically(flag("--dot"), tg::graph_dot(loss, names), "core_demo --dot");
+    std::cout << "\n(wrote the graph to " << flag("--dot") << "; draw it with: dot -Tsvg " << flag("--dot")
+              << " > graph.svg)\n";
+  }
   loss.backward();
   std::cout << "\n# the tape after backward (entries released): " << tg::tape_size() << " entries\n";
   show("d loss / d inputs", inputs.grad());
   return 0;
 }
+
+int main(int argc, char** argv) { return tg::examples::main_with_flags(argc, argv, {"--svg", "--dot"}, run); }

@@ -1,0 +1,48 @@
+// examples/attention_pictures.cpp — pictures of causal attention: the book's CausalAttention
+// (seed 123, d_in 3, d_out 2) on the six tokens of "Your journey starts with one step".
+//
+//   attention_pictures                prints the attention weights
+//   attention_pictures --svg DIR      also draws them: DIR/causal_attention_weights.svg
+//                                     (docs/causal_attention_weights.svg is this picture)
+//   attention_pictures --dot FILE     also writes the graph backward walks from the context
+//                                     vectors, parameters named as in state_dict (dot -Tsvg FILE)
+#include <iostream>
+
+#include "autograd/graph_dot.h"
+#include "autograd/ops.h"
+#include "examples/common/args.h"
+#include "examples/common/files.h"
+#include "examples/common/plots.h"
+#include "examples/common/your_journey.h"
+#include "nn/attention.h"
+
+using tg::Tensor;
+
+static int run(const std::map<std::string, std::string>& flags) {
+  const std::vector<std::string> tokens = tg::examples::your_journey_tokens();
+  Tensor inputs = tg::examples::your_journey_inputs();  // (6, 3)
+  Tensor batch = tg::stack({inputs, inputs});        // (2, 6, 3), as in the book
+
+  tg::manual_seed(123);
+  tg::nn::CausalAttention ca(3, 2, 6, 0.0);
+  ca.keep_attention_weights = true;
+  Tensor context_vecs = ca(batch);  // (2, 6, 2)
+  std::cout << "# attention weights of the first batch element (rows: queries, columns: keys)\n"
+            << ca.attention_weights[0] << "\n";
+
+  if (flags.count("--svg")) {
+    const std::string dir = tg::examples::prepare_output_dir(flags.at("--svg"), "attention_pictures --svg");
+    for (const std::string& p :
+         tg::examples::save_attention_heatmaps(dir, "causal_attention_weights", ca.attention_weights[0], tokens, true))
+      std::cout << "(wrote " << p << ")\n";
+  }
+  if (flags.count("--dot")) {
+    tg::TensorNames names = ca.named_parameters();  // W_query.weight, W_key.weight, W_value.weight
+    names.push_back({"context_vecs", context_vecs});
+    tg::examples::write_file_atomically(flags.at("--dot"), tg::graph_dot(context_vecs, names), "attention_pictures --dot");
+    std::cout << "(wrote " << flags.at("--dot") << "; draw it with: dot -Tsvg " << flags.at("--dot") << " > graph.svg)\n";
+  }
+  return 0;
+}
+
+int main(int argc, char** argv) { return tg::examples::main_with_flags(argc, argv, {"--svg", "--dot"}, run); }
