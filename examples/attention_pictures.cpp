@@ -11,7 +11,7 @@
 #include "autograd/graph_dot.h"
 #include "autograd/ops.h"
 #include "examples/common/args.h"
-#include "examples/common/files.h"
+#include "autograd/atomic_file.h"
 #include "examples/common/plots.h"
 #include "examples/common/your_journey.h"
 #include "nn/attention.h"
@@ -39,7 +39,7 @@ static int run(const std::map<std::string, std::string>& flags) {
   if (flags.count("--dot")) {
     tg::TensorNames names = ca.named_parameters();  // W_query.weight, W_key.weight, W_value.weight
     names.push_back({"context_vecs", context_vecs});
-    tg::examples::write_file_atomically(flags.at("--dot"), tg::graph_dot(context_vecs, names), "attention_pictures --dot");
+    tg::write_file_atomically(flags.at("--dot"), tg::graph_dot(context_vecs, names), "attention_pictures --dot");
     std::cout << "(wrote " << flags.at("--dot") << "; draw it with: dot -Tsvg " << flags.at("--dot") << " > graph.svg)\n";
   }
   return 0;

@@ -14,7 +14,7 @@
 #include "autograd/ops.h"
 #include "autograd/tape.h"
 #include "examples/common/args.h"
-#include "examples/common/files.h"
+#include "autograd/atomic_file.h"
 #include "examples/common/plots.h"
 #include "examples/common/your_journey.h"
 
@@ -71,7 +71,7 @@ static int run(const std::map<std::string, std::string>& flags) {
   std::cout << "\n# the tape before backward\n" << tg::tape_str();
   if (!flag("--dot").empty()) {
     const tg::TensorNames names{{"inputs", inputs}, {"causal_weights", causal_weights}, {"loss", loss}};
-    tg::examples::write_file_atomically(flag("--dot"), tg::graph_dot(loss, names), "core_demo --dot");
+    tg::write_file_atomically(flag("--dot"), tg::graph_dot(loss, names), "core_demo --dot");
     std::cout << "\n(wrote the graph to " << flag("--dot") << "; draw it with: dot -Tsvg " << flag("--dot")
               << " > graph.svg)\n";
   }

@@ -8,7 +8,7 @@
 #include <filesystem>
 
 #include "autograd/ops.h"
-#include "examples/common/files.h"
+#include "autograd/atomic_file.h"
 #include "examples/common/svg.h"
 
 namespace tg::examples {

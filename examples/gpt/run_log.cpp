@@ -10,6 +10,7 @@
 
 #include "autograd/atomic_file.h"
 #include "autograd/error.h"
+#include "examples/common/plots.h"
 
 namespace tg::examples {
 
@@ -49,7 +50,17 @@ std::string RunLog::csv() const {
   return out;
 }
 
-void RunLog::write(const std::string& dir) const { write_file_atomically(path_in(dir, "loss.csv"), csv(), "train_gpt"); }
+void RunLog::write(const std::string& dir) const {
+  write_file_atomically(path_in(dir, "loss.csv"), csv(), "train_gpt");
+  Series train{"train (batch)", {}}, val{"val", {}};
+  for (const LossRow& r : rows_) {
+    train.points.emplace_back(static_cast<double>(r.step), r.train_loss);
+    if (r.val_loss) val.points.emplace_back(static_cast<double>(r.step), *r.val_loss);
+  }
+  std::vector<Series> series = {train};
+  if (!val.points.empty()) series.push_back(val);
+  write_line_plot_svg(path_in(dir, "loss.svg"), series, "train_gpt: loss", "step", "cross-entropy loss");
+}
 
 RunLog RunLog::read(const std::string& dir, int64_t up_to_step) {
   const std::string path = path_in(dir, "loss.csv");

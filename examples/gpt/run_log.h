@@ -3,6 +3,7 @@
 //   loss.csv      a row per step: step,train_loss,val_loss,lr,tokens_per_s,elapsed_s
 //                 (train_loss is that step's batch loss; losses with 9 significant digits, so
 //                 runs compare bit for bit; val_loss is empty on rows without an evaluation)
+//   loss.svg      the train loss of every step and the val loss of every evaluation against step
 //   summary.json  final train and val loss, steps, tokens/s, elapsed seconds, peak RSS in MB
 //   the terminal  a progress bar (step, loss, tokens/s, elapsed, ETA) on a terminal; plain log
 //                 lines when the output is a file or a pipe
@@ -30,7 +31,7 @@ class RunLog {
   void add(const LossRow& row) { rows_.push_back(row); }
   const std::vector<LossRow>& rows() const { return rows_; }
   double elapsed_s() const { return rows_.empty() ? 0.0 : rows_.back().elapsed_s; }
-  void write(const std::string& dir) const;  // loss.csv (atomically)
+  void write(const std::string& dir) const;  // loss.csv and loss.svg (each atomically)
   void write_summary(const std::string& dir, double peak_rss_mb) const;  // summary.json (atomically)
   std::string csv() const;
 

@@ -33,7 +33,7 @@ TEST(TrainGptProgram, ATinyRunWritesEveryFileAndResumes) {
   ProgramRun r = train_gpt({"--out", out});
   ASSERT_EQ(r.exit_code, 0) << r.output;
   for (const char* name : {"model.safetensors", "optimizer.safetensors", "config.json", "tokenizer.json", "loss.csv",
-                           "samples.txt", "summary.json"})
+                           "loss.svg", "samples.txt", "summary.json"})
     EXPECT_TRUE(std::filesystem::exists(out + "/" + name)) << name;
   const std::string csv = read_bytes(out + "/loss.csv");
   EXPECT_EQ(csv.substr(0, csv.find('\n')), "step,train_loss,val_loss,lr,tokens_per_s,elapsed_s");
