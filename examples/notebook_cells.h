@@ -14,6 +14,7 @@
 #include <iostream>
 #include <string>
 
+#include "autograd/generator.h"
 #include "autograd/tensor.h"
 
 namespace notebook {
@@ -37,6 +38,12 @@ inline std::string torch_size(const tg::Shape& shape) {
   std::string s = "torch.Size([";
   for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
   return s + "])";
+}
+
+// torch.manual_seed returns the default generator, which a notebook shows as
+// "<torch._C.Generator at 0x10adb0b10>"; ours prints the same way, with its own address.
+inline void print_generator(const tg::Generator& g) {
+  std::cout << "<tg::Generator at " << static_cast<const void*>(&g) << ">\n";
 }
 
 // Python's repr of a bool.
