@@ -25,19 +25,10 @@
 #include "nn/module.h"
 
 using notebook::cell;
+using notebook::print_generator;
 using tg::Tensor;
 
-namespace {
-
-const int SEED = 42;
-
-// torch.manual_seed returns the default generator, which the notebook shows as
-// "<torch._C.Generator at 0x10adb0b10>"; ours prints the same way, with its own address.
-void print_generator(const tg::Generator& g) {
-  std::cout << "<tg::Generator at " << static_cast<const void*>(&g) << ">\n";
-}
-
-}  // namespace
+constexpr int SEED = 42;  // the notebook's SEED
 
 // Self-attention or masked self-attention, as the notebook's class. row_dim and col_dim name
 // the token dims of the (tokens, d_model) encodings: keys are transposed over them and the

@@ -148,4 +148,5 @@ def main():
     print(f"wrote {len(CASES)} cases to {path}")
 
 
-main()
+if __name__ == "__main__":  # (make_safetensors_reference.py imports the classes)
+    main()
