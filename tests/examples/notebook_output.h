@@ -47,7 +47,8 @@ void expect_same_cells(const std::vector<PrintedCell>& got, const std::vector<Pr
 
 // Against a notebook's numbers (tests/reference/notebook_NNN_cells.json, written by
 // extract_notebook_cells.py): the same cells in the same order ("In [N]:" for each label), and
-// numbers_match for each cell the file lists.
+// numbers_match for each cell the file lists (on its first numbers
+// only when the file marks the cell "truncated": the notebook cut its output short).
 void expect_notebook_cells(const std::vector<PrintedCell>& got, const std::string& json_file, double atol, double rtol);
 
 // The text of a file under TG_REFERENCE_DIR.

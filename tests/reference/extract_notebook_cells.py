@@ -12,17 +12,22 @@
 #   {"notebook": "NNN", "labels": ["1", "3", ...],          every cell's label, in order
 #    "cells": [{"index": 3, "label": "5", "numbers": ["4", "8", "2"]}, ...]}
 #
-# index is the cell's position in "labels". Numbers are kept as printed ("1.9269", "-inf", "2.",
-# "True" and "False" for bools); a hexadecimal address (<torch._C.Generator at 0x10adb0b10>) and
-# digits inside names (grad_fn=<MmBackward0>, torch.float64) are not numbers.
+# index is the cell's position in "labels"; "truncated": true marks a cell whose output the notebook
+# cut short (its numbers are the first ones the cell prints). Numbers are kept as printed ("1.9269",
+# "-inf", "2.", "True" and "False" for bools); a hexadecimal address (<torch._C.Generator at
+# 0x10adb0b10>) and digits inside names (grad_fn=<MmBackward0>, torch.float64) are not numbers.
 import json
 import os
 import re
 import sys
 
 MARKER = re.compile(r"^In \[([^\]]*)\]:\s*$")
-# The first line of something a cell printed (a repr or a print()), as opposed to code or markdown.
-OUTPUT_START = re.compile(r"^(tensor\(|torch\.Size\(|\(torch\.Size|True$|False$|<torch\._C\.Generator|-?\d)")
+# The first line of something a cell printed (a repr or a print()), as opposed to code or markdown;
+# a print() may put a label before it ("context_vecs.shape: torch.Size([2, 6, 2])").
+OUTPUT_START = re.compile(r"^([A-Za-z_][\w .]*:\s+)?"
+                          r"(tensor\(|torch\.Size\(|\(torch\.Size|True$|False$|<torch\._C\.Generator|-?\d)")
+# A separator a cell printed between its outputs ("-----", "-----Dot product of a and a.T-----").
+SEPARATOR = re.compile(r"^---")
 NUMBER = re.compile(r"(?<![\w.])(-?(?:\d+\.?\d*(?:e[-+]?\d+)?|inf|nan)|True|False)(?![\w.])")
 
 
@@ -39,25 +44,26 @@ def split_cells(text):
 
 
 def output_of(body):
-    """The lines a cell printed: from the first output line that follows a blank line, item by
-    item (brackets balanced, blank lines between items allowed), up to the first line that is
-    neither (markdown)."""
+    """(lines, truncated): the lines a cell printed, from the first output line that follows a
+    blank line, item by item (brackets balanced, blank lines and separators between items
+    allowed), up to the first line that is neither (markdown); truncated when the text ends
+    inside an item (brackets left open: the notebook's output was cut short)."""
     start = next((i for i, line in enumerate(body) if OUTPUT_START.match(line) and (i == 0 or not body[i - 1].strip())),
                  None)
     if start is None:
-        return []
+        return [], False
     out, depth, i = [], 0, start
     while i < len(body):
         line = body[i]
         if depth == 0 and not line.strip():
             i += 1
             continue
-        if depth == 0 and not OUTPUT_START.match(line):
+        if depth == 0 and not OUTPUT_START.match(line) and not SEPARATOR.match(line):
             break
         out.append(line)
         depth += line.count("(") + line.count("[") - line.count(")") - line.count("]")
         i += 1
-    return out
+    return out, depth > 0
 
 
 def numbers_in(lines):
@@ -73,7 +79,11 @@ def main(argv):
     doc = {"notebook": notebook, "labels": [label for label, _ in cells], "cells": []}
     for index, (label, body) in enumerate(cells):
         if label.isdigit() and any(lo <= int(label) <= hi for lo, hi in ranges):
-            doc["cells"].append({"index": index, "label": label, "numbers": numbers_in(output_of(body))})
+            lines, truncated = output_of(body)
+            entry = {"index": index, "label": label, "numbers": numbers_in(lines)}
+            if truncated:
+                entry["truncated"] = True
+            doc["cells"].append(entry)
     out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "notebook_%s_cells.json" % notebook)
     with open(out, "w") as f:
         json.dump(doc, f, indent=1)
