@@ -23,13 +23,22 @@
 // another random stream. Cells 46 to 94 build Linear layers without a seed, and the notebook's
 // generator had been used by cells that are not shown (its cell numbers jump from 61 to 81), so
 // those values are our own: the ones PyTorch prints running these cells once, top to bottom.
+//
+// With --svg DIR it also draws the attention weights as heatmaps into DIR: the simplified
+// weights, SelfAttention_v2's, CausalAttention's (the masked cells empty) and each head of
+// MultiHeadAttention.
 #include <cmath>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "autograd/generator.h"
 #include "autograd/ops.h"
+#include "examples/common/args.h"
+#include "examples/common/plots.h"
+#include "examples/common/your_journey.h"
 #include "examples/notebook_cells.h"
 #include "nn/attention.h"
 #include "nn/layers.h"
@@ -177,7 +186,10 @@ class EfficientMultiHeadAttention : public SplitHeadsAttention {
 
 using notebook000::kSeparator;
 
-int main() {
+int main(int argc, char** argv) {
+  // --svg DIR: the attention weights below as heatmaps (examples/common/plots.h)
+  const std::optional<std::string> svg = tg::examples::svg_dir_from_args(argc, argv);
+  const std::vector<std::string> tokens = tg::examples::your_journey_tokens();
   // --- simplified attention mechanism -----------------------------------------------------------
   cell(2);  // import torch
   cell(2);  // the notebook shows this label twice
@@ -227,6 +239,7 @@ int main() {
   cell(10);
   Tensor attn_weights = tg::softmax(attn_scores, -1);
   std::cout << attn_weights << "\n";
+  if (svg) tg::examples::save_attention_heatmaps(*svg, "simplified_attention_weights", attn_weights, tokens, false);
 
   cell(11);
   Tensor context_vec = tg::matmul(attn_weights, inputs);
@@ -293,6 +306,7 @@ int main() {
   attn_scores = queries.matmul(keys.t());
   attn_weights = tg::softmax(attn_scores / std::pow(static_cast<double>(keys.size(-1)), 0.5), -1);
   std::cout << attn_weights << "\n";
+  if (svg) tg::examples::save_attention_heatmaps(*svg, "self_attention_v2_weights", attn_weights, tokens, false);
   std::cout << kSeparator << "\n";
   // a matrix with zeros above the diagonal
   int64_t context_length = attn_scores.size(0);
@@ -340,6 +354,7 @@ int main() {
   ca.keep_attention_weights = true;
   Tensor context_vecs = ca.forward(batch);
   std::cout << "context_vecs.shape: " << torch_size(context_vecs.sizes()) << "\n";
+  if (svg) tg::examples::save_attention_heatmaps(*svg, "causal_attention_weights", ca.attention_weights, tokens, true);
 
   // --- a wrapper class for multi-head attention -------------------------------------------------
   cell(31);  // class MultiHeadAttentionWraper: tg::nn::MultiHeadAttentionWrapper
@@ -367,6 +382,7 @@ int main() {
   mha.keep_attention_weights = true;
   context_vecs = mha.forward(batch);
   std::cout << context_vecs << "\n";
+  if (svg) tg::examples::save_attention_heatmaps(*svg, "multi_head_attention_weights", mha.attention_weights, tokens, true);
   std::cout << "context_vecs.shape: " << torch_size(context_vecs.sizes()) << "\n";
 
   cell(35);  // (a comment: "test")

@@ -15,9 +15,14 @@
 #include <cmath>
 #include <iostream>
 #include <memory>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "autograd/generator.h"
 #include "autograd/ops.h"
+#include "examples/common/args.h"
+#include "examples/common/plots.h"
 #include "examples/notebook_cells.h"
 #include "nn/layers.h"
 #include "nn/module.h"
@@ -62,7 +67,9 @@ class Head : public tg::nn::Module {
   Tensor attention_weights;
 };
 
-int main() {
+int main(int argc, char** argv) {
+  // --svg DIR: the Head's attention weights as heatmaps, one per batch element (plots.h)
+  const std::optional<std::string> svg = tg::examples::svg_dir_from_args(argc, argv);
   cell(1);  // import numpy as np
   cell(3);  // import torch ...
   cell(4);  // (a comment)
@@ -247,5 +254,10 @@ int main() {
   std::cout << head << "\n";
   std::cout << "output " << torch_size(out.sizes()) << ", attention weights "
             << torch_size(head.attention_weights.sizes()) << "\n";
+  if (svg) {
+    std::vector<std::string> positions;  // the tokens are random vectors: label them by position
+    for (int64_t t = 0; t < head.attention_weights.size(-1); ++t) positions.push_back(std::string("t").append(std::to_string(t)));
+    tg::examples::save_attention_heatmaps(*svg, "head_attention_weights", head.attention_weights, positions, true);
+  }
   return 0;
 }

@@ -27,7 +27,7 @@
 namespace tg::examples {
 
 struct TrainOptions {
-  int64_t steps = 2000;
+  int64_t steps = 1500;
   int64_t batch = 16;
   int64_t context = 64;
   int64_t emb_dim = 64;
@@ -41,7 +41,7 @@ struct TrainOptions {
   double weight_decay = 0.1;
   double grad_clip = 1.0;  // 0 = off
   int64_t seed = 1337;
-  int64_t eval_every = 200;
+  int64_t eval_every = 250;
   int64_t eval_batches = 20;
   int64_t threads = 0;  // 0 = all cores
   std::string out = "gpt_run";

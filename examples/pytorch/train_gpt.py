@@ -107,7 +107,7 @@ class Run:
 def options(argv=None):
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--data", required=True)
-    p.add_argument("--steps", type=int, default=2000)
+    p.add_argument("--steps", type=int, default=1500)
     p.add_argument("--batch", type=int, default=16)
     p.add_argument("--context", type=int, default=64)
     p.add_argument("--emb-dim", type=int, default=64)
@@ -121,7 +121,7 @@ def options(argv=None):
     p.add_argument("--weight-decay", type=float, default=0.1)
     p.add_argument("--grad-clip", type=float, default=1.0)
     p.add_argument("--seed", type=int, default=1337)
-    p.add_argument("--eval-every", type=int, default=200)
+    p.add_argument("--eval-every", type=int, default=250)
     p.add_argument("--eval-batches", type=int, default=20)
     p.add_argument("--threads", type=int, default=0)
     return p.parse_args(argv)

@@ -73,7 +73,7 @@ TEST(TrainGptProgram, BadCommandLinesAreOneLineAndExitCode2) {
       {{"--layers", "0"}, "train_gpt: --layers: 0 is out of range [1, 1024]"},
       {{"--lr", "-0.1"}, "train_gpt: --lr: -0.1 is out of range [0, 10]"},
       {{"--lr-schedule", "linear"}, "train_gpt: --lr-schedule: expected one of constant|cosine, got 'linear'"},
-      {{"--warmup", "3000"}, "train_gpt: --warmup (3000) must be smaller than --steps (2000)"},
+      {{"--warmup", "3000"}, "train_gpt: --warmup (3000) must be smaller than --steps (1500)"},
       {{"stray"}, "train_gpt: unexpected argument 'stray'"},
   };
   for (const Case& c : cases) {
