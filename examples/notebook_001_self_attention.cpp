@@ -254,10 +254,9 @@ int main(int argc, char** argv) {
   std::cout << head << "\n";
   std::cout << "output " << torch_size(out.sizes()) << ", attention weights "
             << torch_size(head.attention_weights.sizes()) << "\n";
-  if (svg) {
-    std::vector<std::string> positions;  // the tokens are random vectors: label them by position
-    for (int64_t t = 0; t < head.attention_weights.size(-1); ++t) positions.push_back(std::string("t").append(std::to_string(t)));
-    tg::examples::save_attention_heatmaps(*svg, "head_attention_weights", head.attention_weights, positions, true);
+  if (svg) {  // the tokens are random vectors: labelled by position
+    tg::examples::save_attention_heatmaps(*svg, "head_attention_weights", head.attention_weights,
+                                          tg::examples::position_labels(head.attention_weights.size(-1)), true);
   }
   return 0;
 }

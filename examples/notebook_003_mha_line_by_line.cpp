@@ -17,10 +17,13 @@
 //   context_vec  = (attn_weights @ values) joined back to (b, T, d_out), then out_proj
 #include <cmath>
 #include <iostream>
+#include <optional>
 #include <string>
 
 #include "autograd/generator.h"
 #include "autograd/ops.h"
+#include "examples/common/args.h"
+#include "examples/common/plots.h"
 #include "examples/notebook_cells.h"
 #include "nn/attention.h"
 
@@ -84,7 +87,9 @@ Steps forward_step_by_step(tg::nn::MultiHeadAttention& mha, const Tensor& x) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  // --svg DIR: attention weights as heatmaps (examples/common/plots.h)
+  const std::optional<std::string> svg = tg::examples::svg_dir_from_args(argc, argv);
   marker("Line 1, Class Definition:");  // tg::nn::MultiHeadAttention, a tg::nn::Module
 
   marker("Line 2, Constructor:");
@@ -139,6 +144,10 @@ int main() {
   marker("Lines 39-41, Softmax and Dropout on Attention Scores:");
   // Each row sums to 1; dropout then zeroes about 10% of the weights and scales the rest by 1/0.9.
   std::cout << s.attn_weights[0] << "\n" << s.attn_weights[0].sum(-1) << "\n" << s.dropped_weights[0] << "\n";
+  if (svg) {  // each head's weights, before dropout
+    tg::examples::save_attention_heatmaps(*svg, "mha_attention_weights", s.attn_weights,
+                                          tg::examples::position_labels(s.attn_weights.size(-1)), true);
+  }
 
   marker("Lines 43, Context Vector Calculation:");
   // The text says (b, num_heads, T, head_dim); after transpose(1, 2) it is (b, T, num_heads, head_dim).

@@ -15,11 +15,14 @@
 // number of cells 17 to 34 is the notebook's.
 #include <cmath>
 #include <iostream>
+#include <optional>
 #include <memory>
 #include <vector>
 
 #include "autograd/generator.h"
 #include "autograd/ops.h"
+#include "examples/common/args.h"
+#include "examples/common/plots.h"
 #include "examples/notebook_cells.h"
 #include "nn/layers.h"
 #include "nn/module.h"
@@ -96,7 +99,9 @@ class MultiHeadedAttention : public tg::nn::Module {
   std::shared_ptr<tg::nn::ModuleList> heads;
 };
 
-int main() {
+int main(int argc, char** argv) {
+  // --svg DIR: attention weights as heatmaps (examples/common/plots.h)
+  const std::optional<std::string> svg = tg::examples::svg_dir_from_args(argc, argv);
   cell(1);  // imports, SEED = 42
   cell(2);  // class Attention (above)
   cell(3);  // class MultiHeadedAttention (above)
@@ -121,6 +126,10 @@ int main() {
 
   cell(20);
   std::cout << attention_scores << "\n";
+  if (svg) {
+    tg::examples::save_attention_heatmaps(*svg, "self_attention_weights", self_attention.attention_weights,
+                                          tg::examples::position_labels(self_attention.attention_weights.size(-1)), false);
+  }
 
   // --- Masked self-attention ---------------------------------------------------------------------
   cell(22);

@@ -349,4 +349,10 @@ void write_line_plot_svg(const std::string& path, const std::vector<Series>& ser
   write_file_atomically(path, line_plot_svg(series, title, x_label, y_label), "write_line_plot_svg");
 }
 
+std::vector<std::string> position_labels(int64_t n) {
+  std::vector<std::string> labels;
+  for (int64_t t = 0; t < n; ++t) labels.push_back(std::string("t").append(std::to_string(t)));
+  return labels;
+}
+
 }  // namespace tg::examples

@@ -54,6 +54,9 @@ void write_line_plot_svg(const std::string& path, const std::vector<Series>& ser
 //   (b, h, T, T)  dir/name_b0_h0.svg, dir/name_b0_h1.svg, ...
 // causal = true hides the cells above the diagonal (a token does not see later tokens).
 // Returns the paths written, in that order.
+// Labels "t0", "t1", ... for n positions, where the tokens are random vectors with no text.
+std::vector<std::string> position_labels(int64_t n);
+
 std::vector<std::string> save_attention_heatmaps(const std::string& dir, const std::string& name, const Tensor& weights,
                                                  const std::vector<std::string>& tokens, bool causal);
 
