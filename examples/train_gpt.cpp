@@ -78,6 +78,11 @@ int run(int argc, char** argv) {
     usage(std::cout, defaults);
     return 0;
   }
+  if (!o.write_corpus.empty()) {  // for training the same text elsewhere (examples/pytorch)
+    tg::write_file_atomically(o.write_corpus, builtin_corpus(), "train_gpt --write-corpus");
+    std::cout << "train_gpt: wrote the built-in corpus to " << o.write_corpus << "\n";
+    return 0;
+  }
   std::unique_ptr<Trainer> trainer;
   RunLog log;
   if (!o.resume.empty()) {

@@ -33,6 +33,7 @@ std::vector<Flag> train_flags(TrainOptions& o) {
       text_flag("resume", &o.resume, "continue the run saved in this folder"),
       text_flag("data", &o.data, "a text file to train on (default: the built-in corpus)"),
       int_flag("sample-tokens", &o.sample_tokens, "characters to write in each sample at the end", 0, 1 << 20),
+      text_flag("write-corpus", &o.write_corpus, "write the built-in corpus to this file and stop"),
   };
 }
 

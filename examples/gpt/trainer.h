@@ -48,6 +48,7 @@ struct TrainOptions {
   std::string resume;  // a run's --out folder to continue
   std::string data;    // a text file; empty = the built-in corpus
   int64_t sample_tokens = 300;
+  std::string write_corpus;  // write the built-in corpus to this file and stop
 };
 
 // train_gpt's flags, bound to the fields of o.
