@@ -2,7 +2,11 @@
 // --resume continues it, and every bad command line or input is one clear line with a
 // non-zero exit code (2 for the command line itself).
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -57,6 +61,38 @@ TEST(TrainGptProgram, ATinyRunWritesEveryFileAndResumes) {
   r = run_program(example_program("generate"), {"--ckpt", out, "--prompt", "#"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_TRUE(has_part(r.output, "generate: --prompt: tokenizer: character '#' (U+0023) at byte 0 is not in the vocabulary"));
+}
+
+// Ctrl-C (SIGINT) during training saves a checkpoint, exits with 130, and the run resumes.
+TEST(TrainGptProgram, InterruptSavesACheckpointThatResumes) {
+  SKIP_WITHOUT_EXAMPLES();
+  TempFolder dir;
+  const std::string out = dir.file("run"), program = example_program("train_gpt");
+  std::vector<std::string> args = {program, "--out", out, "--steps", "100000", "--eval-every", "100000", "--threads", "1",
+                                   "--lr-schedule", "constant"};
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    freopen("/dev/null", "w", stdout);
+    execv(program.c_str(), argv.data());
+    _exit(127);
+  }
+  for (int waited = 0; waited < 100 && !std::filesystem::exists(out); ++waited) usleep(50000);  // training has begun
+  usleep(300000);
+  kill(child, SIGINT);
+  int status = 0;
+  waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 130);
+  const std::string csv = read_bytes(out + "/loss.csv");
+  const size_t steps = lines_of(csv) - 1;
+  EXPECT_GE(steps, 1u);
+  const ProgramRun r = run_program(program, {"--resume", out, "--steps", std::to_string(steps + 2), "--sample-tokens", "3"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(lines_of(read_bytes(out + "/loss.csv")), steps + 3);
 }
 
 TEST(TrainGptProgram, BadCommandLinesAreOneLineAndExitCode2) {
