@@ -63,24 +63,12 @@ int run(int argc, char** argv) {
   sampling.top_k = o.top_k;
   sampling.top_p = o.top_p;
   for (int64_t k = 0; k < o.samples; ++k) {
-    const tg::Tensor idx = tg::from_vector(prompt, {1, static_cast<int64_t>(prompt.size())});
-    const tg::Tensor out = tg::nn::generate(*saved.model, idx, o.tokens, sampling, &gen);
     if (o.samples > 1) std::cout << "--- sample " << k + 1 << " ---\n";
-    std::cout << saved.tokenizer.decode(out.tolist<int64_t>()) << "\n";
+    std::cout << write_text(*saved.model, saved.tokenizer, prompt, o.tokens, sampling, gen) << "\n";
   }
   return 0;
 }
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const UsageError& e) {
-    std::cerr << "generate: " << e.what() << "\n";
-    return 2;
-  } catch (const tg::Error& e) {
-    std::cerr << "generate: " << e.what() << "\n";
-    return 1;
-  }
-}
+int main(int argc, char** argv) { return main_reporting_errors("generate", argc, argv, run); }

@@ -159,9 +159,8 @@ int run(int argc, char** argv) {
   tg::Generator gen(static_cast<uint64_t>(o.seed));
   const std::vector<int64_t> start = {trainer->tokenizer().id_or(U'\n', 0)};
   for (int k = 0; k < 3; ++k) {
-    tg::Tensor prompt = tg::from_vector(start, {1, static_cast<int64_t>(start.size())});
-    tg::Tensor out = tg::nn::generate(trainer->model(), prompt, o.sample_tokens, {.temperature = 0.8}, &gen);
-    samples += "--- sample " + std::to_string(k + 1) + " ---\n" + trainer->tokenizer().decode(out.tolist<int64_t>()) + "\n";
+    samples += "--- sample " + std::to_string(k + 1) + " ---\n" +
+               write_text(trainer->model(), trainer->tokenizer(), start, o.sample_tokens, {.temperature = 0.8}, gen) + "\n";
   }
   tg::write_file_atomically((std::filesystem::path(o.out) / "samples.txt").string(), samples, "train_gpt");
   log.write_summary(o.out, peak_rss_mb());
@@ -171,14 +170,4 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const UsageError& e) {
-    std::cerr << "train_gpt: " << e.what() << "\n";
-    return 2;
-  } catch (const tg::Error& e) {
-    std::cerr << "train_gpt: " << e.what() << "\n";
-    return 1;
-  }
-}
+int main(int argc, char** argv) { return main_reporting_errors("train_gpt", argc, argv, run); }

@@ -11,6 +11,7 @@
 #include "autograd/atomic_file.h"
 #include "autograd/generator.h"
 #include "autograd/json.h"
+#include "autograd/ops.h"
 #include "autograd/safetensors.h"
 #include "nn/serialize.h"
 
@@ -228,6 +229,12 @@ std::unique_ptr<Trainer> resume_trainer(const std::string& dir, const TrainOptio
   trainer->batch_generator().set_state(batch_state);
   trainer->set_step(parse_step(step, model_path));
   return trainer;
+}
+
+std::string write_text(nn::GPTModel& model, const CharTokenizer& tokenizer, const std::vector<int64_t>& prompt,
+                       int64_t tokens, const nn::SamplingOptions& options, Generator& gen) {
+  const Tensor idx = from_vector(prompt, {1, static_cast<int64_t>(prompt.size())});  // (1, T)
+  return tokenizer.decode(nn::generate(model, idx, tokens, options, &gen).tolist<int64_t>());
 }
 
 SavedModel load_saved_model(const std::string& dir) {

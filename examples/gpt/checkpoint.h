@@ -20,6 +20,7 @@
 
 #include "examples/gpt/tokenizer.h"
 #include "examples/gpt/trainer.h"
+#include "nn/generate.h"
 #include "nn/gpt.h"
 
 namespace tg::examples {
@@ -41,6 +42,10 @@ struct SavedModel {
   std::unique_ptr<nn::GPTModel> model;
 };
 SavedModel load_saved_model(const std::string& dir);
+
+// The prompt followed by `tokens` generated characters, as text (nn/generate.h).
+std::string write_text(nn::GPTModel& model, const CharTokenizer& tokenizer, const std::vector<int64_t>& prompt,
+                       int64_t tokens, const nn::SamplingOptions& options, Generator& gen);
 
 // "path: what is wrong" when dir is not a checkpoint folder (a file missing).
 void check_checkpoint_folder(const std::string& dir);

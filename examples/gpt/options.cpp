@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <iomanip>
+#include <iostream>
 #include <ostream>
 #include <sstream>
 #include <utility>
@@ -115,6 +116,18 @@ void parse_flags(const std::vector<Flag>& flags, const std::vector<std::string>&
       if (i + 1 >= args.size()) throw UsageError("--" + name + ": missing value");
       set_value(*f, args[++i]);
     }
+  }
+}
+
+int main_reporting_errors(const char* program, int argc, char** argv, int (*run)(int, char**)) {
+  try {
+    return run(argc, argv);
+  } catch (const UsageError& e) {
+    std::cerr << program << ": " << e.what() << "\n";
+    return 2;
+  } catch (const Error& e) {
+    std::cerr << program << ": " << e.what() << "\n";
+    return 1;
   }
 }
 

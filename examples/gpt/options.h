@@ -40,4 +40,8 @@ void parse_flags(const std::vector<Flag>& flags, const std::vector<std::string>&
                  std::vector<std::string>* given = nullptr);
 void print_flags(std::ostream& os, const std::vector<Flag>& flags);  // --help: each flag, its default, help
 
+// A program's main(): runs run(argc, argv) and returns its exit code; a UsageError is printed as
+// "<program>: <message>" with exit code 2, any other tg::Error likewise with exit code 1.
+int main_reporting_errors(const char* program, int argc, char** argv, int (*run)(int, char**));
+
 }  // namespace tg::examples
