@@ -10,6 +10,7 @@
 // Views (view, transpose, select, narrow, expand, ...) make a new TensorImpl over the same
 // Storage, so writes through a view are seen by its base.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 
@@ -51,6 +52,10 @@ struct TensorImpl : std::enable_shared_from_this<TensorImpl> {
   std::shared_ptr<TensorImpl> view_base;
   uint64_t base_history = 0;
 };
+
+// The counters behind memory_stats() (autograd/memory.cpp): Storage calls them.
+void note_storage_allocated(size_t nbytes);
+void note_storage_freed(size_t nbytes);
 
 // Give a view whose base was written in place since its grad_fn was made the base's new
 // history (autograd/tape.cpp).

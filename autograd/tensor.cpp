@@ -24,9 +24,13 @@ Storage::Storage(size_t n) : nbytes(n) {
   const size_t rounded = ((n + 63) / 64) * 64;
   data = std::aligned_alloc(64, rounded ? rounded : 64);
   if (!data) throw Error("out of memory: cannot allocate " + std::to_string(n) + " bytes");
+  note_storage_allocated(n);
 }
 
-Storage::~Storage() { std::free(data); }
+Storage::~Storage() {
+  std::free(data);
+  note_storage_freed(nbytes);
+}
 
 // --- geometry helpers ----------------------------------------------------------------------------
 
