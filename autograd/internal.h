@@ -53,9 +53,11 @@ struct TensorImpl : std::enable_shared_from_this<TensorImpl> {
   uint64_t base_history = 0;
 };
 
-// The counters behind memory_stats() (autograd/memory.cpp): Storage calls them.
-void note_storage_allocated(size_t nbytes);
-void note_storage_freed(size_t nbytes);
+// Where Storage gets its buffer and gives it back (autograd/memory.cpp): 64-byte aligned, from
+// the cache of freed buffers when one of that size is there. allocate_storage throws
+// "out of memory: cannot allocate N bytes".
+void* allocate_storage(size_t nbytes);
+void release_storage(void* data, size_t nbytes);
 
 // Give a view whose base was written in place since its grad_fn was made the base's new
 // history (autograd/tape.cpp).

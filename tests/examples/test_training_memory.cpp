@@ -77,6 +77,20 @@ TEST(TrainingMemory, PeakLiveMemoryOfAStepIsTheSameEveryStep) {
   }
 }
 
+TEST(TrainingMemory, AfterTheFirstStepsEveryBufferComesFromTheCache) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "the cache is off under AddressSanitizer";
+#else
+  Trainer t(tiny_options(50), text());
+  for (int step = 1; step <= 3; ++step) t.train_step();
+  const int64_t from_system = memory_stats().system_allocations;
+  for (int step = 4; step <= 50; ++step) {
+    t.train_step();
+    ASSERT_EQ(memory_stats().system_allocations, from_system) << "step " << step << " asked the system for memory";
+  }
+#endif
+}
+
 TEST(TrainingMemory, ResidentMemoryStaysFlatOver1000Steps) {
 #if defined(__SANITIZE_ADDRESS__)
   GTEST_SKIP() << "AddressSanitizer keeps freed memory in quarantine, so the resident size grows by design";
