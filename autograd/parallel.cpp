@@ -1,22 +1,23 @@
-// autograd/parallel.cpp — the thread count (ours and BLIS's) and a small std::thread pool.
+// autograd/parallel.cpp — the thread count (ours and BLIS's) and parallel_for.
 //
-// BLIS keeps its own threads (OpenMP in Debian's default build); we only tell it how many to
-// use. In BLIS 0.9 that setting is process-wide (later versions keep one per application
+// One thread runtime for the whole process: parallel_for runs on OpenMP, the runtime Debian's
+// default BLIS build (blis-openmp) already uses for its gemms. Our loops and BLIS's products
+// then take turns on one team of threads. With a pool of our own beside BLIS's team, the two
+// sets of threads spin-waited against each other for the same cores after every product.
+//
+// BLIS 0.9 keeps its thread count process-wide (later versions keep one per application
 // thread), so we set it once, at first use, and again on every set_num_threads.
 #include "autograd/parallel.h"
 
 #include <blis.h>
+#include <omp.h>
 #include <pthread.h>
 
 #include <algorithm>
-#include <condition_variable>
-#include <deque>
 #include <exception>
-#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
-#include <vector>
 
 #include "autograd/tensor.h"
 
@@ -24,158 +25,63 @@ namespace tg {
 
 namespace {
 
-// True on pool workers, and on a caller while it runs its own chunk: a parallel_for started
-// there runs inline instead of queueing work behind itself (which could deadlock the pool).
-thread_local bool in_parallel_region = false;
+// OpenMP's threads do not survive fork(): in the child, a parallel region would wait forever
+// for the parent's team. So a forked child runs everything on its one thread, ours and BLIS's
+// loops alike (PyTorch does the same).
+bool g_forked_child = false;
 
-// n - 1 worker threads taking tasks from one queue; the thread calling parallel_for is the n-th.
-class ThreadPool {
- public:
-  explicit ThreadPool(int workers) {
-    for (int i = 0; i < workers; ++i) threads_.emplace_back([this] { work(); });
-  }
-  ~ThreadPool() {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      stopping_ = true;
-    }
-    wake_.notify_all();
-    for (std::thread& t : threads_) t.join();
-  }
-  ThreadPool(const ThreadPool&) = delete;
-  ThreadPool& operator=(const ThreadPool&) = delete;
+int& thread_count();
 
-  void submit(std::function<void()> task) {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      tasks_.push_back(std::move(task));
-    }
-    wake_.notify_one();
-  }
-
- private:
-  void work() {
-    in_parallel_region = true;
-    while (true) {
-      std::function<void()> task;
-      {
-        std::unique_lock<std::mutex> lock(mutex_);
-        wake_.wait(lock, [this] { return stopping_ || !tasks_.empty(); });
-        if (tasks_.empty()) return;  // stopping, and nothing left to do
-        task = std::move(tasks_.front());
-        tasks_.pop_front();
-      }
-      task();  // never throws: parallel_for's tasks catch everything
-    }
-  }
-
-  std::vector<std::thread> threads_;
-  std::deque<std::function<void()>> tasks_;
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  bool stopping_ = false;
-};
-
-struct Threads {
-  int count = 1;
-  std::unique_ptr<ThreadPool> pool;  // made on first use, after fork() too
-};
-
-void apply(Threads& t, int n) {
-  t.count = n;
-  t.pool = nullptr;
-  bli_thread_set_num_threads(n);
+void after_fork_in_child() {
+  g_forked_child = true;
+  thread_count() = 1;
+  bli_thread_set_num_threads(1);
 }
 
-// In the child of a fork() only the forking thread exists: the pool's workers are gone (and
-// its mutex may be held by one of them). Forget the pool without touching it (a small leak,
-// once per fork) so that the child's first parallel_for makes a new one.
-void forget_pool_in_child();
-
-// Made on first use: one thread per core.
-Threads& threads() {
-  static Threads t = [] {
-    Threads d;
-    apply(d, static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
-    pthread_atfork(nullptr, nullptr, forget_pool_in_child);
-    return d;
+int& thread_count() {
+  static int count = [] {
+    const int n = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    bli_thread_set_num_threads(n);
+    pthread_atfork(nullptr, nullptr, after_fork_in_child);
+    return n;
   }();
-  return t;
+  return count;
 }
-
-void forget_pool_in_child() {
-  static_cast<void>(threads().pool.release());
-  in_parallel_region = false;
-}
-
-ThreadPool& pool() {
-  Threads& t = threads();
-  if (!t.pool) t.pool = std::make_unique<ThreadPool>(t.count - 1);
-  return *t.pool;
-}
-
-// Waits for the chunks handed to the pool and keeps the first exception any of them threw.
-struct Join {
-  std::mutex mutex;
-  std::condition_variable done;
-  int64_t pending = 0;
-  std::exception_ptr error;
-
-  void fail(std::exception_ptr e) {
-    std::lock_guard<std::mutex> lock(mutex);
-    if (!error) error = e;
-  }
-  void finish_one() {
-    std::lock_guard<std::mutex> lock(mutex);  // notify under the lock: the waiter may free us
-    if (--pending == 0) done.notify_one();
-  }
-  void wait() {
-    std::unique_lock<std::mutex> lock(mutex);
-    done.wait(lock, [this] { return pending == 0; });
-  }
-};
 
 }  // namespace
 
 void set_num_threads(int n) {
   if (n < 1) throw Error("set_num_threads: expected a positive number of threads, got " + std::to_string(n));
-  apply(threads(), n);
+  if (g_forked_child) return;  // stays 1: see after_fork_in_child
+  thread_count() = n;
+  bli_thread_set_num_threads(n);
 }
 
-int get_num_threads() { return threads().count; }
+int get_num_threads() { return thread_count(); }
 
 void parallel_for(int64_t begin, int64_t end, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
   if (end <= begin) return;
   const int64_t n = end - begin;
   grain = std::max<int64_t>(grain, 1);
   const int64_t chunks = std::min<int64_t>(get_num_threads(), (n + grain - 1) / grain);
-  if (chunks <= 1 || in_parallel_region) {
+  if (chunks <= 1 || omp_in_parallel()) {
     fn(begin, end);
     return;
   }
-  // chunk c covers [begin + c*n/chunks, begin + (c+1)*n/chunks)
-  auto chunk_begin = [&](int64_t c) { return begin + c * n / chunks; };
-  Join join;
-  join.pending = chunks - 1;
-  for (int64_t c = 1; c < chunks; ++c) {
-    pool().submit([&, c] {
-      try {
-        fn(chunk_begin(c), chunk_begin(c + 1));
-      } catch (...) {
-        join.fail(std::current_exception());
-      }
-      join.finish_one();
-    });
+  // chunk c covers [begin + c*n/chunks, begin + (c+1)*n/chunks); OpenMP runs every chunk even
+  // when it gives the region fewer threads than asked for.
+  std::exception_ptr error;
+  std::mutex error_mutex;
+#pragma omp parallel for schedule(static, 1) num_threads(static_cast<int>(chunks))
+  for (int64_t c = 0; c < chunks; ++c) {
+    try {
+      fn(begin + c * n / chunks, begin + (c + 1) * n / chunks);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(error_mutex);
+      if (!error) error = std::current_exception();
+    }
   }
-  in_parallel_region = true;
-  try {
-    fn(chunk_begin(0), chunk_begin(1));
-  } catch (...) {
-    join.fail(std::current_exception());
-  }
-  in_parallel_region = false;
-  join.wait();
-  if (join.error) std::rethrow_exception(join.error);
+  if (error) std::rethrow_exception(error);
 }
 
 }  // namespace tg

@@ -9,12 +9,12 @@
 //                        Runs fn(begin, end) inline when the range is no more than one grain,
 //                        when there is one thread, or when called from inside a parallel_for.
 //                        An exception thrown by any chunk is rethrown in the caller.
+//                        The chunks depend on the thread count: a loop whose result would
+//                        change with its chunk boundaries (a reduction) must not use it so.
 //
-// After fork(), the child makes a new pool on its first parallel_for (the parent's workers do
-// not exist in the child).
-//
-// Not meant to be called concurrently from several threads of the application: set_num_threads
-// replaces the pool, and parallel_for assumes it owns it while it runs.
+// The threads are OpenMP's, the same team BLIS's gemms run on (autograd/parallel.cpp says why).
+// OpenMP's threads do not survive fork(), so in a forked child tapegrad runs on one thread and
+// set_num_threads keeps it there (as PyTorch does).
 #pragma once
 #include <cstdint>
 #include <functional>

@@ -14,6 +14,7 @@
 #include <type_traits>
 
 #include "autograd/internal.h"
+#include "autograd/parallel.h"
 
 namespace tg {
 
@@ -172,14 +173,28 @@ void for_each_row(const Shape& sizes, const std::array<const int64_t*, N>& strid
   }
 }
 
+// body(begin, end) over [0, n): split over the threads when n is large enough that a chunk
+// (at least kElementwiseGrain elements, ~128 KiB of float32) outweighs handing it out. For
+// elementwise loops only: each element is computed alone, so the split never changes a result.
+constexpr int64_t kElementwiseGrain = 32768;
+template <class Body>
+void for_elements(int64_t n, Body&& body) {
+  if (n < 2 * kElementwiseGrain) {
+    body(int64_t{0}, n);
+    return;
+  }
+  parallel_for(0, n, kElementwiseGrain, [&](int64_t begin, int64_t end) { body(begin, end); });
+}
+
 // out[i] = f(in[i]) elementwise; out is contiguous with in's shape.
 template <class Out, class In, class F>
 void map_unary(const Tensor& out, const Tensor& in, F&& f) {
   Out* o = out.data_ptr<Out>();
   const In* x = in.data_ptr<In>();
   if (in.is_contiguous()) {
-    const int64_t n = in.numel();
-    for (int64_t i = 0; i < n; ++i) o[i] = f(x[i]);
+    for_elements(in.numel(), [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) o[i] = f(x[i]);
+    });
     return;
   }
   const Shape out_strides = contiguous_strides(in.sizes());
@@ -198,8 +213,9 @@ void map_binary(const Tensor& out, const Tensor& a, const Tensor& b, F&& f) {
   const A* pa = a.data_ptr<A>();
   const B* pb = b.data_ptr<B>();
   if (a.sizes() == out.sizes() && b.sizes() == out.sizes() && a.is_contiguous() && b.is_contiguous()) {
-    const int64_t n = out.numel();
-    for (int64_t i = 0; i < n; ++i) o[i] = f(pa[i], pb[i]);
+    for_elements(out.numel(), [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) o[i] = f(pa[i], pb[i]);
+    });
     return;
   }
   const Shape so = contiguous_strides(out.sizes());
@@ -226,8 +242,9 @@ template <class T, class F>
 void apply_inplace(const Tensor& t, F&& f) {
   T* p = t.data_ptr<T>();
   if (t.is_contiguous()) {
-    const int64_t n = t.numel();
-    for (int64_t i = 0; i < n; ++i) p[i] = f(p[i]);
+    for_elements(t.numel(), [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) p[i] = f(p[i]);
+    });
     return;
   }
   for_each_row<1>(t.sizes(), {t.strides().data()}, {0},

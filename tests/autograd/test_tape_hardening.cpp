@@ -386,14 +386,18 @@ TEST(ParallelFork, AChildProcessCanRunBatchedMatmulAfterTheParentDid) {
   ASSERT_GE(pid, 0);
   if (pid == 0) {
     alarm(20);  // a hang becomes a failure, not a stuck test
-    const double s = matmul(a, b).sum().item();
-    _exit(s == 8.0 * 16 * 16 * 16 ? 0 : 1);
+    const Tensor big = ones({300, 300});
+    set_num_threads(2);  // stays one thread in a forked child
+    const bool ok = matmul(a, b).sum().item() == 8.0 * 16 * 16 * 16 && matmul(big, big).sum().item() == 300.0 * 300 * 300 &&
+                    (ones({100000}) * 2.0).sum().item() == 200000.0 && get_num_threads() == 1;
+    _exit(ok ? 0 : 1);
   }
   int status = 0;
   ASSERT_EQ(waitpid(pid, &status, 0), pid);
   ASSERT_TRUE(WIFEXITED(status)) << "the child did not exit normally (signal " << WTERMSIG(status) << ")";
   EXPECT_EQ(WEXITSTATUS(status), 0);
-  EXPECT_EQ(matmul(a, b).sum().item(), 8.0 * 16 * 16 * 16);  // the parent's pool still works
+  EXPECT_EQ(matmul(a, b).sum().item(), 8.0 * 16 * 16 * 16);  // the parent's threads still work
+  EXPECT_EQ(get_num_threads(), 2);
 }
 
 }  // namespace
