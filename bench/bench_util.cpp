@@ -122,6 +122,7 @@ double stream_gbps(Stream kind, int64_t n, int repeats) {
 }
 
 std::string blis_description() {
+  bli_init();  // idempotent; without it the kernel query aborts when BLIS_ARCH_TYPE is set
   std::string threading = "no threading";
   if (bli_info_get_enable_openmp()) threading = "OpenMP threading";
   else if (bli_info_get_enable_pthreads()) threading = "pthreads threading";
