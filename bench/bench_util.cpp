@@ -130,6 +130,14 @@ std::string blis_description() {
          bli_arch_string(bli_arch_query_id()) + " kernels";
 }
 
+double page_faults_per_call(const std::function<void()>& fn, int calls) {
+  rusage before{}, after{};
+  getrusage(RUSAGE_SELF, &before);
+  for (int i = 0; i < calls; ++i) fn();
+  getrusage(RUSAGE_SELF, &after);
+  return static_cast<double>(after.ru_minflt - before.ru_minflt) / calls;
+}
+
 double peak_rss_mb() {
   rusage r{};
   getrusage(RUSAGE_SELF, &r);

@@ -50,6 +50,11 @@ double stream_gbps(Stream kind, int64_t n = int64_t(1) << 24, int repeats = 7);
 // "BLIS 0.9.0, OpenMP threading, haswell kernels" (from BLIS's own bli_info / bli_arch queries).
 std::string blis_description();
 
+// Minor page faults per call of fn (getrusage's ru_minflt over `calls` calls): memory the
+// allocator got fresh from the kernel (glibc's malloc maps large blocks anew unless it reuses
+// them), which the kernel then zeroes page by page.
+double page_faults_per_call(const std::function<void()>& fn, int calls = 5);
+
 double peak_rss_mb();          // getrusage's ru_maxrss (KiB on Linux) in MiB
 std::string load_average();    // the 1-minute load average from /proc/loadavg, or "unknown"
 
