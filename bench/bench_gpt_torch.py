@@ -111,11 +111,14 @@ def main():
     torch.set_num_threads(threads)
     c = CONFIGS[o.config]
     if o.data:
+        if not os.path.isfile(o.data):
+            sys.exit(f"bench_gpt_torch.py: --data {o.data}: no such file")
         with open(o.data, encoding="utf-8") as f:
             text = f.read()
     else:
         text = builtin_corpus(o.build)
-    # train_gpt's defaults (its 1500-step cosine schedule among them) with the config's shape, dropout 0
+    # train_gpt's defaults (its 1500-step cosine schedule among them) with the config's shape,
+    # dropout 0 ("--data -" only fills a required flag: the text is read above)
     t = train_gpt.options(["--data", "-", "--emb-dim", str(c["emb_dim"]), "--heads", str(c["heads"]), "--layers",
                            str(c["layers"]), "--context", str(c["context"]), "--batch", str(c["batch"]),
                            "--dropout", "0", "--seed", str(o.seed), "--threads", str(threads)])
