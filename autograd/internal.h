@@ -10,6 +10,7 @@
 // Views (view, transpose, select, narrow, expand, ...) make a new TensorImpl over the same
 // Storage, so writes through a view are seen by its base.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 
@@ -51,6 +52,12 @@ struct TensorImpl : std::enable_shared_from_this<TensorImpl> {
   std::shared_ptr<TensorImpl> view_base;
   uint64_t base_history = 0;
 };
+
+// Where Storage gets its buffer and gives it back (autograd/memory.cpp): 64-byte aligned, from
+// the cache of freed buffers when one of that size is there. allocate_storage throws
+// "out of memory: cannot allocate N bytes".
+void* allocate_storage(size_t nbytes);
+void release_storage(void* data, size_t nbytes);
 
 // Give a view whose base was written in place since its grad_fn was made the base's new
 // history (autograd/tape.cpp).

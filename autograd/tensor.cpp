@@ -18,15 +18,9 @@ namespace tg {
 
 // --- storage -------------------------------------------------------------------------------------
 
-Storage::Storage(size_t n) : nbytes(n) {
-  // 64-byte aligned (a cache line; what AVX-512 loads like), never a null pointer. make_empty
-  // keeps n within int64, so rounding up cannot wrap.
-  const size_t rounded = ((n + 63) / 64) * 64;
-  data = std::aligned_alloc(64, rounded ? rounded : 64);
-  if (!data) throw Error("out of memory: cannot allocate " + std::to_string(n) + " bytes");
-}
+Storage::Storage(size_t n) : data(allocate_storage(n)), nbytes(n) {}
 
-Storage::~Storage() { std::free(data); }
+Storage::~Storage() { release_storage(data, nbytes); }
 
 // --- geometry helpers ----------------------------------------------------------------------------
 

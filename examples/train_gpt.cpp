@@ -52,7 +52,7 @@ std::string read_data(const std::string& path) {
 
 // The flags a resumed run may change; every other one comes from the checkpoint.
 bool may_change_on_resume(const std::string& flag) {
-  for (const char* ok : {"steps", "out", "resume", "threads", "eval-every", "sample-tokens"})
+  for (const char* ok : {"steps", "out", "resume", "threads", "eval-every", "sample-tokens", "on-nonfinite"})
     if (flag == ok) return true;
   return false;
 }
@@ -90,7 +90,7 @@ int run(int argc, char** argv) {
     for (const std::string& flag : given) {
       if (may_change_on_resume(flag)) continue;
       throw UsageError("--" + flag + " cannot change when resuming (the run keeps its configuration; " +
-                       "only --steps, --out, --threads, --eval-every and --sample-tokens can)");
+                       "only --steps, --out, --threads, --eval-every, --sample-tokens and --on-nonfinite can)");
     }
     TrainOptions merged = saved;
     merged.resume = o.resume;
@@ -100,6 +100,7 @@ int run(int argc, char** argv) {
       if (flag == "threads") merged.threads = o.threads;
       if (flag == "eval-every") merged.eval_every = o.eval_every;
       if (flag == "sample-tokens") merged.sample_tokens = o.sample_tokens;
+      if (flag == "on-nonfinite") merged.on_nonfinite = o.on_nonfinite;
     }
     o = merged;
     trainer = resume_trainer(o.resume, o, read_data(o.data));
@@ -124,8 +125,13 @@ int run(int argc, char** argv) {
   };
   while (trainer->step() < o.steps) {
     const double lr = trainer->lr_at(trainer->step());
-    const double loss = trainer->train_step();
+    const Trainer::StepResult result = trainer->train_step();
+    const double loss = result.loss;
     const int64_t step = trainer->step();
+    if (result.skipped) {
+      progress.message("step " + std::to_string(step) + ": loss " + tg::nn::python_float(loss) + ", gradient norm " +
+                       tg::nn::python_float(result.grad_norm) + ": not finite, update skipped (--on-nonfinite skip)");
+    }
     LossRow row;
     row.step = step;
     row.train_loss = loss;

@@ -3,6 +3,7 @@
 #include "nn/module.h"
 
 #include <charconv>
+#include <cmath>
 #include <functional>
 #include <ostream>
 #include <set>
@@ -212,6 +213,7 @@ void Module::load_state_dict(const NamedTensors& dict, bool strict, const std::s
 // --- printing ---------------------------------------------------------------------------------------
 
 std::string python_float(double v) {
+  if (std::isnan(v)) return "nan";  // Python writes every NaN as nan, whatever its sign bit
   char buf[64];
   auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
   std::string s(buf, end);

@@ -54,14 +54,20 @@ T vector_norm(const T* x, int64_t n, double p) {
   return p == 0.0 || p == 1.0 ? sum : std::pow(sum, T(1) / static_cast<T>(p));
 }
 
+// The total p-norm of the gradients: the norm of their norms, as PyTorch's clip_grad_norm_.
 template <class T>
-Tensor clip(const std::vector<Tensor>& grads, double max_norm, double norm_type, bool error_if_nonfinite) {
+T total_norm(const std::vector<Tensor>& grads, double norm_type) {
   std::vector<T> norms;  // (number of gradients)
   for (const Tensor& g : grads) {
     const Tensor c = g.contiguous();
     norms.push_back(vector_norm(c.data_ptr<T>(), c.numel(), norm_type));
   }
-  const T total = vector_norm(norms.data(), static_cast<int64_t>(norms.size()), norm_type);
+  return vector_norm(norms.data(), static_cast<int64_t>(norms.size()), norm_type);
+}
+
+template <class T>
+Tensor clip(const std::vector<Tensor>& grads, double max_norm, double norm_type, bool error_if_nonfinite) {
+  const T total = total_norm<T>(grads, norm_type);
   if (error_if_nonfinite && !std::isfinite(total)) {
     throw Error("clip_grad_norm_: the total norm of order " + nn::python_float(norm_type) +
                 " for gradients from `parameters` is non-finite, so it cannot be clipped. To disable this error "
@@ -75,21 +81,34 @@ Tensor clip(const std::vector<Tensor>& grads, double max_norm, double norm_type,
   return scalar_tensor(static_cast<double>(total), dtype_of<T>());
 }
 
-}  // namespace
-
-Tensor clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, double norm_type, bool error_if_nonfinite) {
+// The defined gradients of params, all of one floating dtype (else an error naming `op`).
+std::vector<Tensor> gradients_of(const std::vector<Tensor>& params, const char* op) {
   std::vector<Tensor> grads;
   for (const Tensor& p : params)
     if (p.defined() && p.grad().defined()) grads.push_back(p.grad());
-  if (grads.empty()) return scalar_tensor(0.0);
   for (const Tensor& g : grads) {
     if (g.dtype() != grads[0].dtype() || !g.is_floating_point()) {
-      throw Error(std::string("clip_grad_norm_: all gradients must have one floating dtype, got ") +
+      throw Error(std::string(op) + ": all gradients must have one floating dtype, got " +
                   dtype_name(grads[0].dtype()) + " and " + dtype_name(g.dtype()));
     }
   }
+  return grads;
+}
+
+}  // namespace
+
+Tensor clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, double norm_type, bool error_if_nonfinite) {
+  const std::vector<Tensor> grads = gradients_of(params, "clip_grad_norm_");
+  if (grads.empty()) return scalar_tensor(0.0);
   if (grads[0].dtype() == kFloat32) return clip<float>(grads, max_norm, norm_type, error_if_nonfinite);
   return clip<double>(grads, max_norm, norm_type, error_if_nonfinite);
+}
+
+Tensor grad_norm(const std::vector<Tensor>& params, double norm_type) {
+  const std::vector<Tensor> grads = gradients_of(params, "grad_norm");
+  if (grads.empty()) return scalar_tensor(0.0);
+  if (grads[0].dtype() == kFloat32) return scalar_tensor(total_norm<float>(grads, norm_type), kFloat32);
+  return scalar_tensor(total_norm<double>(grads, norm_type), kFloat64);
 }
 
 }  // namespace tg::optim

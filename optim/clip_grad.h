@@ -1,4 +1,4 @@
-// optim/clip_grad.h — clip_grad_norm_, as torch.nn.utils.clip_grad_norm_ (torch 1.13).
+// optim/clip_grad.h — clip_grad_norm_, as torch.nn.utils.clip_grad_norm_ (torch 1.13), and grad_norm.
 //
 // The total norm is the p-norm of all gradients together, as if concatenated into one vector:
 //   total = || (||g_1||_p, ||g_2||_p, ...) ||_p        (p = inf: the largest |g|)
@@ -20,5 +20,9 @@ namespace tg::optim {
 // Returns the total norm as a 0-d tensor of the gradients' dtype.
 Tensor clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, double norm_type = 2.0,
                        bool error_if_nonfinite = false);
+
+// The same total norm without touching the gradients (to watch it, or to check it is finite
+// before a step). A 0-d tensor of the gradients' dtype; 0 when no parameter has a gradient.
+Tensor grad_norm(const std::vector<Tensor>& params, double norm_type = 2.0);
 
 }  // namespace tg::optim

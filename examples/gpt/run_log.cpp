@@ -142,8 +142,14 @@ void Progress::update(int64_t step, double loss) {
 }
 
 void Progress::eval_line(int64_t step, double train_loss, double val_loss) {
-  std::printf("%sstep %lld: train loss %.4f, val loss %.4f (checkpoint saved)\n", terminal_ ? "\r\x1b[K" : "",
-              (long long)step, train_loss, val_loss);
+  char line[128];
+  std::snprintf(line, sizeof line, "step %lld: train loss %.4f, val loss %.4f (checkpoint saved)", (long long)step,
+                train_loss, val_loss);
+  message(line);
+}
+
+void Progress::message(const std::string& line) {
+  std::printf("%s%s\n", terminal_ ? "\r\x1b[K" : "", line.c_str());
   std::fflush(stdout);
 }
 

@@ -46,6 +46,7 @@ class Progress {
   double tokens_per_s(int64_t step) const;  // over this process's steps
   void update(int64_t step, double loss);   // redraw the bar (terminal) or log every so often
   void eval_line(int64_t step, double train_loss, double val_loss);
+  void message(const std::string& line);    // a line of its own, above the bar on a terminal
   void finish();
 
  private:

@@ -1,6 +1,8 @@
 // examples/gpt/trainer.cpp — the training step and evaluation.
 #include "examples/gpt/trainer.h"
 
+#include <cmath>
+
 #include "autograd/ops.h"
 #include "autograd/tape.h"
 #include "optim/clip_grad.h"
@@ -25,6 +27,9 @@ std::vector<Flag> train_flags(TrainOptions& o) {
       int_flag("warmup", &o.warmup, "warmup steps of the cosine schedule", 0, kBig),
       number_flag("weight-decay", &o.weight_decay, "AdamW weight decay (matrices and embeddings only)", 0, 10),
       number_flag("grad-clip", &o.grad_clip, "clip the gradients' total norm to this (0 = off)", 0, kBig),
+      text_flag("on-nonfinite", &o.on_nonfinite,
+                "a step whose loss or gradient norm is inf or nan: stop with an error, or skip its update",
+                {"error", "skip"}),
       int_flag("seed", &o.seed, "seed of the model's initialisation, dropout and batches", 0, 9007199254740991.0),
       int_flag("eval-every", &o.eval_every, "evaluate and save a checkpoint every this many steps", 1, kBig),
       int_flag("eval-batches", &o.eval_batches, "batches per split in each evaluation", 1, 1 << 20),
@@ -65,7 +70,7 @@ double Trainer::lr_at(int64_t step) const {
   return options_.lr * optim::warmup_cosine(options_.warmup, options_.steps, min_factor)(step);
 }
 
-double Trainer::train_step() {
+Trainer::StepResult Trainer::train_step() {
   for (auto& group : optimizer_->param_groups()) group.lr = lr_at(step_);
   const Batch b = get_batch(data_.train, options_.batch, options_.context, batch_gen_, "training");
   model_->train();
@@ -73,10 +78,24 @@ double Trainer::train_step() {
   const Tensor loss = cross_entropy(logits.flatten(0, 1), b.y.flatten());
   optimizer_->zero_grad(true);
   loss.backward();
-  if (options_.grad_clip > 0) optim::clip_grad_norm_(model_->parameters(), options_.grad_clip, 2.0, true);
-  optimizer_->step();
+  StepResult r;
+  r.loss = loss.item<double>();
+  r.grad_norm = options_.grad_clip > 0 ? optim::clip_grad_norm_(model_->parameters(), options_.grad_clip).item<double>()
+                                       : optim::grad_norm(model_->parameters()).item<double>();
+  r.skipped = !std::isfinite(r.loss) || !std::isfinite(r.grad_norm);
+  if (r.skipped && options_.on_nonfinite == "error") {
+    optimizer_->zero_grad(true);
+    throw Error("step " + std::to_string(step_ + 1) + ": the loss (" + nn::python_float(r.loss) +
+                ") or the gradients' total norm (" + nn::python_float(r.grad_norm) +
+                ") is not finite; the model was not updated. Try a smaller --lr, or --on-nonfinite skip");
+  }
+  if (r.skipped) {
+    optimizer_->zero_grad(true);  // the update is dropped; AdamW's state and step count stay
+  } else {
+    optimizer_->step();
+  }
   ++step_;
-  return loss.item<double>();
+  return r;
 }
 
 double Trainer::mean_loss(const Tensor& split, const std::string& name, Generator& gen) {

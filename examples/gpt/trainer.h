@@ -9,6 +9,10 @@
 //                 loss = cross_entropy(model(x).flatten(0, 1), y.flatten())
 //                 opt.zero_grad(); loss.backward(); clip_grad_norm_ (if grad_clip > 0); opt.step()
 //
+// A step whose loss or gradients' total norm is inf or nan never reaches the model: with
+// on_nonfinite "error" train_step throws (the model, the optimizer and the last checkpoint stay
+// as they were), with "skip" it drops that step's update and goes on (the batch is used up).
+//
 // Evaluation (model in eval mode, no tape) draws eval_batches batches from each split with a
 // generator seeded kEvalSeed every time, so val losses compare between steps and between runs.
 #pragma once
@@ -40,6 +44,7 @@ struct TrainOptions {
   int64_t warmup = 50;
   double weight_decay = 0.1;
   double grad_clip = 1.0;  // 0 = off
+  std::string on_nonfinite = "error";  // a non-finite loss or gradient norm: "error" or "skip" the step
   int64_t seed = 1337;
   int64_t eval_every = 250;
   int64_t eval_batches = 20;
@@ -61,7 +66,12 @@ class Trainer {
   // A fresh run on text: tokenizer, split, model and optimizer as the header describes.
   Trainer(const TrainOptions& options, const std::string& text);
 
-  double train_step();  // one step at step(); returns that batch's loss
+  struct StepResult {
+    double loss;       // that batch's loss
+    double grad_norm;  // the gradients' total 2-norm, before clipping
+    bool skipped;      // non-finite loss or norm, update dropped (on_nonfinite "skip")
+  };
+  StepResult train_step();  // one step at step()
   struct Losses {
     double train, val;
   };

@@ -49,19 +49,19 @@ TEST(Checkpoint, ResumedRunEqualsTheStraightRunBitForBit) {
   const TrainOptions o = small_options();
   Trainer straight(o, text());
   std::vector<double> want;
-  for (int i = 0; i < 12; ++i) want.push_back(straight.train_step());
+  for (int i = 0; i < 12; ++i) want.push_back(straight.train_step().loss);
 
   TempFolder dir;
   std::vector<double> got;
   {
     Trainer first(o, text());
-    for (int i = 0; i < 6; ++i) got.push_back(first.train_step());
+    for (int i = 0; i < 6; ++i) got.push_back(first.train_step().loss);
     save_checkpoint(first, dir.path);
   }
   randn({100});  // the default generator moves on; resuming must put it back
   std::unique_ptr<Trainer> second = resume_trainer(dir.path, saved_options(dir.path), text());
   EXPECT_EQ(second->step(), 6);
-  for (int i = 0; i < 6; ++i) got.push_back(second->train_step());
+  for (int i = 0; i < 6; ++i) got.push_back(second->train_step().loss);
   EXPECT_EQ(got, want);  // exact, not close
   const NamedTensors a = straight.model().state_dict(), b = second->model().state_dict();
   ASSERT_EQ(a.size(), b.size());

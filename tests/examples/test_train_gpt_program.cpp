@@ -109,6 +109,7 @@ TEST(TrainGptProgram, BadCommandLinesAreOneLineAndExitCode2) {
       {{"--layers", "0"}, "train_gpt: --layers: 0 is out of range [1, 1024]"},
       {{"--lr", "-0.1"}, "train_gpt: --lr: -0.1 is out of range [0, 10]"},
       {{"--lr-schedule", "linear"}, "train_gpt: --lr-schedule: expected one of constant|cosine, got 'linear'"},
+      {{"--on-nonfinite", "ignore"}, "train_gpt: --on-nonfinite: expected one of error|skip, got 'ignore'"},
       {{"--warmup", "3000"}, "train_gpt: --warmup (3000) must be smaller than --steps (1500)"},
       {{"stray"}, "train_gpt: unexpected argument 'stray'"},
   };

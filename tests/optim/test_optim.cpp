@@ -8,6 +8,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <string>
 
@@ -221,6 +222,33 @@ TEST(ClipGradNorm, TotalNormOfSixtyGradientsOfManyLengthsMatchesTorchBitForBit) 
     const Tensor total = clip_grad_norm_(params, 1.0, decode_double(c["norm_type"]));
     EXPECT_TRUE(bit_equal(total, scalar_tensor(decode_double(c["total_norm"]))));
   }
+}
+
+// grad_norm is clip_grad_norm_'s total (same bits, every norm type) and leaves the gradients alone.
+TEST(GradNorm, EqualsClipGradNormsTotalBitForBitAndChangesNoGradient) {
+  for (const json::Value& c : reference()["norms"].as_array()) {
+    SCOPED_TRACE(c["id"].as_string());
+    manual_seed(c["seed"].as_int64());
+    std::vector<Tensor> params;
+    for (size_t i = 0; i < c["lengths"].size(); ++i) {
+      params.push_back(test::leaf(zeros({c["lengths"][i].as_int64()})));
+      params.back().set_grad(randn({c["lengths"][i].as_int64()}) * 2.0);
+    }
+    std::vector<Tensor> before;
+    for (const Tensor& p : params) before.push_back(p.grad().clone());
+    const Tensor norm = grad_norm(params, decode_double(c["norm_type"]));
+    for (size_t i = 0; i < params.size(); ++i) EXPECT_TRUE(bit_equal(params[i].grad(), before[i])) << "gradient " << i;
+    EXPECT_TRUE(bit_equal(norm, scalar_tensor(decode_double(c["total_norm"]))));
+  }
+  Tensor w = test::leaf(zeros({2}));
+  EXPECT_EQ(grad_norm({w}).item(), 0.0);  // no gradient yet
+  w.set_grad(tensor({1.0, std::numeric_limits<double>::quiet_NaN()}));
+  EXPECT_TRUE(std::isnan(grad_norm({w}).item()));
+  EXPECT_EQ(w.grad().at({0}), 1.0);
+  Tensor i = test::leaf(zeros({2}, kFloat64));
+  i.set_grad(zeros({2}, kFloat64));
+  EXPECT_TRUE(has_part(error_of([&] { grad_norm({w, i}); }),
+                       "grad_norm: all gradients must have one floating dtype, got float32 and float64"));
 }
 
 TEST(ClipGradNorm, NonFiniteTotalIsAnErrorOnlyWhenAskedAndChangesNothing) {

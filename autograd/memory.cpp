@@ -1,0 +1,109 @@
+// autograd/memory.cpp — where tensor buffers come from: a cache of freed buffers by size in
+// front of the system's aligned_alloc, and the counters behind memory_stats().
+#include "autograd/memory.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "autograd/error.h"
+#include "autograd/internal.h"
+
+namespace tg {
+
+namespace {
+
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kCacheEnabled = false;  // let AddressSanitizer see every free
+#else
+constexpr bool kCacheEnabled = true;
+#endif
+constexpr int64_t kMinCacheLimit = int64_t{32} << 20;
+
+// Buffers are 64-byte aligned (a cache line; what AVX-512 loads like) and sized in whole lines,
+// so two requests that round to the same size share a free list.
+size_t rounded_size(size_t nbytes) { return nbytes == 0 ? 64 : (nbytes + 63) / 64 * 64; }
+
+struct Pool {
+  std::mutex mutex;
+  std::unordered_map<size_t, std::vector<void*>> free_lists;  // rounded size -> cached buffers
+  MemoryStats stats;
+
+  void release_all_locked() {
+    for (auto& [size, list] : free_lists)
+      for (void* p : list) std::free(p);
+    free_lists.clear();
+    stats.cached_bytes = 0;
+  }
+};
+
+Pool& pool() {
+  static Pool* p = new Pool;  // never destroyed: tensors in static objects may die after it
+  return *p;
+}
+
+}  // namespace
+
+void* allocate_storage(size_t nbytes) {
+  const size_t size = rounded_size(nbytes);
+  Pool& p = pool();
+  std::lock_guard<std::mutex> lock(p.mutex);
+  void* data = nullptr;
+  auto it = p.free_lists.find(size);
+  if (it != p.free_lists.end() && !it->second.empty()) {
+    data = it->second.back();
+    it->second.pop_back();
+    p.stats.cached_bytes -= static_cast<int64_t>(size);
+  } else {
+    data = std::aligned_alloc(64, size);
+    if (!data && p.stats.cached_bytes > 0) {  // memory is short: give the cache back, try again
+      p.release_all_locked();
+      data = std::aligned_alloc(64, size);
+    }
+    if (!data) throw Error("out of memory: cannot allocate " + std::to_string(nbytes) + " bytes");
+    ++p.stats.system_allocations;
+  }
+  ++p.stats.live_storages;
+  p.stats.live_bytes += static_cast<int64_t>(nbytes);
+  p.stats.peak_bytes = std::max(p.stats.peak_bytes, p.stats.live_bytes);
+  return data;
+}
+
+void release_storage(void* data, size_t nbytes) {
+  const size_t size = rounded_size(nbytes);
+  Pool& p = pool();
+  std::lock_guard<std::mutex> lock(p.mutex);
+  --p.stats.live_storages;
+  p.stats.live_bytes -= static_cast<int64_t>(nbytes);
+  if (!kCacheEnabled) {
+    std::free(data);
+    return;
+  }
+  if (p.stats.cached_bytes + static_cast<int64_t>(size) > std::max(kMinCacheLimit, p.stats.peak_bytes))
+    p.release_all_locked();
+  p.free_lists[size].push_back(data);
+  p.stats.cached_bytes += static_cast<int64_t>(size);
+}
+
+MemoryStats memory_stats() {
+  Pool& p = pool();
+  std::lock_guard<std::mutex> lock(p.mutex);
+  return p.stats;
+}
+
+void reset_peak_memory_stats() {
+  Pool& p = pool();
+  std::lock_guard<std::mutex> lock(p.mutex);
+  p.stats.peak_bytes = p.stats.live_bytes;
+}
+
+void empty_cache() {
+  Pool& p = pool();
+  std::lock_guard<std::mutex> lock(p.mutex);
+  p.release_all_locked();
+}
+
+}  // namespace tg

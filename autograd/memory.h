@@ -1,0 +1,39 @@
+// autograd/memory.h — tensor memory: what is alive, and the cache that recycles buffers.
+//
+//   tg::MemoryStats m = tg::memory_stats();
+//   m.live_storages   tensor buffers alive now (views share their base's buffer: not counted)
+//   m.live_bytes      their sizes in bytes, as asked for
+//   m.peak_bytes      the most live_bytes has been since the start or reset_peak_memory_stats()
+//   m.cached_bytes    freed buffers kept for reuse (see below)
+//   m.system_allocations  buffers taken from the system so far (not from the cache)
+//
+// A training step that frees what it no longer needs leaves live_bytes the same after every step
+// (once the optimizer has made its state): the tape is released by backward, and with it every
+// activation it kept.
+//
+// The cache: a freed buffer is kept, by size, and the next tensor of that size takes it. A
+// training step asks for the same sizes every time, so after the first steps every buffer comes
+// from the cache: no calls to the system allocator, no fresh pages to fault in (the system hands
+// big blocks back to the kernel on free, and zero-fills them again on the next touch). The cache
+// never holds more than the peak of live memory (at least 32 MiB); past that it is emptied, so
+// a loop whose sizes keep changing (generation with a growing context) stays bounded.
+// empty_cache() gives everything cached back. Built with AddressSanitizer the cache is off, so
+// a use after free is still caught.
+#pragma once
+#include <cstdint>
+
+namespace tg {
+
+struct MemoryStats {
+  int64_t live_storages = 0;
+  int64_t live_bytes = 0;
+  int64_t peak_bytes = 0;
+  int64_t cached_bytes = 0;
+  int64_t system_allocations = 0;
+};
+
+MemoryStats memory_stats();
+void reset_peak_memory_stats();  // peak_bytes = live_bytes
+void empty_cache();              // free every cached buffer
+
+}  // namespace tg

@@ -1,0 +1,73 @@
+// Tensor memory (autograd/memory.h): the live counters follow every buffer, freed buffers are
+// reused by size, and the cache stays bounded when sizes keep changing.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "autograd/memory.h"
+#include "autograd/ops.h"
+
+namespace tg {
+namespace {
+
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kCaching = false;  // memory.cpp turns the cache off under AddressSanitizer
+#else
+constexpr bool kCaching = true;
+#endif
+
+TEST(Memory, LiveCountersFollowBuffersNotViews) {
+  const MemoryStats before = memory_stats();
+  {
+    Tensor a = empty({1000});  // 4000 bytes
+    Tensor v = a.view({10, 100}).t();
+    const MemoryStats during = memory_stats();
+    EXPECT_EQ(during.live_storages - before.live_storages, 1);
+    EXPECT_EQ(during.live_bytes - before.live_bytes, 4000);
+    EXPECT_GE(during.peak_bytes, during.live_bytes);
+  }
+  const MemoryStats after = memory_stats();
+  EXPECT_EQ(after.live_storages, before.live_storages);
+  EXPECT_EQ(after.live_bytes, before.live_bytes);
+}
+
+TEST(Memory, AFreedBufferIsReusedForTheNextTensorOfItsSize) {
+  if (!kCaching) GTEST_SKIP() << "the cache is off under AddressSanitizer";
+  { Tensor warm = empty({12345}); }
+  const int64_t from_system = memory_stats().system_allocations;
+  for (int i = 0; i < 10; ++i) {
+    Tensor t = empty({12345});
+    Tensor u = empty({12340});  // 49360 bytes round up to t's 49408: the same free list
+    (void)t;
+    (void)u;
+  }
+  EXPECT_EQ(memory_stats().system_allocations - from_system, 1) << "a second buffer of that size once, then only the cache";
+}
+
+TEST(Memory, CacheStaysBoundedWhenSizesKeepChangingAndEmptyCacheFreesIt) {
+  if (!kCaching) GTEST_SKIP() << "the cache is off under AddressSanitizer";
+  empty_cache();
+  reset_peak_memory_stats();
+  int64_t most_cached = 0;
+  for (int64_t n = 1; n <= 1000; ++n) {  // sizes 16 KiB ... 16 MiB, each used once
+    Tensor t = empty({n * 4096});
+    (void)t;
+    most_cached = std::max(most_cached, memory_stats().cached_bytes);
+  }
+  const MemoryStats m = memory_stats();
+  EXPECT_LE(most_cached, std::max<int64_t>(int64_t{32} << 20, m.peak_bytes));
+  empty_cache();
+  EXPECT_EQ(memory_stats().cached_bytes, 0);
+}
+
+TEST(Memory, ReusedBuffersHoldNoStaleValuesVisibleThroughOps) {
+  // zeros/ones/full write every element even when the buffer comes from the cache.
+  { Tensor junk = full({777}, 5.0); }
+  EXPECT_EQ(zeros({777}).sum().item(), 0.0);
+  { Tensor junk = full({777}, 5.0); }
+  EXPECT_EQ(ones({777}).sum().item(), 777.0);
+}
+
+}  // namespace
+}  // namespace tg
