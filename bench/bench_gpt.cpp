@@ -139,7 +139,7 @@ int run(int argc, char** argv) {
   std::vector<double> seconds;  // one per timed step
   for (int64_t s = 0; s < b.warmup + b.steps; ++s) {
     const auto start = Clock::now();
-    loss = trainer.train_step();
+    loss = trainer.train_step().loss;
     const double dt = std::chrono::duration<double>(Clock::now() - start).count();
     if (s == 0) first_loss = loss;
     if (s >= b.warmup) seconds.push_back(dt);
