@@ -9,13 +9,8 @@
 // so one repeat takes at least ~20 ms; warmup calls come first.
 //   ./bench_core                 BLIS on get_num_threads() threads (one per core)
 //   ./bench_core --threads 1     single-threaded: steadier on a busy machine
-#include <blis.h>
-
-#include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <functional>
-#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -23,78 +18,12 @@
 #include "autograd/ops.h"
 #include "autograd/parallel.h"
 #include "autograd/tape.h"
+#include "bench/bench_util.h"
 
 using namespace tg;
+using namespace tg::bench;
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double seconds_for(const std::function<void()>& fn, int64_t iters) {
-  const auto start = Clock::now();
-  for (int64_t i = 0; i < iters; ++i) fn();
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-// Calls per repeat so that one repeat takes at least `target` seconds.
-int64_t calibrate(const std::function<void()>& fn, double target = 0.02) {
-  int64_t iters = 1;
-  while (seconds_for(fn, iters) < target && iters < (int64_t(1) << 24)) iters *= 2;
-  return iters;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-// Median seconds per call of each of two functions, timed in alternation (so drift in clock
-// speed or load hits both alike).
-std::pair<double, double> time_pair(const std::function<void()>& f, const std::function<void()>& g, int repeats = 7) {
-  for (int i = 0; i < 3; ++i) {  // warmup: caches, BLIS's packing buffers, the allocator
-    f();
-    g();
-  }
-  const int64_t nf = calibrate(f), ng = calibrate(g);
-  std::vector<double> tf, tg_;
-  for (int r = 0; r < repeats; ++r) {
-    tf.push_back(seconds_for(f, nf) / static_cast<double>(nf));
-    tg_.push_back(seconds_for(g, ng) / static_cast<double>(ng));
-  }
-  return {median(tf), median(tg_)};
-}
-
-double time_one(const std::function<void()>& f, int repeats = 7) {
-  for (int i = 0; i < 3; ++i) f();
-  const int64_t n = calibrate(f);
-  std::vector<double> t;
-  for (int r = 0; r < repeats; ++r) t.push_back(seconds_for(f, n) / static_cast<double>(n));
-  return median(t);
-}
-
-std::string format_time(double s) {
-  char buf[32];
-  if (s < 1e-3) std::snprintf(buf, sizeof buf, "%8.2f us", s * 1e6);
-  else std::snprintf(buf, sizeof buf, "%8.3f ms", s * 1e3);
-  return buf;
-}
-
-// Normal values from std::mt19937 (the bench does not depend on tapegrad's random ops).
-Tensor random_matrix(const Shape& shape, uint32_t seed = 1) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<double> normal(0.0, 1.0);
-  std::vector<double> values(static_cast<size_t>(shape_numel(shape)));
-  for (double& v : values) v = normal(rng);
-  return from_vector(values, shape, kFloat32);
-}
-
-// c (M,N) row-major = a @ b through the raw typed API, a and b read through the given strides.
-void raw_sgemm(float* c, const float* a, const float* b, int64_t M, int64_t N, int64_t K, int64_t rsa, int64_t csa,
-               int64_t rsb, int64_t csb) {
-  float one = 1.0f, zero = 0.0f;
-  bli_sgemm(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, M, N, K, &one, const_cast<float*>(a), rsa, csa,
-            const_cast<float*>(b), rsb, csb, &zero, c, N, 1);
-}
 
 // One row of table (a): `ours` (a tg::matmul call) against `raw` (the same gemms on bli_sgemm),
 // which do `flops` floating-point operations.
@@ -180,17 +109,6 @@ void tape_table() {
   } catch (const Error& e) {
     std::printf("  %-46s %s\n", "softmax (8,8)", (std::string("skipped: ") + e.what()).c_str());
   }
-}
-
-// The 1-minute load average: on a busy machine, BLIS's threads wait for each other at every
-// barrier and multi-threaded times mean little (run with --threads 1 then).
-std::string load_average() {
-  std::FILE* f = std::fopen("/proc/loadavg", "r");
-  if (!f) return "unknown";
-  char buf[64] = {0};
-  const bool ok = std::fgets(buf, sizeof buf, f) != nullptr;
-  std::fclose(f);
-  return ok ? std::string(buf).substr(0, std::string(buf).find(' ')) : "unknown";
 }
 
 }  // namespace

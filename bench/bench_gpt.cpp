@@ -1,0 +1,177 @@
+// bench/bench_gpt.cpp — training speed of tapegrad's GPT, as one JSON line.
+//
+//   ./build/bench/bench_gpt --config small --threads 2 --steps 50 [--warmup 3] [--data input.txt]
+//
+// It trains with examples/gpt's Trainer (the loop of train_gpt, step for step: AdamW, the
+// cosine schedule of a default 1500-step run, gradient clipping at 1, seed 1337), dropout 0,
+// on the built-in corpus unless --data. The first W (--warmup) steps are not timed; each of the
+// next S (--steps) steps is timed on its own (batch, forward, backward, clipping, optimizer step,
+// reading the loss). bench/bench_gpt_torch.py does the same in PyTorch and prints the same line.
+//
+//   config   d     heads  layers  context  batch
+//   tiny     64    4      2       64       16
+//   small    128   4      4       128      16
+//   medium   384   6      6       256      8
+//
+// The line's fields:
+//   tokens_per_s        batch * context * S / (sum of the S step times)
+//   ms_per_step_median  the median step time
+//   mfu                 model FLOPs utilisation: flops_per_token * tokens_per_s / peak, where
+//                       flops_per_token = 6 * N + 6 * L * T * d
+//                       (Kaplan et al. 2020, "Scaling laws", table 1: forward 2N + 2LTd, the
+//                       backward twice the forward) with N the parameters that are not
+//                       embeddings (the blocks, the final LayerNorm and out_head, which is not
+//                       tied here: every parameter but tok_emb and pos_emb), L layers, T the
+//                       context, d the width. 2LTd is q @ k^T and weights @ v at the causal
+//                       average (a query sees (T+1)/2 keys); tapegrad and PyTorch both compute
+//                       the full T x T, twice that, so mfu undercounts the attention's work.
+//                       peak = GFLOP/s of raw bli_sgemm on 1024x1024 matrices at this thread
+//                       count (best of 5 repeats, measured after training), or --peak-gflops.
+//   peak_rss_mb         getrusage's ru_maxrss, read before the sgemm run
+//   first_loss          the loss of step 1 (the first warmup step when W > 0): the same seed
+//                       and config give the same value in PyTorch
+//   final_loss          the loss of the last step
+//   blas                BLIS's version, threading build and kernels, from BLIS itself
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "autograd/json.h"
+#include "autograd/parallel.h"
+#include "bench/bench_util.h"
+#include "examples/gpt/corpus.h"
+#include "examples/gpt/options.h"
+#include "examples/gpt/trainer.h"
+
+using namespace tg::examples;
+
+namespace {
+
+struct BenchOptions {
+  std::string config = "tiny";
+  int64_t threads = 0;  // 0 = all cores
+  int64_t steps = 20;
+  int64_t warmup = 3;
+  std::string data;
+  double peak_gflops = 0;  // 0 = measure
+  int64_t seed = 1337;
+};
+
+std::vector<Flag> bench_flags(BenchOptions& o) {
+  return {
+      text_flag("config", &o.config, "model and batch size (see the top of bench/bench_gpt.cpp)",
+                {"tiny", "small", "medium"}),
+      int_flag("threads", &o.threads, "threads for BLIS and tapegrad's loops (0 = all cores)", 0, 1024),
+      int_flag("steps", &o.steps, "timed training steps", 1, 1e9),
+      int_flag("warmup", &o.warmup, "untimed training steps before them", 0, 1e9),
+      text_flag("data", &o.data, "a text file to train on (default: the built-in corpus)"),
+      number_flag("peak-gflops", &o.peak_gflops, "the machine's peak for mfu (0 = measure raw sgemm)", 0, 1e9),
+      int_flag("seed", &o.seed, "seed of the model's initialisation and the batches", 0, 9007199254740991.0),
+  };
+}
+
+// The config's shape on train_gpt's defaults (dropout 0 there too).
+TrainOptions train_options(const BenchOptions& b) {
+  TrainOptions o;
+  if (b.config == "tiny") {
+    o.emb_dim = 64, o.heads = 4, o.layers = 2, o.context = 64, o.batch = 16;
+  } else if (b.config == "small") {
+    o.emb_dim = 128, o.heads = 4, o.layers = 4, o.context = 128, o.batch = 16;
+  } else {
+    o.emb_dim = 384, o.heads = 6, o.layers = 6, o.context = 256, o.batch = 8;
+  }
+  o.dropout = 0.0;
+  o.seed = b.seed;
+  o.threads = b.threads;
+  o.data = b.data;
+  return o;
+}
+
+std::string read_text(const std::string& path) {
+  if (path.empty()) return builtin_corpus();
+  std::ifstream in(path, std::ios::binary);
+  if (!std::filesystem::is_regular_file(path) || !in) throw tg::Error("--data " + path + ": cannot read the file");
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Parameters that are not embeddings (all but tok_emb and pos_emb), for the FLOPs count.
+int64_t non_embedding_parameters(tg::nn::GPTModel& model) {
+  int64_t n = 0;
+  for (const auto& [name, p] : model.named_parameters())
+    if (name != "tok_emb.weight" && name != "pos_emb.weight") n += p.numel();
+  return n;
+}
+
+std::string number(double v, const char* format = "%.6g") {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+
+int run(int argc, char** argv) {
+  BenchOptions b;
+  bool help = false;
+  parse_flags(bench_flags(b), std::vector<std::string>(argv + 1, argv + argc), &help);
+  if (help) {
+    BenchOptions defaults;
+    std::cout << "usage: bench_gpt [flags]\n\nTrains the GPT for --warmup + --steps steps and prints one JSON "
+                 "line: tokens/s, ms per step, MFU, peak RSS, losses.\n\n";
+    print_flags(std::cout, bench_flags(defaults));
+    return 0;
+  }
+  const int threads = b.threads > 0 ? static_cast<int>(b.threads)
+                                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  tg::set_num_threads(threads);
+  const TrainOptions o = train_options(b);
+  Trainer trainer(o, read_text(b.data));
+
+  using Clock = std::chrono::steady_clock;
+  double first_loss = 0, loss = 0;
+  std::vector<double> seconds;  // one per timed step
+  for (int64_t s = 0; s < b.warmup + b.steps; ++s) {
+    const auto start = Clock::now();
+    loss = trainer.train_step().loss;
+    const double dt = std::chrono::duration<double>(Clock::now() - start).count();
+    if (s == 0) first_loss = loss;
+    if (s >= b.warmup) seconds.push_back(dt);
+  }
+  const double rss = tg::bench::peak_rss_mb();  // before the sgemm run's matrices
+
+  double total = 0;
+  for (double dt : seconds) total += dt;
+  const double tokens_per_s = static_cast<double>(o.batch * o.context * b.steps) / total;
+  const int64_t n_params = trainer.model().num_parameters();
+  const int64_t n_non_embedding = non_embedding_parameters(trainer.model());
+  const double flops_per_token = 6.0 * static_cast<double>(n_non_embedding) +
+                                 6.0 * static_cast<double>(o.layers * o.context * o.emb_dim);
+  const bool measure_peak = b.peak_gflops <= 0;
+  const double peak = measure_peak ? tg::bench::sgemm_peak_gflops(1024) : b.peak_gflops;
+  const std::string peak_source = measure_peak ? "bli_sgemm 1024x1024x1024, best of 5" : "--peak-gflops";
+
+  std::cout << "{\"bench\": \"tapegrad\", \"config\": " << tg::json::quote(b.config) << ", \"threads\": " << threads
+            << ", \"steps\": " << b.steps << ", \"warmup\": " << b.warmup << ", \"batch\": " << o.batch
+            << ", \"context\": " << o.context << ", \"params\": " << n_params
+            << ", \"params_non_embedding\": " << n_non_embedding
+            << ", \"tokens_per_s\": " << number(tokens_per_s, "%.1f")
+            << ", \"ms_per_step_median\": " << number(tg::bench::median(seconds) * 1e3, "%.3f")
+            << ", \"flops_per_token\": " << number(flops_per_token, "%.0f")
+            << ", \"peak_gflops\": " << number(peak, "%.1f") << ", \"peak_source\": " << tg::json::quote(peak_source)
+            << ", \"mfu\": " << number(flops_per_token * tokens_per_s / (peak * 1e9), "%.4f")
+            << ", \"peak_rss_mb\": " << number(rss, "%.1f") << ", \"first_loss\": " << number(first_loss, "%.9g")
+            << ", \"final_loss\": " << number(loss, "%.9g")
+            << ", \"blas\": " << tg::json::quote(tg::bench::blis_description()) << "}" << std::endl;
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) { return main_reporting_errors("bench_gpt", argc, argv, run); }

@@ -1,0 +1,179 @@
+# bench_gpt_torch.py — bench/bench_gpt.cpp in PyTorch: the same model (examples/pytorch/gpt_model.py),
+# the same training loop (examples/pytorch/train_gpt.py: seed, batches, AdamW groups, schedule,
+# clipping), the same flags and the same JSON line, so the two compare field for field.
+#
+#     /usr/bin/python3 bench/bench_gpt_torch.py --config small --threads 2 --steps 50
+#
+# Without --data it trains on tapegrad's built-in corpus, which it gets from the build
+# (<--build>/examples/train_gpt --write-corpus). The thread count goes into OMP_NUM_THREADS and
+# BLIS_NUM_THREADS before torch is imported (PyTorch's OpenMP pool and BLIS read them once, at
+# start-up) and into torch.set_num_threads.
+#
+# Fields as bench_gpt's (see there), except:
+#   peak_gflops  torch.mm on 1024x1024 float32 matrices (the BLAS sgemm underneath), best of 5
+#   peak_rss_mb  includes the Python interpreter and torch's libraries
+#   blas         the BLAS libraries mapped into the process (/proc/self/maps); when one of them
+#                is BLIS, its version, threading build and kernels as BLIS reports them
+import argparse
+import ctypes
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, "examples", "pytorch"))
+
+CONFIGS = {  # the table at the top of bench/bench_gpt.cpp
+    "tiny": dict(emb_dim=64, heads=4, layers=2, context=64, batch=16),
+    "small": dict(emb_dim=128, heads=4, layers=4, context=128, batch=16),
+    "medium": dict(emb_dim=384, heads=6, layers=6, context=256, batch=8),
+}
+
+
+def flags(argv=None):
+    p = argparse.ArgumentParser(description="Training speed of the GPT in PyTorch, as one JSON line.")
+    p.add_argument("--config", choices=sorted(CONFIGS), default="tiny")
+    p.add_argument("--threads", type=int, default=0, help="threads (0 = all cores)")
+    p.add_argument("--steps", type=int, default=20, help="timed training steps")
+    p.add_argument("--warmup", type=int, default=3, help="untimed training steps before them")
+    p.add_argument("--data", help="a text file to train on (default: tapegrad's built-in corpus)")
+    p.add_argument("--peak-gflops", type=float, default=0.0, help="the machine's peak for mfu (0 = measure)")
+    p.add_argument("--seed", type=int, default=1337)
+    p.add_argument("--build", default=os.path.join(REPO, "build"),
+                   help="tapegrad's build folder, for the built-in corpus (default: %(default)s)")
+    o = p.parse_args(argv)
+    if o.steps < 1 or o.warmup < 0 or o.threads < 0 or o.peak_gflops < 0:
+        p.error("--steps must be >= 1; --warmup, --threads and --peak-gflops must be >= 0")
+    return o
+
+
+def builtin_corpus(build):
+    program = os.path.join(build, "examples", "train_gpt")
+    if not os.access(program, os.X_OK):
+        sys.exit(f"bench_gpt_torch.py: {program} not found: build tapegrad's examples, or give --build or --data")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "corpus.txt")
+        subprocess.run([program, "--write-corpus", path], check=True, stdout=subprocess.DEVNULL)
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+
+
+def blis_facts(path):
+    """BLIS's version, threading build and kernels, asked of the library at path through ctypes."""
+    lib = ctypes.CDLL(path)
+    lib.bli_init()  # idempotent; without it the kernel query aborts when BLIS_ARCH_TYPE is set
+    lib.bli_info_get_version_str.restype = ctypes.c_char_p
+    lib.bli_arch_string.restype = ctypes.c_char_p
+    threading = ("OpenMP threading" if lib.bli_info_get_enable_openmp() else
+                 "pthreads threading" if lib.bli_info_get_enable_pthreads() else "no threading")
+    arch = lib.bli_arch_string(lib.bli_arch_query_id()).decode()
+    return f"BLIS {lib.bli_info_get_version_str().decode()}, {threading}, {arch} kernels"
+
+
+def blas_description():
+    """The BLAS libraries in this process's memory map; for BLIS, what BLIS says of itself.
+
+    Debian's BLIS provides libblas.so.3 (the BLAS interface only: no bli_* symbols exported), so
+    BLIS's facts come from the libblis.so.4 of the same build, in the same folder, which runs the
+    same kernel selection."""
+    libs = []
+    with open("/proc/self/maps") as f:
+        for line in f:
+            path = line.split()[-1]
+            if any(k in os.path.basename(path) for k in ("blas", "blis", "mkl")) and path not in libs:
+                libs.append(path)
+    parts = []
+    for path in libs:
+        facts = None
+        for candidate in (path, os.path.join(os.path.dirname(path), "libblis.so.4")):
+            try:
+                facts = blis_facts(candidate)
+                break
+            except (OSError, AttributeError):
+                pass
+        parts.append(f"{facts} ({path})" if facts else path)
+    return "; ".join(parts) if parts else "no BLAS library mapped"
+
+
+def main():
+    o = flags()
+    threads = o.threads or len(os.sched_getaffinity(0))
+    os.environ["OMP_NUM_THREADS"] = str(threads)  # before torch is imported: read once, at start-up
+    os.environ["BLIS_NUM_THREADS"] = str(threads)
+    import torch
+    import train_gpt  # examples/pytorch/train_gpt.py (imports torch)
+
+    torch.set_num_threads(threads)
+    c = CONFIGS[o.config]
+    if o.data:
+        if not os.path.isfile(o.data):
+            sys.exit(f"bench_gpt_torch.py: --data {o.data}: no such file")
+        with open(o.data, encoding="utf-8") as f:
+            text = f.read()
+    else:
+        text = builtin_corpus(o.build)
+    # train_gpt's defaults (its 1500-step cosine schedule among them) with the config's shape,
+    # dropout 0 ("--data -" only fills a required flag: the text is read above)
+    t = train_gpt.options(["--data", "-", "--emb-dim", str(c["emb_dim"]), "--heads", str(c["heads"]), "--layers",
+                           str(c["layers"]), "--context", str(c["context"]), "--batch", str(c["batch"]),
+                           "--dropout", "0", "--seed", str(o.seed), "--threads", str(threads)])
+    run = train_gpt.Run(t, text)
+
+    seconds, first_loss, loss = [], None, None
+    for s in range(o.warmup + o.steps):
+        start = time.perf_counter()
+        loss = run.train_step()  # ends with loss.item()
+        dt = time.perf_counter() - start
+        if s == 0:
+            first_loss = loss
+        if s >= o.warmup:
+            seconds.append(dt)
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # before the sgemm run's matrices
+
+    tokens_per_s = t.batch * t.context * o.steps / sum(seconds)
+    named = list(run.model.named_parameters())
+    params = sum(p.numel() for _, p in named)
+    params_non_embedding = sum(p.numel() for n, p in named if n not in ("tok_emb.weight", "pos_emb.weight"))
+    flops_per_token = 6 * params_non_embedding + 6 * t.layers * t.context * t.emb_dim
+    if o.peak_gflops > 0:
+        peak, peak_source = o.peak_gflops, "--peak-gflops"
+    else:
+        peak, peak_source = sgemm_peak_gflops(torch), "torch.mm 1024x1024x1024, best of 5"
+    print(json.dumps({
+        "bench": "pytorch", "config": o.config, "threads": threads, "steps": o.steps, "warmup": o.warmup,
+        "batch": t.batch, "context": t.context, "params": params, "params_non_embedding": params_non_embedding,
+        "tokens_per_s": round(tokens_per_s, 1), "ms_per_step_median": round(statistics.median(seconds) * 1e3, 3),
+        "flops_per_token": flops_per_token, "peak_gflops": round(peak, 1), "peak_source": peak_source,
+        "mfu": round(flops_per_token * tokens_per_s / (peak * 1e9), 4), "peak_rss_mb": round(rss, 1),
+        "first_loss": float(f"{first_loss:.9g}"), "final_loss": float(f"{loss:.9g}"),
+        "blas": blas_description(), "torch": torch.__version__,
+    }), flush=True)
+
+
+def sgemm_peak_gflops(torch, n=1024, repeats=5):
+    """GFLOP/s (2 n^3 per call) of torch.mm on n x n float32 matrices, best of repeats of >= 20 ms."""
+    g = torch.Generator().manual_seed(1)
+    a, b = torch.randn(n, n, generator=g), torch.randn(n, n, generator=g)
+    c = torch.empty(n, n)
+    torch.mm(a, b, out=c)  # warmup
+
+    def seconds_for(iters):
+        start = time.perf_counter()
+        for _ in range(iters):
+            torch.mm(a, b, out=c)
+        return time.perf_counter() - start
+
+    iters = 1
+    while seconds_for(iters) < 0.02:
+        iters *= 2
+    best = min(seconds_for(iters) / iters for _ in range(repeats))
+    return 2 * n ** 3 / best * 1e-9
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,156 @@
+// bench/bench_util.cpp — timing, the machine's limits, BLIS and process facts for the benchmarks.
+#include "bench/bench_util.h"
+
+#include <blis.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <random>
+
+#include "autograd/ops.h"
+#include "autograd/parallel.h"
+
+namespace tg::bench {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Calls per repeat so that one repeat takes at least `target` seconds.
+int64_t calibrate(const std::function<void()>& fn, double target = 0.02) {
+  int64_t iters = 1;
+  while (seconds_for(fn, iters) < target && iters < (int64_t(1) << 24)) iters *= 2;
+  return iters;
+}
+
+// The smallest seconds per call over repeats (for the machine's limits: the best it can do).
+double best_seconds(const std::function<void()>& fn, int repeats) {
+  fn();  // warmup: page faults, caches, BLIS's packing buffers
+  const int64_t n = calibrate(fn);
+  double best = 1e300;
+  for (int r = 0; r < repeats; ++r) best = std::min(best, seconds_for(fn, n) / static_cast<double>(n));
+  return best;
+}
+
+}  // namespace
+
+double seconds_for(const std::function<void()>& fn, int64_t iters) {
+  const auto start = Clock::now();
+  for (int64_t i = 0; i < iters; ++i) fn();
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+double time_one(const std::function<void()>& fn, int repeats) {
+  for (int i = 0; i < 3; ++i) fn();
+  const int64_t n = calibrate(fn);
+  std::vector<double> t;
+  for (int r = 0; r < repeats; ++r) t.push_back(seconds_for(fn, n) / static_cast<double>(n));
+  return median(t);
+}
+
+std::pair<double, double> time_pair(const std::function<void()>& f, const std::function<void()>& g, int repeats) {
+  for (int i = 0; i < 3; ++i) {  // warmup: caches, BLIS's packing buffers, the allocator
+    f();
+    g();
+  }
+  const int64_t nf = calibrate(f), ng = calibrate(g);
+  std::vector<double> tf, tg_;
+  for (int r = 0; r < repeats; ++r) {
+    tf.push_back(seconds_for(f, nf) / static_cast<double>(nf));
+    tg_.push_back(seconds_for(g, ng) / static_cast<double>(ng));
+  }
+  return {median(tf), median(tg_)};
+}
+
+std::string format_time(double s) {
+  char buf[32];
+  if (s < 1e-3) std::snprintf(buf, sizeof buf, "%8.2f us", s * 1e6);
+  else std::snprintf(buf, sizeof buf, "%8.3f ms", s * 1e3);
+  return buf;
+}
+
+Tensor random_matrix(const Shape& shape, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  std::vector<double> values(static_cast<size_t>(shape_numel(shape)));
+  for (double& v : values) v = normal(rng);
+  return from_vector(values, shape, kFloat32);
+}
+
+void raw_sgemm(float* c, const float* a, const float* b, int64_t M, int64_t N, int64_t K, int64_t rsa, int64_t csa,
+               int64_t rsb, int64_t csb) {
+  float one = 1.0f, zero = 0.0f;
+  bli_sgemm(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, M, N, K, &one, const_cast<float*>(a), rsa, csa,
+            const_cast<float*>(b), rsb, csb, &zero, c, N, 1);
+}
+
+double sgemm_peak_gflops(int64_t n, int repeats) {
+  const Tensor a = random_matrix({n, n}, 1), b = random_matrix({n, n}, 2);
+  std::vector<float> c(static_cast<size_t>(n * n));  // (n,n)
+  const double s = best_seconds(
+      [&] { raw_sgemm(c.data(), a.data_ptr<float>(), b.data_ptr<float>(), n, n, n, n, 1, n, 1); }, repeats);
+  return 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n) / s * 1e-9;
+}
+
+double stream_gbps(Stream kind, int64_t n, int repeats) {
+  std::vector<float> a(static_cast<size_t>(n), 0.0f), b(static_cast<size_t>(n), 1.0f), c(static_cast<size_t>(n), 2.0f);
+  const int64_t grain = std::max<int64_t>(1, n / get_num_threads());
+  std::function<void()> pass;
+  if (kind == Stream::Copy) {
+    pass = [&] {
+      parallel_for(0, n, grain, [&](int64_t i0, int64_t i1) {
+        for (int64_t i = i0; i < i1; ++i) a[static_cast<size_t>(i)] = b[static_cast<size_t>(i)];
+      });
+    };
+  } else {
+    pass = [&] {
+      parallel_for(0, n, grain, [&](int64_t i0, int64_t i1) {
+        for (int64_t i = i0; i < i1; ++i)
+          a[static_cast<size_t>(i)] = b[static_cast<size_t>(i)] + 3.0f * c[static_cast<size_t>(i)];
+      });
+    };
+  }
+  const double bytes = (kind == Stream::Copy ? 2.0 : 3.0) * 4.0 * static_cast<double>(n);
+  return bytes / best_seconds(pass, repeats) * 1e-9;
+}
+
+std::string blis_description() {
+  bli_init();  // idempotent; without it the kernel query aborts when BLIS_ARCH_TYPE is set
+  std::string threading = "no threading";
+  if (bli_info_get_enable_openmp()) threading = "OpenMP threading";
+  else if (bli_info_get_enable_pthreads()) threading = "pthreads threading";
+  return std::string("BLIS ") + bli_info_get_version_str() + ", " + threading + ", " +
+         bli_arch_string(bli_arch_query_id()) + " kernels";
+}
+
+double page_faults_per_call(const std::function<void()>& fn, int calls) {
+  rusage before{}, after{};
+  getrusage(RUSAGE_SELF, &before);
+  for (int i = 0; i < calls; ++i) fn();
+  getrusage(RUSAGE_SELF, &after);
+  return static_cast<double>(after.ru_minflt - before.ru_minflt) / calls;
+}
+
+double peak_rss_mb() {
+  rusage r{};
+  getrusage(RUSAGE_SELF, &r);
+  return static_cast<double>(r.ru_maxrss) / 1024.0;
+}
+
+std::string load_average() {
+  std::FILE* f = std::fopen("/proc/loadavg", "r");
+  if (!f) return "unknown";
+  char buf[64] = {0};
+  const bool ok = std::fgets(buf, sizeof buf, f) != nullptr;
+  std::fclose(f);
+  return ok ? std::string(buf).substr(0, std::string(buf).find(' ')) : "unknown";
+}
+
+}  // namespace tg::bench

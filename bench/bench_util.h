@@ -1,0 +1,61 @@
+// bench/bench_util.h — what the benchmarks share: timing a call, the machine's own limits
+// (raw sgemm GFLOP/s, STREAM-like memory bandwidth), which BLIS is linked, peak RSS.
+//
+// Timing: each number is the median over repeats of (time of `iters` calls) / iters, with iters
+// chosen so that one repeat takes at least ~20 ms; a few warmup calls come first.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "autograd/tensor.h"
+
+namespace tg::bench {
+
+double seconds_for(const std::function<void()>& fn, int64_t iters);  // wall time of iters calls
+double median(std::vector<double> v);
+
+// Median seconds per call of fn.
+double time_one(const std::function<void()>& fn, int repeats = 7);
+// Median seconds per call of each of two functions, timed in alternation (so drift in clock
+// speed or load hits both alike).
+std::pair<double, double> time_pair(const std::function<void()>& f, const std::function<void()>& g, int repeats = 7);
+
+std::string format_time(double seconds);  // "  12.34 us" or "   1.234 ms"
+
+// Normal values from std::mt19937 (independent of tapegrad's random ops), float32.
+Tensor random_matrix(const Shape& shape, uint32_t seed = 1);
+
+// c (M,N) row-major = a (M,K) @ b (K,N) through BLIS's typed API, a and b read through the
+// given row and column strides.
+void raw_sgemm(float* c, const float* a, const float* b, int64_t M, int64_t N, int64_t K, int64_t rsa, int64_t csa,
+               int64_t rsb, int64_t csb);
+
+// The compute limit: GFLOP/s (2*n^3 per call) of raw bli_sgemm on n x n row-major matrices, on
+// the threads BLIS has now (tg::set_num_threads sets them), best of `repeats` timed repeats.
+double sgemm_peak_gflops(int64_t n = 1024, int repeats = 5);
+
+// The memory limit, as STREAM measures it, on float arrays of n elements split over
+// tg::parallel_for's threads:
+//   copy    a[i] = b[i]              counted as 2 * 4 * n bytes per pass (one read, one write)
+//   triad   a[i] = b[i] + s * c[i]   counted as 3 * 4 * n bytes per pass (two reads, one write)
+// (the write-allocate read some caches add is not counted, as in STREAM). GB/s of the best of
+// `repeats` timed repeats. The default 16M floats (64 MB per array) is far bigger than any
+// cache: main memory. A few MB measures the caches instead.
+enum class Stream { Copy, Triad };
+double stream_gbps(Stream kind, int64_t n = int64_t(1) << 24, int repeats = 7);
+
+// "BLIS 0.9.0, OpenMP threading, haswell kernels" (from BLIS's own bli_info / bli_arch queries).
+std::string blis_description();
+
+// Minor page faults per call of fn (getrusage's ru_minflt over `calls` calls): memory the
+// allocator got fresh from the kernel (glibc's malloc maps large blocks anew unless it reuses
+// them), which the kernel then zeroes page by page.
+double page_faults_per_call(const std::function<void()>& fn, int calls = 5);
+
+double peak_rss_mb();          // getrusage's ru_maxrss (KiB on Linux) in MiB
+std::string load_average();    // the 1-minute load average from /proc/loadavg, or "unknown"
+
+}  // namespace tg::bench

@@ -1,0 +1,165 @@
+# compare_gpt.py — tapegrad against PyTorch on the GPT benchmark, run interleaved, as a markdown table.
+#
+#     python3 bench/compare_gpt.py --configs tiny,small --threads 1,2 --pairs 3 --steps 20 --out runs.jsonl
+#
+# For each config and thread count it runs bench_gpt (A) and bench_gpt_torch.py (B) in turn,
+# A B A B ..., --pairs times, so slow drifts of the machine (other work, clock speed) hit both
+# alike. Before each run it waits (up to --idle-wait seconds) for the machine to be idle: the
+# CPU time used by anything, sampled from /proc/stat over one second, below --idle-busy of all
+# cores. A run that started on a busy machine is counted in the table's last column (and said on
+# stderr); its numbers are kept.
+#
+# The table, per config and thread count: the medians of tokens/s and of peak RSS of each side,
+# the median of the per-pair ratios tapegrad/PyTorch of tokens/s with their min-max, and the
+# largest difference of the step-1 losses (the same seed gives the same model and batches on
+# both sides, so it is ~1e-7). --out also writes every run's JSON line (plus pair and idle facts).
+#
+# Python's standard library only. The PyTorch side runs with --python (Debian's torch 1.13).
+import argparse
+import datetime
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def flags(argv=None):
+    p = argparse.ArgumentParser(description="tapegrad vs PyTorch on the GPT benchmark, interleaved.")
+    p.add_argument("--configs", default="tiny,small", help="comma-separated: tiny, small, medium")
+    p.add_argument("--threads", default="1,2", help="comma-separated thread counts")
+    p.add_argument("--pairs", type=int, default=3, help="runs of each side per config and thread count")
+    p.add_argument("--steps", type=int, default=20, help="timed steps per run")
+    p.add_argument("--warmup", type=int, default=3, help="untimed steps per run before them")
+    p.add_argument("--out", help="write every run's JSON line to this file")
+    p.add_argument("--build", default=os.path.join(REPO, "build"), help="tapegrad's build folder (default: %(default)s)")
+    p.add_argument("--python", default="/usr/bin/python3", help="the Python with torch (default: %(default)s)")
+    p.add_argument("--idle-wait", type=float, default=20.0, help="seconds to wait for an idle machine before a run")
+    p.add_argument("--idle-busy", type=float, default=0.10,
+                   help="idle means less than this fraction of all cores busy (default: %(default)s)")
+    o = p.parse_args(argv)
+    o.configs = [c for c in o.configs.split(",") if c]
+    try:
+        o.threads = [int(t) for t in o.threads.split(",") if t]
+    except ValueError:
+        p.error(f"--threads: expected comma-separated integers, got '{o.threads}'")
+    bad = [c for c in o.configs if c not in ("tiny", "small", "medium")]
+    if bad:
+        p.error(f"--configs: unknown config {bad[0]} (expected tiny, small or medium)")
+    if o.pairs < 1 or o.steps < 1 or o.warmup < 0 or any(t < 1 for t in o.threads):
+        p.error("--pairs, --steps and every --threads must be >= 1, --warmup >= 0")
+    return o
+
+
+def cpu_times():
+    """(busy, total) jiffies of all CPUs from the first line of /proc/stat."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    total = sum(fields[:8])  # user nice system idle iowait irq softirq steal (guest is inside user)
+    return total - idle, total
+
+
+def busy_fraction(seconds=1.0):
+    """The fraction of all cores' time spent busy over the next `seconds`."""
+    b0, t0 = cpu_times()
+    time.sleep(seconds)
+    b1, t1 = cpu_times()
+    return (b1 - b0) / max(1, t1 - t0)
+
+
+def wait_for_idle(o):
+    """Samples until the machine is idle or --idle-wait has passed; returns (idle, last busy fraction)."""
+    deadline = time.monotonic() + o.idle_wait
+    while True:
+        busy = busy_fraction()
+        if busy < o.idle_busy:
+            return True, busy
+        if time.monotonic() >= deadline:
+            return False, busy
+
+
+def run_one(command):
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode != 0:
+        sys.exit(f"compare_gpt.py: {' '.join(command)} failed (exit {result.returncode}):\n{result.stderr}")
+    lines = [line for line in result.stdout.splitlines() if line.startswith("{")]
+    if not lines:
+        sys.exit(f"compare_gpt.py: {' '.join(command)} printed no JSON line:\n{result.stdout}")
+    return json.loads(lines[-1])
+
+
+def commands(o, config, threads):
+    common = ["--config", config, "--threads", str(threads), "--steps", str(o.steps), "--warmup", str(o.warmup)]
+    tapegrad = [os.path.join(o.build, "bench", "bench_gpt")] + common
+    pytorch = [o.python, os.path.join(REPO, "bench", "bench_gpt_torch.py"), "--build", o.build] + common
+    return {"tapegrad": tapegrad, "pytorch": pytorch}
+
+
+def machine():
+    model = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            model = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return f"{model}, {os.cpu_count()} cores"
+
+
+def table(o, runs):
+    rows = ["| config | threads | tapegrad tokens/s | PyTorch tokens/s | tapegrad / PyTorch (min-max) "
+            "| tapegrad RSS MB | PyTorch RSS MB | step-1 loss diff | runs on a busy machine |",
+            "|---|---|---|---|---|---|---|---|---|"]
+    for config in o.configs:
+        for threads in o.threads:
+            mine = [r for r in runs if r["config"] == config and r["threads"] == threads]
+            a = [r for r in mine if r["bench"] == "tapegrad"]
+            b = [r for r in mine if r["bench"] == "pytorch"]
+            ratios = [x["tokens_per_s"] / y["tokens_per_s"] for x, y in zip(a, b)]
+            med = lambda rs, key: statistics.median(r[key] for r in rs)
+            loss_diff = max(abs(x["first_loss"] - y["first_loss"]) for x, y in zip(a, b))
+            busy = sum(1 for r in mine if not r["idle"])
+            rows.append(f"| {config} | {threads} | {med(a, 'tokens_per_s'):.0f} | {med(b, 'tokens_per_s'):.0f} "
+                        f"| {statistics.median(ratios):.2f} ({min(ratios):.2f}-{max(ratios):.2f}) "
+                        f"| {med(a, 'peak_rss_mb'):.0f} | {med(b, 'peak_rss_mb'):.0f} | {loss_diff:.1e} "
+                        f"| {busy} of {len(mine)} |")
+    return "\n".join(rows)
+
+
+def main():
+    o = flags()
+    runs = []
+    out = open(o.out, "w") if o.out else None
+    started = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
+    for config in o.configs:
+        for threads in o.threads:
+            cmds = commands(o, config, threads)
+            for pair in range(1, o.pairs + 1):
+                for side in ("tapegrad", "pytorch"):
+                    idle, busy = wait_for_idle(o)
+                    if not idle:
+                        print(f"compare_gpt.py: {config}, {threads} threads, {side} run {pair}: the machine was "
+                              f"not idle ({busy:.0%} of all cores busy after {o.idle_wait:.0f} s); running anyway",
+                              file=sys.stderr)
+                    r = run_one(cmds[side])
+                    r.update(pair=pair, idle=idle, busy_before=round(busy, 3))
+                    runs.append(r)
+                    print(f"  {config:6} {threads} threads {side:8} run {pair}: {r['tokens_per_s']:9.1f} tokens/s"
+                          f"{'' if idle else '  (machine busy)'}", file=sys.stderr, flush=True)
+                    if out:
+                        out.write(json.dumps(r) + "\n")
+                        out.flush()
+    if out:
+        out.close()
+    blas = {r["bench"]: r["blas"] for r in runs}
+    print(f"Measured {started} on {machine()}; {o.pairs} interleaved pairs of {o.warmup} + {o.steps} steps.")
+    print(f"tapegrad: {blas.get('tapegrad')}. PyTorch {runs[-1].get('torch', '')}: {blas.get('pytorch')}.\n")
+    print(table(o, runs))
+
+
+if __name__ == "__main__":
+    main()
