@@ -296,6 +296,24 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
                   const Tensor& bias = Tensor(), double eps = 1e-5);
 Tensor dropout(const Tensor& x, double p, bool training, Generator* gen = nullptr);
 
+// --- attention weights (ops/attention.cpp) ------------------------------------------------------
+// The weights of scaled dot-product attention from its scores (..., T_q, T_k), over the keys:
+//   masked(i, j) = (causal and j > query_offset + i) or mask[..., i, j]
+//   y = softmax(masked_fill(scores, masked, -inf) / sqrt(d_k), -1),  y = 0 on a row whose keys are all masked
+//   dscores = y * (g - sum_j g_j y_j) / sqrt(d_k),  0 where masked
+// One pass per row each way, bit-identical to masked_fill, div and softmax. mask: bool,
+// broadcastable to scores (true = masked), or undefined. With a KV cache, query i is at
+// position query_offset + i among the keys.
+struct MaskedSoftmaxOptions {
+  bool causal = false;       // query i sees keys 0..query_offset + i only
+  int64_t query_offset = 0;  // the positions before the queries (a KV cache's length)
+};
+Tensor masked_scaled_softmax(const Tensor& scores, const Tensor& mask, int64_t d_k,
+                             const MaskedSoftmaxOptions& options = {});
+// The same from masked_fill, div and softmax, as separate ops: the fused op's test oracle.
+Tensor masked_scaled_softmax_composed(const Tensor& scores, const Tensor& mask, int64_t d_k,
+                                      const MaskedSoftmaxOptions& options = {});
+
 // --- comparing values -------------------------------------------------------------------------
 // |a - b| <= atol + rtol * |b| everywhere (shapes broadcast), NaNs equal only if equal_nan.
 bool allclose(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-8,

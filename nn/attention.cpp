@@ -1,7 +1,10 @@
 // nn/attention.cpp — the attention layers: each forward is the notebook's, step by step.
+//
+// The notebook's masked_fill(-inf), / sqrt(d_k) and softmax are one op here,
+// tg::masked_scaled_softmax (autograd/ops/attention.cpp), with the same bits. It applies the
+// causal rule from the positions (key j > query i + past is masked), the rule the buffer `mask`
+// holds; the buffer stays, as in PyTorch's classes, so state_dicts carry it.
 #include "nn/attention.h"
-
-#include <cmath>
 
 #include "autograd/ops.h"
 #include "autograd/tape.h"
@@ -9,11 +12,6 @@
 namespace tg::nn {
 
 namespace {
-
-// weights = softmax(scores / sqrt(d_k)) along the last dim
-Tensor scaled_softmax(const Tensor& scores, int64_t d_k) {
-  return softmax(scores / std::sqrt(static_cast<double>(d_k)), -1);
-}
 
 // x must be (b, T, d_in) with T <= context_length. `what` names it in the message ("kv").
 void check_batch_input(const Tensor& x, int64_t d_in, int64_t context_length, const char* layer,
@@ -26,23 +24,6 @@ void check_batch_input(const Tensor& x, int64_t d_in, int64_t context_length, co
     throw Error(std::string(layer) + ": " + (what == "input" ? "" : what + " ") + "num_tokens (" +
                 std::to_string(x.size(1)) + ") exceeds context_length (" + std::to_string(context_length) + ")");
   }
-}
-
-// The mask's top-left (T_q, T_k) corner as bool: true above the diagonal.
-Tensor causal_mask(const Tensor& mask, int64_t T_q, int64_t T_k, int64_t past = 0) {
-  return mask.narrow(0, past, T_q).narrow(1, 0, T_k) == 1.0;  // queries at positions past..past+T_q-1
-}
-
-// softmax(scores / sqrt(d_k)) over the keys, weight 0 where `masked` (bool, broadcastable to
-// scores; undefined: nothing masked). When `rows_may_be_all_masked`, a query whose keys are
-// all masked gets zero weights instead of softmax's NaN: its row is left unmasked for the
-// softmax and zeroed after it, so neither forward nor backward ever meets a NaN.
-Tensor masked_attention_weights(const Tensor& scores, const Tensor& masked, int64_t d_k, bool rows_may_be_all_masked) {
-  if (!masked.defined()) return scaled_softmax(scores, d_k);
-  if (!rows_may_be_all_masked) return scaled_softmax(scores.masked_fill(masked, -kInf), d_k);
-  Tensor all_masked = masked.sum(-1, /*keepdim=*/true) == masked.size(-1);  // (..., T_q or 1, 1)
-  Tensor weights = scaled_softmax(scores.masked_fill(logical_and(masked, logical_not(all_masked)), -kInf), d_k);
-  return weights.masked_fill(all_masked, 0.0);
 }
 
 // kv must be (b, T_k, d_in) with x's b and T_k <= context_length.
@@ -84,7 +65,7 @@ Tensor SelfAttention_v1::forward(const Tensor& x) {
   Tensor keys = x.matmul(W_key);       // (T, d_out)
   Tensor queries = x.matmul(W_query);  // (T, d_out)
   Tensor values = x.matmul(W_value);   // (T, d_out)
-  Tensor weights = scaled_softmax(queries.matmul(keys.t()), keys.size(-1));  // (T, T)
+  Tensor weights = masked_scaled_softmax(queries.matmul(keys.t()), Tensor(), keys.size(-1));  // (T, T)
   if (keep_attention_weights) attention_weights = weights.detach();
   return weights.matmul(values);
 }
@@ -99,7 +80,7 @@ Tensor SelfAttention_v2::forward(const Tensor& x) {
   Tensor keys = W_key->forward(x);
   Tensor queries = W_query->forward(x);
   Tensor values = W_value->forward(x);
-  Tensor weights = scaled_softmax(queries.matmul(keys.mT()), keys.size(-1));
+  Tensor weights = masked_scaled_softmax(queries.matmul(keys.mT()), Tensor(), keys.size(-1));
   if (keep_attention_weights) attention_weights = weights.detach();
   return weights.matmul(values);
 }
@@ -115,12 +96,11 @@ CausalAttention::CausalAttention(int64_t d_in, int64_t d_out_, int64_t context_l
 
 Tensor CausalAttention::forward(const Tensor& x) {
   check_batch_input(x, W_query->in_features, context_length, "CausalAttention");
-  const int64_t T = x.size(1);
   Tensor keys = W_key->forward(x);      // (b, T, d_out)
   Tensor queries = W_query->forward(x);
   Tensor values = W_value->forward(x);
   Tensor scores = queries.matmul(keys.transpose(1, 2));  // (b, T, T)
-  Tensor weights = dropout->forward(masked_attention_weights(scores, causal_mask(mask, T, T), keys.size(-1), false));
+  Tensor weights = dropout->forward(masked_scaled_softmax(scores, Tensor(), keys.size(-1), {.causal = true}));
   if (keep_attention_weights) attention_weights = weights.detach();
   return weights.matmul(values);  // (b, T, d_out)
 }
@@ -197,14 +177,10 @@ Tensor MultiHeadAttention::forward(const Tensor& x, const AttentionOptions& opti
   Tensor values = split_heads(W_value->forward(kv), kv.size(1));  // (b, h, T_k, hs)
   if (options.cache) append_to_cache(*options.cache, keys, values);  // now (b, h, past + T_q, hs)
   Tensor scores = queries.matmul(keys.transpose(2, 3));    // (b, h, T_q, T_k)
-  Tensor masked;  // broadcastable to scores: (T_q, T_k), (b, 1, 1, T_k) or (b, 1, T_q, T_k)
-  if (options.causal) masked = causal_mask(mask, T_q, T_k, past);
-  if (padded.defined()) {
-    Tensor padded_keys = padded.view({b, 1, 1, T_k});
-    masked = masked.defined() ? logical_or(masked, padded_keys) : padded_keys;
-  }
-  // causal alone always leaves key 0 visible; only padding can mask a query's every key
-  Tensor weights = dropout->forward(masked_attention_weights(scores, masked, head_dim, padded.defined()));
+  const Tensor padded_keys = padded.defined() ? padded.view({b, 1, 1, T_k}) : Tensor();  // (b, 1, 1, T_k)
+  // query i is at position past + i: causal, it sees keys 0..past + i
+  Tensor weights = dropout->forward(
+      masked_scaled_softmax(scores, padded_keys, head_dim, {.causal = options.causal, .query_offset = past}));
   if (keep_attention_weights) attention_weights = weights.detach();  // (b, h, T_q, T_k)
   Tensor context = weights.matmul(values).transpose(1, 2).contiguous().view({b, T_q, d_out});  // heads joined
   return out_proj->forward(context);

@@ -8,7 +8,8 @@
 //
 // A tensor is seen as x (B,N,I) with the dim of size N in the middle: B = product of the sizes
 // before dim, I = product of those after. When dim is the last one (I == 1) each row of N is
-// one contiguous pass; otherwise the kernel walks the I columns of a (N,I) block side by side.
+// one contiguous pass, in both directions; otherwise the kernel walks the I columns of a (N,I)
+// block side by side.
 // float32 is computed in float with the row sums in double, so results match PyTorch to ~1e-6.
 //
 // -inf entries (masked attention) give exp(-inf) = 0: they get probability 0 (log-prob -inf).
@@ -86,6 +87,24 @@ void softmax_forward(T* out, const T* inp, int64_t B, int64_t N, int64_t I, bool
 //   log_softmax: dinp = dout - exp(out) * sum_N dout
 template <class T>
 void softmax_backward(T* dinp, const T* dout, const T* out, int64_t B, int64_t N, int64_t I, bool log_space) {
+  if (I == 1) {  // one contiguous row of N each: the loop below's sums and products, in its order
+    for (int64_t b = 0; b < B; ++b) {
+      const T* g = dout + b * N;  // g (N)
+      const T* y = out + b * N;   // y (N)
+      T* dx = dinp + b * N;       // dx (N)
+      double s = 0.0;
+      if (log_space) {
+        for (int64_t n = 0; n < N; ++n) s += static_cast<double>(g[n]);
+        for (int64_t n = 0; n < N; ++n)
+          dx[n] = static_cast<T>(static_cast<double>(g[n]) - std::exp(static_cast<double>(y[n])) * s);
+      } else {
+        for (int64_t n = 0; n < N; ++n) s += static_cast<double>(g[n]) * static_cast<double>(y[n]);
+        for (int64_t n = 0; n < N; ++n)
+          dx[n] = static_cast<T>(static_cast<double>(y[n]) * (static_cast<double>(g[n]) - s));
+      }
+    }
+    return;
+  }
   std::vector<double> s(static_cast<size_t>(I));  // s (I): the sum along N for each column
   for (int64_t b = 0; b < B; ++b) {
     const T* g = dout + b * N * I;  // g (N,I)

@@ -192,6 +192,36 @@ TEST(Softmax, KernelsMatchNaiveTwinsDirectly) {
   }
 }
 
+template <class T>
+void expect_softmax_backward_bits_of_naive_twin() {
+  // The backward kernel, along the last dim (I == 1, contiguous rows) and in the general loop
+  // (I > 1), takes the same sums and products in the same order as the naive twin: same bits.
+  using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+  std::mt19937 rng(17);
+  std::uniform_real_distribution<T> u(-10, 10);
+  const std::vector<std::array<int64_t, 3>> geometries = {{64, 128, 1}, {5, 67, 1}, {1, 1, 1}, {3, 7, 9}, {2, 33, 2}};
+  for (const auto& [B, N, I] : geometries) {
+    for (bool log_space : {false, true}) {
+      std::vector<T> x(static_cast<size_t>(B * N * I)), y(x.size()), g(x.size()), dx(x.size()), dxr(x.size());
+      for (T& v : x) v = u(rng);
+      for (T& v : g) v = u(rng);
+      K::softmax_forward<T>(y.data(), x.data(), B, N, I, log_space);
+      K::softmax_backward<T>(dx.data(), g.data(), y.data(), B, N, I, log_space);
+      K::softmax_backward_naive<T>(dxr.data(), g.data(), y.data(), B, N, I, log_space);
+      for (size_t k = 0; k < dx.size(); ++k) {
+        ASSERT_EQ(std::bit_cast<Bits>(dx[k]), std::bit_cast<Bits>(dxr[k]))
+            << (log_space ? "log_softmax" : "softmax") << " (B,N,I) = (" << B << "," << N << "," << I << ") element "
+            << k << ": " << dx[k] << " vs naive " << dxr[k];
+      }
+    }
+  }
+}
+
+TEST(Softmax, BackwardKernelHasTheBitsOfTheNaiveTwin) {
+  expect_softmax_backward_bits_of_naive_twin<float>();
+  expect_softmax_backward_bits_of_naive_twin<double>();
+}
+
 TEST(Softmax, KnownValues) {
   // torch.softmax(torch.tensor([1., 2., 3.]), 0) and log_softmax
   Tensor x = tensor({1.0, 2.0, 3.0});

@@ -1,0 +1,255 @@
+// autograd/ops/attention.cpp — the weights of scaled dot-product attention as one op:
+// masked_fill(-inf), the division by sqrt(d_k) and softmax over the keys, forward and backward.
+//
+//   scores (..., T_q, T_k): one row of T_k keys per query i
+//   masked(i, j) = (causal and j > query_offset + i) or mask[..., i, j]
+//   z_j = scores_j / sqrt(d_k)                               (a division, as the PyTorch classes)
+//   forward   y_j = exp(z_j - m) / s  for the keys not masked,  m = max z_j,  s = sum_j exp(z_j - m)
+//             y_j = 0 where masked, and on a row whose keys are all masked (not softmax's NaN)
+//   backward  dscores_j = y_j (g_j - sum_k g_k y_k) / sqrt(d_k)  where not masked, else 0
+// Saved for backward: the output y and the caller's mask (no copy); the causal rule is
+// recomputed from the positions.
+//
+// Bit for bit, this is the composition it replaces, masked_scaled_softmax_composed (at the end
+// of this file, the test oracle): masked_fill(masked, -inf), / sqrt(d_k), softmax(-1), the rows
+// with every key masked left out of the mask and zeroed afterwards. Every key not masked goes
+// through the same operations in the same order: z in T, exp in T, s summed in double from the
+// left, y = T(e * (1/s)); backward s = the sum of double(g) * double(y) from the left, then
+// dscores = T(T(y (g - s)) / T(sqrt(d_k))). A masked key adds exactly 0 to either sum there
+// (exp(-inf) = 0, and g * 0 = +-0 for a finite g) and gets +0 in both directions (NaN forward
+// when the row's sum is NaN), so skipping it changes no bit. (Only a gradient that is inf or
+// NaN at a masked key differs: there the composition spreads NaN over the row's gradient, and
+// this op keeps it out.)
+//
+// What the fusion saves: one output buffer instead of four intermediates, one pass back instead
+// of three; and with the causal rule, the part of a row above the diagonal (half of the scores
+// in self-attention) is neither read nor exponentiated, only written with zeros.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "autograd/ops.h"
+#include "autograd/ops/loops.h"
+#include "autograd/parallel.h"
+#include "autograd/tape.h"
+
+namespace tg {
+namespace {
+
+constexpr const char* kOp = "masked_scaled_softmax";
+
+// The keys one query row may not see: j >= visible (the causal rule; T_k without it), and j
+// with hidden[j * stride] (the caller's mask along the row; nullptr: none).
+struct RowKeys {
+  int64_t visible = 0;
+  const bool* hidden = nullptr;
+  int64_t stride = 0;
+};
+
+// Where every query row's keys are masked, for scores of `shape` (R rows of T_k).
+struct KeyMasks {
+  int64_t T_q = 1, T_k = 1;
+  bool causal = false;
+  int64_t query_offset = 0;
+  const bool* mask = nullptr;     // the caller's mask, or nullptr
+  std::vector<int64_t> mask_row;  // mask_row (R): where row r's keys start in mask
+  int64_t mask_stride = 0;        // the step along the keys in mask (0 when broadcast)
+
+  RowKeys row(int64_t r) const {
+    int64_t visible = T_k;
+    if (causal) visible = std::clamp(std::min(query_offset, T_k) + r % T_q + 1, int64_t{0}, T_k);
+    return {visible, mask ? mask + mask_row[static_cast<size_t>(r)] : nullptr, mask_stride};
+  }
+};
+
+KeyMasks key_masks(const Shape& shape, const Tensor& mask, const MaskedSoftmaxOptions& options) {
+  KeyMasks k;
+  k.T_q = shape[shape.size() - 2];
+  k.T_k = shape.back();
+  k.causal = options.causal;
+  k.query_offset = options.query_offset;
+  if (!mask.defined()) return k;
+  const Shape strides = broadcast_strides(mask, shape);  // mask read as if expanded to the scores
+  k.mask = mask.data_ptr<bool>();
+  k.mask_stride = strides.back();
+  k.mask_row.reserve(static_cast<size_t>(shape_numel(shape) / k.T_k));
+  for_each_row<1>(shape, {strides.data()}, {0}, [&](const std::array<int64_t, 1>& offset, int64_t, const auto&) {
+    k.mask_row.push_back(offset[0]);
+  });
+  return k;
+}
+
+// The largest of z (n), -inf if none: z_j > m ? z_j : m from the left, as softmax, but in four
+// running maxima (one chain would wait on each comparison). Only the sign of a zero maximum can
+// differ from the left-to-right order, and z - (+0) and z - (-0) have the same exp.
+template <class T>
+inline T row_max(const T* z, int64_t n) {
+  T m[4] = {-std::numeric_limits<T>::infinity(), -std::numeric_limits<T>::infinity(),
+            -std::numeric_limits<T>::infinity(), -std::numeric_limits<T>::infinity()};
+  int64_t j = 0;
+  for (; j + 4 <= n; j += 4)
+    for (int k = 0; k < 4; ++k) m[k] = z[j + k] > m[k] ? z[j + k] : m[k];
+  for (; j < n; ++j) m[0] = z[j] > m[0] ? z[j] : m[0];
+  for (int k = 1; k < 4; ++k) m[0] = m[k] > m[0] ? m[k] : m[0];
+  return m[0];
+}
+
+// e (n) = exp(z - m), returning sum_j e_j in double from the left: the row's one exp loop (a
+// vectorised exp can take its place here, if softmax's does too, or the two stop agreeing bit
+// for bit). The sum has a loop of its own: inside the exp loop it would be saved and reloaded
+// around every call of exp.
+template <class T>
+inline double exp_shifted_sum(T* e, const T* z, T m, int64_t n) {
+  for (int64_t j = 0; j < n; ++j) e[j] = std::exp(z[j] - m);
+  double s = 0.0;
+  for (int64_t j = 0; j < n; ++j) s += static_cast<double>(e[j]);
+  return s;
+}
+
+// y (T_k) = the weights of one query row from its scores x (T_k).
+template <class T>
+void masked_softmax_row_forward(T* y, const T* x, int64_t T_k, const RowKeys& keys, T scale) {
+  const int64_t n = keys.visible;  // y[n..T_k) is masked by the causal rule
+  for (int64_t j = 0; j < n; ++j) y[j] = x[j] / scale;
+  bool any_key = n > 0;
+  if (keys.hidden) {
+    any_key = false;
+    for (int64_t j = 0; j < n; ++j) {
+      const bool hidden = keys.hidden[j * keys.stride];
+      if (hidden) y[j] = -std::numeric_limits<T>::infinity();
+      any_key = any_key || !hidden;
+    }
+  }
+  if (!any_key) {  // every key masked: weights 0
+    std::fill(y, y + T_k, T(0));
+    return;
+  }
+  const double inv = 1.0 / exp_shifted_sum(y, y, row_max(y, n), n);
+  for (int64_t j = 0; j < n; ++j) y[j] = static_cast<T>(static_cast<double>(y[j]) * inv);
+  // exp(-inf) * inv: +0, or NaN as the rest of the row when s is NaN (a NaN score, an unmasked
+  // +inf, unmasked scores all -inf), as the composition gives
+  std::fill(y + n, y + T_k, static_cast<T>(0.0 * inv));
+}
+
+// dx (T_k) for one query row from the gradient g (T_k) of its weights y (T_k).
+template <class T>
+void masked_softmax_row_backward(T* dx, const T* g, const T* y, int64_t T_k, const RowKeys& keys, T scale) {
+  const int64_t n = keys.visible;
+  double s = 0.0;
+  if (!keys.hidden) {
+    for (int64_t j = 0; j < n; ++j) s += static_cast<double>(g[j]) * static_cast<double>(y[j]);
+    for (int64_t j = 0; j < n; ++j) {
+      dx[j] = static_cast<T>(static_cast<double>(y[j]) * (static_cast<double>(g[j]) - s)) / scale;
+    }
+  } else {
+    for (int64_t j = 0; j < n; ++j)
+      if (!keys.hidden[j * keys.stride]) s += static_cast<double>(g[j]) * static_cast<double>(y[j]);
+    for (int64_t j = 0; j < n; ++j) {
+      dx[j] = keys.hidden[j * keys.stride]
+                  ? T(0)
+                  : static_cast<T>(static_cast<double>(y[j]) * (static_cast<double>(g[j]) - s)) / scale;
+    }
+  }
+  std::fill(dx + n, dx + T_k, T(0));
+}
+
+// Rows per parallel chunk: about 32k elements each.
+int64_t rows_per_chunk(int64_t T_k) { return std::max<int64_t>(1, 32768 / T_k); }
+
+// out (R, T_k) = the weights of inp (R, T_k), both contiguous.
+template <class T>
+void masked_scaled_softmax_forward(T* out, const T* inp, const KeyMasks& keys, int64_t R, T scale) {
+  const int64_t T_k = keys.T_k;
+  parallel_for(0, R, rows_per_chunk(T_k), [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) masked_softmax_row_forward(out + r * T_k, inp + r * T_k, T_k, keys.row(r), scale);
+  });
+}
+
+// dinp (R, T_k) from dout (R, T_k) and the forward's out (R, T_k), all contiguous.
+template <class T>
+void masked_scaled_softmax_backward(T* dinp, const T* dout, const T* out, const KeyMasks& keys, int64_t R, T scale) {
+  const int64_t T_k = keys.T_k;
+  parallel_for(0, R, rows_per_chunk(T_k), [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      masked_softmax_row_backward(dinp + r * T_k, dout + r * T_k, out + r * T_k, T_k, keys.row(r), scale);
+    }
+  });
+}
+
+// scores floating with at least 2 dims, mask bool and broadcastable to it (or undefined), d_k > 0.
+void check_attention_inputs(const Tensor& scores, const Tensor& mask, int64_t d_k, const char* op) {
+  check_floating(scores, op);
+  if (scores.dim() < 2) {
+    throw Error(std::string(op) + ": expected scores of shape (..., T_q, T_k), got " + shape_str(scores.sizes()));
+  }
+  if (d_k <= 0) throw Error(std::string(op) + ": d_k must be positive, got " + std::to_string(d_k));
+  if (!mask.defined()) return;
+  if (mask.dtype() != kBool) {
+    throw Error(std::string(op) + ": mask must be bool (true = masked), got " + dtype_name(mask.dtype()) +
+                " of shape " + shape_str(mask.sizes()));
+  }
+  const int64_t extra = scores.dim() - mask.dim();
+  for (int64_t d = 0; d < mask.dim(); ++d) {
+    const int64_t want = d + extra >= 0 ? scores.size(d + extra) : 1;
+    if (d + extra < 0 || (mask.size(d) != 1 && mask.size(d) != want)) {
+      throw Error(std::string(op) + ": mask of shape " + shape_str(mask.sizes()) +
+                  " cannot be broadcast to the scores' shape " + shape_str(scores.sizes()) +
+                  (d + extra < 0 ? " (the mask has more dims)"
+                                 : " (mask dim " + std::to_string(d) + ": " + std::to_string(mask.size(d)) + " vs " +
+                                       std::to_string(want) + ")"));
+    }
+  }
+}
+
+}  // namespace
+
+Tensor masked_scaled_softmax(const Tensor& scores, const Tensor& mask, int64_t d_k, const MaskedSoftmaxOptions& options) {
+  check_attention_inputs(scores, mask, d_k, kOp);
+  const Tensor x = scores.is_contiguous() ? scores : scores.detach().contiguous();
+  Tensor y = make_empty(scores.sizes(), scores.dtype());
+  const int64_t R = y.numel() == 0 ? 0 : y.numel() / y.size(-1);
+  const double scale = std::sqrt(static_cast<double>(d_k));
+  if (R > 0) {
+    const KeyMasks keys = key_masks(scores.sizes(), mask, options);
+    visit_floating(scores.dtype(), kOp, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      masked_scaled_softmax_forward<T>(y.data_ptr<T>(), x.data_ptr<T>(), keys, R, static_cast<T>(scale));
+    });
+  }
+  record("MaskedScaledSoftmaxBackward0", {scores}, y, {y, mask}, [options, scale, R](const BackwardArgs& a) {
+    const Tensor& y = a.saved[0];
+    const Tensor g = a.grad_out.contiguous();
+    Tensor dx = make_empty(y.sizes(), y.dtype());
+    if (R > 0) {
+      const KeyMasks keys = key_masks(y.sizes(), a.saved[1], options);
+      visit_floating(y.dtype(), kOp, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        masked_scaled_softmax_backward<T>(dx.data_ptr<T>(), g.data_ptr<T>(), y.data_ptr<T>(), keys, R,
+                                          static_cast<T>(scale));
+      });
+    }
+    return Grads{dx};
+  });
+  return y;
+}
+
+// The plain twin: the ops the fused one replaces, as nn/attention.cpp composed them.
+Tensor masked_scaled_softmax_composed(const Tensor& scores, const Tensor& mask, int64_t d_k,
+                                      const MaskedSoftmaxOptions& options) {
+  check_attention_inputs(scores, mask, d_k, "masked_scaled_softmax_composed");
+  const double scale = std::sqrt(static_cast<double>(d_k));
+  Tensor masked = mask;  // broadcastable to scores
+  if (options.causal) {
+    const int64_t T_q = scores.size(-2), T_k = scores.size(-1);
+    Tensor above = triu(ones({T_q, T_k}), options.query_offset + 1) == 1.0;  // j > query_offset + i
+    masked = masked.defined() ? logical_or(masked, above) : above;
+  }
+  if (!masked.defined()) return softmax(scores / scale, -1);
+  // a row with every key masked is left out of the mask (softmax would give NaN) and zeroed after
+  Tensor all_masked = masked.sum(-1, /*keepdim=*/true) == masked.size(-1);  // (..., T_q or 1, 1)
+  Tensor weights = softmax(scores.masked_fill(logical_and(masked, logical_not(all_masked)), -kInf) / scale, -1);
+  return weights.masked_fill(all_masked, 0.0);
+}
+
+}  // namespace tg
