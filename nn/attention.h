@@ -37,10 +37,9 @@
 //
 // A query whose keys are all masked (every key it may see is padded) gets zero weights, so its
 // context is 0 and its output is out_proj's bias: no NaN reaches the output or any gradient, in
-// forward or backward. softmax itself stays PyTorch's (a row of all -inf is NaN); the layer
-// keeps such rows out of it: they are left unmasked for the softmax and their weights set to 0
-// after it, which gives the same values as masked_fill(-inf), softmax, then zeroing the
-// all-masked rows.
+// forward or backward. softmax itself stays PyTorch's (a row of all -inf is NaN); the layers
+// call tg::masked_scaled_softmax (masked_fill(-inf), / sqrt(d_k) and softmax as one op, with
+// the same bits), which gives such rows zero weights and zero gradients.
 //
 // Set keep_attention_weights = true to keep the last forward's weights in attention_weights
 // (for teaching and heatmaps); off, nothing is kept.
