@@ -59,6 +59,10 @@ struct TensorImpl : std::enable_shared_from_this<TensorImpl> {
 void* allocate_storage(size_t nbytes);
 void release_storage(void* data, size_t nbytes);
 
+// Names BLIS's kernels for a CPU newer than the BLIS knows (autograd/blis_kernels.cpp); call
+// before BLIS's first use. Changes nothing when the user set BLIS_ARCH_TYPE.
+void choose_blis_kernels();
+
 // Give a view whose base was written in place since its grad_fn was made the base's new
 // history (autograd/tape.cpp).
 void rebase_view_history(TensorImpl& view);

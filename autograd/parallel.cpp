@@ -19,6 +19,7 @@
 #include <string>
 #include <thread>
 
+#include "autograd/internal.h"
 #include "autograd/tensor.h"
 
 namespace tg {
@@ -40,6 +41,7 @@ void after_fork_in_child() {
 
 int& thread_count() {
   static int count = [] {
+    choose_blis_kernels();  // before BLIS starts: it picks its kernels once
     const int n = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     bli_thread_set_num_threads(n);
     pthread_atfork(nullptr, nullptr, after_fork_in_child);
