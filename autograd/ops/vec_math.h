@@ -24,8 +24,8 @@
 // [-104, 89] for exp, a coarse sample of the whole line, and the edges:
 //   exp   <= 1 ulp for every float, subnormal results included (there 1 ulp = 2^-149);
 //         exp(x) = inf above 88.7228 (and for +inf), 0 below -103.98 (and for -inf), nan for nan.
-//   tanh  <= 2 ulp for every float (2 ulp only for some |x| in [2^-14, 1), 1 float in ~3300 of
-//         the whole line); tanh(+-inf) = +-1, tanh(+-0) = +-0, tanh(nan) = nan.
+//   tanh  <= 2 ulp for every float (2 ulp only for some |x| in [2^-14, 0.5), 1 float in ~3300
+//         of the whole line); tanh(+-inf) = +-1, tanh(+-0) = +-0, tanh(nan) = nan.
 // The error terms: e^r - 1's polynomial (under 0.2 ulp) and its rounding, the reduction's
 // rounding of r, then for tanh u + 2 and the division, rounding once each.
 #pragma once

@@ -2,7 +2,7 @@
 // sigmoid (autograd/ops/activation_kernels.h) against their plain twins (std::tanh, std::exp),
 // and the choice between the two paths inside the ops.
 //
-//   * fast vs twin elementwise, |fast - twin| <= atol + rtol * |twin|, on a dense grid over
+//   * fast (on each instruction set the CPU has) vs twin elementwise, |fast - twin| <= atol + rtol * |twin|, on a dense grid over
 //     [-12, 12], normal draws, and large and special inputs (1e4, 1e20, FLT_MAX, inf, nan,
 //     subnormals); each prints its worst error on a "[ worst    ]" line;
 //   * the baseline (SSE2) and AVX2 loops give the same bits (skipped on a CPU without AVX2);
@@ -16,6 +16,7 @@
 #include <iostream>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "autograd/ops.h"
@@ -60,7 +61,7 @@ std::vector<float> grad_inputs(size_t n) {
 
 // |got - want| <= atol + rtol |want| everywhere (nan matches nan, inf the same inf); names the
 // first failures, prints the worst |got - want| over the finite pairs.
-void expect_close(const char* what, const std::vector<float>& xs, const std::vector<float>& got,
+void expect_close(const std::string& what, const std::vector<float>& xs, const std::vector<float>& got,
                   const std::vector<float>& want, double atol, double rtol) {
   double worst = 0;
   float worst_x = 0;
@@ -86,32 +87,48 @@ int64_t size_of(const std::vector<float>& v) { return static_cast<int64_t>(v.siz
 // vec_math::tanh are each within 2 ulp, so the fast path and its twin may differ by a few of those.
 constexpr double kGradAtol = 2e-5, kGradRtol = 1e-5;
 
+// The instruction sets this CPU can run: the fast loops are checked on each.
+std::vector<K::Isa> isas() {
+  std::vector<K::Isa> out{K::Isa::kBaseline};
+  if (K::isa_available(K::Isa::kAvx2)) out.push_back(K::Isa::kAvx2);
+  return out;
+}
+const char* isa_name(K::Isa isa) { return isa == K::Isa::kAvx2 ? " (AVX2)" : " (baseline)"; }
+
 TEST(ActivationKernels, GeluTanhForwardMatchesPlainTwin) {
   const std::vector<float> xs = activation_inputs();
   std::vector<float> fast(xs.size()), twin(xs.size());
-  K::gelu_tanh_forward(fast.data(), xs.data(), size_of(xs));
   K::gelu_tanh_forward_naive(twin.data(), xs.data(), size_of(xs));
-  expect_close("gelu(tanh) forward", xs, fast, twin, 1e-6, 1e-6);
+  for (K::Isa isa : isas()) {
+    K::gelu_tanh_forward(fast.data(), xs.data(), size_of(xs), isa);
+    expect_close(std::string("gelu(tanh) forward") + isa_name(isa), xs, fast, twin, 1e-6, 1e-6);
+  }
 }
 
 TEST(ActivationKernels, GeluTanhBackwardMatchesPlainTwin) {
   const std::vector<float> xs = activation_inputs();
   const std::vector<float> g = grad_inputs(xs.size());
   std::vector<float> fast(xs.size()), twin(xs.size());
-  K::gelu_tanh_backward(fast.data(), g.data(), xs.data(), size_of(xs));
   K::gelu_tanh_backward_naive(twin.data(), g.data(), xs.data(), size_of(xs));
-  expect_close("gelu(tanh) backward", xs, fast, twin, kGradAtol, kGradRtol);
+  for (K::Isa isa : isas()) {
+    K::gelu_tanh_backward(fast.data(), g.data(), xs.data(), size_of(xs), isa);
+    expect_close(std::string("gelu(tanh) backward") + isa_name(isa), xs, fast, twin, kGradAtol, kGradRtol);
+  }
 }
 
 TEST(ActivationKernels, TanhAndSigmoidMatchPlainTwins) {
   const std::vector<float> xs = activation_inputs();
-  std::vector<float> fast(xs.size()), twin(xs.size());
-  K::tanh_forward(fast.data(), xs.data(), size_of(xs));
-  K::tanh_forward_naive(twin.data(), xs.data(), size_of(xs));
-  expect_close("tanh", xs, fast, twin, 0, 3e-7);  // both within 2 ulp of the true value
-  K::sigmoid_forward(fast.data(), xs.data(), size_of(xs));
-  K::sigmoid_forward_naive(twin.data(), xs.data(), size_of(xs));
-  expect_close("sigmoid", xs, fast, twin, 0, 3e-7);
+  std::vector<float> fast(xs.size()), tanh_twin(xs.size()), sigmoid_twin(xs.size());
+  K::tanh_forward_naive(tanh_twin.data(), xs.data(), size_of(xs));
+  K::sigmoid_forward_naive(sigmoid_twin.data(), xs.data(), size_of(xs));
+  for (K::Isa isa : isas()) {
+    // std::tanh and vec_math::tanh are each within 2 ulp of the true value, std::exp and
+    // vec_math::exp within 1: at most 4 ulp apart, 4 * 2^-23 relative.
+    K::tanh_forward(fast.data(), xs.data(), size_of(xs), isa);
+    expect_close(std::string("tanh") + isa_name(isa), xs, fast, tanh_twin, 0, 4.8e-7);
+    K::sigmoid_forward(fast.data(), xs.data(), size_of(xs), isa);
+    expect_close(std::string("sigmoid") + isa_name(isa), xs, fast, sigmoid_twin, 0, 4.8e-7);
+  }
 }
 
 // Same bits, or both nan (a nan's payload may come from either operand of a commuted add).
