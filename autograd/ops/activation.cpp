@@ -14,7 +14,7 @@
 //   * anything else (float64, strided views, integers promoted to float32) runs the plain
 //     elementwise loop on std::exp and std::tanh: the same formulas, the twin the fast loops
 //     are tested against.
-// Every backward is one elementwise pass computing g * y'(x) directly (no temporary y', no
+// Every backward is one elementwise pass computing g * y' directly (no temporary y', no
 // separate multiply).
 #include <cmath>
 #include <numbers>
@@ -167,11 +167,10 @@ Tensor relu(const Tensor& x) {
     return v > T(0) ? v : (std::isnan(v) ? v : T(0));
   });
   record("ReluBackward0", {x}, y, {y}, [](const BackwardArgs& a) {
-    Tensor positive = elementwise_unary(a.saved[0], "relu", [](auto v) {
+    return Grads{grad_times(a.grad_out, a.saved[0], "relu", [](auto v) {
       using T = decltype(v);
       return static_cast<T>(v > T(0));
-    });
-    return Grads{mul(a.grad_out, positive)};
+    })};
   });
   return y;
 }
