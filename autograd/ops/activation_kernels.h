@@ -1,0 +1,76 @@
+// autograd/ops/activation_kernels.h — the float32 loops behind tanh, sigmoid and gelu(tanh)
+// (autograd/ops/activation.cpp), their plain twins, and the element formulas both share.
+//
+// Buffers are contiguous, N elements; outputs first, then inputs; gradients prefixed d.
+//   gelu tanh  out = x/2 (1 + tanh(k (x + c x^3)))                     k = sqrt(2/pi), c = 0.044715
+//              dinp = dout * (1/2 (1 + t) + x/2 (1 - t^2) k (1 + 3 c x^2))     t = tanh(k (x + c x^3))
+//   tanh       out = tanh x
+//   sigmoid    out = 1 / (1 + e^-x)
+// (tanh's and sigmoid's backward need no exp or tanh: activation.cpp runs them as one fused
+// elementwise pass for every dtype.) The fast loops differ from the twins only in exp and
+// tanh: vec_math's (<= 1 and 2 ulp, and vectorised) in place of std::exp and std::tanh. The
+// gelu backward is one pass: no temporary holding the derivative, no separate multiply by dout.
+#pragma once
+#include <cmath>
+#include <cstdint>
+
+namespace tg::activation_kernels {
+
+// The instruction sets the float32 loops are compiled for. Both give the same bits (see
+// vec_math.h); kAvx2 does 8 floats a step instead of 4.
+enum class Isa { kBaseline, kAvx2 };
+Isa best_isa();                  // kAvx2 when this CPU (and its OS) can run it
+bool isa_available(Isa isa);
+
+// --- the element formulas, for any floating T and any tanh --------------------------------------
+
+constexpr double kSqrt2OverPi = 0.7978845608028654;  // sqrt(2/pi)
+constexpr double kGeluCubic = 0.044715;
+
+template <class T, class Tanh>
+T gelu_tanh_value(T x, Tanh tanh) {
+  const T inner = static_cast<T>(kSqrt2OverPi) * (x + static_cast<T>(kGeluCubic) * x * x * x);
+  return static_cast<T>(0.5) * x * (static_cast<T>(1) + tanh(inner));
+}
+
+// d/dx gelu_tanh_value. Recomputes t from x: saving x alone for backward keeps one tensor
+// alive instead of two, and the tanh is cheap next to reading them.
+template <class T, class Tanh>
+T gelu_tanh_derivative(T x, Tanh tanh) {
+  const T k = static_cast<T>(kSqrt2OverPi), c = static_cast<T>(kGeluCubic);
+  const T t = tanh(k * (x + c * x * x * x));
+  return static_cast<T>(0.5) * (1 + t) + static_cast<T>(0.5) * x * (1 - t * t) * k * (1 + 3 * c * x * x);
+}
+
+template <class T, class Exp>
+T sigmoid_value(T x, Exp exp) {
+  return static_cast<T>(1) / (static_cast<T>(1) + exp(-x));
+}
+
+// --- float32 loops ------------------------------------------------------------------------------
+
+void gelu_tanh_forward(float* out, const float* inp, int64_t N, Isa isa = best_isa());
+void gelu_tanh_backward(float* dinp, const float* dout, const float* inp, int64_t N, Isa isa = best_isa());
+void tanh_forward(float* out, const float* inp, int64_t N, Isa isa = best_isa());
+void sigmoid_forward(float* out, const float* inp, int64_t N, Isa isa = best_isa());
+
+// --- plain twins (the test oracle): std::tanh, std::exp, one element at a time ------------------
+
+template <class T>
+void gelu_tanh_forward_naive(T* out, const T* inp, int64_t N) {
+  for (int64_t i = 0; i < N; ++i) out[i] = gelu_tanh_value(inp[i], [](T v) { return std::tanh(v); });
+}
+template <class T>
+void gelu_tanh_backward_naive(T* dinp, const T* dout, const T* inp, int64_t N) {
+  for (int64_t i = 0; i < N; ++i) dinp[i] = dout[i] * gelu_tanh_derivative(inp[i], [](T v) { return std::tanh(v); });
+}
+template <class T>
+void tanh_forward_naive(T* out, const T* inp, int64_t N) {
+  for (int64_t i = 0; i < N; ++i) out[i] = std::tanh(inp[i]);
+}
+template <class T>
+void sigmoid_forward_naive(T* out, const T* inp, int64_t N) {
+  for (int64_t i = 0; i < N; ++i) out[i] = sigmoid_value(inp[i], [](T v) { return std::exp(v); });
+}
+
+}  // namespace tg::activation_kernels
