@@ -114,11 +114,15 @@ namespace {
 
 bool contiguous_f32(const Tensor& t) { return t.dtype() == kFloat32 && t.is_contiguous(); }
 
-// y = f(x) by a float32 loop of activation_kernels (x contiguous float32).
+// y = f(x) by a float32 loop of activation_kernels (x contiguous float32), split over the
+// threads in chunks of elements (each element alone: the split changes no result).
 template <class Loop>
 Tensor fast_unary(const Tensor& x, Loop loop) {
   Tensor y = make_empty(x.sizes(), kFloat32);
-  loop(y.data_ptr<float>(), x.data_ptr<float>(), x.numel(), K::best_isa());
+  float* out = y.data_ptr<float>();
+  const float* inp = x.data_ptr<float>();
+  const K::Isa isa = K::best_isa();
+  for_elements(x.numel(), [&](int64_t begin, int64_t end) { loop(out + begin, inp + begin, end - begin, isa); });
   return y;
 }
 
@@ -191,7 +195,12 @@ Tensor gelu(const Tensor& x, const std::string& approximate) {
       const Tensor& x = a.saved[0];
       if (contiguous_f32(x) && contiguous_f32(a.grad_out) && a.grad_out.sizes() == x.sizes()) {
         Tensor dx = make_empty(x.sizes(), kFloat32);
-        K::gelu_tanh_backward(dx.data_ptr<float>(), a.grad_out.data_ptr<float>(), x.data_ptr<float>(), x.numel());
+        float* dinp = dx.data_ptr<float>();
+        const float* dout = a.grad_out.data_ptr<float>();
+        const float* inp = x.data_ptr<float>();
+        for_elements(x.numel(), [&](int64_t begin, int64_t end) {
+          K::gelu_tanh_backward(dinp + begin, dout + begin, inp + begin, end - begin);
+        });
         return Grads{dx};
       }
       return Grads{grad_times(a.grad_out, x, "gelu", [&](auto v) { return K::gelu_tanh_derivative(v, std_tanh); })};
