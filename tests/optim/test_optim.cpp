@@ -210,15 +210,22 @@ TEST(ClipGradNorm, TotalNormAndClippedGradientsMatchTorchForNormTypes2_1_3_InfAn
   for (const json::Value& c : reference()["clip"].as_array()) expect_clip_matches_torch(c);
 }
 
+// A "norms" case's parameters: one per length, each with the gradient torch.randn(n) * 2 drawn
+// after manual_seed(seed).
+std::vector<Tensor> norm_case_params(const json::Value& c) {
+  manual_seed(c["seed"].as_int64());
+  std::vector<Tensor> params;
+  for (size_t i = 0; i < c["lengths"].size(); ++i) {
+    params.push_back(test::leaf(zeros({c["lengths"][i].as_int64()})));
+    params.back().set_grad(randn({c["lengths"][i].as_int64()}) * 2.0);
+  }
+  return params;
+}
+
 TEST(ClipGradNorm, TotalNormOfSixtyGradientsOfManyLengthsMatchesTorchBitForBit) {
   for (const json::Value& c : reference()["norms"].as_array()) {
     SCOPED_TRACE(c["id"].as_string());
-    manual_seed(c["seed"].as_int64());
-    std::vector<Tensor> params;
-    for (size_t i = 0; i < c["lengths"].size(); ++i) {
-      params.push_back(test::leaf(zeros({c["lengths"][i].as_int64()})));
-      params.back().set_grad(randn({c["lengths"][i].as_int64()}) * 2.0);  // torch.randn(n) * 2
-    }
+    const std::vector<Tensor> params = norm_case_params(c);
     const Tensor total = clip_grad_norm_(params, 1.0, decode_double(c["norm_type"]));
     EXPECT_TRUE(bit_equal(total, scalar_tensor(decode_double(c["total_norm"]))));
   }
@@ -228,12 +235,7 @@ TEST(ClipGradNorm, TotalNormOfSixtyGradientsOfManyLengthsMatchesTorchBitForBit) 
 TEST(GradNorm, EqualsClipGradNormsTotalBitForBitAndChangesNoGradient) {
   for (const json::Value& c : reference()["norms"].as_array()) {
     SCOPED_TRACE(c["id"].as_string());
-    manual_seed(c["seed"].as_int64());
-    std::vector<Tensor> params;
-    for (size_t i = 0; i < c["lengths"].size(); ++i) {
-      params.push_back(test::leaf(zeros({c["lengths"][i].as_int64()})));
-      params.back().set_grad(randn({c["lengths"][i].as_int64()}) * 2.0);
-    }
+    const std::vector<Tensor> params = norm_case_params(c);
     std::vector<Tensor> before;
     for (const Tensor& p : params) before.push_back(p.grad().clone());
     const Tensor norm = grad_norm(params, decode_double(c["norm_type"]));
