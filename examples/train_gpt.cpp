@@ -87,8 +87,11 @@ int run(int argc, char** argv) {
   RunLog log;
   if (!o.resume.empty()) {
     TrainOptions saved = saved_options(o.resume);
+    const std::vector<Flag> now = train_flags(o), before = train_flags(saved);  // the same flags, in order
     for (const std::string& flag : given) {
       if (may_change_on_resume(flag)) continue;
+      const auto i = std::find_if(now.begin(), now.end(), [&](const Flag& f) { return f.name == flag; }) - now.begin();
+      if (i < static_cast<std::ptrdiff_t>(now.size()) && same_value(now[i], before[i])) continue;  // repeated as saved
       throw UsageError("--" + flag + " cannot change when resuming (the run keeps its configuration; " +
                        "only --steps, --out, --threads, --eval-every, --sample-tokens and --on-nonfinite can)");
     }

@@ -90,6 +90,11 @@ Flag switch_flag(std::string name, bool* value, std::string help) {
   return Flag{std::move(name), value, std::move(help), 0, 0, {}};
 }
 
+bool same_value(const Flag& a, const Flag& b) {
+  return a.value.index() == b.value.index() &&
+         std::visit([&](auto* pa) { return *pa == *std::get<decltype(pa)>(b.value); }, a.value);
+}
+
 void parse_flags(const std::vector<Flag>& flags, const std::vector<std::string>& args, bool* help,
                  std::vector<std::string>* given) {
   *help = false;

@@ -33,6 +33,9 @@ Flag number_flag(std::string name, double* value, std::string help, double min, 
 Flag text_flag(std::string name, std::string* value, std::string help, std::vector<std::string> choices = {});
 Flag switch_flag(std::string name, bool* value, std::string help);
 
+// True when two flags (the same flag bound to two option structs) hold the same value.
+bool same_value(const Flag& a, const Flag& b);
+
 // Sets the flags named in args (argv without the program name); --help sets *help and stops.
 // "--name value" and "--name=value" both work; a bool flag takes no value. given (optional)
 // receives the names of the flags that were set, in order.

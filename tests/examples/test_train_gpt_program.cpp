@@ -53,6 +53,12 @@ TEST(TrainGptProgram, ATinyRunWritesEveryFileAndResumes) {
   r = run_program(example_program("train_gpt"), {"--resume", out, "--layers", "2"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_TRUE(has_part(r.output, "--layers cannot change when resuming"));
+  // The same command line again, with --resume: a flag repeated with its saved value is fine.
+  std::vector<std::string> again = kTiny;
+  again.insert(again.end(), {"--resume", out, "--steps", "6", "--out", out});
+  r = run_program(example_program("train_gpt"), again);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(lines_of(read_bytes(out + "/loss.csv")), 7u);
 
   r = run_program(example_program("generate"), {"--ckpt", out, "--prompt", "The ", "--tokens", "7"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
