@@ -94,15 +94,6 @@ TrainOptions train_options(const BenchOptions& b) {
   return o;
 }
 
-std::string read_text(const std::string& path) {
-  if (path.empty()) return builtin_corpus();
-  std::ifstream in(path, std::ios::binary);
-  if (!std::filesystem::is_regular_file(path) || !in) throw tg::Error("--data " + path + ": cannot read the file");
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 // Parameters that are not embeddings (all but tok_emb and pos_emb), for the FLOPs count.
 int64_t non_embedding_parameters(tg::nn::GPTModel& model) {
   int64_t n = 0;
@@ -132,7 +123,7 @@ int run(int argc, char** argv) {
                                     : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   tg::set_num_threads(threads);
   const TrainOptions o = train_options(b);
-  Trainer trainer(o, read_text(b.data));
+  Trainer trainer(o, read_data(b.data));
 
   using Clock = std::chrono::steady_clock;
   double first_loss = 0, loss = 0;

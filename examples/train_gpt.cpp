@@ -38,18 +38,6 @@ namespace {
 volatile std::sig_atomic_t g_interrupted = 0;
 extern "C" void on_interrupt(int) { g_interrupted = 1; }
 
-std::string read_data(const std::string& path) {
-  if (path.empty()) return builtin_corpus();
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) throw tg::Error("--data " + path + ": no such file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw tg::Error("--data " + path + ": cannot read it");
-  std::ostringstream s;
-  s << in.rdbuf();
-  if (s.str().empty()) throw tg::Error("--data " + path + ": the file is empty");
-  return s.str();
-}
-
 // The flags a resumed run may change; every other one comes from the checkpoint.
 bool may_change_on_resume(const std::string& flag) {
   for (const char* ok : {"steps", "out", "resume", "threads", "eval-every", "sample-tokens", "on-nonfinite"})

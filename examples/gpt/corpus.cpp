@@ -1,10 +1,15 @@
-// examples/gpt/corpus.cpp — a grammar that writes small stories.
+// examples/gpt/corpus.cpp — a grammar that writes small stories, and the training text (--data or the stories).
 #include "examples/gpt/corpus.h"
 
 #include <array>
+#include <filesystem>
+#include <fstream>
 #include <initializer_list>
+#include <sstream>
 #include <string_view>
 #include <vector>
+
+#include "autograd/error.h"
 
 namespace tg::examples {
 
@@ -83,6 +88,18 @@ std::string builtin_corpus(size_t bytes, uint64_t seed) {
     text += "\n\n";
   }
   return text;
+}
+
+std::string read_data(const std::string& path) {
+  if (path.empty()) return builtin_corpus();
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) throw Error("--data " + path + ": no such file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error("--data " + path + ": cannot read it");
+  std::ostringstream s;
+  s << in.rdbuf();
+  if (s.str().empty()) throw Error("--data " + path + ": the file is empty");
+  return s.str();
 }
 
 }  // namespace tg::examples

@@ -17,4 +17,9 @@ namespace tg::examples {
 // machine (the generator is a splitmix64 written here, not a library distribution).
 std::string builtin_corpus(size_t bytes = 400000, uint64_t seed = 7);
 
+// The training text of --data: the file's bytes, or the built-in corpus when path is empty.
+// Errors name the flag and the file: "--data x.txt: no such file", "...: cannot read it",
+// "...: the file is empty".
+std::string read_data(const std::string& path);
+
 }  // namespace tg::examples
