@@ -83,17 +83,13 @@ Trainer::StepResult Trainer::train_step() {
   r.grad_norm = options_.grad_clip > 0 ? optim::clip_grad_norm_(model_->parameters(), options_.grad_clip).item<double>()
                                        : optim::grad_norm(model_->parameters()).item<double>();
   r.skipped = !std::isfinite(r.loss) || !std::isfinite(r.grad_norm);
+  if (r.skipped) optimizer_->zero_grad(true);  // the update is dropped; AdamW's state and step count stay
   if (r.skipped && options_.on_nonfinite == "error") {
-    optimizer_->zero_grad(true);
     throw Error("step " + std::to_string(step_ + 1) + ": the loss (" + nn::python_float(r.loss) +
                 ") or the gradients' total norm (" + nn::python_float(r.grad_norm) +
                 ") is not finite; the model was not updated. Try a smaller --lr, or --on-nonfinite skip");
   }
-  if (r.skipped) {
-    optimizer_->zero_grad(true);  // the update is dropped; AdamW's state and step count stay
-  } else {
-    optimizer_->step();
-  }
+  if (!r.skipped) optimizer_->step();
   ++step_;
   return r;
 }
