@@ -13,6 +13,10 @@
 // swapped, and a batch dim of stride 0 (broadcast) just hands the same pointer to every gemm.
 // An operand is copied only when BLIS cannot read its layout (see blis_can_read).
 //
+// Float32 products too small for BLIS's fixed cost per call (attention's per-head products),
+// or with an inner dim small enough for one cache-resident panel, run on the register-blocked
+// kernels of ops/small_gemm.h instead, which read the same strides.
+//
 // Saved for backward: a if b needs its gradient, b if a needs its gradient.
 #include <blis.h>
 
@@ -22,6 +26,7 @@
 #include "autograd/ops.h"
 #include "autograd/ops/loops.h"
 #include "autograd/ops/matmul_naive.h"
+#include "autograd/ops/small_gemm.h"
 #include "autograd/parallel.h"
 #include "autograd/tape.h"
 
@@ -237,6 +242,12 @@ void gemm(T* c, const T* a, const T* b, int64_t M, int64_t N, int64_t K, const M
   if (K == 0) {  // an empty sum: zeros (BLIS would do the same; we need not ask it)
     std::fill(c, c + M * N, T(0));
     return;
+  }
+  if constexpr (std::is_same_v<T, float>) {
+    if (small_gemm::available() && small_gemm::worth_it(M, N, K)) {
+      small_gemm::sgemm(c, N, a, la.rs, la.cs, b, lb.rs, lb.cs, M, N, K, small_gemm::best_kernel(N));
+      return;
+    }
   }
   blis_gemm(c, a, b, M, N, K, la, lb);
 }
