@@ -12,7 +12,8 @@ namespace tg::small_gemm {
 
 namespace {
 
-constexpr int64_t MR = 6;  // rows of c per block: one broadcast of a per row and k
+constexpr int64_t MR = 6;     // rows of c per block: one broadcast of a per row and k
+constexpr int64_t KC = 256;  // k per pass over a panel: a (256, 32) panel is 32 KiB
 
 int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 
@@ -29,21 +30,35 @@ void pack_b(float* bp, const float* b, int64_t b_rs, int64_t b_cs, int64_t N, in
   }
 }
 
+// An edge block's tile (MR, NR) = c (rows <= MR, cols <= NR), row stride ldc, zero-padded.
+void fill_edge(float* tile, const float* c, int64_t ldc, int64_t NR, int64_t rows, int64_t cols) {
+  std::fill(tile, tile + MR * NR, 0.0f);
+  for (int64_t r = 0; r < rows; ++r) std::copy(c + r * ldc, c + r * ldc + cols, tile + r * NR);
+}
+
 // Where a block's result goes: c (rows <= MR, cols <= NR), row stride ldc. A full block is
 // stored straight from the registers; an edge block through `tile`, its valid part copied.
 void copy_edge(float* c, int64_t ldc, const float* tile, int64_t NR, int64_t rows, int64_t cols) {
   for (int64_t r = 0; r < rows; ++r) std::copy(tile + r * NR, tile + r * NR + cols, c + r * ldc);
 }
 
-// c (rows, cols) = a's rows (K) @ a b panel (K, 16) whose rows are b_rs apart. a_row[r] points
-// at row r of a (an edge block repeats its last row: computed, never stored); a_cs steps along
-// k. Twelve 8-float accumulators: 6 rows x 2 registers.
-__attribute__((target("avx2,fma"))) void block_6x16(float* c, int64_t ldc, const float* const* a_row, int64_t a_cs,
-                                                    const float* bp, int64_t b_rs, int64_t K, int64_t rows,
-                                                    int64_t cols) {
+// c (rows, cols) = a's rows (K) @ a b panel (K, 16) whose rows are b_rs apart; with `resume`,
+// c += that product, continuing each element's fma chain from its value in c. a_row[r] points
+// at row r of a (an edge block repeats its last row: computed, never stored); a_cs steps
+// along k. Twelve 8-float accumulators: 6 rows x 2 registers.
+__attribute__((target("avx2,fma"))) void block_6x16(float* c, int64_t ldc, bool resume, const float* const* a_row,
+                                                 int64_t a_cs, const float* bp, int64_t b_rs, int64_t K,
+                                                 int64_t rows, int64_t cols) {
+  const bool full = rows == MR && cols == 16;
+  float tile[MR * 16];
+  if (resume && !full) fill_edge(tile, c, ldc, 16, rows, cols);
   __m256 acc[MR][2];
 #pragma GCC unroll 6
-  for (int64_t r = 0; r < MR; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+  for (int64_t r = 0; r < MR; ++r) {
+    const float* start = full ? c + r * ldc : tile + r * 16;
+    acc[r][0] = resume ? _mm256_loadu_ps(start) : _mm256_setzero_ps();
+    acc[r][1] = resume ? _mm256_loadu_ps(start + 8) : _mm256_setzero_ps();
+  }
   for (int64_t k = 0; k < K; ++k) {
     const __m256 b0 = _mm256_loadu_ps(bp + k * b_rs);
     const __m256 b1 = _mm256_loadu_ps(bp + k * b_rs + 8);
@@ -54,8 +69,6 @@ __attribute__((target("avx2,fma"))) void block_6x16(float* c, int64_t ldc, const
       acc[r][1] = _mm256_fmadd_ps(a, b1, acc[r][1]);
     }
   }
-  const bool full = rows == MR && cols == 16;
-  float tile[MR * 16];
 #pragma GCC unroll 6
   for (int64_t r = 0; r < MR; ++r) {
     float* dst = full ? c + r * ldc : tile + r * 16;
@@ -66,12 +79,19 @@ __attribute__((target("avx2,fma"))) void block_6x16(float* c, int64_t ldc, const
 }
 
 // The same with 16-float registers: a (K, 32) b panel, 6 rows x 2 registers.
-__attribute__((target("avx512f"))) void block_6x32(float* c, int64_t ldc, const float* const* a_row, int64_t a_cs,
-                                                   const float* bp, int64_t b_rs, int64_t K, int64_t rows,
-                                                   int64_t cols) {
+__attribute__((target("avx512f"))) void block_6x32(float* c, int64_t ldc, bool resume, const float* const* a_row,
+                                                 int64_t a_cs, const float* bp, int64_t b_rs, int64_t K,
+                                                 int64_t rows, int64_t cols) {
+  const bool full = rows == MR && cols == 32;
+  float tile[MR * 32];
+  if (resume && !full) fill_edge(tile, c, ldc, 32, rows, cols);
   __m512 acc[MR][2];
 #pragma GCC unroll 6
-  for (int64_t r = 0; r < MR; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+  for (int64_t r = 0; r < MR; ++r) {
+    const float* start = full ? c + r * ldc : tile + r * 32;
+    acc[r][0] = resume ? _mm512_loadu_ps(start) : _mm512_setzero_ps();
+    acc[r][1] = resume ? _mm512_loadu_ps(start + 16) : _mm512_setzero_ps();
+  }
   for (int64_t k = 0; k < K; ++k) {
     const __m512 b0 = _mm512_loadu_ps(bp + k * b_rs);
     const __m512 b1 = _mm512_loadu_ps(bp + k * b_rs + 16);
@@ -82,8 +102,6 @@ __attribute__((target("avx512f"))) void block_6x32(float* c, int64_t ldc, const 
       acc[r][1] = _mm512_fmadd_ps(a, b1, acc[r][1]);
     }
   }
-  const bool full = rows == MR && cols == 32;
-  float tile[MR * 32];
 #pragma GCC unroll 6
   for (int64_t r = 0; r < MR; ++r) {
     float* dst = full ? c + r * ldc : tile + r * 32;
@@ -93,23 +111,27 @@ __attribute__((target("avx512f"))) void block_6x32(float* c, int64_t ldc, const 
   if (!full) copy_edge(c, ldc, tile, 32, rows, cols);
 }
 
-using Block = void (*)(float*, int64_t, const float* const*, int64_t, const float*, int64_t, int64_t, int64_t,
+using Block = void (*)(float*, int64_t, bool, const float* const*, int64_t, const float*, int64_t, int64_t, int64_t,
                        int64_t);
 
 // Rows [row_begin, row_end) of c = the same rows of a @ b, b already in panels of NR columns
-// (b_panel(j0) is the panel of columns j0.., its rows panel_rs apart). Panel by panel, so one
-// (K, NR) panel stays in cache while the rows of a stream past it.
+// (b_panel(j0) is the panel of columns j0.., its rows panel_rs apart). k runs in blocks of KC,
+// each block's panel (KC, NR) staying in the first-level cache while the rows of a stream past
+// it; the next block resumes each element's fma chain from c, so the blocks change no bit.
 template <class BPanel>
 void run_blocks(Block block, int64_t NR, float* c, int64_t ldc, const float* a, int64_t a_rs, int64_t a_cs,
                 const BPanel& b_panel, int64_t panel_rs, int64_t row_begin, int64_t row_end, int64_t N, int64_t K) {
-  for (int64_t j0 = 0; j0 < N; j0 += NR) {
-    const float* panel = b_panel(j0);
-    const int64_t cols = std::min(NR, N - j0);
-    for (int64_t i0 = row_begin; i0 < row_end; i0 += MR) {
-      const int64_t rows = std::min(MR, row_end - i0);
-      const float* a_row[MR];
-      for (int64_t r = 0; r < MR; ++r) a_row[r] = a + (i0 + std::min(r, rows - 1)) * a_rs;
-      block(c + i0 * ldc + j0, ldc, a_row, a_cs, panel, panel_rs, K, rows, cols);
+  for (int64_t k0 = 0; k0 < K; k0 += KC) {
+    const int64_t kc = std::min(KC, K - k0);
+    for (int64_t j0 = 0; j0 < N; j0 += NR) {
+      const float* panel = b_panel(j0) + k0 * panel_rs;
+      const int64_t cols = std::min(NR, N - j0);
+      for (int64_t i0 = row_begin; i0 < row_end; i0 += MR) {
+        const int64_t rows = std::min(MR, row_end - i0);
+        const float* a_row[MR];
+        for (int64_t r = 0; r < MR; ++r) a_row[r] = a + (i0 + std::min(r, rows - 1)) * a_rs + k0 * a_cs;
+        block(c + i0 * ldc + j0, ldc, k0 > 0, a_row, a_cs, panel, panel_rs, kc, rows, cols);
+      }
     }
   }
 }
@@ -128,15 +150,21 @@ bool available() {
   return ok;
 }
 
-// Measured on one core of an AVX-512 server against BLIS 0.9's skx kernels (GFLOP/s, BLIS / here):
-//   64x16 @ 16x64 14 / 100,  128x32 @ 32x128 68 / 139,  1024x64 @ 64x64 124 / 206,
-//   2048x128 @ 128x128 180 / 214,  2048x128 @ 128x512 172 / 186,  512x512 @ 512x512 183 / 137.
+// Measured on one core of an AVX-512 server (thread CPU time) against BLIS 0.9's skx kernels,
+// GFLOP/s, BLIS / here, for (M,K) @ (K,N) as M x N x K:
+//   attention:  64x64x16 14 / 100,  128x32x128 68 / 139
+//   linear:     1024x64x64 124 / 206,  2048x128x128 180 / 214,  2048x128x512 169 / 202
+//   weight gradients (a transposed): 64x64x1024 111 / 151,  128x512x2048 141 / 170,
+//               512x128x2048 169 / 138,  1536x384x2048 173 / 117
+//   square:     1024x1024x1024 182 / 129
 // Below 128^3 multiply-adds BLIS's fixed cost per call dominates, for either kernel here. Above,
-// the AVX-512 kernel still wins while a panel of b (K x 32) stays in the first-level caches;
-// from K = 512 on, BLIS's blocking for the caches wins.
+// the AVX-512 kernel wins while a block of a (M rows, 256 of k) stays in the second-level cache
+// as the panels of b go by: K <= 256, or a itself under 1 MiB. Beyond that, BLIS's blocking for
+// every level of cache wins.
 bool worth_it(int64_t M, int64_t N, int64_t K) {
   if (M * N * K <= 128 * 128 * 128) return true;
-  return best_kernel(N) == Kernel::kAvx512 && K <= 256;
+  if (best_kernel(N) != Kernel::kAvx512) return false;
+  return K <= KC || M * K <= (int64_t{1} << 18);
 }
 
 Kernel best_kernel(int64_t N) {

@@ -12,12 +12,14 @@
 //   - b is read where it is when its rows are contiguous, else copied once into panels of
 //     16 or 32 columns, each (K, panel width) row-major, zero-padded;
 //   - a block of 6 rows of c lives in twelve vector registers (two per row: 16 columns with
-//     AVX2, 32 with AVX-512) while k runs from 0 to K-1:
-//     c[i][j] = fma(a[i][k], b[k][j], c[i][j]), from c = 0.
+//     AVX2, 32 with AVX-512) while k runs over a block of 256:
+//     c[i][j] = fma(a[i][k], b[k][j], c[i][j]), from c = 0; the next block of k starts from
+//     the values stored in c, so each element is still one chain of fmas.
 // Every element is that one fma chain in k order, whatever the kernel, the block it falls in
 // and the thread that runs it: both kernels give the same bits, and results do not depend on
-// the thread count. They differ from BLIS's in rounding only (BLIS orders its multiply-adds
-// its own way).
+// the thread count. Up to K = 256 these are also the bits of BLIS's AVX-512 (skx) kernels,
+// whose micro-kernel runs the same chain (checked on 63 shapes); for larger K, BLIS adds each
+// block's partial sum to c instead, and the two differ in rounding only.
 //
 // The plain twin and test oracle is matmul_naive (autograd/ops/matmul_naive.h).
 #pragma once

@@ -115,7 +115,9 @@ std::vector<Case> cases() {
   out.push_back({64, 64, 16, false, true, 48});    // tiny GPT: q @ k^T, q and k views of (B,T,C)
   out.push_back({64, 16, 64, false, false, 48});   // weights @ v
   out.push_back({128, 32, 128, true, false, 0});   // weights^T @ dout
-  out.push_back({100, 96, 256, false, false, 1});  // the largest K the dispatch sends here
+  out.push_back({100, 96, 256, false, false, 1});  // one block of k
+  out.push_back({37, 45, 257, true, false, 2});     // a second block of one k
+  out.push_back({64, 64, 1024, true, false, 0});    // a weight gradient: g^T @ x, K = B*T
   return out;
 }
 
@@ -147,13 +149,21 @@ TEST(SmallGemm, MatchesTheDoubleOracleWithinTolerance) {
       for (int64_t j = 0; j < c.N; ++j) bc.push_back(b.at(k, j));
     std::vector<float> expected(static_cast<size_t>(c.M * c.N));
     matmul_naive_kernel(expected.data(), ac.data(), bc.data(), c.M, c.N, c.K);
+    // Tolerance: atol + rtol * |ref| with atol = K * 2^-24 * sum_k |a_ik * b_kj|, the textbook
+    // bound for a float sum of K products (it grows with K and with cancellation), rtol 1e-5.
     for (Kernel kernel : kernels_here()) {
       const std::vector<float> got = run_kernel(kernel, a, b);
-      for (size_t i = 0; i < got.size(); ++i) {
-        const double err = std::abs(static_cast<double>(got[i]) - expected[i]);
-        ASSERT_LE(err, 1e-5 + 1e-4 * std::abs(expected[i]))  // test_matmul.cpp's float32 tolerance
-            << kernel_name(kernel) << ", " << case_name(c) << ": element (" << i / c.N << ", " << i % c.N
-            << ") " << got[i] << " vs " << expected[i];
+      for (int64_t i = 0; i < c.M; ++i) {
+        for (int64_t j = 0; j < c.N; ++j) {
+          double magnitude = 0.0;
+          for (int64_t k = 0; k < c.K; ++k) magnitude += std::abs(static_cast<double>(a.at(i, k)) * b.at(k, j));
+          const double atol = static_cast<double>(c.K) * std::ldexp(1.0, -24) * magnitude;
+          const size_t at = static_cast<size_t>(i * c.N + j);
+          const double err = std::abs(static_cast<double>(got[at]) - expected[at]);
+          ASSERT_LE(err, atol + 1e-5 * std::abs(expected[at]))
+              << kernel_name(kernel) << ", " << case_name(c) << ": element (" << i << ", " << j << ") " << got[at]
+              << " vs " << expected[at];
+        }
       }
     }
   }
@@ -201,9 +211,11 @@ TEST(SmallGemm, SameBitsOnOneThreadAndMany) {
 TEST(SmallGemm, DispatchSendsSmallProductsHereAndLargeKToBlis) {
   EXPECT_TRUE(small_gemm::worth_it(64, 64, 16));
   EXPECT_TRUE(small_gemm::worth_it(128, 128, 128));
-  EXPECT_FALSE(small_gemm::worth_it(512, 512, 512));
-  EXPECT_FALSE(small_gemm::worth_it(128, 512, 2048));  // a weight gradient: K = B*T
-  EXPECT_EQ(small_gemm::worth_it(2048, 128, 128), small_gemm::best_kernel(128) == Kernel::kAvx512);
+  EXPECT_FALSE(small_gemm::worth_it(1024, 1024, 1024));
+  EXPECT_FALSE(small_gemm::worth_it(1536, 384, 2048));  // a wide layer's weight gradient
+  const bool avx512 = small_gemm::best_kernel(128) == Kernel::kAvx512;
+  EXPECT_EQ(small_gemm::worth_it(2048, 128, 128), avx512);  // a linear layer
+  EXPECT_EQ(small_gemm::worth_it(128, 512, 2048), avx512);  // a narrow layer's weight gradient
 }
 
 }  // namespace
