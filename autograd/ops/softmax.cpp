@@ -215,11 +215,14 @@ namespace {
 
 constexpr int kLanes = 16;
 
-// The lanes' total: lane k + 8 added to lane k, then k + 4, k + 2, k + 1.
+// The lanes' total: lane k + 8 added to lane k, then k + 4, k + 2, k + 1. (Written out: as a
+// loop over the widths, the compiler kept the lanes in memory, and every row paid for it.)
 [[gnu::always_inline]] inline double lanes_total(double (&lane)[kLanes]) {
-  for (int width = kLanes / 2; width >= 1; width /= 2)
-    for (int k = 0; k < width; ++k) lane[k] += lane[k + width];
-  return lane[0];
+  static_assert(kLanes == 16);
+  for (int k = 0; k < 8; ++k) lane[k] += lane[k + 8];
+  for (int k = 0; k < 4; ++k) lane[k] += lane[k + 4];
+  for (int k = 0; k < 2; ++k) lane[k] += lane[k + 2];
+  return lane[0] + lane[1];
 }
 
 // sum_j term(j) over j in [0, n), term j in lane j % 16 (the header says why).
