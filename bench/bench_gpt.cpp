@@ -28,6 +28,8 @@
 //                       peak = GFLOP/s of raw bli_sgemm on 1024x1024 matrices at this thread
 //                       count (best of 5 repeats, measured after training), or --peak-gflops.
 //   peak_rss_mb         getrusage's ru_maxrss, read before the sgemm run
+//   peak_tensor_mb      the most tensor memory alive at once (tg::memory_stats().peak_bytes)
+//   cached_mb           freed tensor buffers the allocator keeps for reuse, after the last step
 //   first_loss          the loss of step 1 (the first warmup step when W > 0): the same seed
 //                       and config give the same value in PyTorch
 //   final_loss          the loss of the last step
@@ -44,6 +46,7 @@
 #include <vector>
 
 #include "autograd/json.h"
+#include "autograd/memory.h"
 #include "autograd/parallel.h"
 #include "bench/bench_util.h"
 #include "examples/gpt/corpus.h"
@@ -136,6 +139,7 @@ int run(int argc, char** argv) {
     if (s >= b.warmup) seconds.push_back(dt);
   }
   const double rss = tg::bench::peak_rss_mb();  // before the sgemm run's matrices
+  const tg::MemoryStats memory = tg::memory_stats();
 
   double total = 0;
   for (double dt : seconds) total += dt;
@@ -157,7 +161,9 @@ int run(int argc, char** argv) {
             << ", \"flops_per_token\": " << number(flops_per_token, "%.0f")
             << ", \"peak_gflops\": " << number(peak, "%.1f") << ", \"peak_source\": " << tg::json::quote(peak_source)
             << ", \"mfu\": " << number(flops_per_token * tokens_per_s / (peak * 1e9), "%.4f")
-            << ", \"peak_rss_mb\": " << number(rss, "%.1f") << ", \"first_loss\": " << number(first_loss, "%.9g")
+            << ", \"peak_rss_mb\": " << number(rss, "%.1f")
+            << ", \"peak_tensor_mb\": " << number(static_cast<double>(memory.peak_bytes) / (1 << 20), "%.1f")
+            << ", \"cached_mb\": " << number(static_cast<double>(memory.cached_bytes) / (1 << 20), "%.1f") << ", \"first_loss\": " << number(first_loss, "%.9g")
             << ", \"final_loss\": " << number(loss, "%.9g")
             << ", \"blas\": " << tg::json::quote(tg::bench::blis_description()) << "}" << std::endl;
   return 0;
