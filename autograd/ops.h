@@ -310,6 +310,17 @@ struct MaskedSoftmaxOptions {
 };
 Tensor masked_scaled_softmax(const Tensor& scores, const Tensor& mask, int64_t d_k,
                              const MaskedSoftmaxOptions& options = {});
+// Its backward as a function (nothing recorded): dscores from the weights y (contiguous, as the
+// op returned them) and their gradient; mask, d_k and options as given to the forward.
+Tensor masked_scaled_softmax_backward(const Tensor& y, const Tensor& grad, const Tensor& mask, int64_t d_k,
+                                      const MaskedSoftmaxOptions& options = {});
+// The attention context masked_scaled_softmax(q @ k^T, mask, d_k, options) @ v, for q (..., T_q, hs),
+// k (..., T_k, hs), v (..., T_k, hs_v) with the same batch dims: the same bits, forward and backward,
+// without keeping the (..., T_q, T_k) weights for backward (they are recomputed there, one
+// (T_q, T_k) matrix at a time). A 4-D q (B, NH, T_q, hs) gets a result stored as (B, T_q, NH, hs_v):
+// transpose(1, 2) of it is contiguous, the heads joined. (autograd/ops/attention_context.cpp)
+Tensor masked_scaled_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask, int64_t d_k,
+                               const MaskedSoftmaxOptions& options = {});
 // The same from masked_fill, div and softmax, as separate ops: the fused op's test oracle.
 Tensor masked_scaled_softmax_composed(const Tensor& scores, const Tensor& mask, int64_t d_k,
                                       const MaskedSoftmaxOptions& options = {});

@@ -53,6 +53,9 @@ void check_key_padding_mask(const Tensor& padded, int64_t b, int64_t T_k) {
   }
 }
 
+// True when the dropout returns its input unchanged (p = 0, or eval), as tg::dropout decides.
+bool dropout_is_identity(const Dropout& dropout) { return dropout.p == 0.0 || !dropout.is_training(); }
+
 }  // namespace
 
 SelfAttention_v1::SelfAttention_v1(int64_t d_in, int64_t d_out) : Module("SelfAttention_v1") {
@@ -99,6 +102,9 @@ Tensor CausalAttention::forward(const Tensor& x) {
   Tensor keys = W_key->forward(x);      // (b, T, d_out)
   Tensor queries = W_query->forward(x);
   Tensor values = W_value->forward(x);
+  if (!keep_attention_weights && dropout_is_identity(*dropout)) {  // the same, the weights not kept
+    return masked_scaled_attention(queries, keys, values, Tensor(), keys.size(-1), {.causal = true});
+  }
   Tensor scores = queries.matmul(keys.transpose(1, 2));  // (b, T, T)
   Tensor weights = dropout->forward(masked_scaled_softmax(scores, Tensor(), keys.size(-1), {.causal = true}));
   if (keep_attention_weights) attention_weights = weights.detach();
@@ -176,14 +182,20 @@ Tensor MultiHeadAttention::forward(const Tensor& x, const AttentionOptions& opti
   Tensor queries = split_heads(W_query->forward(x), T_q);         // (b, h, T_q, hs)
   Tensor values = split_heads(W_value->forward(kv), kv.size(1));  // (b, h, T_k, hs)
   if (options.cache) append_to_cache(*options.cache, keys, values);  // now (b, h, past + T_q, hs)
-  Tensor scores = queries.matmul(keys.transpose(2, 3));    // (b, h, T_q, T_k)
   const Tensor padded_keys = padded.defined() ? padded.view({b, 1, 1, T_k}) : Tensor();  // (b, 1, 1, T_k)
   // query i is at position past + i: causal, it sees keys 0..past + i
-  Tensor weights = dropout->forward(
-      masked_scaled_softmax(scores, padded_keys, head_dim, {.causal = options.causal, .query_offset = past}));
-  if (keep_attention_weights) attention_weights = weights.detach();  // (b, h, T_q, T_k)
-  Tensor context = weights.matmul(values).transpose(1, 2).contiguous().view({b, T_q, d_out});  // heads joined
-  return out_proj->forward(context);
+  const MaskedSoftmaxOptions rule{.causal = options.causal, .query_offset = past};
+  Tensor context;  // (b, h, T_q, hs)
+  if (keep_attention_weights || !dropout_is_identity(*dropout)) {
+    Tensor scores = queries.matmul(keys.transpose(2, 3));  // (b, h, T_q, T_k)
+    Tensor weights = dropout->forward(masked_scaled_softmax(scores, padded_keys, head_dim, rule));
+    if (keep_attention_weights) attention_weights = weights.detach();  // (b, h, T_q, T_k)
+    context = weights.matmul(values);
+  } else {
+    // The same numbers without keeping the (b, h, T_q, T_k) weights for backward.
+    context = masked_scaled_attention(queries, keys, values, padded_keys, head_dim, rule);
+  }
+  return out_proj->forward(context.transpose(1, 2).contiguous().view({b, T_q, d_out}));  // heads joined
 }
 
 }  // namespace tg::nn

@@ -201,21 +201,27 @@ Tensor masked_scaled_softmax(const Tensor& scores, const Tensor& mask, int64_t d
       masked_scaled_softmax_forward<T>(y.data_ptr<T>(), x.data_ptr<T>(), keys, R, static_cast<T>(scale));
     });
   }
-  record("MaskedScaledSoftmaxBackward0", {scores}, y, {y, mask}, [options, scale, R](const BackwardArgs& a) {
-    const Tensor& y = a.saved[0];
-    const Tensor g = a.grad_out.contiguous();
-    Tensor dx = make_empty(y.sizes(), y.dtype());
-    if (R > 0) {
-      const KeyMasks keys = key_masks(y.sizes(), a.saved[1], options);
-      visit_floating(y.dtype(), kOp, [&](auto tag) {
-        using T = typename decltype(tag)::type;
-        masked_scaled_softmax_backward<T>(dx.data_ptr<T>(), g.data_ptr<T>(), y.data_ptr<T>(), keys, R,
-                                          static_cast<T>(scale));
-      });
-    }
-    return Grads{dx};
+  record("MaskedScaledSoftmaxBackward0", {scores}, y, {y, mask}, [d_k, options](const BackwardArgs& a) {
+    return Grads{masked_scaled_softmax_backward(a.saved[0], a.grad_out, a.saved[1], d_k, options)};
   });
   return y;
+}
+
+Tensor masked_scaled_softmax_backward(const Tensor& y, const Tensor& grad, const Tensor& mask, int64_t d_k,
+                                      const MaskedSoftmaxOptions& options) {
+  const Tensor g = grad.contiguous();
+  Tensor dx = make_empty(y.sizes(), y.dtype());
+  const int64_t R = y.numel() == 0 ? 0 : y.numel() / y.size(-1);
+  if (R > 0) {
+    const KeyMasks keys = key_masks(y.sizes(), mask, options);
+    const double scale = std::sqrt(static_cast<double>(d_k));
+    visit_floating(y.dtype(), kOp, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      masked_scaled_softmax_backward<T>(dx.data_ptr<T>(), g.data_ptr<T>(), y.data_ptr<T>(), keys, R,
+                                        static_cast<T>(scale));
+    });
+  }
+  return dx;
 }
 
 // The plain twin: the ops the fused one replaces, as nn/attention.cpp composed them.
