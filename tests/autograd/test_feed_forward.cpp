@@ -104,7 +104,9 @@ TEST(FeedForward, MatchesTheCompositionBitForBit) {
     for (size_t i = 0; i < fused.size(); ++i) {
       SCOPED_TRACE(what[i]);
       ASSERT_EQ(fused[i].defined(), composed[i].defined());
-      if (fused[i].defined()) EXPECT_TRUE(same_bytes(fused[i], composed[i]));
+      if (fused[i].defined()) {
+        EXPECT_TRUE(same_bytes(fused[i], composed[i]));
+      }
     }
   }
 }
@@ -158,7 +160,9 @@ TEST(FeedForward, GPTFeedForwardRunsItWithTheSameResultsAsItsLayers) {
     ff.zero_grad();
     Tensor xl = leaf(x);
     Tensor y = fused ? ff.forward(xl) : ff.layers->forward(xl);
-    if (fused) EXPECT_EQ(y.grad_fn()->name, "FeedForwardBackward0");
+    if (fused) {
+      EXPECT_EQ(y.grad_fn()->name, "FeedForwardBackward0");
+    }
     (y * r).sum().backward();
     std::vector<Tensor>& out = fused ? got : want;
     out.push_back(y.detach());
