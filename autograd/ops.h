@@ -325,6 +325,15 @@ Tensor masked_scaled_attention(const Tensor& q, const Tensor& k, const Tensor& v
 Tensor masked_scaled_softmax_composed(const Tensor& scores, const Tensor& mask, int64_t d_k,
                                       const MaskedSoftmaxOptions& options = {});
 
+// Linear(C, H) -> GELU(approximate) -> Linear(H, C_out) as one op (ops/feed_forward.cpp): x (..., C),
+// w1 (H, C), b1 (H), w2 (C_out, H), b2 (C_out), biases may be undefined. Keeps h = x w1^T + b1 for
+// backward, not gelu(h); the same values and gradients as the composition, bit for bit.
+Tensor feed_forward(const Tensor& x, const Tensor& w1, const Tensor& b1, const Tensor& w2, const Tensor& b2,
+                    const std::string& approximate);
+// The same as linear, gelu, linear: the fused op's test oracle.
+Tensor feed_forward_composed(const Tensor& x, const Tensor& w1, const Tensor& b1, const Tensor& w2,
+                             const Tensor& b2, const std::string& approximate);
+
 // --- comparing values -------------------------------------------------------------------------
 // |a - b| <= atol + rtol * |b| everywhere (shapes broadcast), NaNs equal only if equal_nan.
 bool allclose(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-8,

@@ -53,7 +53,8 @@ struct GPTCache {
   }
 };
 
-// Linear(C, 4C) -> GELU(tanh) -> Linear(4C, C), as ff.layers.0 / .1 / .2
+// Linear(C, 4C) -> GELU(tanh) -> Linear(4C, C), as ff.layers.0 / .1 / .2, run as one feed_forward op
+// (autograd/ops.h), which keeps the pre-activation for backward but not the GELU output.
 class FeedForward : public Module {
  public:
   explicit FeedForward(int64_t emb_dim);

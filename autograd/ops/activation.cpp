@@ -21,6 +21,7 @@
 
 #include "autograd/ops.h"
 #include "autograd/ops/activation_kernels.h"
+#include "autograd/ops/derivatives.h"
 #include "autograd/ops/loops.h"
 #include "autograd/ops/vec_math.h"
 #include "autograd/tape.h"
@@ -179,45 +180,51 @@ Tensor relu(const Tensor& x) {
   return y;
 }
 
+Tensor gelu_backward(const Tensor& grad_out, const Tensor& x, const std::string& approximate) {
+  if (approximate == "tanh") {
+    if (contiguous_f32(x) && contiguous_f32(grad_out) && grad_out.sizes() == x.sizes()) {
+      Tensor dx = make_empty(x.sizes(), kFloat32);
+      float* dinp = dx.data_ptr<float>();
+      const float* dout = grad_out.data_ptr<float>();
+      const float* inp = x.data_ptr<float>();
+      for_elements(x.numel(), [&](int64_t begin, int64_t end) {
+        K::gelu_tanh_backward(dinp + begin, dout + begin, inp + begin, end - begin);
+      });
+      return dx;
+    }
+    return grad_times(grad_out, x, "gelu", [](auto v) {
+      return K::gelu_tanh_derivative(v, [](auto u) { return std::tanh(u); });
+    });
+  }
+  return grad_times(grad_out, x, "gelu", [](auto v) {
+    using T = decltype(v);
+    const T cdf = static_cast<T>(0.5) * (1 + std::erf(v * static_cast<T>(std::numbers::sqrt2 / 2)));
+    const T pdf = std::exp(static_cast<T>(-0.5) * v * v) * static_cast<T>(std::numbers::inv_sqrtpi / std::numbers::sqrt2);
+    return cdf + v * pdf;
+  });
+}
+
 Tensor gelu(const Tensor& x, const std::string& approximate) {
   if (approximate != "none" && approximate != "tanh") {
     throw Error("gelu: approximate must be 'none' or 'tanh', got '" + approximate + "'");
   }
   check_defined(x, "gelu", "input");
-  const auto std_tanh = [](auto v) { return std::tanh(v); };
+  Tensor y;
   if (approximate == "tanh") {
-    Tensor y = contiguous_f32(x) ? fast_unary(x, K::gelu_tanh_forward)
-                                 : elementwise_unary(x, "gelu", [&](auto v) { return K::gelu_tanh_value(v, std_tanh); });
-    // Saves x only (gelu' needs x, not y) and recomputes tanh in backward: keeping t as well
-    // would hold a second (B,T,4C) tensor per GPT block until backward, for a tanh that costs
-    // about as much as reading that tensor back.
-    record("GeluBackward0", {x}, y, {x}, [std_tanh](const BackwardArgs& a) {
-      const Tensor& x = a.saved[0];
-      if (contiguous_f32(x) && contiguous_f32(a.grad_out) && a.grad_out.sizes() == x.sizes()) {
-        Tensor dx = make_empty(x.sizes(), kFloat32);
-        float* dinp = dx.data_ptr<float>();
-        const float* dout = a.grad_out.data_ptr<float>();
-        const float* inp = x.data_ptr<float>();
-        for_elements(x.numel(), [&](int64_t begin, int64_t end) {
-          K::gelu_tanh_backward(dinp + begin, dout + begin, inp + begin, end - begin);
-        });
-        return Grads{dx};
-      }
-      return Grads{grad_times(a.grad_out, x, "gelu", [&](auto v) { return K::gelu_tanh_derivative(v, std_tanh); })};
+    y = contiguous_f32(x) ? fast_unary(x, K::gelu_tanh_forward) : elementwise_unary(x, "gelu", [](auto v) {
+      return K::gelu_tanh_value(v, [](auto u) { return std::tanh(u); });
     });
-    return y;
-  }
-  Tensor y = elementwise_unary(x, "gelu", [](auto v) {
-    using T = decltype(v);
-    return v * static_cast<T>(0.5) * (static_cast<T>(1) + std::erf(v * static_cast<T>(std::numbers::sqrt2 / 2)));
-  });
-  record("GeluBackward0", {x}, y, {x}, [](const BackwardArgs& a) {
-    return Grads{grad_times(a.grad_out, a.saved[0], "gelu", [](auto v) {
+  } else {
+    y = elementwise_unary(x, "gelu", [](auto v) {
       using T = decltype(v);
-      const T cdf = static_cast<T>(0.5) * (1 + std::erf(v * static_cast<T>(std::numbers::sqrt2 / 2)));
-      const T pdf = std::exp(static_cast<T>(-0.5) * v * v) * static_cast<T>(std::numbers::inv_sqrtpi / std::numbers::sqrt2);
-      return cdf + v * pdf;
-    })};
+      return v * static_cast<T>(0.5) * (static_cast<T>(1) + std::erf(v * static_cast<T>(std::numbers::sqrt2 / 2)));
+    });
+  }
+  // Saves x only (gelu' needs x, not y) and recomputes tanh in backward: keeping t as well
+  // would hold a second (B,T,4C) tensor per GPT block until backward, for a tanh that costs
+  // about as much as reading that tensor back.
+  record("GeluBackward0", {x}, y, {x}, [approximate](const BackwardArgs& a) {
+    return Grads{gelu_backward(a.grad_out, a.saved[0], approximate)};
   });
   return y;
 }

@@ -24,6 +24,7 @@
 #include <optional>
 
 #include "autograd/ops.h"
+#include "autograd/ops/derivatives.h"
 #include "autograd/ops/loops.h"
 #include "autograd/ops/matmul_naive.h"
 #include "autograd/ops/small_gemm.h"
@@ -328,6 +329,8 @@ Tensor grad_as_matrices(const Tensor& g, int64_t a_dim, int64_t b_dim) {
   return gm;
 }
 
+}  // namespace
+
 // da = g @ b^T, shaped (batch.., K) or (batch.., M, K); the tape sums it to a's shape.
 Tensor matmul_backward_a(const Tensor& g, const Tensor& b, int64_t a_dim) {
   const Tensor gm = grad_as_matrices(g, a_dim, b.dim());
@@ -351,8 +354,6 @@ Tensor matmul_backward_b(const Tensor& g, const Tensor& a, int64_t b_dim) {
   }
   return b_dim == 1 ? drop_unit_dim(db, db.dim() - 1) : db;
 }
-
-}  // namespace
 
 const GemmCall& last_gemm_call() { return last_call; }
 
