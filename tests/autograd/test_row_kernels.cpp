@@ -169,6 +169,21 @@ TEST(RowKernels, ColumnSumsMatchSumOverDimZero) {
   }
 }
 
+TEST(RowKernels, SumToALeadingDimsShapeTakesColumnSumsAndStillRecordsWhenAsked) {
+  const std::vector<float> values = draws(3 * 70 * 9, 13, 0.0, 1.0);
+  const Tensor x = from_vector(std::vector<double>(values.begin(), values.end()), {3, 70, 9});
+  // column sums over 210 rows against one dim at a time (each in double, rounded twice)
+  const Tensor twin = sum(sum(x, 0), 0);
+  EXPECT_TRUE(test::all_close(sum_to(x, {9}), twin, 1e-6, 1e-6));
+  EXPECT_TRUE(test::all_close(sum_to(x, {70, 9}), sum(x, 0), 0, 0));
+  // a tensor that needs its gradient, with grad mode on, goes the recorded way
+  const Tensor xr = x.detach().requires_grad_();
+  const Tensor s = sum_to(xr, {9});
+  ASSERT_TRUE(s.requires_grad());
+  s.sum().backward();
+  EXPECT_TRUE(test::all_close(xr.grad(), ones({3, 70, 9}), 0, 0));
+}
+
 TEST(RowKernels, BaselineAndAvx2AndThreadCountsGiveTheSameBits) {
   const int threads_before = get_num_threads();
   for (const Case& c : {Case{2048 + 37, 128, 0.0, 1.0}, Case{300, 1000, 3.0, 2.0}, Case{129, 9, 0.0, 1.0}}) {
