@@ -429,14 +429,18 @@ bool sole_owner(const Tensor& g) {
          impl->storage->nbytes == g.nbytes();
 }
 
-// Add g into the gradient slot `slot` (undefined = empty). In place when the slot's buffer is
-// its own (nobody else can see it change); otherwise into a new tensor, as a slot may alias a
-// gradient that another entry also received.
+// Add g into the gradient slot `slot` (undefined = empty). Into the slot's own buffer when
+// nobody else can see it change (elementwise slot + g, as add computes it, with no new buffer
+// and no copy); otherwise into a new tensor, as a slot may alias a gradient that another entry
+// also received.
 void accumulate(Tensor& slot, const Tensor& g) {
   if (!slot.defined()) {
     slot = g;
   } else if (slot.dtype() == g.dtype() && slot.sizes() == g.sizes() && sole_owner(slot)) {
-    slot.add_(g);
+    visit_floating(slot.dtype(), "backward", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      map_binary<T, T, T>(slot, slot, g, [](T a, T b) { return a + b; });
+    });
   } else {
     slot = add(slot, g);
   }
