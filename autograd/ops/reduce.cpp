@@ -283,7 +283,6 @@ Tensor argmin(const Tensor& x, int64_t dim, bool keepdim) {
 
 namespace {
 
-
 // A bias's gradient: dout (B,T,C) summed to (C). One pass of column sums over x as (R,C)
 // (row_kernels.h) instead of one sum per leading dim, each writing a temporary.
 bool sums_leading_dims_only(const Tensor& x, const Shape& shape, int64_t lead) {
