@@ -419,25 +419,44 @@ void rebase_view_history(TensorImpl& view) {
 
 namespace {
 
-// Add g into the gradient slot `slot` (undefined = empty), making a new tensor: a slot may
-// alias a gradient that another entry also received.
+// True when nothing but the handle g can reach g's memory: g is the only handle on its
+// TensorImpl, that impl the only one on its storage, and g a plain dense tensor over the whole
+// storage with no autograd state. A gradient a backward has just made (and nobody kept) is one.
+bool sole_owner(const Tensor& g) {
+  const std::shared_ptr<TensorImpl>& impl = impl_ptr_of(g);
+  return impl.use_count() == 1 && impl->storage.use_count() == 1 && !impl->is_view && !impl->view_base &&
+         !impl->grad_fn && !impl->requires_grad && !impl->grad && impl->offset == 0 && g.is_contiguous() &&
+         impl->storage->nbytes == g.nbytes();
+}
+
+// Add g into the gradient slot `slot` (undefined = empty). Into the slot's own buffer when
+// nobody else can see it change (elementwise slot + g, as add computes it, with no new buffer
+// and no copy); otherwise into a new tensor, as a slot may alias a gradient that another entry
+// also received.
 void accumulate(Tensor& slot, const Tensor& g) {
   if (!slot.defined()) {
     slot = g;
+  } else if (slot.dtype() == g.dtype() && slot.sizes() == g.sizes() && sole_owner(slot)) {
+    visit_floating(slot.dtype(), "backward", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      map_binary<T, T, T>(slot, slot, g, [](T a, T b) { return a + b; });
+    });
   } else {
     slot = add(slot, g);
   }
 }
 
 // Add g into a tensor's .grad: in place into the existing buffer (as PyTorch does: a handle
-// taken with x.grad() sees later backward passes, and no buffer is allocated per step), or a
-// fresh copy the first time (never an alias of another tensor's gradient).
-void accumulate_into_grad(TensorImpl& owner, const Tensor& g) {
-  if (!owner.grad) {
-    owner.grad = impl_ptr_of(g.to(owner.dtype).clone());
+// taken with x.grad() sees later backward passes, and no buffer is allocated per step). The
+// first time, g itself becomes the .grad when nobody else can reach its memory (a gradient
+// just computed: no copy); otherwise a copy of it (never an alias of another tensor's gradient).
+void accumulate_into_grad(TensorImpl& owner, Tensor g) {
+  if (owner.grad) {
+    tensor_of(owner.grad).add_(g);
     return;
   }
-  tensor_of(owner.grad).add_(g);
+  if (g.dtype() != owner.dtype) g = g.to(owner.dtype);
+  owner.grad = sole_owner(g) ? impl_ptr_of(g) : impl_ptr_of(g.clone());
 }
 
 void release(Node& node) {
@@ -472,7 +491,7 @@ void run_node(Node& node, Deliver&& deliver) {
   }
   for (size_t i = 0; i < grads.size(); ++i) {
     Node::Input& in = node.inputs[i];
-    Tensor g = grads[i];
+    Tensor g = std::move(grads[i]);  // not copied: a gradient held only here can become a .grad as it is
     if (!in.needs_grad || !g.defined()) continue;
     if (g.sizes() != in.sizes) g = sum_to(g, in.sizes);  // undo broadcasting
     if (g.dtype() != in.dtype) g = g.to(in.dtype);
@@ -482,7 +501,7 @@ void run_node(Node& node, Deliver&& deliver) {
       accumulate(in.producer->pending_grad, g);
       deliver(in.producer);
     } else if (in.leaf) {
-      accumulate_into_grad(*in.leaf, g);
+      accumulate_into_grad(*in.leaf, std::move(g));
     }
   }
 }

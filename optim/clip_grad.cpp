@@ -1,9 +1,7 @@
 // optim/clip_grad.cpp — the total gradient norm and the in-place scaling.
 //
-// The norms are summed as PyTorch's CPU kernels sum them, so float32 results match it closely
-// (usually bit for bit): the 2-norm keeps eight running sums of squares (one per lane of its
-// vector kernel) over whole blocks of eight, adds them up in order, then adds the remaining
-// squares one by one, each a fused multiply-add; the other norms are plain running sums.
+// The 2-norm is summed as PyTorch's CPU kernel sums it (optim/kernels.h: sum_of_squares), so
+// float32 results match it closely (usually bit for bit); the other norms are plain running sums.
 #include "optim/clip_grad.h"
 
 #include <cmath>
@@ -13,6 +11,7 @@
 #include "autograd/ops.h"
 #include "autograd/tape.h"
 #include "nn/module.h"
+#include "optim/kernels.h"
 
 namespace tg::optim {
 
@@ -21,16 +20,7 @@ namespace {
 // ||x||_p of x (N), in T.
 template <class T>
 T vector_norm(const T* x, int64_t n, double p) {
-  if (p == 2.0) {
-    T lanes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-      for (int j = 0; j < 8; ++j) lanes[j] = std::fma(x[i + j], x[i + j], lanes[j]);  // sum x^2, by lane
-    T sum = lanes[0];
-    for (int j = 1; j < 8; ++j) sum = sum + lanes[j];
-    for (; i < n; ++i) sum = std::fma(x[i], x[i], sum);
-    return std::sqrt(sum);
-  }
+  if (p == 2.0) return std::sqrt(sum_of_squares(x, n));
   if (std::isinf(p)) {  // max |x| (p = inf) or min |x| (p = -inf); NaN wins
     T best = p > 0 ? T(0) : std::numeric_limits<T>::infinity();
     for (int64_t i = 0; i < n; ++i) {
@@ -96,6 +86,22 @@ std::vector<Tensor> gradients_of(const std::vector<Tensor>& params, const char* 
 }
 
 }  // namespace
+
+namespace {
+
+template <class T>
+[[gnu::target("avx2,fma")]] T sum_of_squares_avx2(const T* x, int64_t n) {
+  return sum_of_squares_naive(x, n);
+}
+
+}  // namespace
+
+template <class T>
+T sum_of_squares(const T* x, int64_t n, Isa isa) {
+  return isa == Isa::kAvx2 ? sum_of_squares_avx2(x, n) : sum_of_squares_naive(x, n);
+}
+template float sum_of_squares<float>(const float*, int64_t, Isa);
+template double sum_of_squares<double>(const double*, int64_t, Isa);
 
 Tensor clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, double norm_type, bool error_if_nonfinite) {
   const std::vector<Tensor> grads = gradients_of(params, "clip_grad_norm_");

@@ -7,7 +7,12 @@
 //             dx    = rstd * (dnorm - mean_c(dnorm) - norm * mean_c(dnorm * norm))
 //             dw_c  = sum_r g_rc * norm_rc         db_c = sum_r g_rc
 // (the llm.c formula). Saved for backward: x, w, and mean (R), rstd (R) in x's dtype; norm is
-// recomputed. Row statistics and the dw, db sums accumulate in double.
+// recomputed.
+//
+// float32 runs the vectorised float loops of row_kernels.h (row sums in fixed float lanes, the
+// dw, db sums over rows in double per fixed block of rows, rows split over the threads);
+// float64 runs the loops below, whose row statistics and dw, db sums accumulate in double. The
+// float instantiations of those loops are the twins the float32 loops are tested against.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -16,6 +21,7 @@
 #include "autograd/ops.h"
 #include "autograd/ops/loops.h"
 #include "autograd/ops/nn_kernels.h"
+#include "autograd/ops/row_kernels.h"
 #include "autograd/tape.h"
 
 namespace tg {
@@ -233,6 +239,11 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
   Tensor rstd = make_empty({R}, x.dtype());  // rstd (R)
   visit_floating(x.dtype(), "layer_norm", [&](auto tag) {
     using T = typename decltype(tag)::type;
+    if constexpr (std::is_same_v<T, float>) {
+      row_kernels::layer_norm_forward(y.data_ptr<T>(), mean.data_ptr<T>(), rstd.data_ptr<T>(), xc.data_ptr<T>(),
+                                      ptr_or_null<T>(wc), ptr_or_null<T>(bc), R, C, eps);
+      return;
+    }
     nn_kernels::layer_norm_forward<T>(y.data_ptr<T>(), mean.data_ptr<T>(), rstd.data_ptr<T>(), xc.data_ptr<T>(),
                                       ptr_or_null<T>(wc), ptr_or_null<T>(bc), R, C, eps);
   });
@@ -247,6 +258,11 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
     visit_floating(xs.dtype(), "layer_norm_backward", [&](auto tag) {
       using T = typename decltype(tag)::type;
       auto out_ptr = [](const Tensor& t) { return t.defined() ? t.data_ptr<T>() : nullptr; };
+      if constexpr (std::is_same_v<T, float>) {
+        row_kernels::layer_norm_backward(out_ptr(dx), out_ptr(dw), out_ptr(db), g.data_ptr<T>(), xs.data_ptr<T>(),
+                                         ptr_or_null<T>(ws), a.saved[2].data_ptr<T>(), a.saved[3].data_ptr<T>(), R, C);
+        return;
+      }
       nn_kernels::layer_norm_backward<T>(out_ptr(dx), out_ptr(dw), out_ptr(db), g.data_ptr<T>(), xs.data_ptr<T>(),
                                          ptr_or_null<T>(ws), a.saved[2].data_ptr<T>(), a.saved[3].data_ptr<T>(), R, C);
     });

@@ -14,6 +14,7 @@
 
 #include "autograd/ops.h"
 #include "autograd/ops/loops.h"
+#include "autograd/ops/row_kernels.h"
 #include "autograd/tape.h"
 
 namespace tg {
@@ -280,11 +281,28 @@ Tensor argmin(const Tensor& x, int64_t dim, bool keepdim) {
 
 // --- sum_to: the reverse of broadcasting ---------------------------------------------------------
 
+namespace {
+
+// A bias's gradient: dout (B,T,C) summed to (C). One pass of column sums over x as (R,C)
+// (row_kernels.h) instead of one sum per leading dim, each writing a temporary.
+bool sums_leading_dims_only(const Tensor& x, const Shape& shape, int64_t lead) {
+  return lead > 0 && x.dtype() == kFloat32 && x.is_contiguous() && !(grad_mode_enabled() && x.requires_grad()) &&
+         std::equal(shape.begin(), shape.end(), x.sizes().begin() + lead);
+}
+
+}  // namespace
+
 Tensor sum_to(const Tensor& x, const Shape& shape) {
   if (x.sizes() == shape) return x;
   const int64_t lead = x.dim() - static_cast<int64_t>(shape.size());
   if (lead < 0) {
     throw Error("sum_to: cannot sum shape " + shape_str(x.sizes()) + " to the larger shape " + shape_str(shape));
+  }
+  if (sums_leading_dims_only(x, shape, lead)) {
+    const int64_t C = shape_numel(shape);
+    Tensor out = make_empty(shape, kFloat32);
+    row_kernels::column_sums(out.data_ptr<float>(), x.data_ptr<float>(), C == 0 ? 0 : x.numel() / C, C);
+    return out;
   }
   Tensor r = x;
   for (int64_t d = 0; d < lead; ++d) r = sum(r, 0, false);  // drop the leading dims
