@@ -202,6 +202,7 @@ Tensor blis_operand(const Tensor& t) {
 // measured, a 64x64x64 gemm went from microseconds to milliseconds. Below about 128^3
 // multiply-adds one core is as fast anyway.
 constexpr int64_t kSingleThreadWork = 128 * 128 * 128;
+constexpr int64_t kParallelBatchWork = 64 * 64 * 64;  // the least work worth a thread of its own
 
 // A BLIS runtime object asking for one thread, or null (= BLIS's global thread setting).
 rntm_t* runtime_for(int64_t M, int64_t N, int64_t K, rntm_t* single) {
@@ -228,8 +229,52 @@ void blis_gemm(double* c, const double* a, const double* b, int64_t M, int64_t N
                const_cast<double*>(b), lb.rs, lb.cs, &zero, c, N, 1, nullptr, runtime_for(M, N, K, &single));
 }
 
+// y (m) = A (m,n) @ x (n), A element (i, j) at a[i*rsa + j*csa], x's at x[j*incx]. BLIS's
+// level-2 products run on the calling thread. y is zeroed first, so with beta = 0 nothing of
+// what was there can reach the result.
+void blis_gemv(float* y, const float* a, const float* x, int64_t m, int64_t n, int64_t rsa, int64_t csa, int64_t incx) {
+  float one = 1.0f, zero = 0.0f;
+  std::fill(y, y + m, 0.0f);
+  bli_sgemv(BLIS_NO_TRANSPOSE, BLIS_NO_CONJUGATE, m, n, &one, const_cast<float*>(a), rsa, csa, const_cast<float*>(x),
+            incx, &zero, y, 1);
+}
+
+void blis_gemv(double* y, const double* a, const double* x, int64_t m, int64_t n, int64_t rsa, int64_t csa,
+               int64_t incx) {
+  double one = 1.0, zero = 0.0;
+  std::fill(y, y + m, 0.0);
+  bli_dgemv(BLIS_NO_TRANSPOSE, BLIS_NO_CONJUGATE, m, n, &one, const_cast<double*>(a), rsa, csa,
+            const_cast<double*>(x), incx, &zero, y, 1);
+}
+
+// Matrix-vector products of at least this many multiply-adds are split over the threads by
+// rows, in blocks of kGemvRows rows: fixed blocks, whatever the thread count, so each row is
+// computed the same way on one thread or many. Below it, one call: a fork/join would cost more.
+constexpr int64_t kParallelGemvWork = 64 * 1024;
+constexpr int64_t kGemvRows = 64;
+
+template <class T>
+void gemv(T* y, const T* a, const T* x, int64_t m, int64_t n, int64_t rsa, int64_t csa, int64_t incx) {
+  if (m * n < kParallelGemvWork) return blis_gemv(y, a, x, m, n, rsa, csa, incx);
+  const int64_t blocks = (m + kGemvRows - 1) / kGemvRows;
+  parallel_for(0, blocks, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t blk = begin; blk < end; ++blk) {
+      const int64_t r0 = blk * kGemvRows, rows = std::min(kGemvRows, m - r0);
+      blis_gemv(y + r0, a + r0 * rsa, x, rows, n, rsa, csa, incx);
+    }
+  });
+}
+
 // c (M,N) row-major = a (M,K) @ b (K,N), a and b read through their layouts.
 // beta = 0 makes BLIS overwrite c without reading it, so c may be uninitialised.
+//
+// One row (M = 1: a linear layer on one token, an attention query while generating) or one
+// column (N = 1) is a matrix-vector product. gemm would pack the whole matrix into its blocked
+// layout first, for one use of each element: the copy costs more than the product, and
+// generation with the KV cache is all such products. gemv reads the matrix in place:
+//   M = 1   c (N)  = b^T (N,K) @ a (K)
+//   N = 1   c (M)  = a (M,K)   @ b (K)
+// The general gemm stays the path for everything else (and matmul_naive the test oracle).
 template <class T>
 void gemm(T* c, const T* a, const T* b, int64_t M, int64_t N, int64_t K, const MatrixLayout& la,
           const MatrixLayout& lb) {
@@ -238,6 +283,8 @@ void gemm(T* c, const T* a, const T* b, int64_t M, int64_t N, int64_t K, const M
     std::fill(c, c + M * N, T(0));
     return;
   }
+  if (M == 1) return gemv(c, b, a, N, K, lb.cs, lb.rs, la.cs);
+  if (N == 1) return gemv(c, a, b, M, K, la.rs, la.cs, lb.rs);
   blis_gemm(c, a, b, M, N, K, la, lb);
 }
 
@@ -281,9 +328,12 @@ void batched_gemm(const Tensor& out, const Tensor& a, const Tensor& b, const Mat
       gemm(o + i * out_step, pa + offsets[i][0], pb + offsets[i][1], s.M, s.N, s.K, la, lb);
   };
   // Small gemms run single-threaded inside BLIS (see kSingleThreadWork), so spread the batches
-  // over our own threads instead: attention's (B*NH) gemms of (T,hs)@(hs,T) are this case.
+  // over our own threads instead: attention's (B*NH) gemms of (T,hs)@(hs,T) are this case. Each
+  // thread gets at least kParallelBatchWork multiply-adds: a fork/join for less (one query per
+  // head while generating, a tiny model) costs more than it saves, and on a busy machine the
+  // threads wait for each other for milliseconds.
   if (s.M * s.N * s.K <= kSingleThreadWork && batches > 1) {
-    parallel_for(0, batches, 1, run_batches);
+    parallel_for(0, batches, (kParallelBatchWork + s.M * s.N * s.K - 1) / (s.M * s.N * s.K), run_batches);
   } else {
     run_batches(0, batches);
   }
