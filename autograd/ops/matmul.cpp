@@ -229,9 +229,8 @@ void blis_gemm(double* c, const double* a, const double* b, int64_t M, int64_t N
                const_cast<double*>(b), lb.rs, lb.cs, &zero, c, N, 1, nullptr, runtime_for(M, N, K, &single));
 }
 
-// y (m) = A (m,n) @ x (n), A element (i, j) at a[i*rsa + j*csa], x's at x[j*incx]. BLIS's
-// level-2 products run on the calling thread. y is zeroed first, so with beta = 0 nothing of
-// what was there can reach the result.
+// y (m) = A (m,n) @ x (n), A element (i, j) at a[i*rsa + j*csa], x's at x[j*incx]. y is
+// zeroed first, so with beta = 0 nothing of what was there can reach the result.
 void blis_gemv(float* y, const float* a, const float* x, int64_t m, int64_t n, int64_t rsa, int64_t csa, int64_t incx) {
   float one = 1.0f, zero = 0.0f;
   std::fill(y, y + m, 0.0f);
@@ -247,24 +246,6 @@ void blis_gemv(double* y, const double* a, const double* x, int64_t m, int64_t n
             const_cast<double*>(x), incx, &zero, y, 1);
 }
 
-// Matrix-vector products of at least this many multiply-adds are split over the threads by
-// rows, in blocks of kGemvRows rows: fixed blocks, whatever the thread count, so each row is
-// computed the same way on one thread or many. Below it, one call: a fork/join would cost more.
-constexpr int64_t kParallelGemvWork = 64 * 1024;
-constexpr int64_t kGemvRows = 64;
-
-template <class T>
-void gemv(T* y, const T* a, const T* x, int64_t m, int64_t n, int64_t rsa, int64_t csa, int64_t incx) {
-  if (m * n < kParallelGemvWork) return blis_gemv(y, a, x, m, n, rsa, csa, incx);
-  const int64_t blocks = (m + kGemvRows - 1) / kGemvRows;
-  parallel_for(0, blocks, 1, [&](int64_t begin, int64_t end) {
-    for (int64_t blk = begin; blk < end; ++blk) {
-      const int64_t r0 = blk * kGemvRows, rows = std::min(kGemvRows, m - r0);
-      blis_gemv(y + r0, a + r0 * rsa, x, rows, n, rsa, csa, incx);
-    }
-  });
-}
-
 // c (M,N) row-major = a (M,K) @ b (K,N), a and b read through their layouts.
 // beta = 0 makes BLIS overwrite c without reading it, so c may be uninitialised.
 //
@@ -275,6 +256,10 @@ void gemv(T* y, const T* a, const T* x, int64_t m, int64_t n, int64_t rsa, int64
 //   M = 1   c (N)  = b^T (N,K) @ a (K)
 //   N = 1   c (M)  = a (M,K)   @ b (K)
 // The general gemm stays the path for everything else (and matmul_naive the test oracle).
+// gemv runs on the calling thread (BLIS does not thread level-2 products). Split by rows over
+// two threads it was no faster on a 2-core machine (the medium GPT's median token took 1.6 ms
+// either way, 3 interleaved pairs: the products are bound by memory bandwidth), and on a busy
+// machine the fork/join of each of a token's ~36 products cost up to hundreds of ms.
 template <class T>
 void gemm(T* c, const T* a, const T* b, int64_t M, int64_t N, int64_t K, const MatrixLayout& la,
           const MatrixLayout& lb) {
@@ -283,8 +268,8 @@ void gemm(T* c, const T* a, const T* b, int64_t M, int64_t N, int64_t K, const M
     std::fill(c, c + M * N, T(0));
     return;
   }
-  if (M == 1) return gemv(c, b, a, N, K, lb.cs, lb.rs, la.cs);
-  if (N == 1) return gemv(c, a, b, M, K, la.rs, la.cs, lb.rs);
+  if (M == 1) return blis_gemv(c, b, a, N, K, lb.cs, lb.rs, la.cs);
+  if (N == 1) return blis_gemv(c, a, b, M, K, la.rs, la.cs, lb.rs);
   blis_gemm(c, a, b, M, N, K, la, lb);
 }
 

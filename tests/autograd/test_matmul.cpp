@@ -455,8 +455,7 @@ TEST(MatmulThreads, ResultIsTheSameOnOneThreadAndMany) {
   expect_close(matmul(a, b), one);
 }
 
-// A large matrix-vector product is split over the threads in fixed blocks of rows: the same
-// bits on any thread count.
+// Matrix-vector products (BLIS's gemv): the same bits on any thread count.
 TEST(MatmulThreads, OneRowAndOneColumnProductsAreTheSameBitsOnAnyThreadCount) {
   ThreadCountGuard guard;
   const Tensor x = normal_tensor({1, 385}, 93, kFloat32), w = normal_tensor({1037, 385}, 94, kFloat32);
