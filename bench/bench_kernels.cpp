@@ -18,7 +18,8 @@
 //   matmul x (M,K) @ w^T, w (N,K), M = B*T
 //       forward   2MNK FLOPs; reads x, w, writes y: 4(MK + NK + MN) bytes
 //       backward  dx = dy @ w and dw = dy^T @ x: 4MNK FLOPs; reads dy, w, x, writes dx, dw
-//   attention core, q k v (B,NH,T,hs), S = B*NH*T*T scores (computed in full, mask or not)
+//   attention core, q k v (B,NH,T,hs), S = B*NH*T*T scores (computed in full, mask or not),
+//             causal, the weights by masked_scaled_softmax as nn/attention.cpp computes them
 //       forward   q @ k^T and weights @ v: 4*S*hs FLOPs; reads q, k, v, writes the output,
 //                 and the (B,NH,T,T) scores and weights each written once and read once
 //       backward  dv, dweights, dq, dk: 8*S*hs FLOPs; reads dout q k v, writes dq dk dv;
@@ -26,6 +27,8 @@
 //   layer_norm (B*T, C)   forward reads x, writes y; backward reads dy, x, writes dx (plus the
 //                         per-row mean and rstd and the (C) weight, bias and their gradients)
 //   gelu (B,T,4C)         forward reads x, writes y; backward reads dy, x, writes dx
+//   masked_scaled_softmax (B,NH,T,T), causal: as softmax below (counted in full, though the
+//                         causal rule leaves the keys above the diagonal unread)
 //   softmax (B,NH,T,T)    forward reads x, writes y; backward reads dy, y, writes dx
 //   cross_entropy (B*T, V) against int64 targets: forward reads logits and targets; backward
 //                         also writes dlogits (and reads the per-row log-sum-exp, 8 bytes)
@@ -151,24 +154,32 @@ void matmul_rows(const std::string& name, int64_t M, int64_t K, int64_t N, const
 }
 
 // The attention core as nn/attention.cpp runs it: q, k, v are (B,NH,T,hs) views of (B,T,C)
-// projections; scores -> masked_fill above the diagonal -> softmax(scores / sqrt(hs)) -> @ v,
-// heads joined back to (B,T,C).
+// projections; scores -> masked_scaled_softmax (causal: masked_fill above the diagonal, / sqrt(hs)
+// and softmax, one op) -> @ v, heads joined back to (B,T,C).
 void attention_rows(const Shapes& s) {
   Tensor q_proj = random_matrix({s.B, s.T, s.C}, 4).requires_grad_();
   Tensor k_proj = random_matrix({s.B, s.T, s.C}, 5).requires_grad_();
   Tensor v_proj = random_matrix({s.B, s.T, s.C}, 6).requires_grad_();
-  const Tensor masked = triu(ones({s.T, s.T}), 1) == 1.0;  // (T,T) bool
   auto split_heads = [&](const Tensor& t) { return t.view({s.B, s.T, s.NH, s.hs}).transpose(1, 2); };
   const Timed t = time_forward_backward({q_proj, k_proj, v_proj}, [&] {
     const Tensor q = split_heads(q_proj), k = split_heads(k_proj), v = split_heads(v_proj);
     const Tensor scores = q.matmul(k.transpose(2, 3));  // (B,NH,T,T)
-    const Tensor weights = softmax(scores.masked_fill(masked, -kInf) / std::sqrt(static_cast<double>(s.hs)), -1);
+    const Tensor weights = masked_scaled_softmax(scores, Tensor(), s.hs, {.causal = true});
     return weights.matmul(v).transpose(1, 2).contiguous().view({s.B, s.T, s.C});
   });
   const double S = static_cast<double>(s.B * s.NH * s.T * s.T), btc = static_cast<double>(s.B * s.T * s.C);
   const double hs = static_cast<double>(s.hs);
   print_row("attention core", "forward", t.forward, 4 * S * hs, 4.0 * (4 * btc + 4 * S));
   print_row("", "backward", t.backward, 8 * S * hs, 4.0 * (7 * btc + 7 * S));
+}
+
+// The attention weights alone, (B,NH,T,T) scores in: masked_scaled_softmax, causal.
+void attention_weights_rows(const Shapes& s) {
+  Tensor scores = random_matrix({s.B, s.NH, s.T, s.T}, 13).requires_grad_();
+  const Timed t = time_forward_backward({scores}, [&] { return masked_scaled_softmax(scores, Tensor(), s.hs, {.causal = true}); });
+  const double n = static_cast<double>(s.B * s.NH * s.T * s.T);
+  print_row("masked_scaled_softmax (B,NH,T,T)", "forward", t.forward, 0, 4.0 * 2 * n);
+  print_row("", "backward", t.backward, 0, 4.0 * 3 * n);
 }
 
 void elementwise_rows(const Shapes& s) {
@@ -263,6 +274,7 @@ int main(int argc, char** argv) {
   matmul_rows("linear 4C->C (feed-forward down)", M, 4 * s.C, s.C, s);
   matmul_rows("linear C->V (out_head)", M, s.C, s.V, s);
   attention_rows(s);
+  attention_weights_rows(s);
   elementwise_rows(s);
   adamw_row(s);
   return 0;

@@ -13,13 +13,16 @@
 // Bit for bit, this is the composition it replaces, masked_scaled_softmax_composed (at the end
 // of this file, the test oracle): masked_fill(masked, -inf), / sqrt(d_k), softmax(-1), the rows
 // with every key masked left out of the mask and zeroed afterwards. Every key not masked goes
-// through the same operations in the same order: z in T, exp in T, s summed in double from the
-// left, y = T(e * (1/s)); backward s = the sum of double(g) * double(y) from the left, then
-// dscores = T(T(y (g - s)) / T(sqrt(d_k))). A masked key adds exactly 0 to either sum there
-// (exp(-inf) = 0, and g * 0 = +-0 for a finite g) and gets +0 in both directions (NaN forward
-// when the row's sum is NaN), so skipping it changes no bit. (Only a gradient that is inf or
-// NaN at a masked key differs: there the composition spreads NaN over the row's gradient, and
-// this op keeps it out.)
+// through the same operations in the same order, because both run softmax's own row loops: z
+// in T, then for float32 softmax_kernels.h's row (vectorised exp, s in 16 double lanes by
+// position), for float64 the plain row of nn_kernels (std::exp, s from the left); y =
+// T(e * (1/s)); backward s = the sum of double(g) * double(y) the same way, then dscores =
+// T(T(y (g - s)) / T(sqrt(d_k))). A masked key adds exactly 0 to either sum there (exp(-inf) =
+// 0, and g * 0 = +-0 for a finite g) and gets +0 in both directions (NaN forward when the
+// row's sum is NaN), so leaving it out changes no bit: not the keys after a causal row's last
+// visible one (a lane sum of a row is that of its prefix when the rest adds 0), nor a hidden
+// key inside it (its term here is 0 * y). (Only a gradient that is inf or NaN at a masked key
+// differs: there the composition spreads NaN over the row's gradient, and this op keeps it out.)
 //
 // What the fusion saves: one output buffer instead of four intermediates, one pass back instead
 // of three; and with the causal rule, the part of a row above the diagonal (half of the scores
@@ -31,6 +34,8 @@
 
 #include "autograd/ops.h"
 #include "autograd/ops/loops.h"
+#include "autograd/ops/nn_kernels.h"
+#include "autograd/ops/softmax_kernels.h"
 #include "autograd/parallel.h"
 #include "autograd/tape.h"
 
@@ -80,31 +85,17 @@ KeyMasks key_masks(const Shape& shape, const Tensor& mask, const MaskedSoftmaxOp
   return k;
 }
 
-// The largest of z (n), -inf if none: z_j > m ? z_j : m from the left, as softmax, but in four
-// running maxima (one chain would wait on each comparison). Only the sign of a zero maximum can
-// differ from the left-to-right order, and z - (+0) and z - (-0) have the same exp.
-template <class T>
-inline T row_max(const T* z, int64_t n) {
-  T m[4] = {-std::numeric_limits<T>::infinity(), -std::numeric_limits<T>::infinity(),
-            -std::numeric_limits<T>::infinity(), -std::numeric_limits<T>::infinity()};
-  int64_t j = 0;
-  for (; j + 4 <= n; j += 4)
-    for (int k = 0; k < 4; ++k) m[k] = z[j + k] > m[k] ? z[j + k] : m[k];
-  for (; j < n; ++j) m[0] = z[j] > m[0] ? z[j] : m[0];
-  for (int k = 1; k < 4; ++k) m[0] = m[k] > m[0] ? m[k] : m[0];
-  return m[0];
-}
+// y (n) = softmax(y (n)) in place, returning 1/s: float32 by softmax_kernels' row, float64 by
+// the plain loop, as softmax does along the last dim.
+inline double softmax_row_in_place(float* y, int64_t n) { return softmax_kernels::softmax_row(y, y, n); }
+inline double softmax_row_in_place(double* y, int64_t n) { return nn_kernels::softmax_row_plain(y, y, n); }
 
-// e (n) = exp(z - m), returning sum_j e_j in double from the left: the row's one exp loop (a
-// vectorised exp can take its place here, if softmax's does too, or the two stop agreeing bit
-// for bit). The sum has a loop of its own: inside the exp loop it would be saved and reloaded
-// around every call of exp.
-template <class T>
-inline double exp_shifted_sum(T* e, const T* z, T m, int64_t n) {
-  for (int64_t j = 0; j < n; ++j) e[j] = std::exp(z[j] - m);
-  double s = 0.0;
-  for (int64_t j = 0; j < n; ++j) s += static_cast<double>(e[j]);
-  return s;
+// dx (n) = the softmax backward of g (n) at y (n), divided by `divisor`: softmax's row again.
+inline void softmax_backward_row(float* dx, const float* g, const float* y, int64_t n, float divisor) {
+  softmax_kernels::softmax_backward_row(dx, g, y, n, divisor);
+}
+inline void softmax_backward_row(double* dx, const double* g, const double* y, int64_t n, double divisor) {
+  nn_kernels::softmax_backward_row_plain(dx, g, y, n, divisor);
 }
 
 // y (T_k) = the weights of one query row from its scores x (T_k).
@@ -125,43 +116,35 @@ void masked_softmax_row_forward(T* y, const T* x, int64_t T_k, const RowKeys& ke
     std::fill(y, y + T_k, T(0));
     return;
   }
-  const double inv = 1.0 / exp_shifted_sum(y, y, row_max(y, n), n);
-  for (int64_t j = 0; j < n; ++j) y[j] = static_cast<T>(static_cast<double>(y[j]) * inv);
+  const double inv = softmax_row_in_place(y, n);
   // exp(-inf) * inv: +0, or NaN as the rest of the row when s is NaN (a NaN score, an unmasked
   // +inf, unmasked scores all -inf), as the composition gives
   std::fill(y + n, y + T_k, static_cast<T>(0.0 * inv));
 }
 
-// dx (T_k) for one query row from the gradient g (T_k) of its weights y (T_k).
+// dx (T_k) for one query row from the gradient g (T_k) of its weights y (T_k). With a mask,
+// g_seen (T_k) is scratch: g with 0 at the hidden keys.
 template <class T>
-void masked_softmax_row_backward(T* dx, const T* g, const T* y, int64_t T_k, const RowKeys& keys, T scale) {
+void masked_softmax_row_backward(T* dx, const T* g, const T* y, int64_t T_k, const RowKeys& keys, T scale,
+                                 std::vector<T>& g_seen) {
   const int64_t n = keys.visible;
-  double s = 0.0;
   if (!keys.hidden) {
-    for (int64_t j = 0; j < n; ++j) s += static_cast<double>(g[j]) * static_cast<double>(y[j]);
-    for (int64_t j = 0; j < n; ++j) {
-      dx[j] = static_cast<T>(static_cast<double>(y[j]) * (static_cast<double>(g[j]) - s)) / scale;
-    }
+    softmax_backward_row(dx, g, y, n, scale);
   } else {
+    g_seen.resize(static_cast<size_t>(n));
+    for (int64_t j = 0; j < n; ++j) g_seen[static_cast<size_t>(j)] = keys.hidden[j * keys.stride] ? T(0) : g[j];
+    softmax_backward_row(dx, g_seen.data(), y, n, scale);
     for (int64_t j = 0; j < n; ++j)
-      if (!keys.hidden[j * keys.stride]) s += static_cast<double>(g[j]) * static_cast<double>(y[j]);
-    for (int64_t j = 0; j < n; ++j) {
-      dx[j] = keys.hidden[j * keys.stride]
-                  ? T(0)
-                  : static_cast<T>(static_cast<double>(y[j]) * (static_cast<double>(g[j]) - s)) / scale;
-    }
+      if (keys.hidden[j * keys.stride]) dx[j] = T(0);
   }
   std::fill(dx + n, dx + T_k, T(0));
 }
-
-// Rows per parallel chunk: about 32k elements each.
-int64_t rows_per_chunk(int64_t T_k) { return std::max<int64_t>(1, 32768 / T_k); }
 
 // out (R, T_k) = the weights of inp (R, T_k), both contiguous.
 template <class T>
 void masked_scaled_softmax_forward(T* out, const T* inp, const KeyMasks& keys, int64_t R, T scale) {
   const int64_t T_k = keys.T_k;
-  parallel_for(0, R, rows_per_chunk(T_k), [&](int64_t begin, int64_t end) {
+  parallel_for(0, R, softmax_kernels::rows_per_chunk(T_k), [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) masked_softmax_row_forward(out + r * T_k, inp + r * T_k, T_k, keys.row(r), scale);
   });
 }
@@ -170,9 +153,10 @@ void masked_scaled_softmax_forward(T* out, const T* inp, const KeyMasks& keys, i
 template <class T>
 void masked_scaled_softmax_backward(T* dinp, const T* dout, const T* out, const KeyMasks& keys, int64_t R, T scale) {
   const int64_t T_k = keys.T_k;
-  parallel_for(0, R, rows_per_chunk(T_k), [&](int64_t begin, int64_t end) {
+  parallel_for(0, R, softmax_kernels::rows_per_chunk(T_k), [&](int64_t begin, int64_t end) {
+    std::vector<T> g_seen;
     for (int64_t r = begin; r < end; ++r) {
-      masked_softmax_row_backward(dinp + r * T_k, dout + r * T_k, out + r * T_k, T_k, keys.row(r), scale);
+      masked_softmax_row_backward(dinp + r * T_k, dout + r * T_k, out + r * T_k, T_k, keys.row(r), scale, g_seen);
     }
   });
 }

@@ -9,13 +9,19 @@
 // (all rows ignored gives 0/0 = NaN, as in PyTorch). Saved for backward: the logits, the
 // targets and lse (N) in float64; the probabilities are recomputed from them.
 // Logits (C) with a 0-d target are one row: N = 1, and the loss is 0-d as always.
+// float32 runs softmax_kernels.h's rows (a vectorised exp, sums in fixed lanes), the rows split
+// over the threads; float64 the plain loops below, which are also the float32 rows' twins.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "autograd/ops.h"
 #include "autograd/ops/loops.h"
 #include "autograd/ops/nn_kernels.h"
+#include "autograd/ops/softmax_kernels.h"
+#include "autograd/parallel.h"
 #include "autograd/tape.h"
 
 namespace tg {
@@ -25,12 +31,31 @@ inline constexpr int64_t kIgnoreIndex = -100;  // F.cross_entropy's default igno
 
 // --- fused kernels ------------------------------------------------------------------------------
 
+// loss (1) = (1/K) sum_n (lse_n - x_{n,t_n}) over the K rows not ignored, from lse (N),
+// logits (N,C) and targets (N): the rows in order, in double, for either path.
+template <class T>
+void mean_row_loss(T* loss, const double* lse, const T* logits, const int64_t* targets, int64_t N, int64_t C) {
+  double total = 0.0;
+  int64_t count = 0;
+  for (int64_t n = 0; n < N; ++n) {
+    if (targets[n] == kIgnoreIndex) continue;
+    total += lse[n] - static_cast<double>(logits[n * C + targets[n]]);
+    ++count;
+  }
+  loss[0] = static_cast<T>(total / static_cast<double>(count));
+}
+
+// g / K: the gradient g of the mean loss over the K rows of targets (N) not ignored.
+inline double gradient_scale(double g, const int64_t* targets, int64_t N) {
+  int64_t count = 0;
+  for (int64_t n = 0; n < N; ++n) count += targets[n] != kIgnoreIndex;
+  return g / static_cast<double>(count);
+}
+
 // loss (1) = mean cross entropy, lse (N) = logsumexp of each row, from logits (N,C) and
 // targets (N); all contiguous, targets already checked to be in [0, C) or -100.
 template <class T>
 void cross_entropy_forward(T* loss, double* lse, const T* logits, const int64_t* targets, int64_t N, int64_t C) {
-  double total = 0.0;
-  int64_t count = 0;
   for (int64_t n = 0; n < N; ++n) {
     const T* x = logits + n * C;  // x (C)
     T m = -std::numeric_limits<T>::infinity();
@@ -38,20 +63,15 @@ void cross_entropy_forward(T* loss, double* lse, const T* logits, const int64_t*
     double s = 0.0;
     for (int64_t c = 0; c < C; ++c) s += static_cast<double>(std::exp(x[c] - m));
     lse[n] = static_cast<double>(m) + std::log(s);
-    if (targets[n] == kIgnoreIndex) continue;
-    total += lse[n] - static_cast<double>(x[targets[n]]);
-    ++count;
   }
-  loss[0] = static_cast<T>(total / static_cast<double>(count));
+  mean_row_loss(loss, lse, logits, targets, N, C);
 }
 
 // dlogits (N,C) from dloss (1), logits (N,C), lse (N) and targets (N); all contiguous.
 template <class T>
 void cross_entropy_backward(T* dlogits, const T* dloss, const T* logits, const double* lse, const int64_t* targets,
                             int64_t N, int64_t C) {
-  int64_t count = 0;
-  for (int64_t n = 0; n < N; ++n) count += targets[n] != kIgnoreIndex;
-  const double scale = static_cast<double>(dloss[0]) / static_cast<double>(count);
+  const double scale = gradient_scale(dloss[0], targets, N);
   for (int64_t n = 0; n < N; ++n) {
     const T* x = logits + n * C;  // x (C)
     T* dx = dlogits + n * C;      // dx (C)
@@ -66,6 +86,38 @@ void cross_entropy_backward(T* dlogits, const T* dloss, const T* logits, const d
     }
   }
 }
+
+// --- the float32 path: softmax_kernels' rows, split over the threads ---------------------------
+namespace {
+
+// As cross_entropy_forward, each row's lse by softmax_kernels::logsumexp_row; the loss is then
+// summed over the rows in order, so the thread count changes no bit.
+void cross_entropy_forward_f32(float* loss, double* lse, const float* logits, const int64_t* targets, int64_t N,
+                               int64_t C) {
+  parallel_for(0, N, softmax_kernels::rows_per_chunk(C), [&](int64_t begin, int64_t end) {
+    std::vector<float> e(static_cast<size_t>(C));  // e (C): the exponentials, scratch
+    for (int64_t n = begin; n < end; ++n) lse[n] = softmax_kernels::logsumexp_row(e.data(), logits + n * C, C);
+  });
+  mean_row_loss(loss, lse, logits, targets, N, C);
+}
+
+// As cross_entropy_backward, each row by softmax_kernels::cross_entropy_backward_row.
+void cross_entropy_backward_f32(float* dlogits, const float* dloss, const float* logits, const double* lse,
+                                const int64_t* targets, int64_t N, int64_t C) {
+  const double scale = gradient_scale(dloss[0], targets, N);
+  parallel_for(0, N, softmax_kernels::rows_per_chunk(C), [&](int64_t begin, int64_t end) {
+    for (int64_t n = begin; n < end; ++n) {
+      float* dx = dlogits + n * C;  // dx (C)
+      if (targets[n] == kIgnoreIndex) {
+        std::fill(dx, dx + C, 0.0f);
+      } else {
+        softmax_kernels::cross_entropy_backward_row(dx, logits + n * C, lse[n], targets[n], scale, C);
+      }
+    }
+  });
+}
+
+}  // namespace
 
 // --- naive twins (the test oracle): log_softmax, then nll, as two plain steps in double ---------
 
@@ -184,8 +236,13 @@ Tensor cross_entropy_grad(const Tensor& g, const Tensor& logits, const Tensor& t
   Tensor dx = make_empty(logits.sizes(), logits.dtype());
   visit_floating(logits.dtype(), "cross_entropy_backward", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    nn_kernels::cross_entropy_backward<T>(dx.data_ptr<T>(), gc.data_ptr<T>(), xc.data_ptr<T>(), lse.data_ptr<double>(),
-                                          tc.data_ptr<int64_t>(), N, C);
+    if constexpr (std::is_same_v<T, float>) {
+      nn_kernels::cross_entropy_backward_f32(dx.data_ptr<T>(), gc.data_ptr<T>(), xc.data_ptr<T>(),
+                                             lse.data_ptr<double>(), tc.data_ptr<int64_t>(), N, C);
+    } else {
+      nn_kernels::cross_entropy_backward<T>(dx.data_ptr<T>(), gc.data_ptr<T>(), xc.data_ptr<T>(),
+                                            lse.data_ptr<double>(), tc.data_ptr<int64_t>(), N, C);
+    }
   });
   return dx;
 }
@@ -201,8 +258,13 @@ Tensor cross_entropy_fused(const Tensor& logits, const Tensor& targets) {
   Tensor lse = make_empty({N}, kFloat64);  // lse (N)
   visit_floating(logits.dtype(), "cross_entropy", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    nn_kernels::cross_entropy_forward<T>(loss.data_ptr<T>(), lse.data_ptr<double>(), xc.data_ptr<T>(),
-                                         tc.data_ptr<int64_t>(), N, C);
+    if constexpr (std::is_same_v<T, float>) {
+      nn_kernels::cross_entropy_forward_f32(loss.data_ptr<T>(), lse.data_ptr<double>(), xc.data_ptr<T>(),
+                                            tc.data_ptr<int64_t>(), N, C);
+    } else {
+      nn_kernels::cross_entropy_forward<T>(loss.data_ptr<T>(), lse.data_ptr<double>(), xc.data_ptr<T>(),
+                                           tc.data_ptr<int64_t>(), N, C);
+    }
   });
   record("NllLossBackward0", {logits, targets}, loss, {xc, tc, lse}, [](const BackwardArgs& a) {
     return Grads{cross_entropy_grad(a.grad_out, a.saved[0], a.saved[1], a.saved[2]), Tensor()};

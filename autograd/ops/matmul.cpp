@@ -13,6 +13,10 @@
 // swapped, and a batch dim of stride 0 (broadcast) just hands the same pointer to every gemm.
 // An operand is copied only when BLIS cannot read its layout (see blis_can_read).
 //
+// Float32 products too small for BLIS's fixed cost per call (attention's per-head products),
+// or with an inner dim small enough for one cache-resident panel, run on the register-blocked
+// kernels of ops/small_gemm.h instead, which read the same strides.
+//
 // Saved for backward: a if b needs its gradient, b if a needs its gradient.
 #include <blis.h>
 
@@ -22,6 +26,7 @@
 #include "autograd/ops.h"
 #include "autograd/ops/loops.h"
 #include "autograd/ops/matmul_naive.h"
+#include "autograd/ops/small_gemm.h"
 #include "autograd/parallel.h"
 #include "autograd/tape.h"
 
@@ -250,9 +255,10 @@ void blis_gemv(double* y, const double* a, const double* x, int64_t m, int64_t n
 // beta = 0 makes BLIS overwrite c without reading it, so c may be uninitialised.
 //
 // One row (M = 1: a linear layer on one token, an attention query while generating) or one
-// column (N = 1) is a matrix-vector product. gemm would pack the whole matrix into its blocked
-// layout first, for one use of each element: the copy costs more than the product, and
-// generation with the KV cache is all such products. gemv reads the matrix in place:
+// column (N = 1) is a matrix-vector product. A gemm (BLIS's, or small_gemm's for a weight read
+// transposed) would pack the whole matrix into its blocked layout first, for one use of each
+// element: the copy costs more than the product, and generation with the KV cache is all such
+// products. gemv reads the matrix in place:
 //   M = 1   c (N)  = b^T (N,K) @ a (K)
 //   N = 1   c (M)  = a (M,K)   @ b (K)
 // The general gemm stays the path for everything else (and matmul_naive the test oracle).
@@ -270,6 +276,12 @@ void gemm(T* c, const T* a, const T* b, int64_t M, int64_t N, int64_t K, const M
   }
   if (M == 1) return blis_gemv(c, b, a, N, K, lb.cs, lb.rs, la.cs);
   if (N == 1) return blis_gemv(c, a, b, M, K, la.rs, la.cs, lb.rs);
+  if constexpr (std::is_same_v<T, float>) {
+    if (small_gemm::available() && small_gemm::worth_it(M, N, K)) {
+      small_gemm::sgemm(c, N, a, la.rs, la.cs, b, lb.rs, lb.cs, M, N, K, small_gemm::best_kernel(N));
+      return;
+    }
+  }
   blis_gemm(c, a, b, M, N, K, la, lb);
 }
 

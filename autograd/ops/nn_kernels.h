@@ -10,7 +10,11 @@
 
 namespace tg::nn_kernels {
 
-// softmax.cpp
+// softmax.cpp: the plain loops, float64's path and the twins of softmax_kernels.h's float32 rows
+template <class T>
+double softmax_row_plain(T* y, const T* x, int64_t n);
+template <class T>
+void softmax_backward_row_plain(T* dx, const T* g, const T* y, int64_t n, T divisor);
 template <class T>
 void softmax_forward(T* out, const T* inp, int64_t B, int64_t N, int64_t I, bool log_space);
 template <class T>

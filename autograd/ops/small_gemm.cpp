@@ -1,0 +1,200 @@
+// autograd/ops/small_gemm.cpp — the register-blocked kernels described in small_gemm.h.
+#include "autograd/ops/small_gemm.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "autograd/parallel.h"
+
+namespace tg::small_gemm {
+
+namespace {
+
+constexpr int64_t MR = 6;     // rows of c per block: one broadcast of a per row and k
+constexpr int64_t KC = 256;  // k per pass over a panel: a (256, 32) panel is 32 KiB
+
+int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
+
+// bp (K, N rounded up to NR): panel q holds columns q*NR .. q*NR+NR-1 as a (K, NR) row-major
+// block, columns past N zero.
+void pack_b(float* bp, const float* b, int64_t b_rs, int64_t b_cs, int64_t N, int64_t K, int64_t NR) {
+  for (int64_t j0 = 0; j0 < N; j0 += NR) {
+    float* panel = bp + j0 * K;
+    const int64_t cols = std::min(NR, N - j0);
+    for (int64_t k = 0; k < K; ++k) {
+      const float* row = b + k * b_rs + j0 * b_cs;
+      for (int64_t j = 0; j < NR; ++j) panel[k * NR + j] = j < cols ? row[j * b_cs] : 0.0f;
+    }
+  }
+}
+
+// An edge block's tile (MR, NR) = c (rows <= MR, cols <= NR), row stride ldc, zero-padded.
+void fill_edge(float* tile, const float* c, int64_t ldc, int64_t NR, int64_t rows, int64_t cols) {
+  std::fill(tile, tile + MR * NR, 0.0f);
+  for (int64_t r = 0; r < rows; ++r) std::copy(c + r * ldc, c + r * ldc + cols, tile + r * NR);
+}
+
+// Where a block's result goes: c (rows <= MR, cols <= NR), row stride ldc. A full block is
+// stored straight from the registers; an edge block through `tile`, its valid part copied.
+void copy_edge(float* c, int64_t ldc, const float* tile, int64_t NR, int64_t rows, int64_t cols) {
+  for (int64_t r = 0; r < rows; ++r) std::copy(tile + r * NR, tile + r * NR + cols, c + r * ldc);
+}
+
+// c (rows, cols) = a's rows (K) @ a b panel (K, 16) whose rows are b_rs apart; with `resume`,
+// c += that product, continuing each element's fma chain from its value in c. a_row[r] points
+// at row r of a (an edge block repeats its last row: computed, never stored); a_cs steps
+// along k. Twelve 8-float accumulators: 6 rows x 2 registers.
+__attribute__((target("avx2,fma"))) void block_6x16(float* c, int64_t ldc, bool resume, const float* const* a_row,
+                                                 int64_t a_cs, const float* bp, int64_t b_rs, int64_t K,
+                                                 int64_t rows, int64_t cols) {
+  const bool full = rows == MR && cols == 16;
+  float tile[MR * 16];
+  if (resume && !full) fill_edge(tile, c, ldc, 16, rows, cols);
+  __m256 acc[MR][2];
+#pragma GCC unroll 6
+  for (int64_t r = 0; r < MR; ++r) {
+    const float* start = full ? c + r * ldc : tile + r * 16;
+    acc[r][0] = resume ? _mm256_loadu_ps(start) : _mm256_setzero_ps();
+    acc[r][1] = resume ? _mm256_loadu_ps(start + 8) : _mm256_setzero_ps();
+  }
+  for (int64_t k = 0; k < K; ++k) {
+    const __m256 b0 = _mm256_loadu_ps(bp + k * b_rs);
+    const __m256 b1 = _mm256_loadu_ps(bp + k * b_rs + 8);
+#pragma GCC unroll 6
+    for (int64_t r = 0; r < MR; ++r) {
+      const __m256 a = _mm256_broadcast_ss(a_row[r] + k * a_cs);
+      acc[r][0] = _mm256_fmadd_ps(a, b0, acc[r][0]);
+      acc[r][1] = _mm256_fmadd_ps(a, b1, acc[r][1]);
+    }
+  }
+#pragma GCC unroll 6
+  for (int64_t r = 0; r < MR; ++r) {
+    float* dst = full ? c + r * ldc : tile + r * 16;
+    _mm256_storeu_ps(dst, acc[r][0]);
+    _mm256_storeu_ps(dst + 8, acc[r][1]);
+  }
+  if (!full) copy_edge(c, ldc, tile, 16, rows, cols);
+}
+
+// The same with 16-float registers: a (K, 32) b panel, 6 rows x 2 registers.
+__attribute__((target("avx512f"))) void block_6x32(float* c, int64_t ldc, bool resume, const float* const* a_row,
+                                                 int64_t a_cs, const float* bp, int64_t b_rs, int64_t K,
+                                                 int64_t rows, int64_t cols) {
+  const bool full = rows == MR && cols == 32;
+  float tile[MR * 32];
+  if (resume && !full) fill_edge(tile, c, ldc, 32, rows, cols);
+  __m512 acc[MR][2];
+#pragma GCC unroll 6
+  for (int64_t r = 0; r < MR; ++r) {
+    const float* start = full ? c + r * ldc : tile + r * 32;
+    acc[r][0] = resume ? _mm512_loadu_ps(start) : _mm512_setzero_ps();
+    acc[r][1] = resume ? _mm512_loadu_ps(start + 16) : _mm512_setzero_ps();
+  }
+  for (int64_t k = 0; k < K; ++k) {
+    const __m512 b0 = _mm512_loadu_ps(bp + k * b_rs);
+    const __m512 b1 = _mm512_loadu_ps(bp + k * b_rs + 16);
+#pragma GCC unroll 6
+    for (int64_t r = 0; r < MR; ++r) {
+      const __m512 a = _mm512_set1_ps(a_row[r][k * a_cs]);
+      acc[r][0] = _mm512_fmadd_ps(a, b0, acc[r][0]);
+      acc[r][1] = _mm512_fmadd_ps(a, b1, acc[r][1]);
+    }
+  }
+#pragma GCC unroll 6
+  for (int64_t r = 0; r < MR; ++r) {
+    float* dst = full ? c + r * ldc : tile + r * 32;
+    _mm512_storeu_ps(dst, acc[r][0]);
+    _mm512_storeu_ps(dst + 16, acc[r][1]);
+  }
+  if (!full) copy_edge(c, ldc, tile, 32, rows, cols);
+}
+
+using Block = void (*)(float*, int64_t, bool, const float* const*, int64_t, const float*, int64_t, int64_t, int64_t,
+                       int64_t);
+
+// Rows [row_begin, row_end) of c = the same rows of a @ b, b already in panels of NR columns
+// (b_panel(j0) is the panel of columns j0.., its rows panel_rs apart). k runs in blocks of KC,
+// each block's panel (KC, NR) staying in the first-level cache while the rows of a stream past
+// it; the next block resumes each element's fma chain from c, so the blocks change no bit.
+template <class BPanel>
+void run_blocks(Block block, int64_t NR, float* c, int64_t ldc, const float* a, int64_t a_rs, int64_t a_cs,
+                const BPanel& b_panel, int64_t panel_rs, int64_t row_begin, int64_t row_end, int64_t N, int64_t K) {
+  for (int64_t k0 = 0; k0 < K; k0 += KC) {
+    const int64_t kc = std::min(KC, K - k0);
+    for (int64_t j0 = 0; j0 < N; j0 += NR) {
+      const float* panel = b_panel(j0) + k0 * panel_rs;
+      const int64_t cols = std::min(NR, N - j0);
+      for (int64_t i0 = row_begin; i0 < row_end; i0 += MR) {
+        const int64_t rows = std::min(MR, row_end - i0);
+        const float* a_row[MR];
+        for (int64_t r = 0; r < MR; ++r) a_row[r] = a + (i0 + std::min(r, rows - 1)) * a_rs + k0 * a_cs;
+        block(c + i0 * ldc + j0, ldc, k0 > 0, a_row, a_cs, panel, panel_rs, kc, rows, cols);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+bool kernel_available(Kernel kernel) {
+  __builtin_cpu_init();
+  // __builtin_cpu_supports also checks that the OS saves the wider registers.
+  if (kernel == Kernel::kAvx512) return __builtin_cpu_supports("avx512f");
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
+bool available() {
+  static const bool ok = kernel_available(Kernel::kAvx2);
+  return ok;
+}
+
+// Measured on one core of an AVX-512 server (thread CPU time) against BLIS 0.9's skx kernels,
+// GFLOP/s, BLIS / here, for (M,K) @ (K,N) as M x N x K:
+//   attention:  64x64x16 14 / 100,  128x32x128 68 / 139
+//   linear:     1024x64x64 124 / 206,  2048x128x128 180 / 214,  2048x128x512 169 / 202
+//   weight gradients (a transposed): 64x64x1024 111 / 151,  128x512x2048 141 / 170,
+//               512x128x2048 169 / 138,  1536x384x2048 173 / 117
+//   square:     1024x1024x1024 182 / 129
+// Below 128^3 multiply-adds BLIS's fixed cost per call dominates, for either kernel here. Above,
+// the AVX-512 kernel wins while a block of a (M rows, 256 of k) stays in the second-level cache
+// as the panels of b go by: K <= 256, or a itself under 1 MiB. Beyond that, BLIS's blocking for
+// every level of cache wins.
+bool worth_it(int64_t M, int64_t N, int64_t K) {
+  if (M * N * K <= 128 * 128 * 128) return true;
+  if (best_kernel(N) != Kernel::kAvx512) return false;
+  return K <= KC || M * K <= (int64_t{1} << 18);
+}
+
+Kernel best_kernel(int64_t N) {
+  static const bool avx512 = kernel_available(Kernel::kAvx512);
+  return avx512 && N >= 32 ? Kernel::kAvx512 : Kernel::kAvx2;
+}
+
+void sgemm(float* c, int64_t ldc, const float* a, int64_t a_rs, int64_t a_cs, const float* b, int64_t b_rs,
+           int64_t b_cs, int64_t M, int64_t N, int64_t K, Kernel kernel) {
+  const Block block = kernel == Kernel::kAvx512 ? block_6x32 : block_6x16;
+  const int64_t NR = kernel == Kernel::kAvx512 ? 32 : 16;
+  // b is read in place when its rows are contiguous and cut into whole panels; otherwise it is
+  // copied into panels first (into a buffer this thread reuses: attention makes B*NH calls in a
+  // row).
+  const bool b_in_place = b_cs == 1 && N % NR == 0;
+  thread_local std::vector<float> b_panels;
+  if (!b_in_place) {
+    b_panels.resize(static_cast<size_t>(round_up(N, NR) * K));
+    pack_b(b_panels.data(), b, b_rs, b_cs, N, K, NR);
+  }
+  const float* packed = b_panels.data();
+  auto b_panel = [&](int64_t j0) { return b_in_place ? b + j0 : packed + j0 * K; };
+  const int64_t panel_rs = b_in_place ? b_rs : NR;
+  // Rows are split over the threads in whole blocks of MR; each element is computed the same way
+  // on any thread, so the split changes no bit. A chunk gets at least ~256k multiply-adds.
+  const int64_t blocks = (M + MR - 1) / MR;
+  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 18) / (MR * N * K));
+  parallel_for(0, blocks, grain, [&](int64_t first, int64_t last) {
+    run_blocks(block, NR, c, ldc, a, a_rs, a_cs, b_panel, panel_rs, first * MR, std::min(M, last * MR), N, K);
+  });
+}
+
+}  // namespace tg::small_gemm

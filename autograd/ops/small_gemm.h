@@ -1,0 +1,49 @@
+// autograd/ops/small_gemm.h — float32 matrix products too small for BLIS to pay off.
+//
+// Attention multiplies B*NH pairs of small matrices per layer, forward and backward:
+// (T,hs) @ (hs,T) and (T,T) @ (T,hs), e.g. 64x16 @ 16x64 in the tiny GPT. Before BLIS
+// multiplies, each call builds its control tree and packs both operands into its own buffers;
+// for such a product that costs more than the arithmetic. Measured on one core (AVX-512
+// server, BLIS 0.9 skx kernels): the tiny GPT's attention products ran at 17-23 GFLOP/s, the
+// model's large (1024 x 64) @ (64 x 256) products at 150-190.
+//
+// This kernel is the textbook blocked gemm without the layers that large matrices need:
+//   - a is read where it is (one element broadcast at a time, any strides);
+//   - b is read where it is when its rows are contiguous, else copied once into panels of
+//     16 or 32 columns, each (K, panel width) row-major, zero-padded;
+//   - a block of 6 rows of c lives in twelve vector registers (two per row: 16 columns with
+//     AVX2, 32 with AVX-512) while k runs over a block of 256:
+//     c[i][j] = fma(a[i][k], b[k][j], c[i][j]), from c = 0; the next block of k starts from
+//     the values stored in c, so each element is still one chain of fmas.
+// Every element is that one fma chain in k order, whatever the kernel, the block it falls in
+// and the thread that runs it: both kernels give the same bits, and results do not depend on
+// the thread count. Up to K = 256 these are also the bits of BLIS's AVX-512 (skx) kernels,
+// whose micro-kernel runs the same chain (checked on 63 shapes); for larger K, BLIS adds each
+// block's partial sum to c instead, and the two differ in rounding only.
+//
+// The plain twin and test oracle is matmul_naive (autograd/ops/matmul_naive.h).
+#pragma once
+#include <cstdint>
+
+namespace tg::small_gemm {
+
+enum class Kernel { kAvx2, kAvx512 };  // 6x16 blocks in 8-float registers, 6x32 in 16-float ones
+
+// True when this CPU (and its OS) runs the kernel's instructions (AVX2 + FMA, AVX-512F).
+bool kernel_available(Kernel kernel);
+
+// True when the AVX2 kernel runs here: the small products use this file at all.
+bool available();
+
+// True when a (M,K) @ (K,N) product is better done here than by BLIS (measured crossover).
+bool worth_it(int64_t M, int64_t N, int64_t K);
+
+// The faster kernel this CPU runs for N columns (AVX-512 from 32 columns on).
+Kernel best_kernel(int64_t N);
+
+// c (M,N), row stride ldc = a (M,K) @ b (K,N); a[i][k] = a[i * a_rs + k * a_cs],
+// b[k][j] = b[k * b_rs + j * b_cs]. Needs kernel_available(kernel); M, N, K > 0.
+void sgemm(float* c, int64_t ldc, const float* a, int64_t a_rs, int64_t a_cs, const float* b, int64_t b_rs,
+           int64_t b_cs, int64_t M, int64_t N, int64_t K, Kernel kernel);
+
+}  // namespace tg::small_gemm
