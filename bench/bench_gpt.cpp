@@ -42,7 +42,6 @@
 #include <iostream>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "autograd/json.h"
@@ -54,6 +53,7 @@
 #include "examples/gpt/trainer.h"
 
 using namespace tg::examples;
+using tg::bench::number;
 
 namespace {
 
@@ -70,7 +70,7 @@ struct BenchOptions {
 std::vector<Flag> bench_flags(BenchOptions& o) {
   return {
       text_flag("config", &o.config, "model and batch size (see the top of bench/bench_gpt.cpp)",
-                {"tiny", "small", "medium"}),
+                tg::bench::gpt_bench_config_names()),
       int_flag("threads", &o.threads, "threads for BLIS and tapegrad's loops (0 = all cores)", 0, 1024),
       int_flag("steps", &o.steps, "timed training steps", 1, 1e9),
       int_flag("warmup", &o.warmup, "untimed training steps before them", 0, 1e9),
@@ -82,14 +82,9 @@ std::vector<Flag> bench_flags(BenchOptions& o) {
 
 // The config's shape on train_gpt's defaults (dropout 0 there too).
 TrainOptions train_options(const BenchOptions& b) {
+  const tg::bench::GPTBenchConfig c = tg::bench::gpt_bench_config(b.config);
   TrainOptions o;
-  if (b.config == "tiny") {
-    o.emb_dim = 64, o.heads = 4, o.layers = 2, o.context = 64, o.batch = 16;
-  } else if (b.config == "small") {
-    o.emb_dim = 128, o.heads = 4, o.layers = 4, o.context = 128, o.batch = 16;
-  } else {
-    o.emb_dim = 384, o.heads = 6, o.layers = 6, o.context = 256, o.batch = 8;
-  }
+  o.emb_dim = c.emb_dim, o.heads = c.heads, o.layers = c.layers, o.context = c.context, o.batch = c.batch;
   o.dropout = 0.0;
   o.seed = b.seed;
   o.threads = b.threads;
@@ -105,26 +100,13 @@ int64_t non_embedding_parameters(tg::nn::GPTModel& model) {
   return n;
 }
 
-std::string number(double v, const char* format = "%.6g") {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
-}
-
 int run(int argc, char** argv) {
   BenchOptions b;
-  bool help = false;
-  parse_flags(bench_flags(b), std::vector<std::string>(argv + 1, argv + argc), &help);
-  if (help) {
-    BenchOptions defaults;
-    std::cout << "usage: bench_gpt [flags]\n\nTrains the GPT for --warmup + --steps steps and prints one JSON "
-                 "line: tokens/s, ms per step, MFU, peak RSS, losses.\n\n";
-    print_flags(std::cout, bench_flags(defaults));
-    return 0;
-  }
-  const int threads = b.threads > 0 ? static_cast<int>(b.threads)
-                                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  tg::set_num_threads(threads);
+  const char* usage =
+      "usage: bench_gpt [flags]\n\nTrains the GPT for --warmup + --steps steps and prints one JSON line: tokens/s, "
+      "ms per step, MFU, peak RSS, losses.\n\n";
+  if (!parse_command_line(b, bench_flags, argc, argv, usage)) return 0;
+  const int threads = tg::bench::use_threads(b.threads);
   const TrainOptions o = train_options(b);
   Trainer trainer(o, read_data(b.data));
 

@@ -100,15 +100,23 @@ def blas_description():
     return "; ".join(parts) if parts else "no BLAS library mapped"
 
 
-def main():
-    o = flags()
-    threads = o.threads or len(os.sched_getaffinity(0))
-    os.environ["OMP_NUM_THREADS"] = str(threads)  # before torch is imported: read once, at start-up
+def import_torch(threads):
+    """torch, on `threads` threads (0 = all cores), and that count. The count goes into the
+    environment first: PyTorch's OpenMP pool and BLIS read it once, at start-up."""
+    threads = threads or len(os.sched_getaffinity(0))
+    os.environ["OMP_NUM_THREADS"] = str(threads)
     os.environ["BLIS_NUM_THREADS"] = str(threads)
     import torch
-    import train_gpt  # examples/pytorch/train_gpt.py (imports torch)
 
     torch.set_num_threads(threads)
+    return torch, threads
+
+
+def main():
+    o = flags()
+    torch, threads = import_torch(o.threads)
+    import train_gpt  # examples/pytorch/train_gpt.py (imports torch)
+
     c = CONFIGS[o.config]
     if o.data:
         if not os.path.isfile(o.data):

@@ -8,7 +8,9 @@
 #include <chrono>
 #include <cstdio>
 #include <random>
+#include <thread>
 
+#include "autograd/error.h"
 #include "autograd/ops.h"
 #include "autograd/parallel.h"
 
@@ -136,6 +138,31 @@ double page_faults_per_call(const std::function<void()>& fn, int calls) {
   for (int i = 0; i < calls; ++i) fn();
   getrusage(RUSAGE_SELF, &after);
   return static_cast<double>(after.ru_minflt - before.ru_minflt) / calls;
+}
+
+GPTBenchConfig gpt_bench_config(const std::string& name) {
+  if (name == "tiny") return {.emb_dim = 64, .heads = 4, .layers = 2, .context = 64, .batch = 16};
+  if (name == "small") return {.emb_dim = 128, .heads = 4, .layers = 4, .context = 128, .batch = 16};
+  if (name == "medium") return {.emb_dim = 384, .heads = 6, .layers = 6, .context = 256, .batch = 8};
+  throw Error("unknown config '" + name + "' (expected tiny, small or medium)");
+}
+
+const std::vector<std::string>& gpt_bench_config_names() {
+  static const std::vector<std::string> names = {"tiny", "small", "medium"};
+  return names;
+}
+
+int use_threads(int64_t requested) {
+  const int threads =
+      requested > 0 ? static_cast<int>(requested) : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  set_num_threads(threads);
+  return threads;
+}
+
+std::string number(double v, const char* format) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
 }
 
 double peak_rss_mb() {

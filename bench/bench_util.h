@@ -55,6 +55,18 @@ std::string blis_description();
 // them), which the kernel then zeroes page by page.
 double page_faults_per_call(const std::function<void()>& fn, int calls = 5);
 
+// The GPT benchmarks' configs (bench_gpt's table): the model's shape and the training batch.
+struct GPTBenchConfig {
+  int64_t emb_dim, heads, layers, context, batch;
+};
+GPTBenchConfig gpt_bench_config(const std::string& name);  // "tiny", "small" or "medium"
+const std::vector<std::string>& gpt_bench_config_names();
+
+// Sets tapegrad's (and BLIS's) threads to `requested`, or to all cores when it is 0; returns the count.
+int use_threads(int64_t requested);
+
+std::string number(double v, const char* format = "%.6g");  // printf-formatted, for the JSON lines
+
 double peak_rss_mb();          // getrusage's ru_maxrss (KiB on Linux) in MiB
 std::string load_average();    // the 1-minute load average from /proc/loadavg, or "unknown"
 

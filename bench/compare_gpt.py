@@ -1,6 +1,7 @@
 # compare_gpt.py — tapegrad against PyTorch on the GPT benchmark, run interleaved, as a markdown table.
 #
 #     python3 bench/compare_gpt.py --configs tiny,small --threads 1,2 --pairs 3 --steps 20 --out runs.jsonl
+#     python3 bench/compare_gpt.py --generate --configs medium --threads 1,2 --pairs 2 --new-tokens 500
 #
 # For each config and thread count it runs bench_gpt (A) and bench_gpt_torch.py (B) in turn,
 # A B A B ..., --pairs times, so slow drifts of the machine (other work, clock speed) hit both
@@ -13,6 +14,13 @@
 # the median of the per-pair ratios tapegrad/PyTorch of tokens/s with their min-max, and the
 # largest difference of the step-1 losses (the same seed gives the same model and batches on
 # both sides, so it is ~1e-7). --out also writes every run's JSON line (plus pair and idle facts).
+#
+# --generate compares generation instead (bench_generate, bench_generate_torch.py): three sides
+# in turn, tapegrad with the KV cache, tapegrad recomputing the window, PyTorch recomputing the
+# window (A B C A B C ...). Its table: the medians of tokens/s, the ratios to PyTorch per round
+# (min-max), and how many of the new token ids equal PyTorch's from the start (greedy decoding of
+# the same model: recompute's should all match; the cache's window restarts once full (see
+# bench/bench_generate.cpp), so its ids match up to that point, the first context - prompt + 1).
 #
 # Python's standard library only. The PyTorch side runs with --python (Debian's torch 1.13).
 import argparse
@@ -35,6 +43,9 @@ def flags(argv=None):
     p.add_argument("--pairs", type=int, default=3, help="runs of each side per config and thread count")
     p.add_argument("--steps", type=int, default=20, help="timed steps per run")
     p.add_argument("--warmup", type=int, default=3, help="untimed steps per run before them")
+    p.add_argument("--generate", action="store_true", help="compare generation (bench_generate) instead of training")
+    p.add_argument("--new-tokens", type=int, default=500, help="--generate: tokens to write per run")
+    p.add_argument("--prompt-tokens", type=int, default=16, help="--generate: prompt length")
     p.add_argument("--out", help="write every run's JSON line to this file")
     p.add_argument("--build", default=os.path.join(REPO, "build"), help="tapegrad's build folder (default: %(default)s)")
     p.add_argument("--python", default="/usr/bin/python3", help="the Python with torch (default: %(default)s)")
@@ -52,6 +63,8 @@ def flags(argv=None):
         p.error(f"--configs: unknown config {bad[0]} (expected tiny, small or medium)")
     if o.pairs < 1 or o.steps < 1 or o.warmup < 0 or any(t < 1 for t in o.threads):
         p.error("--pairs, --steps and every --threads must be >= 1, --warmup >= 0")
+    if o.new_tokens < 1 or o.prompt_tokens < 1:
+        p.error("--new-tokens and --prompt-tokens must be >= 1")
     return o
 
 
@@ -94,6 +107,16 @@ def run_one(command):
 
 
 def commands(o, config, threads):
+    """The sides to run in turn, by name."""
+    if o.generate:
+        common = ["--config", config, "--threads", str(threads), "--new-tokens", str(o.new_tokens),
+                  "--prompt-tokens", str(o.prompt_tokens)]
+        program = os.path.join(o.build, "bench", "bench_generate")
+        return {
+            "tapegrad cache": [program, "--mode", "cache"] + common,
+            "tapegrad recompute": [program, "--mode", "recompute"] + common,
+            "pytorch": [o.python, os.path.join(REPO, "bench", "bench_generate_torch.py"), "--build", o.build] + common,
+        }
     common = ["--config", config, "--threads", str(threads), "--steps", str(o.steps), "--warmup", str(o.warmup)]
     tapegrad = [os.path.join(o.build, "bench", "bench_gpt")] + common
     pytorch = [o.python, os.path.join(REPO, "bench", "bench_gpt_torch.py"), "--build", o.build] + common
@@ -130,6 +153,45 @@ def table(o, runs):
     return "\n".join(rows)
 
 
+def matching_prefix(a, b):
+    """How many ids a and b share from the start."""
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    return n
+
+
+def generate_table(o, runs):
+    rows = ["| config | threads | cache tokens/s | recompute tokens/s | PyTorch tokens/s | cache / PyTorch (min-max) "
+            "| recompute / PyTorch (min-max) | ids = PyTorch's: cache, recompute | RSS MB: cache, recompute, PyTorch "
+            "| runs on a busy machine |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
+    for config in o.configs:
+        for threads in o.threads:
+            mine = [r for r in runs if r["config"] == config and r["threads"] == threads]
+            side = {name: [r for r in mine if r["side"] == name] for name in commands(o, config, threads)}
+            torch_runs = side["pytorch"]
+            med = lambda rs, key: statistics.median(r[key] for r in rs)
+
+            def ratios(name):
+                rs = [x["tokens_per_s"] / y["tokens_per_s"] for x, y in zip(side[name], torch_runs)]
+                return f"{statistics.median(rs):.2f} ({min(rs):.2f}-{max(rs):.2f})"
+
+            def matched(name):
+                n = min(matching_prefix(x["ids"], y["ids"]) for x, y in zip(side[name], torch_runs))
+                return f"{n}/{len(torch_runs[0]['ids'])}"
+
+            cache, recompute = side["tapegrad cache"], side["tapegrad recompute"]
+            busy = sum(1 for r in mine if not r["idle"])
+            rows.append(f"| {config} | {threads} | {med(cache, 'tokens_per_s'):.1f} "
+                        f"| {med(recompute, 'tokens_per_s'):.1f} | {med(torch_runs, 'tokens_per_s'):.1f} "
+                        f"| {ratios('tapegrad cache')} | {ratios('tapegrad recompute')} "
+                        f"| {matched('tapegrad cache')}, {matched('tapegrad recompute')} "
+                        f"| {med(cache, 'peak_rss_mb'):.0f}, {med(recompute, 'peak_rss_mb'):.0f}, "
+                        f"{med(torch_runs, 'peak_rss_mb'):.0f} | {busy} of {len(mine)} |")
+    return "\n".join(rows)
+
+
 def main():
     o = flags()
     runs = []
@@ -139,16 +201,16 @@ def main():
         for threads in o.threads:
             cmds = commands(o, config, threads)
             for pair in range(1, o.pairs + 1):
-                for side in ("tapegrad", "pytorch"):
+                for side in cmds:
                     idle, busy = wait_for_idle(o)
                     if not idle:
                         print(f"compare_gpt.py: {config}, {threads} threads, {side} run {pair}: the machine was "
                               f"not idle ({busy:.0%} of all cores busy after {o.idle_wait:.0f} s); running anyway",
                               file=sys.stderr)
                     r = run_one(cmds[side])
-                    r.update(pair=pair, idle=idle, busy_before=round(busy, 3))
+                    r.update(side=side, pair=pair, idle=idle, busy_before=round(busy, 3))
                     runs.append(r)
-                    print(f"  {config:6} {threads} threads {side:8} run {pair}: {r['tokens_per_s']:9.1f} tokens/s"
+                    print(f"  {config:6} {threads} threads {side:18} run {pair}: {r['tokens_per_s']:9.1f} tokens/s"
                           f"{'' if idle else '  (machine busy)'}", file=sys.stderr, flush=True)
                     if out:
                         out.write(json.dumps(r) + "\n")
@@ -156,9 +218,13 @@ def main():
     if out:
         out.close()
     blas = {r["bench"]: r["blas"] for r in runs}
-    print(f"Measured {started} on {machine()}; {o.pairs} interleaved pairs of {o.warmup} + {o.steps} steps.")
+    if o.generate:
+        print(f"Measured {started} on {machine()}; {o.pairs} interleaved rounds of {o.new_tokens} new tokens "
+              f"after a prompt of {o.prompt_tokens}, greedy.")
+    else:
+        print(f"Measured {started} on {machine()}; {o.pairs} interleaved pairs of {o.warmup} + {o.steps} steps.")
     print(f"tapegrad: {blas.get('tapegrad')}. PyTorch {runs[-1].get('torch', '')}: {blas.get('pytorch')}.\n")
-    print(table(o, runs))
+    print(generate_table(o, runs) if o.generate else table(o, runs))
 
 
 if __name__ == "__main__":

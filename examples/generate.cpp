@@ -41,14 +41,8 @@ std::vector<Flag> generate_flags(GenerateOptions& o) {
 
 int run(int argc, char** argv) {
   GenerateOptions o;
-  bool help = false;
-  parse_flags(generate_flags(o), std::vector<std::string>(argv + 1, argv + argc), &help);
-  if (help) {
-    GenerateOptions defaults;
-    std::cout << "usage: generate [flags]\n\nWrites text with a saved GPT.\n\n";
-    print_flags(std::cout, generate_flags(defaults));
+  if (!parse_command_line(o, generate_flags, argc, argv, "usage: generate [flags]\n\nWrites text with a saved GPT.\n\n"))
     return 0;
-  }
   SavedModel saved = load_saved_model(o.ckpt);
   std::vector<int64_t> prompt;
   try {

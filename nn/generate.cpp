@@ -16,6 +16,8 @@ void SamplingOptions::validate() const {
     throw Error("generate: temperature must be finite and >= 0 (0 = greedy), got " + python_float(temperature));
   if (top_k < 0) throw Error("generate: top_k must be >= 0 (0 = off), got " + std::to_string(top_k));
   if (!(top_p > 0.0 && top_p <= 1.0)) throw Error("generate: top_p must be in (0, 1], got " + python_float(top_p));
+  if (keep_when_full < 0)
+    throw Error("generate: keep_when_full must be >= 0 (0 = slide the window), got " + std::to_string(keep_when_full));
 }
 
 Tensor sample_next_token(const Tensor& logits, const SamplingOptions& options, Generator* gen) {
@@ -44,33 +46,44 @@ Tensor sample_next_token(const Tensor& logits, const SamplingOptions& options, G
 }
 
 Tensor generate(GPTModel& model, const Tensor& idx, int64_t max_new_tokens, const SamplingOptions& options,
-                Generator* gen) {
+                Generator* gen, const std::function<void(const Tensor&)>& on_token) {
   options.validate();
   if (max_new_tokens < 0) throw Error("generate: max_new_tokens must be >= 0, got " + std::to_string(max_new_tokens));
   if (idx.dim() != 2 || idx.dtype() != kInt64 || idx.size(1) == 0) {
     throw Error("generate: expected a prompt of token ids of shape (batch, num_tokens >= 1), dtype int64, got " +
                 shape_str(idx.sizes()) + " " + dtype_name(idx.dtype()));
   }
-  NoGradGuard no_grad;
   const int64_t context = model.config().context_length;
-  GPTCache cache;
-  Tensor out = idx;  // (B, T)
-  for (int64_t step = 0; step < max_new_tokens; ++step) {
-    const int64_t T = out.size(1);
-    Tensor logits;  // (B, t, V)
-    if (options.use_kv_cache && cache.length() > 0 && T <= context) {
-      logits = model.forward(out.narrow(1, T - 1, 1), cache);  // only the newest token
-    } else {
-      Tensor window = out.narrow(1, std::max<int64_t>(0, T - context), std::min(T, context));  // last tokens
-      if (options.use_kv_cache) {
-        cache.clear();
-        logits = model.forward(window, cache);
-      } else {
-        logits = model.forward(window);
-      }
+  if (options.keep_when_full > context) {
+    throw Error("generate: keep_when_full (" + std::to_string(options.keep_when_full) +
+                ") exceeds the model's context_length (" + std::to_string(context) + ")");
+  }
+  const int64_t keep = options.keep_when_full > 0 ? options.keep_when_full : context;
+  NoGradGuard no_grad;
+  const int64_t B = idx.size(0), prompt = idx.size(1);
+  Tensor out = empty({B, prompt + max_new_tokens}, kInt64);  // (B, prompt + max_new_tokens), filled as it goes
+  out.narrow(1, 0, prompt).copy_(idx);
+  GPTCache cache;              // holds out[start, T - 1) unless fresh
+  bool fresh = true;           // the window (re)starts: run all of it
+  int64_t start = std::max<int64_t>(0, prompt - context);
+  for (int64_t T = prompt; T < prompt + max_new_tokens; ++T) {
+    if (T - start > context) {
+      start = T - keep;
+      fresh = true;
     }
-    Tensor last = logits.select(1, logits.size(1) - 1);  // (B, V)
-    out = cat({out, sample_next_token(last, options, gen)}, 1);
+    Tensor logits;  // (B, t, V)
+    if (!options.use_kv_cache) {
+      logits = model.forward(out.narrow(1, start, T - start));
+    } else if (fresh) {
+      cache.clear();
+      logits = model.forward(out.narrow(1, start, T - start), cache);
+      fresh = false;
+    } else {
+      logits = model.forward(out.narrow(1, T - 1, 1), cache);  // only the newest token
+    }
+    const Tensor next = sample_next_token(logits.select(1, logits.size(1) - 1), options, gen);  // (B,1)
+    out.narrow(1, T, 1).copy_(next);
+    if (on_token) on_token(next);
   }
   return out;
 }

@@ -14,15 +14,29 @@
 // examples/pytorch/gpt_model.py has the same procedure in PyTorch: the same model, prompt,
 // options and generator seed give the same tokens.
 //
-// The model is used as it is: call model.eval() first, or dropout stays on. Past the model's
-// context_length the window slides: each step sees only the last context_length tokens.
+// The model is used as it is: call model.eval() first, or dropout stays on.
 //
-// With use_kv_cache (the default) the prompt is run once and each new token costs one
-// position's work (GPTCache); the tokens are identical to recomputing the whole window each
-// step (use_kv_cache = false). Once the window slides, every position shifts, so the cache is
-// recomputed from the window at each step: past context_length the cache saves nothing.
+// The window: each step sees the tokens out[start, T) of the T so far. It starts as the last
+// context_length tokens of the prompt and grows by one each step until it would hold more
+// than context_length; then it restarts from the last keep_when_full tokens:
+//
+//   keep_when_full = 0 (= context_length)   the window slides: each step past the context sees
+//                                           the last context_length tokens (PyTorch's
+//                                           idx[:, -context_length:]); the default
+//   keep_when_full = K < context_length     it jumps: a step sees K + 1 .. context_length tokens
+//
+// With use_kv_cache (the default) a fresh window is run once (filling the GPTCache) and each
+// step after it costs one position's work; the tokens are identical to recomputing the window
+// each step (use_kv_cache = false), for any keep_when_full. A restart shifts every position
+// (the position embeddings are absolute), so the cache is refilled from the kept tokens: with
+// the sliding default that happens at every step past the context, and the cache saves nothing
+// there; with K = context_length / 2 it happens once every context_length / 2 steps.
+//
+// on_token, when given, is called after each step with the step's new tokens (B,1): to print
+// them as they come, or to time the steps.
 #pragma once
 #include <cstdint>
+#include <functional>
 
 #include "autograd/generator.h"
 #include "autograd/tensor.h"
@@ -35,6 +49,7 @@ struct SamplingOptions {
   int64_t top_k = 0;         // 0 = off; larger than the vocabulary = off
   double top_p = 1.0;        // 1 = off; in (0, 1]
   bool use_kv_cache = true;  // incremental decoding (same tokens, less work)
+  int64_t keep_when_full = 0;  // past the context: restart the window from this many tokens (0 = slide)
   void validate() const;     // tg::Error naming the option that is out of range
 };
 
@@ -44,6 +59,6 @@ Tensor sample_next_token(const Tensor& logits, const SamplingOptions& options = 
 // idx (B,T) int64 -> (B, T + max_new_tokens): the prompt followed by the generated tokens.
 // Runs without recording (no tape), whatever the grad mode.
 Tensor generate(GPTModel& model, const Tensor& idx, int64_t max_new_tokens, const SamplingOptions& options = {},
-                Generator* gen = nullptr);
+                Generator* gen = nullptr, const std::function<void(const Tensor&)>& on_token = {});
 
 }  // namespace tg::nn

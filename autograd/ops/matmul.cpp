@@ -208,6 +208,7 @@ Tensor blis_operand(const Tensor& t) {
 // measured, a 64x64x64 gemm went from microseconds to milliseconds. Below about 128^3
 // multiply-adds one core is as fast anyway.
 constexpr int64_t kSingleThreadWork = 128 * 128 * 128;
+constexpr int64_t kParallelBatchWork = 64 * 64 * 64;  // the least work worth a thread of its own
 
 // A BLIS runtime object asking for one thread, or null (= BLIS's global thread setting).
 rntm_t* runtime_for(int64_t M, int64_t N, int64_t K, rntm_t* single) {
@@ -234,8 +235,38 @@ void blis_gemm(double* c, const double* a, const double* b, int64_t M, int64_t N
                const_cast<double*>(b), lb.rs, lb.cs, &zero, c, N, 1, nullptr, runtime_for(M, N, K, &single));
 }
 
+// y (m) = A (m,n) @ x (n), A element (i, j) at a[i*rsa + j*csa], x's at x[j*incx]. y is
+// zeroed first, so with beta = 0 nothing of what was there can reach the result.
+void blis_gemv(float* y, const float* a, const float* x, int64_t m, int64_t n, int64_t rsa, int64_t csa, int64_t incx) {
+  float one = 1.0f, zero = 0.0f;
+  std::fill(y, y + m, 0.0f);
+  bli_sgemv(BLIS_NO_TRANSPOSE, BLIS_NO_CONJUGATE, m, n, &one, const_cast<float*>(a), rsa, csa, const_cast<float*>(x),
+            incx, &zero, y, 1);
+}
+
+void blis_gemv(double* y, const double* a, const double* x, int64_t m, int64_t n, int64_t rsa, int64_t csa,
+               int64_t incx) {
+  double one = 1.0, zero = 0.0;
+  std::fill(y, y + m, 0.0);
+  bli_dgemv(BLIS_NO_TRANSPOSE, BLIS_NO_CONJUGATE, m, n, &one, const_cast<double*>(a), rsa, csa,
+            const_cast<double*>(x), incx, &zero, y, 1);
+}
+
 // c (M,N) row-major = a (M,K) @ b (K,N), a and b read through their layouts.
 // beta = 0 makes BLIS overwrite c without reading it, so c may be uninitialised.
+//
+// One row (M = 1: a linear layer on one token, an attention query while generating) or one
+// column (N = 1) is a matrix-vector product. A gemm (BLIS's, or small_gemm's for a weight read
+// transposed) would pack the whole matrix into its blocked layout first, for one use of each
+// element: the copy costs more than the product, and generation with the KV cache is all such
+// products. gemv reads the matrix in place:
+//   M = 1   c (N)  = b^T (N,K) @ a (K)
+//   N = 1   c (M)  = a (M,K)   @ b (K)
+// The general gemm stays the path for everything else (and matmul_naive the test oracle).
+// gemv runs on the calling thread (BLIS does not thread level-2 products). Split by rows over
+// two threads it was no faster on a 2-core machine (the medium GPT's median token took 1.6 ms
+// either way, 3 interleaved pairs: the products are bound by memory bandwidth), and on a busy
+// machine the fork/join of each of a token's ~36 products cost up to hundreds of ms.
 template <class T>
 void gemm(T* c, const T* a, const T* b, int64_t M, int64_t N, int64_t K, const MatrixLayout& la,
           const MatrixLayout& lb) {
@@ -244,6 +275,8 @@ void gemm(T* c, const T* a, const T* b, int64_t M, int64_t N, int64_t K, const M
     std::fill(c, c + M * N, T(0));
     return;
   }
+  if (M == 1) return blis_gemv(c, b, a, N, K, lb.cs, lb.rs, la.cs);
+  if (N == 1) return blis_gemv(c, a, b, M, K, la.rs, la.cs, lb.rs);
   if constexpr (std::is_same_v<T, float>) {
     if (small_gemm::available() && small_gemm::worth_it(M, N, K)) {
       small_gemm::sgemm(c, N, a, la.rs, la.cs, b, lb.rs, lb.cs, M, N, K, small_gemm::best_kernel(N));
@@ -293,9 +326,12 @@ void batched_gemm(const Tensor& out, const Tensor& a, const Tensor& b, const Mat
       gemm(o + i * out_step, pa + offsets[i][0], pb + offsets[i][1], s.M, s.N, s.K, la, lb);
   };
   // Small gemms run single-threaded inside BLIS (see kSingleThreadWork), so spread the batches
-  // over our own threads instead: attention's (B*NH) gemms of (T,hs)@(hs,T) are this case.
+  // over our own threads instead: attention's (B*NH) gemms of (T,hs)@(hs,T) are this case. Each
+  // thread gets at least kParallelBatchWork multiply-adds: a fork/join for less (one query per
+  // head while generating, a tiny model) costs more than it saves, and on a busy machine the
+  // threads wait for each other for milliseconds.
   if (s.M * s.N * s.K <= kSingleThreadWork && batches > 1) {
-    parallel_for(0, batches, 1, run_batches);
+    parallel_for(0, batches, (kParallelBatchWork + s.M * s.N * s.K - 1) / (s.M * s.N * s.K), run_batches);
   } else {
     run_batches(0, batches);
   }

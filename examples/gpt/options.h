@@ -5,7 +5,7 @@
 // integer, got 'ten'") and the programs exit with code 2 on them.
 #pragma once
 #include <cstdint>
-#include <iosfwd>
+#include <iostream>
 #include <string>
 #include <variant>
 #include <vector>
@@ -42,6 +42,20 @@ bool same_value(const Flag& a, const Flag& b);
 void parse_flags(const std::vector<Flag>& flags, const std::vector<std::string>& args, bool* help,
                  std::vector<std::string>* given = nullptr);
 void print_flags(std::ostream& os, const std::vector<Flag>& flags);  // --help: each flag, its default, help
+
+// The start of a program's run(): parses argv into o through make_flags(o). On --help it prints
+// `usage`, then each flag with its default (from a default Options), and returns false.
+template <class Options>
+bool parse_command_line(Options& o, std::vector<Flag> (*make_flags)(Options&), int argc, char** argv,
+                        const std::string& usage) {
+  bool help = false;
+  parse_flags(make_flags(o), std::vector<std::string>(argv + 1, argv + argc), &help);
+  if (!help) return true;
+  Options defaults;
+  std::cout << usage;
+  print_flags(std::cout, make_flags(defaults));
+  return false;
+}
 
 // A program's main(): runs run(argc, argv) and returns its exit code; a UsageError is printed as
 // "<program>: <message>" with exit code 2, any other tg::Error likewise with exit code 1.

@@ -117,6 +117,40 @@ TEST(Matmul, LargerThanOneBlisBlockMatchesNaiveF32) {
   }
 }
 
+// One row (M = 1) or one column (N = 1) goes to BLIS's gemv instead of gemm: odd and
+// vector-length sizes, every layout a linear layer or attention hands it (transposed weights,
+// strided rows and columns, per-head batches of views into a larger buffer), large values.
+TEST(Matmul, OneRowAndOneColumnProductsMatchNaive) {
+  uint32_t seed = 300;
+  for (ScalarType dt : {kFloat32, kFloat64}) {
+    for (int64_t K : {1, 2, 7, 16, 17, 64, 385}) {
+      for (int64_t N : {1, 3, 8, 15, 33, 129}) {
+        const Tensor x = normal_tensor({1, K}, seed, dt), w = normal_tensor({N, K}, seed + 1, dt);
+        expect_matches_naive(x, w.t());                  // a linear layer on one token: w read in place
+        expect_matches_naive(w, x.t());                  // one column
+        expect_matches_naive(x, normal_tensor({K, N}, seed + 2, dt));
+        expect_matches_naive(normal_tensor({N, K}, seed + 3, dt), normal_tensor({K, 1}, seed + 4, dt));
+        const Tensor big = normal_tensor({K + 2, N + 3}, seed + 5, dt);
+        seed += 6;
+        expect_matches_naive(big.select(1, 1).narrow(0, 0, K).unsqueeze(0), big.narrow(0, 1, K).narrow(1, 2, N));
+        expect_matches_naive(big.narrow(0, 2, K).narrow(1, 0, N).t(), big.select(1, N + 2).narrow(0, 1, K));
+        // large values: scaling by powers of two is exact, so the products near 2^100 (~1e30,
+        // still finite in float32) are the small ones' times 2^100, bit for bit
+        const double s = std::ldexp(1.0, 50);
+        EXPECT_TRUE(test::all_close(matmul(x * s, (w * s).t()), matmul(x, w.t()) * (s * s), 0, 0)) << K << " " << N;
+      }
+    }
+    // attention while generating: one query per head against T cached keys, then the values
+    const Tensor cache = normal_tensor({2, 3, 12, 8}, seed++, dt);  // (b, h, context, hs)
+    const Tensor keys = cache.narrow(2, 0, 5), q = normal_tensor({2, 3, 1, 8}, seed++, dt);
+    expect_matches_naive(q, keys.transpose(2, 3));                                     // (2,3,1,5)
+    expect_matches_naive(normal_tensor({2, 3, 1, 5}, seed++, dt), cache.narrow(2, 0, 5));  // (2,3,1,8)
+    const Tensor token = normal_tensor({1, 1, 17}, seed++, dt), weight = normal_tensor({9, 17}, seed++, dt);
+    const Tensor bias = normal_tensor({9}, seed++, dt);
+    expect_close(linear(token, weight, bias), matmul_naive(token, weight.t()) + bias);
+  }
+}
+
 TEST(Matmul, TransposedPermutedAndSlicedOperandsMatchNaive) {
   for (ScalarType dt : {kFloat32, kFloat64}) {
     const Tensor x = normal_tensor({5, 4}, 11, dt), w = normal_tensor({6, 4}, 12, dt);
@@ -419,6 +453,19 @@ TEST(MatmulThreads, ResultIsTheSameOnOneThreadAndMany) {
   const Tensor one = matmul(a, b);
   set_num_threads(4);
   expect_close(matmul(a, b), one);
+}
+
+// Matrix-vector products (BLIS's gemv): the same bits on any thread count.
+TEST(MatmulThreads, OneRowAndOneColumnProductsAreTheSameBitsOnAnyThreadCount) {
+  ThreadCountGuard guard;
+  const Tensor x = normal_tensor({1, 385}, 93, kFloat32), w = normal_tensor({1037, 385}, 94, kFloat32);
+  set_num_threads(1);
+  const Tensor row = matmul(x, w.t()), column = matmul(w, x.t());  // (1,1037), (1037,1)
+  for (int threads : {2, 3}) {
+    set_num_threads(threads);
+    EXPECT_TRUE(test::all_close(matmul(x, w.t()), row, 0, 0)) << threads << " threads";
+    EXPECT_TRUE(test::all_close(matmul(w, x.t()), column, 0, 0)) << threads << " threads";
+  }
 }
 
 TEST(MatmulThreads, ParallelForCoversTheRangeOnceInGrainSizedChunks) {

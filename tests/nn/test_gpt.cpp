@@ -4,7 +4,9 @@
 // with and without dropout; and its bad inputs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "autograd/generator.h"
 #include "autograd/json.h"
@@ -120,6 +122,9 @@ TEST(Generate, BadOptionsAndPromptsAreErrors) {
   expect_error([&] { generate(model, prompt, -1); }, {"max_new_tokens must be >= 0, got -1"});
   expect_error([&] { generate(model, zeros({1, 2}), 3); }, {"dtype int64", "float32"});
   expect_error([&] { generate(model, zeros({1, 0}, kInt64), 3); }, {"num_tokens >= 1", "(1,0)"});
+  expect_error([&] { generate(model, prompt, 3, {.keep_when_full = -1}); }, {"keep_when_full must be >= 0", "-1"});
+  expect_error([&] { generate(model, prompt, 3, {.keep_when_full = 5}); },
+               {"keep_when_full (5) exceeds the model's context_length (4)"});
   expect_error([&] { sample_next_token(zeros({5})); }, {"(batch, vocab_size)", "(5)"});
 }
 
@@ -171,6 +176,73 @@ TEST(KVCache, GeneratesTheSameTokensAsRecomputing) {
       const Tensor recomputed = generate(model, prompt, 20, options, &g2);
       EXPECT_EQ(cached.tolist<int64_t>(), recomputed.tolist<int64_t>()) << "seed " << seed;
     }
+  }
+}
+
+// Past the context the window restarts from the last keep_when_full tokens: the cache, refilled
+// from them and then fed one token at a time, writes the same tokens as recomputing the window
+// each step, for prompts shorter and longer than the context, every keep from 1 to the context.
+TEST(KVCache, GeneratesTheSameTokensAsRecomputingWhenTheWindowRestarts) {
+  manual_seed(5);
+  GPTModel model(GPTConfig{.vocab_size = 11, .context_length = 8, .emb_dim = 8, .n_heads = 2, .n_layers = 2});
+  model.eval();
+  for (int64_t prompt_length : {1, 3, 8, 11}) {
+    const Tensor prompt = randint(0, 11, {2, prompt_length});
+    for (int64_t keep = 1; keep <= 8; ++keep) {
+      SamplingOptions options{.temperature = 0.9, .top_k = 5, .keep_when_full = keep};
+      Generator g1(keep), g2(keep);
+      options.use_kv_cache = true;
+      const Tensor cached = generate(model, prompt, 25, options, &g1);
+      options.use_kv_cache = false;
+      const Tensor recomputed = generate(model, prompt, 25, options, &g2);
+      EXPECT_EQ(cached.tolist<int64_t>(), recomputed.tolist<int64_t>())
+          << "prompt of " << prompt_length << ", keep " << keep;
+    }
+  }
+}
+
+// The window's rule, written out as a plain loop (greedy, one sequence): it starts as the last
+// context_length tokens; once it would hold more, it restarts from the last keep tokens.
+std::vector<int64_t> generate_greedy_by_hand(GPTModel& model, std::vector<int64_t> tokens, int64_t n, int64_t keep) {
+  NoGradGuard no_grad;
+  const int64_t context = model.config().context_length;
+  int64_t start = std::max<int64_t>(0, static_cast<int64_t>(tokens.size()) - context);
+  for (int64_t step = 0; step < n; ++step) {
+    const int64_t T = static_cast<int64_t>(tokens.size());
+    if (T - start > context) start = T - keep;
+    const std::vector<int64_t> window(tokens.begin() + start, tokens.end());
+    const Tensor logits = model.forward(from_vector(window, {1, T - start}));  // (1, T - start, V)
+    tokens.push_back(argmax(logits.select(1, T - start - 1), -1).item<int64_t>());
+  }
+  return tokens;
+}
+
+TEST(Generate, KeepWhenFullRestartsTheWindowFromTheLastTokens) {
+  manual_seed(6);
+  GPTModel model(GPTConfig{.vocab_size = 9, .context_length = 6, .emb_dim = 8, .n_heads = 2, .n_layers = 1});
+  model.eval();
+  const std::vector<int64_t> prompt = {4, 1, 7};
+  for (int64_t keep : {0, 2, 5}) {
+    for (bool use_kv_cache : {true, false}) {
+      SamplingOptions options{.temperature = 0.0, .use_kv_cache = use_kv_cache, .keep_when_full = keep};
+      const Tensor out = generate(model, from_vector(prompt, {1, 3}), 16, options);
+      EXPECT_EQ(out.tolist<int64_t>(), generate_greedy_by_hand(model, prompt, 16, keep == 0 ? 6 : keep))
+          << "keep_when_full " << keep << (use_kv_cache ? ", cache" : ", recompute");
+    }
+  }
+}
+
+TEST(Generate, OnTokenSeesEachStepsNewTokens) {
+  manual_seed(7);
+  GPTModel model(GPTConfig{.vocab_size = 9, .context_length = 6, .emb_dim = 8, .n_heads = 2, .n_layers = 1});
+  model.eval();
+  std::vector<Tensor> seen;
+  const Tensor out = generate(model, zeros({2, 2}, kInt64), 5, {.temperature = 0.0}, nullptr,
+                              [&](const Tensor& next) { seen.push_back(next.clone()); });
+  ASSERT_EQ(seen.size(), 5u);
+  for (int64_t i = 0; i < 5; ++i) {
+    EXPECT_EQ(seen[static_cast<size_t>(i)].sizes(), Shape({2, 1}));
+    EXPECT_TRUE(all_close(seen[static_cast<size_t>(i)], out.narrow(1, 2 + i, 1), 0, 0)) << "step " << i;
   }
 }
 

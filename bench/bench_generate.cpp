@@ -1,0 +1,163 @@
+// bench/bench_generate.cpp — text generation speed of tapegrad's GPT, as one JSON line.
+//
+//   ./build/bench/bench_generate --config medium --threads 1 --new-tokens 500 --mode cache
+//
+// The model: the config's shape (bench_gpt's table), the built-in corpus's characters as the
+// vocabulary (as bench_gpt's), initialised from --seed and not trained, in eval mode. The
+// prompt: the first P (--prompt-tokens) characters of the corpus, batch 1. Decoding is greedy
+// (argmax), so bench_generate_torch.py, the same model in PyTorch from the same seed, writes the
+// same tokens: the ids in the line are a check that both compute the same thing.
+//
+// What is timed: nn::generate writing N (--new-tokens) tokens, each step on its own (the
+// forward of the window or of the newest token, the argmax, storing the token). An untimed
+// generate of --warmup tokens comes first (BLIS's buffers, the allocator).
+//
+// The window. N + P is more than the context (500 new tokens, context 256), so the window must
+// move (nn/generate.h):
+//   --mode recompute   every step runs the whole window: the last context_length tokens past
+//                      the context, as PyTorch's recompute loop (idx[:, -context_length:])
+//   --mode cache       the KV cache: a step costs one position. Once the window is full it
+//                      restarts from the last --keep tokens (default context_length / 2): one
+//                      forward of those refills the cache. So a step sees keep + 1 ..
+//                      context_length tokens, not always the last context_length: the tokens
+//                      equal recompute's up to the first restart (the first context_length - P
+//                      + 1 new ones) and differ after. bench_generate_torch.py --keep K writes
+//                      the same as --mode cache --keep K all the way. --keep context_length
+//                      slides the cached window too (refilled at every step past the context).
+//
+// The line's fields:
+//   tokens_per_s          N / seconds_total
+//   ms_per_token_median   the median step time
+//   ms_per_token_max      the slowest step (with --mode cache: a refill of the window)
+//   seconds_total         the N steps
+//   peak_rss_mb           getrusage's ru_maxrss
+//   ids_hash              FNV-1a (64 bits) of the N new ids as little-endian int64, in hex
+//   first_ids, ids        the first 16 new ids, all N
+//   blas                  BLIS's version, threading build and kernels, from BLIS itself
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "autograd/json.h"
+#include "autograd/ops.h"
+#include "autograd/generator.h"
+#include "bench/bench_util.h"
+#include "examples/gpt/corpus.h"
+#include "examples/gpt/options.h"
+#include "examples/gpt/tokenizer.h"
+#include "nn/generate.h"
+
+using namespace tg::examples;
+using tg::bench::number;
+
+namespace {
+
+struct BenchOptions {
+  std::string config = "medium";
+  std::string mode = "cache";
+  int64_t threads = 0;  // 0 = all cores
+  int64_t new_tokens = 500;
+  int64_t prompt_tokens = 16;
+  int64_t keep = 0;  // 0 = the mode's default
+  int64_t warmup = 4;
+  int64_t seed = 1337;
+};
+
+std::vector<Flag> bench_flags(BenchOptions& o) {
+  return {
+      text_flag("config", &o.config, "the model's shape (bench/bench_gpt.cpp's table)",
+                tg::bench::gpt_bench_config_names()),
+      text_flag("mode", &o.mode, "cache: KV cache; recompute: the whole window each step", {"cache", "recompute"}),
+      int_flag("threads", &o.threads, "threads for BLIS and tapegrad's loops (0 = all cores)", 0, 1024),
+      int_flag("new-tokens", &o.new_tokens, "tokens to write (timed)", 1, 1e7),
+      int_flag("prompt-tokens", &o.prompt_tokens, "the prompt: this many characters of the built-in corpus", 1, 1e5),
+      int_flag("keep", &o.keep,
+               "past the context, restart the window from this many tokens (0 = cache: context / 2, "
+               "recompute: context, i.e. slide)",
+               0, 1e7),
+      int_flag("warmup", &o.warmup, "tokens written untimed first", 0, 1e7),
+      int_flag("seed", &o.seed, "seed of the model's initialisation", 0, 9007199254740991.0),
+  };
+}
+
+// FNV-1a over the bytes of the ids as little-endian int64 (bench_generate_torch.py: the same).
+std::string fnv1a_hex(const std::vector<int64_t>& ids) {
+  uint64_t h = 14695981039346656037ull;
+  for (int64_t id : ids) {
+    const auto v = static_cast<uint64_t>(id);
+    for (int byte = 0; byte < 8; ++byte) {
+      h ^= (v >> (8 * byte)) & 0xff;
+      h *= 1099511628211ull;
+    }
+  }
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+std::string json_ids(const std::vector<int64_t>& ids, size_t n) {
+  std::string s = "[";
+  for (size_t i = 0; i < n && i < ids.size(); ++i) s += (i ? ", " : "") + std::to_string(ids[i]);
+  return s + "]";
+}
+
+int run(int argc, char** argv) {
+  BenchOptions b;
+  const char* usage =
+      "usage: bench_generate [flags]\n\nWrites --new-tokens tokens greedily with an untrained GPT and prints one "
+      "JSON line: tokens/s, ms per token, peak RSS, the ids.\n\n";
+  if (!parse_command_line(b, bench_flags, argc, argv, usage)) return 0;
+  const int threads = tg::bench::use_threads(b.threads);
+  const tg::bench::GPTBenchConfig c = tg::bench::gpt_bench_config(b.config);
+  if (b.keep > c.context)
+    throw UsageError("--keep (" + std::to_string(b.keep) + ") exceeds the context (" + std::to_string(c.context) + ")");
+  const std::string text = builtin_corpus();
+  const CharTokenizer tokenizer = CharTokenizer::from_text(text);
+  std::vector<int64_t> prompt = tokenizer.encode(text.substr(0, static_cast<size_t>(b.prompt_tokens)));
+  const tg::nn::GPTConfig config{.vocab_size = tokenizer.vocab_size(), .context_length = c.context,
+                                 .emb_dim = c.emb_dim, .n_heads = c.heads, .n_layers = c.layers};
+  tg::manual_seed(static_cast<uint64_t>(b.seed));
+  tg::nn::GPTModel model(config);
+  model.eval();
+
+  tg::nn::SamplingOptions options;
+  options.temperature = 0.0;  // greedy
+  options.use_kv_cache = b.mode == "cache";
+  options.keep_when_full = b.keep > 0 ? b.keep : (b.mode == "cache" ? c.context / 2 : c.context);
+  const tg::Tensor idx = tg::from_vector(prompt, {1, static_cast<int64_t>(prompt.size())});  // (1, P)
+  if (b.warmup > 0) tg::nn::generate(model, idx, b.warmup, options);
+
+  using Clock = std::chrono::steady_clock;
+  std::vector<double> seconds;  // one per step
+  auto last = Clock::now();
+  const auto start = last;
+  const tg::Tensor out = tg::nn::generate(model, idx, b.new_tokens, options, nullptr, [&](const tg::Tensor&) {
+    const auto now = Clock::now();
+    seconds.push_back(std::chrono::duration<double>(now - last).count());
+    last = now;
+  });
+  const double total = std::chrono::duration<double>(last - start).count();
+  const double rss = tg::bench::peak_rss_mb();
+  std::vector<int64_t> ids = out.narrow(1, idx.size(1), b.new_tokens).tolist<int64_t>();
+
+  std::cout << "{\"bench\": \"tapegrad\", \"config\": " << tg::json::quote(b.config)
+            << ", \"mode\": " << tg::json::quote(b.mode) << ", \"threads\": " << threads
+            << ", \"prompt_tokens\": " << prompt.size() << ", \"new_tokens\": " << b.new_tokens
+            << ", \"context\": " << c.context << ", \"keep\": " << options.keep_when_full
+            << ", \"vocab_size\": " << config.vocab_size << ", \"params\": " << model.num_parameters()
+            << ", \"tokens_per_s\": " << number(static_cast<double>(b.new_tokens) / total, "%.1f")
+            << ", \"ms_per_token_median\": " << number(tg::bench::median(seconds) * 1e3, "%.3f")
+            << ", \"ms_per_token_max\": " << number(*std::max_element(seconds.begin(), seconds.end()) * 1e3, "%.3f")
+            << ", \"seconds_total\": " << number(total, "%.3f") << ", \"peak_rss_mb\": " << number(rss, "%.1f")
+            << ", \"ids_hash\": " << tg::json::quote(fnv1a_hex(ids)) << ", \"first_ids\": " << json_ids(ids, 16)
+            << ", \"ids\": " << json_ids(ids, ids.size())
+            << ", \"blas\": " << tg::json::quote(tg::bench::blis_description()) << "}" << std::endl;
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) { return main_reporting_errors("bench_generate", argc, argv, run); }

@@ -1,0 +1,122 @@
+# bench_generate_torch.py — bench/bench_generate.cpp in PyTorch: the same untrained model
+# (examples/pytorch/gpt_model.py from the same seed, so the same weights), the same prompt and
+# vocabulary, greedy decoding, the same flags and JSON line.
+#
+#     /usr/bin/python3 bench/bench_generate_torch.py --config medium --threads 1 --new-tokens 500
+#
+# The loop is the notebooks' recompute-the-context one (generate_text_simple): under
+# torch.no_grad() and model.eval(), each step runs the model on the window, takes the last
+# position's logits, their argmax, and appends it. The window is the last context_length tokens
+# (idx[:, -context_length:]); with --keep K < context_length it restarts from the last K tokens
+# once full, as tapegrad's cache does (bench_generate --mode cache --keep K writes the same ids).
+# PyTorch has no KV cache in this model: every step recomputes the window.
+#
+# The vocabulary is the built-in corpus's characters, which it gets from the build
+# (<--build>/examples/train_gpt --write-corpus), as bench_gpt_torch.py. The thread count goes
+# into OMP_NUM_THREADS and BLIS_NUM_THREADS before torch is imported. Fields as bench_generate's;
+# peak_rss_mb includes the Python interpreter and torch's libraries.
+import argparse
+import json
+import os
+import resource
+import statistics
+import struct
+import sys
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, "examples", "pytorch"))
+sys.path.insert(0, os.path.join(REPO, "bench"))
+
+from bench_gpt_torch import CONFIGS, blas_description, builtin_corpus, import_torch  # noqa: E402
+
+
+def flags(argv=None):
+    p = argparse.ArgumentParser(description="Generation speed of the GPT in PyTorch, as one JSON line.")
+    p.add_argument("--config", choices=sorted(CONFIGS), default="medium")
+    p.add_argument("--mode", choices=["recompute"], default="recompute", help="the only one: no KV cache")
+    p.add_argument("--threads", type=int, default=0, help="threads (0 = all cores)")
+    p.add_argument("--new-tokens", type=int, default=500, help="tokens to write (timed)")
+    p.add_argument("--prompt-tokens", type=int, default=16, help="the prompt: this many characters of the corpus")
+    p.add_argument("--keep", type=int, default=0,
+                   help="past the context, restart the window from this many tokens (0 = slide)")
+    p.add_argument("--warmup", type=int, default=4, help="tokens written untimed first")
+    p.add_argument("--seed", type=int, default=1337)
+    p.add_argument("--build", default=os.path.join(REPO, "build"),
+                   help="tapegrad's build folder, for the built-in corpus (default: %(default)s)")
+    o = p.parse_args(argv)
+    if o.new_tokens < 1 or o.prompt_tokens < 1 or o.keep < 0 or o.warmup < 0 or o.threads < 0:
+        p.error("--new-tokens and --prompt-tokens must be >= 1; --keep, --warmup and --threads >= 0")
+    if o.keep > CONFIGS[o.config]["context"]:
+        p.error(f"--keep ({o.keep}) exceeds the context ({CONFIGS[o.config]['context']})")
+    return o
+
+
+def generate_text_simple(torch, model, idx, max_new_tokens, context, keep, on_token=None):
+    """idx (1,P) -> (1, P + max_new_tokens), greedy; the window idx[:, start:] as nn/generate.h's."""
+    start = max(0, idx.shape[1] - context)
+    for _ in range(max_new_tokens):
+        T = idx.shape[1]
+        if T - start > context:
+            start = T - keep
+        with torch.no_grad():
+            logits = model(idx[:, start:])[:, -1, :]
+        idx_next = torch.argmax(logits, dim=-1, keepdim=True)
+        idx = torch.cat((idx, idx_next), dim=1)
+        if on_token:
+            on_token()
+    return idx
+
+
+def fnv1a_hex(ids):
+    h = 14695981039346656037
+    for byte in struct.pack(f"<{len(ids)}q", *ids):
+        h = ((h ^ byte) * 1099511628211) % (1 << 64)
+    return f"{h:016x}"
+
+
+def main():
+    o = flags()
+    torch, threads = import_torch(o.threads)
+    from gpt_model import GPTModel  # examples/pytorch/gpt_model.py
+    from train_gpt import char_vocab
+
+    c = CONFIGS[o.config]
+    text = builtin_corpus(o.build)
+    vocab = char_vocab(text)
+    index = {ch: i for i, ch in enumerate(vocab)}
+    prompt = [index[ch] for ch in text[:o.prompt_tokens]]
+    cfg = dict(vocab_size=len(vocab), context_length=c["context"], emb_dim=c["emb_dim"], n_heads=c["heads"],
+               n_layers=c["layers"], drop_rate=0.0, qkv_bias=False)
+    torch.manual_seed(o.seed)
+    model = GPTModel(cfg)
+    model.eval()
+    keep = o.keep or c["context"]
+    idx = torch.tensor([prompt], dtype=torch.int64)
+    if o.warmup:
+        generate_text_simple(torch, model, idx, o.warmup, c["context"], keep)
+
+    seconds, last = [], [time.perf_counter()]
+
+    def on_token():
+        now = time.perf_counter()
+        seconds.append(now - last[0])
+        last[0] = now
+
+    start = last[0]
+    out = generate_text_simple(torch, model, idx, o.new_tokens, c["context"], keep, on_token)
+    total = last[0] - start
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    ids = out[0, len(prompt):].tolist()
+    print(json.dumps({
+        "bench": "pytorch", "config": o.config, "mode": o.mode, "threads": threads, "prompt_tokens": len(prompt),
+        "new_tokens": o.new_tokens, "context": c["context"], "keep": keep, "vocab_size": len(vocab),
+        "params": sum(p.numel() for p in model.parameters()), "tokens_per_s": round(o.new_tokens / total, 1),
+        "ms_per_token_median": round(statistics.median(seconds) * 1e3, 3), "seconds_total": round(total, 3),
+        "peak_rss_mb": round(rss, 1), "ids_hash": fnv1a_hex(ids), "first_ids": ids[:16], "ids": ids,
+        "blas": blas_description(), "torch": torch.__version__,
+    }), flush=True)
+
+
+if __name__ == "__main__":
+    main()
