@@ -17,7 +17,7 @@
 #include <random>
 #include <sstream>
 
-#include "autograd/generator.h"
+#include "autograd/random/generator.h"
 #include "autograd/ops.h"
 #include "autograd/tape.h"
 

@@ -53,13 +53,13 @@ struct TensorImpl : std::enable_shared_from_this<TensorImpl> {
   uint64_t base_history = 0;
 };
 
-// Where Storage gets its buffer and gives it back (autograd/memory.cpp): 64-byte aligned, from
+// Where Storage gets its buffer and gives it back (autograd/runtime/memory.cpp): 64-byte aligned, from
 // the cache of freed buffers when one of that size is there. allocate_storage throws
 // "out of memory: cannot allocate N bytes".
 void* allocate_storage(size_t nbytes);
 void release_storage(void* data, size_t nbytes);
 
-// Names BLIS's kernels for a CPU newer than the BLIS knows (autograd/blis_kernels.cpp); call
+// Names BLIS's kernels for a CPU newer than the BLIS knows (autograd/kernels/blis_kernels.cpp); call
 // before BLIS's first use. Changes nothing when the user set BLIS_ARCH_TYPE.
 void choose_blis_kernels();
 

@@ -2,7 +2,7 @@
 // print_format.cpp; this file gathers the values and the suffixes PyTorch adds).
 #include <ostream>
 
-#include "autograd/ops/loops.h"
+#include "autograd/loops.h"
 #include "autograd/print_format.h"
 #include "autograd/tape.h"
 #include "autograd/tensor.h"

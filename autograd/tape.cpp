@@ -13,7 +13,7 @@
 #include <string_view>
 
 #include "autograd/ops.h"
-#include "autograd/ops/loops.h"
+#include "autograd/loops.h"
 
 namespace tg {
 

@@ -41,9 +41,9 @@
 #include <string>
 #include <vector>
 
-#include "autograd/json.h"
+#include "autograd/io/json.h"
 #include "autograd/ops.h"
-#include "autograd/generator.h"
+#include "autograd/random/generator.h"
 #include "bench/bench_util.h"
 #include "examples/gpt/corpus.h"
 #include "examples/gpt/options.h"

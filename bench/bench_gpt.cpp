@@ -44,9 +44,9 @@
 #include <string>
 #include <vector>
 
-#include "autograd/json.h"
-#include "autograd/memory.h"
-#include "autograd/parallel.h"
+#include "autograd/io/json.h"
+#include "autograd/runtime/memory.h"
+#include "autograd/runtime/parallel.h"
 #include "bench/bench_util.h"
 #include "examples/gpt/corpus.h"
 #include "examples/gpt/options.h"

@@ -52,7 +52,7 @@
 #include <vector>
 
 #include "autograd/ops.h"
-#include "autograd/parallel.h"
+#include "autograd/runtime/parallel.h"
 #include "autograd/tape.h"
 #include "bench/bench_util.h"
 #include "nn/gpt.h"

@@ -12,7 +12,7 @@
 
 #include "autograd/error.h"
 #include "autograd/ops.h"
-#include "autograd/parallel.h"
+#include "autograd/runtime/parallel.h"
 
 namespace tg::bench {
 

@@ -11,7 +11,7 @@
 #include "autograd/graph_dot.h"
 #include "autograd/ops.h"
 #include "examples/common/args.h"
-#include "autograd/atomic_file.h"
+#include "autograd/io/atomic_file.h"
 #include "examples/common/plots.h"
 #include "examples/common/your_journey.h"
 #include "nn/attention.h"

@@ -14,7 +14,7 @@
 #include "autograd/ops.h"
 #include "autograd/tape.h"
 #include "examples/common/args.h"
-#include "autograd/atomic_file.h"
+#include "autograd/io/atomic_file.h"
 #include "examples/common/plots.h"
 #include "examples/common/your_journey.h"
 

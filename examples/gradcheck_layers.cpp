@@ -26,7 +26,7 @@
 #include <string>
 #include <vector>
 
-#include "autograd/generator.h"
+#include "autograd/random/generator.h"
 #include "autograd/ops.h"
 #include "nn/gradcheck.h"
 #include "nn/nn.h"

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "autograd/generator.h"
+#include "autograd/random/generator.h"
 #include "autograd/ops.h"
 #include "examples/common/args.h"
 #include "examples/common/plots.h"

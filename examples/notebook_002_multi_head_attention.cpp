@@ -19,7 +19,7 @@
 #include <memory>
 #include <string>
 
-#include "autograd/generator.h"
+#include "autograd/random/generator.h"
 #include "autograd/ops.h"
 #include "examples/notebook_cells.h"
 #include "nn/layers.h"

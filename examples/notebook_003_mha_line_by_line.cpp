@@ -20,7 +20,7 @@
 #include <optional>
 #include <string>
 
-#include "autograd/generator.h"
+#include "autograd/random/generator.h"
 #include "autograd/ops.h"
 #include "examples/common/args.h"
 #include "examples/common/plots.h"

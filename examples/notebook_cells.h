@@ -14,7 +14,7 @@
 #include <iostream>
 #include <string>
 
-#include "autograd/generator.h"
+#include "autograd/random/generator.h"
 #include "autograd/tensor.h"
 
 namespace notebook {

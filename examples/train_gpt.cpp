@@ -22,9 +22,9 @@
 #include <string>
 #include <vector>
 
-#include "autograd/atomic_file.h"
+#include "autograd/io/atomic_file.h"
 #include "autograd/ops.h"
-#include "autograd/parallel.h"
+#include "autograd/runtime/parallel.h"
 #include "examples/gpt/checkpoint.h"
 #include "examples/gpt/corpus.h"
 #include "examples/gpt/run_log.h"

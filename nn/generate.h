@@ -38,7 +38,7 @@
 #include <cstdint>
 #include <functional>
 
-#include "autograd/generator.h"
+#include "autograd/random/generator.h"
 #include "autograd/tensor.h"
 #include "nn/gpt.h"
 

@@ -1,4 +1,4 @@
-// nn/init.cpp — parameter initialisation as PyTorch 1.13 does it (§8 in autograd/random_kernels.h).
+// nn/init.cpp — parameter initialisation as PyTorch 1.13 does it (§8 in autograd/random/random_kernels.h).
 //
 // Every function here is a few uniform_ / normal_ calls under no-grad; what matters for
 // bit-exactness is (1) the bounds, computed with the same double operations in the same order
@@ -9,7 +9,7 @@
 #include <string>
 
 #include "autograd/ops.h"
-#include "autograd/random_kernels.h"
+#include "autograd/random/random_kernels.h"
 #include "autograd/tape.h"
 
 namespace tg::nn::init {

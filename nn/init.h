@@ -1,5 +1,5 @@
 // nn/init.h — parameter initialisation, drawing exactly what PyTorch 1.13's nn.init and module
-// constructors draw (§8 in autograd/random_kernels.h), so a model seeded like a PyTorch one starts from
+// constructors draw (§8 in autograd/random/random_kernels.h), so a model seeded like a PyTorch one starts from
 // the same weights, bit for bit.
 //
 //   uniform_(w, a, b)         w ~ U(a, b)                                   (§3)
@@ -20,7 +20,7 @@
 #include <cstdint>
 #include <optional>
 
-#include "autograd/generator.h"
+#include "autograd/random/generator.h"
 #include "autograd/tensor.h"
 
 namespace tg::nn::init {

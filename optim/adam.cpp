@@ -5,7 +5,7 @@
 // in double, as Python computes them, then rounded to the parameter's dtype with the other
 // hyperparameters (as a Python float meeting a float32 tensor is). PyTorch's CPU kernels fuse
 // "x.add_(y, alpha=a)" into fma(a, y, x) and "x.addcmul_(y, z, value=c)" into fma(c * y, z, x);
-// so does the loop below (optim/kernels.h).
+// so does the loop below (autograd/kernels/optim_kernels.h).
 //
 // One AdamW step over the small GPT's 824832 float32 parameters (bench_kernels --threads 1,
 // medians, the two builds run in turn on a busy 2-core machine):
@@ -18,9 +18,9 @@
 #include <cmath>
 
 #include "autograd/ops.h"
-#include "autograd/parallel.h"
+#include "autograd/runtime/parallel.h"
 #include "autograd/tape.h"
-#include "optim/kernels.h"
+#include "autograd/kernels/optim_kernels.h"
 
 namespace tg::optim {
 

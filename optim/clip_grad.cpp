@@ -1,6 +1,6 @@
 // optim/clip_grad.cpp — the total gradient norm and the in-place scaling.
 //
-// The 2-norm is summed as PyTorch's CPU kernel sums it (optim/kernels.h: sum_of_squares), so
+// The 2-norm is summed as PyTorch's CPU kernel sums it (autograd/kernels/optim_kernels.h: sum_of_squares), so
 // float32 results match it closely (usually bit for bit); the other norms are plain running sums.
 #include "optim/clip_grad.h"
 
@@ -11,7 +11,7 @@
 #include "autograd/ops.h"
 #include "autograd/tape.h"
 #include "nn/module.h"
-#include "optim/kernels.h"
+#include "autograd/kernels/optim_kernels.h"
 
 namespace tg::optim {
 

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "autograd/json.h"
+#include "autograd/io/json.h"
 #include "autograd/ops.h"
 
 namespace tg::test {

@@ -20,10 +20,10 @@
 #include <numbers>
 
 #include "autograd/ops.h"
-#include "autograd/ops/activation_kernels.h"
+#include "autograd/kernels/activation_kernels.h"
 #include "autograd/ops/derivatives.h"
-#include "autograd/ops/loops.h"
-#include "autograd/ops/vec_math.h"
+#include "autograd/loops.h"
+#include "autograd/kernels/vec_math.h"
 #include "autograd/tape.h"
 
 namespace tg {

@@ -25,8 +25,8 @@
 
 #include "autograd/error.h"
 #include "autograd/ops.h"
-#include "autograd/ops/loops.h"
-#include "autograd/parallel.h"
+#include "autograd/loops.h"
+#include "autograd/runtime/parallel.h"
 #include "autograd/tape.h"
 
 namespace tg {

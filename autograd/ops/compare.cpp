@@ -7,7 +7,7 @@
 #include <cmath>
 
 #include "autograd/ops.h"
-#include "autograd/ops/loops.h"
+#include "autograd/loops.h"
 #include "autograd/tape.h"
 
 namespace tg {

@@ -4,7 +4,7 @@
 //             out_i   = x_i * noise_i
 //   backward  dx_i    = g_i * noise_i
 //
-// What PyTorch runs on the CPU (§6 in autograd/random_kernels.h):
+// What PyTorch runs on the CPU (§6 in autograd/random/random_kernels.h):
 //   * p == 0, eval mode, or an empty x: x itself is returned, and nothing is drawn;
 //   * p == 1: x * 0 (a 0-d zero; negative x gives -0.0), nothing drawn;
 //   * otherwise noise is a new contiguous tensor filled in memory (= row-major) order with
@@ -17,11 +17,11 @@
 #include <string>
 #include <type_traits>
 
-#include "autograd/generator.h"
+#include "autograd/random/generator.h"
 #include "autograd/ops.h"
-#include "autograd/ops/loops.h"
+#include "autograd/loops.h"
 #include "autograd/ops/nn_kernels.h"
-#include "autograd/random_kernels.h"
+#include "autograd/random/random_kernels.h"
 #include "autograd/tape.h"
 
 namespace tg {

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "autograd/ops.h"
-#include "autograd/ops/loops.h"
+#include "autograd/loops.h"
 #include "autograd/ops/nn_kernels.h"
 #include "autograd/tape.h"
 

@@ -33,7 +33,7 @@
 #include "autograd/error.h"
 #include "autograd/ops.h"
 #include "autograd/ops/derivatives.h"
-#include "autograd/ops/loops.h"
+#include "autograd/loops.h"
 #include "autograd/tape.h"
 
 namespace tg {

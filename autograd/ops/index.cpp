@@ -12,7 +12,7 @@
 #include <algorithm>
 
 #include "autograd/ops.h"
-#include "autograd/ops/loops.h"
+#include "autograd/loops.h"
 #include "autograd/tape.h"
 
 namespace tg {

@@ -19,9 +19,9 @@
 #include <vector>
 
 #include "autograd/ops.h"
-#include "autograd/ops/loops.h"
+#include "autograd/loops.h"
 #include "autograd/ops/nn_kernels.h"
-#include "autograd/ops/row_kernels.h"
+#include "autograd/kernels/row_kernels.h"
 #include "autograd/tape.h"
 
 namespace tg {

@@ -18,10 +18,10 @@
 #include <vector>
 
 #include "autograd/ops.h"
-#include "autograd/ops/loops.h"
+#include "autograd/loops.h"
 #include "autograd/ops/nn_kernels.h"
-#include "autograd/ops/softmax_kernels.h"
-#include "autograd/parallel.h"
+#include "autograd/kernels/softmax_kernels.h"
+#include "autograd/runtime/parallel.h"
 #include "autograd/tape.h"
 
 namespace tg {

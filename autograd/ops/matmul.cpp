@@ -15,7 +15,7 @@
 //
 // Float32 products too small for BLIS's fixed cost per call (attention's per-head products),
 // or with an inner dim small enough for one cache-resident panel, run on the register-blocked
-// kernels of ops/small_gemm.h instead, which read the same strides.
+// kernels of kernels/small_gemm.h instead, which read the same strides.
 //
 // Saved for backward: a if b needs its gradient, b if a needs its gradient.
 #include <blis.h>
@@ -25,10 +25,10 @@
 
 #include "autograd/ops.h"
 #include "autograd/ops/derivatives.h"
-#include "autograd/ops/loops.h"
+#include "autograd/loops.h"
 #include "autograd/ops/matmul_naive.h"
-#include "autograd/ops/small_gemm.h"
-#include "autograd/parallel.h"
+#include "autograd/kernels/small_gemm.h"
+#include "autograd/runtime/parallel.h"
 #include "autograd/tape.h"
 
 namespace tg {

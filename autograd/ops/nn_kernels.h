@@ -6,7 +6,7 @@
 #pragma once
 #include <cstdint>
 
-#include "autograd/generator.h"
+#include "autograd/random/generator.h"
 
 namespace tg::nn_kernels {
 

@@ -1,8 +1,8 @@
 // autograd/ops/random.cpp — random tensors and in-place random fills, bit-identical to PyTorch
-// 1.13's CPU generator (AVX2 variant). The number crunching is in autograd/random_kernels.h;
+// 1.13's CPU generator (AVX2 variant). The number crunching is in autograd/random/random_kernels.h;
 // this file decides, per op, which kernel runs on which elements and in which order.
 //
-// Path table (§ as in autograd/random_kernels.h; n = numel; "memory order" = increasing address, which is
+// Path table (§ as in autograd/random/random_kernels.h; n = numel; "memory order" = increasing address, which is
 // row-major order for a contiguous tensor, §10):
 //
 //   op                        path                               values, one per element
@@ -34,10 +34,10 @@
 #include <type_traits>
 #include <vector>
 
-#include "autograd/generator.h"
+#include "autograd/random/generator.h"
 #include "autograd/ops.h"
-#include "autograd/ops/loops.h"
-#include "autograd/random_kernels.h"
+#include "autograd/loops.h"
+#include "autograd/random/random_kernels.h"
 #include "autograd/tape.h"
 
 namespace tg {

@@ -13,8 +13,8 @@
 #include <limits>
 
 #include "autograd/ops.h"
-#include "autograd/ops/loops.h"
-#include "autograd/ops/row_kernels.h"
+#include "autograd/loops.h"
+#include "autograd/kernels/row_kernels.h"
 #include "autograd/tape.h"
 
 namespace tg {

@@ -6,7 +6,7 @@
 // Integer and bool inputs sum to int64, as PyTorch's. Float sums accumulate in double, in
 // order, each partial sum rounded to the dtype when stored, as PyTorch's CPU kernel does.
 #include "autograd/ops.h"
-#include "autograd/ops/loops.h"
+#include "autograd/loops.h"
 #include "autograd/tape.h"
 
 namespace tg {

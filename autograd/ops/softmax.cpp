@@ -22,11 +22,11 @@
 #include <vector>
 
 #include "autograd/ops.h"
-#include "autograd/ops/loops.h"
+#include "autograd/loops.h"
 #include "autograd/ops/nn_kernels.h"
-#include "autograd/ops/softmax_kernels.h"
-#include "autograd/ops/vec_math.h"
-#include "autograd/parallel.h"
+#include "autograd/kernels/softmax_kernels.h"
+#include "autograd/kernels/vec_math.h"
+#include "autograd/runtime/parallel.h"
 #include "autograd/tape.h"
 
 namespace tg {

@@ -13,7 +13,7 @@
 #include <numeric>
 
 #include "autograd/ops.h"
-#include "autograd/ops/loops.h"
+#include "autograd/loops.h"
 #include "autograd/tape.h"
 
 namespace tg {

@@ -8,7 +8,7 @@
 #include <filesystem>
 
 #include "autograd/ops.h"
-#include "autograd/atomic_file.h"
+#include "autograd/io/atomic_file.h"
 #include "examples/common/svg.h"
 
 namespace tg::examples {

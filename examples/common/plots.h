@@ -1,7 +1,7 @@
 // examples/common/plots.h — the examples' pictures as SVG: a heatmap of a matrix (attention
 // weights: query tokens down, key tokens across, the value in each cell) and a line plot (loss
 // curves). Each has a *_svg function returning the document and a write_*_svg that saves it
-// atomically (tg::write_file_atomically, autograd/atomic_file.h).
+// atomically (tg::write_file_atomically, autograd/io/atomic_file.h).
 //
 // Heatmap colours follow the viridis scale (dark purple = low, yellow = high). A cell the mask
 // hides is drawn empty: white with grey hatching and no number, so a hidden cell never looks

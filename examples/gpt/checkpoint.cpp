@@ -8,11 +8,11 @@
 #include <sstream>
 #include <vector>
 
-#include "autograd/atomic_file.h"
-#include "autograd/generator.h"
-#include "autograd/json.h"
+#include "autograd/io/atomic_file.h"
+#include "autograd/random/generator.h"
+#include "autograd/io/json.h"
 #include "autograd/ops.h"
-#include "autograd/safetensors.h"
+#include "autograd/io/safetensors.h"
 #include "nn/serialize.h"
 
 namespace tg::examples {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "autograd/generator.h"
+#include "autograd/random/generator.h"
 #include "autograd/tensor.h"
 
 namespace tg::examples {

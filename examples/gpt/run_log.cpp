@@ -8,7 +8,7 @@
 #include <iostream>
 #include <sstream>
 
-#include "autograd/atomic_file.h"
+#include "autograd/io/atomic_file.h"
 #include "autograd/error.h"
 #include "examples/common/plots.h"
 

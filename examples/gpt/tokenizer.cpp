@@ -6,7 +6,7 @@
 #include <set>
 
 #include "autograd/error.h"
-#include "autograd/json.h"
+#include "autograd/io/json.h"
 
 namespace tg::examples {
 

@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "autograd/generator.h"
+#include "autograd/random/generator.h"
 #include "examples/gpt/data.h"
 #include "examples/gpt/options.h"
 #include "examples/gpt/tokenizer.h"

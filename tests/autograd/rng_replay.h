@@ -18,9 +18,9 @@
 #include <string>
 #include <vector>
 
-#include "autograd/generator.h"
-#include "autograd/json.h"
-#include "autograd/random_kernels.h"
+#include "autograd/random/generator.h"
+#include "autograd/io/json.h"
+#include "autograd/random/random_kernels.h"
 
 #ifndef TG_REFERENCE_DIR
 #define TG_REFERENCE_DIR "tests/reference"

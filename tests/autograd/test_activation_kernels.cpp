@@ -1,5 +1,5 @@
 // tests/autograd/test_activation_kernels.cpp — the float32 loops behind gelu(tanh), tanh and
-// sigmoid (autograd/ops/activation_kernels.h) against their plain twins (std::tanh, std::exp),
+// sigmoid (autograd/kernels/activation_kernels.h) against their plain twins (std::tanh, std::exp),
 // and the choice between the two paths inside the ops.
 //
 //   * fast (on each instruction set the CPU has) vs twin elementwise, |fast - twin| <= atol + rtol * |twin|, on a dense grid over
@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "autograd/ops.h"
-#include "autograd/ops/activation_kernels.h"
+#include "autograd/kernels/activation_kernels.h"
 #include "test_util.h"
 
 namespace tg {

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "autograd/atomic_file.h"
+#include "autograd/io/atomic_file.h"
 #include "test_util.h"
 
 namespace tg {

@@ -7,11 +7,11 @@
 #include <cmath>
 #include <limits>
 
-#include "autograd/generator.h"
-#include "autograd/json.h"
+#include "autograd/random/generator.h"
+#include "autograd/io/json.h"
 #include "autograd/ops.h"
 #include "autograd/print_format.h"
-#include "autograd/random_kernels.h"
+#include "autograd/random/random_kernels.h"
 #include "test_util.h"
 
 #if defined(__SANITIZE_ADDRESS__)

@@ -5,8 +5,8 @@
 #include <cmath>
 #include <vector>
 
-#include "autograd/generator.h"
-#include "autograd/json.h"
+#include "autograd/random/generator.h"
+#include "autograd/io/json.h"
 #include "autograd/ops.h"
 #include "autograd/tape.h"
 #include "test_util.h"

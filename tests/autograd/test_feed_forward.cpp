@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "autograd/gradcheck.h"
-#include "autograd/memory.h"
+#include "autograd/runtime/memory.h"
 #include "autograd/ops.h"
 #include "autograd/tape.h"
 #include "nn/gpt.h"

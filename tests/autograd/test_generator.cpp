@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "autograd/generator.h"
-#include "autograd/random_kernels.h"
+#include "autograd/random/generator.h"
+#include "autograd/random/random_kernels.h"
 #include "rng_replay.h"
 #include "test_util.h"
 

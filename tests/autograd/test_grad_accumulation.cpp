@@ -4,7 +4,7 @@
 // one entry holds is done in place; a buffer anyone else can see is never written or shared.
 #include <gtest/gtest.h>
 
-#include "autograd/memory.h"
+#include "autograd/runtime/memory.h"
 #include "autograd/ops.h"
 #include "autograd/tape.h"
 #include "test_util.h"

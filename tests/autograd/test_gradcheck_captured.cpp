@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "autograd/generator.h"
+#include "autograd/random/generator.h"
 #include "autograd/gradcheck.h"
 #include "autograd/ops.h"
 #include "test_util.h"

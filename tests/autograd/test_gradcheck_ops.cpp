@@ -11,7 +11,7 @@
 #include <ostream>
 #include <random>
 
-#include "autograd/generator.h"
+#include "autograd/random/generator.h"
 #include "autograd/gradcheck.h"
 #include "autograd/ops.h"
 

@@ -1,4 +1,4 @@
-#include "autograd/json.h"
+#include "autograd/io/json.h"
 #include "test_util.h"
 
 #include <gtest/gtest.h>

@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "autograd/gradcheck.h"
-#include "autograd/memory.h"
+#include "autograd/runtime/memory.h"
 #include "autograd/ops.h"
-#include "autograd/parallel.h"
+#include "autograd/runtime/parallel.h"
 #include "autograd/tape.h"
 #include "test_util.h"
 

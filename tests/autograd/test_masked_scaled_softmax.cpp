@@ -15,7 +15,7 @@
 
 #include "autograd/gradcheck.h"
 #include "autograd/ops.h"
-#include "autograd/parallel.h"
+#include "autograd/runtime/parallel.h"
 #include "autograd/tape.h"
 #include "test_util.h"
 

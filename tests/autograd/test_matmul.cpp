@@ -1,7 +1,7 @@
 // tests/autograd/test_matmul.cpp — tg::matmul on BLIS against its plain twin matmul_naive: every
 // shape case PyTorch's matmul has (dot, mv, vector-matrix, mm, batched with broadcast batch
 // dims), strided operands passed to BLIS without a copy, gradients by finite differences, the
-// error messages; and the thread settings and parallel_for of autograd/parallel.h.
+// error messages; and the thread settings and parallel_for of autograd/runtime/parallel.h.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -13,7 +13,7 @@
 #include "autograd/gradcheck.h"
 #include "autograd/ops.h"
 #include "autograd/ops/matmul_naive.h"
-#include "autograd/parallel.h"
+#include "autograd/runtime/parallel.h"
 #include "autograd/tape.h"
 #include "test_util.h"
 

@@ -1,11 +1,11 @@
-// Tensor memory (autograd/memory.h): the live counters follow every buffer, freed buffers are
+// Tensor memory (autograd/runtime/memory.h): the live counters follow every buffer, freed buffers are
 // reused by size, and the cache stays bounded when sizes keep changing.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <vector>
 
-#include "autograd/memory.h"
+#include "autograd/runtime/memory.h"
 #include "autograd/ops.h"
 
 namespace tg {

@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <string>
 
-#include "autograd/generator.h"
-#include "autograd/json.h"
+#include "autograd/random/generator.h"
+#include "autograd/io/json.h"
 #include "autograd/ops.h"
 
 namespace tg {

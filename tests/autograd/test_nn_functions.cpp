@@ -26,13 +26,13 @@
 #include <string>
 #include <vector>
 
-#include "autograd/generator.h"
+#include "autograd/random/generator.h"
 #include "autograd/gradcheck.h"
-#include "autograd/json.h"
+#include "autograd/io/json.h"
 #include "autograd/ops.h"
-#include "autograd/random_kernels.h"
+#include "autograd/random/random_kernels.h"
 #include "autograd/tape.h"
-#include "autograd/ops/loops.h"
+#include "autograd/loops.h"
 #include "autograd/ops/nn_kernels.h"
 #include "test_util.h"
 

@@ -22,7 +22,7 @@
 #include <map>
 #include <sstream>
 
-#include "autograd/json.h"
+#include "autograd/io/json.h"
 #include "autograd/ops.h"
 #include "autograd/tape.h"
 

@@ -1,4 +1,4 @@
-#include "autograd/random_kernels.h"
+#include "autograd/random/random_kernels.h"
 
 #include <gtest/gtest.h>
 

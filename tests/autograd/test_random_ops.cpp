@@ -14,10 +14,10 @@
 #include <thread>
 #include <vector>
 
-#include "autograd/generator.h"
+#include "autograd/random/generator.h"
 #include "autograd/ops.h"
-#include "autograd/parallel.h"
-#include "autograd/random_kernels.h"
+#include "autograd/runtime/parallel.h"
+#include "autograd/random/random_kernels.h"
 #include "autograd/tape.h"
 #include "nn/init.h"
 #include "rng_replay.h"

@@ -1,4 +1,4 @@
-// tests/autograd/test_row_kernels.cpp — the float32 row loops (autograd/ops/row_kernels.h:
+// tests/autograd/test_row_kernels.cpp — the float32 row loops (autograd/kernels/row_kernels.h:
 // layer_norm forward and backward, column sums) against their plain twins, the loops that
 // accumulate in double (nn_kernels::layer_norm_forward / _backward, tg::sum over dim 0).
 //
@@ -19,8 +19,8 @@
 
 #include "autograd/ops.h"
 #include "autograd/ops/nn_kernels.h"
-#include "autograd/ops/row_kernels.h"
-#include "autograd/parallel.h"
+#include "autograd/kernels/row_kernels.h"
+#include "autograd/runtime/parallel.h"
 #include "test_util.h"
 
 namespace tg {

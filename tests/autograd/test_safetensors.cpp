@@ -1,7 +1,7 @@
 // Safetensors files: round trips of every dtype and of views, the canonical layout byte by byte,
 // every kind of corrupt file (its message names the file and the byte offset), atomic saving,
 // and a seeded fuzz test of thousands of damaged files.
-#include "autograd/safetensors.h"
+#include "autograd/io/safetensors.h"
 #include "test_util.h"
 
 #include <gtest/gtest.h>

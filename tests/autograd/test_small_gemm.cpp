@@ -1,5 +1,5 @@
 // tests/autograd/test_small_gemm.cpp — the register-blocked float32 kernels of
-// autograd/ops/small_gemm.h against a plain fma chain (bit for bit: the kernels promise that
+// autograd/kernels/small_gemm.h against a plain fma chain (bit for bit: the kernels promise that
 // order) and against matmul_naive's double sums (within tolerance), on edge shapes, strided
 // operands, and any thread count.
 #include <gtest/gtest.h>
@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "autograd/ops/matmul_naive.h"
-#include "autograd/ops/small_gemm.h"
-#include "autograd/parallel.h"
+#include "autograd/kernels/small_gemm.h"
+#include "autograd/runtime/parallel.h"
 
 namespace tg {
 namespace {

@@ -1,5 +1,5 @@
 // tests/autograd/test_softmax_kernels.cpp — the float32 rows of softmax, log_softmax,
-// masked_scaled_softmax and cross_entropy (autograd/ops/softmax_kernels.h) against their plain
+// masked_scaled_softmax and cross_entropy (autograd/kernels/softmax_kernels.h) against their plain
 // twins (nn_kernels.h: std::exp, sums from the left):
 //
 //   * fast vs twin, |fast - twin| <= atol + rtol * |twin|, on rows of 1, 3, 7, 8, 9, 15, 16, 17,
@@ -26,8 +26,8 @@
 
 #include "autograd/ops.h"
 #include "autograd/ops/nn_kernels.h"
-#include "autograd/ops/softmax_kernels.h"
-#include "autograd/parallel.h"
+#include "autograd/kernels/softmax_kernels.h"
+#include "autograd/runtime/parallel.h"
 #include "test_util.h"
 
 namespace tg {

@@ -9,7 +9,7 @@
 
 #include "autograd/ops.h"
 #include "autograd/gradcheck.h"
-#include "autograd/parallel.h"
+#include "autograd/runtime/parallel.h"
 #include "autograd/tape.h"
 #include "test_util.h"
 

@@ -1,4 +1,4 @@
-// tests/autograd/test_vec_math.cpp — vec_math's exp and tanh (autograd/ops/vec_math.h) against
+// tests/autograd/test_vec_math.cpp — vec_math's exp and tanh (autograd/kernels/vec_math.h) against
 // the correctly rounded result: std::exp / std::tanh in double, rounded to float.
 //
 // Sweeps take every 401st float of a range, stepping through the floats in order (so every
@@ -17,8 +17,8 @@
 #include <sstream>
 #include <vector>
 
-#include "autograd/ops/activation_kernels.h"
-#include "autograd/ops/vec_math.h"
+#include "autograd/kernels/activation_kernels.h"
+#include "autograd/kernels/vec_math.h"
 
 namespace tg {
 namespace {

@@ -13,7 +13,7 @@
 #include <sstream>
 
 #include "autograd/error.h"
-#include "autograd/json.h"
+#include "autograd/io/json.h"
 
 #ifndef TG_EXAMPLES_DIR
 #error "TG_EXAMPLES_DIR (the folder of the built examples) must be defined by the build"

@@ -12,9 +12,9 @@
 #include <thread>
 #include <vector>
 
-#include "autograd/generator.h"
+#include "autograd/random/generator.h"
 #include "autograd/ops.h"
-#include "autograd/safetensors.h"
+#include "autograd/io/safetensors.h"
 #include "examples/gpt/checkpoint.h"
 #include "examples/gpt/corpus.h"
 #include "test_util.h"

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "autograd/json.h"
+#include "autograd/io/json.h"
 #include "autograd/ops.h"
 #include "examples/gpt/corpus.h"
 #include "examples/gpt/data.h"

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "autograd/parallel.h"
+#include "autograd/runtime/parallel.h"
 #include "examples/gpt/corpus.h"
 #include "examples/gpt/trainer.h"
 #include "test_util.h"

@@ -10,8 +10,8 @@
 #include <sstream>
 #include <string>
 
-#include "autograd/json.h"
-#include "autograd/parallel.h"
+#include "autograd/io/json.h"
+#include "autograd/runtime/parallel.h"
 #include "examples/gpt/corpus.h"
 #include "examples/gpt/trainer.h"
 

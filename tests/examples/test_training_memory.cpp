@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <string>
 
-#include "autograd/memory.h"
+#include "autograd/runtime/memory.h"
 #include "autograd/tape.h"
 #include "examples/gpt/corpus.h"
 #include "examples/gpt/trainer.h"

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "autograd/generator.h"
-#include "autograd/json.h"
+#include "autograd/random/generator.h"
+#include "autograd/io/json.h"
 #include "autograd/ops.h"
 #include "autograd/tape.h"
 #include "nn/nn.h"

@@ -1,4 +1,4 @@
-// nn::init against PyTorch's nn.init and module constructors (§8 in autograd/random_kernels.h).
+// nn::init against PyTorch's nn.init and module constructors (§8 in autograd/random/random_kernels.h).
 // The full reference vectors (nn.Linear, nn.Embedding) are replayed through linear_init_ and
 // embedding_init_ in test_random_ops.cpp; here are the rules around them.
 #include "nn/init.h"
@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "autograd/generator.h"
+#include "autograd/random/generator.h"
 #include "autograd/ops.h"
-#include "autograd/random_kernels.h"
+#include "autograd/random/random_kernels.h"
 #include "autograd/tape.h"
 #include "test_util.h"
 

@@ -11,8 +11,8 @@
 #include <map>
 #include <string>
 
-#include "autograd/generator.h"
-#include "autograd/json.h"
+#include "autograd/random/generator.h"
+#include "autograd/io/json.h"
 #include "autograd/ops.h"
 #include "nn/nn.h"
 #include "test_util.h"

@@ -12,9 +12,9 @@
 #include <memory>
 #include <string>
 
-#include "autograd/generator.h"
+#include "autograd/random/generator.h"
 #include "autograd/ops.h"
-#include "autograd/safetensors.h"
+#include "autograd/io/safetensors.h"
 #include "nn/nn.h"
 #include "test_util.h"
 

@@ -12,7 +12,7 @@
 #include <memory>
 #include <string>
 
-#include "autograd/json.h"
+#include "autograd/io/json.h"
 #include "autograd/ops.h"
 #include "optim/optim.h"
 #include "test_util.h"

@@ -1,5 +1,5 @@
 // tests/optim/test_optim_kernels.cpp — the loops behind Adam's step and the gradient 2-norm
-// (optim/kernels.h) on every instruction set this CPU has, against their plain twins.
+// (autograd/kernels/optim_kernels.h) on every instruction set this CPU has, against their plain twins.
 //
 // Both paths do the same correctly rounded operations (fma, sqrt, +, *, /) in the same order,
 // so they must agree bit for bit (NaN with NaN): checked on lengths around the vector width
@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "optim/kernels.h"
+#include "autograd/kernels/optim_kernels.h"
 
 namespace tg::optim {
 namespace {

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Make tests/reference/random_ops_torch.json: PyTorch's random ops on NON-CONTIGUOUS tensors.
 
-rng_torch.json covers contiguous tensors; this adds the element order of §10 (element order, see autograd/random_kernels.h)
+rng_torch.json covers contiguous tensors; this adds the element order of §10 (element order, see autograd/random/random_kernels.h)
 (a non-contiguous tensor is filled in increasing address order; a non-contiguous normal_ takes
 the scalar path even for n >= 16) and the layouts empty_like keeps (rand_like, randn_like and
 multinomial's noise follow a transposed input's strides). Run with Debian's interpreter:

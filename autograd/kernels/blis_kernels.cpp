@@ -1,4 +1,4 @@
-// autograd/blis_kernels.cpp — which of BLIS's kernels run our matrix products.
+// autograd/kernels/blis_kernels.cpp — which of BLIS's kernels run our matrix products.
 //
 // BLIS picks its kernels from the CPU's identity when it starts. BLIS 0.9 (Debian 12's) knows
 // AMD's CPUs up to Zen 4 (family 0x19); on a later AMD CPU it falls back to its generic C
@@ -20,6 +20,7 @@
 #include <string>
 
 #include "autograd/internal.h"
+#include "autograd/kernels/isa.h"
 
 namespace tg {
 
@@ -46,11 +47,8 @@ void choose_blis_kernels() {
   if (std::getenv("BLIS_ARCH_TYPE")) return;  // the user's choice
   if (!is_amd_newer_than_zen4()) return;
   if (std::strncmp(bli_info_get_version_str(), "0.", 2) != 0) return;  // a BLIS that may know the CPU
-  __builtin_cpu_init();
-  const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-                      __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512bw") &&
-                      __builtin_cpu_supports("avx512vl");
-  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  const bool avx512 = kernels::isa_available(kernels::Isa::kAvx512);
+  const bool avx2 = kernels::isa_available(kernels::Isa::kAvx2);
   if (avx512) {
     setenv("BLIS_ARCH_TYPE", std::to_string(static_cast<int>(BLIS_ARCH_SKX)).c_str(), 0);
   } else if (avx2) {

@@ -1,4 +1,4 @@
-// autograd/ops/row_kernels.cpp — the float32 row loops of row_kernels.h (the math, and why
+// autograd/kernels/row_kernels.cpp — the float32 row loops of row_kernels.h (the math, and why
 // the results do not depend on the thread count, are there).
 //
 // Each loop is written once, as an always-inlined function of a block of rows, and compiled
@@ -7,13 +7,13 @@
 // this one run in turn on a busy 2-core machine, times of three pairs:
 //   layer_norm forward      double loops  1.00 - 1.11 ms      these  0.23 - 0.29 ms
 //   layer_norm backward     double loops  0.94 - 1.00 ms      these  0.26 - 0.35 ms
-#include "autograd/ops/row_kernels.h"
+#include "autograd/kernels/row_kernels.h"
 
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
-#include "autograd/parallel.h"
+#include "autograd/runtime/parallel.h"
 
 namespace tg::row_kernels {
 

@@ -1,12 +1,12 @@
-// autograd/ops/small_gemm.cpp — the register-blocked kernels described in small_gemm.h.
-#include "autograd/ops/small_gemm.h"
+// autograd/kernels/small_gemm.cpp — the register-blocked kernels described in small_gemm.h.
+#include "autograd/kernels/small_gemm.h"
 
 #include <immintrin.h>
 
 #include <algorithm>
 #include <vector>
 
-#include "autograd/parallel.h"
+#include "autograd/runtime/parallel.h"
 
 namespace tg::small_gemm {
 

@@ -1,4 +1,4 @@
-// optim/kernels.h — the element loops of Adam's and AdamW's step (optim/adam.cpp) and of the
+// autograd/kernels/optim_kernels.h — the element loops of Adam's and AdamW's step (optim/adam.cpp) and of the
 // gradient 2-norm (optim/clip_grad.cpp), each with its plain twin.
 //
 // Adam / AdamW, with the numbers one step of one parameter uses (AdamStep):
@@ -21,7 +21,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "autograd/ops/activation_kernels.h"
+#include "autograd/kernels/activation_kernels.h"
 
 namespace tg::optim {
 

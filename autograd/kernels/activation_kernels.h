@@ -1,4 +1,4 @@
-// autograd/ops/activation_kernels.h — the float32 loops behind tanh, sigmoid and gelu(tanh)
+// autograd/kernels/activation_kernels.h — the float32 loops behind tanh, sigmoid and gelu(tanh)
 // (autograd/ops/activation.cpp), their plain twins, and the element formulas both share.
 //
 // Buffers are contiguous, N elements; outputs first, then inputs; gradients prefixed d.

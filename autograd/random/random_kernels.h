@@ -1,4 +1,4 @@
-// autograd/random_kernels.h — PyTorch 1.13's CPU random algorithms on raw numbers and buffers.
+// autograd/random/random_kernels.h — PyTorch 1.13's CPU random algorithms on raw numbers and buffers.
 //
 // Each function turns Generator draws into values exactly as PyTorch does on an x86-64 CPU with
 // AVX2 and FMA (the "AVX2 variant", which AVX-512 CPUs also give; checked bit for bit against
@@ -42,7 +42,7 @@
 #pragma once
 #include <cstdint>
 
-#include "autograd/generator.h"
+#include "autograd/random/generator.h"
 
 namespace tg::rng {
 

@@ -1,5 +1,5 @@
-// autograd/atomic_file.cpp — temporary file, fsync, rename, fsync of the folder.
-#include "autograd/atomic_file.h"
+// autograd/io/atomic_file.cpp — temporary file, fsync, rename, fsync of the folder.
+#include "autograd/io/atomic_file.h"
 
 #include <fcntl.h>
 #include <unistd.h>

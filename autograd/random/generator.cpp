@@ -1,11 +1,11 @@
-// autograd/generator.cpp — the MT19937 engine and the get_state / set_state byte layout.
+// autograd/random/generator.cpp — the MT19937 engine and the get_state / set_state byte layout.
 //
 // Floating point: this file and random_kernels.cpp must be compiled with -ffp-contract=off (the
 // whole project is, see the top-level CMakeLists.txt). PyTorch's AVX2 kernels fuse some
 // multiply-adds and not others; to get the same bits we write each fused one as std::fma /
 // std::fmaf and need the compiler to leave every other a*b+c as two roundings. Only the
 // Box-Muller cache here holds a double; nothing in this file does arithmetic on floats.
-#include "autograd/generator.h"
+#include "autograd/random/generator.h"
 #include "autograd/error.h"
 
 #include <bit>

@@ -1,4 +1,4 @@
-// autograd/ops/vec_math.h — exp and tanh for float, written so that a plain loop calling them
+// autograd/kernels/vec_math.h — exp and tanh for float, written so that a plain loop calling them
 // vectorises (g++ -O3, even for baseline x86-64: 4 floats per SSE2 step, 8 per AVX2 step).
 //
 //   exp x   = 2^n e^r                 x = n ln2 + r,  n = round(x / ln2),  |r| <= ln2/2

@@ -1,4 +1,4 @@
-// autograd/ops/softmax_kernels.h — the float32 row loops behind softmax, log_softmax,
+// autograd/kernels/softmax_kernels.h — the float32 row loops behind softmax, log_softmax,
 // masked_scaled_softmax and cross_entropy along a contiguous last dim (autograd/ops/softmax.cpp,
 // attention.cpp, loss.cpp). The plain twins, the test oracles and the float64 path, are the
 // kernels of nn_kernels.h.
@@ -34,7 +34,7 @@
 #pragma once
 #include <cstdint>
 
-#include "autograd/ops/activation_kernels.h"
+#include "autograd/kernels/activation_kernels.h"
 
 namespace tg::softmax_kernels {
 

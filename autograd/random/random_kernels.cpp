@@ -1,4 +1,4 @@
-// autograd/random_kernels.cpp — PyTorch 1.13's CPU random algorithms (AVX2 variant), bit for bit.
+// autograd/random/random_kernels.cpp — PyTorch 1.13's CPU random algorithms (AVX2 variant), bit for bit.
 //
 // Floating point rules for this file (§9; section marks as listed in random_kernels.h):
 //   * It must be compiled with -ffp-contract=off (the whole project is). PyTorch's AVX2 build
@@ -9,7 +9,7 @@
 //   * The double-precision paths call glibc's log, sin and cos where PyTorch does; their
 //     results are not correctly rounded, so float64 normals are bit-exact only with glibc.
 //     The float32 block path (§4.4) uses its own polynomials and needs no libm at all.
-#include "autograd/random_kernels.h"
+#include "autograd/random/random_kernels.h"
 #include "autograd/error.h"
 
 #include <algorithm>

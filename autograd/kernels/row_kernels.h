@@ -1,4 +1,4 @@
-// autograd/ops/row_kernels.h — float32 loops over the rows of an (R,C) matrix: layer_norm's
+// autograd/kernels/row_kernels.h — float32 loops over the rows of an (R,C) matrix: layer_norm's
 // forward and backward (autograd/ops/layer_norm.cpp) and the column sums that give a bias its
 // gradient (sum_to, autograd/ops/reduce.cpp). Their plain twins, the test oracles, are the
 // double-precision loops they replace: nn_kernels::layer_norm_forward / _backward
@@ -24,7 +24,7 @@
 #pragma once
 #include <cstdint>
 
-#include "autograd/ops/activation_kernels.h"
+#include "autograd/kernels/activation_kernels.h"
 
 namespace tg::row_kernels {
 

@@ -1,6 +1,6 @@
-// autograd/memory.cpp — where tensor buffers come from: a cache of freed buffers by size in
+// autograd/runtime/memory.cpp — where tensor buffers come from: a cache of freed buffers by size in
 // front of the system's aligned_alloc, and the counters behind memory_stats().
-#include "autograd/memory.h"
+#include "autograd/runtime/memory.h"
 
 #include <algorithm>
 #include <cstdlib>

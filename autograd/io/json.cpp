@@ -1,4 +1,4 @@
-// autograd/json.cpp — a recursive-descent JSON parser.
+// autograd/io/json.cpp — a recursive-descent JSON parser.
 //
 // Grammar (RFC 8259), whitespace = space, tab, newline, carriage return:
 //   value  = object | array | string | number | true | false | null
@@ -8,7 +8,7 @@
 //   string = '"' { unescaped char >= 0x20 | '\' ( '"' '\' '/' 'b' 'f' 'n' 'r' 't' | 'u' hex4 ) } '"'
 // One function per rule; each reads from pos_ and leaves pos_ just after what it read. Bytes
 // >= 0x80 inside strings are copied as they are once they are checked to be UTF-8.
-#include "autograd/json.h"
+#include "autograd/io/json.h"
 #include "autograd/error.h"
 
 #include <charconv>

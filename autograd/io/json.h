@@ -1,4 +1,4 @@
-// autograd/json.h — a small, strict JSON reader (RFC 8259) for reference test data, safetensors
+// autograd/io/json.h — a small, strict JSON reader (RFC 8259) for reference test data, safetensors
 // headers and config files.
 //
 // parse() builds a tree of Values. Objects keep their keys in file order; a key may appear only

@@ -1,4 +1,4 @@
-// autograd/ops/loops.h — the machinery shared by the op files: dtype dispatch, broadcasting,
+// autograd/loops.h — the machinery shared by the op files: dtype dispatch, broadcasting,
 // and loops over strided tensors. Internal to autograd/.
 //
 // Kernels never pay a virtual call or a std::function per element: the element function is a
@@ -14,7 +14,7 @@
 #include <type_traits>
 
 #include "autograd/internal.h"
-#include "autograd/parallel.h"
+#include "autograd/runtime/parallel.h"
 
 namespace tg {
 

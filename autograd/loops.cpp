@@ -1,5 +1,5 @@
-// autograd/ops/loops.cpp — broadcasting and the checks every op shares.
-#include "autograd/ops/loops.h"
+// autograd/loops.cpp — broadcasting and the checks every op shares.
+#include "autograd/loops.h"
 
 #include <algorithm>
 #include <charconv>

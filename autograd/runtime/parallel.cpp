@@ -1,4 +1,4 @@
-// autograd/parallel.cpp — the thread count (ours and BLIS's) and parallel_for.
+// autograd/runtime/parallel.cpp — the thread count (ours and BLIS's) and parallel_for.
 //
 // One thread runtime for the whole process: parallel_for runs on OpenMP, the runtime Debian's
 // default BLIS build (blis-openmp) already uses for its gemms. Our loops and BLIS's products
@@ -7,7 +7,7 @@
 //
 // BLIS 0.9 keeps its thread count process-wide (later versions keep one per application
 // thread), so we set it once, at first use, and again on every set_num_threads.
-#include "autograd/parallel.h"
+#include "autograd/runtime/parallel.h"
 
 #include <blis.h>
 #include <omp.h>

@@ -1,5 +1,5 @@
-// autograd/safetensors.cpp — the safetensors reader and writer (the format is described byte by
-// byte in autograd/safetensors.h).
+// autograd/io/safetensors.cpp — the safetensors reader and writer (the format is described byte by
+// byte in autograd/io/safetensors.h).
 //
 // Reading: the 8-byte length, then the header (checked as UTF-8, parsed by autograd/json, every
 // entry checked), then the data ranges checked to tile the data section, and only then the data,
@@ -7,7 +7,7 @@
 // before its byte count is known to fit inside the file.
 // Writing: the whole header is built (and every name checked) before the file is touched; the
 // bytes go to a temporary file that is synced and renamed over the target.
-#include "autograd/safetensors.h"
+#include "autograd/io/safetensors.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -22,8 +22,8 @@
 #include <optional>
 #include <set>
 
-#include "autograd/atomic_file.h"
-#include "autograd/json.h"
+#include "autograd/io/atomic_file.h"
+#include "autograd/io/json.h"
 #include "autograd/ops.h"
 
 namespace tg {

@@ -1,4 +1,4 @@
-// autograd/ops/small_gemm.h — float32 matrix products too small for BLIS to pay off.
+// autograd/kernels/small_gemm.h — float32 matrix products too small for BLIS to pay off.
 //
 // Attention multiplies B*NH pairs of small matrices per layer, forward and backward:
 // (T,hs) @ (hs,T) and (T,T) @ (T,hs), e.g. 64x16 @ 16x64 in the tiny GPT. Before BLIS

@@ -1,4 +1,4 @@
-// autograd/memory.h — tensor memory: what is alive, and the cache that recycles buffers.
+// autograd/runtime/memory.h — tensor memory: what is alive, and the cache that recycles buffers.
 //
 //   tg::MemoryStats m = tg::memory_stats();
 //   m.live_storages   tensor buffers alive now (views share their base's buffer: not counted)

@@ -1,0 +1,63 @@
+// autograd/io/safetensors.h — named tensors to and from .safetensors files, the format PyTorch users
+// share weights in (Hugging Face's safetensors; read and written by PyTorch, JAX, numpy, ...).
+//
+// The file, byte by byte:
+//   bytes 0 .. 7        N, the length of the header: an unsigned 64-bit little-endian integer
+//   bytes 8 .. 8+N-1    the header: UTF-8 JSON text, one object with a member per tensor
+//                         {"wte.weight":{"dtype":"F32","shape":[65,128],"data_offsets":[0,33280]},
+//                          "step":{"dtype":"I64","shape":[],"data_offsets":[33280,33288]},
+//                          "__metadata__":{"format":"pt"}}              (optional: string -> string)
+//                       and spaces (0x20) after it, so that the data starts at a multiple of 8
+//   bytes 8+N .. end    the data: each tensor's elements in row-major order, little-endian, in
+//                       the bytes [begin, end) of data_offsets, counted from the start of the
+//                       data (byte 8+N). end - begin = numel * element size, and the ranges tile
+//                       the data exactly: no gap, no overlap, nothing after the last one.
+//
+// dtypes: F32, F64, I64 and BOOL (one byte, 0 or 1) are tapegrad's float32, float64, int64 and
+// bool. The format's other dtypes (F16, BF16, I32, I16, I8, U8, ...) are recognised and refused
+// with an error naming the tensor, the dtype and the file.
+//
+// The canonical layout save_safetensors writes (tests/reference/make_safetensors_reference.py
+// writes the same, so a model saved from either side has the same bytes):
+//   - "__metadata__" first when there is metadata, its keys in the order given;
+//   - the tensors in the order given (a state_dict's order), their data in that order, back to
+//     back, and each tensor's logical values (a transposed or sliced view is saved as it reads);
+//   - JSON without spaces, members in the order dtype, shape, data_offsets; strings written by
+//     json::quote (only '"', '\' and control characters escaped);
+//   - spaces after the JSON up to a multiple of 8 bytes of header.
+//
+// Saving is atomic: the file is written under a temporary name in the same folder, flushed to
+// disk, then renamed over the target; on any error the temporary file is removed and a file
+// already under the target's name is left as it was.
+//
+// Loading checks everything before it trusts it, and reads no byte outside the file. Every
+// problem is a tg::Error naming the file and the byte offset in it:
+//   load_safetensors: model.safetensors: byte 45: tensor "w": dtype "Q8" is not a safetensors dtype
+#pragma once
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "autograd/io/atomic_file.h"
+#include "autograd/tensor.h"
+
+namespace tg {
+
+// The header's "__metadata__": string keys and values, in file order.
+using SafetensorsMetadata = std::vector<std::pair<std::string, std::string>>;
+
+// Write tensors (names unique, non-empty, not "__metadata__") and metadata to path, atomically.
+void save_safetensors(const std::string& path, const NamedTensors& tensors,
+                      const SafetensorsMetadata& metadata = {});
+
+// The same bytes into a file being written atomically, without committing it: for several files
+// that are saved together (prepare each, then commit each; see atomic_file.h).
+void save_safetensors(AtomicFile& file, const NamedTensors& tensors, const SafetensorsMetadata& metadata = {});
+
+// Read every tensor of the file, in header order, as new contiguous tensors (not requiring grad).
+NamedTensors load_safetensors(const std::string& path);
+
+// Read only the header's metadata (the whole header is still checked).
+SafetensorsMetadata load_safetensors_metadata(const std::string& path);
+
+}  // namespace tg
