@@ -1,6 +1,6 @@
 # cmake/tapegradInstall.cmake — what `cmake --install build [--prefix DIR]` puts where:
 #   lib/libtapegrad.a
-#   include/tapegrad/{autograd,nn,optim}/...h   (so #include "autograd/ops.h" works as in the tree;
+#   include/tapegrad/{autograd,nn,optim}/...h   the public headers (so #include "autograd/ops.h" works as in the tree;
 #                                               the tapegrad/ folder keeps generic names such as
 #                                               nn/ out of the prefix's shared include folder)
 #   lib/cmake/tapegrad/  tapegradConfig.cmake, tapegradConfigVersion.cmake, tapegradTargets*.cmake,
@@ -13,13 +13,25 @@ install(TARGETS tapegrad EXPORT tapegradTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 
-# Every header of the library's folders, found when installing (a new header needs no edit here).
-foreach(dir autograd nn optim)
-  if(IS_DIRECTORY ${PROJECT_SOURCE_DIR}/${dir})
-    install(DIRECTORY ${PROJECT_SOURCE_DIR}/${dir}
-      DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/tapegrad
-      FILES_MATCHING PATTERN "*.h")
-  endif()
+# The public headers only: what a program using tapegrad includes. The internals (how ops are
+# written, the fast kernels, json, the tensor's insides) stay in the source tree. A header listed
+# here must include listed headers only; .ci/run compiles each installed header on its own.
+set(TG_PUBLIC_HEADERS
+  autograd/ops.h autograd/tensor.h autograd/dtype.h autograd/error.h autograd/tape.h
+  autograd/gradcheck.h autograd/graph_dot.h autograd/fast_kernels.h
+  autograd/random/generator.h autograd/runtime/parallel.h
+  autograd/io/safetensors.h autograd/io/atomic_file.h
+  # moved in 0.2: these forward to the new paths for one release
+  autograd/generator.h autograd/parallel.h autograd/safetensors.h autograd/atomic_file.h)
+foreach(header ${TG_PUBLIC_HEADERS})
+  get_filename_component(dir ${header} DIRECTORY)
+  install(FILES ${PROJECT_SOURCE_DIR}/${header} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/tapegrad/${dir})
+endforeach()
+# nn/ and optim/ are public whole.
+foreach(dir nn optim)
+  install(DIRECTORY ${PROJECT_SOURCE_DIR}/${dir}
+    DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/tapegrad
+    FILES_MATCHING PATTERN "*.h")
 endforeach()
 
 install(EXPORT tapegradTargets NAMESPACE tapegrad:: DESTINATION ${TG_PACKAGE_DIR})
