@@ -8,7 +8,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "autograd/generator.h"
+#include "autograd/fast_kernels.h"
+#include "autograd/random/generator.h"
 #include "autograd/tensor.h"
 
 namespace tg {
