@@ -332,14 +332,14 @@ void record_on_base(Tensor& view, const std::vector<Tensor>& others, const char*
   std::vector<Tensor> inputs{history_of(base)};
   inputs.insert(inputs.end(), others.begin(), others.end());
   const ViewGeometry geometry = geometry_of(impl_of(view));
-  auto copy_slices = [geometry, op_backward, name = std::string(name)](const BackwardArgs& a) {
-    Tensor dbase = dense_like_base(geometry, a.grad_out.dtype());
-    dbase.copy_(a.grad_out);
+  auto copy_slices = [geometry, op_backward, name = std::string(name)](const BackwardArgs& ctx) {
+    Tensor dbase = dense_like_base(geometry, ctx.grad_out.dtype());
+    dbase.copy_(ctx.grad_out);
     Tensor region = region_of(dbase, geometry);
     const Tensor dregion = region.clone();
-    const SavedTensors& saved_list = a.saved;
-    Grads g = op_backward(BackwardArgs{dregion, saved_list, a.needs_grad});
-    if (g.size() != a.needs_grad.size()) throw Error("backward: " + name + " returned the wrong number of gradients");
+    const SavedTensors& saved_list = ctx.saved;
+    Grads g = op_backward(BackwardArgs{dregion, saved_list, ctx.needs_grad});
+    if (g.size() != ctx.needs_grad.size()) throw Error("backward: " + name + " returned the wrong number of gradients");
     if (g[0].defined()) region.copy_(sum_to(g[0], geometry.sizes));
     else region.zero_();
     g[0] = dbase;
@@ -411,7 +411,7 @@ void rebase_view_history(TensorImpl& view) {
   node->sequence = next_sequence++;
   node->inputs.push_back(edge_to(tensor_of(base)));
   // d/dbase view: g added back at the positions the view reads
-  node->backward = [geometry](const BackwardArgs& a) { return Grads{view_backward(a.grad_out, geometry)}; };
+  node->backward = [geometry](const BackwardArgs& ctx) { return Grads{view_backward(ctx.grad_out, geometry)}; };
   attach(node, view);
 }
 

@@ -329,8 +329,8 @@ Tensor Tensor::to(ScalarType target) const {
   if (is_floating(target)) {
     const ScalarType source = dtype();
     // d/dx to(dtype): the gradient converted back to the input's dtype
-    record("ToCopyBackward0", {*this}, out, {}, [source](const BackwardArgs& a) {
-      return Grads{a.grad_out.to(source)};
+    record("ToCopyBackward0", {*this}, out, {}, [source](const BackwardArgs& ctx) {
+      return Grads{ctx.grad_out.to(source)};
     });
   }
   return out;
@@ -342,7 +342,7 @@ Tensor Tensor::clone() const {
   Tensor out = make_empty(sizes(), dtype(), "clone");
   copy_values(out, *this, "clone");
   // d/dx clone(x): the gradient itself
-  record("CloneBackward0", {*this}, out, {}, [](const BackwardArgs& a) { return Grads{a.grad_out}; });
+  record("CloneBackward0", {*this}, out, {}, [](const BackwardArgs& ctx) { return Grads{ctx.grad_out}; });
   return out;
 }
 
@@ -376,8 +376,8 @@ Tensor& Tensor::copy_(const Tensor& src) {
   }
   const ScalarType src_dtype = src.dtype();
   // d/dsrc copy_: the gradient (summed to src's shape by the engine); nothing to the old value
-  finish_inplace(*this, old, {src}, "CopyBackwards", {}, [src_dtype](const BackwardArgs& a) {
-    return Grads{Tensor(), a.grad_out.to(src_dtype)};
+  finish_inplace(*this, old, {src}, "CopyBackwards", {}, [src_dtype](const BackwardArgs& ctx) {
+    return Grads{Tensor(), ctx.grad_out.to(src_dtype)};
   });
   return *this;
 }
@@ -387,8 +387,8 @@ Tensor& Tensor::masked_fill_(const Tensor& mask, Scalar value) {
   Tensor old = begin_inplace(*this, {}, "masked_fill_");
   copy_values(*this, filled, "masked_fill_");
   // d/dself masked_fill_: the gradient where the mask is false, 0 where it filled
-  finish_inplace(*this, old, {}, "MaskedFillBackward0", {mask}, [](const BackwardArgs& a) {
-    return Grads{tg::masked_fill(a.grad_out, a.saved[0], 0.0)};
+  finish_inplace(*this, old, {}, "MaskedFillBackward0", {mask}, [](const BackwardArgs& ctx) {
+    return Grads{tg::masked_fill(ctx.grad_out, ctx.saved[0], 0.0)};
   });
   return *this;
 }
@@ -403,8 +403,8 @@ Tensor& Tensor::add_(const Tensor& other, Scalar alpha) {
   copy_values(*this, sum, "add_");
   const double a = alpha.value;
   // d/dself (self + alpha*other) = 1, d/dother = alpha
-  finish_inplace(*this, old, {other}, "AddBackward0", {}, [a](const BackwardArgs& args) {
-    return Grads{args.grad_out, a == 1.0 ? args.grad_out : tg::mul(args.grad_out, a)};
+  finish_inplace(*this, old, {other}, "AddBackward0", {}, [a](const BackwardArgs& ctx) {
+    return Grads{ctx.grad_out, a == 1.0 ? ctx.grad_out : tg::mul(ctx.grad_out, a)};
   });
   return *this;
 }
@@ -432,9 +432,9 @@ Tensor& Tensor::mul_(const Tensor& other) {
   const Tensor keep_self = records && other.requires_grad() ? detach().clone() : Tensor();
   copy_values(*this, product, "mul_");
   // d/dself (self*other) = other, d/dother = self (its value before the write)
-  finish_inplace(*this, old, {other}, "MulBackward0", {keep_self, keep_other}, [](const BackwardArgs& a) {
-    return Grads{a.needs_grad[0] ? tg::mul(a.grad_out, a.saved[1]) : Tensor(),
-                 a.needs_grad[1] ? tg::mul(a.grad_out, a.saved[0]) : Tensor()};
+  finish_inplace(*this, old, {other}, "MulBackward0", {keep_self, keep_other}, [](const BackwardArgs& ctx) {
+    return Grads{ctx.needs_grad[0] ? tg::mul(ctx.grad_out, ctx.saved[1]) : Tensor(),
+                 ctx.needs_grad[1] ? tg::mul(ctx.grad_out, ctx.saved[0]) : Tensor()};
   });
   return *this;
 }
@@ -444,8 +444,8 @@ Tensor& Tensor::mul_(Scalar other) {
   copy_values(*this, tg::mul(detach(), other), "mul_");
   const double s = other.value;
   // d/dself (self*s) = s
-  finish_inplace(*this, old, {}, "MulBackward0", {}, [s](const BackwardArgs& a) {
-    return Grads{tg::mul(a.grad_out, s)};
+  finish_inplace(*this, old, {}, "MulBackward0", {}, [s](const BackwardArgs& ctx) {
+    return Grads{tg::mul(ctx.grad_out, s)};
   });
   return *this;
 }
@@ -465,10 +465,10 @@ Tensor& Tensor::div_(const Tensor& other) {
   const Tensor keep_self = records && other.requires_grad() ? detach().clone() : Tensor();
   copy_values(*this, quotient, "div_");
   // d/dself (self/other) = 1/other, d/dother = -self/other^2 (self before the write)
-  finish_inplace(*this, old, {other}, "DivBackward0", {keep_self, keep_other}, [](const BackwardArgs& a) {
-    const Tensor& o = a.saved[1];
-    return Grads{a.needs_grad[0] ? tg::div(a.grad_out, o) : Tensor(),
-                 a.needs_grad[1] ? tg::neg(tg::div(tg::mul(a.grad_out, a.saved[0]), tg::mul(o, o))) : Tensor()};
+  finish_inplace(*this, old, {other}, "DivBackward0", {keep_self, keep_other}, [](const BackwardArgs& ctx) {
+    const Tensor& o = ctx.saved[1];
+    return Grads{ctx.needs_grad[0] ? tg::div(ctx.grad_out, o) : Tensor(),
+                 ctx.needs_grad[1] ? tg::neg(tg::div(tg::mul(ctx.grad_out, ctx.saved[0]), tg::mul(o, o))) : Tensor()};
   });
   return *this;
 }
@@ -478,8 +478,8 @@ Tensor& Tensor::div_(Scalar other) {
   copy_values(*this, tg::div(detach(), other), "div_");
   const double s = other.value;
   // d/dself (self/s) = 1/s
-  finish_inplace(*this, old, {}, "DivBackward0", {}, [s](const BackwardArgs& a) {
-    return Grads{tg::div(a.grad_out, s)};
+  finish_inplace(*this, old, {}, "DivBackward0", {}, [s](const BackwardArgs& ctx) {
+    return Grads{tg::div(ctx.grad_out, s)};
   });
   return *this;
 }

@@ -146,8 +146,8 @@ Tensor tanh(const Tensor& x) {
   check_defined(x, "tanh", "input");
   Tensor y = contiguous_f32(x) ? fast_unary(x, K::tanh_forward)
                                : elementwise_unary(x, "tanh", [](auto v) { return std::tanh(v); });
-  record("TanhBackward0", {x}, y, {y}, [](const BackwardArgs& a) {
-    return Grads{grad_times(a.grad_out, a.saved[0], "tanh", [](auto t) { return 1 - t * t; })};
+  record("TanhBackward0", {x}, y, {y}, [](const BackwardArgs& ctx) {
+    return Grads{grad_times(ctx.grad_out, ctx.saved[0], "tanh", [](auto t) { return 1 - t * t; })};
   });
   return y;
 }
@@ -158,8 +158,8 @@ Tensor sigmoid(const Tensor& x) {
                                : elementwise_unary(x, "sigmoid", [](auto v) {
                                    return K::sigmoid_value(v, [](auto e) { return std::exp(e); });
                                  });
-  record("SigmoidBackward0", {x}, y, {y}, [](const BackwardArgs& a) {
-    return Grads{grad_times(a.grad_out, a.saved[0], "sigmoid", [](auto s) { return s * (1 - s); })};
+  record("SigmoidBackward0", {x}, y, {y}, [](const BackwardArgs& ctx) {
+    return Grads{grad_times(ctx.grad_out, ctx.saved[0], "sigmoid", [](auto s) { return s * (1 - s); })};
   });
   return y;
 }
@@ -171,8 +171,8 @@ Tensor relu(const Tensor& x) {
     using T = decltype(v);
     return v > T(0) ? v : (std::isnan(v) ? v : T(0));
   });
-  record("ReluBackward0", {x}, y, {y}, [](const BackwardArgs& a) {
-    return Grads{grad_times(a.grad_out, a.saved[0], "relu", [](auto v) {
+  record("ReluBackward0", {x}, y, {y}, [](const BackwardArgs& ctx) {
+    return Grads{grad_times(ctx.grad_out, ctx.saved[0], "relu", [](auto v) {
       using T = decltype(v);
       return static_cast<T>(v > T(0));
     })};
@@ -223,8 +223,8 @@ Tensor gelu(const Tensor& x, const std::string& approximate) {
   // Saves x only (gelu' needs x, not y) and recomputes tanh in backward: keeping t as well
   // would hold a second (B,T,4C) tensor per GPT block until backward, for a tanh that costs
   // about as much as reading that tensor back.
-  record("GeluBackward0", {x}, y, {x}, [approximate](const BackwardArgs& a) {
-    return Grads{gelu_backward(a.grad_out, a.saved[0], approximate)};
+  record("GeluBackward0", {x}, y, {x}, [approximate](const BackwardArgs& ctx) {
+    return Grads{gelu_backward(ctx.grad_out, ctx.saved[0], approximate)};
   });
   return y;
 }

@@ -63,8 +63,8 @@ Tensor add(const Tensor& a, const Tensor& b, Scalar alpha) {
   check_alpha(dt, alpha, "add");
   Tensor out = add_scaled(a, b, dt, alpha, false, "add");
   const double s = alpha.value;
-  record("AddBackward0", {a, b}, out, {}, [s](const BackwardArgs& g) {
-    return Grads{g.grad_out, s == 1.0 ? g.grad_out : mul(g.grad_out, s)};
+  record("AddBackward0", {a, b}, out, {}, [s](const BackwardArgs& ctx) {
+    return Grads{ctx.grad_out, s == 1.0 ? ctx.grad_out : mul(ctx.grad_out, s)};
   });
   return out;
 }
@@ -75,8 +75,8 @@ Tensor sub(const Tensor& a, const Tensor& b, Scalar alpha) {
   check_alpha(dt, alpha, "sub");
   const double s = alpha.value;
   Tensor out = add_scaled(a, b, dt, alpha, true, "sub");
-  record("SubBackward0", {a, b}, out, {}, [s](const BackwardArgs& g) {
-    return Grads{g.grad_out, mul(g.grad_out, -s)};
+  record("SubBackward0", {a, b}, out, {}, [s](const BackwardArgs& ctx) {
+    return Grads{ctx.grad_out, mul(ctx.grad_out, -s)};
   });
   return out;
 }
@@ -90,9 +90,9 @@ Tensor mul(const Tensor& a, const Tensor& b) {
   // save each factor only if the other one needs its gradient
   const Tensor keep_b = a.requires_grad() ? b : Tensor();
   const Tensor keep_a = b.requires_grad() ? a : Tensor();
-  record("MulBackward0", {a, b}, out, {keep_a, keep_b}, [](const BackwardArgs& g) {
-    return Grads{g.needs_grad[0] ? mul(g.grad_out, g.saved[1]) : Tensor(),
-                 g.needs_grad[1] ? mul(g.grad_out, g.saved[0]) : Tensor()};
+  record("MulBackward0", {a, b}, out, {keep_a, keep_b}, [](const BackwardArgs& ctx) {
+    return Grads{ctx.needs_grad[0] ? mul(ctx.grad_out, ctx.saved[1]) : Tensor(),
+                 ctx.needs_grad[1] ? mul(ctx.grad_out, ctx.saved[0]) : Tensor()};
   });
   return out;
 }
@@ -102,10 +102,10 @@ Tensor div(const Tensor& a, const Tensor& b) {
   if (!is_floating(dt)) dt = kFloat32;  // true division, as PyTorch's `/`
   Tensor out = elementwise_binary(a, b, dt, false, "div", [](auto x, auto y) { return x / y; });
   const Tensor keep_a = b.requires_grad() ? a : Tensor();
-  record("DivBackward0", {a, b}, out, {keep_a, b}, [](const BackwardArgs& g) {
-    const Tensor& sb = g.saved[1];
-    return Grads{g.needs_grad[0] ? div(g.grad_out, sb) : Tensor(),
-                 g.needs_grad[1] ? neg(div(mul(g.grad_out, g.saved[0]), mul(sb, sb))) : Tensor()};
+  record("DivBackward0", {a, b}, out, {keep_a, b}, [](const BackwardArgs& ctx) {
+    const Tensor& sb = ctx.saved[1];
+    return Grads{ctx.needs_grad[0] ? div(ctx.grad_out, sb) : Tensor(),
+                 ctx.needs_grad[1] ? neg(div(mul(ctx.grad_out, ctx.saved[0]), mul(sb, sb))) : Tensor()};
   });
   return out;
 }
@@ -118,7 +118,7 @@ Tensor neg(const Tensor& a) {
     using T = typename decltype(tag)::type;
     map_unary<T, T>(out, a, [](T v) { return wrapping_sub(T(0), v); });
   });
-  record("NegBackward0", {a}, out, {}, [](const BackwardArgs& g) { return Grads{neg(g.grad_out)}; });
+  record("NegBackward0", {a}, out, {}, [](const BackwardArgs& ctx) { return Grads{neg(ctx.grad_out)}; });
   return out;
 }
 
@@ -127,14 +127,14 @@ Tensor neg(const Tensor& a) {
 Tensor add(const Tensor& a, Scalar b) {
   Tensor out = elementwise_binary(a, scalar_like(b, a, "add"), scalar_dtype(b, a), false, "add",
                                   [](auto x, auto y) { return wrapping_add(x, y); });
-  record("AddBackward0", {a}, out, {}, [](const BackwardArgs& g) { return Grads{g.grad_out}; });
+  record("AddBackward0", {a}, out, {}, [](const BackwardArgs& ctx) { return Grads{ctx.grad_out}; });
   return out;
 }
 
 Tensor sub(const Tensor& a, Scalar b) {
   Tensor out = elementwise_binary(a, scalar_like(b, a, "sub"), scalar_dtype(b, a), false, "sub",
                                   [](auto x, auto y) { return wrapping_sub(x, y); });
-  record("SubBackward0", {a}, out, {}, [](const BackwardArgs& g) { return Grads{g.grad_out}; });
+  record("SubBackward0", {a}, out, {}, [](const BackwardArgs& ctx) { return Grads{ctx.grad_out}; });
   return out;
 }
 
@@ -142,7 +142,7 @@ Tensor mul(const Tensor& a, Scalar b) {
   Tensor out = elementwise_binary(a, scalar_like(b, a, "mul"), scalar_dtype(b, a), false, "mul",
                                   [](auto x, auto y) { return wrapping_mul(x, y); });
   const double s = b.value;
-  record("MulBackward0", {a}, out, {}, [s](const BackwardArgs& g) { return Grads{mul(g.grad_out, s)}; });
+  record("MulBackward0", {a}, out, {}, [s](const BackwardArgs& ctx) { return Grads{mul(ctx.grad_out, s)}; });
   return out;
 }
 
@@ -151,7 +151,7 @@ Tensor div(const Tensor& a, Scalar b) {
   if (!is_floating(dt)) dt = kFloat32;
   Tensor out = elementwise_binary(a, scalar_like(b, a, "div"), dt, false, "div", [](auto x, auto y) { return x / y; });
   const double s = b.value;
-  record("DivBackward0", {a}, out, {}, [s](const BackwardArgs& g) { return Grads{div(g.grad_out, s)}; });
+  record("DivBackward0", {a}, out, {}, [s](const BackwardArgs& ctx) { return Grads{div(ctx.grad_out, s)}; });
   return out;
 }
 
@@ -159,7 +159,7 @@ Tensor rsub(const Tensor& a, Scalar b) {
   Tensor out = elementwise_binary(scalar_like(b, a, "rsub"), a, scalar_dtype(b, a), false, "rsub",
                                   [](auto x, auto y) { return wrapping_sub(x, y); });
   // d/da (b - a) = -1
-  record("RsubBackward1", {a}, out, {}, [](const BackwardArgs& g) { return Grads{neg(g.grad_out)}; });
+  record("RsubBackward1", {a}, out, {}, [](const BackwardArgs& ctx) { return Grads{neg(ctx.grad_out)}; });
   return out;
 }
 
@@ -168,8 +168,8 @@ Tensor rdiv(const Tensor& a, Scalar b) {
   if (!is_floating(dt)) dt = kFloat32;
   Tensor out = elementwise_binary(scalar_like(b, a, "rdiv"), a, dt, false, "rdiv", [](auto x, auto y) { return x / y; });
   // d/da (b / a) = -b / a^2 = -out / a
-  record("MulBackward0", {a}, out, {a, out}, [](const BackwardArgs& g) {
-    return Grads{neg(div(mul(g.grad_out, g.saved[1]), g.saved[0]))};
+  record("MulBackward0", {a}, out, {a, out}, [](const BackwardArgs& ctx) {
+    return Grads{neg(div(mul(ctx.grad_out, ctx.saved[1]), ctx.saved[0]))};
   });
   return out;
 }
@@ -193,9 +193,9 @@ Tensor pow(const Tensor& a, Scalar exponent) {
     return static_cast<T>(std::pow(v, static_cast<T>(e)));
   });
   // d/da a^e = e * a^(e-1)
-  record("PowBackward0", {a}, out, {a}, [e](const BackwardArgs& g) {
-    if (e == 0.0) return Grads{zeros_like(g.grad_out)};
-    return Grads{mul(g.grad_out, mul(pow(g.saved[0], e - 1.0), e))};
+  record("PowBackward0", {a}, out, {a}, [e](const BackwardArgs& ctx) {
+    if (e == 0.0) return Grads{zeros_like(ctx.grad_out)};
+    return Grads{mul(ctx.grad_out, mul(pow(ctx.saved[0], e - 1.0), e))};
   });
   return out;
 }
@@ -209,9 +209,9 @@ Tensor pow(const Tensor& a, const Tensor& exponent) {
     return static_cast<T>(std::pow(x, y));
   });
   // da = g * e * a^(e-1);  de = g * out * log(a)
-  record("PowBackward1", {a, exponent}, out, {a, exponent, out}, [](const BackwardArgs& g) {
-    return Grads{g.needs_grad[0] ? mul(g.grad_out, mul(g.saved[1], pow(g.saved[0], sub(g.saved[1], 1.0)))) : Tensor(),
-                 g.needs_grad[1] ? mul(g.grad_out, mul(g.saved[2], log(g.saved[0]))) : Tensor()};
+  record("PowBackward1", {a, exponent}, out, {a, exponent, out}, [](const BackwardArgs& ctx) {
+    return Grads{ctx.needs_grad[0] ? mul(ctx.grad_out, mul(ctx.saved[1], pow(ctx.saved[0], sub(ctx.saved[1], 1.0)))) : Tensor(),
+                 ctx.needs_grad[1] ? mul(ctx.grad_out, mul(ctx.saved[2], log(ctx.saved[0]))) : Tensor()};
   });
   return out;
 }

@@ -201,8 +201,8 @@ Tensor masked_scaled_softmax(const Tensor& scores, const Tensor& mask, int64_t d
       masked_scaled_softmax_forward<T>(y.data_ptr<T>(), x.data_ptr<T>(), keys, R, static_cast<T>(scale));
     });
   }
-  record("MaskedScaledSoftmaxBackward0", {scores}, y, {y, mask}, [d_k, options](const BackwardArgs& a) {
-    return Grads{masked_scaled_softmax_backward(a.saved[0], a.grad_out, a.saved[1], d_k, options)};
+  record("MaskedScaledSoftmaxBackward0", {scores}, y, {y, mask}, [d_k, options](const BackwardArgs& ctx) {
+    return Grads{masked_scaled_softmax_backward(ctx.saved[0], ctx.grad_out, ctx.saved[1], d_k, options)};
   });
   return y;
 }

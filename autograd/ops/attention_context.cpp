@@ -137,12 +137,12 @@ Tensor masked_scaled_attention(const Tensor& q, const Tensor& k, const Tensor& v
     matrix_at(out, i).copy_(weights_at(q, k, full_mask, i, d_k, options).matmul(matrix_at(v, i)));
   });
   record("MaskedScaledAttentionBackward0", {q, k, v}, out, {q, k, v, full_mask},
-         [d_k, options](const BackwardArgs& a) {
-           const Tensor &q = a.saved[0], &k = a.saved[1], &v = a.saved[2], &mask = a.saved[3];
+         [d_k, options](const BackwardArgs& ctx) {
+           const Tensor &q = ctx.saved[0], &k = ctx.saved[1], &v = ctx.saved[2], &mask = ctx.saved[3];
            Tensor dq = empty(q.sizes(), q.dtype()), dk = empty(k.sizes(), k.dtype()), dv = empty(v.sizes(), v.dtype());
            for_each_matrix(batch_count(q), [&](int64_t i) {
              const Tensor P = weights_at(q, k, mask, i, d_k, options);
-             const Tensor dout = matrix_at(a.grad_out, i);
+             const Tensor dout = matrix_at(ctx.grad_out, i);
              matrix_at(dv, i).copy_(P.t().matmul(dout));
              const Tensor dP = dout.matmul(matrix_at(v, i).t());
              const Tensor dS = masked_scaled_softmax_backward(P, dP, mask.defined() ? matrix_at(mask, i) : Tensor(),
@@ -150,8 +150,8 @@ Tensor masked_scaled_attention(const Tensor& q, const Tensor& k, const Tensor& v
              matrix_at(dq, i).copy_(dS.matmul(matrix_at(k, i)));
              matrix_at(dk, i).t().copy_(matrix_at(q, i).t().matmul(dS));
            });
-           return Grads{a.needs_grad[0] ? dq : Tensor(), a.needs_grad[1] ? dk : Tensor(),
-                        a.needs_grad[2] ? dv : Tensor()};
+           return Grads{ctx.needs_grad[0] ? dq : Tensor(), ctx.needs_grad[1] ? dk : Tensor(),
+                        ctx.needs_grad[2] ? dv : Tensor()};
          });
   return out;
 }

@@ -84,11 +84,11 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
     });
     storage_of(out).version = 0;
   }
-  record("WhereBackward0", {condition, a, b}, out, {condition}, [](const BackwardArgs& g) {
-    const Tensor& c = g.saved[0];
-    Tensor zero = zeros({}, g.grad_out.dtype());
-    return Grads{Tensor(), g.needs_grad[1] ? where(c, g.grad_out, zero) : Tensor(),
-                 g.needs_grad[2] ? where(c, zero, g.grad_out) : Tensor()};
+  record("WhereBackward0", {condition, a, b}, out, {condition}, [](const BackwardArgs& ctx) {
+    const Tensor& c = ctx.saved[0];
+    Tensor zero = zeros({}, ctx.grad_out.dtype());
+    return Grads{Tensor(), ctx.needs_grad[1] ? where(c, ctx.grad_out, zero) : Tensor(),
+                 ctx.needs_grad[2] ? where(c, zero, ctx.grad_out) : Tensor()};
   });
   return out;
 }
@@ -106,8 +106,8 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value) {
     const T v = checked_cast<T>(value, "masked_fill");
     map_binary<T, T, bool>(out, x, mask, [v](T xv, bool m) { return m ? v : xv; });
   });
-  record("MaskedFillBackward0", {x}, out, {mask}, [](const BackwardArgs& a) {
-    return Grads{masked_fill(a.grad_out, a.saved[0], 0.0)};
+  record("MaskedFillBackward0", {x}, out, {mask}, [](const BackwardArgs& ctx) {
+    return Grads{masked_fill(ctx.grad_out, ctx.saved[0], 0.0)};
   });
   return out;
 }
@@ -165,14 +165,14 @@ Tensor extreme_of_two(const Tensor& a, const Tensor& b, bool want_max, const cha
     return want_max ? (x > y ? x : y) : (x < y ? x : y);
   });
   // da = g where a wins, g/2 on a tie, 0 where it loses (and g where either is NaN)
-  record(want_max ? "MaximumBackward0" : "MinimumBackward0", {a, b}, out, {a, b}, [want_max](const BackwardArgs& g) {
-    const Tensor& x = g.saved[0];
-    const Tensor& y = g.saved[1];
-    Tensor shared = where(eq(x, y), div(g.grad_out, 2.0), g.grad_out);
+  record(want_max ? "MaximumBackward0" : "MinimumBackward0", {a, b}, out, {a, b}, [want_max](const BackwardArgs& ctx) {
+    const Tensor& x = ctx.saved[0];
+    const Tensor& y = ctx.saved[1];
+    Tensor shared = where(eq(x, y), div(ctx.grad_out, 2.0), ctx.grad_out);
     Tensor a_loses = want_max ? lt(x, y) : gt(x, y);
     Tensor b_loses = want_max ? gt(x, y) : lt(x, y);
-    return Grads{g.needs_grad[0] ? masked_fill(shared.expand(a_loses.sizes()), a_loses, 0.0) : Tensor(),
-                 g.needs_grad[1] ? masked_fill(shared.expand(b_loses.sizes()), b_loses, 0.0) : Tensor()};
+    return Grads{ctx.needs_grad[0] ? masked_fill(shared.expand(a_loses.sizes()), a_loses, 0.0) : Tensor(),
+                 ctx.needs_grad[1] ? masked_fill(shared.expand(b_loses.sizes()), b_loses, 0.0) : Tensor()};
   });
   return out;
 }

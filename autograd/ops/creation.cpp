@@ -145,7 +145,7 @@ Tensor tril(const Tensor& x, int64_t diagonal) {
   check_defined(x, "tril", "input");
   Tensor out = triangle(x, [diagonal](int64_t j_minus_i) { return j_minus_i <= diagonal; }, "tril");
   // d/dx tril(x) = tril(g)
-  record("TrilBackward0", {x}, out, {}, [diagonal](const BackwardArgs& a) { return Grads{tril(a.grad_out, diagonal)}; });
+  record("TrilBackward0", {x}, out, {}, [diagonal](const BackwardArgs& ctx) { return Grads{tril(ctx.grad_out, diagonal)}; });
   return out;
 }
 
@@ -153,7 +153,7 @@ Tensor triu(const Tensor& x, int64_t diagonal) {
   check_defined(x, "triu", "input");
   Tensor out = triangle(x, [diagonal](int64_t j_minus_i) { return j_minus_i >= diagonal; }, "triu");
   // d/dx triu(x) = triu(g)
-  record("TriuBackward0", {x}, out, {}, [diagonal](const BackwardArgs& a) { return Grads{triu(a.grad_out, diagonal)}; });
+  record("TriuBackward0", {x}, out, {}, [diagonal](const BackwardArgs& ctx) { return Grads{triu(ctx.grad_out, diagonal)}; });
   return out;
 }
 
@@ -200,10 +200,10 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
   std::vector<int64_t> lengths;
   for (const Tensor& t : tensors) lengths.push_back(t.sizes()[dim]);
   // d/dx_i cat(x) = g.narrow(dim, offset_i, size_i)
-  record("CatBackward0", tensors, out, {}, [dim, offsets, lengths](const BackwardArgs& a) {
+  record("CatBackward0", tensors, out, {}, [dim, offsets, lengths](const BackwardArgs& ctx) {
     Grads g;
     for (size_t i = 0; i < offsets.size(); ++i)
-      g.push_back(a.needs_grad[i] ? a.grad_out.narrow(dim, offsets[i], lengths[i]) : Tensor());
+      g.push_back(ctx.needs_grad[i] ? ctx.grad_out.narrow(dim, offsets[i], lengths[i]) : Tensor());
     return g;
   });
   return out;
@@ -227,10 +227,10 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
     out = cat(expanded, dim);
   }
   // d/dx_i stack(x) = g.select(dim, i)
-  record("StackBackward0", tensors, out, {}, [dim](const BackwardArgs& a) {
+  record("StackBackward0", tensors, out, {}, [dim](const BackwardArgs& ctx) {
     Grads g;
-    for (size_t i = 0; i < a.needs_grad.size(); ++i)
-      g.push_back(a.needs_grad[i] ? a.grad_out.select(dim, static_cast<int64_t>(i)) : Tensor());
+    for (size_t i = 0; i < ctx.needs_grad.size(); ++i)
+      g.push_back(ctx.needs_grad[i] ? ctx.grad_out.select(dim, static_cast<int64_t>(i)) : Tensor());
     return g;
   });
   return out;

@@ -101,9 +101,9 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator* gen) {
     using T = typename decltype(tag)::type;
     nn_kernels::dropout_forward<T>(out.data_ptr<T>(), noise.data_ptr<T>(), xc.data_ptr<T>(), g, x.numel(), p);
   });
-  record("MulBackward0", {x}, out, {noise}, [](const BackwardArgs& a) {
-    const Tensor& nz = a.saved[0];
-    const Tensor gc = a.grad_out.contiguous();
+  record("MulBackward0", {x}, out, {noise}, [](const BackwardArgs& ctx) {
+    const Tensor& nz = ctx.saved[0];
+    const Tensor gc = ctx.grad_out.contiguous();
     Tensor dx = make_empty(nz.sizes(), nz.dtype());
     visit_floating(nz.dtype(), "dropout_backward", [&](auto tag) {
       using T = typename decltype(tag)::type;

@@ -122,9 +122,9 @@ Tensor embedding(const Tensor& weight, const Tensor& indices) {
     using T = typename decltype(tag)::type;
     nn_kernels::embedding_forward<T>(out.data_ptr<T>(), wc.data_ptr<T>(), idx.data_ptr<int64_t>(), N, C);
   });
-  record("EmbeddingBackward0", {weight, indices}, out, {idx}, [V, C](const BackwardArgs& a) {
-    const Tensor& ix = a.saved[0];
-    const Tensor g = a.grad_out.contiguous();
+  record("EmbeddingBackward0", {weight, indices}, out, {idx}, [V, C](const BackwardArgs& ctx) {
+    const Tensor& ix = ctx.saved[0];
+    const Tensor g = ctx.grad_out.contiguous();
     Tensor dweight = make_empty({V, C}, g.dtype());
     visit_floating(g.dtype(), "embedding_backward", [&](auto tag) {
       using T = typename decltype(tag)::type;

@@ -104,19 +104,19 @@ Tensor feed_forward(const Tensor& x, const Tensor& w1, const Tensor& b1, const T
   const Tensor keep_w1 = x.requires_grad() ? w1 : Tensor();  // for dx
   const int64_t x_dim = x.dim();
   record("FeedForwardBackward0", {x, w1, b1, w2, b2}, y, {keep_x, h, keep_w1, w2},
-         [approximate, x_dim](const BackwardArgs& g) {
+         [approximate, x_dim](const BackwardArgs& ctx) {
            // the tape runs backward with grad mode off: nothing here is recorded
-           const Tensor& dy = g.grad_out;  // (..., C_out)
-           const Tensor& h = g.saved[1];
-           const Tensor& w2 = g.saved[3];
+           const Tensor& dy = ctx.grad_out;  // (..., C_out)
+           const Tensor& h = ctx.saved[1];
+           const Tensor& w2 = ctx.saved[3];
            Grads grads(5);
-           if (g.needs_grad[3]) grads[3] = linear_weight_grad(dy, gelu(h, approximate));  // a recomputed
-           if (g.needs_grad[4]) grads[4] = dy;  // the tape sums it to (C_out)
-           if (!(g.needs_grad[0] || g.needs_grad[1] || g.needs_grad[2])) return grads;
+           if (ctx.needs_grad[3]) grads[3] = linear_weight_grad(dy, gelu(h, approximate));  // a recomputed
+           if (ctx.needs_grad[4]) grads[4] = dy;  // the tape sums it to (C_out)
+           if (!(ctx.needs_grad[0] || ctx.needs_grad[1] || ctx.needs_grad[2])) return grads;
            const Tensor dh = gelu_backward(matmul_backward_a(dy, w2.t(), h.dim()), h, approximate);  // (..., H)
-           if (g.needs_grad[0]) grads[0] = matmul_backward_a(dh, g.saved[2].t(), x_dim);
-           if (g.needs_grad[1]) grads[1] = linear_weight_grad(dh, g.saved[0]);
-           if (g.needs_grad[2]) grads[2] = dh;  // the tape sums it to (H)
+           if (ctx.needs_grad[0]) grads[0] = matmul_backward_a(dh, ctx.saved[2].t(), x_dim);
+           if (ctx.needs_grad[1]) grads[1] = linear_weight_grad(dh, ctx.saved[0]);
+           if (ctx.needs_grad[2]) grads[2] = dh;  // the tape sums it to (H)
            return grads;
          });
   return y;

@@ -92,8 +92,8 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
   });
   // d/dx gather: g added back at the positions it was read from
   const Shape x_shape = x.sizes();
-  record("GatherBackward0", {x}, out, {index}, [x_shape, dim](const BackwardArgs& a) {
-    return Grads{scatter_add(zeros(x_shape, a.grad_out.dtype()), dim, a.saved[0], a.grad_out)};
+  record("GatherBackward0", {x}, out, {index}, [x_shape, dim](const BackwardArgs& ctx) {
+    return Grads{scatter_add(zeros(x_shape, ctx.grad_out.dtype()), dim, ctx.saved[0], ctx.grad_out)};
   });
   return out;
 }
@@ -129,8 +129,8 @@ Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tens
     });
   });
   // d/dx = g;  d/dsrc = gather(g, dim, index)
-  record("ScatterAddBackward0", {x, src}, out, {index}, [dim](const BackwardArgs& a) {
-    return Grads{a.grad_out, a.needs_grad[1] ? gather(a.grad_out, dim, a.saved[0]) : Tensor()};
+  record("ScatterAddBackward0", {x, src}, out, {index}, [dim](const BackwardArgs& ctx) {
+    return Grads{ctx.grad_out, ctx.needs_grad[1] ? gather(ctx.grad_out, dim, ctx.saved[0]) : Tensor()};
   });
   return out;
 }
@@ -160,13 +160,13 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
   if (x.dim() == 0 && index.dim() == 0) out = out.reshape({});
   // d/dx index_select: each slice of g added back into the slice it came from
   const Shape x_shape = x.sizes();
-  record("IndexSelectBackward0", {x}, out, {flat}, [x_shape, dim](const BackwardArgs& a) {
-    if (x_shape.empty()) return Grads{a.grad_out.sum()};
+  record("IndexSelectBackward0", {x}, out, {flat}, [x_shape, dim](const BackwardArgs& ctx) {
+    if (x_shape.empty()) return Grads{ctx.grad_out.sum()};
     Shape index_shape(x_shape.size(), 1);
-    index_shape[dim] = a.saved[0].numel();
-    Shape expanded = a.grad_out.sizes();
-    Tensor idx = a.saved[0].reshape(index_shape).expand(expanded).contiguous();
-    return Grads{scatter_add(zeros(x_shape, a.grad_out.dtype()), dim, idx, a.grad_out)};
+    index_shape[dim] = ctx.saved[0].numel();
+    Shape expanded = ctx.grad_out.sizes();
+    Tensor idx = ctx.saved[0].reshape(index_shape).expand(expanded).contiguous();
+    return Grads{scatter_add(zeros(x_shape, ctx.grad_out.dtype()), dim, idx, ctx.grad_out)};
   });
   return out;
 }

@@ -248,23 +248,23 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
                                       ptr_or_null<T>(wc), ptr_or_null<T>(bc), R, C, eps);
   });
   const Shape ns = normalized_shape;
-  record("NativeLayerNormBackward0", {x, weight, bias}, y, {xc, wc, mean, rstd}, [R, C, ns](const BackwardArgs& a) {
-    const Tensor& xs = a.saved[0];
-    const Tensor& ws = a.saved[1];
-    const Tensor g = a.grad_out.contiguous();
-    Tensor dx = a.needs_grad[0] ? make_empty(xs.sizes(), xs.dtype()) : Tensor();
-    Tensor dw = a.needs_grad[1] ? make_empty(ns, xs.dtype()) : Tensor();
-    Tensor db = a.needs_grad[2] ? make_empty(ns, xs.dtype()) : Tensor();
+  record("NativeLayerNormBackward0", {x, weight, bias}, y, {xc, wc, mean, rstd}, [R, C, ns](const BackwardArgs& ctx) {
+    const Tensor& xs = ctx.saved[0];
+    const Tensor& ws = ctx.saved[1];
+    const Tensor g = ctx.grad_out.contiguous();
+    Tensor dx = ctx.needs_grad[0] ? make_empty(xs.sizes(), xs.dtype()) : Tensor();
+    Tensor dw = ctx.needs_grad[1] ? make_empty(ns, xs.dtype()) : Tensor();
+    Tensor db = ctx.needs_grad[2] ? make_empty(ns, xs.dtype()) : Tensor();
     visit_floating(xs.dtype(), "layer_norm_backward", [&](auto tag) {
       using T = typename decltype(tag)::type;
       auto out_ptr = [](const Tensor& t) { return t.defined() ? t.data_ptr<T>() : nullptr; };
       if constexpr (std::is_same_v<T, float>) {
         row_kernels::layer_norm_backward(out_ptr(dx), out_ptr(dw), out_ptr(db), g.data_ptr<T>(), xs.data_ptr<T>(),
-                                         ptr_or_null<T>(ws), a.saved[2].data_ptr<T>(), a.saved[3].data_ptr<T>(), R, C);
+                                         ptr_or_null<T>(ws), ctx.saved[2].data_ptr<T>(), ctx.saved[3].data_ptr<T>(), R, C);
         return;
       }
       nn_kernels::layer_norm_backward<T>(out_ptr(dx), out_ptr(dw), out_ptr(db), g.data_ptr<T>(), xs.data_ptr<T>(),
-                                         ptr_or_null<T>(ws), a.saved[2].data_ptr<T>(), a.saved[3].data_ptr<T>(), R, C);
+                                         ptr_or_null<T>(ws), ctx.saved[2].data_ptr<T>(), ctx.saved[3].data_ptr<T>(), R, C);
     });
     return Grads{dx, dw, db};
   });

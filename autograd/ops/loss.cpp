@@ -266,8 +266,8 @@ Tensor cross_entropy_fused(const Tensor& logits, const Tensor& targets) {
                                            tc.data_ptr<int64_t>(), N, C);
     }
   });
-  record("NllLossBackward0", {logits, targets}, loss, {xc, tc, lse}, [](const BackwardArgs& a) {
-    return Grads{cross_entropy_grad(a.grad_out, a.saved[0], a.saved[1], a.saved[2]), Tensor()};
+  record("NllLossBackward0", {logits, targets}, loss, {xc, tc, lse}, [](const BackwardArgs& ctx) {
+    return Grads{cross_entropy_grad(ctx.grad_out, ctx.saved[0], ctx.saved[1], ctx.saved[2]), Tensor()};
   });
   return loss;
 }

@@ -406,9 +406,9 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   const Tensor keep_a = b.requires_grad() ? a : Tensor();
   const Tensor keep_b = a.requires_grad() ? b : Tensor();
   const int64_t a_dim = a.dim(), b_dim = b.dim();
-  record(node_name(a, b), {a, b}, out, {keep_a, keep_b}, [a_dim, b_dim](const BackwardArgs& g) {
-    return Grads{g.needs_grad[0] ? matmul_backward_a(g.grad_out, g.saved[1], a_dim) : Tensor(),
-                 g.needs_grad[1] ? matmul_backward_b(g.grad_out, g.saved[0], b_dim) : Tensor()};
+  record(node_name(a, b), {a, b}, out, {keep_a, keep_b}, [a_dim, b_dim](const BackwardArgs& ctx) {
+    return Grads{ctx.needs_grad[0] ? matmul_backward_a(ctx.grad_out, ctx.saved[1], a_dim) : Tensor(),
+                 ctx.needs_grad[1] ? matmul_backward_b(ctx.grad_out, ctx.saved[0], b_dim) : Tensor()};
   });
   return out;
 }

@@ -94,7 +94,7 @@ Tensor sum(const Tensor& x) {
   Tensor out = sum_forward(x.reshape({x.numel()}), 0, false);
   const Shape shape = x.sizes();
   // d/dx sum(x) = g everywhere
-  record("SumBackward0", {x}, out, {}, [shape](const BackwardArgs& a) { return Grads{a.grad_out.expand(shape)}; });
+  record("SumBackward0", {x}, out, {}, [shape](const BackwardArgs& ctx) { return Grads{ctx.grad_out.expand(shape)}; });
   return out;
 }
 
@@ -103,8 +103,8 @@ Tensor sum(const Tensor& x, int64_t dim, bool keepdim) {
   dim = wrap_dim(dim, x.dim(), "sum");
   Tensor out = sum_forward(x, dim, keepdim);
   const Shape shape = x.sizes();
-  record("SumBackward1", {x}, out, {}, [shape, dim, keepdim](const BackwardArgs& a) {
-    return Grads{expand_back(a.grad_out, shape, dim, keepdim)};
+  record("SumBackward1", {x}, out, {}, [shape, dim, keepdim](const BackwardArgs& ctx) {
+    return Grads{expand_back(ctx.grad_out, shape, dim, keepdim)};
   });
   return out;
 }
@@ -119,8 +119,8 @@ Tensor mean(const Tensor& x) {
   }
   const Shape shape = x.sizes();
   // d/dx mean(x) = g / N
-  record("MeanBackward0", {x}, out, {}, [shape, n](const BackwardArgs& a) {
-    return Grads{div(a.grad_out, n).expand(shape)};
+  record("MeanBackward0", {x}, out, {}, [shape, n](const BackwardArgs& ctx) {
+    return Grads{div(ctx.grad_out, n).expand(shape)};
   });
   return out;
 }
@@ -135,8 +135,8 @@ Tensor mean(const Tensor& x, int64_t dim, bool keepdim) {
     out = div(sum(x, dim, keepdim), n);
   }
   const Shape shape = x.sizes();
-  record("MeanBackward1", {x}, out, {}, [shape, dim, keepdim, n](const BackwardArgs& a) {
-    return Grads{expand_back(div(a.grad_out, n), shape, dim, keepdim)};
+  record("MeanBackward1", {x}, out, {}, [shape, dim, keepdim, n](const BackwardArgs& ctx) {
+    return Grads{expand_back(div(ctx.grad_out, n), shape, dim, keepdim)};
   });
   return out;
 }
@@ -154,10 +154,10 @@ Tensor var(const Tensor& x, int64_t dim, bool unbiased, bool keepdim) {
   }
   const Shape shape = x.sizes();
   // d/dx var(x) = g * 2 (x - mean) / (N - unbiased)
-  record("VarBackward0", {x}, out, {x}, [shape, dim, keepdim, denom](const BackwardArgs& a) {
-    const Tensor& xs = a.saved[0];
+  record("VarBackward0", {x}, out, {x}, [shape, dim, keepdim, denom](const BackwardArgs& ctx) {
+    const Tensor& xs = ctx.saved[0];
     Tensor centered = sub(xs, mean(xs, dim, true));
-    return Grads{mul(expand_back(a.grad_out, shape, dim, keepdim), mul(centered, 2.0 / denom))};
+    return Grads{mul(expand_back(ctx.grad_out, shape, dim, keepdim), mul(centered, 2.0 / denom))};
   });
   return out;
 }
@@ -211,10 +211,10 @@ ValuesIndices extreme_dim(const Tensor& x, int64_t dim, bool keepdim, bool want_
   const Shape shape = x.sizes();
   // d/dx max(x, dim) = g scattered to the index of the maximum
   record(want_max ? "MaxBackward0" : "MinBackward0", {x}, r.values, {r.indices},
-         [shape, dim, keepdim](const BackwardArgs& a) {
-           Tensor idx = keepdim ? a.saved[0] : a.saved[0].unsqueeze(dim);
-           Tensor gk = keepdim ? a.grad_out : a.grad_out.unsqueeze(dim);
-           Tensor dx = zeros(shape, a.grad_out.dtype());
+         [shape, dim, keepdim](const BackwardArgs& ctx) {
+           Tensor idx = keepdim ? ctx.saved[0] : ctx.saved[0].unsqueeze(dim);
+           Tensor gk = keepdim ? ctx.grad_out : ctx.grad_out.unsqueeze(dim);
+           Tensor dx = zeros(shape, ctx.grad_out.dtype());
            // dx.scatter_(dim, idx, g): equal to g where the index along dim matches
            Tensor positions = arange(0, shape.empty() ? 1 : shape[dim]);
            Shape view_shape(shape.size(), 1);
@@ -238,12 +238,12 @@ Tensor extreme_all(const Tensor& x, bool want_max, const char* op) {
   }
   // d/dx max(x) = g split evenly among the elements equal to the maximum (among the NaNs when
   // the maximum is NaN: NaN != NaN, so they are found as the elements unequal to themselves)
-  record(want_max ? "MaxBackward1" : "MinBackward1", {x}, out, {x, out}, [](const BackwardArgs& a) {
-    const Tensor& xs = a.saved[0];
-    Tensor hit = std::isnan(a.saved[1].item()) ? ne(xs, xs) : eq(xs, a.saved[1]);
+  record(want_max ? "MaxBackward1" : "MinBackward1", {x}, out, {x, out}, [](const BackwardArgs& ctx) {
+    const Tensor& xs = ctx.saved[0];
+    Tensor hit = std::isnan(ctx.saved[1].item()) ? ne(xs, xs) : eq(xs, ctx.saved[1]);
     Tensor count = sum(hit);
-    Tensor share = div(a.grad_out, count.to(a.grad_out.dtype()));
-    return Grads{where(hit, share, zeros({}, a.grad_out.dtype()))};
+    Tensor share = div(ctx.grad_out, count.to(ctx.grad_out.dtype()));
+    return Grads{where(hit, share, zeros({}, ctx.grad_out.dtype()))};
   });
   return out;
 }

@@ -53,8 +53,8 @@ Tensor cumsum(const Tensor& x, int64_t dim) {
   dim = wrap_dim(dim, x.dim(), "cumsum");
   Tensor y = running_sum(x, dim, false);
   // d/dx cumsum: the running sum of g from the end
-  record("CumsumBackward0", {x}, y, {}, [dim](const BackwardArgs& a) {
-    return Grads{running_sum(a.grad_out, dim, true)};
+  record("CumsumBackward0", {x}, y, {}, [dim](const BackwardArgs& ctx) {
+    return Grads{running_sum(ctx.grad_out, dim, true)};
   });
   return y;
 }

@@ -391,8 +391,8 @@ Tensor softmax_op(const Tensor& x, int64_t dim, bool log_space) {
     });
   }
   record(log_space ? "LogSoftmaxBackward0" : "SoftmaxBackward0", {x}, y, {y},
-         [dim, log_space](const BackwardArgs& a) {
-           return Grads{softmax_grad(a.grad_out, a.saved[0], dim, log_space)};
+         [dim, log_space](const BackwardArgs& ctx) {
+           return Grads{softmax_grad(ctx.grad_out, ctx.saved[0], dim, log_space)};
          });
   return y;
 }

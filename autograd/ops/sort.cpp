@@ -68,9 +68,9 @@ ValuesIndices sorted_along(const Tensor& x, int64_t dim, int64_t keep, bool desc
   });
   // d/dx: each value's gradient back to the element it came from
   const Shape x_shape = x.sizes();
-  record(name, {x}, r.values, {r.indices}, [x_shape, dim](const BackwardArgs& a) {
-    if (x_shape.empty()) return Grads{a.grad_out};
-    return Grads{scatter_add(zeros(x_shape, a.grad_out.dtype()), dim, a.saved[0], a.grad_out)};
+  record(name, {x}, r.values, {r.indices}, [x_shape, dim](const BackwardArgs& ctx) {
+    if (x_shape.empty()) return Grads{ctx.grad_out};
+    return Grads{scatter_add(zeros(x_shape, ctx.grad_out.dtype()), dim, ctx.saved[0], ctx.grad_out)};
   });
   return r;
 }

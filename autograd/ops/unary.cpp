@@ -17,20 +17,20 @@ namespace tg {
 
 Tensor exp(const Tensor& x) {
   Tensor y = elementwise_unary(x, "exp", [](auto v) { return std::exp(v); });
-  record("ExpBackward0", {x}, y, {y}, [](const BackwardArgs& a) { return Grads{mul(a.grad_out, a.saved[0])}; });
+  record("ExpBackward0", {x}, y, {y}, [](const BackwardArgs& ctx) { return Grads{mul(ctx.grad_out, ctx.saved[0])}; });
   return y;
 }
 
 Tensor log(const Tensor& x) {
   Tensor y = elementwise_unary(x, "log", [](auto v) { return std::log(v); });
-  record("LogBackward0", {x}, y, {x}, [](const BackwardArgs& a) { return Grads{div(a.grad_out, a.saved[0])}; });
+  record("LogBackward0", {x}, y, {x}, [](const BackwardArgs& ctx) { return Grads{div(ctx.grad_out, ctx.saved[0])}; });
   return y;
 }
 
 Tensor sqrt(const Tensor& x) {
   Tensor y = elementwise_unary(x, "sqrt", [](auto v) { return std::sqrt(v); });
-  record("SqrtBackward0", {x}, y, {y}, [](const BackwardArgs& a) {
-    return Grads{div(a.grad_out, mul(a.saved[0], 2.0))};
+  record("SqrtBackward0", {x}, y, {y}, [](const BackwardArgs& ctx) {
+    return Grads{div(ctx.grad_out, mul(ctx.saved[0], 2.0))};
   });
   return y;
 }
@@ -41,12 +41,12 @@ Tensor abs(const Tensor& x) {
     return integer_unary(x, [](int64_t v) { return v < 0 ? static_cast<int64_t>(0 - static_cast<uint64_t>(v)) : v; });
   }
   Tensor y = elementwise_unary(x, "abs", [](auto v) { return std::abs(v); });
-  record("AbsBackward0", {x}, y, {x}, [](const BackwardArgs& a) {
-    Tensor sign = elementwise_unary(a.saved[0], "abs", [](auto v) {
+  record("AbsBackward0", {x}, y, {x}, [](const BackwardArgs& ctx) {
+    Tensor sign = elementwise_unary(ctx.saved[0], "abs", [](auto v) {
       using T = decltype(v);
       return static_cast<T>((v > 0) - (v < 0));
     });
-    return Grads{mul(a.grad_out, sign)};
+    return Grads{mul(ctx.grad_out, sign)};
   });
   return y;
 }
@@ -66,25 +66,25 @@ Tensor clamp(const Tensor& x, std::optional<double> lo, std::optional<double> hi
     if (std::isnan(v)) return v;
     return std::min(std::max(v, static_cast<T>(l)), static_cast<T>(h));
   });
-  record("ClampBackward1", {x}, y, {x}, [l, h](const BackwardArgs& a) {
-    Tensor inside = elementwise_unary(a.saved[0], "clamp", [l, h](auto v) {
+  record("ClampBackward1", {x}, y, {x}, [l, h](const BackwardArgs& ctx) {
+    Tensor inside = elementwise_unary(ctx.saved[0], "clamp", [l, h](auto v) {
       using T = decltype(v);
       return static_cast<T>(v >= static_cast<T>(l) && v <= static_cast<T>(h));
     });
-    return Grads{mul(a.grad_out, inside)};
+    return Grads{mul(ctx.grad_out, inside)};
   });
   return y;
 }
 
 Tensor sin(const Tensor& x) {
   Tensor y = elementwise_unary(x, "sin", [](auto v) { return std::sin(v); });
-  record("SinBackward0", {x}, y, {x}, [](const BackwardArgs& a) { return Grads{mul(a.grad_out, cos(a.saved[0]))}; });
+  record("SinBackward0", {x}, y, {x}, [](const BackwardArgs& ctx) { return Grads{mul(ctx.grad_out, cos(ctx.saved[0]))}; });
   return y;
 }
 
 Tensor cos(const Tensor& x) {
   Tensor y = elementwise_unary(x, "cos", [](auto v) { return std::cos(v); });
-  record("CosBackward0", {x}, y, {x}, [](const BackwardArgs& a) { return Grads{neg(mul(a.grad_out, sin(a.saved[0])))}; });
+  record("CosBackward0", {x}, y, {x}, [](const BackwardArgs& ctx) { return Grads{neg(mul(ctx.grad_out, sin(ctx.saved[0])))}; });
   return y;
 }
 

@@ -85,7 +85,7 @@ Tensor recorded_view(const Tensor& x, const Shape& sizes, const Shape& strides, 
   const std::shared_ptr<TensorImpl>& base = impl_of(x).view_base ? impl_of(x).view_base : impl_ptr_of(x);
   impl_of(out).view_base = base;
   impl_of(out).base_history = base->inplace_history;
-  record(name, {x}, out, {}, [fn](const BackwardArgs& a) { return Grads{fn(a.grad_out)}; });
+  record(name, {x}, out, {}, [fn](const BackwardArgs& ctx) { return Grads{fn(ctx.grad_out)}; });
   return out;
 }
 
@@ -122,8 +122,8 @@ Tensor Tensor::reshape(const Shape& requested) const {
   // d/dx reshape(x) = g.reshape(x.shape) (one entry: the copy and the view together)
   Tensor out = copy.view(shape);
   const Shape in_shape = sizes();
-  record("UnsafeViewBackward0", {*this}, out, {}, [in_shape](const BackwardArgs& a) {
-    return Grads{a.grad_out.reshape(in_shape)};
+  record("UnsafeViewBackward0", {*this}, out, {}, [in_shape](const BackwardArgs& ctx) {
+    return Grads{ctx.grad_out.reshape(in_shape)};
   });
   return out;
 }

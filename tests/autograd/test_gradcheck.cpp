@@ -31,9 +31,9 @@ Tensor square_plus_with_one_wrong_element(const Tensor& x, const Tensor& y, int6
   std::vector<double> bump(static_cast<size_t>(x.numel()), 0.0);
   bump[static_cast<size_t>(wrong_at)] = 1.0;
   const Tensor bump_tensor = from_vector(bump, x.sizes(), x.dtype());
-  record("SquarePlusWrongBackward", {x, y}, out, {x}, [bump_tensor](const BackwardArgs& a) {
-    Tensor dx = add(mul(a.grad_out, mul(a.saved[0], 2.0)), mul(a.grad_out, bump_tensor));
-    return Grads{dx, a.grad_out};
+  record("SquarePlusWrongBackward", {x, y}, out, {x}, [bump_tensor](const BackwardArgs& ctx) {
+    Tensor dx = add(mul(ctx.grad_out, mul(ctx.saved[0], 2.0)), mul(ctx.grad_out, bump_tensor));
+    return Grads{dx, ctx.grad_out};
   });
   return out;
 }
@@ -46,12 +46,12 @@ Tensor square_assuming_contiguous(const Tensor& x) {
     NoGradGuard no_grad;
     out = mul(x, x);
   }
-  record("SquareContiguousOnlyBackward", {x}, out, {x}, [](const BackwardArgs& a) {
-    const Tensor& saved = a.saved[0];
+  record("SquareContiguousOnlyBackward", {x}, out, {x}, [](const BackwardArgs& ctx) {
+    const Tensor& saved = ctx.saved[0];
     const double* memory = saved.data_ptr<double>();  // the bug: ignores the strides
     std::vector<double> two_x(static_cast<size_t>(saved.numel()));
     for (size_t i = 0; i < two_x.size(); ++i) two_x[i] = 2 * memory[i];
-    return Grads{mul(a.grad_out, from_vector(two_x, saved.sizes(), saved.dtype()))};
+    return Grads{mul(ctx.grad_out, from_vector(two_x, saved.sizes(), saved.dtype()))};
   });
   return out;
 }
@@ -65,9 +65,9 @@ Tensor mul_with_mean_reduced_grad(const Tensor& a, const Tensor& b) {
     out = mul(a, b);
   }
   const Shape b_shape = b.sizes();
-  record("MulMeanBackward", {a, b}, out, {a, b}, [b_shape](const BackwardArgs& g) {
-    Tensor da = mul(g.grad_out, g.saved[1]);
-    Tensor db = mul(g.grad_out, g.saved[0]);
+  record("MulMeanBackward", {a, b}, out, {a, b}, [b_shape](const BackwardArgs& ctx) {
+    Tensor da = mul(ctx.grad_out, ctx.saved[1]);
+    Tensor db = mul(ctx.grad_out, ctx.saved[0]);
     const int64_t lead = db.dim() - static_cast<int64_t>(b_shape.size());
     for (int64_t d = 0; d < lead; ++d) db = mean(db, 0);
     for (int64_t d = 0; d < db.dim(); ++d)

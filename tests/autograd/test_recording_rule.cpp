@@ -65,4 +65,24 @@ TEST(RecordingRule, NoBackwardLambdaCapturesATensor) {
   EXPECT_GT(lambdas, 40) << "the pattern no longer finds the backward lambdas";
 }
 
+TEST(RecordingRule, EveryBackwardCallsItsArgumentCtx) {
+  const fs::path root = fs::path(TG_REFERENCE_DIR) / ".." / "..";
+  const std::regex named_argument("\\(const BackwardArgs&\\s*(\\w+)\\)");
+  int callbacks = 0;
+  for (const char* folder : {"autograd", "nn", "optim"}) {
+    if (!fs::exists(root / folder)) continue;
+    for (const auto& entry : fs::recursive_directory_iterator(root / folder)) {
+      if (entry.path().extension() != ".cpp" && entry.path().extension() != ".h") continue;
+      const std::string text = read_all(entry.path());
+      for (auto it = std::sregex_iterator(text.begin(), text.end(), named_argument); it != std::sregex_iterator();
+           ++it) {
+        ++callbacks;
+        EXPECT_EQ((*it)[1].str(), "ctx") << entry.path() << ": a backward callback names its BackwardArgs '"
+                                         << (*it)[1].str() << "'; every backward calls it ctx";
+      }
+    }
+  }
+  EXPECT_GT(callbacks, 40) << "the pattern no longer finds the backward callbacks";
+}
+
 }  // namespace
