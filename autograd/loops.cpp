@@ -59,6 +59,22 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
   return out;
 }
 
+void check_broadcasts_to(const Shape& from, const Shape& to, const char* op, const char* what) {
+  const bool fits = from.size() <= to.size();
+  const size_t lead = fits ? to.size() - from.size() : 0;
+  for (size_t i = 0; fits && i < from.size(); ++i) {
+    if (from[i] == to[lead + i] || from[i] == 1) continue;
+    throw Error(std::string(op) + ": " + what + " of shape " + shape_str(from) + " cannot be broadcast to " +
+                shape_str(to) + " (dim " + std::to_string(lead + i) + ": " + std::to_string(from[i]) + " vs " +
+                std::to_string(to[lead + i]) + ")");
+  }
+  if (!fits) {
+    throw Error(std::string(op) + ": " + what + " of shape " + shape_str(from) + " cannot be broadcast to " +
+                shape_str(to) + " (" + std::to_string(from.size()) + " dims, more than " +
+                std::to_string(to.size()) + ")");
+  }
+}
+
 void check_no_internal_overlap(const Tensor& t, const char* op) {
   for (int64_t d = 0; d < t.dim(); ++d) {
     if (t.size(d) > 1 && t.stride(d) == 0) {

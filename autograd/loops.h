@@ -121,6 +121,9 @@ void check_defined(const Tensor& t, const char* op, const char* what);
 // The shape both broadcast to, by PyTorch's rules (align right; sizes equal or one is 1).
 // Throws "op: shapes (3,4) and (5,4) cannot be broadcast (dim 0: 3 vs 5)".
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
+// Checks that `from` broadcasts to exactly `to` (an in-place write, a mask over a tensor).
+// Throws "op: <what> of shape (3,1) cannot be broadcast to (2,4) (dim 0: 3 vs 2)".
+void check_broadcasts_to(const Shape& from, const Shape& to, const char* op, const char* what);
 // Strides that read t as if expanded to `shape` (0 along broadcast dims).
 Shape broadcast_strides(const Tensor& t, const Shape& shape);
 

@@ -1,6 +1,6 @@
 // autograd/tape.cpp — recording entries, replaying them in reverse, in-place writes and the
 // views that follow them, anomaly checks, printing.
-#include "autograd/tape.h"
+#include "autograd/record.h"
 
 #include <algorithm>
 #include <atomic>

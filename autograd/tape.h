@@ -12,6 +12,9 @@
 // inputs (edges). The tape itself only holds weak references, in order, so a graph nobody
 // can reach any more (say, an eval-mode forward) frees itself.
 //
+// This header is what a user of the tape sees: grad mode, anomaly mode, and the tape for
+// reading. How an op records itself (record, begin_inplace, ...) is autograd/record.h.
+//
 // Threads: each thread records onto its own tape, and grad mode and anomaly mode are per
 // thread. Execution order is one counter for the whole process, and backward follows the
 // edges from the root, so a graph may be backpropagated from any thread — but one graph must
@@ -94,39 +97,6 @@ class Node {
   // Bytes of distinct storages this entry keeps alive for backward.
   size_t saved_bytes() const;
 };
-
-// Every op calls record exactly once, after computing its output, whether or not anything
-// needs a gradient:
-//   record("SoftmaxBackward0", {x}, y, {y}, [dim](const BackwardArgs& ctx) {
-//     return Grads{softmax_backward(ctx.grad_out, ctx.saved[0], dim)};   // dx = y * (g - sum(g*y))
-//   });
-// It runs anomaly mode's forward check (when on), then, if grad mode is on and some input
-// requires grad, appends an entry: `out` then requires grad with the entry as its grad_fn.
-// Otherwise it returns at once, before the backward function is even wrapped. An op whose
-// saved tensors cost work to make guards that work with should_record(inputs).
-bool begin_record(const char* name, const std::vector<Tensor>& inputs, const Tensor& out);
-void append_entry(const char* name, const std::vector<Tensor>& inputs, Tensor& out,
-                  const std::vector<Tensor>& saved, BackwardFn backward);
-template <class F>
-void record(const char* name, const std::vector<Tensor>& inputs, Tensor& out, const std::vector<Tensor>& saved,
-            F&& backward) {
-  if (begin_record(name, inputs, out)) append_entry(name, inputs, out, saved, BackwardFn(std::forward<F>(backward)));
-}
-// True when an op with these inputs would be recorded (lets an op skip saving work).
-bool should_record(const std::vector<Tensor>& inputs);
-
-// --- in-place writes: the one way an in-place op records itself ---------------------------------
-// Before writing into self (an op whose new value depends on `others`):
-//   Tensor old = begin_inplace(*this, {other}, "mul_");
-// refuses what cannot be written (a leaf that requires grad; a view of a tensor in autograd;
-// a tensor whose elements share memory) and returns a handle to self's history as it was.
-// After the write:
-//   finish_inplace(*this, old, {other}, "MulBackward0", {other, old_value}, backward);
-// bumps the storage version and records the entry (inputs: old history, then others), which
-// becomes self's new history. Views taken of self earlier follow it (see Tensor's views).
-Tensor begin_inplace(const Tensor& self, const std::vector<Tensor>& others, const char* op);
-void finish_inplace(Tensor& self, const Tensor& old_history, const std::vector<Tensor>& others,
-                    const char* name, const std::vector<Tensor>& saved, BackwardFn backward);
 
 // Run backward from `root` with dL/droot = grad (see Tensor::backward). The entries the root
 // depends on are run in reverse execution order, so it works from any thread; one graph must

@@ -18,7 +18,7 @@ install(TARGETS tapegrad EXPORT tapegradTargets
 # here must include listed headers only; .ci/run compiles each installed header on its own.
 set(TG_PUBLIC_HEADERS
   autograd/ops.h autograd/tensor.h autograd/dtype.h autograd/error.h autograd/tape.h
-  autograd/gradcheck.h autograd/graph_dot.h autograd/fast_kernels.h
+  autograd/gradcheck.h autograd/graph_dot.h autograd/fast_kernels.h autograd/record.h
   autograd/random/generator.h autograd/runtime/parallel.h
   autograd/io/safetensors.h autograd/io/atomic_file.h
   # moved in 0.2: these forward to the new paths for one release

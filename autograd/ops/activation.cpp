@@ -24,7 +24,7 @@
 #include "autograd/ops/derivatives.h"
 #include "autograd/loops.h"
 #include "autograd/kernels/vec_math.h"
-#include "autograd/tape.h"
+#include "autograd/record.h"
 
 namespace tg {
 

@@ -27,7 +27,7 @@
 #include "autograd/ops.h"
 #include "autograd/loops.h"
 #include "autograd/runtime/parallel.h"
-#include "autograd/tape.h"
+#include "autograd/record.h"
 
 namespace tg {
 

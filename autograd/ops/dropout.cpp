@@ -22,7 +22,7 @@
 #include "autograd/loops.h"
 #include "autograd/ops/nn_kernels.h"
 #include "autograd/random/random_kernels.h"
-#include "autograd/tape.h"
+#include "autograd/record.h"
 
 namespace tg {
 namespace nn_kernels {

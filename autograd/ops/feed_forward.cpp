@@ -34,7 +34,7 @@
 #include "autograd/ops.h"
 #include "autograd/ops/derivatives.h"
 #include "autograd/loops.h"
-#include "autograd/tape.h"
+#include "autograd/record.h"
 
 namespace tg {
 namespace {

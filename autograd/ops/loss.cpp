@@ -22,7 +22,7 @@
 #include "autograd/ops/nn_kernels.h"
 #include "autograd/kernels/softmax_kernels.h"
 #include "autograd/runtime/parallel.h"
-#include "autograd/tape.h"
+#include "autograd/record.h"
 
 namespace tg {
 namespace nn_kernels {

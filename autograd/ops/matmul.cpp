@@ -29,7 +29,7 @@
 #include "autograd/ops/matmul_naive.h"
 #include "autograd/kernels/small_gemm.h"
 #include "autograd/runtime/parallel.h"
-#include "autograd/tape.h"
+#include "autograd/record.h"
 
 namespace tg {
 

@@ -38,7 +38,7 @@
 #include "autograd/ops.h"
 #include "autograd/loops.h"
 #include "autograd/random/random_kernels.h"
-#include "autograd/tape.h"
+#include "autograd/record.h"
 
 namespace tg {
 namespace {

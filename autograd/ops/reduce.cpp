@@ -15,7 +15,7 @@
 #include "autograd/ops.h"
 #include "autograd/loops.h"
 #include "autograd/kernels/row_kernels.h"
-#include "autograd/tape.h"
+#include "autograd/record.h"
 
 namespace tg {
 

@@ -7,7 +7,7 @@
 // order, each partial sum rounded to the dtype when stored, as PyTorch's CPU kernel does.
 #include "autograd/ops.h"
 #include "autograd/loops.h"
-#include "autograd/tape.h"
+#include "autograd/record.h"
 
 namespace tg {
 

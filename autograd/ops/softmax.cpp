@@ -27,7 +27,7 @@
 #include "autograd/kernels/softmax_kernels.h"
 #include "autograd/kernels/vec_math.h"
 #include "autograd/runtime/parallel.h"
-#include "autograd/tape.h"
+#include "autograd/record.h"
 
 namespace tg {
 namespace nn_kernels {

@@ -11,7 +11,7 @@
 
 #include "autograd/ops.h"
 #include "autograd/loops.h"
-#include "autograd/tape.h"
+#include "autograd/record.h"
 
 namespace tg {
 

@@ -9,7 +9,7 @@
 #include "autograd/gradcheck.h"
 #include "autograd/internal.h"  // contiguous_strides
 #include "autograd/ops.h"
-#include "autograd/tape.h"
+#include "autograd/record.h"
 #include "test_util.h"
 
 namespace tg {
