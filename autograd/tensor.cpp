@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "autograd/ops.h"
+#include "autograd/ops/derivatives.h"
 #include "autograd/loops.h"
 #include "autograd/record.h"
 
@@ -293,7 +294,7 @@ template std::vector<bool> Tensor::tolist<bool>() const;
 
 // Copy src (broadcast to dst's shape) into dst, converting the dtype; dst may be strided. A
 // floating value an integer dtype cannot hold is an error naming op, the value and its index.
-static void copy_values(const Tensor& dst, const Tensor& src, const char* op) {
+void copy_values(const Tensor& dst, const Tensor& src, const char* op) {
   const Shape ss = broadcast_strides(src, dst.sizes());
   visit_dtype(dst.dtype(), [&](auto dtag) {
     using D = typename decltype(dtag)::type;
@@ -364,10 +365,7 @@ Tensor& Tensor::fill_(Scalar value) {
 
 Tensor& Tensor::copy_(const Tensor& src) {
   check_defined(src, "copy_", "src");
-  if (broadcast_shapes(sizes(), src.sizes(), "copy_") != sizes()) {
-    throw Error("copy_: source shape " + shape_str(src.sizes()) + " cannot be broadcast to " +
-                shape_str(sizes()));
-  }
+  check_broadcasts_to(src.sizes(), sizes(), "copy_", "src");
   Tensor old = begin_inplace(*this, {src}, "copy_");
   if (src.is_alias_of(*this)) {
     copy_values(*this, src.clone().detach(), "copy_");  // overlapping memory: go through a copy
@@ -394,18 +392,14 @@ Tensor& Tensor::masked_fill_(const Tensor& mask, Scalar value) {
 }
 
 Tensor& Tensor::add_(const Tensor& other, Scalar alpha) {
+  check_defined(other, "add_", "other");
+  check_broadcasts_to(other.sizes(), sizes(), "add_", "other");
   Tensor sum = tg::add(detach(), other.detach(), alpha);
-  if (sum.sizes() != sizes()) {
-    throw Error("add_: result shape " + shape_str(sum.sizes()) + " does not match the tensor's shape " +
-                shape_str(sizes()) + " (other has shape " + shape_str(other.sizes()) + ")");
-  }
   Tensor old = begin_inplace(*this, {other}, "add_");
   copy_values(*this, sum, "add_");
   const double a = alpha.value;
-  // d/dself (self + alpha*other) = 1, d/dother = alpha
-  finish_inplace(*this, old, {other}, "AddBackward0", {}, [a](const BackwardArgs& ctx) {
-    return Grads{ctx.grad_out, a == 1.0 ? ctx.grad_out : tg::mul(ctx.grad_out, a)};
-  });
+  // add's formulas (ops/derivatives.h), with self for a
+  finish_inplace(*this, old, {other}, "AddBackward0", {}, [a](const BackwardArgs& ctx) { return add_backward(ctx, a); });
   return *this;
 }
 
@@ -420,22 +414,17 @@ Tensor& Tensor::sub_(const Tensor& other, Scalar alpha) { return add_(other, neg
 Tensor& Tensor::sub_(Scalar other) { return add_(scalar_like(negated(other), *this)); }
 
 Tensor& Tensor::mul_(const Tensor& other) {
+  check_defined(other, "mul_", "other");
+  check_broadcasts_to(other.sizes(), sizes(), "mul_", "other");
   Tensor product = tg::mul(detach(), other.detach());
-  if (product.sizes() != sizes()) {
-    throw Error("mul_: result shape " + shape_str(product.sizes()) + " does not match the tensor's shape " +
-                shape_str(sizes()));
-  }
   Tensor old = begin_inplace(*this, {other}, "mul_");
   // save each factor only if the other one needs its gradient (self's value before the write)
   const bool records = should_record({old, other});
   const Tensor keep_other = records && old.requires_grad() ? other : Tensor();
   const Tensor keep_self = records && other.requires_grad() ? detach().clone() : Tensor();
   copy_values(*this, product, "mul_");
-  // d/dself (self*other) = other, d/dother = self (its value before the write)
-  finish_inplace(*this, old, {other}, "MulBackward0", {keep_self, keep_other}, [](const BackwardArgs& ctx) {
-    return Grads{ctx.needs_grad[0] ? tg::mul(ctx.grad_out, ctx.saved[1]) : Tensor(),
-                 ctx.needs_grad[1] ? tg::mul(ctx.grad_out, ctx.saved[0]) : Tensor()};
-  });
+  // mul's formulas (ops/derivatives.h), with self's value before the write for a
+  finish_inplace(*this, old, {other}, "MulBackward0", {keep_self, keep_other}, mul_backward);
   return *this;
 }
 
@@ -443,19 +432,14 @@ Tensor& Tensor::mul_(Scalar other) {
   Tensor old = begin_inplace(*this, {}, "mul_");
   copy_values(*this, tg::mul(detach(), other), "mul_");
   const double s = other.value;
-  // d/dself (self*s) = s
-  finish_inplace(*this, old, {}, "MulBackward0", {}, [s](const BackwardArgs& ctx) {
-    return Grads{tg::mul(ctx.grad_out, s)};
-  });
+  finish_inplace(*this, old, {}, "MulBackward0", {}, [s](const BackwardArgs& ctx) { return mul_scalar_backward(ctx, s); });
   return *this;
 }
 
 Tensor& Tensor::div_(const Tensor& other) {
+  check_defined(other, "div_", "other");
+  check_broadcasts_to(other.sizes(), sizes(), "div_", "other");
   Tensor quotient = tg::div(detach(), other.detach());
-  if (quotient.sizes() != sizes()) {
-    throw Error("div_: result shape " + shape_str(quotient.sizes()) + " does not match the tensor's shape " +
-                shape_str(sizes()));
-  }
   if (!is_floating(dtype())) {
     throw Error(std::string("div_: result type float32 can't be cast to the desired output type ") + dtype_name(dtype()));
   }
@@ -464,12 +448,8 @@ Tensor& Tensor::div_(const Tensor& other) {
   const Tensor keep_other = records ? other : Tensor();
   const Tensor keep_self = records && other.requires_grad() ? detach().clone() : Tensor();
   copy_values(*this, quotient, "div_");
-  // d/dself (self/other) = 1/other, d/dother = -self/other^2 (self before the write)
-  finish_inplace(*this, old, {other}, "DivBackward0", {keep_self, keep_other}, [](const BackwardArgs& ctx) {
-    const Tensor& o = ctx.saved[1];
-    return Grads{ctx.needs_grad[0] ? tg::div(ctx.grad_out, o) : Tensor(),
-                 ctx.needs_grad[1] ? tg::neg(tg::div(tg::mul(ctx.grad_out, ctx.saved[0]), tg::mul(o, o))) : Tensor()};
-  });
+  // div's formulas (ops/derivatives.h), with self's value before the write for a
+  finish_inplace(*this, old, {other}, "DivBackward0", {keep_self, keep_other}, div_backward);
   return *this;
 }
 
@@ -477,10 +457,7 @@ Tensor& Tensor::div_(Scalar other) {
   Tensor old = begin_inplace(*this, {}, "div_");
   copy_values(*this, tg::div(detach(), other), "div_");
   const double s = other.value;
-  // d/dself (self/s) = 1/s
-  finish_inplace(*this, old, {}, "DivBackward0", {}, [s](const BackwardArgs& ctx) {
-    return Grads{tg::div(ctx.grad_out, s)};
-  });
+  finish_inplace(*this, old, {}, "DivBackward0", {}, [s](const BackwardArgs& ctx) { return div_scalar_backward(ctx, s); });
   return *this;
 }
 

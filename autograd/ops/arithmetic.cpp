@@ -6,10 +6,13 @@
 //   div   out = a / b          da = g/b          db = -g*a/b^2
 //   pow   out = a^e            da = g*e*a^(e-1)  de = g*out*log(a)
 //   neg   out = -a             da = -g
-// Gradients of broadcast inputs are summed back to the input's shape by the tape.
+// Gradients of broadcast inputs are summed back to the input's shape by the tape. The backward
+// formulas of add, sub, mul and div are functions (declared in ops/derivatives.h, defined at the
+// end of this file), which the in-place add_, mul_ and div_ (tensor.cpp) call too.
 #include <cmath>
 
 #include "autograd/ops.h"
+#include "autograd/ops/derivatives.h"
 #include "autograd/loops.h"
 #include "autograd/record.h"
 
@@ -63,9 +66,7 @@ Tensor add(const Tensor& a, const Tensor& b, Scalar alpha) {
   check_alpha(dt, alpha, "add");
   Tensor out = add_scaled(a, b, dt, alpha, false, "add");
   const double s = alpha.value;
-  record("AddBackward0", {a, b}, out, {}, [s](const BackwardArgs& ctx) {
-    return Grads{ctx.grad_out, s == 1.0 ? ctx.grad_out : mul(ctx.grad_out, s)};
-  });
+  record("AddBackward0", {a, b}, out, {}, [s](const BackwardArgs& ctx) { return add_backward(ctx, s); });
   return out;
 }
 
@@ -75,9 +76,7 @@ Tensor sub(const Tensor& a, const Tensor& b, Scalar alpha) {
   check_alpha(dt, alpha, "sub");
   const double s = alpha.value;
   Tensor out = add_scaled(a, b, dt, alpha, true, "sub");
-  record("SubBackward0", {a, b}, out, {}, [s](const BackwardArgs& ctx) {
-    return Grads{ctx.grad_out, mul(ctx.grad_out, -s)};
-  });
+  record("SubBackward0", {a, b}, out, {}, [s](const BackwardArgs& ctx) { return add_backward(ctx, -s); });
   return out;
 }
 
@@ -90,10 +89,7 @@ Tensor mul(const Tensor& a, const Tensor& b) {
   // save each factor only if the other one needs its gradient
   const Tensor keep_b = a.requires_grad() ? b : Tensor();
   const Tensor keep_a = b.requires_grad() ? a : Tensor();
-  record("MulBackward0", {a, b}, out, {keep_a, keep_b}, [](const BackwardArgs& ctx) {
-    return Grads{ctx.needs_grad[0] ? mul(ctx.grad_out, ctx.saved[1]) : Tensor(),
-                 ctx.needs_grad[1] ? mul(ctx.grad_out, ctx.saved[0]) : Tensor()};
-  });
+  record("MulBackward0", {a, b}, out, {keep_a, keep_b}, mul_backward);
   return out;
 }
 
@@ -102,11 +98,7 @@ Tensor div(const Tensor& a, const Tensor& b) {
   if (!is_floating(dt)) dt = kFloat32;  // true division, as PyTorch's `/`
   Tensor out = elementwise_binary(a, b, dt, false, "div", [](auto x, auto y) { return x / y; });
   const Tensor keep_a = b.requires_grad() ? a : Tensor();
-  record("DivBackward0", {a, b}, out, {keep_a, b}, [](const BackwardArgs& ctx) {
-    const Tensor& sb = ctx.saved[1];
-    return Grads{ctx.needs_grad[0] ? div(ctx.grad_out, sb) : Tensor(),
-                 ctx.needs_grad[1] ? neg(div(mul(ctx.grad_out, ctx.saved[0]), mul(sb, sb))) : Tensor()};
-  });
+  record("DivBackward0", {a, b}, out, {keep_a, b}, div_backward);
   return out;
 }
 
@@ -142,7 +134,7 @@ Tensor mul(const Tensor& a, Scalar b) {
   Tensor out = elementwise_binary(a, scalar_like(b, a, "mul"), scalar_dtype(b, a), false, "mul",
                                   [](auto x, auto y) { return wrapping_mul(x, y); });
   const double s = b.value;
-  record("MulBackward0", {a}, out, {}, [s](const BackwardArgs& ctx) { return Grads{mul(ctx.grad_out, s)}; });
+  record("MulBackward0", {a}, out, {}, [s](const BackwardArgs& ctx) { return mul_scalar_backward(ctx, s); });
   return out;
 }
 
@@ -151,7 +143,7 @@ Tensor div(const Tensor& a, Scalar b) {
   if (!is_floating(dt)) dt = kFloat32;
   Tensor out = elementwise_binary(a, scalar_like(b, a, "div"), dt, false, "div", [](auto x, auto y) { return x / y; });
   const double s = b.value;
-  record("DivBackward0", {a}, out, {}, [s](const BackwardArgs& ctx) { return Grads{div(ctx.grad_out, s)}; });
+  record("DivBackward0", {a}, out, {}, [s](const BackwardArgs& ctx) { return div_scalar_backward(ctx, s); });
   return out;
 }
 
@@ -215,6 +207,29 @@ Tensor pow(const Tensor& a, const Tensor& exponent) {
   });
   return out;
 }
+
+// --- the backward formulas (ops/derivatives.h) ----------------------------------------------------
+
+// da = g, db = alpha*g
+Grads add_backward(const BackwardArgs& ctx, double alpha) {
+  return Grads{ctx.grad_out, alpha == 1.0 ? ctx.grad_out : mul(ctx.grad_out, alpha)};
+}
+
+// da = g*b, db = g*a; saved {a, b}
+Grads mul_backward(const BackwardArgs& ctx) {
+  return Grads{ctx.needs_grad[0] ? mul(ctx.grad_out, ctx.saved[1]) : Tensor(),
+               ctx.needs_grad[1] ? mul(ctx.grad_out, ctx.saved[0]) : Tensor()};
+}
+
+// da = g/b, db = -g*a/b^2; saved {a, b}
+Grads div_backward(const BackwardArgs& ctx) {
+  const Tensor& b = ctx.saved[1];
+  return Grads{ctx.needs_grad[0] ? div(ctx.grad_out, b) : Tensor(),
+               ctx.needs_grad[1] ? neg(div(mul(ctx.grad_out, ctx.saved[0]), mul(b, b))) : Tensor()};
+}
+
+Grads mul_scalar_backward(const BackwardArgs& ctx, double s) { return Grads{mul(ctx.grad_out, s)}; }
+Grads div_scalar_backward(const BackwardArgs& ctx, double s) { return Grads{div(ctx.grad_out, s)}; }
 
 // --- operators -----------------------------------------------------------------------------------
 

@@ -96,10 +96,7 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
 Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value) {
   check_defined(x, "masked_fill", "input");
   check_dtype(mask, kBool, "masked_fill", "mask");
-  if (broadcast_shapes(x.sizes(), mask.sizes(), "masked_fill") != x.sizes()) {
-    throw Error("masked_fill: mask of shape " + shape_str(mask.sizes()) + " cannot be broadcast to the tensor's shape " +
-                shape_str(x.sizes()));
-  }
+  check_broadcasts_to(mask.sizes(), x.sizes(), "masked_fill", "mask");
   Tensor out = make_empty(x.sizes(), x.dtype());
   visit_dtype(x.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;

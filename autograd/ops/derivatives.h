@@ -1,14 +1,34 @@
-// autograd/ops/derivatives.h — the backward formulas of matmul and gelu as plain functions, for
-// a fused op that stands for a composition of them (ops/feed_forward.cpp) and must give the
-// composition's gradients bit for bit: it calls the very code the separate ops' tape entries
-// run, not a copy of it. None of these record anything.
+// autograd/ops/derivatives.h — backward formulas written once, for every op that needs them
+// (in the spirit of PyTorch's derivatives.yaml). None of these record anything.
+//
+// - The elementwise arithmetic formulas, called by both the out-of-place op (add, mul, div in
+//   ops/arithmetic.cpp) and its in-place twin (add_, mul_, div_ in tensor.cpp), so the two
+//   cannot drift apart.
+// - The formulas of matmul and gelu, for a fused op that stands for a composition of them
+//   (ops/feed_forward.cpp) and must give the composition's gradients bit for bit: it calls the
+//   very code the separate ops' tape entries run, not a copy of it.
 #pragma once
 #include <cstdint>
 #include <string>
 
+#include "autograd/tape.h"
 #include "autograd/tensor.h"
 
 namespace tg {
+
+// --- elementwise arithmetic (ops/arithmetic.cpp) --------------------------------------------------
+// Each is a tape entry's backward: g = ctx.grad_out, and the op saved the tensors named, in that
+// order (an in-place op saves self's value from before the write). A gradient nobody needs is
+// left undefined; the tape sums a broadcast input's gradient to its shape.
+//   add   out = a + alpha*b   da = g     db = alpha*g      saves nothing (sub: alpha negated)
+Grads add_backward(const BackwardArgs& ctx, double alpha);
+//   mul   out = a * b         da = g*b   db = g*a          saves {a, b}, each only if the other needs grad
+Grads mul_backward(const BackwardArgs& ctx);
+//   div   out = a / b         da = g/b   db = -g*a/b^2     saves {a (if b needs grad), b}
+Grads div_backward(const BackwardArgs& ctx);
+//   a tensor times or over a number s:  da = g*s,  da = g/s   saves nothing
+Grads mul_scalar_backward(const BackwardArgs& ctx, double s);
+Grads div_scalar_backward(const BackwardArgs& ctx, double s);
 
 // matmul (ops/matmul.cpp), out = a @ b with a of a_dim dims and b of b_dim dims, g = dL/dout:
 //   da = g @ b^T, shaped (batch.., M, K), or (batch.., K) for a 1-D a; the tape sums it to a's shape

@@ -4,6 +4,8 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <tuple>
+#include <vector>
 
 #include "autograd/ops.h"
 #include "autograd/tape.h"
@@ -105,6 +107,65 @@ TEST(Tape, InPlaceOnANonLeafKeepsTheGradientCorrect) {
   y.mul_(3.0);
   y.sum().backward();
   EXPECT_EQ(x.grad().tolist<double>(), (std::vector<double>{6, 0, 6}));
+}
+
+// add_, sub_, mul_ and div_ run the backward formulas of add, sub, mul and div (ops/derivatives.h):
+// the same gradients, bit for bit, with a broadcast other.
+TEST(Tape, InPlaceArithmeticGivesTheGradientsOfItsOutOfPlaceOp) {
+  using Op = Tensor (*)(const Tensor&, const Tensor&);
+  using InPlace = void (*)(Tensor&, const Tensor&);
+  const std::vector<std::tuple<const char*, Op, InPlace>> cases = {
+      {"add", [](const Tensor& a, const Tensor& b) { return tg::add(a, b, 0.5); }, [](Tensor& a, const Tensor& b) { a.add_(b, 0.5); }},
+      {"sub", [](const Tensor& a, const Tensor& b) { return tg::sub(a, b, 2.0); }, [](Tensor& a, const Tensor& b) { a.sub_(b, 2.0); }},
+      {"mul", [](const Tensor& a, const Tensor& b) { return tg::mul(a, b); }, [](Tensor& a, const Tensor& b) { a.mul_(b); }},
+      {"div", [](const Tensor& a, const Tensor& b) { return tg::div(a, b); }, [](Tensor& a, const Tensor& b) { a.div_(b); }},
+  };
+  for (const auto& [name, op, in_place] : cases) {
+    SCOPED_TRACE(name);
+    const Tensor x = tg::tensor({0.5, -1.25, 2.0, 3.5, -0.75, 1.5}, tg::kFloat64).view({2, 3}).requires_grad_();
+    const Tensor o = tg::tensor({1.5, -2.5, 0.25}, tg::kFloat64).requires_grad_();
+    const Tensor g = tg::tensor({0.3, -0.7, 1.1, 0.9, -1.3, 0.2}, tg::kFloat64).view({2, 3});
+    op(x * 1.0, o).backward(g);
+    const std::vector<double> dx = x.grad().tolist<double>(), dother = o.grad().tolist<double>();
+    x.zero_grad();
+    o.zero_grad();
+    Tensor y = x * 1.0;
+    in_place(y, o);
+    y.backward(g);
+    EXPECT_EQ(x.grad().tolist<double>(), dx);
+    EXPECT_EQ(o.grad().tolist<double>(), dother);
+  }
+}
+
+// Every write into an existing tensor checks, by loops.h's check_broadcasts_to, that the other
+// operand broadcasts to the written tensor's shape.
+TEST(Tape, InPlaceWritesNameTheOperandThatDoesNotBroadcast) {
+  Tensor t = tg::zeros({1, 4});
+  EXPECT_EQ(error_of([&] { t.add_(tg::ones({3, 4})); }), "add_: other of shape (3,4) cannot be broadcast to (1,4) (dim 0: 3 vs 1)");
+  EXPECT_EQ(error_of([&] { t.mul_(tg::ones({3, 4})); }), "mul_: other of shape (3,4) cannot be broadcast to (1,4) (dim 0: 3 vs 1)");
+  EXPECT_EQ(error_of([&] { t.div_(tg::ones({2, 1, 4})); }),
+            "div_: other of shape (2,1,4) cannot be broadcast to (1,4) (3 dims, more than 2)");
+  EXPECT_EQ(error_of([&] { t.copy_(tg::ones({5})); }), "copy_: src of shape (5) cannot be broadcast to (1,4) (dim 1: 5 vs 4)");
+  EXPECT_EQ(error_of([&] { t.masked_fill_(tg::ones({2, 4}).to_bool(), 1.0); }),
+            "masked_fill: mask of shape (2,4) cannot be broadcast to (1,4) (dim 0: 2 vs 1)");
+  EXPECT_EQ(error_of([&] { tg::masked_fill(t, tg::ones({4, 1}).to_bool(), 1.0); }),
+            "masked_fill: mask of shape (4,1) cannot be broadcast to (1,4) (dim 0: 4 vs 1)");
+  EXPECT_EQ(t._version(), 0u);  // nothing was written
+}
+
+// An op that fills the tensor it has just made writes nothing in place: its result starts at
+// version 0, as a PyTorch result does. Writes into an existing tensor count one each.
+TEST(Tape, ResultsStartAtVersionZeroAndEachInPlaceWriteCountsOne) {
+  const Tensor a = tg::ones({2, 3}), b = tg::zeros({1, 3});
+  EXPECT_EQ(tg::cat({a, b}, 0)._version(), 0u);
+  EXPECT_EQ(tg::stack({a, a}, 0)._version(), 0u);
+  EXPECT_EQ(tg::where(tg::ones({2, 3}).to_bool(), a, b)._version(), 0u);
+  Tensor t = tg::zeros({2, 3});
+  t.add_(a);
+  t.mul_(2.0);
+  t.copy_(b);
+  t.narrow(0, 0, 1).fill_(1.0);  // through a view: the same storage
+  EXPECT_EQ(t._version(), 4u);
 }
 
 TEST(Tape, NoGradGuardRecordsNothingAndDetachCutsTheTape) {
