@@ -64,7 +64,7 @@ void release_storage(void* data, size_t nbytes);
 void choose_blis_kernels();
 
 // Give a view whose base was written in place since its grad_fn was made the base's new
-// history (autograd/tape.cpp).
+// history (autograd/tape_inplace.cpp).
 void rebase_view_history(TensorImpl& view);
 
 // The one door from a Tensor to its TensorImpl (Tensor keeps these private).

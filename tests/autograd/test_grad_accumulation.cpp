@@ -1,5 +1,5 @@
 // tests/autograd/test_grad_accumulation.cpp — how backward hands gradients to leaves and sums
-// them for entries used more than once (autograd/tape.cpp: accumulate, accumulate_into_grad):
+// them for entries used more than once (autograd/tape_backward.cpp: accumulate, accumulate_into_grad):
 // a gradient nobody else holds becomes the .grad without a copy, and a sum into a buffer only
 // one entry holds is done in place; a buffer anyone else can see is never written or shared.
 #include <gtest/gtest.h>
