@@ -80,9 +80,7 @@ Tensor copy_with_layout(const Tensor& src, ScalarType dtype) {
   Tensor buffer = make_empty({extent}, dtype);
   Tensor out = make_view(buffer, src.sizes(), src.strides(), src.storage_offset());
   impl_of(out).is_view = impl_of(src).is_view;
-  NoGradGuard no_grad;
-  out.copy_(src.detach());
-  storage_of(out).version = 0;
+  copy_values(out, src, "gradcheck");
   return out;
 }
 
@@ -362,8 +360,7 @@ Tensor vary_layout(const Tensor& x, std::mt19937& rng, std::string& layout) {
     view = make_empty(x.sizes(), x.dtype());
     layout = "contiguous";
   }
-  view.copy_(x.detach());
-  storage_of(view).version = 0;
+  copy_values(view, x, "gradcheck");
   return view;
 }
 

@@ -26,7 +26,7 @@ struct Storage {
 
   void* data = nullptr;
   size_t nbytes = 0;
-  uint64_t version = 0;  // bumped by every in-place write
+  uint64_t version = 0;  // count of writes into the values: changed only by mark_written (record.h)
 };
 
 struct TensorImpl : std::enable_shared_from_this<TensorImpl> {
@@ -83,6 +83,11 @@ inline Tensor tensor_of(std::shared_ptr<TensorImpl> impl) { return TensorAccess:
 // "negative size -2 in shape (...)", "storage size overflows: shape (...)" (the element or byte
 // count does not fit int64) or "out of memory: cannot allocate N bytes".
 Tensor make_empty(const Shape& shape, ScalarType dtype, const char* op = "empty");
+// Write src's values into dst: src broadcast to dst's shape and converted to dst's dtype (throws
+// "op: value inf at index 1 cannot be converted to type int64"). No checks, no version bump, no
+// tape entry: for filling a tensor the op has just made. Writing into an existing tensor is an
+// in-place op (copy_), which goes through begin_inplace / finish_inplace.
+void copy_values(const Tensor& dst, const Tensor& src, const char* op);
 // A new view over t's storage with the given geometry. Its autograd state is empty: the
 // result is cut from the tape (the view ops record themselves; this is their raw material).
 Tensor make_view(const Tensor& t, const Shape& sizes, const Shape& strides, int64_t offset);

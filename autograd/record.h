@@ -38,10 +38,18 @@ bool should_record(const std::vector<Tensor>& inputs);
 // a tensor whose elements share memory) and returns a handle to self's history as it was.
 // After the write:
 //   finish_inplace(*this, old, {other}, "MulBackward0", {other, old_value}, backward);
-// bumps the storage version and records the entry (inputs: old history, then others), which
-// becomes self's new history. Views taken of self earlier follow it (see Tensor's views).
+// marks self written (mark_written) and records the entry (inputs: old history, then others),
+// which becomes self's new history. Views taken of self earlier follow it (see Tensor's views).
 Tensor begin_inplace(const Tensor& self, const std::vector<Tensor>& others, const char* op);
 void finish_inplace(Tensor& self, const Tensor& old_history, const std::vector<Tensor>& others,
                     const char* name, const std::vector<Tensor>& saved, BackwardFn backward);
+
+// --- the version counter -------------------------------------------------------------------------
+// Bumps the version of t's storage: every tape entry that saved a tensor of that storage then
+// refuses to run backward with the changed values. The one place a version changes:
+// finish_inplace calls it, and so does a write that is not an op (an optimizer step, a module's
+// dtype conversion). A tensor an op has just made and is still filling needs none (nobody can
+// have saved it): fill it with copy_values (autograd/internal.h), not with copy_.
+void mark_written(const Tensor& t);
 
 }  // namespace tg

@@ -1,5 +1,11 @@
-// autograd/tape_inplace.cpp — in-place writes: the checks before a write, the version bump and
+// autograd/tape_inplace.cpp — in-place writes: the version counter, the checks before a write and
 // the tape entry after it, and the views that follow a base written in place.
+//
+// Versions: every Storage counts the writes into its values (Storage::version). A tape entry
+// records the version of each tensor it saves, and reading a saved tensor whose storage has
+// moved on since throws (SavedTensors in tape.cpp). mark_written is the one place the count
+// changes. A tensor an op has just made and is still filling is not written in place: nobody
+// can have saved it yet, so it keeps version 0 (as PyTorch's fresh tensors).
 #include <algorithm>
 #include <string_view>
 
@@ -8,6 +14,8 @@
 #include "autograd/tape_internal.h"
 
 namespace tg {
+
+void mark_written(const Tensor& t) { storage_of(t).version++; }
 
 // --- where a view sits in its base -----------------------------------------------------------------
 
@@ -143,7 +151,7 @@ Tensor begin_inplace(const Tensor& self, const std::vector<Tensor>& others, cons
 
 void finish_inplace(Tensor& self, const Tensor& old_history, const std::vector<Tensor>& others,
                     const char* name, const std::vector<Tensor>& saved, BackwardFn backward) {
-  storage_of(self).version++;
+  mark_written(self);
   std::vector<Tensor> inputs{old_history};
   inputs.insert(inputs.end(), others.begin(), others.end());
   if (!begin_record(name, inputs, self)) return;

@@ -11,7 +11,7 @@
 
 #include "autograd/internal.h"
 #include "autograd/ops.h"
-#include "autograd/tape.h"
+#include "autograd/record.h"
 
 namespace tg::nn {
 
@@ -128,7 +128,7 @@ void convert_in_place(const Tensor& t, ScalarType dtype) {
   if (!t.defined() || t.dtype() == dtype) return;
   const Tensor converted = t.detach().to(dtype).contiguous();
   TensorImpl& impl = impl_of(t);
-  impl.storage->version++;
+  mark_written(t);  // the old storage: entries that saved t refuse it
   impl.storage = impl_of(converted).storage;
   impl.dtype = dtype;
   impl.strides = converted.strides();

@@ -6,7 +6,7 @@
 
 #include "autograd/internal.h"
 #include "autograd/ops.h"
-#include "autograd/tape.h"
+#include "autograd/record.h"
 
 namespace tg::optim {
 
@@ -93,7 +93,7 @@ Tensor& Optimizer::state_of(Slot& slot, size_t k, bool& fresh) {
   return slot.state[k];
 }
 
-void Optimizer::mark_written(const Tensor& t) { ++storage_of(t).version; }
+void Optimizer::mark_written(const Tensor& t) { tg::mark_written(t); }
 
 void Optimizer::zero_grad(bool set_to_none) {
   NoGradGuard no_grad;

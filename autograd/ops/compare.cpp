@@ -66,7 +66,7 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
   Tensor out = make_empty(shape, dt);
   {
     NoGradGuard no_grad;
-    out.copy_(b.detach());
+    copy_values(out, b, "where");
     const Shape sc = broadcast_strides(condition, shape);
     const Tensor ac = a.dtype() == dt ? a : a.detach().to(dt);
     const Shape sa = broadcast_strides(ac, shape);
@@ -82,7 +82,6 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
                           if (pc[off[2] + i * st[2]]) o[off[0] + i] = pa[off[1] + i * st[1]];
                       });
     });
-    storage_of(out).version = 0;
   }
   record("WhereBackward0", {condition, a, b}, out, {condition}, [](const BackwardArgs& ctx) {
     const Tensor& c = ctx.saved[0];

@@ -187,15 +187,11 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
   }
   Tensor out = make_empty(shape, dtype);
   std::vector<int64_t> offsets;
-  {
-    NoGradGuard no_grad;
-    int64_t offset = 0;
-    for (const Tensor& t : tensors) {
-      offsets.push_back(offset);
-      out.narrow(dim, offset, t.sizes()[dim]).copy_(t);
-      offset += t.sizes()[dim];
-    }
-    storage_of(out).version = 0;
+  int64_t offset = 0;
+  for (const Tensor& t : tensors) {
+    offsets.push_back(offset);
+    copy_values(out.narrow(dim, offset, t.sizes()[dim]), t, "cat");
+    offset += t.sizes()[dim];
   }
   std::vector<int64_t> lengths;
   for (const Tensor& t : tensors) lengths.push_back(t.sizes()[dim]);
