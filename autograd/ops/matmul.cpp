@@ -242,9 +242,9 @@ void matmul_reference_kernel(T* out, const T* a, const T* b, int64_t M, int64_t 
 Tensor matmul_reference(const Tensor& a, const Tensor& b) {
   check_operands(a, b);
   const MatmulShapes s = matmul_shapes(a, b);
-  // Each operand's matrices copied contiguous: a (batch_a.., M, K), b (batch_b.., K, N). Seen
-  // with the full batch, a batch dim it is broadcast along has stride 0.
-  const Tensor am = as_left_matrices(a).contiguous(), bm = as_right_matrices(b).contiguous();
+  // Each operand's matrices copied contiguous (off the tape): a (batch_a.., M, K), b (batch_b..,
+  // K, N). Seen with the full batch, a batch dim it is broadcast along has stride 0.
+  const Tensor am = as_left_matrices(a.detach()).contiguous(), bm = as_right_matrices(b.detach()).contiguous();
   Shape full_a = s.batch, full_b = s.batch;
   full_a.insert(full_a.end(), {s.M, s.K});
   full_b.insert(full_b.end(), {s.K, s.N});

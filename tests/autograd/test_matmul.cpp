@@ -101,6 +101,17 @@ TEST(Matmul, EveryShapeCaseMatchesReferenceF32) {
   }
 }
 
+TEST(Matmul, WithFastKernelsOffTheForwardAndBackwardRunMatmulReference) {
+  FastKernelsGuard plain(false);
+  const Tensor a = leaf(normal_tensor({2, 5, 7}, 95, kFloat32)), b = leaf(normal_tensor({7, 3}, 96, kFloat32));
+  const Tensor g = normal_tensor({2, 5, 3}, 97, kFloat32);
+  const Tensor out = matmul(a, b);
+  EXPECT_TRUE(test::all_close(out, matmul_reference(a, b), 0, 0));
+  out.backward(g);
+  EXPECT_TRUE(test::all_close(a.grad(), matmul_reference(g, b.detach().t()), 0, 0));  // da = g @ b^T
+  EXPECT_TRUE(test::all_close(b.grad(), matmul_reference(a.detach().reshape({10, 7}).t(), g.reshape({10, 3})), 0, 0));
+}
+
 TEST(Matmul, SmallIntegerValuesMatchTorchExactly) {
   // torch: a @ b, a @ v, w @ a, v @ u
   const Tensor a = tensor({{1.0, 2.0, 3.0}, {4.0, 5.0, 6.0}});
