@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "autograd/graph_dot.h"
 #include "autograd/ops.h"
 #include "autograd/random/generator.h"
 #include "autograd/tape.h"
@@ -163,6 +164,27 @@ TEST(FastKernelsLayers, GPTFeedForwardAndBlockAgreeWithTheSwitchOffAndOn) {
   expect_same_with_the_switch_off_and_on(block, {x}, plain(block));
   block.eval();
   expect_same_with_the_switch_off_and_on(block, {x}, plain(block));
+}
+
+// The branch is visible in the graph: off, the notebook's ops; on, the fused ones.
+TEST(FastKernelsLayers, WithTheSwitchOffTheGraphHoldsTheNotebooksOpsAndNoFusedOne) {
+  manual_seed(3);
+  GPTConfig config;
+  config.vocab_size = 11;
+  config.context_length = 6;
+  config.emb_dim = 8;
+  config.n_heads = 2;
+  config.n_layers = 1;
+  TransformerBlock block(config);
+  const Tensor x = leaf(normal_tensor({2, 5, 8}, 4, kFloat32));
+  for (bool fast : {false, true}) {
+    FastKernelsGuard switch_(fast);
+    const std::string graph = graph_dot(block.forward(x));
+    for (const char* notebook_op : {"MaskedFillBackward0", "DivBackward0", "SoftmaxBackward0", "GeluBackward0"})
+      EXPECT_EQ(test::has_part(graph, notebook_op), !fast) << notebook_op << (fast ? " on" : " off") << "\n" << graph;
+    for (const char* fused_op : {"MaskedScaledAttentionBackward0", "FeedForwardBackward0"})
+      EXPECT_EQ(test::has_part(graph, fused_op), fast) << fused_op << (fast ? " on" : " off") << "\n" << graph;
+  }
 }
 
 }  // namespace
