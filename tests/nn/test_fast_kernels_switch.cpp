@@ -148,17 +148,22 @@ TEST(FastKernelsLayers, MultiHeadAttentionWithAKVCacheAgreesWithTheSwitchOffAndO
     EXPECT_TRUE(all_close(outputs[0][i], outputs[1][i], 1e-6, 1e-5)) << "step " << i;
 }
 
-TEST(FastKernelsLayers, GPTFeedForwardAndBlockAgreeWithTheSwitchOffAndOn) {
-  manual_seed(3);
-  FeedForward ff(8);
+// One transformer block of C = 8, 2 heads, up to 6 tokens.
+GPTConfig block_config(double drop_rate) {
   GPTConfig config;
   config.vocab_size = 11;
   config.context_length = 6;
   config.emb_dim = 8;
   config.n_heads = 2;
   config.n_layers = 1;
-  config.drop_rate = 0.2;
-  TransformerBlock block(config);
+  config.drop_rate = drop_rate;
+  return config;
+}
+
+TEST(FastKernelsLayers, GPTFeedForwardAndBlockAgreeWithTheSwitchOffAndOn) {
+  manual_seed(3);
+  FeedForward ff(8);
+  TransformerBlock block(block_config(0.2));
   const Tensor x = normal_tensor({2, 5, 8}, 4, kFloat32);
   expect_same_with_the_switch_off_and_on(ff, {x}, plain(ff));
   expect_same_with_the_switch_off_and_on(block, {x}, plain(block));
@@ -169,13 +174,7 @@ TEST(FastKernelsLayers, GPTFeedForwardAndBlockAgreeWithTheSwitchOffAndOn) {
 // The branch is visible in the graph: off, the notebook's ops; on, the fused ones.
 TEST(FastKernelsLayers, WithTheSwitchOffTheGraphHoldsTheNotebooksOpsAndNoFusedOne) {
   manual_seed(3);
-  GPTConfig config;
-  config.vocab_size = 11;
-  config.context_length = 6;
-  config.emb_dim = 8;
-  config.n_heads = 2;
-  config.n_layers = 1;
-  TransformerBlock block(config);
+  TransformerBlock block(block_config(0.0));
   const Tensor x = leaf(normal_tensor({2, 5, 8}, 4, kFloat32));
   for (bool fast : {false, true}) {
     FastKernelsGuard switch_(fast);
