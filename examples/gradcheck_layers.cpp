@@ -4,6 +4,8 @@
 //   ./build/examples/gradcheck_layers              the two tables; exit status 1 if a row fails
 //   ./build/examples/gradcheck_layers --leaky-demo  the leakage check on an attention whose
 //                                                   causal mask is off: it must FAIL (exit 1)
+//   TG_FAST_KERNELS=0 ./build/examples/gradcheck_layers   the same on the reference code (the
+//                                                   notebook's steps, no fused ops); it says which ran
 //
 // Gradient check (tg::nn::gradcheck, nn/gradcheck.h): for each layer, the Jacobian of its output
 // with respect to every parameter and every input that requires grad, by central differences
@@ -239,6 +241,7 @@ void check_masks(bool leaky_demo) {
 
 bool print_tables() {
   bool ok = true;
+  std::printf("fast kernels: %s\n\n", tg::fast_kernels() ? "on" : "off (TG_FAST_KERNELS=0: the reference code)");
   if (!grad_rows.empty()) {
     std::printf("Gradient check in float64 (|analytical - numerical| <= 1e-5 + 1e-3 |numerical|)\n\n");
     std::printf("%-44s %10s  %-24s %12s %12s  %s\n", "layer", "parameters", "inputs checked", "worst abs",
