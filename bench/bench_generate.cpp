@@ -44,9 +44,10 @@
 #include "autograd/io/json.h"
 #include "autograd/ops.h"
 #include "autograd/random/generator.h"
+#include "autograd/runtime/memory.h"
 #include "bench/bench_util.h"
+#include "examples/common/flags.h"
 #include "examples/gpt/corpus.h"
-#include "examples/gpt/options.h"
 #include "examples/gpt/tokenizer.h"
 #include "nn/generate.h"
 
@@ -54,6 +55,11 @@ using namespace tg::examples;
 using tg::bench::number;
 
 namespace {
+
+// --help's first paragraph.
+const char* const kAbout =
+      "Writes --new-tokens tokens greedily with an untrained GPT and prints one "
+      "JSON line: tokens/s, ms per token, peak RSS, the ids.";
 
 struct BenchOptions {
   std::string config = "medium";
@@ -71,7 +77,7 @@ std::vector<Flag> bench_flags(BenchOptions& o) {
       text_flag("config", &o.config, "the model's shape (bench/bench_gpt.cpp's table)",
                 tg::bench::gpt_bench_config_names()),
       text_flag("mode", &o.mode, "cache: KV cache; recompute: the whole window each step", {"cache", "recompute"}),
-      int_flag("threads", &o.threads, "threads for BLIS and tapegrad's loops (0 = all cores)", 0, 1024),
+      threads_flag(&o.threads),
       int_flag("new-tokens", &o.new_tokens, "tokens to write (timed)", 1, 1e7),
       int_flag("prompt-tokens", &o.prompt_tokens, "the prompt: this many characters of the built-in corpus", 1, 1e5),
       int_flag("keep", &o.keep,
@@ -104,12 +110,7 @@ std::string json_ids(const std::vector<int64_t>& ids, size_t n) {
   return s + "]";
 }
 
-int run(int argc, char** argv) {
-  BenchOptions b;
-  const char* usage =
-      "usage: bench_generate [flags]\n\nWrites --new-tokens tokens greedily with an untrained GPT and prints one "
-      "JSON line: tokens/s, ms per token, peak RSS, the ids.\n\n";
-  if (!parse_command_line(b, bench_flags, argc, argv, usage)) return 0;
+int run(const BenchOptions& b) {
   const int threads = tg::bench::use_threads(b.threads);
   const tg::bench::GPTBenchConfig c = tg::bench::gpt_bench_config(b.config);
   if (b.keep > c.context)
@@ -140,7 +141,7 @@ int run(int argc, char** argv) {
     last = now;
   });
   const double total = std::chrono::duration<double>(last - start).count();
-  const double rss = tg::bench::peak_rss_mb();
+  const double rss = tg::peak_rss_mb();
   std::vector<int64_t> ids = out.narrow(1, idx.size(1), b.new_tokens).tolist<int64_t>();
 
   std::cout << "{\"bench\": \"tapegrad\", \"config\": " << tg::json::quote(b.config)
@@ -160,4 +161,7 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) { return main_reporting_errors("bench_generate", argc, argv, run); }
+int main(int argc, char** argv) {
+  BenchOptions b;
+  return run_program({"bench_generate", kAbout, bench_flags(b)}, argc, argv, [&] { return run(b); });
+}

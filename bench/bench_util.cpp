@@ -165,12 +165,6 @@ std::string number(double v, const char* format) {
   return buf;
 }
 
-double peak_rss_mb() {
-  rusage r{};
-  getrusage(RUSAGE_SELF, &r);
-  return static_cast<double>(r.ru_maxrss) / 1024.0;
-}
-
 std::string load_average() {
   std::FILE* f = std::fopen("/proc/loadavg", "r");
   if (!f) return "unknown";

@@ -1,5 +1,6 @@
 // bench/bench_util.h — what the benchmarks share: timing a call, the machine's own limits
-// (raw sgemm GFLOP/s, STREAM-like memory bandwidth), which BLIS is linked, peak RSS.
+// (raw sgemm GFLOP/s, STREAM-like memory bandwidth), which BLIS is linked. Peak RSS is
+// tg::peak_rss_mb (autograd/runtime/memory.h).
 //
 // Timing: each number is the median over repeats of (time of `iters` calls) / iters, with iters
 // chosen so that one repeat takes at least ~20 ms; a few warmup calls come first.
@@ -67,7 +68,6 @@ int use_threads(int64_t requested);
 
 std::string number(double v, const char* format = "%.6g");  // printf-formatted, for the JSON lines
 
-double peak_rss_mb();          // getrusage's ru_maxrss (KiB on Linux) in MiB
-std::string load_average();    // the 1-minute load average from /proc/loadavg, or "unknown"
+std::string load_average();  // the 1-minute load average from /proc/loadavg, or "unknown"
 
 }  // namespace tg::bench

@@ -23,7 +23,7 @@
 
 #include "autograd/random/generator.h"
 #include "examples/gpt/data.h"
-#include "examples/gpt/options.h"
+#include "examples/common/flags.h"
 #include "examples/gpt/tokenizer.h"
 #include "nn/gpt.h"
 #include "optim/adam.h"
