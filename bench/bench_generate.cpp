@@ -58,8 +58,8 @@ namespace {
 
 // --help's first paragraph.
 const char* const kAbout =
-      "Writes --new-tokens tokens greedily with an untrained GPT and prints one "
-      "JSON line: tokens/s, ms per token, peak RSS, the ids.";
+    "Writes --new-tokens tokens greedily with an untrained GPT and prints one "
+    "JSON line: tokens/s, ms per token, peak RSS, the ids.";
 
 struct BenchOptions {
   std::string config = "medium";
