@@ -113,13 +113,14 @@ std::string json_ids(const std::vector<int64_t>& ids, size_t n) {
 int run(const BenchOptions& b) {
   const int threads = tg::bench::use_threads(b.threads);
   const tg::bench::GPTBenchConfig c = tg::bench::gpt_bench_config(b.config);
-  if (b.keep > c.context)
-    throw UsageError("--keep (" + std::to_string(b.keep) + ") exceeds the context (" + std::to_string(c.context) + ")");
+  const int64_t context = c.model.context_length;
+  if (b.keep > context)
+    throw UsageError("--keep (" + std::to_string(b.keep) + ") exceeds the context (" + std::to_string(context) + ")");
   const std::string text = builtin_corpus();
   const CharTokenizer tokenizer = CharTokenizer::from_text(text);
   std::vector<int64_t> prompt = tokenizer.encode(text.substr(0, static_cast<size_t>(b.prompt_tokens)));
-  const tg::nn::GPTConfig config{.vocab_size = tokenizer.vocab_size(), .context_length = c.context,
-                                 .emb_dim = c.emb_dim, .n_heads = c.heads, .n_layers = c.layers};
+  tg::nn::GPTConfig config = c.model;
+  config.vocab_size = tokenizer.vocab_size();
   tg::manual_seed(static_cast<uint64_t>(b.seed));
   tg::nn::GPTModel model(config);
   model.eval();
@@ -127,7 +128,7 @@ int run(const BenchOptions& b) {
   tg::nn::SamplingOptions options;
   options.temperature = 0.0;  // greedy
   options.use_kv_cache = b.mode == "cache";
-  options.keep_when_full = b.keep > 0 ? b.keep : (b.mode == "cache" ? c.context / 2 : c.context);
+  options.keep_when_full = b.keep > 0 ? b.keep : (b.mode == "cache" ? context / 2 : context);
   const tg::Tensor idx = tg::from_vector(prompt, {1, static_cast<int64_t>(prompt.size())});  // (1, P)
   if (b.warmup > 0) tg::nn::generate(model, idx, b.warmup, options);
 
@@ -147,7 +148,7 @@ int run(const BenchOptions& b) {
   std::cout << "{\"bench\": \"tapegrad\", \"config\": " << tg::json::quote(b.config)
             << ", \"mode\": " << tg::json::quote(b.mode) << ", \"threads\": " << threads
             << ", \"prompt_tokens\": " << prompt.size() << ", \"new_tokens\": " << b.new_tokens
-            << ", \"context\": " << c.context << ", \"keep\": " << options.keep_when_full
+            << ", \"context\": " << context << ", \"keep\": " << options.keep_when_full
             << ", \"vocab_size\": " << config.vocab_size << ", \"params\": " << model.num_parameters()
             << ", \"tokens_per_s\": " << number(static_cast<double>(b.new_tokens) / total, "%.1f")
             << ", \"ms_per_token_median\": " << number(tg::bench::median(seconds) * 1e3, "%.3f")

@@ -92,8 +92,8 @@ std::vector<Flag> bench_flags(BenchOptions& o) {
 TrainOptions train_options(const BenchOptions& b) {
   const tg::bench::GPTBenchConfig c = tg::bench::gpt_bench_config(b.config);
   TrainOptions o;
-  o.emb_dim = c.emb_dim, o.heads = c.heads, o.layers = c.layers, o.context = c.context, o.batch = c.batch;
-  o.dropout = 0.0;
+  o.model = c.model;  // dropout 0
+  o.batch = c.batch;
   o.seed = b.seed;
   o.threads = b.threads;
   o.data = b.data;
@@ -128,11 +128,11 @@ int run(const BenchOptions& b) {
 
   double total = 0;
   for (double dt : seconds) total += dt;
-  const double tokens_per_s = static_cast<double>(o.batch * o.context * b.steps) / total;
+  const double tokens_per_s = static_cast<double>(o.batch * o.model.context_length * b.steps) / total;
   const int64_t n_params = trainer.model().num_parameters();
   const int64_t n_non_embedding = non_embedding_parameters(trainer.model());
   const double flops_per_token = 6.0 * static_cast<double>(n_non_embedding) +
-                                 6.0 * static_cast<double>(o.layers * o.context * o.emb_dim);
+                                 6.0 * static_cast<double>(o.model.n_layers * o.model.context_length * o.model.emb_dim);
   const bool measure_peak = b.peak_gflops <= 0;
   const double peak = measure_peak ? tg::bench::sgemm_peak_gflops(1024) : b.peak_gflops;
   const std::string peak_source = measure_peak ? "bli_sgemm 1024x1024x1024, best of 5" : "--peak-gflops";
@@ -140,7 +140,7 @@ int run(const BenchOptions& b) {
   std::cout << "{\"bench\": \"tapegrad\", \"kernels\": " << tg::json::quote(kernels_mode())
             << ", \"config\": " << tg::json::quote(b.config) << ", \"threads\": " << threads
             << ", \"steps\": " << b.steps << ", \"warmup\": " << b.warmup << ", \"batch\": " << o.batch
-            << ", \"context\": " << o.context << ", \"params\": " << n_params
+            << ", \"context\": " << o.model.context_length << ", \"params\": " << n_params
             << ", \"params_non_embedding\": " << n_non_embedding
             << ", \"tokens_per_s\": " << number(tokens_per_s, "%.1f")
             << ", \"ms_per_step_median\": " << number(tg::bench::median(seconds) * 1e3, "%.3f")

@@ -141,9 +141,12 @@ double page_faults_per_call(const std::function<void()>& fn, int calls) {
 }
 
 GPTBenchConfig gpt_bench_config(const std::string& name) {
-  if (name == "tiny") return {.emb_dim = 64, .heads = 4, .layers = 2, .context = 64, .batch = 16};
-  if (name == "small") return {.emb_dim = 128, .heads = 4, .layers = 4, .context = 128, .batch = 16};
-  if (name == "medium") return {.emb_dim = 384, .heads = 6, .layers = 6, .context = 256, .batch = 8};
+  auto shape = [](int64_t emb_dim, int64_t heads, int64_t layers, int64_t context) {
+    return nn::GPTConfig{.context_length = context, .emb_dim = emb_dim, .n_heads = heads, .n_layers = layers};
+  };
+  if (name == "tiny") return {.model = shape(64, 4, 2, 64), .batch = 16};
+  if (name == "small") return {.model = shape(128, 4, 4, 128), .batch = 16};
+  if (name == "medium") return {.model = shape(384, 6, 6, 256), .batch = 8};
   throw Error("unknown config '" + name + "' (expected tiny, small or medium)");
 }
 

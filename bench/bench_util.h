@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "autograd/tensor.h"
+#include "nn/gpt.h"
 
 namespace tg::bench {
 
@@ -56,9 +57,11 @@ std::string blis_description();
 // them), which the kernel then zeroes page by page.
 double page_faults_per_call(const std::function<void()>& fn, int calls = 5);
 
-// The GPT benchmarks' configs (bench_gpt's table): the model's shape and the training batch.
+// The GPT benchmarks' configs (bench_gpt's table): the model's shape (vocab_size 0: the
+// corpus's characters fill it in) and the training batch.
 struct GPTBenchConfig {
-  int64_t emb_dim, heads, layers, context, batch;
+  nn::GPTConfig model;
+  int64_t batch;
 };
 GPTBenchConfig gpt_bench_config(const std::string& name);  // "tiny", "small" or "medium"
 const std::vector<std::string>& gpt_bench_config_names();
