@@ -74,8 +74,7 @@ struct BenchOptions {
 
 std::vector<Flag> bench_flags(BenchOptions& o) {
   return {
-      text_flag("config", &o.config, "the model's shape (bench/bench_gpt.cpp's table)",
-                tg::bench::gpt_bench_config_names()),
+      tg::bench::gpt_bench_config_flag(&o.config),
       text_flag("mode", &o.mode, "cache: KV cache; recompute: the whole window each step", {"cache", "recompute"}),
       threads_flag(&o.threads),
       int_flag("new-tokens", &o.new_tokens, "tokens to write (timed)", 1, 1e7),
@@ -85,7 +84,7 @@ std::vector<Flag> bench_flags(BenchOptions& o) {
                "recompute: context, i.e. slide)",
                0, 1e7),
       int_flag("warmup", &o.warmup, "tokens written untimed first", 0, 1e7),
-      int_flag("seed", &o.seed, "seed of the model's initialisation", 0, 9007199254740991.0),
+      seed_flag(&o.seed, "seed of the model's initialisation"),
   };
 }
 

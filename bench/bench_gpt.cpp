@@ -77,14 +77,13 @@ struct BenchOptions {
 
 std::vector<Flag> bench_flags(BenchOptions& o) {
   return {
-      text_flag("config", &o.config, "model and batch size (see the top of bench/bench_gpt.cpp)",
-                tg::bench::gpt_bench_config_names()),
+      tg::bench::gpt_bench_config_flag(&o.config),
       threads_flag(&o.threads),
       int_flag("steps", &o.steps, "timed training steps", 1, 1e9),
       int_flag("warmup", &o.warmup, "untimed training steps before them", 0, 1e9),
       text_flag("data", &o.data, "a text file to train on (default: the built-in corpus)"),
       number_flag("peak-gflops", &o.peak_gflops, "the machine's peak for mfu (0 = measure raw sgemm)", 0, 1e9),
-      int_flag("seed", &o.seed, "seed of the model's initialisation and the batches", 0, 9007199254740991.0),
+      seed_flag(&o.seed, "seed of the model's initialisation and the batches"),
   };
 }
 

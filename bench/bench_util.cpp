@@ -150,9 +150,9 @@ GPTBenchConfig gpt_bench_config(const std::string& name) {
   throw Error("unknown config '" + name + "' (expected tiny, small or medium)");
 }
 
-const std::vector<std::string>& gpt_bench_config_names() {
-  static const std::vector<std::string> names = {"tiny", "small", "medium"};
-  return names;
+examples::Flag gpt_bench_config_flag(std::string* name) {
+  return examples::text_flag("config", name, "the model's shape and batch (the table atop bench/bench_gpt.cpp)",
+                             {"tiny", "small", "medium"});
 }
 
 int use_threads(int64_t requested) {

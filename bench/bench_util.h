@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "autograd/tensor.h"
+#include "examples/common/flags.h"
 #include "nn/gpt.h"
 
 namespace tg::bench {
@@ -64,7 +65,7 @@ struct GPTBenchConfig {
   int64_t batch;
 };
 GPTBenchConfig gpt_bench_config(const std::string& name);  // "tiny", "small" or "medium"
-const std::vector<std::string>& gpt_bench_config_names();
+examples::Flag gpt_bench_config_flag(std::string* name);  // --config {tiny|small|medium}
 
 // Sets tapegrad's (and BLIS's) threads to `requested`, or to all cores when it is 0; returns the count.
 int use_threads(int64_t requested);

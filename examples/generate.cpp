@@ -33,7 +33,7 @@ std::vector<Flag> generate_flags(GenerateOptions& o) {
       int_flag("top-k", &o.sampling.top_k, "sample among the k most likely characters (0 = all)", 0, 1e9),
       number_flag("top-p", &o.sampling.top_p, "sample among the most likely characters whose probabilities sum to p",
                   1e-9, 1),
-      int_flag("seed", &o.seed, "seed of the sampling generator", 0, 9007199254740991.0),
+      seed_flag(&o.seed, "seed of the sampling generator"),
       int_flag("samples", &o.samples, "how many texts to write", 1, 1000),
   };
 }

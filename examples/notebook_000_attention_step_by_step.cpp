@@ -70,25 +70,28 @@ Tensor three_tokens_of_six() {
                      {0.7179, 0.7058, 0.9156, 0.4340, 0.7179, 0.9156}});
 }
 
-// What OptimizedMultiHeadAttention and EfficientMultiHeadAttention share: the layers and mask of
-// MultiHeadAttention after its projections, and its forward from queries, keys and values once
-// they are made.
+// What OptimizedMultiHeadAttention and EfficientMultiHeadAttention share: MultiHeadAttention's
+// W_query, the layers and mask after the projections, and its forward from queries, keys and
+// values once they are made.
 class SplitHeadsAttention : public tg::nn::Module {
  public:
+  // x_is: what x itself stands for ("values", or "keys and values"), which needs d_in == d_out.
   SplitHeadsAttention(const std::string& type_name, int64_t d_in_, int64_t d_out_, int64_t context_length_,
-                      int64_t num_heads_)
+                      int64_t num_heads_, bool qkv_bias, const char* x_is)
       : Module(type_name), d_in(d_in_), d_out(d_out_), context_length(context_length_), num_heads(num_heads_) {
     if (num_heads <= 0 || d_out % num_heads != 0) {
       throw tg::Error(type_name + ": d_out (" + std::to_string(d_out) + ") must be divisible by num_heads (" +
                       std::to_string(num_heads) + ")");
     }
     head_dim = d_out / num_heads;
+    check_x_splits_into_heads(x_is);
+    W_query = register_module("W_query", std::make_shared<tg::nn::Linear>(d_in, d_out, qkv_bias));
   }
 
   int64_t d_in, d_out, context_length, num_heads, head_dim;
   bool keep_attention_weights = false;  // keep the last forward's weights (b, num_heads, T, T) below
   Tensor attention_weights;
-  std::shared_ptr<tg::nn::Linear> out_proj;
+  std::shared_ptr<tg::nn::Linear> W_query, out_proj;
   std::shared_ptr<tg::nn::Dropout> dropout;
   Tensor mask;  // (context_length, context_length): 1 above the diagonal
 
@@ -147,9 +150,7 @@ class OptimizedMultiHeadAttention : public SplitHeadsAttention {
  public:
   OptimizedMultiHeadAttention(int64_t d_in, int64_t d_out, int64_t context_length, double dropout_p,
                               int64_t num_heads, bool qkv_bias = false)
-      : SplitHeadsAttention("OptimizedMultiHeadAttention", d_in, d_out, context_length, num_heads) {
-    check_x_splits_into_heads("values");
-    W_query = register_module("W_query", std::make_shared<tg::nn::Linear>(d_in, d_out, qkv_bias));
+      : SplitHeadsAttention("OptimizedMultiHeadAttention", d_in, d_out, context_length, num_heads, qkv_bias, "values") {
     W_key = register_module("W_key", std::make_shared<tg::nn::Linear>(d_in, d_out, qkv_bias));
     register_output_layers(dropout_p);
   }
@@ -161,7 +162,7 @@ class OptimizedMultiHeadAttention : public SplitHeadsAttention {
     return attend(keys, queries, /*values=*/x);
   }
 
-  std::shared_ptr<tg::nn::Linear> W_query, W_key;
+  std::shared_ptr<tg::nn::Linear> W_key;
 };
 
 // MultiHeadAttention with only W_query: keys and values are both x itself (so d_in == d_out).
@@ -170,9 +171,8 @@ class EfficientMultiHeadAttention : public SplitHeadsAttention {
  public:
   EfficientMultiHeadAttention(int64_t d_in, int64_t d_out, int64_t context_length, double dropout_p,
                               int64_t num_heads, bool qkv_bias = false)
-      : SplitHeadsAttention("EfficientMultiHeadAttention", d_in, d_out, context_length, num_heads) {
-    check_x_splits_into_heads("keys and values");
-    W_query = register_module("W_query", std::make_shared<tg::nn::Linear>(d_in, d_out, qkv_bias));
+      : SplitHeadsAttention("EfficientMultiHeadAttention", d_in, d_out, context_length, num_heads, qkv_bias,
+                            "keys and values") {
     register_output_layers(dropout_p);
   }
 
@@ -181,8 +181,6 @@ class EfficientMultiHeadAttention : public SplitHeadsAttention {
     Tensor queries = W_query->forward(x);
     return attend(/*keys=*/x, queries, /*values=*/x);
   }
-
-  std::shared_ptr<tg::nn::Linear> W_query;
 };
 
 }  // namespace notebook000

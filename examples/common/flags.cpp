@@ -107,6 +107,9 @@ Flag switch_flag(std::string name, bool* value, std::string help) {
 Flag threads_flag(int64_t* threads) {
   return int_flag("threads", threads, "threads for matrix products and loops (0 = all cores)", 0, 1024);
 }
+Flag seed_flag(int64_t* seed, std::string help) {
+  return int_flag("seed", seed, std::move(help), 0, 9007199254740991.0);
+}
 Flag svg_flag(std::string* dir) {
   return text_flag("svg", dir, "also draw the attention weights as SVG heatmaps in this folder (made if needed)");
 }

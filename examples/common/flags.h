@@ -48,6 +48,7 @@ Flag switch_flag(std::string name, bool* value, std::string help);
 
 // The flags several programs share, with one meaning everywhere.
 Flag threads_flag(int64_t* threads);  // --threads N: BLIS's and tapegrad's threads, 0 = all cores
+Flag seed_flag(int64_t* seed, std::string help);  // --seed N in [0, 2^53 - 1]: exact as a JSON number
 Flag svg_flag(std::string* dir);      // --svg DIR: draw the attention weights as SVG heatmaps in DIR
 Flag dot_flag(std::string* file);     // --dot FILE: write the graph backward walks (Graphviz DOT)
 

@@ -30,7 +30,7 @@ std::vector<Flag> train_flags(TrainOptions& o) {
       text_flag("on-nonfinite", &o.on_nonfinite,
                 "a step whose loss or gradient norm is inf or nan: stop with an error, or skip its update",
                 {"error", "skip"}),
-      int_flag("seed", &o.seed, "seed of the model's initialisation, dropout and batches", 0, 9007199254740991.0),
+      seed_flag(&o.seed, "seed of the model's initialisation, dropout and batches"),
       int_flag("eval-every", &o.eval_every, "evaluate and save a checkpoint every this many steps", 1, kBig),
       int_flag("eval-batches", &o.eval_batches, "batches per split in each evaluation", 1, 1 << 20),
       int_flag("threads", &o.threads, "threads for matrix products and loops (0 = all cores)", 0, 1024),
