@@ -26,6 +26,7 @@
 //                      slides the cached window too (refilled at every step past the context).
 //
 // The line's fields:
+//   kernels               "fast", or "reference" under TG_FAST_KERNELS=0 (as bench_gpt's)
 //   tokens_per_s          N / seconds_total
 //   ms_per_token_median   the median step time
 //   ms_per_token_max      the slowest step (with --mode cache: a refill of the window)
@@ -48,6 +49,7 @@
 #include "bench/bench_util.h"
 #include "examples/common/flags.h"
 #include "examples/gpt/corpus.h"
+#include "examples/gpt/run_log.h"
 #include "examples/gpt/tokenizer.h"
 #include "nn/generate.h"
 
@@ -144,7 +146,8 @@ int run(const BenchOptions& b) {
   const double rss = tg::peak_rss_mb();
   std::vector<int64_t> ids = out.narrow(1, idx.size(1), b.new_tokens).tolist<int64_t>();
 
-  std::cout << "{\"bench\": \"tapegrad\", \"config\": " << tg::json::quote(b.config)
+  std::cout << "{\"bench\": \"tapegrad\", \"kernels\": " << tg::json::quote(kernels_mode())
+            << ", \"config\": " << tg::json::quote(b.config)
             << ", \"mode\": " << tg::json::quote(b.mode) << ", \"threads\": " << threads
             << ", \"prompt_tokens\": " << prompt.size() << ", \"new_tokens\": " << b.new_tokens
             << ", \"context\": " << context << ", \"keep\": " << options.keep_when_full
