@@ -30,6 +30,7 @@
 
 #include "autograd/random/generator.h"
 #include "autograd/ops.h"
+#include "examples/common/flags.h"
 #include "nn/gradcheck.h"
 #include "nn/nn.h"
 
@@ -262,22 +263,20 @@ bool print_tables() {
   return ok;
 }
 
-int main(int argc, char** argv) {
-  const bool leaky_demo = argc > 1 && std::string(argv[1]) == "--leaky-demo";
-  if (argc > 1 && !leaky_demo) {
-    std::cerr << "usage: gradcheck_layers [--leaky-demo]\n";
-    return 2;
-  }
+int run(bool leaky_demo) {
   const auto start = std::chrono::steady_clock::now();
-  try {
-    if (!leaky_demo) check_layers();
-    check_masks(leaky_demo);
-  } catch (const tg::Error& e) {
-    std::cerr << "gradcheck_layers: " << e.what() << "\n";
-    return 1;
-  }
+  if (!leaky_demo) check_layers();
+  check_masks(leaky_demo);
   const bool ok = print_tables();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf("\n%s in %.2f s\n", ok ? "all checks PASS" : "some checks FAIL", seconds);
   return ok ? 0 : 1;
+}
+
+int main(int argc, char** argv) {
+  bool leaky_demo = false;
+  const tg::examples::Program program{
+      "gradcheck_layers", "Checks every layer's gradients against finite differences, and that no mask leaks.",
+      {tg::examples::switch_flag("leaky-demo", &leaky_demo, "only the mask check, on a layer that leaks on purpose")}};
+  return tg::examples::run_program(program, argc, argv, [&] { return run(leaky_demo); });
 }
