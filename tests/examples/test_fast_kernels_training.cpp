@@ -19,11 +19,7 @@ std::vector<double> losses_of_100_steps(bool fast) {
   TrainOptions o;  // a small GPT with dropout: the 200 steps take a fraction of a second
   o.steps = 100;
   o.batch = 4;
-  o.context = 16;
-  o.emb_dim = 16;
-  o.heads = 2;
-  o.layers = 2;
-  o.dropout = 0.1;
+  o.model = {.context_length = 16, .emb_dim = 16, .n_heads = 2, .n_layers = 2, .drop_rate = 0.1};
   o.warmup = 10;
   Trainer trainer(o, builtin_corpus(20000, 11));
   std::vector<double> losses;
