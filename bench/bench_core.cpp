@@ -7,7 +7,7 @@
 //
 // Each number is the median over repeats of (time of `iters` calls) / iters, with iters chosen
 // so one repeat takes at least ~20 ms; warmup calls come first.
-//   ./bench_core                 BLIS on get_num_threads() threads (one per core)
+//   ./bench_core                 BLIS on one thread per core
 //   ./bench_core --threads 1     single-threaded: steadier on a busy machine
 #include <cstdio>
 #include <functional>
@@ -19,6 +19,7 @@
 #include "autograd/runtime/parallel.h"
 #include "autograd/tape.h"
 #include "bench/bench_util.h"
+#include "examples/common/flags.h"
 
 using namespace tg;
 using namespace tg::bench;
@@ -111,14 +112,19 @@ void tape_table() {
   }
 }
 
-}  // namespace
-
-// ./bench_core [--threads N]
-int main(int argc, char** argv) {
-  for (int i = 1; i + 1 < argc; ++i)
-    if (std::string(argv[i]) == "--threads") set_num_threads(std::stoi(argv[i + 1]));
+int run(int64_t threads) {
+  use_threads(threads);
   std::printf("load average %s, %u cores\n\n", load_average().c_str(), std::thread::hardware_concurrency());
   matmul_table();
   tape_table();
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int64_t threads = 0;
+  const tg::examples::Program program{"bench_core", "What tg::matmul and the tape cost on top of raw BLIS.",
+                                      {tg::examples::threads_flag(&threads)}};
+  return tg::examples::run_program(program, argc, argv, [&] { return run(threads); });
 }

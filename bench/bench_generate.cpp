@@ -26,6 +26,7 @@
 //                      slides the cached window too (refilled at every step past the context).
 //
 // The line's fields:
+//   kernels               "fast", or "reference" under TG_FAST_KERNELS=0 (as bench_gpt's)
 //   tokens_per_s          N / seconds_total
 //   ms_per_token_median   the median step time
 //   ms_per_token_max      the slowest step (with --mode cache: a refill of the window)
@@ -44,9 +45,11 @@
 #include "autograd/io/json.h"
 #include "autograd/ops.h"
 #include "autograd/random/generator.h"
+#include "autograd/runtime/memory.h"
 #include "bench/bench_util.h"
+#include "examples/common/flags.h"
 #include "examples/gpt/corpus.h"
-#include "examples/gpt/options.h"
+#include "examples/gpt/run_log.h"
 #include "examples/gpt/tokenizer.h"
 #include "nn/generate.h"
 
@@ -54,6 +57,11 @@ using namespace tg::examples;
 using tg::bench::number;
 
 namespace {
+
+// --help's first paragraph.
+const char* const kAbout =
+    "Writes --new-tokens tokens greedily with an untrained GPT and prints one "
+    "JSON line: tokens/s, ms per token, peak RSS, the ids.";
 
 struct BenchOptions {
   std::string config = "medium";
@@ -68,10 +76,9 @@ struct BenchOptions {
 
 std::vector<Flag> bench_flags(BenchOptions& o) {
   return {
-      text_flag("config", &o.config, "the model's shape (bench/bench_gpt.cpp's table)",
-                tg::bench::gpt_bench_config_names()),
+      tg::bench::gpt_bench_config_flag(&o.config),
       text_flag("mode", &o.mode, "cache: KV cache; recompute: the whole window each step", {"cache", "recompute"}),
-      int_flag("threads", &o.threads, "threads for BLIS and tapegrad's loops (0 = all cores)", 0, 1024),
+      threads_flag(&o.threads),
       int_flag("new-tokens", &o.new_tokens, "tokens to write (timed)", 1, 1e7),
       int_flag("prompt-tokens", &o.prompt_tokens, "the prompt: this many characters of the built-in corpus", 1, 1e5),
       int_flag("keep", &o.keep,
@@ -79,7 +86,7 @@ std::vector<Flag> bench_flags(BenchOptions& o) {
                "recompute: context, i.e. slide)",
                0, 1e7),
       int_flag("warmup", &o.warmup, "tokens written untimed first", 0, 1e7),
-      int_flag("seed", &o.seed, "seed of the model's initialisation", 0, 9007199254740991.0),
+      seed_flag(&o.seed, "seed of the model's initialisation"),
   };
 }
 
@@ -104,21 +111,17 @@ std::string json_ids(const std::vector<int64_t>& ids, size_t n) {
   return s + "]";
 }
 
-int run(int argc, char** argv) {
-  BenchOptions b;
-  const char* usage =
-      "usage: bench_generate [flags]\n\nWrites --new-tokens tokens greedily with an untrained GPT and prints one "
-      "JSON line: tokens/s, ms per token, peak RSS, the ids.\n\n";
-  if (!parse_command_line(b, bench_flags, argc, argv, usage)) return 0;
+int run(const BenchOptions& b) {
   const int threads = tg::bench::use_threads(b.threads);
   const tg::bench::GPTBenchConfig c = tg::bench::gpt_bench_config(b.config);
-  if (b.keep > c.context)
-    throw UsageError("--keep (" + std::to_string(b.keep) + ") exceeds the context (" + std::to_string(c.context) + ")");
+  const int64_t context = c.model.context_length;
+  if (b.keep > context)
+    throw UsageError("--keep (" + std::to_string(b.keep) + ") exceeds the context (" + std::to_string(context) + ")");
   const std::string text = builtin_corpus();
   const CharTokenizer tokenizer = CharTokenizer::from_text(text);
   std::vector<int64_t> prompt = tokenizer.encode(text.substr(0, static_cast<size_t>(b.prompt_tokens)));
-  const tg::nn::GPTConfig config{.vocab_size = tokenizer.vocab_size(), .context_length = c.context,
-                                 .emb_dim = c.emb_dim, .n_heads = c.heads, .n_layers = c.layers};
+  tg::nn::GPTConfig config = c.model;
+  config.vocab_size = tokenizer.vocab_size();
   tg::manual_seed(static_cast<uint64_t>(b.seed));
   tg::nn::GPTModel model(config);
   model.eval();
@@ -126,7 +129,7 @@ int run(int argc, char** argv) {
   tg::nn::SamplingOptions options;
   options.temperature = 0.0;  // greedy
   options.use_kv_cache = b.mode == "cache";
-  options.keep_when_full = b.keep > 0 ? b.keep : (b.mode == "cache" ? c.context / 2 : c.context);
+  options.keep_when_full = b.keep > 0 ? b.keep : (b.mode == "cache" ? context / 2 : context);
   const tg::Tensor idx = tg::from_vector(prompt, {1, static_cast<int64_t>(prompt.size())});  // (1, P)
   if (b.warmup > 0) tg::nn::generate(model, idx, b.warmup, options);
 
@@ -140,13 +143,14 @@ int run(int argc, char** argv) {
     last = now;
   });
   const double total = std::chrono::duration<double>(last - start).count();
-  const double rss = tg::bench::peak_rss_mb();
+  const double rss = tg::peak_rss_mb();
   std::vector<int64_t> ids = out.narrow(1, idx.size(1), b.new_tokens).tolist<int64_t>();
 
-  std::cout << "{\"bench\": \"tapegrad\", \"config\": " << tg::json::quote(b.config)
+  std::cout << "{\"bench\": \"tapegrad\", \"kernels\": " << tg::json::quote(kernels_mode())
+            << ", \"config\": " << tg::json::quote(b.config)
             << ", \"mode\": " << tg::json::quote(b.mode) << ", \"threads\": " << threads
             << ", \"prompt_tokens\": " << prompt.size() << ", \"new_tokens\": " << b.new_tokens
-            << ", \"context\": " << c.context << ", \"keep\": " << options.keep_when_full
+            << ", \"context\": " << context << ", \"keep\": " << options.keep_when_full
             << ", \"vocab_size\": " << config.vocab_size << ", \"params\": " << model.num_parameters()
             << ", \"tokens_per_s\": " << number(static_cast<double>(b.new_tokens) / total, "%.1f")
             << ", \"ms_per_token_median\": " << number(tg::bench::median(seconds) * 1e3, "%.3f")
@@ -160,4 +164,7 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) { return main_reporting_errors("bench_generate", argc, argv, run); }
+int main(int argc, char** argv) {
+  BenchOptions b;
+  return run_program({"bench_generate", kAbout, bench_flags(b)}, argc, argv, [&] { return run(b); });
+}

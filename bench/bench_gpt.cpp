@@ -14,6 +14,8 @@
 //   medium   384   6      6       256      8
 //
 // The line's fields:
+//   kernels             which code ran: "fast" (the default) or "reference" (TG_FAST_KERNELS=0:
+//                       every op's plain _reference loops, autograd/fast_kernels.h)
 //   tokens_per_s        batch * context * S / (sum of the S step times)
 //   ms_per_step_median  the median step time
 //   mfu                 model FLOPs utilisation: flops_per_token * tokens_per_s / peak, where
@@ -48,14 +50,20 @@
 #include "autograd/runtime/memory.h"
 #include "autograd/runtime/parallel.h"
 #include "bench/bench_util.h"
+#include "examples/common/flags.h"
 #include "examples/gpt/corpus.h"
-#include "examples/gpt/options.h"
+#include "examples/gpt/run_log.h"
 #include "examples/gpt/trainer.h"
 
 using namespace tg::examples;
 using tg::bench::number;
 
 namespace {
+
+// --help's first paragraph.
+const char* const kAbout =
+    "Trains the GPT for --warmup + --steps steps and prints one JSON line: tokens/s, "
+    "ms per step, MFU, peak RSS, losses, and which kernels ran (fast, or reference with TG_FAST_KERNELS=0).";
 
 struct BenchOptions {
   std::string config = "tiny";
@@ -69,14 +77,13 @@ struct BenchOptions {
 
 std::vector<Flag> bench_flags(BenchOptions& o) {
   return {
-      text_flag("config", &o.config, "model and batch size (see the top of bench/bench_gpt.cpp)",
-                tg::bench::gpt_bench_config_names()),
-      int_flag("threads", &o.threads, "threads for BLIS and tapegrad's loops (0 = all cores)", 0, 1024),
+      tg::bench::gpt_bench_config_flag(&o.config),
+      threads_flag(&o.threads),
       int_flag("steps", &o.steps, "timed training steps", 1, 1e9),
       int_flag("warmup", &o.warmup, "untimed training steps before them", 0, 1e9),
       text_flag("data", &o.data, "a text file to train on (default: the built-in corpus)"),
       number_flag("peak-gflops", &o.peak_gflops, "the machine's peak for mfu (0 = measure raw sgemm)", 0, 1e9),
-      int_flag("seed", &o.seed, "seed of the model's initialisation and the batches", 0, 9007199254740991.0),
+      seed_flag(&o.seed, "seed of the model's initialisation and the batches"),
   };
 }
 
@@ -84,8 +91,8 @@ std::vector<Flag> bench_flags(BenchOptions& o) {
 TrainOptions train_options(const BenchOptions& b) {
   const tg::bench::GPTBenchConfig c = tg::bench::gpt_bench_config(b.config);
   TrainOptions o;
-  o.emb_dim = c.emb_dim, o.heads = c.heads, o.layers = c.layers, o.context = c.context, o.batch = c.batch;
-  o.dropout = 0.0;
+  o.model = c.model;  // dropout 0
+  o.batch = c.batch;
   o.seed = b.seed;
   o.threads = b.threads;
   o.data = b.data;
@@ -100,12 +107,7 @@ int64_t non_embedding_parameters(tg::nn::GPTModel& model) {
   return n;
 }
 
-int run(int argc, char** argv) {
-  BenchOptions b;
-  const char* usage =
-      "usage: bench_gpt [flags]\n\nTrains the GPT for --warmup + --steps steps and prints one JSON line: tokens/s, "
-      "ms per step, MFU, peak RSS, losses.\n\n";
-  if (!parse_command_line(b, bench_flags, argc, argv, usage)) return 0;
+int run(const BenchOptions& b) {
   const int threads = tg::bench::use_threads(b.threads);
   const TrainOptions o = train_options(b);
   Trainer trainer(o, read_data(b.data));
@@ -120,23 +122,24 @@ int run(int argc, char** argv) {
     if (s == 0) first_loss = loss;
     if (s >= b.warmup) seconds.push_back(dt);
   }
-  const double rss = tg::bench::peak_rss_mb();  // before the sgemm run's matrices
+  const double rss = tg::peak_rss_mb();  // before the sgemm run's matrices
   const tg::MemoryStats memory = tg::memory_stats();
 
   double total = 0;
   for (double dt : seconds) total += dt;
-  const double tokens_per_s = static_cast<double>(o.batch * o.context * b.steps) / total;
+  const double tokens_per_s = static_cast<double>(o.batch * o.model.context_length * b.steps) / total;
   const int64_t n_params = trainer.model().num_parameters();
   const int64_t n_non_embedding = non_embedding_parameters(trainer.model());
   const double flops_per_token = 6.0 * static_cast<double>(n_non_embedding) +
-                                 6.0 * static_cast<double>(o.layers * o.context * o.emb_dim);
+                                 6.0 * static_cast<double>(o.model.n_layers * o.model.context_length * o.model.emb_dim);
   const bool measure_peak = b.peak_gflops <= 0;
   const double peak = measure_peak ? tg::bench::sgemm_peak_gflops(1024) : b.peak_gflops;
   const std::string peak_source = measure_peak ? "bli_sgemm 1024x1024x1024, best of 5" : "--peak-gflops";
 
-  std::cout << "{\"bench\": \"tapegrad\", \"config\": " << tg::json::quote(b.config) << ", \"threads\": " << threads
+  std::cout << "{\"bench\": \"tapegrad\", \"kernels\": " << tg::json::quote(kernels_mode())
+            << ", \"config\": " << tg::json::quote(b.config) << ", \"threads\": " << threads
             << ", \"steps\": " << b.steps << ", \"warmup\": " << b.warmup << ", \"batch\": " << o.batch
-            << ", \"context\": " << o.context << ", \"params\": " << n_params
+            << ", \"context\": " << o.model.context_length << ", \"params\": " << n_params
             << ", \"params_non_embedding\": " << n_non_embedding
             << ", \"tokens_per_s\": " << number(tokens_per_s, "%.1f")
             << ", \"ms_per_step_median\": " << number(tg::bench::median(seconds) * 1e3, "%.3f")
@@ -153,4 +156,7 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) { return main_reporting_errors("bench_gpt", argc, argv, run); }
+int main(int argc, char** argv) {
+  BenchOptions b;
+  return run_program({"bench_gpt", kAbout, bench_flags(b)}, argc, argv, [&] { return run(b); });
+}

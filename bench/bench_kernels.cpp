@@ -1,6 +1,6 @@
 // bench/bench_kernels.cpp — the GPT training step's hot kernels against the machine's own limits.
 //
-//   ./build/bench/bench_kernels                    the small config's shapes, all cores
+//   ./build/bench/bench_kernels                    the small config's shapes, all cores (--threads 0)
 //   ./build/bench/bench_kernels --threads 1        single-threaded
 //   ./build/bench/bench_kernels --medium           the medium config's shapes
 //
@@ -55,6 +55,7 @@
 #include "autograd/runtime/parallel.h"
 #include "autograd/tape.h"
 #include "bench/bench_util.h"
+#include "examples/common/flags.h"
 #include "nn/gpt.h"
 #include "optim/adam.h"
 
@@ -236,28 +237,8 @@ void adamw_row(const Shapes& s) {
   print_row(name, "step", step, 0, 28.0 * params);
 }
 
-}  // namespace
-
-// ./bench_kernels [--threads N] [--medium]
-int main(int argc, char** argv) {
-  int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  bool medium = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--threads" && i + 1 < argc) {
-      threads = std::stoi(argv[++i]);
-    } else if (arg == "--medium") {
-      medium = true;
-    } else {
-      std::fprintf(stderr, "usage: bench_kernels [--threads N] [--medium]\n");
-      return 2;
-    }
-  }
-  if (threads < 1) {
-    std::fprintf(stderr, "bench_kernels: --threads must be at least 1, got %d\n", threads);
-    return 2;
-  }
-  set_num_threads(threads);
+int run(int64_t requested_threads, bool medium) {
+  const int threads = use_threads(requested_threads);
   const Shapes s = medium ? kMedium : kSmall;
   g_sgemm_peak = sgemm_peak_gflops(1024);
   std::printf("bench_kernels: %s shapes B=%lld T=%lld C=%lld NH=%lld hs=%lld V=%lld, %d threads, load average %s\n",
@@ -278,4 +259,16 @@ int main(int argc, char** argv) {
   elementwise_rows(s);
   adamw_row(s);
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int64_t threads = 0;
+  bool medium = false;
+  const tg::examples::Program program{
+      "bench_kernels", "The GPT training step's hot kernels against the machine's own limits (a roofline).",
+      {tg::examples::threads_flag(&threads),
+       tg::examples::switch_flag("medium", &medium, "the medium config's shapes (default: the small config's)")}};
+  return tg::examples::run_program(program, argc, argv, [&] { return run(threads, medium); });
 }

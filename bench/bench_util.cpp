@@ -141,15 +141,18 @@ double page_faults_per_call(const std::function<void()>& fn, int calls) {
 }
 
 GPTBenchConfig gpt_bench_config(const std::string& name) {
-  if (name == "tiny") return {.emb_dim = 64, .heads = 4, .layers = 2, .context = 64, .batch = 16};
-  if (name == "small") return {.emb_dim = 128, .heads = 4, .layers = 4, .context = 128, .batch = 16};
-  if (name == "medium") return {.emb_dim = 384, .heads = 6, .layers = 6, .context = 256, .batch = 8};
+  auto shape = [](int64_t emb_dim, int64_t heads, int64_t layers, int64_t context) {
+    return nn::GPTConfig{.context_length = context, .emb_dim = emb_dim, .n_heads = heads, .n_layers = layers};
+  };
+  if (name == "tiny") return {.model = shape(64, 4, 2, 64), .batch = 16};
+  if (name == "small") return {.model = shape(128, 4, 4, 128), .batch = 16};
+  if (name == "medium") return {.model = shape(384, 6, 6, 256), .batch = 8};
   throw Error("unknown config '" + name + "' (expected tiny, small or medium)");
 }
 
-const std::vector<std::string>& gpt_bench_config_names() {
-  static const std::vector<std::string> names = {"tiny", "small", "medium"};
-  return names;
+examples::Flag gpt_bench_config_flag(std::string* name) {
+  return examples::text_flag("config", name, "the model's shape and batch (the table atop bench/bench_gpt.cpp)",
+                             {"tiny", "small", "medium"});
 }
 
 int use_threads(int64_t requested) {
@@ -163,12 +166,6 @@ std::string number(double v, const char* format) {
   char buf[64];
   std::snprintf(buf, sizeof buf, format, v);
   return buf;
-}
-
-double peak_rss_mb() {
-  rusage r{};
-  getrusage(RUSAGE_SELF, &r);
-  return static_cast<double>(r.ru_maxrss) / 1024.0;
 }
 
 std::string load_average() {

@@ -1,5 +1,6 @@
 // bench/bench_util.h — what the benchmarks share: timing a call, the machine's own limits
-// (raw sgemm GFLOP/s, STREAM-like memory bandwidth), which BLIS is linked, peak RSS.
+// (raw sgemm GFLOP/s, STREAM-like memory bandwidth), which BLIS is linked. Peak RSS is
+// tg::peak_rss_mb (autograd/runtime/memory.h).
 //
 // Timing: each number is the median over repeats of (time of `iters` calls) / iters, with iters
 // chosen so that one repeat takes at least ~20 ms; a few warmup calls come first.
@@ -11,6 +12,8 @@
 #include <vector>
 
 #include "autograd/tensor.h"
+#include "examples/common/flags.h"
+#include "nn/gpt.h"
 
 namespace tg::bench {
 
@@ -55,19 +58,20 @@ std::string blis_description();
 // them), which the kernel then zeroes page by page.
 double page_faults_per_call(const std::function<void()>& fn, int calls = 5);
 
-// The GPT benchmarks' configs (bench_gpt's table): the model's shape and the training batch.
+// The GPT benchmarks' configs (bench_gpt's table): the model's shape (vocab_size 0: the
+// corpus's characters fill it in) and the training batch.
 struct GPTBenchConfig {
-  int64_t emb_dim, heads, layers, context, batch;
+  nn::GPTConfig model;
+  int64_t batch;
 };
 GPTBenchConfig gpt_bench_config(const std::string& name);  // "tiny", "small" or "medium"
-const std::vector<std::string>& gpt_bench_config_names();
+examples::Flag gpt_bench_config_flag(std::string* name);  // --config {tiny|small|medium}
 
 // Sets tapegrad's (and BLIS's) threads to `requested`, or to all cores when it is 0; returns the count.
 int use_threads(int64_t requested);
 
 std::string number(double v, const char* format = "%.6g");  // printf-formatted, for the JSON lines
 
-double peak_rss_mb();          // getrusage's ru_maxrss (KiB on Linux) in MiB
-std::string load_average();    // the 1-minute load average from /proc/loadavg, or "unknown"
+std::string load_average();  // the 1-minute load average from /proc/loadavg, or "unknown"
 
 }  // namespace tg::bench

@@ -218,12 +218,15 @@ def main():
     if out:
         out.close()
     blas = {r["bench"]: r["blas"] for r in runs}
+    # bench_gpt and bench_generate say which of tapegrad's code ran: "fast", or "reference" under
+    # TG_FAST_KERNELS=0 (older lines have no such field).
+    kernels = sorted({r.get("kernels", "fast") for r in runs if r["bench"] == "tapegrad"})
     if o.generate:
         print(f"Measured {started} on {machine()}; {o.pairs} interleaved rounds of {o.new_tokens} new tokens "
               f"after a prompt of {o.prompt_tokens}, greedy.")
     else:
         print(f"Measured {started} on {machine()}; {o.pairs} interleaved pairs of {o.warmup} + {o.steps} steps.")
-    print(f"tapegrad: {blas.get('tapegrad')}. PyTorch {runs[-1].get('torch', '')}: {blas.get('pytorch')}.\n")
+    print(f"tapegrad ({', '.join(kernels)} kernels): {blas.get('tapegrad')}. PyTorch {runs[-1].get('torch', '')}: {blas.get('pytorch')}.\n")
     print(generate_table(o, runs) if o.generate else table(o, runs))
 
 

@@ -10,7 +10,7 @@
 
 #include "autograd/graph_dot.h"
 #include "autograd/ops.h"
-#include "examples/common/args.h"
+#include "examples/common/flags.h"
 #include "autograd/io/atomic_file.h"
 #include "examples/common/plots.h"
 #include "examples/common/your_journey.h"
@@ -18,7 +18,7 @@
 
 using tg::Tensor;
 
-static int run(const std::map<std::string, std::string>& flags) {
+static int run(const tg::examples::PictureOptions& o) {
   const std::vector<std::string> tokens = tg::examples::your_journey_tokens();
   Tensor inputs = tg::examples::your_journey_inputs();  // (6, 3)
   Tensor batch = tg::stack({inputs, inputs});        // (2, 6, 3), as in the book
@@ -30,19 +30,23 @@ static int run(const std::map<std::string, std::string>& flags) {
   std::cout << "# attention weights of the first batch element (rows: queries, columns: keys)\n"
             << ca.attention_weights[0] << "\n";
 
-  if (flags.count("--svg")) {
-    const std::string dir = tg::examples::prepare_output_dir(flags.at("--svg"), "attention_pictures --svg");
+  if (!o.svg.empty()) {
+    const std::string dir = tg::examples::prepare_output_dir(o.svg, "--svg");
     for (const std::string& p :
          tg::examples::save_attention_heatmaps(dir, "causal_attention_weights", ca.attention_weights[0], tokens, true))
       std::cout << "(wrote " << p << ")\n";
   }
-  if (flags.count("--dot")) {
+  if (!o.dot.empty()) {
     tg::TensorNames names = ca.named_parameters();  // W_query.weight, W_key.weight, W_value.weight
     names.push_back({"context_vecs", context_vecs});
-    tg::write_file_atomically(flags.at("--dot"), tg::graph_dot(context_vecs, names), "attention_pictures --dot");
-    std::cout << "(wrote " << flags.at("--dot") << "; draw it with: dot -Tsvg " << flags.at("--dot") << " > graph.svg)\n";
+    tg::write_file_atomically(o.dot, tg::graph_dot(context_vecs, names), "--dot");
+    std::cout << "(wrote " << o.dot << "; draw it with: dot -Tsvg " << o.dot << " > graph.svg)\n";
   }
   return 0;
 }
 
-int main(int argc, char** argv) { return tg::examples::main_with_flags(argc, argv, {"--svg", "--dot"}, run); }
+int main(int argc, char** argv) {
+  tg::examples::PictureOptions o;
+  return tg::examples::run_program({"attention_pictures", "Pictures of causal attention on \"Your journey starts with one step\".", tg::examples::picture_flags(o)}, argc, argv,
+                                   [&] { return run(o); });
+}

@@ -13,7 +13,7 @@
 #include "autograd/graph_dot.h"
 #include "autograd/ops.h"
 #include "autograd/tape.h"
-#include "examples/common/args.h"
+#include "examples/common/flags.h"
 #include "autograd/io/atomic_file.h"
 #include "examples/common/plots.h"
 #include "examples/common/your_journey.h"
@@ -25,9 +25,8 @@ static void report(const std::vector<std::string>& paths) {
   for (const std::string& p : paths) std::cout << "(wrote " << p << ")\n";
 }
 
-static int run(const std::map<std::string, std::string>& flags) {
-  const auto flag = [&](const char* name) { return flags.count(name) ? flags.at(name) : std::string(); };
-  const std::string svg_dir = flags.count("--svg") ? tg::examples::prepare_output_dir(flag("--svg"), "core_demo --svg") : "";
+static int run(const tg::examples::PictureOptions& o) {
+  const std::string svg_dir = o.svg.empty() ? "" : tg::examples::prepare_output_dir(o.svg, "--svg");
   const std::vector<std::string> tokens = tg::examples::your_journey_tokens();
 
   // "Your journey starts with one step": one 3-d embedding per token.
@@ -69,10 +68,10 @@ static int run(const std::map<std::string, std::string>& flags) {
   Tensor loss = causal_context.sum();
   show("loss = sum of causal context vectors", loss);
   std::cout << "\n# the tape before backward\n" << tg::tape_str();
-  if (!flag("--dot").empty()) {
+  if (!o.dot.empty()) {
     const tg::TensorNames names{{"inputs", inputs}, {"causal_weights", causal_weights}, {"loss", loss}};
-    tg::write_file_atomically(flag("--dot"), tg::graph_dot(loss, names), "core_demo --dot");
-    std::cout << "\n(wrote the graph to " << flag("--dot") << "; draw it with: dot -Tsvg " << flag("--dot")
+    tg::write_file_atomically(o.dot, tg::graph_dot(loss, names), "--dot");
+    std::cout << "\n(wrote the graph to " << o.dot << "; draw it with: dot -Tsvg " << o.dot
               << " > graph.svg)\n";
   }
   loss.backward();
@@ -81,4 +80,8 @@ static int run(const std::map<std::string, std::string>& flags) {
   return 0;
 }
 
-int main(int argc, char** argv) { return tg::examples::main_with_flags(argc, argv, {"--svg", "--dot"}, run); }
+int main(int argc, char** argv) {
+  tg::examples::PictureOptions o;
+  return tg::examples::run_program({"core_demo", "A walk through tapegrad's core: six tokens attend to each other.", tg::examples::picture_flags(o)}, argc, argv,
+                                   [&] { return run(o); });
+}

@@ -8,7 +8,7 @@
 
 #include "autograd/ops.h"
 #include "examples/gpt/checkpoint.h"
-#include "examples/gpt/options.h"
+#include "examples/common/flags.h"
 #include "nn/generate.h"
 
 using namespace tg::examples;
@@ -19,9 +19,7 @@ struct GenerateOptions {
   std::string ckpt = "gpt_run";
   std::string prompt = "\n";
   int64_t tokens = 200;
-  double temperature = 0.8;
-  int64_t top_k = 0;
-  double top_p = 1.0;
+  tg::nn::SamplingOptions sampling{.temperature = 0.8};
   int64_t seed = 1337;
   int64_t samples = 1;
 };
@@ -31,18 +29,16 @@ std::vector<Flag> generate_flags(GenerateOptions& o) {
       text_flag("ckpt", &o.ckpt, "a train_gpt --out folder (model.safetensors, config.json, tokenizer.json)"),
       text_flag("prompt", &o.prompt, "the text to continue"),
       int_flag("tokens", &o.tokens, "characters to write", 0, 1e9),
-      number_flag("temperature", &o.temperature, "0 = greedy; higher = more surprising", 0, 100),
-      int_flag("top-k", &o.top_k, "sample among the k most likely characters (0 = all)", 0, 1e9),
-      number_flag("top-p", &o.top_p, "sample among the most likely characters whose probabilities sum to p", 1e-9, 1),
-      int_flag("seed", &o.seed, "seed of the sampling generator", 0, 9007199254740991.0),
+      number_flag("temperature", &o.sampling.temperature, "0 = greedy; higher = more surprising", 0, 100),
+      int_flag("top-k", &o.sampling.top_k, "sample among the k most likely characters (0 = all)", 0, 1e9),
+      number_flag("top-p", &o.sampling.top_p, "sample among the most likely characters whose probabilities sum to p",
+                  1e-9, 1),
+      seed_flag(&o.seed, "seed of the sampling generator"),
       int_flag("samples", &o.samples, "how many texts to write", 1, 1000),
   };
 }
 
-int run(int argc, char** argv) {
-  GenerateOptions o;
-  if (!parse_command_line(o, generate_flags, argc, argv, "usage: generate [flags]\n\nWrites text with a saved GPT.\n\n"))
-    return 0;
+int run(const GenerateOptions& o) {
   SavedModel saved = load_saved_model(o.ckpt);
   std::vector<int64_t> prompt;
   try {
@@ -52,17 +48,16 @@ int run(int argc, char** argv) {
   }
   if (prompt.empty()) throw UsageError("--prompt: empty (give at least one character)");
   tg::Generator gen(static_cast<uint64_t>(o.seed));
-  tg::nn::SamplingOptions sampling;
-  sampling.temperature = o.temperature;
-  sampling.top_k = o.top_k;
-  sampling.top_p = o.top_p;
   for (int64_t k = 0; k < o.samples; ++k) {
     if (o.samples > 1) std::cout << "--- sample " << k + 1 << " ---\n";
-    std::cout << write_text(*saved.model, saved.tokenizer, prompt, o.tokens, sampling, gen) << "\n";
+    std::cout << write_text(*saved.model, saved.tokenizer, prompt, o.tokens, o.sampling, gen) << "\n";
   }
   return 0;
 }
 
 }  // namespace
 
-int main(int argc, char** argv) { return main_reporting_errors("generate", argc, argv, run); }
+int main(int argc, char** argv) {
+  GenerateOptions o;
+  return run_program({"generate", "Writes text with a saved GPT.", generate_flags(o)}, argc, argv, [&] { return run(o); });
+}

@@ -4,6 +4,8 @@
 //   ./build/examples/gradcheck_layers              the two tables; exit status 1 if a row fails
 //   ./build/examples/gradcheck_layers --leaky-demo  the leakage check on an attention whose
 //                                                   causal mask is off: it must FAIL (exit 1)
+//   TG_FAST_KERNELS=0 ./build/examples/gradcheck_layers   the same on the reference code (the
+//                                                   notebook's steps, no fused ops); it says which ran
 //
 // Gradient check (tg::nn::gradcheck, nn/gradcheck.h): for each layer, the Jacobian of its output
 // with respect to every parameter and every input that requires grad, by central differences
@@ -28,6 +30,7 @@
 
 #include "autograd/random/generator.h"
 #include "autograd/ops.h"
+#include "examples/common/flags.h"
 #include "nn/gradcheck.h"
 #include "nn/nn.h"
 
@@ -239,6 +242,7 @@ void check_masks(bool leaky_demo) {
 
 bool print_tables() {
   bool ok = true;
+  std::printf("fast kernels: %s\n\n", tg::fast_kernels() ? "on" : "off (TG_FAST_KERNELS=0: the reference code)");
   if (!grad_rows.empty()) {
     std::printf("Gradient check in float64 (|analytical - numerical| <= 1e-5 + 1e-3 |numerical|)\n\n");
     std::printf("%-44s %10s  %-24s %12s %12s  %s\n", "layer", "parameters", "inputs checked", "worst abs",
@@ -259,22 +263,20 @@ bool print_tables() {
   return ok;
 }
 
-int main(int argc, char** argv) {
-  const bool leaky_demo = argc > 1 && std::string(argv[1]) == "--leaky-demo";
-  if (argc > 1 && !leaky_demo) {
-    std::cerr << "usage: gradcheck_layers [--leaky-demo]\n";
-    return 2;
-  }
+int run(bool leaky_demo) {
   const auto start = std::chrono::steady_clock::now();
-  try {
-    if (!leaky_demo) check_layers();
-    check_masks(leaky_demo);
-  } catch (const tg::Error& e) {
-    std::cerr << "gradcheck_layers: " << e.what() << "\n";
-    return 1;
-  }
+  if (!leaky_demo) check_layers();
+  check_masks(leaky_demo);
   const bool ok = print_tables();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf("\n%s in %.2f s\n", ok ? "all checks PASS" : "some checks FAIL", seconds);
   return ok ? 0 : 1;
+}
+
+int main(int argc, char** argv) {
+  bool leaky_demo = false;
+  const tg::examples::Program program{
+      "gradcheck_layers", "Checks every layer's gradients against finite differences, and that no mask leaks.",
+      {tg::examples::switch_flag("leaky-demo", &leaky_demo, "only the mask check, on a layer that leaks on purpose")}};
+  return tg::examples::run_program(program, argc, argv, [&] { return run(leaky_demo); });
 }

@@ -36,7 +36,7 @@
 
 #include "autograd/random/generator.h"
 #include "autograd/ops.h"
-#include "examples/common/args.h"
+#include "examples/common/flags.h"
 #include "examples/common/plots.h"
 #include "examples/common/your_journey.h"
 #include "examples/notebook_cells.h"
@@ -70,25 +70,40 @@ Tensor three_tokens_of_six() {
                      {0.7179, 0.7058, 0.9156, 0.4340, 0.7179, 0.9156}});
 }
 
-// What OptimizedMultiHeadAttention and EfficientMultiHeadAttention share: the layers and mask of
-// MultiHeadAttention, and its forward from queries, keys and values once they are made.
+// What OptimizedMultiHeadAttention and EfficientMultiHeadAttention share: MultiHeadAttention's
+// W_query, the layers and mask after the projections, and its forward from queries, keys and
+// values once they are made.
 class SplitHeadsAttention : public tg::nn::Module {
  public:
+  // x_is: what x itself stands for ("values", or "keys and values"), which needs d_in == d_out.
   SplitHeadsAttention(const std::string& type_name, int64_t d_in_, int64_t d_out_, int64_t context_length_,
-                      int64_t num_heads_)
+                      int64_t num_heads_, bool qkv_bias, const char* x_is)
       : Module(type_name), d_in(d_in_), d_out(d_out_), context_length(context_length_), num_heads(num_heads_) {
     if (num_heads <= 0 || d_out % num_heads != 0) {
       throw tg::Error(type_name + ": d_out (" + std::to_string(d_out) + ") must be divisible by num_heads (" +
                       std::to_string(num_heads) + ")");
     }
     head_dim = d_out / num_heads;
+    check_x_splits_into_heads(x_is);
+    W_query = register_module("W_query", std::make_shared<tg::nn::Linear>(d_in, d_out, qkv_bias));
   }
 
   int64_t d_in, d_out, context_length, num_heads, head_dim;
   bool keep_attention_weights = false;  // keep the last forward's weights (b, num_heads, T, T) below
   Tensor attention_weights;
+  std::shared_ptr<tg::nn::Linear> W_query, out_proj;
+  std::shared_ptr<tg::nn::Dropout> dropout;
+  Tensor mask;  // (context_length, context_length): 1 above the diagonal
 
  protected:
+  // The layers after the projections, made after them as in the notebook (so the same seed
+  // gives the same weights): out_proj, dropout and the causal mask.
+  void register_output_layers(double dropout_p) {
+    out_proj = register_module("out_proj", std::make_shared<tg::nn::Linear>(d_out, d_out));
+    dropout = register_module("dropout", std::make_shared<tg::nn::Dropout>(dropout_p));
+    mask = register_buffer("mask", tg::triu(tg::ones({context_length, context_length}), 1));
+  }
+
   // x must be (b, num_tokens, d_in) with num_tokens <= context_length.
   void check_input(const Tensor& x) const {
     if (x.dim() != 3 || x.size(2) != d_in || x.size(1) > context_length) {
@@ -107,8 +122,7 @@ class SplitHeadsAttention : public tg::nn::Module {
 
   // keys, queries, values (b, num_tokens, d_out)  ->  context (b, num_tokens, d_out), as the
   // notebook's forward goes on after the projections.
-  Tensor attend(Tensor keys, Tensor queries, Tensor values, tg::nn::Dropout& dropout, tg::nn::Linear& out_proj,
-                const Tensor& mask) {
+  Tensor attend(Tensor keys, Tensor queries, Tensor values) {
     const int64_t b = keys.size(0), num_tokens = keys.size(1);
     keys = keys.view({b, num_tokens, num_heads, head_dim});
     values = values.view({b, num_tokens, num_heads, head_dim});
@@ -122,11 +136,11 @@ class SplitHeadsAttention : public tg::nn::Module {
     Tensor mask_bool = mask.to_bool().slice(0, 0, num_tokens).slice(1, 0, num_tokens);
     attn_scores.masked_fill_(mask_bool, -tg::kInf);
     Tensor attn_weights = tg::softmax(attn_scores / std::pow(static_cast<double>(keys.size(-1)), 0.5), -1);
-    attn_weights = dropout.forward(attn_weights);
+    attn_weights = dropout->forward(attn_weights);
     if (keep_attention_weights) attention_weights = attn_weights.detach();
     Tensor context_vec = attn_weights.matmul(values).transpose(1, 2);  // (b, num_tokens, num_heads, head_dim)
     context_vec = context_vec.contiguous().view({b, num_tokens, d_out});
-    return out_proj.forward(context_vec);
+    return out_proj->forward(context_vec);
   }
 };
 
@@ -136,25 +150,19 @@ class OptimizedMultiHeadAttention : public SplitHeadsAttention {
  public:
   OptimizedMultiHeadAttention(int64_t d_in, int64_t d_out, int64_t context_length, double dropout_p,
                               int64_t num_heads, bool qkv_bias = false)
-      : SplitHeadsAttention("OptimizedMultiHeadAttention", d_in, d_out, context_length, num_heads) {
-    check_x_splits_into_heads("values");
-    W_query = register_module("W_query", std::make_shared<tg::nn::Linear>(d_in, d_out, qkv_bias));
+      : SplitHeadsAttention("OptimizedMultiHeadAttention", d_in, d_out, context_length, num_heads, qkv_bias, "values") {
     W_key = register_module("W_key", std::make_shared<tg::nn::Linear>(d_in, d_out, qkv_bias));
-    out_proj = register_module("out_proj", std::make_shared<tg::nn::Linear>(d_out, d_out));
-    dropout = register_module("dropout", std::make_shared<tg::nn::Dropout>(dropout_p));
-    mask = register_buffer("mask", tg::triu(tg::ones({context_length, context_length}), 1));
+    register_output_layers(dropout_p);
   }
 
   Tensor forward(const Tensor& x) override {
     check_input(x);
     Tensor keys = W_key->forward(x);
     Tensor queries = W_query->forward(x);
-    return attend(keys, queries, /*values=*/x, *dropout, *out_proj, mask);
+    return attend(keys, queries, /*values=*/x);
   }
 
-  std::shared_ptr<tg::nn::Linear> W_query, W_key, out_proj;
-  std::shared_ptr<tg::nn::Dropout> dropout;
-  Tensor mask;  // (context_length, context_length): 1 above the diagonal
+  std::shared_ptr<tg::nn::Linear> W_key;
 };
 
 // MultiHeadAttention with only W_query: keys and values are both x itself (so d_in == d_out).
@@ -163,32 +171,24 @@ class EfficientMultiHeadAttention : public SplitHeadsAttention {
  public:
   EfficientMultiHeadAttention(int64_t d_in, int64_t d_out, int64_t context_length, double dropout_p,
                               int64_t num_heads, bool qkv_bias = false)
-      : SplitHeadsAttention("EfficientMultiHeadAttention", d_in, d_out, context_length, num_heads) {
-    check_x_splits_into_heads("keys and values");
-    W_query = register_module("W_query", std::make_shared<tg::nn::Linear>(d_in, d_out, qkv_bias));
-    out_proj = register_module("out_proj", std::make_shared<tg::nn::Linear>(d_out, d_out));
-    dropout = register_module("dropout", std::make_shared<tg::nn::Dropout>(dropout_p));
-    mask = register_buffer("mask", tg::triu(tg::ones({context_length, context_length}), 1));
+      : SplitHeadsAttention("EfficientMultiHeadAttention", d_in, d_out, context_length, num_heads, qkv_bias,
+                            "keys and values") {
+    register_output_layers(dropout_p);
   }
 
   Tensor forward(const Tensor& x) override {
     check_input(x);
     Tensor queries = W_query->forward(x);
-    return attend(/*keys=*/x, queries, /*values=*/x, *dropout, *out_proj, mask);
+    return attend(/*keys=*/x, queries, /*values=*/x);
   }
-
-  std::shared_ptr<tg::nn::Linear> W_query, out_proj;
-  std::shared_ptr<tg::nn::Dropout> dropout;
-  Tensor mask;
 };
 
 }  // namespace notebook000
 
 using notebook000::kSeparator;
 
-int main(int argc, char** argv) {
-  // --svg DIR: the attention weights below as heatmaps (examples/common/plots.h)
-  const std::optional<std::string> svg = tg::examples::svg_dir_from_args(argc, argv);
+// The notebook, cell by cell. svg: the folder for the pictures, or "" for none.
+static int run(const std::string& svg) {
   const std::vector<std::string> tokens = tg::examples::your_journey_tokens();
   // --- simplified attention mechanism -----------------------------------------------------------
   cell(2);  // import torch
@@ -239,7 +239,7 @@ int main(int argc, char** argv) {
   cell(10);
   Tensor attn_weights = tg::softmax(attn_scores, -1);
   std::cout << attn_weights << "\n";
-  if (svg) tg::examples::save_attention_heatmaps(*svg, "simplified_attention_weights", attn_weights, tokens, false);
+  if (!svg.empty()) tg::examples::save_attention_heatmaps(svg, "simplified_attention_weights", attn_weights, tokens, false);
 
   cell(11);
   Tensor context_vec = tg::matmul(attn_weights, inputs);
@@ -306,7 +306,7 @@ int main(int argc, char** argv) {
   attn_scores = queries.matmul(keys.t());
   attn_weights = tg::softmax(attn_scores / std::pow(static_cast<double>(keys.size(-1)), 0.5), -1);
   std::cout << attn_weights << "\n";
-  if (svg) tg::examples::save_attention_heatmaps(*svg, "self_attention_v2_weights", attn_weights, tokens, false);
+  if (!svg.empty()) tg::examples::save_attention_heatmaps(svg, "self_attention_v2_weights", attn_weights, tokens, false);
   std::cout << kSeparator << "\n";
   // a matrix with zeros above the diagonal
   int64_t context_length = attn_scores.size(0);
@@ -354,7 +354,7 @@ int main(int argc, char** argv) {
   ca.keep_attention_weights = true;
   Tensor context_vecs = ca.forward(batch);
   std::cout << "context_vecs.shape: " << torch_size(context_vecs.sizes()) << "\n";
-  if (svg) tg::examples::save_attention_heatmaps(*svg, "causal_attention_weights", ca.attention_weights, tokens, true);
+  if (!svg.empty()) tg::examples::save_attention_heatmaps(svg, "causal_attention_weights", ca.attention_weights, tokens, true);
 
   // --- a wrapper class for multi-head attention -------------------------------------------------
   cell(31);  // class MultiHeadAttentionWraper: tg::nn::MultiHeadAttentionWrapper
@@ -382,7 +382,7 @@ int main(int argc, char** argv) {
   mha.keep_attention_weights = true;
   context_vecs = mha.forward(batch);
   std::cout << context_vecs << "\n";
-  if (svg) tg::examples::save_attention_heatmaps(*svg, "multi_head_attention_weights", mha.attention_weights, tokens, true);
+  if (!svg.empty()) tg::examples::save_attention_heatmaps(svg, "multi_head_attention_weights", mha.attention_weights, tokens, true);
   std::cout << "context_vecs.shape: " << torch_size(context_vecs.sizes()) << "\n";
 
   cell(35);  // (a comment: "test")
@@ -543,4 +543,10 @@ int main(int argc, char** argv) {
   std::cout << context_vecs << "\n";
   std::cout << "context_vecs.shape: " << torch_size(context_vecs.sizes()) << "\n";
   return 0;
+}
+
+int main(int argc, char** argv) {
+  // --svg DIR: the attention weights below as heatmaps (examples/common/plots.h)
+  return tg::examples::run_program_with_svg("notebook_000_attention_step_by_step",
+      "Attention built up step by step, the notebook's cells in order; --svg draws the weights.", argc, argv, run);
 }

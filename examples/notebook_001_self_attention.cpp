@@ -21,7 +21,7 @@
 
 #include "autograd/random/generator.h"
 #include "autograd/ops.h"
-#include "examples/common/args.h"
+#include "examples/common/flags.h"
 #include "examples/common/plots.h"
 #include "examples/notebook_cells.h"
 #include "nn/layers.h"
@@ -67,9 +67,8 @@ class Head : public tg::nn::Module {
   Tensor attention_weights;
 };
 
-int main(int argc, char** argv) {
-  // --svg DIR: the Head's attention weights as heatmaps, one per batch element (plots.h)
-  const std::optional<std::string> svg = tg::examples::svg_dir_from_args(argc, argv);
+// The notebook, cell by cell. svg: the folder for the pictures, or "" for none.
+static int run(const std::string& svg) {
   cell(1);  // import numpy as np
   cell(3);  // import torch ...
   cell(4);  // (a comment)
@@ -254,9 +253,15 @@ int main(int argc, char** argv) {
   std::cout << head << "\n";
   std::cout << "output " << torch_size(out.sizes()) << ", attention weights "
             << torch_size(head.attention_weights.sizes()) << "\n";
-  if (svg) {  // the tokens are random vectors: labelled by position
-    tg::examples::save_attention_heatmaps(*svg, "head_attention_weights", head.attention_weights,
+  if (!svg.empty()) {  // the tokens are random vectors: labelled by position
+    tg::examples::save_attention_heatmaps(svg, "head_attention_weights", head.attention_weights,
                                           tg::examples::position_labels(head.attention_weights.size(-1)), true);
   }
   return 0;
+}
+
+int main(int argc, char** argv) {
+  // --svg DIR: the Head's attention weights as heatmaps, one per batch element (plots.h)
+  return tg::examples::run_program_with_svg("notebook_001_self_attention",
+      "Self-attention with one head, the notebook's cells in order; --svg draws the weights.", argc, argv, run);
 }

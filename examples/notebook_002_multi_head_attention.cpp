@@ -21,6 +21,7 @@
 
 #include "autograd/random/generator.h"
 #include "autograd/ops.h"
+#include "examples/common/flags.h"
 #include "examples/notebook_cells.h"
 #include "nn/layers.h"
 #include "nn/module.h"
@@ -122,7 +123,8 @@ class MultiHeadAttention : public notebook002::MultiHeadAttention {
 // A tuple of torch.Size as Python prints it: on one line when it fits in 80 columns, else one
 // item per line.
 static void print_sizes(const Tensor& a, const Tensor& b, const Tensor& c) {
-  const std::string one_line = "(" + torch_size(a.sizes()) + ", " + torch_size(b.sizes()) + ", " + torch_size(c.sizes()) + ")";
+  const std::string one_line = std::string("(") + torch_size(a.sizes()) + ", " + torch_size(b.sizes()) + ", " +
+                               torch_size(c.sizes()) + ")";
   if (one_line.size() <= 80) {
     std::cout << one_line << "\n";
   } else {
@@ -131,7 +133,8 @@ static void print_sizes(const Tensor& a, const Tensor& b, const Tensor& c) {
   }
 }
 
-int main() {
+// The notebook, cell by cell.
+static int run() {
   cell(2);  // imports
 
   // Input of 20 samples, seq_length = 10, embed_dim = 8
@@ -264,4 +267,9 @@ int main() {
     std::cout << "\nNotice the output sequence length matches the query's sequence length.\n";
   }
   return 0;
+}
+
+int main(int argc, char** argv) {
+  return tg::examples::run_program(
+      {"notebook_002_multi_head_attention", "Multi-head attention, the notebook's cells in order.", {}}, argc, argv, run);
 }

@@ -22,7 +22,7 @@
 
 #include "autograd/random/generator.h"
 #include "autograd/ops.h"
-#include "examples/common/args.h"
+#include "examples/common/flags.h"
 #include "examples/common/plots.h"
 #include "examples/notebook_cells.h"
 #include "nn/attention.h"
@@ -87,9 +87,8 @@ Steps forward_step_by_step(tg::nn::MultiHeadAttention& mha, const Tensor& x) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  // --svg DIR: attention weights as heatmaps (examples/common/plots.h)
-  const std::optional<std::string> svg = tg::examples::svg_dir_from_args(argc, argv);
+// The notebook, cell by cell. svg: the folder for the pictures, or "" for none.
+static int run(const std::string& svg) {
   marker("Line 1, Class Definition:");  // tg::nn::MultiHeadAttention, a tg::nn::Module
 
   marker("Line 2, Constructor:");
@@ -144,8 +143,8 @@ int main(int argc, char** argv) {
   marker("Lines 39-41, Softmax and Dropout on Attention Scores:");
   // Each row sums to 1; dropout then zeroes about 10% of the weights and scales the rest by 1/0.9.
   std::cout << s.attn_weights[0] << "\n" << s.attn_weights[0].sum(-1) << "\n" << s.dropped_weights[0] << "\n";
-  if (svg) {  // each head's weights, before dropout
-    tg::examples::save_attention_heatmaps(*svg, "mha_attention_weights", s.attn_weights,
+  if (!svg.empty()) {  // each head's weights, before dropout
+    tg::examples::save_attention_heatmaps(svg, "mha_attention_weights", s.attn_weights,
                                           tg::examples::position_labels(s.attn_weights.size(-1)), true);
   }
 
@@ -176,4 +175,10 @@ int main(int argc, char** argv) {
     std::cout << line << " " << torch_size(tensor.sizes()) << "\n";
   }
   return 0;
+}
+
+int main(int argc, char** argv) {
+  // --svg DIR: attention weights as heatmaps (examples/common/plots.h)
+  return tg::examples::run_program_with_svg("notebook_003_mha_line_by_line",
+      "Multi-head attention line by line, the notebook's cells in order; --svg draws the weights.", argc, argv, run);
 }

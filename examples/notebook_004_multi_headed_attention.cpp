@@ -21,7 +21,7 @@
 
 #include "autograd/random/generator.h"
 #include "autograd/ops.h"
-#include "examples/common/args.h"
+#include "examples/common/flags.h"
 #include "examples/common/plots.h"
 #include "examples/notebook_cells.h"
 #include "nn/layers.h"
@@ -99,9 +99,8 @@ class MultiHeadedAttention : public tg::nn::Module {
   std::shared_ptr<tg::nn::ModuleList> heads;
 };
 
-int main(int argc, char** argv) {
-  // --svg DIR: attention weights as heatmaps (examples/common/plots.h)
-  const std::optional<std::string> svg = tg::examples::svg_dir_from_args(argc, argv);
+// The notebook, cell by cell. svg: the folder for the pictures, or "" for none.
+static int run(const std::string& svg) {
   cell(1);  // imports, SEED = 42
   cell(2);  // class Attention (above)
   cell(3);  // class MultiHeadedAttention (above)
@@ -126,8 +125,8 @@ int main(int argc, char** argv) {
 
   cell(20);
   std::cout << attention_scores << "\n";
-  if (svg) {
-    tg::examples::save_attention_heatmaps(*svg, "self_attention_weights", self_attention.attention_weights,
+  if (!svg.empty()) {
+    tg::examples::save_attention_heatmaps(svg, "self_attention_weights", self_attention.attention_weights,
                                           tg::examples::position_labels(self_attention.attention_weights.size(-1)), false);
   }
 
@@ -164,4 +163,10 @@ int main(int argc, char** argv) {
   cell(34);
   std::cout << mha_scores << "\n";
   return 0;
+}
+
+int main(int argc, char** argv) {
+  // --svg DIR: attention weights as heatmaps (examples/common/plots.h)
+  return tg::examples::run_program_with_svg("notebook_004_multi_headed_attention",
+      "Multi-headed attention from single heads, the notebook's cells in order; --svg draws the weights.", argc, argv, run);
 }

@@ -8,7 +8,6 @@
 // The loop is examples/gpt/trainer.h (the same steps as examples/pytorch/train_gpt.py); the run
 // folder is examples/gpt/checkpoint.h, plus loss.csv, loss.svg, samples.txt and summary.json.
 // Ctrl-C saves a checkpoint, then stops.
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -45,27 +44,8 @@ bool may_change_on_resume(const std::string& flag) {
   return false;
 }
 
-void usage(std::ostream& os, TrainOptions& o) {
-  os << "usage: train_gpt [flags]\n\nTrains a small GPT (character level) and writes text with it.\n\n";
-  print_flags(os, train_flags(o));
-}
-
-double peak_rss_mb() {
-  rusage r{};
-  getrusage(RUSAGE_SELF, &r);
-  return static_cast<double>(r.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
-}
-
-int run(int argc, char** argv) {
-  TrainOptions o;
-  std::vector<std::string> given;
-  bool help = false;
-  parse_flags(train_flags(o), std::vector<std::string>(argv + 1, argv + argc), &help, &given);
-  if (help) {
-    TrainOptions defaults;
-    usage(std::cout, defaults);
-    return 0;
-  }
+// o: the flags as given; given: their names, in order.
+int run(TrainOptions o, const std::vector<std::string>& given) {
   if (!o.write_corpus.empty()) {  // for training the same text elsewhere (examples/pytorch)
     tg::write_file_atomically(o.write_corpus, builtin_corpus(), "train_gpt --write-corpus");
     std::cout << "train_gpt: wrote the built-in corpus to " << o.write_corpus << "\n";
@@ -100,16 +80,14 @@ int run(int argc, char** argv) {
     trainer = std::make_unique<Trainer>(o, read_data(o.data));
   }
   if (o.threads > 0) tg::set_num_threads(static_cast<int>(o.threads));
-  std::error_code ec;
-  std::filesystem::create_directories(o.out, ec);
-  if (ec || !std::filesystem::is_directory(o.out)) throw tg::Error("--out " + o.out + ": cannot create the folder");
+  prepare_output_dir(o.out, "--out");
 
   std::signal(SIGINT, on_interrupt);
   std::signal(SIGTERM, on_interrupt);
-  Progress progress(o.steps, trainer->step(), o.batch * o.context, log.elapsed_s(), isatty(STDOUT_FILENO));
+  Progress progress(o.steps, trainer->step(), o.batch * o.model.context_length, log.elapsed_s(), isatty(STDOUT_FILENO));
   std::cout << "train_gpt: " << trainer->model().num_parameters() << " parameters, vocabulary of "
             << trainer->tokenizer().vocab_size() << " characters, " << o.steps << " steps of " << o.batch << " x "
-            << o.context << " tokens; writing to " << o.out << "/\n";
+            << o.model.context_length << " tokens, " << kernels_mode() << " kernels; writing to " << o.out << "/\n";
   auto save_all = [&] {
     save_checkpoint(*trainer, o.out);
     log.write(o.out);
@@ -160,11 +138,16 @@ int run(int argc, char** argv) {
                write_text(trainer->model(), trainer->tokenizer(), start, o.sample_tokens, {.temperature = 0.8}, gen) + "\n";
   }
   tg::write_file_atomically((std::filesystem::path(o.out) / "samples.txt").string(), samples, "train_gpt");
-  log.write_summary(o.out, peak_rss_mb());
+  log.write_summary(o.out);
   std::cout << samples;
   return 0;
 }
 
 }  // namespace
 
-int main(int argc, char** argv) { return main_reporting_errors("train_gpt", argc, argv, run); }
+int main(int argc, char** argv) {
+  TrainOptions o;
+  std::vector<std::string> given;
+  const Program program{"train_gpt", "Trains a small GPT (character level) and writes text with it.", train_flags(o)};
+  return run_program(program, argc, argv, [&] { return run(o, given); }, &given);
+}

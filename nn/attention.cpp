@@ -1,10 +1,19 @@
 // nn/attention.cpp — the attention layers: each forward is the notebook's, step by step.
 //
-// The notebook's masked_fill(-inf), / sqrt(d_k) and softmax are one op here,
-// tg::masked_scaled_softmax (autograd/ops/attention.cpp), with the same bits. It applies the
-// causal rule from the positions (key j > query i + past is masked), the rule the buffer `mask`
-// holds; the buffer stays, as in PyTorch's classes, so state_dicts carry it.
+//   scores  = queries @ keys^T
+//   scores  = scores.masked_fill(mask, -inf)      the buffer `mask` (and padded keys), as the notebook
+//   weights = softmax(scores / sqrt(d_k), -1), then dropout
+//   context = weights @ values
+//
+// With tg::fast_kernels() on, one visible branch per forward runs the same steps as fused ops
+// (autograd/ops/attention.cpp), with the same bits: masked_scaled_softmax does the masking, the
+// scaling and the softmax in one pass, and when dropout is the identity and the weights are not
+// kept, masked_scaled_attention also the product with the values, without keeping the weights
+// for backward. Those apply the causal rule from the positions (key j > query i + past is
+// masked), the rule the buffer `mask` holds.
 #include "nn/attention.h"
+
+#include <cmath>
 
 #include "autograd/ops.h"
 #include "autograd/tape.h"
@@ -41,20 +50,25 @@ void check_kv_input(const Tensor& x, const Tensor& kv, int64_t d_in, int64_t con
   }
 }
 
-// key_padding_mask must be bool (b, T_k).
+// key_padding_mask must be bool (b, T_k), true = padded: the one check, the one message.
 void check_key_padding_mask(const Tensor& padded, int64_t b, int64_t T_k) {
-  if (padded.dtype() != kBool) {
-    throw Error(std::string("MultiHeadAttention: key_padding_mask must be bool (true = padded), got ") +
-                dtype_name(padded.dtype()));
-  }
-  if (padded.sizes() != Shape{b, T_k}) {
-    throw Error("MultiHeadAttention: key_padding_mask has shape " + shape_str(padded.sizes()) +
-                ", expected (b, T_k) = " + shape_str({b, T_k}));
+  if (padded.dtype() != kBool || padded.sizes() != Shape{b, T_k}) {
+    throw Error("MultiHeadAttention: key_padding_mask must be bool of shape (b, T_k) = " + shape_str({b, T_k}) +
+                ", true = padded; got " + dtype_name(padded.dtype()) + " of shape " + shape_str(padded.sizes()));
   }
 }
 
 // True when the dropout returns its input unchanged (p = 0, or eval), as tg::dropout decides.
 bool dropout_is_identity(const Dropout& dropout) { return dropout.p == 0.0 || !dropout.is_training(); }
+
+// sqrt(d_k), the scores' divisor (the notebook's keys.shape[-1]**0.5).
+double sqrt_d_k(int64_t d_k) { return std::sqrt(static_cast<double>(d_k)); }
+
+// The causal mask as the notebook takes it from the buffer, mask.bool()[past:past+T_q, :T_k]:
+// query i, at position past + i, may not see key j > past + i.
+Tensor causal_mask(const Tensor& mask, int64_t past, int64_t T_q, int64_t T_k) {
+  return mask.narrow(0, past, T_q).narrow(1, 0, T_k).to(kBool);  // (T_q, T_k)
+}
 
 }  // namespace
 
@@ -68,7 +82,8 @@ Tensor SelfAttention_v1::forward(const Tensor& x) {
   Tensor keys = x.matmul(W_key);       // (T, d_out)
   Tensor queries = x.matmul(W_query);  // (T, d_out)
   Tensor values = x.matmul(W_value);   // (T, d_out)
-  Tensor weights = masked_scaled_softmax(queries.matmul(keys.t()), Tensor(), keys.size(-1));  // (T, T)
+  Tensor scores = queries.matmul(keys.t());                        // (T, T)
+  Tensor weights = softmax(scores / sqrt_d_k(keys.size(-1)), -1);  // (T, T)
   if (keep_attention_weights) attention_weights = weights.detach();
   return weights.matmul(values);
 }
@@ -83,7 +98,8 @@ Tensor SelfAttention_v2::forward(const Tensor& x) {
   Tensor keys = W_key->forward(x);
   Tensor queries = W_query->forward(x);
   Tensor values = W_value->forward(x);
-  Tensor weights = masked_scaled_softmax(queries.matmul(keys.mT()), Tensor(), keys.size(-1));
+  Tensor scores = queries.matmul(keys.mT());
+  Tensor weights = softmax(scores / sqrt_d_k(keys.size(-1)), -1);
   if (keep_attention_weights) attention_weights = weights.detach();
   return weights.matmul(values);
 }
@@ -102,11 +118,18 @@ Tensor CausalAttention::forward(const Tensor& x) {
   Tensor keys = W_key->forward(x);      // (b, T, d_out)
   Tensor queries = W_query->forward(x);
   Tensor values = W_value->forward(x);
-  if (!keep_attention_weights && dropout_is_identity(*dropout)) {  // the same, the weights not kept
-    return masked_scaled_attention(queries, keys, values, Tensor(), keys.size(-1), {.causal = true});
-  }
+  const int64_t T = x.size(1), d_k = keys.size(-1);
+  if (fast_kernels() && dropout_is_identity(*dropout) && !keep_attention_weights)  // the steps below as one op
+    return masked_scaled_attention(queries, keys, values, Tensor(), d_k, {.causal = true});
   Tensor scores = queries.matmul(keys.transpose(1, 2));  // (b, T, T)
-  Tensor weights = dropout->forward(masked_scaled_softmax(scores, Tensor(), keys.size(-1), {.causal = true}));
+  Tensor weights;                                        // (b, T, T)
+  if (fast_kernels()) {  // the else branch's steps in one pass, the same bits
+    weights = masked_scaled_softmax(scores, Tensor(), d_k, {.causal = true});
+  } else {
+    scores = scores.masked_fill(causal_mask(mask, 0, T, T), -kInf);
+    weights = softmax(scores / sqrt_d_k(d_k), -1);
+  }
+  weights = dropout->forward(weights);
   if (keep_attention_weights) attention_weights = weights.detach();
   return weights.matmul(values);  // (b, T, d_out)
 }
@@ -185,17 +208,27 @@ Tensor MultiHeadAttention::forward(const Tensor& x, const AttentionOptions& opti
   const Tensor padded_keys = padded.defined() ? padded.view({b, 1, 1, T_k}) : Tensor();  // (b, 1, 1, T_k)
   // query i is at position past + i: causal, it sees keys 0..past + i
   const MaskedSoftmaxOptions rule{.causal = options.causal, .query_offset = past};
-  Tensor context;  // (b, h, T_q, hs)
-  if (keep_attention_weights || !dropout_is_identity(*dropout)) {
-    Tensor scores = queries.matmul(keys.transpose(2, 3));  // (b, h, T_q, T_k)
-    Tensor weights = dropout->forward(masked_scaled_softmax(scores, padded_keys, head_dim, rule));
-    if (keep_attention_weights) attention_weights = weights.detach();  // (b, h, T_q, T_k)
-    context = weights.matmul(values);
+  // (b, h, T_q, hs) -> (b, T_q, h, hs) -> (b, T_q, d_out): the heads joined
+  auto join_heads = [&](const Tensor& t) { return t.transpose(1, 2).contiguous().view({b, T_q, d_out}); };
+  if (fast_kernels() && dropout_is_identity(*dropout) && !keep_attention_weights)  // the steps below as one op
+    return out_proj->forward(join_heads(masked_scaled_attention(queries, keys, values, padded_keys, head_dim, rule)));
+  Tensor scores = queries.matmul(keys.transpose(2, 3));  // (b, h, T_q, T_k)
+  Tensor weights;                                        // (b, h, T_q, T_k)
+  if (fast_kernels()) {  // the else branch's steps in one pass, the same bits
+    weights = masked_scaled_softmax(scores, padded_keys, head_dim, rule);
   } else {
-    // The same numbers without keeping the (b, h, T_q, T_k) weights for backward.
-    context = masked_scaled_attention(queries, keys, values, padded_keys, head_dim, rule);
+    Tensor hidden = options.causal ? causal_mask(mask, past, T_q, T_k) : Tensor();  // (T_q, T_k)
+    if (padded.defined()) hidden = hidden.defined() ? logical_or(hidden, padded_keys) : padded_keys;
+    // A query that sees no key (all padded) would get softmax's NaN: its row is left unmasked
+    // here, and its weights are zeroed after the softmax (it attends to nothing).
+    const Tensor blind = hidden.defined() ? hidden.sum(-1, /*keepdim=*/true) == T_k : Tensor();
+    if (hidden.defined()) scores = scores.masked_fill(logical_and(hidden, logical_not(blind)), -kInf);
+    weights = softmax(scores / sqrt_d_k(head_dim), -1);
+    if (blind.defined()) weights = weights.masked_fill(blind, 0.0);
   }
-  return out_proj->forward(context.transpose(1, 2).contiguous().view({b, T_q, d_out}));  // heads joined
+  weights = dropout->forward(weights);
+  if (keep_attention_weights) attention_weights = weights.detach();
+  return out_proj->forward(join_heads(weights.matmul(values)));  // (b, T_q, d_out)
 }
 
 }  // namespace tg::nn

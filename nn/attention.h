@@ -37,9 +37,9 @@
 //
 // A query whose keys are all masked (every key it may see is padded) gets zero weights, so its
 // context is 0 and its output is out_proj's bias: no NaN reaches the output or any gradient, in
-// forward or backward. softmax itself stays PyTorch's (a row of all -inf is NaN); the layers
-// call tg::masked_scaled_softmax (masked_fill(-inf), / sqrt(d_k) and softmax as one op, with
-// the same bits), which gives such rows zero weights and zero gradients.
+// forward or backward. softmax itself stays PyTorch's (a row of all -inf is NaN): the layer
+// leaves such a row unmasked and zeroes its weights after the softmax, as the fused
+// tg::masked_scaled_softmax does (it runs with tg::fast_kernels() on, with the same bits).
 //
 // Set keep_attention_weights = true to keep the last forward's weights in attention_weights
 // (for teaching and heatmaps); off, nothing is kept.

@@ -26,26 +26,17 @@ void GPTConfig::validate() const {
 }
 
 FeedForward::FeedForward(int64_t emb_dim) : Module("FeedForward") {
-  layers = register_module("layers", std::make_shared<Sequential>(std::initializer_list<std::shared_ptr<Module>>{
-                                         std::make_shared<Linear>(emb_dim, 4 * emb_dim),
-                                         std::make_shared<GELU>("tanh"),
-                                         std::make_shared<Linear>(4 * emb_dim, emb_dim)}));
+  expand = std::make_shared<Linear>(emb_dim, 4 * emb_dim);
+  gelu = std::make_shared<GELU>("tanh");
+  project = std::make_shared<Linear>(4 * emb_dim, emb_dim);
+  layers = register_module("layers", std::make_shared<Sequential>(
+                                         std::initializer_list<std::shared_ptr<Module>>{expand, gelu, project}));
 }
 
-// While layers holds exactly Linear, GELU, Linear (as built above), one feed_forward op with their
-// parameters: the same result and gradients as running the three, without keeping gelu's output
-// for backward. Anything else put in layers is run as a plain Sequential.
 Tensor FeedForward::forward(const Tensor& x) {
-  if (layers->size() == 3) {
-    const auto first = std::dynamic_pointer_cast<Linear>((*layers)[0]);
-    const auto act = std::dynamic_pointer_cast<GELU>((*layers)[1]);
-    const auto second = std::dynamic_pointer_cast<Linear>((*layers)[2]);
-    if (first && act && second) {
-      if (x.dim() == 0 || x.size(-1) != first->in_features) return layers->forward(x);  // throws Linear's message
-      return feed_forward(x, first->weight, first->bias, second->weight, second->bias, act->approximate);
-    }
-  }
-  return layers->forward(x);
+  if (fast_kernels() && x.dim() > 0 && x.size(-1) == expand->in_features)  // the three layers as one op, the same numbers
+    return feed_forward(x, expand->weight, expand->bias, project->weight, project->bias, gelu->approximate);
+  return layers->forward(x);  // Linear -> GELU -> Linear (a bad x gets Linear's message)
 }
 
 // Creation order = the PyTorch class's: att, ff, norm1, norm2, drop_shortcut.

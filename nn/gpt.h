@@ -53,13 +53,16 @@ struct GPTCache {
   }
 };
 
-// Linear(C, 4C) -> GELU(tanh) -> Linear(4C, C), as ff.layers.0 / .1 / .2, run as one feed_forward op
-// (autograd/ops.h), which keeps the pre-activation for backward but not the GELU output.
+// Linear(C, 4C) -> GELU(tanh) -> Linear(4C, C), as ff.layers.0 / .1 / .2. With tg::fast_kernels()
+// on, the three run as one feed_forward op (autograd/ops.h): the same numbers, and it keeps the
+// pre-activation for backward but not the GELU output.
 class FeedForward : public Module {
  public:
   explicit FeedForward(int64_t emb_dim);
   Tensor forward(const Tensor& x) override;  // x (B,T,C) -> (B,T,C)
   std::shared_ptr<Sequential> layers;
+  std::shared_ptr<Linear> expand, project;  // layers.0 (C -> 4C) and layers.2 (4C -> C)
+  std::shared_ptr<GELU> gelu;               // layers.1
 };
 
 // Pre-LayerNorm transformer block with residual connections.

@@ -5,22 +5,19 @@
 // in double, as Python computes them, then rounded to the parameter's dtype with the other
 // hyperparameters (as a Python float meeting a float32 tensor is). PyTorch's CPU kernels fuse
 // "x.add_(y, alpha=a)" into fma(a, y, x) and "x.addcmul_(y, z, value=c)" into fma(c * y, z, x);
-// so does the loop below (autograd/kernels/optim_kernels.h).
+// so does the loop below, adam_step_reference.
 //
-// One AdamW step over the small GPT's 824832 float32 parameters (bench_kernels --threads 1,
-// medians, the two builds run in turn on a busy 2-core machine):
-//   plain loop (an fma is a call into libm, nothing vectorised)      9.2 ms
-//   AVX2+FMA copy, 8 floats a step                                   0.86 ms
-// The copy is built with -fno-math-errno (CMakeLists.txt): with errno to set, every sqrt is a
-// branch and the loop does not vectorise. Nothing here reads errno.
+// With fast_kernels() on, the same loop runs vectorised and split over the threads
+// (autograd/kernels/optim_kernels.h: the same bits, about ten times faster).
 #include "optim/adam.h"
 
 #include <cmath>
 
+#include "autograd/fast_kernels.h"
+#include "autograd/kernels/optim_kernels.h"
 #include "autograd/ops.h"
 #include "autograd/runtime/parallel.h"
 #include "autograd/tape.h"
-#include "autograd/kernels/optim_kernels.h"
 
 namespace tg::optim {
 
@@ -33,47 +30,27 @@ std::vector<std::string> adam_state_names(const AdamOptions& o) {
 
 constexpr int64_t kAdamGrain = 32768;
 
-// One combination of the flags, so that the compiled loop has no branch per element (the
-// vectoriser needs that) yet does what adam_update_naive does, operation for operation.
-template <bool kDecoupled, bool kAmsgrad, class T>
-[[gnu::always_inline]] inline void adam_loop(T* p, const T* grad, T* m, T* v, T* v_max, int64_t n,
-                                             const AdamStep<T>& s) {
-  const bool coupled_decay = !kDecoupled && s.weight_decay != 0;
-  for (int64_t i = 0; i < n; ++i) {
-    T g = s.maximize ? -grad[i] : grad[i];
-    if (coupled_decay) g = std::fma(s.weight_decay, p[i], g);  // g + wd p
-    T pi = p[i];
-    if constexpr (kDecoupled) pi = pi * s.decay;  // p (1 - lr wd)
-    const T mi = std::fma(s.one_minus_beta1, g, m[i] * s.beta1);
-    const T vi = std::fma(s.one_minus_beta2 * g, g, v[i] * s.beta2);
-    m[i] = mi;
-    v[i] = vi;
-    T v_hat = vi;
-    if constexpr (kAmsgrad) v_hat = v_max[i] = nan_max(v_max[i], vi);
-    const T denom = std::sqrt(v_hat) / s.bias_correction2_sqrt + s.eps;
-    p[i] = pi + s.neg_step_size * mi / denom;
-  }
-}
-
-template <class T>
-[[gnu::target("avx2,fma")]] void adam_update_avx2(T* p, const T* grad, T* m, T* v, T* v_max, int64_t n,
-                                                  const AdamStep<T>& s) {
-  if (s.decoupled && !s.amsgrad) adam_loop<true, false>(p, grad, m, v, v_max, n, s);
-  else if (s.decoupled) adam_loop<true, true>(p, grad, m, v, v_max, n, s);
-  else if (!s.amsgrad) adam_loop<false, false>(p, grad, m, v, v_max, n, s);
-  else adam_loop<false, true>(p, grad, m, v, v_max, n, s);
-}
-
 }  // namespace
 
+// p, grad, m (exp_avg), v (exp_avg_sq), v_max (max_exp_avg_sq, amsgrad only): (N) each.
 template <class T>
-void adam_update(T* p, const T* grad, T* m, T* v, T* v_max, int64_t n, const AdamStep<T>& s, Isa isa) {
-  if (isa == Isa::kAvx2) adam_update_avx2(p, grad, m, v, v_max, n, s);
-  else adam_update_naive(p, grad, m, v, v_max, n, s);
+void adam_step_reference(T* p, const T* grad, T* m, T* v, T* v_max, int64_t n, const AdamStep<T>& s) {
+  for (int64_t i = 0; i < n; ++i) {
+    T g = s.maximize ? -grad[i] : grad[i];
+    if (!s.decoupled && s.weight_decay != 0) g = std::fma(s.weight_decay, p[i], g);  // g + wd p
+    if (s.decoupled) p[i] = p[i] * s.decay;                                          // p (1 - lr wd)
+    m[i] = std::fma(s.one_minus_beta1, g, m[i] * s.beta1);                           // b1 m + (1 - b1) g
+    v[i] = std::fma(s.one_minus_beta2 * g, g, v[i] * s.beta2);                       // b2 v + (1 - b2) g g
+    T v_hat = v[i];
+    if (s.amsgrad) v_hat = v_max[i] = nan_max(v_max[i], v[i]);                      // max(v_max, v)
+    const T denom = std::sqrt(v_hat) / s.bias_correction2_sqrt + s.eps;              // sqrt(v / bc2) + eps
+    p[i] = p[i] + s.neg_step_size * m[i] / denom;                                    // p - lr / bc1 * m / denom
+  }
 }
-template void adam_update<float>(float*, const float*, float*, float*, float*, int64_t, const AdamStep<float>&, Isa);
-template void adam_update<double>(double*, const double*, double*, double*, double*, int64_t,
-                                  const AdamStep<double>&, Isa);
+template void adam_step_reference<float>(float*, const float*, float*, float*, float*, int64_t,
+                                         const AdamStep<float>&);
+template void adam_step_reference<double>(double*, const double*, double*, double*, double*, int64_t,
+                                          const AdamStep<double>&);
 
 Adam::Adam(const std::vector<Tensor>& params, AdamOptions options) : Adam(single_group(params), options) {}
 AdamW::AdamW(const std::vector<Tensor>& params, AdamOptions options) : AdamW(single_group(params), options) {}
@@ -130,10 +107,15 @@ void Adam::step() {
       T* const pm = m.data_ptr<T>();
       T* const pv = v.data_ptr<T>();
       T* const pv_max = options_.amsgrad ? v_max.data_ptr<T>() : nullptr;
+      const int64_t n = slot.param.numel();
+      if (!fast_kernels()) {  // the plain loop, on one thread
+        adam_step_reference(pp, pg, pm, pv, pv_max, n, s);
+        return;
+      }
       // Each element is updated alone, so how the elements are split over the threads changes
       // no bit; a chunk is at least kAdamGrain elements (~128 KiB of float32 per array).
-      parallel_for(0, slot.param.numel(), kAdamGrain, [&](int64_t b, int64_t e) {
-        adam_update(pp + b, pg + b, pm + b, pv + b, pv_max ? pv_max + b : nullptr, e - b, s);
+      parallel_for(0, n, kAdamGrain, [&](int64_t b, int64_t e) {
+        kernels::adam_step(pp + b, pg + b, pm + b, pv + b, pv_max ? pv_max + b : nullptr, e - b, s);
       });
     });
     mark_written(slot.param);

@@ -1,6 +1,7 @@
 // optim/clip_grad.cpp — the total gradient norm and the in-place scaling.
 //
-// The 2-norm is summed as PyTorch's CPU kernel sums it (autograd/kernels/optim_kernels.h: sum_of_squares), so
+// The 2-norm is summed as PyTorch's CPU kernel sums it (sum_of_squares_reference below; with
+// fast_kernels() on, its vectorised copy in autograd/kernels/optim_kernels.h, the same bits), so
 // float32 results match it closely (usually bit for bit); the other norms are plain running sums.
 #include "optim/clip_grad.h"
 
@@ -8,19 +9,37 @@
 #include <limits>
 #include <string>
 
+#include "autograd/fast_kernels.h"
+#include "autograd/kernels/optim_kernels.h"
 #include "autograd/ops.h"
 #include "autograd/tape.h"
 #include "nn/module.h"
-#include "autograd/kernels/optim_kernels.h"
 
 namespace tg::optim {
+
+// sum_i x_i^2 of x (N), as PyTorch's CPU kernel sums it: eight running sums (one per lane of
+// its vector kernel), lane j taking the squares of x[j], x[8 + j], ... over the whole blocks of
+// eight; the eight added up in order; then the remaining squares one by one. Each
+// square-and-add is one fused multiply-add.
+template <class T>
+T sum_of_squares_reference(const T* x, int64_t n) {
+  const int64_t whole_blocks = n / 8 * 8;  // the elements in whole blocks of eight
+  T lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  for (int64_t i = 0; i < whole_blocks; ++i) lane[i % 8] = std::fma(x[i], x[i], lane[i % 8]);
+  T sum = lane[0];
+  for (int j = 1; j < 8; ++j) sum = sum + lane[j];
+  for (int64_t i = whole_blocks; i < n; ++i) sum = std::fma(x[i], x[i], sum);
+  return sum;
+}
+template float sum_of_squares_reference<float>(const float*, int64_t);
+template double sum_of_squares_reference<double>(const double*, int64_t);
 
 namespace {
 
 // ||x||_p of x (N), in T.
 template <class T>
 T vector_norm(const T* x, int64_t n, double p) {
-  if (p == 2.0) return std::sqrt(sum_of_squares(x, n));
+  if (p == 2.0) return std::sqrt(fast_kernels() ? kernels::sum_of_squares(x, n) : sum_of_squares_reference(x, n));
   if (std::isinf(p)) {  // max |x| (p = inf) or min |x| (p = -inf); NaN wins
     T best = p > 0 ? T(0) : std::numeric_limits<T>::infinity();
     for (int64_t i = 0; i < n; ++i) {
@@ -86,22 +105,6 @@ std::vector<Tensor> gradients_of(const std::vector<Tensor>& params, const char* 
 }
 
 }  // namespace
-
-namespace {
-
-template <class T>
-[[gnu::target("avx2,fma")]] T sum_of_squares_avx2(const T* x, int64_t n) {
-  return sum_of_squares_naive(x, n);
-}
-
-}  // namespace
-
-template <class T>
-T sum_of_squares(const T* x, int64_t n, Isa isa) {
-  return isa == Isa::kAvx2 ? sum_of_squares_avx2(x, n) : sum_of_squares_naive(x, n);
-}
-template float sum_of_squares<float>(const float*, int64_t, Isa);
-template double sum_of_squares<double>(const double*, int64_t, Isa);
 
 Tensor clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, double norm_type, bool error_if_nonfinite) {
   const std::vector<Tensor> grads = gradients_of(params, "clip_grad_norm_");

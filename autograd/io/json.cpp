@@ -198,6 +198,41 @@ size_t find_invalid_utf8(std::string_view text) {
   return std::string_view::npos;
 }
 
+bool decode_utf8(std::string_view text, std::vector<uint32_t>& code_points, std::vector<size_t>* offsets) {
+  code_points.clear();
+  if (offsets) offsets->clear();
+  for (size_t pos = 0; pos < text.size();) {
+    const size_t length = utf8_sequence_length(text.substr(pos));
+    if (length == 0) return false;
+    // The first byte keeps 7, 5, 4 or 3 bits of the code point; each continuation byte 6.
+    const auto* bytes = reinterpret_cast<const unsigned char*>(text.data() + pos);
+    uint32_t code_point = length == 1 ? bytes[0] : bytes[0] & (0x7Fu >> length);
+    for (size_t i = 1; i < length; ++i) code_point = (code_point << 6) | (bytes[i] & 0x3Fu);
+    code_points.push_back(code_point);
+    if (offsets) offsets->push_back(pos);
+    pos += length;
+  }
+  return true;
+}
+
+void append_utf8(std::string& out, uint32_t code_point) {
+  if (code_point < 0x80) {
+    out += static_cast<char>(code_point);
+  } else if (code_point < 0x800) {
+    out += static_cast<char>(0xC0 | (code_point >> 6));
+    out += static_cast<char>(0x80 | (code_point & 0x3F));
+  } else if (code_point < 0x10000) {
+    out += static_cast<char>(0xE0 | (code_point >> 12));
+    out += static_cast<char>(0x80 | ((code_point >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (code_point & 0x3F));
+  } else {
+    out += static_cast<char>(0xF0 | (code_point >> 18));
+    out += static_cast<char>(0x80 | ((code_point >> 12) & 0x3F));
+    out += static_cast<char>(0x80 | ((code_point >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (code_point & 0x3F));
+  }
+}
+
 std::string quote(std::string_view text) {
   std::string out = "\"";
   for (char c : text) {
@@ -405,24 +440,6 @@ class Parser {
       ++pos_;
     }
     return value;
-  }
-
-  static void append_utf8(std::string& out, unsigned code_point) {
-    if (code_point < 0x80) {
-      out += static_cast<char>(code_point);
-    } else if (code_point < 0x800) {
-      out += static_cast<char>(0xC0 | (code_point >> 6));
-      out += static_cast<char>(0x80 | (code_point & 0x3F));
-    } else if (code_point < 0x10000) {
-      out += static_cast<char>(0xE0 | (code_point >> 12));
-      out += static_cast<char>(0x80 | ((code_point >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (code_point & 0x3F));
-    } else {
-      out += static_cast<char>(0xF0 | (code_point >> 18));
-      out += static_cast<char>(0x80 | ((code_point >> 12) & 0x3F));
-      out += static_cast<char>(0x80 | ((code_point >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (code_point & 0x3F));
-    }
   }
 
   // \uXXXX, with a UTF-16 surrogate pair (\uD8xx\uDCxx) joined into one code point.

@@ -107,6 +107,13 @@ Value parse_file(const std::string& path);
 // overlong forms, no surrogates, nothing above U+10FFFF, no cut-off sequence), or npos if all is.
 size_t find_invalid_utf8(std::string_view text);
 
+// UTF-8 both ways, the one encoder and decoder of the project (the tokenizer uses them too).
+// decode_utf8: the code points of text, or false when it is not valid UTF-8 (the same rules as
+// find_invalid_utf8); offsets (optional) receives the byte offset each code point starts at.
+// append_utf8: the 1 to 4 bytes of one code point (at most U+10FFFF).
+bool decode_utf8(std::string_view text, std::vector<uint32_t>& code_points, std::vector<size_t>* offsets = nullptr);
+void append_utf8(std::string& out, uint32_t code_point);
+
 // The JSON text of a string, quotes included: '"', '\' and control characters are escaped
 // (\n, \t, ... or \u001f), everything else, UTF-8 included, is copied as it is. The same text
 // as Python's json.dumps(s, ensure_ascii=False).

@@ -10,6 +10,8 @@
 
 namespace tg::small_gemm {
 
+using kernels::Isa;
+
 namespace {
 
 constexpr int64_t MR = 6;     // rows of c per block: one broadcast of a per row and k
@@ -138,18 +140,6 @@ void run_blocks(Block block, int64_t NR, float* c, int64_t ldc, const float* a, 
 
 }  // namespace
 
-bool kernel_available(Kernel kernel) {
-  __builtin_cpu_init();
-  // __builtin_cpu_supports also checks that the OS saves the wider registers.
-  if (kernel == Kernel::kAvx512) return __builtin_cpu_supports("avx512f");
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-}
-
-bool available() {
-  static const bool ok = kernel_available(Kernel::kAvx2);
-  return ok;
-}
-
 // Measured on one core of an AVX-512 server (thread CPU time) against BLIS 0.9's skx kernels,
 // GFLOP/s, BLIS / here, for (M,K) @ (K,N) as M x N x K:
 //   attention:  64x64x16 14 / 100,  128x32x128 68 / 139
@@ -162,20 +152,22 @@ bool available() {
 // as the panels of b go by: K <= 256, or a itself under 1 MiB. Beyond that, BLIS's blocking for
 // every level of cache wins.
 bool worth_it(int64_t M, int64_t N, int64_t K) {
+  const Isa isa = best_isa_for(N);
+  if (isa == Isa::kBaseline) return false;
   if (M * N * K <= 128 * 128 * 128) return true;
-  if (best_kernel(N) != Kernel::kAvx512) return false;
+  if (isa != Isa::kAvx512) return false;
   return K <= KC || M * K <= (int64_t{1} << 18);
 }
 
-Kernel best_kernel(int64_t N) {
-  static const bool avx512 = kernel_available(Kernel::kAvx512);
-  return avx512 && N >= 32 ? Kernel::kAvx512 : Kernel::kAvx2;
+Isa best_isa_for(int64_t N) {
+  const Isa best = kernels::best_isa();
+  return best == Isa::kAvx512 && N < 32 ? Isa::kAvx2 : best;
 }
 
 void sgemm(float* c, int64_t ldc, const float* a, int64_t a_rs, int64_t a_cs, const float* b, int64_t b_rs,
-           int64_t b_cs, int64_t M, int64_t N, int64_t K, Kernel kernel) {
-  const Block block = kernel == Kernel::kAvx512 ? block_6x32 : block_6x16;
-  const int64_t NR = kernel == Kernel::kAvx512 ? 32 : 16;
+           int64_t b_cs, int64_t M, int64_t N, int64_t K, Isa isa) {
+  const Block block = isa == Isa::kAvx512 ? block_6x32 : block_6x16;
+  const int64_t NR = isa == Isa::kAvx512 ? 32 : 16;
   // b is read in place when its rows are contiguous and cut into whole panels; otherwise it is
   // copied into panels first (into a buffer this thread reuses: attention makes B*NH calls in a
   // row).

@@ -21,29 +21,29 @@
 // whose micro-kernel runs the same chain (checked on 63 shapes); for larger K, BLIS adds each
 // block's partial sum to c instead, and the two differ in rounding only.
 //
-// The plain twin and test oracle is matmul_naive (autograd/ops/matmul_naive.h).
+// It speeds up matmul_reference (autograd/ops/matmul.cpp), its test oracle, through
+// kernels/gemm.h, which picks it for the products it wins (worth_it).
 #pragma once
 #include <cstdint>
 
+#include "autograd/kernels/isa.h"
+
 namespace tg::small_gemm {
 
-enum class Kernel { kAvx2, kAvx512 };  // 6x16 blocks in 8-float registers, 6x32 in 16-float ones
+// The kernels: Isa::kAvx2 runs 6x16 blocks in 8-float registers, Isa::kAvx512 6x32 blocks in
+// 16-float ones (isa.h says which this CPU runs). There is no baseline kernel.
 
-// True when this CPU (and its OS) runs the kernel's instructions (AVX2 + FMA, AVX-512F).
-bool kernel_available(Kernel kernel);
-
-// True when the AVX2 kernel runs here: the small products use this file at all.
-bool available();
-
-// True when a (M,K) @ (K,N) product is better done here than by BLIS (measured crossover).
+// True when a (M,K) @ (K,N) product is better done here than by BLIS (measured crossover),
+// on a CPU with AVX2.
 bool worth_it(int64_t M, int64_t N, int64_t K);
 
-// The faster kernel this CPU runs for N columns (AVX-512 from 32 columns on).
-Kernel best_kernel(int64_t N);
+// The faster kernel this CPU runs for N columns (AVX-512 from 32 columns on): kAvx2 or kAvx512,
+// or kBaseline when it runs neither.
+kernels::Isa best_isa_for(int64_t N);
 
 // c (M,N), row stride ldc = a (M,K) @ b (K,N); a[i][k] = a[i * a_rs + k * a_cs],
-// b[k][j] = b[k * b_rs + j * b_cs]. Needs kernel_available(kernel); M, N, K > 0.
+// b[k][j] = b[k * b_rs + j * b_cs]. Needs isa kAvx2 or kAvx512, available here; M, N, K > 0.
 void sgemm(float* c, int64_t ldc, const float* a, int64_t a_rs, int64_t a_cs, const float* b, int64_t b_rs,
-           int64_t b_cs, int64_t M, int64_t N, int64_t K, Kernel kernel);
+           int64_t b_cs, int64_t M, int64_t N, int64_t K, kernels::Isa isa);
 
 }  // namespace tg::small_gemm

@@ -35,6 +35,9 @@ Grads div_scalar_backward(const BackwardArgs& ctx, double s);
 Tensor matmul_backward_a(const Tensor& g, const Tensor& b, int64_t a_dim);
 //   db = a^T @ g, shaped like b, or with batch dims the tape sums away
 Tensor matmul_backward_b(const Tensor& g, const Tensor& a, int64_t b_dim);
+// matmul's forward as plain loops, summed in double: the path with fast_kernels() off (and for
+// int64), and the test oracle of the fast path (kernels/gemm.h). Records nothing.
+Tensor matmul_reference(const Tensor& a, const Tensor& b);
 
 // gelu (ops/activation.cpp): dx = g * gelu'(x), approximate "none" or "tanh"
 Tensor gelu_backward(const Tensor& grad_out, const Tensor& x, const std::string& approximate);

@@ -2,6 +2,8 @@
 // front of the system's aligned_alloc, and the counters behind memory_stats().
 #include "autograd/runtime/memory.h"
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <mutex>
@@ -104,6 +106,12 @@ void empty_cache() {
   Pool& p = pool();
   std::lock_guard<std::mutex> lock(p.mutex);
   p.release_all_locked();
+}
+
+double peak_rss_mb() {
+  rusage r{};
+  getrusage(RUSAGE_SELF, &r);
+  return static_cast<double>(r.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
 }
 
 }  // namespace tg

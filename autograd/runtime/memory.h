@@ -19,6 +19,9 @@
 // a loop whose sizes keep changing (generation with a growing context) stays bounded.
 // empty_cache() gives everything cached back. Built with AddressSanitizer the cache is off, so
 // a use after free is still caught.
+//
+// The whole process: peak_rss_mb() is the most resident memory it has had (tensors, the
+// allocator's cache, BLIS's buffers, the program itself), as the benchmarks and train_gpt report it.
 #pragma once
 #include <cstdint>
 
@@ -35,5 +38,7 @@ struct MemoryStats {
 MemoryStats memory_stats();
 void reset_peak_memory_stats();  // peak_bytes = live_bytes
 void empty_cache();              // free every cached buffer
+
+double peak_rss_mb();  // the process's peak resident memory in MiB (getrusage's ru_maxrss)
 
 }  // namespace tg

@@ -13,6 +13,7 @@
 #include "autograd/io/json.h"
 #include "autograd/ops.h"
 #include "autograd/io/safetensors.h"
+#include "examples/gpt/run_log.h"
 #include "nn/serialize.h"
 
 namespace tg::examples {
@@ -92,7 +93,7 @@ std::string config_json(const nn::GPTConfig& c, TrainOptions options) {
      << ", \"qkv_bias\": " << (c.qkv_bias ? "true" : "false") << "},\n  \"train\": {";
   const std::vector<Flag> flags = train_flags(options);
   for (size_t i = 0; i < flags.size(); ++i) os << (i ? ", " : "") << json::quote(flags[i].name) << ": " << json_value(flags[i]);
-  os << "}\n}\n";
+  os << "},\n  \"kernels\": " << json::quote(kernels_mode()) << "\n}\n";
   return os.str();
 }
 

@@ -5,7 +5,9 @@
 //   optimizer.safetensors  AdamW's state: "<param>.step", "<param>.exp_avg", "<param>.exp_avg_sq";
 //                          metadata "step", and the generators' states as hex: "default_generator"
 //                          (dropout) and "batch_generator" (which batch comes next)
-//   config.json            {"model": the GPTConfig, "train": every train_gpt flag}
+//   config.json            {"model": the GPTConfig, "train": every train_gpt flag, "kernels":
+//                          "fast" or "reference", the code that last saved it (a report only:
+//                          resuming reads "model" and "train", and either mode may continue)
 //   tokenizer.json         the character vocabulary (examples/gpt/tokenizer.h)
 //
 // The four files are saved as one set: each is written to a temporary name and synced first,

@@ -10,6 +10,9 @@
 
 #include "autograd/io/atomic_file.h"
 #include "autograd/error.h"
+#include "autograd/fast_kernels.h"
+#include "autograd/io/json.h"
+#include "autograd/runtime/memory.h"
 #include "examples/common/plots.h"
 
 namespace tg::examples {
@@ -96,7 +99,9 @@ RunLog RunLog::read(const std::string& dir, int64_t up_to_step) {
   return log;
 }
 
-void RunLog::write_summary(const std::string& dir, double peak_rss_mb) const {
+const char* kernels_mode() { return fast_kernels() ? "fast" : "reference"; }
+
+void RunLog::write_summary(const std::string& dir) const {
   std::optional<double> train, val;
   for (const LossRow& r : rows_) {
     if (r.val_loss) val = r.val_loss;
@@ -107,8 +112,8 @@ void RunLog::write_summary(const std::string& dir, double peak_rss_mb) const {
   std::string json = "{\n  \"steps\": " + std::to_string(steps) + ",\n  \"final_train_loss\": " + number(train) +
                      ",\n  \"final_val_loss\": " + number(val) + ",\n  \"tokens_per_s\": " +
                      number(rows_.empty() ? std::nullopt : std::optional(rows_.back().tokens_per_s)) +
-                     ",\n  \"elapsed_s\": " + fmt("%.3f", elapsed_s()) + ",\n  \"peak_rss_mb\": " + fmt("%.1f", peak_rss_mb) +
-                     "\n}\n";
+                     ",\n  \"elapsed_s\": " + fmt("%.3f", elapsed_s()) + ",\n  \"peak_rss_mb\": " + fmt("%.1f", peak_rss_mb()) +
+                     ",\n  \"kernels\": " + json::quote(kernels_mode()) + "\n}\n";
   write_file_atomically(path_in(dir, "summary.json"), json, "train_gpt");
 }
 

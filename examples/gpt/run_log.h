@@ -4,7 +4,8 @@
 //                 (train_loss is that step's batch loss; losses with 9 significant digits, so
 //                 runs compare bit for bit; val_loss is empty on rows without an evaluation)
 //   loss.svg      the train loss of every step and the val loss of every evaluation against step
-//   summary.json  final train and val loss, steps, tokens/s, elapsed seconds, peak RSS in MB
+//   summary.json  final train and val loss, steps, tokens/s, elapsed seconds, peak RSS in MB,
+//                 and which kernels ran (kernels_mode)
 //   the terminal  a progress bar (step, loss, tokens/s, elapsed, ETA) on a terminal; plain log
 //                 lines when the output is a file or a pipe
 #pragma once
@@ -14,6 +15,11 @@
 #include <vector>
 
 namespace tg::examples {
+
+// Which code the ops run, for reports: "fast", or "reference" when tg::fast_kernels() is off
+// (TG_FAST_KERNELS=0; autograd/fast_kernels.h). Not a setting of the math: both give the same
+// numbers to float rounding, so it is reported but not saved with a run's configuration.
+const char* kernels_mode();
 
 struct LossRow {
   int64_t step;  // steps done (1 after the first)
@@ -32,7 +38,7 @@ class RunLog {
   const std::vector<LossRow>& rows() const { return rows_; }
   double elapsed_s() const { return rows_.empty() ? 0.0 : rows_.back().elapsed_s; }
   void write(const std::string& dir) const;  // loss.csv and loss.svg (each atomically)
-  void write_summary(const std::string& dir, double peak_rss_mb) const;  // summary.json (atomically)
+  void write_summary(const std::string& dir) const;  // summary.json (atomically)
   std::string csv() const;
 
  private:

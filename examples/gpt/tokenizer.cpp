@@ -1,4 +1,5 @@
-// examples/gpt/tokenizer.cpp — characters <-> ids.
+// examples/gpt/tokenizer.cpp — characters <-> ids. UTF-8 is read and written by json's
+// decode_utf8 and append_utf8 (autograd/io/json.h), the project's one UTF-8 code.
 #include "examples/gpt/tokenizer.h"
 
 #include <algorithm>
@@ -10,58 +11,17 @@
 
 namespace tg::examples {
 
-bool decode_utf8(const std::string& text, std::vector<uint32_t>& out) {
-  out.clear();
-  const auto* s = reinterpret_cast<const unsigned char*>(text.data());
-  const size_t n = text.size();
-  for (size_t i = 0; i < n;) {
-    const unsigned char c = s[i];
-    int len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
-    if (len == 0 || i + len > n) return false;
-    uint32_t cp = len == 1 ? c : (c & (0x7f >> len));
-    for (int k = 1; k < len; ++k) {
-      if ((s[i + k] & 0xc0) != 0x80) return false;
-      cp = (cp << 6) | (s[i + k] & 0x3f);
-    }
-    static constexpr uint32_t kMin[5] = {0, 0, 0x80, 0x800, 0x10000};  // shortest form per length
-    if (cp < kMin[len] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return false;
-    out.push_back(cp);
-    i += static_cast<size_t>(len);
-  }
-  return true;
-}
-
 namespace {
 
-void append_utf8(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xc0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3f));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xe0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
-    out += static_cast<char>(0x80 | (cp & 0x3f));
-  } else {
-    out += static_cast<char>(0xf0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3f));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
-    out += static_cast<char>(0x80 | (cp & 0x3f));
-  }
-}
+using json::append_utf8;
+using json::decode_utf8;
 
 // The text's symbols with the byte offset each starts at.
 void symbols_of(const std::string& text, bool utf8, std::vector<uint32_t>& symbols, std::vector<size_t>& offsets) {
   symbols.clear();
   offsets.clear();
   if (utf8) {
-    if (!decode_utf8(text, symbols)) throw Error("tokenizer: the text is not valid UTF-8");
-    size_t at = 0;
-    for (uint32_t cp : symbols) {
-      offsets.push_back(at);
-      at += cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
-    }
+    if (!decode_utf8(text, symbols, &offsets)) throw Error("tokenizer: the text is not valid UTF-8");
   } else {
     for (size_t i = 0; i < text.size(); ++i) {
       symbols.push_back(static_cast<unsigned char>(text[i]));

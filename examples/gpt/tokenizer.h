@@ -31,7 +31,4 @@ class CharTokenizer {
   std::vector<uint32_t> symbols_;  // ascending: id -> code point (or byte)
 };
 
-// Code points of valid UTF-8 (no overlongs, surrogates or values past U+10FFFF), or false.
-bool decode_utf8(const std::string& text, std::vector<uint32_t>& code_points);
-
 }  // namespace tg::examples

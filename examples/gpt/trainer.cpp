@@ -15,11 +15,11 @@ std::vector<Flag> train_flags(TrainOptions& o) {
   return {
       int_flag("steps", &o.steps, "training steps", 1, kBig),
       int_flag("batch", &o.batch, "sequences per batch", 1, 1 << 20),
-      int_flag("context", &o.context, "tokens per sequence (the model's context_length)", 1, 1 << 20),
-      int_flag("emb-dim", &o.emb_dim, "embedding width", 1, 1 << 16),
-      int_flag("heads", &o.heads, "attention heads (must divide --emb-dim)", 1, 1 << 16),
-      int_flag("layers", &o.layers, "transformer blocks", 1, 1 << 10),
-      number_flag("dropout", &o.dropout, "dropout rate in [0, 1)", 0, 0.999999),
+      int_flag("context", &o.model.context_length, "tokens per sequence (the model's context_length)", 1, 1 << 20),
+      int_flag("emb-dim", &o.model.emb_dim, "embedding width", 1, 1 << 16),
+      int_flag("heads", &o.model.n_heads, "attention heads (must divide --emb-dim)", 1, 1 << 16),
+      int_flag("layers", &o.model.n_layers, "transformer blocks", 1, 1 << 10),
+      number_flag("dropout", &o.model.drop_rate, "dropout rate in [0, 1)", 0, 0.999999),
       number_flag("lr", &o.lr, "peak learning rate (AdamW)", 0, 10),
       number_flag("min-lr", &o.min_lr, "learning rate at the end of the cosine decay", 0, 10),
       text_flag("lr-schedule", &o.lr_schedule, "constant, or linear warmup then cosine decay to --min-lr",
@@ -30,7 +30,7 @@ std::vector<Flag> train_flags(TrainOptions& o) {
       text_flag("on-nonfinite", &o.on_nonfinite,
                 "a step whose loss or gradient norm is inf or nan: stop with an error, or skip its update",
                 {"error", "skip"}),
-      int_flag("seed", &o.seed, "seed of the model's initialisation, dropout and batches", 0, 9007199254740991.0),
+      seed_flag(&o.seed, "seed of the model's initialisation, dropout and batches"),
       int_flag("eval-every", &o.eval_every, "evaluate and save a checkpoint every this many steps", 1, kBig),
       int_flag("eval-batches", &o.eval_batches, "batches per split in each evaluation", 1, 1 << 20),
       int_flag("threads", &o.threads, "threads for matrix products and loops (0 = all cores)", 0, 1024),
@@ -50,11 +50,10 @@ Trainer::Trainer(const TrainOptions& options, const std::string& text)
   if (options.lr_schedule == "cosine" && options.min_lr > options.lr)
     throw UsageError("--min-lr must not be larger than --lr");
   data_ = split_train_val(tokenizer_.encode(text));
-  check_split_length(data_.train, options.context, "training");  // both splits, before any work
-  check_split_length(data_.val, options.context, "validation");
-  config_ = nn::GPTConfig{.vocab_size = tokenizer_.vocab_size(), .context_length = options.context,
-                          .emb_dim = options.emb_dim, .n_heads = options.heads, .n_layers = options.layers,
-                          .drop_rate = options.dropout, .qkv_bias = false};
+  check_split_length(data_.train, options.model.context_length, "training");  // both splits, before any work
+  check_split_length(data_.val, options.model.context_length, "validation");
+  config_ = options.model;
+  config_.vocab_size = tokenizer_.vocab_size();  // the text's characters
   config_.validate();
   manual_seed(static_cast<uint64_t>(options.seed));
   model_ = std::make_unique<nn::GPTModel>(config_);
@@ -72,7 +71,7 @@ double Trainer::lr_at(int64_t step) const {
 
 Trainer::StepResult Trainer::train_step() {
   for (auto& group : optimizer_->param_groups()) group.lr = lr_at(step_);
-  const Batch b = get_batch(data_.train, options_.batch, options_.context, batch_gen_, "training");
+  const Batch b = get_batch(data_.train, options_.batch, options_.model.context_length, batch_gen_, "training");
   model_->train();
   const Tensor logits = model_->forward(b.x);                        // (B,T,V)
   const Tensor loss = cross_entropy(logits.flatten(0, 1), b.y.flatten());
@@ -97,7 +96,7 @@ Trainer::StepResult Trainer::train_step() {
 double Trainer::mean_loss(const Tensor& split, const std::string& name, Generator& gen) {
   double total = 0;
   for (int64_t k = 0; k < options_.eval_batches; ++k) {
-    const Batch b = get_batch(split, options_.batch, options_.context, gen, name);
+    const Batch b = get_batch(split, options_.batch, options_.model.context_length, gen, name);
     total += cross_entropy(model_->forward(b.x).flatten(0, 1), b.y.flatten()).item<double>();
   }
   return total / static_cast<double>(options_.eval_batches);

@@ -23,7 +23,7 @@
 
 #include "autograd/random/generator.h"
 #include "examples/gpt/data.h"
-#include "examples/gpt/options.h"
+#include "examples/common/flags.h"
 #include "examples/gpt/tokenizer.h"
 #include "nn/gpt.h"
 #include "optim/adam.h"
@@ -31,13 +31,11 @@
 namespace tg::examples {
 
 struct TrainOptions {
+  // The model's shape (--context, --emb-dim, --heads, --layers, --dropout); its vocab_size comes
+  // from the text's characters.
+  nn::GPTConfig model{.context_length = 64, .emb_dim = 64, .n_heads = 4, .n_layers = 2, .drop_rate = 0.0};
   int64_t steps = 1500;
   int64_t batch = 16;
-  int64_t context = 64;
-  int64_t emb_dim = 64;
-  int64_t heads = 4;
-  int64_t layers = 2;
-  double dropout = 0.0;
   double lr = 2e-3;
   double min_lr = 2e-4;
   std::string lr_schedule = "cosine";

@@ -152,6 +152,7 @@ TEST(FeedForward, KeepsOneHiddenBufferFewerThanTheComposition) {
 }
 
 TEST(FeedForward, GPTFeedForwardRunsItWithTheSameResultsAsItsLayers) {
+  FastKernelsGuard fast(true);  // nn's FeedForward runs the fused op only with the switch on
   nn::FeedForward ff(8);
   const Tensor x = normal_tensor({2, 5, 8}, 21, kFloat32);
   const Tensor r = normal_tensor({2, 5, 8}, 22, kFloat32);

@@ -181,6 +181,27 @@ TEST(Json, FindInvalidUtf8FollowsRfc3629) {
   EXPECT_EQ(find_invalid_utf8("\xE2\x82x"), 0u);       // cut off by an ASCII byte
 }
 
+TEST(Json, DecodeUtf8GivesCodePointsAndOffsetsAndRefusesWhatFindInvalidUtf8Finds) {
+  using tg::json::decode_utf8;
+  std::vector<uint32_t> cps;
+  std::vector<size_t> offsets;
+  EXPECT_TRUE(decode_utf8("a\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80", cps, &offsets));  // a, é, €, 😀
+  EXPECT_EQ(cps, (std::vector<uint32_t>{0x61, 0xE9, 0x20AC, 0x1F600}));
+  EXPECT_EQ(offsets, (std::vector<size_t>{0, 1, 3, 6}));
+  for (const std::string bad : {"\xc0\x80", "\xed\xa0\x80", "\xf4\x90\x80\x80", "\xe2\x9c", "\x80", "\xf8\x88\x80\x80\x80"})
+    EXPECT_FALSE(decode_utf8(bad, cps)) << bad.size();
+}
+
+TEST(Json, AppendUtf8WritesWhatDecodeUtf8Reads) {
+  std::string text;
+  const std::vector<uint32_t> cps = {0x24, 0x7F, 0x80, 0x7FF, 0x800, 0xFFFF, 0x10000, 0x10FFFF};
+  for (uint32_t cp : cps) tg::json::append_utf8(text, cp);
+  EXPECT_EQ(text.size(), 1u + 1 + 2 + 2 + 3 + 3 + 4 + 4);
+  std::vector<uint32_t> back;
+  EXPECT_TRUE(tg::json::decode_utf8(text, back));
+  EXPECT_EQ(back, cps);
+}
+
 TEST(Json, QuoteEscapesOnlyWhatJsonRequiresAsPythonDoes) {
   // the expected strings are json.dumps(s, ensure_ascii=False)
   EXPECT_EQ(tg::json::quote("w"), "\"w\"");

@@ -1,4 +1,4 @@
-// tests/autograd/test_matmul.cpp — tg::matmul on BLIS against its plain twin matmul_naive: every
+// tests/autograd/test_matmul.cpp — tg::matmul's fast path (BLIS) against matmul_reference: every
 // shape case PyTorch's matmul has (dot, mv, vector-matrix, mm, batched with broadcast batch
 // dims), strided operands passed to BLIS without a copy, gradients by finite differences, the
 // error messages; and the thread settings and parallel_for of autograd/runtime/parallel.h.
@@ -12,7 +12,9 @@
 
 #include "autograd/gradcheck.h"
 #include "autograd/ops.h"
-#include "autograd/ops/matmul_naive.h"
+#include "autograd/fast_kernels.h"
+#include "autograd/kernels/gemm.h"
+#include "autograd/ops/derivatives.h"
 #include "autograd/runtime/parallel.h"
 #include "autograd/tape.h"
 #include "test_util.h"
@@ -43,10 +45,11 @@ void expect_close(const Tensor& actual, const Tensor& expected) {
   }
 }
 
-// matmul and matmul_naive agree on a and b.
-void expect_matches_naive(const Tensor& a, const Tensor& b) {
+// matmul's fast path and matmul_reference agree on a and b.
+void expect_matches_reference(const Tensor& a, const Tensor& b) {
   SCOPED_TRACE(shape_str(a.sizes()) + " @ " + shape_str(b.sizes()) + " " + dtype_name(a.dtype()));
-  expect_close(matmul(a, b), matmul_naive(a, b));
+  FastKernelsGuard fast(true);
+  expect_close(matmul(a, b), matmul_reference(a, b));
 }
 
 // A message check: fn throws an error whose text is exactly `message`.
@@ -80,22 +83,33 @@ const std::vector<ShapeCase>& shape_cases() {
 
 // --- forward against the oracle ------------------------------------------------------------------
 
-TEST(Matmul, EveryShapeCaseMatchesNaiveF64) {
+TEST(Matmul, EveryShapeCaseMatchesReferenceF64) {
   uint32_t seed = 1;
   for (const ShapeCase& c : shape_cases()) {
     const Tensor a = normal_tensor(c.a, seed++, kFloat64), b = normal_tensor(c.b, seed++, kFloat64);
     EXPECT_EQ(matmul(a, b).sizes(), c.out) << shape_str(c.a) << " @ " << shape_str(c.b);
-    expect_matches_naive(a, b);
+    expect_matches_reference(a, b);
   }
 }
 
-TEST(Matmul, EveryShapeCaseMatchesNaiveF32) {
+TEST(Matmul, EveryShapeCaseMatchesReferenceF32) {
   uint32_t seed = 100;
   for (const ShapeCase& c : shape_cases()) {
     const Tensor a = normal_tensor(c.a, seed++, kFloat32), b = normal_tensor(c.b, seed++, kFloat32);
     EXPECT_EQ(matmul(a, b).dtype(), kFloat32);
-    expect_matches_naive(a, b);
+    expect_matches_reference(a, b);
   }
+}
+
+TEST(Matmul, WithFastKernelsOffTheForwardAndBackwardRunMatmulReference) {
+  FastKernelsGuard plain(false);
+  const Tensor a = leaf(normal_tensor({2, 5, 7}, 95, kFloat32)), b = leaf(normal_tensor({7, 3}, 96, kFloat32));
+  const Tensor g = normal_tensor({2, 5, 3}, 97, kFloat32);
+  const Tensor out = matmul(a, b);
+  EXPECT_TRUE(test::all_close(out, matmul_reference(a, b), 0, 0));
+  out.backward(g);
+  EXPECT_TRUE(test::all_close(a.grad(), matmul_reference(g, b.detach().t()), 0, 0));  // da = g @ b^T
+  EXPECT_TRUE(test::all_close(b.grad(), matmul_reference(a.detach().reshape({10, 7}).t(), g.reshape({10, 3})), 0, 0));
 }
 
 TEST(Matmul, SmallIntegerValuesMatchTorchExactly) {
@@ -110,30 +124,30 @@ TEST(Matmul, SmallIntegerValuesMatchTorchExactly) {
   EXPECT_EQ(dot.item<float>(), 32.0f);
 }
 
-TEST(Matmul, LargerThanOneBlisBlockMatchesNaiveF32) {
+TEST(Matmul, LargerThanOneBlisBlockMatchesReferenceF32) {
   // Sizes that are not multiples of BLIS's register blocks, with K large enough to accumulate.
   for (ScalarType dt : {kFloat32, kFloat64}) {
-    expect_matches_naive(normal_tensor({67, 301}, 7, dt), normal_tensor({301, 45}, 8, dt));
+    expect_matches_reference(normal_tensor({67, 301}, 7, dt), normal_tensor({301, 45}, 8, dt));
   }
 }
 
 // One row (M = 1) or one column (N = 1) goes to BLIS's gemv instead of gemm: odd and
 // vector-length sizes, every layout a linear layer or attention hands it (transposed weights,
 // strided rows and columns, per-head batches of views into a larger buffer), large values.
-TEST(Matmul, OneRowAndOneColumnProductsMatchNaive) {
+TEST(Matmul, OneRowAndOneColumnProductsMatchReference) {
   uint32_t seed = 300;
   for (ScalarType dt : {kFloat32, kFloat64}) {
     for (int64_t K : {1, 2, 7, 16, 17, 64, 385}) {
       for (int64_t N : {1, 3, 8, 15, 33, 129}) {
         const Tensor x = normal_tensor({1, K}, seed, dt), w = normal_tensor({N, K}, seed + 1, dt);
-        expect_matches_naive(x, w.t());                  // a linear layer on one token: w read in place
-        expect_matches_naive(w, x.t());                  // one column
-        expect_matches_naive(x, normal_tensor({K, N}, seed + 2, dt));
-        expect_matches_naive(normal_tensor({N, K}, seed + 3, dt), normal_tensor({K, 1}, seed + 4, dt));
+        expect_matches_reference(x, w.t());                  // a linear layer on one token: w read in place
+        expect_matches_reference(w, x.t());                  // one column
+        expect_matches_reference(x, normal_tensor({K, N}, seed + 2, dt));
+        expect_matches_reference(normal_tensor({N, K}, seed + 3, dt), normal_tensor({K, 1}, seed + 4, dt));
         const Tensor big = normal_tensor({K + 2, N + 3}, seed + 5, dt);
         seed += 6;
-        expect_matches_naive(big.select(1, 1).narrow(0, 0, K).unsqueeze(0), big.narrow(0, 1, K).narrow(1, 2, N));
-        expect_matches_naive(big.narrow(0, 2, K).narrow(1, 0, N).t(), big.select(1, N + 2).narrow(0, 1, K));
+        expect_matches_reference(big.select(1, 1).narrow(0, 0, K).unsqueeze(0), big.narrow(0, 1, K).narrow(1, 2, N));
+        expect_matches_reference(big.narrow(0, 2, K).narrow(1, 0, N).t(), big.select(1, N + 2).narrow(0, 1, K));
         // large values: scaling by powers of two is exact, so the products near 2^100 (~1e30,
         // still finite in float32) are the small ones' times 2^100, bit for bit
         const double s = std::ldexp(1.0, 50);
@@ -143,52 +157,52 @@ TEST(Matmul, OneRowAndOneColumnProductsMatchNaive) {
     // attention while generating: one query per head against T cached keys, then the values
     const Tensor cache = normal_tensor({2, 3, 12, 8}, seed++, dt);  // (b, h, context, hs)
     const Tensor keys = cache.narrow(2, 0, 5), q = normal_tensor({2, 3, 1, 8}, seed++, dt);
-    expect_matches_naive(q, keys.transpose(2, 3));                                     // (2,3,1,5)
-    expect_matches_naive(normal_tensor({2, 3, 1, 5}, seed++, dt), cache.narrow(2, 0, 5));  // (2,3,1,8)
+    expect_matches_reference(q, keys.transpose(2, 3));                                     // (2,3,1,5)
+    expect_matches_reference(normal_tensor({2, 3, 1, 5}, seed++, dt), cache.narrow(2, 0, 5));  // (2,3,1,8)
     const Tensor token = normal_tensor({1, 1, 17}, seed++, dt), weight = normal_tensor({9, 17}, seed++, dt);
     const Tensor bias = normal_tensor({9}, seed++, dt);
-    expect_close(linear(token, weight, bias), matmul_naive(token, weight.t()) + bias);
+    expect_close(linear(token, weight, bias), matmul_reference(token, weight.t()) + bias);
   }
 }
 
-TEST(Matmul, TransposedPermutedAndSlicedOperandsMatchNaive) {
+TEST(Matmul, TransposedPermutedAndSlicedOperandsMatchReference) {
   for (ScalarType dt : {kFloat32, kFloat64}) {
     const Tensor x = normal_tensor({5, 4}, 11, dt), w = normal_tensor({6, 4}, 12, dt);
-    expect_matches_naive(x, w.t());                                    // (5,4) @ (4,6) column-major
-    expect_matches_naive(w.t().t().t().t(), x.t());                    // both transposed
+    expect_matches_reference(x, w.t());                                    // (5,4) @ (4,6) column-major
+    expect_matches_reference(w.t().t().t().t(), x.t());                    // both transposed
     // attention: q (B,NH,T,hs) made by permuting (B,T,NH,hs); scores = q @ k^T
     const Tensor q = normal_tensor({2, 5, 3, 4}, 13, dt).permute({0, 2, 1, 3});
     const Tensor k = normal_tensor({2, 5, 3, 4}, 14, dt).permute({0, 2, 1, 3});
-    expect_matches_naive(q, k.transpose(-2, -1));
+    expect_matches_reference(q, k.transpose(-2, -1));
     // slices: every other column (rows and columns interleave), an offset window, a row step
     const Tensor big = normal_tensor({8, 10}, 15, dt);
-    expect_matches_naive(big.slice(1, 0, std::nullopt, 2), normal_tensor({5, 3}, 16, dt));  // (8,5) step 2
-    expect_matches_naive(big.narrow(0, 2, 3).narrow(1, 1, 7), normal_tensor({7, 2}, 17, dt));
-    expect_matches_naive(normal_tensor({2, 8}, 18, dt), big.narrow(1, 3, 4));
-    expect_matches_naive(big.slice(0, 1, std::nullopt, 3), big.t().narrow(1, 0, 3));  // (3,10) @ (10,3)
+    expect_matches_reference(big.slice(1, 0, std::nullopt, 2), normal_tensor({5, 3}, 16, dt));  // (8,5) step 2
+    expect_matches_reference(big.narrow(0, 2, 3).narrow(1, 1, 7), normal_tensor({7, 2}, 17, dt));
+    expect_matches_reference(normal_tensor({2, 8}, 18, dt), big.narrow(1, 3, 4));
+    expect_matches_reference(big.slice(0, 1, std::nullopt, 3), big.t().narrow(1, 0, 3));  // (3,10) @ (10,3)
     // strided vectors (stride 10): a dot of two columns, a matrix times a column, a column times a matrix
-    expect_matches_naive(big.select(1, 2), big.select(1, 5));
-    expect_matches_naive(big.t(), big.select(1, 3));
-    expect_matches_naive(big.select(1, 4), big.narrow(1, 0, 6));
+    expect_matches_reference(big.select(1, 2), big.select(1, 5));
+    expect_matches_reference(big.t(), big.select(1, 3));
+    expect_matches_reference(big.select(1, 4), big.narrow(1, 0, 6));
   }
 }
 
-TEST(Matmul, ExpandedOperandsMatchNaive) {
+TEST(Matmul, ExpandedOperandsMatchReference) {
   for (ScalarType dt : {kFloat32, kFloat64}) {
     // stride 0 inside the matrix (BLIS cannot read it: copied) and along a batch dim (reused)
     const Tensor row = normal_tensor({1, 4}, 21, dt);
-    expect_matches_naive(row.expand({3, 4}), normal_tensor({4, 2}, 22, dt));
-    expect_matches_naive(normal_tensor({3, 4}, 23, dt), normal_tensor({4, 1}, 24, dt).expand({4, 5}));
+    expect_matches_reference(row.expand({3, 4}), normal_tensor({4, 2}, 22, dt));
+    expect_matches_reference(normal_tensor({3, 4}, 23, dt), normal_tensor({4, 1}, 24, dt).expand({4, 5}));
     const Tensor m = normal_tensor({3, 4}, 25, dt);
-    expect_matches_naive(m.expand({6, 3, 4}), normal_tensor({6, 4, 2}, 26, dt));
+    expect_matches_reference(m.expand({6, 3, 4}), normal_tensor({6, 4, 2}, 26, dt));
   }
 }
 
-TEST(Matmul, BroadcastBatchDimsMatchNaive) {
+TEST(Matmul, BroadcastBatchDimsMatchReference) {
   for (ScalarType dt : {kFloat32, kFloat64}) {
-    expect_matches_naive(normal_tensor({2, 1, 3, 4}, 31, dt), normal_tensor({5, 4, 2}, 32, dt));
-    expect_matches_naive(normal_tensor({1, 3, 3, 4}, 33, dt), normal_tensor({2, 1, 4, 2}, 34, dt));
-    expect_matches_naive(normal_tensor({3, 1, 2, 4}, 35, dt).transpose(0, 1), normal_tensor({4, 2}, 36, dt));
+    expect_matches_reference(normal_tensor({2, 1, 3, 4}, 31, dt), normal_tensor({5, 4, 2}, 32, dt));
+    expect_matches_reference(normal_tensor({1, 3, 3, 4}, 33, dt), normal_tensor({2, 1, 4, 2}, 34, dt));
+    expect_matches_reference(normal_tensor({3, 1, 2, 4}, 35, dt).transpose(0, 1), normal_tensor({4, 2}, 36, dt));
   }
 }
 
@@ -209,13 +223,14 @@ TEST(Matmul, EmptyOuterAndBatchDimsGiveEmptyResults) {
   EXPECT_EQ(matmul(zeros({0, 1, 2, 3}), zeros({5, 3, 4})).sizes(), (Shape{0, 5, 2, 4}));
 }
 
-// --- BLIS gets views as they are -----------------------------------------------------------------
+// --- the fast path hands BLIS views as they are -----------------------------------------------------------------
 
 TEST(Matmul, TransposedOperandIsPassedToBlisWithoutACopy) {
+  FastKernelsGuard fast(true);  // the BLIS calls of the fast path
   const Tensor x = normal_tensor({64, 32}, 41, kFloat32);
   const Tensor w = normal_tensor({48, 32}, 42, kFloat32);
   matmul(x, w.t());  // (64,32) @ (32,48): w read column-major
-  const GemmCall& call = last_gemm_call();
+  const kernels::GemmCall& call = kernels::last_gemm_call();
   EXPECT_EQ(call.a, x.data_ptr<float>());
   EXPECT_EQ(call.b, w.data_ptr<float>());
   EXPECT_EQ(call.rsb, 1);
@@ -224,11 +239,12 @@ TEST(Matmul, TransposedOperandIsPassedToBlisWithoutACopy) {
 }
 
 TEST(Matmul, AttentionScoresReadQAndKInPlace) {
+  FastKernelsGuard fast(true);  // the BLIS calls of the fast path
   // q, k (B,NH,T,hs) as views of (B,T,NH,hs); the last gemm is batch (1,1)
   const Tensor q = normal_tensor({2, 6, 2, 4}, 43, kFloat32).permute({0, 2, 1, 3});
   const Tensor k = normal_tensor({2, 6, 2, 4}, 44, kFloat32).permute({0, 2, 1, 3});
   matmul(q, k.transpose(-2, -1));
-  const GemmCall& call = last_gemm_call();
+  const kernels::GemmCall& call = kernels::last_gemm_call();
   EXPECT_EQ(call.a, q.select(0, 1).select(0, 1).data_ptr<float>());
   EXPECT_EQ(call.b, k.select(0, 1).select(0, 1).data_ptr<float>());
   EXPECT_EQ(call.rsa, 8);  // T steps over NH*hs
@@ -236,16 +252,18 @@ TEST(Matmul, AttentionScoresReadQAndKInPlace) {
 }
 
 TEST(Matmul, BroadcastBatchReusesTheSameMatrixPointer) {
+  FastKernelsGuard fast(true);  // the BLIS calls of the fast path
   const Tensor w = normal_tensor({4, 2}, 45, kFloat32);
   matmul(normal_tensor({3, 5, 4}, 46, kFloat32), w.expand({3, 4, 2}));
-  EXPECT_EQ(last_gemm_call().b, w.data_ptr<float>());
+  EXPECT_EQ(kernels::last_gemm_call().b, w.data_ptr<float>());
 }
 
 TEST(Matmul, OnlyLayoutsBlisRejectsAreCopied) {
+  FastKernelsGuard fast(true);  // the BLIS calls of the fast path
   const Tensor row = normal_tensor({1, 10}, 47, kFloat32);
   const Tensor broadcast_rows = row.expand({8, 10});  // strides (0,1): BLIS refuses stride 0
   matmul(broadcast_rows, normal_tensor({10, 3}, 48, kFloat32));
-  EXPECT_NE(last_gemm_call().a, broadcast_rows.data_ptr<float>());
+  EXPECT_NE(kernels::last_gemm_call().a, broadcast_rows.data_ptr<float>());
   // Everything views of a dense tensor give is read in place:
   const Tensor big = normal_tensor({8, 10}, 49, kFloat32);
   const std::vector<Tensor> in_place = {
@@ -257,19 +275,21 @@ TEST(Matmul, OnlyLayoutsBlisRejectsAreCopied) {
   };
   for (const Tensor& a : in_place) {
     matmul(a, normal_tensor({a.size(1), 3}, 51, kFloat32));
-    EXPECT_EQ(last_gemm_call().a, a.data_ptr<float>()) << shape_str(a.sizes()) << " strides " << shape_str(a.strides());
+    EXPECT_EQ(kernels::last_gemm_call().a, a.data_ptr<float>())
+        << shape_str(a.sizes()) << " strides " << shape_str(a.strides());
   }
 }
 
 TEST(Matmul, BatchTimesSharedMatrixIsOneGemmWhenRowsFold) {
+  FastKernelsGuard fast(true);  // the BLIS calls of the fast path
   const Tensor w = normal_tensor({4, 2}, 52, kFloat32);
   matmul(normal_tensor({3, 5, 4}, 53, kFloat32), w);  // (3,5,4) folds to (15,4)
-  EXPECT_EQ(last_gemm_call().m, 15);
+  EXPECT_EQ(kernels::last_gemm_call().m, 15);
   matmul(normal_tensor({5, 3, 4}, 54, kFloat32).transpose(0, 1), w);  // rows do not fold: 3 gemms of 5
-  EXPECT_EQ(last_gemm_call().m, 5);
+  EXPECT_EQ(kernels::last_gemm_call().m, 5);
   for (ScalarType dt : {kFloat32, kFloat64}) {
-    expect_matches_naive(normal_tensor({2, 3, 5, 4}, 55, dt), normal_tensor({4, 2}, 56, dt));
-    expect_matches_naive(normal_tensor({2, 3, 5, 4}, 57, dt).narrow(2, 1, 3), normal_tensor({4}, 58, dt));
+    expect_matches_reference(normal_tensor({2, 3, 5, 4}, 55, dt), normal_tensor({4, 2}, 56, dt));
+    expect_matches_reference(normal_tensor({2, 3, 5, 4}, 57, dt).narrow(2, 1, 3), normal_tensor({4}, 58, dt));
   }
 }
 
@@ -356,6 +376,7 @@ TEST(Matmul, BackwardMatchesFiniteDifferencesOnFuzzedShapesAndLayoutsF64) {
 }
 
 TEST(Matmul, BroadcastBatchGradientsAreSummedToTheInputShapes) {
+  FastKernelsGuard fast(true);
   // (2,1,3,4) @ (5,4,2): da sums over the 5 batches of b, db over the 2 of a.
   const Tensor a = leaf(normal_tensor({2, 1, 3, 4}, 71, kFloat64)), b = leaf(normal_tensor({5, 4, 2}, 72, kFloat64));
   matmul(a, b).sum().backward();
@@ -363,16 +384,17 @@ TEST(Matmul, BroadcastBatchGradientsAreSummedToTheInputShapes) {
   ASSERT_EQ(b.grad().sizes(), b.sizes());
   // with g = ones: da[i,0,m,k] = sum_j sum_n b[j,k,n];  db[j,k,n] = sum_i sum_m a[i,0,m,k]
   const Tensor ones_g = ones({2, 5, 3, 2}, kFloat64);
-  expect_close(a.grad(), sum(matmul_naive(ones_g, b.detach().transpose(-2, -1)), 1, true));
-  expect_close(b.grad(), sum(matmul_naive(a.detach().transpose(-2, -1), ones_g), 0, false));
+  expect_close(a.grad(), sum(matmul_reference(ones_g, b.detach().transpose(-2, -1)), 1, true));
+  expect_close(b.grad(), sum(matmul_reference(a.detach().transpose(-2, -1), ones_g), 0, false));
 }
 
-TEST(Matmul, GradientOfAFloat32MatmulMatchesNaive) {
+TEST(Matmul, GradientOfAFloat32MatmulMatchesReference) {
+  FastKernelsGuard fast(true);
   const Tensor a = leaf(normal_tensor({3, 7, 5}, 81, kFloat32)), b = leaf(normal_tensor({5, 4}, 82, kFloat32));
   const Tensor g = normal_tensor({3, 7, 4}, 83, kFloat32);
   matmul(a, b).backward(g);
-  expect_close(a.grad(), matmul_naive(g, b.detach().t()));
-  expect_close(b.grad(), sum(matmul_naive(a.detach().transpose(-2, -1), g), 0, false));
+  expect_close(a.grad(), matmul_reference(g, b.detach().t()));
+  expect_close(b.grad(), sum(matmul_reference(a.detach().transpose(-2, -1), g), 0, false));
 }
 
 // --- errors --------------------------------------------------------------------------------------

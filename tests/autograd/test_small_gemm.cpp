@@ -1,6 +1,6 @@
 // tests/autograd/test_small_gemm.cpp — the register-blocked float32 kernels of
 // autograd/kernels/small_gemm.h against a plain fma chain (bit for bit: the kernels promise that
-// order) and against matmul_naive's double sums (within tolerance), on edge shapes, strided
+// order) and against matmul_reference's double sums (within tolerance), on edge shapes, strided
 // operands, and any thread count.
 #include <gtest/gtest.h>
 
@@ -10,14 +10,15 @@
 #include <string>
 #include <vector>
 
-#include "autograd/ops/matmul_naive.h"
 #include "autograd/kernels/small_gemm.h"
+#include "autograd/ops.h"
+#include "autograd/ops/derivatives.h"
 #include "autograd/runtime/parallel.h"
 
 namespace tg {
 namespace {
 
-using small_gemm::Kernel;
+using kernels::Isa;
 
 // A matrix stored with explicit strides inside a larger buffer, so that views (transposed,
 // with a row stride larger than the row) are exercised; the buffer's other elements are NaN
@@ -58,18 +59,19 @@ std::vector<float> fma_chain(const Strided& a, const Strided& b) {
   return c;
 }
 
-std::vector<Kernel> kernels_here() {
-  std::vector<Kernel> kernels;
-  for (Kernel k : {Kernel::kAvx2, Kernel::kAvx512})
-    if (small_gemm::kernel_available(k)) kernels.push_back(k);
-  return kernels;
+// The kernels this CPU runs: AVX2's 6x16 blocks, AVX-512's 6x32 blocks.
+std::vector<Isa> kernels_here() {
+  std::vector<Isa> isas;
+  for (Isa isa : {Isa::kAvx2, Isa::kAvx512})
+    if (kernels::isa_available(isa)) isas.push_back(isa);
+  return isas;
 }
 
-const char* kernel_name(Kernel k) { return k == Kernel::kAvx512 ? "avx512" : "avx2"; }
+const char* kernel_name(Isa isa) { return kernels::isa_name(isa); }
 
 // c (M,N) written with row stride ldc = N + 3 into a buffer of sentinels; returns the (M,N) part
 // and checks that no sentinel between the rows was touched.
-std::vector<float> run_kernel(Kernel kernel, const Strided& a, const Strided& b) {
+std::vector<float> run_kernel(Isa kernel, const Strided& a, const Strided& b) {
   const int64_t M = a.rows, N = b.cols, K = a.cols, ldc = N + 3;
   const float sentinel = -12345.0f;
   std::vector<float> c(static_cast<size_t>(M * ldc), sentinel);
@@ -127,7 +129,7 @@ TEST(SmallGemm, EveryKernelIsTheFmaChainBitForBit) {
     const Strided a = make_matrix(c.M, c.K, c.a_transposed, c.pad, gen);
     const Strided b = make_matrix(c.K, c.N, c.b_transposed, c.pad, gen);
     const std::vector<float> expected = fma_chain(a, b);
-    for (Kernel kernel : kernels_here()) {
+    for (Isa kernel : kernels_here()) {
       const std::vector<float> got = run_kernel(kernel, a, b);
       for (size_t i = 0; i < got.size(); ++i) {
         ASSERT_EQ(got[i], expected[i]) << kernel_name(kernel) << ", " << case_name(c) << ": element (" << i / c.N
@@ -137,21 +139,21 @@ TEST(SmallGemm, EveryKernelIsTheFmaChainBitForBit) {
   }
 }
 
-TEST(SmallGemm, MatchesTheDoubleOracleWithinTolerance) {
+TEST(SmallGemm, MatchesMatmulReferenceWithinTolerance) {
   std::mt19937 gen(8);
   for (const Case& c : cases()) {
     const Strided a = make_matrix(c.M, c.K, c.a_transposed, c.pad, gen);
     const Strided b = make_matrix(c.K, c.N, c.b_transposed, c.pad, gen);
-    std::vector<float> ac, bc;  // contiguous copies for the oracle
+    std::vector<double> ac, bc;  // the float32 values, contiguous, for the oracle
     for (int64_t i = 0; i < c.M; ++i)
       for (int64_t k = 0; k < c.K; ++k) ac.push_back(a.at(i, k));
     for (int64_t k = 0; k < c.K; ++k)
       for (int64_t j = 0; j < c.N; ++j) bc.push_back(b.at(k, j));
-    std::vector<float> expected(static_cast<size_t>(c.M * c.N));
-    matmul_naive_kernel(expected.data(), ac.data(), bc.data(), c.M, c.N, c.K);
+    const std::vector<float> expected =
+        matmul_reference(from_vector(ac, {c.M, c.K}), from_vector(bc, {c.K, c.N})).tolist<float>();
     // Tolerance: atol + rtol * |ref| with atol = K * 2^-24 * sum_k |a_ik * b_kj|, the textbook
     // bound for a float sum of K products (it grows with K and with cancellation), rtol 1e-5.
-    for (Kernel kernel : kernels_here()) {
+    for (Isa kernel : kernels_here()) {
       const std::vector<float> got = run_kernel(kernel, a, b);
       for (int64_t i = 0; i < c.M; ++i) {
         for (int64_t j = 0; j < c.N; ++j) {
@@ -176,7 +178,7 @@ TEST(SmallGemm, InfinityAndNanReachOnlyTheirOwnRowsAndColumns) {
   a.data[static_cast<size_t>(6 * a.rs + 2)] = std::numeric_limits<float>::infinity();  // a[6][2]
   b.data[static_cast<size_t>(3 * b.rs + 16)] = std::numeric_limits<float>::quiet_NaN();  // b[3][16]
   const std::vector<float> expected = fma_chain(a, b);
-  for (Kernel kernel : kernels_here()) {
+  for (Isa kernel : kernels_here()) {
     const std::vector<float> got = run_kernel(kernel, a, b);
     for (int64_t i = 0; i < 7; ++i) {
       for (int64_t j = 0; j < 17; ++j) {
@@ -198,7 +200,7 @@ TEST(SmallGemm, SameBitsOnOneThreadAndMany) {
   } guard;
   std::mt19937 gen(10);
   const Strided a = make_matrix(1000, 64, false, 0, gen), b = make_matrix(64, 96, true, 0, gen);
-  for (Kernel kernel : kernels_here()) {
+  for (Isa kernel : kernels_here()) {
     set_num_threads(1);
     const std::vector<float> one = run_kernel(kernel, a, b);
     for (int threads : {2, 3}) {
@@ -209,11 +211,12 @@ TEST(SmallGemm, SameBitsOnOneThreadAndMany) {
 }
 
 TEST(SmallGemm, DispatchSendsSmallProductsHereAndLargeKToBlis) {
+  if (!kernels::isa_available(Isa::kAvx2)) GTEST_SKIP() << "no AVX2: every product goes to BLIS";
   EXPECT_TRUE(small_gemm::worth_it(64, 64, 16));
   EXPECT_TRUE(small_gemm::worth_it(128, 128, 128));
   EXPECT_FALSE(small_gemm::worth_it(1024, 1024, 1024));
   EXPECT_FALSE(small_gemm::worth_it(1536, 384, 2048));  // a wide layer's weight gradient
-  const bool avx512 = small_gemm::best_kernel(128) == Kernel::kAvx512;
+  const bool avx512 = small_gemm::best_isa_for(128) == Isa::kAvx512;
   EXPECT_EQ(small_gemm::worth_it(2048, 128, 128), avx512);  // a linear layer
   EXPECT_EQ(small_gemm::worth_it(128, 512, 2048), avx512);  // a narrow layer's weight gradient
 }

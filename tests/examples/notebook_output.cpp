@@ -63,10 +63,10 @@ size_t token_length(const std::string& s, size_t i) {
 
 bool example_exists(const std::string& name) { return std::filesystem::exists(example_path(name)); }
 
-std::string run_example(const std::string& name) {
+std::string run_example(const std::string& name, const std::string& environment) {
   const std::string path = example_path(name);
   if (!example_exists(name)) throw Error("run_example: " + path + ": no such program (is TG_BUILD_EXAMPLES on?)");
-  FILE* pipe = popen(path.c_str(), "r");
+  FILE* pipe = popen((environment + "'" + path + "'").c_str(), "r");
   if (!pipe) throw Error("run_example: " + path + ": cannot be started");
   std::string out;
   char buffer[4096];

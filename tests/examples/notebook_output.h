@@ -21,8 +21,9 @@ struct PrintedCell {
 };
 
 // The standard output of the example program `name` (built in TG_EXAMPLES_DIR); throws
-// tg::Error naming the program if it cannot be run or does not exit with 0.
-std::string run_example(const std::string& name);
+// tg::Error naming the program if it cannot be run or does not exit with 0. environment:
+// "NAME=value " set for the program only ("TG_FAST_KERNELS=0 "), or "" (it inherits the test's).
+std::string run_example(const std::string& name, const std::string& environment = "");
 // Whether the example `name` was built (the examples are optional: -DTG_BUILD_EXAMPLES=OFF).
 bool example_exists(const std::string& name);
 

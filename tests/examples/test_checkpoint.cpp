@@ -29,11 +29,11 @@ using test::TempFolder;
 TrainOptions small_options() {
   TrainOptions o;
   o.batch = 4;
-  o.context = 16;
-  o.emb_dim = 16;
-  o.heads = 2;
-  o.layers = 2;
-  o.dropout = 0.1;  // so the default generator's state matters too
+  o.model.context_length = 16;
+  o.model.emb_dim = 16;
+  o.model.n_heads = 2;
+  o.model.n_layers = 2;
+  o.model.drop_rate = 0.1;  // so the default generator's state matters too
   o.steps = 12;
   o.warmup = 2;
   o.eval_batches = 2;
@@ -81,8 +81,8 @@ TEST(Checkpoint, SavedOptionsComeBack) {
   const TrainOptions back = saved_options(dir.path);
   EXPECT_EQ(back.lr, o.lr);
   EXPECT_EQ(back.data, o.data);
-  EXPECT_EQ(back.dropout, o.dropout);
-  EXPECT_EQ(back.layers, o.layers);
+  EXPECT_EQ(back.model.drop_rate, o.model.drop_rate);
+  EXPECT_EQ(back.model.n_layers, o.model.n_layers);
   const SavedModel saved = load_saved_model(dir.path);
   EXPECT_EQ(saved.config.n_layers, 2);
   EXPECT_FALSE(saved.model->is_training());
@@ -134,7 +134,7 @@ TEST(Checkpoint, DamagedOrForeignCheckpointsAreErrors) {
   expect_error([&] { resume_trainer(dir.path, o, text() + "#"); }, {"tokenizer.json", "resume with the same --data"});
   // another architecture: the model's tensors do not fit
   TrainOptions wider = o;
-  wider.emb_dim = 32;
+  wider.model.emb_dim = 32;
   expect_error([&] { resume_trainer(dir.path, wider, text()); }, {"model.safetensors", "has shape"});
   // a truncated model file
   const std::string model = dir.file("model.safetensors");

@@ -52,14 +52,6 @@ TEST(CharTokenizer, AnyBytesWhenNotUtf8) {
   EXPECT_EQ(CharTokenizer::from_json(t.to_json(), "t.json").decode({3, 0}), std::string("\xff\x00", 2));
 }
 
-TEST(CharTokenizer, RejectsMalformedUtf8) {
-  std::vector<uint32_t> cps;
-  EXPECT_TRUE(decode_utf8("\xf0\x9f\x98\x80", cps));
-  EXPECT_EQ(cps, std::vector<uint32_t>{0x1f600});
-  for (const std::string bad : {"\xc0\x80", "\xed\xa0\x80", "\xf4\x90\x80\x80", "\xe2\x9c", "\x80", "\xf8\x88\x80\x80\x80"})
-    EXPECT_FALSE(decode_utf8(bad, cps)) << bad.size();
-}
-
 TEST(CharTokenizer, ErrorsNameTheCharacterAndWhere) {
   const CharTokenizer t = CharTokenizer::from_text("hello world");
   expect_error([&] { t.encode("hello World"); }, {"'W' (U+0057) at byte 6 is not in the vocabulary (8 characters)"});

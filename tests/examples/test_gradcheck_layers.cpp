@@ -1,5 +1,6 @@
 // Runs examples/gradcheck_layers (its path comes from tests/CMakeLists.txt when the examples are
-// built): every layer passes its float64 gradient check and no mask leaks; and the leakage
+// built): every layer passes its float64 gradient check and no mask leaks, with the fast kernels
+// on and off (TG_FAST_KERNELS=0: the notebook's steps and the reference code); and the leakage
 // check does fail on an attention whose causal mask is off.
 #include <gtest/gtest.h>
 
@@ -21,11 +22,12 @@ struct ProgramRun {
   std::string output;
 };
 
-ProgramRun run_gradcheck_layers(const std::string& arguments) {
+// environment: "NAME=value " set for the program only, or "" (it inherits the test's).
+ProgramRun run_gradcheck_layers(const std::string& arguments, const std::string& environment = "") {
   ProgramRun run;
 #ifdef TG_GRADCHECK_LAYERS
   run.built = true;
-  const std::string command = std::string("\"") + TG_GRADCHECK_LAYERS + "\" " + arguments + " 2>&1";
+  const std::string command = environment + "\"" + TG_GRADCHECK_LAYERS + "\" " + arguments + " 2>&1";
   FILE* pipe = popen(command.c_str(), "r");
   if (!pipe) return run;
   char buffer[4096];
@@ -35,6 +37,7 @@ ProgramRun run_gradcheck_layers(const std::string& arguments) {
   run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 #endif
   (void)arguments;
+  (void)environment;
   return run;
 }
 
@@ -48,9 +51,7 @@ std::string row_of(const std::string& output, const std::string& layer) {
   return "";
 }
 
-TEST(GradcheckLayers, EveryLayerPassesInFloat64AndNoMaskLeaks) {
-  const ProgramRun run = run_gradcheck_layers("");
-  if (!run.built) GTEST_SKIP() << "examples/gradcheck_layers is not built (TG_BUILD_EXAMPLES=OFF)";
+void expect_every_layer_passes(const ProgramRun& run) {
   EXPECT_EQ(run.exit_code, 0) << run.output;
   const size_t split = run.output.find("Mask leakage");
   ASSERT_NE(split, std::string::npos) << run.output;
@@ -74,6 +75,19 @@ TEST(GradcheckLayers, EveryLayerPassesInFloat64AndNoMaskLeaks) {
     }
   }
   EXPECT_EQ(run.output.find("FAIL"), std::string::npos) << run.output;
+}
+
+TEST(GradcheckLayers, EveryLayerPassesInFloat64AndNoMaskLeaks) {
+  const ProgramRun run = run_gradcheck_layers("");
+  if (!run.built) GTEST_SKIP() << "examples/gradcheck_layers is not built (TG_BUILD_EXAMPLES=OFF)";
+  expect_every_layer_passes(run);
+}
+
+TEST(GradcheckLayers, EveryLayerPassesWithTheFastKernelsOff) {
+  const ProgramRun run = run_gradcheck_layers("", "TG_FAST_KERNELS=0 ");
+  if (!run.built) GTEST_SKIP() << "examples/gradcheck_layers is not built (TG_BUILD_EXAMPLES=OFF)";
+  EXPECT_TRUE(test::has_part(run.output, "fast kernels: off")) << run.output;
+  expect_every_layer_passes(run);
 }
 
 TEST(GradcheckLayers, TheLeakageCheckCatchesAnAttentionWithoutItsCausalMask) {

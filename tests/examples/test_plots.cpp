@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "autograd/ops.h"
-#include "examples/common/args.h"
 #include "examples/common/plots.h"
 #include "examples/common/svg.h"
 #include "examples/common/your_journey.h"
@@ -222,38 +221,6 @@ TEST(AttentionHeatmaps, TheReadmePictureIsWhatTheCodeDraws) {
   EXPECT_EQ(root->all("rect", "cell hidden").size(), 15u);  // the 15 cells above the diagonal
   EXPECT_EQ(root->all("text", "value")[1]->text, "0.4833");  // the book's second row: 0.4833, 0.5167
   EXPECT_EQ(root->all("text", "value")[2]->text, "0.5167");
-  fs::remove_all(dir);
-}
-
-TEST(ExampleFlags, ParsesFlagsWithValuesAndRefusesAnythingElse) {
-  auto parse = [](std::vector<std::string> args) {
-    std::vector<char*> argv;
-    for (std::string& a : args) argv.push_back(a.data());
-    return parse_flags(static_cast<int>(argv.size()), argv.data(), {"--svg", "--dot"});
-  };
-  EXPECT_TRUE(parse({"demo"}).empty());
-  const auto flags = parse({"demo", "--svg", "pics", "--dot=g.dot"});
-  EXPECT_EQ(flags.at("--svg"), "pics");
-  EXPECT_EQ(flags.at("--dot"), "g.dot");
-  expect_error([&] { parse({"demo", "--sgv", "pics"}); },
-               {"demo: unknown argument '--sgv' (it takes --svg VALUE, --dot VALUE)"});
-  expect_error([&] { parse({"demo", "--svg"}); }, {"demo: --svg needs a value"});
-  expect_error([&] { parse({"demo", "--svg="}); }, {"demo: --svg needs a value"});
-  expect_error([&] { parse({"demo", "--svg", "a", "--svg", "b"}); }, {"demo: --svg given twice"});
-}
-
-TEST(ExampleFlags, SvgDirFromArgsMakesTheFolder) {
-  const fs::path dir = fresh_dir("svgdir");
-  std::string program = "notebook", flag = "--svg", where = (dir / "a" / "b").string();
-  std::vector<char*> argv{program.data(), flag.data(), where.data()};
-  EXPECT_EQ(svg_dir_from_args(3, argv.data()), where);
-  EXPECT_TRUE(fs::is_directory(where));
-  EXPECT_EQ(svg_dir_from_args(1, argv.data()), std::nullopt);
-  std::string blocked = (dir / "file").string();
-  std::ofstream(blocked) << "x";
-  std::string inside = blocked + "/pics";
-  std::vector<char*> argv2{program.data(), flag.data(), inside.data()};
-  expect_error([&] { svg_dir_from_args(3, argv2.data()); }, {"notebook --svg: cannot make the folder '" + inside + "'"});
   fs::remove_all(dir);
 }
 

@@ -25,11 +25,11 @@ struct TrainingRun {
 TrainingRun train_with_threads(int threads) {
   TrainOptions o;
   o.batch = 8;
-  o.context = 32;
-  o.emb_dim = 32;
-  o.heads = 4;
-  o.layers = 2;
-  o.dropout = 0.1;
+  o.model.context_length = 32;
+  o.model.emb_dim = 32;
+  o.model.n_heads = 4;
+  o.model.n_layers = 2;
+  o.model.drop_rate = 0.1;
   o.steps = 100;
   o.warmup = 10;
   static const std::string text = builtin_corpus(30000, 5);

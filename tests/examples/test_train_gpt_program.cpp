@@ -147,7 +147,7 @@ TEST(TrainGptProgram, BadInputsAreOneLineErrors) {
       {{"--heads", "3"}, "emb_dim (8) must be divisible by n_heads (3)"},
       {{"--resume", dir.path}, "not a train_gpt checkpoint folder (model.safetensors is missing)"},
       {{"--resume", dir.file("nowhere")}, "nowhere: no such folder"},
-      {{"--out", dir.file("a_file") + "/run"}, "cannot create the folder"},
+      {{"--out", dir.file("a_file") + "/run"}, "--out: cannot make the folder"},
   };
   for (const Case& c : cases) {
     std::vector<std::string> args = c.args;

@@ -22,10 +22,10 @@ using test::same_bytes;
 TrainOptions tiny_options(const std::string& on_nonfinite, double grad_clip) {
   TrainOptions o;
   o.batch = 2;
-  o.context = 8;
-  o.emb_dim = 8;
-  o.heads = 2;
-  o.layers = 1;
+  o.model.context_length = 8;
+  o.model.emb_dim = 8;
+  o.model.n_heads = 2;
+  o.model.n_layers = 1;
   o.steps = 10;
   o.warmup = 1;
   o.grad_clip = grad_clip;

@@ -19,11 +19,11 @@ namespace {
 TrainOptions tiny_options(int64_t steps) {
   TrainOptions o;
   o.batch = 4;
-  o.context = 16;
-  o.emb_dim = 16;
-  o.heads = 2;
-  o.layers = 2;
-  o.dropout = 0.1;  // dropout keeps a mask per layer for backward: it must be freed too
+  o.model.context_length = 16;
+  o.model.emb_dim = 16;
+  o.model.n_heads = 2;
+  o.model.n_layers = 2;
+  o.model.drop_rate = 0.1;  // dropout keeps a mask per layer for backward: it must be freed too
   o.steps = steps;
   o.warmup = 10;
   o.eval_batches = 2;

@@ -153,11 +153,14 @@ TEST(MultiHeadAttention, BadOptionsAreNamed) {
   EXPECT_EQ(error_of([&] { mha.forward(x, {.kv = ones({3, 5, 3})}); }),
             "MultiHeadAttention: x of shape (2,4,3) and kv of shape (3,5,3) have different batch sizes (2 vs 3)");
   EXPECT_EQ(error_of([&] { mha.forward(x, {.key_padding_mask = zeros({2, 4})}); }),
-            "MultiHeadAttention: key_padding_mask must be bool (true = padded), got float32");
+            "MultiHeadAttention: key_padding_mask must be bool of shape (b, T_k) = (2,4), true = padded; "
+            "got float32 of shape (2,4)");
   EXPECT_EQ(error_of([&] { mha.forward(x, {.kv = ones({2, 5, 3}), .key_padding_mask = zeros({2, 4}, kBool)}); }),
-            "MultiHeadAttention: key_padding_mask has shape (2,4), expected (b, T_k) = (2,5)");
+            "MultiHeadAttention: key_padding_mask must be bool of shape (b, T_k) = (2,5), true = padded; "
+            "got bool of shape (2,4)");
   EXPECT_EQ(error_of([&] { mha.forward(x, {.key_padding_mask = zeros({4}, kBool)}); }),
-            "MultiHeadAttention: key_padding_mask has shape (4), expected (b, T_k) = (2,4)");
+            "MultiHeadAttention: key_padding_mask must be bool of shape (b, T_k) = (2,4), true = padded; "
+            "got bool of shape (4)");
 }
 
 // Float64 gradchecks of the options: every parameter, x and kv.

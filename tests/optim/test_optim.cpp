@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 
+#include "autograd/fast_kernels.h"
 #include "autograd/io/json.h"
 #include "autograd/ops.h"
 #include "optim/optim.h"
@@ -119,8 +120,10 @@ LRFactor make_factor(const json::Value& s) {
 }
 
 // Runs one reference case: 10 steps with the reference's gradients, each step's parameters and
-// the final state compared bit for bit.
-void expect_case_matches_torch(const std::string& id) {
+// the final state compared bit for bit; with the fast kernels on or off (the reference loops).
+void expect_case_matches_torch_with(const std::string& id, bool fast) {
+  FastKernelsGuard guard(fast);
+  SCOPED_TRACE(fast ? "fast kernels" : "reference loops");
   const json::Value* found = nullptr;
   for (const json::Value& c : reference()["optimizers"].as_array())
     if (c["id"].as_string() == id) found = &c;
@@ -158,6 +161,11 @@ void expect_case_matches_torch(const std::string& id) {
     const ScalarType state_dtype = name.ends_with(".step") ? kFloat32 : dtype;
     EXPECT_TRUE(bit_equal(state[i].second, decode_reference(c["state"][i][1], state_dtype))) << name;
   }
+}
+
+// Both ways: the fast kernels and the reference loops each give PyTorch's bits.
+void expect_case_matches_torch(const std::string& id) {
+  for (bool fast : {true, false}) expect_case_matches_torch_with(id, fast);
 }
 
 TEST(SGD, PlainMomentumDampeningNesterovWeightDecayMaximizeMatchTorchBitForBit) {
@@ -207,7 +215,11 @@ void expect_clip_matches_torch(const json::Value& c) {
 }
 
 TEST(ClipGradNorm, TotalNormAndClippedGradientsMatchTorchForNormTypes2_1_3_InfAndMinusInf) {
-  for (const json::Value& c : reference()["clip"].as_array()) expect_clip_matches_torch(c);
+  for (bool fast : {true, false}) {
+    FastKernelsGuard guard(fast);
+    SCOPED_TRACE(fast ? "fast kernels" : "reference loops");
+    for (const json::Value& c : reference()["clip"].as_array()) expect_clip_matches_torch(c);
+  }
 }
 
 // A "norms" case's parameters: one per length, each with the gradient torch.randn(n) * 2 drawn
@@ -226,6 +238,12 @@ TEST(ClipGradNorm, TotalNormOfSixtyGradientsOfManyLengthsMatchesTorchBitForBit) 
   for (const json::Value& c : reference()["norms"].as_array()) {
     SCOPED_TRACE(c["id"].as_string());
     const std::vector<Tensor> params = norm_case_params(c);
+    for (bool fast : {true, false}) {
+      FastKernelsGuard guard(fast);
+      const Tensor total = grad_norm(params, decode_double(c["norm_type"]));
+      EXPECT_TRUE(bit_equal(total, scalar_tensor(decode_double(c["total_norm"]))))
+          << (fast ? "fast kernels" : "reference loops");
+    }
     const Tensor total = clip_grad_norm_(params, 1.0, decode_double(c["norm_type"]));
     EXPECT_TRUE(bit_equal(total, scalar_tensor(decode_double(c["total_norm"]))));
   }

@@ -1,5 +1,6 @@
-// tests/optim/test_optim_kernels.cpp — the loops behind Adam's step and the gradient 2-norm
-// (autograd/kernels/optim_kernels.h) on every instruction set this CPU has, against their plain twins.
+// tests/optim/test_optim_kernels.cpp — the fast loops behind Adam's step and the gradient 2-norm
+// (autograd/kernels/optim_kernels.h) on every instruction set this CPU has, against their
+// references (adam_step_reference, sum_of_squares_reference).
 //
 // Both paths do the same correctly rounded operations (fma, sqrt, +, *, /) in the same order,
 // so they must agree bit for bit (NaN with NaN): checked on lengths around the vector width
@@ -20,11 +21,12 @@
 namespace tg::optim {
 namespace {
 
-namespace K = activation_kernels;
+using kernels::Isa;
 
 std::vector<Isa> isas() {
-  std::vector<Isa> out{Isa::kBaseline};
-  if (K::isa_available(Isa::kAvx2)) out.push_back(Isa::kAvx2);
+  std::vector<Isa> out;
+  for (Isa isa : {Isa::kBaseline, Isa::kAvx2, Isa::kAvx512})
+    if (kernels::isa_available(isa)) out.push_back(isa);
   return out;
 }
 
@@ -47,20 +49,21 @@ std::vector<T> values(int64_t n, uint32_t seed, double scale, bool specials) {
 
 // Same bits, or both NaN; names the first index that differs.
 template <class T>
-::testing::AssertionResult same_values(const std::string& what, const std::vector<T>& fast, const std::vector<T>& twin) {
+::testing::AssertionResult same_values(const std::string& what, const std::vector<T>& fast,
+                                       const std::vector<T>& reference) {
   for (size_t i = 0; i < fast.size(); ++i) {
-    const bool both_nan = std::isnan(fast[i]) && std::isnan(twin[i]);
+    const bool both_nan = std::isnan(fast[i]) && std::isnan(reference[i]);
     if (!both_nan && std::bit_cast<std::array<unsigned char, sizeof(T)>>(fast[i]) !=
-                         std::bit_cast<std::array<unsigned char, sizeof(T)>>(twin[i])) {
+                         std::bit_cast<std::array<unsigned char, sizeof(T)>>(reference[i])) {
       return ::testing::AssertionFailure() << what << " at index " << i << " of " << fast.size() << ": fast "
-                                           << fast[i] << ", twin " << twin[i];
+                                           << fast[i] << ", reference " << reference[i];
     }
   }
   return ::testing::AssertionSuccess();
 }
 
 template <class T>
-void check_adam_against_twin() {
+void check_adam_against_reference() {
   for (int64_t n : kLengths) {
     for (int flags = 0; flags < 8; ++flags) {
       for (bool specials : {false, true}) {
@@ -74,14 +77,15 @@ void check_adam_against_twin() {
         for (T& x : v0) x = x * x;
         for (T& x : vmax0) x = x * x;
         std::vector<T> p = p0, m = m0, v = v0, vmax = vmax0;
-        adam_update_naive(p.data(), grad.data(), m.data(), v.data(), amsgrad ? vmax.data() : nullptr, n, s);
+        adam_step_reference(p.data(), grad.data(), m.data(), v.data(), amsgrad ? vmax.data() : nullptr, n, s);
         for (Isa isa : isas()) {
           std::vector<T> fp = p0, fm = m0, fv = v0, fvmax = vmax0;
-          adam_update(fp.data(), grad.data(), fm.data(), fv.data(), amsgrad ? fvmax.data() : nullptr, n, s, isa);
+          kernels::adam_step(fp.data(), grad.data(), fm.data(), fv.data(), amsgrad ? fvmax.data() : nullptr, n, s,
+                             isa);
           const std::string what = std::string(sizeof(T) == 4 ? "float" : "double") + " n " + std::to_string(n) +
                                    " decoupled " + std::to_string(decoupled) + " amsgrad " +
                                    std::to_string(amsgrad) + " maximize " + std::to_string(maximize) +
-                                   (isa == Isa::kAvx2 ? " AVX2" : " baseline") + (specials ? " specials" : "");
+                                   " " + kernels::isa_name(isa) + (specials ? " specials" : "");
           EXPECT_TRUE(same_values(what + ": p", fp, p));
           EXPECT_TRUE(same_values(what + ": exp_avg", fm, m));
           EXPECT_TRUE(same_values(what + ": exp_avg_sq", fv, v));
@@ -94,32 +98,32 @@ void check_adam_against_twin() {
   }
 }
 
-TEST(OptimKernels, AdamUpdateEqualsPlainLoopBitForBitForEveryFlagAndLength) {
-  check_adam_against_twin<float>();
-  check_adam_against_twin<double>();
+TEST(OptimKernels, AdamStepEqualsAdamStepReferenceBitForBitForEveryFlagAndLength) {
+  check_adam_against_reference<float>();
+  check_adam_against_reference<double>();
 }
 
 template <class T>
-void check_sum_of_squares_against_twin() {
+void check_sum_of_squares_against_reference() {
   for (int64_t n : kLengths) {
     for (double scale : {1e-3, 1.0, 1e15}) {
       for (bool specials : {false, true}) {
         const std::vector<T> x = values<T>(n, 7, scale, specials);
-        const std::vector<T> twin{sum_of_squares_naive(x.data(), n)};
+        const std::vector<T> reference{sum_of_squares_reference(x.data(), n)};
         for (Isa isa : isas()) {
-          const std::vector<T> fast{sum_of_squares(x.data(), n, isa)};
+          const std::vector<T> fast{kernels::sum_of_squares(x.data(), n, isa)};
           EXPECT_TRUE(same_values("sum of squares of " + std::to_string(n) + " values of scale " +
-                                      std::to_string(scale) + (isa == Isa::kAvx2 ? " AVX2" : " baseline"),
-                                  fast, twin));
+                                      std::to_string(scale) + " " + kernels::isa_name(isa),
+                                  fast, reference));
         }
       }
     }
   }
 }
 
-TEST(OptimKernels, SumOfSquaresEqualsPlainLoopBitForBit) {
-  check_sum_of_squares_against_twin<float>();
-  check_sum_of_squares_against_twin<double>();
+TEST(OptimKernels, SumOfSquaresEqualsSumOfSquaresReferenceBitForBit) {
+  check_sum_of_squares_against_reference<float>();
+  check_sum_of_squares_against_reference<double>();
 }
 
 }  // namespace

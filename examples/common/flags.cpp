@@ -1,9 +1,10 @@
-// examples/gpt/options.cpp — flag parsing.
-#include "examples/gpt/options.h"
+// examples/common/flags.cpp — the flag table: parsing, --help, the exit codes.
+#include "examples/common/flags.h"
 
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <iomanip>
 #include <iostream>
 #include <ostream>
@@ -75,6 +76,19 @@ void set_value(const Flag& f, const std::string& text) {
   }
 }
 
+// --help's table: each flag, its help and its default (defaults[i], as text).
+void print_flags(std::ostream& os, const std::vector<Flag>& flags, const std::vector<std::string>& defaults) {
+  for (size_t i = 0; i < flags.size(); ++i) {
+    const Flag& f = flags[i];
+    std::string left = "  --" + f.name;
+    if (!std::holds_alternative<bool*>(f.value)) left += f.choices.empty() ? " VALUE" : " {" + choices_str(f) + "}";
+    os << std::left << std::setw(34) << left << " " << f.help;
+    if (!std::holds_alternative<bool*>(f.value) && !defaults[i].empty()) os << " (default " << defaults[i] << ")";
+    os << "\n";
+  }
+  os << std::left << std::setw(34) << "  --help" << " this list\n";
+}
+
 }  // namespace
 
 Flag int_flag(std::string name, int64_t* value, std::string help, double min, double max) {
@@ -90,6 +104,21 @@ Flag switch_flag(std::string name, bool* value, std::string help) {
   return Flag{std::move(name), value, std::move(help), 0, 0, {}};
 }
 
+Flag threads_flag(int64_t* threads) {
+  return int_flag("threads", threads, "threads for matrix products and loops (0 = all cores)", 0, 1024);
+}
+Flag seed_flag(int64_t* seed, std::string help) {
+  return int_flag("seed", seed, std::move(help), 0, 9007199254740991.0);
+}
+Flag svg_flag(std::string* dir) {
+  return text_flag("svg", dir, "also draw the attention weights as SVG heatmaps in this folder (made if needed)");
+}
+Flag dot_flag(std::string* file) {
+  return text_flag("dot", file, "also write the graph backward walks to this file (draw it: dot -Tsvg FILE)");
+}
+
+std::vector<Flag> picture_flags(PictureOptions& o) { return {svg_flag(&o.svg), dot_flag(&o.dot)}; }
+
 bool same_value(const Flag& a, const Flag& b) {
   return a.value.index() == b.value.index() &&
          std::visit([&](auto* pa) { return *pa == *std::get<decltype(pa)>(b.value); }, a.value);
@@ -104,11 +133,11 @@ void parse_flags(const std::vector<Flag>& flags, const std::vector<std::string>&
       *help = true;
       return;
     }
-    if (arg.rfind("--", 0) != 0) throw UsageError("unexpected argument '" + arg + "' (flags start with --; see --help)");
+    if (arg.rfind("--", 0) != 0) throw UsageError("unexpected argument '" + arg + "': flags start with --");
     const size_t eq = arg.find('=');
     const std::string name = arg.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
     const Flag* f = find_flag(flags, name);
-    if (!f) throw UsageError("unknown flag --" + name + " (see --help)");
+    if (!f) throw UsageError("unknown flag --" + name);
     if (given) given->push_back(name);
     if (auto* p = std::get_if<bool*>(&f->value)) {
       if (eq != std::string::npos) throw UsageError("--" + name + " takes no value");
@@ -124,27 +153,42 @@ void parse_flags(const std::vector<Flag>& flags, const std::vector<std::string>&
   }
 }
 
-int main_reporting_errors(const char* program, int argc, char** argv, int (*run)(int, char**)) {
+int run_program(const Program& program, int argc, char** argv, const std::function<int()>& run,
+                std::vector<std::string>* given) {
   try {
-    return run(argc, argv);
+    std::vector<std::string> defaults;  // for --help, before parsing changes them
+    for (const Flag& f : program.flags) defaults.push_back(current_value(f));
+    bool help = false;
+    parse_flags(program.flags, std::vector<std::string>(argv + 1, argv + argc), &help, given);
+    if (help) {
+      std::cout << "usage: " << program.name << " [flags]\n\n" << program.about << "\n\n";
+      print_flags(std::cout, program.flags, defaults);
+      return 0;
+    }
+    return run();
   } catch (const UsageError& e) {
-    std::cerr << program << ": " << e.what() << "\n";
+    std::cerr << program.name << ": " << e.what() << " (see --help)\n";
     return 2;
   } catch (const Error& e) {
-    std::cerr << program << ": " << e.what() << "\n";
+    std::cerr << program.name << ": " << e.what() << "\n";
     return 1;
   }
 }
 
-void print_flags(std::ostream& os, const std::vector<Flag>& flags) {
-  for (const Flag& f : flags) {
-    std::string left = "  --" + f.name;
-    if (!std::holds_alternative<bool*>(f.value)) left += f.choices.empty() ? " VALUE" : " {" + choices_str(f) + "}";
-    os << std::left << std::setw(34) << left << " " << f.help;
-    const std::string now = current_value(f);
-    if (!std::holds_alternative<bool*>(f.value) && !now.empty()) os << " (default " << now << ")";
-    os << "\n";
+int run_program_with_svg(const std::string& name, const std::string& about, int argc, char** argv,
+                         const std::function<int(const std::string& svg_dir)>& run) {
+  std::string svg;
+  return run_program({name, about, {svg_flag(&svg)}}, argc, argv,
+                     [&] { return run(svg.empty() ? svg : prepare_output_dir(svg, "--svg")); });
+}
+
+std::string prepare_output_dir(const std::string& dir, const std::string& flag) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec || !std::filesystem::is_directory(dir)) {
+    throw Error(flag + ": cannot make the folder '" + dir + "': " + (ec ? ec.message() : std::string("not a folder")));
   }
+  return dir;
 }
 
 }  // namespace tg::examples

@@ -1,0 +1,230 @@
+// autograd/kernels/gemm.cpp — matmul's fast path (see gemm.h): BLIS's layout rules, its calls,
+// and the choice between gemv, small_gemm and gemm for each product of a batch.
+#include "autograd/kernels/gemm.h"
+
+#include <blis.h>
+
+#include <algorithm>
+#include <array>
+#include <type_traits>
+#include <vector>
+
+#include "autograd/internal.h"
+#include "autograd/kernels/small_gemm.h"
+#include "autograd/loops.h"
+#include "autograd/runtime/parallel.h"
+
+namespace tg::kernels {
+
+namespace {
+
+thread_local GemmCall last_call;
+
+// One matrix as BLIS reads it: element (i, j) at p[i*rs + j*cs].
+struct MatrixLayout {
+  int64_t rows, cols, rs, cs;
+};
+
+// The last two dims of t.
+MatrixLayout matrix_layout(const Tensor& t) {
+  const int64_t n = t.dim();
+  MatrixLayout l{t.sizes()[n - 2], t.sizes()[n - 1], t.strides()[n - 2], t.strides()[n - 1]};
+  // A size-1 dim is never stepped along, so its stride is free; views leave arbitrary values
+  // there, which BLIS's checks below may reject. Pick one they accept.
+  if (l.rows == 1 && l.cols == 1) {
+    l.rs = l.cs = 1;
+  } else if (l.rows == 1) {
+    l.rs = l.cols * l.cs;
+  } else if (l.cols == 1) {
+    l.cs = l.rows * l.rs;
+  }
+  return l;
+}
+
+// Can BLIS's gemm read this matrix in place? BLIS checks every operand's strides and aborts the
+// program when they break its rules, so we check first and copy instead. Its rules:
+//   - no stride may be 0: a broadcast (expanded) matrix must be materialised;
+//   - row-major (cs == 1) needs rs >= cols, column-major (rs == 1) needs cs >= rows;
+//   - rs == cs (1 or not) only for a single row or column;
+//   - general stride (neither is 1): the dim with the smaller stride must fit inside the larger
+//     stride (rows*rs <= cs, or cols*cs <= rs), so rows and columns never interleave.
+// Transposes, permutes, selects and slices (even x[:, ::2], strides (C,2)) of a dense tensor
+// always pass, so in practice only expanded matrices are copied. We also refuse negative
+// strides (tapegrad makes none). Empty matrices never reach BLIS.
+bool blis_can_read(const MatrixLayout& l) {
+  if (l.rs <= 0 || l.cs <= 0) return false;
+  if (l.rs == l.cs) return l.rows == 1 || l.cols == 1;
+  if (l.cs == 1) return l.rs >= l.cols;
+  if (l.rs == 1) return l.cs >= l.rows;
+  return l.rs < l.cs ? l.rows * l.rs <= l.cs : l.cols * l.cs <= l.rs;
+}
+
+// t itself when BLIS can read its matrices in place, else a contiguous copy (without the tape).
+Tensor blis_operand(const Tensor& t) {
+  if (blis_can_read(matrix_layout(t))) return t;
+  return t.detach().contiguous();
+}
+
+// Small products run on one thread. BLIS's OpenMP threads cost a fork/join per call, and when
+// the cores are already busy (ctest -j, or our own parallel_for) they spin-wait for each other:
+// measured, a 64x64x64 gemm went from microseconds to milliseconds. Below about 128^3
+// multiply-adds one core is as fast anyway.
+constexpr int64_t kSingleThreadWork = 128 * 128 * 128;
+constexpr int64_t kParallelBatchWork = 64 * 64 * 64;  // the least work worth a thread of its own
+
+// A BLIS runtime object asking for one thread, or null (= BLIS's global thread setting).
+rntm_t* runtime_for(int64_t M, int64_t N, int64_t K, rntm_t* single) {
+  if (M * N * K > kSingleThreadWork) return nullptr;
+  bli_rntm_init(single);
+  bli_rntm_set_num_threads(1, single);
+  return single;
+}
+
+void blis_gemm(float* c, const float* a, const float* b, int64_t M, int64_t N, int64_t K, const MatrixLayout& la,
+               const MatrixLayout& lb) {
+  float one = 1.0f, zero = 0.0f;  // BLIS takes alpha and beta by pointer
+  rntm_t single;
+  // BLIS's pointers are not const, but it only reads a and b.
+  bli_sgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, M, N, K, &one, const_cast<float*>(a), la.rs, la.cs,
+               const_cast<float*>(b), lb.rs, lb.cs, &zero, c, N, 1, nullptr, runtime_for(M, N, K, &single));
+}
+
+void blis_gemm(double* c, const double* a, const double* b, int64_t M, int64_t N, int64_t K, const MatrixLayout& la,
+               const MatrixLayout& lb) {
+  double one = 1.0, zero = 0.0;
+  rntm_t single;
+  bli_dgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, M, N, K, &one, const_cast<double*>(a), la.rs, la.cs,
+               const_cast<double*>(b), lb.rs, lb.cs, &zero, c, N, 1, nullptr, runtime_for(M, N, K, &single));
+}
+
+// y (m) = A (m,n) @ x (n), A element (i, j) at a[i*rsa + j*csa], x's at x[j*incx]. y is
+// zeroed first, so with beta = 0 nothing of what was there can reach the result.
+void blis_gemv(float* y, const float* a, const float* x, int64_t m, int64_t n, int64_t rsa, int64_t csa, int64_t incx) {
+  float one = 1.0f, zero = 0.0f;
+  std::fill(y, y + m, 0.0f);
+  bli_sgemv(BLIS_NO_TRANSPOSE, BLIS_NO_CONJUGATE, m, n, &one, const_cast<float*>(a), rsa, csa, const_cast<float*>(x),
+            incx, &zero, y, 1);
+}
+
+void blis_gemv(double* y, const double* a, const double* x, int64_t m, int64_t n, int64_t rsa, int64_t csa,
+               int64_t incx) {
+  double one = 1.0, zero = 0.0;
+  std::fill(y, y + m, 0.0);
+  bli_dgemv(BLIS_NO_TRANSPOSE, BLIS_NO_CONJUGATE, m, n, &one, const_cast<double*>(a), rsa, csa,
+            const_cast<double*>(x), incx, &zero, y, 1);
+}
+
+// c (M,N) row-major = a (M,K) @ b (K,N), a and b read through their layouts.
+// beta = 0 makes BLIS overwrite c without reading it, so c may be uninitialised.
+//
+// One row (M = 1: a linear layer on one token, an attention query while generating) or one
+// column (N = 1) is a matrix-vector product. A gemm (BLIS's, or small_gemm's for a weight read
+// transposed) would pack the whole matrix into its blocked layout first, for one use of each
+// element: the copy costs more than the product, and generation with the KV cache is all such
+// products. gemv reads the matrix in place:
+//   M = 1   c (N)  = b^T (N,K) @ a (K)
+//   N = 1   c (M)  = a (M,K)   @ b (K)
+// The general gemm stays the path for everything else (and matmul_reference the test oracle).
+// gemv runs on the calling thread (BLIS does not thread level-2 products). Split by rows over
+// two threads it was no faster on a 2-core machine (the medium GPT's median token took 1.6 ms
+// either way, 3 interleaved pairs: the products are bound by memory bandwidth), and on a busy
+// machine the fork/join of each of a token's ~36 products cost up to hundreds of ms.
+template <class T>
+void gemm(T* c, const T* a, const T* b, int64_t M, int64_t N, int64_t K, const MatrixLayout& la,
+          const MatrixLayout& lb) {
+  if (M == 0 || N == 0) return;
+  if (K == 0) {  // an empty sum: zeros (BLIS would do the same; we need not ask it)
+    std::fill(c, c + M * N, T(0));
+    return;
+  }
+  if (M == 1) return blis_gemv(c, b, a, N, K, lb.cs, lb.rs, la.cs);
+  if (N == 1) return blis_gemv(c, a, b, M, K, la.rs, la.cs, lb.rs);
+  if constexpr (std::is_same_v<T, float>) {
+    if (small_gemm::worth_it(M, N, K)) {
+      small_gemm::sgemm(c, N, a, la.rs, la.cs, b, lb.rs, lb.cs, M, N, K, small_gemm::best_isa_for(N));
+      return;
+    }
+  }
+  blis_gemm(c, a, b, M, N, K, la, lb);
+}
+
+template <class T>
+void batched_gemm_typed(const Tensor& out, const Tensor& a, const Tensor& b, const Shape& batch, int64_t M,
+                        int64_t N, int64_t K) {
+  get_num_threads();  // BLIS gets our thread count before its first call
+  // A b without batch dims is shared by every batch of a (a linear layer: x (B,T,C) @ w (C,OC)).
+  // When a's batch and row dims fold into one, a single (B*T, C) @ (C, OC) gemm does them all,
+  // which BLIS runs faster than B small ones; out (B,T,OC) is the same memory as (B*T, OC).
+  if (b.dim() == 2 && a.dim() > 2) {
+    if (const std::optional<Tensor> rows = fold_leading_dims(a)) {
+      return batched_gemm_typed<T>(out, *rows, b, {}, rows->size(0), N, K);
+    }
+  }
+  const Tensor ar = blis_operand(a);
+  const Tensor br = blis_operand(b);
+  const MatrixLayout la = matrix_layout(ar), lb = matrix_layout(br);
+  Shape full_a = batch, full_b = batch;
+  full_a.insert(full_a.end(), {M, K});
+  full_b.insert(full_b.end(), {K, N});
+  const Shape sa = broadcast_strides(ar, full_a);  // batch strides: the first batch.size() entries
+  const Shape sb = broadcast_strides(br, full_b);
+  T* o = out.data_ptr<T>();
+  const T* pa = ar.data_ptr<T>();
+  const T* pb = br.data_ptr<T>();
+  const int64_t out_step = M * N;
+  // Element offsets of each batch's a and b matrix, batches in row-major order: each "row" of
+  // for_each_row is a run along the last batch dim.
+  std::vector<std::array<int64_t, 2>> offsets;
+  offsets.reserve(static_cast<size_t>(shape_numel(batch)));
+  for_each_row<2>(batch, {sa.data(), sb.data()}, {0, 0},
+                  [&](const std::array<int64_t, 2>& off, int64_t len, const std::array<int64_t, 2>& st) {
+                    for (int64_t j = 0; j < len; ++j) offsets.push_back({off[0] + j * st[0], off[1] + j * st[1]});
+                  });
+  const int64_t batches = static_cast<int64_t>(offsets.size());
+  auto run_batches = [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i)
+      gemm(o + i * out_step, pa + offsets[i][0], pb + offsets[i][1], M, N, K, la, lb);
+  };
+  // Small gemms run single-threaded inside BLIS (see kSingleThreadWork), so spread the batches
+  // over our own threads instead: attention's (B*NH) gemms of (T,hs)@(hs,T) are this case. Each
+  // thread gets at least kParallelBatchWork multiply-adds: a fork/join for less (one query per
+  // head while generating, a tiny model) costs more than it saves, and on a busy machine the
+  // threads wait for each other for milliseconds.
+  if (M * N * K <= kSingleThreadWork && batches > 1) {
+    parallel_for(0, batches, (kParallelBatchWork + M * N * K - 1) / (M * N * K), run_batches);
+  } else {
+    run_batches(0, batches);
+  }
+  if (batches > 0) {  // the debug hook sees the last batch's call
+    const std::array<int64_t, 2>& last = offsets.back();
+    last_call = GemmCall{pa + last[0], pb + last[1], la.rs, la.cs, lb.rs, lb.cs, M, N, K};
+  }
+}
+
+}  // namespace
+
+void batched_gemm(const Tensor& out, const Tensor& a, const Tensor& b, const Shape& batch, int64_t M, int64_t N,
+                  int64_t K) {
+  visit_floating(out.dtype(), "matmul", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    batched_gemm_typed<T>(out, a, b, batch, M, N, K);
+  });
+}
+
+std::optional<Tensor> fold_leading_dims(const Tensor& t) {
+  const int64_t n = t.dim();
+  int64_t rows = 1, row_stride = t.strides()[n - 1], next = -1;  // next: stride the next outer dim needs
+  for (int64_t d = n - 2; d >= 0; --d) {
+    const int64_t size = t.sizes()[d], stride = t.strides()[d];
+    if (size == 1) continue;  // steps nowhere
+    if (next >= 0 && stride != next) return std::nullopt;
+    if (next < 0) row_stride = stride;
+    next = stride * size;
+    rows *= size;
+  }
+  return make_view(t, {rows, t.sizes()[n - 1]}, {row_stride, t.strides()[n - 1]}, t.storage_offset());
+}
+
+const GemmCall& last_gemm_call() { return last_call; }
+
+}  // namespace tg::kernels

@@ -1,0 +1,48 @@
+// autograd/kernels/gemm.h — matmul's fast path: BLIS's gemm and gemv, and small_gemm's register
+// blocks, on the operands' own memory.
+//
+// It speeds up matmul_reference (autograd/ops/matmul.cpp), its test oracle: the same batched
+// product out = a @ b, float32 and float64, summed in the operand type in each kernel's blocked
+// order instead of in double, so the two agree to float rounding.
+//
+// Why views cost nothing here: BLIS reads each matrix through a row stride and a column stride,
+// so a transposed view (x.t(), k.transpose(-2, -1)) is the same memory with the two strides
+// swapped, and a batch dim of stride 0 (broadcast) just hands the same pointer to every gemm.
+// An operand is copied only when BLIS cannot read its layout (see blis_can_read in gemm.cpp).
+//
+// Which kernel runs one (M,K) @ (K,N) product (gemm.cpp: gemm):
+//   M = 1 or N = 1           BLIS's gemv, the matrix read in place (no packing)
+//   float32, small enough    small_gemm.h's register blocks (BLIS's fixed cost per call is more
+//                            than the arithmetic: attention's per-head products)
+//   anything else            BLIS's gemm, threaded for large products
+#pragma once
+#include <cstdint>
+#include <optional>
+
+#include "autograd/tensor.h"
+
+namespace tg::kernels {
+
+// out (batch.., M, N) contiguous = a (batch_a.., M, K) @ b (batch_b.., K, N), where the batch
+// dims of a and b broadcast to `batch`. a and b are matrices (1-D operands already promoted),
+// float32 or float64 like out.
+void batched_gemm(const Tensor& out, const Tensor& a, const Tensor& b, const Shape& batch, int64_t M, int64_t N,
+                  int64_t K);
+
+// t (d0, ..., dn-2, C) seen as one matrix (R, C), R = d0*...*dn-2, when memory allows it without
+// a copy: the leading dims must step through memory as one dim would. A view with no autograd
+// state. (A batch of products with one shared matrix is then one product: BLIS runs one large
+// gemm faster than many small ones.)
+std::optional<Tensor> fold_leading_dims(const Tensor& t);
+
+// What the last gemm call on this thread was given (for tests that prove a view was passed to
+// BLIS as it is, not copied). a and b point at element [0,0] of each operand.
+struct GemmCall {
+  const void* a = nullptr;
+  const void* b = nullptr;
+  int64_t rsa = 0, csa = 0, rsb = 0, csb = 0;
+  int64_t m = 0, n = 0, k = 0;
+};
+const GemmCall& last_gemm_call();
+
+}  // namespace tg::kernels
