@@ -348,7 +348,7 @@ Tensor Tensor::clone() const {
 }
 
 // --- in place ------------------------------------------------------------------------------------
-// Each goes through begin_inplace / finish_inplace (autograd/tape.h): the checks before the
+// Each goes through begin_inplace / finish_inplace (autograd/record.h): the checks before the
 // write, the version bump and the tape entry after it. A backward reads tensors only through
 // the entry's saved list.
 
@@ -399,7 +399,8 @@ Tensor& Tensor::add_(const Tensor& other, Scalar alpha) {
   copy_values(*this, sum, "add_");
   const double a = alpha.value;
   // add's formulas (ops/derivatives.h), with self for a
-  finish_inplace(*this, old, {other}, "AddBackward0", {}, [a](const BackwardArgs& ctx) { return add_backward(ctx, a); });
+  finish_inplace(*this, old, {other}, "AddBackward0", {},
+                 [a](const BackwardArgs& ctx) { return add_backward(ctx, a); });
   return *this;
 }
 
@@ -432,7 +433,8 @@ Tensor& Tensor::mul_(Scalar other) {
   Tensor old = begin_inplace(*this, {}, "mul_");
   copy_values(*this, tg::mul(detach(), other), "mul_");
   const double s = other.value;
-  finish_inplace(*this, old, {}, "MulBackward0", {}, [s](const BackwardArgs& ctx) { return mul_scalar_backward(ctx, s); });
+  finish_inplace(*this, old, {}, "MulBackward0", {},
+                 [s](const BackwardArgs& ctx) { return mul_scalar_backward(ctx, s); });
   return *this;
 }
 
@@ -457,7 +459,8 @@ Tensor& Tensor::div_(Scalar other) {
   Tensor old = begin_inplace(*this, {}, "div_");
   copy_values(*this, tg::div(detach(), other), "div_");
   const double s = other.value;
-  finish_inplace(*this, old, {}, "DivBackward0", {}, [s](const BackwardArgs& ctx) { return div_scalar_backward(ctx, s); });
+  finish_inplace(*this, old, {}, "DivBackward0", {},
+                 [s](const BackwardArgs& ctx) { return div_scalar_backward(ctx, s); });
   return *this;
 }
 

@@ -148,7 +148,7 @@ void check_random_bounds(int64_t low, int64_t high, ScalarType dtype) {
 
 // --- in-place bookkeeping -----------------------------------------------------------------------
 
-// After the write, through the one in-place mechanism (autograd/tape.h): the new values do not
+// After the write, through the one in-place mechanism (autograd/record.h): the new values do not
 // depend on the old ones, so no gradient flows back through it.
 void finish_random_inplace(Tensor& self, const Tensor& old, const char* node_name) {
   finish_inplace(self, old, {}, node_name, {}, [](const BackwardArgs&) { return Grads{Tensor()}; });

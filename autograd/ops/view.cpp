@@ -81,7 +81,7 @@ std::optional<Shape> view_strides(const Shape& old_shape, const Shape& old_strid
 template <class F>
 Tensor recorded_view(const Tensor& x, const Shape& sizes, const Shape& strides, int64_t offset, const char* name, F fn) {
   Tensor out = make_view(x, sizes, strides, offset);
-  // remember the base, so the view follows in-place writes made to it later (tape.h)
+  // remember the base, so the view follows in-place writes made to it later (autograd/tape_inplace.cpp)
   const std::shared_ptr<TensorImpl>& base = impl_of(x).view_base ? impl_of(x).view_base : impl_ptr_of(x);
   impl_of(out).view_base = base;
   impl_of(out).base_history = base->inplace_history;

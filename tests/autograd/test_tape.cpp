@@ -115,10 +115,14 @@ TEST(Tape, InPlaceArithmeticGivesTheGradientsOfItsOutOfPlaceOp) {
   using Op = Tensor (*)(const Tensor&, const Tensor&);
   using InPlace = void (*)(Tensor&, const Tensor&);
   const std::vector<std::tuple<const char*, Op, InPlace>> cases = {
-      {"add", [](const Tensor& a, const Tensor& b) { return tg::add(a, b, 0.5); }, [](Tensor& a, const Tensor& b) { a.add_(b, 0.5); }},
-      {"sub", [](const Tensor& a, const Tensor& b) { return tg::sub(a, b, 2.0); }, [](Tensor& a, const Tensor& b) { a.sub_(b, 2.0); }},
-      {"mul", [](const Tensor& a, const Tensor& b) { return tg::mul(a, b); }, [](Tensor& a, const Tensor& b) { a.mul_(b); }},
-      {"div", [](const Tensor& a, const Tensor& b) { return tg::div(a, b); }, [](Tensor& a, const Tensor& b) { a.div_(b); }},
+      {"add", [](const Tensor& a, const Tensor& b) { return tg::add(a, b, 0.5); },
+       [](Tensor& a, const Tensor& b) { a.add_(b, 0.5); }},
+      {"sub", [](const Tensor& a, const Tensor& b) { return tg::sub(a, b, 2.0); },
+       [](Tensor& a, const Tensor& b) { a.sub_(b, 2.0); }},
+      {"mul", [](const Tensor& a, const Tensor& b) { return tg::mul(a, b); },
+       [](Tensor& a, const Tensor& b) { a.mul_(b); }},
+      {"div", [](const Tensor& a, const Tensor& b) { return tg::div(a, b); },
+       [](Tensor& a, const Tensor& b) { a.div_(b); }},
   };
   for (const auto& [name, op, in_place] : cases) {
     SCOPED_TRACE(name);
@@ -141,11 +145,14 @@ TEST(Tape, InPlaceArithmeticGivesTheGradientsOfItsOutOfPlaceOp) {
 // operand broadcasts to the written tensor's shape.
 TEST(Tape, InPlaceWritesNameTheOperandThatDoesNotBroadcast) {
   Tensor t = tg::zeros({1, 4});
-  EXPECT_EQ(error_of([&] { t.add_(tg::ones({3, 4})); }), "add_: other of shape (3,4) cannot be broadcast to (1,4) (dim 0: 3 vs 1)");
-  EXPECT_EQ(error_of([&] { t.mul_(tg::ones({3, 4})); }), "mul_: other of shape (3,4) cannot be broadcast to (1,4) (dim 0: 3 vs 1)");
+  EXPECT_EQ(error_of([&] { t.add_(tg::ones({3, 4})); }),
+            "add_: other of shape (3,4) cannot be broadcast to (1,4) (dim 0: 3 vs 1)");
+  EXPECT_EQ(error_of([&] { t.mul_(tg::ones({3, 4})); }),
+            "mul_: other of shape (3,4) cannot be broadcast to (1,4) (dim 0: 3 vs 1)");
   EXPECT_EQ(error_of([&] { t.div_(tg::ones({2, 1, 4})); }),
             "div_: other of shape (2,1,4) cannot be broadcast to (1,4) (3 dims, more than 2)");
-  EXPECT_EQ(error_of([&] { t.copy_(tg::ones({5})); }), "copy_: src of shape (5) cannot be broadcast to (1,4) (dim 1: 5 vs 4)");
+  EXPECT_EQ(error_of([&] { t.copy_(tg::ones({5})); }),
+            "copy_: src of shape (5) cannot be broadcast to (1,4) (dim 1: 5 vs 4)");
   EXPECT_EQ(error_of([&] { t.masked_fill_(tg::ones({2, 4}).to_bool(), 1.0); }),
             "masked_fill: mask of shape (2,4) cannot be broadcast to (1,4) (dim 0: 2 vs 1)");
   EXPECT_EQ(error_of([&] { tg::masked_fill(t, tg::ones({4, 1}).to_bool(), 1.0); }),
