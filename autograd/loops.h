@@ -124,6 +124,9 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
 // Checks that `from` broadcasts to exactly `to` (an in-place write, a mask over a tensor).
 // Throws "op: <what> of shape (3,1) cannot be broadcast to (2,4) (dim 0: 3 vs 2)".
 void check_broadcasts_to(const Shape& from, const Shape& to, const char* op, const char* what);
+// An attention mask (undefined: none) must be bool and broadcast to the scores (..., T_q, T_k)
+// (ops/attention.cpp: the one check, with one message, for every attention op).
+void check_attention_mask(const Tensor& mask, const Shape& scores_shape, const char* op);
 // Strides that read t as if expanded to `shape` (0 along broadcast dims).
 Shape broadcast_strides(const Tensor& t, const Shape& shape);
 

@@ -322,18 +322,24 @@ Tensor masked_scaled_softmax_backward(const Tensor& y, const Tensor& grad, const
 // transpose(1, 2) of it is contiguous, the heads joined. (autograd/ops/attention_context.cpp)
 Tensor masked_scaled_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask, int64_t d_k,
                                const MaskedSoftmaxOptions& options = {});
-// The same from masked_fill, div and softmax, as separate ops: the fused op's test oracle.
-Tensor masked_scaled_softmax_composed(const Tensor& scores, const Tensor& mask, int64_t d_k,
-                                      const MaskedSoftmaxOptions& options = {});
+// The same from masked_fill, div and softmax, as separate ops: the plain reference, which the
+// fused op runs when the fast kernels are off (fast_kernels.h), and its test oracle.
+Tensor masked_scaled_softmax_reference(const Tensor& scores, const Tensor& mask, int64_t d_k,
+                                       const MaskedSoftmaxOptions& options = {});
+// masked_scaled_softmax_reference(q @ k^T, mask, d_k, options) @ v: masked_scaled_attention's
+// plain reference (a 4-D result is contiguous (B, NH, T_q, hs_v) here).
+Tensor masked_scaled_attention_reference(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
+                                         int64_t d_k, const MaskedSoftmaxOptions& options = {});
 
 // Linear(C, H) -> GELU(approximate) -> Linear(H, C_out) as one op (ops/feed_forward.cpp): x (..., C),
 // w1 (H, C), b1 (H), w2 (C_out, H), b2 (C_out), biases may be undefined. Keeps h = x w1^T + b1 for
 // backward, not gelu(h); the same values and gradients as the composition, bit for bit.
 Tensor feed_forward(const Tensor& x, const Tensor& w1, const Tensor& b1, const Tensor& w2, const Tensor& b2,
                     const std::string& approximate);
-// The same as linear, gelu, linear: the fused op's test oracle.
-Tensor feed_forward_composed(const Tensor& x, const Tensor& w1, const Tensor& b1, const Tensor& w2,
-                             const Tensor& b2, const std::string& approximate);
+// The same as linear, gelu, linear: the plain reference, which the fused op runs when the fast
+// kernels are off, and its test oracle.
+Tensor feed_forward_reference(const Tensor& x, const Tensor& w1, const Tensor& b1, const Tensor& w2,
+                              const Tensor& b2, const std::string& approximate);
 
 // --- comparing values -------------------------------------------------------------------------
 // |a - b| <= atol + rtol * |b| everywhere (shapes broadcast), NaNs equal only if equal_nan.

@@ -1,5 +1,6 @@
 // autograd/kernels/activation_kernels.h — the float32 loops behind tanh, sigmoid and gelu(tanh)
-// (autograd/ops/activation.cpp), their plain twins, and the element formulas both share.
+// (autograd/ops/activation.cpp) and the element formulas they share with the plain
+// `_reference` functions there.
 //
 // Buffers are contiguous, N elements; outputs first, then inputs; gradients prefixed d.
 //   gelu tanh  out = x/2 (1 + tanh(k (x + c x^3)))                     k = sqrt(2/pi), c = 0.044715
@@ -7,20 +8,21 @@
 //   tanh       out = tanh x
 //   sigmoid    out = 1 / (1 + e^-x)
 // (tanh's and sigmoid's backward need no exp or tanh: activation.cpp runs them as one fused
-// elementwise pass for every dtype.) The fast loops differ from the twins only in exp and
-// tanh: vec_math's (<= 1 and 2 ulp, and vectorised) in place of std::exp and std::tanh. The
+// elementwise pass for every dtype.) The fast loops differ from the `_reference` functions only in
+// exp and tanh: vec_math's (<= 1 and 2 ulp, and vectorised) in place of std::exp and std::tanh. The
 // gelu backward is one pass: no temporary holding the derivative, no separate multiply by dout.
 #pragma once
 #include <cmath>
 #include <cstdint>
 
+#include "autograd/kernels/isa.h"
+
 namespace tg::activation_kernels {
 
-// The instruction sets the float32 loops are compiled for. Both give the same bits (see
-// vec_math.h); kAvx2 does 8 floats a step instead of 4.
-enum class Isa { kBaseline, kAvx2 };
-Isa best_isa();                  // kAvx2 when this CPU (and its OS) can run it
-bool isa_available(Isa isa);
+// Every copy of a loop (kernels::run_on, isa.h) gives the same bits (see vec_math.h). The
+// loops run the AVX2 copy at most (activation_kernels.cpp says why).
+using kernels::Isa;
+inline Isa best_isa() { return kernels::best_isa(Isa::kAvx2); }
 
 // --- the element formulas, for any floating T and any tanh --------------------------------------
 
@@ -53,24 +55,5 @@ void gelu_tanh_forward(float* out, const float* inp, int64_t N, Isa isa = best_i
 void gelu_tanh_backward(float* dinp, const float* dout, const float* inp, int64_t N, Isa isa = best_isa());
 void tanh_forward(float* out, const float* inp, int64_t N, Isa isa = best_isa());
 void sigmoid_forward(float* out, const float* inp, int64_t N, Isa isa = best_isa());
-
-// --- plain twins (the test oracle): std::tanh, std::exp, one element at a time ------------------
-
-template <class T>
-void gelu_tanh_forward_naive(T* out, const T* inp, int64_t N) {
-  for (int64_t i = 0; i < N; ++i) out[i] = gelu_tanh_value(inp[i], [](T v) { return std::tanh(v); });
-}
-template <class T>
-void gelu_tanh_backward_naive(T* dinp, const T* dout, const T* inp, int64_t N) {
-  for (int64_t i = 0; i < N; ++i) dinp[i] = dout[i] * gelu_tanh_derivative(inp[i], [](T v) { return std::tanh(v); });
-}
-template <class T>
-void tanh_forward_naive(T* out, const T* inp, int64_t N) {
-  for (int64_t i = 0; i < N; ++i) out[i] = std::tanh(inp[i]);
-}
-template <class T>
-void sigmoid_forward_naive(T* out, const T* inp, int64_t N) {
-  for (int64_t i = 0; i < N; ++i) out[i] = sigmoid_value(inp[i], [](T v) { return std::exp(v); });
-}
 
 }  // namespace tg::activation_kernels

@@ -1,8 +1,8 @@
 // autograd/kernels/row_kernels.cpp — the float32 row loops of row_kernels.h (the math, and why
 // the results do not depend on the thread count, are there).
 //
-// Each loop is written once, as an always-inlined function of a block of rows, and compiled
-// twice by the two thin wrappers at the bottom: baseline x86-64 (4 floats a step) and AVX2 (8).
+// Each loop is written once, as an always-inlined function of a block of rows, and compiled for
+// every instruction set by kernels::run_on (isa.h); the rows run the AVX2 copy at most.
 // bench_kernels --threads 1 (small GPT: 2048 rows of C = 128), the double loops' build and
 // this one run in turn on a busy 2-core machine, times of three pairs:
 //   layer_norm forward      double loops  1.00 - 1.11 ms      these  0.23 - 0.29 ms
@@ -106,32 +106,6 @@ float mean_of(float s, int64_t C) { return static_cast<float>(static_cast<double
   }
 }
 
-// The two compiled copies of each loop.
-void forward_rows_baseline(float* out, float* mean, float* rstd, const float* inp, const float* w, const float* b,
-                           int64_t r0, int64_t r1, int64_t C, double eps) {
-  forward_rows(out, mean, rstd, inp, w, b, r0, r1, C, eps);
-}
-[[gnu::target("avx2")]] void forward_rows_avx2(float* out, float* mean, float* rstd, const float* inp, const float* w,
-                                               const float* b, int64_t r0, int64_t r1, int64_t C, double eps) {
-  forward_rows(out, mean, rstd, inp, w, b, r0, r1, C, eps);
-}
-void backward_blocks_baseline(float* dinp, double* dw, double* db, const float* dout, const float* inp, const float* w,
-                              const float* mean, const float* rstd, int64_t k0, int64_t k1, int64_t R, int64_t C) {
-  backward_blocks(dinp, dw, db, dout, inp, w, mean, rstd, k0, k1, R, C);
-}
-[[gnu::target("avx2")]] void backward_blocks_avx2(float* dinp, double* dw, double* db, const float* dout,
-                                                  const float* inp, const float* w, const float* mean,
-                                                  const float* rstd, int64_t k0, int64_t k1, int64_t R, int64_t C) {
-  backward_blocks(dinp, dw, db, dout, inp, w, mean, rstd, k0, k1, R, C);
-}
-void column_sum_blocks_baseline(double* sums, const float* inp, int64_t k0, int64_t k1, int64_t R, int64_t C) {
-  column_sum_blocks(sums, inp, k0, k1, R, C);
-}
-[[gnu::target("avx2")]] void column_sum_blocks_avx2(double* sums, const float* inp, int64_t k0, int64_t k1, int64_t R,
-                                                    int64_t C) {
-  column_sum_blocks(sums, inp, k0, k1, R, C);
-}
-
 int64_t blocks_of(int64_t R) { return (R + kRowBlock - 1) / kRowBlock; }
 
 // A chunk of blocks handed to one thread: at least kGrainElements elements.
@@ -157,8 +131,7 @@ void layer_norm_forward(float* out, float* mean, float* rstd, const float* inp, 
   const float* w = weight ? weight : ones.data();
   const float* b = bias ? bias : zeros.data();
   parallel_for(0, R, std::max<int64_t>(1, kGrainElements / C), [&](int64_t r0, int64_t r1) {
-    if (isa == Isa::kAvx2) forward_rows_avx2(out, mean, rstd, inp, w, b, r0, r1, C, eps);
-    else forward_rows_baseline(out, mean, rstd, inp, w, b, r0, r1, C, eps);
+    kernels::run_on<forward_rows>(isa, out, mean, rstd, inp, w, b, r0, r1, C, eps);
   });
 }
 
@@ -173,8 +146,7 @@ void layer_norm_backward(float* dinp, float* dweight, float* dbias, const float*
   double* pdw = dweight ? dw.data() : nullptr;
   double* pdb = dbias ? db.data() : nullptr;
   parallel_for(0, blocks, block_grain(C), [&](int64_t k0, int64_t k1) {
-    if (isa == Isa::kAvx2) backward_blocks_avx2(dinp, pdw, pdb, dout, inp, w, mean, rstd, k0, k1, R, C);
-    else backward_blocks_baseline(dinp, pdw, pdb, dout, inp, w, mean, rstd, k0, k1, R, C);
+    kernels::run_on<backward_blocks>(isa, dinp, pdw, pdb, dout, inp, w, mean, rstd, k0, k1, R, C);
   });
   if (dweight) add_blocks(dweight, dw, C);
   if (dbias) add_blocks(dbias, db, C);
@@ -185,8 +157,7 @@ void column_sums(float* out, const float* inp, int64_t R, int64_t C, Isa isa) {
   const int64_t blocks = blocks_of(R);
   std::vector<double> sums(static_cast<size_t>(blocks * C));  // sums (blocks, C)
   parallel_for(0, blocks, block_grain(C), [&](int64_t k0, int64_t k1) {
-    if (isa == Isa::kAvx2) column_sum_blocks_avx2(sums.data(), inp, k0, k1, R, C);
-    else column_sum_blocks_baseline(sums.data(), inp, k0, k1, R, C);
+    kernels::run_on<column_sum_blocks>(isa, sums.data(), inp, k0, k1, R, C);
   });
   add_blocks(out, sums, C);
 }

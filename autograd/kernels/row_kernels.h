@@ -1,8 +1,9 @@
 // autograd/kernels/row_kernels.h — float32 loops over the rows of an (R,C) matrix: layer_norm's
 // forward and backward (autograd/ops/layer_norm.cpp) and the column sums that give a bias its
-// gradient (sum_to, autograd/ops/reduce.cpp). Their plain twins, the test oracles, are the
-// double-precision loops they replace: nn_kernels::layer_norm_forward / _backward
-// (nn_kernels.h) and sum over one dim.
+// gradient (sum_to, autograd/ops/reduce.cpp). Their plain references, the test oracles and
+// what runs when the fast kernels are off, are the double-precision loops of
+// autograd/ops/layer_norm.cpp (nn_kernels::layer_norm_forward_reference, _backward_reference)
+// and sum over one dim.
 //
 // Buffers are contiguous; outputs first, then inputs, then sizes; gradients prefixed d.
 //   layer_norm  as nn_kernels.h: mean, rstd (R) per row; dweight, dbias (C) summed over rows
@@ -19,16 +20,19 @@
 //     sums added in block order, in double;
 //   * rows are split over the threads, each row (each block, for the sums over rows) wholly
 //     on one thread; the block boundaries are fixed, so no result depends on the thread count;
-//   * compiled twice, for baseline x86-64 and for AVX2, picked at run time; both give the same
+//   * compiled for each instruction set (isa.h), picked at run time; the copies give the same
 //     bits (the same operations in the same order; nothing is fused).
 #pragma once
 #include <cstdint>
 
-#include "autograd/kernels/activation_kernels.h"
+#include "autograd/kernels/isa.h"
 
 namespace tg::row_kernels {
 
-using activation_kernels::Isa;
+using kernels::Isa;
+
+// The copy the rows run: AVX2 when this CPU has it.
+inline Isa best_isa() { return kernels::best_isa(Isa::kAvx2); }
 
 constexpr int kLanes = 8;
 constexpr int64_t kRowBlock = 64;
@@ -36,15 +40,15 @@ constexpr int64_t kRowBlock = 64;
 // out (R,C), mean (R), rstd (R) from inp (R,C), weight (C), bias (C); weight and bias may be
 // null (taken as 1 and 0).
 void layer_norm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
-                        const float* bias, int64_t R, int64_t C, double eps, Isa isa = activation_kernels::best_isa());
+                        const float* bias, int64_t R, int64_t C, double eps, Isa isa = best_isa());
 
 // dinp (R,C), dweight (C), dbias (C) from dout (R,C), inp (R,C), weight (C), mean (R), rstd (R).
 // Any of dinp / dweight / dbias may be null (not wanted); weight may be null (taken as 1).
 void layer_norm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                          const float* weight, const float* mean, const float* rstd, int64_t R, int64_t C,
-                         Isa isa = activation_kernels::best_isa());
+                         Isa isa = best_isa());
 
 // out (C) = sum over the R rows of inp (R,C).
-void column_sums(float* out, const float* inp, int64_t R, int64_t C, Isa isa = activation_kernels::best_isa());
+void column_sums(float* out, const float* inp, int64_t R, int64_t C, Isa isa = best_isa());
 
 }  // namespace tg::row_kernels

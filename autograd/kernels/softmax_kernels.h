@@ -1,7 +1,7 @@
 // autograd/kernels/softmax_kernels.h — the float32 row loops behind softmax, log_softmax,
 // masked_scaled_softmax and cross_entropy along a contiguous last dim (autograd/ops/softmax.cpp,
-// attention.cpp, loss.cpp). The plain twins, the test oracles and the float64 path, are the
-// kernels of nn_kernels.h.
+// attention.cpp, loss.cpp). Their plain references, the test oracles, the float64 path and
+// what runs when the fast kernels are off, are the `_reference` loops of the op files.
 //
 // One row x (n), all in float except where it says double:
 //   m    = max_j x_j                                    16 running maxima, then one
@@ -13,7 +13,7 @@
 //                              d = sum_k double(g_k) double(y_k)    in 16 double lanes
 //   cross_entropy backward, for the row's lse (saved by the forward) and target t:
 //                      dx_j = float((double(e_j) exp(m - lse) - [j == t]) * scale)
-// The plain twins differ in exp (std::exp, or exp in double) and in summing from the left.
+// The references differ in exp (std::exp, or exp in double) and in summing from the left.
 //
 // The lanes: lane k adds the terms j with j % 16 == k, from the left, in double; at the end of
 // the row lane k + 8 is added to lane k, then k + 4, + 2, + 1. No chain waits on the previous
@@ -23,23 +23,26 @@
 // lane starts at +0 and x + (+-0) = x. That keeps masked_scaled_softmax, which stops at a
 // causal row's last visible key, bit for bit equal to softmax of the masked scores.
 //
-// Accuracy against the plain twins (tests/autograd/test_softmax_kernels.cpp, rows of 1 to 1000
+// Accuracy against the references (tests/autograd/test_softmax_kernels.cpp, rows of 1 to 1000
 // with -inf entries, all -inf, large and nearly equal values), worst seen:
 //   softmax 3 ulp (both exps are within 1 ulp); log_softmax 1 ulp; softmax backward, from the
 //   same y and g, the same bits (the sum of exact products only reordered, in double);
 //   cross_entropy lse 1 ulp of float, its backward 6e-8 absolute (where p - 1 cancels).
 //
-// Each loop is compiled for baseline x86-64 and for AVX2 (as activation_kernels.h's); both
-// give the same bits (vec_math.h says why), AVX2 is picked at run time when the CPU has it.
+// Each loop is written once (softmax_kernels.cpp) and compiled for every instruction set by
+// kernels::run_on (isa.h); the copies give the same bits (vec_math.h says why). The rows run
+// the AVX2 copy at most: the copy they were tuned and timed with.
 #pragma once
 #include <cstdint>
 
-#include "autograd/kernels/activation_kernels.h"
+#include "autograd/kernels/isa.h"
 
 namespace tg::softmax_kernels {
 
-using activation_kernels::best_isa;
-using activation_kernels::Isa;
+using kernels::Isa;
+
+// The copy the rows run: AVX2 when this CPU has it.
+inline Isa best_isa() { return kernels::best_isa(Isa::kAvx2); }
 
 // Rows per parallel_for chunk for rows of n: about 32k elements a chunk. (Each row is computed
 // wholly by one thread, so the split changes no result.)

@@ -8,12 +8,11 @@
 //              dx = g * (0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3*0.044715 x^2))
 //
 // Two paths each for tanh, sigmoid and gelu(tanh):
-//   * a contiguous float32 tensor (what a model passes) runs the vectorised loops of
-//     activation_kernels.h, on vec_math's exp and tanh, compiled for baseline x86-64 and for
-//     AVX2 and picked at run time;
-//   * anything else (float64, strided views, integers promoted to float32) runs the plain
-//     elementwise loop on std::exp and std::tanh: the same formulas, the twin the fast loops
-//     are tested against.
+//   * the plain one: the `_reference` element functions below, on std::exp and std::tanh, one
+//     element at a time, for any dtype and strides (integers computed in float32);
+//   * with the fast kernels on (fast_kernels.h), a contiguous float32 tensor (what a model
+//     passes) runs the vectorised loops of autograd/kernels/activation_kernels.h instead: the
+//     same formulas on vec_math's exp and tanh, tested against the `_reference` functions.
 // Every backward is one elementwise pass computing g * y' directly (no temporary y', no
 // separate multiply).
 #include <cmath>
@@ -23,97 +22,55 @@
 #include "autograd/kernels/activation_kernels.h"
 #include "autograd/ops/derivatives.h"
 #include "autograd/loops.h"
-#include "autograd/kernels/vec_math.h"
+#include "autograd/ops/nn_kernels.h"
+#include "autograd/fast_kernels.h"
 #include "autograd/record.h"
 
 namespace tg {
 
-namespace activation_kernels {
-
-// Which compiled loop runs. Thread CPU time on a (2048, 512) float32 tensor, the GPT's FF
-// hidden layer (2 cores of an AVX-512 server):
-//                       std::tanh twin   baseline (SSE2, 4 floats a step)   AVX2 (8 a step)
-//   gelu(tanh) forward      20.5 ms           2.2 ms                          1.0 ms
-//   gelu(tanh) backward     23.3 ms           2.9 ms                          1.4 ms
-//   tanh forward            15.0 ms           1.5 ms                          0.7 ms
-// The AVX2 copy halves the time again and gives the same bits, so it is worth a second compile
-// of these few loops. (An AVX-512 copy halved it once more in a trial, but that is under 1% of
-// a GPT training step, for a third copy to keep identical.) The copy is picked by hand,
-// target("avx2") and a CPU check, rather than by target_clones, so that a test can run both
-// on one machine and compare their bits.
-bool isa_available(Isa isa) {
-  if (isa == Isa::kAvx2) {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2");  // also checks that the OS saves the YMM registers
-  }
-  return true;
-}
-
-Isa best_isa() {
-  static const Isa best = isa_available(Isa::kAvx2) ? Isa::kAvx2 : Isa::kBaseline;
-  return best;
-}
-
-namespace {
-
-// out[i] = f(a[i]) and out[i] = f(a[i], b[i]), compiled twice. The element functions are
-// inlined into each copy, so each copy is one vectorised loop for its instruction set.
-template <class F>
-void map_baseline(float* out, const float* a, int64_t N, F f) {
-  for (int64_t i = 0; i < N; ++i) out[i] = f(a[i]);
-}
-template <class F>
-[[gnu::target("avx2")]] void map_avx2(float* out, const float* a, int64_t N, F f) {
-  for (int64_t i = 0; i < N; ++i) out[i] = f(a[i]);
-}
-template <class F>
-void map_baseline(float* out, const float* a, const float* b, int64_t N, F f) {
-  for (int64_t i = 0; i < N; ++i) out[i] = f(a[i], b[i]);
-}
-template <class F>
-[[gnu::target("avx2")]] void map_avx2(float* out, const float* a, const float* b, int64_t N, F f) {
-  for (int64_t i = 0; i < N; ++i) out[i] = f(a[i], b[i]);
-}
-
-template <class... Args>
-void map_f32(Isa isa, Args... args) {
-  if (isa == Isa::kAvx2) map_avx2(args...);
-  else map_baseline(args...);
-}
-
-// vec_math's, as function objects to pass to the element formulas.
-struct FastTanh {
-  float operator()(float v) const { return vec_math::tanh(v); }
-};
-struct FastExp {
-  float operator()(float v) const { return vec_math::exp(v); }
-};
-
-}  // namespace
-
-void gelu_tanh_forward(float* out, const float* inp, int64_t N, Isa isa) {
-  map_f32(isa, out, inp, N, [](float x) { return gelu_tanh_value(x, FastTanh{}); });
-}
-
-void gelu_tanh_backward(float* dinp, const float* dout, const float* inp, int64_t N, Isa isa) {
-  map_f32(isa, dinp, dout, inp, N, [](float g, float x) { return g * gelu_tanh_derivative(x, FastTanh{}); });
-}
-
-void tanh_forward(float* out, const float* inp, int64_t N, Isa isa) {
-  map_f32(isa, out, inp, N, FastTanh{});
-}
-
-void sigmoid_forward(float* out, const float* inp, int64_t N, Isa isa) {
-  map_f32(isa, out, inp, N, [](float x) { return sigmoid_value(x, FastExp{}); });
-}
-
-}  // namespace activation_kernels
-
 namespace K = activation_kernels;
+
+namespace nn_kernels {
+
+// --- the plain reference: the element formulas on std::tanh and std::exp ----------------------
+
+template <class T>
+T tanh_reference(T x) {
+  return std::tanh(x);
+}
+
+template <class T>
+T sigmoid_reference(T x) {
+  return K::sigmoid_value(x, [](T v) { return std::exp(v); });
+}
+
+template <class T>
+T gelu_tanh_reference(T x) {
+  return K::gelu_tanh_value(x, [](T v) { return std::tanh(v); });
+}
+
+template <class T>
+T gelu_tanh_derivative_reference(T x) {
+  return K::gelu_tanh_derivative(x, [](T v) { return std::tanh(v); });
+}
+
+template float tanh_reference<float>(float);
+template double tanh_reference<double>(double);
+template float sigmoid_reference<float>(float);
+template double sigmoid_reference<double>(double);
+template float gelu_tanh_reference<float>(float);
+template double gelu_tanh_reference<double>(double);
+template float gelu_tanh_derivative_reference<float>(float);
+template double gelu_tanh_derivative_reference<double>(double);
+
+}  // namespace nn_kernels
 
 namespace {
 
 bool contiguous_f32(const Tensor& t) { return t.dtype() == kFloat32 && t.is_contiguous(); }
+
+// The vectorised float32 loops run for x: the fast kernels are on and x is contiguous float32.
+bool fast_f32(const Tensor& x) { return fast_kernels() && contiguous_f32(x); }
 
 // y = f(x) by a float32 loop of activation_kernels (x contiguous float32), split over the
 // threads in chunks of elements (each element alone: the split changes no result).
@@ -144,8 +101,8 @@ Tensor grad_times(const Tensor& grad_out, const Tensor& saved, const char* op, F
 
 Tensor tanh(const Tensor& x) {
   check_defined(x, "tanh", "input");
-  Tensor y = contiguous_f32(x) ? fast_unary(x, K::tanh_forward)
-                               : elementwise_unary(x, "tanh", [](auto v) { return std::tanh(v); });
+  Tensor y = fast_f32(x) ? fast_unary(x, K::tanh_forward)
+                         : elementwise_unary(x, "tanh", [](auto v) { return nn_kernels::tanh_reference(v); });
   record("TanhBackward0", {x}, y, {y}, [](const BackwardArgs& ctx) {
     return Grads{grad_times(ctx.grad_out, ctx.saved[0], "tanh", [](auto t) { return 1 - t * t; })};
   });
@@ -154,10 +111,8 @@ Tensor tanh(const Tensor& x) {
 
 Tensor sigmoid(const Tensor& x) {
   check_defined(x, "sigmoid", "input");
-  Tensor y = contiguous_f32(x) ? fast_unary(x, K::sigmoid_forward)
-                               : elementwise_unary(x, "sigmoid", [](auto v) {
-                                   return K::sigmoid_value(v, [](auto e) { return std::exp(e); });
-                                 });
+  Tensor y = fast_f32(x) ? fast_unary(x, K::sigmoid_forward)
+                         : elementwise_unary(x, "sigmoid", [](auto v) { return nn_kernels::sigmoid_reference(v); });
   record("SigmoidBackward0", {x}, y, {y}, [](const BackwardArgs& ctx) {
     return Grads{grad_times(ctx.grad_out, ctx.saved[0], "sigmoid", [](auto s) { return s * (1 - s); })};
   });
@@ -182,7 +137,7 @@ Tensor relu(const Tensor& x) {
 
 Tensor gelu_backward(const Tensor& grad_out, const Tensor& x, const std::string& approximate) {
   if (approximate == "tanh") {
-    if (contiguous_f32(x) && contiguous_f32(grad_out) && grad_out.sizes() == x.sizes()) {
+    if (fast_f32(x) && contiguous_f32(grad_out) && grad_out.sizes() == x.sizes()) {
       Tensor dx = make_empty(x.sizes(), kFloat32);
       float* dinp = dx.data_ptr<float>();
       const float* dout = grad_out.data_ptr<float>();
@@ -192,9 +147,7 @@ Tensor gelu_backward(const Tensor& grad_out, const Tensor& x, const std::string&
       });
       return dx;
     }
-    return grad_times(grad_out, x, "gelu", [](auto v) {
-      return K::gelu_tanh_derivative(v, [](auto u) { return std::tanh(u); });
-    });
+    return grad_times(grad_out, x, "gelu", [](auto v) { return nn_kernels::gelu_tanh_derivative_reference(v); });
   }
   return grad_times(grad_out, x, "gelu", [](auto v) {
     using T = decltype(v);
@@ -211,9 +164,8 @@ Tensor gelu(const Tensor& x, const std::string& approximate) {
   check_defined(x, "gelu", "input");
   Tensor y;
   if (approximate == "tanh") {
-    y = contiguous_f32(x) ? fast_unary(x, K::gelu_tanh_forward) : elementwise_unary(x, "gelu", [](auto v) {
-      return K::gelu_tanh_value(v, [](auto u) { return std::tanh(u); });
-    });
+    y = fast_f32(x) ? fast_unary(x, K::gelu_tanh_forward)
+                    : elementwise_unary(x, "gelu", [](auto v) { return nn_kernels::gelu_tanh_reference(v); });
   } else {
     y = elementwise_unary(x, "gelu", [](auto v) {
       using T = decltype(v);

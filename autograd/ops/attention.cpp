@@ -10,7 +10,7 @@
 // Saved for backward: the output y and the caller's mask (no copy); the causal rule is
 // recomputed from the positions.
 //
-// Bit for bit, this is the composition it replaces, masked_scaled_softmax_composed (at the end
+// Bit for bit, this is the composition it replaces, masked_scaled_softmax_reference (at the end
 // of this file, the test oracle): masked_fill(masked, -inf), / sqrt(d_k), softmax(-1), the rows
 // with every key masked left out of the mask and zeroed afterwards. Every key not masked goes
 // through the same operations in the same order, because both run softmax's own row loops: z
@@ -37,6 +37,7 @@
 #include "autograd/ops/nn_kernels.h"
 #include "autograd/kernels/softmax_kernels.h"
 #include "autograd/runtime/parallel.h"
+#include "autograd/fast_kernels.h"
 #include "autograd/record.h"
 
 namespace tg {
@@ -88,14 +89,14 @@ KeyMasks key_masks(const Shape& shape, const Tensor& mask, const MaskedSoftmaxOp
 // y (n) = softmax(y (n)) in place, returning 1/s: float32 by softmax_kernels' row, float64 by
 // the plain loop, as softmax does along the last dim.
 inline double softmax_row_in_place(float* y, int64_t n) { return softmax_kernels::softmax_row(y, y, n); }
-inline double softmax_row_in_place(double* y, int64_t n) { return nn_kernels::softmax_row_plain(y, y, n); }
+inline double softmax_row_in_place(double* y, int64_t n) { return nn_kernels::softmax_row_reference(y, y, n); }
 
 // dx (n) = the softmax backward of g (n) at y (n), divided by `divisor`: softmax's row again.
 inline void softmax_backward_row(float* dx, const float* g, const float* y, int64_t n, float divisor) {
   softmax_kernels::softmax_backward_row(dx, g, y, n, divisor);
 }
 inline void softmax_backward_row(double* dx, const double* g, const double* y, int64_t n, double divisor) {
-  nn_kernels::softmax_backward_row_plain(dx, g, y, n, divisor);
+  nn_kernels::softmax_backward_row_reference(dx, g, y, n, divisor);
 }
 
 // y (T_k) = the weights of one query row from its scores x (T_k).
@@ -161,6 +162,21 @@ void masked_scaled_softmax_backward(T* dinp, const T* dout, const T* out, const 
   });
 }
 
+}  // namespace
+
+// The one check of an attention mask (masked_scaled_softmax and masked_scaled_attention): bool,
+// and broadcastable to the scores (..., T_q, T_k).
+void check_attention_mask(const Tensor& mask, const Shape& scores_shape, const char* op) {
+  if (!mask.defined()) return;
+  if (mask.dtype() != kBool) {
+    throw Error(std::string(op) + ": mask must be bool (true = masked), got " + dtype_name(mask.dtype()) +
+                " of shape " + shape_str(mask.sizes()));
+  }
+  check_broadcasts_to(mask.sizes(), scores_shape, op, "mask");
+}
+
+namespace {
+
 // scores floating with at least 2 dims, mask bool and broadcastable to it (or undefined), d_k > 0.
 void check_attention_inputs(const Tensor& scores, const Tensor& mask, int64_t d_k, const char* op) {
   check_floating(scores, op);
@@ -168,28 +184,14 @@ void check_attention_inputs(const Tensor& scores, const Tensor& mask, int64_t d_
     throw Error(std::string(op) + ": expected scores of shape (..., T_q, T_k), got " + shape_str(scores.sizes()));
   }
   if (d_k <= 0) throw Error(std::string(op) + ": d_k must be positive, got " + std::to_string(d_k));
-  if (!mask.defined()) return;
-  if (mask.dtype() != kBool) {
-    throw Error(std::string(op) + ": mask must be bool (true = masked), got " + dtype_name(mask.dtype()) +
-                " of shape " + shape_str(mask.sizes()));
-  }
-  const int64_t extra = scores.dim() - mask.dim();
-  for (int64_t d = 0; d < mask.dim(); ++d) {
-    const int64_t want = d + extra >= 0 ? scores.size(d + extra) : 1;
-    if (d + extra < 0 || (mask.size(d) != 1 && mask.size(d) != want)) {
-      throw Error(std::string(op) + ": mask of shape " + shape_str(mask.sizes()) +
-                  " cannot be broadcast to the scores' shape " + shape_str(scores.sizes()) +
-                  (d + extra < 0 ? " (the mask has more dims)"
-                                 : " (mask dim " + std::to_string(d) + ": " + std::to_string(mask.size(d)) + " vs " +
-                                       std::to_string(want) + ")"));
-    }
-  }
+  check_attention_mask(mask, scores.sizes(), op);
 }
 
 }  // namespace
 
 Tensor masked_scaled_softmax(const Tensor& scores, const Tensor& mask, int64_t d_k, const MaskedSoftmaxOptions& options) {
   check_attention_inputs(scores, mask, d_k, kOp);
+  if (!fast_kernels()) return masked_scaled_softmax_reference(scores, mask, d_k, options);
   const Tensor x = scores.is_contiguous() ? scores : scores.detach().contiguous();
   Tensor y = make_empty(scores.sizes(), scores.dtype());
   const int64_t R = y.numel() == 0 ? 0 : y.numel() / y.size(-1);
@@ -224,10 +226,11 @@ Tensor masked_scaled_softmax_backward(const Tensor& y, const Tensor& grad, const
   return dx;
 }
 
-// The plain twin: the ops the fused one replaces, as nn/attention.cpp composed them.
-Tensor masked_scaled_softmax_composed(const Tensor& scores, const Tensor& mask, int64_t d_k,
+// The plain reference: the ops the fused one replaces, as nn/attention.cpp composes them. It runs
+// when the fast kernels are off, and it is the fused op's test oracle.
+Tensor masked_scaled_softmax_reference(const Tensor& scores, const Tensor& mask, int64_t d_k,
                                       const MaskedSoftmaxOptions& options) {
-  check_attention_inputs(scores, mask, d_k, "masked_scaled_softmax_composed");
+  check_attention_inputs(scores, mask, d_k, "masked_scaled_softmax_reference");
   const double scale = std::sqrt(static_cast<double>(d_k));
   Tensor masked = mask;  // broadcastable to scores
   if (options.causal) {

@@ -18,15 +18,17 @@
 // attention layers use it when their dropout is off (p = 0, or eval) and the weights are not
 // kept for inspection.
 //
-// Bit for bit, this is the composition (the test oracle): every matrix goes through the same
-// ops on the same shapes and strides, one batch index at a time instead of all at once (matmul
-// runs one gemm per batch index either way, and the softmax works row by row).
+// Bit for bit, this is the composition, masked_scaled_attention_reference (at the end of this
+// file; it runs when the fast kernels are off, and it is the test oracle): every matrix goes
+// through the same ops on the same shapes and strides, one batch index at a time instead of all
+// at once (matmul runs one gemm per batch index either way, and the softmax works row by row).
 #include <vector>
 
 #include "autograd/error.h"
 #include "autograd/ops.h"
 #include "autograd/loops.h"
 #include "autograd/runtime/parallel.h"
+#include "autograd/fast_kernels.h"
 #include "autograd/record.h"
 
 namespace tg {
@@ -64,15 +66,6 @@ void check_inputs(const Tensor& q, const Tensor& k, const Tensor& v) {
   if (k.size(n - 2) != v.size(n - 2)) {
     throw Error(std::string(kOp) + ": k and v must have the same number of keys (dim -2), got " + shapes());
   }
-}
-
-// True when a tensor of shape `from` broadcasts to `to` (aligned at the last dim).
-bool broadcastable(const Shape& from, const Shape& to) {
-  if (from.size() > to.size()) return false;
-  const size_t extra = to.size() - from.size();
-  for (size_t d = 0; d < from.size(); ++d)
-    if (from[d] != 1 && from[d] != to[d + extra]) return false;
-  return true;
 }
 
 // The matrix of t (batch.., rows, cols) at flat batch index i: a view.
@@ -119,15 +112,9 @@ Tensor masked_scaled_attention(const Tensor& q, const Tensor& k, const Tensor& v
   scores_shape.back() = T_k;
   if (d_k <= 0) throw Error(std::string(kOp) + ": d_k must be positive, got " + std::to_string(d_k));
   // The mask read as if expanded to the scores (B.., T_q, T_k): stride 0 where it broadcasts.
-  Tensor full_mask;
-  if (mask.defined()) {
-    if (mask.dtype() != kBool || !broadcastable(mask.sizes(), scores_shape)) {
-      throw Error(std::string(kOp) + ": mask must be bool (true = masked) and broadcastable to the scores' shape " +
-                  shape_str(scores_shape) + ", got " + dtype_name(mask.dtype()) + " of shape " +
-                  shape_str(mask.sizes()));
-    }
-    full_mask = mask.expand(scores_shape);
-  }
+  check_attention_mask(mask, scores_shape, kOp);
+  const Tensor full_mask = mask.defined() ? mask.expand(scores_shape) : Tensor();
+  if (!fast_kernels()) return masked_scaled_attention_reference(q, k, v, mask, d_k, options);
   // out (B.., T_q, hs_v); a 4-D one stored as (B, T_q, NH, hs_v), the heads' layout once joined.
   Shape out_shape = q.sizes();
   out_shape.back() = hs_v;
@@ -154,6 +141,14 @@ Tensor masked_scaled_attention(const Tensor& q, const Tensor& k, const Tensor& v
                         ctx.needs_grad[2] ? dv : Tensor()};
          });
   return out;
+}
+
+// The plain reference: scores, weights and context as three ops, the weights kept by the tape.
+Tensor masked_scaled_attention_reference(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
+                                         int64_t d_k, const MaskedSoftmaxOptions& options) {
+  check_inputs(q, k, v);
+  const Tensor scores = q.matmul(k.transpose(-2, -1));  // (B.., T_q, T_k)
+  return masked_scaled_softmax_reference(scores, mask, d_k, options).matmul(v);
 }
 
 }  // namespace tg

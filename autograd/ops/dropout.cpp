@@ -54,33 +54,10 @@ void dropout_backward(T* dinp, const T* dout, const T* noise, int64_t N) {
   for (int64_t i = 0; i < N; ++i) dinp[i] = dout[i] * noise[i];
 }
 
-// --- naive twins (the test oracle): PyTorch's three steps, one after the other -----------------
-
-// noise = bernoulli_(1 - p) as 1 or 0; noise = noise / T(1 - p); out = inp * noise.
-template <class T>
-void dropout_forward_naive(T* out, T* noise, const T* inp, Generator& gen, int64_t N, double p) {
-  for (int64_t i = 0; i < N; ++i) noise[i] = rng::bernoulli_one(gen, 1.0 - p) ? T(1) : T(0);
-  for (int64_t i = 0; i < N; ++i) noise[i] = noise[i] / static_cast<T>(1.0 - p);
-  for (int64_t i = 0; i < N; ++i) out[i] = inp[i] * noise[i];
-}
-
-// dinp (N) = dout (N) * noise (N), one element at a time.
-template <class T>
-void dropout_backward_naive(T* dinp, const T* dout, const T* noise, int64_t N) {
-  for (int64_t i = 0; i < N; ++i) {
-    const T g = dout[i];
-    dinp[i] = g * noise[i];
-  }
-}
-
 template void dropout_forward<float>(float*, float*, const float*, Generator&, int64_t, double);
 template void dropout_forward<double>(double*, double*, const double*, Generator&, int64_t, double);
 template void dropout_backward<float>(float*, const float*, const float*, int64_t);
 template void dropout_backward<double>(double*, const double*, const double*, int64_t);
-template void dropout_forward_naive<float>(float*, float*, const float*, Generator&, int64_t, double);
-template void dropout_forward_naive<double>(double*, double*, const double*, Generator&, int64_t, double);
-template void dropout_backward_naive<float>(float*, const float*, const float*, int64_t);
-template void dropout_backward_naive<double>(double*, const double*, const double*, int64_t);
 
 }  // namespace nn_kernels
 

@@ -37,36 +37,10 @@ void embedding_backward(T* dweight, const T* dout, const int64_t* idx, int64_t N
   }
 }
 
-// --- naive twins (the test oracle): one element at a time -------------------------------------
-
-// out (N,C) = weight (V,C) at idx (N).
-template <class T>
-void embedding_forward_naive(T* out, const T* weight, const int64_t* idx, int64_t N, int64_t C) {
-  for (int64_t n = 0; n < N; ++n)
-    for (int64_t c = 0; c < C; ++c) out[n * C + c] = weight[idx[n] * C + c];
-}
-
-// dweight (V,C): for each row v, the sum of the dout (N,C) rows whose index is v.
-template <class T>
-void embedding_backward_naive(T* dweight, const T* dout, const int64_t* idx, int64_t N, int64_t V, int64_t C) {
-  for (int64_t v = 0; v < V; ++v) {
-    for (int64_t c = 0; c < C; ++c) {
-      T acc = T(0);
-      for (int64_t n = 0; n < N; ++n)
-        if (idx[n] == v) acc += dout[n * C + c];
-      dweight[v * C + c] = acc;
-    }
-  }
-}
-
 template void embedding_forward<float>(float*, const float*, const int64_t*, int64_t, int64_t);
 template void embedding_forward<double>(double*, const double*, const int64_t*, int64_t, int64_t);
 template void embedding_backward<float>(float*, const float*, const int64_t*, int64_t, int64_t, int64_t);
 template void embedding_backward<double>(double*, const double*, const int64_t*, int64_t, int64_t, int64_t);
-template void embedding_forward_naive<float>(float*, const float*, const int64_t*, int64_t, int64_t);
-template void embedding_forward_naive<double>(double*, const double*, const int64_t*, int64_t, int64_t);
-template void embedding_backward_naive<float>(float*, const float*, const int64_t*, int64_t, int64_t, int64_t);
-template void embedding_backward_naive<double>(double*, const double*, const int64_t*, int64_t, int64_t, int64_t);
 
 }  // namespace nn_kernels
 

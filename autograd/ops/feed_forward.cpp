@@ -18,7 +18,7 @@
 // (..., H) buffers per layer until backward. Here a is made again from h, one vectorised gelu
 // pass over a buffer that backward then frees at once.
 //
-// Bit for bit, this is that composition (feed_forward_composed, at the end of this file, the
+// Bit for bit, this is that composition (feed_forward_reference, at the end of this file, the
 // test oracle), forward and every gradient, in float32 and float64, at any thread count. The
 // forward runs the same ops (linear, gelu, linear) with the tape off, so the same kernels see
 // the same operands. The backward calls the functions the composition's tape entries call
@@ -34,6 +34,7 @@
 #include "autograd/ops.h"
 #include "autograd/ops/derivatives.h"
 #include "autograd/loops.h"
+#include "autograd/fast_kernels.h"
 #include "autograd/record.h"
 
 namespace tg {
@@ -93,6 +94,7 @@ Tensor linear_weight_grad(const Tensor& dout, const Tensor& inp) {
 
 Tensor feed_forward(const Tensor& x, const Tensor& w1, const Tensor& b1, const Tensor& w2, const Tensor& b2,
                     const std::string& approximate) {
+  if (!fast_kernels()) return feed_forward_reference(x, w1, b1, w2, b2, approximate);
   check_feed_forward_inputs(x, w1, b1, w2, b2, approximate);
   Tensor h, y;
   {
@@ -122,8 +124,9 @@ Tensor feed_forward(const Tensor& x, const Tensor& w1, const Tensor& b1, const T
   return y;
 }
 
-// The plain twin: the ops the fused one replaces, as nn's FeedForward composed them.
-Tensor feed_forward_composed(const Tensor& x, const Tensor& w1, const Tensor& b1, const Tensor& w2, const Tensor& b2,
+// The plain reference: the ops the fused one replaces, as nn's FeedForward composes them. It runs
+// when the fast kernels are off, and it is the fused op's test oracle.
+Tensor feed_forward_reference(const Tensor& x, const Tensor& w1, const Tensor& b1, const Tensor& w2, const Tensor& b2,
                              const std::string& approximate) {
   check_feed_forward_inputs(x, w1, b1, w2, b2, approximate);
   return linear(gelu(linear(x, w1, b1), approximate), w2, b2);

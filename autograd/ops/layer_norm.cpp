@@ -9,10 +9,11 @@
 // (the llm.c formula). Saved for backward: x, w, and mean (R), rstd (R) in x's dtype; norm is
 // recomputed.
 //
-// float32 runs the vectorised float loops of row_kernels.h (row sums in fixed float lanes, the
-// dw, db sums over rows in double per fixed block of rows, rows split over the threads);
-// float64 runs the loops below, whose row statistics and dw, db sums accumulate in double. The
-// float instantiations of those loops are the twins the float32 loops are tested against.
+// The plain loops below (layer_norm_forward_reference, _backward_reference), whose row
+// statistics and dw, db sums accumulate in double, run float64, and float32 when the fast
+// kernels are off. With them on, float32 runs the vectorised float loops of row_kernels.h (row
+// sums in fixed float lanes, the dw, db sums over rows in double per fixed block of rows, rows
+// split over the threads), tested against the float instantiations of the loops below.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -22,17 +23,18 @@
 #include "autograd/loops.h"
 #include "autograd/ops/nn_kernels.h"
 #include "autograd/kernels/row_kernels.h"
+#include "autograd/fast_kernels.h"
 #include "autograd/record.h"
 
 namespace tg {
 namespace nn_kernels {
 
-// --- fused kernels ------------------------------------------------------------------------------
+// --- the plain reference ------------------------------------------------------------------------------
 
 // out (R,C), mean (R), rstd (R) from inp (R,C), weight (C), bias (C); weight and bias may be
 // null (taken as 1 and 0). All contiguous.
 template <class T>
-void layer_norm_forward(T* out, T* mean, T* rstd, const T* inp, const T* weight, const T* bias, int64_t R,
+void layer_norm_forward_reference(T* out, T* mean, T* rstd, const T* inp, const T* weight, const T* bias, int64_t R,
                         int64_t C, double eps) {
   for (int64_t r = 0; r < R; ++r) {
     const T* x = inp + r * C;  // x (C)
@@ -61,7 +63,7 @@ void layer_norm_forward(T* out, T* mean, T* rstd, const T* inp, const T* weight,
 // Any of dinp / dweight / dbias may be null (not wanted); weight may be null (taken as 1).
 // dweight and dbias are overwritten (sums over R). All contiguous.
 template <class T>
-void layer_norm_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight, const T* mean,
+void layer_norm_backward_reference(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight, const T* mean,
                          const T* rstd, int64_t R, int64_t C) {
   std::vector<double> dw(dweight ? static_cast<size_t>(C) : 0, 0.0);  // dw (C)
   std::vector<double> db(dbias ? static_cast<size_t>(C) : 0, 0.0);    // db (C)
@@ -98,83 +100,14 @@ void layer_norm_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* 
   for (int64_t c = 0; c < C && dbias; ++c) dbias[c] = static_cast<T>(db[c]);
 }
 
-// --- naive twins (the test oracle): the textbook steps, one quantity at a time, in double -------
-
-// out (R,C), mean (R), rstd (R) from inp (R,C), weight (C) or null, bias (C) or null.
-template <class T>
-void layer_norm_forward_naive(T* out, T* mean, T* rstd, const T* inp, const T* weight, const T* bias, int64_t R,
-                              int64_t C, double eps) {
-  for (int64_t r = 0; r < R; ++r) {
-    double m = 0.0;
-    for (int64_t c = 0; c < C; ++c) m += static_cast<double>(inp[r * C + c]) / static_cast<double>(C);
-    double var = 0.0;
-    for (int64_t c = 0; c < C; ++c) {
-      const double d = static_cast<double>(inp[r * C + c]) - m;
-      var += d * d / static_cast<double>(C);
-    }
-    const double rs = 1.0 / std::sqrt(var + eps);
-    for (int64_t c = 0; c < C; ++c) {
-      const double norm = (static_cast<double>(inp[r * C + c]) - m) * rs;
-      const double w = weight ? static_cast<double>(weight[c]) : 1.0;
-      const double b = bias ? static_cast<double>(bias[c]) : 0.0;
-      out[r * C + c] = static_cast<T>(norm * w + b);
-    }
-    mean[r] = static_cast<T>(m);
-    rstd[r] = static_cast<T>(rs);
-  }
-}
-
-// dinp (R,C), dweight (C), dbias (C) (none may be null here) from dout, inp, weight or null,
-// mean, rstd: dx by the chain rule through norm, mean and rstd written out term by term.
-template <class T>
-void layer_norm_backward_naive(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight,
-                               const T* mean, const T* rstd, int64_t R, int64_t C) {
-  for (int64_t c = 0; c < C; ++c) {
-    double dw = 0.0, db = 0.0;
-    for (int64_t r = 0; r < R; ++r) {
-      const double norm = (static_cast<double>(inp[r * C + c]) - static_cast<double>(mean[r])) *
-                          static_cast<double>(rstd[r]);
-      dw += static_cast<double>(dout[r * C + c]) * norm;
-      db += static_cast<double>(dout[r * C + c]);
-    }
-    dweight[c] = static_cast<T>(dw);
-    dbias[c] = static_cast<T>(db);
-  }
-  for (int64_t r = 0; r < R; ++r) {
-    const double m = static_cast<double>(mean[r]);
-    const double rs = static_cast<double>(rstd[r]);
-    // y = (x - m) * rs:  dx_i = rs * dn_i + dm/N + dvar * 2 (x_i - m) / N, with
-    // dvar = sum_j dn_j (x_j - m) * (-1/2) rs^3  and  dm = -rs * sum_j dn_j
-    double dvar = 0.0, dm = 0.0;
-    for (int64_t c = 0; c < C; ++c) {
-      const double dn = static_cast<double>(dout[r * C + c]) * (weight ? static_cast<double>(weight[c]) : 1.0);
-      dvar += dn * (static_cast<double>(inp[r * C + c]) - m) * -0.5 * rs * rs * rs;
-      dm += -dn * rs;
-    }
-    for (int64_t c = 0; c < C; ++c) {
-      const double dn = static_cast<double>(dout[r * C + c]) * (weight ? static_cast<double>(weight[c]) : 1.0);
-      const double xm = static_cast<double>(inp[r * C + c]) - m;
-      dinp[r * C + c] = static_cast<T>(dn * rs + dvar * 2.0 * xm / static_cast<double>(C) + dm / static_cast<double>(C));
-    }
-  }
-}
-
-template void layer_norm_forward<float>(float*, float*, float*, const float*, const float*, const float*, int64_t,
+template void layer_norm_forward_reference<float>(float*, float*, float*, const float*, const float*, const float*, int64_t,
                                         int64_t, double);
-template void layer_norm_forward<double>(double*, double*, double*, const double*, const double*, const double*,
+template void layer_norm_forward_reference<double>(double*, double*, double*, const double*, const double*, const double*,
                                          int64_t, int64_t, double);
-template void layer_norm_backward<float>(float*, float*, float*, const float*, const float*, const float*,
+template void layer_norm_backward_reference<float>(float*, float*, float*, const float*, const float*, const float*,
                                          const float*, const float*, int64_t, int64_t);
-template void layer_norm_backward<double>(double*, double*, double*, const double*, const double*, const double*,
+template void layer_norm_backward_reference<double>(double*, double*, double*, const double*, const double*, const double*,
                                           const double*, const double*, int64_t, int64_t);
-template void layer_norm_forward_naive<float>(float*, float*, float*, const float*, const float*, const float*,
-                                              int64_t, int64_t, double);
-template void layer_norm_forward_naive<double>(double*, double*, double*, const double*, const double*,
-                                               const double*, int64_t, int64_t, double);
-template void layer_norm_backward_naive<float>(float*, float*, float*, const float*, const float*, const float*,
-                                               const float*, const float*, int64_t, int64_t);
-template void layer_norm_backward_naive<double>(double*, double*, double*, const double*, const double*,
-                                                const double*, const double*, const double*, int64_t, int64_t);
 
 }  // namespace nn_kernels
 
@@ -240,11 +173,13 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
   visit_floating(x.dtype(), "layer_norm", [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (std::is_same_v<T, float>) {
-      row_kernels::layer_norm_forward(y.data_ptr<T>(), mean.data_ptr<T>(), rstd.data_ptr<T>(), xc.data_ptr<T>(),
-                                      ptr_or_null<T>(wc), ptr_or_null<T>(bc), R, C, eps);
-      return;
+      if (fast_kernels()) {
+        row_kernels::layer_norm_forward(y.data_ptr<T>(), mean.data_ptr<T>(), rstd.data_ptr<T>(), xc.data_ptr<T>(),
+                                        ptr_or_null<T>(wc), ptr_or_null<T>(bc), R, C, eps);
+        return;
+      }
     }
-    nn_kernels::layer_norm_forward<T>(y.data_ptr<T>(), mean.data_ptr<T>(), rstd.data_ptr<T>(), xc.data_ptr<T>(),
+    nn_kernels::layer_norm_forward_reference<T>(y.data_ptr<T>(), mean.data_ptr<T>(), rstd.data_ptr<T>(), xc.data_ptr<T>(),
                                       ptr_or_null<T>(wc), ptr_or_null<T>(bc), R, C, eps);
   });
   const Shape ns = normalized_shape;
@@ -259,11 +194,14 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
       using T = typename decltype(tag)::type;
       auto out_ptr = [](const Tensor& t) { return t.defined() ? t.data_ptr<T>() : nullptr; };
       if constexpr (std::is_same_v<T, float>) {
-        row_kernels::layer_norm_backward(out_ptr(dx), out_ptr(dw), out_ptr(db), g.data_ptr<T>(), xs.data_ptr<T>(),
-                                         ptr_or_null<T>(ws), ctx.saved[2].data_ptr<T>(), ctx.saved[3].data_ptr<T>(), R, C);
-        return;
+        if (fast_kernels()) {
+          row_kernels::layer_norm_backward(out_ptr(dx), out_ptr(dw), out_ptr(db), g.data_ptr<T>(), xs.data_ptr<T>(),
+                                           ptr_or_null<T>(ws), ctx.saved[2].data_ptr<T>(), ctx.saved[3].data_ptr<T>(),
+                                           R, C);
+          return;
+        }
       }
-      nn_kernels::layer_norm_backward<T>(out_ptr(dx), out_ptr(dw), out_ptr(db), g.data_ptr<T>(), xs.data_ptr<T>(),
+      nn_kernels::layer_norm_backward_reference<T>(out_ptr(dx), out_ptr(dw), out_ptr(db), g.data_ptr<T>(), xs.data_ptr<T>(),
                                          ptr_or_null<T>(ws), ctx.saved[2].data_ptr<T>(), ctx.saved[3].data_ptr<T>(), R, C);
     });
     return Grads{dx, dw, db};

@@ -9,8 +9,9 @@
 // (all rows ignored gives 0/0 = NaN, as in PyTorch). Saved for backward: the logits, the
 // targets and lse (N) in float64; the probabilities are recomputed from them.
 // Logits (C) with a 0-d target are one row: N = 1, and the loss is 0-d as always.
-// float32 runs softmax_kernels.h's rows (a vectorised exp, sums in fixed lanes), the rows split
-// over the threads; float64 the plain loops below, which are also the float32 rows' twins.
+// The plain loops below (cross_entropy_forward_reference, _backward_reference) run float64, and
+// float32 when the fast kernels are off; with them on, float32 runs softmax_kernels.h's rows (a
+// vectorised exp, sums in fixed lanes), the rows split over the threads, tested against them.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -22,6 +23,7 @@
 #include "autograd/ops/nn_kernels.h"
 #include "autograd/kernels/softmax_kernels.h"
 #include "autograd/runtime/parallel.h"
+#include "autograd/fast_kernels.h"
 #include "autograd/record.h"
 
 namespace tg {
@@ -29,7 +31,7 @@ namespace nn_kernels {
 
 inline constexpr int64_t kIgnoreIndex = -100;  // F.cross_entropy's default ignore_index
 
-// --- fused kernels ------------------------------------------------------------------------------
+// --- the plain reference ------------------------------------------------------------------------------
 
 // loss (1) = (1/K) sum_n (lse_n - x_{n,t_n}) over the K rows not ignored, from lse (N),
 // logits (N,C) and targets (N): the rows in order, in double, for either path.
@@ -55,7 +57,7 @@ inline double gradient_scale(double g, const int64_t* targets, int64_t N) {
 // loss (1) = mean cross entropy, lse (N) = logsumexp of each row, from logits (N,C) and
 // targets (N); all contiguous, targets already checked to be in [0, C) or -100.
 template <class T>
-void cross_entropy_forward(T* loss, double* lse, const T* logits, const int64_t* targets, int64_t N, int64_t C) {
+void cross_entropy_forward_reference(T* loss, double* lse, const T* logits, const int64_t* targets, int64_t N, int64_t C) {
   for (int64_t n = 0; n < N; ++n) {
     const T* x = logits + n * C;  // x (C)
     T m = -std::numeric_limits<T>::infinity();
@@ -69,7 +71,7 @@ void cross_entropy_forward(T* loss, double* lse, const T* logits, const int64_t*
 
 // dlogits (N,C) from dloss (1), logits (N,C), lse (N) and targets (N); all contiguous.
 template <class T>
-void cross_entropy_backward(T* dlogits, const T* dloss, const T* logits, const double* lse, const int64_t* targets,
+void cross_entropy_backward_reference(T* dlogits, const T* dloss, const T* logits, const double* lse, const int64_t* targets,
                             int64_t N, int64_t C) {
   const double scale = gradient_scale(dloss[0], targets, N);
   for (int64_t n = 0; n < N; ++n) {
@@ -119,58 +121,12 @@ void cross_entropy_backward_f32(float* dlogits, const float* dloss, const float*
 
 }  // namespace
 
-// --- naive twins (the test oracle): log_softmax, then nll, as two plain steps in double ---------
-
-// loss (1) from logits (N,C) and targets (N).
-template <class T>
-void cross_entropy_forward_naive(T* loss, const T* logits, const int64_t* targets, int64_t N, int64_t C) {
-  double total = 0.0;
-  int64_t count = 0;
-  for (int64_t n = 0; n < N; ++n) {
-    if (targets[n] == kIgnoreIndex) continue;
-    double m = -std::numeric_limits<double>::infinity();
-    for (int64_t c = 0; c < C; ++c) m = std::max(m, static_cast<double>(logits[n * C + c]));
-    double s = 0.0;
-    for (int64_t c = 0; c < C; ++c) s += std::exp(static_cast<double>(logits[n * C + c]) - m);
-    const double logprob = static_cast<double>(logits[n * C + targets[n]]) - m - std::log(s);
-    total += -logprob;
-    ++count;
-  }
-  loss[0] = static_cast<T>(total / static_cast<double>(count));
-}
-
-// dlogits (N,C) = (softmax(logits) - onehot(targets)) * dloss / K.
-template <class T>
-void cross_entropy_backward_naive(T* dlogits, const T* dloss, const T* logits, const int64_t* targets, int64_t N,
-                                  int64_t C) {
-  int64_t count = 0;
-  for (int64_t n = 0; n < N; ++n) count += targets[n] != kIgnoreIndex;
-  for (int64_t n = 0; n < N; ++n) {
-    double m = -std::numeric_limits<double>::infinity();
-    for (int64_t c = 0; c < C; ++c) m = std::max(m, static_cast<double>(logits[n * C + c]));
-    double s = 0.0;
-    for (int64_t c = 0; c < C; ++c) s += std::exp(static_cast<double>(logits[n * C + c]) - m);
-    for (int64_t c = 0; c < C; ++c) {
-      const double p = std::exp(static_cast<double>(logits[n * C + c]) - m) / s;
-      const double onehot = c == targets[n] ? 1.0 : 0.0;
-      const double d = targets[n] == kIgnoreIndex ? 0.0 : (p - onehot) * static_cast<double>(dloss[0]) / count;
-      dlogits[n * C + c] = static_cast<T>(d);
-    }
-  }
-}
-
-template void cross_entropy_forward<float>(float*, double*, const float*, const int64_t*, int64_t, int64_t);
-template void cross_entropy_forward<double>(double*, double*, const double*, const int64_t*, int64_t, int64_t);
-template void cross_entropy_backward<float>(float*, const float*, const float*, const double*, const int64_t*,
+template void cross_entropy_forward_reference<float>(float*, double*, const float*, const int64_t*, int64_t, int64_t);
+template void cross_entropy_forward_reference<double>(double*, double*, const double*, const int64_t*, int64_t, int64_t);
+template void cross_entropy_backward_reference<float>(float*, const float*, const float*, const double*, const int64_t*,
                                             int64_t, int64_t);
-template void cross_entropy_backward<double>(double*, const double*, const double*, const double*, const int64_t*,
+template void cross_entropy_backward_reference<double>(double*, const double*, const double*, const double*, const int64_t*,
                                              int64_t, int64_t);
-template void cross_entropy_forward_naive<float>(float*, const float*, const int64_t*, int64_t, int64_t);
-template void cross_entropy_forward_naive<double>(double*, const double*, const int64_t*, int64_t, int64_t);
-template void cross_entropy_backward_naive<float>(float*, const float*, const float*, const int64_t*, int64_t,
-                                                  int64_t);
-template void cross_entropy_backward_naive<double>(double*, const double*, const double*, const int64_t*, int64_t,
-                                                   int64_t);
 
 }  // namespace nn_kernels
 
@@ -237,12 +193,13 @@ Tensor cross_entropy_grad(const Tensor& g, const Tensor& logits, const Tensor& t
   visit_floating(logits.dtype(), "cross_entropy_backward", [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (std::is_same_v<T, float>) {
-      nn_kernels::cross_entropy_backward_f32(dx.data_ptr<T>(), gc.data_ptr<T>(), xc.data_ptr<T>(),
-                                             lse.data_ptr<double>(), tc.data_ptr<int64_t>(), N, C);
-    } else {
-      nn_kernels::cross_entropy_backward<T>(dx.data_ptr<T>(), gc.data_ptr<T>(), xc.data_ptr<T>(),
-                                            lse.data_ptr<double>(), tc.data_ptr<int64_t>(), N, C);
+      if (fast_kernels()) {
+        return nn_kernels::cross_entropy_backward_f32(dx.data_ptr<T>(), gc.data_ptr<T>(), xc.data_ptr<T>(),
+                                                      lse.data_ptr<double>(), tc.data_ptr<int64_t>(), N, C);
+      }
     }
+    nn_kernels::cross_entropy_backward_reference<T>(dx.data_ptr<T>(), gc.data_ptr<T>(), xc.data_ptr<T>(),
+                                                    lse.data_ptr<double>(), tc.data_ptr<int64_t>(), N, C);
   });
   return dx;
 }
@@ -259,12 +216,13 @@ Tensor cross_entropy_fused(const Tensor& logits, const Tensor& targets) {
   visit_floating(logits.dtype(), "cross_entropy", [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (std::is_same_v<T, float>) {
-      nn_kernels::cross_entropy_forward_f32(loss.data_ptr<T>(), lse.data_ptr<double>(), xc.data_ptr<T>(),
-                                            tc.data_ptr<int64_t>(), N, C);
-    } else {
-      nn_kernels::cross_entropy_forward<T>(loss.data_ptr<T>(), lse.data_ptr<double>(), xc.data_ptr<T>(),
-                                           tc.data_ptr<int64_t>(), N, C);
+      if (fast_kernels()) {
+        return nn_kernels::cross_entropy_forward_f32(loss.data_ptr<T>(), lse.data_ptr<double>(), xc.data_ptr<T>(),
+                                                     tc.data_ptr<int64_t>(), N, C);
+      }
     }
+    nn_kernels::cross_entropy_forward_reference<T>(loss.data_ptr<T>(), lse.data_ptr<double>(), xc.data_ptr<T>(),
+                                                   tc.data_ptr<int64_t>(), N, C);
   });
   record("NllLossBackward0", {logits, targets}, loss, {xc, tc, lse}, [](const BackwardArgs& ctx) {
     return Grads{cross_entropy_grad(ctx.grad_out, ctx.saved[0], ctx.saved[1], ctx.saved[2]), Tensor()};

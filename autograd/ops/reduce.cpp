@@ -15,6 +15,7 @@
 #include "autograd/ops.h"
 #include "autograd/loops.h"
 #include "autograd/kernels/row_kernels.h"
+#include "autograd/fast_kernels.h"
 #include "autograd/record.h"
 
 namespace tg {
@@ -286,7 +287,7 @@ namespace {
 // A bias's gradient: dout (B,T,C) summed to (C). One pass of column sums over x as (R,C)
 // (row_kernels.h) instead of one sum per leading dim, each writing a temporary.
 bool sums_leading_dims_only(const Tensor& x, const Shape& shape, int64_t lead) {
-  return lead > 0 && x.dtype() == kFloat32 && x.is_contiguous() && !(grad_mode_enabled() && x.requires_grad()) &&
+  return fast_kernels() && lead > 0 && x.dtype() == kFloat32 && x.is_contiguous() && !(grad_mode_enabled() && x.requires_grad()) &&
          std::equal(shape.begin(), shape.end(), x.sizes().begin() + lead);
 }
 

@@ -21,6 +21,7 @@
 
 #include "autograd/ops.h"
 #include "autograd/kernels/activation_kernels.h"
+#include "autograd/ops/nn_kernels.h"
 #include "test_util.h"
 
 namespace tg {
@@ -90,18 +91,18 @@ constexpr double kGradAtol = 2e-5, kGradRtol = 1e-5;
 // The instruction sets this CPU can run: the fast loops are checked on each.
 std::vector<K::Isa> isas() {
   std::vector<K::Isa> out{K::Isa::kBaseline};
-  if (K::isa_available(K::Isa::kAvx2)) out.push_back(K::Isa::kAvx2);
+  if (kernels::isa_available(K::Isa::kAvx2)) out.push_back(K::Isa::kAvx2);
   return out;
 }
-const char* isa_name(K::Isa isa) { return isa == K::Isa::kAvx2 ? " (AVX2)" : " (baseline)"; }
+const char* isa_label(K::Isa isa) { return isa == K::Isa::kAvx2 ? " (AVX2)" : " (baseline)"; }
 
 TEST(ActivationKernels, GeluTanhForwardMatchesPlainTwin) {
   const std::vector<float> xs = activation_inputs();
   std::vector<float> fast(xs.size()), twin(xs.size());
-  K::gelu_tanh_forward_naive(twin.data(), xs.data(), size_of(xs));
+  for (size_t i = 0; i < xs.size(); ++i) twin[i] = nn_kernels::gelu_tanh_reference(xs[i]);
   for (K::Isa isa : isas()) {
     K::gelu_tanh_forward(fast.data(), xs.data(), size_of(xs), isa);
-    expect_close(std::string("gelu(tanh) forward") + isa_name(isa), xs, fast, twin, 1e-6, 1e-6);
+    expect_close(std::string("gelu(tanh) forward") + isa_label(isa), xs, fast, twin, 1e-6, 1e-6);
   }
 }
 
@@ -109,25 +110,25 @@ TEST(ActivationKernels, GeluTanhBackwardMatchesPlainTwin) {
   const std::vector<float> xs = activation_inputs();
   const std::vector<float> g = grad_inputs(xs.size());
   std::vector<float> fast(xs.size()), twin(xs.size());
-  K::gelu_tanh_backward_naive(twin.data(), g.data(), xs.data(), size_of(xs));
+  for (size_t i = 0; i < xs.size(); ++i) twin[i] = g[i] * nn_kernels::gelu_tanh_derivative_reference(xs[i]);
   for (K::Isa isa : isas()) {
     K::gelu_tanh_backward(fast.data(), g.data(), xs.data(), size_of(xs), isa);
-    expect_close(std::string("gelu(tanh) backward") + isa_name(isa), xs, fast, twin, kGradAtol, kGradRtol);
+    expect_close(std::string("gelu(tanh) backward") + isa_label(isa), xs, fast, twin, kGradAtol, kGradRtol);
   }
 }
 
 TEST(ActivationKernels, TanhAndSigmoidMatchPlainTwins) {
   const std::vector<float> xs = activation_inputs();
   std::vector<float> fast(xs.size()), tanh_twin(xs.size()), sigmoid_twin(xs.size());
-  K::tanh_forward_naive(tanh_twin.data(), xs.data(), size_of(xs));
-  K::sigmoid_forward_naive(sigmoid_twin.data(), xs.data(), size_of(xs));
+  for (size_t i = 0; i < xs.size(); ++i) tanh_twin[i] = nn_kernels::tanh_reference(xs[i]);
+  for (size_t i = 0; i < xs.size(); ++i) sigmoid_twin[i] = nn_kernels::sigmoid_reference(xs[i]);
   for (K::Isa isa : isas()) {
     // std::tanh and vec_math::tanh are each within 2 ulp of the true value, std::exp and
     // vec_math::exp within 1: at most 4 ulp apart, 4 * 2^-23 relative.
     K::tanh_forward(fast.data(), xs.data(), size_of(xs), isa);
-    expect_close(std::string("tanh") + isa_name(isa), xs, fast, tanh_twin, 0, 4.8e-7);
+    expect_close(std::string("tanh") + isa_label(isa), xs, fast, tanh_twin, 0, 4.8e-7);
     K::sigmoid_forward(fast.data(), xs.data(), size_of(xs), isa);
-    expect_close(std::string("sigmoid") + isa_name(isa), xs, fast, sigmoid_twin, 0, 4.8e-7);
+    expect_close(std::string("sigmoid") + isa_label(isa), xs, fast, sigmoid_twin, 0, 4.8e-7);
   }
 }
 
@@ -144,7 +145,7 @@ TEST(ActivationKernels, TanhAndSigmoidMatchPlainTwins) {
 }
 
 TEST(ActivationKernels, GeluTanhBaselineAndAvx2LoopsGiveTheSameBits) {
-  if (!K::isa_available(K::Isa::kAvx2)) GTEST_SKIP() << "this CPU has no AVX2";
+  if (!kernels::isa_available(K::Isa::kAvx2)) GTEST_SKIP() << "this CPU has no AVX2";
   // Every 4099th float bit pattern (all signs, binades, nans), then the grid and the draws. An
   // odd count leaves a scalar tail after the vector loop, compared too.
   std::vector<float> xs;
@@ -180,6 +181,7 @@ Tensor as_tensor(const std::vector<float>& v, int64_t rows) {
 Tensor transposed_copy(const Tensor& t) { return t.t().contiguous().t(); }
 
 TEST(ActivationKernels, GeluTanhOpTakesTheFastLoopsForContiguousFloat32AndTheTwinOtherwise) {
+  const FastKernelsGuard fast_on(true);  // the fast loops, whatever TG_FAST_KERNELS says
   std::vector<float> xs = activation_inputs();
   xs.resize(xs.size() / 64 * 64);
   const std::vector<float> gs = grad_inputs(xs.size());
@@ -187,8 +189,8 @@ TEST(ActivationKernels, GeluTanhOpTakesTheFastLoopsForContiguousFloat32AndTheTwi
   std::vector<float> fast_y(xs.size()), fast_dx(xs.size()), twin_y(xs.size()), twin_dx(xs.size());
   K::gelu_tanh_forward(fast_y.data(), xs.data(), n);
   K::gelu_tanh_backward(fast_dx.data(), gs.data(), xs.data(), n);
-  K::gelu_tanh_forward_naive(twin_y.data(), xs.data(), n);
-  K::gelu_tanh_backward_naive(twin_dx.data(), gs.data(), xs.data(), n);
+  for (size_t i = 0; i < xs.size(); ++i) twin_y[i] = nn_kernels::gelu_tanh_reference(xs[i]);
+  for (size_t i = 0; i < xs.size(); ++i) twin_dx[i] = gs[i] * nn_kernels::gelu_tanh_derivative_reference(xs[i]);
   const Tensor g = as_tensor(gs, 64);
 
   Tensor x = test::leaf(as_tensor(xs, 64));
@@ -206,6 +208,7 @@ TEST(ActivationKernels, GeluTanhOpTakesTheFastLoopsForContiguousFloat32AndTheTwi
 }
 
 TEST(ActivationKernels, TanhAndSigmoidOpsTakeTheFastLoopsAndFuseTheirBackward) {
+  const FastKernelsGuard fast_on(true);  // the fast loops, whatever TG_FAST_KERNELS says
   std::vector<float> xs = activation_inputs();
   xs.resize(xs.size() / 64 * 64);
   const int64_t n = size_of(xs);

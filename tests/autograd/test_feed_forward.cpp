@@ -1,5 +1,5 @@
 // tests/autograd/test_feed_forward.cpp — feed_forward (autograd/ops/feed_forward.cpp), the fused
-// Linear -> GELU -> Linear, against the composition it replaces (feed_forward_composed): the
+// Linear -> GELU -> Linear, against the composition it replaces (feed_forward_reference): the
 // output and every gradient bit for bit, in float32 and float64, on several shapes (1-d, 2-d and
 // 3-d x, odd sizes, no biases, a strided x, frozen weights), both approximations. Then a float64
 // gradcheck, the memory it saves (one (B,T,H) buffer fewer kept for backward), nn's FeedForward
@@ -97,10 +97,11 @@ std::vector<Case> cases() {
 }
 
 TEST(FeedForward, MatchesTheCompositionBitForBit) {
+  const FastKernelsGuard fast(true);  // the fused op, whatever TG_FAST_KERNELS says
   const char* what[] = {"y", "dx", "dw1", "db1", "dw2", "db2"};
   for (const Case& c : cases()) {
     SCOPED_TRACE(c.name());
-    const std::vector<Tensor> fused = run(feed_forward, c), composed = run(feed_forward_composed, c);
+    const std::vector<Tensor> fused = run(feed_forward, c), composed = run(feed_forward_reference, c);
     for (size_t i = 0; i < fused.size(); ++i) {
       SCOPED_TRACE(what[i]);
       ASSERT_EQ(fused[i].defined(), composed[i].defined());
@@ -112,6 +113,7 @@ TEST(FeedForward, MatchesTheCompositionBitForBit) {
 }
 
 TEST(FeedForward, RecordsOneTapeEntryForTheThreeOps) {
+  const FastKernelsGuard fast(true);  // the fused op, whatever TG_FAST_KERNELS says
   const Case c{{2, 3, 4}, 16, 4};
   const Operands o = operands(c);
   const size_t before = tape_size();
@@ -121,6 +123,7 @@ TEST(FeedForward, RecordsOneTapeEntryForTheThreeOps) {
 }
 
 TEST(FeedForward, BackwardMatchesFiniteDifferencesF64) {
+  const FastKernelsGuard fast(true);  // the fused op, whatever TG_FAST_KERNELS says
   for (const std::string approximate : {"tanh", "none"}) {
     SCOPED_TRACE(approximate);
     const Tensor x = leaf(normal_tensor({2, 3, 4}, 11)), w1 = leaf(normal_tensor({7, 4}, 12) * 0.5);
@@ -141,11 +144,12 @@ int64_t live_after_forward(FeedForwardFn fn, const Operands& o, Tensor& y) {
 }
 
 TEST(FeedForward, KeepsOneHiddenBufferFewerThanTheComposition) {
+  const FastKernelsGuard fast(true);  // the fused op, whatever TG_FAST_KERNELS says
   const int64_t B = 2, T = 16, C = 32, H = 4 * C;
   const Operands o = operands({{B, T, C}, H, C});
   Tensor y_fused, y_composed;
   const int64_t fused = live_after_forward(feed_forward, o, y_fused);
-  const int64_t composed = live_after_forward(feed_forward_composed, o, y_composed);
+  const int64_t composed = live_after_forward(feed_forward_reference, o, y_composed);
   const int64_t hidden = B * T * H * static_cast<int64_t>(sizeof(float));  // one (B,T,H) float32 buffer
   EXPECT_EQ(composed - fused, hidden) << "composition keeps " << composed << " bytes, fused " << fused;
   EXPECT_EQ(fused, hidden / 4 + hidden) << "y (B,T,C) and h (B,T,H)";  // x and the weights are the caller's

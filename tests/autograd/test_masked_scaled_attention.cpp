@@ -93,6 +93,7 @@ std::vector<Case> cases() {
 }
 
 TEST(MaskedScaledAttention, OutputAndGradientsAreTheCompositionsBitForBit) {
+  const FastKernelsGuard fast(true);  // the fused op, whatever TG_FAST_KERNELS says
   uint32_t seed = 100;
   for (const Case& c : cases()) {
     SCOPED_TRACE(c.name());
@@ -107,6 +108,7 @@ TEST(MaskedScaledAttention, OutputAndGradientsAreTheCompositionsBitForBit) {
 }
 
 TEST(MaskedScaledAttention, HeadsComeOutJoinedWithoutACopy) {
+  const FastKernelsGuard fast(true);  // the fused op, whatever TG_FAST_KERNELS says
   // (B, NH, T, hs) out, stored as (B, T, NH, hs): transpose(1, 2) is contiguous, as the layer joins heads.
   const Tensor q = normal_tensor({2, 3, 5, 4}, 1, kFloat32), k = normal_tensor({2, 3, 5, 4}, 2, kFloat32);
   const Tensor out = masked_scaled_attention(q, k, k, Tensor(), 4, {.causal = true});
@@ -115,6 +117,7 @@ TEST(MaskedScaledAttention, HeadsComeOutJoinedWithoutACopy) {
 }
 
 TEST(MaskedScaledAttention, TheWeightsAreNotKeptForBackward) {
+  const FastKernelsGuard fast(true);  // the fused op, whatever TG_FAST_KERNELS says
   // Tensor memory alive after forward: the composition keeps (B, NH, T, T) weights, the fused op none.
   const Case c{4, 4, 64, 64, 16, 16, true, 0, false, kFloat32};
   const Inputs in = make_inputs(c, 7);
@@ -137,6 +140,7 @@ TEST(MaskedScaledAttention, TheWeightsAreNotKeptForBackward) {
 }
 
 TEST(MaskedScaledAttention, GradientsMatchFiniteDifferencesF64) {
+  const FastKernelsGuard fast(true);  // the fused op, whatever TG_FAST_KERNELS says
   const Tensor q = normal_tensor({2, 2, 4, 3}, 11), k = normal_tensor({2, 2, 6, 3}, 12), v = normal_tensor({2, 2, 6, 5}, 13);
   const Tensor padded = from_vector(std::vector<int64_t>{0, 0, 1, 0, 0, 1, 0, 1, 0, 0, 0, 0}, {2, 1, 1, 6}).to_bool();
   assert_gradcheck(
@@ -147,6 +151,7 @@ TEST(MaskedScaledAttention, GradientsMatchFiniteDifferencesF64) {
 }
 
 TEST(MaskedScaledAttention, SameBitsOnOneThreadAndMany) {
+  const FastKernelsGuard fast(true);  // the fused op, whatever TG_FAST_KERNELS says
   struct Guard {
     int saved = get_num_threads();
     ~Guard() { set_num_threads(saved); }
@@ -177,8 +182,8 @@ TEST(MaskedScaledAttention, BadInputsNameWhatIsWrong) {
                {"q, k and v must have the same dtype, got float32, float32 and float64"});
   expect_error([&] { masked_scaled_attention(q, k, v, Tensor(), 0); }, {"d_k must be positive, got 0"});
   expect_error([&] { masked_scaled_attention(q, k, v, ones({2, 1, 1, 5}).to_bool(), 4); },
-               {"broadcastable to the scores' shape (2,3,5,6)", "bool of shape (2,1,1,5)"});
-  expect_error([&] { masked_scaled_attention(q, k, v, ones({2, 1, 1, 6}), 4); }, {"mask must be bool", "float32"});
+               {"masked_scaled_attention: mask of shape (2,1,1,5) cannot be broadcast to (2,3,5,6)"});
+  expect_error([&] { masked_scaled_attention(q, k, v, ones({2, 1, 1, 6}), 4); }, {"masked_scaled_attention: mask must be bool (true = masked), got float32 of shape (2,1,1,6)"});
 }
 
 }  // namespace

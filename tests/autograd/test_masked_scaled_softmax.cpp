@@ -1,6 +1,6 @@
 // tests/autograd/test_masked_scaled_softmax.cpp — masked_scaled_softmax (autograd/ops/attention.cpp),
 // the fused masked_fill(-inf), / sqrt(d_k), softmax of attention, against the composition of
-// those ops it replaces (masked_scaled_softmax_composed): forward and backward bit for bit, in
+// those ops it replaces (masked_scaled_softmax_reference): forward and backward bit for bit, in
 // float32 and float64, on many shapes (with and without heads, T_q == T_k and T_q < T_k with a
 // KV cache's offset, causal or not, key padding with fully padded rows, full and 2-d masks,
 // strided inputs). Then the rules one by one, a float64 gradcheck, several threads, and the
@@ -120,7 +120,7 @@ void expect_same_bits_as_composition(const Case& c, ScalarType dtype, uint32_t s
   const Tensor g = maybe_strided(normal_tensor(c.shape, seed + 1, dtype), c.strided);
   Tensor a = leaf(scores), b = leaf(scores);
   Tensor fused = masked_scaled_softmax(a, c.mask, c.d_k, c.options);
-  Tensor composed = masked_scaled_softmax_composed(b, c.mask, c.d_k, c.options);
+  Tensor composed = masked_scaled_softmax_reference(b, c.mask, c.d_k, c.options);
   ASSERT_TRUE(same_bytes(fused, composed)) << "forward";
   fused.backward(g);
   composed.backward(g);
@@ -130,16 +130,19 @@ void expect_same_bits_as_composition(const Case& c, ScalarType dtype, uint32_t s
 }
 
 TEST(MaskedScaledSoftmax, MatchesTheCompositionBitForBitF32) {
+  const FastKernelsGuard fast(true);  // the fused op, whatever TG_FAST_KERNELS says
   uint32_t seed = 100;
   for (const Case& c : random_cases(120, 1)) expect_same_bits_as_composition(c, kFloat32, seed += 2);
 }
 
 TEST(MaskedScaledSoftmax, MatchesTheCompositionBitForBitF64) {
+  const FastKernelsGuard fast(true);  // the fused op, whatever TG_FAST_KERNELS says
   uint32_t seed = 500;
   for (const Case& c : random_cases(60, 2)) expect_same_bits_as_composition(c, kFloat64, seed += 2);
 }
 
 TEST(MaskedScaledSoftmax, MatchesTheCompositionAtTheGptsShapes) {
+  const FastKernelsGuard fast(true);  // the fused op, whatever TG_FAST_KERNELS says
   // the small GPT's training step (b 4, 4 heads, T 128, hs 32, causal) and a generation step
   // with the KV cache (one new query after 99 cached positions)
   expect_same_bits_as_composition({.shape = {4, 4, 128, 128}, .d_k = 32, .options = {.causal = true}}, kFloat32, 7);
@@ -148,6 +151,7 @@ TEST(MaskedScaledSoftmax, MatchesTheCompositionAtTheGptsShapes) {
 }
 
 TEST(MaskedScaledSoftmax, ZeroMaximaInfinitiesAndNaNGiveTheCompositionsBits) {
+  const FastKernelsGuard fast(true);  // the fused op, whatever TG_FAST_KERNELS says
   // rows whose largest score is +0 or -0 (the row maximum's sign may come out either way),
   // scores of -inf and +inf not masked, and a NaN
   const double z = 0.0, inf = kInf, nan = std::nan("");
@@ -164,7 +168,7 @@ TEST(MaskedScaledSoftmax, ZeroMaximaInfinitiesAndNaNGiveTheCompositionsBits) {
       SCOPED_TRACE(std::string(dtype_name(dtype)) + (causal ? " causal" : ""));
       Tensor a = leaf(scores.to(dtype)), b = leaf(scores.to(dtype));
       Tensor fused = masked_scaled_softmax(a, Tensor(), 1, {.causal = causal, .query_offset = 2});
-      Tensor composed = masked_scaled_softmax_composed(b, Tensor(), 1, {.causal = causal, .query_offset = 2});
+      Tensor composed = masked_scaled_softmax_reference(b, Tensor(), 1, {.causal = causal, .query_offset = 2});
       EXPECT_TRUE(same_bytes(fused, composed)) << "forward";
       const Tensor g = normal_tensor(scores.sizes(), 3, dtype);
       fused.backward(g);
@@ -175,6 +179,7 @@ TEST(MaskedScaledSoftmax, ZeroMaximaInfinitiesAndNaNGiveTheCompositionsBits) {
 }
 
 TEST(MaskedScaledSoftmax, CausalRowsAreTheSoftmaxOfTheirVisibleKeys) {
+  const FastKernelsGuard fast(true);  // the fused op, whatever TG_FAST_KERNELS says
   // query i after `offset` cached positions sees keys 0..offset+i: its weights there are
   // softmax(scores / sqrt(d_k)) of that prefix, and 0 after it
   const int64_t T_q = 5, T_k = 9, offset = T_k - T_q, d_k = 8;
@@ -197,6 +202,7 @@ TEST(MaskedScaledSoftmax, CausalRowsAreTheSoftmaxOfTheirVisibleKeys) {
 }
 
 TEST(MaskedScaledSoftmax, FullyMaskedRowsGetZeroWeightsAndZeroGradients) {
+  const FastKernelsGuard fast(true);  // the fused op, whatever TG_FAST_KERNELS says
   // batch row 1 has every key padded; the rest have some
   const Tensor padded = tensor({{false, true, false, false}, {true, true, true, true}}).view({2, 1, 1, 4});
   for (bool causal : {false, true}) {
@@ -212,6 +218,7 @@ TEST(MaskedScaledSoftmax, FullyMaskedRowsGetZeroWeightsAndZeroGradients) {
 }
 
 TEST(MaskedScaledSoftmax, BackwardMatchesFiniteDifferencesF64) {
+  const FastKernelsGuard fast(true);  // the fused op, whatever TG_FAST_KERNELS says
   // causal after a cache of 2, a padded key, a fully padded batch row; scores strided in the
   // fuzz runs
   const Tensor padded = tensor({{false, false, true, false, false}, {true, true, true, true, true}}).view({2, 1, 1, 5});
@@ -231,6 +238,7 @@ TEST(MaskedScaledSoftmax, BackwardMatchesFiniteDifferencesF64) {
 }
 
 TEST(MaskedScaledSoftmax, SameBitsOnOneAndTwoThreads) {
+  const FastKernelsGuard fast(true);  // the fused op, whatever TG_FAST_KERNELS says
   // enough rows for parallel_for to split them
   const int before = get_num_threads();
   const Tensor scores = normal_tensor({3, 4, 70, 70}, 31, kFloat32), g = normal_tensor({3, 4, 70, 70}, 32, kFloat32);
@@ -251,6 +259,7 @@ TEST(MaskedScaledSoftmax, SameBitsOnOneAndTwoThreads) {
 }
 
 TEST(MaskedScaledSoftmax, EmptyScoresGiveEmptyWeights) {
+  const FastKernelsGuard fast(true);  // the fused op, whatever TG_FAST_KERNELS says
   Tensor x = leaf(zeros({2, 0, 4}));
   Tensor y = masked_scaled_softmax(x, Tensor(), 4, {.causal = true});
   EXPECT_EQ(y.sizes(), (Shape{2, 0, 4}));
@@ -262,12 +271,11 @@ TEST(MaskedScaledSoftmax, EmptyScoresGiveEmptyWeights) {
 TEST(MaskedScaledSoftmax, BadInputsNameTheShapes) {
   const Tensor scores = zeros({2, 4, 5});
   expect_error([&] { masked_scaled_softmax(scores, zeros({4, 3}, kBool), 4); },
-               {"masked_scaled_softmax: mask of shape (4,3) cannot be broadcast to the scores' shape (2,4,5)",
-                "(mask dim 1: 3 vs 5)"});
+               {"masked_scaled_softmax: mask of shape (4,3) cannot be broadcast to (2,4,5) (dim 2: 3 vs 5)"});
   expect_error([&] { masked_scaled_softmax(scores, zeros({3, 1, 5}, kBool), 4); },
-               {"mask of shape (3,1,5) cannot be broadcast to the scores' shape (2,4,5) (mask dim 0: 3 vs 2)"});
+               {"mask of shape (3,1,5) cannot be broadcast to (2,4,5) (dim 0: 3 vs 2)"});
   expect_error([&] { masked_scaled_softmax(scores, zeros({1, 2, 4, 5}, kBool), 4); },
-               {"mask of shape (1,2,4,5) cannot be broadcast to the scores' shape (2,4,5) (the mask has more dims)"});
+               {"mask of shape (1,2,4,5) cannot be broadcast to (2,4,5) (4 dims, more than 3)"});
   expect_error([&] { masked_scaled_softmax(scores, zeros({4, 5}), 4); },
                {"masked_scaled_softmax: mask must be bool (true = masked), got float32 of shape (4,5)"});
   expect_error([&] { masked_scaled_softmax(scores, Tensor(), 0); }, {"masked_scaled_softmax: d_k must be positive, got 0"});
@@ -276,11 +284,12 @@ TEST(MaskedScaledSoftmax, BadInputsNameTheShapes) {
                {"masked_scaled_softmax: expected a floating point tensor (float32 or float64), got int64"});
   expect_error([&] { masked_scaled_softmax(zeros({5}), Tensor(), 4); },
                {"masked_scaled_softmax: expected scores of shape (..., T_q, T_k), got (5)"});
-  expect_error([&] { masked_scaled_softmax_composed(scores, zeros({2, 3}, kBool), 4); },
-               {"masked_scaled_softmax_composed: mask of shape (2,3) cannot be broadcast"});
+  expect_error([&] { masked_scaled_softmax_reference(scores, zeros({2, 3}, kBool), 4); },
+               {"masked_scaled_softmax_reference: mask of shape (2,3) cannot be broadcast"});
 }
 
 TEST(MaskedScaledSoftmax, ChangingTheMaskInPlaceBeforeBackwardIsCaught) {
+  const FastKernelsGuard fast(true);  // the fused op, whatever TG_FAST_KERNELS says
   // backward reads the mask it saved: changed in place, it would give a wrong gradient
   Tensor padded = zeros({2, 1, 1, 4}, kBool);
   Tensor x = leaf(normal_tensor({2, 3, 4, 4}, 41, kFloat32));

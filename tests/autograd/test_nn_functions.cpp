@@ -34,6 +34,7 @@
 #include "autograd/tape.h"
 #include "autograd/loops.h"
 #include "autograd/ops/nn_kernels.h"
+#include "naive_kernels.h"
 #include "test_util.h"
 
 #ifndef TG_REFERENCE_DIR
@@ -146,7 +147,7 @@ void softmax_vs_naive(ScalarType dt, double atol, double rtol, const std::string
           const DimSplit g = split_at_dim(shape, dim);
           const std::vector<T> xv = x.tolist<T>();
           std::vector<T> ref(xv.size());
-          K::softmax_forward_naive<T>(ref.data(), xv.data(), g.B, g.N, g.I, log_space);
+          naive_kernels::softmax_forward_naive<T>(ref.data(), xv.data(), g.B, g.N, g.I, log_space);
           const std::string what = label + (log_space ? " log_softmax " : " softmax ") + shape_str(shape) +
                                    " dim " + std::to_string(dim) + (strided ? " strided" : "");
           worst_fwd = std::max(worst_fwd, expect_close(y.tolist<double>(), to_double(ref), atol, rtol, what));
@@ -155,7 +156,7 @@ void softmax_vs_naive(ScalarType dt, double atol, double rtol, const std::string
           y.backward(gout);
           const std::vector<T> gv = gout.tolist<T>(), yv = y.tolist<T>();
           std::vector<T> dref(xv.size());
-          K::softmax_backward_naive<T>(dref.data(), gv.data(), yv.data(), g.B, g.N, g.I, log_space);
+          naive_kernels::softmax_backward_naive<T>(dref.data(), gv.data(), yv.data(), g.B, g.N, g.I, log_space);
           worst_bwd = std::max(worst_bwd, expect_close(x.grad().tolist<double>(), to_double(dref), atol, rtol,
                                                        what + " backward"));
           ++cases;
@@ -182,11 +183,11 @@ TEST(Softmax, KernelsMatchNaiveTwinsDirectly) {
           dx(x.size()), dxr(x.size());
       for (float& v : x) v = u(rng);
       for (float& v : g) v = u(rng);
-      K::softmax_forward<float>(y.data(), x.data(), B, N, I, log_space);
-      K::softmax_forward_naive<float>(yr.data(), x.data(), B, N, I, log_space);
+      K::softmax_forward_reference<float>(y.data(), x.data(), B, N, I, log_space);
+      naive_kernels::softmax_forward_naive<float>(yr.data(), x.data(), B, N, I, log_space);
       expect_close(to_double(y), to_double(yr), 1e-7, 1e-6, "softmax_forward kernel");
-      K::softmax_backward<float>(dx.data(), g.data(), y.data(), B, N, I, log_space);
-      K::softmax_backward_naive<float>(dxr.data(), g.data(), y.data(), B, N, I, log_space);
+      K::softmax_backward_reference<float>(dx.data(), g.data(), y.data(), B, N, I, log_space);
+      naive_kernels::softmax_backward_naive<float>(dxr.data(), g.data(), y.data(), B, N, I, log_space);
       expect_close(to_double(dx), to_double(dxr), 1e-6, 1e-6, "softmax_backward kernel");
     }
   }
@@ -205,9 +206,9 @@ void expect_softmax_backward_bits_of_naive_twin() {
       std::vector<T> x(static_cast<size_t>(B * N * I)), y(x.size()), g(x.size()), dx(x.size()), dxr(x.size());
       for (T& v : x) v = u(rng);
       for (T& v : g) v = u(rng);
-      K::softmax_forward<T>(y.data(), x.data(), B, N, I, log_space);
-      K::softmax_backward<T>(dx.data(), g.data(), y.data(), B, N, I, log_space);
-      K::softmax_backward_naive<T>(dxr.data(), g.data(), y.data(), B, N, I, log_space);
+      K::softmax_forward_reference<T>(y.data(), x.data(), B, N, I, log_space);
+      K::softmax_backward_reference<T>(dx.data(), g.data(), y.data(), B, N, I, log_space);
+      naive_kernels::softmax_backward_naive<T>(dxr.data(), g.data(), y.data(), B, N, I, log_space);
       for (size_t k = 0; k < dx.size(); ++k) {
         ASSERT_EQ(std::bit_cast<Bits>(dx[k]), std::bit_cast<Bits>(dxr[k]))
             << (log_space ? "log_softmax" : "softmax") << " (B,N,I) = (" << B << "," << N << "," << I << ") element "
@@ -346,7 +347,7 @@ void cross_entropy_vs_naive(ScalarType dt, double atol, double rtol, const std::
       Tensor loss = cross_entropy(logits, targets);
       const std::vector<T> xv = logits.tolist<T>();
       T ref = 0;
-      K::cross_entropy_forward_naive<T>(&ref, xv.data(), t.data(), N, C);
+      naive_kernels::cross_entropy_forward_naive<T>(&ref, xv.data(), t.data(), N, C);
       const std::string what = label + " cross_entropy (" + std::to_string(N) + "," + std::to_string(C) + ")" +
                                (strided ? " strided" : "");
       worst_fwd = std::max(worst_fwd, expect_close({loss.item()}, {static_cast<double>(ref)}, atol, rtol, what));
@@ -354,7 +355,7 @@ void cross_entropy_vs_naive(ScalarType dt, double atol, double rtol, const std::
       const T g = static_cast<T>(0.5 + trial * 0.1);
       loss.backward(full({}, static_cast<double>(g), dt));
       std::vector<T> dref(xv.size());
-      K::cross_entropy_backward_naive<T>(dref.data(), &g, xv.data(), t.data(), N, C);
+      naive_kernels::cross_entropy_backward_naive<T>(dref.data(), &g, xv.data(), t.data(), N, C);
       worst_bwd = std::max(worst_bwd, expect_close(logits.grad().tolist<double>(), to_double(dref), atol, rtol,
                                                    what + " backward"));
       ++cases;
@@ -466,7 +467,7 @@ void embedding_vs_naive(ScalarType dt, const std::string& label) {
       const int64_t N = static_cast<int64_t>(idx.size());
       const std::vector<T> wv = weight.tolist<T>();
       std::vector<T> ref(static_cast<size_t>(N * C));
-      K::embedding_forward_naive<T>(ref.data(), wv.data(), idx.data(), N, C);
+      naive_kernels::embedding_forward_naive<T>(ref.data(), wv.data(), idx.data(), N, C);
       const std::string what = label + " embedding V=" + std::to_string(V) + " C=" + std::to_string(C) +
                                " indices " + shape_str(ishape) + (strided ? " strided weight" : "");
       worst_fwd = std::max(worst_fwd, expect_close(out.tolist<double>(), to_double(ref), 0.0, 0.0, what));
@@ -475,7 +476,7 @@ void embedding_vs_naive(ScalarType dt, const std::string& label) {
       out.backward(g);
       const std::vector<T> gv = g.tolist<T>();
       std::vector<T> dref(static_cast<size_t>(V * C));
-      K::embedding_backward_naive<T>(dref.data(), gv.data(), idx.data(), N, V, C);
+      naive_kernels::embedding_backward_naive<T>(dref.data(), gv.data(), idx.data(), N, V, C);
       worst_bwd = std::max(worst_bwd, expect_close(weight.grad().tolist<double>(), to_double(dref), 0.0, 0.0,
                                                    what + " backward"));
       ++cases;
@@ -559,7 +560,7 @@ void layer_norm_vs_naive(ScalarType dt, double atol, double rtol, const std::str
     const std::vector<T> wv = has_weight ? w.tolist<T>() : std::vector<T>();
     const std::vector<T> bv = has_bias ? b.tolist<T>() : std::vector<T>();
     std::vector<T> ref(xv.size()), mean(static_cast<size_t>(R)), rstd(static_cast<size_t>(R));
-    K::layer_norm_forward_naive<T>(ref.data(), mean.data(), rstd.data(), xv.data(), has_weight ? wv.data() : nullptr,
+    naive_kernels::layer_norm_forward_naive<T>(ref.data(), mean.data(), rstd.data(), xv.data(), has_weight ? wv.data() : nullptr,
                                    has_bias ? bv.data() : nullptr, R, C, eps);
     const std::string what = label + " layer_norm " + shape_str(shape) + " over " + shape_str(ns) +
                              (has_weight ? " +w" : "") + (has_bias ? " +b" : "") + (strided ? " strided" : "");
@@ -569,7 +570,7 @@ void layer_norm_vs_naive(ScalarType dt, double atol, double rtol, const std::str
     y.backward(g);
     const std::vector<T> gv = g.tolist<T>();
     std::vector<T> dx(xv.size()), dw(static_cast<size_t>(C)), db(static_cast<size_t>(C));
-    K::layer_norm_backward_naive<T>(dx.data(), dw.data(), db.data(), gv.data(), xv.data(),
+    naive_kernels::layer_norm_backward_naive<T>(dx.data(), dw.data(), db.data(), gv.data(), xv.data(),
                                     has_weight ? wv.data() : nullptr, mean.data(), rstd.data(), R, C);
     // dx has a cancellation (dnorm - mean(dnorm) - ...): scale the tolerance by the row's size
     worst_bwd = std::max(worst_bwd, expect_close(x.grad().tolist<double>(), to_double(dx), atol * 10, rtol * 10,
@@ -599,22 +600,22 @@ TEST(LayerNorm, KernelsMatchNaiveTwinsDirectly) {
   for (auto* v : {&x, &w, &b, &g})
     for (double& e : *v) e = u(rng);
   std::vector<double> y(R * C), yr(R * C), m(R), mr(R), rs(R), rsr(R);
-  K::layer_norm_forward<double>(y.data(), m.data(), rs.data(), x.data(), w.data(), b.data(), R, C, 1e-5);
-  K::layer_norm_forward_naive<double>(yr.data(), mr.data(), rsr.data(), x.data(), w.data(), b.data(), R, C, 1e-5);
+  K::layer_norm_forward_reference<double>(y.data(), m.data(), rs.data(), x.data(), w.data(), b.data(), R, C, 1e-5);
+  naive_kernels::layer_norm_forward_naive<double>(yr.data(), mr.data(), rsr.data(), x.data(), w.data(), b.data(), R, C, 1e-5);
   expect_close(y, yr, 1e-13, 1e-12, "layer_norm_forward out");
   expect_close(m, mr, 1e-14, 1e-13, "layer_norm_forward mean");
   expect_close(rs, rsr, 1e-14, 1e-13, "layer_norm_forward rstd");
   std::vector<double> dx(R * C), dxr(R * C), dw(C), dwr(C), db(C), dbr(C);
-  K::layer_norm_backward<double>(dx.data(), dw.data(), db.data(), g.data(), x.data(), w.data(), m.data(), rs.data(), R,
+  K::layer_norm_backward_reference<double>(dx.data(), dw.data(), db.data(), g.data(), x.data(), w.data(), m.data(), rs.data(), R,
                                  C);
-  K::layer_norm_backward_naive<double>(dxr.data(), dwr.data(), dbr.data(), g.data(), x.data(), w.data(), m.data(),
+  naive_kernels::layer_norm_backward_naive<double>(dxr.data(), dwr.data(), dbr.data(), g.data(), x.data(), w.data(), m.data(),
                                        rs.data(), R, C);
   expect_close(dx, dxr, 1e-12, 1e-11, "layer_norm_backward dx");
   expect_close(dw, dwr, 1e-12, 1e-11, "layer_norm_backward dweight");
   expect_close(db, dbr, 1e-12, 1e-11, "layer_norm_backward dbias");
   // Only dx wanted: the kernel takes null for the others.
   std::vector<double> dx_only(R * C);
-  K::layer_norm_backward<double>(dx_only.data(), nullptr, nullptr, g.data(), x.data(), w.data(), m.data(), rs.data(),
+  K::layer_norm_backward_reference<double>(dx_only.data(), nullptr, nullptr, g.data(), x.data(), w.data(), m.data(), rs.data(),
                                  R, C);
   EXPECT_EQ(dx_only, dx);
 }
@@ -796,7 +797,7 @@ void dropout_vs_naive(ScalarType dt, const std::string& label) {
     const std::vector<T> xv = x.tolist<T>();
     const int64_t N = x.numel();
     std::vector<T> ref(xv.size()), noise(xv.size());
-    K::dropout_forward_naive<T>(ref.data(), noise.data(), xv.data(), gen_naive, N, p);
+    naive_kernels::dropout_forward_naive<T>(ref.data(), noise.data(), xv.data(), gen_naive, N, p);
     const std::string what = label + " dropout " + shape_str(shape) + " p=" + std::to_string(p);
     EXPECT_EQ(bits_of(out), bits_of(from_vector(to_double(ref), shape, dt))) << what;
     EXPECT_EQ(gen.get_state(), gen_naive.get_state()) << what << ": both made the same draws";
@@ -804,17 +805,17 @@ void dropout_vs_naive(ScalarType dt, const std::string& label) {
     out.backward(g);
     const std::vector<T> gv = g.tolist<T>();
     std::vector<T> dref(xv.size());
-    K::dropout_backward_naive<T>(dref.data(), gv.data(), noise.data(), N);
+    naive_kernels::dropout_backward_naive<T>(dref.data(), gv.data(), noise.data(), N);
     EXPECT_EQ(bits_of(x.grad()), bits_of(from_vector(to_double(dref), shape, dt))) << what << " backward";
     // The fused kernels on raw buffers, too.
     Generator g1(trial), g2(trial);
     std::vector<T> o1(xv.size()), n1(xv.size()), o2(xv.size()), n2(xv.size()), d1(xv.size());
     K::dropout_forward<T>(o1.data(), n1.data(), xv.data(), g1, N, p);
-    K::dropout_forward_naive<T>(o2.data(), n2.data(), xv.data(), g2, N, p);
+    naive_kernels::dropout_forward_naive<T>(o2.data(), n2.data(), xv.data(), g2, N, p);
     EXPECT_EQ(o1, o2) << what;
     EXPECT_EQ(n1, n2) << what;
     K::dropout_backward<T>(d1.data(), gv.data(), n1.data(), N);
-    K::dropout_backward_naive<T>(dref.data(), gv.data(), n2.data(), N);
+    naive_kernels::dropout_backward_naive<T>(dref.data(), gv.data(), n2.data(), N);
     EXPECT_EQ(d1, dref) << what;
     ++cases;
   }

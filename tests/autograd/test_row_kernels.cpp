@@ -1,6 +1,6 @@
 // tests/autograd/test_row_kernels.cpp — the float32 row loops (autograd/kernels/row_kernels.h:
 // layer_norm forward and backward, column sums) against their plain twins, the loops that
-// accumulate in double (nn_kernels::layer_norm_forward / _backward, tg::sum over dim 0).
+// accumulate in double (nn_kernels::layer_norm_forward_reference / _backward, tg::sum over dim 0).
 //
 //   * fast vs twin, |fast - twin| <= atol + rtol * |twin| elementwise, on rows of 1, 7, 8, 9,
 //     17, 128 and 1000 columns and 1 to 130 rows, with and without weight and bias, on inputs
@@ -27,14 +27,14 @@ namespace tg {
 namespace {
 
 namespace K = row_kernels;
-using activation_kernels::Isa;
+using kernels::Isa;
 
 std::vector<Isa> isas() {
   std::vector<Isa> out{Isa::kBaseline};
-  if (activation_kernels::isa_available(Isa::kAvx2)) out.push_back(Isa::kAvx2);
+  if (kernels::isa_available(Isa::kAvx2)) out.push_back(Isa::kAvx2);
   return out;
 }
-const char* isa_name(Isa isa) { return isa == Isa::kAvx2 ? "AVX2" : "baseline"; }
+const char* isa_label(Isa isa) { return isa == Isa::kAvx2 ? "AVX2" : "baseline"; }
 
 std::vector<float> draws(int64_t n, uint32_t seed, double center, double scale) {
   std::mt19937 rng(seed);
@@ -105,8 +105,8 @@ LayerNormRun run_twin(const Case& c, const std::vector<float>& x, const std::vec
                       const float* b) {
   LayerNormRun r{std::vector<float>(x.size()), std::vector<float>(c.R), std::vector<float>(c.R),
                  std::vector<float>(x.size()), std::vector<float>(c.C), std::vector<float>(c.C)};
-  nn_kernels::layer_norm_forward<float>(r.y.data(), r.mean.data(), r.rstd.data(), x.data(), w, b, c.R, c.C, 1e-5);
-  nn_kernels::layer_norm_backward<float>(r.dx.data(), r.dw.data(), r.db.data(), g.data(), x.data(), w, r.mean.data(),
+  nn_kernels::layer_norm_forward_reference<float>(r.y.data(), r.mean.data(), r.rstd.data(), x.data(), w, b, c.R, c.C, 1e-5);
+  nn_kernels::layer_norm_backward_reference<float>(r.dx.data(), r.dw.data(), r.db.data(), g.data(), x.data(), w, r.mean.data(),
                                          r.rstd.data(), c.R, c.C);
   return r;
 }
@@ -122,7 +122,7 @@ TEST(RowKernels, LayerNormMatchesDoubleTwinOnManyShapesAndScales) {
       const LayerNormRun twin = run_twin(c, x, g, pw, pb);
       for (Isa isa : isas()) {
         const LayerNormRun fast = run_fast(c, x, g, pw, pb, isa);
-        const std::string what = name_of(c, "layer_norm") + (affine ? " affine " : " plain ") + isa_name(isa);
+        const std::string what = name_of(c, "layer_norm") + (affine ? " affine " : " plain ") + isa_label(isa);
         // y is O(1): a few float roundings of the normalised value, plus the mean's when the
         // rows sit far from zero relative to their spread (1000 +- 1: 1000 * 2^-24 / 1).
         const double y_atol = c.center == 0.0 ? 2e-6 : 3e-4;
@@ -145,7 +145,7 @@ TEST(RowKernels, LayerNormBackwardComputesOnlyWhatIsAsked) {
   const Case c{33, 17, 0.0, 1.0};
   const std::vector<float> x = draws(c.R * c.C, 5, 0.0, 1.0), g = draws(c.R * c.C, 6, 0.0, 1.0);
   const std::vector<float> w = draws(c.C, 7, 1.0, 0.5);
-  const LayerNormRun all = run_fast(c, x, g, w.data(), nullptr, activation_kernels::best_isa());
+  const LayerNormRun all = run_fast(c, x, g, w.data(), nullptr, row_kernels::best_isa());
   std::vector<float> dx(x.size(), -7.0f), dw(c.C, -7.0f), db(c.C, -7.0f);
   K::layer_norm_backward(nullptr, dw.data(), nullptr, g.data(), x.data(), w.data(), all.mean.data(), all.rstd.data(),
                          c.R, c.C);
@@ -164,7 +164,7 @@ TEST(RowKernels, ColumnSumsMatchSumOverDimZero) {
       std::vector<float> fast(static_cast<size_t>(c.C));
       K::column_sums(fast.data(), x.data(), c.R, c.C, isa);
       // both sum in double and round once; only the order of the additions differs
-      expect_close(name_of(c, "column sums ") + isa_name(isa), fast, twin.tolist<float>(), 0, 1e-6);
+      expect_close(name_of(c, "column sums ") + isa_label(isa), fast, twin.tolist<float>(), 0, 1e-6);
     }
   }
 }
@@ -196,7 +196,7 @@ TEST(RowKernels, BaselineAndAvx2AndThreadCountsGiveTheSameBits) {
     for (int threads : {1, 2, 3}) {
       set_num_threads(threads);
       for (Isa isa : isas()) {
-        const std::string what = name_of(c, isa_name(isa)) + " threads " + std::to_string(threads);
+        const std::string what = name_of(c, isa_label(isa)) + " threads " + std::to_string(threads);
         const LayerNormRun r = run_fast(c, x, g, w.data(), b.data(), isa);
         EXPECT_TRUE(same_bits(r.y, ref.y)) << what << ": y";
         EXPECT_TRUE(same_bits(r.mean, ref.mean) && same_bits(r.rstd, ref.rstd)) << what << ": mean, rstd";

@@ -89,10 +89,10 @@ std::vector<float> make_grad(int64_t n, std::mt19937& rng) {
 // The instruction sets this CPU can run.
 std::vector<S::Isa> isas() {
   std::vector<S::Isa> out{S::Isa::kBaseline};
-  if (activation_kernels::isa_available(S::Isa::kAvx2)) out.push_back(S::Isa::kAvx2);
+  if (kernels::isa_available(S::Isa::kAvx2)) out.push_back(S::Isa::kAvx2);
   return out;
 }
-const char* isa_name(S::Isa isa) { return isa == S::Isa::kAvx2 ? "AVX2" : "baseline"; }
+const char* isa_label(S::Isa isa) { return isa == S::Isa::kAvx2 ? "AVX2" : "baseline"; }
 
 // The worst |fast - twin| over many comparisons, and its bound atol + rtol * |twin|.
 struct Closeness {
@@ -125,7 +125,7 @@ struct Closeness {
 };
 
 std::string where(int64_t n, Values kind, S::Isa isa) {
-  return std::string("row of ") + std::to_string(n) + " (" + values_name(kind) + ", " + isa_name(isa) + ")";
+  return std::string("row of ") + std::to_string(n) + " (" + values_name(kind) + ", " + isa_label(isa) + ")";
 }
 
 // --- fast rows vs the plain twins ----------------------------------------------------------------
@@ -153,7 +153,7 @@ void compare_forward_rows(Closeness& c, uint32_t seed, Fast fast_row, Twin twin_
 TEST(SoftmaxKernels, SoftmaxRowMatchesPlainTwin) {
   Closeness c{"softmax row", 0, 4.8e-7};
   compare_forward_rows(c, 1, [](float* y, const float* x, int64_t n, S::Isa isa) { S::softmax_row(y, x, n, isa); },
-                       [](float* y, const float* x, int64_t n) { nn_kernels::softmax_row_plain(y, x, n); });
+                       [](float* y, const float* x, int64_t n) { nn_kernels::softmax_row_reference(y, x, n); });
 }
 
 // y = x - lse: the twin's lse and ours differ by the sums' relative error (a few 1e-8), absolute.
@@ -161,7 +161,7 @@ TEST(SoftmaxKernels, LogSoftmaxRowMatchesPlainTwin) {
   Closeness c{"log_softmax row", 2e-7, 1.2e-7};
   compare_forward_rows(c, 2, [](float* y, const float* x, int64_t n, S::Isa isa) { S::log_softmax_row(y, x, n, isa); },
                        [](float* y, const float* x, int64_t n) {
-                         nn_kernels::softmax_forward<float>(y, x, 1, n, 1, /*log_space=*/true);
+                         nn_kernels::softmax_forward_reference<float>(y, x, 1, n, 1, /*log_space=*/true);
                        });
 }
 
@@ -174,11 +174,11 @@ TEST(SoftmaxKernels, SoftmaxBackwardRowMatchesPlainTwin) {
     for (int rep = 0; rep < kRowsEach * static_cast<int>(kAllValues.size()); ++rep) {
       const Values kind = kAllValues[static_cast<size_t>(rep) % kAllValues.size()];
       std::vector<float> y = make_row(n, kind, rng);
-      nn_kernels::softmax_row_plain(y.data(), y.data(), n);
+      nn_kernels::softmax_row_reference(y.data(), y.data(), n);
       const std::vector<float> g = make_grad(n, rng);
       for (float divisor : {1.0f, 5.656854f}) {
         std::vector<float> twin(y.size()), fast(y.size());
-        nn_kernels::softmax_backward_row_plain(twin.data(), g.data(), y.data(), n, divisor);
+        nn_kernels::softmax_backward_row_reference(twin.data(), g.data(), y.data(), n, divisor);
         for (S::Isa isa : isas()) {
           S::softmax_backward_row(fast.data(), g.data(), y.data(), n, divisor, isa);
           c.check(fast, twin, where(n, kind, isa) + " divisor " + std::to_string(divisor));
@@ -204,9 +204,9 @@ TEST(SoftmaxKernels, CrossEntropyRowsMatchPlainTwin) {
       const float g = 0.75f;
       float loss = 0;
       double lse_twin = 0;
-      nn_kernels::cross_entropy_forward<float>(&loss, &lse_twin, x.data(), &target, 1, n);
+      nn_kernels::cross_entropy_forward_reference<float>(&loss, &lse_twin, x.data(), &target, 1, n);
       std::vector<float> twin(x.size()), fast(x.size()), scratch(x.size());
-      nn_kernels::cross_entropy_backward<float>(twin.data(), &g, x.data(), &lse_twin, &target, 1, n);
+      nn_kernels::cross_entropy_backward_reference<float>(twin.data(), &g, x.data(), &lse_twin, &target, 1, n);
       for (S::Isa isa : isas()) {
         const double lse = S::logsumexp_row(scratch.data(), x.data(), n, isa);
         lse_close.check({static_cast<float>(lse)}, {static_cast<float>(lse_twin)}, where(n, kind, isa));
@@ -245,7 +245,7 @@ std::vector<float> all_rows(const float* x, const float* g, int64_t n, S::Isa is
 }
 
 TEST(SoftmaxKernels, BaselineAndAvx2GiveTheSameBits) {
-  if (!activation_kernels::isa_available(S::Isa::kAvx2)) GTEST_SKIP() << "this CPU has no AVX2";
+  if (!kernels::isa_available(S::Isa::kAvx2)) GTEST_SKIP() << "this CPU has no AVX2";
   std::mt19937 rng(5);
   for (int64_t n : kRowLengths) {
     for (Values kind : kAllValues) {
@@ -317,12 +317,12 @@ TEST(SoftmaxKernels, CausalMaskedScaledSoftmaxMatchesPlainRows) {
         const size_t at = static_cast<size_t>(r * T_k);
         std::vector<float> twin(static_cast<size_t>(T_k), 0.0f), dtwin(twin.size(), 0.0f);
         for (int64_t j = 0; j < visible; ++j) twin[static_cast<size_t>(j)] = xs[at + static_cast<size_t>(j)] / scale;
-        if (visible > 0) nn_kernels::softmax_row_plain(twin.data(), twin.data(), visible);
+        if (visible > 0) nn_kernels::softmax_row_reference(twin.data(), twin.data(), visible);
         const std::string what = "T_k " + std::to_string(T_k) + " query_offset " + std::to_string(offset) + " row " +
                                  std::to_string(r);
         fwd.check(std::vector<float>(ys.begin() + static_cast<std::ptrdiff_t>(at), ys.begin() + static_cast<std::ptrdiff_t>(at + twin.size())),
                   twin, what);
-        nn_kernels::softmax_backward_row_plain(dtwin.data(), gs.data() + at, ys.data() + at, visible, scale);
+        nn_kernels::softmax_backward_row_reference(dtwin.data(), gs.data() + at, ys.data() + at, visible, scale);
         bwd.check(std::vector<float>(dxs.begin() + static_cast<std::ptrdiff_t>(at), dxs.begin() + static_cast<std::ptrdiff_t>(at + dtwin.size())),
                   dtwin, what);
       }
@@ -333,6 +333,7 @@ TEST(SoftmaxKernels, CausalMaskedScaledSoftmaxMatchesPlainRows) {
 // --- through the ops --------------------------------------------------------------------------------
 
 TEST(SoftmaxKernels, OpsTakeTheFastRowsAlongTheLastDimOfFloat32) {
+  const FastKernelsGuard fast(true);  // the fused op, whatever TG_FAST_KERNELS says
   std::mt19937 rng(8);
   const int64_t R = 6, N = 65;
   std::vector<float> x(static_cast<size_t>(R * N));
@@ -350,7 +351,7 @@ TEST(SoftmaxKernels, OpsTakeTheFastRowsAlongTheLastDimOfFloat32) {
   EXPECT_TRUE(same_floats(log_softmax(xt, 1).tolist<float>(), lp, "log_softmax"));
   // along dim 0 the plain loop runs
   std::vector<float> twin(x.size());
-  nn_kernels::softmax_forward<float>(twin.data(), x.data(), 1, R, N, false);
+  nn_kernels::softmax_forward_reference<float>(twin.data(), x.data(), 1, R, N, false);
   EXPECT_TRUE(same_floats(softmax(xt, 0).tolist<float>(), twin, "softmax along dim 0"));
 }
 
