@@ -79,7 +79,8 @@ float mean_of(float s, int64_t C) { return static_cast<float>(static_cast<double
       if (dinp) {
         float* dx = dinp + r * C;  // dx (C)
         const float dnorm_mean = mean_of(lane_sum(C, [&](int64_t c) { return g[c] * w[c]; }), C);
-        const float dnorm_norm_mean = mean_of(lane_sum(C, [&](int64_t c) { return g[c] * w[c] * ((x[c] - m) * rs); }), C);
+        const float dnorm_norm_mean =
+            mean_of(lane_sum(C, [&](int64_t c) { return g[c] * w[c] * ((x[c] - m) * rs); }), C);
         for (int64_t c = 0; c < C; ++c) {
           const float norm = (x[c] - m) * rs;
           dx[c] = rs * (g[c] * w[c] - dnorm_mean - norm * dnorm_norm_mean);

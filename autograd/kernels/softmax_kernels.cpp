@@ -106,11 +106,17 @@ template <class Term>
 
 }  // namespace
 
-double softmax_row(float* y, const float* x, int64_t n, Isa isa) { return kernels::run_on<softmax_row_body>(isa, y, x, n); }
+double softmax_row(float* y, const float* x, int64_t n, Isa isa) {
+  return kernels::run_on<softmax_row_body>(isa, y, x, n);
+}
 
-void log_softmax_row(float* y, const float* x, int64_t n, Isa isa) { kernels::run_on<log_softmax_row_body>(isa, y, x, n); }
+void log_softmax_row(float* y, const float* x, int64_t n, Isa isa) {
+  kernels::run_on<log_softmax_row_body>(isa, y, x, n);
+}
 
-double logsumexp_row(float* e, const float* x, int64_t n, Isa isa) { return kernels::run_on<logsumexp_row_body>(isa, e, x, n); }
+double logsumexp_row(float* e, const float* x, int64_t n, Isa isa) {
+  return kernels::run_on<logsumexp_row_body>(isa, e, x, n);
+}
 
 void softmax_backward_row(float* dx, const float* g, const float* y, int64_t n, float divisor, Isa isa) {
   kernels::run_on<softmax_backward_row_body>(isa, dx, g, y, n, divisor);

@@ -152,7 +152,8 @@ Tensor gelu_backward(const Tensor& grad_out, const Tensor& x, const std::string&
   return grad_times(grad_out, x, "gelu", [](auto v) {
     using T = decltype(v);
     const T cdf = static_cast<T>(0.5) * (1 + std::erf(v * static_cast<T>(std::numbers::sqrt2 / 2)));
-    const T pdf = std::exp(static_cast<T>(-0.5) * v * v) * static_cast<T>(std::numbers::inv_sqrtpi / std::numbers::sqrt2);
+    const T pdf =
+        std::exp(static_cast<T>(-0.5) * v * v) * static_cast<T>(std::numbers::inv_sqrtpi / std::numbers::sqrt2);
     return cdf + v * pdf;
   });
 }

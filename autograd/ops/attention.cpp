@@ -146,7 +146,8 @@ template <class T>
 void masked_scaled_softmax_forward(T* out, const T* inp, const KeyMasks& keys, int64_t R, T scale) {
   const int64_t T_k = keys.T_k;
   parallel_for(0, R, softmax_kernels::rows_per_chunk(T_k), [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) masked_softmax_row_forward(out + r * T_k, inp + r * T_k, T_k, keys.row(r), scale);
+    for (int64_t r = begin; r < end; ++r)
+      masked_softmax_row_forward(out + r * T_k, inp + r * T_k, T_k, keys.row(r), scale);
   });
 }
 
@@ -189,7 +190,8 @@ void check_attention_inputs(const Tensor& scores, const Tensor& mask, int64_t d_
 
 }  // namespace
 
-Tensor masked_scaled_softmax(const Tensor& scores, const Tensor& mask, int64_t d_k, const MaskedSoftmaxOptions& options) {
+Tensor masked_scaled_softmax(const Tensor& scores, const Tensor& mask, int64_t d_k,
+                             const MaskedSoftmaxOptions& options) {
   check_attention_inputs(scores, mask, d_k, kOp);
   if (!fast_kernels()) return masked_scaled_softmax_reference(scores, mask, d_k, options);
   const Tensor x = scores.is_contiguous() ? scores : scores.detach().contiguous();

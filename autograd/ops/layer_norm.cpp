@@ -63,8 +63,8 @@ void layer_norm_forward_reference(T* out, T* mean, T* rstd, const T* inp, const 
 // Any of dinp / dweight / dbias may be null (not wanted); weight may be null (taken as 1).
 // dweight and dbias are overwritten (sums over R). All contiguous.
 template <class T>
-void layer_norm_backward_reference(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight, const T* mean,
-                         const T* rstd, int64_t R, int64_t C) {
+void layer_norm_backward_reference(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight,
+                                   const T* mean, const T* rstd, int64_t R, int64_t C) {
   std::vector<double> dw(dweight ? static_cast<size_t>(C) : 0, 0.0);  // dw (C)
   std::vector<double> db(dbias ? static_cast<size_t>(C) : 0, 0.0);    // db (C)
   for (int64_t r = 0; r < R; ++r) {
@@ -100,14 +100,14 @@ void layer_norm_backward_reference(T* dinp, T* dweight, T* dbias, const T* dout,
   for (int64_t c = 0; c < C && dbias; ++c) dbias[c] = static_cast<T>(db[c]);
 }
 
-template void layer_norm_forward_reference<float>(float*, float*, float*, const float*, const float*, const float*, int64_t,
-                                        int64_t, double);
-template void layer_norm_forward_reference<double>(double*, double*, double*, const double*, const double*, const double*,
-                                         int64_t, int64_t, double);
+template void layer_norm_forward_reference<float>(float*, float*, float*, const float*, const float*, const float*,
+                                                  int64_t, int64_t, double);
+template void layer_norm_forward_reference<double>(double*, double*, double*, const double*, const double*,
+                                                   const double*, int64_t, int64_t, double);
 template void layer_norm_backward_reference<float>(float*, float*, float*, const float*, const float*, const float*,
                                          const float*, const float*, int64_t, int64_t);
-template void layer_norm_backward_reference<double>(double*, double*, double*, const double*, const double*, const double*,
-                                          const double*, const double*, int64_t, int64_t);
+template void layer_norm_backward_reference<double>(double*, double*, double*, const double*, const double*,
+                                                    const double*, const double*, const double*, int64_t, int64_t);
 
 }  // namespace nn_kernels
 
@@ -179,8 +179,8 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
         return;
       }
     }
-    nn_kernels::layer_norm_forward_reference<T>(y.data_ptr<T>(), mean.data_ptr<T>(), rstd.data_ptr<T>(), xc.data_ptr<T>(),
-                                      ptr_or_null<T>(wc), ptr_or_null<T>(bc), R, C, eps);
+    nn_kernels::layer_norm_forward_reference<T>(y.data_ptr<T>(), mean.data_ptr<T>(), rstd.data_ptr<T>(),
+                                                xc.data_ptr<T>(), ptr_or_null<T>(wc), ptr_or_null<T>(bc), R, C, eps);
   });
   const Shape ns = normalized_shape;
   record("NativeLayerNormBackward0", {x, weight, bias}, y, {xc, wc, mean, rstd}, [R, C, ns](const BackwardArgs& ctx) {
@@ -201,8 +201,9 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
           return;
         }
       }
-      nn_kernels::layer_norm_backward_reference<T>(out_ptr(dx), out_ptr(dw), out_ptr(db), g.data_ptr<T>(), xs.data_ptr<T>(),
-                                         ptr_or_null<T>(ws), ctx.saved[2].data_ptr<T>(), ctx.saved[3].data_ptr<T>(), R, C);
+      nn_kernels::layer_norm_backward_reference<T>(out_ptr(dx), out_ptr(dw), out_ptr(db), g.data_ptr<T>(),
+                                                   xs.data_ptr<T>(), ptr_or_null<T>(ws), ctx.saved[2].data_ptr<T>(),
+                                                   ctx.saved[3].data_ptr<T>(), R, C);
     });
     return Grads{dx, dw, db};
   });

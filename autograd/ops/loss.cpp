@@ -57,7 +57,8 @@ inline double gradient_scale(double g, const int64_t* targets, int64_t N) {
 // loss (1) = mean cross entropy, lse (N) = logsumexp of each row, from logits (N,C) and
 // targets (N); all contiguous, targets already checked to be in [0, C) or -100.
 template <class T>
-void cross_entropy_forward_reference(T* loss, double* lse, const T* logits, const int64_t* targets, int64_t N, int64_t C) {
+void cross_entropy_forward_reference(T* loss, double* lse, const T* logits, const int64_t* targets, int64_t N,
+                                     int64_t C) {
   for (int64_t n = 0; n < N; ++n) {
     const T* x = logits + n * C;  // x (C)
     T m = -std::numeric_limits<T>::infinity();
@@ -71,8 +72,8 @@ void cross_entropy_forward_reference(T* loss, double* lse, const T* logits, cons
 
 // dlogits (N,C) from dloss (1), logits (N,C), lse (N) and targets (N); all contiguous.
 template <class T>
-void cross_entropy_backward_reference(T* dlogits, const T* dloss, const T* logits, const double* lse, const int64_t* targets,
-                            int64_t N, int64_t C) {
+void cross_entropy_backward_reference(T* dlogits, const T* dloss, const T* logits, const double* lse,
+                                      const int64_t* targets, int64_t N, int64_t C) {
   const double scale = gradient_scale(dloss[0], targets, N);
   for (int64_t n = 0; n < N; ++n) {
     const T* x = logits + n * C;  // x (C)
@@ -122,11 +123,12 @@ void cross_entropy_backward_f32(float* dlogits, const float* dloss, const float*
 }  // namespace
 
 template void cross_entropy_forward_reference<float>(float*, double*, const float*, const int64_t*, int64_t, int64_t);
-template void cross_entropy_forward_reference<double>(double*, double*, const double*, const int64_t*, int64_t, int64_t);
+template void cross_entropy_forward_reference<double>(double*, double*, const double*, const int64_t*, int64_t,
+                                                      int64_t);
 template void cross_entropy_backward_reference<float>(float*, const float*, const float*, const double*, const int64_t*,
-                                            int64_t, int64_t);
-template void cross_entropy_backward_reference<double>(double*, const double*, const double*, const double*, const int64_t*,
-                                             int64_t, int64_t);
+                                                      int64_t, int64_t);
+template void cross_entropy_backward_reference<double>(double*, const double*, const double*, const double*,
+                                                       const int64_t*, int64_t, int64_t);
 
 }  // namespace nn_kernels
 
@@ -166,8 +168,8 @@ std::pair<int64_t, int64_t> check_cross_entropy(const Tensor& logits, const Tens
       throw Error(std::string(op) + ": Expected input batch_size (" + std::to_string(logits.sizes()[0]) +
                   ") to match target batch_size (" + std::to_string(targets.sizes()[0]) + ").");
     }
-    throw Error(std::string(op) + ": logits of shape " + shape_str(logits.sizes()) + " (class dim 1) need targets of shape " +
-                shape_str(expected) + ", got " + shape_str(targets.sizes()));
+    throw Error(std::string(op) + ": logits of shape " + shape_str(logits.sizes()) +
+                " (class dim 1) need targets of shape " + shape_str(expected) + ", got " + shape_str(targets.sizes()));
   }
   const int64_t C = logits.dim() == 1 ? logits.sizes()[0] : logits.sizes()[1];
   const int64_t N = C ? logits.numel() / C : 0;
@@ -240,7 +242,8 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, const std::str
     throw Error(std::string(op) + ": reduction must be \"mean\", \"sum\" or \"none\", got \"" + reduction + "\"");
   }
   if (!(label_smoothing >= 0.0 && label_smoothing <= 1.0)) {
-    throw Error(std::string(op) + ": label_smoothing must be between 0.0 and 1.0, got " + std::to_string(label_smoothing));
+    throw Error(std::string(op) + ": label_smoothing must be between 0.0 and 1.0, got " +
+                std::to_string(label_smoothing));
   }
   check_cross_entropy(logits, targets, ignore_index);
   if (reduction == "mean" && ignore_index == nn_kernels::kIgnoreIndex && label_smoothing == 0.0 && logits.dim() <= 2) {
@@ -258,7 +261,8 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, const std::str
   const Tensor safe_t = where(keep, t, zeros({}, kInt64));                      // (R), ignored rows pick class 0
   const Tensor logp = log_softmax(rows, 1);                                     // (R,C)
   Tensor row_loss = neg(gather(logp, 1, safe_t.unsqueeze(1)).squeeze(1));       // (R) -log p[t]
-  if (label_smoothing > 0.0) row_loss = add(mul(row_loss, 1.0 - label_smoothing), mul(neg(mean(logp, 1)), label_smoothing));
+  if (label_smoothing > 0.0)
+    row_loss = add(mul(row_loss, 1.0 - label_smoothing), mul(neg(mean(logp, 1)), label_smoothing));
   row_loss = masked_fill(row_loss, logical_not(keep), 0.0);
   if (reduction == "none") return row_loss.reshape(targets.sizes());
   if (reduction == "sum") return sum(row_loss);

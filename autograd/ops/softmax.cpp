@@ -162,7 +162,8 @@ template void softmax_backward_row_reference<double>(double*, const double*, con
 template void softmax_forward_reference<float>(float*, const float*, int64_t, int64_t, int64_t, bool);
 template void softmax_forward_reference<double>(double*, const double*, int64_t, int64_t, int64_t, bool);
 template void softmax_backward_reference<float>(float*, const float*, const float*, int64_t, int64_t, int64_t, bool);
-template void softmax_backward_reference<double>(double*, const double*, const double*, int64_t, int64_t, int64_t, bool);
+template void softmax_backward_reference<double>(double*, const double*, const double*, int64_t, int64_t, int64_t,
+                                                 bool);
 
 }  // namespace nn_kernels
 
@@ -190,12 +191,14 @@ Tensor softmax_grad(const Tensor& g, const Tensor& y, int64_t dim, bool log_spac
     float* pdx = dx.data_ptr<float>();
     const float *pg = gc.data_ptr<float>(), *py = y.data_ptr<float>();
     const int64_t N = r.N;
-    for_rows(r.B, N, [&](int64_t b) { softmax_kernels::softmax_backward_row(pdx + b * N, pg + b * N, py + b * N, N, 1.0f); });
+    for_rows(r.B, N,
+             [&](int64_t b) { softmax_kernels::softmax_backward_row(pdx + b * N, pg + b * N, py + b * N, N, 1.0f); });
     return dx;
   }
   visit_floating(y.dtype(), "softmax_backward", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    nn_kernels::softmax_backward_reference<T>(dx.data_ptr<T>(), gc.data_ptr<T>(), y.data_ptr<T>(), r.B, r.N, r.I, log_space);
+    nn_kernels::softmax_backward_reference<T>(dx.data_ptr<T>(), gc.data_ptr<T>(), y.data_ptr<T>(), r.B, r.N, r.I,
+                                              log_space);
   });
   return dx;
 }

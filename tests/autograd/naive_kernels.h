@@ -150,7 +150,8 @@ void layer_norm_backward_naive(T* dinp, T* dweight, T* dbias, const T* dout, con
     for (int64_t c = 0; c < C; ++c) {
       const double dn = static_cast<double>(dout[r * C + c]) * (weight ? static_cast<double>(weight[c]) : 1.0);
       const double xm = static_cast<double>(inp[r * C + c]) - m;
-      dinp[r * C + c] = static_cast<T>(dn * rs + dvar * 2.0 * xm / static_cast<double>(C) + dm / static_cast<double>(C));
+      dinp[r * C + c] =
+          static_cast<T>(dn * rs + dvar * 2.0 * xm / static_cast<double>(C) + dm / static_cast<double>(C));
     }
   }
 }

@@ -2,7 +2,8 @@
 // sigmoid (autograd/kernels/activation_kernels.h) against their plain twins (std::tanh, std::exp),
 // and the choice between the two paths inside the ops.
 //
-//   * fast (on each instruction set the CPU has) vs twin elementwise, |fast - twin| <= atol + rtol * |twin|, on a dense grid over
+//   * fast (on each instruction set the CPU has) vs twin elementwise, |fast - twin| <= atol + rtol * |twin|, on a dense
+//   grid over
 //     [-12, 12], normal draws, and large and special inputs (1e4, 1e20, FLT_MAX, inf, nan,
 //     subnormals); each prints its worst error on a "[ worst    ]" line;
 //   * the baseline (SSE2) and AVX2 loops give the same bits (skipped on a CPU without AVX2);
@@ -149,7 +150,8 @@ TEST(ActivationKernels, GeluTanhBaselineAndAvx2LoopsGiveTheSameBits) {
   // Every 4099th float bit pattern (all signs, binades, nans), then the grid and the draws. An
   // odd count leaves a scalar tail after the vector loop, compared too.
   std::vector<float> xs;
-  for (uint64_t bits = 0; bits < (uint64_t{1} << 32); bits += 4099) xs.push_back(std::bit_cast<float>(static_cast<uint32_t>(bits)));
+  for (uint64_t bits = 0; bits < (uint64_t{1} << 32); bits += 4099)
+    xs.push_back(std::bit_cast<float>(static_cast<uint32_t>(bits)));
   for (float v : activation_inputs()) xs.push_back(v);
   if (xs.size() % 2 == 0) xs.push_back(0.5f);
   const std::vector<float> g = grad_inputs(xs.size());

@@ -399,9 +399,10 @@ TEST(CrossEntropy, BackwardMatchesFiniteDifferencesF64) {
                                 "cross_entropy (5,7)"));
   }
   Tensor row = random_tensor({6}, kFloat64, rng).requires_grad_();
-  worst = std::max(worst, finite_difference_check(
-                              [](const std::vector<Tensor>& in) { return cross_entropy(in[0], scalar_tensor(4, kInt64)); },
-                              {row}, "cross_entropy (6) with a 0-d target"));
+  worst =
+      std::max(worst, finite_difference_check(
+                          [](const std::vector<Tensor>& in) { return cross_entropy(in[0], scalar_tensor(4, kInt64)); },
+                          {row}, "cross_entropy (6) with a 0-d target"));
   report_worst("cross_entropy gradient vs finite differences (f64)", worst);
 }
 
@@ -427,7 +428,10 @@ TEST(CrossEntropy, ErrorMessages) {
   EXPECT_TRUE(has_part(range, "cross_entropy: Target 7 is out of bounds."));
   EXPECT_TRUE(has_part(range, "element 1 of the flattened targets is 7"));
   EXPECT_TRUE(has_part(range, "5 classes"));
-  EXPECT_TRUE(has_part(error_of([] { cross_entropy(zeros({3, 5}), tensor({0, -1, 1})); }), "Target -1 is out of bounds."));
+  EXPECT_TRUE(has_part(error_of([] {
+                         cross_entropy(zeros({3, 5}), tensor({0, -1, 1}));
+                       }),
+                       "Target -1 is out of bounds."));
   const std::string batch = error_of([] { cross_entropy(zeros({3, 5}), tensor({0, 1, 2, 3})); });
   EXPECT_TRUE(has_part(batch, "cross_entropy: Expected input batch_size (3) to match target batch_size (4)."));
   EXPECT_TRUE(has_part(error_of([] { cross_entropy(zeros({2, 3, 4}), tensor({0, 1})); }),
@@ -528,7 +532,8 @@ TEST(Embedding, ErrorMessages) {
              "embedding: index out of range in self: indices = 5, but weight has 5 rows"));
   EXPECT_TRUE(has_part(error_of([] { embedding(zeros({5, 3}), tensor({1.0f})); }),
              "embedding: expected indices of dtype int64 (Long), got float32"));
-  EXPECT_TRUE(has_part(error_of([] { embedding(zeros({5}), tensor({1})); }), "embedding: weight must be 2-D (V,C), got shape (5)"));
+  EXPECT_TRUE(has_part(error_of([] { embedding(zeros({5}), tensor({1})); }),
+                       "embedding: weight must be 2-D (V,C), got shape (5)"));
 }
 
 // ================================================================================================
@@ -560,8 +565,9 @@ void layer_norm_vs_naive(ScalarType dt, double atol, double rtol, const std::str
     const std::vector<T> wv = has_weight ? w.tolist<T>() : std::vector<T>();
     const std::vector<T> bv = has_bias ? b.tolist<T>() : std::vector<T>();
     std::vector<T> ref(xv.size()), mean(static_cast<size_t>(R)), rstd(static_cast<size_t>(R));
-    naive_kernels::layer_norm_forward_naive<T>(ref.data(), mean.data(), rstd.data(), xv.data(), has_weight ? wv.data() : nullptr,
-                                   has_bias ? bv.data() : nullptr, R, C, eps);
+    naive_kernels::layer_norm_forward_naive<T>(ref.data(), mean.data(), rstd.data(), xv.data(),
+                                               has_weight ? wv.data() : nullptr, has_bias ? bv.data() : nullptr, R, C,
+                                               eps);
     const std::string what = label + " layer_norm " + shape_str(shape) + " over " + shape_str(ns) +
                              (has_weight ? " +w" : "") + (has_bias ? " +b" : "") + (strided ? " strided" : "");
     worst_fwd = std::max(worst_fwd, expect_close(y.tolist<double>(), to_double(ref), atol, rtol, what));
@@ -601,22 +607,23 @@ TEST(LayerNorm, KernelsMatchNaiveTwinsDirectly) {
     for (double& e : *v) e = u(rng);
   std::vector<double> y(R * C), yr(R * C), m(R), mr(R), rs(R), rsr(R);
   K::layer_norm_forward_reference<double>(y.data(), m.data(), rs.data(), x.data(), w.data(), b.data(), R, C, 1e-5);
-  naive_kernels::layer_norm_forward_naive<double>(yr.data(), mr.data(), rsr.data(), x.data(), w.data(), b.data(), R, C, 1e-5);
+  naive_kernels::layer_norm_forward_naive<double>(yr.data(), mr.data(), rsr.data(), x.data(), w.data(), b.data(), R, C,
+                                                  1e-5);
   expect_close(y, yr, 1e-13, 1e-12, "layer_norm_forward out");
   expect_close(m, mr, 1e-14, 1e-13, "layer_norm_forward mean");
   expect_close(rs, rsr, 1e-14, 1e-13, "layer_norm_forward rstd");
   std::vector<double> dx(R * C), dxr(R * C), dw(C), dwr(C), db(C), dbr(C);
-  K::layer_norm_backward_reference<double>(dx.data(), dw.data(), db.data(), g.data(), x.data(), w.data(), m.data(), rs.data(), R,
-                                 C);
-  naive_kernels::layer_norm_backward_naive<double>(dxr.data(), dwr.data(), dbr.data(), g.data(), x.data(), w.data(), m.data(),
-                                       rs.data(), R, C);
+  K::layer_norm_backward_reference<double>(dx.data(), dw.data(), db.data(), g.data(), x.data(), w.data(), m.data(),
+                                           rs.data(), R, C);
+  naive_kernels::layer_norm_backward_naive<double>(dxr.data(), dwr.data(), dbr.data(), g.data(), x.data(), w.data(),
+                                                   m.data(), rs.data(), R, C);
   expect_close(dx, dxr, 1e-12, 1e-11, "layer_norm_backward dx");
   expect_close(dw, dwr, 1e-12, 1e-11, "layer_norm_backward dweight");
   expect_close(db, dbr, 1e-12, 1e-11, "layer_norm_backward dbias");
   // Only dx wanted: the kernel takes null for the others.
   std::vector<double> dx_only(R * C);
-  K::layer_norm_backward_reference<double>(dx_only.data(), nullptr, nullptr, g.data(), x.data(), w.data(), m.data(), rs.data(),
-                                 R, C);
+  K::layer_norm_backward_reference<double>(dx_only.data(), nullptr, nullptr, g.data(), x.data(), w.data(), m.data(),
+                                           rs.data(), R, C);
   EXPECT_EQ(dx_only, dx);
 }
 
@@ -634,9 +641,10 @@ TEST(LayerNorm, BackwardMatchesFiniteDifferencesF64) {
                                 {x, w, b}, "layer_norm x, weight, bias"));
   }
   Tensor x = random_tensor({3, 6}, kFloat64, rng).requires_grad_();
-  worst = std::max(worst, finite_difference_check(
-                              [](const std::vector<Tensor>& in) { return layer_norm(in[0], {6}, Tensor(), Tensor(), 0.1); },
-                              {x}, "layer_norm without weight and bias"));
+  worst =
+      std::max(worst, finite_difference_check(
+                          [](const std::vector<Tensor>& in) { return layer_norm(in[0], {6}, Tensor(), Tensor(), 0.1); },
+                          {x}, "layer_norm without weight and bias"));
   report_worst("layer_norm gradient vs finite differences (f64)", worst);
 }
 
