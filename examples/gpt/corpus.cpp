@@ -90,15 +90,17 @@ std::string builtin_corpus(size_t bytes, uint64_t seed) {
   return text;
 }
 
-std::string read_data(const std::string& path) {
-  if (path.empty()) return builtin_corpus();
+std::string read_data(const std::string& path) { return path.empty() ? builtin_corpus() : read_input(path, "--data"); }
+
+std::string read_input(const std::string& path, const std::string& flag) {
+  const std::string who = flag.empty() ? path : flag + " " + path;
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) throw Error("--data " + path + ": no such file");
+  if (!std::filesystem::is_regular_file(path, ec)) throw Error(who + ": no such file");
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("--data " + path + ": cannot read it");
+  if (!in) throw Error(who + ": cannot read it");
   std::ostringstream s;
   s << in.rdbuf();
-  if (s.str().empty()) throw Error("--data " + path + ": the file is empty");
+  if (s.str().empty()) throw Error(who + ": the file is empty");
   return s.str();
 }
 

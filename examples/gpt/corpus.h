@@ -22,4 +22,7 @@ std::string builtin_corpus(size_t bytes = 400000, uint64_t seed = 7);
 // "...: the file is empty".
 std::string read_data(const std::string& path);
 
+// The bytes of an input file (not empty); errors name `flag` (may be "") and the file, as above.
+std::string read_input(const std::string& path, const std::string& flag);
+
 }  // namespace tg::examples

@@ -1,0 +1,162 @@
+// examples/bpe.cpp — train a byte-level BPE tokenizer on a text, and encode or decode with it
+// (the algorithm: examples/gpt/bpe.h).
+//
+//   ./build/examples/bpe train --data input.txt --vocab-size 1024 --out tok.json
+//   ./build/examples/bpe encode --tokenizer tok.json input.txt > ids.txt   (ids on one line)
+//   ./build/examples/bpe decode --tokenizer tok.json ids.txt > back.txt    (the bytes, exactly)
+//
+// Each prints its time and the bytes per token on stderr.
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "autograd/io/atomic_file.h"
+#include "examples/common/flags.h"
+#include "examples/gpt/bpe.h"
+#include "examples/gpt/corpus.h"
+
+using namespace tg::examples;
+
+namespace {
+
+struct BpeOptions {
+  std::string data, out = "tokenizer.json", tokenizer = "tokenizer.json";
+  int64_t vocab_size = 1024;
+  std::string file;  // encode / decode: the positional FILE
+};
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+void report(const char* what, size_t bytes, size_t tokens, double seconds) {
+  std::fprintf(stderr, "bpe %s: %zu bytes, %zu tokens, %.3f bytes per token, %.3f s (%.1f MB/s)\n", what, bytes,
+               tokens, tokens ? static_cast<double>(bytes) / static_cast<double>(tokens) : 0.0, seconds,
+               static_cast<double>(bytes) / 1e6 / (seconds > 0 ? seconds : 1e-9));
+}
+
+BpeTokenizer load_tokenizer(const std::string& path) { return BpeTokenizer::from_json(read_input(path, "--tokenizer"), path); }
+
+int train(const BpeOptions& o) {
+  if (o.data.empty()) throw UsageError("--data FILE is required");
+  const std::string text = read_data(o.data);
+  const auto start = std::chrono::steady_clock::now();
+  const BpeTokenizer tok = BpeTokenizer::train(text, o.vocab_size);
+  const double trained = seconds_since(start);
+  tg::write_file_atomically(o.out, tok.to_json(), "bpe train");
+  const size_t tokens = tok.encode(text).size();
+  std::fprintf(stderr, "bpe train: %zu merges learned in %.3f s (vocab %lld)%s; wrote %s\n", tok.merges().size(),
+               trained, static_cast<long long>(tok.vocab_size()),
+               tok.vocab_size() < o.vocab_size ? ", fewer than asked: no pair occurs twice any more" : "",
+               o.out.c_str());
+  report("train (the text, encoded)", text.size(), tokens, trained);
+  return 0;
+}
+
+int encode(const BpeOptions& o) {
+  const BpeTokenizer tok = load_tokenizer(o.tokenizer);
+  const std::string text = read_input(o.file, "");
+  const auto start = std::chrono::steady_clock::now();
+  const std::vector<int64_t> ids = tok.encode(text);
+  const double seconds = seconds_since(start);
+  std::string line;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i) line += ' ';
+    line += std::to_string(ids[i]);
+  }
+  std::cout << line << "\n";
+  report("encode", text.size(), ids.size(), seconds);
+  return 0;
+}
+
+int decode(const BpeOptions& o) {
+  const BpeTokenizer tok = load_tokenizer(o.tokenizer);
+  const std::string text = read_input(o.file, "");
+  std::vector<int64_t> ids;
+  std::istringstream in(text);
+  for (std::string word; in >> word;) {
+    size_t used = 0;
+    int64_t id = -1;
+    try {
+      id = std::stoll(word, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != word.size()) {
+      throw tg::Error(o.file + ": token " + std::to_string(ids.size()) + " ('" + word + "') is not an integer id");
+    }
+    ids.push_back(id);
+  }
+  const auto start = std::chrono::steady_clock::now();
+  const std::string bytes = tok.decode(ids);
+  const double seconds = seconds_since(start);
+  std::cout.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  std::cout.flush();
+  report("decode", bytes.size(), ids.size(), seconds);
+  return 0;
+}
+
+// args without the one positional FILE (an argument that is neither a flag nor a flag's value).
+std::vector<std::string> without_positional(const std::vector<std::string>& args, std::string* file) {
+  std::vector<std::string> flags;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a.rfind("--", 0) == 0 || a == "-h") {
+      flags.push_back(a);
+      const bool takes_value = a.find('=') == std::string::npos && a != "--help" && a != "-h";
+      if (takes_value && i + 1 < args.size()) flags.push_back(args[++i]);
+    } else if (file->empty()) {
+      *file = a;
+    } else {
+      throw UsageError("more than one FILE: '" + *file + "' and '" + a + "'");
+    }
+  }
+  return flags;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string command = argc > 1 ? argv[1] : "";
+  BpeOptions o;
+  const std::vector<Flag> train_flags = {
+      text_flag("data", &o.data, "the text to learn the merges from"),
+      int_flag("vocab-size", &o.vocab_size, "tokens in all: 256 bytes + the merges", 256, 65536),
+      text_flag("out", &o.out, "where to write the tokenizer (JSON)"),
+  };
+  const std::vector<Flag> file_flags = {text_flag("tokenizer", &o.tokenizer, "a tokenizer.json written by bpe train")};
+  Program program;
+  if (command == "train") {
+    program = {"bpe train", "Learns byte-level BPE merges from --data and writes them to --out.", train_flags};
+  } else if (command == "encode") {
+    program = {"bpe encode", "bpe encode [flags] FILE: prints FILE's token ids on one line, spaces between.",
+               file_flags};
+  } else if (command == "decode") {
+    program = {"bpe decode", "bpe decode [flags] IDS_FILE: writes the bytes of the ids in IDS_FILE to stdout.",
+               file_flags};
+  } else {
+    std::fprintf(stderr, "usage: bpe train|encode|decode [flags] (bpe <command> --help lists them)%s\n",
+                 command.empty() ? "" : ("; unknown command '" + command + "'").c_str());
+    return 2;
+  }
+  std::vector<std::string> args(argv + 2, argv + argc);
+  std::vector<std::string> flags;
+  try {
+    flags = without_positional(args, &o.file);
+    if (command == "train" && !o.file.empty()) throw UsageError("unexpected argument '" + o.file + "'");
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "%s: %s (see --help)\n", program.name.c_str(), e.what());
+    return 2;
+  }
+  std::vector<char*> new_argv{argv[0]};
+  for (std::string& f : flags) new_argv.push_back(f.data());
+  return run_program(program, static_cast<int>(new_argv.size()), new_argv.data(), [&] {
+    if (command == "train") return train(o);
+    if (o.file.empty()) throw UsageError("FILE is missing");
+    return command == "encode" ? encode(o) : decode(o);
+  });
+}
