@@ -245,7 +245,9 @@ BpeTokenizer BpeTokenizer::from_merges(std::vector<Merge> merges, const std::str
 std::vector<int64_t> BpeTokenizer::encode(std::string_view text) const {
   std::vector<int64_t> out;
   out.reserve(text.size() / 2);
-  for (std::string_view chunk : split_chunks(text)) {
+  for (size_t i = 0, n = 0; i < text.size(); i += n) {  // split_chunks, without making the list
+    n = chunk_length(text, i);
+    const std::string_view chunk = text.substr(i, n);
     auto it = cache_.find(chunk);
     if (it == cache_.end()) it = cache_.emplace(std::string(chunk), merge_chunk(chunk)).first;
     out.insert(out.end(), it->second.begin(), it->second.end());
@@ -270,14 +272,19 @@ std::vector<int32_t> BpeTokenizer::merge_chunk(std::string_view chunk) const {
 }
 
 std::string BpeTokenizer::decode(const std::vector<int64_t>& ids) const {
-  std::string out;
-  out.reserve(ids.size() * 4);
+  size_t size = 0;  // the output's length first, so that it is written in one allocation
   for (int64_t id : ids) {
     if (id < 0 || id >= vocab_size()) {
       throw Error("bpe: id " + std::to_string(id) + " is outside the vocabulary [0, " + std::to_string(vocab_size()) +
                   ")");
     }
-    out += token_bytes_[static_cast<size_t>(id)];
+    size += token_bytes_[static_cast<size_t>(id)].size();
+  }
+  std::string out(size, '\0');
+  char* at = out.data();
+  for (int64_t id : ids) {
+    const std::string& bytes = token_bytes_[static_cast<size_t>(id)];
+    at = std::copy(bytes.begin(), bytes.end(), at);
   }
   return out;
 }
