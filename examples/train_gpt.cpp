@@ -84,10 +84,12 @@ int run(TrainOptions o, const std::vector<std::string>& given) {
 
   std::signal(SIGINT, on_interrupt);
   std::signal(SIGTERM, on_interrupt);
-  Progress progress(o.steps, trainer->step(), o.batch * o.model.context_length, log.elapsed_s(), isatty(STDOUT_FILENO));
+  Progress progress(o.steps, trainer->step(), o.grad_accum * o.batch * o.model.context_length, log.elapsed_s(),
+                    isatty(STDOUT_FILENO));
   std::cout << "train_gpt: " << trainer->model().num_parameters() << " parameters, vocabulary of "
             << trainer->tokenizer().vocab_size() << " characters, " << o.steps << " steps of " << o.batch << " x "
-            << o.model.context_length << " tokens, " << kernels_mode() << " kernels; writing to " << o.out << "/\n";
+            << o.model.context_length << " tokens"
+            << (o.grad_accum > 1 ? " x " + std::to_string(o.grad_accum) + " micro-batches" : std::string()) << ", " << kernels_mode() << " kernels; writing to " << o.out << "/\n";
   auto save_all = [&] {
     save_checkpoint(*trainer, o.out);
     log.write(o.out);

@@ -14,7 +14,10 @@ std::vector<Flag> train_flags(TrainOptions& o) {
   constexpr double kBig = 1e12;
   return {
       int_flag("steps", &o.steps, "training steps", 1, kBig),
-      int_flag("batch", &o.batch, "sequences per batch", 1, 1 << 20),
+      int_flag("batch", &o.batch, "sequences per batch (per micro-batch with --grad-accum)", 1, 1 << 20),
+      int_flag("grad-accum", &o.grad_accum,
+               "micro-batches of --batch sequences per step, their gradients averaged (= --batch N*B, in less memory)",
+               1, 1 << 20),
       int_flag("context", &o.model.context_length, "tokens per sequence (the model's context_length)", 1, 1 << 20),
       int_flag("emb-dim", &o.model.emb_dim, "embedding width", 1, 1 << 16),
       int_flag("heads", &o.model.n_heads, "attention heads (must divide --emb-dim)", 1, 1 << 16),
@@ -71,14 +74,20 @@ double Trainer::lr_at(int64_t step) const {
 
 Trainer::StepResult Trainer::train_step() {
   for (auto& group : optimizer_->param_groups()) group.lr = lr_at(step_);
-  const Batch b = get_batch(data_.train, options_.batch, options_.model.context_length, batch_gen_, "training");
+  const int64_t B = options_.batch, N = options_.grad_accum;
+  // the N*B sequences that --batch N*B draws, as N micro-batches of B
+  const Batch all = get_batch(data_.train, N * B, options_.model.context_length, batch_gen_, "training");
   model_->train();
-  const Tensor logits = model_->forward(b.x);                        // (B,T,V)
-  const Tensor loss = cross_entropy(logits.flatten(0, 1), b.y.flatten());
   optimizer_->zero_grad(true);
-  loss.backward();
   StepResult r;
-  r.loss = loss.item<double>();
+  r.loss = 0.0;
+  for (int64_t k = 0; k < N; ++k) {
+    const Tensor x = all.x.narrow(0, k * B, B), y = all.y.narrow(0, k * B, B);  // (B,T)
+    const Tensor logits = model_->forward(x);                                      // (B,T,V)
+    const Tensor loss = cross_entropy(logits.flatten(0, 1), y.flatten());
+    (N == 1 ? loss : loss / static_cast<double>(N)).backward();  // the mean over N*B: each mean / N
+    r.loss += loss.item<double>() / static_cast<double>(N);
+  }
   r.grad_norm = options_.grad_clip > 0 ? optim::clip_grad_norm_(model_->parameters(), options_.grad_clip).item<double>()
                                        : optim::grad_norm(model_->parameters()).item<double>();
   r.skipped = !std::isfinite(r.loss) || !std::isfinite(r.grad_norm);

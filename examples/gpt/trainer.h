@@ -5,9 +5,15 @@
 //   opt = AdamW(weight_decay_groups(model), lr, weight_decay)
 //   gen = Generator(seed)                              batches draw from their own generator
 //   each step s:  every group's lr = lr_at(s)
-//                 x, y = get_batch(train, batch, context, gen)
-//                 loss = cross_entropy(model(x).flatten(0, 1), y.flatten())
-//                 opt.zero_grad(); loss.backward(); clip_grad_norm_ (if grad_clip > 0); opt.step()
+//                 x, y = get_batch(train, grad_accum * batch, context, gen)
+//                 opt.zero_grad()
+//                 for each of the grad_accum micro-batches xk, yk (batch sequences each, in order):
+//                     loss_k = cross_entropy(model(xk).flatten(0, 1), yk.flatten())
+//                     (loss_k / grad_accum).backward()            the gradients add up
+//                 clip_grad_norm_ (if grad_clip > 0); opt.step()
+// With grad_accum N a step draws the N*B sequences that --batch N*B would, and its gradient is
+// their mean loss's: the same step in a fraction of the activations' memory. The step's loss is
+// the micro-batches' mean.
 //
 // A step whose loss or gradients' total norm is inf or nan never reaches the model: with
 // on_nonfinite "error" train_step throws (the model, the optimizer and the last checkpoint stay
@@ -36,6 +42,7 @@ struct TrainOptions {
   nn::GPTConfig model{.context_length = 64, .emb_dim = 64, .n_heads = 4, .n_layers = 2, .drop_rate = 0.0};
   int64_t steps = 1500;
   int64_t batch = 16;
+  int64_t grad_accum = 1;  // micro-batches of `batch` sequences whose gradients one step averages
   double lr = 2e-3;
   double min_lr = 2e-4;
   std::string lr_schedule = "cosine";

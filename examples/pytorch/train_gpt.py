@@ -78,16 +78,20 @@ class Run:
     def train_step(self):
         for group in self.optimizer.param_groups:
             group["lr"] = lr_at(self.step, self.o)
-        x, y = get_batch(self.train_data, self.o.batch, self.o.context, self.batch_gen)
+        b, n = self.o.batch, self.o.grad_accum
+        x, y = get_batch(self.train_data, n * b, self.o.context, self.batch_gen)  # n micro-batches of b
         self.model.train()
-        loss = F.cross_entropy(self.model(x).flatten(0, 1), y.flatten())
         self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
+        step_loss = 0.0
+        for k in range(n):
+            loss = F.cross_entropy(self.model(x[k * b:(k + 1) * b]).flatten(0, 1), y[k * b:(k + 1) * b].flatten())
+            (loss if n == 1 else loss / n).backward()
+            step_loss += loss.item() / n
         if self.o.grad_clip > 0:
             torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.o.grad_clip, error_if_nonfinite=True)
         self.optimizer.step()
         self.step += 1
-        return loss.item()
+        return step_loss
 
     @torch.no_grad()
     def evaluate(self):
@@ -109,6 +113,7 @@ def options(argv=None):
     p.add_argument("--data", required=True)
     p.add_argument("--steps", type=int, default=1500)
     p.add_argument("--batch", type=int, default=16)
+    p.add_argument("--grad-accum", type=int, default=1)
     p.add_argument("--context", type=int, default=64)
     p.add_argument("--emb-dim", type=int, default=64)
     p.add_argument("--heads", type=int, default=4)
@@ -141,7 +146,7 @@ def main():
             train_loss, val_loss = run.evaluate()
             elapsed = time.time() - start
             print(f"step {step + 1}: loss {loss:.4f} train {train_loss:.4f} val {val_loss:.4f} "
-                  f"{(step + 1) * o.batch * o.context / elapsed:.0f} tokens/s", flush=True)
+                  f"{(step + 1) * o.batch * o.grad_accum * o.context / elapsed:.0f} tokens/s", flush=True)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 // The training loop against PyTorch (tests/reference/train_torch.json, made by
 // make_train_reference.py with examples/pytorch/train_gpt.py): from the same seed and text, the
 // loss of every step and the final evaluation agree within 1e-4 relative — 100 steps with the
-// cosine schedule and clipping, 100 with a constant lr, 20 with dropout (the same masks).
+// cosine schedule and clipping, 100 with a constant lr, 20 with dropout (the same masks), 30
+// with --grad-accum 2.
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -53,7 +54,7 @@ TrainOptions options_of(const json::Value& run) {
 TEST(TrainParity, LossOfEveryStepEqualsPyTorchs) {
   static const json::Value doc = json::parse_file(std::string(TG_REFERENCE_DIR) + "/train_torch.json");
   const json::Value& runs = doc["runs"];
-  ASSERT_EQ(runs.size(), 3u);
+  ASSERT_EQ(runs.size(), 4u);
   for (size_t r = 0; r < runs.size(); ++r) {
     const json::Value& run = runs[r];
     const std::string id = run["id"].as_string();

@@ -45,6 +45,7 @@ def main():
     run("cosine_clip", 100, **small, lr=3e-3, min_lr=3e-4, warmup=10, weight_decay=0.1, grad_clip=1.0)
     run("constant_no_clip", 100, **small, lr_schedule="constant", lr=1e-3, weight_decay=0.0, grad_clip=0.0, seed=7)
     run("dropout", 20, **small, dropout=0.2, lr=3e-3, warmup=5, seed=11)
+    run("grad_accum", 30, **dict(small, batch=2), grad_accum=2, lr=3e-3, warmup=5, seed=5)
     path = os.path.join(HERE, "train_torch.json")
     with open(path, "w") as f:
         json.dump({"generator": "tests/reference/make_train_reference.py", "torch_version": torch.__version__,
