@@ -47,6 +47,9 @@ int train(const BpeOptions& o) {
   const auto start = std::chrono::steady_clock::now();
   const BpeTokenizer tok = BpeTokenizer::train(text, o.vocab_size);
   const double trained = seconds_since(start);
+  if (tok.merges().empty()) {
+    throw tg::Error("--data " + o.data + ": too small to learn any merge: no pair of bytes occurs twice in it");
+  }
   tg::write_file_atomically(o.out, tok.to_json(), "bpe train");
   const size_t tokens = tok.encode(text).size();
   std::fprintf(stderr, "bpe train: %zu merges learned in %.3f s (vocab %lld)%s; wrote %s\n", tok.merges().size(),

@@ -87,7 +87,8 @@ int run(TrainOptions o, const std::vector<std::string>& given) {
   Progress progress(o.steps, trainer->step(), o.grad_accum * o.batch * o.model.context_length, log.elapsed_s(),
                     isatty(STDOUT_FILENO));
   std::cout << "train_gpt: " << trainer->model().num_parameters() << " parameters, vocabulary of "
-            << trainer->tokenizer().vocab_size() << " characters, " << o.steps << " steps of " << o.batch << " x "
+            << trainer->tokenizer().vocab_size()
+            << (trainer->tokenizer().is_bpe() ? " BPE tokens, " : " characters, ") << o.steps << " steps of " << o.batch << " x "
             << o.model.context_length << " tokens"
             << (o.grad_accum > 1 ? " x " + std::to_string(o.grad_accum) + " micro-batches" : std::string()) << ", " << kernels_mode() << " kernels; writing to " << o.out << "/\n";
   auto save_all = [&] {
@@ -114,9 +115,11 @@ int run(TrainOptions o, const std::vector<std::string>& given) {
       const Trainer::Losses e = trainer->evaluate();
       row.val_loss = e.val;
       row.eval_train_loss = e.train;
+      row.train_bpb = e.train_bpb;
+      row.val_bpb = e.val_bpb;
       log.add(row);
       save_all();
-      progress.eval_line(step, e.train, e.val);
+      progress.eval_line(step, e.train, e.val, e.val_bpb);
     } else {
       log.add(row);
     }
@@ -134,7 +137,7 @@ int run(TrainOptions o, const std::vector<std::string>& given) {
   trainer->model().eval();
   std::string samples;
   tg::Generator gen(static_cast<uint64_t>(o.seed));
-  const std::vector<int64_t> start = {trainer->tokenizer().id_or(U'\n', 0)};
+  const std::vector<int64_t> start = {trainer->tokenizer().newline_or(0)};
   for (int k = 0; k < 3; ++k) {
     samples += "--- sample " + std::to_string(k + 1) + " ---\n" +
                write_text(trainer->model(), trainer->tokenizer(), start, o.sample_tokens, {.temperature = 0.8}, gen) + "\n";

@@ -212,8 +212,10 @@ std::unique_ptr<Trainer> resume_trainer(const std::string& dir, const TrainOptio
   check_checkpoint_folder(dir);
   auto trainer = std::make_unique<Trainer>(options, text);
   const std::string tokenizer_path = path_in(dir, "tokenizer.json");
-  if (CharTokenizer::from_json(read_text(tokenizer_path), tokenizer_path).to_json() != trainer->tokenizer().to_json())
-    throw Error(tokenizer_path + ": the training text's characters differ from the checkpoint's: resume with the same --data");
+  if (Tokenizer::from_json(read_text(tokenizer_path), tokenizer_path).to_json() != trainer->tokenizer().to_json())
+    throw Error(tokenizer_path + ": the tokenizer made from this --data (its " +
+                (trainer->tokenizer().is_bpe() ? std::string("BPE merges") : std::string("characters")) +
+                ") differs from the checkpoint's: resume with the same --data");
 
   const auto [model_path, opt_path, step] = newest_consistent_pair(dir);
   const SafetensorsMetadata opt_meta = load_safetensors_metadata(opt_path);
@@ -232,7 +234,7 @@ std::unique_ptr<Trainer> resume_trainer(const std::string& dir, const TrainOptio
   return trainer;
 }
 
-std::string write_text(nn::GPTModel& model, const CharTokenizer& tokenizer, const std::vector<int64_t>& prompt,
+std::string write_text(nn::GPTModel& model, const Tokenizer& tokenizer, const std::vector<int64_t>& prompt,
                        int64_t tokens, const nn::SamplingOptions& options, Generator& gen) {
   const Tensor idx = from_vector(prompt, {1, static_cast<int64_t>(prompt.size())});  // (1, T)
   return tokenizer.decode(nn::generate(model, idx, tokens, options, &gen).tolist<int64_t>());
@@ -250,7 +252,7 @@ SavedModel load_saved_model(const std::string& dir) {
   } catch (const Error& e) {
     throw Error(config_path + ": " + e.what());
   }
-  saved.tokenizer = CharTokenizer::from_json(read_text(tokenizer_path), tokenizer_path);
+  saved.tokenizer = Tokenizer::from_json(read_text(tokenizer_path), tokenizer_path);
   if (saved.tokenizer.vocab_size() != saved.config.vocab_size)
     throw Error(dir + ": tokenizer.json has " + std::to_string(saved.tokenizer.vocab_size()) +
                 " characters but config.json's vocab_size is " + std::to_string(saved.config.vocab_size));

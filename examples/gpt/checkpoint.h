@@ -40,13 +40,13 @@ std::unique_ptr<Trainer> resume_trainer(const std::string& dir, const TrainOptio
 // A saved model for writing text: the config, the tokenizer and the weights.
 struct SavedModel {
   nn::GPTConfig config;
-  CharTokenizer tokenizer;
+  Tokenizer tokenizer;
   std::unique_ptr<nn::GPTModel> model;
 };
 SavedModel load_saved_model(const std::string& dir);
 
 // The prompt followed by `tokens` generated characters, as text (nn/generate.h).
-std::string write_text(nn::GPTModel& model, const CharTokenizer& tokenizer, const std::vector<int64_t>& prompt,
+std::string write_text(nn::GPTModel& model, const Tokenizer& tokenizer, const std::vector<int64_t>& prompt,
                        int64_t tokens, const nn::SamplingOptions& options, Generator& gen);
 
 // "path: what is wrong" when dir is not a checkpoint folder (a file missing).

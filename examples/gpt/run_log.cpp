@@ -19,7 +19,9 @@ namespace tg::examples {
 
 namespace {
 
-const char* const kHeader = "step,train_loss,val_loss,lr,tokens_per_s,elapsed_s";
+const char* const kHeader = "step,train_loss,val_loss,lr,tokens_per_s,elapsed_s,train_bpb,val_bpb";
+// loss.csv of runs from before bits per byte: read on resume, rewritten with the new columns
+const char* const kHeaderBeforeBpb = "step,train_loss,val_loss,lr,tokens_per_s,elapsed_s";
 
 std::string fmt(const char* format, double v) {
   char buf[64];
@@ -45,10 +47,11 @@ std::string clock_str(double seconds) {  // 1:05:09 or 5:09
 
 std::string RunLog::csv() const {
   std::string out = std::string(kHeader) + "\n";
+  auto optional = [](std::optional<double> v) { return v ? fmt("%.9g", *v) : std::string(); };
   for (const LossRow& r : rows_) {
-    out += std::to_string(r.step) + "," + fmt("%.9g", r.train_loss) + "," +
-           (r.val_loss ? fmt("%.9g", *r.val_loss) : "") + "," + fmt("%.9g", r.lr) + "," + fmt("%.1f", r.tokens_per_s) +
-           "," + fmt("%.3f", r.elapsed_s) + "\n";
+    out += std::to_string(r.step) + "," + fmt("%.9g", r.train_loss) + "," + optional(r.val_loss) + "," +
+           fmt("%.9g", r.lr) + "," + fmt("%.1f", r.tokens_per_s) + "," + fmt("%.3f", r.elapsed_s) + "," +
+           optional(r.train_bpb) + "," + optional(r.val_bpb) + "\n";
   }
   return out;
 }
@@ -72,10 +75,12 @@ RunLog RunLog::read(const std::string& dir, int64_t up_to_step) {
   RunLog log;
   std::string line;
   int line_no = 0;
+  size_t columns = 8;
   while (std::getline(in, line)) {
     ++line_no;
     if (line_no == 1) {
-      if (line != kHeader) throw Error(path + ": line 1: expected the header " + std::string(kHeader));
+      if (line == kHeaderBeforeBpb) columns = 6;
+      else if (line != kHeader) throw Error(path + ": line 1: expected the header " + std::string(kHeader));
       continue;
     }
     std::vector<std::string> cells;
@@ -83,7 +88,7 @@ RunLog RunLog::read(const std::string& dir, int64_t up_to_step) {
     for (std::string cell; std::getline(ss, cell, ',');) cells.push_back(cell);
     if (line.back() == ',') cells.push_back("");
     try {
-      if (cells.size() != 6) throw std::invalid_argument("expected 6 values");
+      if (cells.size() != columns) throw std::invalid_argument("expected " + std::to_string(columns) + " values");
       LossRow r;
       r.step = std::stoll(cells[0]);
       r.train_loss = std::stod(cells[1]);
@@ -91,6 +96,8 @@ RunLog RunLog::read(const std::string& dir, int64_t up_to_step) {
       r.lr = std::stod(cells[3]);
       r.tokens_per_s = std::stod(cells[4]);
       r.elapsed_s = std::stod(cells[5]);
+      if (columns == 8 && !cells[6].empty()) r.train_bpb = std::stod(cells[6]);
+      if (columns == 8 && !cells[7].empty()) r.val_bpb = std::stod(cells[7]);
       if (r.step <= up_to_step) log.rows_.push_back(r);
     } catch (const std::exception&) {
       throw Error(path + ": line " + std::to_string(line_no) + ": expected " + kHeader + ", got '" + line + "'");
@@ -102,15 +109,18 @@ RunLog RunLog::read(const std::string& dir, int64_t up_to_step) {
 const char* kernels_mode() { return fast_kernels() ? "fast" : "reference"; }
 
 void RunLog::write_summary(const std::string& dir) const {
-  std::optional<double> train, val;
+  std::optional<double> train, val, train_bpb, val_bpb;
   for (const LossRow& r : rows_) {
     if (r.val_loss) val = r.val_loss;
     if (r.eval_train_loss) train = r.eval_train_loss;
+    if (r.train_bpb) train_bpb = r.train_bpb;
+    if (r.val_bpb) val_bpb = r.val_bpb;
   }
   const int64_t steps = rows_.empty() ? 0 : rows_.back().step;
   auto number = [](std::optional<double> v) { return v ? fmt("%.9g", *v) : std::string("null"); };
   std::string json = "{\n  \"steps\": " + std::to_string(steps) + ",\n  \"final_train_loss\": " + number(train) +
-                     ",\n  \"final_val_loss\": " + number(val) + ",\n  \"tokens_per_s\": " +
+                     ",\n  \"final_val_loss\": " + number(val) + ",\n  \"final_train_bpb\": " + number(train_bpb) +
+                     ",\n  \"final_val_bpb\": " + number(val_bpb) + ",\n  \"tokens_per_s\": " +
                      number(rows_.empty() ? std::nullopt : std::optional(rows_.back().tokens_per_s)) +
                      ",\n  \"elapsed_s\": " + fmt("%.3f", elapsed_s()) + ",\n  \"peak_rss_mb\": " + fmt("%.1f", peak_rss_mb()) +
                      ",\n  \"kernels\": " + json::quote(kernels_mode()) + "\n}\n";
@@ -146,10 +156,10 @@ void Progress::update(int64_t step, double loss) {
   }
 }
 
-void Progress::eval_line(int64_t step, double train_loss, double val_loss) {
+void Progress::eval_line(int64_t step, double train_loss, double val_loss, double val_bpb) {
   char line[128];
-  std::snprintf(line, sizeof line, "step %lld: train loss %.4f, val loss %.4f (checkpoint saved)", (long long)step,
-                train_loss, val_loss);
+  std::snprintf(line, sizeof line, "step %lld: train loss %.4f, val loss %.4f, val bpb %.4f (checkpoint saved)",
+                (long long)step, train_loss, val_loss, val_bpb);
   message(line);
 }
 

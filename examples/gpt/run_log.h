@@ -1,6 +1,6 @@
 // examples/gpt/run_log.h — what train_gpt reports while it runs and leaves in its folder:
 //
-//   loss.csv      a row per step: step,train_loss,val_loss,lr,tokens_per_s,elapsed_s
+//   loss.csv      a row per step: step,train_loss,val_loss,lr,tokens_per_s,elapsed_s,train_bpb,val_bpb
 //                 (train_loss is that step's batch loss; losses with 9 significant digits, so
 //                 runs compare bit for bit; val_loss is empty on rows without an evaluation)
 //   loss.svg      the train loss of every step and the val loss of every evaluation against step
@@ -27,6 +27,7 @@ struct LossRow {
   std::optional<double> val_loss;
   double lr, tokens_per_s, elapsed_s;
   std::optional<double> eval_train_loss;  // the evaluation's train-split loss (summary only)
+  std::optional<double> train_bpb, val_bpb;  // the evaluation's bits per byte (Trainer::Losses)
 };
 
 class RunLog {
@@ -51,7 +52,7 @@ class Progress {
   double elapsed_s() const;                 // including the time before a resume
   double tokens_per_s(int64_t step) const;  // over this process's steps
   void update(int64_t step, double loss);   // redraw the bar (terminal) or log every so often
-  void eval_line(int64_t step, double train_loss, double val_loss);
+  void eval_line(int64_t step, double train_loss, double val_loss, double val_bpb);
   void message(const std::string& line);    // a line of its own, above the bar on a terminal
   void finish();
 

@@ -86,7 +86,7 @@ std::string CharTokenizer::decode(const std::vector<int64_t>& ids) const {
 }
 
 std::string CharTokenizer::to_json() const {
-  std::string out = std::string("{\"kind\": \"") + (utf8_ ? "utf8" : "bytes") + "\", \"symbols\": [";
+  std::string out = std::string("{\"type\": \"char\", \"kind\": \"") + (utf8_ ? "utf8" : "bytes") + "\", \"symbols\": [";
   for (size_t i = 0; i < symbols_.size(); ++i) out += (i ? ", " : "") + std::to_string(symbols_[i]);
   return out + "]}\n";
 }
@@ -110,6 +110,55 @@ CharTokenizer CharTokenizer::from_json(const std::string& text, const std::strin
   }
   if (t.symbols_.empty()) return fail("the vocabulary is empty");
   return t;
+}
+
+int64_t CharTokenizer::bytes_of(int64_t id) const {
+  const uint32_t s = symbols_.at(static_cast<size_t>(id));
+  if (!utf8_) return 1;
+  return s < 0x80 ? 1 : s < 0x800 ? 2 : s < 0x10000 ? 3 : 4;
+}
+
+// --- a run's tokenizer, either kind --------------------------------------------------------------
+
+Tokenizer Tokenizer::from_json(const std::string& text, const std::string& source) {
+  const json::Value doc = json::parse(text, source);
+  const bool bpe = doc.is_object() && doc.contains("type") && doc["type"].is_string() &&
+                   doc["type"].as_string() == "bpe";
+  if (bpe) return BpeTokenizer::from_json(text, source);
+  if (doc.is_object() && doc.contains("type") && (!doc["type"].is_string() || doc["type"].as_string() != "char")) {
+    throw Error(source + ": \"type\" must be \"char\" or \"bpe\"");
+  }
+  return CharTokenizer::from_json(text, source);
+}
+
+std::vector<int64_t> Tokenizer::encode(const std::string& text) const {
+  return std::visit([&](const auto& t) { return t.encode(text); }, impl_);
+}
+
+std::string Tokenizer::decode(const std::vector<int64_t>& ids) const {
+  return std::visit([&](const auto& t) { return t.decode(ids); }, impl_);
+}
+
+int64_t Tokenizer::vocab_size() const {
+  return std::visit([](const auto& t) { return t.vocab_size(); }, impl_);
+}
+
+std::string Tokenizer::to_json() const {
+  return std::visit([](const auto& t) { return t.to_json(); }, impl_);
+}
+
+int64_t Tokenizer::newline_or(int64_t fallback) const {
+  if (is_bpe()) return '\n';  // the byte's own id
+  return std::get<CharTokenizer>(impl_).id_or(U'\n', fallback);
+}
+
+std::vector<int64_t> Tokenizer::bytes_per_id() const {
+  std::vector<int64_t> bytes(static_cast<size_t>(vocab_size()));
+  for (int64_t id = 0; id < vocab_size(); ++id) {
+    bytes[static_cast<size_t>(id)] = is_bpe() ? static_cast<int64_t>(std::get<BpeTokenizer>(impl_).token_bytes(id).size())
+                                              : std::get<CharTokenizer>(impl_).bytes_of(id);
+  }
+  return bytes;
 }
 
 }  // namespace tg::examples

@@ -2,6 +2,7 @@
 #include "examples/gpt/trainer.h"
 
 #include <cmath>
+#include <tuple>
 
 #include "autograd/ops.h"
 #include "autograd/tape.h"
@@ -40,23 +41,53 @@ std::vector<Flag> train_flags(TrainOptions& o) {
       text_flag("out", &o.out, "folder for the checkpoint, loss.csv, loss.svg, samples and summary"),
       text_flag("resume", &o.resume, "continue the run saved in this folder"),
       text_flag("data", &o.data, "a text file to train on (default: the built-in corpus)"),
-      int_flag("sample-tokens", &o.sample_tokens, "characters to write in each sample at the end", 0, 1 << 20),
+      text_flag("tokenizer", &o.tokenizer, "characters, or byte-level BPE learned from the training split",
+                {"char", "bpe"}),
+      int_flag("vocab-size", &o.vocab_size, "BPE's vocabulary: 256 bytes + merges (--tokenizer bpe)", 256, 65536),
+      int_flag("sample-tokens", &o.sample_tokens, "tokens (characters, or BPE tokens) to write in each sample at the end",
+               0, 1 << 20),
       text_flag("write-corpus", &o.write_corpus, "write the built-in corpus to this file and stop"),
   };
 }
 
+namespace {
+
+// The first 90% of the text's bytes: BPE's training split (the ids' split, int(0.9 * n)).
+size_t train_bytes(const std::string& text) { return static_cast<size_t>(0.9 * static_cast<double>(text.size())); }
+
+Tokenizer make_tokenizer(const TrainOptions& o, const std::string& text) {
+  if (o.tokenizer == "char") return CharTokenizer::from_text(text);
+  const size_t n = train_bytes(text);
+  BpeTokenizer bpe = BpeTokenizer::train(std::string_view(text).substr(0, n), o.vocab_size);
+  if (bpe.merges().empty()) {
+    throw Error("--data: the training split (" + std::to_string(n) +
+                " bytes) is too small to learn any BPE merge: no pair of bytes occurs twice in it");
+  }
+  return bpe;
+}
+
+}  // namespace
+
 Trainer::Trainer(const TrainOptions& options, const std::string& text)
-    : options_(options), tokenizer_(CharTokenizer::from_text(text)), batch_gen_(static_cast<uint64_t>(options.seed)) {
+    : options_(options), tokenizer_(make_tokenizer(options, text)), batch_gen_(static_cast<uint64_t>(options.seed)) {
   if (options.lr_schedule == "cosine" && options.warmup >= options.steps)
     throw UsageError("--warmup (" + std::to_string(options.warmup) + ") must be smaller than --steps (" +
                      std::to_string(options.steps) + ") with the cosine schedule");
   if (options.lr_schedule == "cosine" && options.min_lr > options.lr)
     throw UsageError("--min-lr must not be larger than --lr");
-  data_ = split_train_val(tokenizer_.encode(text));
+  if (tokenizer_.is_bpe()) {
+    const size_t n = train_bytes(text);
+    const std::vector<int64_t> train = tokenizer_.encode(text.substr(0, n)), val = tokenizer_.encode(text.substr(n));
+    data_ = {from_vector(train, {static_cast<int64_t>(train.size())}),
+             from_vector(val, {static_cast<int64_t>(val.size())})};
+  } else {
+    data_ = split_train_val(tokenizer_.encode(text));
+  }
   check_split_length(data_.train, options.model.context_length, "training");  // both splits, before any work
   check_split_length(data_.val, options.model.context_length, "validation");
+  bytes_per_id_ = tokenizer_.bytes_per_id();
   config_ = options.model;
-  config_.vocab_size = tokenizer_.vocab_size();  // the text's characters
+  config_.vocab_size = tokenizer_.vocab_size();  // the text's characters, or BPE's tokens
   config_.validate();
   manual_seed(static_cast<uint64_t>(options.seed));
   model_ = std::make_unique<nn::GPTModel>(config_);
@@ -102,13 +133,18 @@ Trainer::StepResult Trainer::train_step() {
   return r;
 }
 
-double Trainer::mean_loss(const Tensor& split, const std::string& name, Generator& gen) {
-  double total = 0;
+std::pair<double, double> Trainer::mean_loss_and_bpb(const Tensor& split, const std::string& name, Generator& gen) {
+  double total = 0, nats = 0;
+  int64_t bytes = 0;
   for (int64_t k = 0; k < options_.eval_batches; ++k) {
     const Batch b = get_batch(split, options_.batch, options_.model.context_length, gen, name);
-    total += cross_entropy(model_->forward(b.x).flatten(0, 1), b.y.flatten()).item<double>();
+    const double loss = cross_entropy(model_->forward(b.x).flatten(0, 1), b.y.flatten()).item<double>();
+    total += loss;
+    nats += loss * static_cast<double>(b.y.numel());  // the batch's summed token losses
+    const int64_t* y = b.y.data_ptr<int64_t>();
+    for (int64_t i = 0; i < b.y.numel(); ++i) bytes += bytes_per_id_[static_cast<size_t>(y[i])];
   }
-  return total / static_cast<double>(options_.eval_batches);
+  return {total / static_cast<double>(options_.eval_batches), nats / std::log(2.0) / static_cast<double>(bytes)};
 }
 
 Trainer::Losses Trainer::evaluate() {
@@ -116,8 +152,8 @@ Trainer::Losses Trainer::evaluate() {
   model_->eval();
   Generator gen(kEvalSeed);
   Losses l;
-  l.train = mean_loss(data_.train, "training", gen);
-  l.val = mean_loss(data_.val, "validation", gen);
+  std::tie(l.train, l.train_bpb) = mean_loss_and_bpb(data_.train, "training", gen);
+  std::tie(l.val, l.val_bpb) = mean_loss_and_bpb(data_.val, "validation", gen);
   model_->train();
   return l;
 }

@@ -57,6 +57,8 @@ struct TrainOptions {
   std::string out = "gpt_run";
   std::string resume;  // a run's --out folder to continue
   std::string data;    // a text file; empty = the built-in corpus
+  std::string tokenizer = "char";  // "char": the text's characters; "bpe": byte-level BPE
+  int64_t vocab_size = 1024;       // BPE's vocabulary (256 bytes + merges); unused by "char"
   int64_t sample_tokens = 300;
   std::string write_corpus;  // write the built-in corpus to this file and stop
 };
@@ -68,7 +70,10 @@ class Trainer {
  public:
   static constexpr uint64_t kEvalSeed = 2024;
 
-  // A fresh run on text: tokenizer, split, model and optimizer as the header describes.
+  // A fresh run on text: tokenizer, split, model and optimizer as the header describes. A BPE
+  // tokenizer learns its merges from the first 90% of the text's bytes, the training split, and
+  // the two splits are encoded apart; characters are taken from the whole text, which is
+  // encoded and then split at 90% of its ids.
   Trainer(const TrainOptions& options, const std::string& text);
 
   struct StepResult {
@@ -77,8 +82,12 @@ class Trainer {
     bool skipped;      // non-finite loss or norm, update dropped (on_nonfinite "skip")
   };
   StepResult train_step();  // one step at step()
+  // Mean loss (nats per token) of each split, and bits per byte: the same loss per byte of the
+  // text the targets stand for, in bits, so that char and BPE runs compare on one scale:
+  //   bpb = sum of the batches' token losses / ln 2 / the bytes of their target tokens
   struct Losses {
     double train, val;
+    double train_bpb, val_bpb;
   };
   Losses evaluate();
   double lr_at(int64_t step) const;
@@ -89,15 +98,16 @@ class Trainer {
   Generator& batch_generator() { return batch_gen_; }
   nn::GPTModel& model() { return *model_; }
   optim::AdamW& optimizer() { return *optimizer_; }
-  const CharTokenizer& tokenizer() const { return tokenizer_; }
+  const Tokenizer& tokenizer() const { return tokenizer_; }
   const nn::GPTConfig& config() const { return config_; }
   const TrainOptions& options() const { return options_; }
 
  private:
-  double mean_loss(const Tensor& split, const std::string& name, Generator& gen);
+  std::pair<double, double> mean_loss_and_bpb(const Tensor& split, const std::string& name, Generator& gen);
 
   TrainOptions options_;
-  CharTokenizer tokenizer_;
+  Tokenizer tokenizer_;
+  std::vector<int64_t> bytes_per_id_;  // (V): the text bytes each token stands for
   Split data_;
   nn::GPTConfig config_;
   std::unique_ptr<nn::GPTModel> model_;

@@ -21,7 +21,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gpt_model import GPTModel, generate  # noqa: E402
-from train_gpt import Run, options  # noqa: E402
+from train_gpt import Run, options, tokenizer_from_json  # noqa: E402
 
 DTYPES = {"F32": torch.float32, "F64": torch.float64, "I64": torch.int64, "BOOL": torch.bool}
 NAMES = {v: k for k, v in DTYPES.items()}
@@ -63,39 +63,39 @@ def write_safetensors(path, tensors, metadata):
 
 
 def load_run(folder):
-    """The model (eval mode), its config and the vocabulary of a train_gpt folder."""
+    """The model (eval mode), its config and the tokenizer of a train_gpt folder."""
     config = json.load(open(os.path.join(folder, "config.json")))
-    tokenizer = json.load(open(os.path.join(folder, "tokenizer.json")))
-    if tokenizer["kind"] != "utf8":
-        sys.exit(f"{folder}: a byte-level tokenizer; this script handles UTF-8 text only")
-    vocab = [chr(c) for c in tokenizer["symbols"]]
+    path = os.path.join(folder, "tokenizer.json")
+    try:
+        tokenizer = tokenizer_from_json(json.load(open(path)), path)
+    except ValueError as e:
+        sys.exit(str(e))
     model = GPTModel(config["model"])
     state, _ = read_safetensors(os.path.join(folder, "model.safetensors"))
     model.load_state_dict(state, strict=True)
-    return model.eval(), config, vocab
+    return model.eval(), config, tokenizer
 
 
-def save_run(folder, model, config, vocab, step):
+def save_run(folder, model, config, tokenizer, step):
     """model.safetensors, config.json and tokenizer.json: what examples/generate reads."""
     os.makedirs(folder, exist_ok=True)
     write_safetensors(os.path.join(folder, "model.safetensors"), model.state_dict(), {"format": "pt", "step": str(step)})
     with open(os.path.join(folder, "config.json"), "w") as f:
         json.dump(config, f, indent=1)
     with open(os.path.join(folder, "tokenizer.json"), "w") as f:
-        json.dump({"kind": "utf8", "symbols": [ord(c) for c in vocab]}, f)
+        json.dump(tokenizer.to_json(), f)
 
 
 def sample(args):
-    model, _, vocab = load_run(args.folder)
-    index = {c: i for i, c in enumerate(vocab)}
-    prompt = torch.tensor([[index[c] for c in args.prompt]])
+    model, _, tokenizer = load_run(args.folder)
+    prompt = torch.tensor([tokenizer.encode(args.prompt)])
     gen = torch.Generator().manual_seed(args.seed)
     out = generate(model, prompt, args.tokens, temperature=args.temperature, top_k=args.top_k, generator=gen)
-    print("".join(vocab[i] for i in out[0].tolist()))
+    print(tokenizer.decode(out[0].tolist()))
 
 
 def train(args):
-    model, config, vocab = load_run(args.folder)
+    model, config, tokenizer = load_run(args.folder)
     flags = []
     for key, value in config["train"].items():
         if key in ("data", "out", "resume", "sample-tokens", "steps", "write-corpus"):
@@ -104,14 +104,14 @@ def train(args):
     o = options(flags + ["--data", args.data, "--steps", str(args.steps)])
     text = open(args.data, encoding="utf-8").read()
     run = Run(o, text)
-    if run.vocab != vocab:
-        sys.exit(f"{args.data}: its characters differ from the run's vocabulary")
+    if run.tokenizer.to_json() != tokenizer.to_json():
+        sys.exit(f"{args.data}: its tokenizer (characters or BPE merges) differs from the run's")
     run.model.load_state_dict(model.state_dict(), strict=True)
     for step in range(args.steps):
         loss = run.train_step()
         if (step + 1) % 100 == 0 or step + 1 == args.steps:
             print(f"step {step + 1}: loss {loss:.4f}", flush=True)
-    save_run(args.out, run.model, config, vocab, args.steps)
+    save_run(args.out, run.model, config, run.tokenizer, args.steps)
     print(f"wrote {args.out}/ (examples/generate --ckpt {args.out} reads it)")
 
 

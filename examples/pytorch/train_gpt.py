@@ -5,12 +5,14 @@
 #
 #     /usr/bin/python3 examples/pytorch/train_gpt.py --data input.txt --steps 2000
 import argparse
+import json
 import math
 import time
 
 import torch
 import torch.nn.functional as F
 
+import bpe
 from gpt_model import GPTModel
 
 EVAL_SEED = 2024  # Trainer::kEvalSeed
@@ -19,6 +21,49 @@ EVAL_SEED = 2024  # Trainer::kEvalSeed
 def char_vocab(text):
     """The sorted set of the text's characters (tapegrad's CharTokenizer for UTF-8 text)."""
     return sorted(set(text))
+
+
+class CharTokenizer:
+    """The text's characters, one id each (tapegrad's CharTokenizer for UTF-8 text)."""
+
+    def __init__(self, vocab):
+        self.vocab = vocab
+        self.index = {c: i for i, c in enumerate(vocab)}
+        self.vocab_size = len(vocab)
+
+    def encode(self, text):
+        return [self.index[c] for c in text]
+
+    def decode(self, ids):
+        return "".join(self.vocab[i] for i in ids)
+
+    def to_json(self):
+        return {"type": "char", "kind": "utf8", "symbols": [ord(c) for c in self.vocab]}
+
+
+class BpeTokenizer:
+    """Byte-level BPE (bpe.py) on the text's UTF-8 bytes."""
+
+    def __init__(self, tok):
+        self.tok = tok
+        self.vocab_size = tok.vocab_size
+
+    def encode(self, text):
+        return self.tok.encode(text.encode("utf-8"))
+
+    def decode(self, ids):
+        return self.tok.decode(ids).decode("utf-8", errors="replace")
+
+    def to_json(self):
+        return json.loads(self.tok.to_json())
+
+
+def tokenizer_from_json(doc, source):
+    if doc.get("type") == "bpe":
+        return BpeTokenizer(bpe.Tokenizer.from_json(json.dumps(doc), source))
+    if doc.get("kind") != "utf8":
+        raise ValueError(f"{source}: a byte-level character tokenizer; these scripts handle UTF-8 text only")
+    return CharTokenizer([chr(c) for c in doc["symbols"]])
 
 
 def split_train_val(ids):
@@ -65,12 +110,18 @@ class Run:
 
     def __init__(self, o, text):
         self.o = o
-        self.vocab = char_vocab(text)
-        index = {ch: i for i, ch in enumerate(self.vocab)}
-        ids = torch.tensor([index[ch] for ch in text], dtype=torch.long)
-        self.train_data, self.val_data = split_train_val(ids)
+        if o.tokenizer == "bpe":  # merges from the first 90% of the bytes; the two splits encoded apart
+            data = text.encode("utf-8")
+            n = int(0.9 * len(data))
+            self.tokenizer = BpeTokenizer(bpe.Tokenizer(bpe.train(data[:n], o.vocab_size)))
+            self.train_data = torch.tensor(self.tokenizer.tok.encode(data[:n]), dtype=torch.long)
+            self.val_data = torch.tensor(self.tokenizer.tok.encode(data[n:]), dtype=torch.long)
+        else:
+            self.tokenizer = CharTokenizer(char_vocab(text))
+            ids = torch.tensor(self.tokenizer.encode(text), dtype=torch.long)
+            self.train_data, self.val_data = split_train_val(ids)
         torch.manual_seed(o.seed)
-        self.model = GPTModel(config_of(o, len(self.vocab)))
+        self.model = GPTModel(config_of(o, self.tokenizer.vocab_size))
         self.optimizer = torch.optim.AdamW(weight_decay_groups(self.model, o.weight_decay), lr=o.lr)
         self.batch_gen = torch.Generator().manual_seed(o.seed)
         self.step = 0
@@ -87,8 +138,18 @@ class Run:
             loss = F.cross_entropy(self.model(x[k * b:(k + 1) * b]).flatten(0, 1), y[k * b:(k + 1) * b].flatten())
             (loss if n == 1 else loss / n).backward()
             step_loss += loss.item() / n
+        params = list(self.model.parameters())
         if self.o.grad_clip > 0:
-            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.o.grad_clip, error_if_nonfinite=True)
+            norm = torch.nn.utils.clip_grad_norm_(params, self.o.grad_clip)
+        else:
+            norm = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(p.grad) for p in params]))
+        if not (math.isfinite(step_loss) and math.isfinite(norm.item())):  # tapegrad's --on-nonfinite
+            if self.o.on_nonfinite == "error":
+                raise RuntimeError(f"step {self.step + 1}: the loss ({step_loss}) or the gradients' total norm "
+                                   f"({norm.item()}) is not finite; the model was not updated")
+            self.optimizer.zero_grad(set_to_none=True)
+            self.step += 1
+            return step_loss
         self.optimizer.step()
         self.step += 1
         return step_loss
@@ -129,6 +190,9 @@ def options(argv=None):
     p.add_argument("--eval-every", type=int, default=250)
     p.add_argument("--eval-batches", type=int, default=20)
     p.add_argument("--threads", type=int, default=0)
+    p.add_argument("--tokenizer", choices=["char", "bpe"], default="char")
+    p.add_argument("--on-nonfinite", choices=["error", "skip"], default="error")
+    p.add_argument("--vocab-size", type=int, default=1024)
     return p.parse_args(argv)
 
 

@@ -38,7 +38,7 @@ TEST(CharTokenizer, SortedCodePointsRoundTrip) {
   EXPECT_EQ(t.vocab_size(), 5);  // ' ' a b é ✓
   EXPECT_EQ(t.encode(text), (std::vector<int64_t>{2, 3, 1, 4, 0, 1}));
   EXPECT_EQ(t.decode(t.encode(text)), text);
-  EXPECT_EQ(t.to_json(), "{\"kind\": \"utf8\", \"symbols\": [32, 97, 98, 233, 10003]}\n");
+  EXPECT_EQ(t.to_json(), "{\"type\": \"char\", \"kind\": \"utf8\", \"symbols\": [32, 97, 98, 233, 10003]}\n");
   const CharTokenizer back = CharTokenizer::from_json(t.to_json(), "tokenizer.json");
   EXPECT_EQ(back.encode(text), t.encode(text));
 }

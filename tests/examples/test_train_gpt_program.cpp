@@ -40,7 +40,7 @@ TEST(TrainGptProgram, ATinyRunWritesEveryFileAndResumes) {
                            "loss.svg", "samples.txt", "summary.json"})
     EXPECT_TRUE(std::filesystem::exists(out + "/" + name)) << name;
   const std::string csv = read_bytes(out + "/loss.csv");
-  EXPECT_EQ(csv.substr(0, csv.find('\n')), "step,train_loss,val_loss,lr,tokens_per_s,elapsed_s");
+  EXPECT_EQ(csv.substr(0, csv.find('\n')), "step,train_loss,val_loss,lr,tokens_per_s,elapsed_s,train_bpb,val_bpb");
   EXPECT_EQ(lines_of(csv), 4u);  // header + 3 steps
   EXPECT_TRUE(has_part(read_bytes(out + "/summary.json"), "\"steps\": 3"));
 
@@ -67,6 +67,35 @@ TEST(TrainGptProgram, ATinyRunWritesEveryFileAndResumes) {
   r = run_program(example_program("generate"), {"--ckpt", out, "--prompt", "#"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_TRUE(has_part(r.output, "generate: --prompt: tokenizer: character '#' (U+0023) at byte 0 is not in the vocabulary"));
+}
+
+TEST(TrainGptProgram, ABpeRunSavesItsTokenizerResumesAndWritesAnyBytes) {
+  SKIP_WITHOUT_EXAMPLES();
+  TempFolder dir;
+  const std::string out = dir.file("run");
+  ProgramRun r = train_gpt({"--out", out, "--tokenizer", "bpe", "--vocab-size", "300"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(has_part(r.output, "vocabulary of 300 BPE tokens")) << r.output;
+  EXPECT_TRUE(has_part(read_bytes(out + "/tokenizer.json"), "\"type\": \"bpe\""));
+  const std::string summary = read_bytes(out + "/summary.json");
+  EXPECT_TRUE(has_part(summary, "\"final_val_bpb\": ")) << summary;
+  EXPECT_FALSE(has_part(summary, "\"final_val_bpb\": null")) << summary;
+  r = run_program(example_program("train_gpt"), {"--resume", out, "--steps", "4"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = run_program(example_program("train_gpt"), {"--resume", out, "--steps", "5", "--tokenizer", "char"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(has_part(r.output, "--tokenizer cannot change when resuming")) << r.output;
+  // a BPE model takes any bytes as a prompt: no character is outside its vocabulary
+  r = run_program(example_program("generate"), {"--ckpt", out, "--prompt", "#\xc3\xa9 \xff!", "--tokens", "5"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.substr(0, 6), "#\xc3\xa9 \xff!");
+  // a text with no pair of bytes twice in its training split cannot give a BPE tokenizer
+  const std::string tiny_text = dir.file("tiny.txt");
+  std::ofstream(tiny_text) << "abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ";
+  r = train_gpt({"--out", dir.file("run2"), "--tokenizer", "bpe", "--data", tiny_text});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(has_part(r.output, "too small to learn any BPE merge")) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("run2") + "/config.json"));
 }
 
 // Ctrl-C (SIGINT) during training saves a checkpoint, exits with 130, and the run resumes.
