@@ -70,6 +70,10 @@ GPTModel::GPTModel(const GPTConfig& config) : Module("GPTModel"), config_(config
   }
   final_norm = register_module("final_norm", std::make_shared<LayerNorm>(config_.emb_dim));
   out_head = register_module("out_head", std::make_shared<Linear>(config_.emb_dim, config_.vocab_size, false));
+  if (config_.tie_weights) {  // as PyTorch's `self.out_head.weight = self.tok_emb.weight`, after both are made
+    out_head->set_parameter("weight", tok_emb->weight);
+    out_head->weight = tok_emb->weight;
+  }
 }
 
 Tensor GPTModel::forward(const Tensor& idx) {

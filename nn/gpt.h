@@ -12,6 +12,8 @@
 //                      x = x + drop_shortcut(ff(norm2(x)))        ff.layers: Linear(C,4C), GELU(tanh), Linear(4C,C)
 //     final_norm     LayerNorm(emb_dim)
 //     out_head       Linear(emb_dim, vocab_size, bias=false)  (B,T,C) -> logits (B,T,V)
+//                    with tie_weights, its weight is tok_emb.weight (V,C): one tensor, listed
+//                    under both names in the state_dict (as PyTorch lists it), once in parameters()
 //
 // Incremental decoding: forward(idx, &cache) takes only the new tokens; their positions continue
 // after cache.length(), and each layer's attention reads the keys and values it cached before
@@ -38,6 +40,7 @@ struct GPTConfig {
   int64_t n_layers = 0;
   double drop_rate = 0.0;
   bool qkv_bias = false;
+  bool tie_weights = false;  // out_head.weight is tok_emb.weight (GPT-2's weight tying)
 
   // Throws tg::Error naming the first field that is out of range (sizes positive, emb_dim
   // divisible by n_heads, 0 <= drop_rate < 1).

@@ -47,6 +47,21 @@ Tensor Module::register_parameter(const std::string& name, const Tensor& value) 
   return p;
 }
 
+void Module::set_parameter(const std::string& name, const Tensor& value) {
+  for (auto& [n, p] : params_) {
+    if (n != name) continue;
+    if (!value.defined() || value.sizes() != p.sizes() || value.dtype() != p.dtype()) {
+      throw Error(type_name_ + ": set_parameter \"" + name + "\": expected a " + dtype_name(p.dtype()) + " tensor of shape " +
+                  shape_str(p.sizes()) + ", got " +
+                  (value.defined() ? std::string(dtype_name(value.dtype())) + " " + shape_str(value.sizes())
+                                   : std::string("an undefined tensor")));
+    }
+    p = value.requires_grad() && value.is_leaf() ? value : Parameter(value);
+    return;
+  }
+  throw Error(type_name_ + ": set_parameter: no parameter \"" + name + "\"");
+}
+
 Tensor Module::register_buffer(const std::string& name, const Tensor& value, bool persistent) {
   check_new_name(name, "buffer");
   buffers_.push_back({name, value.detach(), persistent});
@@ -187,6 +202,19 @@ void Module::load_state_dict(const NamedTensors& dict, bool strict, const std::s
       problems.push_back("'" + name + "' has dtype " + dtype_name(src->dtype()) + ", expected " + dtype_name(dst.dtype()));
     } else {
       copies.push_back({dst, *src});
+    }
+  }
+  // tied parameters: one tensor under two names, so the values given for the two must agree
+  for (size_t i = 0; i < copies.size(); ++i) {
+    for (size_t j = i + 1; j < copies.size(); ++j) {
+      if (copies[i].first.raw_data() != copies[j].first.raw_data()) continue;
+      if (!allclose(copies[i].second, copies[j].second, 0.0, 0.0, /*equal_nan=*/true)) {
+        std::string a, b;
+        for (const auto& [n, t] : own) {
+          if (t.raw_data() == copies[i].first.raw_data()) (a.empty() ? a : b) = n;
+        }
+        problems.push_back("'" + a + "' and '" + b + "' are one tied tensor, but the values given for them differ");
+      }
     }
   }
   if (strict) {

@@ -70,7 +70,15 @@ class Module {
   // problems are reported in one error; nothing changes unless everything matches. With strict =
   // false, missing and unexpected names are allowed (shapes and dtypes still must match). source
   // names where dict came from in the message (the file, for tg::load).
+  // Parameters shared by two names (tied, set_parameter) are given under both names, as in
+  // PyTorch: the two values must be equal.
   void load_state_dict(const NamedTensors& dict, bool strict = true, const std::string& source = "");
+
+  // Makes this module's parameter `name` the tensor `value` (another module's parameter, to tie
+  // the two, as PyTorch's `module.weight = other.weight`). The parameter must exist, and value
+  // must have its shape and dtype. A handle a layer keeps (Linear::weight) is the caller's to
+  // update.
+  void set_parameter(const std::string& name, const Tensor& value);
 
   // --- printing, as PyTorch prints a module --------------------------------------------------------
   const std::string& type_name() const { return type_name_; }

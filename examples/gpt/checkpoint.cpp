@@ -90,7 +90,8 @@ std::string config_json(const nn::GPTConfig& c, TrainOptions options) {
   os << "{\n  \"model\": {\"vocab_size\": " << c.vocab_size << ", \"context_length\": " << c.context_length
      << ", \"emb_dim\": " << c.emb_dim << ", \"n_heads\": " << c.n_heads << ", \"n_layers\": " << c.n_layers
      << ", \"drop_rate\": " << json_double(c.drop_rate)
-     << ", \"qkv_bias\": " << (c.qkv_bias ? "true" : "false") << "},\n  \"train\": {";
+     << ", \"qkv_bias\": " << (c.qkv_bias ? "true" : "false")
+     << ", \"tie_weights\": " << (c.tie_weights ? "true" : "false") << "},\n  \"train\": {";
   const std::vector<Flag> flags = train_flags(options);
   for (size_t i = 0; i < flags.size(); ++i) os << (i ? ", " : "") << json::quote(flags[i].name) << ": " << json_value(flags[i]);
   os << "},\n  \"kernels\": " << json::quote(kernels_mode()) << "\n}\n";
@@ -106,6 +107,7 @@ nn::GPTConfig model_config(const json::Value& m) {
   c.n_layers = m["n_layers"].as_int64();
   c.drop_rate = m["drop_rate"].as_double();
   c.qkv_bias = m["qkv_bias"].as_bool();
+  c.tie_weights = m.contains("tie_weights") && m["tie_weights"].as_bool();  // runs from before tying have none
   c.validate();
   return c;
 }
@@ -196,6 +198,10 @@ TrainOptions saved_options(const std::string& dir) {
   TrainOptions o;
   std::vector<std::string> args;
   for (const json::Member& m : doc["train"].as_object()) {
+    if (m.value.is_bool()) {  // a switch: given when true
+      if (m.value.as_bool()) args.push_back("--" + m.key);
+      continue;
+    }
     args.push_back("--" + m.key);
     args.push_back(m.value.is_string() ? m.value.as_string() : m.value.number_text());
   }

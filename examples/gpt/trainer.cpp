@@ -24,6 +24,7 @@ std::vector<Flag> train_flags(TrainOptions& o) {
       int_flag("heads", &o.model.n_heads, "attention heads (must divide --emb-dim)", 1, 1 << 16),
       int_flag("layers", &o.model.n_layers, "transformer blocks", 1, 1 << 10),
       number_flag("dropout", &o.model.drop_rate, "dropout rate in [0, 1)", 0, 0.999999),
+      switch_flag("tie-weights", &o.model.tie_weights, "the output layer's weight is the token embedding (GPT-2)"),
       number_flag("lr", &o.lr, "peak learning rate (AdamW)", 0, 10),
       number_flag("min-lr", &o.min_lr, "learning rate at the end of the cosine decay", 0, 10),
       text_flag("lr-schedule", &o.lr_schedule, "constant, or linear warmup then cosine decay to --min-lr",

@@ -62,6 +62,8 @@ class GPTModel(nn.Module):
         self.trf_blocks = nn.Sequential(*[TransformerBlock(cfg) for _ in range(cfg["n_layers"])])
         self.final_norm = nn.LayerNorm(cfg["emb_dim"])
         self.out_head = nn.Linear(cfg["emb_dim"], cfg["vocab_size"], bias=False)
+        if cfg.get("tie_weights", False):
+            self.out_head.weight = self.tok_emb.weight
 
     def forward(self, idx):
         T = idx.shape[1]

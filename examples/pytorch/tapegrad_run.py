@@ -100,6 +100,9 @@ def train(args):
     for key, value in config["train"].items():
         if key in ("data", "out", "resume", "sample-tokens", "steps", "write-corpus"):
             continue
+        if isinstance(value, bool):  # a switch: given when true
+            flags += ["--" + key] if value else []
+            continue
         flags += ["--" + key, str(value)]
     o = options(flags + ["--data", args.data, "--steps", str(args.steps)])
     text = open(args.data, encoding="utf-8").read()

@@ -102,7 +102,7 @@ def weight_decay_groups(model, weight_decay):
 
 def config_of(o, vocab_size):
     return dict(vocab_size=vocab_size, context_length=o.context, emb_dim=o.emb_dim, n_heads=o.heads,
-                n_layers=o.layers, drop_rate=o.dropout, qkv_bias=False)
+                n_layers=o.layers, drop_rate=o.dropout, qkv_bias=False, tie_weights=o.tie_weights)
 
 
 class Run:
@@ -191,6 +191,7 @@ def options(argv=None):
     p.add_argument("--eval-batches", type=int, default=20)
     p.add_argument("--threads", type=int, default=0)
     p.add_argument("--tokenizer", choices=["char", "bpe"], default="char")
+    p.add_argument("--tie-weights", action="store_true")
     p.add_argument("--on-nonfinite", choices=["error", "skip"], default="error")
     p.add_argument("--vocab-size", type=int, default=1024)
     return p.parse_args(argv)

@@ -28,7 +28,7 @@ def hexd(v):
 def run(run_id, steps, **flags):
     argv = ["--data", "parity_corpus.txt"]
     for k, v in flags.items():
-        argv += ["--" + k.replace("_", "-"), str(v)]
+        argv += ["--" + k.replace("_", "-")] + ([] if v is True else [str(v)])
     o = options(argv + ["--steps", str(steps)])
     with open(os.path.join(HERE, "parity_corpus.txt"), encoding="utf-8") as f:
         text = f.read()
@@ -46,6 +46,7 @@ def main():
     run("constant_no_clip", 100, **small, lr_schedule="constant", lr=1e-3, weight_decay=0.0, grad_clip=0.0, seed=7)
     run("dropout", 20, **small, dropout=0.2, lr=3e-3, warmup=5, seed=11)
     run("grad_accum", 30, **dict(small, batch=2), grad_accum=2, lr=3e-3, warmup=5, seed=5)
+    run("tie_weights", 30, **small, tie_weights=True, lr=3e-3, warmup=5, seed=9)
     path = os.path.join(HERE, "train_torch.json")
     with open(path, "w") as f:
         json.dump({"generator": "tests/reference/make_train_reference.py", "torch_version": torch.__version__,
