@@ -22,9 +22,11 @@
 #include <vector>
 
 #include "autograd/io/atomic_file.h"
+#include "autograd/io/json.h"
 #include "autograd/ops.h"
 #include "autograd/runtime/parallel.h"
 #include "examples/gpt/checkpoint.h"
+#include "examples/gpt/evaluate.h"
 #include "examples/gpt/corpus.h"
 #include "examples/gpt/run_log.h"
 #include "examples/gpt/trainer.h"
@@ -39,13 +41,55 @@ extern "C" void on_interrupt(int) { g_interrupted = 1; }
 
 // The flags a resumed run may change; every other one comes from the checkpoint.
 bool may_change_on_resume(const std::string& flag) {
-  for (const char* ok : {"steps", "out", "resume", "threads", "eval-every", "sample-tokens", "on-nonfinite"})
+  for (const char* ok :
+       {"steps", "out", "resume", "threads", "eval-every", "sample-tokens", "on-nonfinite", "eval-only"})
     if (flag == ok) return true;
   return false;
 }
 
+// The text --eval-only reads: all of --data when given, else the saved run's val split (of its
+// own --data, or the built-in corpus), cut where the run cut it (trainer.h).
+std::vector<int64_t> eval_ids(const TrainOptions& o, const std::vector<std::string>& given, const Tokenizer& tokenizer,
+                              std::string* label) {
+  if (std::find(given.begin(), given.end(), "data") != given.end()) {
+    *label = o.data;
+    const std::string text = read_data(o.data);
+    try {
+      return tokenizer.encode(text);
+    } catch (const tg::Error& e) {  // a character the run's vocabulary lacks
+      throw tg::Error("--data " + o.data + ": " + e.what());
+    }
+  }
+  const TrainOptions saved = saved_options(o.resume);
+  const std::string text = read_data(saved.data);
+  *label = "the val split of " + (saved.data.empty() ? std::string("the built-in corpus") : saved.data);
+  if (tokenizer.is_bpe())
+    return tokenizer.encode(text.substr(static_cast<size_t>(0.9 * static_cast<double>(text.size()))));
+  const std::vector<int64_t> ids = tokenizer.encode(text);
+  return {ids.begin() + static_cast<int64_t>(0.9 * static_cast<double>(ids.size())), ids.end()};
+}
+
+// train_gpt --eval-only --resume DIR [--data FILE]: one JSON line, then one line to read.
+int eval_only(const TrainOptions& o, const std::vector<std::string>& given) {
+  if (o.resume.empty()) throw UsageError("--eval-only needs --resume DIR (the run whose model to evaluate)");
+  if (o.threads > 0) tg::set_num_threads(static_cast<int>(o.threads));
+  SavedModel saved = load_saved_model(o.resume);
+  std::string label;
+  const std::vector<int64_t> ids = eval_ids(o, given, saved.tokenizer, &label);
+  const TextEval e = evaluate_text(*saved.model, saved.tokenizer, ids, saved_options(o.resume).batch);
+  std::cout << "{\"eval\": " << tg::json::quote(label) << ", \"loss\": " << tg::nn::python_float(e.loss)
+            << ", \"perplexity\": " << tg::nn::python_float(e.perplexity)
+            << ", \"bpb\": " << tg::nn::python_float(e.bpb) << ", \"tokens\": " << e.tokens
+            << ", \"bytes\": " << e.bytes << "}\n";
+  std::printf("train_gpt --eval-only: %s: loss %.4f, perplexity %.3f, %.4f bits per byte (%lld tokens, %lld bytes)\n",
+              label.c_str(), e.loss, e.perplexity, e.bpb, static_cast<long long>(e.tokens),
+              static_cast<long long>(e.bytes));
+  return 0;
+}
+
 // o: the flags as given; given: their names, in order.
 int run(TrainOptions o, const std::vector<std::string>& given) {
+  if (o.eval_only) return eval_only(o, given);
   if (!o.write_corpus.empty()) {  // for training the same text elsewhere (examples/pytorch)
     tg::write_file_atomically(o.write_corpus, builtin_corpus(), "train_gpt --write-corpus");
     std::cout << "train_gpt: wrote the built-in corpus to " << o.write_corpus << "\n";
@@ -87,10 +131,10 @@ int run(TrainOptions o, const std::vector<std::string>& given) {
   Progress progress(o.steps, trainer->step(), o.grad_accum * o.batch * o.model.context_length, log.elapsed_s(),
                     isatty(STDOUT_FILENO));
   std::cout << "train_gpt: " << trainer->model().num_parameters() << " parameters, vocabulary of "
-            << trainer->tokenizer().vocab_size()
-            << (trainer->tokenizer().is_bpe() ? " BPE tokens, " : " characters, ") << o.steps << " steps of " << o.batch << " x "
-            << o.model.context_length << " tokens"
-            << (o.grad_accum > 1 ? " x " + std::to_string(o.grad_accum) + " micro-batches" : std::string()) << ", " << kernels_mode() << " kernels; writing to " << o.out << "/\n";
+            << trainer->tokenizer().vocab_size() << (trainer->tokenizer().is_bpe() ? " BPE tokens, " : " characters, ")
+            << o.steps << " steps of " << o.batch << " x " << o.model.context_length << " tokens"
+            << (o.grad_accum > 1 ? " x " + std::to_string(o.grad_accum) + " micro-batches" : std::string()) << ", "
+            << kernels_mode() << " kernels; writing to " << o.out << "/\n";
   auto save_all = [&] {
     save_checkpoint(*trainer, o.out);
     log.write(o.out);
@@ -140,7 +184,8 @@ int run(TrainOptions o, const std::vector<std::string>& given) {
   const std::vector<int64_t> start = {trainer->tokenizer().newline_or(0)};
   for (int k = 0; k < 3; ++k) {
     samples += "--- sample " + std::to_string(k + 1) + " ---\n" +
-               write_text(trainer->model(), trainer->tokenizer(), start, o.sample_tokens, {.temperature = 0.8}, gen) + "\n";
+               write_text(trainer->model(), trainer->tokenizer(), start, o.sample_tokens, {.temperature = 0.8}, gen) +
+               "\n";
   }
   tg::write_file_atomically((std::filesystem::path(o.out) / "samples.txt").string(), samples, "train_gpt");
   log.write_summary(o.out);

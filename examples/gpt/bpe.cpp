@@ -234,7 +234,8 @@ BpeTokenizer BpeTokenizer::from_merges(std::vector<Merge> merges, const std::str
       throw Error(source + ": merge " + std::to_string(i) + " = [" + std::to_string(m.left) + ", " +
                   std::to_string(m.right) + "] repeats an earlier merge");
     }
-    t.token_bytes_.push_back(t.token_bytes_[static_cast<size_t>(m.left)] + t.token_bytes_[static_cast<size_t>(m.right)]);
+    t.token_bytes_.push_back(t.token_bytes_[static_cast<size_t>(m.left)] +
+                             t.token_bytes_[static_cast<size_t>(m.right)]);
   }
   t.merges_ = std::move(merges);
   return t;

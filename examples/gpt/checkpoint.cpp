@@ -22,7 +22,9 @@ namespace {
 
 const char* const kFiles[] = {"model.safetensors", "optimizer.safetensors", "config.json", "tokenizer.json"};
 
-std::string path_in(const std::string& dir, const std::string& name) { return (std::filesystem::path(dir) / name).string(); }
+std::string path_in(const std::string& dir, const std::string& name) {
+  return (std::filesystem::path(dir) / name).string();
+}
 
 std::string read_text(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -47,7 +49,8 @@ std::vector<uint8_t> from_hex(const std::string& text, const std::string& where)
   std::vector<uint8_t> out;
   for (size_t i = 0; i < text.size(); i += 2) {
     unsigned v = 0;
-    if (std::sscanf(text.substr(i, 2).c_str(), "%2x", &v) != 1) throw Error(where + ": not hex at digit " + std::to_string(i));
+    if (std::sscanf(text.substr(i, 2).c_str(), "%2x", &v) != 1)
+      throw Error(where + ": not hex at digit " + std::to_string(i));
     out.push_back(static_cast<uint8_t>(v));
   }
   return out;
@@ -73,7 +76,8 @@ int64_t parse_step(const std::string& text, const std::string& file) {
     step = std::stoll(text, &used);
   } catch (const std::exception&) {
   }
-  if (used != text.size() || text.empty() || step < 0) throw Error(file + ": metadata \"step\" is not a step number: \"" + text + "\"");
+  if (used != text.size() || text.empty() || step < 0)
+    throw Error(file + ": metadata \"step\" is not a step number: \"" + text + "\"");
   return step;
 }
 
@@ -93,7 +97,8 @@ std::string config_json(const nn::GPTConfig& c, TrainOptions options) {
      << ", \"qkv_bias\": " << (c.qkv_bias ? "true" : "false")
      << ", \"tie_weights\": " << (c.tie_weights ? "true" : "false") << "},\n  \"train\": {";
   const std::vector<Flag> flags = train_flags(options);
-  for (size_t i = 0; i < flags.size(); ++i) os << (i ? ", " : "") << json::quote(flags[i].name) << ": " << json_value(flags[i]);
+  for (size_t i = 0; i < flags.size(); ++i)
+    os << (i ? ", " : "") << json::quote(flags[i].name) << ": " << json_value(flags[i]);
   os << "},\n  \"kernels\": " << json::quote(kernels_mode()) << "\n}\n";
   return os.str();
 }
@@ -225,7 +230,8 @@ std::unique_ptr<Trainer> resume_trainer(const std::string& dir, const TrainOptio
 
   const auto [model_path, opt_path, step] = newest_consistent_pair(dir);
   const SafetensorsMetadata opt_meta = load_safetensors_metadata(opt_path);
-  const std::vector<uint8_t> dropout_state = from_hex(metadata_value(opt_meta, "default_generator", opt_path), opt_path);
+  const std::vector<uint8_t> dropout_state =
+      from_hex(metadata_value(opt_meta, "default_generator", opt_path), opt_path);
   const std::vector<uint8_t> batch_state = from_hex(metadata_value(opt_meta, "batch_generator", opt_path), opt_path);
 
   load(trainer->model(), model_path);  // checks every name, shape and dtype; all or nothing
@@ -261,7 +267,7 @@ SavedModel load_saved_model(const std::string& dir) {
   saved.tokenizer = Tokenizer::from_json(read_text(tokenizer_path), tokenizer_path);
   if (saved.tokenizer.vocab_size() != saved.config.vocab_size)
     throw Error(dir + ": tokenizer.json has " + std::to_string(saved.tokenizer.vocab_size()) +
-                " characters but config.json's vocab_size is " + std::to_string(saved.config.vocab_size));
+                " tokens but config.json's vocab_size is " + std::to_string(saved.config.vocab_size));
   saved.model = std::make_unique<nn::GPTModel>(saved.config);
   load(*saved.model, path_in(dir, "model.safetensors"));
   saved.model->eval();

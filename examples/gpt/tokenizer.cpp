@@ -86,7 +86,8 @@ std::string CharTokenizer::decode(const std::vector<int64_t>& ids) const {
 }
 
 std::string CharTokenizer::to_json() const {
-  std::string out = std::string("{\"type\": \"char\", \"kind\": \"") + (utf8_ ? "utf8" : "bytes") + "\", \"symbols\": [";
+  std::string out =
+      std::string("{\"type\": \"char\", \"kind\": \"") + (utf8_ ? "utf8" : "bytes") + "\", \"symbols\": [";
   for (size_t i = 0; i < symbols_.size(); ++i) out += (i ? ", " : "") + std::to_string(symbols_[i]);
   return out + "]}\n";
 }
@@ -155,8 +156,9 @@ int64_t Tokenizer::newline_or(int64_t fallback) const {
 std::vector<int64_t> Tokenizer::bytes_per_id() const {
   std::vector<int64_t> bytes(static_cast<size_t>(vocab_size()));
   for (int64_t id = 0; id < vocab_size(); ++id) {
-    bytes[static_cast<size_t>(id)] = is_bpe() ? static_cast<int64_t>(std::get<BpeTokenizer>(impl_).token_bytes(id).size())
-                                              : std::get<CharTokenizer>(impl_).bytes_of(id);
+    bytes[static_cast<size_t>(id)] = is_bpe()
+                                         ? static_cast<int64_t>(std::get<BpeTokenizer>(impl_).token_bytes(id).size())
+                                         : std::get<CharTokenizer>(impl_).bytes_of(id);
   }
   return bytes;
 }

@@ -45,9 +45,12 @@ std::vector<Flag> train_flags(TrainOptions& o) {
       text_flag("tokenizer", &o.tokenizer, "characters, or byte-level BPE learned from the training split",
                 {"char", "bpe"}),
       int_flag("vocab-size", &o.vocab_size, "BPE's vocabulary: 256 bytes + merges (--tokenizer bpe)", 256, 65536),
-      int_flag("sample-tokens", &o.sample_tokens, "tokens (characters, or BPE tokens) to write in each sample at the end",
-               0, 1 << 20),
+      int_flag("sample-tokens", &o.sample_tokens,
+               "tokens (characters, or BPE tokens) to write in each sample at the end", 0, 1 << 20),
       text_flag("write-corpus", &o.write_corpus, "write the built-in corpus to this file and stop"),
+      switch_flag("eval-only", &o.eval_only,
+                  "with --resume DIR: print the saved model's loss, perplexity and bits per byte on the run's val "
+                  "split, or on all of --data FILE, and stop"),
   };
 }
 
@@ -94,8 +97,8 @@ Trainer::Trainer(const TrainOptions& options, const std::string& text)
   model_ = std::make_unique<nn::GPTModel>(config_);
   optim::AdamOptions adamw;
   adamw.lr = options.lr;
-  optimizer_ = std::make_unique<optim::AdamW>(optim::weight_decay_groups(model_->named_parameters(), options.weight_decay),
-                                              adamw);
+  optimizer_ = std::make_unique<optim::AdamW>(
+      optim::weight_decay_groups(model_->named_parameters(), options.weight_decay), adamw);
 }
 
 double Trainer::lr_at(int64_t step) const {

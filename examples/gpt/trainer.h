@@ -61,6 +61,7 @@ struct TrainOptions {
   int64_t vocab_size = 1024;       // BPE's vocabulary (256 bytes + merges); unused by "char"
   int64_t sample_tokens = 300;
   std::string write_corpus;  // write the built-in corpus to this file and stop
+  bool eval_only = false;    // evaluate the --resume run's model (on --data, or its val split) and stop
 };
 
 // train_gpt's flags, bound to the fields of o.

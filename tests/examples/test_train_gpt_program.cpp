@@ -6,11 +6,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <string>
 #include <vector>
 
+#include "autograd/io/json.h"
 #include "test_util.h"
 
 namespace tg::test {
@@ -66,7 +68,8 @@ TEST(TrainGptProgram, ATinyRunWritesEveryFileAndResumes) {
   EXPECT_EQ(r.output.size(), 4u + 7u + 1u);  // ASCII: one byte per character, and a newline
   r = run_program(example_program("generate"), {"--ckpt", out, "--prompt", "#"});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_TRUE(has_part(r.output, "generate: --prompt: tokenizer: character '#' (U+0023) at byte 0 is not in the vocabulary"));
+  EXPECT_TRUE(
+      has_part(r.output, "generate: --prompt: tokenizer: character '#' (U+0023) at byte 0 is not in the vocabulary"));
 }
 
 TEST(TrainGptProgram, ABpeRunSavesItsTokenizerResumesAndWritesAnyBytes) {
@@ -98,13 +101,42 @@ TEST(TrainGptProgram, ABpeRunSavesItsTokenizerResumesAndWritesAnyBytes) {
   EXPECT_FALSE(std::filesystem::exists(dir.file("run2") + "/config.json"));
 }
 
+TEST(TrainGptProgram, EvalOnlyPrintsLossPerplexityAndBitsPerByte) {
+  SKIP_WITHOUT_EXAMPLES();
+  TempFolder dir;
+  const std::string out = dir.file("run");
+  ProgramRun r = train_gpt({"--out", out});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string csv = read_bytes(out + "/loss.csv");
+  r = run_program(example_program("train_gpt"), {"--eval-only", "--resume", out});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string json_line = r.output.substr(0, r.output.find('\n'));
+  const json::Value doc = json::parse(json_line, "eval-only output");
+  EXPECT_EQ(doc["eval"].as_string(), "the val split of the built-in corpus");
+  const double loss = doc["loss"].as_double();
+  EXPECT_NEAR(doc["perplexity"].as_double(), std::exp(loss), 1e-9 * std::exp(loss));
+  EXPECT_NEAR(doc["bpb"].as_double(), loss / std::log(2.0), 1e-9);  // ASCII characters: a byte each
+  EXPECT_EQ(doc["tokens"].as_int64(), doc["bytes"].as_int64());
+  EXPECT_TRUE(has_part(r.output, "train_gpt --eval-only: the val split of the built-in corpus: loss ")) << r.output;
+  EXPECT_EQ(read_bytes(out + "/loss.csv"), csv);  // nothing saved is touched
+
+  const std::string text = dir.file("text.txt");
+  std::ofstream(text) << "The fox and the owl. The owl and the fox.";
+  r = run_program(example_program("train_gpt"), {"--eval-only", "--resume", out, "--data", text});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(json::parse(r.output.substr(0, r.output.find('\n')), "out")["tokens"].as_int64(), 40);  // 41 chars
+  r = run_program(example_program("train_gpt"), {"--eval-only"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(has_part(r.output, "--eval-only needs --resume DIR")) << r.output;
+}
+
 // Ctrl-C (SIGINT) during training saves a checkpoint, exits with 130, and the run resumes.
 TEST(TrainGptProgram, InterruptSavesACheckpointThatResumes) {
   SKIP_WITHOUT_EXAMPLES();
   TempFolder dir;
   const std::string out = dir.file("run"), program = example_program("train_gpt");
-  std::vector<std::string> args = {program, "--out", out, "--steps", "100000", "--eval-every", "100000", "--threads", "1",
-                                   "--lr-schedule", "constant"};
+  std::vector<std::string> args = {program,  "--out",     out, "--steps",       "100000",  "--eval-every",
+                                   "100000", "--threads", "1", "--lr-schedule", "constant"};
   const pid_t child = fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
@@ -125,7 +157,8 @@ TEST(TrainGptProgram, InterruptSavesACheckpointThatResumes) {
   const std::string csv = read_bytes(out + "/loss.csv");
   const size_t steps = lines_of(csv) - 1;
   EXPECT_GE(steps, 1u);
-  const ProgramRun r = run_program(program, {"--resume", out, "--steps", std::to_string(steps + 2), "--sample-tokens", "3"});
+  const ProgramRun r =
+      run_program(program, {"--resume", out, "--steps", std::to_string(steps + 2), "--sample-tokens", "3"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(lines_of(read_bytes(out + "/loss.csv")), steps + 3);
 }
