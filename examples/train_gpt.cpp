@@ -198,6 +198,7 @@ int run(TrainOptions o, const std::vector<std::string>& given) {
 int main(int argc, char** argv) {
   TrainOptions o;
   std::vector<std::string> given;
-  const Program program{"train_gpt", "Trains a small GPT (on characters, or byte-level BPE tokens) and writes text with it.", train_flags(o)};
+  const Program program{"train_gpt", "Trains a small GPT (on characters, or byte-level BPE tokens) and writes text with it.",
+                        train_flags(o)};
   return run_program(program, argc, argv, [&] { return run(o, given); }, &given);
 }
