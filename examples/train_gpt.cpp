@@ -41,8 +41,8 @@ extern "C" void on_interrupt(int) { g_interrupted = 1; }
 
 // The flags a resumed run may change; every other one comes from the checkpoint.
 bool may_change_on_resume(const std::string& flag) {
-  for (const char* ok :
-       {"steps", "out", "resume", "threads", "eval-every", "sample-tokens", "on-nonfinite", "eval-only"})
+  for (const char* ok : {"steps", "max-minutes", "out", "resume", "threads", "eval-every", "sample-tokens",
+                         "on-nonfinite", "eval-only"})
     if (flag == ok) return true;
   return false;
 }
@@ -105,13 +105,15 @@ int run(TrainOptions o, const std::vector<std::string>& given) {
       const auto i = std::find_if(now.begin(), now.end(), [&](const Flag& f) { return f.name == flag; }) - now.begin();
       if (i < static_cast<std::ptrdiff_t>(now.size()) && same_value(now[i], before[i])) continue;  // repeated as saved
       throw UsageError("--" + flag + " cannot change when resuming (the run keeps its configuration; " +
-                       "only --steps, --out, --threads, --eval-every, --sample-tokens and --on-nonfinite can)");
+                       "only --steps, --max-minutes, --out, --threads, --eval-every, --sample-tokens and "
+                       "--on-nonfinite can)");
     }
     TrainOptions merged = saved;
     merged.resume = o.resume;
     merged.out = std::find(given.begin(), given.end(), "out") != given.end() ? o.out : o.resume;
     for (const std::string& flag : given) {
       if (flag == "steps") merged.steps = o.steps;
+      if (flag == "max-minutes") merged.max_minutes = o.max_minutes;
       if (flag == "threads") merged.threads = o.threads;
       if (flag == "eval-every") merged.eval_every = o.eval_every;
       if (flag == "sample-tokens") merged.sample_tokens = o.sample_tokens;
@@ -154,7 +156,8 @@ int run(TrainOptions o, const std::vector<std::string>& given) {
     row.lr = lr;
     row.tokens_per_s = progress.tokens_per_s(step);
     row.elapsed_s = progress.elapsed_s();
-    const bool last = step == o.steps;
+    const bool out_of_time = o.max_minutes > 0 && progress.elapsed_s() >= 60.0 * o.max_minutes;
+    const bool last = step == o.steps || out_of_time;
     if (step % o.eval_every == 0 || last) {
       const Trainer::Losses e = trainer->evaluate();
       row.val_loss = e.val;
@@ -173,6 +176,11 @@ int run(TrainOptions o, const std::vector<std::string>& given) {
       std::cout << "\ntrain_gpt: interrupted; checkpoint saved at step " << step << " in " << o.out
                 << "/ (continue with --resume " << o.out << ")\n";
       return 130;
+    }
+    if (out_of_time) {
+      progress.message("train_gpt: the time budget (--max-minutes " + tg::nn::python_float(o.max_minutes) +
+                       ") is spent: stopped after step " + std::to_string(step));
+      break;
     }
   }
   progress.finish();

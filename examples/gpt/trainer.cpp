@@ -15,6 +15,10 @@ std::vector<Flag> train_flags(TrainOptions& o) {
   constexpr double kBig = 1e12;
   return {
       int_flag("steps", &o.steps, "training steps", 1, kBig),
+      number_flag("max-minutes", &o.max_minutes,
+                  "stop after the step that spends this much training time (a resumed run's earlier time counts); "
+                  "0 = no limit",
+                  0, kBig),
       int_flag("batch", &o.batch, "sequences per batch (per micro-batch with --grad-accum)", 1, 1 << 20),
       int_flag("grad-accum", &o.grad_accum,
                "micro-batches of --batch sequences per step, their gradients averaged (= --batch N*B, in less memory)",

@@ -41,6 +41,7 @@ struct TrainOptions {
   // from the text's characters.
   nn::GPTConfig model{.context_length = 64, .emb_dim = 64, .n_heads = 4, .n_layers = 2, .drop_rate = 0.0};
   int64_t steps = 1500;
+  double max_minutes = 0;  // a time budget: stop (evaluate, save, write samples) once it is spent; 0 = none
   int64_t batch = 16;
   int64_t grad_accum = 1;  // micro-batches of `batch` sequences whose gradients one step averages
   double lr = 2e-3;

@@ -130,6 +130,26 @@ TEST(TrainGptProgram, EvalOnlyPrintsLossPerplexityAndBitsPerByte) {
   EXPECT_TRUE(has_part(r.output, "--eval-only needs --resume DIR")) << r.output;
 }
 
+TEST(TrainGptProgram, MaxMinutesStopsAtTheTimeBudgetAndSavesAsAtTheEnd) {
+  SKIP_WITHOUT_EXAMPLES();
+  TempFolder dir;
+  const std::string out = dir.file("run");
+  ProgramRun r = run_program(example_program("train_gpt"), {"--out", out, "--steps", "1000000", "--max-minutes",
+                                                             "0.002", "--sample-tokens", "5", "--threads", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(has_part(r.output, "the time budget (--max-minutes 0.002) is spent: stopped after step ")) << r.output;
+  const json::Value summary = json::parse(read_bytes(out + "/summary.json"), "summary.json");
+  const int64_t steps = summary["steps"].as_int64();
+  EXPECT_GE(steps, 1);
+  EXPECT_LT(steps, 1000000);
+  EXPECT_FALSE(summary["final_val_loss"].is_null()) << "the last step is evaluated, as at the end of --steps";
+  EXPECT_TRUE(std::filesystem::exists(out + "/samples.txt"));
+  // the budget may grow on resume; the run goes on from where it stopped
+  r = run_program(example_program("train_gpt"), {"--resume", out, "--max-minutes", "0.004", "--sample-tokens", "5"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_GT(json::parse(read_bytes(out + "/summary.json"), "summary.json")["steps"].as_int64(), steps);
+}
+
 // Ctrl-C (SIGINT) during training saves a checkpoint, exits with 130, and the run resumes.
 TEST(TrainGptProgram, InterruptSavesACheckpointThatResumes) {
   SKIP_WITHOUT_EXAMPLES();
