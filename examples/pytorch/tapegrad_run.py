@@ -1,121 +1,178 @@
 # tapegrad_run.py — move a train_gpt run folder between tapegrad and PyTorch, for when a model
 # outgrows one CPU: load it into the PyTorch class (strict=True), write text with it, continue
-# training it in PyTorch (from there, torch.nn.parallel.DistributedDataParallel takes over), and
-# write the result back as a folder tapegrad's examples/generate and train_gpt --resume read.
+# training it in PyTorch (on several processes with DistributedDataParallel), and write the result
+# as a run folder that tapegrad's examples/generate and train_gpt --resume read.
 #
 #     /usr/bin/python3 examples/pytorch/tapegrad_run.py sample gpt_run --prompt "The old fox" --tokens 200
 #     /usr/bin/python3 examples/pytorch/tapegrad_run.py train gpt_run --data corpus.txt --steps 500 --out torch_run
+#     /usr/bin/python3 examples/pytorch/tapegrad_run.py train gpt_run --data corpus.txt --steps 500 --out torch_run --nproc 2
+#     torchrun --nproc_per_node 2 examples/pytorch/tapegrad_run.py train gpt_run --data corpus.txt --steps 500 --out torch_run
 #     ./build/examples/generate --ckpt torch_run --prompt "The old fox"
+#     ./build/examples/train_gpt --resume torch_run --steps 3000
 #
-# A run trained on train_gpt's built-in corpus: write the corpus with
-# `./build/examples/train_gpt --write-corpus corpus.txt` first. The folder's files are described
-# in examples/gpt/checkpoint.h; safetensors is read and written by hand here (8-byte header
-# length, JSON header, raw little-endian data), as Debian has no Python package for it.
+# `train` continues the run exactly where it stopped: the weights, AdamW's moments, the step (so
+# the learning-rate schedule goes on), and both generators (so the next batches are the ones
+# train_gpt --resume would draw). --steps N trains N more steps. The folder's files are
+# described in examples/pytorch/run_folder.py. A run trained on train_gpt's built-in corpus:
+# write the corpus with `./build/examples/train_gpt --write-corpus corpus.txt` first.
+#
+# Data-parallel: --nproc K starts K processes on this machine (gloo on the CPU, NCCL with
+# --device cuda); under torchrun the processes are torchrun's, on one machine or several. Each
+# takes batch / K sequences of every batch one process would draw, so K processes train the
+# one-process run with the same --batch (dropout aside: each process draws its own masks).
 import argparse
 import json
 import os
-import struct
+import socket
 import sys
 
 import torch
+import torch.distributed as dist
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import run_folder  # noqa: E402
 from gpt_model import GPTModel, generate  # noqa: E402
-from train_gpt import Run, options, tokenizer_from_json  # noqa: E402
-
-DTYPES = {"F32": torch.float32, "F64": torch.float64, "I64": torch.int64, "BOOL": torch.bool}
-NAMES = {v: k for k, v in DTYPES.items()}
+from run_folder import RunError  # noqa: E402
+from train_gpt import Run, check_options, options, tokenizer_from_json, train_loop  # noqa: E402
 
 
-def read_safetensors(path):
-    raw = open(path, "rb").read()
-    n = struct.unpack("<Q", raw[:8])[0]
-    header = json.loads(raw[8:8 + n])
-    metadata = header.pop("__metadata__", {})
-    tensors = {}
-    for name, info in header.items():
-        begin, end = info["data_offsets"]
-        data = bytearray(raw[8 + n + begin:8 + n + end])
-        dtype = DTYPES[info["dtype"]]
-        flat = torch.frombuffer(data, dtype=dtype) if data else torch.empty(0, dtype=dtype)
-        tensors[name] = flat.reshape(info["shape"]).clone()
-    return tensors, metadata
-
-
-def write_safetensors(path, tensors, metadata):
-    """The canonical layout tapegrad writes; atomically (a temporary file, then a rename)."""
-    header, blobs, offset = {}, [], 0
-    if metadata:
-        header["__metadata__"] = metadata
-    for name, t in tensors.items():
-        blob = t.detach().contiguous().cpu().numpy().tobytes()
-        header[name] = {"dtype": NAMES[t.dtype], "shape": list(t.shape), "data_offsets": [offset, offset + len(blob)]}
-        blobs.append(blob)
-        offset += len(blob)
-    text = json.dumps(header, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-    text += b" " * (-(8 + len(text)) % 8)
-    tmp = path + ".tmp-py"
-    with open(tmp, "wb") as f:
-        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
-def load_run(folder):
-    """The model (eval mode), its config and the tokenizer of a train_gpt folder."""
-    config = json.load(open(os.path.join(folder, "config.json")))
+def load_tokenizer(folder):
     path = os.path.join(folder, "tokenizer.json")
     try:
-        tokenizer = tokenizer_from_json(json.load(open(path)), path)
-    except ValueError as e:
-        sys.exit(str(e))
+        return tokenizer_from_json(json.load(open(path)), path)
+    except (OSError, ValueError, KeyError) as e:
+        raise RunError(f"{path}: {e}" if not str(e).startswith(path) else str(e))
+
+
+def load_model(folder):
+    """The model (eval mode), config and tokenizer of a run folder, for writing text."""
+    if not os.path.isdir(folder):
+        raise RunError(f"{folder}: no such folder")
+    for name in ("model.safetensors", "config.json", "tokenizer.json"):
+        if not os.path.exists(os.path.join(folder, name)):
+            raise RunError(f"{folder}: not a train_gpt run folder ({name} is missing)")
+    config = run_folder.read_config(folder)
+    tokenizer = load_tokenizer(folder)
     model = GPTModel(config["model"])
-    state, _ = read_safetensors(os.path.join(folder, "model.safetensors"))
-    model.load_state_dict(state, strict=True)
+    state, _ = run_folder.read_safetensors(os.path.join(folder, "model.safetensors"))
+    try:
+        model.load_state_dict(state, strict=True)
+    except RuntimeError as e:
+        raise RunError(f"{folder}/model.safetensors: does not fit config.json's model: {e}")
     return model.eval(), config, tokenizer
 
 
-def save_run(folder, model, config, tokenizer, step):
-    """model.safetensors, config.json and tokenizer.json: what examples/generate reads."""
-    os.makedirs(folder, exist_ok=True)
-    write_safetensors(os.path.join(folder, "model.safetensors"), model.state_dict(), {"format": "pt", "step": str(step)})
-    with open(os.path.join(folder, "config.json"), "w") as f:
-        json.dump(config, f, indent=1)
-    with open(os.path.join(folder, "tokenizer.json"), "w") as f:
-        json.dump(tokenizer.to_json(), f)
-
-
 def sample(args):
-    model, _, tokenizer = load_run(args.folder)
-    prompt = torch.tensor([tokenizer.encode(args.prompt)])
+    model, _, tokenizer = load_model(args.folder)
+    try:
+        ids = tokenizer.encode(args.prompt)
+    except KeyError as e:
+        raise RunError(f"--prompt: the character {e} is not in the run's vocabulary (tokenizer.json)")
+    if not ids:
+        raise RunError("--prompt: empty (give at least one character)")
     gen = torch.Generator().manual_seed(args.seed)
-    out = generate(model, prompt, args.tokens, temperature=args.temperature, top_k=args.top_k, generator=gen)
+    out = generate(model, torch.tensor([ids]), args.tokens, temperature=args.temperature, top_k=args.top_k,
+                   top_p=args.top_p, generator=gen)
     print(tokenizer.decode(out[0].tolist()))
 
 
-def train(args):
-    model, config, tokenizer = load_run(args.folder)
-    flags = []
-    for key, value in config["train"].items():
-        if key in ("data", "out", "resume", "sample-tokens", "steps", "write-corpus"):
-            continue
-        if isinstance(value, bool):  # a switch: given when true
-            flags += ["--" + key] if value else []
-            continue
-        flags += ["--" + key, str(value)]
-    o = options(flags + ["--data", args.data, "--steps", str(args.steps)])
-    text = open(args.data, encoding="utf-8").read()
-    run = Run(o, text)
-    if run.tokenizer.to_json() != tokenizer.to_json():
-        sys.exit(f"{args.data}: its tokenizer (characters or BPE merges) differs from the run's")
-    run.model.load_state_dict(model.state_dict(), strict=True)
-    for step in range(args.steps):
-        loss = run.train_step()
-        if (step + 1) % 100 == 0 or step + 1 == args.steps:
-            print(f"step {step + 1}: loss {loss:.4f}", flush=True)
-    save_run(args.out, run.model, config, run.tokenizer, args.steps)
-    print(f"wrote {args.out}/ (examples/generate --ckpt {args.out} reads it)")
+# ---- train: continue a run, on one process or several ----------------------------------------------
+
+def plan(folder, data, steps, out, threads, nproc, device, total):
+    """Everything checked before any work or process starts: (options, data path, out)."""
+    run_folder.check_run_folder(folder)
+    config = run_folder.read_config(folder)
+    step, _, _, _ = run_folder.load_checkpoint(folder)
+    saved = config["train"]
+    data = data or saved["data"]
+    if not data:
+        raise RunError(f"{folder} trained on train_gpt's built-in corpus: write it with ./build/examples/train_gpt "
+                       "--write-corpus corpus.txt and give --data corpus.txt")
+    if not os.path.isfile(data):
+        raise RunError(f"--data {data}: no such file")
+    # --steps N more steps, no time budget (a saved --max-minutes is the tapegrad run's)
+    o = options(run_folder.flags_of(saved, skip=("data", "steps", "out", "resume", "threads", "max-minutes")) +
+                ["--data", data, "--out", out, "--resume", folder, "--threads", str(threads), "--max-minutes", "0",
+                 "--steps", str(steps if total else step + steps)])
+    if o.steps <= step:
+        raise RunError(f"--steps: {folder} has done {step} steps already; train to more than that")
+    if device == "cuda" and not torch.cuda.is_available():
+        raise RunError("--device cuda: this PyTorch sees no CUDA device (torch.cuda.is_available() is False)")
+    if os.path.realpath(out) == os.path.realpath(folder):
+        raise RunError(f"--out {out}: give a new folder; the run in {folder} stays as it was")
+    try:
+        check_options(o, nproc)
+    except ValueError as e:
+        raise RunError(str(e))
+    return o
+
+
+def worker(rank, world, o, device):
+    """One process: the run from o.resume, this rank's share of every batch, rank 0 writes o.out."""
+    if world > 1:
+        dist.init_process_group("nccl" if device == "cuda" else "gloo", rank=rank, world_size=world)
+    if device == "cuda":
+        torch.cuda.set_device(rank % torch.cuda.device_count())
+        device = f"cuda:{torch.cuda.current_device()}"
+    torch.set_num_threads(o.threads or max(1, (os.cpu_count() or 1) // world))
+    folder = o.resume
+    step, model_state, opt_tensors, metadata = run_folder.load_checkpoint(folder)
+    with open(o.data, "rb") as f:
+        data = f.read()
+    config = run_folder.read_config(folder)
+    tokenizer = load_tokenizer(folder)
+    if o.tokenizer == "char":
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise RunError(f"--data {o.data}: not UTF-8 text at byte {e.start}; the run's tokenizer is characters")
+        unknown = sorted(set(text) - set(tokenizer.vocab))
+        if unknown or len(set(text)) != tokenizer.vocab_size:
+            raise RunError(f"--data {o.data}: its characters differ from the run's tokenizer.json "
+                           f"({len(unknown)} new, e.g. {unknown[:3]}): give the text the run trained on")
+    run = Run(o, data, tokenizer, rank, world, device)
+    run.load_state(step, model_state, opt_tensors, metadata, folder)
+    if world > 1:
+        ids = [torch.cuda.current_device()] if device.startswith("cuda") else None
+        run.ddp = torch.nn.parallel.DistributedDataParallel(run.model, device_ids=ids)
+    loss_rows = run_folder.read_loss_rows(os.path.join(folder, "loss.csv"), step) if rank == 0 else []
+    elapsed_before = float(loss_rows[-1][5]) if loss_rows else 0.0
+    config = dict(config, kernels="pytorch")
+    config["train"] = dict(config["train"], steps=o.steps, data=o.data, out=o.out, resume=folder, threads=o.threads)
+    if rank == 0:
+        print(f"tapegrad_run.py: {folder} at step {step} -> {o.steps} steps, {world} process(es) on {device}, "
+              f"writing {o.out}/", flush=True)
+    train_loop(run, o, o.out, config, loss_rows, elapsed_before)
+    if world > 1:
+        dist.destroy_process_group()
+    if rank == 0:
+        print(f"wrote {o.out}/ (examples/generate --ckpt {o.out} and train_gpt --resume {o.out} read it)")
+
+
+def spawned(rank, world, o, device, port):
+    os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = "127.0.0.1", str(port)
+    worker(rank, world, o, device)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def continue_run(folder, data, steps, out, threads=0, nproc=1, device="cpu", total=False):
+    """Train the run in folder `steps` more steps (or to `steps` in all, total) into out."""
+    launched = int(os.environ.get("WORLD_SIZE", "0"))  # torchrun's processes
+    if launched and nproc not in (1, launched):
+        raise RunError(f"--nproc {nproc}: under torchrun the processes are torchrun's ({launched}); leave --nproc out")
+    world = launched or nproc
+    o = plan(folder, data, steps, out, threads, world, device, total)
+    if launched:
+        worker(int(os.environ["RANK"]), launched, o, device)
+    elif nproc == 1:
+        worker(0, 1, o, device)
+    else:
+        torch.multiprocessing.spawn(spawned, args=(nproc, o, device, free_port()), nprocs=nproc)
 
 
 def main():
@@ -127,14 +184,29 @@ def main():
     s.add_argument("--tokens", type=int, default=200)
     s.add_argument("--temperature", type=float, default=0.8)
     s.add_argument("--top-k", type=int, default=0)
+    s.add_argument("--top-p", type=float, default=1.0)
     s.add_argument("--seed", type=int, default=1337)
     t = sub.add_parser("train", help="continue training in PyTorch, then write a folder tapegrad reads")
     t.add_argument("folder")
-    t.add_argument("--data", required=True)
-    t.add_argument("--steps", type=int, default=500)
-    t.add_argument("--out", required=True)
+    t.add_argument("--data", default="", help="the run's text (default: the one its config.json names)")
+    t.add_argument("--steps", type=int, default=500, help="steps to train beyond the run's")
+    t.add_argument("--out", required=True, help="a new run folder (the input folder stays as it was)")
+    t.add_argument("--nproc", type=int, default=1, help="processes on this machine, each a share of every batch")
+    t.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    t.add_argument("--threads", type=int, default=0, help="threads per process (0: the cores / nproc)")
     args = p.parse_args()
-    sample(args) if args.command == "sample" else train(args)
+    try:
+        if args.command == "sample":
+            sample(args)
+        else:
+            if args.nproc < 1:
+                raise RunError(f"--nproc {args.nproc}: must be at least 1")
+            continue_run(args.folder, args.data, args.steps, args.out, args.threads, args.nproc, args.device)
+    except (RunError, ValueError, RuntimeError) as e:  # RuntimeError: a non-finite step (--on-nonfinite error)
+        sys.exit(f"tapegrad_run.py: {e}")
+    except torch.multiprocessing.ProcessRaisedException as e:
+        last = str(e).strip().splitlines()[-1]
+        sys.exit(f"tapegrad_run.py: a training process failed: {last}")
 
 
 if __name__ == "__main__":

@@ -1,19 +1,33 @@
 # train_gpt.py — the training loop of tapegrad's examples/train_gpt in PyTorch, step for step:
 # the same tokenizer, split, batches, learning-rate schedule, AdamW groups and clipping, so the
 # same seed gives the same losses (tests/reference/make_train_reference.py checks tapegrad
-# against it).
+# against it). It takes every flag train_gpt saves in a run's config.json, writes the same run
+# folder with --out (examples/pytorch/run_folder.py) and continues one with --resume, so a run
+# moves between the two and goes on exactly.
 #
-#     /usr/bin/python3 examples/pytorch/train_gpt.py --data input.txt --steps 2000
+#     /usr/bin/python3 examples/pytorch/train_gpt.py --data input.txt --steps 2000 --out torch_run
+#     ./build/examples/train_gpt --resume torch_run --steps 3000      # and back in tapegrad
+#
+# Data-parallel (examples/pytorch/tapegrad_run.py --nproc K, or torchrun): every rank draws the
+# batch one process would draw and trains on its share, rows r*B/K ... (r+1)*B/K - 1 of each
+# micro-batch; DistributedDataParallel averages the gradients, so K processes train the
+# one-process run (dropout aside: each rank draws its own masks).
 import argparse
+import collections
 import json
 import math
+import os
+import sys
 import time
 
 import torch
+import torch.distributed as dist
 import torch.nn.functional as F
 
-import bpe
-from gpt_model import GPTModel
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bpe  # noqa: E402
+import run_folder  # noqa: E402
+from gpt_model import GPTModel  # noqa: E402
 
 EVAL_SEED = 2024  # Trainer::kEvalSeed
 
@@ -37,6 +51,9 @@ class CharTokenizer:
     def decode(self, ids):
         return "".join(self.vocab[i] for i in ids)
 
+    def bytes_per_id(self):
+        return [len(c.encode("utf-8")) for c in self.vocab]
+
     def to_json(self):
         return {"type": "char", "kind": "utf8", "symbols": [ord(c) for c in self.vocab]}
 
@@ -53,6 +70,9 @@ class BpeTokenizer:
 
     def decode(self, ids):
         return self.tok.decode(ids).decode("utf-8", errors="replace")
+
+    def bytes_per_id(self):
+        return [len(b) for b in self.tok.token_bytes]
 
     def to_json(self):
         return json.loads(self.tok.to_json())
@@ -105,23 +125,33 @@ def config_of(o, vocab_size):
                 n_layers=o.layers, drop_rate=o.dropout, qkv_bias=False, tie_weights=o.tie_weights)
 
 
-class Run:
-    """A fresh run: the model, the optimizer and the batch generator, as tapegrad's Trainer."""
+Losses = collections.namedtuple("Losses", "train val train_bpb val_bpb")
 
-    def __init__(self, o, text):
-        self.o = o
+
+class Run:
+    """A run: the model, the optimizer and the batch generator, as tapegrad's Trainer. data: the
+    text's bytes. tokenizer: a saved one (resuming), or None to make it as train_gpt does. rank,
+    world: this process's share of each batch when data-parallel (the model is then wrapped in
+    DistributedDataParallel by the caller, as self.ddp)."""
+
+    def __init__(self, o, data, tokenizer=None, rank=0, world=1, device="cpu"):
+        self.o, self.rank, self.world, self.device = o, rank, world, device
+        if isinstance(data, str):
+            data = data.encode("utf-8")
         if o.tokenizer == "bpe":  # merges from the first 90% of the bytes; the two splits encoded apart
-            data = text.encode("utf-8")
             n = int(0.9 * len(data))
-            self.tokenizer = BpeTokenizer(bpe.Tokenizer(bpe.train(data[:n], o.vocab_size)))
+            self.tokenizer = tokenizer or BpeTokenizer(bpe.Tokenizer(bpe.train(data[:n], o.vocab_size)))
             self.train_data = torch.tensor(self.tokenizer.tok.encode(data[:n]), dtype=torch.long)
             self.val_data = torch.tensor(self.tokenizer.tok.encode(data[n:]), dtype=torch.long)
         else:
-            self.tokenizer = CharTokenizer(char_vocab(text))
+            text = data.decode("utf-8")
+            self.tokenizer = tokenizer or CharTokenizer(char_vocab(text))
             ids = torch.tensor(self.tokenizer.encode(text), dtype=torch.long)
             self.train_data, self.val_data = split_train_val(ids)
+        self.bytes_per_id = torch.tensor(self.tokenizer.bytes_per_id(), dtype=torch.long)
         torch.manual_seed(o.seed)
-        self.model = GPTModel(config_of(o, self.tokenizer.vocab_size))
+        self.model = GPTModel(config_of(o, self.tokenizer.vocab_size)).to(device)
+        self.ddp = self.model  # what the training step calls; DistributedDataParallel(model) when world > 1
         self.optimizer = torch.optim.AdamW(weight_decay_groups(self.model, o.weight_decay), lr=o.lr)
         self.batch_gen = torch.Generator().manual_seed(o.seed)
         self.step = 0
@@ -131,13 +161,22 @@ class Run:
             group["lr"] = lr_at(self.step, self.o)
         b, n = self.o.batch, self.o.grad_accum
         x, y = get_batch(self.train_data, n * b, self.o.context, self.batch_gen)  # n micro-batches of b
+        share = b // self.world  # this rank's rows of each micro-batch
         self.model.train()
         self.optimizer.zero_grad(set_to_none=True)
         step_loss = 0.0
         for k in range(n):
-            loss = F.cross_entropy(self.model(x[k * b:(k + 1) * b]).flatten(0, 1), y[k * b:(k + 1) * b].flatten())
-            (loss if n == 1 else loss / n).backward()
+            rows = slice(k * b + self.rank * share, k * b + (self.rank + 1) * share)
+            xk, yk = x[rows].to(self.device), y[rows].to(self.device)
+            sync = self.ddp.no_sync() if (self.world > 1 and k < n - 1) else _nothing()
+            with sync:  # the gradients are averaged over the ranks once, after the last micro-batch
+                loss = F.cross_entropy(self.ddp(xk).flatten(0, 1), yk.flatten())
+                (loss if n == 1 else loss / n).backward()
             step_loss += loss.item() / n
+        if self.world > 1:  # the ranks' means, averaged: the whole batch's mean
+            total = torch.tensor(step_loss, dtype=torch.float64)
+            dist.all_reduce(total)
+            step_loss = total.item() / self.world
         params = list(self.model.parameters())
         if self.o.grad_clip > 0:
             norm = torch.nn.utils.clip_grad_norm_(params, self.o.grad_clip)
@@ -156,23 +195,73 @@ class Run:
 
     @torch.no_grad()
     def evaluate(self):
+        """Mean loss of each split over eval_batches fixed batches, and bits per byte."""
         self.model.eval()
         gen = torch.Generator().manual_seed(EVAL_SEED)
-        losses = []
+        out = []
         for data in (self.train_data, self.val_data):
-            total = 0.0
+            total, nats, nbytes = 0.0, 0.0, 0
             for _ in range(self.o.eval_batches):
                 x, y = get_batch(data, self.o.batch, self.o.context, gen)
-                total += F.cross_entropy(self.model(x).flatten(0, 1), y.flatten()).item()
-            losses.append(total / self.o.eval_batches)
+                loss = F.cross_entropy(self.model(x.to(self.device)).flatten(0, 1), y.to(self.device).flatten()).item()
+                total += loss
+                nats += loss * y.numel()
+                nbytes += int(self.bytes_per_id[y].sum())
+            out.append((total / self.o.eval_batches, nats / math.log(2.0) / nbytes))
         self.model.train()
-        return losses
+        return Losses(out[0][0], out[1][0], out[0][1], out[1][1])
 
+    # ---- the run folder's state (run_folder.py) ----
+
+    def load_state(self, step, model_state, optimizer_tensors, metadata, source):
+        """Continue from a saved step: weights, AdamW's moments, both generators."""
+        self.model.load_state_dict(model_state, strict=True)
+        for name, p in self.model.named_parameters():
+            if name + ".step" not in optimizer_tensors:
+                continue
+            self.optimizer.state[p] = {key: optimizer_tensors[f"{name}.{key}"].to(p.device if key != "step" else "cpu")
+                                       for key in ("step", "exp_avg", "exp_avg_sq")}
+        try:
+            torch.set_rng_state(torch.tensor(list(bytes.fromhex(metadata["default_generator"])), dtype=torch.uint8))
+            self.batch_gen.set_state(torch.tensor(list(bytes.fromhex(metadata["batch_generator"])), dtype=torch.uint8))
+        except (KeyError, ValueError, RuntimeError) as e:
+            raise run_folder.RunError(f"{source}: the generators' states in optimizer.safetensors' metadata: {e}")
+        self.step = step
+
+    def optimizer_tensors(self):
+        """AdamW's state under tapegrad's names: "<param>.step", ".exp_avg", ".exp_avg_sq"."""
+        out = {}
+        for name, p in self.model.named_parameters():
+            state = self.optimizer.state.get(p)
+            if state:
+                for key in ("step", "exp_avg", "exp_avg_sq"):
+                    out[f"{name}.{key}"] = state[key].detach().cpu()
+        return out
+
+    def save(self, folder, config, loss_rows):
+        metadata = {"step": str(self.step),
+                    "default_generator": bytes(torch.get_rng_state().tolist()).hex(),
+                    "batch_generator": bytes(self.batch_gen.get_state().tolist()).hex()}
+        state = {k: v.cpu() for k, v in self.model.state_dict().items()}
+        run_folder.save_checkpoint(folder, config, json.dumps(self.tokenizer.to_json()) + "\n", state,
+                                   self.optimizer_tensors(), metadata, loss_rows)
+
+
+class _nothing:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+# ---- the options, as train_gpt's flags ------------------------------------------------------------
 
 def options(argv=None):
-    p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--data", required=True)
+    p = argparse.ArgumentParser(description="The training loop of tapegrad's train_gpt, in PyTorch.")
+    p.add_argument("--data", default="")
     p.add_argument("--steps", type=int, default=1500)
+    p.add_argument("--max-minutes", type=float, default=0.0)
     p.add_argument("--batch", type=int, default=16)
     p.add_argument("--grad-accum", type=int, default=1)
     p.add_argument("--context", type=int, default=64)
@@ -194,24 +283,101 @@ def options(argv=None):
     p.add_argument("--tie-weights", action="store_true")
     p.add_argument("--on-nonfinite", choices=["error", "skip"], default="error")
     p.add_argument("--vocab-size", type=int, default=1024)
+    p.add_argument("--out", default="", help="write the run folder here (as train_gpt --out); empty: none")
+    p.add_argument("--resume", default="", help="continue the run saved in this folder (to --steps in all)")
+    p.add_argument("--sample-tokens", type=int, default=300, help="carried in config.json (samples: tapegrad_run.py)")
+    p.add_argument("--write-corpus", default="", help="not here: ./build/examples/train_gpt --write-corpus FILE")
+    p.add_argument("--eval-only", action="store_true", help="not here: ./build/examples/train_gpt --eval-only")
     return p.parse_args(argv)
+
+
+def train_config(o):
+    """config.json's "train": every key train_gpt writes, from o (run_folder.declared_keys)."""
+    keys = run_folder.declared_keys()["train"]
+    return {key: getattr(o, key.replace("-", "_")) for key in keys["math"] + keys["carried"]}
+
+
+def check_options(o, world=1):
+    """What train_gpt checks before any work, and the data-parallel split; ValueError names the flag."""
+    if o.write_corpus:
+        raise ValueError("--write-corpus: the built-in corpus is tapegrad's: ./build/examples/train_gpt "
+                         "--write-corpus FILE")
+    if o.eval_only:
+        raise ValueError("--eval-only: use ./build/examples/train_gpt --eval-only --resume DIR")
+    if o.batch % world:
+        raise ValueError(f"--nproc {world} does not divide --batch {o.batch}: each process takes batch / nproc "
+                         "sequences of every micro-batch")
+    if o.lr_schedule == "cosine" and o.warmup >= o.steps:
+        raise ValueError(f"--warmup ({o.warmup}) must be smaller than --steps ({o.steps}) with the cosine schedule")
+    if not 256 <= o.vocab_size <= 65536:
+        raise ValueError(f"--vocab-size {o.vocab_size}: must be from 256 to 65536")
+
+
+# ---- the loop -------------------------------------------------------------------------------------
+
+def train_loop(run, o, out="", config=None, loss_rows=None, elapsed_before=0.0):
+    """Train run to o.steps in all, as train_gpt's loop: evaluate every --eval-every steps and at the
+    end (or when --max-minutes is spent), printing a line and, with out, saving the run folder.
+    Rank 0 alone evaluates, prints and writes."""
+    loss_rows = loss_rows if loss_rows is not None else []
+    lead = run.rank == 0
+    start, first = time.time(), run.step
+    tokens_per_step = o.batch * o.grad_accum * o.context
+    while run.step < o.steps:
+        lr = lr_at(run.step, o)
+        loss = run.train_step()
+        step = run.step
+        now = time.time() - start
+        out_of_time = o.max_minutes > 0 and elapsed_before + now >= 60.0 * o.max_minutes
+        if run.world > 1 and o.max_minutes > 0:  # rank 0's clock decides for all
+            flag = torch.tensor([1 if out_of_time else 0])
+            dist.broadcast(flag, 0)
+            out_of_time = bool(flag.item())
+        last = step == o.steps or out_of_time
+        evaluation = run.evaluate() if lead and (step % o.eval_every == 0 or last) else None
+        if lead:
+            tokens_per_s = (step - first) * tokens_per_step / now if now > 0 else 0.0
+            loss_rows.append(run_folder.loss_row(step, loss, lr, tokens_per_s, elapsed_before + now, evaluation))
+        if evaluation:
+            print(f"step {step}: loss {loss:.4f} train {evaluation.train:.4f} val {evaluation.val:.4f} "
+                  f"val bpb {evaluation.val_bpb:.4f} {tokens_per_s:.0f} tokens/s", flush=True)
+            if out:
+                run.save(out, config, loss_rows)
+        if run.world > 1 and (step % o.eval_every == 0 or last):
+            dist.barrier()  # the others wait while rank 0 evaluates and saves
+        if out_of_time:
+            if lead:
+                print(f"the time budget (--max-minutes {o.max_minutes}) is spent: stopped after step {step}", flush=True)
+            break
+    return loss_rows
+
+
+def fresh_config(o, run):
+    return {"model": config_of(o, run.tokenizer.vocab_size), "train": train_config(o), "kernels": "pytorch"}
 
 
 def main():
     o = options()
+    try:
+        check_options(o)
+        if not o.data and not o.resume:
+            raise ValueError("--data FILE is needed (the built-in corpus: ./build/examples/train_gpt --write-corpus FILE)")
+    except ValueError as e:
+        sys.exit(f"train_gpt.py: {e}")
     if o.threads:
         torch.set_num_threads(o.threads)
-    with open(o.data, encoding="utf-8") as f:
-        text = f.read()
-    run = Run(o, text)
-    start = time.time()
-    for step in range(o.steps):
-        loss = run.train_step()
-        if (step + 1) % o.eval_every == 0 or step + 1 == o.steps:
-            train_loss, val_loss = run.evaluate()
-            elapsed = time.time() - start
-            print(f"step {step + 1}: loss {loss:.4f} train {train_loss:.4f} val {val_loss:.4f} "
-                  f"{(step + 1) * o.batch * o.grad_accum * o.context / elapsed:.0f} tokens/s", flush=True)
+    if o.resume:  # as tapegrad_run.py train, to --steps in all
+        import tapegrad_run
+        try:
+            if not o.out:
+                raise run_folder.RunError("--resume needs --out NEW_FOLDER (the run resumed stays as it was)")
+            tapegrad_run.continue_run(o.resume, o.data, o.steps, o.out, o.threads, total=True)
+        except (run_folder.RunError, ValueError) as e:
+            sys.exit(f"train_gpt.py: {e}")
+        return
+    with open(o.data, "rb") as f:
+        run = Run(o, f.read())
+    train_loop(run, o, o.out, fresh_config(o, run))
 
 
 if __name__ == "__main__":

@@ -34,9 +34,9 @@ def run(run_id, steps, **flags):
         text = f.read()
     r = Run(o, text)
     losses = [hexd(r.train_step()) for _ in range(steps)]
-    train_loss, val_loss = r.evaluate()
+    e = r.evaluate()
     RUNS.append({"id": run_id, "steps": steps, "flags": flags, "losses": losses,
-                 "eval": [hexd(train_loss), hexd(val_loss)]})
+                 "eval": [hexd(e.train), hexd(e.val)]})
 
 
 def main():

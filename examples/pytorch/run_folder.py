@@ -1,0 +1,234 @@
+# run_folder.py — a train_gpt run folder (examples/gpt/checkpoint.h) read and written from PyTorch,
+# so that a run moves between tapegrad and PyTorch and resumes exactly on either side:
+#
+#   model.safetensors      the state_dict; metadata {"format": "pt", "step": "<steps done>"}
+#   optimizer.safetensors  AdamW's state, "<param>.step" / ".exp_avg" / ".exp_avg_sq" by parameter name;
+#                          metadata "step" and the two generators' states as hex (torch.get_rng_state()'s
+#                          bytes, which is tapegrad's Generator::get_state layout too)
+#   config.json            {"model": ..., "train": every train_gpt flag, "kernels": who saved it}
+#   tokenizer.json         characters or BPE merges (examples/pytorch/train_gpt.py reads both)
+#   loss.csv               step,train_loss,val_loss,lr,tokens_per_s,elapsed_s,train_bpb,val_bpb
+#
+# safetensors is read and written by hand (8-byte header length, JSON header, raw little-endian
+# data), as Debian has no Python package for it. Every file is written to a temporary name, synced
+# and renamed, and the model/optimizer pair is kept as *.prev before it is replaced, as train_gpt
+# does: a run killed while saving still resumes.
+import json
+import os
+import struct
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DTYPES = {"F32": torch.float32, "F64": torch.float64, "I64": torch.int64, "BOOL": torch.bool}
+NAMES = {v: k for k, v in DTYPES.items()}
+FILES = ("model.safetensors", "optimizer.safetensors", "config.json", "tokenizer.json")
+CSV_HEADER = "step,train_loss,val_loss,lr,tokens_per_s,elapsed_s,train_bpb,val_bpb"
+
+
+class RunError(Exception):
+    """A folder or file that is not what a train_gpt run has; the message names it."""
+
+
+# ---- safetensors ----------------------------------------------------------------------------------
+
+def read_safetensors(path):
+    try:
+        raw = open(path, "rb").read()
+        n = struct.unpack("<Q", raw[:8])[0]
+        header = json.loads(raw[8:8 + n])
+    except (OSError, struct.error, ValueError) as e:
+        raise RunError(f"{path}: not a safetensors file ({e})")
+    metadata = header.pop("__metadata__", {})
+    tensors = {}
+    for name, info in header.items():
+        begin, end = info["data_offsets"]
+        data = bytearray(raw[8 + n + begin:8 + n + end])
+        if info["dtype"] not in DTYPES:
+            raise RunError(f"{path}: tensor {name} has dtype {info['dtype']}; these scripts read {sorted(DTYPES)}")
+        dtype = DTYPES[info["dtype"]]
+        flat = torch.frombuffer(data, dtype=dtype) if data else torch.empty(0, dtype=dtype)
+        tensors[name] = flat.reshape(info["shape"]).clone()
+    return tensors, metadata
+
+
+def safetensors_bytes(tensors, metadata):
+    """The canonical layout tapegrad writes: tensors in the given order, the header padded to 8."""
+    header, blobs, offset = {}, [], 0
+    if metadata:
+        header["__metadata__"] = metadata
+    for name, t in tensors.items():
+        blob = t.detach().contiguous().cpu().numpy().tobytes()
+        header[name] = {"dtype": NAMES[t.dtype], "shape": list(t.shape), "data_offsets": [offset, offset + len(blob)]}
+        blobs.append(blob)
+        offset += len(blob)
+    text = json.dumps(header, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    text += b" " * (-(8 + len(text)) % 8)
+    return struct.pack("<Q", len(text)) + text + b"".join(blobs)
+
+
+# ---- writing files whole or not at all ------------------------------------------------------------
+
+def write_staged(path, data):
+    """Write data under a temporary name beside path and sync it; returns that name."""
+    tmp = path + ".tmp-py"
+    with open(tmp, "wb") as f:
+        f.write(data if isinstance(data, bytes) else data.encode("utf-8"))
+        f.flush()
+        os.fsync(f.fileno())
+    return tmp
+
+
+def write_atomically(path, data):
+    os.replace(write_staged(path, data), path)
+
+
+def keep_previous_version(path):
+    """path's current version as path.prev (a hard link, or a copy), replacing the older .prev."""
+    if not os.path.exists(path):
+        return
+    staging = path + ".prev.tmp"
+    if os.path.exists(staging):
+        os.remove(staging)
+    try:
+        os.link(path, staging)
+    except OSError:
+        with open(path, "rb") as src:
+            write_staged(path + ".prev", src.read())
+            staging = path + ".prev.tmp-py"
+    os.replace(staging, path + ".prev")
+
+
+# ---- config.json: the keys both sides know ---------------------------------------------------------
+
+def declared_keys():
+    """config_keys.json: what examples/pytorch knows of config.json (tests/examples/test_config_keys.cpp
+    checks it against train_gpt)."""
+    with open(os.path.join(HERE, "config_keys.json")) as f:
+        return json.load(f)
+
+
+def check_config(config, path):
+    """Every key must be one this side implements or knows not to change the math."""
+    keys = declared_keys()
+    known_train = set(keys["train"]["math"]) | set(keys["train"]["carried"])
+    for section, names in (("", keys["top"]), ("model", keys["model"]), ("train", sorted(known_train))):
+        found = config if not section else config.get(section)
+        if not isinstance(found, dict):
+            raise RunError(f"{path}: no \"{section}\" object: not a train_gpt config.json")
+        for key in found:
+            if key not in names:
+                where = f"\"{section}\" key" if section else "key"
+                raise RunError(f"{path}: {where} \"{key}\" is unknown to examples/pytorch (a newer train_gpt?); "
+                               "it may change the math, so the run is not loaded: update examples/pytorch/")
+        for key in names:
+            if key not in found:
+                raise RunError(f"{path}: \"{section or 'top'}\" has no \"{key}\": not a complete train_gpt config.json")
+
+
+def flags_of(train_config, skip=()):
+    """config.json's "train" as command-line flags (a switch is given when true), as train_gpt reads it."""
+    flags = []
+    for key, value in train_config.items():
+        if key in skip:
+            continue
+        if isinstance(value, bool):
+            flags += ["--" + key] if value else []
+        else:
+            flags += ["--" + key, str(value)]
+    return flags
+
+
+# ---- loss.csv -------------------------------------------------------------------------------------
+
+def read_loss_rows(path, up_to_step):
+    """loss.csv's rows (as lists of 8 strings) up to and including up_to_step."""
+    rows = []
+    with open(path) as f:
+        lines = f.read().splitlines()
+    if not lines or lines[0] not in (CSV_HEADER, CSV_HEADER.rsplit(",", 2)[0]):
+        raise RunError(f"{path}: line 1: expected the header {CSV_HEADER}")
+    for number, line in enumerate(lines[1:], start=2):
+        cells = line.split(",")
+        cells += [""] * (8 - len(cells))
+        try:
+            if int(cells[0]) <= up_to_step:
+                rows.append(cells[:8])
+        except ValueError:
+            raise RunError(f"{path}: line {number}: expected {CSV_HEADER}, got '{line}'")
+    return rows
+
+
+def loss_row(step, train_loss, lr, tokens_per_s, elapsed_s, evaluation=None):
+    """A loss.csv row in train_gpt's format (losses with 9 significant digits)."""
+    g9 = lambda v: "%.9g" % v  # noqa: E731
+    e = evaluation
+    return [str(step), g9(train_loss), g9(e.val) if e else "", g9(lr), "%.1f" % tokens_per_s, "%.3f" % elapsed_s,
+            g9(e.train_bpb) if e else "", g9(e.val_bpb) if e else ""]
+
+
+# ---- a whole run ----------------------------------------------------------------------------------
+
+def check_run_folder(folder):
+    if not os.path.isdir(folder):
+        raise RunError(f"{folder}: no such folder")
+    for name in FILES + ("loss.csv",):
+        if not os.path.exists(os.path.join(folder, name)):
+            raise RunError(f"{folder}: not a train_gpt run folder ({name} is missing)")
+
+
+def read_config(folder):
+    path = os.path.join(folder, "config.json")
+    try:
+        config = json.load(open(path))
+    except (OSError, ValueError) as e:
+        raise RunError(f"{path}: cannot read it as JSON ({e})")
+    check_config(config, path)
+    return config
+
+
+def newest_consistent_pair(folder):
+    """The newest model/optimizer files of the same step, among the current and the .prev ones."""
+    best = None
+    for m in ("model.safetensors", "model.safetensors.prev"):
+        for o in ("optimizer.safetensors", "optimizer.safetensors.prev"):
+            mp, op = os.path.join(folder, m), os.path.join(folder, o)
+            if not (os.path.exists(mp) and os.path.exists(op)):
+                continue
+            model, mmeta = read_safetensors(mp)
+            opt, ometa = read_safetensors(op)
+            if mmeta.get("step") is not None and mmeta.get("step") == ometa.get("step"):
+                step = int(mmeta["step"])
+                if best is None or step > best[0]:
+                    best = (step, model, opt, ometa)
+    if best is None:
+        raise RunError(f"{folder}: model.safetensors and optimizer.safetensors are of different steps and no earlier "
+                       "pair matches: the checkpoint is inconsistent")
+    return best
+
+
+def load_checkpoint(folder):
+    """(step, model state_dict, optimizer tensors, optimizer metadata) of a run folder."""
+    check_run_folder(folder)
+    return newest_consistent_pair(folder)
+
+
+def save_checkpoint(folder, config, tokenizer_json, model_state, optimizer_tensors, metadata, loss_rows):
+    """The run folder as train_gpt writes it: config and tokenizer, then the model/optimizer pair
+    (the previous pair kept as *.prev first), then loss.csv."""
+    os.makedirs(folder, exist_ok=True)
+    step = metadata["step"]
+    staged = [(os.path.join(folder, "config.json"), write_staged(os.path.join(folder, "config.json"),
+                                                                  json.dumps(config, indent=1) + "\n")),
+              (os.path.join(folder, "tokenizer.json"), write_staged(os.path.join(folder, "tokenizer.json"),
+                                                                     tokenizer_json))]
+    model_path, opt_path = os.path.join(folder, "model.safetensors"), os.path.join(folder, "optimizer.safetensors")
+    staged_model = write_staged(model_path, safetensors_bytes(model_state, {"format": "pt", "step": step}))
+    staged_opt = write_staged(opt_path, safetensors_bytes(optimizer_tensors, metadata))
+    for path, tmp in staged:
+        os.replace(tmp, path)
+    keep_previous_version(model_path)
+    keep_previous_version(opt_path)
+    os.replace(staged_opt, opt_path)
+    os.replace(staged_model, model_path)
+    write_atomically(os.path.join(folder, "loss.csv"), "\n".join([CSV_HEADER] + [",".join(r) for r in loss_rows]) + "\n")
