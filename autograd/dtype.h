@@ -1,12 +1,16 @@
 // autograd/dtype.h — the element types a tensor can hold.
 #pragma once
+#include <bit>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <string>
+#include <type_traits>
 
 namespace tg {
 
-enum class ScalarType : uint8_t { Float32, Float64, Int64, Bool };
+enum class ScalarType : uint8_t { Float32, Float64, Int64, Bool, BFloat16 };
 
 inline constexpr ScalarType kFloat32 = ScalarType::Float32;  // the default dtype
 inline constexpr ScalarType kFloat = ScalarType::Float32;
@@ -15,6 +19,35 @@ inline constexpr ScalarType kDouble = ScalarType::Float64;
 inline constexpr ScalarType kInt64 = ScalarType::Int64;      // token ids, targets, indices
 inline constexpr ScalarType kLong = ScalarType::Int64;
 inline constexpr ScalarType kBool = ScalarType::Bool;        // masks
+inline constexpr ScalarType kBFloat16 = ScalarType::BFloat16;  // half the bytes of float32 (below)
+
+// bfloat16: the top 16 bits of a float32 (sign, the same 8 exponent bits, 7 of the 23 mantissa
+// bits), so it has float32's range with about 3 significant decimal digits. A float32 becomes a
+// bfloat16 by rounding to the nearest, ties to even, as PyTorch's c10::BFloat16:
+//   bits = (f + 0x7FFF + (bit 16 of f)) >> 16        (on f's 32 bits)
+// which also carries into the exponent (the largest floats become inf), and every NaN becomes
+// 0xFFFF, a NaN, as PyTorch's vectorised conversion writes it (Tensor.to(torch.bfloat16); its
+// scalar c10::BFloat16 writes 0x7FC0). Back to float32 is exact: the 16 bits, then 16 zeros.
+// Arithmetic is float32's: a BFloat16 converts to float wherever it meets a number, and a
+// float result is rounded when stored into one. A double goes through float first, as PyTorch's.
+struct BFloat16 {
+  uint16_t bits = 0;
+
+  BFloat16() = default;
+  BFloat16(float v) : bits(round_to_bits(v)) {}  // NOLINT: implicit, as a float narrows to it
+  operator float() const { return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16); }  // NOLINT
+
+  static BFloat16 from_bits(uint16_t b) {
+    BFloat16 out;
+    out.bits = b;
+    return out;
+  }
+  static uint16_t round_to_bits(float v) {
+    if (std::isnan(v)) return 0xFFFF;
+    const uint32_t f = std::bit_cast<uint32_t>(v);
+    return static_cast<uint16_t>((f + 0x7FFFu + ((f >> 16) & 1u)) >> 16);
+  }
+};
 
 inline size_t element_size(ScalarType t) {
   switch (t) {
@@ -22,30 +55,34 @@ inline size_t element_size(ScalarType t) {
     case ScalarType::Float64: return 8;
     case ScalarType::Int64: return 8;
     case ScalarType::Bool: return 1;
+    case ScalarType::BFloat16: return 2;
   }
   return 0;
 }
 
-// "float32", "float64", "int64", "bool" — as PyTorch prints them after "torch."
+// "float32", "float64", "int64", "bool", "bfloat16" — as PyTorch prints them after "torch."
 inline const char* dtype_name(ScalarType t) {
   switch (t) {
     case ScalarType::Float32: return "float32";
     case ScalarType::Float64: return "float64";
     case ScalarType::Int64: return "int64";
     case ScalarType::Bool: return "bool";
+    case ScalarType::BFloat16: return "bfloat16";
   }
   return "?";
 }
 
-inline bool is_floating(ScalarType t) { return t == kFloat32 || t == kFloat64; }
+inline bool is_floating(ScalarType t) { return t == kFloat32 || t == kFloat64 || t == kBFloat16; }
 
-// PyTorch's promotion between two tensors: the "wider" kind wins, bool < int64 < float32 < float64.
+// PyTorch's promotion between two tensors: the "wider" kind wins,
+// bool < int64 < bfloat16 < float32 < float64.
 inline int promotion_rank(ScalarType t) {
   switch (t) {
     case ScalarType::Bool: return 0;
     case ScalarType::Int64: return 1;
-    case ScalarType::Float32: return 2;
-    case ScalarType::Float64: return 3;
+    case ScalarType::BFloat16: return 2;
+    case ScalarType::Float32: return 3;
+    case ScalarType::Float64: return 4;
   }
   return 0;
 }
@@ -59,5 +96,29 @@ template <> constexpr ScalarType dtype_of<float>() { return kFloat32; }
 template <> constexpr ScalarType dtype_of<double>() { return kFloat64; }
 template <> constexpr ScalarType dtype_of<int64_t>() { return kInt64; }
 template <> constexpr ScalarType dtype_of<bool>() { return kBool; }
+template <> constexpr ScalarType dtype_of<BFloat16>() { return kBFloat16; }
+
+// float, double or BFloat16: the element types that hold fractions, inf and nan.
+template <class T>
+inline constexpr bool is_floating_type_v = std::is_floating_point_v<T> || std::is_same_v<T, BFloat16>;
 
 }  // namespace tg
+
+// The limits of bfloat16, for the code that asks std::numeric_limits<T> of any element type.
+template <>
+class std::numeric_limits<tg::BFloat16> {
+ public:
+  static constexpr bool is_specialized = true;
+  static constexpr bool is_signed = true;
+  static constexpr bool is_integer = false;
+  static constexpr bool has_infinity = true;
+  static constexpr bool has_quiet_NaN = true;
+  static constexpr int digits = 8;  // 7 stored mantissa bits and the implicit one
+  static tg::BFloat16 min() { return tg::BFloat16::from_bits(0x0080); }  // smallest normal, 2^-126
+  static tg::BFloat16 max() { return tg::BFloat16::from_bits(0x7F7F); }  // (2 - 2^-7) * 2^127
+  static tg::BFloat16 lowest() { return tg::BFloat16::from_bits(0xFF7F); }
+  static tg::BFloat16 epsilon() { return tg::BFloat16::from_bits(0x3C00); }  // 2^-7
+  static tg::BFloat16 infinity() { return tg::BFloat16::from_bits(0x7F80); }
+  static tg::BFloat16 quiet_NaN() { return tg::BFloat16::from_bits(0x7FC0); }
+  static tg::BFloat16 denorm_min() { return tg::BFloat16::from_bits(0x0001); }
+};

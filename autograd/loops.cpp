@@ -19,6 +19,11 @@ void check_defined(const Tensor& t, const char* op, const char* what) {
   if (!t.defined()) throw Error(std::string(op) + ": " + what + " is an undefined tensor");
 }
 
+void throw_bfloat16_unsupported(const char* op) {
+  throw Error(std::string(op) + ": bfloat16 tensors are not supported here (bfloat16 is for storage, conversion and "
+              "elementwise arithmetic); convert with .to(tg::kFloat32) first");
+}
+
 void check_floating(const Tensor& t, const char* op) {
   check_defined(t, op, "input");
   if (!is_floating(t.dtype())) {

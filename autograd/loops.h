@@ -22,26 +22,33 @@ namespace tg {
 // type back with `using T = typename decltype(tag)::type;`.
 template <class T> struct TypeTag { using type = T; };
 
-// Call f(TypeTag<T>{}) for the C++ type of a floating dtype; throw for the others.
+// "op: bfloat16 tensors are not supported; convert with .to(tg::kFloat32) first": for the ops that
+// compute in float32 or float64 only (bfloat16 is storage, and the elementwise ops below).
+[[noreturn]] void throw_bfloat16_unsupported(const char* op);
+
+// Call f(TypeTag<T>{}) for the C++ type of a float32 or float64 dtype; throw for the others.
 template <class F> decltype(auto) visit_floating(ScalarType dtype, const char* op, F&& f) {
   switch (dtype) {
     case kFloat32: return f(TypeTag<float>{});
     case kFloat64: return f(TypeTag<double>{});
+    case kBFloat16: throw_bfloat16_unsupported(op);
     default:
       throw Error(std::string(op) + ": expected a floating point tensor (float32 or float64), got " +
                   dtype_name(dtype));
   }
 }
 
-// Call f(TypeTag<T>{}) for any dtype.
+// Call f(TypeTag<T>{}) for any dtype: float, double, int64_t, bool or BFloat16 (which converts
+// to and from float; code that only moves or converts elements takes it as it is).
 template <class F> decltype(auto) visit_dtype(ScalarType dtype, F&& f) {
   switch (dtype) {
     case kFloat32: return f(TypeTag<float>{});
     case kFloat64: return f(TypeTag<double>{});
     case kInt64: return f(TypeTag<int64_t>{});
     case kBool: return f(TypeTag<bool>{});
+    case kBFloat16: return f(TypeTag<BFloat16>{});
   }
-  return f(TypeTag<float>{});
+  throw Error("visit_dtype: unknown dtype " + std::to_string(static_cast<int>(dtype)));
 }
 
 // "inf", "-inf", "nan", "1e+30", "2.5": a number as an error message shows it.
@@ -62,7 +69,10 @@ bool fits_in(double v) {
     const double low = static_cast<double>(std::numeric_limits<T>::min());
     return v >= low && v < -low;
   } else {
-    return !std::isfinite(v) || std::abs(v) <= static_cast<double>(std::numeric_limits<T>::max());
+    double max;
+    if constexpr (std::is_same_v<T, BFloat16>) max = static_cast<float>(std::numeric_limits<T>::max());
+    else max = static_cast<double>(std::numeric_limits<T>::max());
+    return !std::isfinite(v) || std::abs(v) <= max;
   }
 }
 
@@ -73,6 +83,7 @@ T checked_cast(double v, const char* op) {
                 dtype_name(dtype_of<T>()) + " without overflow");
   }
   if constexpr (std::is_same_v<T, bool>) return v != 0.0;  // nan != 0: true, as PyTorch
+  else if constexpr (std::is_same_v<T, BFloat16>) return BFloat16(static_cast<float>(v));
   else return static_cast<T>(v);
 }
 
@@ -82,6 +93,7 @@ template <class T>
 T checked_cast(const Scalar& s, const char* op) {
   if (!s.integral) return checked_cast<T>(s.value, op);
   if constexpr (std::is_same_v<T, bool>) return s.int_value != 0;
+  else if constexpr (std::is_same_v<T, BFloat16>) return BFloat16(static_cast<float>(s.int_value));
   else return static_cast<T>(s.int_value);
 }
 
@@ -89,13 +101,19 @@ T checked_cast(const Scalar& s, const char* op) {
 // type cannot hold is an error naming op, the value and the index (PyTorch gives garbage there).
 template <class T, class S>
 T convert_element(S v, const char* op, int64_t index) {
-  if constexpr (std::is_floating_point_v<S> && std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+  if constexpr (std::is_same_v<S, BFloat16> && !std::is_same_v<T, BFloat16>) {
+    return convert_element<T>(static_cast<float>(v), op, index);  // bfloat16 -> float is exact
+  } else if constexpr (std::is_same_v<T, BFloat16> && !std::is_same_v<S, BFloat16>) {
+    return BFloat16(static_cast<float>(v));  // through float, as PyTorch (a double rounds twice)
+  } else if constexpr (std::is_floating_point_v<S> && std::is_integral_v<T> && !std::is_same_v<T, bool>) {
     if (!fits_in<T>(v)) {
       throw Error(std::string(op) + ": value " + number_str(v) + " at index " + std::to_string(index) +
                   " cannot be converted to type " + dtype_name(dtype_of<T>()) + " without overflow");
     }
+    return static_cast<T>(v);
+  } else {
+    return static_cast<T>(v);
   }
-  return static_cast<T>(v);
 }
 
 // Signed integer arithmetic that PyTorch defines as wrapping (INT64_MAX + 1 == INT64_MIN) done
@@ -276,12 +294,22 @@ Tensor elementwise_binary(const Tensor& a, const Tensor& b, ScalarType compute, 
   Tensor out = make_empty(shape, out_is_bool ? kBool : compute);
   const Tensor ac = a.dtype() == compute ? a : a.detach().to(compute);
   const Tensor bc = b.dtype() == compute ? b : b.detach().to(compute);
+  if (compute == kBFloat16) {  // computed in float32, stored as bfloat16 (as PyTorch's CPU kernels)
+    const auto in_float = [&f](BFloat16 x, BFloat16 y) { return f(static_cast<float>(x), static_cast<float>(y)); };
+    if (out_is_bool) map_binary<bool, BFloat16, BFloat16>(out, ac, bc, in_float);
+    else map_binary<BFloat16, BFloat16, BFloat16>(out, ac, bc, [&](BFloat16 x, BFloat16 y) {
+      return BFloat16(static_cast<float>(in_float(x, y)));
+    });
+    return out;
+  }
   visit_dtype(compute, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if (out_is_bool) {
-      map_binary<bool, T, T>(out, ac, bc, f);
-    } else {
-      map_binary<T, T, T>(out, ac, bc, f);
+    if constexpr (!std::is_same_v<T, BFloat16>) {
+      if (out_is_bool) {
+        map_binary<bool, T, T>(out, ac, bc, f);
+      } else {
+        map_binary<T, T, T>(out, ac, bc, f);
+      }
     }
   });
   return out;
@@ -294,6 +322,12 @@ Tensor elementwise_unary(const Tensor& x_in, const char* op, F f) {
   check_defined(x_in, op, "input");
   const Tensor x = is_floating(x_in.dtype()) ? x_in : x_in.to(kFloat32);
   Tensor out = make_empty(x.sizes(), x.dtype());
+  if (x.dtype() == kBFloat16) {  // computed in float32, stored as bfloat16
+    map_unary<BFloat16, BFloat16>(out, x, [&](BFloat16 v) {
+      return BFloat16(static_cast<float>(f(static_cast<float>(v))));
+    });
+    return out;
+  }
   visit_floating(x.dtype(), op, [&](auto tag) {
     using T = typename decltype(tag)::type;
     map_unary<T, T>(out, x, [&](T v) { return static_cast<T>(f(v)); });

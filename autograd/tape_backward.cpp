@@ -33,7 +33,7 @@ bool sole_owner(const Tensor& g) {
 void accumulate(Tensor& slot, const Tensor& g) {
   if (!slot.defined()) {
     slot = g;
-  } else if (slot.dtype() == g.dtype() && slot.sizes() == g.sizes() && sole_owner(slot)) {
+  } else if (slot.dtype() == g.dtype() && slot.dtype() != kBFloat16 && slot.sizes() == g.sizes() && sole_owner(slot)) {
     visit_floating(slot.dtype(), "backward", [&](auto tag) {
       using T = typename decltype(tag)::type;
       map_binary<T, T, T>(slot, slot, g, [](T a, T b) { return a + b; });

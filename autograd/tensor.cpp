@@ -175,6 +175,7 @@ template float* Tensor::data_ptr<float>() const;
 template double* Tensor::data_ptr<double>() const;
 template int64_t* Tensor::data_ptr<int64_t>() const;
 template bool* Tensor::data_ptr<bool>() const;
+template BFloat16* Tensor::data_ptr<BFloat16>() const;
 
 void* Tensor::raw_data() const {
   return static_cast<char*>(impl().storage->data) + impl().offset * static_cast<int64_t>(element_size(dtype()));
@@ -259,6 +260,7 @@ template float Tensor::at<float>(const Shape&) const;
 template double Tensor::at<double>(const Shape&) const;
 template int64_t Tensor::at<int64_t>(const Shape&) const;
 template bool Tensor::at<bool>(const Shape&) const;
+template BFloat16 Tensor::at<BFloat16>(const Shape&) const;
 
 double Tensor::at(const Shape& index) const { return at<double>(index); }
 
@@ -276,6 +278,7 @@ template float Tensor::item<float>() const;
 template double Tensor::item<double>() const;
 template int64_t Tensor::item<int64_t>() const;
 template bool Tensor::item<bool>() const;
+template BFloat16 Tensor::item<BFloat16>() const;
 
 template <class T> std::vector<T> Tensor::tolist() const {
   std::vector<T> out(static_cast<size_t>(numel()));
@@ -291,6 +294,7 @@ template std::vector<float> Tensor::tolist<float>() const;
 template std::vector<double> Tensor::tolist<double>() const;
 template std::vector<int64_t> Tensor::tolist<int64_t>() const;
 template std::vector<bool> Tensor::tolist<bool>() const;
+template std::vector<BFloat16> Tensor::tolist<BFloat16>() const;
 
 // Copy src (broadcast to dst's shape) into dst, converting the dtype; dst may be strided. A
 // floating value an integer dtype cannot hold is an error naming op, the value and its index.

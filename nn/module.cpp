@@ -154,8 +154,9 @@ void convert_in_place(const Tensor& t, ScalarType dtype) {
 }  // namespace
 
 Module& Module::to(ScalarType dtype) {
-  if (!is_floating(dtype)) {
-    throw Error(type_name_ + ".to: only floating point dtypes (float32, float64), got " + dtype_name(dtype));
+  if (!is_floating(dtype) || dtype == kBFloat16) {
+    throw Error(type_name_ + ".to: only floating point dtypes (float32, float64), got " + dtype_name(dtype) +
+                (dtype == kBFloat16 ? " (bfloat16 is for storing tensors; keep a module's parameters in float32)" : ""));
   }
   NoGradGuard no_grad;
   for (auto& [n, t] : params_) convert_in_place(t, dtype);
@@ -199,7 +200,8 @@ void Module::load_state_dict(const NamedTensors& dict, bool strict, const std::s
     } else if (src->sizes() != dst.sizes()) {
       problems.push_back("'" + name + "' has shape " + shape_str(src->sizes()) + ", expected " + shape_str(dst.sizes()));
     } else if (src->dtype() != dst.dtype()) {
-      problems.push_back("'" + name + "' has dtype " + dtype_name(src->dtype()) + ", expected " + dtype_name(dst.dtype()));
+      problems.push_back("'" + name + "' has dtype " + dtype_name(src->dtype()) + ", expected " + dtype_name(dst.dtype()) +
+                         (src->dtype() == kBFloat16 ? " (convert the bfloat16 tensors first: t = t.to(tg::kFloat32))" : ""));
     } else {
       copies.push_back({dst, *src});
     }

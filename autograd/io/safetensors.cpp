@@ -44,7 +44,7 @@ struct SafetensorsDtype {
 
 constexpr SafetensorsDtype kDtypes[] = {
     {"F32", 4, kFloat32}, {"F64", 8, kFloat64},   {"I64", 8, kInt64},         {"BOOL", 1, kBool},
-    {"F16", 2, {}},       {"BF16", 2, {}},        {"I32", 4, {}},             {"I16", 2, {}},
+    {"F16", 2, {}},       {"BF16", 2, kBFloat16},        {"I32", 4, {}},             {"I16", 2, {}},
     {"I8", 1, {}},        {"U8", 1, {}},          {"U16", 2, {}},             {"U32", 4, {}},
     {"U64", 8, {}},       {"F8_E4M3", 1, {}},     {"F8_E5M2", 1, {}},
 };
@@ -215,7 +215,7 @@ class Reader {
     if (!v.is_string()) fail(at(v), tensor + ": dtype must be a string, got " + kind(v));
     for (const SafetensorsDtype& d : kDtypes) {
       if (v.as_string() != d.name) continue;
-      if (!d.type) fail(at(v), tensor + ": dtype " + d.name + " is not supported by tapegrad (it reads F32, F64, I64, BOOL)");
+      if (!d.type) fail(at(v), tensor + ": dtype " + d.name + " is not supported by tapegrad (it reads F32, F64, I64, BOOL, BF16)");
       return d;
     }
     fail(at(v), tensor + ": dtype " + json::quote(v.as_string()) + " is not a safetensors dtype");

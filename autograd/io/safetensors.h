@@ -13,9 +13,9 @@
 //                       data (byte 8+N). end - begin = numel * element size, and the ranges tile
 //                       the data exactly: no gap, no overlap, nothing after the last one.
 //
-// dtypes: F32, F64, I64 and BOOL (one byte, 0 or 1) are tapegrad's float32, float64, int64 and
-// bool. The format's other dtypes (F16, BF16, I32, I16, I8, U8, ...) are recognised and refused
-// with an error naming the tensor, the dtype and the file.
+// dtypes: F32, F64, I64, BOOL (one byte, 0 or 1) and BF16 (bfloat16's 16 bits) are tapegrad's
+// float32, float64, int64, bool and bfloat16. The format's other dtypes (F16, I32, I16, I8, U8,
+// ...) are recognised and refused with an error naming the tensor, the dtype and the file.
 //
 // The canonical layout save_safetensors writes (tests/reference/make_safetensors_reference.py
 // writes the same, so a model saved from either side has the same bytes):

@@ -108,7 +108,10 @@ Tensor neg(const Tensor& a) {
   Tensor out = make_empty(a.sizes(), a.dtype());
   visit_dtype(a.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    map_unary<T, T>(out, a, [](T v) { return wrapping_sub(T(0), v); });
+    map_unary<T, T>(out, a, [](T v) {  // -0 for +0 (PyTorch's), and int64's wrapping minimum
+      if constexpr (std::is_integral_v<T>) return wrapping_sub(T(0), v);
+      else return static_cast<T>(-v);
+    });
   });
   record("NegBackward0", {a}, out, {}, [](const BackwardArgs& ctx) { return Grads{neg(ctx.grad_out)}; });
   return out;

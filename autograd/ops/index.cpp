@@ -125,7 +125,8 @@ Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tens
     const T* ps = src.data_ptr<T>();
     const int64_t* pi = idx.data_ptr<int64_t>();
     for_each_position(index.sizes(), out_walk, src_walk, dim, [&](int64_t p, int64_t oo, int64_t os, int64_t) {
-      o[oo + checked_index(pi[p], size, dim, "scatter_add") * dim_stride] += ps[os];
+      T& slot = o[oo + checked_index(pi[p], size, dim, "scatter_add") * dim_stride];
+      slot = static_cast<T>(slot + ps[os]);  // bfloat16: added in float, rounded once
     });
   });
   // d/dx = g;  d/dsrc = gather(g, dim, index)

@@ -190,6 +190,7 @@ void fill_normal(const Tensor& t, Generator& g, double mean, double std) {
 
 // §5: (v mod (high - low)) + low, cast to the tensor's dtype.
 void fill_randint(const Tensor& t, Generator& g, int64_t low, int64_t high) {
+  if (t.dtype() == kBFloat16) throw_bfloat16_unsupported("randint");
   visit_dtype(t.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     fill_in_memory_order<T>(t, [&] { return static_cast<T>(rng::randint_one(g, low, high)); });
@@ -444,6 +445,7 @@ Tensor& Tensor::normal_(double mean, double std, Generator* gen) {
 // §6.1: 1 where U53 < p, else 0; any dtype.
 Tensor& Tensor::bernoulli_(double p, Generator* gen) {
   if (!(p >= 0.0 && p <= 1.0)) throw Error("bernoulli_: p must be in [0, 1], got " + num(p));
+  if (dtype() == kBFloat16) throw_bfloat16_unsupported("bernoulli_");
   Tensor old = begin_inplace(*this, {}, "bernoulli_");
   Generator& g = generator_or_default(gen);
   visit_dtype(dtype(), [&](auto tag) {

@@ -67,6 +67,10 @@ void sum_kernel(R* out, const T* x, int64_t outer, int64_t n, int64_t inner) {
 ScalarType sum_dtype(ScalarType t) { return is_floating(t) ? t : kInt64; }
 
 Tensor sum_forward(const Tensor& x, int64_t dim, bool keepdim) {
+  if (x.dtype() == kBFloat16) {  // summed in float32, rounded once (as PyTorch accumulates bfloat16)
+    NoGradGuard no_grad;
+    return sum_forward(x.to(kFloat32), dim, keepdim).to(kBFloat16);
+  }
   const ReduceGeometry g = geometry(x, dim, keepdim);
   const Tensor xc = x.contiguous();
   Tensor out = make_empty(g.out_shape, sum_dtype(x.dtype()));

@@ -34,6 +34,7 @@ void cumsum_kernel(R* y, const T* x, const DimSplit& s, bool reverse) {
 }
 
 Tensor running_sum(const Tensor& x, int64_t dim, bool reverse) {
+  if (x.dtype() == kBFloat16) throw_bfloat16_unsupported("cumsum");
   const DimSplit s = split_at_dim(x.sizes(), dim);
   const ScalarType out_dtype = is_floating(x.dtype()) ? x.dtype() : kInt64;
   Tensor y = make_empty(x.sizes(), out_dtype);

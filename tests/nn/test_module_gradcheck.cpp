@@ -135,6 +135,9 @@ TEST(Module, ToConvertsEveryParameterInPlaceAndBack) {
   mha.to(kFloat32);
   EXPECT_EQ(weight.tolist<float>(), before);
   EXPECT_EQ(error_of([&] { mha.to(kInt64); }), "MultiHeadAttention.to: only floating point dtypes (float32, float64), got int64");
+  EXPECT_EQ(error_of([&] { mha.to(kBFloat16); }),
+            "MultiHeadAttention.to: only floating point dtypes (float32, float64), got bfloat16 (bfloat16 is for "
+            "storing tensors; keep a module's parameters in float32)");
 }
 
 }  // namespace
