@@ -141,6 +141,7 @@ const char* torch_type_name(ScalarType t) {
     case kFloat64: return "Double";
     case kInt64: return "Long";
     case kBool: return "Bool";
+    case kBFloat16: return "BFloat16";
   }
   return "?";
 }
