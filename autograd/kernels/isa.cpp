@@ -6,7 +6,7 @@ namespace tg::kernels {
 namespace {
 
 struct CpuSets {
-  bool avx2 = false, avx512 = false;
+  bool avx2 = false, avx512 = false, avx512_bf16 = false;
 };
 
 // __builtin_cpu_supports reads cpuid and also checks that the OS saves the wider registers.
@@ -18,6 +18,7 @@ CpuSets check_cpu() {
   sets.avx512 = sets.avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
                 __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512bw") &&
                 __builtin_cpu_supports("avx512vl");
+  sets.avx512_bf16 = sets.avx512 && __builtin_cpu_supports("avx512bf16");
 #endif
   return sets;
 }
@@ -37,6 +38,8 @@ bool isa_available(Isa isa) {
   }
   return true;
 }
+
+bool cpu_has_avx512_bf16() { return cpu_sets().avx512_bf16; }
 
 Isa best_isa(Isa widest) {
   if (widest == Isa::kAvx512 && isa_available(Isa::kAvx512)) return Isa::kAvx512;

@@ -32,6 +32,10 @@ Isa best_isa(Isa widest = Isa::kAvx512);
 // "baseline", "avx2", "avx512".
 const char* isa_name(Isa isa);
 
+// AVX512_BF16 (vdpbf16ps, bfloat16 pairs into float32 sums), beside kAvx512: only the bfloat16
+// gemm uses it (kernels/bf16_gemm.h).
+bool cpu_has_avx512_bf16();
+
 // body(args...) compiled for each set: the body, and everything it calls, is inlined into each
 // copy ([[gnu::always_inline]]), so each copy is one loop vectorised for its set.
 template <auto body, class... Args>

@@ -1,0 +1,144 @@
+// kernels/bf16_gemm.h: bfloat16 operands, float32 sums. Against the float64 product of the
+// rounded inputs within float32 accumulation's bound, at odd sizes, K = 1 and transposed
+// operands, given as float32 or as bfloat16; the FMA kernel against vdpbf16ps bit for bit where the CPU has it; and
+// the same bits at 1 and 2 threads.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "autograd/dtype.h"
+#include "autograd/kernels/bf16_gemm.h"
+#include "autograd/runtime/parallel.h"
+
+namespace tg::kernels::bf16_gemm {
+namespace {
+
+struct Case {
+  int64_t M, N, K;
+  bool a_transposed, b_transposed;
+};
+
+std::vector<float> random_values(int64_t n, uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v) x = normal(gen);
+  return v;
+}
+
+std::vector<BFloat16> rounded(const std::vector<float>& v) { return std::vector<BFloat16>(v.begin(), v.end()); }
+
+Operand operand_a(const Case& t, const void* data, ScalarType dtype) {
+  return t.a_transposed ? Operand{data, dtype, 1, t.M} : Operand{data, dtype, t.K, 1};
+}
+Operand operand_b(const Case& t, const void* data, ScalarType dtype) {
+  return t.b_transposed ? Operand{data, dtype, 1, t.K} : Operand{data, dtype, t.N, 1};
+}
+
+// c (M, N) of the kernel, with A and B stored transposed or not, given as float32.
+std::vector<float> run(const Case& t, const std::vector<float>& a, const std::vector<float>& b, Kernel kernel) {
+  std::vector<float> c(static_cast<size_t>(t.M * t.N), -1.0f);
+  gemm(c.data(), t.N, operand_a(t, a.data(), kFloat32), operand_b(t, b.data(), kFloat32), t.M, t.N, t.K, kernel);
+  return c;
+}
+
+// The oracle: the rounded inputs' products summed in double, and sum |a b| for the bound.
+double element(const Operand& m, int64_t i, int64_t j) {
+  const int64_t at = i * m.row_stride + j * m.col_stride;
+  return m.dtype == kBFloat16 ? static_cast<float>(static_cast<const BFloat16*>(m.data)[at])
+                              : static_cast<float>(BFloat16(static_cast<const float*>(m.data)[at]));
+}
+
+const std::vector<Case> kCases = {{1, 1, 1, false, false},    {7, 33, 5, false, false},  {6, 32, 2, false, false},
+                                  {13, 17, 1, true, false},   {5, 64, 129, false, true}, {64, 96, 130, true, true},
+                                  {100, 50, 300, false, false}, {3, 200, 64, false, true}};
+
+void expect_within_accumulation_bound(const std::vector<float>& c, const Operand& a, const Operand& b, int64_t M,
+                                      int64_t N, int64_t K, const std::string& what) {
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      double sum = 0, abs_sum = 0;  // the bound: K * 2^-24 * sum |a b|
+      for (int64_t k = 0; k < K; ++k) {
+        sum += element(a, i, k) * element(b, k, j);
+        abs_sum += std::abs(element(a, i, k) * element(b, k, j));
+      }
+      const double bound = static_cast<double>(K) * std::ldexp(1.0, -24) * abs_sum + 1e-30;
+      ASSERT_LE(std::abs(c[i * N + j] - sum), bound) << what << " M " << M << " N " << N << " K " << K << " at ("
+                                                     << i << ", " << j << ")";
+    }
+}
+
+TEST(Bf16Gemm, WithinFloat32AccumulationOfTheRoundedProduct) {
+  for (const Kernel kernel : {Kernel::kFma, Kernel::kAvx512Bf16}) {
+    if (!kernel_available(kernel)) continue;
+    for (const Case& t : kCases) {
+      const std::vector<float> a = random_values(t.M * t.K, 1), b = random_values(t.K * t.N, 2);
+      expect_within_accumulation_bound(run(t, a, b, kernel), operand_a(t, a.data(), kFloat32),
+                                       operand_b(t, b.data(), kFloat32), t.M, t.N, t.K, kernel_name(kernel));
+    }
+  }
+}
+
+TEST(Bf16Gemm, Bfloat16OperandsGiveTheBitsOfTheirFloat32Originals) {
+  for (const Case& t : kCases) {
+    const std::vector<float> a = random_values(t.M * t.K, 7), b = random_values(t.K * t.N, 8);
+    const std::vector<BFloat16> a16 = rounded(a), b16 = rounded(b);
+    std::vector<float> c(static_cast<size_t>(t.M * t.N), -1.0f);
+    gemm(c.data(), t.N, operand_a(t, a16.data(), kBFloat16), operand_b(t, b.data(), kFloat32), t.M, t.N, t.K,
+         best_kernel());
+    EXPECT_EQ(c, run(t, a, b, best_kernel())) << "M " << t.M << " N " << t.N << " K " << t.K;
+    gemm(c.data(), t.N, operand_a(t, a.data(), kFloat32), operand_b(t, b16.data(), kBFloat16), t.M, t.N, t.K,
+         best_kernel());
+    EXPECT_EQ(c, run(t, a, b, best_kernel())) << "M " << t.M << " N " << t.N << " K " << t.K;
+  }
+}
+
+TEST(Bf16Gemm, ReadsABroadcastOperandThroughAZeroStride) {
+  const int64_t M = 9, N = 40, K = 7;
+  const std::vector<float> row = random_values(K, 9), b = random_values(K * N, 10);
+  const Operand a{row.data(), kFloat32, 0, 1};  // every row of A is `row`
+  const Operand bm{b.data(), kFloat32, N, 1};
+  std::vector<float> c(static_cast<size_t>(M * N), -1.0f);
+  gemm(c.data(), N, a, bm, M, N, K, best_kernel());
+  expect_within_accumulation_bound(c, a, bm, M, N, K, "broadcast");
+}
+
+TEST(Bf16Gemm, AnEmptySumIsZero) {
+  std::vector<float> c(6, -1.0f);
+  const float unused = 1.0f;
+  gemm(c.data(), 3, Operand{&unused, kFloat32, 0, 1}, Operand{&unused, kFloat32, 3, 1}, 2, 3, 0, best_kernel());
+  EXPECT_EQ(c, std::vector<float>(6, 0.0f));
+}
+
+TEST(Bf16Gemm, TheFmaKernelGivesVdpbf16psBitsExactly) {
+  if (!kernel_available(Kernel::kAvx512Bf16)) GTEST_SKIP() << "this CPU has no AVX512_BF16";
+  for (const Case& t : kCases) {
+    const std::vector<float> a = random_values(t.M * t.K, 3), b = random_values(t.K * t.N, 4);
+    const std::vector<float> fma = run(t, a, b, Kernel::kFma), bf16 = run(t, a, b, Kernel::kAvx512Bf16);
+    for (size_t i = 0; i < fma.size(); ++i)
+      ASSERT_EQ(std::bit_cast<uint32_t>(fma[i]), std::bit_cast<uint32_t>(bf16[i]))
+          << "M " << t.M << " N " << t.N << " K " << t.K << " at " << i;
+  }
+}
+
+TEST(Bf16Gemm, AnyThreadCountGivesTheSameBits) {
+  const Case t{37, 300, 77, false, true};
+  const std::vector<float> a = random_values(t.M * t.K, 5), b = random_values(t.K * t.N, 6);
+  const int threads = get_num_threads();
+  for (const Kernel kernel : {Kernel::kFma, best_kernel()}) {
+    set_num_threads(1);
+    const std::vector<float> one = run(t, a, b, kernel);
+    set_num_threads(2);
+    const std::vector<float> two = run(t, a, b, kernel);
+    EXPECT_EQ(one, two) << kernel_name(kernel);
+  }
+  set_num_threads(threads);
+}
+
+}  // namespace
+}  // namespace tg::kernels::bf16_gemm
