@@ -8,6 +8,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "autograd/autocast.h"
 #include "autograd/fast_kernels.h"
 #include "autograd/random/generator.h"
 #include "autograd/tensor.h"

@@ -2,6 +2,7 @@
 // edges to an entry's inputs, and the saved tensors a backward reads (version-checked).
 // The rest of the tape: tape_inplace.cpp (in-place writes, the version counter, views),
 // tape_backward.cpp (replaying the tape), tape_anomaly.cpp, tape_reading.cpp.
+#include "autograd/autocast.h"
 #include "autograd/tape_internal.h"
 
 #include <algorithm>
@@ -71,6 +72,7 @@ void append_entry(const char* name, const std::vector<Tensor>& inputs, Tensor& o
                                       s.defined() ? storage_of(s).version : 0});
   }
   node->backward = std::move(backward);
+  node->autocast = autocast_dtype();
   attach(node, impl_of(out));
 }
 

@@ -87,6 +87,7 @@ class Node {
   std::vector<Input> inputs;
   Shape out_sizes;
   ScalarType out_dtype = kFloat32;
+  ScalarType autocast = kFloat32;  // the forward's autocast mode (autocast.h): backward runs in it too
   std::vector<SavedTensor> saved;
   BackwardFn backward;
   std::weak_ptr<TensorImpl> output;  // to fill .grad of a non-leaf that asked retain_grad()

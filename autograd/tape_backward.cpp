@@ -7,6 +7,7 @@
 
 #include "autograd/loops.h"
 #include "autograd/ops.h"
+#include "autograd/autocast.h"
 #include "autograd/tape_internal.h"
 
 namespace tg {
@@ -81,6 +82,7 @@ void run_node(Node& node, Deliver&& deliver) {
   std::vector<bool> needs(node.inputs.size());
   for (size_t i = 0; i < node.inputs.size(); ++i) needs[i] = node.inputs[i].needs_grad;
   const SavedTensors saved(node);
+  const AutocastGuard autocast(node.autocast);  // a bf16 forward's products have bf16 gradients
   Grads grads = node.backward(BackwardArgs{grad_out, saved, needs});
   if (grads.size() != node.inputs.size()) {
     throw Error("backward: " + node.name + " returned " + std::to_string(grads.size()) + " gradients for " +

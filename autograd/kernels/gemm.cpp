@@ -6,10 +6,14 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
+#include <cstdlib>
+#include <string>
 #include <type_traits>
 #include <vector>
 
 #include "autograd/internal.h"
+#include "autograd/kernels/bf16_gemm.h"
 #include "autograd/kernels/small_gemm.h"
 #include "autograd/loops.h"
 #include "autograd/runtime/parallel.h"
@@ -19,6 +23,15 @@ namespace tg::kernels {
 namespace {
 
 thread_local GemmCall last_call;
+
+// The bfloat16 kernel matmul uses: the best this CPU has, unless TG_BF16_KERNEL=fma asks for the
+// portable one (or set_bf16_kernel does).
+bf16_gemm::Kernel initial_bf16_kernel() {
+  const char* env = std::getenv("TG_BF16_KERNEL");
+  if (env != nullptr && std::string(env) == "fma") return bf16_gemm::Kernel::kFma;
+  return bf16_gemm::best_kernel();
+}
+std::atomic<bf16_gemm::Kernel> bf16_kernel_in_use{initial_bf16_kernel()};
 
 // One matrix as BLIS reads it: element (i, j) at p[i*rs + j*cs].
 struct MatrixLayout {
@@ -148,57 +161,79 @@ void gemm(T* c, const T* a, const T* b, int64_t M, int64_t N, int64_t K, const M
   blis_gemm(c, a, b, M, N, K, la, lb);
 }
 
-template <class T>
-void batched_gemm_typed(const Tensor& out, const Tensor& a, const Tensor& b, const Shape& batch, int64_t M,
-                        int64_t N, int64_t K) {
-  get_num_threads();  // BLIS gets our thread count before its first call
-  // A b without batch dims is shared by every batch of a (a linear layer: x (B,T,C) @ w (C,OC)).
-  // When a's batch and row dims fold into one, a single (B*T, C) @ (C, OC) gemm does them all,
-  // which BLIS runs faster than B small ones; out (B,T,OC) is the same memory as (B*T, OC).
-  if (b.dim() == 2 && a.dim() > 2) {
-    if (const std::optional<Tensor> rows = fold_leading_dims(a)) {
-      return batched_gemm_typed<T>(out, *rows, b, {}, rows->size(0), N, K);
-    }
-  }
-  const Tensor ar = blis_operand(a);
-  const Tensor br = blis_operand(b);
-  const MatrixLayout la = matrix_layout(ar), lb = matrix_layout(br);
+// Element offsets of each batch's a and b matrix, batches in row-major order, for operands whose
+// batch dims broadcast to `batch` (a stride of 0 where one is broadcast).
+std::vector<std::array<int64_t, 2>> batch_offsets(const Tensor& a, const Tensor& b, const Shape& batch, int64_t M,
+                                                  int64_t N, int64_t K) {
   Shape full_a = batch, full_b = batch;
   full_a.insert(full_a.end(), {M, K});
   full_b.insert(full_b.end(), {K, N});
-  const Shape sa = broadcast_strides(ar, full_a);  // batch strides: the first batch.size() entries
-  const Shape sb = broadcast_strides(br, full_b);
-  T* o = out.data_ptr<T>();
-  const T* pa = ar.data_ptr<T>();
-  const T* pb = br.data_ptr<T>();
-  const int64_t out_step = M * N;
-  // Element offsets of each batch's a and b matrix, batches in row-major order: each "row" of
-  // for_each_row is a run along the last batch dim.
+  const Shape sa = broadcast_strides(a, full_a);  // batch strides: the first batch.size() entries
+  const Shape sb = broadcast_strides(b, full_b);
   std::vector<std::array<int64_t, 2>> offsets;
   offsets.reserve(static_cast<size_t>(shape_numel(batch)));
+  // each "row" of for_each_row is a run along the last batch dim
   for_each_row<2>(batch, {sa.data(), sb.data()}, {0, 0},
                   [&](const std::array<int64_t, 2>& off, int64_t len, const std::array<int64_t, 2>& st) {
                     for (int64_t j = 0; j < len; ++j) offsets.push_back({off[0] + j * st[0], off[1] + j * st[1]});
                   });
-  const int64_t batches = static_cast<int64_t>(offsets.size());
-  auto run_batches = [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i)
-      gemm(o + i * out_step, pa + offsets[i][0], pb + offsets[i][1], M, N, K, la, lb);
+  return offsets;
+}
+
+// run_batch(i) for batches [0, count), each M*N*K multiply-adds. Small gemms run single-threaded
+// inside BLIS (see kSingleThreadWork), so spread the batches over our own threads instead:
+// attention's (B*NH) gemms of (T,hs)@(hs,T) are this case. Each thread gets at least
+// kParallelBatchWork multiply-adds: a fork/join for less (one query per head while generating, a
+// tiny model) costs more than it saves, and on a busy machine the threads wait for each other for
+// milliseconds.
+template <class F>
+void run_batches(int64_t count, int64_t M, int64_t N, int64_t K, const F& run_batch) {
+  auto run = [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) run_batch(i);
   };
-  // Small gemms run single-threaded inside BLIS (see kSingleThreadWork), so spread the batches
-  // over our own threads instead: attention's (B*NH) gemms of (T,hs)@(hs,T) are this case. Each
-  // thread gets at least kParallelBatchWork multiply-adds: a fork/join for less (one query per
-  // head while generating, a tiny model) costs more than it saves, and on a busy machine the
-  // threads wait for each other for milliseconds.
-  if (M * N * K <= kSingleThreadWork && batches > 1) {
-    parallel_for(0, batches, (kParallelBatchWork + M * N * K - 1) / (M * N * K), run_batches);
+  const int64_t work = std::max<int64_t>(M * N * K, 1);
+  if (work <= kSingleThreadWork && count > 1) {
+    parallel_for(0, count, (kParallelBatchWork + work - 1) / work, run);
   } else {
-    run_batches(0, batches);
+    run(0, count);
   }
-  if (batches > 0) {  // the debug hook sees the last batch's call
+}
+
+// A b without batch dims is shared by every batch of a (a linear layer: x (B,T,C) @ w (C,OC)).
+// When a's batch and row dims fold into one, a single (B*T, C) @ (C, OC) gemm does them all,
+// which runs faster than B small ones; out (B,T,OC) is the same memory as (B*T, OC).
+std::optional<Tensor> rows_of_shared_product(const Tensor& a, const Tensor& b) {
+  if (b.dim() == 2 && a.dim() > 2) return fold_leading_dims(a);
+  return std::nullopt;
+}
+
+template <class T>
+void batched_gemm_typed(const Tensor& out, const Tensor& a, const Tensor& b, const Shape& batch, int64_t M,
+                        int64_t N, int64_t K) {
+  get_num_threads();  // BLIS gets our thread count before its first call
+  if (const std::optional<Tensor> rows = rows_of_shared_product(a, b)) {
+    return batched_gemm_typed<T>(out, *rows, b, {}, rows->size(0), N, K);
+  }
+  const Tensor ar = blis_operand(a);
+  const Tensor br = blis_operand(b);
+  const MatrixLayout la = matrix_layout(ar), lb = matrix_layout(br);
+  const std::vector<std::array<int64_t, 2>> offsets = batch_offsets(ar, br, batch, M, N, K);
+  T* o = out.data_ptr<T>();
+  const T* pa = ar.data_ptr<T>();
+  const T* pb = br.data_ptr<T>();
+  run_batches(static_cast<int64_t>(offsets.size()), M, N, K, [&](int64_t i) {
+    gemm(o + i * M * N, pa + offsets[i][0], pb + offsets[i][1], M, N, K, la, lb);
+  });
+  if (!offsets.empty()) {  // the debug hook sees the last batch's call
     const std::array<int64_t, 2>& last = offsets.back();
     last_call = GemmCall{pa + last[0], pb + last[1], la.rs, la.cs, lb.rs, lb.cs, M, N, K};
   }
+}
+
+// One operand of the bfloat16 gemm: its matrix at element offset `offset`.
+bf16_gemm::Operand bf16_operand(const Tensor& t, const MatrixLayout& l, int64_t offset) {
+  const char* base = static_cast<const char*>(t.raw_data()) + offset * static_cast<int64_t>(element_size(t.dtype()));
+  return bf16_gemm::Operand{base, t.dtype(), l.rs, l.cs};
 }
 
 }  // namespace
@@ -223,6 +258,30 @@ std::optional<Tensor> fold_leading_dims(const Tensor& t) {
     rows *= size;
   }
   return make_view(t, {rows, t.sizes()[n - 1]}, {row_stride, t.strides()[n - 1]}, t.storage_offset());
+}
+
+void batched_gemm_bf16(const Tensor& out, const Tensor& a, const Tensor& b, const Shape& batch, int64_t M,
+                       int64_t N, int64_t K) {
+  if (const std::optional<Tensor> rows = rows_of_shared_product(a, b)) {
+    return batched_gemm_bf16(out, *rows, b, {}, rows->size(0), N, K);
+  }
+  const MatrixLayout la = matrix_layout(a), lb = matrix_layout(b);  // any strides, 0 included
+  const std::vector<std::array<int64_t, 2>> offsets = batch_offsets(a, b, batch, M, N, K);
+  float* o = out.data_ptr<float>();
+  const bf16_gemm::Kernel kernel = bf16_kernel();
+  run_batches(static_cast<int64_t>(offsets.size()), M, N, K, [&](int64_t i) {
+    bf16_gemm::gemm(o + i * M * N, N, bf16_operand(a, la, offsets[i][0]), bf16_operand(b, lb, offsets[i][1]), M, N, K,
+                    kernel);
+  });
+}
+
+bf16_gemm::Kernel bf16_kernel() { return bf16_kernel_in_use.load(); }
+
+void set_bf16_kernel(bf16_gemm::Kernel kernel) {
+  if (!bf16_gemm::kernel_available(kernel)) {
+    throw Error(std::string("set_bf16_kernel: this CPU cannot run the ") + bf16_gemm::kernel_name(kernel) + " kernel");
+  }
+  bf16_kernel_in_use.store(kernel);
 }
 
 const GemmCall& last_gemm_call() { return last_call; }

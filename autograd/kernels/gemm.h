@@ -10,6 +10,9 @@
 // swapped, and a batch dim of stride 0 (broadcast) just hands the same pointer to every gemm.
 // An operand is copied only when BLIS cannot read its layout (see blis_can_read in gemm.cpp).
 //
+// Under autocast (autograd/autocast.h), batched_gemm_bf16 runs the same batches on bf16_gemm.h's
+// kernels instead: bfloat16 inputs, float32 sums.
+//
 // Which kernel runs one (M,K) @ (K,N) product (gemm.cpp: gemm):
 //   M = 1 or N = 1           BLIS's gemv, the matrix read in place (no packing)
 //   float32, small enough    small_gemm.h's register blocks (BLIS's fixed cost per call is more
@@ -19,6 +22,7 @@
 #include <cstdint>
 #include <optional>
 
+#include "autograd/kernels/bf16_gemm.h"
 #include "autograd/tensor.h"
 
 namespace tg::kernels {
@@ -28,6 +32,16 @@ namespace tg::kernels {
 // float32 or float64 like out.
 void batched_gemm(const Tensor& out, const Tensor& a, const Tensor& b, const Shape& batch, int64_t M, int64_t N,
                   int64_t K);
+
+// The same product with the inputs rounded to bfloat16 and float32 sums (kernels/bf16_gemm.h):
+// out float32; a and b float32 or bfloat16, any strides.
+void batched_gemm_bf16(const Tensor& out, const Tensor& a, const Tensor& b, const Shape& batch, int64_t M,
+                       int64_t N, int64_t K);
+// Which bfloat16 kernel batched_gemm_bf16 runs: bf16_gemm::best_kernel() when the program starts,
+// or kFma with TG_BF16_KERNEL=fma in the environment. set_bf16_kernel changes it for the whole
+// process (an Error if the CPU cannot run it).
+bf16_gemm::Kernel bf16_kernel();
+void set_bf16_kernel(bf16_gemm::Kernel kernel);
 
 // t (d0, ..., dn-2, C) seen as one matrix (R, C), R = d0*...*dn-2, when memory allows it without
 // a copy: the leading dims must step through memory as one dim would. A view with no autograd

@@ -8,7 +8,8 @@
 //   backward  dv = P^T @ dout       dP = dout @ v^T
 //             dS = masked_scaled_softmax's backward: P (dP - sum_k dP_k P_k) / sqrt(d_k)
 //             dq = dS @ k           dk = (q^T @ dS)^T
-// Saved for backward: q, k, v and the mask (no copies); P is recomputed from q and k.
+// Saved for backward: q, k, v and the mask (no copies; under autocast bfloat16 copies of q, k and
+// v, see kept_for_product); P is recomputed from q and k.
 //
 // Why: the weights are the largest activation of a transformer block, (B, NH, T, T) against
 // (B, T, C) for the others. Composed of matmul, masked_scaled_softmax and matmul, the tape keeps
@@ -29,6 +30,7 @@
 #include "autograd/loops.h"
 #include "autograd/runtime/parallel.h"
 #include "autograd/fast_kernels.h"
+#include "autograd/ops/derivatives.h"
 #include "autograd/record.h"
 
 namespace tg {
@@ -86,11 +88,13 @@ int64_t batch_count(const Tensor& t) {
 }
 
 // fn(i) for every batch index, spread over the threads (each index wholly on one thread, so
-// the split changes no bit), with the tape off on every thread.
+// the split changes no bit), with the tape off and the caller's autocast mode on every thread.
 template <class F>
 void for_each_matrix(int64_t count, const F& fn) {
+  const ScalarType autocast = autocast_dtype();
   parallel_for(0, count, 1, [&](int64_t begin, int64_t end) {
     NoGradGuard no_grad;
+    AutocastGuard same_mode(autocast);
     for (int64_t i = begin; i < end; ++i) fn(i);
   });
 }
@@ -123,10 +127,15 @@ Tensor masked_scaled_attention(const Tensor& q, const Tensor& k, const Tensor& v
   for_each_matrix(batch_count(q), [&](int64_t i) {
     matrix_at(out, i).copy_(weights_at(q, k, full_mask, i, d_k, options).matmul(matrix_at(v, i)));
   });
-  record("MaskedScaledAttentionBackward0", {q, k, v}, out, {q, k, v, full_mask},
+  // q, k and v are only read by products: under autocast they are kept as bfloat16 copies
+  const bool recorded = should_record({q, k, v});
+  record("MaskedScaledAttentionBackward0", {q, k, v}, out,
+         {recorded ? kept_for_product(q) : q, recorded ? kept_for_product(k) : k,
+          recorded ? kept_for_product(v) : v, full_mask},
          [d_k, options](const BackwardArgs& ctx) {
            const Tensor &q = ctx.saved[0], &k = ctx.saved[1], &v = ctx.saved[2], &mask = ctx.saved[3];
-           Tensor dq = empty(q.sizes(), q.dtype()), dk = empty(k.sizes(), k.dtype()), dv = empty(v.sizes(), v.dtype());
+           const ScalarType grad_dtype = ctx.grad_out.dtype();  // q, k, v may be kept as bfloat16 copies
+           Tensor dq = empty(q.sizes(), grad_dtype), dk = empty(k.sizes(), grad_dtype), dv = empty(v.sizes(), grad_dtype);
            for_each_matrix(batch_count(q), [&](int64_t i) {
              const Tensor P = weights_at(q, k, mask, i, d_k, options);
              const Tensor dout = matrix_at(ctx.grad_out, i);

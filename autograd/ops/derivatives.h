@@ -35,6 +35,11 @@ Grads div_scalar_backward(const BackwardArgs& ctx, double s);
 Tensor matmul_backward_a(const Tensor& g, const Tensor& b, int64_t a_dim);
 //   db = a^T @ g, shaped like b, or with batch dims the tape sums away
 Tensor matmul_backward_b(const Tensor& g, const Tensor& a, int64_t b_dim);
+// Under autocast (autograd/autocast.h), an activation (a float32 non-leaf) kept only for a matrix
+// product's backward is kept as its bfloat16 copy: half the memory, and the product rounds it to
+// exactly those values anyway. Parameters (leaves), and anything outside autocast, are kept as
+// they are. Used by matmul, feed_forward and masked_scaled_attention.
+Tensor kept_for_product(const Tensor& t);
 // matmul's forward as plain loops, summed in double: the path with fast_kernels() off (and for
 // int64), and the test oracle of the fast path (kernels/gemm.h). Records nothing.
 Tensor matmul_reference(const Tensor& a, const Tensor& b);

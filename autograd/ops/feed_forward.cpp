@@ -13,7 +13,8 @@
 //             dw1 = dh^T x
 //             db1 = sum dh
 //             dx  = dh w1
-// Saved for backward: x, h and the weights, not a. The composition it replaces,
+// Saved for backward: x, h and the weights, not a (under autocast x as its bfloat16 copy, see
+// kept_for_product; h stays float32, gelu' reads it). The composition it replaces,
 // linear(gelu(linear(x, w1, b1)), w2, b2), keeps both h (for gelu') and a (for dw2): two
 // (..., H) buffers per layer until backward. Here a is made again from h, one vectorised gelu
 // pass over a buffer that backward then frees at once.
@@ -102,7 +103,7 @@ Tensor feed_forward(const Tensor& x, const Tensor& w1, const Tensor& b1, const T
     h = linear(x, w1, b1);                           // (..., H)
     y = linear(gelu(h, approximate), w2, b2);        // (..., C_out); a is freed here
   }
-  const Tensor keep_x = w1.requires_grad() ? x : Tensor();  // for dw1
+  const Tensor keep_x = w1.requires_grad() && should_record({x, w1}) ? kept_for_product(x) : Tensor();  // for dw1
   const Tensor keep_w1 = x.requires_grad() ? w1 : Tensor();  // for dx
   const int64_t x_dim = x.dim();
   record("FeedForwardBackward0", {x, w1, b1, w2, b2}, y, {keep_x, h, keep_w1, w2},

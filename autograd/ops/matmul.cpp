@@ -14,6 +14,13 @@
 // kernels, reading transposed and broadcast views in place.
 //
 // Saved for backward: a if b needs its gradient, b if a needs its gradient.
+//
+// Under autocast (autograd/autocast.h: AutocastGuard(kBFloat16)), float32 operands are rounded to
+// bfloat16 and the products summed in float32; the result stays float32. The fast path runs
+// kernels/bf16_gemm.h, the reference path matmul_reference on the rounded inputs. An operand that
+// is saved and is not a leaf (an activation) is saved as its bfloat16 copy, half the memory.
+// The backward runs under its forward's mode (the tape sees to it), so da and db are bfloat16
+// products as well, of the gradient rounded once.
 #include <algorithm>
 #include <optional>
 #include <type_traits>
@@ -40,12 +47,24 @@ struct MatmulShapes {
 
 std::string dims_str(int64_t rows, int64_t cols) { return std::to_string(rows) + "x" + std::to_string(cols); }
 
+// Autocast is on and both operands are float32 or bfloat16 (float64 is left alone, as PyTorch does).
+bool autocast_applies(const Tensor& a, const Tensor& b) {
+  auto takes = [](ScalarType t) { return t == kFloat32 || t == kBFloat16; };
+  return autocast_dtype() == kBFloat16 && takes(a.dtype()) && takes(b.dtype());
+}
+
 void check_operands(const Tensor& a, const Tensor& b) {
   check_defined(a, "matmul", "input");
   check_defined(b, "matmul", "other");
   if (a.dim() == 0 || b.dim() == 0) {
     throw Error("matmul: both arguments to matmul need to be at least 1D, but they are " + std::to_string(a.dim()) +
                 "D and " + std::to_string(b.dim()) + "D");
+  }
+  if (autocast_applies(a, b)) return;  // float32 or bfloat16, rounded to bfloat16 either way
+  if (a.dtype() == kBFloat16 || b.dtype() == kBFloat16) {
+    throw Error(std::string("matmul: bfloat16 operands (got ") + dtype_name(a.dtype()) + " and " +
+                dtype_name(b.dtype()) + ") are multiplied only under autocast (tg::AutocastGuard autocast(tg::kBFloat16)); "
+                "or convert them with .to(tg::kFloat32)");
   }
   if (a.dtype() != b.dtype()) {
     throw Error(std::string("matmul: expected both operands to have the same dtype, got ") + dtype_name(a.dtype()) +
@@ -157,27 +176,50 @@ Tensor grad_as_matrices(const Tensor& g, int64_t a_dim, int64_t b_dim) {
   return gm;
 }
 
+// The inputs rounded to bfloat16, as float32: what the reference path multiplies.
+Tensor rounded_to_bf16(const Tensor& t) { return t.detach().to(kBFloat16).to(kFloat32); }
+
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
   check_operands(a, b);
   const MatmulShapes s = matmul_shapes(a, b);
+  const bool bf16 = autocast_applies(a, b);
+  // each operand is saved only if the other one needs its gradient
+  const bool recorded = should_record({a, b});
+  const bool save_a = recorded && b.requires_grad(), save_b = recorded && a.requires_grad();
+  // a saved activation becomes its bfloat16 copy once, read by the product and kept for backward;
+  // anything else is read as it is (the bf16 kernel rounds it while packing)
+  const Tensor a_in = save_a ? kept_for_product(a) : a, b_in = save_b ? kept_for_product(b) : b;
   Tensor out;
-  if (fast_kernels() && a.dtype() != kInt64) {  // BLIS has no integer gemm: int64 takes the reference
+  if (bf16 && fast_kernels()) {
+    out = make_empty(s.out, kFloat32);
+    kernels::batched_gemm_bf16(out, as_left_matrices(a_in), as_right_matrices(b_in), s.batch, s.M, s.N, s.K);
+  } else if (bf16) {
+    out = matmul_reference(rounded_to_bf16(a_in), rounded_to_bf16(b_in));
+  } else if (fast_kernels() && a.dtype() != kInt64) {  // BLIS has no integer gemm: int64 takes the reference
     out = make_empty(s.out, a.dtype());
     kernels::batched_gemm(out, as_left_matrices(a), as_right_matrices(b), s.batch, s.M, s.N, s.K);
   } else {
     out = matmul_reference(a, b);
   }
-  // save each operand only if the other one needs its gradient
-  const Tensor keep_a = b.requires_grad() ? a : Tensor();
-  const Tensor keep_b = a.requires_grad() ? b : Tensor();
   const int64_t a_dim = a.dim(), b_dim = b.dim();
-  record(node_name(a, b), {a, b}, out, {keep_a, keep_b}, [a_dim, b_dim](const BackwardArgs& ctx) {
-    return Grads{ctx.needs_grad[0] ? matmul_backward_a(ctx.grad_out, ctx.saved[1], a_dim) : Tensor(),
-                 ctx.needs_grad[1] ? matmul_backward_b(ctx.grad_out, ctx.saved[0], b_dim) : Tensor()};
-  });
+  record(node_name(a, b), {a, b}, out, {save_a ? a_in : Tensor(), save_b ? b_in : Tensor()},
+         [a_dim, b_dim](const BackwardArgs& ctx) {
+           // under autocast (the forward's mode, restored by the tape) g is rounded once for both products
+           const Tensor g = autocast_dtype() == kBFloat16 ? ctx.grad_out.to(kBFloat16) : ctx.grad_out;
+           return Grads{ctx.needs_grad[0] ? matmul_backward_a(g, ctx.saved[1], a_dim) : Tensor(),
+                        ctx.needs_grad[1] ? matmul_backward_b(g, ctx.saved[0], b_dim) : Tensor()};
+         });
   return out;
+}
+
+Tensor kept_for_product(const Tensor& t) {
+  if (autocast_dtype() != kBFloat16 || t.dtype() != kFloat32) return t;
+  // a parameter, or a view of one (linear's weight.t()): kept as it is, no copy
+  const TensorImpl& impl = impl_of(t);
+  const bool of_a_leaf = t.is_leaf() || (impl.is_view && impl.view_base && impl.view_base->grad_fn == nullptr);
+  return of_a_leaf ? t : t.detach().to(kBFloat16);
 }
 
 // da = g @ b^T, shaped (batch.., K) or (batch.., M, K); the tape sums it to a's shape.
