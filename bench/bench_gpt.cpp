@@ -1,6 +1,7 @@
 // bench/bench_gpt.cpp — training speed of tapegrad's GPT, as one JSON line.
 //
 //   ./build/bench/bench_gpt --config small --threads 2 --steps 50 [--warmup 3] [--data input.txt]
+//                           [--precision fp32|bf16]
 //
 // It trains with examples/gpt's Trainer (the loop of train_gpt, step for step: AdamW, the
 // cosine schedule of a default 1500-step run, gradient clipping at 1, seed 1337), dropout 0,
@@ -16,6 +17,10 @@
 // The line's fields:
 //   kernels             which code ran: "fast" (the default) or "reference" (TG_FAST_KERNELS=0:
 //                       every op's plain _reference loops, autograd/fast_kernels.h)
+//   precision           "fp32", or "bf16": the step's forward under AutocastGuard(kBFloat16)
+//                       (autograd/autocast.h), as train_gpt --precision bf16
+//   bf16_kernel         the bf16 gemm kernel that ran (kernels/bf16_gemm.h): "avx512_bf16", or
+//                       "fma" on a CPU without AVX512_BF16 (or with TG_BF16_KERNEL=fma); "none" for fp32
 //   tokens_per_s        batch * context * S / (sum of the S step times)
 //   ms_per_step_median  the median step time
 //   mfu                 model FLOPs utilisation: flops_per_token * tokens_per_s / peak, where
@@ -29,6 +34,8 @@
 //                       the full T x T, twice that, so mfu undercounts the attention's work.
 //                       peak = GFLOP/s of raw bli_sgemm on 1024x1024 matrices at this thread
 //                       count (best of 5 repeats, measured after training), or --peak-gflops.
+//                       With --precision bf16: GFLOP/s of tapegrad's bf16 gemm on 1024x1024
+//                       bfloat16 matrices (bench_util.h: bf16_gemm_peak_gflops) instead.
 //   peak_rss_mb         getrusage's ru_maxrss, read before the sgemm run
 //   peak_tensor_mb      the most tensor memory alive at once (tg::memory_stats().peak_bytes)
 //   cached_mb           freed tensor buffers the allocator keeps for reuse, after the last step
@@ -47,6 +54,7 @@
 #include <vector>
 
 #include "autograd/io/json.h"
+#include "autograd/kernels/gemm.h"
 #include "autograd/runtime/memory.h"
 #include "autograd/runtime/parallel.h"
 #include "bench/bench_util.h"
@@ -73,6 +81,7 @@ struct BenchOptions {
   std::string data;
   double peak_gflops = 0;  // 0 = measure
   int64_t seed = 1337;
+  std::string precision = "fp32";
 };
 
 std::vector<Flag> bench_flags(BenchOptions& o) {
@@ -84,6 +93,8 @@ std::vector<Flag> bench_flags(BenchOptions& o) {
       text_flag("data", &o.data, "a text file to train on (default: the built-in corpus)"),
       number_flag("peak-gflops", &o.peak_gflops, "the machine's peak for mfu (0 = measure raw sgemm)", 0, 1e9),
       seed_flag(&o.seed, "seed of the model's initialisation and the batches"),
+      text_flag("precision", &o.precision, "matrix products in float32, or bfloat16 inputs with float32 sums",
+                {"fp32", "bf16"}),
   };
 }
 
@@ -96,6 +107,7 @@ TrainOptions train_options(const BenchOptions& b) {
   o.seed = b.seed;
   o.threads = b.threads;
   o.data = b.data;
+  o.precision = b.precision;
   return o;
 }
 
@@ -133,10 +145,18 @@ int run(const BenchOptions& b) {
   const double flops_per_token = 6.0 * static_cast<double>(n_non_embedding) +
                                  6.0 * static_cast<double>(o.model.n_layers * o.model.context_length * o.model.emb_dim);
   const bool measure_peak = b.peak_gflops <= 0;
-  const double peak = measure_peak ? tg::bench::sgemm_peak_gflops(1024) : b.peak_gflops;
-  const std::string peak_source = measure_peak ? "bli_sgemm 1024x1024x1024, best of 5" : "--peak-gflops";
+  const bool bf16 = b.precision == "bf16";
+  const double peak = !measure_peak ? b.peak_gflops
+                      : bf16        ? tg::bench::bf16_gemm_peak_gflops(1024)
+                                    : tg::bench::sgemm_peak_gflops(1024);
+  const std::string peak_source = !measure_peak ? "--peak-gflops"
+                                  : bf16        ? "tapegrad's bf16 gemm 1024x1024x1024 on bfloat16 inputs, best of 5"
+                                                : "bli_sgemm 1024x1024x1024, best of 5";
 
   std::cout << "{\"bench\": \"tapegrad\", \"kernels\": " << tg::json::quote(kernels_mode())
+            << ", \"precision\": " << tg::json::quote(b.precision)
+            << ", \"bf16_kernel\": "
+            << tg::json::quote(bf16 ? tg::kernels::bf16_gemm::kernel_name(tg::kernels::bf16_kernel()) : "none")
             << ", \"config\": " << tg::json::quote(b.config) << ", \"threads\": " << threads
             << ", \"steps\": " << b.steps << ", \"warmup\": " << b.warmup << ", \"batch\": " << o.batch
             << ", \"context\": " << o.model.context_length << ", \"params\": " << n_params

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "autograd/error.h"
+#include "autograd/kernels/gemm.h"
 #include "autograd/ops.h"
 #include "autograd/runtime/parallel.h"
 
@@ -98,6 +99,15 @@ double sgemm_peak_gflops(int64_t n, int repeats) {
   std::vector<float> c(static_cast<size_t>(n * n));  // (n,n)
   const double s = best_seconds(
       [&] { raw_sgemm(c.data(), a.data_ptr<float>(), b.data_ptr<float>(), n, n, n, n, 1, n, 1); }, repeats);
+  return 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n) / s * 1e-9;
+}
+
+double bf16_gemm_peak_gflops(int64_t n, int repeats) {
+  namespace bf = kernels::bf16_gemm;
+  const Tensor a = random_matrix({n, n}, 1).to(kBFloat16), b = random_matrix({n, n}, 2).to(kBFloat16);
+  std::vector<float> c(static_cast<size_t>(n * n));  // (n,n)
+  const bf::Operand pa{a.raw_data(), kBFloat16, n, 1}, pb{b.raw_data(), kBFloat16, n, 1};
+  const double s = best_seconds([&] { bf::gemm(c.data(), n, pa, pb, n, n, n, kernels::bf16_kernel()); }, repeats);
   return 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n) / s * 1e-9;
 }
 

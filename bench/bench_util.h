@@ -39,6 +39,10 @@ void raw_sgemm(float* c, const float* a, const float* b, int64_t M, int64_t N, i
 // The compute limit: GFLOP/s (2*n^3 per call) of raw bli_sgemm on n x n row-major matrices, on
 // the threads BLIS has now (tg::set_num_threads sets them), best of `repeats` timed repeats.
 double sgemm_peak_gflops(int64_t n = 1024, int repeats = 5);
+// The same for bfloat16 products (bfloat16 inputs, float32 sums): tapegrad's bf16 gemm
+// (autograd/kernels/bf16_gemm.h, the kernel matmul uses under autocast) on n x n bfloat16
+// matrices, on our threads. bf16 runs' MFU counts against it.
+double bf16_gemm_peak_gflops(int64_t n = 1024, int repeats = 5);
 
 // The memory limit, as STREAM measures it, on float arrays of n elements split over
 // tg::parallel_for's threads:

@@ -42,7 +42,7 @@ extern "C" void on_interrupt(int) { g_interrupted = 1; }
 // The flags a resumed run may change; every other one comes from the checkpoint.
 bool may_change_on_resume(const std::string& flag) {
   for (const char* ok : {"steps", "max-minutes", "out", "resume", "threads", "eval-every", "sample-tokens",
-                         "on-nonfinite", "eval-only"})
+                         "on-nonfinite", "precision", "eval-only"})
     if (flag == ok) return true;
   return false;
 }
@@ -105,8 +105,8 @@ int run(TrainOptions o, const std::vector<std::string>& given) {
       const auto i = std::find_if(now.begin(), now.end(), [&](const Flag& f) { return f.name == flag; }) - now.begin();
       if (i < static_cast<std::ptrdiff_t>(now.size()) && same_value(now[i], before[i])) continue;  // repeated as saved
       throw UsageError("--" + flag + " cannot change when resuming (the run keeps its configuration; " +
-                       "only --steps, --max-minutes, --out, --threads, --eval-every, --sample-tokens and "
-                       "--on-nonfinite can)");
+                       "only --steps, --max-minutes, --out, --threads, --eval-every, --sample-tokens, "
+                       "--on-nonfinite and --precision can)");
     }
     TrainOptions merged = saved;
     merged.resume = o.resume;
@@ -118,6 +118,7 @@ int run(TrainOptions o, const std::vector<std::string>& given) {
       if (flag == "eval-every") merged.eval_every = o.eval_every;
       if (flag == "sample-tokens") merged.sample_tokens = o.sample_tokens;
       if (flag == "on-nonfinite") merged.on_nonfinite = o.on_nonfinite;
+      if (flag == "precision") merged.precision = o.precision;
     }
     o = merged;
     trainer = resume_trainer(o.resume, o, read_data(o.data));
@@ -136,7 +137,7 @@ int run(TrainOptions o, const std::vector<std::string>& given) {
             << trainer->tokenizer().vocab_size() << (trainer->tokenizer().is_bpe() ? " BPE tokens, " : " characters, ")
             << o.steps << " steps of " << o.batch << " x " << o.model.context_length << " tokens"
             << (o.grad_accum > 1 ? " x " + std::to_string(o.grad_accum) + " micro-batches" : std::string()) << ", "
-            << kernels_mode() << " kernels; writing to " << o.out << "/\n";
+            << kernels_mode() << " kernels, " << precision_mode(o.precision) << "; writing to " << o.out << "/\n";
   auto save_all = [&] {
     save_checkpoint(*trainer, o.out);
     log.write(o.out);

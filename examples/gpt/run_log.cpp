@@ -1,6 +1,8 @@
 // examples/gpt/run_log.cpp — loss.csv, summary.json and the progress display.
 #include "examples/gpt/run_log.h"
 
+#include "autograd/kernels/gemm.h"
+
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -107,6 +109,15 @@ RunLog RunLog::read(const std::string& dir, int64_t up_to_step) {
 }
 
 const char* kernels_mode() { return fast_kernels() ? "fast" : "reference"; }
+
+std::string precision_mode(const std::string& precision) {
+  if (precision != "bf16") return precision;
+  const kernels::bf16_gemm::Kernel kernel = kernels::bf16_kernel();
+  std::string mode = std::string("bf16 (") + kernels::bf16_gemm::kernel_name(kernel) + " kernel";
+  if (!kernels::bf16_gemm::kernel_available(kernels::bf16_gemm::Kernel::kAvx512Bf16))
+    mode += ": this CPU has no AVX512_BF16; the same numbers, slower";
+  return mode + ")";
+}
 
 void RunLog::write_summary(const std::string& dir) const {
   std::optional<double> train, val, train_bpb, val_bpb;

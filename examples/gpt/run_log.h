@@ -20,6 +20,10 @@ namespace tg::examples {
 // (TG_FAST_KERNELS=0; autograd/fast_kernels.h). Not a setting of the math: both give the same
 // numbers to float rounding, so it is reported but not saved with a run's configuration.
 const char* kernels_mode();
+// How the matrix products run: "fp32", or for "bf16" the kernel too, "bf16 (avx512_bf16 kernel)",
+// or on a CPU without AVX512_BF16 "bf16 (fma kernel: this CPU has no AVX512_BF16; the same
+// numbers, slower)" (kernels/bf16_gemm.h).
+std::string precision_mode(const std::string& precision);
 
 struct LossRow {
   int64_t step;  // steps done (1 after the first)

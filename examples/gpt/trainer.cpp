@@ -39,6 +39,10 @@ std::vector<Flag> train_flags(TrainOptions& o) {
       text_flag("on-nonfinite", &o.on_nonfinite,
                 "a step whose loss or gradient norm is inf or nan: stop with an error, or skip its update",
                 {"error", "skip"}),
+      text_flag("precision", &o.precision,
+                "matrix products in float32, or with bfloat16 inputs and float32 sums (mixed precision; may "
+                "change when resuming)",
+                {"fp32", "bf16"}),
       seed_flag(&o.seed, "seed of the model's initialisation, dropout and batches"),
       int_flag("eval-every", &o.eval_every, "evaluate and save a checkpoint every this many steps", 1, kBig),
       int_flag("eval-batches", &o.eval_batches, "batches per split in each evaluation", 1, 1 << 20),
@@ -105,6 +109,8 @@ Trainer::Trainer(const TrainOptions& options, const std::string& text)
       optim::weight_decay_groups(model_->named_parameters(), options.weight_decay), adamw);
 }
 
+ScalarType products_dtype(const TrainOptions& o) { return o.precision == "bf16" ? kBFloat16 : kFloat32; }
+
 double Trainer::lr_at(int64_t step) const {
   if (options_.lr_schedule == "constant") return options_.lr;
   const double min_factor = options_.lr > 0 ? options_.min_lr / options_.lr : 0.0;
@@ -122,8 +128,12 @@ Trainer::StepResult Trainer::train_step() {
   r.loss = 0.0;
   for (int64_t k = 0; k < N; ++k) {
     const Tensor x = all.x.narrow(0, k * B, B), y = all.y.narrow(0, k * B, B);  // (B,T)
-    const Tensor logits = model_->forward(x);                                      // (B,T,V)
-    const Tensor loss = cross_entropy(logits.flatten(0, 1), y.flatten());
+    Tensor loss;
+    {
+      AutocastGuard autocast(products_dtype(options_));  // backward follows the forward's mode
+      const Tensor logits = model_->forward(x);          // (B,T,V)
+      loss = cross_entropy(logits.flatten(0, 1), y.flatten());
+    }
     (N == 1 ? loss : loss / static_cast<double>(N)).backward();  // the mean over N*B: each mean / N
     r.loss += loss.item<double>() / static_cast<double>(N);
   }
@@ -142,6 +152,7 @@ Trainer::StepResult Trainer::train_step() {
 }
 
 std::pair<double, double> Trainer::mean_loss_and_bpb(const Tensor& split, const std::string& name, Generator& gen) {
+  AutocastGuard autocast(products_dtype(options_));
   double total = 0, nats = 0;
   int64_t bytes = 0;
   for (int64_t k = 0; k < options_.eval_batches; ++k) {

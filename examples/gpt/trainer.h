@@ -8,7 +8,8 @@
 //                 x, y = get_batch(train, grad_accum * batch, context, gen)
 //                 opt.zero_grad()
 //                 for each of the grad_accum micro-batches xk, yk (batch sequences each, in order):
-//                     loss_k = cross_entropy(model(xk).flatten(0, 1), yk.flatten())
+//                     with autocast (precision bf16 only: autograd/autocast.h):
+//                         loss_k = cross_entropy(model(xk).flatten(0, 1), yk.flatten())
 //                     (loss_k / grad_accum).backward()            the gradients add up
 //                 clip_grad_norm_ (if grad_clip > 0); opt.step()
 // With grad_accum N a step draws the N*B sequences that --batch N*B would, and its gradient is
@@ -18,6 +19,10 @@
 // A step whose loss or gradients' total norm is inf or nan never reaches the model: with
 // on_nonfinite "error" train_step throws (the model, the optimizer and the last checkpoint stay
 // as they were), with "skip" it drops that step's update and goes on (the batch is used up).
+//
+// With precision "bf16" the matrix products of the forward, and so of the backward, take bfloat16
+// inputs and sum in float32; the parameters, their gradients and AdamW stay float32, so a run may
+// switch precision when it resumes. Evaluation runs in the run's precision too.
 //
 // Evaluation (model in eval mode, no tape) draws eval_batches batches from each split with a
 // generator seeded kEvalSeed every time, so val losses compare between steps and between runs.
@@ -51,6 +56,7 @@ struct TrainOptions {
   double weight_decay = 0.1;
   double grad_clip = 1.0;  // 0 = off
   std::string on_nonfinite = "error";  // a non-finite loss or gradient norm: "error" or "skip" the step
+  std::string precision = "fp32";  // "bf16": the forward (and so the backward) under AutocastGuard(kBFloat16)
   int64_t seed = 1337;
   int64_t eval_every = 250;
   int64_t eval_batches = 20;
@@ -67,6 +73,9 @@ struct TrainOptions {
 
 // train_gpt's flags, bound to the fields of o.
 std::vector<Flag> train_flags(TrainOptions& o);
+
+// kBFloat16 for precision "bf16", else kFloat32: what the forward's AutocastGuard is given.
+ScalarType products_dtype(const TrainOptions& o);
 
 class Trainer {
  public:
