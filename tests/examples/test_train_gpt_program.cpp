@@ -72,6 +72,21 @@ TEST(TrainGptProgram, ATinyRunWritesEveryFileAndResumes) {
       has_part(r.output, "generate: --prompt: tokenizer: character '#' (U+0023) at byte 0 is not in the vocabulary"));
 }
 
+TEST(TrainGptProgram, PrecisionIsSavedAndMayChangeOnResume) {
+  SKIP_WITHOUT_EXAMPLES();
+  TempFolder dir;
+  const std::string out = dir.file("run");
+  ProgramRun r = train_gpt({"--out", out, "--precision", "bf16"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(has_part(r.output, "bf16 ("));  // and which kernel
+  EXPECT_TRUE(has_part(read_bytes(out + "/config.json"), "\"precision\": \"bf16\""));
+  r = run_program(example_program("train_gpt"), {"--resume", out, "--steps", "5", "--precision", "fp32"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(has_part(r.output, "fast kernels, fp32;"));
+  EXPECT_TRUE(has_part(read_bytes(out + "/config.json"), "\"precision\": \"fp32\""));
+  EXPECT_EQ(lines_of(read_bytes(out + "/loss.csv")), 6u);
+}
+
 TEST(TrainGptProgram, ABpeRunSavesItsTokenizerResumesAndWritesAnyBytes) {
   SKIP_WITHOUT_EXAMPLES();
   TempFolder dir;
@@ -198,6 +213,7 @@ TEST(TrainGptProgram, BadCommandLinesAreOneLineAndExitCode2) {
       {{"--lr", "-0.1"}, "train_gpt: --lr: -0.1 is out of range [0, 10]"},
       {{"--lr-schedule", "linear"}, "train_gpt: --lr-schedule: expected one of constant|cosine, got 'linear'"},
       {{"--on-nonfinite", "ignore"}, "train_gpt: --on-nonfinite: expected one of error|skip, got 'ignore'"},
+      {{"--precision", "fp16"}, "train_gpt: --precision: expected one of fp32|bf16, got 'fp16'"},
       {{"--warmup", "3000"}, "train_gpt: --warmup (3000) must be smaller than --steps (1500)"},
       {{"stray"}, "train_gpt: unexpected argument 'stray'"},
   };
