@@ -2,7 +2,11 @@
 # the same training loop (examples/pytorch/train_gpt.py: seed, batches, AdamW groups, schedule,
 # clipping), the same flags and the same JSON line, so the two compare field for field.
 #
-#     /usr/bin/python3 bench/bench_gpt_torch.py --config small --threads 2 --steps 50
+#     /usr/bin/python3 bench/bench_gpt_torch.py --config small --threads 2 --steps 50 [--precision bf16]
+#
+# --precision bf16 runs each step's forward pass and loss under torch.autocast("cpu",
+# dtype=torch.bfloat16), as train_gpt.py --precision bf16 (its header says how that differs from
+# tapegrad's bf16); the backward pass, AdamW and the parameters stay float32.
 #
 # Without --data it trains on tapegrad's built-in corpus, which it gets from the build
 # (<--build>/examples/train_gpt --write-corpus). The thread count goes into OMP_NUM_THREADS and
@@ -10,7 +14,9 @@
 # start-up) and into torch.set_num_threads.
 #
 # Fields as bench_gpt's (see there), except:
-#   peak_gflops  torch.mm on 1024x1024 float32 matrices (the BLAS sgemm underneath), best of 5
+#   precision    "fp32" or "bf16" (--precision); bench_gpt's bf16_kernel has no counterpart here
+#   peak_gflops  torch.mm on 1024x1024 float32 matrices (the BLAS sgemm underneath), best of 5;
+#                with --precision bf16, torch.mm on 1024x1024 bfloat16 matrices, best of 5
 #   peak_rss_mb  includes the Python interpreter and torch's libraries
 #   blas         the BLAS libraries mapped into the process (/proc/self/maps); when one of them
 #                is BLIS, its version, threading build and kernels as BLIS reports them
@@ -44,6 +50,8 @@ def flags(argv=None):
     p.add_argument("--data", help="a text file to train on (default: tapegrad's built-in corpus)")
     p.add_argument("--peak-gflops", type=float, default=0.0, help="the machine's peak for mfu (0 = measure)")
     p.add_argument("--seed", type=int, default=1337)
+    p.add_argument("--precision", choices=["fp32", "bf16"], default="fp32",
+                   help="bf16: each step's forward and loss under bfloat16 autocast (default: %(default)s)")
     p.add_argument("--build", default=os.path.join(REPO, "build"),
                    help="tapegrad's build folder, for the built-in corpus (default: %(default)s)")
     o = p.parse_args(argv)
@@ -129,7 +137,8 @@ def main():
     # dropout 0 ("--data -" only fills a required flag: the text is read above)
     t = train_gpt.options(["--data", "-", "--emb-dim", str(c["emb_dim"]), "--heads", str(c["heads"]), "--layers",
                            str(c["layers"]), "--context", str(c["context"]), "--batch", str(c["batch"]),
-                           "--dropout", "0", "--seed", str(o.seed), "--threads", str(threads)])
+                           "--dropout", "0", "--seed", str(o.seed), "--threads", str(threads),
+                           "--precision", o.precision])
     run = train_gpt.Run(t, text)
 
     seconds, first_loss, loss = [], None, None
@@ -141,7 +150,7 @@ def main():
             first_loss = loss
         if s >= o.warmup:
             seconds.append(dt)
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # before the sgemm run's matrices
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # before the peak run's matrices
 
     tokens_per_s = t.batch * t.context * o.steps / sum(seconds)
     named = list(run.model.named_parameters())
@@ -151,10 +160,14 @@ def main():
     if o.peak_gflops > 0:
         peak, peak_source = o.peak_gflops, "--peak-gflops"
     else:
-        peak, peak_source = sgemm_peak_gflops(torch), "torch.mm 1024x1024x1024, best of 5"
+        dtype = torch.bfloat16 if o.precision == "bf16" else torch.float32
+        peak = mm_peak_gflops(torch, dtype)
+        on = " on bfloat16 matrices" if o.precision == "bf16" else ""
+        peak_source = f"torch.mm 1024x1024x1024{on}, best of 5"
     print(json.dumps({
-        "bench": "pytorch", "config": o.config, "threads": threads, "steps": o.steps, "warmup": o.warmup,
-        "batch": t.batch, "context": t.context, "params": params, "params_non_embedding": params_non_embedding,
+        "bench": "pytorch", "precision": o.precision, "config": o.config, "threads": threads, "steps": o.steps,
+        "warmup": o.warmup, "batch": t.batch, "context": t.context, "params": params,
+        "params_non_embedding": params_non_embedding,
         "tokens_per_s": round(tokens_per_s, 1), "ms_per_step_median": round(statistics.median(seconds) * 1e3, 3),
         "flops_per_token": flops_per_token, "peak_gflops": round(peak, 1), "peak_source": peak_source,
         "mfu": round(flops_per_token * tokens_per_s / (peak * 1e9), 4), "peak_rss_mb": round(rss, 1),
@@ -163,11 +176,12 @@ def main():
     }), flush=True)
 
 
-def sgemm_peak_gflops(torch, n=1024, repeats=5):
-    """GFLOP/s (2 n^3 per call) of torch.mm on n x n float32 matrices, best of repeats of >= 20 ms."""
+def mm_peak_gflops(torch, dtype, n=1024, repeats=5):
+    """GFLOP/s (2 n^3 per call) of torch.mm on n x n matrices of dtype (float32: the BLAS sgemm;
+    bfloat16: what autocast's products call), best of repeats of >= 20 ms."""
     g = torch.Generator().manual_seed(1)
-    a, b = torch.randn(n, n, generator=g), torch.randn(n, n, generator=g)
-    c = torch.empty(n, n)
+    a, b = torch.randn(n, n, generator=g).to(dtype), torch.randn(n, n, generator=g).to(dtype)
+    c = torch.empty(n, n, dtype=dtype)
     torch.mm(a, b, out=c)  # warmup
 
     def seconds_for(iters):

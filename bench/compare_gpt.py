@@ -1,6 +1,7 @@
 # compare_gpt.py — tapegrad against PyTorch on the GPT benchmark, run interleaved, as a markdown table.
 #
 #     python3 bench/compare_gpt.py --configs tiny,small --threads 1,2 --pairs 3 --steps 20 --out runs.jsonl
+#     python3 bench/compare_gpt.py --configs small --threads 1,2 --pairs 3 --precisions fp32,bf16
 #     python3 bench/compare_gpt.py --generate --configs medium --threads 1,2 --pairs 2 --new-tokens 500
 #
 # For each config and thread count it runs bench_gpt (A) and bench_gpt_torch.py (B) in turn,
@@ -13,7 +14,16 @@
 # The table, per config and thread count: the medians of tokens/s and of peak RSS of each side,
 # the median of the per-pair ratios tapegrad/PyTorch of tokens/s with their min-max, and the
 # largest difference of the step-1 losses (the same seed gives the same model and batches on
-# both sides, so it is ~1e-7). --out also writes every run's JSON line (plus pair and idle facts).
+# both sides, so it is ~1e-7 in float32). --out also writes every run's JSON line (plus pair and
+# idle facts).
+#
+# --precisions fp32,bf16 runs each side in each precision (--precision P to bench_gpt and
+# bench_gpt_torch.py; bf16: tapegrad's bfloat16 products, PyTorch's bfloat16 autocast), the four
+# in turn: tapegrad fp32, PyTorch fp32, tapegrad bf16, PyTorch bf16, A B C D A B C D ... The
+# table then has a row per precision (the step-1 losses of bf16 differ by more: autocast rounds
+# differently), and a last column, on the bf16 rows, with the median of the per-round ratios
+# tapegrad bf16 / tapegrad fp32 of tokens/s (min-max). With the default, fp32 alone, the commands
+# are today's (no --precision given: builds from before the flag run too).
 #
 # --generate compares generation instead (bench_generate, bench_generate_torch.py): three sides
 # in turn, tapegrad with the KV cache, tapegrad recomputing the window, PyTorch recomputing the
@@ -34,6 +44,7 @@ import sys
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PRECISIONS = ("fp32", "bf16")
 
 
 def flags(argv=None):
@@ -43,6 +54,8 @@ def flags(argv=None):
     p.add_argument("--pairs", type=int, default=3, help="runs of each side per config and thread count")
     p.add_argument("--steps", type=int, default=20, help="timed steps per run")
     p.add_argument("--warmup", type=int, default=3, help="untimed steps per run before them")
+    p.add_argument("--precisions", default="fp32",
+                   help="comma-separated: fp32, bf16; every side runs in each (default: %(default)s)")
     p.add_argument("--generate", action="store_true", help="compare generation (bench_generate) instead of training")
     p.add_argument("--new-tokens", type=int, default=500, help="--generate: tokens to write per run")
     p.add_argument("--prompt-tokens", type=int, default=16, help="--generate: prompt length")
@@ -61,6 +74,12 @@ def flags(argv=None):
     bad = [c for c in o.configs if c not in ("tiny", "small", "medium")]
     if bad:
         p.error(f"--configs: unknown config {bad[0]} (expected tiny, small or medium)")
+    o.precisions = list(dict.fromkeys(x for x in o.precisions.split(",") if x))  # in order, once each
+    bad = [x for x in o.precisions if x not in PRECISIONS]
+    if bad or not o.precisions:
+        p.error(f"--precisions: unknown precision {bad[0] if bad else '(none)'} (expected fp32, bf16 or fp32,bf16)")
+    if o.generate and o.precisions != ["fp32"]:
+        p.error("--precisions: compares training only; --generate runs in float32")
     if o.pairs < 1 or o.steps < 1 or o.warmup < 0 or any(t < 1 for t in o.threads):
         p.error("--pairs, --steps and every --threads must be >= 1, --warmup >= 0")
     if o.new_tokens < 1 or o.prompt_tokens < 1:
@@ -120,7 +139,18 @@ def commands(o, config, threads):
     common = ["--config", config, "--threads", str(threads), "--steps", str(o.steps), "--warmup", str(o.warmup)]
     tapegrad = [os.path.join(o.build, "bench", "bench_gpt")] + common
     pytorch = [o.python, os.path.join(REPO, "bench", "bench_gpt_torch.py"), "--build", o.build] + common
-    return {"tapegrad": tapegrad, "pytorch": pytorch}
+    if o.precisions == ["fp32"]:  # the default: today's commands
+        return {"tapegrad": tapegrad, "pytorch": pytorch}
+    out = {}
+    for precision in o.precisions:  # tapegrad fp32, pytorch fp32, tapegrad bf16, pytorch bf16
+        out[side_name(o, "tapegrad", precision)] = tapegrad + ["--precision", precision]
+        out[side_name(o, "pytorch", precision)] = pytorch + ["--precision", precision]
+    return out
+
+
+def side_name(o, bench, precision):
+    """A training side's name: "tapegrad" or "pytorch", and the precision unless fp32 alone ran."""
+    return bench if o.precisions == ["fp32"] else f"{bench} {precision}"
 
 
 def machine():
@@ -133,23 +163,39 @@ def machine():
     return f"{model}, {os.cpu_count()} cores"
 
 
+def median_range(values):
+    """The "median (min-max)" of ratios, for the table."""
+    return f"{statistics.median(values):.2f} ({min(values):.2f}-{max(values):.2f})"
+
+
 def table(o, runs):
-    rows = ["| config | threads | tapegrad tokens/s | PyTorch tokens/s | tapegrad / PyTorch (min-max) "
-            "| tapegrad RSS MB | PyTorch RSS MB | step-1 loss diff | runs on a busy machine |",
-            "|---|---|---|---|---|---|---|---|---|"]
+    both = "fp32" in o.precisions and "bf16" in o.precisions
+    rows = ["| config | threads | precision | tapegrad tokens/s | PyTorch tokens/s | tapegrad / PyTorch (min-max) "
+            "| tapegrad RSS MB | PyTorch RSS MB | step-1 loss diff | runs on a busy machine |"
+            + (" tapegrad bf16 / fp32 (min-max) |" if both else ""),
+            "|---|---|---|---|---|---|---|---|---|---|" + ("---|" if both else "")]
     for config in o.configs:
         for threads in o.threads:
             mine = [r for r in runs if r["config"] == config and r["threads"] == threads]
-            a = [r for r in mine if r["bench"] == "tapegrad"]
-            b = [r for r in mine if r["bench"] == "pytorch"]
-            ratios = [x["tokens_per_s"] / y["tokens_per_s"] for x, y in zip(a, b)]
-            med = lambda rs, key: statistics.median(r[key] for r in rs)
-            loss_diff = max(abs(x["first_loss"] - y["first_loss"]) for x, y in zip(a, b))
-            busy = sum(1 for r in mine if not r["idle"])
-            rows.append(f"| {config} | {threads} | {med(a, 'tokens_per_s'):.0f} | {med(b, 'tokens_per_s'):.0f} "
-                        f"| {statistics.median(ratios):.2f} ({min(ratios):.2f}-{max(ratios):.2f}) "
-                        f"| {med(a, 'peak_rss_mb'):.0f} | {med(b, 'peak_rss_mb'):.0f} | {loss_diff:.1e} "
-                        f"| {busy} of {len(mine)} |")
+
+            def side(bench, precision):
+                return [r for r in mine if r["side"] == side_name(o, bench, precision)]
+
+            for precision in o.precisions:
+                a, b = side("tapegrad", precision), side("pytorch", precision)
+                ratios = [x["tokens_per_s"] / y["tokens_per_s"] for x, y in zip(a, b)]
+                med = lambda rs, key: statistics.median(r[key] for r in rs)  # noqa: E731
+                loss_diff = max(abs(x["first_loss"] - y["first_loss"]) for x, y in zip(a, b))
+                busy = sum(1 for r in a + b if not r["idle"])
+                row = (f"| {config} | {threads} | {precision} | {med(a, 'tokens_per_s'):.0f} "
+                       f"| {med(b, 'tokens_per_s'):.0f} | {median_range(ratios)} "
+                       f"| {med(a, 'peak_rss_mb'):.0f} | {med(b, 'peak_rss_mb'):.0f} | {loss_diff:.1e} "
+                       f"| {busy} of {len(a + b)} |")
+                if both:  # per round: tapegrad's bf16 run over its fp32 run of the same round
+                    per_round = [x["tokens_per_s"] / y["tokens_per_s"]
+                                 for x, y in zip(side("tapegrad", "bf16"), side("tapegrad", "fp32"))]
+                    row += f" {median_range(per_round)} |" if precision == "bf16" else " |"
+                rows.append(row)
     return "\n".join(rows)
 
 
@@ -221,12 +267,17 @@ def main():
     # bench_gpt and bench_generate say which of tapegrad's code ran: "fast", or "reference" under
     # TG_FAST_KERNELS=0 (older lines have no such field).
     kernels = sorted({r.get("kernels", "fast") for r in runs if r["bench"] == "tapegrad"})
+    # and, with bf16, which bf16 gemm kernel ran: "avx512_bf16" or "fma"
+    bf16_kernels = sorted({r.get("bf16_kernel", "?") for r in runs if r["bench"] == "tapegrad"
+                           and r.get("precision") == "bf16"})
     if o.generate:
         print(f"Measured {started} on {machine()}; {o.pairs} interleaved rounds of {o.new_tokens} new tokens "
               f"after a prompt of {o.prompt_tokens}, greedy.")
     else:
         print(f"Measured {started} on {machine()}; {o.pairs} interleaved pairs of {o.warmup} + {o.steps} steps.")
-    print(f"tapegrad ({', '.join(kernels)} kernels): {blas.get('tapegrad')}. PyTorch {runs[-1].get('torch', '')}: {blas.get('pytorch')}.\n")
+    bf16 = f"; bf16 gemm: {', '.join(bf16_kernels)}" if bf16_kernels else ""
+    print(f"tapegrad ({', '.join(kernels)} kernels{bf16}): {blas.get('tapegrad')}. "
+          f"PyTorch {runs[-1].get('torch', '')}: {blas.get('pytorch')}.\n")
     print(generate_table(o, runs) if o.generate else table(o, runs))
 
 

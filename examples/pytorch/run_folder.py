@@ -5,7 +5,9 @@
 #   optimizer.safetensors  AdamW's state, "<param>.step" / ".exp_avg" / ".exp_avg_sq" by parameter name;
 #                          metadata "step" and the two generators' states as hex (torch.get_rng_state()'s
 #                          bytes, which is tapegrad's Generator::get_state layout too)
-#   config.json            {"model": ..., "train": every train_gpt flag, "kernels": who saved it}
+#   config.json            {"model": ..., "train": every train_gpt flag, "kernels": who saved it}; a run
+#                          of an older train_gpt may lack a key of config_keys.json's "older_runs" (its
+#                          "precision" is then "fp32"), which reading fills in
 #   tokenizer.json         characters or BPE merges (examples/pytorch/train_gpt.py reads both)
 #   loss.csv               step,train_loss,val_loss,lr,tokens_per_s,elapsed_s,train_bpb,val_bpb
 #
@@ -24,6 +26,7 @@ DTYPES = {"F32": torch.float32, "F64": torch.float64, "I64": torch.int64, "BOOL"
 NAMES = {v: k for k, v in DTYPES.items()}
 FILES = ("model.safetensors", "optimizer.safetensors", "config.json", "tokenizer.json")
 CSV_HEADER = "step,train_loss,val_loss,lr,tokens_per_s,elapsed_s,train_bpb,val_bpb"
+PRECISIONS = ("fp32", "bf16")  # train_gpt's --precision
 
 
 class RunError(Exception):
@@ -108,6 +111,16 @@ def declared_keys():
         return json.load(f)
 
 
+def fill_older_runs_keys(config):
+    """The keys an older train_gpt did not write (config_keys.json's "older_runs"), with the value
+    its runs trained with, where config lacks them."""
+    for section, defaults in declared_keys().get("older_runs", {}).items():
+        if isinstance(config.get(section), dict):
+            for key, value in defaults.items():
+                config[section].setdefault(key, value)
+    return config
+
+
 def check_config(config, path):
     """Every key must be one this side implements or knows not to change the math."""
     keys = declared_keys()
@@ -124,6 +137,10 @@ def check_config(config, path):
         for key in names:
             if key not in found:
                 raise RunError(f"{path}: \"{section or 'top'}\" has no \"{key}\": not a complete train_gpt config.json")
+    precision = config["train"]["precision"]
+    if precision not in PRECISIONS:
+        raise RunError(f"{path}: \"train\" key \"precision\" is {json.dumps(precision)}, unknown to examples/pytorch "
+                       f"(it knows {', '.join(PRECISIONS)}): a newer train_gpt? update examples/pytorch/")
 
 
 def flags_of(train_config, skip=()):
@@ -183,6 +200,8 @@ def read_config(folder):
         config = json.load(open(path))
     except (OSError, ValueError) as e:
         raise RunError(f"{path}: cannot read it as JSON ({e})")
+    if isinstance(config, dict):
+        fill_older_runs_keys(config)
     check_config(config, path)
     return config
 

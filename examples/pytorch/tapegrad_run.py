@@ -20,6 +20,11 @@
 # --device cuda); under torchrun the processes are torchrun's, on one machine or several. Each
 # takes batch / K sequences of every batch one process would draw, so K processes train the
 # one-process run with the same --batch (dropout aside: each process draws its own masks).
+#
+# A run trained with train_gpt --precision bf16 goes on in bfloat16 autocast here (train_gpt.py's
+# --precision); --precision fp32|bf16 changes it, as train_gpt --resume --precision may. A run
+# whose config.json has no "precision" (an older train_gpt) trained in float32. `sample` writes
+# in float32 whatever the run's precision, as examples/generate.
 import argparse
 import json
 import os
@@ -78,8 +83,9 @@ def sample(args):
 
 # ---- train: continue a run, on one process or several ----------------------------------------------
 
-def plan(folder, data, steps, out, threads, nproc, device, total):
-    """Everything checked before any work or process starts: (options, data path, out)."""
+def plan(folder, data, steps, out, threads, nproc, device, total, precision=""):
+    """Everything checked before any work or process starts: the options (the run's saved ones, its
+    "precision" among them unless precision is given)."""
     run_folder.check_run_folder(folder)
     config = run_folder.read_config(folder)
     step, _, _, _ = run_folder.load_checkpoint(folder)
@@ -93,7 +99,7 @@ def plan(folder, data, steps, out, threads, nproc, device, total):
     # --steps N more steps, no time budget (a saved --max-minutes is the tapegrad run's)
     o = options(run_folder.flags_of(saved, skip=("data", "steps", "out", "resume", "threads", "max-minutes")) +
                 ["--data", data, "--out", out, "--resume", folder, "--threads", str(threads), "--max-minutes", "0",
-                 "--steps", str(steps if total else step + steps)])
+                 "--steps", str(steps if total else step + steps)] + (["--precision", precision] if precision else []))
     if o.steps <= step:
         raise RunError(f"--steps: {folder} has done {step} steps already; train to more than that")
     if device == "cuda" and not torch.cuda.is_available():
@@ -138,10 +144,11 @@ def worker(rank, world, o, device):
     loss_rows = run_folder.read_loss_rows(os.path.join(folder, "loss.csv"), step) if rank == 0 else []
     elapsed_before = float(loss_rows[-1][5]) if loss_rows else 0.0
     config = dict(config, kernels="pytorch")
-    config["train"] = dict(config["train"], steps=o.steps, data=o.data, out=o.out, resume=folder, threads=o.threads)
+    config["train"] = dict(config["train"], steps=o.steps, data=o.data, out=o.out, resume=folder, threads=o.threads,
+                           precision=o.precision)
     if rank == 0:
         print(f"tapegrad_run.py: {folder} at step {step} -> {o.steps} steps, {world} process(es) on {device}, "
-              f"writing {o.out}/", flush=True)
+              f"{o.precision}, writing {o.out}/", flush=True)
     train_loop(run, o, o.out, config, loss_rows, elapsed_before)
     if world > 1:
         dist.destroy_process_group()
@@ -160,13 +167,14 @@ def free_port():
         return s.getsockname()[1]
 
 
-def continue_run(folder, data, steps, out, threads=0, nproc=1, device="cpu", total=False):
-    """Train the run in folder `steps` more steps (or to `steps` in all, total) into out."""
+def continue_run(folder, data, steps, out, threads=0, nproc=1, device="cpu", total=False, precision=""):
+    """Train the run in folder `steps` more steps (or to `steps` in all, total) into out, in the
+    run's precision or in precision ("fp32", "bf16") when given."""
     launched = int(os.environ.get("WORLD_SIZE", "0"))  # torchrun's processes
     if launched and nproc not in (1, launched):
         raise RunError(f"--nproc {nproc}: under torchrun the processes are torchrun's ({launched}); leave --nproc out")
     world = launched or nproc
-    o = plan(folder, data, steps, out, threads, world, device, total)
+    o = plan(folder, data, steps, out, threads, world, device, total, precision)
     if launched:
         worker(int(os.environ["RANK"]), launched, o, device)
     elif nproc == 1:
@@ -194,6 +202,8 @@ def main():
     t.add_argument("--nproc", type=int, default=1, help="processes on this machine, each a share of every batch")
     t.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     t.add_argument("--threads", type=int, default=0, help="threads per process (0: the cores / nproc)")
+    t.add_argument("--precision", choices=run_folder.PRECISIONS, default="",
+                   help="fp32 or bf16 (bfloat16 autocast) from here on (default: the run's)")
     args = p.parse_args()
     try:
         if args.command == "sample":
@@ -201,7 +211,8 @@ def main():
         else:
             if args.nproc < 1:
                 raise RunError(f"--nproc {args.nproc}: must be at least 1")
-            continue_run(args.folder, args.data, args.steps, args.out, args.threads, args.nproc, args.device)
+            continue_run(args.folder, args.data, args.steps, args.out, args.threads, args.nproc, args.device,
+                         precision=args.precision)
     except (RunError, ValueError, RuntimeError) as e:  # RuntimeError: a non-finite step (--on-nonfinite error)
         sys.exit(f"tapegrad_run.py: {e}")
     except torch.multiprocessing.ProcessRaisedException as e:

@@ -12,6 +12,13 @@
 # batch one process would draw and trains on its share, rows r*B/K ... (r+1)*B/K - 1 of each
 # micro-batch; DistributedDataParallel averages the gradients, so K processes train the
 # one-process run (dropout aside: each rank draws its own masks).
+#
+# --precision bf16: the forward pass and the loss of every training step and of every evaluation
+# run under torch.autocast(dtype=torch.bfloat16) (the backward pass outside it, as PyTorch
+# recommends); parameters, gradients and AdamW stay float32, as in tapegrad's bf16. Autocast is
+# not tapegrad's rounding op for op: PyTorch 1.13's CPU autocast also hands the products' outputs
+# on as bfloat16 (softmax and gelu then run on bfloat16), where tapegrad keeps them float32, so
+# the two bf16 runs' losses differ by about 1e-5 relative (a tiny run's first steps), not ~1e-7.
 import argparse
 import collections
 import json
@@ -156,6 +163,11 @@ class Run:
         self.batch_gen = torch.Generator().manual_seed(o.seed)
         self.step = 0
 
+    def autocast(self):
+        """The context of a forward pass and its loss: bfloat16 autocast with --precision bf16."""
+        return torch.autocast(torch.device(self.device).type, dtype=torch.bfloat16,
+                              enabled=self.o.precision == "bf16")
+
     def train_step(self):
         for group in self.optimizer.param_groups:
             group["lr"] = lr_at(self.step, self.o)
@@ -170,7 +182,8 @@ class Run:
             xk, yk = x[rows].to(self.device), y[rows].to(self.device)
             sync = self.ddp.no_sync() if (self.world > 1 and k < n - 1) else _nothing()
             with sync:  # the gradients are averaged over the ranks once, after the last micro-batch
-                loss = F.cross_entropy(self.ddp(xk).flatten(0, 1), yk.flatten())
+                with self.autocast():  # the forward pass and the loss; backward outside
+                    loss = F.cross_entropy(self.ddp(xk).flatten(0, 1), yk.flatten())
                 (loss if n == 1 else loss / n).backward()
             step_loss += loss.item() / n
         if self.world > 1:  # the ranks' means, averaged: the whole batch's mean
@@ -203,7 +216,9 @@ class Run:
             total, nats, nbytes = 0.0, 0.0, 0
             for _ in range(self.o.eval_batches):
                 x, y = get_batch(data, self.o.batch, self.o.context, gen)
-                loss = F.cross_entropy(self.model(x.to(self.device)).flatten(0, 1), y.to(self.device).flatten()).item()
+                with self.autocast():  # evaluated in the run's precision, as tapegrad does
+                    loss = F.cross_entropy(self.model(x.to(self.device)).flatten(0, 1), y.to(self.device).flatten())
+                loss = loss.item()
                 total += loss
                 nats += loss * y.numel()
                 nbytes += int(self.bytes_per_id[y].sum())
@@ -283,12 +298,17 @@ def options(argv=None):
     p.add_argument("--tie-weights", action="store_true")
     p.add_argument("--on-nonfinite", choices=["error", "skip"], default="error")
     p.add_argument("--vocab-size", type=int, default=1024)
+    p.add_argument("--precision", choices=run_folder.PRECISIONS, default=None,
+                   help="fp32 (default), or bf16: forward and loss under bfloat16 autocast (matrix products on "
+                        "bfloat16 inputs); with --resume: the run's unless given (it may change, as in train_gpt)")
     p.add_argument("--out", default="", help="write the run folder here (as train_gpt --out); empty: none")
     p.add_argument("--resume", default="", help="continue the run saved in this folder (to --steps in all)")
     p.add_argument("--sample-tokens", type=int, default=300, help="carried in config.json (samples: tapegrad_run.py)")
     p.add_argument("--write-corpus", default="", help="not here: ./build/examples/train_gpt --write-corpus FILE")
     p.add_argument("--eval-only", action="store_true", help="not here: ./build/examples/train_gpt --eval-only")
-    return p.parse_args(argv)
+    o = p.parse_args(argv)
+    o.precision_given, o.precision = o.precision is not None, o.precision or "fp32"
+    return o
 
 
 def train_config(o):
@@ -371,7 +391,8 @@ def main():
         try:
             if not o.out:
                 raise run_folder.RunError("--resume needs --out NEW_FOLDER (the run resumed stays as it was)")
-            tapegrad_run.continue_run(o.resume, o.data, o.steps, o.out, o.threads, total=True)
+            tapegrad_run.continue_run(o.resume, o.data, o.steps, o.out, o.threads, total=True,
+                                      precision=o.precision if o.precision_given else "")
         except (run_folder.RunError, ValueError) as e:
             sys.exit(f"train_gpt.py: {e}")
         return
