@@ -22,6 +22,7 @@
 // The backward runs under its forward's mode (the tape sees to it), so da and db are bfloat16
 // products as well, of the gradient rounded once.
 #include <algorithm>
+#include <memory>
 #include <optional>
 #include <type_traits>
 #include <vector>
@@ -214,12 +215,39 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   return out;
 }
 
+namespace {
+
+// The last activation kept_for_product copied on this thread, and its copy. A layer's input often
+// feeds several products (attention's three projections read the same x): they share one copy,
+// as they would share the float32 tensor. Weak pointers: the cache keeps nothing alive.
+struct LastCopy {
+  std::weak_ptr<Storage> source;
+  int64_t offset = 0;
+  Shape sizes, strides;
+  uint64_t version = 0;
+  std::weak_ptr<TensorImpl> copy;
+};
+thread_local LastCopy last_copy;
+
+// A parameter (a leaf that requires grad), or a view of one (linear's weight.t()).
+bool is_parameter_or_view_of_one(const TensorImpl& impl) {
+  const TensorImpl& root = impl.is_view && impl.view_base ? *impl.view_base : impl;
+  return root.grad_fn == nullptr && root.requires_grad;
+}
+
+}  // namespace
+
 Tensor kept_for_product(const Tensor& t) {
-  if (autocast_dtype() != kBFloat16 || t.dtype() != kFloat32) return t;
-  // a parameter, or a view of one (linear's weight.t()): kept as it is, no copy
   const TensorImpl& impl = impl_of(t);
-  const bool of_a_leaf = t.is_leaf() || (impl.is_view && impl.view_base && impl.view_base->grad_fn == nullptr);
-  return of_a_leaf ? t : t.detach().to(kBFloat16);
+  if (autocast_dtype() != kBFloat16 || t.dtype() != kFloat32 || is_parameter_or_view_of_one(impl)) return t;
+  LastCopy& last = last_copy;
+  if (last.source.lock() == impl.storage && last.offset == impl.offset && last.sizes == impl.sizes &&
+      last.strides == impl.strides && last.version == impl.storage->version) {
+    if (std::shared_ptr<TensorImpl> copy = last.copy.lock()) return tensor_of(std::move(copy));
+  }
+  Tensor copy = t.detach().to(kBFloat16);
+  last = LastCopy{impl.storage, impl.offset, impl.sizes, impl.strides, impl.storage->version, impl_ptr_of(copy)};
+  return copy;
 }
 
 // da = g @ b^T, shaped (batch.., K) or (batch.., M, K); the tape sums it to a's shape.
