@@ -3,6 +3,7 @@
 //   ./build/bench/bench_kernels                    the small config's shapes, all cores (--threads 0)
 //   ./build/bench/bench_kernels --threads 1        single-threaded
 //   ./build/bench/bench_kernels --medium           the medium config's shapes
+//   ./build/bench/bench_kernels --bf16             only the bfloat16 gemm against raw bli_sgemm
 //
 // Shapes (fixed letters): small B=16 T=128 C=128 NH=4 hs=32 V=65; medium B=8 T=256 C=384 NH=6
 // hs=64 V=65. Each kernel runs through tapegrad's public ops, as the model calls them, with
@@ -35,6 +36,11 @@
 //   AdamW step            per parameter reads p, grad, m, v and writes p, m, v: 28 bytes
 // FLOPs are counted for the matmuls only; the elementwise kernels are judged on bytes.
 //
+// --bf16 runs another table instead: the bfloat16 gemm (kernels/bf16_gemm.h, the best kernel this
+// CPU has) against raw bli_sgemm on the same float32 operands and strides, at the linear layers'
+// shapes for C = 128 and C = 384 (M = B*T = 2048 rows) and the attention's per-head products
+// (T = 256, hs = 64). GFLOP/s counts 2MNK for both; "ratio" is the bfloat16 gemm's speed over sgemm's.
+//
 // The limits are measured here, on the same threads: compute is raw bli_sgemm on 1024x1024
 // matrices (GFLOP/s, best of 5); memory is STREAM's triad at the kernel's own working set (3
 // arrays holding as many bytes as the kernel moves; small sets stay in cache, as the kernel's
@@ -51,6 +57,7 @@
 #include <thread>
 #include <vector>
 
+#include "autograd/kernels/bf16_gemm.h"
 #include "autograd/ops.h"
 #include "autograd/runtime/parallel.h"
 #include "autograd/tape.h"
@@ -237,6 +244,63 @@ void adamw_row(const Shapes& s) {
   print_row(name, "step", step, 0, 28.0 * params);
 }
 
+// One product c (M,N) = a (M,K) @ b (K,N), a and b read through the given (row, column) strides:
+// the bfloat16 gemm and raw bli_sgemm timed in alternation on the same float32 operands.
+struct GemmShape {
+  std::string name;
+  int64_t M, N, K, rsa, csa, rsb, csb;
+};
+
+void bf16_gemm_row(const GemmShape& g) {
+  namespace bf = tg::kernels::bf16_gemm;
+  const Tensor a = random_matrix({g.M * g.K}, 21), b = random_matrix({g.K * g.N}, 22);
+  std::vector<float> c(static_cast<size_t>(g.M * g.N));
+  const float *pa = a.data_ptr<float>(), *pb = b.data_ptr<float>();
+  const bf::Kernel kernel = bf::best_kernel();
+  const std::function<void()> ours = [&] {
+    bf::gemm(c.data(), g.N, {pa, kFloat32, g.rsa, g.csa}, {pb, kFloat32, g.rsb, g.csb}, g.M, g.N, g.K, kernel);
+  };
+  const std::function<void()> raw = [&] { raw_sgemm(c.data(), pa, pb, g.M, g.N, g.K, g.rsa, g.csa, g.rsb, g.csb); };
+  const auto [t_ours, t_raw] = time_pair(ours, raw, 5);
+  const double flops = 2.0 * static_cast<double>(g.M) * static_cast<double>(g.N) * static_cast<double>(g.K);
+  std::printf("  %-26s %5lld %5lld %5lld %s %8.1f %s %8.1f %6.2f\n", g.name.c_str(), static_cast<long long>(g.M),
+              static_cast<long long>(g.N), static_cast<long long>(g.K), format_time(t_ours).c_str(),
+              flops / t_ours * 1e-9, format_time(t_raw).c_str(), flops / t_raw * 1e-9, t_raw / t_ours);
+}
+
+// A linear layer x (M,K) @ w^T, w (N,K) row-major: forward, then backward's dx = dy @ w and
+// dw = dy^T @ x, with the strides the autograd ops pass.
+void bf16_linear_rows(const std::string& name, int64_t M, int64_t K, int64_t N) {
+  bf16_gemm_row({name + " fwd", M, N, K, K, 1, 1, K});     // x @ w^T: w read transposed
+  bf16_gemm_row({name + " dx", M, K, N, N, 1, K, 1});      // dy (M,N) @ w (N,K)
+  bf16_gemm_row({name + " dw", N, K, M, 1, N, K, 1});      // dy^T (N,M) @ x (M,K)
+}
+
+int run_bf16(int64_t requested_threads) {
+  const int threads = use_threads(requested_threads);
+  std::printf("bench_kernels --bf16: the %s bfloat16 gemm against raw bli_sgemm, %d threads, load average %s\n",
+              tg::kernels::bf16_gemm::kernel_name(tg::kernels::bf16_gemm::best_kernel()), threads,
+              load_average().c_str());
+  std::printf("%s\n\n", blis_description().c_str());
+  std::printf("  %-26s %5s %5s %5s %11s %8s %11s %8s %6s\n", "product", "M", "N", "K", "bf16", "GFLOP/s", "sgemm",
+              "GFLOP/s", "ratio");
+  const int64_t M = 2048;
+  for (const int64_t C : {128, 384}) {
+    const std::string c = "C=" + std::to_string(C) + " ";
+    bf16_linear_rows(c + "qkv", M, C, 3 * C);
+    bf16_linear_rows(c + "proj", M, C, C);
+    bf16_linear_rows(c + "up", M, C, 4 * C);
+    bf16_linear_rows(c + "down", M, 4 * C, C);
+    bf16_linear_rows(c + "head", M, C, 65);
+  }
+  const int64_t T = 256, hs = 64;  // one (batch, head) of the medium config's attention
+  bf16_gemm_row({"att q @ k^T", T, T, hs, hs, 1, 1, hs});
+  bf16_gemm_row({"att w @ v", T, hs, T, T, 1, hs, 1});
+  bf16_gemm_row({"att dw @ v^T", T, T, hs, hs, 1, 1, hs});
+  bf16_gemm_row({"att w^T @ dy", T, hs, T, 1, T, hs, 1});
+  return 0;
+}
+
 int run(int64_t requested_threads, bool medium) {
   const int threads = use_threads(requested_threads);
   const Shapes s = medium ? kMedium : kSmall;
@@ -265,10 +329,12 @@ int run(int64_t requested_threads, bool medium) {
 
 int main(int argc, char** argv) {
   int64_t threads = 0;
-  bool medium = false;
+  bool medium = false, bf16 = false;
   const tg::examples::Program program{
       "bench_kernels", "The GPT training step's hot kernels against the machine's own limits (a roofline).",
       {tg::examples::threads_flag(&threads),
-       tg::examples::switch_flag("medium", &medium, "the medium config's shapes (default: the small config's)")}};
-  return tg::examples::run_program(program, argc, argv, [&] { return run(threads, medium); });
+       tg::examples::switch_flag("medium", &medium, "the medium config's shapes (default: the small config's)"),
+       tg::examples::switch_flag("bf16", &bf16, "only the bfloat16 gemm against raw bli_sgemm (its own table)")}};
+  return tg::examples::run_program(program, argc, argv,
+                                   [&] { return bf16 ? run_bf16(threads) : run(threads, medium); });
 }
