@@ -1,11 +1,23 @@
 // autograd/kernels/bf16_gemm.cpp — bfloat16 products with float32 sums (see bf16_gemm.h).
 //
 // Both kernels read the same packed operands: bfloat16 pairs along k, one 32-bit word per pair,
-// the even k in the low half and the odd k in the high half (vdpbf16ps's layout):
-//   A packed: ap[i * K2 + p]               = a[i][2p] | a[i][2p+1] << 16        (M, K2)
-//   B packed: bp[(q * K2 + p) * 32 + j]    = b[2p][32q+j] | b[2p+1][32q+j] << 16 (panels of 32 cols)
-// with K2 = ceil(K / 2) and zeros past K and past N. A tile is up to 6 rows by one 32-column panel:
-// its 6 x 32 sums stay in registers while p runs over K2.
+// the even k in the low half and the odd k in the high half (vdpbf16ps's layout), zeros past K:
+//   B packed once per call, in panels of kTileCols columns:
+//     bp[(q * K2 + p) * kTileCols + j]  = b[2p][q kTileCols + j] | b[2p+1][q kTileCols + j] << 16
+//   A packed a block at a time (kBlockTiles row tiles by one k-block of pairs), in tiles of
+//   kTileRows rows, each tile's words pair by pair:
+//     ap[(t * pairs + p) * kTileRows + r] = a[i][2p] | a[i][2p+1] << 16,  i = t kTileRows + r
+// with K2 = ceil(K / 2), zeros past N and past M.
+//
+// The loops, outermost first (the GotoBLAS/BLIS order):
+//   threads          each takes a fixed range of row tiles (the k loop is never split, so every
+//                    c[i][j] is summed by one thread in one order, whatever the thread count)
+//   row blocks       kBlockTiles row tiles of A at a time
+//   k blocks         up to kMaxBlockPairs pairs: pack A's block (it stays in L2)
+//   column panels    kTileCols columns of packed B: one k-block of a panel stays in L1
+//   row tiles        the register tile: kTileRows x kTileCols sums in registers over the k-block,
+//                    loaded from C when an earlier k-block has stored them (float32 in memory is
+//                    exact, so the sums are the same as in one pass)
 #include "autograd/kernels/bf16_gemm.h"
 
 #include <immintrin.h>
@@ -13,6 +25,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -20,65 +33,212 @@
 #include "autograd/kernels/isa.h"
 #include "autograd/runtime/parallel.h"
 
+// GCC 12's AVX-512 intrinsics (shifts, unpacks, ...) start from an "undefined" register that they
+// never read, and -Wall warns that it may be uninitialized once they are inlined here.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
 namespace tg::kernels::bf16_gemm {
 
 namespace {
 
-constexpr int64_t kRows = 6;   // MR: rows of A per tile
-constexpr int64_t kCols = 32;  // NR: columns per panel (two vectors of 16 floats)
+// The register tile, MR x NR. vdpbf16ps takes about 6 cycles and two issue per cycle, so about 12
+// independent sums are needed to keep it busy; 12 rows x 2 vectors gives 24 accumulators, plus 2
+// registers for B's row of the tile: 26 of the 32 zmm registers. Each step along k loads 2
+// vectors of B and broadcasts 12 words of A for 24 vdpbf16ps.
+constexpr int64_t kTileRows = 12;  // MR
+constexpr int64_t kTileCols = 32;  // NR: two vectors of 16 floats
+// KC: a k-block of one B panel is kMaxBlockPairs * 32 words * 4 bytes = 16 KB, a third of L1
+// (48 KB), read again for every row tile of the block; A's tile for the same k-block (6 KB)
+// streams past it.
+constexpr int64_t kMaxBlockPairs = 128;
+// MC: A's block is kBlockTiles * kTileRows rows x one k-block = 192 x 128 words = 96 KB, a tenth
+// of L2 (1 MB): it stays there while every column panel of B passes over it.
+constexpr int64_t kBlockTiles = 16;
+// Products below 128^3 multiply-adds run on the calling thread: waking another one costs more
+// than it saves.
+constexpr int64_t kSmallProduct = int64_t(128) * 128 * 128;
 
-// Element (i, j) of an operand as bfloat16 bits: a float32 rounded to nearest even, a bfloat16 as it is.
-uint32_t bits_at(const Operand& m, int64_t i, int64_t j) {
-  const int64_t at = i * m.row_stride + j * m.col_stride;
-  if (m.dtype == kBFloat16) return static_cast<const BFloat16*>(m.data)[at].bits;
-  return BFloat16(static_cast<const float*>(m.data)[at]).bits;
+// An operand read as pairs along k: element (o, k), o the other index (A's row or B's column), at
+// data[o * other_stride + k * k_stride].
+struct PairSource {
+  const void* data;
+  ScalarType dtype;
+  int64_t other_stride, k_stride, K;
+};
+
+PairSource a_source(const Operand& a, int64_t K) { return {a.data, a.dtype, a.row_stride, a.col_stride, K}; }
+PairSource b_source(const Operand& b, int64_t K) { return {b.data, b.dtype, b.col_stride, b.row_stride, K}; }
+
+// --- packing, scalar: any strides, any CPU ------------------------------------------------------
+
+// Element (o, k) as bfloat16 bits: a float32 rounded to nearest even, a bfloat16 as it is.
+uint32_t bits_at(const PairSource& s, int64_t o, int64_t k) {
+  const int64_t at = o * s.other_stride + k * s.k_stride;
+  if (s.dtype == kBFloat16) return static_cast<const BFloat16*>(s.data)[at].bits;
+  return BFloat16(static_cast<const float*>(s.data)[at]).bits;
 }
 
 // The word of k-pair p: element k = 2p in the low half, k = 2p + 1 (or a zero past K) in the high.
-uint32_t pair_along_k(const Operand& m, bool k_is_row, int64_t other, int64_t p, int64_t K) {
-  auto at = [&](int64_t k) { return k_is_row ? bits_at(m, k, other) : bits_at(m, other, k); };
-  return at(2 * p) | (2 * p + 1 < K ? at(2 * p + 1) << 16 : 0u);
+uint32_t pair_at(const PairSource& s, int64_t o, int64_t p) {
+  return bits_at(s, o, 2 * p) | (2 * p + 1 < s.K ? bits_at(s, o, 2 * p + 1) << 16 : 0u);
 }
 
-// (M, K2) words of A's bfloat16 pairs.
-std::vector<uint32_t> pack_a(const Operand& a, int64_t M, int64_t K) {
+// dst[p * width + o] = the word of (other0 + o, pair p0 + p) for p < pairs and o < width; zeros
+// for o >= others (past the matrix's edge).
+void pack_pairs_scalar(uint32_t* dst, const PairSource& s, int64_t other0, int64_t others, int64_t p0, int64_t pairs,
+                       int64_t width) {
+  for (int64_t p = 0; p < pairs; ++p)
+    for (int64_t o = 0; o < width; ++o) dst[p * width + o] = o < others ? pair_at(s, other0 + o, p0 + p) : 0u;
+}
+
+// --- packing, AVX-512: 16 words a step, the same bits as the scalar path -------------------------
+
+__mmask16 first_lanes16(int64_t n) { return static_cast<__mmask16>(n >= 16 ? 0xFFFF : n <= 0 ? 0 : (1u << n) - 1); }
+__mmask32 first_lanes32(int64_t n) { return n >= 32 ? 0xFFFFFFFFu : n <= 0 ? 0u : (1u << n) - 1; }
+
+// BFloat16::round_to_bits on 16 floats, in each lane's high half (the low half is garbage):
+// f + 0x7FFF + (bit 16 of f), and every NaN all ones.
+[[gnu::target("avx512f,avx512bw,avx512vl")]] __m512i round_to_high_half(__m512 x) {
+  const __m512i f = _mm512_castps_si512(x);
+  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(f, 16), _mm512_set1_epi32(1));
+  const __m512i rounded = _mm512_add_epi32(_mm512_add_epi32(f, _mm512_set1_epi32(0x7FFF)), lsb);
+  return _mm512_mask_mov_epi32(rounded, _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), _mm512_set1_epi32(-1));
+}
+
+// 16 elements at data[at + l * stride-1 ... ] (consecutive) as bfloat16 bits in each lane's high
+// half; lanes outside `lanes` read nothing and give zero.
+[[gnu::target("avx512f,avx512bw,avx512vl")]] __m512i load16_high(const PairSource& s, int64_t at, __mmask16 lanes) {
+  if (s.dtype == kBFloat16) {
+    const __m256i h = _mm256_maskz_loadu_epi16(lanes, static_cast<const uint16_t*>(s.data) + at);
+    return _mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16);
+  }
+  return round_to_high_half(_mm512_maskz_loadu_ps(lanes, static_cast<const float*>(s.data) + at));
+}
+
+// The 16 words of pairs 0..15 from 32 consecutive elements data[at ...], zeros past `elements`.
+[[gnu::target("avx512f,avx512bw,avx512vl")]] __m512i load_pairs_along_k(const PairSource& s, int64_t at, int64_t elements) {
+  if (s.dtype == kBFloat16)  // already pairs, as they lie in memory
+    return _mm512_maskz_loadu_epi16(first_lanes32(elements), static_cast<const uint16_t*>(s.data) + at);
+  const __m512i lo = load16_high(s, at, first_lanes16(elements));
+  const __m512i hi = load16_high(s, at + 16, first_lanes16(elements - 16));
+  const __m512i high_halves = _mm512_set_epi16(63, 61, 59, 57, 55, 53, 51, 49, 47, 45, 43, 41, 39, 37, 35, 33, 31, 29,
+                                               27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+  return _mm512_permutex2var_epi16(lo, high_halves, hi);
+}
+
+// Transposes 16 rows of 16 words in place: r[i] lane j <- r[j] lane i.
+[[gnu::target("avx512f,avx512bw,avx512vl")]] void transpose16x16(__m512i r[16]) {
+  __m512i t[16];
+  for (int i = 0; i < 8; ++i) {  // pairs of rows interleaved, within each 128-bit lane
+    t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+  }
+  for (int i = 0; i < 4; ++i) {  // r[4i + j], lane L: column 4L + j of rows 4i..4i+3
+    r[4 * i] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
+    r[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
+    r[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+    r[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+  }
+  for (int j = 0; j < 4; ++j) {  // gather lane L of r[j], r[4 + j], r[8 + j], r[12 + j]
+    const __m512i v = _mm512_shuffle_i32x4(r[j], r[4 + j], 0x44), w = _mm512_shuffle_i32x4(r[j], r[4 + j], 0xEE);
+    const __m512i v2 = _mm512_shuffle_i32x4(r[8 + j], r[12 + j], 0x44);
+    const __m512i w2 = _mm512_shuffle_i32x4(r[8 + j], r[12 + j], 0xEE);
+    t[j] = _mm512_shuffle_i32x4(v, v2, 0x88);
+    t[4 + j] = _mm512_shuffle_i32x4(v, v2, 0xDD);
+    t[8 + j] = _mm512_shuffle_i32x4(w, w2, 0x88);
+    t[12 + j] = _mm512_shuffle_i32x4(w, w2, 0xDD);
+  }
+  for (int i = 0; i < 16; ++i) r[i] = t[i];
+}
+
+// pack_pairs_scalar where the other index is contiguous (other_stride 1): for each pair, 16
+// others' even and odd elements are two vector loads.
+[[gnu::target("avx512f,avx512bw,avx512vl")]] void pack_pairs_across(uint32_t* dst, const PairSource& s, int64_t other0, int64_t others, int64_t p0,
+                                      int64_t pairs, int64_t width) {
+  for (int64_t p = 0; p < pairs; ++p) {
+    const int64_t k = 2 * (p0 + p);
+    for (int64_t o = 0; o < width; o += 16) {
+      const __mmask16 lanes = first_lanes16(others - o);
+      const int64_t at = (other0 + o) + k * s.k_stride;
+      const __m512i even = load16_high(s, at, lanes);
+      const __m512i odd = k + 1 < s.K ? load16_high(s, at + s.k_stride, lanes) : _mm512_setzero_si512();
+      const __m512i word = _mm512_or_si512(_mm512_srli_epi32(even, 16), _mm512_and_si512(odd, _mm512_set1_epi32(-65536)));
+      _mm512_mask_storeu_epi32(dst + p * width + o, first_lanes16(width - o), word);
+    }
+  }
+}
+
+// pack_pairs_scalar where k is contiguous (k_stride 1): 16 others x 16 pairs at a time, each other's
+// 32 elements one row of words, then the 16 x 16 words transposed into pair-major order.
+[[gnu::target("avx512f,avx512bw,avx512vl")]] void pack_pairs_along(uint32_t* dst, const PairSource& s, int64_t other0, int64_t others, int64_t p0,
+                                     int64_t pairs, int64_t width) {
+  for (int64_t pb = 0; pb < pairs; pb += 16) {
+    const int64_t k0 = 2 * (p0 + pb);
+    for (int64_t o = 0; o < width; o += 16) {
+      __m512i rows[16];
+      for (int64_t r = 0; r < 16; ++r)
+        rows[r] = o + r < others ? load_pairs_along_k(s, (other0 + o + r) * s.other_stride + k0, s.K - k0)
+                                 : _mm512_setzero_si512();
+      transpose16x16(rows);
+      for (int64_t p = 0; p < std::min<int64_t>(16, pairs - pb); ++p)
+        _mm512_mask_storeu_epi32(dst + (pb + p) * width + o, first_lanes16(width - o), rows[p]);
+    }
+  }
+}
+
+// dst[p * width + o]: the words of others [other0, other0 + width) and pairs [p0, p0 + pairs),
+// zeros past `others`. A vector path where the CPU has AVX-512 and one index is contiguous.
+void pack_pairs(uint32_t* dst, const PairSource& s, int64_t other0, int64_t others, int64_t p0, int64_t pairs,
+                int64_t width) {
+  static const bool avx512 = isa_available(Isa::kAvx512);
+  if (avx512 && s.other_stride == 1) return pack_pairs_across(dst, s, other0, others, p0, pairs, width);
+  if (avx512 && s.k_stride == 1) return pack_pairs_along(dst, s, other0, others, p0, pairs, width);
+  pack_pairs_scalar(dst, s, other0, others, p0, pairs, width);
+}
+
+// B's panels [q0, q1), every pair, into bp (the layout at the top).
+void pack_b_panels(uint32_t* bp, const Operand& b, int64_t q0, int64_t q1, int64_t N, int64_t K) {
   const int64_t K2 = (K + 1) / 2;
-  std::vector<uint32_t> ap(static_cast<size_t>(M * K2));
-  for (int64_t i = 0; i < M; ++i)
-    for (int64_t p = 0; p < K2; ++p) ap[static_cast<size_t>(i * K2 + p)] = pair_along_k(a, false, i, p, K);
-  return ap;
+  for (int64_t q = q0; q < q1; ++q)
+    pack_pairs(bp + q * K2 * kTileCols, b_source(b, K), q * kTileCols, N - q * kTileCols, 0, K2, kTileCols);
 }
 
-// (panels, K2, 32) words of B's bfloat16 pairs, zeros past N.
-std::vector<uint32_t> pack_b(const Operand& b, int64_t N, int64_t K) {
-  const int64_t K2 = (K + 1) / 2, panels = (N + kCols - 1) / kCols;
-  std::vector<uint32_t> bp(static_cast<size_t>(panels * K2 * kCols), 0);
-  for (int64_t q = 0; q < panels; ++q)
-    for (int64_t p = 0; p < K2; ++p)
-      for (int64_t j = 0; j < kCols && q * kCols + j < N; ++j)
-        bp[static_cast<size_t>((q * K2 + p) * kCols + j)] = pair_along_k(b, true, q * kCols + j, p, K);
-  return bp;
+// A's row tiles [t0, t1) over pairs [p0, p0 + pairs) into ap (the layout at the top).
+void pack_a_block(uint32_t* ap, const Operand& a, int64_t t0, int64_t t1, int64_t p0, int64_t pairs, int64_t M,
+                  int64_t K) {
+  for (int64_t t = t0; t < t1; ++t)
+    pack_pairs(ap + (t - t0) * pairs * kTileRows, a_source(a, K), t * kTileRows, M - t * kTileRows, p0, pairs,
+               kTileRows);
 }
 
-// --- kAvx512Bf16: vdpbf16ps ----------------------------------------------------------------------
+// --- the register tile ---------------------------------------------------------------------------
+// c (rows x cols of the kTileRows x kTileCols tile) = the tile's sums over `pairs` words of ap and
+// bp, starting from c's values when `accumulate` (an earlier k-block's sums), else from zero.
 
-template <int R>
-[[gnu::target("avx512f,avx512bf16")]] void tile_avx512_bf16(float* c, int64_t ldc, const uint32_t* ap, int64_t K2,
-                                                             const uint32_t* bp, int64_t cols) {
-  __m512 acc[R][2];
-  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
-  for (int64_t p = 0; p < K2; ++p) {
-    const __m512bh b0 = (__m512bh)_mm512_loadu_si512(bp + p * kCols);
-    const __m512bh b1 = (__m512bh)_mm512_loadu_si512(bp + p * kCols + 16);
-    for (int r = 0; r < R; ++r) {
-      const __m512bh a = (__m512bh)_mm512_set1_epi32(static_cast<int>(ap[r * K2 + p]));
+[[gnu::target("avx512f,avx512bf16")]] void tile_avx512_bf16(float* c, int64_t ldc, const uint32_t* ap,
+                                                             const uint32_t* bp, int64_t pairs, int64_t rows,
+                                                             int64_t cols, bool accumulate) {
+  const __mmask16 m0 = static_cast<__mmask16>(cols >= 16 ? 0xFFFF : (1u << cols) - 1);
+  const __mmask16 m1 = static_cast<__mmask16>(cols >= 32 ? 0xFFFF : cols <= 16 ? 0 : (1u << (cols - 16)) - 1);
+  __m512 acc[kTileRows][2];
+  for (int r = 0; r < kTileRows; ++r) {
+    const bool load = accumulate && r < rows;
+    acc[r][0] = load ? _mm512_maskz_loadu_ps(m0, c + r * ldc) : _mm512_setzero_ps();
+    acc[r][1] = load ? _mm512_maskz_loadu_ps(m1, c + r * ldc + 16) : _mm512_setzero_ps();
+  }
+  for (int64_t p = 0; p < pairs; ++p) {
+    const __m512bh b0 = (__m512bh)_mm512_loadu_si512(bp + p * kTileCols);
+    const __m512bh b1 = (__m512bh)_mm512_loadu_si512(bp + p * kTileCols + 16);
+    for (int r = 0; r < kTileRows; ++r) {
+      const __m512bh a = (__m512bh)_mm512_set1_epi32(static_cast<int>(ap[p * kTileRows + r]));
       acc[r][0] = _mm512_dpbf16_ps(acc[r][0], a, b0);
       acc[r][1] = _mm512_dpbf16_ps(acc[r][1], a, b1);
     }
   }
-  const __mmask16 m0 = cols >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << cols) - 1);
-  const __mmask16 m1 = cols >= 32 ? 0xFFFF : cols <= 16 ? 0 : static_cast<__mmask16>((1u << (cols - 16)) - 1);
-  for (int r = 0; r < R; ++r) {
+  for (int r = 0; r < kTileRows; ++r) {
+    if (r >= rows) break;
     _mm512_mask_storeu_ps(c + r * ldc, m0, acc[r][0]);
     _mm512_mask_storeu_ps(c + r * ldc + 16, m1, acc[r][1]);
   }
@@ -90,36 +250,36 @@ float low_half(uint32_t w) { return std::bit_cast<float>(w << 16); }            
 float high_half(uint32_t w) { return std::bit_cast<float>(w & 0xFFFF0000u); }  // the odd k's
 
 // c += a_odd * b_odd, then c += a_even * b_even, for every lane: vdpbf16ps's order.
-template <int R>
-[[gnu::always_inline]] inline void tile_fma_body(float* c, int64_t ldc, const uint32_t* ap, int64_t K2,
-                                                 const uint32_t* bp, int64_t cols) {
-  float acc[R][kCols] = {};
-  for (int64_t p = 0; p < K2; ++p) {
-    float b_even[kCols], b_odd[kCols];
-    for (int64_t j = 0; j < kCols; ++j) {
-      b_even[j] = low_half(bp[p * kCols + j]);
-      b_odd[j] = high_half(bp[p * kCols + j]);
+[[gnu::always_inline]] inline void tile_fma_body(float* c, int64_t ldc, const uint32_t* ap, const uint32_t* bp,
+                                                 int64_t pairs, int64_t rows, int64_t cols, bool accumulate) {
+  float acc[kTileRows][kTileCols] = {};
+  if (accumulate)
+    for (int64_t r = 0; r < rows; ++r) std::copy(c + r * ldc, c + r * ldc + cols, acc[r]);
+  for (int64_t p = 0; p < pairs; ++p) {
+    float b_even[kTileCols], b_odd[kTileCols];
+    for (int64_t j = 0; j < kTileCols; ++j) {
+      b_even[j] = low_half(bp[p * kTileCols + j]);
+      b_odd[j] = high_half(bp[p * kTileCols + j]);
     }
-    for (int r = 0; r < R; ++r) {
-      const float a_even = low_half(ap[r * K2 + p]), a_odd = high_half(ap[r * K2 + p]);
-      for (int64_t j = 0; j < kCols; ++j) {
+    for (int64_t r = 0; r < kTileRows; ++r) {
+      const float a_even = low_half(ap[p * kTileRows + r]), a_odd = high_half(ap[p * kTileRows + r]);
+      for (int64_t j = 0; j < kTileCols; ++j) {
         acc[r][j] = std::fma(a_odd, b_odd[j], acc[r][j]);
         acc[r][j] = std::fma(a_even, b_even[j], acc[r][j]);
       }
     }
   }
-  for (int r = 0; r < R; ++r) std::copy(acc[r], acc[r] + cols, c + r * ldc);
+  for (int64_t r = 0; r < rows; ++r) std::copy(acc[r], acc[r] + cols, c + r * ldc);
 }
 
-template <int R>
-[[gnu::target("avx2,fma")]] void tile_fma_avx2(float* c, int64_t ldc, const uint32_t* ap, int64_t K2,
-                                               const uint32_t* bp, int64_t cols) {
-  tile_fma_body<R>(c, ldc, ap, K2, bp, cols);
+[[gnu::target("avx2,fma")]] void tile_fma_avx2(float* c, int64_t ldc, const uint32_t* ap, const uint32_t* bp,
+                                               int64_t pairs, int64_t rows, int64_t cols, bool accumulate) {
+  tile_fma_body(c, ldc, ap, bp, pairs, rows, cols, accumulate);
 }
 
-template <int R>
-void tile_fma_baseline(float* c, int64_t ldc, const uint32_t* ap, int64_t K2, const uint32_t* bp, int64_t cols) {
-  tile_fma_body<R>(c, ldc, ap, K2, bp, cols);
+void tile_fma_baseline(float* c, int64_t ldc, const uint32_t* ap, const uint32_t* bp, int64_t pairs, int64_t rows,
+                       int64_t cols, bool accumulate) {
+  tile_fma_body(c, ldc, ap, bp, pairs, rows, cols, accumulate);
 }
 
 // Denormal inputs read as zero (DAZ) and denormal results written as zero (FTZ) while the FMA
@@ -135,27 +295,39 @@ class FlushDenormals {
   unsigned saved_;
 };
 
-using Tile = void (*)(float*, int64_t, const uint32_t*, int64_t, const uint32_t*, int64_t);
+using Tile = void (*)(float*, int64_t, const uint32_t*, const uint32_t*, int64_t, int64_t, int64_t, bool);
 
-template <template <int> class Pick>
-Tile tile_for_rows(int64_t rows) {
-  switch (rows) {
-    case 1: return Pick<1>::tile;
-    case 2: return Pick<2>::tile;
-    case 3: return Pick<3>::tile;
-    case 4: return Pick<4>::tile;
-    case 5: return Pick<5>::tile;
-    default: return Pick<6>::tile;
-  }
+Tile tile_of(Kernel kernel) {
+  if (kernel == Kernel::kAvx512Bf16) return tile_avx512_bf16;
+  return isa_available(Isa::kAvx2) ? tile_fma_avx2 : tile_fma_baseline;
 }
-template <int R> struct Bf16Tile { static constexpr Tile tile = tile_avx512_bf16<R>; };
-template <int R> struct FmaAvx2Tile { static constexpr Tile tile = tile_fma_avx2<R>; };
-template <int R> struct FmaBaselineTile { static constexpr Tile tile = tile_fma_baseline<R>; };
 
-Tile tile_of(Kernel kernel, int64_t rows) {
-  if (kernel == Kernel::kAvx512Bf16) return tile_for_rows<Bf16Tile>(rows);
-  if (isa_available(Isa::kAvx2)) return tile_for_rows<FmaAvx2Tile>(rows);
-  return tile_for_rows<FmaBaselineTile>(rows);
+// --- the loops ---------------------------------------------------------------------------------
+
+// Rows [t0 kTileRows, t1 kTileRows) of C (clipped to M), from A and B packed whole (bp).
+void multiply_row_tiles(float* c, int64_t ldc, const Operand& a, const uint32_t* bp, int64_t t0, int64_t t1, int64_t M,
+                        int64_t N, int64_t K, Kernel kernel) {
+  std::optional<FlushDenormals> flush;
+  if (kernel == Kernel::kFma) flush.emplace();
+  const Tile tile = tile_of(kernel);
+  const int64_t K2 = (K + 1) / 2, panels = (N + kTileCols - 1) / kTileCols;
+  const int64_t k_blocks = (K2 + kMaxBlockPairs - 1) / kMaxBlockPairs;  // equal blocks, none much shorter
+  const int64_t block_pairs = (K2 + k_blocks - 1) / k_blocks;
+  std::vector<uint32_t> ap(static_cast<size_t>(kBlockTiles * kTileRows * block_pairs));
+  for (int64_t tb = t0; tb < t1; tb += kBlockTiles) {
+    const int64_t te = std::min(t1, tb + kBlockTiles);
+    for (int64_t p0 = 0; p0 < K2; p0 += block_pairs) {
+      const int64_t pairs = std::min(block_pairs, K2 - p0);
+      pack_a_block(ap.data(), a, tb, te, p0, pairs, M, K);
+      for (int64_t q = 0; q < panels; ++q) {
+        const uint32_t* b_block = bp + (q * K2 + p0) * kTileCols;
+        const int64_t cols = std::min(kTileCols, N - q * kTileCols);
+        for (int64_t t = tb; t < te; ++t)
+          tile(c + t * kTileRows * ldc + q * kTileCols, ldc, ap.data() + (t - tb) * pairs * kTileRows, b_block, pairs,
+               std::min(kTileRows, M - t * kTileRows), cols, p0 > 0);
+      }
+    }
+  }
 }
 
 }  // namespace
@@ -170,19 +342,24 @@ const char* kernel_name(Kernel kernel) { return kernel == Kernel::kAvx512Bf16 ? 
 
 void gemm(float* c, int64_t ldc, const Operand& a, const Operand& b, int64_t M, int64_t N, int64_t K, Kernel kernel) {
   if (M == 0 || N == 0) return;
-  const int64_t K2 = (K + 1) / 2, panels = (N + kCols - 1) / kCols;
-  const std::vector<uint32_t> ap = pack_a(a, M, K), bp = pack_b(b, N, K);
-  parallel_for(0, panels, 1, [&](int64_t first, int64_t last) {
-    std::optional<FlushDenormals> flush;
-    if (kernel == Kernel::kFma) flush.emplace();
-    for (int64_t q = first; q < last; ++q) {
-      const int64_t cols = std::min(kCols, N - q * kCols);
-      for (int64_t i = 0; i < M; i += kRows) {
-        const int64_t rows = std::min(kRows, M - i);
-        tile_of(kernel, rows)(c + i * ldc + q * kCols, ldc, ap.data() + i * K2, K2, bp.data() + q * K2 * kCols, cols);
-      }
-    }
-  });
+  if (K <= 0) {  // the empty sum
+    for (int64_t i = 0; i < M; ++i) std::fill(c + i * ldc, c + i * ldc + N, 0.0f);
+    return;
+  }
+  const int64_t K2 = (K + 1) / 2, panels = (N + kTileCols - 1) / kTileCols;
+  const int64_t tiles = (M + kTileRows - 1) / kTileRows;
+  // Small products stay on this thread; larger ones split B's packing by panels and the product by
+  // row tiles, each range whole tiles (so the split never changes a sum).
+  const bool one_thread = M * N * K < kSmallProduct;
+  auto split = [&](int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
+    if (one_thread) fn(0, n);
+    else parallel_for(0, n, 1, fn);
+  };
+  std::vector<uint32_t> bp(static_cast<size_t>(panels * K2 * kTileCols));
+  split(panels, [&](int64_t q0, int64_t q1) { pack_b_panels(bp.data(), b, q0, q1, N, K); });
+  split(tiles, [&](int64_t t0, int64_t t1) { multiply_row_tiles(c, ldc, a, bp.data(), t0, t1, M, N, K, kernel); });
 }
 
 }  // namespace tg::kernels::bf16_gemm
+
+#pragma GCC diagnostic pop
