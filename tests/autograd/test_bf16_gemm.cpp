@@ -1,7 +1,9 @@
 // kernels/bf16_gemm.h: bfloat16 operands, float32 sums. Against the float64 product of the
 // rounded inputs within float32 accumulation's bound, at odd sizes, K = 1 and transposed
 // operands, given as float32 or as bfloat16; the FMA kernel against vdpbf16ps bit for bit where the CPU has it; and
-// the same bits at 1 and 2 threads.
+// the same bits at 1 and 2 threads. Sizes cross the kernel's blocks (k-blocks of up to 256, row
+// blocks of 192, tiles of 12 x 32), and the vector packing (a contiguous row or column) gives the
+// bits of the scalar one (any other strides) on NaNs, infinities, denormals and ties.
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -56,7 +58,11 @@ double element(const Operand& m, int64_t i, int64_t j) {
 
 const std::vector<Case> kCases = {{1, 1, 1, false, false},    {7, 33, 5, false, false},  {6, 32, 2, false, false},
                                   {13, 17, 1, true, false},   {5, 64, 129, false, true}, {64, 96, 130, true, true},
-                                  {100, 50, 300, false, false}, {3, 200, 64, false, true}};
+                                  {100, 50, 300, false, false}, {3, 200, 64, false, true},
+                                  // across the blocks: K past one and two k-blocks (odd, and not a
+                                  // multiple of the block), M past a row block, N past the tile
+                                  {199, 70, 515, false, false}, {205, 33, 257, true, true},
+                                  {26, 100, 1, true, false},   {1, 1, 600, false, true}};
 
 void expect_within_accumulation_bound(const std::vector<float>& c, const Operand& a, const Operand& b, int64_t M,
                                       int64_t N, int64_t K, const std::string& what) {
@@ -127,7 +133,7 @@ TEST(Bf16Gemm, TheFmaKernelGivesVdpbf16psBitsExactly) {
 }
 
 TEST(Bf16Gemm, AnyThreadCountGivesTheSameBits) {
-  const Case t{37, 300, 77, false, true};
+  const Case t{150, 300, 277, false, true};  // big enough to run on threads
   const std::vector<float> a = random_values(t.M * t.K, 5), b = random_values(t.K * t.N, 6);
   const int threads = get_num_threads();
   for (const Kernel kernel : {Kernel::kFma, best_kernel()}) {
@@ -138,6 +144,103 @@ TEST(Bf16Gemm, AnyThreadCountGivesTheSameBits) {
     EXPECT_EQ(one, two) << kernel_name(kernel);
   }
   set_num_threads(threads);
+}
+
+// Special float32 bits: NaNs (quiet, signalling, with payloads), infinities, zeros, denormals
+// (some round up to the smallest normal bfloat16), ties (to even, both ways), the largest float
+// (rounds to infinity), the smallest normal; then ordinary values of many exponents.
+const std::vector<uint32_t> kSpecialFloats = {0x7FC00000, 0xFFC00001, 0x7F800001, 0xFF8FFFFF, 0x7F800000,
+                                              0xFF800000, 0x00000000, 0x80000000, 0x00000001, 0x807FFFFF,
+                                              0x007F8000, 0x007F7FFF, 0x00408000, 0x3F808000, 0x3F818000,
+                                              0xBF808001, 0x7F7FFFFF, 0x00800000, 0x80800000};
+// Special bfloat16 bits, passed through as they are: NaN payloads, a denormal, infinity.
+const std::vector<uint16_t> kSpecialBfloat16 = {0x7FC1, 0xFF81, 0x7F81, 0x0001, 0x807F, 0x7F80, 0x0080};
+
+// n values, a quarter special, the rest normal times 2^e for e in [-120, 120].
+std::vector<float> special_values(int64_t n, uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v) {
+    const uint32_t pick = gen() % 100;
+    x = pick < 25 ? std::bit_cast<float>(kSpecialFloats[gen() % kSpecialFloats.size()])
+                  : std::ldexp(normal(gen), static_cast<int>(gen() % 241) - 120);
+  }
+  return v;
+}
+
+// A (rows, cols) operand's elements, copied to a fresh buffer read at strides (2 cols + 3, 2):
+// neither is 1, so the kernel packs the copy on its scalar path.
+struct Spread {
+  std::vector<float> f;
+  std::vector<BFloat16> h;
+  Operand op;
+};
+Spread spread(const Operand& m, int64_t rows, int64_t cols) {
+  Spread s;
+  const int64_t rs = 2 * cols + 3, cs = 2, n = rows * rs;
+  if (m.dtype == kBFloat16) s.h.resize(static_cast<size_t>(n));
+  else s.f.resize(static_cast<size_t>(n));
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) {
+      const int64_t from = i * m.row_stride + j * m.col_stride, to = i * rs + j * cs;
+      if (m.dtype == kBFloat16) s.h[to] = static_cast<const BFloat16*>(m.data)[from];
+      else s.f[to] = static_cast<const float*>(m.data)[from];
+    }
+  s.op = {m.dtype == kBFloat16 ? static_cast<const void*>(s.h.data()) : s.f.data(), m.dtype, rs, cs};
+  return s;
+}
+
+std::vector<uint32_t> bits_of(const std::vector<float>& v) {
+  std::vector<uint32_t> bits(v.size());
+  for (size_t i = 0; i < v.size(); ++i) bits[i] = std::bit_cast<uint32_t>(v[i]);
+  return bits;
+}
+
+// c of a @ b, and of the same elements read through spread copies: the same bits, NaNs included.
+void expect_packing_agrees(const Operand& a, const Operand& b, int64_t M, int64_t N, int64_t K, const std::string& what) {
+  const Spread a2 = spread(a, M, K), b2 = spread(b, K, N);
+  for (const Kernel kernel : {Kernel::kFma, Kernel::kAvx512Bf16}) {
+    if (!kernel_available(kernel)) continue;
+    std::vector<float> c(static_cast<size_t>(M * N), -1.0f), c2 = c;
+    gemm(c.data(), N, a, b, M, N, K, kernel);
+    gemm(c2.data(), N, a2.op, b2.op, M, N, K, kernel);
+    EXPECT_EQ(bits_of(c), bits_of(c2)) << what << " " << kernel_name(kernel);
+  }
+}
+
+TEST(Bf16Gemm, VectorPackingGivesTheScalarBitsOnSpecialValues) {
+  const int64_t M = 37, N = 45, K = 67;  // none a multiple of 16, the tile or 2
+  const std::vector<float> a = special_values(M * K, 11), b = special_values(K * N, 12);
+  for (const bool at : {false, true})
+    for (const bool bt : {false, true}) {
+      const Case t{M, N, K, at, bt};
+      expect_packing_agrees(operand_a(t, a.data(), kFloat32), operand_b(t, b.data(), kFloat32), M, N, K,
+                            std::string("float32 a_t ") + (at ? "1" : "0") + " b_t " + (bt ? "1" : "0"));
+    }
+}
+
+TEST(Bf16Gemm, VectorPackingPassesBfloat16BitsThrough) {
+  const int64_t M = 29, N = 40, K = 35;
+  std::vector<BFloat16> a = rounded(random_values(M * K, 13)), b = rounded(random_values(K * N, 14));
+  for (size_t i = 0; i < a.size(); i += 5) a[i] = BFloat16::from_bits(kSpecialBfloat16[i % kSpecialBfloat16.size()]);
+  for (size_t i = 0; i < b.size(); i += 7) b[i] = BFloat16::from_bits(kSpecialBfloat16[i % kSpecialBfloat16.size()]);
+  for (const bool at : {false, true})
+    for (const bool bt : {false, true}) {
+      const Case t{M, N, K, at, bt};
+      expect_packing_agrees(operand_a(t, a.data(), kBFloat16), operand_b(t, b.data(), kBFloat16), M, N, K,
+                            std::string("bfloat16 a_t ") + (at ? "1" : "0") + " b_t " + (bt ? "1" : "0"));
+    }
+}
+
+TEST(Bf16Gemm, ZeroStridesGiveTheBitsOfTheBroadcastCopy) {
+  const int64_t M = 30, N = 50, K = 41;
+  const std::vector<float> row = random_values(K, 15), col = random_values(M, 16), b = random_values(K * N, 17);
+  const Operand bm{b.data(), kFloat32, N, 1};
+  expect_packing_agrees({row.data(), kFloat32, 0, 1}, bm, M, N, K, "every row of A the same");
+  expect_packing_agrees({col.data(), kFloat32, 1, 0}, bm, M, N, K, "every column of A the same");
+  expect_packing_agrees({col.data(), kFloat32, 1, 0}, {row.data(), kFloat32, 1, 0}, M, N, K,
+                        "every column of B the same");
 }
 
 }  // namespace
