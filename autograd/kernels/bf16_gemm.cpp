@@ -172,15 +172,26 @@ __mmask32 first_lanes32(int64_t n) { return n >= 32 ? 0xFFFFFFFFu : n <= 0 ? 0u 
 
 // pack_pairs_scalar where k is contiguous (k_stride 1): 16 others x 16 pairs at a time, each other's
 // 32 elements one row of words, then the 16 x 16 words transposed into pair-major order.
+// The rows are 16 streams through memory, too many for the hardware prefetcher to follow: each
+// load asks for the same row's data two steps ahead.
 [[gnu::target("avx512f,avx512bw,avx512vl")]] void pack_pairs_along(uint32_t* dst, const PairSource& s, int64_t other0, int64_t others, int64_t p0,
                                      int64_t pairs, int64_t width) {
+  const int64_t element_bytes = s.dtype == kBFloat16 ? 2 : 4;
   for (int64_t pb = 0; pb < pairs; pb += 16) {
     const int64_t k0 = 2 * (p0 + pb);
     for (int64_t o = 0; o < width; o += 16) {
       __m512i rows[16];
-      for (int64_t r = 0; r < 16; ++r)
-        rows[r] = o + r < others ? load_pairs_along_k(s, (other0 + o + r) * s.other_stride + k0, s.K - k0)
-                                 : _mm512_setzero_si512();
+      for (int64_t r = 0; r < 16; ++r) {
+        if (o + r >= others) {
+          rows[r] = _mm512_setzero_si512();
+          continue;
+        }
+        const int64_t at = (other0 + o + r) * s.other_stride + k0;
+        const char* ahead = static_cast<const char*>(s.data) + (at + 64) * element_bytes;
+        _mm_prefetch(ahead, _MM_HINT_T0);
+        _mm_prefetch(ahead + 64, _MM_HINT_T0);
+        rows[r] = load_pairs_along_k(s, at, s.K - k0);
+      }
       transpose16x16(rows);
       for (int64_t p = 0; p < std::min<int64_t>(16, pairs - pb); ++p)
         _mm512_mask_storeu_epi32(dst + (pb + p) * width + o, first_lanes16(width - o), rows[p]);
