@@ -1,7 +1,7 @@
 // kernels/bf16_gemm.h: bfloat16 operands, float32 sums. Against the float64 product of the
 // rounded inputs within float32 accumulation's bound, at odd sizes, K = 1 and transposed
 // operands, given as float32 or as bfloat16; the FMA kernel against vdpbf16ps bit for bit where the CPU has it; and
-// the same bits at 1 and 2 threads. Sizes cross the kernel's blocks (k-blocks of up to 256, row
+// the same bits at 1 and 2 threads. Sizes cross the kernel's blocks (k-blocks of up to 384, row
 // blocks of 192, tiles of 12 x 32), and the vector packing (a contiguous row or column) gives the
 // bits of the scalar one (any other strides) on NaNs, infinities, denormals and ties.
 #include <gtest/gtest.h>
@@ -61,7 +61,7 @@ const std::vector<Case> kCases = {{1, 1, 1, false, false},    {7, 33, 5, false, 
                                   {100, 50, 300, false, false}, {3, 200, 64, false, true},
                                   // across the blocks: K past one and two k-blocks (odd, and not a
                                   // multiple of the block), M past a row block, N past the tile
-                                  {199, 70, 515, false, false}, {205, 33, 257, true, true},
+                                  {199, 70, 515, false, false}, {205, 33, 1201, true, true},
                                   {26, 100, 1, true, false},   {1, 1, 600, false, true}};
 
 void expect_within_accumulation_bound(const std::vector<float>& c, const Operand& a, const Operand& b, int64_t M,
