@@ -107,7 +107,7 @@ __mmask32 first_lanes32(int64_t n) { return n >= 32 ? 0xFFFFFFFFu : n <= 0 ? 0u 
   return _mm512_mask_mov_epi32(rounded, _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), _mm512_set1_epi32(-1));
 }
 
-// 16 elements at data[at + l * stride-1 ... ] (consecutive) as bfloat16 bits in each lane's high
+// The 16 consecutive elements data[at], data[at + 1], ... as bfloat16 bits in each lane's high
 // half; lanes outside `lanes` read nothing and give zero.
 [[gnu::target("avx512f,avx512bw,avx512vl")]] __m512i load16_high(const PairSource& s, int64_t at, __mmask16 lanes) {
   if (s.dtype == kBFloat16) {
@@ -315,7 +315,8 @@ Tile tile_of(Kernel kernel) {
 
 // --- the loops ---------------------------------------------------------------------------------
 
-// Rows [t0 kTileRows, t1 kTileRows) of C (clipped to M), from A and B packed whole (bp).
+// Rows [t0 kTileRows, t1 kTileRows) of C (clipped to M), from A (packed here, a block at a time)
+// and B (packed whole, bp).
 void multiply_row_tiles(float* c, int64_t ldc, const Operand& a, const uint32_t* bp, int64_t t0, int64_t t1, int64_t M,
                         int64_t N, int64_t K, Kernel kernel) {
   std::optional<FlushDenormals> flush;
