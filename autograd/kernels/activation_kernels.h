@@ -29,19 +29,33 @@ inline Isa best_isa() { return kernels::best_isa(Isa::kAvx2); }
 constexpr double kSqrt2OverPi = 0.7978845608028654;  // sqrt(2/pi)
 constexpr double kGeluCubic = 0.044715;
 
+// The argument of gelu(tanh)'s tanh: sqrt(2/pi) (x + c x^3).
+template <class T>
+T gelu_tanh_inner(T x) {
+  return static_cast<T>(kSqrt2OverPi) * (x + static_cast<T>(kGeluCubic) * x * x * x);
+}
+
+// gelu and its derivative at x, given t = tanh(gelu_tanh_inner(x)).
+template <class T>
+T gelu_tanh_value_at(T x, T t) {
+  return static_cast<T>(0.5) * x * (static_cast<T>(1) + t);
+}
+template <class T>
+T gelu_tanh_derivative_at(T x, T t) {
+  const T k = static_cast<T>(kSqrt2OverPi), c = static_cast<T>(kGeluCubic);
+  return static_cast<T>(0.5) * (1 + t) + static_cast<T>(0.5) * x * (1 - t * t) * k * (1 + 3 * c * x * x);
+}
+
 template <class T, class Tanh>
 T gelu_tanh_value(T x, Tanh tanh) {
-  const T inner = static_cast<T>(kSqrt2OverPi) * (x + static_cast<T>(kGeluCubic) * x * x * x);
-  return static_cast<T>(0.5) * x * (static_cast<T>(1) + tanh(inner));
+  return gelu_tanh_value_at(x, tanh(gelu_tanh_inner(x)));
 }
 
 // d/dx gelu_tanh_value. Recomputes t from x: saving x alone for backward keeps one tensor
 // alive instead of two, and the tanh is cheap next to reading them.
 template <class T, class Tanh>
 T gelu_tanh_derivative(T x, Tanh tanh) {
-  const T k = static_cast<T>(kSqrt2OverPi), c = static_cast<T>(kGeluCubic);
-  const T t = tanh(k * (x + c * x * x * x));
-  return static_cast<T>(0.5) * (1 + t) + static_cast<T>(0.5) * x * (1 - t * t) * k * (1 + 3 * c * x * x);
+  return gelu_tanh_derivative_at(x, tanh(gelu_tanh_inner(x)));
 }
 
 template <class T, class Exp>
@@ -53,6 +67,10 @@ T sigmoid_value(T x, Exp exp) {
 
 void gelu_tanh_forward(float* out, const float* inp, int64_t N, Isa isa = best_isa());
 void gelu_tanh_backward(float* dinp, const float* dout, const float* inp, int64_t N, Isa isa = best_isa());
+// out = gelu(inp) and deriv = gelu'(inp) in one pass, one tanh per element: the bits of
+// gelu_tanh_forward and of gelu_tanh_backward's factor (dinp = dout * deriv). For feed_forward's
+// backward, which needs both.
+void gelu_tanh_value_and_derivative(float* out, float* deriv, const float* inp, int64_t N, Isa isa = best_isa());
 void tanh_forward(float* out, const float* inp, int64_t N, Isa isa = best_isa());
 void sigmoid_forward(float* out, const float* inp, int64_t N, Isa isa = best_isa());
 

@@ -17,6 +17,8 @@
 // separate multiply).
 #include <cmath>
 #include <numbers>
+#include <optional>
+#include <utility>
 
 #include "autograd/ops.h"
 #include "autograd/kernels/activation_kernels.h"
@@ -156,6 +158,18 @@ Tensor gelu_backward(const Tensor& grad_out, const Tensor& x, const std::string&
         std::exp(static_cast<T>(-0.5) * v * v) * static_cast<T>(std::numbers::inv_sqrtpi / std::numbers::sqrt2);
     return cdf + v * pdf;
   });
+}
+
+std::optional<std::pair<Tensor, Tensor>> gelu_tanh_value_and_derivative(const Tensor& x) {
+  if (!fast_f32(x)) return std::nullopt;
+  Tensor y = make_empty(x.sizes(), kFloat32), d = make_empty(x.sizes(), kFloat32);
+  float* out = y.data_ptr<float>();
+  float* deriv = d.data_ptr<float>();
+  const float* inp = x.data_ptr<float>();
+  for_elements(x.numel(), [&](int64_t begin, int64_t end) {
+    K::gelu_tanh_value_and_derivative(out + begin, deriv + begin, inp + begin, end - begin);
+  });
+  return std::pair{y, d};
 }
 
 Tensor gelu(const Tensor& x, const std::string& approximate) {

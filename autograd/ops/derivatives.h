@@ -9,7 +9,9 @@
 //   very code the separate ops' tape entries run, not a copy of it.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <utility>
 
 #include "autograd/tape.h"
 #include "autograd/tensor.h"
@@ -46,5 +48,9 @@ Tensor matmul_reference(const Tensor& a, const Tensor& b);
 
 // gelu (ops/activation.cpp): dx = g * gelu'(x), approximate "none" or "tanh"
 Tensor gelu_backward(const Tensor& grad_out, const Tensor& x, const std::string& approximate);
+// gelu(x, "tanh") and gelu'(x) in one pass (one tanh per element) for a contiguous float32 x with
+// the fast kernels on, else nullopt: the bits of gelu(x, "tanh"), and gelu_backward(g, x, "tanh")
+// is exactly g * gelu'(x). Records nothing.
+std::optional<std::pair<Tensor, Tensor>> gelu_tanh_value_and_derivative(const Tensor& x);
 
 }  // namespace tg

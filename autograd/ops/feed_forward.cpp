@@ -26,7 +26,10 @@
 // (ops/derivatives.h: matmul's da and db, gelu's dx) with the same operands (the weights as
 // transposed views, as linear passes them), and hands the bias gradients to the tape as dy and
 // dh, which the tape sums to (C_out) and (H) by its own sum_to, as it does behind add's entry.
-// a = gelu(h) recomputed is the forward's a exactly: the same kernel on the same h.
+// a = gelu(h) recomputed is the forward's a exactly: the same element formula on the same h, and
+// for "tanh" one pass gives both a and gelu'(h) (one tanh per element instead of two), the bits
+// of gelu and gelu_backward.
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -113,10 +116,18 @@ Tensor feed_forward(const Tensor& x, const Tensor& w1, const Tensor& b1, const T
            const Tensor& h = ctx.saved[1];
            const Tensor& w2 = ctx.saved[3];
            Grads grads(5);
-           if (ctx.needs_grad[3]) grads[3] = linear_weight_grad(dy, gelu(h, approximate));  // a recomputed
+           // a = gelu(h) recomputed; for "tanh" with gelu'(h) in the same pass (one tanh per element)
+           std::optional<std::pair<Tensor, Tensor>> a_and_derivative;
+           if (approximate == "tanh") a_and_derivative = gelu_tanh_value_and_derivative(h);
+           if (ctx.needs_grad[3]) {
+             grads[3] = linear_weight_grad(dy, a_and_derivative ? a_and_derivative->first : gelu(h, approximate));
+           }
+           if (a_and_derivative) a_and_derivative->first = Tensor();  // a is freed here
            if (ctx.needs_grad[4]) grads[4] = dy;  // the tape sums it to (C_out)
            if (!(ctx.needs_grad[0] || ctx.needs_grad[1] || ctx.needs_grad[2])) return grads;
-           const Tensor dh = gelu_backward(matmul_backward_a(dy, w2.t(), h.dim()), h, approximate);  // (..., H)
+           const Tensor da = matmul_backward_a(dy, w2.t(), h.dim());  // (..., H)
+           const Tensor dh = a_and_derivative ? da * a_and_derivative->second  // gelu_backward's g * gelu'(h)
+                                              : gelu_backward(da, h, approximate);
            if (ctx.needs_grad[0]) grads[0] = matmul_backward_a(dh, ctx.saved[2].t(), x_dim);
            if (ctx.needs_grad[1]) grads[1] = linear_weight_grad(dh, ctx.saved[0]);
            if (ctx.needs_grad[2]) grads[2] = dh;  // the tape sums it to (H)

@@ -55,7 +55,9 @@ TEST_P(AutocastModes, MatmulIsTheFloat32ProductOfTheRoundedInputs) {
     EXPECT_TRUE(all_close(out, matmul_reference(rounded(a), rounded(b)), atol_for(K), 1e-6))
         << shape_str(s.a) << " @ " << shape_str(s.b);
     // and it is not float32's product: the rounding shows
-    if (K > 4) EXPECT_FALSE(all_close(out, matmul_reference(a, b), 1e-6, 1e-6)) << shape_str(s.a);
+    if (K > 4) {
+      EXPECT_FALSE(all_close(out, matmul_reference(a, b), 1e-6, 1e-6)) << shape_str(s.a);
+    }
   }
 }
 
