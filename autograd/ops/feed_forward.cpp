@@ -125,9 +125,10 @@ Tensor feed_forward(const Tensor& x, const Tensor& w1, const Tensor& b1, const T
            if (a_and_derivative) a_and_derivative->first = Tensor();  // a is freed here
            if (ctx.needs_grad[4]) grads[4] = dy;  // the tape sums it to (C_out)
            if (!(ctx.needs_grad[0] || ctx.needs_grad[1] || ctx.needs_grad[2])) return grads;
-           const Tensor da = matmul_backward_a(dy, w2.t(), h.dim());  // (..., H)
-           const Tensor dh = a_and_derivative ? da * a_and_derivative->second  // gelu_backward's g * gelu'(h)
-                                              : gelu_backward(da, h, approximate);
+           Tensor dh = matmul_backward_a(dy, w2.t(), h.dim());  // da (..., H), then dh in its place
+           if (a_and_derivative) dh.mul_(a_and_derivative->second);  // gelu_backward's g * gelu'(h)
+           else dh = gelu_backward(dh, h, approximate);
+           a_and_derivative.reset();  // gelu'(h) is freed here
            if (ctx.needs_grad[0]) grads[0] = matmul_backward_a(dh, ctx.saved[2].t(), x_dim);
            if (ctx.needs_grad[1]) grads[1] = linear_weight_grad(dh, ctx.saved[0]);
            if (ctx.needs_grad[2]) grads[2] = dh;  // the tape sums it to (H)
