@@ -20,9 +20,9 @@
 namespace tg::activation_kernels {
 
 // Every copy of a loop (kernels::run_on, isa.h) gives the same bits (see vec_math.h). The
-// loops run the AVX2 copy at most (activation_kernels.cpp says why).
+// loops run the widest copy the CPU has (activation_kernels.cpp says why).
 using kernels::Isa;
-inline Isa best_isa() { return kernels::best_isa(Isa::kAvx2); }
+inline Isa best_isa() { return kernels::best_isa(Isa::kAvx512); }
 
 // --- the element formulas, for any floating T and any tanh --------------------------------------
 
