@@ -94,12 +94,19 @@ void raw_sgemm(float* c, const float* a, const float* b, int64_t M, int64_t N, i
             const_cast<float*>(b), rsb, csb, &zero, c, N, 1);
 }
 
+namespace {
+// GFLOP/s of one n x n x n product (2 n^3 flops) taking `seconds`.
+double cube_gflops(int64_t n, double seconds) {
+  return 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n) / seconds * 1e-9;
+}
+}  // namespace
+
 double sgemm_peak_gflops(int64_t n, int repeats) {
   const Tensor a = random_matrix({n, n}, 1), b = random_matrix({n, n}, 2);
   std::vector<float> c(static_cast<size_t>(n * n));  // (n,n)
   const double s = best_seconds(
       [&] { raw_sgemm(c.data(), a.data_ptr<float>(), b.data_ptr<float>(), n, n, n, n, 1, n, 1); }, repeats);
-  return 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n) / s * 1e-9;
+  return cube_gflops(n, s);
 }
 
 double bf16_gemm_peak_gflops(int64_t n, int repeats) {
@@ -108,7 +115,7 @@ double bf16_gemm_peak_gflops(int64_t n, int repeats) {
   std::vector<float> c(static_cast<size_t>(n * n));  // (n,n)
   const bf::Operand pa{a.raw_data(), kBFloat16, n, 1}, pb{b.raw_data(), kBFloat16, n, 1};
   const double s = best_seconds([&] { bf::gemm(c.data(), n, pa, pb, n, n, n, kernels::bf16_kernel()); }, repeats);
-  return 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n) / s * 1e-9;
+  return cube_gflops(n, s);
 }
 
 double stream_gbps(Stream kind, int64_t n, int repeats) {

@@ -129,9 +129,8 @@ Tensor masked_scaled_attention(const Tensor& q, const Tensor& k, const Tensor& v
   });
   // q, k and v are only read by products: under autocast they are kept as bfloat16 copies
   const bool recorded = should_record({q, k, v});
-  record("MaskedScaledAttentionBackward0", {q, k, v}, out,
-         {recorded ? kept_for_product(q) : q, recorded ? kept_for_product(k) : k,
-          recorded ? kept_for_product(v) : v, full_mask},
+  auto keep = [recorded](const Tensor& t) { return recorded ? kept_for_product(t) : t; };
+  record("MaskedScaledAttentionBackward0", {q, k, v}, out, {keep(q), keep(k), keep(v), full_mask},
          [d_k, options](const BackwardArgs& ctx) {
            const Tensor &q = ctx.saved[0], &k = ctx.saved[1], &v = ctx.saved[2], &mask = ctx.saved[3];
            const ScalarType grad_dtype = ctx.grad_out.dtype();  // q, k, v may be kept as bfloat16 copies

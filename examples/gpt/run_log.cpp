@@ -1,8 +1,6 @@
 // examples/gpt/run_log.cpp — loss.csv, summary.json and the progress display.
 #include "examples/gpt/run_log.h"
 
-#include "autograd/kernels/gemm.h"
-
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -14,6 +12,7 @@
 #include "autograd/error.h"
 #include "autograd/fast_kernels.h"
 #include "autograd/io/json.h"
+#include "autograd/kernels/gemm.h"
 #include "autograd/runtime/memory.h"
 #include "examples/common/plots.h"
 
