@@ -10,6 +10,8 @@
 #include <ostream>
 #include <sstream>
 
+#include "autograd/fast_kernels.h"
+#include "autograd/kernels/convert_kernels.h"
 #include "autograd/ops.h"
 #include "autograd/ops/derivatives.h"
 #include "autograd/loops.h"
@@ -307,20 +309,35 @@ void copy_values(const Tensor& dst, const Tensor& src, const char* op) {
       D* d = dst.data_ptr<D>();
       const S* s = src.data_ptr<S>();
       const auto convert = [op](S v, int64_t index) { return convert_element<D>(v, op, index); };
+      // n elements lying whole in memory on both sides, the first at row-major index `first`
+      const auto copy_run = [&](D* to, const S* from, int64_t n, int64_t first) {
+        if constexpr (std::is_same_v<D, S>) {
+          std::memcpy(to, from, static_cast<size_t>(n) * sizeof(D));
+        } else if constexpr (std::is_same_v<D, BFloat16> && std::is_same_v<S, float>) {
+          if (fast_kernels()) convert_kernels::round_to_bf16(to, from, n);  // the same bits, vectorised
+          else for (int64_t i = 0; i < n; ++i) to[i] = convert(from[i], first + i);
+        } else {
+          for (int64_t i = 0; i < n; ++i) to[i] = convert(from[i], first + i);
+        }
+      };
       if (dst.is_contiguous() && src.is_contiguous() && src.sizes() == dst.sizes()) {
         const int64_t n = dst.numel();
-        if constexpr (std::is_same_v<D, S>) {
-          std::memcpy(d, s, static_cast<size_t>(n) * sizeof(D));
+        if constexpr (std::is_same_v<D, BFloat16> && std::is_same_v<S, float>) {  // cannot fail: split it
+          for_elements(n, [&](int64_t begin, int64_t end) { copy_run(d + begin, s + begin, end - begin, begin); });
         } else {
-          for (int64_t i = 0; i < n; ++i) d[i] = convert(s[i], i);
+          copy_run(d, s, n, 0);
         }
         return;
       }
       int64_t row_start = 0;  // rows come in row-major order, all of the same length
       for_each_row<2>(dst.sizes(), {dst.strides().data(), ss.data()}, {0, 0},
                       [&](const std::array<int64_t, 2>& off, int64_t len, const std::array<int64_t, 2>& st) {
-                        for (int64_t i = 0; i < len; ++i)
-                          d[off[0] + i * st[0]] = convert(s[off[1] + i * st[1]], row_start + i);
+                        if (st[0] == 1 && st[1] == 1) {  // a row lying whole in memory (a head of q, k, v)
+                          copy_run(d + off[0], s + off[1], len, row_start);
+                        } else {
+                          for (int64_t i = 0; i < len; ++i)
+                            d[off[0] + i * st[0]] = convert(s[off[1] + i * st[1]], row_start + i);
+                        }
                         row_start += len;
                       });
     });

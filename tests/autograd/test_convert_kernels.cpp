@@ -1,0 +1,93 @@
+// tests/autograd/test_convert_kernels.cpp — the vectorised float32 -> bfloat16 loop
+// (autograd/kernels/convert_kernels.h) against its oracle, BFloat16's constructor (dtype.h):
+//   * every copy the CPU runs (baseline, AVX2, AVX-512), bit for bit, on a sweep through all 2^32
+//     float32 bit patterns (every sign and exponent, so ties, NaNs with any payload, infinities,
+//     denormals and the values that round up to inf) and on lengths that end mid-vector;
+//   * through copy_values: a contiguous and a strided (transposed, head-split) float32 tensor's
+//     .to(kBFloat16) and copy_ into a bfloat16 view give the oracle's bits with the fast kernels
+//     on and off.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cstdint>
+#include <vector>
+
+#include "autograd/fast_kernels.h"
+#include "autograd/kernels/convert_kernels.h"
+#include "autograd/ops.h"
+
+namespace tg {
+namespace {
+
+namespace K = convert_kernels;
+
+std::vector<K::Isa> isas_here() {
+  std::vector<K::Isa> out{K::Isa::kBaseline};
+  for (K::Isa isa : {K::Isa::kAvx2, K::Isa::kAvx512})
+    if (kernels::isa_available(isa)) out.push_back(isa);
+  return out;
+}
+
+// Bit patterns: a step through all 2^32 that is prime (so every low-bit pattern is met), plus
+// the rounding boundaries of a few values and the special ones.
+std::vector<float> sweep_inputs() {
+  std::vector<float> xs;
+  for (uint64_t b = 0; b < (uint64_t{1} << 32); b += 4099) xs.push_back(std::bit_cast<float>(static_cast<uint32_t>(b)));
+  for (uint32_t base : {0x3F800000u, 0x00010000u, 0x7F7F0000u, 0xC0490000u, 0x7F800000u, 0x80000000u}) {
+    for (uint32_t low : {0x0000u, 0x0001u, 0x7FFFu, 0x8000u, 0x8001u, 0xFFFFu})
+      xs.push_back(std::bit_cast<float>(base | low));
+    xs.push_back(std::bit_cast<float>((base | 0x10000u) | 0x8000u));  // a tie with an odd low bit
+  }
+  return xs;
+}
+
+TEST(ConvertKernels, EveryCopyRoundsAsBFloat16BitForBit) {
+  const std::vector<float> xs = sweep_inputs();
+  std::vector<uint16_t> expected(xs.size());
+  for (size_t i = 0; i < xs.size(); ++i) expected[i] = BFloat16(xs[i]).bits;
+  for (K::Isa isa : isas_here()) {
+    for (int64_t n : {int64_t(xs.size()), int64_t(1), int64_t(15), int64_t(17), int64_t(33)}) {
+      std::vector<BFloat16> out(static_cast<size_t>(n) + 1, BFloat16::from_bits(0x1234));
+      K::round_to_bf16(out.data(), xs.data(), n, isa);
+      for (int64_t i = 0; i < n; ++i)
+        ASSERT_EQ(out[i].bits, expected[i]) << kernels::isa_name(isa) << " n=" << n << " at " << i << ": bits 0x"
+                                             << std::hex << std::bit_cast<uint32_t>(xs[i]);
+      EXPECT_EQ(out[n].bits, 0x1234) << kernels::isa_name(isa) << ": wrote past n=" << n;
+    }
+  }
+}
+
+// t.to(kBFloat16) element by element through BFloat16's constructor.
+std::vector<uint16_t> oracle_bits(const Tensor& t) {
+  const Tensor c = t.contiguous();
+  std::vector<uint16_t> out;
+  for (int64_t i = 0; i < c.numel(); ++i) out.push_back(BFloat16(c.data_ptr<float>()[i]).bits);
+  return out;
+}
+
+std::vector<uint16_t> bits_of(const Tensor& t) {
+  const Tensor c = t.contiguous();
+  std::vector<uint16_t> out;
+  for (int64_t i = 0; i < c.numel(); ++i) out.push_back(c.data_ptr<BFloat16>()[i].bits);
+  return out;
+}
+
+TEST(ConvertKernels, ContiguousAndStridedTensorsConvertAsTheOracleOnBothPaths) {
+  manual_seed(3);
+  Tensor x = randn({3, 37, 4, 10}) * 1e3;  // (B, T, NH, hs), odd sizes
+  x.data_ptr<float>()[5] = std::bit_cast<float>(0x7FC00001u);  // a NaN with a payload
+  const Tensor heads = x.transpose(1, 2);                // (B, NH, T, hs): rows of hs in memory
+  const Tensor columns = x.transpose(-1, -2);            // not a single unit-stride row
+  for (bool fast : {true, false}) {
+    FastKernelsGuard mode(fast);
+    for (const Tensor& t : {x, heads, columns}) {
+      EXPECT_EQ(bits_of(t.to(kBFloat16)), oracle_bits(t)) << "fast=" << fast << " shape " << shape_str(t.sizes());
+      Tensor dst = empty({t.size(0), t.size(2), t.size(1), t.size(3)}, kBFloat16).transpose(1, 2);  // strided
+      dst.copy_(t);
+      EXPECT_EQ(bits_of(dst), oracle_bits(t)) << "copy_ fast=" << fast << " shape " << shape_str(t.sizes());
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tg
