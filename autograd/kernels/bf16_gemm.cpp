@@ -26,8 +26,8 @@
 #include <bit>
 #include <cmath>
 #include <functional>
+#include <memory>
 #include <optional>
-#include <vector>
 
 #include "autograd/dtype.h"
 #include "autograd/kernels/isa.h"
@@ -325,17 +325,18 @@ void multiply_row_tiles(float* c, int64_t ldc, const Operand& a, const uint32_t*
   const int64_t K2 = (K + 1) / 2, panels = (N + kTileCols - 1) / kTileCols;
   const int64_t k_blocks = (K2 + kMaxBlockPairs - 1) / kMaxBlockPairs;  // equal blocks, none much shorter
   const int64_t block_pairs = (K2 + k_blocks - 1) / k_blocks;
-  std::vector<uint32_t> ap(static_cast<size_t>(kBlockTiles * kTileRows * block_pairs));
+  // not zeroed first: packing writes every word, the zeros past the edges included
+  const auto ap = std::make_unique_for_overwrite<uint32_t[]>(static_cast<size_t>(kBlockTiles * kTileRows * block_pairs));
   for (int64_t tb = t0; tb < t1; tb += kBlockTiles) {
     const int64_t te = std::min(t1, tb + kBlockTiles);
     for (int64_t p0 = 0; p0 < K2; p0 += block_pairs) {
       const int64_t pairs = std::min(block_pairs, K2 - p0);
-      pack_a_block(ap.data(), a, tb, te, p0, pairs, M, K);
+      pack_a_block(ap.get(), a, tb, te, p0, pairs, M, K);
       for (int64_t q = 0; q < panels; ++q) {
         const uint32_t* b_block = bp + (q * K2 + p0) * kTileCols;
         const int64_t cols = std::min(kTileCols, N - q * kTileCols);
         for (int64_t t = tb; t < te; ++t)
-          tile(c + t * kTileRows * ldc + q * kTileCols, ldc, ap.data() + (t - tb) * pairs * kTileRows, b_block, pairs,
+          tile(c + t * kTileRows * ldc + q * kTileCols, ldc, ap.get() + (t - tb) * pairs * kTileRows, b_block, pairs,
                std::min(kTileRows, M - t * kTileRows), cols, p0 > 0);
       }
     }
@@ -367,9 +368,9 @@ void gemm(float* c, int64_t ldc, const Operand& a, const Operand& b, int64_t M, 
     if (one_thread) fn(0, n);
     else parallel_for(0, n, 1, fn);
   };
-  std::vector<uint32_t> bp(static_cast<size_t>(panels * K2 * kTileCols));
-  split(panels, [&](int64_t q0, int64_t q1) { pack_b_panels(bp.data(), b, q0, q1, N, K); });
-  split(tiles, [&](int64_t t0, int64_t t1) { multiply_row_tiles(c, ldc, a, bp.data(), t0, t1, M, N, K, kernel); });
+  const auto bp = std::make_unique_for_overwrite<uint32_t[]>(static_cast<size_t>(panels * K2 * kTileCols));
+  split(panels, [&](int64_t q0, int64_t q1) { pack_b_panels(bp.get(), b, q0, q1, N, K); });
+  split(tiles, [&](int64_t t0, int64_t t1) { multiply_row_tiles(c, ldc, a, bp.get(), t0, t1, M, N, K, kernel); });
 }
 
 }  // namespace tg::kernels::bf16_gemm
