@@ -142,26 +142,32 @@ TEST_P(AutocastModes, FusedFeedForwardIsItsCompositionBitForBit) {
   for (size_t i = 0; i < fused.size(); ++i) EXPECT_TRUE(same_bytes(fused[i], composed[i])) << "output " << i;
 }
 
-// The output and the gradients of q, k and v, from the fused op or its composition.
-std::vector<Tensor> attention_results(bool fused) {
-  const Tensor q = leaf(normal_tensor({2, 3, 7, 8}, 20, kFloat32)), k = leaf(normal_tensor({2, 3, 7, 8}, 21, kFloat32));
-  const Tensor v = leaf(normal_tensor({2, 3, 7, 8}, 22, kFloat32));
-  const Tensor mask = triu(ones({7, 7}, kBool), 1);
+// The output and the gradients of q, k and v, from the fused op or its composition: T = 7 with a
+// mask tensor, or T = 260 under the causal rule (the fused op's blocks of 64 queries).
+std::vector<Tensor> attention_results(bool fused, int64_t T, bool causal) {
+  const Tensor q = leaf(normal_tensor({2, 3, T, 8}, 20, kFloat32)), k = leaf(normal_tensor({2, 3, T, 8}, 21, kFloat32));
+  const Tensor v = leaf(normal_tensor({2, 3, T, 8}, 22, kFloat32));
+  const Tensor mask = causal ? Tensor() : triu(ones({T, T}, kBool), 1);
+  const MaskedSoftmaxOptions options{.causal = causal};
   Tensor out;
   {
     AutocastGuard autocast(kBFloat16);
     const Tensor qa = q * 1.0, ka = k * 1.0, va = v * 1.0;  // activations, kept as bfloat16
-    out = fused ? masked_scaled_attention(qa, ka, va, mask, 8) : masked_scaled_attention_reference(qa, ka, va, mask, 8);
+    out = fused ? masked_scaled_attention(qa, ka, va, mask, 8, options)
+                : masked_scaled_attention_reference(qa, ka, va, mask, 8, options);
   }
-  out.backward(normal_tensor({2, 3, 7, 8}, 23, kFloat32));
+  out.backward(normal_tensor({2, 3, T, 8}, 23, kFloat32));
   return {out.detach().contiguous(), q.grad(), k.grad(), v.grad()};
 }
 
 TEST_P(AutocastModes, FusedAttentionIsItsCompositionBitForBit) {
   FastKernelsGuard fast(true);
-  const std::vector<Tensor> fused = attention_results(true), composed = attention_results(false);
-  for (size_t i = 0; i < fused.size(); ++i) EXPECT_TRUE(same_bytes(fused[i], composed[i])) << "output " << i;
-  EXPECT_EQ(fused[1].dtype(), kFloat32);
+  for (const auto& [T, causal] : {std::pair<int64_t, bool>{7, false}, {260, true}}) {
+    const std::vector<Tensor> fused = attention_results(true, T, causal);
+    const std::vector<Tensor> composed = attention_results(false, T, causal);
+    for (size_t i = 0; i < fused.size(); ++i) EXPECT_TRUE(same_bytes(fused[i], composed[i])) << "T " << T << " output " << i;
+    EXPECT_EQ(fused[1].dtype(), kFloat32);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(FastAndReference, AutocastModes, ::testing::Bool(),

@@ -88,6 +88,13 @@ std::vector<Case> cases() {
     out.push_back({2, 0, 17, 17, 12, 12, true, 0, false, dt});   // no heads: CausalAttention
     out.push_back({3, 0, 6, 10, 5, 7, false, 0, true, dt});      // no heads, padding
     out.push_back({1, 2, 64, 64, 32, 32, true, 0, true, dt});    // causal and padding
+    // the fused op's causal rule: one block that sees a prefix of the keys (a KV cache's offset,
+    // padding), then blocks of 64 queries from T_q = 256 on (a partial last block; an offset; past
+    // 256 queries dv and dk sum over every query)
+    out.push_back({2, 2, 70, 200, 8, 12, true, 130, true, dt});
+    out.push_back({1, 2, 256, 256, 16, 16, true, 0, false, dt});
+    out.push_back({1, 2, 260, 300, 8, 12, true, 40, true, dt});
+    out.push_back({1, 1, 300, 300, 8, 8, true, 0, false, dt});
   }
   return out;
 }
