@@ -47,19 +47,18 @@ template <class F>
   for (int64_t i = 0; i < N; ++i) out[i] = F{}(a[i], b[i]);
 }
 
-[[gnu::always_inline]] inline void gelu_value_and_derivative_loop(float* out, float* deriv, const float* inp,
-                                                                  int64_t N) {
+[[gnu::always_inline]] inline void gelu_value_and_backward_loop(float* out, float* dinp, const float* inp, int64_t N) {
   for (int64_t i = 0; i < N; ++i) {
     const float x = inp[i], t = vec_math::tanh(gelu_tanh_inner(x));
     out[i] = gelu_tanh_value_at(x, t);
-    deriv[i] = gelu_tanh_derivative_at(x, t);
+    dinp[i] = dinp[i] * gelu_tanh_derivative_at(x, t);
   }
 }
 
 }  // namespace
 
-void gelu_tanh_value_and_derivative(float* out, float* deriv, const float* inp, int64_t N, Isa isa) {
-  kernels::run_on<gelu_value_and_derivative_loop>(isa, out, deriv, inp, N);
+void gelu_tanh_value_and_backward(float* out, float* dinp, const float* inp, int64_t N, Isa isa) {
+  kernels::run_on<gelu_value_and_backward_loop>(isa, out, dinp, inp, N);
 }
 
 void gelu_tanh_forward(float* out, const float* inp, int64_t N, Isa isa) {

@@ -67,10 +67,10 @@ T sigmoid_value(T x, Exp exp) {
 
 void gelu_tanh_forward(float* out, const float* inp, int64_t N, Isa isa = best_isa());
 void gelu_tanh_backward(float* dinp, const float* dout, const float* inp, int64_t N, Isa isa = best_isa());
-// out = gelu(inp) and deriv = gelu'(inp) in one pass, one tanh per element: the bits of
-// gelu_tanh_forward and of gelu_tanh_backward's factor (dinp = dout * deriv). For feed_forward's
-// backward, which needs both.
-void gelu_tanh_value_and_derivative(float* out, float* deriv, const float* inp, int64_t N, Isa isa = best_isa());
+// out = gelu(inp), and dinp = dout * gelu'(inp) in place of dout, in one pass, one tanh per
+// element: the bits of gelu_tanh_forward and gelu_tanh_backward. For feed_forward's backward,
+// which needs both.
+void gelu_tanh_value_and_backward(float* out, float* dinp, const float* inp, int64_t N, Isa isa = best_isa());
 void tanh_forward(float* out, const float* inp, int64_t N, Isa isa = best_isa());
 void sigmoid_forward(float* out, const float* inp, int64_t N, Isa isa = best_isa());
 

@@ -160,16 +160,16 @@ Tensor gelu_backward(const Tensor& grad_out, const Tensor& x, const std::string&
   });
 }
 
-std::optional<std::pair<Tensor, Tensor>> gelu_tanh_value_and_derivative(const Tensor& x) {
-  if (!fast_f32(x)) return std::nullopt;
-  Tensor y = make_empty(x.sizes(), kFloat32), d = make_empty(x.sizes(), kFloat32);
+std::optional<Tensor> gelu_tanh_value_and_backward_(const Tensor& x, const Tensor& grad) {
+  if (!fast_f32(x) || !contiguous_f32(grad) || grad.sizes() != x.sizes()) return std::nullopt;
+  Tensor y = make_empty(x.sizes(), kFloat32);
   float* out = y.data_ptr<float>();
-  float* deriv = d.data_ptr<float>();
+  float* dinp = grad.data_ptr<float>();
   const float* inp = x.data_ptr<float>();
   for_elements(x.numel(), [&](int64_t begin, int64_t end) {
-    K::gelu_tanh_value_and_derivative(out + begin, deriv + begin, inp + begin, end - begin);
+    K::gelu_tanh_value_and_backward(out + begin, dinp + begin, inp + begin, end - begin);
   });
-  return std::pair{y, d};
+  return y;
 }
 
 Tensor gelu(const Tensor& x, const std::string& approximate) {

@@ -48,9 +48,9 @@ Tensor matmul_reference(const Tensor& a, const Tensor& b);
 
 // gelu (ops/activation.cpp): dx = g * gelu'(x), approximate "none" or "tanh"
 Tensor gelu_backward(const Tensor& grad_out, const Tensor& x, const std::string& approximate);
-// gelu(x, "tanh") and gelu'(x) in one pass (one tanh per element) for a contiguous float32 x with
-// the fast kernels on, else nullopt: the bits of gelu(x, "tanh"), and gelu_backward(g, x, "tanh")
-// is exactly g * gelu'(x). Records nothing.
-std::optional<std::pair<Tensor, Tensor>> gelu_tanh_value_and_derivative(const Tensor& x);
+// gelu(x, "tanh"), returned, and gelu_backward(grad, x, "tanh") written over grad, in one pass
+// (one tanh per element), for contiguous float32 x and grad of one shape with the fast kernels
+// on; else nullopt, grad untouched. The bits of those two ops. Records nothing.
+std::optional<Tensor> gelu_tanh_value_and_backward_(const Tensor& x, const Tensor& grad);
 
 }  // namespace tg

@@ -5,11 +5,11 @@
 //   forward   h  = x w1^T + b1                 (..., H)   the pre-activation
 //             a  = gelu(h)                     (..., H)
 //             y  = a w2^T + b2                 (..., C_out)
-//   backward  a   = gelu(h)                    recomputed from h
-//             dw2 = dy^T a                     summed over the rows (...)
-//             db2 = sum dy                     over the rows
+//   backward  db2 = sum dy                     over the rows
 //             da  = dy w2
-//             dh  = gelu'(h) * da
+//             a   = gelu(h)                    recomputed from h
+//             dh  = gelu'(h) * da              (for "tanh" one pass gives a and dh)
+//             dw2 = dy^T a                     summed over the rows (...)
 //             dw1 = dh^T x
 //             db1 = sum dh
 //             dx  = dh w1
@@ -27,8 +27,8 @@
 // transposed views, as linear passes them), and hands the bias gradients to the tape as dy and
 // dh, which the tape sums to (C_out) and (H) by its own sum_to, as it does behind add's entry.
 // a = gelu(h) recomputed is the forward's a exactly: the same element formula on the same h, and
-// for "tanh" one pass gives both a and gelu'(h) (one tanh per element instead of two), the bits
-// of gelu and gelu_backward.
+// for "tanh" one pass gives both a and dh (one tanh per element instead of two, and no buffer
+// for gelu'(h)), the bits of gelu and gelu_backward.
 #include <optional>
 #include <string>
 #include <utility>
@@ -116,19 +116,16 @@ Tensor feed_forward(const Tensor& x, const Tensor& w1, const Tensor& b1, const T
            const Tensor& h = ctx.saved[1];
            const Tensor& w2 = ctx.saved[3];
            Grads grads(5);
-           // a = gelu(h) recomputed; for "tanh" with gelu'(h) in the same pass (one tanh per element)
-           std::optional<std::pair<Tensor, Tensor>> a_and_derivative;
-           if (approximate == "tanh") a_and_derivative = gelu_tanh_value_and_derivative(h);
-           if (ctx.needs_grad[3]) {
-             grads[3] = linear_weight_grad(dy, a_and_derivative ? a_and_derivative->first : gelu(h, approximate));
-           }
-           if (a_and_derivative) a_and_derivative->first = Tensor();  // a is freed here
            if (ctx.needs_grad[4]) grads[4] = dy;  // the tape sums it to (C_out)
-           if (!(ctx.needs_grad[0] || ctx.needs_grad[1] || ctx.needs_grad[2])) return grads;
-           Tensor dh = matmul_backward_a(dy, w2.t(), h.dim());  // da (..., H), then dh in its place
-           if (a_and_derivative) dh.mul_(a_and_derivative->second);  // gelu_backward's g * gelu'(h)
-           else dh = gelu_backward(dh, h, approximate);
-           a_and_derivative.reset();  // gelu'(h) is freed here
+           const bool needs_dh = ctx.needs_grad[0] || ctx.needs_grad[1] || ctx.needs_grad[2];
+           // da (..., H), then dh in its place; a = gelu(h) recomputed, for "tanh" in the same pass
+           // as dh = gelu'(h) * da (one tanh per element)
+           Tensor dh = needs_dh ? matmul_backward_a(dy, w2.t(), h.dim()) : Tensor();
+           std::optional<Tensor> a = needs_dh && approximate == "tanh" ? gelu_tanh_value_and_backward_(h, dh) : std::nullopt;
+           if (needs_dh && !a) dh = gelu_backward(dh, h, approximate);
+           if (ctx.needs_grad[3]) grads[3] = linear_weight_grad(dy, a ? *a : gelu(h, approximate));
+           a.reset();  // a is freed here
+           if (!needs_dh) return grads;
            if (ctx.needs_grad[0]) grads[0] = matmul_backward_a(dh, ctx.saved[2].t(), x_dim);
            if (ctx.needs_grad[1]) grads[1] = linear_weight_grad(dh, ctx.saved[0]);
            if (ctx.needs_grad[2]) grads[2] = dh;  // the tape sums it to (H)

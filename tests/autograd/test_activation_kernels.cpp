@@ -171,6 +171,37 @@ TEST(ActivationKernels, GeluTanhBaselineAndAvx2LoopsGiveTheSameBits) {
   EXPECT_TRUE(same_floats("sigmoid", xs, base, avx2));
 }
 
+// feed_forward's backward pass (a = gelu(h), and dh = da * gelu'(h) over da) gives the bits of the
+// two loops it replaces, on every copy the CPU runs; and the AVX-512 copies (what runs on such a
+// CPU) give the AVX2 copies' bits.
+TEST(ActivationKernels, GeluTanhValueAndBackwardIsForwardAndBackwardBitForBit) {
+  std::vector<float> xs;
+  for (uint64_t bits = 0; bits < (uint64_t{1} << 32); bits += 4099)
+    xs.push_back(std::bit_cast<float>(static_cast<uint32_t>(bits)));
+  for (float v : activation_inputs()) xs.push_back(v);
+  const std::vector<float> g = grad_inputs(xs.size());
+  const int64_t n = size_of(xs);
+  std::vector<K::Isa> all = isas();
+  if (kernels::isa_available(K::Isa::kAvx512)) all.push_back(K::Isa::kAvx512);
+  std::vector<float> forward_avx2, backward_avx2;
+  for (K::Isa isa : all) {
+    std::vector<float> forward(xs.size()), backward(xs.size()), value(xs.size()), grad = g;
+    K::gelu_tanh_forward(forward.data(), xs.data(), n, isa);
+    K::gelu_tanh_backward(backward.data(), g.data(), xs.data(), n, isa);
+    K::gelu_tanh_value_and_backward(value.data(), grad.data(), xs.data(), n, isa);
+    const std::string on = std::string(" on ") + kernels::isa_name(isa);
+    EXPECT_TRUE(same_floats(("value" + on).c_str(), xs, forward, value));
+    EXPECT_TRUE(same_floats(("gradient" + on).c_str(), xs, backward, grad));
+    if (isa == K::Isa::kAvx2) {
+      forward_avx2 = forward;
+      backward_avx2 = backward;
+    } else if (isa == K::Isa::kAvx512) {
+      EXPECT_TRUE(same_floats("forward, AVX2 vs AVX-512", xs, forward_avx2, forward));
+      EXPECT_TRUE(same_floats("backward, AVX2 vs AVX-512", xs, backward_avx2, backward));
+    }
+  }
+}
+
 // --- through the ops: which path a tensor takes --------------------------------------------------
 
 // The values of xs as a (64, n/64) float32 tensor, and g likewise.
