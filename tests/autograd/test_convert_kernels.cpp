@@ -5,7 +5,9 @@
 //     denormals and the values that round up to inf) and on lengths that end mid-vector;
 //   * through copy_values: a contiguous and a strided (transposed, head-split) float32 tensor's
 //     .to(kBFloat16) and copy_ into a bfloat16 view give the oracle's bits with the fast kernels
-//     on and off.
+//     on and off;
+//   * copy_values' tiled path for transposes: clone of a transposed view, and copy_ into one, of
+//     every dtype and of sizes that end mid-tile, element for element.
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -86,6 +88,31 @@ TEST(ConvertKernels, ContiguousAndStridedTensorsConvertAsTheOracleOnBothPaths) {
       dst.copy_(t);
       EXPECT_EQ(bits_of(dst), oracle_bits(t)) << "copy_ fast=" << fast << " shape " << shape_str(t.sizes());
     }
+  }
+}
+
+// Element (i0, .., in) of t, read through its strides, as double (every dtype here converts).
+double element(const Tensor& t, const Shape& index) { return t.at(index); }
+
+TEST(CopyValues, TransposedCopiesGoThroughTilesElementForElement) {
+  manual_seed(5);
+  const Tensor base = randn({3, 37, 19}) * 100;
+  for (ScalarType dt : {kFloat32, kFloat64, kInt64, kBool, kBFloat16}) {
+    const Tensor t = base.to(dt);
+    const Tensor transposed = t.transpose(1, 2);  // (3, 19, 37), the last two dims swapped
+    const Tensor cloned = transposed.clone();     // into contiguous memory
+    ASSERT_TRUE(cloned.is_contiguous());
+    Tensor into = empty({3, 37, 19}, dt).transpose(1, 2);  // a contiguous source copied into a transposed view
+    into.copy_(cloned);
+    const Tensor flat = t.transpose(0, 1).clone();  // (37, 3, 19): dims other than the last two
+    for (int64_t a = 0; a < 3; ++a)
+      for (int64_t i = 0; i < 19; ++i)
+        for (int64_t j = 0; j < 37; ++j) {
+          const double want = element(t, {a, j, i});
+          ASSERT_EQ(element(cloned, {a, i, j}), want) << dtype_name(dt) << " clone at " << a << "," << i << "," << j;
+          ASSERT_EQ(element(into, {a, i, j}), want) << dtype_name(dt) << " copy_ at " << a << "," << i << "," << j;
+          ASSERT_EQ(element(flat, {j, a, i}), want) << dtype_name(dt) << " other dims at " << a << "," << i << "," << j;
+        }
   }
 }
 
