@@ -165,9 +165,10 @@ void check_no_internal_overlap(const Tensor& t, const char* op);
 //   row(offsets, length, inner_strides)
 // offsets[k] is operand k's element offset at the row start; inner_strides[k] its step
 // along the row. The last dim is the row; a 0-d shape is one row of length 1.
+// for_each_row_in visits rows [first_row, end_row) of them only (rows in row-major order).
 template <size_t N, class RowFn>
-void for_each_row(const Shape& sizes, const std::array<const int64_t*, N>& strides,
-                  const std::array<int64_t, N>& base, RowFn&& row) {
+void for_each_row_in(const Shape& sizes, const std::array<const int64_t*, N>& strides,
+                     const std::array<int64_t, N>& base, int64_t first_row, int64_t end_row, RowFn&& row) {
   const int64_t ndim = static_cast<int64_t>(sizes.size());
   for (int64_t d = 0; d < ndim; ++d)
     if (sizes[d] == 0) return;
@@ -175,17 +176,21 @@ void for_each_row(const Shape& sizes, const std::array<const int64_t*, N>& strid
   const int64_t length = ndim ? sizes[ndim - 1] : 1;
   for (size_t k = 0; k < N; ++k) inner[k] = ndim ? strides[k][ndim - 1] : 0;
   if (ndim <= 1) {
-    row(base, length, inner);
+    if (first_row < end_row) row(base, length, inner);
     return;
   }
-  // Odometer over the outer dims 0..ndim-2.
+  // Odometer over the outer dims 0..ndim-2, started at row first_row.
   std::array<int64_t, 16> counter{};
   if (ndim > 17) throw Error("tensor with more than 17 dims is not supported");
   std::array<int64_t, N> offs = base;
-  while (true) {
+  for (int64_t d = ndim - 2, rest = first_row; d >= 0; --d) {
+    counter[d] = rest % sizes[d];
+    rest /= sizes[d];
+    for (size_t k = 0; k < N; ++k) offs[k] += counter[d] * strides[k][d];
+  }
+  for (int64_t r = first_row; r < end_row; ++r) {
     row(offs, length, inner);
-    int64_t d = ndim - 2;
-    for (; d >= 0; --d) {
+    for (int64_t d = ndim - 2; d >= 0; --d) {
       if (++counter[d] < sizes[d]) {
         for (size_t k = 0; k < N; ++k) offs[k] += strides[k][d];
         break;
@@ -193,8 +198,20 @@ void for_each_row(const Shape& sizes, const std::array<const int64_t*, N>& strid
       for (size_t k = 0; k < N; ++k) offs[k] -= strides[k][d] * (sizes[d] - 1);
       counter[d] = 0;
     }
-    if (d < 0) return;
   }
+}
+
+// The number of rows for_each_row visits: the product of all sizes but the last.
+inline int64_t row_count(const Shape& sizes) {
+  int64_t rows = 1;
+  for (size_t d = 0; d + 1 < sizes.size(); ++d) rows *= sizes[d];
+  return rows;
+}
+
+template <size_t N, class RowFn>
+void for_each_row(const Shape& sizes, const std::array<const int64_t*, N>& strides,
+                  const std::array<int64_t, N>& base, RowFn&& row) {
+  for_each_row_in(sizes, strides, base, 0, row_count(sizes), row);
 }
 
 // body(begin, end) over [0, n): split over the threads when n is large enough that a chunk
@@ -210,6 +227,20 @@ void for_elements(int64_t n, Body&& body) {
   parallel_for(0, n, kElementwiseGrain, [&](int64_t begin, int64_t end) { body(begin, end); });
 }
 
+// for_each_row with the rows split over the threads as for_elements splits elements (each row
+// wholly on one thread). For elementwise loops only, whose rows may run in any order.
+template <size_t N, class RowFn>
+void for_rows_in_parallel(const Shape& sizes, const std::array<const int64_t*, N>& strides,
+                          const std::array<int64_t, N>& base, RowFn&& row) {
+  const int64_t rows = row_count(sizes), length = sizes.empty() ? 1 : sizes.back();
+  if (rows < 2 || rows * length < 2 * kElementwiseGrain) {
+    for_each_row_in(sizes, strides, base, 0, rows, row);
+    return;
+  }
+  const int64_t grain = std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(length, 1));
+  parallel_for(0, rows, grain, [&](int64_t first, int64_t end) { for_each_row_in(sizes, strides, base, first, end, row); });
+}
+
 // out[i] = f(in[i]) elementwise; out is contiguous with in's shape.
 template <class Out, class In, class F>
 void map_unary(const Tensor& out, const Tensor& in, F&& f) {
@@ -222,7 +253,7 @@ void map_unary(const Tensor& out, const Tensor& in, F&& f) {
     return;
   }
   const Shape out_strides = contiguous_strides(in.sizes());
-  for_each_row<2>(in.sizes(), {out_strides.data(), in.strides().data()}, {0, 0},
+  for_rows_in_parallel<2>(in.sizes(), {out_strides.data(), in.strides().data()}, {0, 0},
                   [&](const std::array<int64_t, 2>& off, int64_t len, const std::array<int64_t, 2>& st) {
                     Out* orow = o + off[0];
                     const In* xrow = x + off[1];
@@ -245,7 +276,7 @@ void map_binary(const Tensor& out, const Tensor& a, const Tensor& b, F&& f) {
   const Shape so = contiguous_strides(out.sizes());
   const Shape sa = broadcast_strides(a, out.sizes());
   const Shape sb = broadcast_strides(b, out.sizes());
-  for_each_row<3>(out.sizes(), {so.data(), sa.data(), sb.data()}, {0, 0, 0},
+  for_rows_in_parallel<3>(out.sizes(), {so.data(), sa.data(), sb.data()}, {0, 0, 0},
                   [&](const std::array<int64_t, 3>& off, int64_t len, const std::array<int64_t, 3>& st) {
                     Out* orow = o + off[0];
                     const A* arow = pa + off[1];

@@ -303,17 +303,23 @@ namespace {
 // d (rows, cols) = s (rows, cols), element (i, j) at i * rs + j * cs on each side, in square tiles.
 // For a transpose (one side's rows in memory, the other's columns): element by element, the
 // strided side would touch a cache line per element; within a 16 x 16 tile both sides stay in L1.
+// Bands of tile rows go to the threads (each element is written once, by one of them).
 template <class T>
 void copy_in_tiles(T* d, int64_t d_rs, int64_t d_cs, const T* s, int64_t s_rs, int64_t s_cs, int64_t rows,
                    int64_t cols) {
   constexpr int64_t kTile = 16;
-  for (int64_t i0 = 0; i0 < rows; i0 += kTile) {
-    for (int64_t j0 = 0; j0 < cols; j0 += kTile) {
-      const int64_t i1 = std::min(rows, i0 + kTile), j1 = std::min(cols, j0 + kTile);
-      for (int64_t i = i0; i < i1; ++i)
-        for (int64_t j = j0; j < j1; ++j) d[i * d_rs + j * d_cs] = s[i * s_rs + j * s_cs];
+  const auto copy_bands = [&](int64_t band0, int64_t band1) {
+    for (int64_t i0 = band0 * kTile; i0 < std::min(rows, band1 * kTile); i0 += kTile) {
+      for (int64_t j0 = 0; j0 < cols; j0 += kTile) {
+        const int64_t i1 = std::min(rows, i0 + kTile), j1 = std::min(cols, j0 + kTile);
+        for (int64_t i = i0; i < i1; ++i)
+          for (int64_t j = j0; j < j1; ++j) d[i * d_rs + j * d_cs] = s[i * s_rs + j * s_cs];
+      }
     }
-  }
+  };
+  const int64_t bands = (rows + kTile - 1) / kTile;
+  if (rows * cols < 2 * kElementwiseGrain) return copy_bands(0, bands);
+  parallel_for(0, bands, std::max<int64_t>(1, kElementwiseGrain / (kTile * cols)), copy_bands);
 }
 
 }  // namespace
@@ -340,12 +346,15 @@ void copy_values(const Tensor& dst, const Tensor& src, const char* op) {
           for (int64_t i = 0; i < n; ++i) to[i] = convert(from[i], first + i);
         }
       };
+      // Only a floating value into an integer dtype can fail; every other copy is split over the
+      // threads (a failing one stays in order, so the error names the first bad index).
+      constexpr bool may_fail = std::is_integral_v<D> && !std::is_same_v<D, bool> && !std::is_integral_v<S>;
       if (dst.is_contiguous() && src.is_contiguous() && src.sizes() == dst.sizes()) {
         const int64_t n = dst.numel();
-        if constexpr (std::is_same_v<D, BFloat16> && std::is_same_v<S, float>) {  // cannot fail: split it
-          for_elements(n, [&](int64_t begin, int64_t end) { copy_run(d + begin, s + begin, end - begin, begin); });
-        } else {
+        if constexpr (may_fail) {
           copy_run(d, s, n, 0);
+        } else {
+          for_elements(n, [&](int64_t begin, int64_t end) { copy_run(d + begin, s + begin, end - begin, begin); });
         }
         return;
       }
@@ -365,17 +374,30 @@ void copy_values(const Tensor& dst, const Tensor& src, const char* op) {
           return;
         }
       }
-      int64_t row_start = 0;  // rows come in row-major order, all of the same length
-      for_each_row<2>(dst.sizes(), {dst.strides().data(), ss.data()}, {0, 0},
-                      [&](const std::array<int64_t, 2>& off, int64_t len, const std::array<int64_t, 2>& st) {
-                        if (st[0] == 1 && st[1] == 1) {  // a row lying whole in memory (a head of q, k, v)
-                          copy_run(d + off[0], s + off[1], len, row_start);
-                        } else {
-                          for (int64_t i = 0; i < len; ++i)
-                            d[off[0] + i * st[0]] = convert(s[off[1] + i * st[1]], row_start + i);
-                        }
-                        row_start += len;
-                      });
+      // one row; `first` is its first element's row-major index (for a conversion's error)
+      const auto copy_row = [&](const std::array<int64_t, 2>& off, int64_t len, const std::array<int64_t, 2>& st,
+                                int64_t first) {
+        if (st[0] == 1 && st[1] == 1) {  // a row lying whole in memory (a head of q, k, v)
+          copy_run(d + off[0], s + off[1], len, first);
+        } else {
+          for (int64_t i = 0; i < len; ++i) d[off[0] + i * st[0]] = convert(s[off[1] + i * st[1]], first + i);
+        }
+      };
+      if constexpr (may_fail) {
+        int64_t row_start = 0;  // rows come in row-major order, all of the same length
+        for_each_row<2>(dst.sizes(), {dst.strides().data(), ss.data()}, {0, 0},
+                        [&](const std::array<int64_t, 2>& off, int64_t len, const std::array<int64_t, 2>& st) {
+                          copy_row(off, len, st, row_start);
+                          row_start += len;
+                        });
+      } else {
+        // dst never has two elements in one place (the in-place ops check it; the other callers
+        // write new tensors), so its rows may be written in any order, on any thread
+        for_rows_in_parallel<2>(dst.sizes(), {dst.strides().data(), ss.data()}, {0, 0},
+                                [&](const std::array<int64_t, 2>& off, int64_t len, const std::array<int64_t, 2>& st) {
+                                  copy_row(off, len, st, 0);
+                                });
+      }
     });
   });
 }

@@ -7,7 +7,10 @@
 //     .to(kBFloat16) and copy_ into a bfloat16 view give the oracle's bits with the fast kernels
 //     on and off;
 //   * copy_values' tiled path for transposes: clone of a transposed view, and copy_ into one, of
-//     every dtype and of sizes that end mid-tile, element for element.
+//     every dtype and of sizes that end mid-tile, element for element;
+//   * strided loops split over threads by rows (for_rows_in_parallel, loops.h): a broadcast add,
+//     a strided unary op and strided copies large enough to split, element for element against
+//     the values read one by one, on 1 and 2 threads.
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -17,6 +20,7 @@
 #include "autograd/fast_kernels.h"
 #include "autograd/kernels/convert_kernels.h"
 #include "autograd/ops.h"
+#include "autograd/runtime/parallel.h"
 
 namespace tg {
 namespace {
@@ -114,6 +118,34 @@ TEST(CopyValues, TransposedCopiesGoThroughTilesElementForElement) {
           ASSERT_EQ(element(flat, {j, a, i}), want) << dtype_name(dt) << " other dims at " << a << "," << i << "," << j;
         }
   }
+}
+
+TEST(CopyValues, StridedLoopsSplitByRowsGiveEveryElement) {
+  manual_seed(6);
+  const Tensor x = randn({5, 61, 7, 53});         // 113,155 elements: enough to split
+  const Tensor heads = x.transpose(1, 2);           // (5, 7, 61, 53): rows of 53 in memory
+  const Tensor bias = randn({53});
+  const Tensor columns = x.transpose(-1, -2);       // rows not in memory
+  const int threads = get_num_threads();
+  for (int n : {1, 2}) {
+    set_num_threads(n);
+    const Tensor sum = heads + bias;                // a broadcast binary op over a strided input
+    const Tensor negated = -columns;                // a unary op over a strided input
+    const Tensor copied = heads.contiguous();       // a strided copy
+    Tensor into = empty({5, 7, 61, 53});
+    into.transpose(1, 2).copy_(x);                  // a copy into a strided view
+    for (int64_t a = 0; a < 5; a += 2)
+      for (int64_t t = 0; t < 61; t += 3)
+        for (int64_t h = 0; h < 7; ++h)
+          for (int64_t c = 0; c < 53; c += 4) {
+            const double v = x.at({a, t, h, c});
+            ASSERT_EQ(sum.at({a, h, t, c}), static_cast<float>(v + bias.at({c}))) << n << " threads";
+            ASSERT_EQ(negated.at({a, t, c, h}), -v) << n << " threads";
+            ASSERT_EQ(copied.at({a, h, t, c}), v) << n << " threads";
+            ASSERT_EQ(into.at({a, h, t, c}), v) << n << " threads";
+          }
+  }
+  set_num_threads(threads);
 }
 
 }  // namespace
