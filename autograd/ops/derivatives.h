@@ -35,8 +35,10 @@ Grads div_scalar_backward(const BackwardArgs& ctx, double s);
 // matmul (ops/matmul.cpp), out = a @ b with a of a_dim dims and b of b_dim dims, g = dL/dout:
 //   da = g @ b^T, shaped (batch.., M, K), or (batch.., K) for a 1-D a; the tape sums it to a's shape
 Tensor matmul_backward_a(const Tensor& g, const Tensor& b, int64_t a_dim);
-//   db = a^T @ g, shaped like b, or with batch dims the tape sums away
-Tensor matmul_backward_b(const Tensor& g, const Tensor& a, int64_t b_dim);
+//   db = a^T @ g, shaped like b, or with batch dims the tape sums away. With b_transposed (b is a
+//   matrix stored transposed: a linear layer's weight.t()), db is (g^T @ a)^T, the same sums laid
+//   out as b is, so the weight's gradient comes back contiguous, not through a transposing copy.
+Tensor matmul_backward_b(const Tensor& g, const Tensor& a, int64_t b_dim, bool b_transposed = false);
 // Under autocast (autograd/autocast.h), an activation (a float32 non-leaf) kept only for a matrix
 // product's backward is kept as its bfloat16 copy: half the memory, and the product rounds it to
 // exactly those values anyway. Parameters (leaves), and anything outside autocast, are kept as

@@ -89,7 +89,7 @@ void check_feed_forward_inputs(const Tensor& x, const Tensor& w1, const Tensor& 
 // dW of a linear layer out = inp W^T from dout: matmul's db for the operand W^T, summed over
 // any batch dims the tape would have summed, and transposed back as W^T's entry does.
 Tensor linear_weight_grad(const Tensor& dout, const Tensor& inp) {
-  Tensor dwt = matmul_backward_b(dout, inp, 2);  // (H, C_out) or (batch.., H, C_out)
+  Tensor dwt = matmul_backward_b(dout, inp, 2, /*b_transposed=*/true);  // (H, C_out) or (batch.., H, C_out)
   if (dwt.dim() > 2) dwt = sum_to(dwt, {dwt.size(-2), dwt.size(-1)});
   return dwt.t();
 }

@@ -205,12 +205,13 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     out = matmul_reference(a, b);
   }
   const int64_t a_dim = a.dim(), b_dim = b.dim();
+  const bool b_transposed = b_dim == 2 && b.stride(0) == 1 && b.stride(1) != 1;  // a linear's weight.t()
   record(node_name(a, b), {a, b}, out, {save_a ? a_in : Tensor(), save_b ? b_in : Tensor()},
-         [a_dim, b_dim](const BackwardArgs& ctx) {
+         [a_dim, b_dim, b_transposed](const BackwardArgs& ctx) {
            // under autocast (the forward's mode, restored by the tape) g is rounded once for both products
            const Tensor g = autocast_dtype() == kBFloat16 ? ctx.grad_out.to(kBFloat16) : ctx.grad_out;
            return Grads{ctx.needs_grad[0] ? matmul_backward_a(g, ctx.saved[1], a_dim) : Tensor(),
-                        ctx.needs_grad[1] ? matmul_backward_b(g, ctx.saved[0], b_dim) : Tensor()};
+                        ctx.needs_grad[1] ? matmul_backward_b(g, ctx.saved[0], b_dim, b_transposed) : Tensor()};
          });
   return out;
 }
@@ -258,19 +259,21 @@ Tensor matmul_backward_a(const Tensor& g, const Tensor& b, int64_t a_dim) {
 }
 
 // db = a^T @ g, shaped like b, or with batch dims the tape sums away.
-Tensor matmul_backward_b(const Tensor& g, const Tensor& a, int64_t b_dim) {
+Tensor matmul_backward_b(const Tensor& g, const Tensor& a, int64_t b_dim, bool b_transposed) {
   const Tensor gm = grad_as_matrices(g, a.dim(), b_dim);
   const Tensor am = as_left_matrices(a);
-  Tensor db;
   // b without batch dims was used by every batch of a: the sum over batches of a_i^T @ g_i is
   // one product of a (R, K) and g (R, N), R = batch*M, when both fold without a copy (faster
   // than a product per batch summed by the tape; the same sum in another order).
   const std::optional<Tensor> a_rows = b_dim <= 2 && a.dim() > 2 ? kernels::fold_leading_dims(am) : std::nullopt;
   const std::optional<Tensor> g_rows = a_rows ? kernels::fold_leading_dims(gm) : std::nullopt;
-  if (a_rows && g_rows) {
-    db = matmul(swap_last_two(*a_rows), *g_rows);  // (K, N)
+  const bool one_product = (a_rows && g_rows) || (a.dim() == 2 && b_dim == 2);
+  const Tensor left = a_rows && g_rows ? *a_rows : am, right = a_rows && g_rows ? *g_rows : gm;  // (R, K), (R, N)
+  Tensor db;
+  if (one_product && b_transposed) {
+    db = swap_last_two(matmul(swap_last_two(right), left));  // (K, N), stored as (N, K): b's layout
   } else {
-    db = matmul(swap_last_two(am), gm);  // (batch.., K, N)
+    db = matmul(swap_last_two(left), right);  // (K, N), or (batch.., K, N)
   }
   return b_dim == 1 ? drop_unit_dim(db, db.dim() - 1) : db;
 }
