@@ -179,17 +179,19 @@ Tensor masked_scaled_attention(const Tensor& q, const Tensor& k, const Tensor& v
   out_shape.back() = hs_v;
   Tensor out = n == 4 ? empty({q.size(0), T_q, q.size(1), hs_v}, q.dtype()).transpose(1, 2)
                       : empty(out_shape, q.dtype());
+  // q, k and v are only read by products: under autocast they are kept as bfloat16 copies, made
+  // once here, which the forward's products read too (rounded already: half the bytes to pack)
+  const bool recorded = should_record({q, k, v});
+  auto keep = [recorded](const Tensor& t) { return recorded ? kept_for_product(t) : t; };
+  const Tensor q_in = keep(q), k_in = keep(k), v_in = keep(v);
   const std::vector<QueryBlock> blocks = query_blocks(T_q, T_k, options);
   for_each_matrix(batch_count(q), [&](int64_t i) {
     for (const QueryBlock& b : blocks) {
-      const Tensor P = block_weights(q, k, full_mask, i, b, d_k, options);  // (rows, keys)
-      matrix_at(out, i).narrow(0, b.first, b.rows).copy_(P.matmul(matrix_at(v, i).narrow(0, 0, b.keys)));
+      const Tensor P = block_weights(q_in, k_in, full_mask, i, b, d_k, options);  // (rows, keys)
+      matrix_at(out, i).narrow(0, b.first, b.rows).copy_(P.matmul(matrix_at(v_in, i).narrow(0, 0, b.keys)));
     }
   });
-  // q, k and v are only read by products: under autocast they are kept as bfloat16 copies
-  const bool recorded = should_record({q, k, v});
-  auto keep = [recorded](const Tensor& t) { return recorded ? kept_for_product(t) : t; };
-  record("MaskedScaledAttentionBackward0", {q, k, v}, out, {keep(q), keep(k), keep(v), full_mask},
+  record("MaskedScaledAttentionBackward0", {q, k, v}, out, {q_in, k_in, v_in, full_mask},
          [d_k, options](const BackwardArgs& ctx) {
            const Tensor &q = ctx.saved[0], &k = ctx.saved[1], &v = ctx.saved[2], &mask = ctx.saved[3];
            const ScalarType grad_dtype = ctx.grad_out.dtype();  // q, k, v may be kept as bfloat16 copies
