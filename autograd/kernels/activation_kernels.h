@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "autograd/dtype.h"
 #include "autograd/kernels/isa.h"
 
 namespace tg::activation_kernels {
@@ -66,11 +67,15 @@ T sigmoid_value(T x, Exp exp) {
 // --- float32 loops ------------------------------------------------------------------------------
 
 void gelu_tanh_forward(float* out, const float* inp, int64_t N, Isa isa = best_isa());
+// The same values rounded to bfloat16 as they are stored: for autocast, whose next product
+// rounds them anyway (half the bytes written, and read back).
+void gelu_tanh_forward_rounded(BFloat16* out, const float* inp, int64_t N, Isa isa = best_isa());
 void gelu_tanh_backward(float* dinp, const float* dout, const float* inp, int64_t N, Isa isa = best_isa());
 // out = gelu(inp), and dinp = dout * gelu'(inp) in place of dout, in one pass, one tanh per
 // element: the bits of gelu_tanh_forward and gelu_tanh_backward. For feed_forward's backward,
 // which needs both.
 void gelu_tanh_value_and_backward(float* out, float* dinp, const float* inp, int64_t N, Isa isa = best_isa());
+void gelu_tanh_value_and_backward(BFloat16* out, float* dinp, const float* inp, int64_t N, Isa isa = best_isa());
 void tanh_forward(float* out, const float* inp, int64_t N, Isa isa = best_isa());
 void sigmoid_forward(float* out, const float* inp, int64_t N, Isa isa = best_isa());
 

@@ -160,15 +160,27 @@ Tensor gelu_backward(const Tensor& grad_out, const Tensor& x, const std::string&
   });
 }
 
-std::optional<Tensor> gelu_tanh_value_and_backward_(const Tensor& x, const Tensor& grad) {
+std::optional<Tensor> gelu_tanh_value_and_backward_(const Tensor& x, const Tensor& grad, ScalarType value_dtype) {
   if (!fast_f32(x) || !contiguous_f32(grad) || grad.sizes() != x.sizes()) return std::nullopt;
-  Tensor y = make_empty(x.sizes(), kFloat32);
-  float* out = y.data_ptr<float>();
+  Tensor y = make_empty(x.sizes(), value_dtype);
   float* dinp = grad.data_ptr<float>();
   const float* inp = x.data_ptr<float>();
   for_elements(x.numel(), [&](int64_t begin, int64_t end) {
-    K::gelu_tanh_value_and_backward(out + begin, dinp + begin, inp + begin, end - begin);
+    if (value_dtype == kBFloat16) {
+      K::gelu_tanh_value_and_backward(y.data_ptr<BFloat16>() + begin, dinp + begin, inp + begin, end - begin);
+    } else {
+      K::gelu_tanh_value_and_backward(y.data_ptr<float>() + begin, dinp + begin, inp + begin, end - begin);
+    }
   });
+  return y;
+}
+
+std::optional<Tensor> gelu_tanh_rounded_to_bf16(const Tensor& x) {
+  if (!fast_f32(x)) return std::nullopt;
+  Tensor y = make_empty(x.sizes(), kBFloat16);
+  BFloat16* out = y.data_ptr<BFloat16>();
+  const float* inp = x.data_ptr<float>();
+  for_elements(x.numel(), [&](int64_t begin, int64_t end) { K::gelu_tanh_forward_rounded(out + begin, inp + begin, end - begin); });
   return y;
 }
 

@@ -52,7 +52,13 @@ Tensor matmul_reference(const Tensor& a, const Tensor& b);
 Tensor gelu_backward(const Tensor& grad_out, const Tensor& x, const std::string& approximate);
 // gelu(x, "tanh"), returned, and gelu_backward(grad, x, "tanh") written over grad, in one pass
 // (one tanh per element), for contiguous float32 x and grad of one shape with the fast kernels
-// on; else nullopt, grad untouched. The bits of those two ops. Records nothing.
-std::optional<Tensor> gelu_tanh_value_and_backward_(const Tensor& x, const Tensor& grad);
+// on; else nullopt, grad untouched. The bits of those two ops; with value_dtype kBFloat16 the
+// value is returned rounded to bfloat16. Records nothing.
+std::optional<Tensor> gelu_tanh_value_and_backward_(const Tensor& x, const Tensor& grad,
+                                                    ScalarType value_dtype = kFloat32);
+// gelu(x, "tanh").to(kBFloat16) in one pass, for a contiguous float32 x with the fast kernels on;
+// else nullopt. Records nothing. (Under autocast a product rounds its float32 operand to exactly
+// these values: feed_forward hands them to it directly.)
+std::optional<Tensor> gelu_tanh_rounded_to_bf16(const Tensor& x);
 
 }  // namespace tg

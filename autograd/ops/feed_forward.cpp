@@ -94,6 +94,17 @@ Tensor linear_weight_grad(const Tensor& dout, const Tensor& inp) {
   return dwt.t();
 }
 
+// Under autocast the product that reads a = gelu(h) rounds it to bfloat16: a is made rounded
+// already (the same values, half the bytes to write and read back).
+ScalarType product_input_dtype() { return autocast_dtype() == kBFloat16 ? kBFloat16 : kFloat32; }
+
+Tensor activation_for_product(const Tensor& h, const std::string& approximate) {
+  if (approximate == "tanh" && product_input_dtype() == kBFloat16) {
+    if (std::optional<Tensor> a = gelu_tanh_rounded_to_bf16(h)) return *a;
+  }
+  return gelu(h, approximate);
+}
+
 }  // namespace
 
 Tensor feed_forward(const Tensor& x, const Tensor& w1, const Tensor& b1, const Tensor& w2, const Tensor& b2,
@@ -104,7 +115,7 @@ Tensor feed_forward(const Tensor& x, const Tensor& w1, const Tensor& b1, const T
   {
     NoGradGuard parts;  // the three ops are not recorded: the one entry below stands for them
     h = linear(x, w1, b1);                           // (..., H)
-    y = linear(gelu(h, approximate), w2, b2);        // (..., C_out); a is freed here
+    y = linear(activation_for_product(h, approximate), w2, b2);  // (..., C_out); a is freed here
   }
   const Tensor keep_x = w1.requires_grad() && should_record({x, w1}) ? kept_for_product(x) : Tensor();  // for dw1
   const Tensor keep_w1 = x.requires_grad() ? w1 : Tensor();  // for dx
@@ -121,9 +132,11 @@ Tensor feed_forward(const Tensor& x, const Tensor& w1, const Tensor& b1, const T
            // da (..., H), then dh in its place; a = gelu(h) recomputed, for "tanh" in the same pass
            // as dh = gelu'(h) * da (one tanh per element)
            Tensor dh = needs_dh ? matmul_backward_a(dy, w2.t(), h.dim()) : Tensor();
-           std::optional<Tensor> a = needs_dh && approximate == "tanh" ? gelu_tanh_value_and_backward_(h, dh) : std::nullopt;
+           std::optional<Tensor> a = needs_dh && approximate == "tanh"
+                                         ? gelu_tanh_value_and_backward_(h, dh, product_input_dtype())
+                                         : std::nullopt;
            if (needs_dh && !a) dh = gelu_backward(dh, h, approximate);
-           if (ctx.needs_grad[3]) grads[3] = linear_weight_grad(dy, a ? *a : gelu(h, approximate));
+           if (ctx.needs_grad[3]) grads[3] = linear_weight_grad(dy, a ? *a : activation_for_product(h, approximate));
            a.reset();  // a is freed here
            if (!needs_dh) return grads;
            if (ctx.needs_grad[0]) grads[0] = matmul_backward_a(dh, ctx.saved[2].t(), x_dim);

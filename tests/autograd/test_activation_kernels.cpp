@@ -172,8 +172,8 @@ TEST(ActivationKernels, GeluTanhBaselineAndAvx2LoopsGiveTheSameBits) {
 }
 
 // feed_forward's backward pass (a = gelu(h), and dh = da * gelu'(h) over da) gives the bits of the
-// two loops it replaces, on every copy the CPU runs; and the AVX-512 copies (what runs on such a
-// CPU) give the AVX2 copies' bits.
+// two loops it replaces, on every copy the CPU runs, with a stored as float32 or rounded to
+// bfloat16; and the AVX-512 copies (what runs on such a CPU) give the AVX2 copies' bits.
 TEST(ActivationKernels, GeluTanhValueAndBackwardIsForwardAndBackwardBitForBit) {
   std::vector<float> xs;
   for (uint64_t bits = 0; bits < (uint64_t{1} << 32); bits += 4099)
@@ -192,6 +192,16 @@ TEST(ActivationKernels, GeluTanhValueAndBackwardIsForwardAndBackwardBitForBit) {
     const std::string on = std::string(" on ") + kernels::isa_name(isa);
     EXPECT_TRUE(same_floats(("value" + on).c_str(), xs, forward, value));
     EXPECT_TRUE(same_floats(("gradient" + on).c_str(), xs, backward, grad));
+    // the values stored rounded to bfloat16 (autocast's feed_forward): BFloat16's bits of them
+    std::vector<BFloat16> rounded(xs.size()), rounded_value(xs.size());
+    std::vector<float> grad_again = g;
+    K::gelu_tanh_forward_rounded(rounded.data(), xs.data(), n, isa);
+    K::gelu_tanh_value_and_backward(rounded_value.data(), grad_again.data(), xs.data(), n, isa);
+    for (size_t i = 0; i < xs.size(); ++i) {
+      ASSERT_EQ(rounded[i].bits, BFloat16(forward[i]).bits) << "rounded forward" << on << " at x = " << xs[i];
+      ASSERT_EQ(rounded_value[i].bits, BFloat16(forward[i]).bits) << "rounded value" << on << " at x = " << xs[i];
+    }
+    EXPECT_TRUE(same_floats(("gradient beside a rounded value" + on).c_str(), xs, backward, grad_again));
     if (isa == K::Isa::kAvx2) {
       forward_avx2 = forward;
       backward_avx2 = backward;
