@@ -117,6 +117,14 @@ void for_each_matrix(int64_t count, const F& fn) {
   });
 }
 
+// An empty (B, NH, T, hs) tensor stored as (B, T, NH, hs), the layout of the heads once joined
+// (the attention layers' join_heads, and split_heads' gradient, are then views, not copies);
+// any other shape as it is.
+Tensor empty_in_joined_layout(const Shape& sizes, ScalarType dtype) {
+  if (sizes.size() != 4) return empty(sizes, dtype);
+  return empty({sizes[0], sizes[2], sizes[1], sizes[3]}, dtype).transpose(1, 2);
+}
+
 // The causal blocks (see the top of this file): 64 rows keep the products large enough to run
 // near their peak, and skip 37.5% of them at T = 256 (44% at T = 1024). Each block costs calls
 // of its own (products, softmax, copies): with fewer queries than kMinBlockedQueries, the rows
@@ -177,8 +185,7 @@ Tensor masked_scaled_attention(const Tensor& q, const Tensor& k, const Tensor& v
   // out (B.., T_q, hs_v); a 4-D one stored as (B, T_q, NH, hs_v), the heads' layout once joined.
   Shape out_shape = q.sizes();
   out_shape.back() = hs_v;
-  Tensor out = n == 4 ? empty({q.size(0), T_q, q.size(1), hs_v}, q.dtype()).transpose(1, 2)
-                      : empty(out_shape, q.dtype());
+  Tensor out = empty_in_joined_layout(out_shape, q.dtype());
   // q, k and v are only read by products: under autocast they are kept as bfloat16 copies, made
   // once here, which the forward's products read too (rounded already: half the bytes to pack)
   const bool recorded = should_record({q, k, v});
@@ -195,7 +202,8 @@ Tensor masked_scaled_attention(const Tensor& q, const Tensor& k, const Tensor& v
          [d_k, options](const BackwardArgs& ctx) {
            const Tensor &q = ctx.saved[0], &k = ctx.saved[1], &v = ctx.saved[2], &mask = ctx.saved[3];
            const ScalarType grad_dtype = ctx.grad_out.dtype();  // q, k, v may be kept as bfloat16 copies
-           Tensor dq = empty(q.sizes(), grad_dtype), dk = empty(k.sizes(), grad_dtype), dv = empty(v.sizes(), grad_dtype);
+           Tensor dq = empty_in_joined_layout(q.sizes(), grad_dtype), dk = empty_in_joined_layout(k.sizes(), grad_dtype);
+           Tensor dv = empty_in_joined_layout(v.sizes(), grad_dtype);
            const int64_t T_q = q.size(-2), T_k = k.size(-2);
            const std::vector<QueryBlock> blocks = query_blocks(T_q, T_k, options);
            const int64_t keys_seen = blocks.empty() ? 0 : blocks.back().keys;  // keys past it: dk = dv = 0
