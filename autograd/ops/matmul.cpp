@@ -207,9 +207,10 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   const int64_t a_dim = a.dim(), b_dim = b.dim();
   const bool b_transposed = b_dim == 2 && b.stride(0) == 1 && b.stride(1) != 1;  // a linear's weight.t()
   record(node_name(a, b), {a, b}, out, {save_a ? a_in : Tensor(), save_b ? b_in : Tensor()},
-         [a_dim, b_dim, b_transposed](const BackwardArgs& ctx) {
-           // under autocast (the forward's mode, restored by the tape) g is rounded once for both products
-           const Tensor g = autocast_dtype() == kBFloat16 ? ctx.grad_out.to(kBFloat16) : ctx.grad_out;
+         [a_dim, b_dim, b_transposed, bf16](const BackwardArgs& ctx) {
+           // a bfloat16 product's g is rounded once for both products (they run in the forward's
+           // mode, which the tape restores); a float64 product under autocast was not one
+           const Tensor g = bf16 ? ctx.grad_out.to(kBFloat16) : ctx.grad_out;
            return Grads{ctx.needs_grad[0] ? matmul_backward_a(g, ctx.saved[1], a_dim) : Tensor(),
                         ctx.needs_grad[1] ? matmul_backward_b(g, ctx.saved[0], b_dim, b_transposed) : Tensor()};
          });

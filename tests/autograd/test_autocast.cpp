@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <string>
+#include <optional>
 #include <vector>
 
 #include "autograd/autocast.h"
@@ -117,6 +118,31 @@ TEST_P(AutocastModes, Float64IsLeftAlone) {
     with = matmul(a, b);
   }
   EXPECT_TRUE(same_bytes(with, without));
+  // the gradients too, and feed_forward's (their backward rounds float32 gradients only)
+  for (bool autocast_on : {true, false}) {
+    const Tensor la = leaf(a), lb = leaf(b);
+    std::optional<AutocastGuard> autocast;
+    if (autocast_on) autocast.emplace(kBFloat16);
+    const Tensor y = matmul(la, lb);
+    autocast.reset();
+    y.backward(ones({4, 3}, kFloat64));
+    EXPECT_TRUE(same_bytes(la.grad(), matmul(ones({4, 3}, kFloat64), b.t()))) << "autocast " << autocast_on;
+    EXPECT_TRUE(same_bytes(lb.grad(), matmul(a.t(), ones({4, 3}, kFloat64)))) << "autocast " << autocast_on;
+  }
+  const Tensor x0 = normal_tensor({2, 3, 8}, 3, kFloat64), g = normal_tensor({2, 3, 8}, 4, kFloat64);
+  const Tensor w1 = leaf(normal_tensor({32, 8}, 5, kFloat64)), w2 = leaf(normal_tensor({8, 32}, 6, kFloat64));
+  std::vector<Tensor> results;
+  for (bool autocast_on : {true, false}) {
+    const Tensor x = leaf(x0);
+    for (const Tensor& w : {w1, w2}) w.zero_grad();
+    std::optional<AutocastGuard> autocast;
+    if (autocast_on) autocast.emplace(kBFloat16);
+    const Tensor y = feed_forward(x, w1, Tensor(), w2, Tensor(), "tanh");
+    autocast.reset();
+    y.backward(g);
+    for (const Tensor& t : {y.detach(), x.grad(), w1.grad(), w2.grad()}) results.push_back(t);
+  }
+  for (size_t i = 0; i < 4; ++i) EXPECT_TRUE(same_bytes(results[i], results[i + 4])) << "feed_forward result " << i;
 }
 
 TEST_P(AutocastModes, FusedFeedForwardIsItsCompositionBitForBit) {
