@@ -197,7 +197,7 @@ int run(TrainOptions o, const std::vector<std::string>& given) {
                "\n";
   }
   tg::write_file_atomically((std::filesystem::path(o.out) / "samples.txt").string(), samples, "train_gpt");
-  log.write_summary(o.out);
+  log.write_summary(o.out, o.precision);
   std::cout << samples;
   return 0;
 }

@@ -118,7 +118,7 @@ std::string precision_mode(const std::string& precision) {
   return mode + ")";
 }
 
-void RunLog::write_summary(const std::string& dir) const {
+void RunLog::write_summary(const std::string& dir, const std::string& precision) const {
   std::optional<double> train, val, train_bpb, val_bpb;
   for (const LossRow& r : rows_) {
     if (r.val_loss) val = r.val_loss;
@@ -133,7 +133,8 @@ void RunLog::write_summary(const std::string& dir) const {
                      ",\n  \"final_val_bpb\": " + number(val_bpb) + ",\n  \"tokens_per_s\": " +
                      number(rows_.empty() ? std::nullopt : std::optional(rows_.back().tokens_per_s)) +
                      ",\n  \"elapsed_s\": " + fmt("%.3f", elapsed_s()) + ",\n  \"peak_rss_mb\": " + fmt("%.1f", peak_rss_mb()) +
-                     ",\n  \"kernels\": " + json::quote(kernels_mode()) + "\n}\n";
+                     ",\n  \"kernels\": " + json::quote(kernels_mode()) + ",\n  \"precision\": " + json::quote(precision) +
+                     "\n}\n";
   write_file_atomically(path_in(dir, "summary.json"), json, "train_gpt");
 }
 

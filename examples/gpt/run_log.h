@@ -5,7 +5,8 @@
 //                 runs compare bit for bit; val_loss is empty on rows without an evaluation)
 //   loss.svg      the train loss of every step and the val loss of every evaluation against step
 //   summary.json  final train and val loss, steps, tokens/s, elapsed seconds, peak RSS in MB,
-//                 and which kernels ran (kernels_mode)
+//                 which kernels ran (kernels_mode) and the precision of the products (fp32 or
+//                 bf16; on a resumed run, its last part's)
 //   the terminal  a progress bar (step, loss, tokens/s, elapsed, ETA) on a terminal; plain log
 //                 lines when the output is a file or a pipe
 #pragma once
@@ -43,7 +44,7 @@ class RunLog {
   const std::vector<LossRow>& rows() const { return rows_; }
   double elapsed_s() const { return rows_.empty() ? 0.0 : rows_.back().elapsed_s; }
   void write(const std::string& dir) const;  // loss.csv and loss.svg (each atomically)
-  void write_summary(const std::string& dir) const;  // summary.json (atomically)
+  void write_summary(const std::string& dir, const std::string& precision) const;  // summary.json (atomically)
   std::string csv() const;
 
  private:

@@ -80,10 +80,12 @@ TEST(TrainGptProgram, PrecisionIsSavedAndMayChangeOnResume) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(has_part(r.output, "bf16 ("));  // and which kernel
   EXPECT_TRUE(has_part(read_bytes(out + "/config.json"), "\"precision\": \"bf16\""));
+  EXPECT_EQ(json::parse(read_bytes(out + "/summary.json"), "summary.json")["precision"].as_string(), "bf16");
   r = run_program(example_program("train_gpt"), {"--resume", out, "--steps", "5", "--precision", "fp32"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(has_part(r.output, " kernels, fp32;"));
   EXPECT_TRUE(has_part(read_bytes(out + "/config.json"), "\"precision\": \"fp32\""));
+  EXPECT_EQ(json::parse(read_bytes(out + "/summary.json"), "summary.json")["precision"].as_string(), "fp32");
   EXPECT_EQ(lines_of(read_bytes(out + "/loss.csv")), 6u);
 }
 
