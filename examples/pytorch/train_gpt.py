@@ -327,7 +327,8 @@ def check_options(o, world=1):
     if o.batch % world:
         raise ValueError(f"--nproc {world} does not divide --batch {o.batch}: each process takes batch / nproc "
                          "sequences of every micro-batch")
-    if o.lr_schedule == "cosine" and o.warmup >= o.steps:
+    # a resumed run keeps its own schedule (its config.json's warmup, checked when it is read)
+    if not o.resume and o.lr_schedule == "cosine" and o.warmup >= o.steps:
         raise ValueError(f"--warmup ({o.warmup}) must be smaller than --steps ({o.steps}) with the cosine schedule")
     if not 256 <= o.vocab_size <= 65536:
         raise ValueError(f"--vocab-size {o.vocab_size}: must be from 256 to 65536")
