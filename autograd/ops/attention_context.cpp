@@ -159,14 +159,23 @@ int64_t first_query_seeing(int64_t key, int64_t T_q, const MaskedSoftmaxOptions&
   return std::clamp<int64_t>(key - options.query_offset, 0, T_q);
 }
 
+// Block b's part of the mask of batch index i (rows, keys), or none.
+Tensor block_mask(const Tensor& mask, int64_t i, const QueryBlock& b) {
+  return mask.defined() ? matrix_at(mask, i).narrow(0, b.first, b.rows).narrow(1, 0, b.keys) : Tensor();
+}
+
+// The causal rule as block b sees it: its row 0 is query b.first.
+MaskedSoftmaxOptions block_options(const MaskedSoftmaxOptions& options, const QueryBlock& b) {
+  MaskedSoftmaxOptions shifted = options;
+  shifted.query_offset += b.first;
+  return shifted;
+}
+
 // The attention weights P (rows, keys) of block b of batch index i.
 Tensor block_weights(const Tensor& q, const Tensor& k, const Tensor& mask, int64_t i, const QueryBlock& b, int64_t d_k,
                      const MaskedSoftmaxOptions& options) {
   const Tensor scores = matrix_at(q, i).narrow(0, b.first, b.rows).matmul(matrix_at(k, i).narrow(0, 0, b.keys).t());
-  const Tensor block_mask = mask.defined() ? matrix_at(mask, i).narrow(0, b.first, b.rows).narrow(1, 0, b.keys) : Tensor();
-  MaskedSoftmaxOptions shifted = options;  // row 0 here is query b.first
-  shifted.query_offset += b.first;
-  return masked_scaled_softmax(scores, block_mask, d_k, shifted);
+  return masked_scaled_softmax(scores, block_mask(mask, i, b), d_k, block_options(options, b));
 }
 
 }  // namespace
@@ -213,13 +222,10 @@ Tensor masked_scaled_attention(const Tensor& q, const Tensor& k, const Tensor& v
              const Tensor dout = matrix_at(ctx.grad_out, i);  // (T_q, hs_v)
              Tensor P, dS;  // (T_q, keys_seen): a block of query rows at a time, zero past a block's keys
              for (const QueryBlock& b : blocks) {
-               MaskedSoftmaxOptions shifted = options;  // row 0 of the block is query b.first
-               shifted.query_offset += b.first;
-               const Tensor block_mask =
-                   mask.defined() ? matrix_at(mask, i).narrow(0, b.first, b.rows).narrow(1, 0, b.keys) : Tensor();
                const Tensor Pb = block_weights(q, k, mask, i, b, d_k, options);  // (rows, keys)
                const Tensor dPb = dout.narrow(0, b.first, b.rows).matmul(matrix_at(v, i).narrow(0, 0, b.keys).t());
-               const Tensor dSb = masked_scaled_softmax_backward(Pb, dPb, block_mask, d_k, shifted);
+               const Tensor dSb =
+                   masked_scaled_softmax_backward(Pb, dPb, block_mask(mask, i, b), d_k, block_options(options, b));
                matrix_at(dq, i).narrow(0, b.first, b.rows).copy_(dSb.matmul(matrix_at(k, i).narrow(0, 0, b.keys)));
                if (blocks.size() == 1) {
                  P = Pb;
