@@ -42,10 +42,12 @@ struct BFloat16 {
     out.bits = b;
     return out;
   }
+  // Round to nearest, ties to even; every NaN becomes 0xFFFF. The NaN test is a select, not a
+  // branch, so loops over it vectorise (kernels/convert_kernels.h).
   static uint16_t round_to_bits(float v) {
-    if (std::isnan(v)) return 0xFFFF;
     const uint32_t f = std::bit_cast<uint32_t>(v);
-    return static_cast<uint16_t>((f + 0x7FFFu + ((f >> 16) & 1u)) >> 16);
+    const auto rounded = static_cast<uint16_t>((f + 0x7FFFu + ((f >> 16) & 1u)) >> 16);
+    return v != v ? uint16_t{0xFFFF} : rounded;
   }
 };
 

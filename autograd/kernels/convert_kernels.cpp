@@ -6,7 +6,7 @@ namespace tg::convert_kernels {
 namespace {
 
 [[gnu::always_inline]] inline void round_body(BFloat16* out, const float* in, int64_t N) {
-  for (int64_t i = 0; i < N; ++i) out[i].bits = bf16_bits_of(in[i]);
+  for (int64_t i = 0; i < N; ++i) out[i].bits = BFloat16::round_to_bits(in[i]);
 }
 
 }  // namespace

@@ -18,7 +18,6 @@
 #include <cmath>
 #include <numbers>
 #include <optional>
-#include <utility>
 
 #include "autograd/ops.h"
 #include "autograd/kernels/activation_kernels.h"

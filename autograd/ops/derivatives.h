@@ -11,7 +11,6 @@
 #include <cstdint>
 #include <optional>
 #include <string>
-#include <utility>
 
 #include "autograd/tape.h"
 #include "autograd/tensor.h"

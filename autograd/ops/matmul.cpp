@@ -268,8 +268,9 @@ Tensor matmul_backward_b(const Tensor& g, const Tensor& a, int64_t b_dim, bool b
   // than a product per batch summed by the tape; the same sum in another order).
   const std::optional<Tensor> a_rows = b_dim <= 2 && a.dim() > 2 ? kernels::fold_leading_dims(am) : std::nullopt;
   const std::optional<Tensor> g_rows = a_rows ? kernels::fold_leading_dims(gm) : std::nullopt;
-  const bool one_product = (a_rows && g_rows) || (a.dim() == 2 && b_dim == 2);
-  const Tensor left = a_rows && g_rows ? *a_rows : am, right = a_rows && g_rows ? *g_rows : gm;  // (R, K), (R, N)
+  const bool folded = a_rows && g_rows;
+  const bool one_product = folded || (a.dim() == 2 && b_dim == 2);
+  const Tensor left = folded ? *a_rows : am, right = folded ? *g_rows : gm;  // (R, K), (R, N)
   Tensor db;
   if (one_product && b_transposed) {
     db = swap_last_two(matmul(swap_last_two(right), left));  // (K, N), stored as (N, K): b's layout
