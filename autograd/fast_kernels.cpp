@@ -2,18 +2,17 @@
 #include "autograd/fast_kernels.h"
 
 #include <atomic>
-#include <cstdlib>
-#include <string>
+
+#include "autograd/runtime/environment.h"
 
 namespace tg {
 
 namespace {
 
-bool from_environment() {
-  const char* v = std::getenv("TG_FAST_KERNELS");
-  return !(v && std::string(v) == "0");
-}
+bool from_environment() { return environment_choice("TG_FAST_KERNELS", {"0", "1"}).value_or("1") == "1"; }
 
+// Read on first use: a bad TG_FAST_KERNELS throws from that call (and from every call after it,
+// as the static stays unset), not while the program is being loaded.
 std::atomic<bool>& switch_state() {
   static std::atomic<bool> enabled{from_environment()};
   return enabled;

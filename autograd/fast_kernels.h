@@ -8,8 +8,9 @@
 // step through the plain code in a debugger and see what a fast run computes.
 //
 // The environment variable TG_FAST_KERNELS=0 turns the switch off when the program starts
-// (any other value, or none, leaves it on); set_fast_kernels changes it later, for the whole
-// process. Change it between steps, not while another thread runs ops.
+// (1, or none, leaves it on; any other value is an Error at the first op, see
+// runtime/environment.h); set_fast_kernels changes it later, for the whole process. Change it
+// between steps, not while another thread runs ops.
 #pragma once
 
 namespace tg {

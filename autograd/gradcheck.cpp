@@ -13,11 +13,13 @@
 #include <cmath>
 #include <cstdlib>
 #include <iomanip>
+#include <optional>
 #include <ostream>
 #include <random>
 #include <sstream>
 
 #include "autograd/random/generator.h"
+#include "autograd/runtime/environment.h"
 #include "autograd/ops.h"
 #include "autograd/tape.h"
 
@@ -443,9 +445,8 @@ GradcheckRun fuzz_run(const GradcheckFn& fn, const std::vector<Tensor>& inputs, 
 }
 
 uint32_t fuzz_seed_from(const GradcheckOptions& o) {
-  const char* env = std::getenv("TG_GRADCHECK_SEED");
-  if (env && *env) return static_cast<uint32_t>(std::strtoul(env, nullptr, 10));
-  return o.fuzz_seed;
+  const std::optional<uint64_t> seed = environment_number("TG_GRADCHECK_SEED", UINT32_MAX);
+  return seed ? static_cast<uint32_t>(*seed) : o.fuzz_seed;
 }
 
 // --- the report -------------------------------------------------------------------------------------

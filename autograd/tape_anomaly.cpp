@@ -5,17 +5,21 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "autograd/runtime/environment.h"
 #include "autograd/tape_internal.h"
 
 namespace tg {
 
 namespace {
 
-bool anomaly_from_environment() {
-  const char* v = std::getenv("TG_DETECT_ANOMALY");
-  return v && std::string(v) != "0" && std::string(v) != "";
+bool anomaly_from_environment() { return environment_choice("TG_DETECT_ANOMALY", {"0", "1"}).value_or("0") == "1"; }
+
+// This thread's switch, from the environment on first use. (At block scope: a bad
+// TG_DETECT_ANOMALY throws to that caller; a thread_local at namespace scope would terminate.)
+bool& anomaly_enabled() {
+  thread_local bool enabled = anomaly_from_environment();
+  return enabled;
 }
-thread_local bool anomaly_enabled = anomaly_from_environment();
 
 struct Stats {
   int64_t nan = 0, inf = 0;
@@ -60,9 +64,9 @@ void throw_anomaly(const std::string& op, const std::string& entry, const char* 
 
 }  // namespace
 
-bool anomaly_mode_enabled() { return anomaly_enabled; }
-AnomalyModeGuard::AnomalyModeGuard(bool enabled) : previous_(anomaly_enabled) { anomaly_enabled = enabled; }
-AnomalyModeGuard::~AnomalyModeGuard() { anomaly_enabled = previous_; }
+bool anomaly_mode_enabled() { return anomaly_enabled(); }
+AnomalyModeGuard::AnomalyModeGuard(bool enabled) : previous_(anomaly_enabled()) { anomaly_enabled() = enabled; }
+AnomalyModeGuard::~AnomalyModeGuard() { anomaly_enabled() = previous_; }
 
 void check_forward_anomaly(const char* name, const std::vector<Tensor>& inputs, const Tensor& out, bool recorded) {
   Stats s = stats_of(out);

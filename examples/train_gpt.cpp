@@ -127,6 +127,8 @@ int run(TrainOptions o, const std::vector<std::string>& given) {
     trainer = std::make_unique<Trainer>(o, read_data(o.data));
   }
   if (o.threads > 0) tg::set_num_threads(static_cast<int>(o.threads));
+  // asked before --out is touched: a bad TG_FAST_KERNELS or TG_BF16_KERNEL stops the run there
+  const std::string kernels = kernels_mode(), precision = precision_mode(o.precision);
   prepare_output_dir(o.out, "--out");
 
   std::signal(SIGINT, on_interrupt);
@@ -137,7 +139,7 @@ int run(TrainOptions o, const std::vector<std::string>& given) {
             << trainer->tokenizer().vocab_size() << (trainer->tokenizer().is_bpe() ? " BPE tokens, " : " characters, ")
             << o.steps << " steps of " << o.batch << " x " << o.model.context_length << " tokens"
             << (o.grad_accum > 1 ? " x " + std::to_string(o.grad_accum) + " micro-batches" : std::string()) << ", "
-            << kernels_mode() << " kernels, " << precision_mode(o.precision) << "; writing to " << o.out << "/\n";
+            << kernels << " kernels, " << precision << "; writing to " << o.out << "/\n";
   auto save_all = [&] {
     save_checkpoint(*trainer, o.out);
     log.write(o.out);

@@ -16,6 +16,7 @@
 #include "autograd/kernels/bf16_gemm.h"
 #include "autograd/kernels/small_gemm.h"
 #include "autograd/loops.h"
+#include "autograd/runtime/environment.h"
 #include "autograd/runtime/parallel.h"
 
 namespace tg::kernels {
@@ -24,14 +25,22 @@ namespace {
 
 thread_local GemmCall last_call;
 
-// The bfloat16 kernel matmul uses: the best this CPU has, unless TG_BF16_KERNEL=fma asks for the
-// portable one (or set_bf16_kernel does).
+// The bfloat16 kernel matmul uses: the best this CPU has, unless TG_BF16_KERNEL names one
+// (avx512_bf16 or fma; a kernel this CPU cannot run is an Error, as set_bf16_kernel's).
 bf16_gemm::Kernel initial_bf16_kernel() {
-  const char* env = std::getenv("TG_BF16_KERNEL");
-  if (env != nullptr && std::string(env) == "fma") return bf16_gemm::Kernel::kFma;
-  return bf16_gemm::best_kernel();
+  const std::optional<std::string> asked = environment_choice("TG_BF16_KERNEL", {"avx512_bf16", "fma"});
+  if (!asked) return bf16_gemm::best_kernel();
+  const bf16_gemm::Kernel kernel = *asked == "fma" ? bf16_gemm::Kernel::kFma : bf16_gemm::Kernel::kAvx512Bf16;
+  if (!bf16_gemm::kernel_available(kernel)) {
+    throw Error("TG_BF16_KERNEL=" + *asked + ": this CPU cannot run that kernel (it has no AVX512_BF16); use fma");
+  }
+  return kernel;
 }
-std::atomic<bf16_gemm::Kernel> bf16_kernel_in_use{initial_bf16_kernel()};
+// Read on first use (the first bfloat16 product), so a bad TG_BF16_KERNEL throws to that caller.
+std::atomic<bf16_gemm::Kernel>& bf16_kernel_in_use() {
+  static std::atomic<bf16_gemm::Kernel> kernel{initial_bf16_kernel()};
+  return kernel;
+}
 
 // One matrix as BLIS reads it: element (i, j) at p[i*rs + j*cs].
 struct MatrixLayout {
@@ -275,13 +284,13 @@ void batched_gemm_bf16(const Tensor& out, const Tensor& a, const Tensor& b, cons
   });
 }
 
-bf16_gemm::Kernel bf16_kernel() { return bf16_kernel_in_use.load(); }
+bf16_gemm::Kernel bf16_kernel() { return bf16_kernel_in_use().load(); }
 
 void set_bf16_kernel(bf16_gemm::Kernel kernel) {
   if (!bf16_gemm::kernel_available(kernel)) {
     throw Error(std::string("set_bf16_kernel: this CPU cannot run the ") + bf16_gemm::kernel_name(kernel) + " kernel");
   }
-  bf16_kernel_in_use.store(kernel);
+  bf16_kernel_in_use().store(kernel);
 }
 
 const GemmCall& last_gemm_call() { return last_call; }

@@ -37,8 +37,9 @@ void batched_gemm(const Tensor& out, const Tensor& a, const Tensor& b, const Sha
 // out float32; a and b float32 or bfloat16, any strides.
 void batched_gemm_bf16(const Tensor& out, const Tensor& a, const Tensor& b, const Shape& batch, int64_t M,
                        int64_t N, int64_t K);
-// Which bfloat16 kernel batched_gemm_bf16 runs: bf16_gemm::best_kernel() when the program starts,
-// or kFma with TG_BF16_KERNEL=fma in the environment. set_bf16_kernel changes it for the whole
+// Which bfloat16 kernel batched_gemm_bf16 runs: bf16_gemm::best_kernel(), or the one
+// TG_BF16_KERNEL names (avx512_bf16 or fma; anything else is an Error at the first bfloat16
+// product, see runtime/environment.h). set_bf16_kernel changes it for the whole
 // process (an Error if the CPU cannot run it).
 bf16_gemm::Kernel bf16_kernel();
 void set_bf16_kernel(bf16_gemm::Kernel kernel);

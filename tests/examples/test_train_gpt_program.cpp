@@ -262,5 +262,25 @@ TEST(TrainGptProgram, BadInputsAreOneLineErrors) {
   EXPECT_TRUE(has_part(r.output, "generate: " + dir.file("nowhere") + ": no such folder"));
 }
 
+// An environment variable tapegrad does not understand stops the run before it writes anything.
+TEST(TrainGptProgram, ABadEnvironmentVariableIsAOneLineErrorBeforeAnythingIsWritten) {
+  SKIP_WITHOUT_EXAMPLES();
+  TempFolder dir;
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"TG_FAST_KERNELS=off", "TG_FAST_KERNELS=off: expected 0 or 1 (or leave it unset)"},
+      {"TG_BF16_KERNEL=avx", "TG_BF16_KERNEL=avx: expected avx512_bf16 or fma (or leave it unset)"},
+      {"TG_DETECT_ANOMALY=yes", "TG_DETECT_ANOMALY=yes: expected 0 or 1 (or leave it unset)"},
+  };
+  for (const auto& [setting, message] : cases) {
+    std::vector<std::string> args = {setting, example_program("train_gpt")};
+    args.insert(args.end(), kTiny.begin(), kTiny.end());
+    args.insert(args.end(), {"--precision", "bf16", "--out", dir.file("run")});
+    const ProgramRun r = run_program("env", args);  // env NAME=value train_gpt ...
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    EXPECT_EQ(r.output, "train_gpt: " + message + "\n");
+    EXPECT_FALSE(std::filesystem::exists(dir.file("run"))) << setting;
+  }
+}
+
 }  // namespace
 }  // namespace tg::test

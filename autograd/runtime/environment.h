@@ -1,0 +1,28 @@
+// autograd/runtime/environment.h — the environment variables tapegrad reads, all read one way: a
+// value it does not know is an Error naming the variable, the value and what it takes, never a
+// silent default (TG_FAST_KERNELS=off must not leave the fast kernels on).
+//
+//   TG_FAST_KERNELS    0 or 1                    fast_kernels.h: 0 runs the plain reference code
+//   TG_BF16_KERNEL     avx512_bf16 or fma        kernels/gemm.h: the bfloat16 gemm's kernel
+//   TG_DETECT_ANOMALY  0 or 1                    tape.h: anomaly mode on every thread
+//   TG_GRADCHECK_SEED  a decimal number < 2^32   gradcheck.h: the fuzz runs' seed
+//
+// Unset and empty mean the same: the default. Each is read when it is first needed (the first op,
+// the first bfloat16 product), so the Error reaches the caller there, as any other bad input does.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tg {
+
+// The value of the variable `name`, one of `allowed`; nullopt when it is unset or empty.
+// Anything else throws: "TG_FAST_KERNELS=off: expected 0 or 1 (or leave it unset)".
+std::optional<std::string> environment_choice(const char* name, const std::vector<std::string>& allowed);
+
+// The value of the variable `name` as a decimal number in [0, max]; nullopt when it is unset or
+// empty. Anything else (a sign, a letter, a number past max) throws.
+std::optional<uint64_t> environment_number(const char* name, uint64_t max);
+
+}  // namespace tg
