@@ -88,6 +88,10 @@ Tensor make_empty(const Shape& shape, ScalarType dtype, const char* op = "empty"
 // tape entry: for filling a tensor the op has just made. Writing into an existing tensor is an
 // in-place op (copy_), which goes through begin_inplace / finish_inplace.
 void copy_values(const Tensor& dst, const Tensor& src, const char* op);
+// dst = a @ b for 2-D a (M, K) and b (K, N), written into dst (M, N), a tensor the op has just
+// made or a block of one, its rows contiguous: as copy_values(dst, matmul(a, b)) with the same
+// kernel and bits (autocast's too), but with no result to allocate and copy (ops/matmul.cpp).
+void matmul_into(const Tensor& dst, const Tensor& a, const Tensor& b);
 // A new view over t's storage with the given geometry. Its autograd state is empty: the
 // result is cut from the tape (the view ops record themselves; this is their raw material).
 Tensor make_view(const Tensor& t, const Shape& sizes, const Shape& strides, int64_t offset);

@@ -102,41 +102,42 @@ rntm_t* runtime_for(int64_t M, int64_t N, int64_t K, rntm_t* single) {
   return single;
 }
 
-void blis_gemm(float* c, const float* a, const float* b, int64_t M, int64_t N, int64_t K, const MatrixLayout& la,
-               const MatrixLayout& lb) {
+void blis_gemm(float* c, int64_t ldc, const float* a, const float* b, int64_t M, int64_t N, int64_t K,
+               const MatrixLayout& la, const MatrixLayout& lb) {
   float one = 1.0f, zero = 0.0f;  // BLIS takes alpha and beta by pointer
   rntm_t single;
   // BLIS's pointers are not const, but it only reads a and b.
   bli_sgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, M, N, K, &one, const_cast<float*>(a), la.rs, la.cs,
-               const_cast<float*>(b), lb.rs, lb.cs, &zero, c, N, 1, nullptr, runtime_for(M, N, K, &single));
+               const_cast<float*>(b), lb.rs, lb.cs, &zero, c, ldc, 1, nullptr, runtime_for(M, N, K, &single));
 }
 
-void blis_gemm(double* c, const double* a, const double* b, int64_t M, int64_t N, int64_t K, const MatrixLayout& la,
-               const MatrixLayout& lb) {
+void blis_gemm(double* c, int64_t ldc, const double* a, const double* b, int64_t M, int64_t N, int64_t K,
+               const MatrixLayout& la, const MatrixLayout& lb) {
   double one = 1.0, zero = 0.0;
   rntm_t single;
   bli_dgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, M, N, K, &one, const_cast<double*>(a), la.rs, la.cs,
-               const_cast<double*>(b), lb.rs, lb.cs, &zero, c, N, 1, nullptr, runtime_for(M, N, K, &single));
+               const_cast<double*>(b), lb.rs, lb.cs, &zero, c, ldc, 1, nullptr, runtime_for(M, N, K, &single));
 }
 
-// y (m) = A (m,n) @ x (n), A element (i, j) at a[i*rsa + j*csa], x's at x[j*incx]. y is
-// zeroed first, so with beta = 0 nothing of what was there can reach the result.
-void blis_gemv(float* y, const float* a, const float* x, int64_t m, int64_t n, int64_t rsa, int64_t csa, int64_t incx) {
-  float one = 1.0f, zero = 0.0f;
-  std::fill(y, y + m, 0.0f);
-  bli_sgemv(BLIS_NO_TRANSPOSE, BLIS_NO_CONJUGATE, m, n, &one, const_cast<float*>(a), rsa, csa, const_cast<float*>(x),
-            incx, &zero, y, 1);
-}
-
-void blis_gemv(double* y, const double* a, const double* x, int64_t m, int64_t n, int64_t rsa, int64_t csa,
+// y (m) = A (m,n) @ x (n), A element (i, j) at a[i*rsa + j*csa], x's at x[j*incx], y's at
+// y[i*incy]. y is zeroed first, so with beta = 0 nothing of what was there can reach the result.
+void blis_gemv(float* y, int64_t incy, const float* a, const float* x, int64_t m, int64_t n, int64_t rsa, int64_t csa,
                int64_t incx) {
-  double one = 1.0, zero = 0.0;
-  std::fill(y, y + m, 0.0);
-  bli_dgemv(BLIS_NO_TRANSPOSE, BLIS_NO_CONJUGATE, m, n, &one, const_cast<double*>(a), rsa, csa,
-            const_cast<double*>(x), incx, &zero, y, 1);
+  float one = 1.0f, zero = 0.0f;
+  for (int64_t i = 0; i < m; ++i) y[i * incy] = 0.0f;
+  bli_sgemv(BLIS_NO_TRANSPOSE, BLIS_NO_CONJUGATE, m, n, &one, const_cast<float*>(a), rsa, csa, const_cast<float*>(x),
+            incx, &zero, y, incy);
 }
 
-// c (M,N) row-major = a (M,K) @ b (K,N), a and b read through their layouts.
+void blis_gemv(double* y, int64_t incy, const double* a, const double* x, int64_t m, int64_t n, int64_t rsa,
+               int64_t csa, int64_t incx) {
+  double one = 1.0, zero = 0.0;
+  for (int64_t i = 0; i < m; ++i) y[i * incy] = 0.0;
+  bli_dgemv(BLIS_NO_TRANSPOSE, BLIS_NO_CONJUGATE, m, n, &one, const_cast<double*>(a), rsa, csa,
+            const_cast<double*>(x), incx, &zero, y, incy);
+}
+
+// c (M,N) row-major, row i at c + i * ldc, = a (M,K) @ b (K,N), a and b read through their layouts.
 // beta = 0 makes BLIS overwrite c without reading it, so c may be uninitialised.
 //
 // One row (M = 1: a linear layer on one token, an attention query while generating) or one
@@ -152,22 +153,22 @@ void blis_gemv(double* y, const double* a, const double* x, int64_t m, int64_t n
 // either way, 3 interleaved pairs: the products are bound by memory bandwidth), and on a busy
 // machine the fork/join of each of a token's ~36 products cost up to hundreds of ms.
 template <class T>
-void gemm(T* c, const T* a, const T* b, int64_t M, int64_t N, int64_t K, const MatrixLayout& la,
+void gemm(T* c, int64_t ldc, const T* a, const T* b, int64_t M, int64_t N, int64_t K, const MatrixLayout& la,
           const MatrixLayout& lb) {
   if (M == 0 || N == 0) return;
   if (K == 0) {  // an empty sum: zeros (BLIS would do the same; we need not ask it)
-    std::fill(c, c + M * N, T(0));
+    for (int64_t i = 0; i < M; ++i) std::fill(c + i * ldc, c + i * ldc + N, T(0));
     return;
   }
-  if (M == 1) return blis_gemv(c, b, a, N, K, lb.cs, lb.rs, la.cs);
-  if (N == 1) return blis_gemv(c, a, b, M, K, la.rs, la.cs, lb.rs);
+  if (M == 1) return blis_gemv(c, 1, b, a, N, K, lb.cs, lb.rs, la.cs);
+  if (N == 1) return blis_gemv(c, ldc, a, b, M, K, la.rs, la.cs, lb.rs);
   if constexpr (std::is_same_v<T, float>) {
     if (small_gemm::worth_it(M, N, K)) {
-      small_gemm::sgemm(c, N, a, la.rs, la.cs, b, lb.rs, lb.cs, M, N, K, small_gemm::best_isa_for(N));
+      small_gemm::sgemm(c, ldc, a, la.rs, la.cs, b, lb.rs, lb.cs, M, N, K, small_gemm::best_isa_for(N));
       return;
     }
   }
-  blis_gemm(c, a, b, M, N, K, la, lb);
+  blis_gemm(c, ldc, a, b, M, N, K, la, lb);
 }
 
 // Element offsets of each batch's a and b matrix, batches in row-major order, for operands whose
@@ -231,7 +232,7 @@ void batched_gemm_typed(const Tensor& out, const Tensor& a, const Tensor& b, con
   const T* pa = ar.data_ptr<T>();
   const T* pb = br.data_ptr<T>();
   run_batches(static_cast<int64_t>(offsets.size()), M, N, K, [&](int64_t i) {
-    gemm(o + i * M * N, pa + offsets[i][0], pb + offsets[i][1], M, N, K, la, lb);
+    gemm(o + i * M * N, N, pa + offsets[i][0], pb + offsets[i][1], M, N, K, la, lb);
   });
   if (!offsets.empty()) {  // the debug hook sees the last batch's call
     const std::array<int64_t, 2>& last = offsets.back();
@@ -282,6 +283,21 @@ void batched_gemm_bf16(const Tensor& out, const Tensor& a, const Tensor& b, cons
     bf16_gemm::gemm(o + i * M * N, N, bf16_operand(a, la, offsets[i][0]), bf16_operand(b, lb, offsets[i][1]), M, N, K,
                     kernel);
   });
+}
+
+void gemm_into(const Tensor& out, const Tensor& a, const Tensor& b) {
+  const Tensor ar = blis_operand(a), br = blis_operand(b);
+  const MatrixLayout la = matrix_layout(ar), lb = matrix_layout(br);
+  visit_floating(out.dtype(), "matmul", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    gemm(out.data_ptr<T>(), out.stride(0), ar.data_ptr<T>(), br.data_ptr<T>(), la.rows, lb.cols, la.cols, la, lb);
+  });
+}
+
+void gemm_bf16_into(const Tensor& out, const Tensor& a, const Tensor& b) {
+  const MatrixLayout la = matrix_layout(a), lb = matrix_layout(b);
+  bf16_gemm::gemm(out.data_ptr<float>(), out.stride(0), bf16_operand(a, la, 0), bf16_operand(b, lb, 0), la.rows,
+                  lb.cols, la.cols, bf16_kernel());
 }
 
 bf16_gemm::Kernel bf16_kernel() { return bf16_kernel_in_use().load(); }

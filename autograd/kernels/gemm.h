@@ -37,6 +37,12 @@ void batched_gemm(const Tensor& out, const Tensor& a, const Tensor& b, const Sha
 // out float32; a and b float32 or bfloat16, any strides.
 void batched_gemm_bf16(const Tensor& out, const Tensor& a, const Tensor& b, const Shape& batch, int64_t M,
                        int64_t N, int64_t K);
+// One product written into a block of a larger matrix: out (M, N) = a (M, K) @ b (K, N), all
+// 2-D, out's rows contiguous (stride(1) == 1) at any row stride. The same kernel and the same sums
+// as batched_gemm (gemm_bf16_into: batched_gemm_bf16) on one matrix, without a result to copy.
+void gemm_into(const Tensor& out, const Tensor& a, const Tensor& b);
+void gemm_bf16_into(const Tensor& out, const Tensor& a, const Tensor& b);
+
 // Which bfloat16 kernel batched_gemm_bf16 runs: bf16_gemm::best_kernel(), or the one
 // TG_BF16_KERNEL names (avx512_bf16 or fma; anything else is an Error at the first bfloat16
 // product, see runtime/environment.h). set_bf16_kernel changes it for the whole

@@ -30,10 +30,12 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "autograd/ops.h"
 #include "autograd/loops.h"
+#include "autograd/ops/derivatives.h"
 #include "autograd/ops/nn_kernels.h"
 #include "autograd/kernels/softmax_kernels.h"
 #include "autograd/runtime/parallel.h"
@@ -141,24 +143,29 @@ void masked_softmax_row_backward(T* dx, const T* g, const T* y, int64_t T_k, con
   std::fill(dx + n, dx + T_k, T(0));
 }
 
-// out (R, T_k) = the weights of inp (R, T_k), both contiguous.
+// out (R, T_k) = the weights of inp (R, T_k); row r of each at r * its row stride (T_k when
+// contiguous). out may be inp.
 template <class T>
-void masked_scaled_softmax_forward(T* out, const T* inp, const KeyMasks& keys, int64_t R, T scale) {
+void masked_scaled_softmax_forward(T* out, int64_t out_rows, const T* inp, int64_t inp_rows, const KeyMasks& keys,
+                                   int64_t R, T scale) {
   const int64_t T_k = keys.T_k;
   parallel_for(0, R, softmax_kernels::rows_per_chunk(T_k), [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r)
-      masked_softmax_row_forward(out + r * T_k, inp + r * T_k, T_k, keys.row(r), scale);
+      masked_softmax_row_forward(out + r * out_rows, inp + r * inp_rows, T_k, keys.row(r), scale);
   });
 }
 
-// dinp (R, T_k) from dout (R, T_k) and the forward's out (R, T_k), all contiguous.
+// dinp (R, T_k) from dout (R, T_k) and the forward's out (R, T_k), each row r at r * its row
+// stride. dinp may be dout.
 template <class T>
-void masked_scaled_softmax_backward(T* dinp, const T* dout, const T* out, const KeyMasks& keys, int64_t R, T scale) {
+void masked_scaled_softmax_backward(T* dinp, int64_t dinp_rows, const T* dout, int64_t dout_rows, const T* out,
+                                    int64_t out_rows, const KeyMasks& keys, int64_t R, T scale) {
   const int64_t T_k = keys.T_k;
   parallel_for(0, R, softmax_kernels::rows_per_chunk(T_k), [&](int64_t begin, int64_t end) {
     std::vector<T> g_seen;
     for (int64_t r = begin; r < end; ++r) {
-      masked_softmax_row_backward(dinp + r * T_k, dout + r * T_k, out + r * T_k, T_k, keys.row(r), scale, g_seen);
+      masked_softmax_row_backward(dinp + r * dinp_rows, dout + r * dout_rows, out + r * out_rows, T_k, keys.row(r),
+                                  scale, g_seen);
     }
   });
 }
@@ -202,7 +209,8 @@ Tensor masked_scaled_softmax(const Tensor& scores, const Tensor& mask, int64_t d
     const KeyMasks keys = key_masks(scores.sizes(), mask, options);
     visit_floating(scores.dtype(), kOp, [&](auto tag) {
       using T = typename decltype(tag)::type;
-      masked_scaled_softmax_forward<T>(y.data_ptr<T>(), x.data_ptr<T>(), keys, R, static_cast<T>(scale));
+      const int64_t T_k = keys.T_k;
+      masked_scaled_softmax_forward<T>(y.data_ptr<T>(), T_k, x.data_ptr<T>(), T_k, keys, R, static_cast<T>(scale));
     });
   }
   record("MaskedScaledSoftmaxBackward0", {scores}, y, {y, mask}, [d_k, options](const BackwardArgs& ctx) {
@@ -221,11 +229,43 @@ Tensor masked_scaled_softmax_backward(const Tensor& y, const Tensor& grad, const
     const double scale = std::sqrt(static_cast<double>(d_k));
     visit_floating(y.dtype(), kOp, [&](auto tag) {
       using T = typename decltype(tag)::type;
-      masked_scaled_softmax_backward<T>(dx.data_ptr<T>(), g.data_ptr<T>(), y.data_ptr<T>(), keys, R,
+      const int64_t T_k = keys.T_k;
+      masked_scaled_softmax_backward<T>(dx.data_ptr<T>(), T_k, g.data_ptr<T>(), T_k, y.data_ptr<T>(), T_k, keys, R,
                                         static_cast<T>(scale));
     });
   }
   return dx;
+}
+
+// A matrix (rows, T_k) whose rows are contiguous, at any row stride: its rows and that stride.
+std::pair<int64_t, int64_t> rows_and_stride(const Tensor& m) {
+  return {m.size(0), m.size(0) > 1 ? m.stride(0) : m.size(1)};
+}
+
+void masked_scaled_softmax_in_place(const Tensor& p, const Tensor& mask, int64_t d_k,
+                                    const MaskedSoftmaxOptions& options) {
+  const auto [R, stride] = rows_and_stride(p);
+  if (R == 0 || p.size(1) == 0) return;
+  const KeyMasks keys = key_masks(p.sizes(), mask, options);
+  const double scale = std::sqrt(static_cast<double>(d_k));
+  visit_floating(p.dtype(), kOp, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    masked_scaled_softmax_forward<T>(p.data_ptr<T>(), stride, p.data_ptr<T>(), stride, keys, R, static_cast<T>(scale));
+  });
+}
+
+void masked_scaled_softmax_backward_in_place(const Tensor& ds, const Tensor& p, const Tensor& mask, int64_t d_k,
+                                             const MaskedSoftmaxOptions& options) {
+  const auto [R, stride] = rows_and_stride(ds);
+  if (R == 0 || ds.size(1) == 0) return;
+  const int64_t p_stride = rows_and_stride(p).second;
+  const KeyMasks keys = key_masks(ds.sizes(), mask, options);
+  const double scale = std::sqrt(static_cast<double>(d_k));
+  visit_floating(ds.dtype(), kOp, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    masked_scaled_softmax_backward<T>(ds.data_ptr<T>(), stride, ds.data_ptr<T>(), stride, p.data_ptr<T>(), p_stride,
+                                      keys, R, static_cast<T>(scale));
+  });
 }
 
 // The plain reference: the ops the fused one replaces, as nn/attention.cpp composes them. It runs

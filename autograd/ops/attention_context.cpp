@@ -10,6 +10,9 @@
 //             dq = dS @ k           dk = (q^T @ dS)^T
 // Saved for backward: q, k, v and the mask (no copies; under autocast bfloat16 copies of q, k and
 // v, see kept_for_product); P is recomputed from q and k.
+// Each product writes where its result belongs (matmul_into): out, dq, dk and dv in place, S and
+// dP into one (T_q, keys) buffer each, where the softmax and its backward turn them into P and dS
+// in place. No result is made only to be copied (that was 8% of this op's time at T = 256).
 //
 // Why: the weights are the largest activation of a transformer block, (B, NH, T, T) against
 // (B, T, C) for the others. Composed of matmul, masked_scaled_softmax and matmul, the tape keeps
@@ -171,11 +174,17 @@ MaskedSoftmaxOptions block_options(const MaskedSoftmaxOptions& options, const Qu
   return shifted;
 }
 
-// The attention weights P (rows, keys) of block b of batch index i.
-Tensor block_weights(const Tensor& q, const Tensor& k, const Tensor& mask, int64_t i, const QueryBlock& b, int64_t d_k,
-                     const MaskedSoftmaxOptions& options) {
-  const Tensor scores = matrix_at(q, i).narrow(0, b.first, b.rows).matmul(matrix_at(k, i).narrow(0, 0, b.keys).t());
-  return masked_scaled_softmax(scores, block_mask(mask, i, b), d_k, block_options(options, b));
+// The attention weights P (rows, keys) of block b of batch index i, made in p (rows, keys): the
+// scores q k^T, then the weights over them.
+void block_weights(const Tensor& p, const Tensor& q, const Tensor& k, const Tensor& mask, int64_t i,
+                   const QueryBlock& b, int64_t d_k, const MaskedSoftmaxOptions& options) {
+  matmul_into(p, matrix_at(q, i).narrow(0, b.first, b.rows), matrix_at(k, i).narrow(0, 0, b.keys).t());
+  masked_scaled_softmax_in_place(p, block_mask(mask, i, b), d_k, block_options(options, b));
+}
+
+// Block b's part of a (T_q, keys) buffer: its query rows and the keys they see.
+Tensor block_of(const Tensor& buffer, const QueryBlock& b) {
+  return buffer.narrow(0, b.first, b.rows).narrow(1, 0, b.keys);
 }
 
 }  // namespace
@@ -201,10 +210,13 @@ Tensor masked_scaled_attention(const Tensor& q, const Tensor& k, const Tensor& v
   auto keep = [recorded](const Tensor& t) { return recorded ? kept_for_product(t) : t; };
   const Tensor q_in = keep(q), k_in = keep(k), v_in = keep(v);
   const std::vector<QueryBlock> blocks = query_blocks(T_q, T_k, options);
+  const int64_t keys_seen = blocks.empty() ? 0 : blocks.back().keys;
   for_each_matrix(batch_count(q), [&](int64_t i) {
+    const Tensor P = empty({T_q, keys_seen}, q.dtype());  // (T_q, keys_seen), a block of rows at a time
     for (const QueryBlock& b : blocks) {
-      const Tensor P = block_weights(q_in, k_in, full_mask, i, b, d_k, options);  // (rows, keys)
-      matrix_at(out, i).narrow(0, b.first, b.rows).copy_(P.matmul(matrix_at(v_in, i).narrow(0, 0, b.keys)));
+      const Tensor Pb = block_of(P, b);  // (rows, keys)
+      block_weights(Pb, q_in, k_in, full_mask, i, b, d_k, options);
+      matmul_into(matrix_at(out, i).narrow(0, b.first, b.rows), Pb, matrix_at(v_in, i).narrow(0, 0, b.keys));
     }
   });
   record("MaskedScaledAttentionBackward0", {q, k, v}, out, {q_in, k_in, v_in, full_mask},
@@ -220,26 +232,16 @@ Tensor masked_scaled_attention(const Tensor& q, const Tensor& k, const Tensor& v
            const bool skip_leading_queries = T_q <= kOneChainK;  // see the top of this file
            for_each_matrix(batch_count(q), [&](int64_t i) {
              const Tensor dout = matrix_at(ctx.grad_out, i);  // (T_q, hs_v)
-             Tensor P, dS;  // (T_q, keys_seen): a block of query rows at a time, zero past a block's keys
+             // P and dS (T_q, keys_seen): a block of query rows at a time, zero past a block's keys
+             const Tensor P = empty({T_q, keys_seen}, grad_dtype), dS = empty({T_q, keys_seen}, grad_dtype);
              for (const QueryBlock& b : blocks) {
-               const Tensor Pb = block_weights(q, k, mask, i, b, d_k, options);  // (rows, keys)
-               const Tensor dPb = dout.narrow(0, b.first, b.rows).matmul(matrix_at(v, i).narrow(0, 0, b.keys).t());
-               const Tensor dSb =
-                   masked_scaled_softmax_backward(Pb, dPb, block_mask(mask, i, b), d_k, block_options(options, b));
-               matrix_at(dq, i).narrow(0, b.first, b.rows).copy_(dSb.matmul(matrix_at(k, i).narrow(0, 0, b.keys)));
-               if (blocks.size() == 1) {
-                 P = Pb;
-                 dS = dSb;
-                 break;
-               }
-               if (!P.defined()) {
-                 P = empty({T_q, keys_seen}, Pb.dtype());
-                 dS = empty({T_q, keys_seen}, dSb.dtype());
-               }
-               for (const auto& [whole, part] : {std::pair{P, Pb}, std::pair{dS, dSb}}) {
-                 whole.narrow(0, b.first, b.rows).narrow(1, 0, b.keys).copy_(part);
+               const Tensor Pb = block_of(P, b), dSb = block_of(dS, b);  // (rows, keys)
+               block_weights(Pb, q, k, mask, i, b, d_k, options);
+               matmul_into(dSb, dout.narrow(0, b.first, b.rows), matrix_at(v, i).narrow(0, 0, b.keys).t());  // dP
+               masked_scaled_softmax_backward_in_place(dSb, Pb, block_mask(mask, i, b), d_k, block_options(options, b));
+               matmul_into(matrix_at(dq, i).narrow(0, b.first, b.rows), dSb, matrix_at(k, i).narrow(0, 0, b.keys));
+               for (const Tensor& whole : {P, dS})
                  whole.narrow(0, b.first, b.rows).narrow(1, b.keys, keys_seen - b.keys).zero_();
-               }
              }
              // dv and dk of keys [c0, c0 + cols): sums over the queries [r0, T_q) that see them
              for (int64_t c0 = 0; c0 < keys_seen; c0 += key_step) {
@@ -248,8 +250,8 @@ Tensor masked_scaled_attention(const Tensor& q, const Tensor& k, const Tensor& v
                const Tensor P_cols = P.narrow(0, r0, T_q - r0).narrow(1, c0, cols);  // (T_q - r0, cols)
                const Tensor dS_cols = dS.narrow(0, r0, T_q - r0).narrow(1, c0, cols);
                const Tensor q_rows = matrix_at(q, i).narrow(0, r0, T_q - r0);       // (T_q - r0, hs)
-               matrix_at(dv, i).narrow(0, c0, cols).copy_(P_cols.t().matmul(dout.narrow(0, r0, T_q - r0)));
-               matrix_at(dk, i).narrow(0, c0, cols).t().copy_(q_rows.t().matmul(dS_cols));
+               matmul_into(matrix_at(dv, i).narrow(0, c0, cols), P_cols.t(), dout.narrow(0, r0, T_q - r0));
+               matmul_into(matrix_at(dk, i).narrow(0, c0, cols), dS_cols.t(), q_rows);  // dk = dS^T q: q^T dS's sums
              }
              matrix_at(dv, i).narrow(0, keys_seen, T_k - keys_seen).zero_();
              matrix_at(dk, i).narrow(0, keys_seen, T_k - keys_seen).zero_();

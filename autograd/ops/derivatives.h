@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 
+#include "autograd/ops.h"
 #include "autograd/tape.h"
 #include "autograd/tensor.h"
 
@@ -59,5 +60,14 @@ std::optional<Tensor> gelu_tanh_value_and_backward_(const Tensor& x, const Tenso
 // else nullopt. Records nothing. (Under autocast a product rounds its float32 operand to exactly
 // these values: feed_forward hands them to it directly.)
 std::optional<Tensor> gelu_tanh_rounded_to_bf16(const Tensor& x);
+
+// masked_scaled_softmax (ops/attention.cpp) on a block of masked_scaled_attention's own buffers,
+// in place: a matrix (rows, T_k) whose rows are contiguous, at any row stride. p holds the scores
+// and gets the weights; ds holds the weights' gradient and gets the scores' (p: the weights).
+// The row loops of masked_scaled_softmax and its backward: the same bits. No checks, no tape.
+void masked_scaled_softmax_in_place(const Tensor& p, const Tensor& mask, int64_t d_k,
+                                    const MaskedSoftmaxOptions& options);
+void masked_scaled_softmax_backward_in_place(const Tensor& ds, const Tensor& p, const Tensor& mask, int64_t d_k,
+                                             const MaskedSoftmaxOptions& options);
 
 }  // namespace tg

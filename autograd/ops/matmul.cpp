@@ -252,6 +252,27 @@ Tensor kept_for_product(const Tensor& t) {
   return copy;
 }
 
+void matmul_into(const Tensor& dst, const Tensor& a, const Tensor& b) {
+  check_operands(a, b);
+  const bool bf16 = autocast_applies(a, b);
+  const bool fits = a.dim() == 2 && b.dim() == 2 && dst.dim() == 2 && a.size(1) == b.size(0) &&
+                    dst.size(0) == a.size(0) && dst.size(1) == b.size(1) &&
+                    (dst.size(1) <= 1 || dst.stride(1) == 1);  // rows contiguous
+  if (!fits || dst.dtype() != (bf16 ? kFloat32 : a.dtype())) {
+    throw Error("matmul_into: expected dst (M, N) with contiguous rows, of the product's dtype, for a (M, K) @ b (K, N); "
+                "got dst " + shape_str(dst.sizes()) + " " + dtype_name(dst.dtype()) + ", a " + shape_str(a.sizes()) +
+                ", b " + shape_str(b.sizes()));
+  }
+  if (bf16 && fast_kernels()) {
+    kernels::gemm_bf16_into(dst, a, b);
+  } else if (!bf16 && fast_kernels() && a.dtype() != kInt64) {
+    kernels::gemm_into(dst, a, b);
+  } else {
+    NoGradGuard no_grad;
+    copy_values(dst, matmul(a, b), "matmul_into");  // the reference path: matmul's own result
+  }
+}
+
 // da = g @ b^T, shaped (batch.., K) or (batch.., M, K); the tape sums it to a's shape.
 Tensor matmul_backward_a(const Tensor& g, const Tensor& b, int64_t a_dim) {
   const Tensor gm = grad_as_matrices(g, a_dim, b.dim());

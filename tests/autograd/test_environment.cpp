@@ -62,7 +62,8 @@ TEST(Environment, ANumberIsDecimalDigitsUpToItsLargest) {
     ScopedVariable v(nullptr);
     EXPECT_EQ(environment_number(kName, max), std::nullopt);
   }
-  for (const auto& [text, value] : {std::pair{"0", 0ull}, {"42", 42ull}, {"007", 7ull}, {"4294967295", 4294967295ull}}) {
+  for (const auto& [text, value] :
+       {std::pair{"0", 0ull}, {"42", 42ull}, {"007", 7ull}, {"4294967295", 4294967295ull}}) {
     ScopedVariable v(text);
     EXPECT_EQ(environment_number(kName, max), std::optional<uint64_t>(value)) << text;
   }
@@ -87,15 +88,16 @@ bool set_to_a_bad_value(const char* name, std::initializer_list<const char*> goo
 }
 
 TEST(Environment, BadFastKernelsIsAnErrorAtTheFirstOp) {
-  if (!set_to_a_bad_value("TG_FAST_KERNELS", {"0", "1"})) GTEST_SKIP() << "TG_FAST_KERNELS is not set to a bad value";
+  if (!set_to_a_bad_value("TG_FAST_KERNELS", {"0", "1"})) GTEST_SKIP() << "not set to a bad value";
   const std::string expected = std::string("TG_FAST_KERNELS=") + std::getenv("TG_FAST_KERNELS") + ": expected 0 or 1";
   EXPECT_TRUE(has_part(error_of([] { fast_kernels(); }), expected));
   EXPECT_TRUE(has_part(error_of([] { ones({2, 2}).matmul(ones({2, 2})); }), expected));  // an op: still an error
 }
 
 TEST(Environment, BadBf16KernelIsAnErrorAtTheFirstBf16Product) {
-  if (!set_to_a_bad_value("TG_BF16_KERNEL", {"fma", "avx512_bf16"})) GTEST_SKIP() << "TG_BF16_KERNEL is not set to a bad value";
-  const std::string expected = std::string("TG_BF16_KERNEL=") + std::getenv("TG_BF16_KERNEL") + ": expected avx512_bf16 or fma";
+  if (!set_to_a_bad_value("TG_BF16_KERNEL", {"fma", "avx512_bf16"})) GTEST_SKIP() << "not set to a bad value";
+  const std::string expected =
+      std::string("TG_BF16_KERNEL=") + std::getenv("TG_BF16_KERNEL") + ": expected avx512_bf16 or fma";
   EXPECT_EQ(ones({2, 3}).matmul(ones({3, 2})).sum().item<float>(), 12.0f);  // float32 products never ask
   EXPECT_TRUE(has_part(error_of([] { kernels::bf16_kernel(); }), expected));  // what train_gpt's start line asks
   if (!fast_kernels()) return;  // the reference path runs no bfloat16 kernel
@@ -104,8 +106,9 @@ TEST(Environment, BadBf16KernelIsAnErrorAtTheFirstBf16Product) {
 }
 
 TEST(Environment, BadDetectAnomalyIsAnErrorAtTheFirstRecordedOp) {
-  if (!set_to_a_bad_value("TG_DETECT_ANOMALY", {"0", "1"})) GTEST_SKIP() << "TG_DETECT_ANOMALY is not set to a bad value";
-  const std::string expected = std::string("TG_DETECT_ANOMALY=") + std::getenv("TG_DETECT_ANOMALY") + ": expected 0 or 1";
+  if (!set_to_a_bad_value("TG_DETECT_ANOMALY", {"0", "1"})) GTEST_SKIP() << "not set to a bad value";
+  const std::string expected =
+      std::string("TG_DETECT_ANOMALY=") + std::getenv("TG_DETECT_ANOMALY") + ": expected 0 or 1";
   EXPECT_TRUE(has_part(error_of([] { anomaly_mode_enabled(); }), expected));
 }
 
@@ -117,7 +120,8 @@ TEST(Environment, BadGradcheckSeedIsAnErrorOfAFuzzedGradcheck) {
   GradcheckOptions options;
   options.fuzz = 1;
   const Tensor x = randn({3}, nullptr, kFloat64).requires_grad_();
-  EXPECT_TRUE(has_part(error_of([&] { gradcheck([](const std::vector<Tensor>& in) { return in[0] * in[0]; }, {x}, options); }),
+  auto square = [](const std::vector<Tensor>& in) { return in[0] * in[0]; };
+  EXPECT_TRUE(has_part(error_of([&] { gradcheck(square, {x}, options); }),
                        std::string("TG_GRADCHECK_SEED=") + v + ": expected a decimal number"));
 }
 

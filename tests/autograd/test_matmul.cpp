@@ -10,9 +10,11 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "autograd/autocast.h"
 #include "autograd/gradcheck.h"
 #include "autograd/ops.h"
 #include "autograd/fast_kernels.h"
+#include "autograd/internal.h"
 #include "autograd/kernels/gemm.h"
 #include "autograd/ops/derivatives.h"
 #include "autograd/runtime/parallel.h"
@@ -535,6 +537,44 @@ TEST(MatmulThreads, ParallelForRethrowsAWorkersException) {
   std::atomic<int64_t> total{0};
   parallel_for(0, 400, 100, [&](int64_t lo, int64_t hi) { total += hi - lo; });
   EXPECT_EQ(total.load(), 400);
+}
+
+// matmul_into (autograd/internal.h): a product written into a block of a larger buffer gives
+// matmul's bits there (the same kernel, under autocast too, gemv for one row or column, the plain
+// path with the fast kernels off), and leaves the rest of the buffer as it was.
+TEST(MatmulInto, ABlockOfABufferGetsMatmulsBitsAndNothingElseChanges) {
+  struct Shape3 {
+    int64_t M, N, K;
+  };
+  const std::vector<Shape3> shapes = {{5, 7, 3}, {1, 9, 4}, {6, 1, 5}, {4, 3, 0}, {40, 70, 33}, {130, 96, 64}};
+  for (bool fast : {true, false}) {
+    FastKernelsGuard mode(fast);
+    for (ScalarType dtype : {kFloat32, kFloat64}) {
+      for (bool autocast : {false, true}) {
+        if (autocast && dtype != kFloat32) continue;
+        for (const Shape3& s : shapes) {
+          AutocastGuard guard(autocast ? kBFloat16 : kFloat32);
+          const std::string what = std::string(fast ? "fast " : "reference ") + dtype_name(dtype) +
+                                   (autocast ? " autocast " : " ") + std::to_string(s.M) + "x" + std::to_string(s.N) +
+                                   "x" + std::to_string(s.K);
+          const Tensor a = normal_tensor({s.M, s.K}, 1, dtype);
+          const Tensor b = normal_tensor({s.N, s.K}, 2, dtype).t();  // a transposed operand, as attention's k^T
+          Tensor buffer = full({s.M + 3, s.N + 5}, 7.0, dtype);   // the product goes to rows 2.., cols 3..
+          const Tensor block = buffer.narrow(0, 2, s.M).narrow(1, 3, s.N);
+          matmul_into(block, a, b);
+          EXPECT_TRUE(test::same_bytes(block, matmul(a, b))) << what;
+          Tensor untouched = full({s.M + 3, s.N + 5}, 7.0, dtype);
+          untouched.narrow(0, 2, s.M).narrow(1, 3, s.N).copy_(block);
+          EXPECT_TRUE(test::same_bytes(buffer, untouched)) << what;
+        }
+      }
+    }
+  }
+  const Tensor a = ones({2, 3}), b = ones({3, 4});
+  EXPECT_TRUE(test::has_part(test::error_of([&] { matmul_into(zeros({2, 5}), a, b); }),
+                             "matmul_into: expected dst (M, N) with contiguous rows"));
+  EXPECT_TRUE(test::has_part(test::error_of([&] { matmul_into(zeros({4, 2}).t(), a, b); }), "got dst (2,4)"));
+  EXPECT_TRUE(test::has_part(test::error_of([&] { matmul_into(zeros({2, 4}, kFloat64), a, b); }), "float64"));
 }
 
 }  // namespace
