@@ -4,6 +4,8 @@
 // against are softmax_row_reference and its neighbours in autograd/ops/softmax.cpp.
 #include "autograd/kernels/softmax_kernels.h"
 
+#include <immintrin.h>
+
 #include <cmath>
 #include <limits>
 
@@ -104,9 +106,114 @@ template <class Term>
   }
 }
 
+// --- the softmax row on AVX-512, its last n % 16 keys one masked step --------------------------
+// softmax_row_body leaves a row's last n % 16 entries to scalar code, each exp the whole
+// polynomial: on attention's causal rows (1 to T keys) that was a third of the row's time (n = 63
+// took 25% longer than n = 64). Here every step is 16 lanes, the last one masked: lanes past n
+// read -inf for the maximum, and their exps are neither stored nor summed (a masked add leaves a
+// lane as it was). The same operations in the same order as vec_math::exp and softmax_row_body,
+// lane for lane, so the same bits as the other copies (tests/autograd/test_softmax_kernels.cpp).
+
+// GCC 12's AVX-512 intrinsics start from an "undefined" register they never read, and -Wall warns
+// that it may be uninitialized once they are inlined (as in bf16_gemm.cpp).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+[[gnu::target("avx512f,avx512dq"), gnu::always_inline]] inline __m512 splat(float v) { return _mm512_set1_ps(v); }
+
+// c ? a : b in each lane.
+[[gnu::target("avx512f,avx512dq"), gnu::always_inline]] inline __m512 select(__mmask16 c, __m512 a, __m512 b) { return _mm512_mask_blend_ps(c, b, a); }
+
+// 2^n for n in [-126, 127] in each lane (vec_math::pow2).
+[[gnu::target("avx512f,avx512dq"), gnu::always_inline]] inline __m512 pow2(__m512i n) {
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n, _mm512_set1_epi32(127)), 23));
+}
+
+// vec_math::exp on 16 lanes, step for step.
+[[gnu::target("avx512f,avx512dq"), gnu::always_inline]] inline __m512 exp16(__m512 x) {
+  using namespace vec_math;
+  const __m512 above_min = select(_mm512_cmp_ps_mask(x, splat(kExpLowest), _CMP_LT_OQ), splat(kExpLowest), x);
+  const __m512 clamped =
+      select(_mm512_cmp_ps_mask(above_min, splat(kExpHighest), _CMP_GT_OQ), splat(kExpHighest), above_min);
+  // split_ln2
+  const __m512 shifted = _mm512_add_ps(_mm512_mul_ps(clamped, splat(kLog2e)), splat(kRoundingShift));
+  const __m512 n = _mm512_sub_ps(shifted, splat(kRoundingShift));
+  const __m512i n_int = _mm512_sub_epi32(_mm512_castps_si512(shifted), _mm512_set1_epi32(static_cast<int>(
+                                                                             bits_of(kRoundingShift))));
+  const __m512 r = _mm512_sub_ps(_mm512_sub_ps(clamped, _mm512_mul_ps(n, splat(kLn2Hi))), _mm512_mul_ps(n, splat(kLn2Lo)));
+  // expm1_reduced
+  __m512 q = splat(kExpm1Coefficients[0]);
+  for (int i = 1; i < 6; ++i) q = _mm512_add_ps(_mm512_mul_ps(q, r), splat(kExpm1Coefficients[i]));
+  const __m512 expm1 = _mm512_add_ps(r, _mm512_mul_ps(_mm512_mul_ps(r, r), q));
+  const __m512 e_r = _mm512_add_ps(splat(1.0f), expm1);
+  const __m512i n_half = _mm512_srai_epi32(n_int, 1);
+  return _mm512_mul_ps(_mm512_mul_ps(e_r, pow2(n_half)), pow2(_mm512_sub_epi32(n_int, n_half)));
+}
+
+// lanes 0-7 and 8-15 of 16 floats, each widened to 8 doubles.
+[[gnu::target("avx512f,avx512dq"), gnu::always_inline]] inline __m512d low_doubles(__m512 v) { return _mm512_cvtps_pd(_mm512_castps512_ps256(v)); }
+[[gnu::target("avx512f,avx512dq"), gnu::always_inline]] inline __m512d high_doubles(__m512 v) {
+  return _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+}
+
+// float(double(e) * s) in each lane.
+[[gnu::target("avx512f,avx512dq"), gnu::always_inline]] inline __m512 times_in_double(__m512 e, __m512d s) {
+  const __m256 low = _mm512_cvtpd_ps(_mm512_mul_pd(low_doubles(e), s));
+  const __m256 high = _mm512_cvtpd_ps(_mm512_mul_pd(high_doubles(e), s));
+  return _mm512_insertf32x8(_mm512_castps256_ps512(low), high, 1);
+}
+
+[[gnu::target("avx512f,avx512dq")]] double softmax_row_avx512(float* y, const float* x, int64_t n) {
+  const int64_t whole = n - n % kLanes;
+  const auto tail = static_cast<__mmask16>((1u << (n % kLanes)) - 1);  // the last step's lanes
+  const __m512 neg_inf = splat(-std::numeric_limits<float>::infinity());
+  // m: x_j > m ? x_j : m in 16 running maxima, then lane 0 against lanes 1..15 (row_max)
+  __m512 max16 = neg_inf;
+  for (int64_t j = 0; j < whole; j += kLanes) {
+    const __m512 v = _mm512_loadu_ps(x + j);
+    max16 = select(_mm512_cmp_ps_mask(v, max16, _CMP_GT_OQ), v, max16);
+  }
+  if (tail) {
+    const __m512 v = _mm512_mask_loadu_ps(neg_inf, tail, x + whole);
+    max16 = select(_mm512_cmp_ps_mask(v, max16, _CMP_GT_OQ), v, max16);
+  }
+  float lane_max[kLanes];
+  _mm512_storeu_ps(lane_max, max16);
+  for (int k = 1; k < kLanes; ++k) lane_max[0] = lane_max[k] > lane_max[0] ? lane_max[k] : lane_max[0];
+  const __m512 m = splat(lane_max[0]);
+  // e = exp(x - m) into y, summed in 16 double lanes: lanes 0-7 and 8-15 (exp_shifted_sum)
+  __m512d low = _mm512_setzero_pd(), high = _mm512_setzero_pd();
+  for (int64_t j = 0; j < whole; j += kLanes) {
+    const __m512 e = exp16(_mm512_sub_ps(_mm512_loadu_ps(x + j), m));
+    _mm512_storeu_ps(y + j, e);
+    low = _mm512_add_pd(low, low_doubles(e));
+    high = _mm512_add_pd(high, high_doubles(e));
+  }
+  if (tail) {
+    const __m512 e = exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(tail, x + whole), m));
+    _mm512_mask_storeu_ps(y + whole, tail, e);
+    low = _mm512_mask_add_pd(low, static_cast<__mmask8>(tail), low, low_doubles(e));
+    high = _mm512_mask_add_pd(high, static_cast<__mmask8>(tail >> 8), high, high_doubles(e));
+  }
+  // lanes_total: lane k + 8 added to lane k, then k + 4, k + 2, k + 1
+  const __m512d sum8 = _mm512_add_pd(low, high);
+  const __m256d sum4 = _mm256_add_pd(_mm512_castpd512_pd256(sum8), _mm512_extractf64x4_pd(sum8, 1));
+  const __m128d sum2 = _mm_add_pd(_mm256_castpd256_pd128(sum4), _mm256_extractf128_pd(sum4, 1));
+  const double inv = 1.0 / (_mm_cvtsd_f64(sum2) + _mm_cvtsd_f64(_mm_unpackhi_pd(sum2, sum2)));
+  // y = float(double(e) * (1/s))
+  const __m512d inv8 = _mm512_set1_pd(inv);
+  for (int64_t j = 0; j < whole; j += kLanes) _mm512_storeu_ps(y + j, times_in_double(_mm512_loadu_ps(y + j), inv8));
+  if (tail) _mm512_mask_storeu_ps(y + whole, tail, times_in_double(_mm512_maskz_loadu_ps(tail, y + whole), inv8));
+  return inv;
+}
+
+#pragma GCC diagnostic pop
+
 }  // namespace
 
 double softmax_row(float* y, const float* x, int64_t n, Isa isa) {
+  if (isa == Isa::kAvx512) return softmax_row_avx512(y, x, n);
   return kernels::run_on<softmax_row_body>(isa, y, x, n);
 }
 

@@ -31,7 +31,9 @@
 //
 // Each loop is written once (softmax_kernels.cpp) and compiled for every instruction set by
 // kernels::run_on (isa.h); the copies give the same bits (vec_math.h says why). The rows run
-// the AVX2 copy at most: the copy they were tuned and timed with.
+// the AVX2 copy at most, the copy they were tuned and timed with, except softmax_row's forward,
+// which has an AVX-512 copy of its own, written with intrinsics: a masked last step instead of
+// scalar exps for the row's last n % 16 keys.
 #pragma once
 #include <cstdint>
 
@@ -48,9 +50,13 @@ inline Isa best_isa() { return kernels::best_isa(Isa::kAvx2); }
 // wholly by one thread, so the split changes no result.)
 inline int64_t rows_per_chunk(int64_t n) { return n > 32768 ? 1 : 32768 / (n > 0 ? n : 1); }
 
+// The copy softmax_row runs: AVX-512 when this CPU has it (its own loop, the last n % 16 keys in
+// one masked step; the other rows keep the AVX2 copy).
+inline Isa best_softmax_row_isa() { return kernels::best_isa(Isa::kAvx512); }
+
 // y (n) = softmax(x (n)), returning 1/s (NaN when s is: a NaN or +inf entry, or all -inf).
 // y may be x; n may be 0.
-double softmax_row(float* y, const float* x, int64_t n, Isa isa = best_isa());
+double softmax_row(float* y, const float* x, int64_t n, Isa isa = best_softmax_row_isa());
 
 // y (n) = log_softmax(x (n)); y must not overlap x (it holds the exponentials first).
 void log_softmax_row(float* y, const float* x, int64_t n, Isa isa = best_isa());

@@ -48,6 +48,21 @@ inline float select(bool c, float a, float b) {
 // garbage n, as a nan input gives, wraps instead of being undefined; the nan survives elsewhere.)
 inline float pow2(int32_t n) { return float_of((static_cast<uint32_t>(n) + 127u) << 23); }
 
+// The constants of exp's reduction and polynomial (the AVX-512 softmax row in
+// softmax_kernels.cpp computes exp with them too, step for step).
+constexpr float kLog2e = 1.44269504088896341f;
+// ln2 in two parts: kLn2Hi has 9 significant bits, so n * kLn2Hi is exact for |n| < 2^15,
+// and x - n * kLn2Hi is exact too (Cody and Waite's reduction).
+constexpr float kLn2Hi = 0.693359375f;
+constexpr float kLn2Lo = -2.12194440e-4f;
+// Adding 1.5 * 2^23 leaves no bits below the units: the sum holds round(x / ln2) (to
+// nearest, ties to even) in its low mantissa bits, and subtracting it back gives n as a float.
+constexpr float kRoundingShift = 12582912.0f;  // 1.5 * 2^23
+// The Taylor coefficients of (e^r - 1 - r) / r^2, highest first: 1/7!, 1/6!, ..., 1/2!.
+constexpr float kExpm1Coefficients[6] = {1.0f / 5040, 1.0f / 720, 1.0f / 120, 1.0f / 24, 1.0f / 6, 0.5f};
+// exp clamps its input to [kExpLowest, kExpHighest] (see exp below).
+constexpr float kExpLowest = -104.0f, kExpHighest = 89.0f;
+
 // x = n ln2 + r with n = round(x / ln2) and |r| <= ln2/2 (a hair more where x / ln2 rounds
 // across a half). Needs |x| < 2^22 * ln2; x is clamped by the callers.
 struct Ln2Split {
@@ -55,14 +70,6 @@ struct Ln2Split {
   float r;
 };
 inline Ln2Split split_ln2(float x) {
-  constexpr float kLog2e = 1.44269504088896341f;
-  // ln2 in two parts: kLn2Hi has 9 significant bits, so n * kLn2Hi is exact for |n| < 2^15,
-  // and x - n * kLn2Hi is exact too (Cody and Waite's reduction).
-  constexpr float kLn2Hi = 0.693359375f;
-  constexpr float kLn2Lo = -2.12194440e-4f;
-  // Adding 1.5 * 2^23 leaves no bits below the units: the sum holds round(x / ln2) (to
-  // nearest, ties to even) in its low mantissa bits, and subtracting it back gives n as a float.
-  constexpr float kRoundingShift = 12582912.0f;  // 1.5 * 2^23
   const float shifted = x * kLog2e + kRoundingShift;
   const float n = shifted - kRoundingShift;
   const auto n_int = static_cast<int32_t>(bits_of(shifted) - bits_of(kRoundingShift));
@@ -73,12 +80,8 @@ inline Ln2Split split_ln2(float x) {
 // e^r - 1 for |r| <= 0.35: the Taylor series to degree 7. The first term left out, r^8/8!, is
 // below 5.2e-9, under 0.2 ulp of e^r - 1; kept apart from the 1, a small r keeps its bits.
 inline float expm1_reduced(float r) {
-  float q = 1.0f / 5040;  // 1/7!
-  q = q * r + 1.0f / 720;
-  q = q * r + 1.0f / 120;
-  q = q * r + 1.0f / 24;
-  q = q * r + 1.0f / 6;
-  q = q * r + 0.5f;
+  float q = kExpm1Coefficients[0];  // 1/7!
+  for (int i = 1; i < 6; ++i) q = q * r + kExpm1Coefficients[i];
   return r + (r * r) * q;
 }
 
@@ -87,8 +90,8 @@ inline float expm1_reduced(float r) {
 // the subnormal range or just below the overflow threshold rounds once, at the last multiply.
 // A nan passes the clamps (both comparisons are false) and stays nan.
 inline float exp(float x) {
-  const float above_min = select(x < -104.0f, -104.0f, x);
-  const float clamped = select(above_min > 89.0f, 89.0f, above_min);
+  const float above_min = select(x < kExpLowest, kExpLowest, x);
+  const float clamped = select(above_min > kExpHighest, kExpHighest, above_min);
   const Ln2Split s = split_ln2(clamped);
   const float e_r = 1.0f + expm1_reduced(s.r);
   const int32_t n_half = s.n >> 1;  // floor(n / 2): arithmetic shift (defined since C++20)

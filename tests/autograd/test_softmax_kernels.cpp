@@ -90,9 +90,10 @@ std::vector<float> make_grad(int64_t n, std::mt19937& rng) {
 std::vector<S::Isa> isas() {
   std::vector<S::Isa> out{S::Isa::kBaseline};
   if (kernels::isa_available(S::Isa::kAvx2)) out.push_back(S::Isa::kAvx2);
+  if (kernels::isa_available(S::Isa::kAvx512)) out.push_back(S::Isa::kAvx512);
   return out;
 }
-const char* isa_label(S::Isa isa) { return isa == S::Isa::kAvx2 ? "AVX2" : "baseline"; }
+const char* isa_label(S::Isa isa) { return kernels::isa_name(isa); }
 
 // The worst |fast - twin| over many comparisons, and its bound atol + rtol * |twin|.
 struct Closeness {
@@ -244,15 +245,50 @@ std::vector<float> all_rows(const float* x, const float* g, int64_t n, S::Isa is
   return out;
 }
 
-TEST(SoftmaxKernels, BaselineAndAvx2GiveTheSameBits) {
-  if (!kernels::isa_available(S::Isa::kAvx2)) GTEST_SKIP() << "this CPU has no AVX2";
+// Every copy this CPU runs against the baseline one: the AVX2 loops, and on AVX-512 softmax_row's
+// own intrinsics loop, whose last n % 16 keys are one masked step (so every length from 0 to 40,
+// and around 64, 128 and 256), its 1/s to the last bit of the double too.
+TEST(SoftmaxKernels, EveryCopyGivesTheSameBits) {
+  if (isas().size() == 1) GTEST_SKIP() << "this CPU has only the baseline copy";
+  std::vector<int64_t> lengths = {63, 64, 65, 127, 128, 129, 255, 256, 257, 1000};
+  for (int64_t n = 0; n <= 40; ++n) lengths.push_back(n);
   std::mt19937 rng(5);
-  for (int64_t n : kRowLengths) {
+  for (int64_t n : lengths) {
     for (Values kind : kAllValues) {
-      const std::vector<float> x = make_row(n, kind, rng), g = make_grad(n, rng);
-      EXPECT_TRUE(same_floats(all_rows(x.data(), g.data(), n, S::Isa::kBaseline),
-                              all_rows(x.data(), g.data(), n, S::Isa::kAvx2), where(n, kind, S::Isa::kAvx2)));
+      if (n == 0 && kind != Values::kNormal) continue;
+      const std::vector<float> x = n == 0 ? std::vector<float>() : make_row(n, kind, rng), g = make_grad(n, rng);
+      std::vector<float> y(x.size());
+      const double inv = S::softmax_row(y.data(), x.data(), n, S::Isa::kBaseline);
+      for (S::Isa isa : isas()) {
+        if (isa == S::Isa::kBaseline) continue;
+        if (n > 0) {
+          EXPECT_TRUE(same_floats(all_rows(x.data(), g.data(), n, S::Isa::kBaseline),
+                                  all_rows(x.data(), g.data(), n, isa), where(n, kind, isa)));
+        }
+        std::vector<float> y_isa(x.size(), 7.0f);
+        const double inv_isa = S::softmax_row(y_isa.data(), x.data(), n, isa);
+        EXPECT_TRUE(std::bit_cast<uint64_t>(inv) == std::bit_cast<uint64_t>(inv_isa) ||
+                    (std::isnan(inv) && std::isnan(inv_isa)))
+            << where(n, kind, isa) << ": 1/s " << inv << " vs " << inv_isa;
+        EXPECT_TRUE(same_floats(y_isa, y, where(n, kind, isa) + " in place"));
+      }
     }
+  }
+}
+
+// The AVX-512 row reads and writes only its n entries (masked loads and stores past them).
+TEST(SoftmaxKernels, TheAvx512RowTouchesNothingPastItsEnd) {
+  if (!kernels::isa_available(S::Isa::kAvx512)) GTEST_SKIP() << "this CPU has no AVX-512";
+  std::mt19937 rng(8);
+  for (int64_t n : {1, 5, 15, 16, 17, 33}) {
+    std::vector<float> x = make_row(n, Values::kNormal, rng);
+    x.resize(static_cast<size_t>(n) + 16, std::numeric_limits<float>::quiet_NaN());  // NaN past n: read, it would show
+    std::vector<float> y(x.size(), 3.0f);
+    const double inv = S::softmax_row(y.data(), x.data(), n, S::Isa::kAvx512);
+    EXPECT_FALSE(std::isnan(inv)) << "row of " << n;
+    for (size_t j = static_cast<size_t>(n); j < y.size(); ++j) EXPECT_EQ(y[j], 3.0f) << "row of " << n << ", element " << j;
+    S::softmax_row(x.data(), x.data(), n, S::Isa::kAvx512);  // in place
+    for (size_t j = static_cast<size_t>(n); j < x.size(); ++j) EXPECT_TRUE(std::isnan(x[j])) << "row of " << n;
   }
 }
 
