@@ -106,7 +106,7 @@ template <class Term>
   }
 }
 
-// --- the softmax row on AVX-512, its last n % 16 keys one masked step --------------------------
+// --- the softmax rows on AVX-512, their last n % 16 keys one masked step ----------------------
 // softmax_row_body leaves a row's last n % 16 entries to scalar code, each exp the whole
 // polynomial: on attention's causal rows (1 to T keys) that was a third of the row's time (n = 63
 // took 25% longer than n = 64). Here every step is 16 lanes, the last one masked: lanes past n
@@ -123,7 +123,9 @@ template <class Term>
 [[gnu::target("avx512f,avx512dq"), gnu::always_inline]] inline __m512 splat(float v) { return _mm512_set1_ps(v); }
 
 // c ? a : b in each lane.
-[[gnu::target("avx512f,avx512dq"), gnu::always_inline]] inline __m512 select(__mmask16 c, __m512 a, __m512 b) { return _mm512_mask_blend_ps(c, b, a); }
+[[gnu::target("avx512f,avx512dq"), gnu::always_inline]] inline __m512 select(__mmask16 c, __m512 a, __m512 b) {
+  return _mm512_mask_blend_ps(c, b, a);
+}
 
 // 2^n for n in [-126, 127] in each lane (vec_math::pow2).
 [[gnu::target("avx512f,avx512dq"), gnu::always_inline]] inline __m512 pow2(__m512i n) {
@@ -141,7 +143,8 @@ template <class Term>
   const __m512 n = _mm512_sub_ps(shifted, splat(kRoundingShift));
   const __m512i n_int = _mm512_sub_epi32(_mm512_castps_si512(shifted), _mm512_set1_epi32(static_cast<int>(
                                                                              bits_of(kRoundingShift))));
-  const __m512 r = _mm512_sub_ps(_mm512_sub_ps(clamped, _mm512_mul_ps(n, splat(kLn2Hi))), _mm512_mul_ps(n, splat(kLn2Lo)));
+  const __m512 r =
+      _mm512_sub_ps(_mm512_sub_ps(clamped, _mm512_mul_ps(n, splat(kLn2Hi))), _mm512_mul_ps(n, splat(kLn2Lo)));
   // expm1_reduced
   __m512 q = splat(kExpm1Coefficients[0]);
   for (int i = 1; i < 6; ++i) q = _mm512_add_ps(_mm512_mul_ps(q, r), splat(kExpm1Coefficients[i]));
@@ -152,9 +155,20 @@ template <class Term>
 }
 
 // lanes 0-7 and 8-15 of 16 floats, each widened to 8 doubles.
-[[gnu::target("avx512f,avx512dq"), gnu::always_inline]] inline __m512d low_doubles(__m512 v) { return _mm512_cvtps_pd(_mm512_castps512_ps256(v)); }
+[[gnu::target("avx512f,avx512dq"), gnu::always_inline]] inline __m512d low_doubles(__m512 v) {
+  return _mm512_cvtps_pd(_mm512_castps512_ps256(v));
+}
 [[gnu::target("avx512f,avx512dq"), gnu::always_inline]] inline __m512d high_doubles(__m512 v) {
   return _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+}
+
+// lanes_total of 16 double lanes, lanes 0-7 in low and 8-15 in high: lane k + 8 added to lane k,
+// then k + 4, k + 2, k + 1.
+[[gnu::target("avx512f,avx512dq"), gnu::always_inline]] inline double lanes_total(__m512d low, __m512d high) {
+  const __m512d sum8 = _mm512_add_pd(low, high);
+  const __m256d sum4 = _mm256_add_pd(_mm512_castpd512_pd256(sum8), _mm512_extractf64x4_pd(sum8, 1));
+  const __m128d sum2 = _mm_add_pd(_mm256_castpd256_pd128(sum4), _mm256_extractf128_pd(sum4, 1));
+  return _mm_cvtsd_f64(sum2) + _mm_cvtsd_f64(_mm_unpackhi_pd(sum2, sum2));
 }
 
 // float(double(e) * s) in each lane.
@@ -196,16 +210,47 @@ template <class Term>
     low = _mm512_mask_add_pd(low, static_cast<__mmask8>(tail), low, low_doubles(e));
     high = _mm512_mask_add_pd(high, static_cast<__mmask8>(tail >> 8), high, high_doubles(e));
   }
-  // lanes_total: lane k + 8 added to lane k, then k + 4, k + 2, k + 1
-  const __m512d sum8 = _mm512_add_pd(low, high);
-  const __m256d sum4 = _mm256_add_pd(_mm512_castpd512_pd256(sum8), _mm512_extractf64x4_pd(sum8, 1));
-  const __m128d sum2 = _mm_add_pd(_mm256_castpd256_pd128(sum4), _mm256_extractf128_pd(sum4, 1));
-  const double inv = 1.0 / (_mm_cvtsd_f64(sum2) + _mm_cvtsd_f64(_mm_unpackhi_pd(sum2, sum2)));
+  const double inv = 1.0 / lanes_total(low, high);
   // y = float(double(e) * (1/s))
   const __m512d inv8 = _mm512_set1_pd(inv);
   for (int64_t j = 0; j < whole; j += kLanes) _mm512_storeu_ps(y + j, times_in_double(_mm512_loadu_ps(y + j), inv8));
   if (tail) _mm512_mask_storeu_ps(y + whole, tail, times_in_double(_mm512_maskz_loadu_ps(tail, y + whole), inv8));
   return inv;
+}
+
+// softmax_backward_row_body on AVX-512, the same way: s = sum of double(g) double(y) in 16 double
+// lanes (the last step's lanes past n left as they are), then dx = float(y (g - s)) / divisor.
+[[gnu::target("avx512f,avx512dq"), gnu::always_inline]] inline __m512 backward16(__m512 g, __m512 y, __m512d s,
+                                                                                  float divisor) {
+  const __m256 low = _mm512_cvtpd_ps(_mm512_mul_pd(low_doubles(y), _mm512_sub_pd(low_doubles(g), s)));
+  const __m256 high = _mm512_cvtpd_ps(_mm512_mul_pd(high_doubles(y), _mm512_sub_pd(high_doubles(g), s)));
+  const __m512 dx = _mm512_insertf32x8(_mm512_castps256_ps512(low), high, 1);
+  return divisor == 1.0f ? dx : _mm512_div_ps(dx, splat(divisor));  // x / 1 is x: the same bits
+}
+
+[[gnu::target("avx512f,avx512dq")]] void softmax_backward_row_avx512(float* dx, const float* g, const float* y,
+                                                                    int64_t n, float divisor) {
+  const int64_t whole = n - n % kLanes;
+  const auto tail = static_cast<__mmask16>((1u << (n % kLanes)) - 1);
+  __m512d low = _mm512_setzero_pd(), high = _mm512_setzero_pd();
+  for (int64_t j = 0; j < whole; j += kLanes) {
+    const __m512 gj = _mm512_loadu_ps(g + j), yj = _mm512_loadu_ps(y + j);
+    low = _mm512_add_pd(low, _mm512_mul_pd(low_doubles(gj), low_doubles(yj)));
+    high = _mm512_add_pd(high, _mm512_mul_pd(high_doubles(gj), high_doubles(yj)));
+  }
+  if (tail) {
+    const __m512 gj = _mm512_maskz_loadu_ps(tail, g + whole), yj = _mm512_maskz_loadu_ps(tail, y + whole);
+    low = _mm512_mask_add_pd(low, static_cast<__mmask8>(tail), low, _mm512_mul_pd(low_doubles(gj), low_doubles(yj)));
+    high = _mm512_mask_add_pd(high, static_cast<__mmask8>(tail >> 8), high,
+                              _mm512_mul_pd(high_doubles(gj), high_doubles(yj)));
+  }
+  const __m512d s = _mm512_set1_pd(lanes_total(low, high));
+  for (int64_t j = 0; j < whole; j += kLanes)
+    _mm512_storeu_ps(dx + j, backward16(_mm512_loadu_ps(g + j), _mm512_loadu_ps(y + j), s, divisor));
+  if (tail) {
+    const __m512 gj = _mm512_maskz_loadu_ps(tail, g + whole), yj = _mm512_maskz_loadu_ps(tail, y + whole);
+    _mm512_mask_storeu_ps(dx + whole, tail, backward16(gj, yj, s, divisor));
+  }
 }
 
 #pragma GCC diagnostic pop
@@ -226,6 +271,7 @@ double logsumexp_row(float* e, const float* x, int64_t n, Isa isa) {
 }
 
 void softmax_backward_row(float* dx, const float* g, const float* y, int64_t n, float divisor, Isa isa) {
+  if (isa == Isa::kAvx512) return softmax_backward_row_avx512(dx, g, y, n, divisor);
   kernels::run_on<softmax_backward_row_body>(isa, dx, g, y, n, divisor);
 }
 

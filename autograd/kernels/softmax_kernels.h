@@ -31,9 +31,9 @@
 //
 // Each loop is written once (softmax_kernels.cpp) and compiled for every instruction set by
 // kernels::run_on (isa.h); the copies give the same bits (vec_math.h says why). The rows run
-// the AVX2 copy at most, the copy they were tuned and timed with, except softmax_row's forward,
-// which has an AVX-512 copy of its own, written with intrinsics: a masked last step instead of
-// scalar exps for the row's last n % 16 keys.
+// the AVX2 copy at most, the copy they were tuned and timed with, except softmax_row and
+// softmax_backward_row, which have AVX-512 copies of their own, written with intrinsics: a
+// masked last step instead of scalar code for the row's last n % 16 keys.
 #pragma once
 #include <cstdint>
 
@@ -50,8 +50,8 @@ inline Isa best_isa() { return kernels::best_isa(Isa::kAvx2); }
 // wholly by one thread, so the split changes no result.)
 inline int64_t rows_per_chunk(int64_t n) { return n > 32768 ? 1 : 32768 / (n > 0 ? n : 1); }
 
-// The copy softmax_row runs: AVX-512 when this CPU has it (its own loop, the last n % 16 keys in
-// one masked step; the other rows keep the AVX2 copy).
+// The copy softmax_row and softmax_backward_row run: AVX-512 when this CPU has it (their own
+// loops, the last n % 16 keys in one masked step; the other rows keep the AVX2 copy).
 inline Isa best_softmax_row_isa() { return kernels::best_isa(Isa::kAvx512); }
 
 // y (n) = softmax(x (n)), returning 1/s (NaN when s is: a NaN or +inf entry, or all -inf).
@@ -67,7 +67,7 @@ double logsumexp_row(float* e, const float* x, int64_t n, Isa isa = best_isa());
 // dx (n) = the softmax backward of the gradient g (n) at the output y (n), divided by
 // `divisor` (1: none; sqrt(d_k) in attention). dx may be g or y.
 void softmax_backward_row(float* dx, const float* g, const float* y, int64_t n, float divisor,
-                          Isa isa = best_isa());
+                          Isa isa = best_softmax_row_isa());
 
 // dx (n) = (softmax(x) - onehot(target)) * scale for the row x (n), given its lse from the
 // forward (logsumexp_row).

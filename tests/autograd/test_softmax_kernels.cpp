@@ -232,14 +232,16 @@ TEST(SoftmaxKernels, CrossEntropyRowsMatchPlainTwin) {
 
 // Every row function on x (n) and g (n): their outputs one after another.
 std::vector<float> all_rows(const float* x, const float* g, int64_t n, S::Isa isa) {
-  std::vector<float> y(static_cast<size_t>(n)), lp(y.size()), dx(y.size()), dce(y.size()), e(y.size());
+  std::vector<float> y(static_cast<size_t>(n)), lp(y.size()), dx(y.size()), dx1(y.size()), dce(y.size());
+  std::vector<float> e(y.size());
   const double inv = S::softmax_row(y.data(), x, n, isa);
   S::log_softmax_row(lp.data(), x, n, isa);
   S::softmax_backward_row(dx.data(), g, y.data(), n, 5.656854f, isa);
+  S::softmax_backward_row(dx1.data(), g, y.data(), n, 1.0f, isa);
   const double lse = S::logsumexp_row(e.data(), x, n, isa);
   S::cross_entropy_backward_row(dce.data(), x, lse, n / 2, 0.25, n, isa);
   std::vector<float> out = y;
-  for (const auto* part : {&lp, &dx, &dce}) out.insert(out.end(), part->begin(), part->end());
+  for (const auto* part : {&lp, &dx, &dx1, &dce}) out.insert(out.end(), part->begin(), part->end());
   out.push_back(static_cast<float>(inv));
   out.push_back(static_cast<float>(lse));
   return out;
@@ -276,7 +278,7 @@ TEST(SoftmaxKernels, EveryCopyGivesTheSameBits) {
   }
 }
 
-// The AVX-512 row reads and writes only its n entries (masked loads and stores past them).
+// The AVX-512 rows read and write only their n entries (masked loads and stores past them).
 TEST(SoftmaxKernels, TheAvx512RowTouchesNothingPastItsEnd) {
   if (!kernels::isa_available(S::Isa::kAvx512)) GTEST_SKIP() << "this CPU has no AVX-512";
   std::mt19937 rng(8);
@@ -287,6 +289,15 @@ TEST(SoftmaxKernels, TheAvx512RowTouchesNothingPastItsEnd) {
     const double inv = S::softmax_row(y.data(), x.data(), n, S::Isa::kAvx512);
     EXPECT_FALSE(std::isnan(inv)) << "row of " << n;
     for (size_t j = static_cast<size_t>(n); j < y.size(); ++j) EXPECT_EQ(y[j], 3.0f) << "row of " << n << ", element " << j;
+    std::vector<float> g = make_grad(n, rng), dx(x.size(), 3.0f);
+    g.resize(x.size(), std::numeric_limits<float>::quiet_NaN());
+    y.resize(static_cast<size_t>(n));
+    y.resize(x.size(), std::numeric_limits<float>::quiet_NaN());
+    S::softmax_backward_row(dx.data(), g.data(), y.data(), n, 2.0f, S::Isa::kAvx512);
+    for (size_t j = 0; j < dx.size(); ++j) {
+      if (j < static_cast<size_t>(n)) EXPECT_FALSE(std::isnan(dx[j])) << "backward, row of " << n << ", element " << j;
+      else EXPECT_EQ(dx[j], 3.0f) << "backward, row of " << n << ", element " << j;
+    }
     S::softmax_row(x.data(), x.data(), n, S::Isa::kAvx512);  // in place
     for (size_t j = static_cast<size_t>(n); j < x.size(); ++j) EXPECT_TRUE(std::isnan(x[j])) << "row of " << n;
   }
