@@ -67,6 +67,10 @@ template <class Term>
   return inv;
 }
 
+[[gnu::always_inline]] inline void divide_row_body(float* y, const float* x, int64_t n, float divisor) {
+  for (int64_t j = 0; j < n; ++j) y[j] = x[j] / divisor;
+}
+
 [[gnu::always_inline]] inline double logsumexp_row_body(float* e, const float* x, int64_t n) {
   const float m = row_max(x, n);
   return static_cast<double>(m) + std::log(exp_shifted_sum(e, x, m, n));
@@ -256,6 +260,10 @@ template <class Term>
 #pragma GCC diagnostic pop
 
 }  // namespace
+
+void divide_row(float* y, const float* x, int64_t n, float divisor, Isa isa) {
+  kernels::run_on<divide_row_body>(isa, y, x, n, divisor);
+}
 
 double softmax_row(float* y, const float* x, int64_t n, Isa isa) {
   if (isa == Isa::kAvx512) return softmax_row_avx512(y, x, n);

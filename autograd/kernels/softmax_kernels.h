@@ -54,6 +54,10 @@ inline int64_t rows_per_chunk(int64_t n) { return n > 32768 ? 1 : 32768 / (n > 0
 // loops, the last n % 16 keys in one masked step; the other rows keep the AVX2 copy).
 inline Isa best_softmax_row_isa() { return kernels::best_isa(Isa::kAvx512); }
 
+// y (n) = x (n) / divisor, each quotient rounded once (attention's scores over sqrt(d_k)); y may
+// be x. On AVX-512 where the CPU has it: the division is slow, and 16 lanes divide at once.
+void divide_row(float* y, const float* x, int64_t n, float divisor, Isa isa = best_softmax_row_isa());
+
 // y (n) = softmax(x (n)), returning 1/s (NaN when s is: a NaN or +inf entry, or all -inf).
 // y may be x; n may be 0.
 double softmax_row(float* y, const float* x, int64_t n, Isa isa = best_softmax_row_isa());

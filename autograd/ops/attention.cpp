@@ -93,6 +93,14 @@ KeyMasks key_masks(const Shape& shape, const Tensor& mask, const MaskedSoftmaxOp
 inline double softmax_row_in_place(float* y, int64_t n) { return softmax_kernels::softmax_row(y, y, n); }
 inline double softmax_row_in_place(double* y, int64_t n) { return nn_kernels::softmax_row_reference(y, y, n); }
 
+// y (n) = x (n) / divisor: float32 by softmax_kernels' vectorised loop, float64 plainly.
+inline void divide_row(float* y, const float* x, int64_t n, float divisor) {
+  softmax_kernels::divide_row(y, x, n, divisor);
+}
+inline void divide_row(double* y, const double* x, int64_t n, double divisor) {
+  for (int64_t j = 0; j < n; ++j) y[j] = x[j] / divisor;
+}
+
 // dx (n) = the softmax backward of g (n) at y (n), divided by `divisor`: softmax's row again.
 inline void softmax_backward_row(float* dx, const float* g, const float* y, int64_t n, float divisor) {
   softmax_kernels::softmax_backward_row(dx, g, y, n, divisor);
@@ -105,7 +113,7 @@ inline void softmax_backward_row(double* dx, const double* g, const double* y, i
 template <class T>
 void masked_softmax_row_forward(T* y, const T* x, int64_t T_k, const RowKeys& keys, T scale) {
   const int64_t n = keys.visible;  // y[n..T_k) is masked by the causal rule
-  for (int64_t j = 0; j < n; ++j) y[j] = x[j] / scale;
+  divide_row(y, x, n, scale);
   bool any_key = n > 0;
   if (keys.hidden) {
     any_key = false;

@@ -233,15 +233,16 @@ TEST(SoftmaxKernels, CrossEntropyRowsMatchPlainTwin) {
 // Every row function on x (n) and g (n): their outputs one after another.
 std::vector<float> all_rows(const float* x, const float* g, int64_t n, S::Isa isa) {
   std::vector<float> y(static_cast<size_t>(n)), lp(y.size()), dx(y.size()), dx1(y.size()), dce(y.size());
-  std::vector<float> e(y.size());
+  std::vector<float> e(y.size()), quotient(y.size());
   const double inv = S::softmax_row(y.data(), x, n, isa);
   S::log_softmax_row(lp.data(), x, n, isa);
   S::softmax_backward_row(dx.data(), g, y.data(), n, 5.656854f, isa);
   S::softmax_backward_row(dx1.data(), g, y.data(), n, 1.0f, isa);
+  S::divide_row(quotient.data(), x, n, 5.656854f, isa);
   const double lse = S::logsumexp_row(e.data(), x, n, isa);
   S::cross_entropy_backward_row(dce.data(), x, lse, n / 2, 0.25, n, isa);
   std::vector<float> out = y;
-  for (const auto* part : {&lp, &dx, &dx1, &dce}) out.insert(out.end(), part->begin(), part->end());
+  for (const auto* part : {&lp, &dx, &dx1, &dce, &quotient}) out.insert(out.end(), part->begin(), part->end());
   out.push_back(static_cast<float>(inv));
   out.push_back(static_cast<float>(lse));
   return out;
