@@ -186,7 +186,7 @@ template <class Term>
   const int64_t whole = n - n % kLanes;
   const auto tail = static_cast<__mmask16>((1u << (n % kLanes)) - 1);  // the last step's lanes
   const __m512 neg_inf = splat(-std::numeric_limits<float>::infinity());
-  // m: x_j > m ? x_j : m in 16 running maxima, then lane 0 against lanes 1..15 (row_max)
+  // m: x_j > m ? x_j : m in 16 running maxima (row_max)
   __m512 max16 = neg_inf;
   for (int64_t j = 0; j < whole; j += kLanes) {
     const __m512 v = _mm512_loadu_ps(x + j);
@@ -196,10 +196,9 @@ template <class Term>
     const __m512 v = _mm512_mask_loadu_ps(neg_inf, tail, x + whole);
     max16 = select(_mm512_cmp_ps_mask(v, max16, _CMP_GT_OQ), v, max16);
   }
-  float lane_max[kLanes];
-  _mm512_storeu_ps(lane_max, max16);
-  for (int k = 1; k < kLanes; ++k) lane_max[0] = lane_max[k] > lane_max[0] ? lane_max[k] : lane_max[0];
-  const __m512 m = splat(lane_max[0]);
+  // the lanes' maximum as a tree (four steps, not fifteen in a chain): a different order can
+  // only change the sign of a zero maximum, and x - (+0) and x - (-0) have the same exp
+  const __m512 m = splat(_mm512_reduce_max_ps(max16));
   // e = exp(x - m) into y, summed in 16 double lanes: lanes 0-7 and 8-15 (exp_shifted_sum)
   __m512d low = _mm512_setzero_pd(), high = _mm512_setzero_pd();
   for (int64_t j = 0; j < whole; j += kLanes) {
