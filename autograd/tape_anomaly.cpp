@@ -2,7 +2,6 @@
 // a NaN, or whose backward gives an input a NaN or Inf gradient, throws an Error naming the op,
 // its tape entry, the direction and statistics of its inputs.
 #include <cmath>
-#include <cstdlib>
 #include <sstream>
 
 #include "autograd/runtime/environment.h"

@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <cstdlib>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -286,6 +285,7 @@ void batched_gemm_bf16(const Tensor& out, const Tensor& a, const Tensor& b, cons
 }
 
 void gemm_into(const Tensor& out, const Tensor& a, const Tensor& b) {
+  get_num_threads();  // BLIS gets our thread count before its first call, as in batched_gemm
   const Tensor ar = blis_operand(a), br = blis_operand(b);
   const MatrixLayout la = matrix_layout(ar), lb = matrix_layout(br);
   visit_floating(out.dtype(), "matmul", [&](auto tag) {

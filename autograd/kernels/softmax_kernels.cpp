@@ -182,9 +182,12 @@ template <class Term>
   return _mm512_insertf32x8(_mm512_castps256_ps512(low), high, 1);
 }
 
+// The lanes of a row of n's last, partial step of 16 (none when n is a multiple of 16).
+__mmask16 last_step_lanes(int64_t n) { return static_cast<__mmask16>((1u << (n % kLanes)) - 1); }
+
 [[gnu::target("avx512f,avx512dq")]] double softmax_row_avx512(float* y, const float* x, int64_t n) {
   const int64_t whole = n - n % kLanes;
-  const auto tail = static_cast<__mmask16>((1u << (n % kLanes)) - 1);  // the last step's lanes
+  const __mmask16 tail = last_step_lanes(n);
   const __m512 neg_inf = splat(-std::numeric_limits<float>::infinity());
   // m: x_j > m ? x_j : m in 16 running maxima (row_max)
   __m512 max16 = neg_inf;
@@ -234,26 +237,27 @@ template <class Term>
 [[gnu::target("avx512f,avx512dq")]] void softmax_backward_row_avx512(float* dx, const float* g, const float* y,
                                                                     int64_t n, float divisor) {
   const int64_t whole = n - n % kLanes;
-  const auto tail = static_cast<__mmask16>((1u << (n % kLanes)) - 1);
+  const __mmask16 tail = last_step_lanes(n);
   __m512d low = _mm512_setzero_pd(), high = _mm512_setzero_pd();
   for (int64_t j = 0; j < whole; j += kLanes) {
     const __m512 gj = _mm512_loadu_ps(g + j), yj = _mm512_loadu_ps(y + j);
     low = _mm512_add_pd(low, _mm512_mul_pd(low_doubles(gj), low_doubles(yj)));
     high = _mm512_add_pd(high, _mm512_mul_pd(high_doubles(gj), high_doubles(yj)));
   }
+  // the last step's g and y (zeros past n), read once for the sum and for dx
+  __m512 g_tail = _mm512_setzero_ps(), y_tail = _mm512_setzero_ps();
   if (tail) {
-    const __m512 gj = _mm512_maskz_loadu_ps(tail, g + whole), yj = _mm512_maskz_loadu_ps(tail, y + whole);
-    low = _mm512_mask_add_pd(low, static_cast<__mmask8>(tail), low, _mm512_mul_pd(low_doubles(gj), low_doubles(yj)));
+    g_tail = _mm512_maskz_loadu_ps(tail, g + whole);
+    y_tail = _mm512_maskz_loadu_ps(tail, y + whole);
+    low = _mm512_mask_add_pd(low, static_cast<__mmask8>(tail), low,
+                             _mm512_mul_pd(low_doubles(g_tail), low_doubles(y_tail)));
     high = _mm512_mask_add_pd(high, static_cast<__mmask8>(tail >> 8), high,
-                              _mm512_mul_pd(high_doubles(gj), high_doubles(yj)));
+                              _mm512_mul_pd(high_doubles(g_tail), high_doubles(y_tail)));
   }
   const __m512d s = _mm512_set1_pd(lanes_total(low, high));
   for (int64_t j = 0; j < whole; j += kLanes)
     _mm512_storeu_ps(dx + j, backward16(_mm512_loadu_ps(g + j), _mm512_loadu_ps(y + j), s, divisor));
-  if (tail) {
-    const __m512 gj = _mm512_maskz_loadu_ps(tail, g + whole), yj = _mm512_maskz_loadu_ps(tail, y + whole);
-    _mm512_mask_storeu_ps(dx + whole, tail, backward16(gj, yj, s, divisor));
-  }
+  if (tail) _mm512_mask_storeu_ps(dx + whole, tail, backward16(g_tail, y_tail, s, divisor));
 }
 
 #pragma GCC diagnostic pop

@@ -50,8 +50,9 @@ inline Isa best_isa() { return kernels::best_isa(Isa::kAvx2); }
 // wholly by one thread, so the split changes no result.)
 inline int64_t rows_per_chunk(int64_t n) { return n > 32768 ? 1 : 32768 / (n > 0 ? n : 1); }
 
-// The copy softmax_row and softmax_backward_row run: AVX-512 when this CPU has it (their own
-// loops, the last n % 16 keys in one masked step; the other rows keep the AVX2 copy).
+// The copy softmax_row, softmax_backward_row and divide_row run: AVX-512 when this CPU has it
+// (the first two have loops of their own there, the last n % 16 keys in one masked step; the
+// other rows keep the AVX2 copy).
 inline Isa best_softmax_row_isa() { return kernels::best_isa(Isa::kAvx512); }
 
 // y (n) = x (n) / divisor, each quotient rounded once (attention's scores over sqrt(d_k)); y may

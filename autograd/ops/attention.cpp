@@ -30,7 +30,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <utility>
 #include <vector>
 
 #include "autograd/ops.h"
@@ -178,6 +177,19 @@ void masked_scaled_softmax_backward(T* dinp, int64_t dinp_rows, const T* dout, i
   });
 }
 
+// How the loops above step through a tensor's rows of T_k (its last dim): their count and the
+// step between them. A contiguous (..., T_k), or a 2-D block whose rows are contiguous at any
+// row stride (masked_scaled_attention's buffers).
+struct SoftmaxRows {
+  int64_t count, stride;
+};
+SoftmaxRows rows_of(const Tensor& t) {
+  const int64_t T_k = t.size(-1);
+  if (t.numel() == 0) return {0, T_k};
+  if (t.dim() == 2 && t.size(0) > 1) return {t.size(0), t.stride(0)};
+  return {t.numel() / T_k, T_k};
+}
+
 }  // namespace
 
 // The one check of an attention mask (masked_scaled_softmax and masked_scaled_attention): bool,
@@ -211,16 +223,7 @@ Tensor masked_scaled_softmax(const Tensor& scores, const Tensor& mask, int64_t d
   if (!fast_kernels()) return masked_scaled_softmax_reference(scores, mask, d_k, options);
   const Tensor x = scores.is_contiguous() ? scores : scores.detach().contiguous();
   Tensor y = make_empty(scores.sizes(), scores.dtype());
-  const int64_t R = y.numel() == 0 ? 0 : y.numel() / y.size(-1);
-  const double scale = std::sqrt(static_cast<double>(d_k));
-  if (R > 0) {
-    const KeyMasks keys = key_masks(scores.sizes(), mask, options);
-    visit_floating(scores.dtype(), kOp, [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      const int64_t T_k = keys.T_k;
-      masked_scaled_softmax_forward<T>(y.data_ptr<T>(), T_k, x.data_ptr<T>(), T_k, keys, R, static_cast<T>(scale));
-    });
-  }
+  masked_scaled_softmax_into(y, x, mask, d_k, options);
   record("MaskedScaledSoftmaxBackward0", {scores}, y, {y, mask}, [d_k, options](const BackwardArgs& ctx) {
     return Grads{masked_scaled_softmax_backward(ctx.saved[0], ctx.grad_out, ctx.saved[1], d_k, options)};
   });
@@ -231,48 +234,33 @@ Tensor masked_scaled_softmax_backward(const Tensor& y, const Tensor& grad, const
                                       const MaskedSoftmaxOptions& options) {
   const Tensor g = grad.contiguous();
   Tensor dx = make_empty(y.sizes(), y.dtype());
-  const int64_t R = y.numel() == 0 ? 0 : y.numel() / y.size(-1);
-  if (R > 0) {
-    const KeyMasks keys = key_masks(y.sizes(), mask, options);
-    const double scale = std::sqrt(static_cast<double>(d_k));
-    visit_floating(y.dtype(), kOp, [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      const int64_t T_k = keys.T_k;
-      masked_scaled_softmax_backward<T>(dx.data_ptr<T>(), T_k, g.data_ptr<T>(), T_k, y.data_ptr<T>(), T_k, keys, R,
-                                        static_cast<T>(scale));
-    });
-  }
+  masked_scaled_softmax_backward_into(dx, g, y, mask, d_k, options);
   return dx;
 }
 
-// A matrix (rows, T_k) whose rows are contiguous, at any row stride: its rows and that stride.
-std::pair<int64_t, int64_t> rows_and_stride(const Tensor& m) {
-  return {m.size(0), m.size(0) > 1 ? m.stride(0) : m.size(1)};
-}
-
-void masked_scaled_softmax_in_place(const Tensor& p, const Tensor& mask, int64_t d_k,
-                                    const MaskedSoftmaxOptions& options) {
-  const auto [R, stride] = rows_and_stride(p);
-  if (R == 0 || p.size(1) == 0) return;
-  const KeyMasks keys = key_masks(p.sizes(), mask, options);
+void masked_scaled_softmax_into(const Tensor& out, const Tensor& inp, const Tensor& mask, int64_t d_k,
+                                const MaskedSoftmaxOptions& options) {
+  const SoftmaxRows o = rows_of(out), i = rows_of(inp);
+  if (o.count == 0) return;
+  const KeyMasks keys = key_masks(out.sizes(), mask, options);
   const double scale = std::sqrt(static_cast<double>(d_k));
-  visit_floating(p.dtype(), kOp, [&](auto tag) {
+  visit_floating(out.dtype(), kOp, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    masked_scaled_softmax_forward<T>(p.data_ptr<T>(), stride, p.data_ptr<T>(), stride, keys, R, static_cast<T>(scale));
+    masked_scaled_softmax_forward<T>(out.data_ptr<T>(), o.stride, inp.data_ptr<T>(), i.stride, keys, o.count,
+                                     static_cast<T>(scale));
   });
 }
 
-void masked_scaled_softmax_backward_in_place(const Tensor& ds, const Tensor& p, const Tensor& mask, int64_t d_k,
-                                             const MaskedSoftmaxOptions& options) {
-  const auto [R, stride] = rows_and_stride(ds);
-  if (R == 0 || ds.size(1) == 0) return;
-  const int64_t p_stride = rows_and_stride(p).second;
-  const KeyMasks keys = key_masks(ds.sizes(), mask, options);
+void masked_scaled_softmax_backward_into(const Tensor& dinp, const Tensor& dout, const Tensor& out, const Tensor& mask,
+                                         int64_t d_k, const MaskedSoftmaxOptions& options) {
+  const SoftmaxRows di = rows_of(dinp), d = rows_of(dout), o = rows_of(out);
+  if (di.count == 0) return;
+  const KeyMasks keys = key_masks(dinp.sizes(), mask, options);
   const double scale = std::sqrt(static_cast<double>(d_k));
-  visit_floating(ds.dtype(), kOp, [&](auto tag) {
+  visit_floating(dinp.dtype(), kOp, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    masked_scaled_softmax_backward<T>(ds.data_ptr<T>(), stride, ds.data_ptr<T>(), stride, p.data_ptr<T>(), p_stride,
-                                      keys, R, static_cast<T>(scale));
+    masked_scaled_softmax_backward<T>(dinp.data_ptr<T>(), di.stride, dout.data_ptr<T>(), d.stride, out.data_ptr<T>(),
+                                      o.stride, keys, di.count, static_cast<T>(scale));
   });
 }
 

@@ -156,6 +156,9 @@ std::vector<QueryBlock> query_blocks(int64_t T_q, int64_t T_k, const MaskedSoftm
   return blocks;
 }
 
+// The keys any query sees: those of the last block (0 without queries).
+int64_t keys_seen_by(const std::vector<QueryBlock>& blocks) { return blocks.empty() ? 0 : blocks.back().keys; }
+
 // The first query that sees key `key` (T_q if none does): 0 without the causal rule.
 int64_t first_query_seeing(int64_t key, int64_t T_q, const MaskedSoftmaxOptions& options) {
   if (!options.causal) return 0;
@@ -179,7 +182,7 @@ MaskedSoftmaxOptions block_options(const MaskedSoftmaxOptions& options, const Qu
 void block_weights(const Tensor& p, const Tensor& q, const Tensor& k, const Tensor& mask, int64_t i,
                    const QueryBlock& b, int64_t d_k, const MaskedSoftmaxOptions& options) {
   matmul_into(p, matrix_at(q, i).narrow(0, b.first, b.rows), matrix_at(k, i).narrow(0, 0, b.keys).t());
-  masked_scaled_softmax_in_place(p, block_mask(mask, i, b), d_k, block_options(options, b));
+  masked_scaled_softmax_into(p, p, block_mask(mask, i, b), d_k, block_options(options, b));
 }
 
 // Block b's part of a (T_q, keys) buffer: its query rows and the keys they see.
@@ -210,7 +213,7 @@ Tensor masked_scaled_attention(const Tensor& q, const Tensor& k, const Tensor& v
   auto keep = [recorded](const Tensor& t) { return recorded ? kept_for_product(t) : t; };
   const Tensor q_in = keep(q), k_in = keep(k), v_in = keep(v);
   const std::vector<QueryBlock> blocks = query_blocks(T_q, T_k, options);
-  const int64_t keys_seen = blocks.empty() ? 0 : blocks.back().keys;
+  const int64_t keys_seen = keys_seen_by(blocks);
   for_each_matrix(batch_count(q), [&](int64_t i) {
     const Tensor P = empty({T_q, keys_seen}, q.dtype());  // (T_q, keys_seen), a block of rows at a time
     for (const QueryBlock& b : blocks) {
@@ -227,7 +230,7 @@ Tensor masked_scaled_attention(const Tensor& q, const Tensor& k, const Tensor& v
            Tensor dv = empty_in_joined_layout(v.sizes(), grad_dtype);
            const int64_t T_q = q.size(-2), T_k = k.size(-2);
            const std::vector<QueryBlock> blocks = query_blocks(T_q, T_k, options);
-           const int64_t keys_seen = blocks.empty() ? 0 : blocks.back().keys;  // keys past it: dk = dv = 0
+           const int64_t keys_seen = keys_seen_by(blocks);  // keys past it: dk = dv = 0
            const int64_t key_step = blocks.size() > 1 ? kBlockRows : std::max<int64_t>(keys_seen, 1);  // keys as queries
            const bool skip_leading_queries = T_q <= kOneChainK;  // see the top of this file
            for_each_matrix(batch_count(q), [&](int64_t i) {
@@ -238,7 +241,8 @@ Tensor masked_scaled_attention(const Tensor& q, const Tensor& k, const Tensor& v
                const Tensor Pb = block_of(P, b), dSb = block_of(dS, b);  // (rows, keys)
                block_weights(Pb, q, k, mask, i, b, d_k, options);
                matmul_into(dSb, dout.narrow(0, b.first, b.rows), matrix_at(v, i).narrow(0, 0, b.keys).t());  // dP
-               masked_scaled_softmax_backward_in_place(dSb, Pb, block_mask(mask, i, b), d_k, block_options(options, b));
+               masked_scaled_softmax_backward_into(dSb, dSb, Pb, block_mask(mask, i, b), d_k,
+                                                   block_options(options, b));
                matmul_into(matrix_at(dq, i).narrow(0, b.first, b.rows), dSb, matrix_at(k, i).narrow(0, 0, b.keys));
                for (const Tensor& whole : {P, dS})
                  whole.narrow(0, b.first, b.rows).narrow(1, b.keys, keys_seen - b.keys).zero_();

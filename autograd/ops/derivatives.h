@@ -61,13 +61,15 @@ std::optional<Tensor> gelu_tanh_value_and_backward_(const Tensor& x, const Tenso
 // these values: feed_forward hands them to it directly.)
 std::optional<Tensor> gelu_tanh_rounded_to_bf16(const Tensor& x);
 
-// masked_scaled_softmax (ops/attention.cpp) on a block of masked_scaled_attention's own buffers,
-// in place: a matrix (rows, T_k) whose rows are contiguous, at any row stride. p holds the scores
-// and gets the weights; ds holds the weights' gradient and gets the scores' (p: the weights).
-// The row loops of masked_scaled_softmax and its backward: the same bits. No checks, no tape.
-void masked_scaled_softmax_in_place(const Tensor& p, const Tensor& mask, int64_t d_k,
-                                    const MaskedSoftmaxOptions& options);
-void masked_scaled_softmax_backward_in_place(const Tensor& ds, const Tensor& p, const Tensor& mask, int64_t d_k,
-                                             const MaskedSoftmaxOptions& options);
+// masked_scaled_softmax (ops/attention.cpp) and its backward, written into tensors the caller
+// made: out = the weights of the scores inp; dinp = the scores' gradient from the weights' dout
+// and the weights out. Each is a contiguous (..., T_k), or a 2-D block whose rows are contiguous
+// at any row stride; out may be inp and dinp may be dout (masked_scaled_attention turns its
+// product buffers into P and dS in place). The ops themselves run these: the same bits. No
+// checks, no tape.
+void masked_scaled_softmax_into(const Tensor& out, const Tensor& inp, const Tensor& mask, int64_t d_k,
+                                const MaskedSoftmaxOptions& options);
+void masked_scaled_softmax_backward_into(const Tensor& dinp, const Tensor& dout, const Tensor& out, const Tensor& mask,
+                                         int64_t d_k, const MaskedSoftmaxOptions& options);
 
 }  // namespace tg
