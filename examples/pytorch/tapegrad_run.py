@@ -26,6 +26,7 @@
 # whose config.json has no "precision" (an older train_gpt) trained in float32. `sample` writes
 # in float32 whatever the run's precision, as examples/generate.
 import argparse
+import gc
 import json
 import os
 import socket
@@ -151,9 +152,22 @@ def worker(rank, world, o, device):
               f"{o.precision}, writing {o.out}/", flush=True)
     train_loop(run, o, o.out, config, loss_rows, elapsed_before)
     if world > 1:
-        dist.destroy_process_group()
+        end_process_group(run)
     if rank == 0:
         print(f"wrote {o.out}/ (examples/generate --ckpt {o.out} and train_gpt --resume {o.out} read it)")
+
+
+def end_process_group(run):
+    """Let go of DistributedDataParallel first, then of the process group.
+
+    DDP's reducer holds the group too. Were it the last holder, the group would be destroyed with
+    the GIL held, and gloo's destructor waits for its worker threads, one of which may still be
+    freeing a tensor and need the GIL: the process hangs on exit (seen with torch 1.13, about one
+    run in 20 under torchrun). Freed in this order, the group's last holder is Python's own
+    reference, whose destructor lets go of the GIL first."""
+    run.ddp = run.model
+    gc.collect()  # the DDP module and its reducer, now, while the group is still registered
+    dist.destroy_process_group()
 
 
 def spawned(rank, world, o, device, port):
