@@ -7,6 +7,8 @@
 //   A packed a block at a time (kBlockTiles row tiles by one k-block of pairs), in tiles of
 //   kTileRows rows, each tile's words pair by pair:
 //     ap[(t * pairs + p) * kTileRows + r] = a[i][2p] | a[i][2p+1] << 16,  i = t kTileRows + r
+//   except where A is bfloat16 with k contiguous and K even: its rows are pairs already, and the
+//   AVX512_BF16 tile reads them where they lie (RowsOfA)
 // with K2 = ceil(K / 2), zeros past N and past M.
 //
 // The loops, outermost first (the GotoBLAS/BLIS order):
@@ -25,6 +27,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -235,12 +238,32 @@ void pack_a_block(uint32_t* ap, const Operand& a, int64_t t0, int64_t t1, int64_
 }
 
 // --- the register tile ---------------------------------------------------------------------------
-// c (rows x cols of the kTileRows x kTileCols tile) = the tile's sums over `pairs` words of ap and
+// c (rows x cols of the kTileRows x kTileCols tile) = the tile's sums over `pairs` words of A and
 // bp, starting from c's values when `accumulate` (an earlier k-block's sums), else from zero.
+// A's word of (tile row r, pair p) comes from one of two places:
+//   PackedA   the packed tile (the layout at the top)
+//   RowsOfA   A itself, where it is bfloat16 with k contiguous and K even: its rows are pairs
+//             already, the word at rows[r * row_stride + 2p] (2-byte aligned: read with memcpy).
+//             The forward's products multiply such activations (autocast keeps them as bfloat16),
+//             and packing them cost 2% of a small GPT's bf16 step for nothing. Whole tiles only.
+struct PackedA {
+  const uint32_t* ap;
+  uint32_t word(int r, int64_t p) const { return ap[p * kTileRows + r]; }
+};
+struct RowsOfA {
+  const uint16_t* rows;
+  int64_t row_stride;
+  uint32_t word(int r, int64_t p) const {
+    uint32_t w;
+    std::memcpy(&w, rows + r * row_stride + 2 * p, sizeof w);
+    return w;
+  }
+};
 
-[[gnu::target("avx512f,avx512bf16")]] void tile_avx512_bf16(float* c, int64_t ldc, const uint32_t* ap,
-                                                             const uint32_t* bp, int64_t pairs, int64_t rows,
-                                                             int64_t cols, bool accumulate) {
+template <class AWords>
+[[gnu::target("avx512f,avx512bf16"), gnu::always_inline]] inline void tile_avx512_bf16_body(
+    float* c, int64_t ldc, const AWords& a, const uint32_t* bp, int64_t pairs, int64_t rows, int64_t cols,
+    bool accumulate) {
   const __mmask16 m0 = static_cast<__mmask16>(cols >= 16 ? 0xFFFF : (1u << cols) - 1);
   const __mmask16 m1 = static_cast<__mmask16>(cols >= 32 ? 0xFFFF : cols <= 16 ? 0 : (1u << (cols - 16)) - 1);
   __m512 acc[kTileRows][2];
@@ -253,9 +276,9 @@ void pack_a_block(uint32_t* ap, const Operand& a, int64_t t0, int64_t t1, int64_
     const __m512bh b0 = (__m512bh)_mm512_loadu_si512(bp + p * kTileCols);
     const __m512bh b1 = (__m512bh)_mm512_loadu_si512(bp + p * kTileCols + 16);
     for (int r = 0; r < kTileRows; ++r) {
-      const __m512bh a = (__m512bh)_mm512_set1_epi32(static_cast<int>(ap[p * kTileRows + r]));
-      acc[r][0] = _mm512_dpbf16_ps(acc[r][0], a, b0);
-      acc[r][1] = _mm512_dpbf16_ps(acc[r][1], a, b1);
+      const __m512bh w = (__m512bh)_mm512_set1_epi32(static_cast<int>(a.word(r, p)));
+      acc[r][0] = _mm512_dpbf16_ps(acc[r][0], w, b0);
+      acc[r][1] = _mm512_dpbf16_ps(acc[r][1], w, b1);
     }
   }
   for (int r = 0; r < kTileRows; ++r) {
@@ -263,6 +286,18 @@ void pack_a_block(uint32_t* ap, const Operand& a, int64_t t0, int64_t t1, int64_
     _mm512_mask_storeu_ps(c + r * ldc, m0, acc[r][0]);
     _mm512_mask_storeu_ps(c + r * ldc + 16, m1, acc[r][1]);
   }
+}
+
+[[gnu::target("avx512f,avx512bf16")]] void tile_avx512_bf16(float* c, int64_t ldc, const uint32_t* ap,
+                                                             const uint32_t* bp, int64_t pairs, int64_t rows,
+                                                             int64_t cols, bool accumulate) {
+  tile_avx512_bf16_body(c, ldc, PackedA{ap}, bp, pairs, rows, cols, accumulate);
+}
+
+[[gnu::target("avx512f,avx512bf16")]] void tile_avx512_bf16_direct(float* c, int64_t ldc, const RowsOfA& a,
+                                                                    const uint32_t* bp, int64_t pairs, int64_t cols,
+                                                                    bool accumulate) {
+  tile_avx512_bf16_body(c, ldc, a, bp, pairs, kTileRows, cols, accumulate);
 }
 
 // --- kFma: the same sums on float32 fused multiply-adds ------------------------------------------
@@ -337,17 +372,27 @@ void multiply_row_tiles(float* c, int64_t ldc, const Operand& a, const uint32_t*
   const int64_t block_pairs = (K2 + k_blocks - 1) / k_blocks;
   // not zeroed first: packing writes every word, the zeros past the edges included
   const auto ap = std::make_unique_for_overwrite<uint32_t[]>(static_cast<size_t>(kBlockTiles * kTileRows * block_pairs));
+  const bool a_in_pairs = kernel == Kernel::kAvx512Bf16 && a.dtype == kBFloat16 && a.col_stride == 1 && K % 2 == 0;
   for (int64_t tb = t0; tb < t1; tb += kBlockTiles) {
     const int64_t te = std::min(t1, tb + kBlockTiles);
+    const bool direct = a_in_pairs && te * kTileRows <= M;  // whole tiles only
     for (int64_t p0 = 0; p0 < K2; p0 += block_pairs) {
       const int64_t pairs = std::min(block_pairs, K2 - p0);
-      pack_a_block(ap.get(), a, tb, te, p0, pairs, M, K);
+      if (!direct) pack_a_block(ap.get(), a, tb, te, p0, pairs, M, K);
       for (int64_t q = 0; q < panels; ++q) {
         const uint32_t* b_block = bp + (q * K2 + p0) * kTileCols;
         const int64_t cols = std::min(kTileCols, N - q * kTileCols);
-        for (int64_t t = tb; t < te; ++t)
-          tile(c + t * kTileRows * ldc + q * kTileCols, ldc, ap.get() + (t - tb) * pairs * kTileRows, b_block, pairs,
-               std::min(kTileRows, M - t * kTileRows), cols, p0 > 0);
+        for (int64_t t = tb; t < te; ++t) {
+          float* c_tile = c + t * kTileRows * ldc + q * kTileCols;
+          if (direct) {
+            const RowsOfA a_tile{static_cast<const uint16_t*>(a.data) + t * kTileRows * a.row_stride + 2 * p0,
+                                 a.row_stride};
+            tile_avx512_bf16_direct(c_tile, ldc, a_tile, b_block, pairs, cols, p0 > 0);
+          } else {
+            tile(c_tile, ldc, ap.get() + (t - tb) * pairs * kTileRows, b_block, pairs,
+                 std::min(kTileRows, M - t * kTileRows), cols, p0 > 0);
+          }
+        }
       }
     }
   }

@@ -3,7 +3,8 @@
 // operands, given as float32 or as bfloat16; the FMA kernel against vdpbf16ps bit for bit where the CPU has it; and
 // the same bits at 1 and 2 threads. Sizes cross the kernel's blocks (k-blocks of up to 384, row
 // blocks of 192, tiles of 12 x 32), and the vector packing (a contiguous row or column) gives the
-// bits of the scalar one (any other strides) on NaNs, infinities, denormals and ties.
+// bits of the scalar one (any other strides) on NaNs, infinities, denormals and ties, as does a
+// bfloat16 A read unpacked.
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -62,7 +63,11 @@ const std::vector<Case> kCases = {{1, 1, 1, false, false},    {7, 33, 5, false, 
                                   // across the blocks: K past one and two k-blocks (odd, and not a
                                   // multiple of the block), M past a row block, N past the tile
                                   {199, 70, 515, false, false}, {205, 33, 1201, true, true},
-                                  {26, 100, 1, true, false},   {1, 1, 600, false, true}};
+                                  {26, 100, 1, true, false},   {1, 1, 600, false, true},
+                                  // A bfloat16 with k contiguous and K even is read unpacked in whole
+                                  // row blocks: two whole blocks (the second short), then a block
+                                  // with a short last tile, over several k-blocks
+                                  {240, 45, 800, false, false}, {250, 64, 130, false, true}};
 
 void expect_within_accumulation_bound(const std::vector<float>& c, const Operand& a, const Operand& b, int64_t M,
                                       int64_t N, int64_t K, const std::string& what) {
@@ -231,6 +236,22 @@ TEST(Bf16Gemm, VectorPackingPassesBfloat16BitsThrough) {
       expect_packing_agrees(operand_a(t, a.data(), kBFloat16), operand_b(t, b.data(), kBFloat16), M, N, K,
                             std::string("bfloat16 a_t ") + (at ? "1" : "0") + " b_t " + (bt ? "1" : "0"));
     }
+}
+
+// A bfloat16 A with k contiguous and K even is read where it lies, whole row blocks at a time: the
+// bits of the packed copy, for rows at an odd stride too (words 2 bytes off alignment), over one
+// or several k-blocks, with M ending in a short block and a short tile (packed as before).
+TEST(Bf16Gemm, ABfloat16MatrixReadUnpackedGivesThePackedBits) {
+  for (const int64_t row_stride_extra : {0, 3}) {
+    for (const Case& t : std::vector<Case>{{250, 40, 130, false, false}, {192, 70, 800, false, false}}) {
+      const int64_t lda = t.K + row_stride_extra;
+      std::vector<BFloat16> a = rounded(random_values(t.M * lda, 18));
+      for (size_t i = 0; i < a.size(); i += 5) a[i] = BFloat16::from_bits(kSpecialBfloat16[i % kSpecialBfloat16.size()]);
+      const std::vector<float> b = special_values(t.K * t.N, 19);
+      expect_packing_agrees({a.data(), kBFloat16, lda, 1}, {b.data(), kFloat32, t.N, 1}, t.M, t.N, t.K,
+                            "M " + std::to_string(t.M) + " K " + std::to_string(t.K) + " lda " + std::to_string(lda));
+    }
+  }
 }
 
 TEST(Bf16Gemm, ZeroStridesGiveTheBitsOfTheBroadcastCopy) {
