@@ -185,11 +185,15 @@ template <class Term>
 // The lanes of a row of n's last, partial step of 16 (none when n is a multiple of 16).
 __mmask16 last_step_lanes(int64_t n) { return static_cast<__mmask16>((1u << (n % kLanes)) - 1); }
 
-[[gnu::target("avx512f,avx512dq")]] double softmax_row_avx512(float* y, const float* x, int64_t n) {
+// softmax_row on AVX-512 in its three passes over the row, each its own function so that
+// softmax_rows_avx512 can run each pass over several rows in turn.
+// 1. m: x_j > m ? x_j : m in 16 running maxima (row_max), then the lanes' maximum as a tree (four
+//    steps, not fifteen in a chain): a different order can only change the sign of a zero maximum,
+//    and x - (+0) and x - (-0) have the same exp.
+[[gnu::target("avx512f,avx512dq"), gnu::always_inline]] inline float row_max_avx512(const float* x, int64_t n) {
   const int64_t whole = n - n % kLanes;
   const __mmask16 tail = last_step_lanes(n);
   const __m512 neg_inf = splat(-std::numeric_limits<float>::infinity());
-  // m: x_j > m ? x_j : m in 16 running maxima (row_max)
   __m512 max16 = neg_inf;
   for (int64_t j = 0; j < whole; j += kLanes) {
     const __m512 v = _mm512_loadu_ps(x + j);
@@ -199,10 +203,16 @@ __mmask16 last_step_lanes(int64_t n) { return static_cast<__mmask16>((1u << (n %
     const __m512 v = _mm512_mask_loadu_ps(neg_inf, tail, x + whole);
     max16 = select(_mm512_cmp_ps_mask(v, max16, _CMP_GT_OQ), v, max16);
   }
-  // the lanes' maximum as a tree (four steps, not fifteen in a chain): a different order can
-  // only change the sign of a zero maximum, and x - (+0) and x - (-0) have the same exp
-  const __m512 m = splat(_mm512_reduce_max_ps(max16));
-  // e = exp(x - m) into y, summed in 16 double lanes: lanes 0-7 and 8-15 (exp_shifted_sum)
+  return _mm512_reduce_max_ps(max16);
+}
+
+// 2. e = exp(x - m) into y, summed in 16 double lanes: lanes 0-7 and 8-15 (exp_shifted_sum);
+//    returns 1/s.
+[[gnu::target("avx512f,avx512dq"), gnu::always_inline]] inline double exp_into_avx512(float* y, const float* x,
+                                                                                       int64_t n, float max) {
+  const int64_t whole = n - n % kLanes;
+  const __mmask16 tail = last_step_lanes(n);
+  const __m512 m = splat(max);
   __m512d low = _mm512_setzero_pd(), high = _mm512_setzero_pd();
   for (int64_t j = 0; j < whole; j += kLanes) {
     const __m512 e = exp16(_mm512_sub_ps(_mm512_loadu_ps(x + j), m));
@@ -216,12 +226,40 @@ __mmask16 last_step_lanes(int64_t n) { return static_cast<__mmask16>((1u << (n %
     low = _mm512_mask_add_pd(low, static_cast<__mmask8>(tail), low, low_doubles(e));
     high = _mm512_mask_add_pd(high, static_cast<__mmask8>(tail >> 8), high, high_doubles(e));
   }
-  const double inv = 1.0 / lanes_total(low, high);
-  // y = float(double(e) * (1/s))
+  return 1.0 / lanes_total(low, high);
+}
+
+// 3. y = float(double(e) * (1/s)).
+[[gnu::target("avx512f,avx512dq"), gnu::always_inline]] inline void scale_avx512(float* y, int64_t n, double inv) {
+  const int64_t whole = n - n % kLanes;
+  const __mmask16 tail = last_step_lanes(n);
   const __m512d inv8 = _mm512_set1_pd(inv);
   for (int64_t j = 0; j < whole; j += kLanes) _mm512_storeu_ps(y + j, times_in_double(_mm512_loadu_ps(y + j), inv8));
   if (tail) _mm512_mask_storeu_ps(y + whole, tail, times_in_double(_mm512_maskz_loadu_ps(tail, y + whole), inv8));
+}
+
+[[gnu::target("avx512f,avx512dq")]] double softmax_row_avx512(float* y, const float* x, int64_t n) {
+  const double inv = exp_into_avx512(y, x, n, row_max_avx512(x, n));
+  scale_avx512(y, n, inv);
   return inv;
+}
+
+// Rows of a few dozen keys spend most of their time waiting: each pass needs the last one's
+// result (the maximum, then the sum), and a row is a chain of about 190 cycles. Rows do not
+// depend on each other, so doing each pass for kRowsAtOnce rows before the next pass gives the
+// CPU independent work to overlap. Each row is computed exactly as softmax_row_avx512 computes it.
+constexpr int64_t kRowsAtOnce = 4;
+
+[[gnu::target("avx512f,avx512dq")]] void softmax_rows_avx512(double* inv, float* y, int64_t y_stride, const float* x,
+                                                            int64_t x_stride, const int64_t* lengths, int64_t rows) {
+  for (int64_t r0 = 0; r0 < rows; r0 += kRowsAtOnce) {
+    const int64_t count = std::min(kRowsAtOnce, rows - r0);
+    float max[kRowsAtOnce];
+    for (int64_t r = 0; r < count; ++r) max[r] = row_max_avx512(x + (r0 + r) * x_stride, lengths[r0 + r]);
+    for (int64_t r = 0; r < count; ++r)
+      inv[r0 + r] = exp_into_avx512(y + (r0 + r) * y_stride, x + (r0 + r) * x_stride, lengths[r0 + r], max[r]);
+    for (int64_t r = 0; r < count; ++r) scale_avx512(y + (r0 + r) * y_stride, lengths[r0 + r], inv[r0 + r]);
+  }
 }
 
 // softmax_backward_row_body on AVX-512, the same way: s = sum of double(g) double(y) in 16 double
@@ -271,6 +309,12 @@ void divide_row(float* y, const float* x, int64_t n, float divisor, Isa isa) {
 double softmax_row(float* y, const float* x, int64_t n, Isa isa) {
   if (isa == Isa::kAvx512) return softmax_row_avx512(y, x, n);
   return kernels::run_on<softmax_row_body>(isa, y, x, n);
+}
+
+void softmax_rows(double* inv, float* y, int64_t y_stride, const float* x, int64_t x_stride, const int64_t* lengths,
+                  int64_t rows, Isa isa) {
+  if (isa == Isa::kAvx512) return softmax_rows_avx512(inv, y, y_stride, x, x_stride, lengths, rows);
+  for (int64_t r = 0; r < rows; ++r) inv[r] = softmax_row(y + r * y_stride, x + r * x_stride, lengths[r], isa);
 }
 
 void log_softmax_row(float* y, const float* x, int64_t n, Isa isa) {

@@ -33,7 +33,8 @@
 // kernels::run_on (isa.h); the copies give the same bits (vec_math.h says why). The rows run
 // the AVX2 copy at most, the copy they were tuned and timed with, except softmax_row and
 // softmax_backward_row, which have AVX-512 copies of their own, written with intrinsics: a
-// masked last step instead of scalar code for the row's last n % 16 keys.
+// masked last step instead of scalar code for the row's last n % 16 keys. softmax_rows runs
+// softmax_row's passes over a few rows in turn (attention's rows: short, and many).
 #pragma once
 #include <cstdint>
 
@@ -62,6 +63,11 @@ void divide_row(float* y, const float* x, int64_t n, float divisor, Isa isa = be
 // y (n) = softmax(x (n)), returning 1/s (NaN when s is: a NaN or +inf entry, or all -inf).
 // y may be x; n may be 0.
 double softmax_row(float* y, const float* x, int64_t n, Isa isa = best_softmax_row_isa());
+
+// softmax_row on `rows` rows, row r at x + r x_stride (lengths[r] of it) into y + r y_stride,
+// 1/s into inv[r]: the same bits, faster on AVX-512 for short rows (it overlaps a few rows' passes).
+void softmax_rows(double* inv, float* y, int64_t y_stride, const float* x, int64_t x_stride, const int64_t* lengths,
+                  int64_t rows, Isa isa = best_softmax_row_isa());
 
 // y (n) = log_softmax(x (n)); y must not overlap x (it holds the exponentials first).
 void log_softmax_row(float* y, const float* x, int64_t n, Isa isa = best_isa());

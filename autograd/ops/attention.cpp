@@ -87,10 +87,15 @@ KeyMasks key_masks(const Shape& shape, const Tensor& mask, const MaskedSoftmaxOp
   return k;
 }
 
-// y (n) = softmax(y (n)) in place, returning 1/s: float32 by softmax_kernels' row, float64 by
-// the plain loop, as softmax does along the last dim.
-inline double softmax_row_in_place(float* y, int64_t n) { return softmax_kernels::softmax_row(y, y, n); }
-inline double softmax_row_in_place(double* y, int64_t n) { return nn_kernels::softmax_row_reference(y, y, n); }
+// Rows r < rows of y (row r at y + r stride, its first lengths[r] entries) = their softmax in
+// place, 1/s of each into inv[r]: float32 by softmax_kernels' rows, float64 by the plain loop, as
+// softmax does along the last dim.
+inline void softmax_rows_in_place(double* inv, float* y, int64_t stride, const int64_t* lengths, int64_t rows) {
+  softmax_kernels::softmax_rows(inv, y, stride, y, stride, lengths, rows);
+}
+inline void softmax_rows_in_place(double* inv, double* y, int64_t stride, const int64_t* lengths, int64_t rows) {
+  for (int64_t r = 0; r < rows; ++r) inv[r] = nn_kernels::softmax_row_reference(y + r * stride, y + r * stride, lengths[r]);
+}
 
 // y (n) = x (n) / divisor: float32 by softmax_kernels' vectorised loop, float64 plainly.
 inline void divide_row(float* y, const float* x, int64_t n, float divisor) {
@@ -108,9 +113,14 @@ inline void softmax_backward_row(double* dx, const double* g, const double* y, i
   nn_kernels::softmax_backward_row_reference(dx, g, y, n, divisor);
 }
 
-// y (T_k) = the weights of one query row from its scores x (T_k).
+// One query row's weights y (T_k) from its scores x (T_k), in three steps, the middle one done
+// for many rows at once (softmax_rows_in_place):
+//   masked_scores     y = x / scale over the visible keys, -inf at the hidden ones; returns the
+//                     keys the softmax runs over, 0 when every key is masked
+//   softmax           over those keys
+//   weights_past      the rest of the row: 0 (all of it when every key is masked)
 template <class T>
-void masked_softmax_row_forward(T* y, const T* x, int64_t T_k, const RowKeys& keys, T scale) {
+int64_t masked_scores(T* y, const T* x, const RowKeys& keys, T scale) {
   const int64_t n = keys.visible;  // y[n..T_k) is masked by the causal rule
   divide_row(y, x, n, scale);
   bool any_key = n > 0;
@@ -122,14 +132,14 @@ void masked_softmax_row_forward(T* y, const T* x, int64_t T_k, const RowKeys& ke
       any_key = any_key || !hidden;
     }
   }
-  if (!any_key) {  // every key masked: weights 0
-    std::fill(y, y + T_k, T(0));
-    return;
-  }
-  const double inv = softmax_row_in_place(y, n);
+  return any_key ? n : 0;
+}
+
+template <class T>
+void weights_past(T* y, int64_t T_k, int64_t n, double inv) {
   // exp(-inf) * inv: +0, or NaN as the rest of the row when s is NaN (a NaN score, an unmasked
   // +inf, unmasked scores all -inf), as the composition gives
-  std::fill(y + n, y + T_k, static_cast<T>(0.0 * inv));
+  std::fill(y + n, y + T_k, n == 0 ? T(0) : static_cast<T>(0.0 * inv));
 }
 
 // dx (T_k) for one query row from the gradient g (T_k) of its weights y (T_k). With a mask,
@@ -157,8 +167,12 @@ void masked_scaled_softmax_forward(T* out, int64_t out_rows, const T* inp, int64
                                    int64_t R, T scale) {
   const int64_t T_k = keys.T_k;
   parallel_for(0, R, softmax_kernels::rows_per_chunk(T_k), [&](int64_t begin, int64_t end) {
+    std::vector<int64_t> softmax_keys(static_cast<size_t>(end - begin));  // per row of the chunk
+    std::vector<double> inv(static_cast<size_t>(end - begin));
     for (int64_t r = begin; r < end; ++r)
-      masked_softmax_row_forward(out + r * out_rows, inp + r * inp_rows, T_k, keys.row(r), scale);
+      softmax_keys[r - begin] = masked_scores(out + r * out_rows, inp + r * inp_rows, keys.row(r), scale);
+    softmax_rows_in_place(inv.data(), out + begin * out_rows, out_rows, softmax_keys.data(), end - begin);
+    for (int64_t r = begin; r < end; ++r) weights_past(out + r * out_rows, T_k, softmax_keys[r - begin], inv[r - begin]);
   });
 }
 

@@ -304,6 +304,46 @@ TEST(SoftmaxKernels, TheAvx512RowTouchesNothingPastItsEnd) {
   }
 }
 
+// softmax_rows: each row the bits of softmax_row on it (1/s too), on every copy, for any count of
+// rows (the AVX-512 copy takes a few at a time), rows of every kind and of lengths 0 to 70 and
+// 1000, in or out of place; nothing past a row's length is written.
+TEST(SoftmaxKernels, SoftmaxRowsGiveEachRowTheBitsOfSoftmaxRow) {
+  std::mt19937 rng(9);
+  const int64_t stride = 1000 + 3;
+  for (const S::Isa isa : isas()) {
+    for (const int64_t rows : {1, 3, 4, 5, 11}) {
+      std::vector<int64_t> lengths(static_cast<size_t>(rows));
+      std::vector<float> x(static_cast<size_t>(rows * stride), std::numeric_limits<float>::quiet_NaN());
+      for (int64_t r = 0; r < rows; ++r) {
+        lengths[r] = r == rows - 1 && rows > 4 ? 1000 : static_cast<int64_t>(rng() % 71);
+        const std::vector<float> row = make_row(std::max<int64_t>(lengths[r], 1), kAllValues[r % kAllValues.size()], rng);
+        std::copy(row.begin(), row.begin() + lengths[r], x.begin() + r * stride);
+      }
+      std::vector<float> y(x.size(), 3.0f), in_place = x;
+      std::vector<double> inv(static_cast<size_t>(rows)), inv_in_place(static_cast<size_t>(rows));
+      S::softmax_rows(inv.data(), y.data(), stride, x.data(), stride, lengths.data(), rows, isa);
+      S::softmax_rows(inv_in_place.data(), in_place.data(), stride, in_place.data(), stride, lengths.data(), rows, isa);
+      for (int64_t r = 0; r < rows; ++r) {
+        const std::string what = std::string(isa_label(isa)) + ", row " + std::to_string(r) + " of " +
+                                 std::to_string(rows) + ", length " + std::to_string(lengths[r]);
+        std::vector<float> one(static_cast<size_t>(lengths[r]));
+        const double inv_one = S::softmax_row(one.data(), x.data() + r * stride, lengths[r], isa);
+        const auto row_of = [&](const std::vector<float>& v) {
+          return std::vector<float>(v.begin() + r * stride, v.begin() + r * stride + lengths[r]);
+        };
+        EXPECT_TRUE(same_floats(row_of(y), one, what));
+        EXPECT_TRUE(same_floats(row_of(in_place), one, what + ", in place"));
+        EXPECT_EQ(std::bit_cast<uint64_t>(inv[r]), std::bit_cast<uint64_t>(inv_one)) << what;
+        EXPECT_EQ(std::bit_cast<uint64_t>(inv_in_place[r]), std::bit_cast<uint64_t>(inv_one)) << what;
+        for (int64_t j = lengths[r]; j < stride; ++j) {
+          ASSERT_EQ(y[r * stride + j], 3.0f) << what << ", element " << j;
+          ASSERT_TRUE(std::isnan(in_place[r * stride + j])) << what << ", element " << j;
+        }
+      }
+    }
+  }
+}
+
 TEST(SoftmaxKernels, TheRowsAddressChangesNoBit) {
   // the same row at each float offset in a buffer, so every alignment against the vectors
   std::mt19937 rng(6);
