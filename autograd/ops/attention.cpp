@@ -94,7 +94,9 @@ inline void softmax_rows_in_place(double* inv, float* y, int64_t stride, const i
   softmax_kernels::softmax_rows(inv, y, stride, y, stride, lengths, rows);
 }
 inline void softmax_rows_in_place(double* inv, double* y, int64_t stride, const int64_t* lengths, int64_t rows) {
-  for (int64_t r = 0; r < rows; ++r) inv[r] = nn_kernels::softmax_row_reference(y + r * stride, y + r * stride, lengths[r]);
+  for (int64_t r = 0; r < rows; ++r) {
+    inv[r] = nn_kernels::softmax_row_reference(y + r * stride, y + r * stride, lengths[r]);
+  }
 }
 
 // y (n) = x (n) / divisor: float32 by softmax_kernels' vectorised loop, float64 plainly.
@@ -172,7 +174,9 @@ void masked_scaled_softmax_forward(T* out, int64_t out_rows, const T* inp, int64
     for (int64_t r = begin; r < end; ++r)
       softmax_keys[r - begin] = masked_scores(out + r * out_rows, inp + r * inp_rows, keys.row(r), scale);
     softmax_rows_in_place(inv.data(), out + begin * out_rows, out_rows, softmax_keys.data(), end - begin);
-    for (int64_t r = begin; r < end; ++r) weights_past(out + r * out_rows, T_k, softmax_keys[r - begin], inv[r - begin]);
+    for (int64_t r = begin; r < end; ++r) {
+      weights_past(out + r * out_rows, T_k, softmax_keys[r - begin], inv[r - begin]);
+    }
   });
 }
 

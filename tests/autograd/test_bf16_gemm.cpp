@@ -246,7 +246,9 @@ TEST(Bf16Gemm, ABfloat16MatrixReadUnpackedGivesThePackedBits) {
     for (const Case& t : std::vector<Case>{{250, 40, 130, false, false}, {192, 70, 800, false, false}}) {
       const int64_t lda = t.K + row_stride_extra;
       std::vector<BFloat16> a = rounded(random_values(t.M * lda, 18));
-      for (size_t i = 0; i < a.size(); i += 5) a[i] = BFloat16::from_bits(kSpecialBfloat16[i % kSpecialBfloat16.size()]);
+      for (size_t i = 0; i < a.size(); i += 5) {
+        a[i] = BFloat16::from_bits(kSpecialBfloat16[i % kSpecialBfloat16.size()]);
+      }
       const std::vector<float> b = special_values(t.K * t.N, 19);
       expect_packing_agrees({a.data(), kBFloat16, lda, 1}, {b.data(), kFloat32, t.N, 1}, t.M, t.N, t.K,
                             "M " + std::to_string(t.M) + " K " + std::to_string(t.K) + " lda " + std::to_string(lda));

@@ -316,7 +316,8 @@ TEST(SoftmaxKernels, SoftmaxRowsGiveEachRowTheBitsOfSoftmaxRow) {
       std::vector<float> x(static_cast<size_t>(rows * stride), std::numeric_limits<float>::quiet_NaN());
       for (int64_t r = 0; r < rows; ++r) {
         lengths[r] = r == rows - 1 && rows > 4 ? 1000 : static_cast<int64_t>(rng() % 71);
-        const std::vector<float> row = make_row(std::max<int64_t>(lengths[r], 1), kAllValues[r % kAllValues.size()], rng);
+        const Values kind = kAllValues[r % kAllValues.size()];
+        const std::vector<float> row = make_row(std::max<int64_t>(lengths[r], 1), kind, rng);
         std::copy(row.begin(), row.begin() + lengths[r], x.begin() + r * stride);
       }
       std::vector<float> y(x.size(), 3.0f), in_place = x;
