@@ -163,7 +163,7 @@ def end_process_group(run):
     DDP's reducer holds the group too. Were it the last holder, the group would be destroyed with
     the GIL held, and gloo's destructor waits for its worker threads, one of which may still be
     freeing a tensor and need the GIL: the process hangs on exit (seen with torch 1.13, about one
-    run in 20 under torchrun). Freed in this order, the group's last holder is Python's own
+    run in 40 under torchrun). Freed in this order, the group's last holder is Python's own
     reference, whose destructor lets go of the GIL first."""
     run.ddp = run.model
     gc.collect()  # the DDP module and its reducer, now, while the group is still registered
