@@ -18,14 +18,23 @@
 
 namespace tg {
 
+// A tensor buffer as the allocator hands it out: `capacity` bytes, at least what was asked.
+struct Buffer {
+  void* data = nullptr;
+  size_t capacity = 0;
+};
+
 struct Storage {
   explicit Storage(size_t nbytes);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
 
+  Storage(Buffer buffer, size_t n) : data(buffer.data), nbytes(n), capacity(buffer.capacity) {}
+
   void* data = nullptr;
-  size_t nbytes = 0;
+  size_t nbytes = 0;    // what the tensor asked for
+  size_t capacity = 0;  // what the buffer holds (>= nbytes): given back with it
   uint64_t version = 0;  // count of writes into the values: changed only by mark_written (record.h)
 };
 
@@ -54,10 +63,10 @@ struct TensorImpl : std::enable_shared_from_this<TensorImpl> {
 };
 
 // Where Storage gets its buffer and gives it back (autograd/runtime/memory.cpp): 64-byte aligned, from
-// the cache of freed buffers when one of that size is there. allocate_storage throws
+// the cache of freed buffers when one of about that size is there. allocate_storage throws
 // "out of memory: cannot allocate N bytes".
-void* allocate_storage(size_t nbytes);
-void release_storage(void* data, size_t nbytes);
+Buffer allocate_storage(size_t nbytes);
+void release_storage(const Buffer& buffer, size_t nbytes);
 
 // Names BLIS's kernels for a CPU newer than the BLIS knows (autograd/kernels/blis_kernels.cpp); call
 // before BLIS's first use. Changes nothing when the user set BLIS_ARCH_TYPE.

@@ -21,9 +21,9 @@ namespace tg {
 
 // --- storage -------------------------------------------------------------------------------------
 
-Storage::Storage(size_t n) : data(allocate_storage(n)), nbytes(n) {}
+Storage::Storage(size_t n) : Storage(allocate_storage(n), n) {}
 
-Storage::~Storage() { release_storage(data, nbytes); }
+Storage::~Storage() { release_storage({data, capacity}, nbytes); }
 
 // --- geometry helpers ----------------------------------------------------------------------------
 

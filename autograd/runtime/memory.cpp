@@ -6,9 +6,9 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <map>
 #include <mutex>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "autograd/error.h"
@@ -29,9 +29,12 @@ constexpr int64_t kMinCacheLimit = int64_t{32} << 20;
 // so two requests that round to the same size share a free list.
 size_t rounded_size(size_t nbytes) { return nbytes == 0 ? 64 : (nbytes + 63) / 64 * 64; }
 
+// A request takes a cached buffer of at most 1.5 times its size (memory.h says why).
+bool close_enough(size_t capacity, size_t size) { return capacity <= size + size / 2; }
+
 struct Pool {
   std::mutex mutex;
-  std::unordered_map<size_t, std::vector<void*>> free_lists;  // rounded size -> cached buffers
+  std::map<size_t, std::vector<void*>> free_lists;  // capacity -> cached buffers (never an empty list)
   MemoryStats stats;
 
   void release_all_locked() {
@@ -49,15 +52,17 @@ Pool& pool() {
 
 }  // namespace
 
-void* allocate_storage(size_t nbytes) {
-  const size_t size = rounded_size(nbytes);
+Buffer allocate_storage(size_t nbytes) {
+  size_t size = rounded_size(nbytes);
   Pool& p = pool();
   std::lock_guard<std::mutex> lock(p.mutex);
   void* data = nullptr;
-  auto it = p.free_lists.find(size);
-  if (it != p.free_lists.end() && !it->second.empty()) {
+  auto it = p.free_lists.lower_bound(size);  // the smallest cached capacity >= size
+  if (it != p.free_lists.end() && close_enough(it->first, size)) {
+    size = it->first;
     data = it->second.back();
     it->second.pop_back();
+    if (it->second.empty()) p.free_lists.erase(it);
     p.stats.cached_bytes -= static_cast<int64_t>(size);
   } else {
     data = std::aligned_alloc(64, size);
@@ -71,11 +76,12 @@ void* allocate_storage(size_t nbytes) {
   ++p.stats.live_storages;
   p.stats.live_bytes += static_cast<int64_t>(nbytes);
   p.stats.peak_bytes = std::max(p.stats.peak_bytes, p.stats.live_bytes);
-  return data;
+  return {data, size};
 }
 
-void release_storage(void* data, size_t nbytes) {
-  const size_t size = rounded_size(nbytes);
+void release_storage(const Buffer& buffer, size_t nbytes) {
+  void* data = buffer.data;
+  const size_t size = buffer.capacity;
   Pool& p = pool();
   std::lock_guard<std::mutex> lock(p.mutex);
   --p.stats.live_storages;

@@ -14,7 +14,11 @@
 // The cache: a freed buffer is kept, by size, and the next tensor of that size takes it. A
 // training step asks for the same sizes every time, so after the first steps every buffer comes
 // from the cache: no calls to the system allocator, no fresh pages to fault in (the system hands
-// big blocks back to the kernel on free, and zero-fills them again on the next touch). The cache
+// big blocks back to the kernel on free, and zero-fills them again on the next touch). With no
+// buffer of its size cached, a tensor takes the smallest cached one up to 1.5 times its size:
+// backward frees the activations while it makes the gradients, which have other sizes, and
+// without this the two would each keep buffers of their own. A buffer more than 1.5 times too
+// big is left for a tensor of its own size, which the next step will ask for again. The cache
 // never holds more than the peak of live memory (at least 32 MiB); past that it is emptied, so
 // a loop whose sizes keep changing (generation with a growing context) stays bounded.
 // empty_cache() gives everything cached back. Built with AddressSanitizer the cache is off, so

@@ -1,5 +1,6 @@
 // Tensor memory (autograd/runtime/memory.h): the live counters follow every buffer, freed buffers are
-// reused by size, and the cache stays bounded when sizes keep changing.
+// reused by size (a buffer of up to 1.5 times a tensor's size serves it), and the cache stays
+// bounded when sizes keep changing.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -43,6 +44,23 @@ TEST(Memory, AFreedBufferIsReusedForTheNextTensorOfItsSize) {
     (void)u;
   }
   EXPECT_EQ(memory_stats().system_allocations - from_system, 1) << "a second buffer of that size once, then only the cache";
+}
+
+TEST(Memory, AFreedBufferServesASmallerTensorOfAtLeastTwoThirdsItsSize) {
+  if (!kCaching) GTEST_SKIP() << "the cache is off under AddressSanitizer";
+  empty_cache();
+  { Tensor big = empty({15000}); }  // 60000 bytes: a 60032-byte buffer (whole 64-byte lines) cached
+  const MemoryStats before = memory_stats();
+  {
+    Tensor t = empty({10100});  // 40400 bytes, 40448 rounded: 60032 is under 1.5 times that
+    EXPECT_EQ(memory_stats().system_allocations, before.system_allocations);
+    EXPECT_EQ(memory_stats().cached_bytes, before.cached_bytes - 60032);
+    Tensor u = empty({9000});  // 36032 bytes: 60032 is over 1.5 times that, so from the system
+    EXPECT_EQ(memory_stats().system_allocations, before.system_allocations + 1);
+  }
+  EXPECT_EQ(memory_stats().cached_bytes, before.cached_bytes + 36032) << "each buffer goes back with its capacity";
+  { Tensor again = empty({15000}); }
+  EXPECT_EQ(memory_stats().system_allocations, before.system_allocations + 1) << "the 60032 bytes came back whole";
 }
 
 TEST(Memory, CacheStaysBoundedWhenSizesKeepChangingAndEmptyCacheFreesIt) {
