@@ -1,7 +1,8 @@
 // autograd/tape_backward.cpp — the backward engine: loss.backward() replays, in reverse execution
 // order, the entries the loss depends on. Each entry turns the gradient of its output into
 // gradients of its inputs, which are summed into the entries that produced them (or into the
-// .grad of leaf tensors); walked entries are then released.
+// .grad of leaf tensors). Each entry is released as soon as it has run, unless the graph is
+// retained: what it saved for backward is freed then, not at the end of the pass.
 #include <atomic>
 #include <queue>
 
@@ -72,9 +73,13 @@ void throw_released(const Node& node) {
 }
 
 // Run one entry: turn the gradient of its output into gradients of its inputs, and hand each
-// to `deliver(producer)` after adding it to the producer's pending gradient.
+// to `deliver(producer)` after adding it to the producer's pending gradient. Without
+// retain_graph the entry is released once its backward has run, as PyTorch frees an entry's
+// saved tensors: the forward's activations go one entry at a time while the parameters'
+// gradients are made, and the two are never all alive together. No later entry of the pass
+// reads it: every entry that used its output ran before it.
 template <class Deliver>
-void run_node(Node& node, Deliver&& deliver) {
+void run_node(Node& node, bool retain_graph, Deliver&& deliver) {
   if (node.released) throw_released(node);
   Tensor grad_out = node.pending_grad;
   node.pending_grad = Tensor();
@@ -84,6 +89,7 @@ void run_node(Node& node, Deliver&& deliver) {
   const SavedTensors saved(node);
   const AutocastGuard autocast(node.autocast);  // a bf16 forward's products have bf16 gradients
   Grads grads = node.backward(BackwardArgs{grad_out, saved, needs});
+  if (!retain_graph) release(node);
   if (grads.size() != node.inputs.size()) {
     throw Error("backward: " + node.name + " returned " + std::to_string(grads.size()) + " gradients for " +
                 std::to_string(node.inputs.size()) + " inputs");
@@ -153,7 +159,7 @@ void run_backward(const Tensor& root, const Tensor& grad_in, bool retain_graph) 
       std::shared_ptr<Node> node = queued.top();
       queued.pop();
       walked.push_back(node);
-      run_node(*node, [&](const std::shared_ptr<Node>& producer) {
+      run_node(*node, retain_graph, [&](const std::shared_ptr<Node>& producer) {
         if (producer->queued_in == pass) return;
         producer->queued_in = pass;
         queued.push(producer);

@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "autograd/ops.h"
+#include "autograd/record.h"
+#include "autograd/runtime/memory.h"
 #include "autograd/tape.h"
 #include "test_util.h"
 
@@ -69,6 +71,40 @@ TEST(Tape, SecondBackwardThroughReleasedEntriesIsAnError) {
   Tensor loss = (x * 2.0).exp().sum();
   loss.backward();
   EXPECT_TRUE(has_part(error_of([&] { loss.backward(); }), "backward through the graph a second time"));
+}
+
+// x itself, recorded as an entry whose backward writes down the bytes of tensors alive when it runs.
+Tensor identity_noting_live_bytes(const Tensor& x, int64_t* live_at_backward) {
+  Tensor out;
+  {
+    tg::NoGradGuard parts;
+    out = x * 1.0;
+  }
+  tg::record("NoteLiveBytesBackward", {x}, out, {}, [live_at_backward](const tg::BackwardArgs& ctx) {
+    *live_at_backward = tg::memory_stats().live_bytes;
+    return tg::Grads{ctx.grad_out};
+  });
+  return out;
+}
+
+TEST(Tape, BackwardFreesWhatAnEntrySavedOnceTheEntryHasRun) {
+  constexpr int64_t kBytes = 1000 * 8;  // one (1000) float64 tensor
+  for (const bool retain_graph : {false, true}) {
+    Tensor x = tg::ones({1000}, tg::kFloat64).requires_grad_();
+    int64_t live_at_first_entry = 0;
+    Tensor h = identity_noting_live_bytes(x, &live_at_first_entry);
+    for (int i = 0; i < 5; ++i) h = h.exp();  // each ExpBackward0 keeps its output; only the tape holds 4 of them
+    Tensor loss = h.sum();
+    const int64_t live_before = tg::memory_stats().live_bytes;
+    loss.backward(Tensor(), retain_graph);  // the first entry runs last
+    if (retain_graph) {
+      EXPECT_GE(live_at_first_entry, live_before) << "a retained graph keeps what its entries saved";
+    } else {
+      EXPECT_LE(live_at_first_entry, live_before - 2 * kBytes)
+          << "the 4 exp outputs only the tape held are freed before the pass ends (less a gradient or two)";
+    }
+    EXPECT_EQ(x.grad().numel(), 1000);
+  }
 }
 
 TEST(Tape, RetainGraphAllowsASecondBackward) {
