@@ -34,6 +34,7 @@
 
 #include "autograd/dtype.h"
 #include "autograd/kernels/isa.h"
+#include "autograd/kernels/transpose16x16.h"
 #include "autograd/runtime/parallel.h"
 
 // GCC 12's AVX-512 intrinsics (shifts, unpacks, ...) start from an "undefined" register that they
@@ -129,31 +130,6 @@ __mmask32 first_lanes32(int64_t n) { return n >= 32 ? 0xFFFFFFFFu : n <= 0 ? 0u 
   const __m512i high_halves = _mm512_set_epi16(63, 61, 59, 57, 55, 53, 51, 49, 47, 45, 43, 41, 39, 37, 35, 33, 31, 29,
                                                27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
   return _mm512_permutex2var_epi16(lo, high_halves, hi);
-}
-
-// Transposes 16 rows of 16 words in place: r[i] lane j <- r[j] lane i.
-[[gnu::target("avx512f,avx512bw,avx512vl")]] void transpose16x16(__m512i r[16]) {
-  __m512i t[16];
-  for (int i = 0; i < 8; ++i) {  // pairs of rows interleaved, within each 128-bit lane
-    t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
-    t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
-  }
-  for (int i = 0; i < 4; ++i) {  // r[4i + j], lane L: column 4L + j of rows 4i..4i+3
-    r[4 * i] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
-    r[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
-    r[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
-    r[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
-  }
-  for (int j = 0; j < 4; ++j) {  // gather lane L of r[j], r[4 + j], r[8 + j], r[12 + j]
-    const __m512i v = _mm512_shuffle_i32x4(r[j], r[4 + j], 0x44), w = _mm512_shuffle_i32x4(r[j], r[4 + j], 0xEE);
-    const __m512i v2 = _mm512_shuffle_i32x4(r[8 + j], r[12 + j], 0x44);
-    const __m512i w2 = _mm512_shuffle_i32x4(r[8 + j], r[12 + j], 0xEE);
-    t[j] = _mm512_shuffle_i32x4(v, v2, 0x88);
-    t[4 + j] = _mm512_shuffle_i32x4(v, v2, 0xDD);
-    t[8 + j] = _mm512_shuffle_i32x4(w, w2, 0x88);
-    t[12 + j] = _mm512_shuffle_i32x4(w, w2, 0xDD);
-  }
-  for (int i = 0; i < 16; ++i) r[i] = t[i];
 }
 
 // pack_pairs_scalar where the other index is contiguous (other_stride 1): for each pair, 16
