@@ -11,8 +11,8 @@
 //   - a is read where it is (one element broadcast at a time, any strides);
 //   - b is read where it is when its rows are contiguous, else copied once into panels of
 //     16 or 32 columns, each (K, panel width) row-major, zero-padded;
-//   - a block of 6 rows of c lives in twelve vector registers (two per row: 16 columns with
-//     AVX2, 32 with AVX-512) while k runs over a block of 256:
+//   - a block of rows of c lives in vector registers, two per row (6 rows x 16 columns with
+//     AVX2, 8 rows x 32 columns with AVX-512) while k runs over a block of 256:
 //     c[i][j] = fma(a[i][k], b[k][j], c[i][j]), from c = 0; the next block of k starts from
 //     the values stored in c, so each element is still one chain of fmas.
 // Every element is that one fma chain in k order, whatever the kernel, the block it falls in
@@ -30,7 +30,7 @@
 
 namespace tg::small_gemm {
 
-// The kernels: Isa::kAvx2 runs 6x16 blocks in 8-float registers, Isa::kAvx512 6x32 blocks in
+// The kernels: Isa::kAvx2 runs 6x16 blocks in 8-float registers, Isa::kAvx512 8x32 blocks in
 // 16-float ones (isa.h says which this CPU runs). There is no baseline kernel.
 
 // True when a (M,K) @ (K,N) product is better done here than by BLIS (measured crossover),

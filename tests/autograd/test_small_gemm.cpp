@@ -59,7 +59,7 @@ std::vector<float> fma_chain(const Strided& a, const Strided& b) {
   return c;
 }
 
-// The kernels this CPU runs: AVX2's 6x16 blocks, AVX-512's 6x32 blocks.
+// The kernels this CPU runs: AVX2's 6x16 blocks, AVX-512's 8x32 blocks.
 std::vector<Isa> kernels_here() {
   std::vector<Isa> isas;
   for (Isa isa : {Isa::kAvx2, Isa::kAvx512})
@@ -102,14 +102,14 @@ std::string case_name(const Case& c) {
          std::to_string(c.pad);
 }
 
-// Edge sizes around the blocks (6 rows; 16 and 32 columns) and attention's shapes.
+// Edge sizes around the blocks (6 and 8 rows; 16 and 32 columns) and attention's shapes.
 std::vector<Case> cases() {
   std::vector<Case> out;
-  const int64_t sizes[] = {1, 2, 5, 6, 7, 15, 16, 17, 31, 32, 33, 64};
+  const int64_t sizes[] = {1, 2, 5, 6, 7, 8, 9, 15, 16, 17, 31, 32, 33, 64};
   int n = 0;
   for (int64_t M : sizes) {
     for (int64_t N : sizes) {
-      const int64_t K = sizes[(n * 5 + 3) % 12];
+      const int64_t K = sizes[(n * 5 + 3) % 14];
       out.push_back({M, N, K, n % 2 == 1, n % 3 == 1, n % 4});
       ++n;
     }
