@@ -101,6 +101,10 @@ void copy_values(const Tensor& dst, const Tensor& src, const char* op);
 // made or a block of one, its rows contiguous: as copy_values(dst, matmul(a, b)) with the same
 // kernel and bits (autocast's too), but with no result to allocate and copy (ops/matmul.cpp).
 void matmul_into(const Tensor& dst, const Tensor& a, const Tensor& b);
+// dst = a @ b + bias, bias (N): as copy_values(dst, add(matmul(a, b), bias)), the same bits. Under
+// autocast on the fast path the bias is added to the product's sums as they are stored (linear's
+// add without another pass over dst); elsewhere it is that composition.
+void matmul_into(const Tensor& dst, const Tensor& a, const Tensor& b, const Tensor& bias);
 // A new view over t's storage with the given geometry. Its autograd state is empty: the
 // result is cut from the tape (the view ops record themselves; this is their raw material).
 Tensor make_view(const Tensor& t, const Shape& sizes, const Shape& strides, int64_t offset);

@@ -215,7 +215,8 @@ void pack_a_block(uint32_t* ap, const Operand& a, int64_t t0, int64_t t1, int64_
 
 // --- the register tile ---------------------------------------------------------------------------
 // c (rows x cols of the kTileRows x kTileCols tile) = the tile's sums over `pairs` words of A and
-// bp, starting from c's values when `accumulate` (an earlier k-block's sums), else from zero.
+// bp, starting from c's values when `accumulate` (an earlier k-block's sums), else from zero; plus
+// the tile's columns of `bias` when given (the last k-block), added to the sums before the store.
 // A's word of (tile row r, pair p) comes from one of two places:
 //   PackedA   the packed tile (the layout at the top)
 //   RowsOfA   A itself, where it is bfloat16 with k contiguous and K even: its rows are pairs
@@ -239,7 +240,7 @@ struct RowsOfA {
 template <class AWords>
 [[gnu::target("avx512f,avx512bf16"), gnu::always_inline]] inline void tile_avx512_bf16_body(
     float* c, int64_t ldc, const AWords& a, const uint32_t* bp, int64_t pairs, int64_t rows, int64_t cols,
-    bool accumulate) {
+    bool accumulate, const float* bias) {
   const __mmask16 m0 = static_cast<__mmask16>(cols >= 16 ? 0xFFFF : (1u << cols) - 1);
   const __mmask16 m1 = static_cast<__mmask16>(cols >= 32 ? 0xFFFF : cols <= 16 ? 0 : (1u << (cols - 16)) - 1);
   __m512 acc[kTileRows][2];
@@ -257,6 +258,13 @@ template <class AWords>
       acc[r][1] = _mm512_dpbf16_ps(acc[r][1], w, b1);
     }
   }
+  if (bias) {
+    const __m512 bias0 = _mm512_maskz_loadu_ps(m0, bias), bias1 = _mm512_maskz_loadu_ps(m1, bias + 16);
+    for (int r = 0; r < kTileRows; ++r) {
+      acc[r][0] = _mm512_add_ps(acc[r][0], bias0);
+      acc[r][1] = _mm512_add_ps(acc[r][1], bias1);
+    }
+  }
   for (int r = 0; r < kTileRows; ++r) {
     if (r >= rows) break;
     _mm512_mask_storeu_ps(c + r * ldc, m0, acc[r][0]);
@@ -266,14 +274,14 @@ template <class AWords>
 
 [[gnu::target("avx512f,avx512bf16")]] void tile_avx512_bf16(float* c, int64_t ldc, const uint32_t* ap,
                                                              const uint32_t* bp, int64_t pairs, int64_t rows,
-                                                             int64_t cols, bool accumulate) {
-  tile_avx512_bf16_body(c, ldc, PackedA{ap}, bp, pairs, rows, cols, accumulate);
+                                                             int64_t cols, bool accumulate, const float* bias) {
+  tile_avx512_bf16_body(c, ldc, PackedA{ap}, bp, pairs, rows, cols, accumulate, bias);
 }
 
 [[gnu::target("avx512f,avx512bf16")]] void tile_avx512_bf16_direct(float* c, int64_t ldc, const RowsOfA& a,
                                                                     const uint32_t* bp, int64_t pairs, int64_t cols,
-                                                                    bool accumulate) {
-  tile_avx512_bf16_body(c, ldc, a, bp, pairs, kTileRows, cols, accumulate);
+                                                                    bool accumulate, const float* bias) {
+  tile_avx512_bf16_body(c, ldc, a, bp, pairs, kTileRows, cols, accumulate, bias);
 }
 
 // --- kFma: the same sums on float32 fused multiply-adds ------------------------------------------
@@ -327,22 +335,26 @@ class FlushDenormals {
   unsigned saved_;
 };
 
-using Tile = void (*)(float*, int64_t, const uint32_t*, const uint32_t*, int64_t, int64_t, int64_t, bool);
+using FmaTile = void (*)(float*, int64_t, const uint32_t*, const uint32_t*, int64_t, int64_t, int64_t, bool);
 
-Tile tile_of(Kernel kernel) {
-  if (kernel == Kernel::kAvx512Bf16) return tile_avx512_bf16;
-  return isa_available(Isa::kAvx2) ? tile_fma_avx2 : tile_fma_baseline;
+FmaTile fma_tile() { return isa_available(Isa::kAvx2) ? tile_fma_avx2 : tile_fma_baseline; }
+
+// c[i][j] += bias[j] for rows [i0, i1), columns [0, N): the bias for kFma, added once its sums
+// are stored, outside the mode that flushes denormals (linear's add runs in the normal mode).
+void add_bias_rows(float* c, int64_t ldc, const float* bias, int64_t i0, int64_t i1, int64_t N) {
+  for (int64_t i = i0; i < i1; ++i)
+    for (int64_t j = 0; j < N; ++j) c[i * ldc + j] += bias[j];
 }
 
 // --- the loops ---------------------------------------------------------------------------------
 
 // Rows [t0 kTileRows, t1 kTileRows) of C (clipped to M), from A (packed here, a block at a time)
-// and B (packed whole, bp).
-void multiply_row_tiles(float* c, int64_t ldc, const Operand& a, const uint32_t* bp, int64_t t0, int64_t t1, int64_t M,
-                        int64_t N, int64_t K, Kernel kernel) {
+// and B (packed whole, bp), plus the bias when given.
+void multiply_row_tiles(float* c, int64_t ldc, const Operand& a, const uint32_t* bp, const float* bias, int64_t t0,
+                        int64_t t1, int64_t M, int64_t N, int64_t K, Kernel kernel) {
   std::optional<FlushDenormals> flush;
   if (kernel == Kernel::kFma) flush.emplace();
-  const Tile tile = tile_of(kernel);
+  const FmaTile fma = fma_tile();
   const int64_t K2 = (K + 1) / 2, panels = (N + kTileCols - 1) / kTileCols;
   const int64_t k_blocks = (K2 + kMaxBlockPairs - 1) / kMaxBlockPairs;  // equal blocks, none much shorter
   const int64_t block_pairs = (K2 + k_blocks - 1) / k_blocks;
@@ -354,23 +366,32 @@ void multiply_row_tiles(float* c, int64_t ldc, const Operand& a, const uint32_t*
     const bool direct = a_in_pairs && te * kTileRows <= M;  // whole tiles only
     for (int64_t p0 = 0; p0 < K2; p0 += block_pairs) {
       const int64_t pairs = std::min(block_pairs, K2 - p0);
+      const bool last_block = p0 + pairs == K2;
       if (!direct) pack_a_block(ap.get(), a, tb, te, p0, pairs, M, K);
       for (int64_t q = 0; q < panels; ++q) {
         const uint32_t* b_block = bp + (q * K2 + p0) * kTileCols;
         const int64_t cols = std::min(kTileCols, N - q * kTileCols);
+        const float* tile_bias = bias && last_block ? bias + q * kTileCols : nullptr;
         for (int64_t t = tb; t < te; ++t) {
           float* c_tile = c + t * kTileRows * ldc + q * kTileCols;
+          const uint32_t* a_tile = ap.get() + (t - tb) * pairs * kTileRows;
+          const int64_t rows = std::min(kTileRows, M - t * kTileRows);
           if (direct) {
-            const RowsOfA a_tile{static_cast<const uint16_t*>(a.data) + t * kTileRows * a.row_stride + 2 * p0,
+            const RowsOfA a_rows{static_cast<const uint16_t*>(a.data) + t * kTileRows * a.row_stride + 2 * p0,
                                  a.row_stride};
-            tile_avx512_bf16_direct(c_tile, ldc, a_tile, b_block, pairs, cols, p0 > 0);
+            tile_avx512_bf16_direct(c_tile, ldc, a_rows, b_block, pairs, cols, p0 > 0, tile_bias);
+          } else if (kernel == Kernel::kAvx512Bf16) {
+            tile_avx512_bf16(c_tile, ldc, a_tile, b_block, pairs, rows, cols, p0 > 0, tile_bias);
           } else {
-            tile(c_tile, ldc, ap.get() + (t - tb) * pairs * kTileRows, b_block, pairs,
-                 std::min(kTileRows, M - t * kTileRows), cols, p0 > 0);
+            fma(c_tile, ldc, a_tile, b_block, pairs, rows, cols, p0 > 0);
           }
         }
       }
     }
+  }
+  if (bias && kernel == Kernel::kFma) {
+    flush.reset();
+    add_bias_rows(c, ldc, bias, t0 * kTileRows, std::min(M, t1 * kTileRows), N);
   }
 }
 
@@ -384,10 +405,12 @@ Kernel best_kernel() { return kernel_available(Kernel::kAvx512Bf16) ? Kernel::kA
 
 const char* kernel_name(Kernel kernel) { return kernel == Kernel::kAvx512Bf16 ? "avx512_bf16" : "fma"; }
 
-void gemm(float* c, int64_t ldc, const Operand& a, const Operand& b, int64_t M, int64_t N, int64_t K, Kernel kernel) {
+void gemm(float* c, int64_t ldc, const Operand& a, const Operand& b, int64_t M, int64_t N, int64_t K, Kernel kernel,
+          const float* bias) {
   if (M == 0 || N == 0) return;
-  if (K <= 0) {  // the empty sum
+  if (K <= 0) {  // the empty sum (+0), plus the bias
     for (int64_t i = 0; i < M; ++i) std::fill(c + i * ldc, c + i * ldc + N, 0.0f);
+    if (bias) add_bias_rows(c, ldc, bias, 0, M, N);
     return;
   }
   const int64_t K2 = (K + 1) / 2, panels = (N + kTileCols - 1) / kTileCols;
@@ -401,7 +424,7 @@ void gemm(float* c, int64_t ldc, const Operand& a, const Operand& b, int64_t M, 
   };
   const auto bp = std::make_unique_for_overwrite<uint32_t[]>(static_cast<size_t>(panels * K2 * kTileCols));
   split(panels, [&](int64_t q0, int64_t q1) { pack_b_panels(bp.get(), b, q0, q1, N, K); });
-  split(tiles, [&](int64_t t0, int64_t t1) { multiply_row_tiles(c, ldc, a, bp.get(), t0, t1, M, N, K, kernel); });
+  split(tiles, [&](int64_t t0, int64_t t1) { multiply_row_tiles(c, ldc, a, bp.get(), bias, t0, t1, M, N, K, kernel); });
 }
 
 }  // namespace tg::kernels::bf16_gemm

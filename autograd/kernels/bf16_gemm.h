@@ -44,6 +44,10 @@ struct Operand {
   int64_t row_stride, col_stride;
 };
 
-void gemm(float* c, int64_t ldc, const Operand& a, const Operand& b, int64_t M, int64_t N, int64_t K, Kernel kernel);
+// c = a @ b. With a bias (N floats, or null), c[i][j] = that sum + bias[j]: the float32 add
+// linear makes after its product, made on the sums before they are stored (one pass over c
+// fewer, the same bits).
+void gemm(float* c, int64_t ldc, const Operand& a, const Operand& b, int64_t M, int64_t N, int64_t K, Kernel kernel,
+          const float* bias = nullptr);
 
 }  // namespace tg::kernels::bf16_gemm

@@ -294,10 +294,10 @@ void gemm_into(const Tensor& out, const Tensor& a, const Tensor& b) {
   });
 }
 
-void gemm_bf16_into(const Tensor& out, const Tensor& a, const Tensor& b) {
+void gemm_bf16_into(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias) {
   const MatrixLayout la = matrix_layout(a), lb = matrix_layout(b);
   bf16_gemm::gemm(out.data_ptr<float>(), out.stride(0), bf16_operand(a, la, 0), bf16_operand(b, lb, 0), la.rows,
-                  lb.cols, la.cols, bf16_kernel());
+                  lb.cols, la.cols, bf16_kernel(), bias.defined() ? bias.data_ptr<float>() : nullptr);
 }
 
 bf16_gemm::Kernel bf16_kernel() { return bf16_kernel_in_use().load(); }

@@ -40,8 +40,10 @@ void batched_gemm_bf16(const Tensor& out, const Tensor& a, const Tensor& b, cons
 // One product written into a block of a larger matrix: out (M, N) = a (M, K) @ b (K, N), all
 // 2-D, out's rows contiguous (stride(1) == 1) at any row stride. The same kernel and the same sums
 // as batched_gemm (gemm_bf16_into: batched_gemm_bf16) on one matrix, without a result to copy.
+// gemm_bf16_into also takes a bias (N), float32 and contiguous, or undefined: out = a @ b + bias,
+// the bits of the product and then linear's add (bf16_gemm.h adds it before the store).
 void gemm_into(const Tensor& out, const Tensor& a, const Tensor& b);
-void gemm_bf16_into(const Tensor& out, const Tensor& a, const Tensor& b);
+void gemm_bf16_into(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias = Tensor());
 
 // Which bfloat16 kernel batched_gemm_bf16 runs: bf16_gemm::best_kernel(), or the one
 // TG_BF16_KERNEL names (avx512_bf16 or fma; anything else is an Error at the first bfloat16

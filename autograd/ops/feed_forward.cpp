@@ -105,6 +105,21 @@ Tensor activation_for_product(const Tensor& h, const std::string& approximate) {
   return gelu(h, approximate);
 }
 
+// linear(x, w, b) with the tape off. Under autocast, x's rows as one matrix go through
+// matmul_into with the bias, which adds it to the product's sums as they are stored: linear's
+// bits, without another pass over the (..., H) result.
+Tensor linear_part(const Tensor& x, const Tensor& w, const Tensor& b) {
+  const bool rounded = product_input_dtype() == kBFloat16 && (x.dtype() == kFloat32 || x.dtype() == kBFloat16);
+  if (!rounded || !b.defined() || x.dim() < 2) return linear(x, w, b);
+  int64_t rows = 1;
+  for (int64_t d = 0; d + 1 < x.dim(); ++d) rows *= x.size(d);
+  Shape shape = x.sizes();
+  shape.back() = w.size(0);
+  Tensor y = empty(shape);  // float32, as a bfloat16 product's result
+  matmul_into(y.view({rows, w.size(0)}), x.reshape({rows, x.size(-1)}), w.t(), b);
+  return y;
+}
+
 }  // namespace
 
 Tensor feed_forward(const Tensor& x, const Tensor& w1, const Tensor& b1, const Tensor& w2, const Tensor& b2,
@@ -114,8 +129,8 @@ Tensor feed_forward(const Tensor& x, const Tensor& w1, const Tensor& b1, const T
   Tensor h, y;
   {
     NoGradGuard parts;  // the three ops are not recorded: the one entry below stands for them
-    h = linear(x, w1, b1);                           // (..., H)
-    y = linear(activation_for_product(h, approximate), w2, b2);  // (..., C_out); a is freed here
+    h = linear_part(x, w1, b1);                                       // (..., H)
+    y = linear_part(activation_for_product(h, approximate), w2, b2);  // (..., C_out); a is freed here
   }
   const Tensor keep_x = w1.requires_grad() && should_record({x, w1}) ? kept_for_product(x) : Tensor();  // for dw1
   const Tensor keep_w1 = x.requires_grad() ? w1 : Tensor();  // for dx

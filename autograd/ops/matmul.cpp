@@ -252,9 +252,10 @@ Tensor kept_for_product(const Tensor& t) {
   return copy;
 }
 
-void matmul_into(const Tensor& dst, const Tensor& a, const Tensor& b) {
-  check_operands(a, b);
-  const bool bf16 = autocast_applies(a, b);
+namespace {
+
+// matmul_into's checks: dst (M, N) with contiguous rows, of the product's dtype.
+void check_into(const Tensor& dst, const Tensor& a, const Tensor& b, bool bf16) {
   const bool fits = a.dim() == 2 && b.dim() == 2 && dst.dim() == 2 && a.size(1) == b.size(0) &&
                     dst.size(0) == a.size(0) && dst.size(1) == b.size(1) &&
                     (dst.size(1) <= 1 || dst.stride(1) == 1);  // rows contiguous
@@ -263,6 +264,14 @@ void matmul_into(const Tensor& dst, const Tensor& a, const Tensor& b) {
                 "got dst " + shape_str(dst.sizes()) + " " + dtype_name(dst.dtype()) + ", a " + shape_str(a.sizes()) +
                 ", b " + shape_str(b.sizes()));
   }
+}
+
+}  // namespace
+
+void matmul_into(const Tensor& dst, const Tensor& a, const Tensor& b) {
+  check_operands(a, b);
+  const bool bf16 = autocast_applies(a, b);
+  check_into(dst, a, b, bf16);
   if (bf16 && fast_kernels()) {
     kernels::gemm_bf16_into(dst, a, b);
   } else if (!bf16 && fast_kernels() && a.dtype() != kInt64) {
@@ -270,6 +279,20 @@ void matmul_into(const Tensor& dst, const Tensor& a, const Tensor& b) {
   } else {
     NoGradGuard no_grad;
     copy_values(dst, matmul(a, b), "matmul_into");  // the reference path: matmul's own result
+  }
+}
+
+void matmul_into(const Tensor& dst, const Tensor& a, const Tensor& b, const Tensor& bias) {
+  check_operands(a, b);
+  const bool bf16 = autocast_applies(a, b);
+  check_into(dst, a, b, bf16);
+  const bool in_store = bf16 && fast_kernels() && bias.dtype() == kFloat32 && bias.dim() == 1 &&
+                        bias.size(0) == dst.size(1) && bias.is_contiguous();
+  if (in_store) {
+    kernels::gemm_bf16_into(dst, a, b, bias);
+  } else {
+    NoGradGuard no_grad;
+    copy_values(dst, add(matmul(a, b), bias), "matmul_into");  // the composition (its checks too)
   }
 }
 

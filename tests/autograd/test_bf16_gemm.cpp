@@ -4,7 +4,7 @@
 // the same bits at 1 and 2 threads. Sizes cross the kernel's blocks (k-blocks of up to 384, row
 // blocks of 192, tiles of 12 x 32), and the vector packing (a contiguous row or column) gives the
 // bits of the scalar one (any other strides) on NaNs, infinities, denormals and ties, as does a
-// bfloat16 A read unpacked.
+// bfloat16 A read unpacked. A bias is the float32 add after the product, bit for bit.
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -252,6 +252,41 @@ TEST(Bf16Gemm, ABfloat16MatrixReadUnpackedGivesThePackedBits) {
       const std::vector<float> b = special_values(t.K * t.N, 19);
       expect_packing_agrees({a.data(), kBFloat16, lda, 1}, {b.data(), kFloat32, t.N, 1}, t.M, t.N, t.K,
                             "M " + std::to_string(t.M) + " K " + std::to_string(t.K) + " lda " + std::to_string(lda));
+    }
+  }
+}
+
+// A bias is the float32 add after the product, c[i][j] + bias[j] in the normal floating-point
+// mode (denormal sums and biases kept, on either kernel: the FMA kernel flushes only its sums), on
+// every case, with A float32 or bfloat16 (read unpacked where it can be), and for K = 0.
+TEST(Bf16Gemm, ABiasIsTheFloat32AddAfterTheProduct) {
+  std::vector<Kernel> kernels{Kernel::kFma};
+  if (kernel_available(Kernel::kAvx512Bf16)) kernels.push_back(Kernel::kAvx512Bf16);
+  std::vector<Case> cases = kCases;
+  cases.push_back({2, 40, 0, false, false});
+  for (const Case& t : cases) {
+    std::vector<float> a = random_values(t.M * t.K, 20);
+    const std::vector<float> b = random_values(t.K * t.N, 21);
+    for (int64_t k = 0; k < t.K; ++k) a[t.a_transposed ? k * t.M : k] = 0.0f;  // row 0 of c: +0 + bias
+    const std::vector<BFloat16> a16 = rounded(a);
+    std::vector<float> bias = special_values(t.N, 22);
+    if (t.N > 2) bias[1] = std::bit_cast<float>(0x00000003u), bias[2] = -0.0f;  // a denormal; a -0 (+0 + -0 = +0)
+    for (const Kernel kernel : kernels) {
+      for (const ScalarType a_dtype : {kFloat32, kBFloat16}) {
+        const Operand oa = operand_a(t, a_dtype == kFloat32 ? static_cast<const void*>(a.data()) : a16.data(), a_dtype);
+        const Operand ob = operand_b(t, b.data(), kFloat32);
+        std::vector<float> product(static_cast<size_t>(t.M * t.N), -1.0f), with_bias = product;
+        gemm(product.data(), t.N, oa, ob, t.M, t.N, t.K, kernel);
+        gemm(with_bias.data(), t.N, oa, ob, t.M, t.N, t.K, kernel, bias.data());
+        for (int64_t i = 0; i < t.M; ++i) {
+          for (int64_t j = 0; j < t.N; ++j) {
+            const float expected = product[i * t.N + j] + bias[j];
+            ASSERT_EQ(std::bit_cast<uint32_t>(with_bias[i * t.N + j]), std::bit_cast<uint32_t>(expected))
+                << kernel_name(kernel) << ", A " << dtype_name(a_dtype) << ", M " << t.M << " N " << t.N << " K "
+                << t.K << ": element (" << i << ", " << j << ") " << with_bias[i * t.N + j] << " != " << expected;
+          }
+        }
+      }
     }
   }
 }
