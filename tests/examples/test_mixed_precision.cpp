@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "autograd/fast_kernels.h"
 #include "autograd/kernels/gemm.h"
 #include "autograd/runtime/memory.h"
 #include "autograd/runtime/parallel.h"
@@ -90,7 +91,9 @@ TEST(MixedPrecision, SameBitsAtAnyThreadCountAndOnThePortableKernel) {
 
 // bf16 keeps the matrix products' inputs for backward at half the bytes. At this tiny size the
 // float32 rest (the residual stream, the feed-forward's pre-activation, the logits, the parameters,
-// their gradients and AdamW's state) is most of a step's memory: measured 0.92x of fp32.
+// their gradients and AdamW's state) is most of a step's memory: measured 0.84x of fp32. With the
+// fast kernels off, the composed attention also keeps its (B, NH, T, T) weights in float32 for
+// softmax's backward, most of the rest at T = 64: measured 0.96x.
 TEST(MixedPrecision, Bf16KeepsLessMemory) {
   auto peak_of_a_step = [](const std::string& precision) {
     TrainOptions o = options(precision);
@@ -103,7 +106,8 @@ TEST(MixedPrecision, Bf16KeepsLessMemory) {
     return static_cast<double>(memory_stats().peak_bytes);
   };
   const double fp32 = peak_of_a_step("fp32"), bf16 = peak_of_a_step("bf16");
-  EXPECT_LT(bf16, 0.95 * fp32) << "bf16 " << bf16 / (1 << 20) << " MB vs fp32 " << fp32 / (1 << 20) << " MB";
+  const double bound = fast_kernels() ? 0.9 : 0.98;
+  EXPECT_LT(bf16, bound * fp32) << "bf16 " << bf16 / (1 << 20) << " MB vs fp32 " << fp32 / (1 << 20) << " MB";
   std::cout << "  peak tensor memory of a step: bf16 " << bf16 / (1 << 20) << " MB, fp32 " << fp32 / (1 << 20)
             << " MB\n";
 }
