@@ -171,8 +171,7 @@ void run_backward(const Tensor& root, const Tensor& grad_in, bool retain_graph) 
     for (; !queued.empty(); queued.pop()) queued.top()->pending_grad = Tensor();
     throw;
   }
-  if (retain_graph) return;
-  for (auto& node : walked) release(*node);
+  if (retain_graph) return;  // else run_node released each entry as it went
   std::erase_if(this_thread_tape().entries, [](const std::weak_ptr<Node>& w) {
     auto n = w.lock();
     return !n || n->released;
