@@ -101,6 +101,9 @@ void copy_values(const Tensor& dst, const Tensor& src, const char* op);
 // made or a block of one, its rows contiguous: as copy_values(dst, matmul(a, b)) with the same
 // kernel and bits (autocast's too), but with no result to allocate and copy (ops/matmul.cpp).
 void matmul_into(const Tensor& dst, const Tensor& a, const Tensor& b);
+// True when a product of a and b runs in bfloat16: autocast is on and both operands are float32
+// or bfloat16 (float64 is left alone, as PyTorch does).
+bool autocast_applies(const Tensor& a, const Tensor& b);
 // dst = a @ b + bias, bias (N): as copy_values(dst, add(matmul(a, b), bias)), the same bits. Under
 // autocast on the fast path the bias is added to the product's sums as they are stored (linear's
 // add without another pass over dst); elsewhere it is that composition.

@@ -109,10 +109,8 @@ Tensor activation_for_product(const Tensor& h, const std::string& approximate) {
 // matmul_into with the bias, which adds it to the product's sums as they are stored: linear's
 // bits, without another pass over the (..., H) result.
 Tensor linear_part(const Tensor& x, const Tensor& w, const Tensor& b) {
-  const bool rounded = product_input_dtype() == kBFloat16 && (x.dtype() == kFloat32 || x.dtype() == kBFloat16);
-  if (!rounded || !b.defined() || x.dim() < 2) return linear(x, w, b);
-  int64_t rows = 1;
-  for (int64_t d = 0; d + 1 < x.dim(); ++d) rows *= x.size(d);
+  if (!autocast_applies(x, w) || !b.defined() || x.dim() < 2) return linear(x, w, b);
+  const int64_t rows = shape_numel(Shape(x.sizes().begin(), x.sizes().end() - 1));
   Shape shape = x.sizes();
   shape.back() = w.size(0);
   Tensor y = empty(shape);  // float32, as a bfloat16 product's result

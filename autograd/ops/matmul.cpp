@@ -48,12 +48,6 @@ struct MatmulShapes {
 
 std::string dims_str(int64_t rows, int64_t cols) { return std::to_string(rows) + "x" + std::to_string(cols); }
 
-// Autocast is on and both operands are float32 or bfloat16 (float64 is left alone, as PyTorch does).
-bool autocast_applies(const Tensor& a, const Tensor& b) {
-  auto takes = [](ScalarType t) { return t == kFloat32 || t == kBFloat16; };
-  return autocast_dtype() == kBFloat16 && takes(a.dtype()) && takes(b.dtype());
-}
-
 void check_operands(const Tensor& a, const Tensor& b) {
   check_defined(a, "matmul", "input");
   check_defined(b, "matmul", "other");
@@ -181,6 +175,11 @@ Tensor grad_as_matrices(const Tensor& g, int64_t a_dim, int64_t b_dim) {
 Tensor rounded_to_bf16(const Tensor& t) { return t.detach().to(kBFloat16).to(kFloat32); }
 
 }  // namespace
+
+bool autocast_applies(const Tensor& a, const Tensor& b) {
+  auto takes = [](ScalarType t) { return t == kFloat32 || t == kBFloat16; };
+  return autocast_dtype() == kBFloat16 && takes(a.dtype()) && takes(b.dtype());
+}
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
   check_operands(a, b);
