@@ -19,7 +19,7 @@ namespace {
 // registers hold sums), 8 with AVX-512 (16 of 32). Eight rows also cut attention's 64 query rows
 // into whole blocks, and load b's two vectors once for 16 fmas instead of 12: a third faster
 // there than 6 rows (64 x 64 x 256 with a transposed, data in cache, one core).
-constexpr int64_t kMaxMR = 8;
+constexpr int64_t kAvx2Rows = 6, kAvx512Rows = 8, kMaxMR = kAvx512Rows;
 constexpr int64_t KC = 256;  // k per pass over a panel: a (256, 32) panel is 32 KiB
 
 int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
@@ -81,7 +81,7 @@ void copy_edge(float* c, int64_t ldc, const float* tile, int64_t NR, int64_t row
 __attribute__((target("avx2,fma"))) void block_6x16(float* c, int64_t ldc, bool resume, const float* const* a_row,
                                                  int64_t a_cs, const float* bp, int64_t b_rs, int64_t K,
                                                  int64_t rows, int64_t cols) {
-  constexpr int64_t MR = 6;
+  constexpr int64_t MR = kAvx2Rows;
   const bool full = rows == MR && cols == 16;
   float tile[MR * 16];
   if (resume && !full) fill_edge(tile, c, ldc, MR, 16, rows, cols);
@@ -115,7 +115,7 @@ __attribute__((target("avx2,fma"))) void block_6x16(float* c, int64_t ldc, bool 
 __attribute__((target("avx512f"))) void block_8x32(float* c, int64_t ldc, bool resume, const float* const* a_row,
                                                  int64_t a_cs, const float* bp, int64_t b_rs, int64_t K,
                                                  int64_t rows, int64_t cols) {
-  constexpr int64_t MR = 8;
+  constexpr int64_t MR = kAvx512Rows;
   const bool full = rows == MR && cols == 32;
   float tile[MR * 32];
   if (resume && !full) fill_edge(tile, c, ldc, MR, 32, rows, cols);
@@ -205,7 +205,7 @@ Isa best_isa_for(int64_t N) {
 
 void sgemm(float* c, int64_t ldc, const float* a, int64_t a_rs, int64_t a_cs, const float* b, int64_t b_rs,
            int64_t b_cs, int64_t M, int64_t N, int64_t K, Isa isa) {
-  const Kernel kernel = isa == Isa::kAvx512 ? Kernel{block_8x32, 8, 32} : Kernel{block_6x16, 6, 16};
+  const Kernel kernel = isa == Isa::kAvx512 ? Kernel{block_8x32, kAvx512Rows, 32} : Kernel{block_6x16, kAvx2Rows, 16};
   const int64_t MR = kernel.MR, NR = kernel.NR;
   // b is read in place when its rows are contiguous and cut into whole panels; otherwise it is
   // copied into panels first (into a buffer this thread reuses: attention makes B*NH calls in a
