@@ -220,13 +220,18 @@ namespace {
 
 // The last activation kept_for_product copied on this thread, and its copy. A layer's input often
 // feeds several products (attention's three projections read the same x): they share one copy,
-// as they would share the float32 tensor. Weak pointers: the cache keeps nothing alive.
+// as they would share the float32 tensor. The copy is remembered by its buffer, not by its
+// Tensor: the tape keeps an alias of what an op saved (a Tensor of its own over the same
+// buffer), and the Tensor kept_for_product returned is gone once its op has returned. Weak
+// pointers: the cache keeps nothing alive.
 struct LastCopy {
   std::weak_ptr<Storage> source;
   int64_t offset = 0;
   Shape sizes, strides;
   uint64_t version = 0;
-  std::weak_ptr<TensorImpl> copy;
+  std::weak_ptr<Storage> copy;  // bfloat16, of the source's sizes
+  Shape copy_strides;
+  uint64_t copy_version = 0;
 };
 thread_local LastCopy last_copy;
 
@@ -236,18 +241,34 @@ bool is_parameter_or_view_of_one(const TensorImpl& impl) {
   return root.grad_fn == nullptr && root.requires_grad;
 }
 
+// The copy `last` remembers, if it is of exactly this view of t's buffer, neither written
+// since, and still alive.
+std::shared_ptr<Storage> remembered_copy(const LastCopy& last, const TensorImpl& impl) {
+  if (last.source.lock() != impl.storage || last.offset != impl.offset || last.sizes != impl.sizes ||
+      last.strides != impl.strides || last.version != impl.storage->version)
+    return nullptr;
+  std::shared_ptr<Storage> copy = last.copy.lock();
+  return copy && copy->version == last.copy_version ? copy : nullptr;
+}
+
 }  // namespace
 
 Tensor kept_for_product(const Tensor& t) {
   const TensorImpl& impl = impl_of(t);
   if (autocast_dtype() != kBFloat16 || t.dtype() != kFloat32 || is_parameter_or_view_of_one(impl)) return t;
   LastCopy& last = last_copy;
-  if (last.source.lock() == impl.storage && last.offset == impl.offset && last.sizes == impl.sizes &&
-      last.strides == impl.strides && last.version == impl.storage->version) {
-    if (std::shared_ptr<TensorImpl> copy = last.copy.lock()) return tensor_of(std::move(copy));
+  if (std::shared_ptr<Storage> copy = remembered_copy(last, impl)) {
+    auto shared = std::make_shared<TensorImpl>();  // a Tensor of its own over the copy's buffer
+    shared->storage = std::move(copy);
+    shared->dtype = kBFloat16;
+    shared->sizes = impl.sizes;
+    shared->strides = last.copy_strides;
+    shared->numel = impl.numel;
+    return tensor_of(std::move(shared));
   }
   Tensor copy = t.detach().to(kBFloat16);
-  last = LastCopy{impl.storage, impl.offset, impl.sizes, impl.strides, impl.storage->version, impl_ptr_of(copy)};
+  last = LastCopy{impl.storage, impl.offset, impl.sizes, impl.strides, impl.storage->version,
+                  impl_of(copy).storage, copy.strides(), storage_of(copy).version};
   return copy;
 }
 

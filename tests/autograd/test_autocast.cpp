@@ -13,6 +13,7 @@
 #include "autograd/kernels/gemm.h"
 #include "autograd/ops.h"
 #include "autograd/ops/derivatives.h"
+#include "autograd/runtime/memory.h"
 #include "autograd/runtime/parallel.h"
 #include "test_util.h"
 
@@ -238,6 +239,33 @@ TEST(Autocast, ActivationsAreKeptAsBfloat16AndParametersAsTheyAre) {
   const size_t x_bytes = 128 * 64 * 4, w_bytes = 32 * 64 * 4;
   EXPECT_EQ(plain.grad_fn()->saved_bytes(), x_bytes + w_bytes);
   EXPECT_EQ(bf16.grad_fn()->saved_bytes(), x_bytes / 2 + w_bytes);  // w^T is a view of w: no copy
+}
+
+// Attention's three projections read one activation: one bfloat16 copy is kept for the three
+// (the float32 tensor would be shared too), and a write into the activation makes a new one.
+TEST(Autocast, ProductsOfOneActivationShareItsBfloat16Copy) {
+  const int64_t rows = 128, in = 64, out = 32;
+  const int64_t x_bytes = rows * in * 4, y_bytes = rows * out * 4;
+  std::vector<Tensor> w;
+  for (uint64_t seed = 50; seed < 53; ++seed) w.push_back(leaf(normal_tensor({out, in}, seed, kFloat32)));
+  Tensor x = leaf(normal_tensor({rows, in}, 53, kFloat32)) * 1.0;  // an activation
+  AutocastGuard autocast(kBFloat16);
+  const int64_t before = memory_stats().live_bytes;
+  std::vector<Tensor> y;
+  for (const Tensor& wi : w) y.push_back(linear(x, wi, Tensor()));
+  EXPECT_EQ(memory_stats().live_bytes - before, 3 * y_bytes + x_bytes / 2);
+  const Tensor x_before = x.detach().clone();
+  {
+    NoGradGuard no_grad;
+    x.add_(1.0);  // the copy no longer holds x's values
+  }
+  const int64_t after_write = memory_stats().live_bytes;
+  const Tensor y_new = linear(x, w[0], Tensor());
+  EXPECT_EQ(memory_stats().live_bytes - after_write, y_bytes + x_bytes / 2);
+  EXPECT_TRUE(same_bytes(y_new, linear(x.detach().clone(), w[0].detach(), Tensor())));
+  (y[0].sum() + y[1].sum() + y[2].sum()).backward();  // each entry reads the shared copy
+  Tensor expected_dw = matmul(Tensor(ones({out, rows})), rounded(x_before));
+  EXPECT_TRUE(all_close(w[2].grad(), expected_dw, 1e-5, 1e-5));
 }
 
 TEST(Autocast, TheGuardTakesBfloat16OrFloat32Only) {
