@@ -264,7 +264,7 @@ TEST(Autocast, ProductsOfOneActivationShareItsBfloat16Copy) {
   EXPECT_EQ(memory_stats().live_bytes - after_write, y_bytes + x_bytes / 2);
   EXPECT_TRUE(same_bytes(y_new, linear(x.detach().clone(), w[0].detach(), Tensor())));
   (y[0].sum() + y[1].sum() + y[2].sum()).backward();  // each entry reads the shared copy
-  Tensor expected_dw = matmul(Tensor(ones({out, rows})), rounded(x_before));
+  const Tensor expected_dw = matmul(ones({out, rows}), rounded(x_before));
   EXPECT_TRUE(all_close(w[2].grad(), expected_dw, 1e-5, 1e-5));
 }
 
