@@ -150,15 +150,13 @@ void run_backward(const Tensor& root, const Tensor& grad_in, bool retain_graph) 
   // run when that entry is taken, and its gradient is complete.
   const uint64_t pass = next_pass++;
   std::priority_queue<std::shared_ptr<Node>, std::vector<std::shared_ptr<Node>>, LaterFirst> queued;
-  std::vector<std::shared_ptr<Node>> walked;
   root_node->pending_grad = grad.to(root_node->out_dtype).detach();
   root_node->queued_in = pass;
   queued.push(root_node);
   try {
     while (!queued.empty()) {
-      std::shared_ptr<Node> node = queued.top();
+      const std::shared_ptr<Node> node = queued.top();
       queued.pop();
-      walked.push_back(node);
       run_node(*node, retain_graph, [&](const std::shared_ptr<Node>& producer) {
         if (producer->queued_in == pass) return;
         producer->queued_in = pass;
@@ -166,8 +164,8 @@ void run_backward(const Tensor& root, const Tensor& grad_in, bool retain_graph) 
       });
     }
   } catch (...) {
-    // leave no half-summed gradients behind
-    for (auto& n : walked) n->pending_grad = Tensor();
+    // leave no half-summed gradients behind: they are all in queued entries (an entry takes its
+    // own as it starts, and none is given to a released one)
     for (; !queued.empty(); queued.pop()) queued.top()->pending_grad = Tensor();
     throw;
   }

@@ -73,6 +73,20 @@ TEST(Tape, SecondBackwardThroughReleasedEntriesIsAnError) {
   EXPECT_TRUE(has_part(error_of([&] { loss.backward(); }), "backward through the graph a second time"));
 }
 
+// A new loss over an entry an earlier backward released: the pass adds a gradient to that entry,
+// then stops at it with the error; the gradient it added is not left behind in the entry.
+TEST(Tape, ABackwardStoppedAtAReleasedEntryLeavesNoGradientInIt) {
+  Tensor x = tg::ones({1000}, tg::kFloat64).requires_grad_();
+  Tensor h = x.exp();  // ExpBackward0, released by the first backward
+  h.sum().backward();
+  const int64_t live_before = tg::memory_stats().live_bytes;
+  {
+    Tensor loss = (h * 3.0).sum();
+    EXPECT_TRUE(has_part(error_of([&] { loss.backward(); }), "backward through the graph a second time"));
+  }
+  EXPECT_EQ(tg::memory_stats().live_bytes, live_before) << "h's entry still holds a (1000) gradient";
+}
+
 // x itself, recorded as an entry whose backward writes down the bytes of tensors alive when it runs.
 Tensor identity_noting_live_bytes(const Tensor& x, int64_t* live_at_backward) {
   Tensor out;
