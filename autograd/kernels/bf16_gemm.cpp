@@ -22,20 +22,23 @@
 //                    exact, so the sums are the same as in one pass)
 #include "autograd/kernels/bf16_gemm.h"
 
-#include <immintrin.h>
-
 #include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
 #include <functional>
 #include <memory>
-#include <optional>
+#include <limits>
 
 #include "autograd/dtype.h"
 #include "autograd/kernels/isa.h"
-#include "autograd/kernels/transpose16x16.h"
 #include "autograd/runtime/parallel.h"
+
+#if TG_X86_KERNELS  // the AVX-512 packing and the AVX512_BF16 tile (isa.h)
+#include <immintrin.h>
+
+#include "autograd/kernels/transpose16x16.h"
+#endif
 
 // GCC 12's AVX-512 intrinsics (shifts, unpacks, ...) start from an "undefined" register that they
 // never read, and -Wall warns that it may be uninitialized once they are inlined here.
@@ -96,6 +99,8 @@ void pack_pairs_scalar(uint32_t* dst, const PairSource& s, int64_t other0, int64
   for (int64_t p = 0; p < pairs; ++p)
     for (int64_t o = 0; o < width; ++o) dst[p * width + o] = o < others ? pair_at(s, other0 + o, p0 + p) : 0u;
 }
+
+#if TG_X86_KERNELS
 
 // --- packing, AVX-512: 16 words a step, the same bits as the scalar path -------------------------
 
@@ -188,13 +193,17 @@ constexpr int64_t kPrefetchPairs = 16;
   }
 }
 
+#endif  // TG_X86_KERNELS
+
 // dst[p * width + o]: the words of others [other0, other0 + width) and pairs [p0, p0 + pairs),
 // zeros past `others`. A vector path where the CPU has AVX-512 and one index is contiguous.
 void pack_pairs(uint32_t* dst, const PairSource& s, int64_t other0, int64_t others, int64_t p0, int64_t pairs,
                 int64_t width) {
+#if TG_X86_KERNELS
   static const bool avx512 = isa_available(Isa::kAvx512);
   if (avx512 && s.other_stride == 1) return pack_pairs_across(dst, s, other0, others, p0, pairs, width);
   if (avx512 && s.k_stride == 1) return pack_pairs_along(dst, s, other0, others, p0, pairs, width);
+#endif
   pack_pairs_scalar(dst, s, other0, others, p0, pairs, width);
 }
 
@@ -237,6 +246,8 @@ struct RowsOfA {
   }
 };
 
+#if TG_X86_KERNELS
+
 template <class AWords>
 [[gnu::target("avx512f,avx512bf16"), gnu::always_inline]] inline void tile_avx512_bf16_body(
     float* c, int64_t ldc, const AWords& a, const uint32_t* bp, int64_t pairs, int64_t rows, int64_t cols,
@@ -253,7 +264,9 @@ template <class AWords>
     const __m512bh b0 = (__m512bh)_mm512_loadu_si512(bp + p * kTileCols);
     const __m512bh b1 = (__m512bh)_mm512_loadu_si512(bp + p * kTileCols + 16);
     for (int r = 0; r < kTileRows; ++r) {
-      const __m512bh w = (__m512bh)_mm512_set1_epi32(static_cast<int>(a.word(r, p)));
+      // (broadcastd of a 128-bit register, not set1_epi32: the same vpbroadcastd, but Clang 16 crashes
+      // optimising a bfloat16 cast of set1's splat)
+      const __m512bh w = (__m512bh)_mm512_broadcastd_epi32(_mm_cvtsi32_si128(static_cast<int>(a.word(r, p))));
       acc[r][0] = _mm512_dpbf16_ps(acc[r][0], w, b0);
       acc[r][1] = _mm512_dpbf16_ps(acc[r][1], w, b1);
     }
@@ -284,10 +297,30 @@ template <class AWords>
   tile_avx512_bf16_body(c, ldc, a, bp, pairs, kTileRows, cols, accumulate, bias);
 }
 
-// --- kFma: the same sums on float32 fused multiply-adds ------------------------------------------
+#endif  // TG_X86_KERNELS
 
-float low_half(uint32_t w) { return std::bit_cast<float>(w << 16); }            // the even k's bfloat16
-float high_half(uint32_t w) { return std::bit_cast<float>(w & 0xFFFF0000u); }  // the odd k's
+// --- kFma: the same sums on float32 fused multiply-adds ------------------------------------------
+// vdpbf16ps reads a denormal input as zero and writes a denormal result as zero, whatever the
+// thread's floating-point mode. The FMA kernel follows that rule in plain code, on any CPU:
+//   - a bfloat16 with a zero exponent (a denormal) is unpacked as a zero of its sign;
+//   - every fma's result below the smallest normal float (2^-126) in magnitude becomes a zero of
+//     its sign.
+// (One difference is left: an exact sum just under 2^-126 that rounds up to 2^-126 in the
+// denormal range stays 2^-126 here, where a flush on x86 makes it zero. No test input reaches it.)
+
+// The bfloat16 in a word's low half (the even k's) or high half (the odd k's), as a float32;
+// a denormal reads as a zero.
+[[gnu::always_inline]] inline float unpacked(uint32_t bits16) {
+  const bool denormal = (bits16 & 0x7F80u) == 0;
+  return std::bit_cast<float>((denormal ? bits16 & 0x8000u : bits16) << 16);
+}
+[[gnu::always_inline]] inline float low_half(uint32_t w) { return unpacked(w & 0xFFFFu); }
+[[gnu::always_inline]] inline float high_half(uint32_t w) { return unpacked(w >> 16); }
+
+// x, or a zero of its sign when x is a denormal.
+[[gnu::always_inline]] inline float flushed(float x) {
+  return std::fabs(x) < std::numeric_limits<float>::min() ? std::copysign(0.0f, x) : x;
+}
 
 // c += a_odd * b_odd, then c += a_even * b_even, for every lane: vdpbf16ps's order.
 [[gnu::always_inline]] inline void tile_fma_body(float* c, int64_t ldc, const uint32_t* ap, const uint32_t* bp,
@@ -304,43 +337,38 @@ float high_half(uint32_t w) { return std::bit_cast<float>(w & 0xFFFF0000u); }  /
     for (int64_t r = 0; r < kTileRows; ++r) {
       const float a_even = low_half(ap[p * kTileRows + r]), a_odd = high_half(ap[p * kTileRows + r]);
       for (int64_t j = 0; j < kTileCols; ++j) {
-        acc[r][j] = std::fma(a_odd, b_odd[j], acc[r][j]);
-        acc[r][j] = std::fma(a_even, b_even[j], acc[r][j]);
+        acc[r][j] = flushed(std::fma(a_odd, b_odd[j], acc[r][j]));
+        acc[r][j] = flushed(std::fma(a_even, b_even[j], acc[r][j]));
       }
     }
   }
   for (int64_t r = 0; r < rows; ++r) std::copy(acc[r], acc[r] + cols, c + r * ldc);
 }
 
+#if TG_X86_KERNELS
 [[gnu::target("avx2,fma")]] void tile_fma_avx2(float* c, int64_t ldc, const uint32_t* ap, const uint32_t* bp,
                                                int64_t pairs, int64_t rows, int64_t cols, bool accumulate) {
   tile_fma_body(c, ldc, ap, bp, pairs, rows, cols, accumulate);
 }
 
-void tile_fma_baseline(float* c, int64_t ldc, const uint32_t* ap, const uint32_t* bp, int64_t pairs, int64_t rows,
+#endif
+
+void tile_fma_portable(float* c, int64_t ldc, const uint32_t* ap, const uint32_t* bp, int64_t pairs, int64_t rows,
                        int64_t cols, bool accumulate) {
   tile_fma_body(c, ldc, ap, bp, pairs, rows, cols, accumulate);
 }
 
-// Denormal inputs read as zero (DAZ) and denormal results written as zero (FTZ) while the FMA
-// kernel runs, as vdpbf16ps always does; the thread's previous mode comes back afterwards.
-class FlushDenormals {
- public:
-  FlushDenormals() : saved_(_mm_getcsr()) { _mm_setcsr(saved_ | 0x8040u); }
-  ~FlushDenormals() { _mm_setcsr(saved_); }
-  FlushDenormals(const FlushDenormals&) = delete;
-  FlushDenormals& operator=(const FlushDenormals&) = delete;
-
- private:
-  unsigned saved_;
-};
-
 using FmaTile = void (*)(float*, int64_t, const uint32_t*, const uint32_t*, int64_t, int64_t, int64_t, bool);
 
-FmaTile fma_tile() { return isa_available(Isa::kAvx2) ? tile_fma_avx2 : tile_fma_baseline; }
+FmaTile fma_tile() {
+#if TG_X86_KERNELS
+  if (isa_available(Isa::kAvx2)) return tile_fma_avx2;
+#endif
+  return tile_fma_portable;
+}
 
 // c[i][j] += bias[j] for rows [i0, i1), columns [0, N): the bias for kFma, added once its sums
-// are stored, outside the mode that flushes denormals (linear's add runs in the normal mode).
+// are stored, with no flush of denormals (linear's float32 add has none).
 void add_bias_rows(float* c, int64_t ldc, const float* bias, int64_t i0, int64_t i1, int64_t N) {
   for (int64_t i = i0; i < i1; ++i)
     for (int64_t j = 0; j < N; ++j) c[i * ldc + j] += bias[j];
@@ -352,8 +380,6 @@ void add_bias_rows(float* c, int64_t ldc, const float* bias, int64_t i0, int64_t
 // and B (packed whole, bp), plus the bias when given.
 void multiply_row_tiles(float* c, int64_t ldc, const Operand& a, const uint32_t* bp, const float* bias, int64_t t0,
                         int64_t t1, int64_t M, int64_t N, int64_t K, Kernel kernel) {
-  std::optional<FlushDenormals> flush;
-  if (kernel == Kernel::kFma) flush.emplace();
   const FmaTile fma = fma_tile();
   const int64_t K2 = (K + 1) / 2, panels = (N + kTileCols - 1) / kTileCols;
   const int64_t k_blocks = (K2 + kMaxBlockPairs - 1) / kMaxBlockPairs;  // equal blocks, none much shorter
@@ -376,23 +402,24 @@ void multiply_row_tiles(float* c, int64_t ldc, const Operand& a, const uint32_t*
           float* c_tile = c + t * kTileRows * ldc + q * kTileCols;
           const uint32_t* a_tile = ap.get() + (t - tb) * pairs * kTileRows;
           const int64_t rows = std::min(kTileRows, M - t * kTileRows);
+#if TG_X86_KERNELS
           if (direct) {
             const RowsOfA a_rows{static_cast<const uint16_t*>(a.data) + t * kTileRows * a.row_stride + 2 * p0,
                                  a.row_stride};
             tile_avx512_bf16_direct(c_tile, ldc, a_rows, b_block, pairs, cols, p0 > 0, tile_bias);
-          } else if (kernel == Kernel::kAvx512Bf16) {
-            tile_avx512_bf16(c_tile, ldc, a_tile, b_block, pairs, rows, cols, p0 > 0, tile_bias);
-          } else {
-            fma(c_tile, ldc, a_tile, b_block, pairs, rows, cols, p0 > 0);
+            continue;
           }
+          if (kernel == Kernel::kAvx512Bf16) {
+            tile_avx512_bf16(c_tile, ldc, a_tile, b_block, pairs, rows, cols, p0 > 0, tile_bias);
+            continue;
+          }
+#endif
+          fma(c_tile, ldc, a_tile, b_block, pairs, rows, cols, p0 > 0);
         }
       }
     }
   }
-  if (bias && kernel == Kernel::kFma) {
-    flush.reset();
-    add_bias_rows(c, ldc, bias, t0 * kTileRows, std::min(M, t1 * kTileRows), N);
-  }
+  if (bias && kernel == Kernel::kFma) add_bias_rows(c, ldc, bias, t0 * kTileRows, std::min(M, t1 * kTileRows), N);
 }
 
 }  // namespace

@@ -13,7 +13,8 @@
 //   kAvx512Bf16  AVX512_BF16's vdpbf16ps: 16 lanes, two products and two sums per lane per
 //                instruction (Zen 4 and 5, Cooper Lake, Sapphire Rapids)
 //   kFma         the same sums on float32 fused multiply-adds (fma(a, b, c) = round(a*b + c), with
-//                a*b exact), flushing as the instruction does: bit for bit the same on any x86-64
+//                a*b exact), flushing denormals in plain code as the instruction does, not through
+//                a CPU mode: the same bits on any CPU, x86-64 (AVX2 or portable copy) or arm64
 //
 // Arguments: outputs, inputs, sizes. A (M,K) and B (K,N) are read by strides (a transposed view is
 // a stride swap, a broadcast one a stride of 0: no copy), each float32 (rounded as it is packed)

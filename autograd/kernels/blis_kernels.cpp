@@ -13,7 +13,6 @@
 // multiply-adds), which the PyTorch parity tests' tolerances cover.
 // (PyTorch on the same BLIS reads the same variable: give it the same value to compare them.)
 #include <blis.h>
-#include <cpuid.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -22,8 +21,13 @@
 #include "autograd/internal.h"
 #include "autograd/kernels/isa.h"
 
+#if TG_X86_KERNELS
+#include <cpuid.h>
+#endif
+
 namespace tg {
 
+#if TG_X86_KERNELS
 namespace {
 
 bool is_amd_newer_than_zen4() {
@@ -42,8 +46,10 @@ bool is_amd_newer_than_zen4() {
 
 }  // namespace
 
+#endif
+
 void choose_blis_kernels() {
-#if defined(__x86_64__)
+#if TG_X86_KERNELS
   if (std::getenv("BLIS_ARCH_TYPE")) return;  // the user's choice
   if (!is_amd_newer_than_zen4()) return;
   if (std::strncmp(bli_info_get_version_str(), "0.", 2) != 0) return;  // a BLIS that may know the CPU

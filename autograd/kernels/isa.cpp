@@ -1,5 +1,11 @@
-// autograd/kernels/isa.cpp — the one CPU feature check (see isa.h).
+// autograd/kernels/isa.cpp — the one CPU feature check, capped by TG_MAX_ISA (see isa.h).
 #include "autograd/kernels/isa.h"
+
+#include <cstdio>
+#include <optional>
+#include <string>
+
+#include "autograd/runtime/environment.h"
 
 namespace tg::kernels {
 
@@ -9,10 +15,11 @@ struct CpuSets {
   bool avx2 = false, avx512 = false, avx512_bf16 = false;
 };
 
-// __builtin_cpu_supports reads cpuid and also checks that the OS saves the wider registers.
+// What the CPU runs. __builtin_cpu_supports reads cpuid and also checks that the OS saves the
+// wider registers.
 CpuSets check_cpu() {
   CpuSets sets;
-#if defined(__x86_64__)
+#if TG_X86_KERNELS
   __builtin_cpu_init();
   sets.avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   sets.avx512 = sets.avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
@@ -23,8 +30,27 @@ CpuSets check_cpu() {
   return sets;
 }
 
+// The widest set the CPU runs.
+Isa widest_of(const CpuSets& sets) {
+  return sets.avx512 ? Isa::kAvx512 : sets.avx2 ? Isa::kAvx2 : Isa::kPortable;
+}
+
+// The CPU's sets with everything above TG_MAX_ISA taken away.
+CpuSets capped(CpuSets sets) {
+  const std::optional<std::string> cap = environment_choice("TG_MAX_ISA", {"avx512", "avx2", "portable"});
+  if (!cap) return sets;
+  const Isa asked = *cap == "avx512" ? Isa::kAvx512 : *cap == "avx2" ? Isa::kAvx2 : Isa::kPortable;
+  if (asked > widest_of(sets)) {
+    std::fprintf(stderr, "tapegrad: note: TG_MAX_ISA=%s, but this CPU runs at most %s; it caps nothing\n",
+                 cap->c_str(), isa_name(widest_of(sets)));
+  }
+  if (asked < Isa::kAvx512) sets.avx512 = sets.avx512_bf16 = false;
+  if (asked < Isa::kAvx2) sets.avx2 = false;
+  return sets;
+}
+
 const CpuSets& cpu_sets() {
-  static const CpuSets sets = check_cpu();
+  static const CpuSets sets = capped(check_cpu());  // a bad TG_MAX_ISA throws, and is read again next call
   return sets;
 }
 
@@ -34,7 +60,7 @@ bool isa_available(Isa isa) {
   switch (isa) {
     case Isa::kAvx512: return cpu_sets().avx512;
     case Isa::kAvx2: return cpu_sets().avx2;
-    case Isa::kBaseline: break;
+    case Isa::kPortable: break;
   }
   return true;
 }
@@ -43,17 +69,17 @@ bool cpu_has_avx512_bf16() { return cpu_sets().avx512_bf16; }
 
 Isa best_isa(Isa widest) {
   if (widest == Isa::kAvx512 && isa_available(Isa::kAvx512)) return Isa::kAvx512;
-  if (widest != Isa::kBaseline && isa_available(Isa::kAvx2)) return Isa::kAvx2;
-  return Isa::kBaseline;
+  if (widest != Isa::kPortable && isa_available(Isa::kAvx2)) return Isa::kAvx2;
+  return Isa::kPortable;
 }
 
 const char* isa_name(Isa isa) {
   switch (isa) {
     case Isa::kAvx512: return "avx512";
     case Isa::kAvx2: return "avx2";
-    case Isa::kBaseline: break;
+    case Isa::kPortable: break;
   }
-  return "baseline";
+  return "portable";
 }
 
 }  // namespace tg::kernels

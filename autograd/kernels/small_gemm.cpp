@@ -1,13 +1,17 @@
 // autograd/kernels/small_gemm.cpp — the register-blocked kernels described in small_gemm.h.
 #include "autograd/kernels/small_gemm.h"
 
-#include <immintrin.h>
-
 #include <algorithm>
 #include <vector>
 
-#include "autograd/kernels/transpose16x16.h"
+#include "autograd/error.h"
 #include "autograd/runtime/parallel.h"
+
+#if TG_X86_KERNELS  // the kernels are AVX2 and AVX-512 code: an x86-64 build only (isa.h)
+#include <immintrin.h>
+
+#include "autograd/kernels/transpose16x16.h"
+#endif
 
 namespace tg::small_gemm {
 
@@ -21,6 +25,8 @@ namespace {
 // there than 6 rows (64 x 64 x 256 with a transposed, data in cache, one core).
 constexpr int64_t kAvx2Rows = 6, kAvx512Rows = 8, kMaxMR = kAvx512Rows;
 constexpr int64_t KC = 256;  // k per pass over a panel: a (256, 32) panel is 32 KiB
+
+#if TG_X86_KERNELS
 
 int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 
@@ -177,6 +183,8 @@ void run_blocks(const Kernel& kernel, float* c, int64_t ldc, const float* a, int
   }
 }
 
+#endif  // TG_X86_KERNELS
+
 }  // namespace
 
 // Measured on one core of an AVX-512 server (thread CPU time) against BLIS 0.9's skx kernels,
@@ -192,7 +200,7 @@ void run_blocks(const Kernel& kernel, float* c, int64_t ldc, const float* a, int
 // every level of cache wins.
 bool worth_it(int64_t M, int64_t N, int64_t K) {
   const Isa isa = best_isa_for(N);
-  if (isa == Isa::kBaseline) return false;
+  if (isa == Isa::kPortable) return false;
   if (M * N * K <= 128 * 128 * 128) return true;
   if (isa != Isa::kAvx512) return false;
   return K <= KC || M * K <= (int64_t{1} << 18);
@@ -205,6 +213,10 @@ Isa best_isa_for(int64_t N) {
 
 void sgemm(float* c, int64_t ldc, const float* a, int64_t a_rs, int64_t a_cs, const float* b, int64_t b_rs,
            int64_t b_cs, int64_t M, int64_t N, int64_t K, Isa isa) {
+#if !TG_X86_KERNELS
+  throw Error("small_gemm::sgemm: no kernel in this build (" + std::string(kernels::isa_name(isa)) +
+              "): worth_it is false without AVX2");
+#else
   const Kernel kernel = isa == Isa::kAvx512 ? Kernel{block_8x32, kAvx512Rows, 32} : Kernel{block_6x16, kAvx2Rows, 16};
   const int64_t MR = kernel.MR, NR = kernel.NR;
   // b is read in place when its rows are contiguous and cut into whole panels; otherwise it is
@@ -227,6 +239,7 @@ void sgemm(float* c, int64_t ldc, const float* a, int64_t a_rs, int64_t a_cs, co
   parallel_for(0, blocks, grain, [&](int64_t first, int64_t last) {
     run_blocks(kernel, c, ldc, a, a_rs, a_cs, b_panel, panel_rs, first * MR, std::min(M, last * MR), N, K);
   });
+#endif
 }
 
 }  // namespace tg::small_gemm

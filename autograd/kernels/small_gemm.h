@@ -38,7 +38,7 @@ namespace tg::small_gemm {
 bool worth_it(int64_t M, int64_t N, int64_t K);
 
 // The faster kernel this CPU runs for N columns (AVX-512 from 32 columns on): kAvx2 or kAvx512,
-// or kBaseline when it runs neither.
+// or kPortable when it runs neither.
 kernels::Isa best_isa_for(int64_t N);
 
 // c (M,N), row stride ldc = a (M,K) @ b (K,N); a[i][k] = a[i * a_rs + k * a_cs],

@@ -4,13 +4,16 @@
 // against are softmax_row_reference and its neighbours in autograd/ops/softmax.cpp.
 #include "autograd/kernels/softmax_kernels.h"
 
-#include <immintrin.h>
-
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include "autograd/kernels/isa.h"
 #include "autograd/kernels/vec_math.h"
+
+#if TG_X86_KERNELS  // the AVX-512 rows (isa.h)
+#include <immintrin.h>
+#endif
 
 namespace tg {
 namespace softmax_kernels {
@@ -109,6 +112,8 @@ template <class Term>
     dx[target] = static_cast<float>((p - 1.0) * scale);
   }
 }
+
+#if TG_X86_KERNELS
 
 // --- the softmax rows on AVX-512, their last n % 16 keys one masked step ----------------------
 // softmax_row_body leaves a row's last n % 16 entries to scalar code, each exp the whole
@@ -300,6 +305,8 @@ constexpr int64_t kRowsAtOnce = 4;
 
 #pragma GCC diagnostic pop
 
+#endif  // TG_X86_KERNELS
+
 }  // namespace
 
 void divide_row(float* y, const float* x, int64_t n, float divisor, Isa isa) {
@@ -307,13 +314,17 @@ void divide_row(float* y, const float* x, int64_t n, float divisor, Isa isa) {
 }
 
 double softmax_row(float* y, const float* x, int64_t n, Isa isa) {
+#if TG_X86_KERNELS
   if (isa == Isa::kAvx512) return softmax_row_avx512(y, x, n);
+#endif
   return kernels::run_on<softmax_row_body>(isa, y, x, n);
 }
 
 void softmax_rows(double* inv, float* y, int64_t y_stride, const float* x, int64_t x_stride, const int64_t* lengths,
                   int64_t rows, Isa isa) {
+#if TG_X86_KERNELS
   if (isa == Isa::kAvx512) return softmax_rows_avx512(inv, y, y_stride, x, x_stride, lengths, rows);
+#endif
   for (int64_t r = 0; r < rows; ++r) inv[r] = softmax_row(y + r * y_stride, x + r * x_stride, lengths[r], isa);
 }
 
@@ -326,7 +337,9 @@ double logsumexp_row(float* e, const float* x, int64_t n, Isa isa) {
 }
 
 void softmax_backward_row(float* dx, const float* g, const float* y, int64_t n, float divisor, Isa isa) {
+#if TG_X86_KERNELS
   if (isa == Isa::kAvx512) return softmax_backward_row_avx512(dx, g, y, n, divisor);
+#endif
   kernels::run_on<softmax_backward_row_body>(isa, dx, g, y, n, divisor);
 }
 

@@ -4,6 +4,7 @@
 //
 //   TG_FAST_KERNELS    0 or 1                    fast_kernels.h: 0 runs the plain reference code
 //   TG_BF16_KERNEL     avx512_bf16 or fma        kernels/gemm.h: the bfloat16 gemm's kernel
+//   TG_MAX_ISA         avx512, avx2 or portable  kernels/isa.h: the widest instruction set tapegrad uses
 //   TG_DETECT_ANOMALY  0 or 1                    tape.h: anomaly mode on every thread
 //   TG_GRADCHECK_SEED  a decimal number < 2^32   gradcheck.h: the fuzz runs' seed
 //

@@ -6,7 +6,7 @@
 //   grid over
 //     [-12, 12], normal draws, and large and special inputs (1e4, 1e20, FLT_MAX, inf, nan,
 //     subnormals); each prints its worst error on a "[ worst    ]" line;
-//   * the baseline (SSE2) and AVX2 loops give the same bits (skipped on a CPU without AVX2);
+//   * the portable (SSE2 on x86-64) and AVX2 loops give the same bits (skipped on a CPU without AVX2);
 //   * a contiguous float32 tensor takes the fast loops through autograd, a strided one the twin.
 // The float64 gradient of gelu(tanh) is checked by finite differences in test_gradcheck_ops.cpp.
 #include <gtest/gtest.h>
@@ -91,11 +91,11 @@ constexpr double kGradAtol = 2e-5, kGradRtol = 1e-5;
 
 // The instruction sets this CPU can run: the fast loops are checked on each.
 std::vector<K::Isa> isas() {
-  std::vector<K::Isa> out{K::Isa::kBaseline};
+  std::vector<K::Isa> out{K::Isa::kPortable};
   if (kernels::isa_available(K::Isa::kAvx2)) out.push_back(K::Isa::kAvx2);
   return out;
 }
-const char* isa_label(K::Isa isa) { return isa == K::Isa::kAvx2 ? " (AVX2)" : " (baseline)"; }
+const char* isa_label(K::Isa isa) { return isa == K::Isa::kAvx2 ? " (AVX2)" : " (portable)"; }
 
 TEST(ActivationKernels, GeluTanhForwardMatchesPlainTwin) {
   const std::vector<float> xs = activation_inputs();
@@ -138,14 +138,14 @@ TEST(ActivationKernels, TanhAndSigmoidMatchPlainTwins) {
                                        const std::vector<float>& b) {
   for (size_t i = 0; i < a.size(); ++i) {
     if (std::bit_cast<uint32_t>(a[i]) != std::bit_cast<uint32_t>(b[i]) && !(std::isnan(a[i]) && std::isnan(b[i]))) {
-      return ::testing::AssertionFailure() << what << " at x = " << xs[i] << " (index " << i << "): baseline "
+      return ::testing::AssertionFailure() << what << " at x = " << xs[i] << " (index " << i << "): portable "
                                            << a[i] << ", AVX2 " << b[i];
     }
   }
   return ::testing::AssertionSuccess();
 }
 
-TEST(ActivationKernels, GeluTanhBaselineAndAvx2LoopsGiveTheSameBits) {
+TEST(ActivationKernels, GeluTanhPortableAndAvx2LoopsGiveTheSameBits) {
   if (!kernels::isa_available(K::Isa::kAvx2)) GTEST_SKIP() << "this CPU has no AVX2";
   // Every 4099th float bit pattern (all signs, binades, nans), then the grid and the draws. An
   // odd count leaves a scalar tail after the vector loop, compared too.
@@ -157,16 +157,16 @@ TEST(ActivationKernels, GeluTanhBaselineAndAvx2LoopsGiveTheSameBits) {
   const std::vector<float> g = grad_inputs(xs.size());
   const int64_t n = size_of(xs);
   std::vector<float> base(xs.size()), avx2(xs.size());
-  K::gelu_tanh_forward(base.data(), xs.data(), n, K::Isa::kBaseline);
+  K::gelu_tanh_forward(base.data(), xs.data(), n, K::Isa::kPortable);
   K::gelu_tanh_forward(avx2.data(), xs.data(), n, K::Isa::kAvx2);
   EXPECT_TRUE(same_floats("gelu(tanh) forward", xs, base, avx2));
-  K::gelu_tanh_backward(base.data(), g.data(), xs.data(), n, K::Isa::kBaseline);
+  K::gelu_tanh_backward(base.data(), g.data(), xs.data(), n, K::Isa::kPortable);
   K::gelu_tanh_backward(avx2.data(), g.data(), xs.data(), n, K::Isa::kAvx2);
   EXPECT_TRUE(same_floats("gelu(tanh) backward", xs, base, avx2));
-  K::tanh_forward(base.data(), xs.data(), n, K::Isa::kBaseline);
+  K::tanh_forward(base.data(), xs.data(), n, K::Isa::kPortable);
   K::tanh_forward(avx2.data(), xs.data(), n, K::Isa::kAvx2);
   EXPECT_TRUE(same_floats("tanh", xs, base, avx2));
-  K::sigmoid_forward(base.data(), xs.data(), n, K::Isa::kBaseline);
+  K::sigmoid_forward(base.data(), xs.data(), n, K::Isa::kPortable);
   K::sigmoid_forward(avx2.data(), xs.data(), n, K::Isa::kAvx2);
   EXPECT_TRUE(same_floats("sigmoid", xs, base, avx2));
 }

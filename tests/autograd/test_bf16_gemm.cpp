@@ -137,6 +137,40 @@ TEST(Bf16Gemm, TheFmaKernelGivesVdpbf16psBitsExactly) {
   }
 }
 
+// vdpbf16ps's denormal rule, which the FMA kernel follows in plain code on any CPU (x86-64's
+// AVX2 and portable copies, arm64's): a denormal bfloat16 input reads as zero, and a sum that is
+// a denormal becomes a zero of its sign. Each case is one row times one column, its expected bits
+// worked out by hand. (On an AVX512_BF16 CPU the instruction itself must agree.)
+TEST(Bf16Gemm, DenormalInputsAndSumsAreFlushedToSignedZero) {
+  struct Flush {
+    std::vector<float> a, b;  // a (1, K), b (K, 1)
+    uint32_t want;            // c's bits
+    const char* what;
+  };
+  const float tiny = std::ldexp(1.0f, -70);        // normal, and exact in bfloat16
+  const float denormal = std::ldexp(1.0f, -130);   // a denormal float32 and bfloat16
+  const std::vector<Flush> cases = {
+      {{denormal}, {1.0f}, 0x00000000u, "a denormal input reads as +0"},
+      {{-denormal}, {std::ldexp(1.0f, 100)}, 0x00000000u, "a denormal input reads as -0: -0 * x + 0 = +0"},
+      {{tiny}, {tiny}, 0x00000000u, "2^-140, a denormal product, becomes +0"},
+      {{-tiny}, {tiny}, 0x80000000u, "-2^-140 becomes -0"},
+      {{std::ldexp(-1.0f, -63), std::ldexp(1.0f, -63)}, {std::ldexp(1.0f, -64), std::ldexp(1.0f, -63)}, 0x00000000u,
+       "2^-126 (k = 1 first) - 2^-127 = 2^-127, a denormal sum, becomes +0"},
+      {{std::ldexp(1.0f, -63), tiny}, {std::ldexp(1.0f, -63), tiny}, 0x00800000u,
+       "a flushed sum goes on from zero: 0 + 2^-126 (kept, 2^-140 + 2^-126 would be 0x00800200)"},
+      {{std::ldexp(1.0f, -63)}, {std::ldexp(1.0f, -63)}, 0x00800000u, "2^-126, the smallest normal, stays"},
+  };
+  for (const Kernel kernel : {Kernel::kFma, Kernel::kAvx512Bf16}) {
+    if (!kernel_available(kernel)) continue;
+    for (const Flush& f : cases) {
+      const int64_t K = static_cast<int64_t>(f.a.size());
+      float c = -1.0f;
+      gemm(&c, 1, Operand{f.a.data(), kFloat32, K, 1}, Operand{f.b.data(), kFloat32, 1, 1}, 1, 1, K, kernel);
+      EXPECT_EQ(std::bit_cast<uint32_t>(c), f.want) << f.what << " (" << kernel_name(kernel) << ")";
+    }
+  }
+}
+
 TEST(Bf16Gemm, AnyThreadCountGivesTheSameBits) {
   const Case t{150, 300, 277, false, true};  // big enough to run on threads
   const std::vector<float> a = random_values(t.M * t.K, 5), b = random_values(t.K * t.N, 6);

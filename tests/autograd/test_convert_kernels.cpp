@@ -1,6 +1,6 @@
 // tests/autograd/test_convert_kernels.cpp — the vectorised float32 -> bfloat16 loop
 // (autograd/kernels/convert_kernels.h) against its oracle, BFloat16's constructor (dtype.h):
-//   * every copy the CPU runs (baseline, AVX2, AVX-512), bit for bit, on a sweep through all 2^32
+//   * every copy the CPU runs (portable, AVX2, AVX-512), bit for bit, on a sweep through all 2^32
 //     float32 bit patterns (every sign and exponent, so ties, NaNs with any payload, infinities,
 //     denormals and the values that round up to inf) and on lengths that end mid-vector;
 //   * through copy_values: a contiguous and a strided (transposed, head-split) float32 tensor's
@@ -28,7 +28,7 @@ namespace {
 namespace K = convert_kernels;
 
 std::vector<K::Isa> isas_here() {
-  std::vector<K::Isa> out{K::Isa::kBaseline};
+  std::vector<K::Isa> out{K::Isa::kPortable};
   for (K::Isa isa : {K::Isa::kAvx2, K::Isa::kAvx512})
     if (kernels::isa_available(isa)) out.push_back(isa);
   return out;

@@ -12,6 +12,7 @@
 #include "autograd/fast_kernels.h"
 #include "autograd/gradcheck.h"
 #include "autograd/kernels/gemm.h"
+#include "autograd/kernels/isa.h"
 #include "autograd/ops.h"
 #include "autograd/runtime/environment.h"
 #include "autograd/tape.h"
@@ -103,6 +104,31 @@ TEST(Environment, BadBf16KernelIsAnErrorAtTheFirstBf16Product) {
   if (!fast_kernels()) return;  // the reference path runs no bfloat16 kernel
   AutocastGuard autocast(kBFloat16);
   EXPECT_TRUE(has_part(error_of([] { ones({2, 3}).matmul(ones({3, 2})); }), expected));
+}
+
+TEST(Environment, BadMaxIsaIsAnErrorAtTheFirstFastKernel) {
+  if (!set_to_a_bad_value("TG_MAX_ISA", {"avx512", "avx2", "portable"})) GTEST_SKIP() << "not set to a bad value";
+  const std::string expected =
+      std::string("TG_MAX_ISA=") + std::getenv("TG_MAX_ISA") + ": expected avx512, avx2 or portable";
+  EXPECT_TRUE(has_part(error_of([] { kernels::best_isa(); }), expected));
+  if (!fast_kernels()) return;  // the reference path asks no instruction set
+  EXPECT_TRUE(has_part(error_of([] { softmax(ones({2, 3}), -1); }), expected));  // an op: still an error
+}
+
+TEST(Environment, MaxIsaCapsTheInstructionSets) {
+  const char* cap = std::getenv("TG_MAX_ISA");
+  if (cap == nullptr || (std::string(cap) != "avx2" && std::string(cap) != "portable")) {
+    GTEST_SKIP() << "TG_MAX_ISA is not set to avx2 or portable";
+  }
+  using kernels::Isa;
+  EXPECT_FALSE(kernels::isa_available(Isa::kAvx512));
+  EXPECT_FALSE(kernels::cpu_has_avx512_bf16());
+  EXPECT_EQ(kernels::bf16_kernel(), kernels::bf16_gemm::Kernel::kFma);
+  if (std::string(cap) == "portable") {
+    EXPECT_FALSE(kernels::isa_available(Isa::kAvx2));
+    EXPECT_EQ(kernels::best_isa(), Isa::kPortable);
+  }
+  EXPECT_TRUE(kernels::isa_available(Isa::kPortable));
 }
 
 TEST(Environment, BadDetectAnomalyIsAnErrorAtTheFirstRecordedOp) {

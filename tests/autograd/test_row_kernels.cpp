@@ -6,7 +6,7 @@
 //     17, 128 and 1000 columns and 1 to 130 rows, with and without weight and bias, on inputs
 //     near zero, far from it (1000 + noise: the variance must not cancel) and large (1e4);
 //     each prints its worst error on a "[ worst    ] line";
-//   * the baseline and AVX2 copies give the same bits, and so do 1, 2 and 3 threads.
+//   * the portable and AVX2 copies give the same bits, and so do 1, 2 and 3 threads.
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -30,11 +30,11 @@ namespace K = row_kernels;
 using kernels::Isa;
 
 std::vector<Isa> isas() {
-  std::vector<Isa> out{Isa::kBaseline};
+  std::vector<Isa> out{Isa::kPortable};
   if (kernels::isa_available(Isa::kAvx2)) out.push_back(Isa::kAvx2);
   return out;
 }
-const char* isa_label(Isa isa) { return isa == Isa::kAvx2 ? "AVX2" : "baseline"; }
+const char* isa_label(Isa isa) { return isa == Isa::kAvx2 ? "AVX2" : "portable"; }
 
 std::vector<float> draws(int64_t n, uint32_t seed, double center, double scale) {
   std::mt19937 rng(seed);
@@ -184,15 +184,15 @@ TEST(RowKernels, SumToALeadingDimsShapeTakesColumnSumsAndStillRecordsWhenAsked) 
   EXPECT_TRUE(test::all_close(xr.grad(), ones({3, 70, 9}), 0, 0));
 }
 
-TEST(RowKernels, BaselineAndAvx2AndThreadCountsGiveTheSameBits) {
+TEST(RowKernels, PortableAndAvx2AndThreadCountsGiveTheSameBits) {
   const int threads_before = get_num_threads();
   for (const Case& c : {Case{2048 + 37, 128, 0.0, 1.0}, Case{300, 1000, 3.0, 2.0}, Case{129, 9, 0.0, 1.0}}) {
     const std::vector<float> x = draws(c.R * c.C, 9, c.center, c.scale), g = draws(c.R * c.C, 10, 0.0, 1.0);
     const std::vector<float> w = draws(c.C, 11, 1.0, 0.5), b = draws(c.C, 12, 0.0, 0.5);
     set_num_threads(1);
-    const LayerNormRun ref = run_fast(c, x, g, w.data(), b.data(), Isa::kBaseline);
+    const LayerNormRun ref = run_fast(c, x, g, w.data(), b.data(), Isa::kPortable);
     std::vector<float> ref_sums(static_cast<size_t>(c.C));
-    K::column_sums(ref_sums.data(), x.data(), c.R, c.C, Isa::kBaseline);
+    K::column_sums(ref_sums.data(), x.data(), c.R, c.C, Isa::kPortable);
     for (int threads : {1, 2, 3}) {
       set_num_threads(threads);
       for (Isa isa : isas()) {

@@ -6,7 +6,7 @@
 //     64, 65 and 1000 elements (shorter than a vector, one lane round, odd tails, long), with
 //     normal values, -inf entries, rows all -inf, large magnitudes and nearly equal values;
 //     forward and backward, each printing its worst error on a "[ worst    ]" line;
-//   * the baseline (SSE2) and AVX2 copies give the same bits;
+//   * the portable (SSE2 on x86-64) and AVX2 copies give the same bits;
 //   * the row's address changes no bit, and a row followed by -inf entries (exp 0) has the
 //     bits of the row alone: what keeps masked_scaled_softmax equal to softmax of masked scores;
 //   * masked_scaled_softmax (causal, with query offsets) against the plain rows;
@@ -88,7 +88,7 @@ std::vector<float> make_grad(int64_t n, std::mt19937& rng) {
 
 // The instruction sets this CPU can run.
 std::vector<S::Isa> isas() {
-  std::vector<S::Isa> out{S::Isa::kBaseline};
+  std::vector<S::Isa> out{S::Isa::kPortable};
   if (kernels::isa_available(S::Isa::kAvx2)) out.push_back(S::Isa::kAvx2);
   if (kernels::isa_available(S::Isa::kAvx512)) out.push_back(S::Isa::kAvx512);
   return out;
@@ -248,11 +248,11 @@ std::vector<float> all_rows(const float* x, const float* g, int64_t n, S::Isa is
   return out;
 }
 
-// Every copy this CPU runs against the baseline one: the AVX2 loops, and on AVX-512 softmax_row's
+// Every copy this CPU runs against the portable one: the AVX2 loops, and on AVX-512 softmax_row's
 // own intrinsics loop, whose last n % 16 keys are one masked step (so every length from 0 to 40,
 // and around 64, 128 and 256), its 1/s to the last bit of the double too.
 TEST(SoftmaxKernels, EveryCopyGivesTheSameBits) {
-  if (isas().size() == 1) GTEST_SKIP() << "this CPU has only the baseline copy";
+  if (isas().size() == 1) GTEST_SKIP() << "this CPU has only the portable copy";
   std::vector<int64_t> lengths = {63, 64, 65, 127, 128, 129, 255, 256, 257, 1000};
   for (int64_t n = 0; n <= 40; ++n) lengths.push_back(n);
   std::mt19937 rng(5);
@@ -261,11 +261,11 @@ TEST(SoftmaxKernels, EveryCopyGivesTheSameBits) {
       if (n == 0 && kind != Values::kNormal) continue;
       const std::vector<float> x = n == 0 ? std::vector<float>() : make_row(n, kind, rng), g = make_grad(n, rng);
       std::vector<float> y(x.size());
-      const double inv = S::softmax_row(y.data(), x.data(), n, S::Isa::kBaseline);
+      const double inv = S::softmax_row(y.data(), x.data(), n, S::Isa::kPortable);
       for (S::Isa isa : isas()) {
-        if (isa == S::Isa::kBaseline) continue;
+        if (isa == S::Isa::kPortable) continue;
         if (n > 0) {
-          EXPECT_TRUE(same_floats(all_rows(x.data(), g.data(), n, S::Isa::kBaseline),
+          EXPECT_TRUE(same_floats(all_rows(x.data(), g.data(), n, S::Isa::kPortable),
                                   all_rows(x.data(), g.data(), n, isa), where(n, kind, isa)));
         }
         std::vector<float> y_isa(x.size(), 7.0f);

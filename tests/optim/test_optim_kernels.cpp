@@ -25,7 +25,7 @@ using kernels::Isa;
 
 std::vector<Isa> isas() {
   std::vector<Isa> out;
-  for (Isa isa : {Isa::kBaseline, Isa::kAvx2, Isa::kAvx512})
+  for (Isa isa : {Isa::kPortable, Isa::kAvx2, Isa::kAvx512})
     if (kernels::isa_available(isa)) out.push_back(isa);
   return out;
 }
