@@ -1,23 +1,34 @@
 // autograd/runtime/parallel.cpp — the thread count (ours and BLIS's) and parallel_for.
 //
-// One thread runtime for the whole process: parallel_for runs on OpenMP, the runtime Debian's
-// default BLIS build (blis-openmp) already uses for its gemms. Our loops and BLIS's products
-// then take turns on one team of threads. With a pool of our own beside BLIS's team, the two
-// sets of threads spin-waited against each other for the same cores after every product.
+// parallel_for cuts a range into chunks and runs them on threads of one of two kinds, chosen when
+// tapegrad is built (CMake's TG_OPENMP):
+//   - OpenMP (the default where the compiler has it): the runtime Debian's default BLIS build
+//     (blis-openmp) already uses for its gemms. Our loops and BLIS's products then take turns on
+//     one team of threads. With a pool of our own beside BLIS's team, the two sets of threads
+//     spin-waited against each other for the same cores after every product.
+//   - a small pool of std::threads of our own, for a compiler without OpenMP (macOS's Apple
+//     Clang). Its workers sleep between loops, so they leave the cores to BLIS's threads.
+// Both run the same chunks (the split below), so every result is the same with either, at every
+// thread count.
 //
 // BLIS 0.9 keeps its thread count process-wide (later versions keep one per application
 // thread), so we set it once, at first use, and again on every set_num_threads.
 #include "autograd/runtime/parallel.h"
 
 #include <blis.h>
-#include <omp.h>
 #include <pthread.h>
 
 #include <algorithm>
+#include <atomic>
+#include <condition_variable>
 #include <exception>
 #include <mutex>
 #include <string>
 #include <thread>
+
+#if TG_OPENMP
+#include <omp.h>
+#endif
 
 #include "autograd/internal.h"
 #include "autograd/tensor.h"
@@ -26,9 +37,9 @@ namespace tg {
 
 namespace {
 
-// OpenMP's threads do not survive fork(): in the child, a parallel region would wait forever
-// for the parent's team. So a forked child runs everything on its one thread, ours and BLIS's
-// loops alike (PyTorch does the same).
+// Neither OpenMP's threads nor ours survive fork(): in the child, a parallel loop would wait
+// forever for the parent's threads. So a forked child runs everything on its one thread, ours
+// and BLIS's loops alike (PyTorch does the same).
 bool g_forked_child = false;
 
 int& thread_count();
@@ -50,6 +61,125 @@ int& thread_count() {
   return count;
 }
 
+// Runs chunk(c) for every c in [0, chunks), at most `chunks` at a time, the caller running some
+// itself; returns when all are done. The first exception a chunk throws is rethrown here.
+using ChunkBody = std::function<void(int64_t)>;
+
+// Keeps the first exception any chunk throws.
+class FirstError {
+ public:
+  void run(const ChunkBody& chunk, int64_t c) {
+    try {
+      chunk(c);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!error_) error_ = std::current_exception();
+    }
+  }
+  void rethrow() const {
+    if (error_) std::rethrow_exception(error_);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::exception_ptr error_;
+};
+
+#if TG_OPENMP
+
+bool in_parallel_loop() { return omp_in_parallel(); }
+
+// OpenMP runs every chunk even when it gives the region fewer threads than asked for.
+void run_chunks(int64_t chunks, const ChunkBody& chunk) {
+  FirstError error;
+#pragma omp parallel for schedule(static, 1) num_threads(static_cast<int>(chunks))
+  for (int64_t c = 0; c < chunks; ++c) error.run(chunk, c);
+  error.rethrow();
+}
+
+#else  // a pool of std::threads
+
+thread_local bool t_in_parallel_loop = false;  // true on a worker, and on a caller while it runs chunks
+
+bool in_parallel_loop() { return t_in_parallel_loop; }
+
+// Workers that wait for a loop, then take its chunks one at a time (a shared counter) until none
+// is left. One loop runs at a time; a second caller waits for the first to finish. The loop ends
+// when every worker that joined it has left, so none can still be reading it afterwards.
+class ThreadPool {
+ public:
+  void run(int64_t chunks, const ChunkBody& chunk) {
+    std::lock_guard<std::mutex> one_loop_at_a_time(loop_mutex_);
+    grow_to(chunks - 1);  // the caller is the last thread
+    FirstError error;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      body_ = &chunk;
+      error_ = &error;
+      chunks_ = chunks;
+      next_.store(0);
+      ++generation_;
+    }
+    wake_.notify_all();
+    t_in_parallel_loop = true;
+    take_chunks();
+    t_in_parallel_loop = false;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      finished_.wait(lock, [&] { return joined_ == 0; });
+      body_ = nullptr;  // a worker that wakes from now on finds no loop to join
+    }
+    error.rethrow();
+  }
+
+ private:
+  // Runs chunks until every one has been taken.
+  void take_chunks() {
+    for (int64_t c = next_.fetch_add(1); c < chunks_; c = next_.fetch_add(1)) error_->run(*body_, c);
+  }
+
+  void worker() {
+    t_in_parallel_loop = true;
+    uint64_t seen = 0;
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        wake_.wait(lock, [&] { return generation_ != seen && body_ != nullptr; });
+        seen = generation_;
+        ++joined_;
+      }
+      take_chunks();
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (--joined_ == 0) finished_.notify_all();
+    }
+  }
+
+  void grow_to(int64_t workers) {
+    while (threads_ < workers) {
+      std::thread([this] { worker(); }).detach();
+      ++threads_;
+    }
+  }
+
+  std::mutex loop_mutex_;  // held by the caller of the running loop
+  std::mutex mutex_;       // guards the loop's fields below (set before workers join, read after)
+  std::condition_variable wake_, finished_;
+  int64_t threads_ = 0;
+  const ChunkBody* body_ = nullptr;
+  FirstError* error_ = nullptr;
+  int64_t chunks_ = 0, joined_ = 0;
+  std::atomic<int64_t> next_{0};
+  uint64_t generation_ = 0;
+};
+
+void run_chunks(int64_t chunks, const ChunkBody& chunk) {
+  // Never destroyed: its workers wait for the next loop until the process ends.
+  static ThreadPool* const pool = new ThreadPool;
+  pool->run(chunks, chunk);
+}
+
+#endif  // TG_OPENMP
+
 }  // namespace
 
 void set_num_threads(int n) {
@@ -66,24 +196,12 @@ void parallel_for(int64_t begin, int64_t end, int64_t grain, const std::function
   const int64_t n = end - begin;
   grain = std::max<int64_t>(grain, 1);
   const int64_t chunks = std::min<int64_t>(get_num_threads(), (n + grain - 1) / grain);
-  if (chunks <= 1 || omp_in_parallel()) {
+  if (chunks <= 1 || in_parallel_loop()) {
     fn(begin, end);
     return;
   }
-  // chunk c covers [begin + c*n/chunks, begin + (c+1)*n/chunks); OpenMP runs every chunk even
-  // when it gives the region fewer threads than asked for.
-  std::exception_ptr error;
-  std::mutex error_mutex;
-#pragma omp parallel for schedule(static, 1) num_threads(static_cast<int>(chunks))
-  for (int64_t c = 0; c < chunks; ++c) {
-    try {
-      fn(begin + c * n / chunks, begin + (c + 1) * n / chunks);
-    } catch (...) {
-      std::lock_guard<std::mutex> lock(error_mutex);
-      if (!error) error = std::current_exception();
-    }
-  }
-  if (error) std::rethrow_exception(error);
+  // chunk c covers [begin + c*n/chunks, begin + (c+1)*n/chunks), whichever thread runs it
+  run_chunks(chunks, [&](int64_t c) { fn(begin + c * n / chunks, begin + (c + 1) * n / chunks); });
 }
 
 }  // namespace tg

@@ -12,9 +12,10 @@
 //                        The chunks depend on the thread count: a loop whose result would
 //                        change with its chunk boundaries (a reduction) must not use it so.
 //
-// The threads are OpenMP's, the same team BLIS's gemms run on (autograd/runtime/parallel.cpp says why).
-// OpenMP's threads do not survive fork(), so in a forked child tapegrad runs on one thread and
-// set_num_threads keeps it there (as PyTorch does).
+// The threads are OpenMP's, the same team BLIS's gemms run on, or, in a build without OpenMP
+// (TG_OPENMP=OFF), a small pool of std::threads; both run the same chunks, so the same bits
+// (autograd/runtime/parallel.cpp says why). Threads do not survive fork(), so in a forked child
+// tapegrad runs on one thread and set_num_threads keeps it there (as PyTorch does).
 #pragma once
 #include <cstdint>
 #include <functional>
