@@ -316,17 +316,20 @@ GradcheckRun check_once(const GradcheckFn& fn, const std::vector<Tensor>& inputs
 
 // --- the fuzzer --------------------------------------------------------------------------------------
 
+// A number in [0, n) from one draw of rng: the same on every standard library, so a run seed
+// replays the same run anywhere (std's distributions are not specified to the bit, and libc++'s
+// and libstdc++'s differ). n is small here, so the modulo's bias is negligible.
+int64_t draw_below(std::mt19937& rng, int64_t n) { return static_cast<int64_t>(rng() % static_cast<uint32_t>(n)); }
+
 // A broadcastable variation of x's shape: each dim shrunk to 1 with probability 1/3 (keeping
 // its first slice, so the values stay in x's domain), then sometimes the leading size-1 dims
 // dropped.
 Tensor vary_shape(const Tensor& x, std::mt19937& rng) {
   Tensor y = x.detach();
-  std::uniform_int_distribution<int> third(0, 2);
   for (int64_t d = 0; d < y.dim(); ++d) {
-    if (y.sizes()[d] > 1 && third(rng) == 0) y = y.narrow(d, 0, 1);
+    if (y.sizes()[d] > 1 && draw_below(rng, 3) == 0) y = y.narrow(d, 0, 1);
   }
-  std::uniform_int_distribution<int> quarter(0, 3);
-  if (quarter(rng) == 0) {
+  if (draw_below(rng, 4) == 0) {
     while (y.dim() > 0 && y.sizes()[0] == 1) y = y.squeeze(0);
   }
   return y;
@@ -335,21 +338,18 @@ Tensor vary_shape(const Tensor& x, std::mt19937& rng) {
 // x's values in a freshly laid out storage: contiguous, with a storage offset, transposed
 // (two dims swapped in memory) or sliced (every other element along a dim).
 Tensor vary_layout(const Tensor& x, std::mt19937& rng, std::string& layout) {
-  std::uniform_int_distribution<int> pick(0, 3);
-  const int kind = pick(rng);
+  const int64_t kind = draw_below(rng, 4);
   Tensor view;
   if (kind == 2 && x.dim() >= 2) {
-    std::uniform_int_distribution<int64_t> dim_of(0, x.dim() - 1);
-    const int64_t a = dim_of(rng);
-    int64_t b = dim_of(rng);
+    const int64_t a = draw_below(rng, x.dim());
+    int64_t b = draw_below(rng, x.dim());
     if (a == b) b = (a + 1) % x.dim();
     Shape swapped = x.sizes();
     std::swap(swapped[a], swapped[b]);
     view = make_empty(swapped, x.dtype()).transpose(a, b).detach();
     layout = "transposed(" + std::to_string(a) + "," + std::to_string(b) + ")";
   } else if (kind == 3 && x.dim() >= 1) {
-    std::uniform_int_distribution<int64_t> dim_of(0, x.dim() - 1);
-    const int64_t d = dim_of(rng);
+    const int64_t d = draw_below(rng, x.dim());
     Shape wider = x.sizes();
     wider[d] = 2 * wider[d] + 1;
     view = make_empty(wider, x.dtype()).slice(d, 1, std::nullopt, 2).detach();

@@ -72,7 +72,7 @@ Adam::Adam(std::string name, std::vector<ParamGroup> groups, AdamOptions options
 
 void Adam::step() {
   NoGradGuard no_grad;
-  const auto [beta1, beta2] = options_.betas;
+  const double beta1 = options_.betas.first, beta2 = options_.betas.second;
   for_each_with_grad([&](const Group& group, Slot& slot, const Tensor& grad) {
     bool fresh = false;
     Tensor step_t = state_of(slot, 0, fresh);

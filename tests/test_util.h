@@ -149,6 +149,17 @@ inline void write_bytes(const std::string& path, const std::string& bytes) {
   if (!out) throw std::runtime_error("cannot write " + path);
 }
 
+// What runs a built program: "" natively; in a cross build, the emulator that runs the tests
+// themselves and a space ("qemu-aarch64 ", tests/CMakeLists.txt passes CMake's
+// CMAKE_CROSSCOMPILING_EMULATOR), put before the program in a command.
+inline std::string program_launcher() {
+#ifdef TG_PROGRAM_LAUNCHER
+  return TG_PROGRAM_LAUNCHER " ";
+#else
+  return "";
+#endif
+}
+
 // Runs a program (a path, then its arguments, each quoted for the shell) and collects what it
 // prints on stdout and stderr together, and its exit code (-1 if it did not exit normally).
 struct ProgramRun {
@@ -165,7 +176,7 @@ inline ProgramRun run_program(const std::string& program, const std::vector<std:
     q.push_back('\'');
     return q;
   };
-  std::string command = quoted(program);
+  std::string command = program_launcher() + quoted(program);
   for (const std::string& a : arguments) command.append(" ").append(quoted(a));
   command += " 2>&1";
   ProgramRun run;

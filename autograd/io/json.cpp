@@ -12,7 +12,9 @@
 #include "autograd/error.h"
 
 #include <charconv>
+#include <cmath>
 #include <cstdio>
+#include <locale>
 #include <fstream>
 #include <sstream>
 #include <unordered_set>
@@ -57,6 +59,32 @@ namespace {
 
 // Integer text: an optional '-' and digits only (the number grammar already forbids '+' and
 // leading zeros).
+// The double nearest to a number's text (valid JSON grammar), correctly rounded whatever the
+// locale: std::from_chars, where the standard library has it for double. libc++ before LLVM 20
+// (macOS's, and Clang's -stdlib=libc++) has it for integers only; there a stream in the classic
+// locale converts the text, with strtod's correct rounding.
+struct NumberValue {
+  double value = 0.0;
+  bool converted = false;     // the whole text was read
+  bool out_of_range = false;  // its magnitude is too large, or too small, for a double
+};
+NumberValue number_value(const std::string& text) {
+  NumberValue number;
+#if defined(__cpp_lib_to_chars)
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), number.value);
+  number.out_of_range = error == std::errc::result_out_of_range;
+  number.converted = number.out_of_range || (error == std::errc() && end == text.data() + text.size());
+#else
+  std::istringstream in(text);
+  in.imbue(std::locale::classic());
+  in >> number.value;
+  number.converted = in.eof();  // read to its end (a value out of range fails, but is read whole)
+  // out of range: +-HUGE_VAL when too large, a zero when too small (a denormal is a value as any other)
+  number.out_of_range = in.fail() && (std::isinf(number.value) || number.value == 0.0);
+#endif
+  return number;
+}
+
 bool is_integer_text(const std::string& text) {
   return text.find_first_of(".eE") == std::string::npos;
 }
@@ -417,14 +445,11 @@ class Parser {
     }
     v.kind_ = Value::Kind::Number;
     v.text_ = std::string(text_.substr(start, pos_ - start));
-    auto [end, error] = std::from_chars(v.text_.data(), v.text_.data() + v.text_.size(), v.number_);
-    if (error == std::errc::result_out_of_range) {
-      // Too small for a double rounds to zero, as strtod does; too large is an error.
-      if (!negative_exponent) fail_at(start, "number " + v.text_ + " is too large for a double");
-      v.number_ = v.text_[0] == '-' ? -0.0 : 0.0;
-    } else if (error != std::errc() || end != v.text_.data() + v.text_.size()) {
-      fail_at(start, "cannot convert number " + v.text_);
-    }
+    const NumberValue number = number_value(v.text_);
+    if (number.out_of_range && !negative_exponent) fail_at(start, "number " + v.text_ + " is too large for a double");
+    if (!number.converted) fail_at(start, "cannot convert number " + v.text_);
+    // Too small for a double rounds to zero, as strtod does.
+    v.number_ = number.out_of_range ? (v.text_[0] == '-' ? -0.0 : 0.0) : number.value;
   }
 
   unsigned parse_hex4() {

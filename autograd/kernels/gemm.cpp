@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <chrono>
+#include <functional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -94,9 +96,11 @@ constexpr int64_t kSingleThreadWork = 128 * 128 * 128;
 constexpr int64_t kParallelBatchWork = 64 * 64 * 64;  // the least work worth a thread of its own
 
 // A BLIS runtime object asking for one thread, or null (= BLIS's global thread setting).
+// bli_rntm_init_from_global and bli_rntm_set_num_threads are the calls BLIS 0.9, 1.x and 2.0
+// share (1.0 made bli_rntm_init the library's own start-up, without an argument).
 rntm_t* runtime_for(int64_t M, int64_t N, int64_t K, rntm_t* single) {
   if (M * N * K > kSingleThreadWork) return nullptr;
-  bli_rntm_init(single);
+  bli_rntm_init_from_global(single);
   bli_rntm_set_num_threads(1, single);
   return single;
 }

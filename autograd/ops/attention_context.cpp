@@ -31,15 +31,19 @@
 //   dv and dk of keys [c0, c1): the sums over the queries that see them, rows r >= c0 - query_offset.
 // Self-attention with T = 256 and blocks of 64 computes 10 of 16 blocks: 62.5% of the products.
 //
-// Bit for bit, this is the composition, masked_scaled_attention_reference (at the end of this
-// file; it runs when the fast kernels are off, and it is the test oracle): every matrix goes
+// This is the composition, masked_scaled_attention_reference (at the end of this file; it runs
+// when the fast kernels are off, and it is the test oracle), bit for bit where every product is
+// summed as one chain in k order (below), and within a sum's rounding elsewhere: every matrix goes
 // through the same ops, one batch index at a time instead of all at once (matmul runs one gemm
 // per batch index either way, and the softmax works row by row). What the causal blocks leave
 // out adds nothing: a weight of 0 times a finite value is a zero term, and every kernel sums each
 // element as one chain in k order (small_gemm.h, bf16_gemm.h), so a chain without its zero
 // terms, at its end (S, out, dP, dq) or at its start (dv, dk, from a sum of +0), ends on the same
 // value, up to the sign of a zero. (BLIS's skx gemm is that chain up to K = 256; past it, it adds
-// partial sums of blocks of k, so dv and dk skip leading queries only while T_q <= kOneChainK.)
+// partial sums of blocks of k, so dv and dk skip leading queries only while T_q <= kOneChainK.
+// BLIS's other kernels, haswell's and generic ones and its small-matrix path, may order a sum by
+// the product's shape: the float64 products, and float32 ones that small_gemm leaves to BLIS, then
+// agree with the composition's within rounding; tests/autograd/test_masked_scaled_attention.cpp.)
 // Only an inf or NaN in k, v or dout where the weight is 0 differs: the composition's 0 * inf
 // spreads NaN, and here it is never read (as masked_scaled_softmax keeps such a gradient out).
 #include <algorithm>

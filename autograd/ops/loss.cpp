@@ -211,7 +211,9 @@ Tensor cross_entropy_grad(const Tensor& g, const Tensor& logits, const Tensor& t
 
 // The fused path: (N,C) or (C) logits, mean over the rows, ignore_index -100, no smoothing.
 Tensor cross_entropy_fused(const Tensor& logits, const Tensor& targets) {
-  const auto [N, C] = check_cross_entropy(logits, targets);
+  // (named, not a structured binding: Clang with OpenMP cannot capture a binding in a lambda)
+  const std::pair<int64_t, int64_t> rows_and_classes = check_cross_entropy(logits, targets);
+  const int64_t N = rows_and_classes.first, C = rows_and_classes.second;
   const Tensor xc = logits.is_contiguous() ? logits : logits.detach().contiguous();
   const Tensor tc = targets.contiguous();
   Tensor loss = make_empty({}, logits.dtype());  // loss (): 0-d

@@ -117,7 +117,11 @@ void empty_cache() {
 double peak_rss_mb() {
   rusage r{};
   getrusage(RUSAGE_SELF, &r);
-  return static_cast<double>(r.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
+#if defined(__APPLE__)
+  return static_cast<double>(r.ru_maxrss) / (1024.0 * 1024.0);  // macOS gives ru_maxrss in bytes
+#else
+  return static_cast<double>(r.ru_maxrss) / 1024.0;  // Linux (and the BSDs) in KiB
+#endif
 }
 
 }  // namespace tg

@@ -341,9 +341,12 @@ TEST(Safetensors, SaveErrorsNameTheFileAndWriteNothing) {
   EXPECT_TRUE(has_part(error_of([&] { save_safetensors(under_file, {{"a", t}}); }), ": Not a directory"));
   EXPECT_EQ(folder.count(), 1u);
 
-  // a folder nobody may write to: /sys refuses even root (a read-only folder does for others)
-  EXPECT_TRUE(has_part(error_of([&] { save_safetensors("/sys/m.safetensors", {{"a", t}}); }),
-                       "save_safetensors: /sys/m.safetensors: cannot create a temporary file /sys/m.safetensors.tmp-"));
+  // a folder nobody may write to: a mounted sysfs refuses even root (a read-only folder does for
+  // others). In a container or chroot without sysfs, /sys is a plain folder: not checked there.
+  if (std::filesystem::exists("/sys/kernel")) {
+    EXPECT_TRUE(has_part(error_of([&] { save_safetensors("/sys/m.safetensors", {{"a", t}}); }),
+                         "save_safetensors: /sys/m.safetensors: cannot create a temporary file /sys/m.safetensors.tmp-"));
+  }
   if (geteuid() != 0) {
     std::string read_only = folder.file("read_only");
     std::filesystem::create_directory(read_only);

@@ -14,6 +14,7 @@
 
 #include "autograd/error.h"
 #include "autograd/io/json.h"
+#include "test_util.h"
 
 #ifndef TG_EXAMPLES_DIR
 #error "TG_EXAMPLES_DIR (the folder of the built examples) must be defined by the build"
@@ -66,7 +67,7 @@ bool example_exists(const std::string& name) { return std::filesystem::exists(ex
 std::string run_example(const std::string& name, const std::string& environment) {
   const std::string path = example_path(name);
   if (!example_exists(name)) throw Error("run_example: " + path + ": no such program (is TG_BUILD_EXAMPLES on?)");
-  FILE* pipe = popen((environment + "'" + path + "'").c_str(), "r");
+  FILE* pipe = popen((environment + program_launcher() + "'" + path + "'").c_str(), "r");
   if (!pipe) throw Error("run_example: " + path + ": cannot be started");
   std::string out;
   char buffer[4096];

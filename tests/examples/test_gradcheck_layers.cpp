@@ -27,7 +27,8 @@ ProgramRun run_gradcheck_layers(const std::string& arguments, const std::string&
   ProgramRun run;
 #ifdef TG_GRADCHECK_LAYERS
   run.built = true;
-  const std::string command = environment + "\"" + TG_GRADCHECK_LAYERS + "\" " + arguments + " 2>&1";
+  const std::string command =
+      environment + test::program_launcher() + "\"" + TG_GRADCHECK_LAYERS + "\" " + arguments + " 2>&1";
   FILE* pipe = popen(command.c_str(), "r");
   if (!pipe) return run;
   char buffer[4096];

@@ -3,6 +3,7 @@
 // with a message naming it; and the README's picture is what the code draws.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>

@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -174,6 +175,8 @@ TEST(TrainGptProgram, InterruptSavesACheckpointThatResumes) {
   const std::string out = dir.file("run"), program = example_program("train_gpt");
   std::vector<std::string> args = {program,  "--out",     out, "--steps",       "100000",  "--eval-every",
                                    "100000", "--threads", "1", "--lr-schedule", "constant"};
+  std::string launcher = program_launcher();  // "qemu-aarch64 " in a cross build, else ""
+  if (!launcher.empty()) args.insert(args.begin(), launcher.substr(0, launcher.size() - 1));
   const pid_t child = fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
@@ -181,7 +184,7 @@ TEST(TrainGptProgram, InterruptSavesACheckpointThatResumes) {
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
     freopen("/dev/null", "w", stdout);
-    execv(program.c_str(), argv.data());
+    execvp(argv[0], argv.data());
     _exit(127);
   }
   for (int waited = 0; waited < 100 && !std::filesystem::exists(out); ++waited) usleep(50000);  // training has begun

@@ -98,7 +98,7 @@ TEST(TrainingMemory, ResidentMemoryStaysFlatOver1000Steps) {
   Trainer t(tiny_options(1000), text());
   for (int step = 1; step <= 100; ++step) t.train_step();
   const int64_t at_100 = resident_bytes();
-  ASSERT_GT(at_100, 0) << "cannot read /proc/self/statm";
+  if (at_100 < 0) GTEST_SKIP() << "no /proc/self/statm here (Linux only): the resident size cannot be read";
   int64_t highest = at_100;
   for (int step = 101; step <= 1000; ++step) {
     t.train_step();
