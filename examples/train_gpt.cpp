@@ -124,6 +124,8 @@ int run(TrainOptions o, const std::vector<std::string>& given) {
     trainer = resume_trainer(o.resume, o, read_data(o.data));
     log = RunLog::read(o.resume, trainer->step());
   } else {
+    // --warmup not given: 50 steps, or a tenth of a short run's (--steps 20 warms up for 2)
+    if (std::find(given.begin(), given.end(), "warmup") == given.end()) o.warmup = default_warmup(o.steps);
     trainer = std::make_unique<Trainer>(o, read_data(o.data));
   }
   if (o.threads > 0) tg::set_num_threads(static_cast<int>(o.threads));

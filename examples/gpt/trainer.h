@@ -27,6 +27,7 @@
 // Evaluation (model in eval mode, no tape) draws eval_batches batches from each split with a
 // generator seeded kEvalSeed every time, so val losses compare between steps and between runs.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -73,6 +74,10 @@ struct TrainOptions {
 
 // train_gpt's flags, bound to the fields of o.
 std::vector<Flag> train_flags(TrainOptions& o);
+
+// The warmup of a run whose --warmup was not given: 50 steps, at most a tenth of --steps, so a
+// short first run (--steps 20) just works.
+inline int64_t default_warmup(int64_t steps) { return std::min<int64_t>(50, steps / 10); }
 
 // kBFloat16 for precision "bf16", else kFloat32: what the forward's AutocastGuard is given.
 ScalarType products_dtype(const TrainOptions& o);

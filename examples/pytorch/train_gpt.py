@@ -287,7 +287,7 @@ def options(argv=None):
     p.add_argument("--lr", type=float, default=2e-3)
     p.add_argument("--min-lr", type=float, default=2e-4)
     p.add_argument("--lr-schedule", choices=["constant", "cosine"], default="cosine")
-    p.add_argument("--warmup", type=int, default=50)
+    p.add_argument("--warmup", type=int, default=None, help="default: 50, at most --steps / 10 (as train_gpt's)")
     p.add_argument("--weight-decay", type=float, default=0.1)
     p.add_argument("--grad-clip", type=float, default=1.0)
     p.add_argument("--seed", type=int, default=1337)
@@ -328,6 +328,8 @@ def check_options(o, world=1):
         raise ValueError(f"--nproc {world} does not divide --batch {o.batch}: each process takes batch / nproc "
                          "sequences of every micro-batch")
     # a resumed run keeps its own schedule (its config.json's warmup, checked when it is read)
+    if o.warmup is None:
+        o.warmup = min(50, o.steps // 10)
     if not o.resume and o.lr_schedule == "cosine" and o.warmup >= o.steps:
         raise ValueError(f"--warmup ({o.warmup}) must be smaller than --steps ({o.steps}) with the cosine schedule")
     if not 256 <= o.vocab_size <= 65536:

@@ -73,6 +73,19 @@ TEST(TrainGptProgram, ATinyRunWritesEveryFileAndResumes) {
       has_part(r.output, "generate: --prompt: tokenizer: character '#' (U+0023) at byte 0 is not in the vocabulary"));
 }
 
+// A first short run needs no --warmup: the default (50) becomes a tenth of --steps, and is saved.
+TEST(TrainGptProgram, AShortRunWithoutWarmupJustWorks) {
+  SKIP_WITHOUT_EXAMPLES();
+  TempFolder dir;
+  const std::string out = dir.file("run");
+  const ProgramRun r = train_gpt({"--steps", "20", "--eval-every", "10", "--batch", "2", "--context", "8", "--emb-dim",
+                                  "8", "--heads", "2", "--layers", "1", "--eval-batches", "1", "--sample-tokens", "5",
+                                  "--threads", "1", "--out", out},
+                                 false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(has_part(read_bytes(out + "/config.json"), "\"warmup\": 2")) << read_bytes(out + "/config.json");
+}
+
 TEST(TrainGptProgram, PrecisionIsSavedAndMayChangeOnResume) {
   SKIP_WITHOUT_EXAMPLES();
   TempFolder dir;
