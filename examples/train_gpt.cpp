@@ -142,6 +142,7 @@ int run(TrainOptions o, const std::vector<std::string>& given) {
             << o.steps << " steps of " << o.batch << " x " << o.model.context_length << " tokens"
             << (o.grad_accum > 1 ? " x " + std::to_string(o.grad_accum) + " micro-batches" : std::string()) << ", "
             << kernels << " kernels, " << precision << "; writing to " << o.out << "/\n";
+  if (const std::string note = bf16_speed_note(o.precision); !note.empty()) std::cout << note << "\n";
   auto save_all = [&] {
     save_checkpoint(*trainer, o.out);
     log.write(o.out);

@@ -298,6 +298,39 @@ void gemm_into(const Tensor& out, const Tensor& a, const Tensor& b) {
   });
 }
 
+namespace {
+
+// GFLOP/s of `product` (an n x n x n product), the best of 3 after one to warm up.
+double best_gflops(int64_t n, const std::function<void()>& product) {
+  product();
+  double best = 1e300;
+  for (int r = 0; r < 3; ++r) {
+    const auto start = std::chrono::steady_clock::now();
+    product();
+    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  return 2.0 * static_cast<double>(n * n * n) / std::max(best, 1e-9) * 1e-9;
+}
+
+}  // namespace
+
+const ProductSpeeds& product_speeds() {
+  static const ProductSpeeds speeds = [] {
+    constexpr int64_t n = 512;
+    const Tensor a = make_empty({n, n}, kFloat32), b = make_empty({n, n}, kFloat32), out = make_empty({n, n}, kFloat32);
+    for (int64_t i = 0; i < n * n; ++i) {  // any values: the time does not depend on them
+      a.data_ptr<float>()[i] = static_cast<float>(i % 7) - 3.0f;
+      b.data_ptr<float>()[i] = static_cast<float>(i % 5) - 2.0f;
+    }
+    ProductSpeeds s;
+    s.float32_gflops = best_gflops(n, [&] { gemm_into(out, a, b); });
+    const Tensor a16 = a.to(kBFloat16), b16 = b.to(kBFloat16);
+    s.bfloat16_gflops = best_gflops(n, [&] { gemm_bf16_into(out, a16, b16); });
+    return s;
+  }();
+  return speeds;
+}
+
 void gemm_bf16_into(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias) {
   const MatrixLayout la = matrix_layout(a), lb = matrix_layout(b);
   bf16_gemm::gemm(out.data_ptr<float>(), out.stride(0), bf16_operand(a, la, 0), bf16_operand(b, lb, 0), la.rows,

@@ -52,6 +52,17 @@ void gemm_bf16_into(const Tensor& out, const Tensor& a, const Tensor& b, const T
 bf16_gemm::Kernel bf16_kernel();
 void set_bf16_kernel(bf16_gemm::Kernel kernel);
 
+// How fast this machine's float32 and bfloat16 products run, in GFLOP/s: one (512, 512) @
+// (512, 512) product each, as matmul runs it (gemm_into, gemm_bf16_into on bf16_kernel()), the
+// best of 3 at the current thread count. Measured on the first call (a few tens of
+// milliseconds), then remembered for the process. train_gpt --precision bf16 says when
+// bfloat16 is the slower one (a CPU whose bfloat16 instruction runs at half the float32 rate, or
+// one without it, where the FMA kernel emulates it).
+struct ProductSpeeds {
+  double float32_gflops = 0, bfloat16_gflops = 0;
+};
+const ProductSpeeds& product_speeds();
+
 // t (d0, ..., dn-2, C) seen as one matrix (R, C), R = d0*...*dn-2, when memory allows it without
 // a copy: the leading dims must step through memory as one dim would. A view with no autograd
 // state. (A batch of products with one shared matrix is then one product: BLIS runs one large

@@ -118,6 +118,18 @@ std::string precision_mode(const std::string& precision) {
   return mode + ")";
 }
 
+std::string bf16_speed_note(const std::string& precision) {
+  if (precision != "bf16" || !fast_kernels()) return "";
+  const kernels::ProductSpeeds& speed = kernels::product_speeds();
+  if (speed.bfloat16_gflops >= speed.float32_gflops) return "";
+  char line[200];
+  std::snprintf(line, sizeof line,
+                "train_gpt: note: bfloat16 products run at %.0f GFLOP/s here, float32 at %.0f; --precision fp32 is "
+                "faster on this CPU",
+                speed.bfloat16_gflops, speed.float32_gflops);
+  return line;
+}
+
 void RunLog::write_summary(const std::string& dir, const std::string& precision) const {
   std::optional<double> train, val, train_bpb, val_bpb;
   for (const LossRow& r : rows_) {

@@ -25,6 +25,11 @@ const char* kernels_mode();
 // or on a CPU without AVX512_BF16 "bf16 (fma kernel: this CPU has no AVX512_BF16; the same
 // numbers, slower)" (kernels/bf16_gemm.h).
 std::string precision_mode(const std::string& precision);
+// With --precision bf16 and the fast kernels, where bfloat16 products run slower than float32
+// ones on this CPU (kernels::product_speeds, measured once): one line that says so, e.g.
+// "train_gpt: note: bfloat16 products run at 84 GFLOP/s here, float32 at 152; --precision fp32 is
+// faster on this CPU". Else "".
+std::string bf16_speed_note(const std::string& precision);
 
 struct LossRow {
   int64_t step;  // steps done (1 after the first)
