@@ -67,7 +67,7 @@ class GPTModel(nn.Module):
 
     def forward(self, idx):
         T = idx.shape[1]
-        x = self.tok_emb(idx) + self.pos_emb(torch.arange(T))
+        x = self.tok_emb(idx) + self.pos_emb(torch.arange(T, device=idx.device))
         x = self.trf_blocks(self.drop_emb(x))
         return self.out_head(self.final_norm(x))
 
