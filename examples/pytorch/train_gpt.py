@@ -156,6 +156,9 @@ class Run:
             ids = torch.tensor(self.tokenizer.encode(text), dtype=torch.long)
             self.train_data, self.val_data = split_train_val(ids)
         self.bytes_per_id = torch.tensor(self.tokenizer.bytes_per_id(), dtype=torch.long)
+        # The weights are drawn on the CPU, as tapegrad draws them, then moved. On a GPU, dropout
+        # draws from the GPU's generator (seeded here too): its masks differ from the CPU's and
+        # tapegrad's. The batches do not: batch_gen is a CPU generator on every device.
         torch.manual_seed(o.seed)
         self.model = GPTModel(config_of(o, self.tokenizer.vocab_size)).to(device)
         self.ddp = self.model  # what the training step calls; DistributedDataParallel(model) when world > 1
@@ -163,10 +166,21 @@ class Run:
         self.batch_gen = torch.Generator().manual_seed(o.seed)
         self.step = 0
 
+    def on_device(self, value, dtype=None):
+        """value (a tensor, or numbers for torch.tensor) on the run's device. Every tensor the loop
+        hands to the model, the loss or a collective goes through here: a GPU run fails on the
+        first CPU tensor that meets a GPU one, and NCCL takes GPU tensors only. The batches are
+        drawn on the CPU (tapegrad's draws) and moved here."""
+        if torch.is_tensor(value):
+            return value.to(self.device)
+        return torch.tensor(value, dtype=dtype, device=self.device)
+
     def autocast(self):
-        """The context of a forward pass and its loss: bfloat16 autocast with --precision bf16."""
-        return torch.autocast(torch.device(self.device).type, dtype=torch.bfloat16,
-                              enabled=self.o.precision == "bf16")
+        """The context of a forward pass and its loss: bfloat16 autocast with --precision bf16, none
+        with fp32 (torch.autocast refuses a device type it has no autocast for, even disabled)."""
+        if self.o.precision != "bf16":
+            return _nothing()
+        return torch.autocast(torch.device(self.device).type, dtype=torch.bfloat16)
 
     def train_step(self):
         for group in self.optimizer.param_groups:
@@ -179,7 +193,7 @@ class Run:
         step_loss = 0.0
         for k in range(n):
             rows = slice(k * b + self.rank * share, k * b + (self.rank + 1) * share)
-            xk, yk = x[rows].to(self.device), y[rows].to(self.device)
+            xk, yk = self.on_device(x[rows]), self.on_device(y[rows])
             sync = self.ddp.no_sync() if (self.world > 1 and k < n - 1) else _nothing()
             with sync:  # the gradients are averaged over the ranks once, after the last micro-batch
                 with self.autocast():  # the forward pass and the loss; backward outside
@@ -187,7 +201,7 @@ class Run:
                 (loss if n == 1 else loss / n).backward()
             step_loss += loss.item() / n
         if self.world > 1:  # the ranks' means, averaged: the whole batch's mean
-            total = torch.tensor(step_loss, dtype=torch.float64)
+            total = self.on_device(step_loss, torch.float64)
             dist.all_reduce(total)
             step_loss = total.item() / self.world
         params = list(self.model.parameters())
@@ -217,11 +231,11 @@ class Run:
             for _ in range(self.o.eval_batches):
                 x, y = get_batch(data, self.o.batch, self.o.context, gen)
                 with self.autocast():  # evaluated in the run's precision, as tapegrad does
-                    loss = F.cross_entropy(self.model(x.to(self.device)).flatten(0, 1), y.to(self.device).flatten())
+                    loss = F.cross_entropy(self.model(self.on_device(x)).flatten(0, 1), self.on_device(y).flatten())
                 loss = loss.item()
                 total += loss
                 nats += loss * y.numel()
-                nbytes += int(self.bytes_per_id[y].sum())
+                nbytes += int(self.bytes_per_id[y].sum())  # y as drawn, on the CPU as bytes_per_id
             out.append((total / self.o.eval_batches, nats / math.log(2.0) / nbytes))
         self.model.train()
         return Losses(out[0][0], out[1][0], out[0][1], out[1][1])
@@ -229,13 +243,15 @@ class Run:
     # ---- the run folder's state (run_folder.py) ----
 
     def load_state(self, step, model_state, optimizer_tensors, metadata, source):
-        """Continue from a saved step: weights, AdamW's moments, both generators."""
-        self.model.load_state_dict(model_state, strict=True)
+        """Continue from a saved step: weights, AdamW's moments, both generators (the CPU's: a GPU's
+        generator, dropout's on a GPU run, is not saved, tapegrad has none)."""
+        self.model.load_state_dict(model_state, strict=True)  # copies into the parameters, on their device
         for name, p in self.model.named_parameters():
             if name + ".step" not in optimizer_tensors:
                 continue
-            self.optimizer.state[p] = {key: optimizer_tensors[f"{name}.{key}"].to(p.device if key != "step" else "cpu")
-                                       for key in ("step", "exp_avg", "exp_avg_sq")}
+            saved = {key: optimizer_tensors[f"{name}.{key}"] for key in ("step", "exp_avg", "exp_avg_sq")}
+            # the moments beside their parameter; the step count stays on the CPU, where AdamW keeps it
+            self.optimizer.state[p] = {key: t if key == "step" else self.on_device(t) for key, t in saved.items()}
         try:
             torch.set_rng_state(torch.tensor(list(bytes.fromhex(metadata["default_generator"])), dtype=torch.uint8))
             self.batch_gen.set_state(torch.tensor(list(bytes.fromhex(metadata["batch_generator"])), dtype=torch.uint8))
@@ -353,7 +369,7 @@ def train_loop(run, o, out="", config=None, loss_rows=None, elapsed_before=0.0):
         now = time.time() - start
         out_of_time = o.max_minutes > 0 and elapsed_before + now >= 60.0 * o.max_minutes
         if run.world > 1 and o.max_minutes > 0:  # rank 0's clock decides for all
-            flag = torch.tensor([1 if out_of_time else 0])
+            flag = run.on_device([1 if out_of_time else 0])
             dist.broadcast(flag, 0)
             out_of_time = bool(flag.item())
         last = step == o.steps or out_of_time
