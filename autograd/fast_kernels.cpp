@@ -3,6 +3,9 @@
 
 #include <atomic>
 
+#include "autograd/kernels/blis_kernels.h"
+#include "autograd/kernels/gemm.h"
+#include "autograd/kernels/isa.h"
 #include "autograd/runtime/environment.h"
 
 namespace tg {
@@ -22,6 +25,11 @@ std::atomic<bool>& switch_state() {
 
 bool fast_kernels() { return switch_state().load(std::memory_order_relaxed); }
 void set_fast_kernels(bool enabled) { switch_state().store(enabled, std::memory_order_relaxed); }
+
+std::string kernel_info() {
+  return kernels::blis_kernels_in_use() + " | tapegrad " + kernels::isa_name(kernels::best_isa()) + " kernels, bf16 " +
+         kernels::bf16_gemm::kernel_name(kernels::bf16_kernel());
+}
 
 FastKernelsGuard::FastKernelsGuard(bool enabled) : previous_(fast_kernels()) { set_fast_kernels(enabled); }
 FastKernelsGuard::~FastKernelsGuard() { set_fast_kernels(previous_); }

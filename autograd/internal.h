@@ -68,10 +68,6 @@ struct TensorImpl : std::enable_shared_from_this<TensorImpl> {
 Buffer allocate_storage(size_t nbytes);
 void release_storage(const Buffer& buffer, size_t nbytes);
 
-// Names BLIS's kernels for a CPU newer than the BLIS knows (autograd/kernels/blis_kernels.cpp); call
-// before BLIS's first use. Changes nothing when the user set BLIS_ARCH_TYPE.
-void choose_blis_kernels();
-
 // Give a view whose base was written in place since its grad_fn was made the base's new
 // history (autograd/tape_inplace.cpp).
 void rebase_view_history(TensorImpl& view);

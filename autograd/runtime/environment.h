@@ -7,6 +7,9 @@
 //   TG_MAX_ISA         avx512, avx2 or portable  kernels/isa.h: the widest instruction set tapegrad uses
 //   TG_DETECT_ANOMALY  0 or 1                    tape.h: anomaly mode on every thread
 //   TG_GRADCHECK_SEED  a decimal number < 2^32   gradcheck.h: the fuzz runs' seed
+//   BLIS_ARCH_TYPE     BLIS's kernels by number  BLIS's own variable, checked before BLIS starts:
+//                      (-1: BLIS's own pick)     kernels it or this CPU cannot run are an Error
+//                                                (kernels/blis_kernels.h)
 //
 // Unset and empty mean the same: the default. Each is read when it is first needed (the first op,
 // the first bfloat16 product), so the Error reaches the caller there, as any other bad input does.

@@ -30,7 +30,7 @@
 #include <omp.h>
 #endif
 
-#include "autograd/internal.h"
+#include "autograd/kernels/blis_kernels.h"
 #include "autograd/tensor.h"
 
 namespace tg {
@@ -52,7 +52,7 @@ void after_fork_in_child() {
 
 int& thread_count() {
   static int count = [] {
-    choose_blis_kernels();  // before BLIS starts: it picks its kernels once
+    kernels::choose_blis_kernels();  // before BLIS starts (it picks its kernels once); may throw
     const int n = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     bli_thread_set_num_threads(n);
     pthread_atfork(nullptr, nullptr, after_fork_in_child);

@@ -11,10 +11,12 @@
 
 #include "autograd/fast_kernels.h"
 #include "autograd/gradcheck.h"
+#include "autograd/kernels/blis_kernels.h"
 #include "autograd/kernels/gemm.h"
 #include "autograd/kernels/isa.h"
 #include "autograd/ops.h"
 #include "autograd/runtime/environment.h"
+#include "autograd/runtime/parallel.h"
 #include "autograd/tape.h"
 #include "test_util.h"
 
@@ -136,6 +138,20 @@ TEST(Environment, BadDetectAnomalyIsAnErrorAtTheFirstRecordedOp) {
   const std::string expected =
       std::string("TG_DETECT_ANOMALY=") + std::getenv("TG_DETECT_ANOMALY") + ": expected 0 or 1";
   EXPECT_TRUE(has_part(error_of([] { anomaly_mode_enabled(); }), expected));
+}
+
+// BLIS's own variable, checked before BLIS starts: BLIS itself would abort or crash.
+TEST(Environment, BadBlisArchTypeIsAnErrorAtTheFirstOp) {
+  const char* v = std::getenv("BLIS_ARCH_TYPE");
+  if (v == nullptr || *v == '\0' ||
+      error_of([&] { kernels::checked_blis_arch_type(v, kernels::this_cpu(), kernels::this_blis()); }).empty()) {
+    GTEST_SKIP() << "BLIS_ARCH_TYPE is not set to a value BLIS cannot run";
+  }
+  const std::string expected = std::string("BLIS_ARCH_TYPE=") + v + ": ";
+  EXPECT_TRUE(has_part(error_of([] { get_num_threads(); }), expected));  // what starts BLIS
+  EXPECT_TRUE(has_part(error_of([] { kernel_info(); }), expected));      // and again: BLIS never started
+  if (!fast_kernels()) return;  // the reference path runs no BLIS
+  EXPECT_TRUE(has_part(error_of([] { ones({2, 2}).matmul(ones({2, 2})); }), expected));
 }
 
 TEST(Environment, BadGradcheckSeedIsAnErrorOfAFuzzedGradcheck) {
