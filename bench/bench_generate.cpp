@@ -34,7 +34,8 @@
 //   peak_rss_mb           getrusage's ru_maxrss
 //   ids_hash              FNV-1a (64 bits) of the N new ids as little-endian int64, in hex
 //   first_ids, ids        the first 16 new ids, all N
-//   blas                  BLIS's version, threading build and kernels, from BLIS itself
+//   blas                  the kernels that ran: BLIS's version, threading build and kernels (and
+//                         who chose them), tapegrad's own (tg::kernel_info, autograd/fast_kernels.h)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -42,6 +43,7 @@
 #include <string>
 #include <vector>
 
+#include "autograd/fast_kernels.h"
 #include "autograd/io/json.h"
 #include "autograd/ops.h"
 #include "autograd/random/generator.h"
@@ -158,7 +160,7 @@ int run(const BenchOptions& b) {
             << ", \"seconds_total\": " << number(total, "%.3f") << ", \"peak_rss_mb\": " << number(rss, "%.1f")
             << ", \"ids_hash\": " << tg::json::quote(fnv1a_hex(ids)) << ", \"first_ids\": " << json_ids(ids, 16)
             << ", \"ids\": " << json_ids(ids, ids.size())
-            << ", \"blas\": " << tg::json::quote(tg::bench::blis_description()) << "}" << std::endl;
+            << ", \"blas\": " << tg::json::quote(tg::kernel_info()) << "}" << std::endl;
   return 0;
 }
 

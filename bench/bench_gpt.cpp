@@ -42,7 +42,8 @@
 //   first_loss          the loss of step 1 (the first warmup step when W > 0): the same seed
 //                       and config give the same value in PyTorch
 //   final_loss          the loss of the last step
-//   blas                BLIS's version, threading build and kernels, from BLIS itself
+//   blas                the kernels that ran: BLIS's version, threading build and kernels (and
+//                       who chose them), tapegrad's own (tg::kernel_info, autograd/fast_kernels.h)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -53,6 +54,7 @@
 #include <string>
 #include <vector>
 
+#include "autograd/fast_kernels.h"
 #include "autograd/io/json.h"
 #include "autograd/kernels/gemm.h"
 #include "autograd/runtime/memory.h"
@@ -170,7 +172,7 @@ int run(const BenchOptions& b) {
             << ", \"peak_tensor_mb\": " << number(static_cast<double>(memory.peak_bytes) / (1 << 20), "%.1f")
             << ", \"cached_mb\": " << number(static_cast<double>(memory.cached_bytes) / (1 << 20), "%.1f") << ", \"first_loss\": " << number(first_loss, "%.9g")
             << ", \"final_loss\": " << number(loss, "%.9g")
-            << ", \"blas\": " << tg::json::quote(tg::bench::blis_description()) << "}" << std::endl;
+            << ", \"blas\": " << tg::json::quote(tg::kernel_info()) << "}" << std::endl;
   return 0;
 }
 

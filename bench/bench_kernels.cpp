@@ -57,6 +57,7 @@
 #include <thread>
 #include <vector>
 
+#include "autograd/fast_kernels.h"
 #include "autograd/kernels/bf16_gemm.h"
 #include "autograd/ops.h"
 #include "autograd/runtime/parallel.h"
@@ -281,7 +282,7 @@ int run_bf16(int64_t requested_threads) {
   std::printf("bench_kernels --bf16: the %s bfloat16 gemm against raw bli_sgemm, %d threads, load average %s\n",
               tg::kernels::bf16_gemm::kernel_name(tg::kernels::bf16_gemm::best_kernel()), threads,
               load_average().c_str());
-  std::printf("%s\n\n", blis_description().c_str());
+  std::printf("%s\n\n", tg::kernel_info().c_str());
   std::printf("  %-26s %5s %5s %5s %11s %8s %11s %8s %6s\n", "product", "M", "N", "K", "bf16", "GFLOP/s", "sgemm",
               "GFLOP/s", "ratio");
   const int64_t M = 2048;
@@ -309,7 +310,7 @@ int run(int64_t requested_threads, bool medium) {
               medium ? "medium" : "small", static_cast<long long>(s.B), static_cast<long long>(s.T),
               static_cast<long long>(s.C), static_cast<long long>(s.NH), static_cast<long long>(s.hs),
               static_cast<long long>(s.V), threads, load_average().c_str());
-  std::printf("%s\n", blis_description().c_str());
+  std::printf("%s\n", tg::kernel_info().c_str());
   std::printf("limits: raw sgemm 1024^3 %.1f GFLOP/s; main memory (3 x 64 MB arrays) triad %.1f GB/s, copy %.1f GB/s\n\n",
               g_sgemm_peak, stream_gbps(Stream::Triad), stream_gbps(Stream::Copy));
   print_header();

@@ -1,4 +1,4 @@
-// bench/bench_util.cpp — timing, the machine's limits, BLIS and process facts for the benchmarks.
+// bench/bench_util.cpp — timing, the machine's limits and process facts for the benchmarks.
 #include "bench/bench_util.h"
 
 #include <blis.h>
@@ -138,15 +138,6 @@ double stream_gbps(Stream kind, int64_t n, int repeats) {
   }
   const double bytes = (kind == Stream::Copy ? 2.0 : 3.0) * 4.0 * static_cast<double>(n);
   return bytes / best_seconds(pass, repeats) * 1e-9;
-}
-
-std::string blis_description() {
-  bli_init();  // idempotent; without it the kernel query aborts when BLIS_ARCH_TYPE is set
-  std::string threading = "no threading";
-  if (bli_info_get_enable_openmp()) threading = "OpenMP threading";
-  else if (bli_info_get_enable_pthreads()) threading = "pthreads threading";
-  return std::string("BLIS ") + bli_info_get_version_str() + ", " + threading + ", " +
-         bli_arch_string(bli_arch_query_id()) + " kernels";
 }
 
 double page_faults_per_call(const std::function<void()>& fn, int calls) {

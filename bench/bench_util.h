@@ -1,6 +1,6 @@
 // bench/bench_util.h — what the benchmarks share: timing a call, the machine's own limits
-// (raw sgemm GFLOP/s, STREAM-like memory bandwidth), which BLIS is linked. Peak RSS is
-// tg::peak_rss_mb (autograd/runtime/memory.h).
+// (raw sgemm GFLOP/s, STREAM-like memory bandwidth). Which kernels ran is tg::kernel_info
+// (autograd/fast_kernels.h); peak RSS is tg::peak_rss_mb (autograd/runtime/memory.h).
 //
 // Timing: each number is the median over repeats of (time of `iters` calls) / iters, with iters
 // chosen so that one repeat takes at least ~20 ms; a few warmup calls come first.
@@ -53,9 +53,6 @@ double bf16_gemm_peak_gflops(int64_t n = 1024, int repeats = 5);
 // cache: main memory. A few MB measures the caches instead.
 enum class Stream { Copy, Triad };
 double stream_gbps(Stream kind, int64_t n = int64_t(1) << 24, int repeats = 7);
-
-// "BLIS 0.9.0, OpenMP threading, haswell kernels" (from BLIS's own bli_info / bli_arch queries).
-std::string blis_description();
 
 // Minor page faults per call of fn (getrusage's ru_minflt over `calls` calls): memory the
 // allocator got fresh from the kernel (glibc's malloc maps large blocks anew unless it reuses

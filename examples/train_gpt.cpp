@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "autograd/fast_kernels.h"
 #include "autograd/io/atomic_file.h"
 #include "autograd/io/json.h"
 #include "autograd/ops.h"
@@ -129,14 +130,17 @@ int run(TrainOptions o, const std::vector<std::string>& given) {
     trainer = std::make_unique<Trainer>(o, read_data(o.data));
   }
   if (o.threads > 0) tg::set_num_threads(static_cast<int>(o.threads));
-  // asked before --out is touched: a bad TG_FAST_KERNELS or TG_BF16_KERNEL stops the run there
+  // asked before --out is touched: a bad TG_FAST_KERNELS, TG_BF16_KERNEL or BLIS_ARCH_TYPE stops
+  // the run there
   const std::string kernels = kernels_mode(), precision = precision_mode(o.precision);
+  const std::string kernels_in_use = tg::kernel_info();
   prepare_output_dir(o.out, "--out");
 
   std::signal(SIGINT, on_interrupt);
   std::signal(SIGTERM, on_interrupt);
   Progress progress(o.steps, trainer->step(), o.grad_accum * o.batch * o.model.context_length, log.elapsed_s(),
                     isatty(STDOUT_FILENO));
+  std::cout << "train_gpt: " << kernels_in_use << "\n";
   std::cout << "train_gpt: " << trainer->model().num_parameters() << " parameters, vocabulary of "
             << trainer->tokenizer().vocab_size() << (trainer->tokenizer().is_bpe() ? " BPE tokens, " : " characters, ")
             << o.steps << " steps of " << o.batch << " x " << o.model.context_length << " tokens"

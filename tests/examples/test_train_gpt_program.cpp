@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "autograd/io/json.h"
+#include "autograd/kernels/blis_kernels.h"
 #include "test_util.h"
 
 namespace tg::test {
@@ -296,6 +297,48 @@ TEST(TrainGptProgram, ABadEnvironmentVariableIsAOneLineErrorBeforeAnythingIsWrit
     EXPECT_EQ(r.output, "train_gpt: " + message + "\n");
     EXPECT_FALSE(std::filesystem::exists(dir.file("run"))) << setting;
   }
+}
+
+// BLIS_ARCH_TYPE is BLIS's own variable. A value BLIS cannot run (it would abort, or crash on an
+// illegal instruction) is a one-line error before anything is written; one it can run wins, and
+// the first line says which kernels run and who chose them.
+TEST(TrainGptProgram, ABlisArchTypeBlisCannotRunIsAOneLineError) {
+  SKIP_WITHOUT_EXAMPLES();
+  TempFolder dir;
+  const kernels::BlisBuild blis = kernels::this_blis();
+  const kernels::CpuIdentity cpu = kernels::this_cpu();
+  auto number_of = [&](const std::string& arch) {
+    return std::to_string(std::find(blis.arch_names.begin(), blis.arch_names.end(), arch) - blis.arch_names.begin());
+  };
+  auto with_arch_type = [&](const std::string& value, const std::string& out) {
+    std::vector<std::string> args = {"BLIS_ARCH_TYPE=" + value, example_program("train_gpt")};
+    args.insert(args.end(), kTiny.begin(), kTiny.end());
+    args.insert(args.end(), {"--out", out});
+    return run_program("env", args);  // env BLIS_ARCH_TYPE=value train_gpt ...
+  };
+  const std::string foreign = cpu.x86_64 ? "armsve" : "skx";  // another processor architecture's
+  std::vector<std::pair<std::string, std::string>> cases = {
+      {"abc", "BLIS_ARCH_TYPE=abc: not a number"},
+      {"999", "BLIS_ARCH_TYPE=999: BLIS " + blis.version + " numbers its kernels 0 to "},
+      {number_of(foreign), "(" + foreign + ") is for another processor architecture; expected "},
+  };
+  if (cpu.x86_64 && !cpu.avx512_phi) cases.push_back({number_of("knl"), "(knl) needs Xeon Phi's AVX-512"});
+  if (cpu.x86_64 && !cpu.avx512) cases.push_back({number_of("skx"), "(skx) needs AVX-512"});
+  for (const auto& [value, message] : cases) {
+    const ProgramRun r = with_arch_type(value, dir.file("run"));
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    EXPECT_EQ(r.output.rfind("train_gpt: BLIS_ARCH_TYPE=" + value + ": ", 0), 0u) << r.output;
+    EXPECT_TRUE(has_part(r.output, message));
+    EXPECT_TRUE(has_part(r.output, " or " + number_of("generic") + " (generic), or -1 for BLIS's own pick"));
+    EXPECT_EQ(lines_of(r.output), 1u) << r.output;
+    EXPECT_FALSE(std::filesystem::exists(dir.file("run"))) << value;
+  }
+  const ProgramRun r = with_arch_type(number_of("generic"), dir.file("generic"));  // slow kernels, a tiny run
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.rfind("train_gpt: BLIS " + blis.version + " (", 0), 0u) << r.output;
+  const std::string first_line = r.output.substr(0, r.output.find('\n'));
+  const std::string generic = number_of("generic");
+  EXPECT_TRUE(has_part(first_line, " generic kernels (chosen by BLIS_ARCH_TYPE=" + generic + ") | tapegrad "));
 }
 
 }  // namespace
