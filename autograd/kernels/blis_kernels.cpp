@@ -439,11 +439,9 @@ CpuIdentity this_cpu() {
 }
 
 BlisBuild this_blis() {
-  BlisBuild blis;
-  blis.version = bli_info_get_version_str();
-  for (int id = 0; id < BLIS_NUM_ARCHS; ++id) blis.arch_names.emplace_back(bli_arch_string(static_cast<arch_t>(id)));
-  blis.configured = configured_kernels();
-  return blis;
+  std::vector<std::string> arch_names;
+  for (int id = 0; id < BLIS_NUM_ARCHS; ++id) arch_names.emplace_back(bli_arch_string(static_cast<arch_t>(id)));
+  return {bli_info_get_version_str(), arch_names, configured_kernels()};
 }
 
 void choose_blis_kernels() {
