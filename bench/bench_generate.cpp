@@ -160,7 +160,8 @@ int run(const BenchOptions& b) {
             << ", \"seconds_total\": " << number(total, "%.3f") << ", \"peak_rss_mb\": " << number(rss, "%.1f")
             << ", \"ids_hash\": " << tg::json::quote(fnv1a_hex(ids)) << ", \"first_ids\": " << json_ids(ids, 16)
             << ", \"ids\": " << json_ids(ids, ids.size())
-            << ", \"blas\": " << tg::json::quote(tg::kernel_info()) << "}" << std::endl;
+            << ", \"blas\": " << tg::json::quote(tg::kernel_info())
+            << ", \"blis_arch_type\": " << tg::bench::blis_arch_type() << "}" << std::endl;
   return 0;
 }
 

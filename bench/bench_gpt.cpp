@@ -44,6 +44,7 @@
 //   final_loss          the loss of the last step
 //   blas                the kernels that ran: BLIS's version, threading build and kernels (and
 //                       who chose them), tapegrad's own (tg::kernel_info, autograd/fast_kernels.h)
+//   blis_arch_type      the number of BLIS's kernels, as BLIS_ARCH_TYPE takes it (for compare_gpt.py)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -172,7 +173,8 @@ int run(const BenchOptions& b) {
             << ", \"peak_tensor_mb\": " << number(static_cast<double>(memory.peak_bytes) / (1 << 20), "%.1f")
             << ", \"cached_mb\": " << number(static_cast<double>(memory.cached_bytes) / (1 << 20), "%.1f") << ", \"first_loss\": " << number(first_loss, "%.9g")
             << ", \"final_loss\": " << number(loss, "%.9g")
-            << ", \"blas\": " << tg::json::quote(tg::kernel_info()) << "}" << std::endl;
+            << ", \"blas\": " << tg::json::quote(tg::kernel_info())
+            << ", \"blis_arch_type\": " << tg::bench::blis_arch_type() << "}" << std::endl;
   return 0;
 }
 

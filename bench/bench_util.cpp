@@ -94,6 +94,11 @@ void raw_sgemm(float* c, const float* a, const float* b, int64_t M, int64_t N, i
             const_cast<float*>(b), rsb, csb, &zero, c, N, 1);
 }
 
+int blis_arch_type() {
+  get_num_threads();  // tapegrad chooses BLIS's kernels before BLIS starts
+  return static_cast<int>(bli_arch_query_id());
+}
+
 namespace {
 // GFLOP/s of one n x n x n product (2 n^3 flops) taking `seconds`.
 double cube_gflops(int64_t n, double seconds) {

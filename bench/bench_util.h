@@ -36,6 +36,10 @@ Tensor random_matrix(const Shape& shape, uint32_t seed = 1);
 void raw_sgemm(float* c, const float* a, const float* b, int64_t M, int64_t N, int64_t K, int64_t rsa, int64_t csa,
                int64_t rsb, int64_t csb);
 
+// The number of the BLIS kernels this process runs (BLIS's arch_t, as BLIS_ARCH_TYPE takes it),
+// after tapegrad has chosen them: compare_gpt.py gives PyTorch the same kernels by this number.
+int blis_arch_type();
+
 // The compute limit: GFLOP/s (2*n^3 per call) of raw bli_sgemm on n x n row-major matrices, on
 // the threads BLIS has now (tg::set_num_threads sets them), best of `repeats` timed repeats.
 double sgemm_peak_gflops(int64_t n = 1024, int repeats = 5);

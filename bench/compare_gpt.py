@@ -115,14 +115,26 @@ def wait_for_idle(o):
             return False, busy
 
 
-def run_one(command):
-    result = subprocess.run(command, capture_output=True, text=True)
+def run_one(command, env=None):
+    result = subprocess.run(command, capture_output=True, text=True, env=env)
     if result.returncode != 0:
         sys.exit(f"compare_gpt.py: {' '.join(command)} failed (exit {result.returncode}):\n{result.stderr}")
     lines = [line for line in result.stdout.splitlines() if line.startswith("{")]
     if not lines:
         sys.exit(f"compare_gpt.py: {' '.join(command)} printed no JSON line:\n{result.stdout}")
     return json.loads(lines[-1])
+
+
+def pytorch_environment(o):
+    """PyTorch runs on the same BLIS library, but BLIS picks its own kernels there: tapegrad names
+    them itself where BLIS's pick is narrower than the CPU (autograd/kernels/blis_kernels.cpp). So
+    PyTorch's runs get BLIS_ARCH_TYPE set to the number of the kernels tapegrad runs (a one-step
+    bench_gpt run says it), unless the user set BLIS_ARCH_TYPE for both."""
+    if os.environ.get("BLIS_ARCH_TYPE"):
+        return None
+    probe = run_one([os.path.join(o.build, "bench", "bench_gpt"), "--config", "tiny", "--threads", "1", "--steps",
+                     "1", "--warmup", "0"])
+    return {**os.environ, "BLIS_ARCH_TYPE": str(probe["blis_arch_type"])}
 
 
 def commands(o, config, threads):
@@ -243,6 +255,7 @@ def main():
     runs = []
     out = open(o.out, "w") if o.out else None
     started = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
+    torch_env = pytorch_environment(o)
     for config in o.configs:
         for threads in o.threads:
             cmds = commands(o, config, threads)
@@ -253,7 +266,7 @@ def main():
                         print(f"compare_gpt.py: {config}, {threads} threads, {side} run {pair}: the machine was "
                               f"not idle ({busy:.0%} of all cores busy after {o.idle_wait:.0f} s); running anyway",
                               file=sys.stderr)
-                    r = run_one(cmds[side])
+                    r = run_one(cmds[side], torch_env if side.startswith("pytorch") else None)
                     r.update(side=side, pair=pair, idle=idle, busy_before=round(busy, 3))
                     runs.append(r)
                     print(f"  {config:6} {threads} threads {side:18} run {pair}: {r['tokens_per_s']:9.1f} tokens/s"
