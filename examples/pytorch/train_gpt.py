@@ -324,6 +324,7 @@ def options(argv=None):
     p.add_argument("--eval-only", action="store_true", help="not here: ./build/examples/train_gpt --eval-only")
     o = p.parse_args(argv)
     o.precision_given, o.precision = o.precision is not None, o.precision or "fp32"
+    o.warmup_given, o.warmup = o.warmup is not None, 50 if o.warmup is None else o.warmup
     return o
 
 
@@ -344,7 +345,7 @@ def check_options(o, world=1):
         raise ValueError(f"--nproc {world} does not divide --batch {o.batch}: each process takes batch / nproc "
                          "sequences of every micro-batch")
     # a resumed run keeps its own schedule (its config.json's warmup, checked when it is read)
-    if o.warmup is None:
+    if not o.warmup_given and not o.resume:  # as train_gpt: a short first run just works
         o.warmup = min(50, o.steps // 10)
     if not o.resume and o.lr_schedule == "cosine" and o.warmup >= o.steps:
         raise ValueError(f"--warmup ({o.warmup}) must be smaller than --steps ({o.steps}) with the cosine schedule")
