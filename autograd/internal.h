@@ -95,10 +95,13 @@ Tensor make_empty(const Shape& shape, ScalarType dtype, const char* op = "empty"
 void copy_values(const Tensor& dst, const Tensor& src, const char* op);
 // dst = a @ b for 2-D a (M, K) and b (K, N), written into dst (M, N), a tensor the op has just
 // made or a block of one, its rows contiguous: as copy_values(dst, matmul(a, b)) with the same
-// kernel and bits (autocast's too), but with no result to allocate and copy (ops/matmul.cpp).
+// kernel and bits (autocast's too), but with no result to allocate and copy (ops/matmul_into.cpp).
 void matmul_into(const Tensor& dst, const Tensor& a, const Tensor& b);
+// matmul's checks of its operands, with its messages: both defined and at least 1-D, of one
+// dtype it multiplies (bfloat16 only under autocast, no bool) (ops/matmul.cpp).
+void check_matmul_operands(const Tensor& a, const Tensor& b);
 // True when a product of a and b runs in bfloat16: autocast is on and both operands are float32
-// or bfloat16 (float64 is left alone, as PyTorch does).
+// or bfloat16 (float64 is left alone, as PyTorch does) (ops/matmul_autocast.cpp).
 bool autocast_applies(const Tensor& a, const Tensor& b);
 // dst = a @ b + bias, bias (N): as copy_values(dst, add(matmul(a, b), bias)), the same bits. Under
 // autocast on the fast path the bias is added to the product's sums as they are stored (linear's

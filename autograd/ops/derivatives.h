@@ -42,7 +42,7 @@ Tensor matmul_backward_b(const Tensor& g, const Tensor& a, int64_t b_dim, bool b
 // Under autocast (autograd/autocast.h), an activation (a float32 non-leaf) kept only for a matrix
 // product's backward is kept as its bfloat16 copy: half the memory, and the product rounds it to
 // exactly those values anyway. Parameters (leaves), and anything outside autocast, are kept as
-// they are. Used by matmul, feed_forward and masked_scaled_attention.
+// they are. Used by matmul, feed_forward and masked_scaled_attention (ops/matmul_autocast.cpp).
 Tensor kept_for_product(const Tensor& t);
 // matmul's forward as plain loops, summed in double: the path with fast_kernels() off (and for
 // int64), and the test oracle of the fast path (kernels/gemm.h). Records nothing.

@@ -4,7 +4,8 @@
 //             out[.., i, j] = sum_k a[.., i, k] * b[.., k, j]
 //   backward  da  = g @ b^T      db = a^T @ g
 // Batch dims (all but the last two) broadcast as in elementwise ops; a gradient is summed over
-// the batch dims its input was broadcast along (by the tape's sum_to, or folded into one product).
+// the batch dims its input was broadcast along (by the tape's sum_to, or on the fast path
+// folded into one product).
 // A 1-D operand is promoted as PyTorch does: a (K) is read as (1,K), b (K) as (K,1), and that
 // added dim is dropped from the result. So 1-D @ 1-D is a dot product (0-d result), 2-D @ 1-D
 // a matrix-vector product, and so on.
@@ -18,11 +19,11 @@
 // Under autocast (autograd/autocast.h: AutocastGuard(kBFloat16)), float32 operands are rounded to
 // bfloat16 and the products summed in float32; the result stays float32. The fast path runs
 // kernels/bf16_gemm.h, the reference path matmul_reference on the rounded inputs. An operand that
-// is saved and is not a leaf (an activation) is saved as its bfloat16 copy, half the memory.
+// is saved and is not a leaf (an activation) is saved as its bfloat16 copy, half the memory
+// (kept_for_product, in ops/matmul_autocast.cpp with the rest of autocast's bookkeeping).
 // The backward runs under its forward's mode (the tape sees to it), so da and db are bfloat16
 // products as well, of the gradient rounded once.
 #include <algorithm>
-#include <memory>
 #include <optional>
 #include <type_traits>
 #include <vector>
@@ -36,19 +37,9 @@
 
 namespace tg {
 
-namespace {
-
-// --- shapes ------------------------------------------------------------------------------------
-
-struct MatmulShapes {
-  Shape batch;          // broadcast batch dims of the output
-  int64_t M, N, K;      // a (.., M, K) @ b (.., K, N), after promoting 1-D operands
-  Shape out;            // the result's shape (promoted dims dropped again)
-};
-
-std::string dims_str(int64_t rows, int64_t cols) { return std::to_string(rows) + "x" + std::to_string(cols); }
-
-void check_operands(const Tensor& a, const Tensor& b) {
+// Both defined, at least 1-D, of one dtype that matmul multiplies (internal.h); matmul_into
+// checks its operands with it too.
+void check_matmul_operands(const Tensor& a, const Tensor& b) {
   check_defined(a, "matmul", "input");
   check_defined(b, "matmul", "other");
   if (a.dim() == 0 || b.dim() == 0) {
@@ -67,6 +58,18 @@ void check_operands(const Tensor& a, const Tensor& b) {
   }
   if (a.dtype() == kBool) throw Error("matmul: not supported for bool tensors; convert them, e.g. with .to_float()");
 }
+
+namespace {
+
+// --- shapes ------------------------------------------------------------------------------------
+
+struct MatmulShapes {
+  Shape batch;          // broadcast batch dims of the output
+  int64_t M, N, K;      // a (.., M, K) @ b (.., K, N), after promoting 1-D operands
+  Shape out;            // the result's shape (promoted dims dropped again)
+};
+
+std::string dims_str(int64_t rows, int64_t cols) { return std::to_string(rows) + "x" + std::to_string(cols); }
 
 // The inner dims must agree; the messages are PyTorch's for each case.
 void check_inner_dims(const Tensor& a, const Tensor& b, int64_t M, int64_t K, int64_t Kb, int64_t N) {
@@ -176,13 +179,8 @@ Tensor rounded_to_bf16(const Tensor& t) { return t.detach().to(kBFloat16).to(kFl
 
 }  // namespace
 
-bool autocast_applies(const Tensor& a, const Tensor& b) {
-  auto takes = [](ScalarType t) { return t == kFloat32 || t == kBFloat16; };
-  return autocast_dtype() == kBFloat16 && takes(a.dtype()) && takes(b.dtype());
-}
-
 Tensor matmul(const Tensor& a, const Tensor& b) {
-  check_operands(a, b);
+  check_matmul_operands(a, b);
   const MatmulShapes s = matmul_shapes(a, b);
   const bool bf16 = autocast_applies(a, b);
   // each operand is saved only if the other one needs its gradient
@@ -216,106 +214,6 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   return out;
 }
 
-namespace {
-
-// The last activation kept_for_product copied on this thread, and its copy. A layer's input often
-// feeds several products (attention's three projections read the same x): they share one copy,
-// as they would share the float32 tensor. The copy is remembered by its buffer, not by its
-// Tensor: the tape keeps an alias of what an op saved (a Tensor of its own over the same
-// buffer), and the Tensor kept_for_product returned is gone once its op has returned. Weak
-// pointers: the cache keeps nothing alive.
-struct LastCopy {
-  std::weak_ptr<Storage> source;
-  int64_t offset = 0;
-  Shape sizes, strides;
-  uint64_t version = 0;
-  std::weak_ptr<Storage> copy;  // bfloat16, of the source's sizes
-  Shape copy_strides;
-  uint64_t copy_version = 0;
-};
-thread_local LastCopy last_copy;
-
-// A parameter (a leaf that requires grad), or a view of one (linear's weight.t()).
-bool is_parameter_or_view_of_one(const TensorImpl& impl) {
-  const TensorImpl& root = impl.is_view && impl.view_base ? *impl.view_base : impl;
-  return root.grad_fn == nullptr && root.requires_grad;
-}
-
-// The copy `last` remembers, if it is of exactly this view of t's buffer, neither written
-// since, and still alive.
-std::shared_ptr<Storage> remembered_copy(const LastCopy& last, const TensorImpl& impl) {
-  if (last.source.lock() != impl.storage || last.offset != impl.offset || last.sizes != impl.sizes ||
-      last.strides != impl.strides || last.version != impl.storage->version)
-    return nullptr;
-  std::shared_ptr<Storage> copy = last.copy.lock();
-  return copy && copy->version == last.copy_version ? copy : nullptr;
-}
-
-}  // namespace
-
-Tensor kept_for_product(const Tensor& t) {
-  const TensorImpl& impl = impl_of(t);
-  if (autocast_dtype() != kBFloat16 || t.dtype() != kFloat32 || is_parameter_or_view_of_one(impl)) return t;
-  LastCopy& last = last_copy;
-  if (std::shared_ptr<Storage> copy = remembered_copy(last, impl)) {
-    auto shared = std::make_shared<TensorImpl>();  // a Tensor of its own over the copy's buffer
-    shared->storage = std::move(copy);
-    shared->dtype = kBFloat16;
-    shared->sizes = impl.sizes;
-    shared->strides = last.copy_strides;
-    shared->numel = impl.numel;
-    return tensor_of(std::move(shared));
-  }
-  Tensor copy = t.detach().to(kBFloat16);
-  last = LastCopy{impl.storage, impl.offset, impl.sizes, impl.strides, impl.storage->version,
-                  impl_of(copy).storage, copy.strides(), storage_of(copy).version};
-  return copy;
-}
-
-namespace {
-
-// matmul_into's checks: dst (M, N) with contiguous rows, of the product's dtype.
-void check_into(const Tensor& dst, const Tensor& a, const Tensor& b, bool bf16) {
-  const bool fits = a.dim() == 2 && b.dim() == 2 && dst.dim() == 2 && a.size(1) == b.size(0) &&
-                    dst.size(0) == a.size(0) && dst.size(1) == b.size(1) &&
-                    (dst.size(1) <= 1 || dst.stride(1) == 1);  // rows contiguous
-  if (!fits || dst.dtype() != (bf16 ? kFloat32 : a.dtype())) {
-    throw Error("matmul_into: expected dst (M, N) with contiguous rows, of the product's dtype, for a (M, K) @ b (K, N); "
-                "got dst " + shape_str(dst.sizes()) + " " + dtype_name(dst.dtype()) + ", a " + shape_str(a.sizes()) +
-                ", b " + shape_str(b.sizes()));
-  }
-}
-
-}  // namespace
-
-void matmul_into(const Tensor& dst, const Tensor& a, const Tensor& b) {
-  check_operands(a, b);
-  const bool bf16 = autocast_applies(a, b);
-  check_into(dst, a, b, bf16);
-  if (bf16 && fast_kernels()) {
-    kernels::gemm_bf16_into(dst, a, b);
-  } else if (!bf16 && fast_kernels() && a.dtype() != kInt64) {
-    kernels::gemm_into(dst, a, b);
-  } else {
-    NoGradGuard no_grad;
-    copy_values(dst, matmul(a, b), "matmul_into");  // the reference path: matmul's own result
-  }
-}
-
-void matmul_into(const Tensor& dst, const Tensor& a, const Tensor& b, const Tensor& bias) {
-  check_operands(a, b);
-  const bool bf16 = autocast_applies(a, b);
-  check_into(dst, a, b, bf16);
-  const bool in_store = bf16 && fast_kernels() && bias.dtype() == kFloat32 && bias.dim() == 1 &&
-                        bias.size(0) == dst.size(1) && bias.is_contiguous();
-  if (in_store) {
-    kernels::gemm_bf16_into(dst, a, b, bias);
-  } else {
-    NoGradGuard no_grad;
-    copy_values(dst, add(matmul(a, b), bias), "matmul_into");  // the composition (its checks too)
-  }
-}
-
 // da = g @ b^T, shaped (batch.., K) or (batch.., M, K); the tape sums it to a's shape.
 Tensor matmul_backward_a(const Tensor& g, const Tensor& b, int64_t a_dim) {
   const Tensor gm = grad_as_matrices(g, a_dim, b.dim());
@@ -325,16 +223,21 @@ Tensor matmul_backward_a(const Tensor& g, const Tensor& b, int64_t a_dim) {
 
 // db = a^T @ g, shaped like b, or with batch dims the tape sums away.
 Tensor matmul_backward_b(const Tensor& g, const Tensor& a, int64_t b_dim, bool b_transposed) {
-  const Tensor gm = grad_as_matrices(g, a.dim(), b_dim);
-  const Tensor am = as_left_matrices(a);
-  // b without batch dims was used by every batch of a: the sum over batches of a_i^T @ g_i is
-  // one product of a (R, K) and g (R, N), R = batch*M, when both fold without a copy (faster
-  // than a product per batch summed by the tape; the same sum in another order).
-  const std::optional<Tensor> a_rows = b_dim <= 2 && a.dim() > 2 ? kernels::fold_leading_dims(am) : std::nullopt;
-  const std::optional<Tensor> g_rows = a_rows ? kernels::fold_leading_dims(gm) : std::nullopt;
-  const bool folded = a_rows && g_rows;
-  const bool one_product = folded || (a.dim() == 2 && b_dim == 2);
-  const Tensor left = folded ? *a_rows : am, right = folded ? *g_rows : gm;  // (R, K), (R, N)
+  Tensor left = as_left_matrices(a), right = grad_as_matrices(g, a.dim(), b_dim);  // (.., M, K), (.., M, N)
+  bool one_product = a.dim() == 2 && b_dim == 2;
+  if (fast_kernels() && b_dim <= 2 && a.dim() > 2) {
+    // b without batch dims was used by every batch of a: the sum over batches of a_i^T @ g_i is
+    // one product of a (R, K) and g (R, N), R = batch*M, when both fold without a copy (BLIS
+    // runs it faster than a product per batch summed by the tape; the same sum in another
+    // order). The plain path leaves that sum to the tape.
+    const std::optional<Tensor> a_rows = kernels::fold_leading_dims(left);
+    const std::optional<Tensor> g_rows = a_rows ? kernels::fold_leading_dims(right) : std::nullopt;
+    if (a_rows && g_rows) {
+      left = *a_rows;
+      right = *g_rows;
+      one_product = true;
+    }
+  }
   Tensor db;
   if (one_product && b_transposed) {
     db = swap_last_two(matmul(swap_last_two(right), left));  // (K, N), stored as (N, K): b's layout
@@ -379,7 +282,7 @@ void matmul_reference_kernel(T* out, const T* a, const T* b, int64_t M, int64_t 
 
 // matmul's forward, one batch at a time. Records nothing.
 Tensor matmul_reference(const Tensor& a, const Tensor& b) {
-  check_operands(a, b);
+  check_matmul_operands(a, b);
   const MatmulShapes s = matmul_shapes(a, b);
   // Each operand's matrices copied contiguous (off the tape): a (batch_a.., M, K), b (batch_b..,
   // K, N). Seen with the full batch, a batch dim it is broadcast along has stride 0.
