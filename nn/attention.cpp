@@ -5,12 +5,12 @@
 //   weights = softmax(scores / sqrt(d_k), -1), then dropout
 //   context = weights @ values
 //
-// With tg::fast_kernels() on, one visible branch per forward runs the same steps as fused ops
-// (autograd/ops/attention.cpp), with the same bits: masked_scaled_softmax does the masking, the
-// scaling and the softmax in one pass, and when dropout is the identity and the weights are not
-// kept, masked_scaled_attention also the product with the values, without keeping the weights
-// for backward. Those apply the causal rule from the positions (key j > query i + past is
-// masked), the rule the buffer `mask` holds.
+// With tg::fast_kernels() on, two visible branches per forward run the same steps as fused ops
+// (autograd/ops/attention.cpp), with the same bits: when dropout is the identity and the
+// weights are not kept, masked_scaled_attention does every step from the scores to the product
+// with the values, without keeping the weights for backward; else masked_scaled_softmax does
+// the masking, the scaling and the softmax in one pass. Those apply the causal rule from the
+// positions (key j > query i + past is masked), the rule the buffer `mask` holds.
 #include "nn/attention.h"
 
 #include <cmath>

@@ -7,8 +7,8 @@
 //   pow   out = a^e            da = g*e*a^(e-1)  de = g*out*log(a)
 //   neg   out = -a             da = -g
 // Gradients of broadcast inputs are summed back to the input's shape by the tape. The backward
-// formulas of add, sub, mul and div are functions (declared in ops/derivatives.h, defined at the
-// end of this file), which the in-place add_, mul_ and div_ (tensor.cpp) call too.
+// formulas of add, sub, mul and div are functions (declared in ops/derivatives.h, each defined
+// right after its op), which the in-place add_, mul_ and div_ (tensor.cpp) call too.
 #include <cmath>
 
 #include "autograd/ops.h"
@@ -70,6 +70,11 @@ Tensor add(const Tensor& a, const Tensor& b, Scalar alpha) {
   return out;
 }
 
+// da = g, db = alpha*g (sub's too, with -alpha)
+Grads add_backward(const BackwardArgs& ctx, double alpha) {
+  return Grads{ctx.grad_out, alpha == 1.0 ? ctx.grad_out : mul(ctx.grad_out, alpha)};
+}
+
 Tensor sub(const Tensor& a, const Tensor& b, Scalar alpha) {
   const ScalarType dt = arithmetic_dtype(a, b);
   if (dt == kBool) throw Error("sub: subtraction, the `-` operator, with two bool tensors is not supported");
@@ -93,6 +98,12 @@ Tensor mul(const Tensor& a, const Tensor& b) {
   return out;
 }
 
+// da = g*b, db = g*a; saved {a, b}
+Grads mul_backward(const BackwardArgs& ctx) {
+  return Grads{ctx.needs_grad[0] ? mul(ctx.grad_out, ctx.saved[1]) : Tensor(),
+               ctx.needs_grad[1] ? mul(ctx.grad_out, ctx.saved[0]) : Tensor()};
+}
+
 Tensor div(const Tensor& a, const Tensor& b) {
   ScalarType dt = arithmetic_dtype(a, b);
   if (!is_floating(dt)) dt = kFloat32;  // true division, as PyTorch's `/`
@@ -100,6 +111,13 @@ Tensor div(const Tensor& a, const Tensor& b) {
   const Tensor keep_a = b.requires_grad() ? a : Tensor();
   record("DivBackward0", {a, b}, out, {keep_a, b}, div_backward);
   return out;
+}
+
+// da = g/b, db = -g*a/b^2; saved {a, b}
+Grads div_backward(const BackwardArgs& ctx) {
+  const Tensor& b = ctx.saved[1];
+  return Grads{ctx.needs_grad[0] ? div(ctx.grad_out, b) : Tensor(),
+               ctx.needs_grad[1] ? neg(div(mul(ctx.grad_out, ctx.saved[0]), mul(b, b))) : Tensor()};
 }
 
 Tensor neg(const Tensor& a) {
@@ -141,6 +159,9 @@ Tensor mul(const Tensor& a, Scalar b) {
   return out;
 }
 
+// da = g*s
+Grads mul_scalar_backward(const BackwardArgs& ctx, double s) { return Grads{mul(ctx.grad_out, s)}; }
+
 Tensor div(const Tensor& a, Scalar b) {
   ScalarType dt = scalar_dtype(b, a);
   if (!is_floating(dt)) dt = kFloat32;
@@ -149,6 +170,9 @@ Tensor div(const Tensor& a, Scalar b) {
   record("DivBackward0", {a}, out, {}, [s](const BackwardArgs& ctx) { return div_scalar_backward(ctx, s); });
   return out;
 }
+
+// da = g/s
+Grads div_scalar_backward(const BackwardArgs& ctx, double s) { return Grads{div(ctx.grad_out, s)}; }
 
 Tensor rsub(const Tensor& a, Scalar b) {
   Tensor out = elementwise_binary(scalar_like(b, a, "rsub"), a, scalar_dtype(b, a), false, "rsub",
@@ -210,29 +234,6 @@ Tensor pow(const Tensor& a, const Tensor& exponent) {
   });
   return out;
 }
-
-// --- the backward formulas (ops/derivatives.h) ----------------------------------------------------
-
-// da = g, db = alpha*g
-Grads add_backward(const BackwardArgs& ctx, double alpha) {
-  return Grads{ctx.grad_out, alpha == 1.0 ? ctx.grad_out : mul(ctx.grad_out, alpha)};
-}
-
-// da = g*b, db = g*a; saved {a, b}
-Grads mul_backward(const BackwardArgs& ctx) {
-  return Grads{ctx.needs_grad[0] ? mul(ctx.grad_out, ctx.saved[1]) : Tensor(),
-               ctx.needs_grad[1] ? mul(ctx.grad_out, ctx.saved[0]) : Tensor()};
-}
-
-// da = g/b, db = -g*a/b^2; saved {a, b}
-Grads div_backward(const BackwardArgs& ctx) {
-  const Tensor& b = ctx.saved[1];
-  return Grads{ctx.needs_grad[0] ? div(ctx.grad_out, b) : Tensor(),
-               ctx.needs_grad[1] ? neg(div(mul(ctx.grad_out, ctx.saved[0]), mul(b, b))) : Tensor()};
-}
-
-Grads mul_scalar_backward(const BackwardArgs& ctx, double s) { return Grads{mul(ctx.grad_out, s)}; }
-Grads div_scalar_backward(const BackwardArgs& ctx, double s) { return Grads{div(ctx.grad_out, s)}; }
 
 // --- operators -----------------------------------------------------------------------------------
 

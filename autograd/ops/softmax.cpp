@@ -4,7 +4,8 @@
 //                backward  dx  = y * (g - sum_j g_j y_j)
 //   log_softmax  forward   y_i = x_i - m - log(s)
 //                backward  dx  = g - exp(y) * sum_j g_j
-// (sums along dim). Saved for backward: the output y only, not the input.
+// (sums along dim). Saved for backward: the output y only, not the input: both backward formulas
+// read y alone (log_softmax's as exp(y)), so x can be freed after the forward.
 //
 // A tensor is seen as x (B,N,I) with the dim of size N in the middle: B = product of the sizes
 // before dim, I = product of those after. When dim is the last one (I == 1) each row of N is
