@@ -12,9 +12,9 @@
 namespace tg {
 
 // Every op calls record exactly once, after computing its output, whether or not anything
-// needs a gradient:
-//   record("SoftmaxBackward0", {x}, y, {y}, [dim](const BackwardArgs& ctx) {
-//     return Grads{softmax_backward(ctx.grad_out, ctx.saved[0], dim)};   // dx = y * (g - sum(g*y))
+// needs a gradient. softmax's, from softmax_op (ops/softmax.cpp):
+//   record("SoftmaxBackward0", {x}, y, {y}, [dim, log_space](const BackwardArgs& ctx) {
+//     return Grads{softmax_grad(ctx.grad_out, ctx.saved[0], dim, log_space)};  // dx = y * (g - sum(g*y))
 //   });
 // It runs anomaly mode's forward check (when on), then, if grad mode is on and some input
 // requires grad, appends an entry: `out` then requires grad with the entry as its grad_fn.

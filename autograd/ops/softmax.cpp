@@ -37,7 +37,8 @@ namespace nn_kernels {
 
 // --- the plain reference ------------------------------------------------------------------------------
 
-// y (n) = softmax(x (n)), one contiguous row of softmax_forward below, returning 1/s. y may be x.
+// y (n) = softmax(x (n)), one contiguous row of softmax_forward_reference below, returning 1/s.
+// y may be x.
 template <class T>
 double softmax_row_reference(T* y, const T* x, int64_t n) {
   T m = -std::numeric_limits<T>::infinity();
@@ -102,7 +103,7 @@ void softmax_forward_reference(T* out, const T* inp, int64_t B, int64_t N, int64
 }
 
 // dx (n) = y (g - sum_k g_k y_k) / divisor for the gradient g (n) of the output y (n), one
-// contiguous row of softmax_backward below (divisor 1). dx may be g or y.
+// contiguous row of softmax_backward_reference below (divisor 1). dx may be g or y.
 template <class T>
 void softmax_backward_row_reference(T* dx, const T* g, const T* y, int64_t n, T divisor) {
   double s = 0.0;

@@ -185,10 +185,10 @@ TEST(Softmax, KernelsMatchNaiveTwinsDirectly) {
       for (float& v : g) v = u(rng);
       K::softmax_forward_reference<float>(y.data(), x.data(), B, N, I, log_space);
       naive_kernels::softmax_forward_naive<float>(yr.data(), x.data(), B, N, I, log_space);
-      expect_close(to_double(y), to_double(yr), 1e-7, 1e-6, "softmax_forward kernel");
+      expect_close(to_double(y), to_double(yr), 1e-7, 1e-6, "softmax_forward_reference");
       K::softmax_backward_reference<float>(dx.data(), g.data(), y.data(), B, N, I, log_space);
       naive_kernels::softmax_backward_naive<float>(dxr.data(), g.data(), y.data(), B, N, I, log_space);
-      expect_close(to_double(dx), to_double(dxr), 1e-6, 1e-6, "softmax_backward kernel");
+      expect_close(to_double(dx), to_double(dxr), 1e-6, 1e-6, "softmax_backward_reference");
     }
   }
 }
