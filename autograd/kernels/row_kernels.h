@@ -2,11 +2,11 @@
 // forward and backward (autograd/ops/layer_norm.cpp) and the column sums that give a bias its
 // gradient (sum_to, autograd/ops/reduce.cpp). Their plain references, the test oracles and
 // what runs when the fast kernels are off, are the double-precision loops of
-// autograd/ops/layer_norm.cpp (nn_kernels::layer_norm_forward_reference, _backward_reference)
+// autograd/ops/layer_norm.cpp (nn_loops::layer_norm_forward_reference, _backward_reference)
 // and sum over one dim.
 //
 // Buffers are contiguous; outputs first, then inputs, then sizes; gradients prefixed d.
-//   layer_norm  as nn_kernels.h: mean, rstd (R) per row; dweight, dbias (C) summed over rows
+//   layer_norm  as nn_loops.h: mean, rstd (R) per row; dweight, dbias (C) summed over rows
 //   column_sums out (C) = sum_r inp (R,C)
 //
 // What makes them fast, and what keeps their results fixed:

@@ -23,7 +23,7 @@
 #include "autograd/kernels/activation_kernels.h"
 #include "autograd/ops/derivatives.h"
 #include "autograd/loops.h"
-#include "autograd/ops/nn_kernels.h"
+#include "autograd/ops/nn_loops.h"
 #include "autograd/fast_kernels.h"
 #include "autograd/record.h"
 
@@ -31,7 +31,7 @@ namespace tg {
 
 namespace K = activation_kernels;
 
-namespace nn_kernels {
+namespace nn_loops {
 
 // --- the plain reference: the element formulas on std::tanh and std::exp ----------------------
 
@@ -64,7 +64,7 @@ template double gelu_tanh_reference<double>(double);
 template float gelu_tanh_derivative_reference<float>(float);
 template double gelu_tanh_derivative_reference<double>(double);
 
-}  // namespace nn_kernels
+}  // namespace nn_loops
 
 namespace {
 
@@ -103,7 +103,7 @@ Tensor grad_times(const Tensor& grad_out, const Tensor& saved, const char* op, F
 Tensor tanh(const Tensor& x) {
   check_defined(x, "tanh", "input");
   Tensor y = fast_f32(x) ? fast_unary(x, K::tanh_forward)
-                         : elementwise_unary(x, "tanh", [](auto v) { return nn_kernels::tanh_reference(v); });
+                         : elementwise_unary(x, "tanh", [](auto v) { return nn_loops::tanh_reference(v); });
   record("TanhBackward0", {x}, y, {y}, [](const BackwardArgs& ctx) {
     return Grads{grad_times(ctx.grad_out, ctx.saved[0], "tanh", [](auto t) { return 1 - t * t; })};
   });
@@ -113,7 +113,7 @@ Tensor tanh(const Tensor& x) {
 Tensor sigmoid(const Tensor& x) {
   check_defined(x, "sigmoid", "input");
   Tensor y = fast_f32(x) ? fast_unary(x, K::sigmoid_forward)
-                         : elementwise_unary(x, "sigmoid", [](auto v) { return nn_kernels::sigmoid_reference(v); });
+                         : elementwise_unary(x, "sigmoid", [](auto v) { return nn_loops::sigmoid_reference(v); });
   record("SigmoidBackward0", {x}, y, {y}, [](const BackwardArgs& ctx) {
     return Grads{grad_times(ctx.grad_out, ctx.saved[0], "sigmoid", [](auto s) { return s * (1 - s); })};
   });
@@ -148,7 +148,7 @@ Tensor gelu_backward(const Tensor& grad_out, const Tensor& x, const std::string&
       });
       return dx;
     }
-    return grad_times(grad_out, x, "gelu", [](auto v) { return nn_kernels::gelu_tanh_derivative_reference(v); });
+    return grad_times(grad_out, x, "gelu", [](auto v) { return nn_loops::gelu_tanh_derivative_reference(v); });
   }
   return grad_times(grad_out, x, "gelu", [](auto v) {
     using T = decltype(v);
@@ -191,7 +191,7 @@ Tensor gelu(const Tensor& x, const std::string& approximate) {
   Tensor y;
   if (approximate == "tanh") {
     y = fast_f32(x) ? fast_unary(x, K::gelu_tanh_forward)
-                    : elementwise_unary(x, "gelu", [](auto v) { return nn_kernels::gelu_tanh_reference(v); });
+                    : elementwise_unary(x, "gelu", [](auto v) { return nn_loops::gelu_tanh_reference(v); });
   } else {
     y = elementwise_unary(x, "gelu", [](auto v) {
       using T = decltype(v);

@@ -15,7 +15,7 @@
 // with every key masked left out of the mask and zeroed afterwards. Every key not masked goes
 // through the same operations in the same order, because both run softmax's own row loops: z
 // in T, then for float32 softmax_kernels.h's row (vectorised exp, s in 16 double lanes by
-// position), for float64 the plain row of nn_kernels (std::exp, s from the left); y =
+// position), for float64 the plain row of nn_loops (std::exp, s from the left); y =
 // T(e * (1/s)); backward s = the sum of double(g) * double(y) the same way, then dscores =
 // T(T(y (g - s)) / T(sqrt(d_k))). A masked key adds exactly 0 to either sum there (exp(-inf) =
 // 0, and g * 0 = +-0 for a finite g) and gets +0 in both directions (NaN forward when the
@@ -35,7 +35,7 @@
 #include "autograd/ops.h"
 #include "autograd/loops.h"
 #include "autograd/ops/derivatives.h"
-#include "autograd/ops/nn_kernels.h"
+#include "autograd/ops/nn_loops.h"
 #include "autograd/kernels/softmax_kernels.h"
 #include "autograd/runtime/parallel.h"
 #include "autograd/fast_kernels.h"
@@ -95,7 +95,7 @@ inline void softmax_rows_in_place(double* inv, float* y, int64_t stride, const i
 }
 inline void softmax_rows_in_place(double* inv, double* y, int64_t stride, const int64_t* lengths, int64_t rows) {
   for (int64_t r = 0; r < rows; ++r) {
-    inv[r] = nn_kernels::softmax_row_reference(y + r * stride, y + r * stride, lengths[r]);
+    inv[r] = nn_loops::softmax_row_reference(y + r * stride, y + r * stride, lengths[r]);
   }
 }
 
@@ -112,7 +112,7 @@ inline void softmax_backward_row(float* dx, const float* g, const float* y, int6
   softmax_kernels::softmax_backward_row(dx, g, y, n, divisor);
 }
 inline void softmax_backward_row(double* dx, const double* g, const double* y, int64_t n, double divisor) {
-  nn_kernels::softmax_backward_row_reference(dx, g, y, n, divisor);
+  nn_loops::softmax_backward_row_reference(dx, g, y, n, divisor);
 }
 
 // One query row's weights y (T_k) from its scores x (T_k), in three steps, the middle one done

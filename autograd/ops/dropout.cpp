@@ -20,12 +20,12 @@
 #include "autograd/random/generator.h"
 #include "autograd/ops.h"
 #include "autograd/loops.h"
-#include "autograd/ops/nn_kernels.h"
+#include "autograd/ops/nn_loops.h"
 #include "autograd/random/random_kernels.h"
 #include "autograd/record.h"
 
 namespace tg {
-namespace nn_kernels {
+namespace nn_loops {
 
 // The value a kept element of noise holds, in T: 1.0f / f32(1 - p) for float32, 1 / (1 - p) for
 // float64. Needs 0 <= p < 1.
@@ -59,7 +59,7 @@ template void dropout_forward<double>(double*, double*, const double*, Generator
 template void dropout_backward<float>(float*, const float*, const float*, int64_t);
 template void dropout_backward<double>(double*, const double*, const double*, int64_t);
 
-}  // namespace nn_kernels
+}  // namespace nn_loops
 
 Tensor dropout(const Tensor& x, double p, bool training, Generator* gen) {
   check_floating(x, "dropout");
@@ -76,7 +76,7 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator* gen) {
   Tensor noise = make_empty(x.sizes(), x.dtype());  // noise (N): x's shape, contiguous
   visit_floating(x.dtype(), "dropout", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    nn_kernels::dropout_forward<T>(out.data_ptr<T>(), noise.data_ptr<T>(), xc.data_ptr<T>(), g, x.numel(), p);
+    nn_loops::dropout_forward<T>(out.data_ptr<T>(), noise.data_ptr<T>(), xc.data_ptr<T>(), g, x.numel(), p);
   });
   record("MulBackward0", {x}, out, {noise}, [](const BackwardArgs& ctx) {
     const Tensor& nz = ctx.saved[0];
@@ -84,7 +84,7 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator* gen) {
     Tensor dx = make_empty(nz.sizes(), nz.dtype());
     visit_floating(nz.dtype(), "dropout_backward", [&](auto tag) {
       using T = typename decltype(tag)::type;
-      nn_kernels::dropout_backward<T>(dx.data_ptr<T>(), gc.data_ptr<T>(), nz.data_ptr<T>(), nz.numel());
+      nn_loops::dropout_backward<T>(dx.data_ptr<T>(), gc.data_ptr<T>(), nz.data_ptr<T>(), nz.numel());
     });
     return Grads{dx};
   });

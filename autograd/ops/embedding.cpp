@@ -10,11 +10,11 @@
 
 #include "autograd/ops.h"
 #include "autograd/loops.h"
-#include "autograd/ops/nn_kernels.h"
+#include "autograd/ops/nn_loops.h"
 #include "autograd/record.h"
 
 namespace tg {
-namespace nn_kernels {
+namespace nn_loops {
 
 // --- fused kernels ------------------------------------------------------------------------------
 
@@ -42,7 +42,7 @@ template void embedding_forward<double>(double*, const double*, const int64_t*, 
 template void embedding_backward<float>(float*, const float*, const int64_t*, int64_t, int64_t, int64_t);
 template void embedding_backward<double>(double*, const double*, const int64_t*, int64_t, int64_t, int64_t);
 
-}  // namespace nn_kernels
+}  // namespace nn_loops
 
 namespace {
 
@@ -94,7 +94,7 @@ Tensor embedding(const Tensor& weight, const Tensor& indices) {
   Tensor out = make_empty(out_shape, weight.dtype());
   visit_floating(weight.dtype(), "embedding", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    nn_kernels::embedding_forward<T>(out.data_ptr<T>(), wc.data_ptr<T>(), idx.data_ptr<int64_t>(), N, C);
+    nn_loops::embedding_forward<T>(out.data_ptr<T>(), wc.data_ptr<T>(), idx.data_ptr<int64_t>(), N, C);
   });
   record("EmbeddingBackward0", {weight, indices}, out, {idx}, [V, C](const BackwardArgs& ctx) {
     const Tensor& ix = ctx.saved[0];
@@ -102,8 +102,8 @@ Tensor embedding(const Tensor& weight, const Tensor& indices) {
     Tensor dweight = make_empty({V, C}, g.dtype());
     visit_floating(g.dtype(), "embedding_backward", [&](auto tag) {
       using T = typename decltype(tag)::type;
-      nn_kernels::embedding_backward<T>(dweight.data_ptr<T>(), g.data_ptr<T>(), ix.data_ptr<int64_t>(), ix.numel(),
-                                        V, C);
+      nn_loops::embedding_backward<T>(dweight.data_ptr<T>(), g.data_ptr<T>(), ix.data_ptr<int64_t>(), ix.numel(),
+                                      V, C);
     });
     return Grads{dweight, Tensor()};
   });

@@ -21,13 +21,13 @@
 
 #include "autograd/ops.h"
 #include "autograd/loops.h"
-#include "autograd/ops/nn_kernels.h"
+#include "autograd/ops/nn_loops.h"
 #include "autograd/kernels/row_kernels.h"
 #include "autograd/fast_kernels.h"
 #include "autograd/record.h"
 
 namespace tg {
-namespace nn_kernels {
+namespace nn_loops {
 
 // --- the plain reference ------------------------------------------------------------------------------
 
@@ -109,7 +109,7 @@ template void layer_norm_backward_reference<float>(float*, float*, float*, const
 template void layer_norm_backward_reference<double>(double*, double*, double*, const double*, const double*,
                                                     const double*, const double*, const double*, int64_t, int64_t);
 
-}  // namespace nn_kernels
+}  // namespace nn_loops
 
 namespace {
 
@@ -179,8 +179,8 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
         return;
       }
     }
-    nn_kernels::layer_norm_forward_reference<T>(y.data_ptr<T>(), mean.data_ptr<T>(), rstd.data_ptr<T>(),
-                                                xc.data_ptr<T>(), ptr_or_null<T>(wc), ptr_or_null<T>(bc), R, C, eps);
+    nn_loops::layer_norm_forward_reference<T>(y.data_ptr<T>(), mean.data_ptr<T>(), rstd.data_ptr<T>(),
+                                              xc.data_ptr<T>(), ptr_or_null<T>(wc), ptr_or_null<T>(bc), R, C, eps);
   });
   const Shape ns = normalized_shape;
   record("NativeLayerNormBackward0", {x, weight, bias}, y, {xc, wc, mean, rstd}, [R, C, ns](const BackwardArgs& ctx) {
@@ -201,9 +201,9 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
           return;
         }
       }
-      nn_kernels::layer_norm_backward_reference<T>(out_ptr(dx), out_ptr(dw), out_ptr(db), g.data_ptr<T>(),
-                                                   xs.data_ptr<T>(), ptr_or_null<T>(ws), ctx.saved[2].data_ptr<T>(),
-                                                   ctx.saved[3].data_ptr<T>(), R, C);
+      nn_loops::layer_norm_backward_reference<T>(out_ptr(dx), out_ptr(dw), out_ptr(db), g.data_ptr<T>(),
+                                                 xs.data_ptr<T>(), ptr_or_null<T>(ws), ctx.saved[2].data_ptr<T>(),
+                                                 ctx.saved[3].data_ptr<T>(), R, C);
     });
     return Grads{dx, dw, db};
   });

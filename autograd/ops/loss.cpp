@@ -20,14 +20,14 @@
 
 #include "autograd/ops.h"
 #include "autograd/loops.h"
-#include "autograd/ops/nn_kernels.h"
+#include "autograd/ops/nn_loops.h"
 #include "autograd/kernels/softmax_kernels.h"
 #include "autograd/runtime/parallel.h"
 #include "autograd/fast_kernels.h"
 #include "autograd/record.h"
 
 namespace tg {
-namespace nn_kernels {
+namespace nn_loops {
 
 inline constexpr int64_t kIgnoreIndex = -100;  // F.cross_entropy's default ignore_index
 
@@ -90,10 +90,20 @@ void cross_entropy_backward_reference(T* dlogits, const T* dloss, const T* logit
   }
 }
 
+template void cross_entropy_forward_reference<float>(float*, double*, const float*, const int64_t*, int64_t, int64_t);
+template void cross_entropy_forward_reference<double>(double*, double*, const double*, const int64_t*, int64_t,
+                                                      int64_t);
+template void cross_entropy_backward_reference<float>(float*, const float*, const float*, const double*, const int64_t*,
+                                                      int64_t, int64_t);
+template void cross_entropy_backward_reference<double>(double*, const double*, const double*, const double*,
+                                                       const int64_t*, int64_t, int64_t);
+
+}  // namespace nn_loops
+
 // --- the float32 path: softmax_kernels' rows, split over the threads ---------------------------
 namespace {
 
-// As cross_entropy_forward, each row's lse by softmax_kernels::logsumexp_row; the loss is then
+// As nn_loops::cross_entropy_forward_reference, each row's lse by softmax_kernels::logsumexp_row; the loss is then
 // summed over the rows in order, so the thread count changes no bit.
 void cross_entropy_forward_f32(float* loss, double* lse, const float* logits, const int64_t* targets, int64_t N,
                                int64_t C) {
@@ -101,17 +111,17 @@ void cross_entropy_forward_f32(float* loss, double* lse, const float* logits, co
     std::vector<float> e(static_cast<size_t>(C));  // e (C): the exponentials, scratch
     for (int64_t n = begin; n < end; ++n) lse[n] = softmax_kernels::logsumexp_row(e.data(), logits + n * C, C);
   });
-  mean_row_loss(loss, lse, logits, targets, N, C);
+  nn_loops::mean_row_loss(loss, lse, logits, targets, N, C);
 }
 
-// As cross_entropy_backward, each row by softmax_kernels::cross_entropy_backward_row.
+// As nn_loops::cross_entropy_backward_reference, each row by softmax_kernels::cross_entropy_backward_row.
 void cross_entropy_backward_f32(float* dlogits, const float* dloss, const float* logits, const double* lse,
                                 const int64_t* targets, int64_t N, int64_t C) {
-  const double scale = gradient_scale(dloss[0], targets, N);
+  const double scale = nn_loops::gradient_scale(dloss[0], targets, N);
   parallel_for(0, N, softmax_kernels::rows_per_chunk(C), [&](int64_t begin, int64_t end) {
     for (int64_t n = begin; n < end; ++n) {
       float* dx = dlogits + n * C;  // dx (C)
-      if (targets[n] == kIgnoreIndex) {
+      if (targets[n] == nn_loops::kIgnoreIndex) {
         std::fill(dx, dx + C, 0.0f);
       } else {
         softmax_kernels::cross_entropy_backward_row(dx, logits + n * C, lse[n], targets[n], scale, C);
@@ -121,16 +131,6 @@ void cross_entropy_backward_f32(float* dlogits, const float* dloss, const float*
 }
 
 }  // namespace
-
-template void cross_entropy_forward_reference<float>(float*, double*, const float*, const int64_t*, int64_t, int64_t);
-template void cross_entropy_forward_reference<double>(double*, double*, const double*, const int64_t*, int64_t,
-                                                      int64_t);
-template void cross_entropy_backward_reference<float>(float*, const float*, const float*, const double*, const int64_t*,
-                                                      int64_t, int64_t);
-template void cross_entropy_backward_reference<double>(double*, const double*, const double*, const double*,
-                                                       const int64_t*, int64_t, int64_t);
-
-}  // namespace nn_kernels
 
 namespace {
 
@@ -148,7 +148,7 @@ const char* torch_type_name(ScalarType t) {
 
 // Shapes and targets must make sense before the kernel reads them. Returns (N, C).
 std::pair<int64_t, int64_t> check_cross_entropy(const Tensor& logits, const Tensor& targets,
-                                                int64_t ignore_index = nn_kernels::kIgnoreIndex) {
+                                                int64_t ignore_index = nn_loops::kIgnoreIndex) {
   const char* op = "cross_entropy";
   check_floating(logits, op);
   check_defined(targets, op, "targets");
@@ -197,12 +197,12 @@ Tensor cross_entropy_grad(const Tensor& g, const Tensor& logits, const Tensor& t
     using T = typename decltype(tag)::type;
     if constexpr (std::is_same_v<T, float>) {
       if (fast_kernels()) {
-        return nn_kernels::cross_entropy_backward_f32(dx.data_ptr<T>(), gc.data_ptr<T>(), xc.data_ptr<T>(),
-                                                      lse.data_ptr<double>(), tc.data_ptr<int64_t>(), N, C);
+        return cross_entropy_backward_f32(dx.data_ptr<T>(), gc.data_ptr<T>(), xc.data_ptr<T>(), lse.data_ptr<double>(),
+                                          tc.data_ptr<int64_t>(), N, C);
       }
     }
-    nn_kernels::cross_entropy_backward_reference<T>(dx.data_ptr<T>(), gc.data_ptr<T>(), xc.data_ptr<T>(),
-                                                    lse.data_ptr<double>(), tc.data_ptr<int64_t>(), N, C);
+    nn_loops::cross_entropy_backward_reference<T>(dx.data_ptr<T>(), gc.data_ptr<T>(), xc.data_ptr<T>(),
+                                                  lse.data_ptr<double>(), tc.data_ptr<int64_t>(), N, C);
   });
   return dx;
 }
@@ -222,12 +222,12 @@ Tensor cross_entropy_fused(const Tensor& logits, const Tensor& targets) {
     using T = typename decltype(tag)::type;
     if constexpr (std::is_same_v<T, float>) {
       if (fast_kernels()) {
-        return nn_kernels::cross_entropy_forward_f32(loss.data_ptr<T>(), lse.data_ptr<double>(), xc.data_ptr<T>(),
-                                                     tc.data_ptr<int64_t>(), N, C);
+        return cross_entropy_forward_f32(loss.data_ptr<T>(), lse.data_ptr<double>(), xc.data_ptr<T>(),
+                                         tc.data_ptr<int64_t>(), N, C);
       }
     }
-    nn_kernels::cross_entropy_forward_reference<T>(loss.data_ptr<T>(), lse.data_ptr<double>(), xc.data_ptr<T>(),
-                                                   tc.data_ptr<int64_t>(), N, C);
+    nn_loops::cross_entropy_forward_reference<T>(loss.data_ptr<T>(), lse.data_ptr<double>(), xc.data_ptr<T>(),
+                                                 tc.data_ptr<int64_t>(), N, C);
   });
   record("NllLossBackward0", {logits, targets}, loss, {xc, tc, lse}, [](const BackwardArgs& ctx) {
     return Grads{cross_entropy_grad(ctx.grad_out, ctx.saved[0], ctx.saved[1], ctx.saved[2]), Tensor()};
@@ -249,7 +249,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, const std::str
                 std::to_string(label_smoothing));
   }
   check_cross_entropy(logits, targets, ignore_index);
-  if (reduction == "mean" && ignore_index == nn_kernels::kIgnoreIndex && label_smoothing == 0.0 && logits.dim() <= 2) {
+  if (reduction == "mean" && ignore_index == nn_loops::kIgnoreIndex && label_smoothing == 0.0 && logits.dim() <= 2) {
     return cross_entropy_fused(logits, targets);
   }
   // rows (R,C): the class dim moved last; targets (R)

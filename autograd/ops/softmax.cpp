@@ -25,7 +25,7 @@
 
 #include "autograd/ops.h"
 #include "autograd/loops.h"
-#include "autograd/ops/nn_kernels.h"
+#include "autograd/ops/nn_loops.h"
 #include "autograd/kernels/softmax_kernels.h"
 #include "autograd/kernels/vec_math.h"
 #include "autograd/runtime/parallel.h"
@@ -33,7 +33,7 @@
 #include "autograd/record.h"
 
 namespace tg {
-namespace nn_kernels {
+namespace nn_loops {
 
 // --- the plain reference ------------------------------------------------------------------------------
 
@@ -167,7 +167,7 @@ template void softmax_backward_reference<float>(float*, const float*, const floa
 template void softmax_backward_reference<double>(double*, const double*, const double*, int64_t, int64_t, int64_t,
                                                  bool);
 
-}  // namespace nn_kernels
+}  // namespace nn_loops
 
 namespace {
 
@@ -199,8 +199,8 @@ Tensor softmax_grad(const Tensor& g, const Tensor& y, int64_t dim, bool log_spac
   }
   visit_floating(y.dtype(), "softmax_backward", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    nn_kernels::softmax_backward_reference<T>(dx.data_ptr<T>(), gc.data_ptr<T>(), y.data_ptr<T>(), r.B, r.N, r.I,
-                                              log_space);
+    nn_loops::softmax_backward_reference<T>(dx.data_ptr<T>(), gc.data_ptr<T>(), y.data_ptr<T>(), r.B, r.N, r.I,
+                                            log_space);
   });
   return dx;
 }
@@ -223,7 +223,7 @@ Tensor softmax_op(const Tensor& x, int64_t dim, bool log_space) {
   } else {
     visit_floating(x.dtype(), op, [&](auto tag) {
       using T = typename decltype(tag)::type;
-      nn_kernels::softmax_forward_reference<T>(y.data_ptr<T>(), xc.data_ptr<T>(), r.B, r.N, r.I, log_space);
+      nn_loops::softmax_forward_reference<T>(y.data_ptr<T>(), xc.data_ptr<T>(), r.B, r.N, r.I, log_space);
     });
   }
   record(log_space ? "LogSoftmaxBackward0" : "SoftmaxBackward0", {x}, y, {y},

@@ -1,7 +1,7 @@
 // tests/autograd/naive_kernels.h — independent oracles for the nn kernels' plain code: each
 // quantity the textbook way, one at a time, mostly in double. The library's `_reference` loops
 // (the op files) are tested against these; the fast loops (autograd/kernels/) against the
-// `_reference` loops. Buffers as autograd/ops/nn_kernels.h: contiguous, outputs first.
+// `_reference` loops. Buffers as autograd/ops/nn_loops.h: contiguous, outputs first.
 #pragma once
 #include <algorithm>
 #include <cmath>

@@ -22,7 +22,7 @@
 
 #include "autograd/ops.h"
 #include "autograd/kernels/activation_kernels.h"
-#include "autograd/ops/nn_kernels.h"
+#include "autograd/ops/nn_loops.h"
 #include "test_util.h"
 
 namespace tg {
@@ -100,7 +100,7 @@ const char* isa_label(K::Isa isa) { return isa == K::Isa::kAvx2 ? " (AVX2)" : " 
 TEST(ActivationKernels, GeluTanhForwardMatchesPlainTwin) {
   const std::vector<float> xs = activation_inputs();
   std::vector<float> fast(xs.size()), twin(xs.size());
-  for (size_t i = 0; i < xs.size(); ++i) twin[i] = nn_kernels::gelu_tanh_reference(xs[i]);
+  for (size_t i = 0; i < xs.size(); ++i) twin[i] = nn_loops::gelu_tanh_reference(xs[i]);
   for (K::Isa isa : isas()) {
     K::gelu_tanh_forward(fast.data(), xs.data(), size_of(xs), isa);
     expect_close(std::string("gelu(tanh) forward") + isa_label(isa), xs, fast, twin, 1e-6, 1e-6);
@@ -111,7 +111,7 @@ TEST(ActivationKernels, GeluTanhBackwardMatchesPlainTwin) {
   const std::vector<float> xs = activation_inputs();
   const std::vector<float> g = grad_inputs(xs.size());
   std::vector<float> fast(xs.size()), twin(xs.size());
-  for (size_t i = 0; i < xs.size(); ++i) twin[i] = g[i] * nn_kernels::gelu_tanh_derivative_reference(xs[i]);
+  for (size_t i = 0; i < xs.size(); ++i) twin[i] = g[i] * nn_loops::gelu_tanh_derivative_reference(xs[i]);
   for (K::Isa isa : isas()) {
     K::gelu_tanh_backward(fast.data(), g.data(), xs.data(), size_of(xs), isa);
     expect_close(std::string("gelu(tanh) backward") + isa_label(isa), xs, fast, twin, kGradAtol, kGradRtol);
@@ -121,8 +121,8 @@ TEST(ActivationKernels, GeluTanhBackwardMatchesPlainTwin) {
 TEST(ActivationKernels, TanhAndSigmoidMatchPlainTwins) {
   const std::vector<float> xs = activation_inputs();
   std::vector<float> fast(xs.size()), tanh_twin(xs.size()), sigmoid_twin(xs.size());
-  for (size_t i = 0; i < xs.size(); ++i) tanh_twin[i] = nn_kernels::tanh_reference(xs[i]);
-  for (size_t i = 0; i < xs.size(); ++i) sigmoid_twin[i] = nn_kernels::sigmoid_reference(xs[i]);
+  for (size_t i = 0; i < xs.size(); ++i) tanh_twin[i] = nn_loops::tanh_reference(xs[i]);
+  for (size_t i = 0; i < xs.size(); ++i) sigmoid_twin[i] = nn_loops::sigmoid_reference(xs[i]);
   for (K::Isa isa : isas()) {
     // std::tanh and vec_math::tanh are each within 2 ulp of the true value, std::exp and
     // vec_math::exp within 1: at most 4 ulp apart, 4 * 2^-23 relative.
@@ -232,8 +232,8 @@ TEST(ActivationKernels, GeluTanhOpTakesTheFastLoopsForContiguousFloat32AndTheTwi
   std::vector<float> fast_y(xs.size()), fast_dx(xs.size()), twin_y(xs.size()), twin_dx(xs.size());
   K::gelu_tanh_forward(fast_y.data(), xs.data(), n);
   K::gelu_tanh_backward(fast_dx.data(), gs.data(), xs.data(), n);
-  for (size_t i = 0; i < xs.size(); ++i) twin_y[i] = nn_kernels::gelu_tanh_reference(xs[i]);
-  for (size_t i = 0; i < xs.size(); ++i) twin_dx[i] = gs[i] * nn_kernels::gelu_tanh_derivative_reference(xs[i]);
+  for (size_t i = 0; i < xs.size(); ++i) twin_y[i] = nn_loops::gelu_tanh_reference(xs[i]);
+  for (size_t i = 0; i < xs.size(); ++i) twin_dx[i] = gs[i] * nn_loops::gelu_tanh_derivative_reference(xs[i]);
   const Tensor g = as_tensor(gs, 64);
 
   Tensor x = test::leaf(as_tensor(xs, 64));

@@ -33,7 +33,7 @@
 #include "autograd/random/random_kernels.h"
 #include "autograd/tape.h"
 #include "autograd/loops.h"
-#include "autograd/ops/nn_kernels.h"
+#include "autograd/ops/nn_loops.h"
 #include "naive_kernels.h"
 #include "test_util.h"
 
@@ -47,7 +47,6 @@ namespace {
 using tg::test::error_of;
 using tg::test::has_part;
 
-namespace K = nn_kernels;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // --- helpers -------------------------------------------------------------------------------------
@@ -172,8 +171,8 @@ void softmax_vs_naive(ScalarType dt, double atol, double rtol, const std::string
 TEST(Softmax, FusedMatchesNaiveF32) { softmax_vs_naive<float>(kFloat32, 1e-7, 1e-6, "f32"); }
 TEST(Softmax, FusedMatchesNaiveF64) { softmax_vs_naive<double>(kFloat64, 1e-15, 1e-13, "f64"); }
 
-TEST(Softmax, KernelsMatchNaiveTwinsDirectly) {
-  // The kernels themselves, on the (B,N,I) buffers, both paths (I == 1 and I > 1).
+TEST(Softmax, PlainLoopsMatchNaiveTwinsDirectly) {
+  // The plain loops themselves (nn_loops), on the (B,N,I) buffers, both paths (I == 1 and I > 1).
   std::mt19937 rng(99);
   std::uniform_real_distribution<float> u(-10.0f, 10.0f);
   const std::vector<std::array<int64_t, 3>> geometries = {{5, 33, 1}, {3, 7, 9}, {1, 1, 1}, {2, 1, 4}};
@@ -183,10 +182,10 @@ TEST(Softmax, KernelsMatchNaiveTwinsDirectly) {
           dx(x.size()), dxr(x.size());
       for (float& v : x) v = u(rng);
       for (float& v : g) v = u(rng);
-      K::softmax_forward_reference<float>(y.data(), x.data(), B, N, I, log_space);
+      nn_loops::softmax_forward_reference<float>(y.data(), x.data(), B, N, I, log_space);
       naive_kernels::softmax_forward_naive<float>(yr.data(), x.data(), B, N, I, log_space);
       expect_close(to_double(y), to_double(yr), 1e-7, 1e-6, "softmax_forward_reference");
-      K::softmax_backward_reference<float>(dx.data(), g.data(), y.data(), B, N, I, log_space);
+      nn_loops::softmax_backward_reference<float>(dx.data(), g.data(), y.data(), B, N, I, log_space);
       naive_kernels::softmax_backward_naive<float>(dxr.data(), g.data(), y.data(), B, N, I, log_space);
       expect_close(to_double(dx), to_double(dxr), 1e-6, 1e-6, "softmax_backward_reference");
     }
@@ -195,7 +194,7 @@ TEST(Softmax, KernelsMatchNaiveTwinsDirectly) {
 
 template <class T>
 void expect_softmax_backward_bits_of_naive_twin() {
-  // The backward kernel, along the last dim (I == 1, contiguous rows) and in the general loop
+  // The backward loop, along the last dim (I == 1, contiguous rows) and in the general loop
   // (I > 1), takes the same sums and products in the same order as the naive twin: same bits.
   using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
   std::mt19937 rng(17);
@@ -206,8 +205,8 @@ void expect_softmax_backward_bits_of_naive_twin() {
       std::vector<T> x(static_cast<size_t>(B * N * I)), y(x.size()), g(x.size()), dx(x.size()), dxr(x.size());
       for (T& v : x) v = u(rng);
       for (T& v : g) v = u(rng);
-      K::softmax_forward_reference<T>(y.data(), x.data(), B, N, I, log_space);
-      K::softmax_backward_reference<T>(dx.data(), g.data(), y.data(), B, N, I, log_space);
+      nn_loops::softmax_forward_reference<T>(y.data(), x.data(), B, N, I, log_space);
+      nn_loops::softmax_backward_reference<T>(dx.data(), g.data(), y.data(), B, N, I, log_space);
       naive_kernels::softmax_backward_naive<T>(dxr.data(), g.data(), y.data(), B, N, I, log_space);
       for (size_t k = 0; k < dx.size(); ++k) {
         ASSERT_EQ(std::bit_cast<Bits>(dx[k]), std::bit_cast<Bits>(dxr[k]))
@@ -598,7 +597,7 @@ void layer_norm_vs_naive(ScalarType dt, double atol, double rtol, const std::str
 TEST(LayerNorm, FusedMatchesNaiveF32) { layer_norm_vs_naive<float>(kFloat32, 1e-6, 1e-5, "f32"); }
 TEST(LayerNorm, FusedMatchesNaiveF64) { layer_norm_vs_naive<double>(kFloat64, 1e-13, 1e-11, "f64"); }
 
-TEST(LayerNorm, KernelsMatchNaiveTwinsDirectly) {
+TEST(LayerNorm, PlainLoopsMatchNaiveTwinsDirectly) {
   std::mt19937 rng(4);
   std::uniform_real_distribution<double> u(-3.0, 3.0);
   const int64_t R = 6, C = 37;
@@ -606,24 +605,25 @@ TEST(LayerNorm, KernelsMatchNaiveTwinsDirectly) {
   for (auto* v : {&x, &w, &b, &g})
     for (double& e : *v) e = u(rng);
   std::vector<double> y(R * C), yr(R * C), m(R), mr(R), rs(R), rsr(R);
-  K::layer_norm_forward_reference<double>(y.data(), m.data(), rs.data(), x.data(), w.data(), b.data(), R, C, 1e-5);
+  nn_loops::layer_norm_forward_reference<double>(y.data(), m.data(), rs.data(), x.data(), w.data(), b.data(), R, C,
+                                                 1e-5);
   naive_kernels::layer_norm_forward_naive<double>(yr.data(), mr.data(), rsr.data(), x.data(), w.data(), b.data(), R, C,
                                                   1e-5);
   expect_close(y, yr, 1e-13, 1e-12, "layer_norm_forward out");
   expect_close(m, mr, 1e-14, 1e-13, "layer_norm_forward mean");
   expect_close(rs, rsr, 1e-14, 1e-13, "layer_norm_forward rstd");
   std::vector<double> dx(R * C), dxr(R * C), dw(C), dwr(C), db(C), dbr(C);
-  K::layer_norm_backward_reference<double>(dx.data(), dw.data(), db.data(), g.data(), x.data(), w.data(), m.data(),
-                                           rs.data(), R, C);
+  nn_loops::layer_norm_backward_reference<double>(dx.data(), dw.data(), db.data(), g.data(), x.data(), w.data(),
+                                                  m.data(), rs.data(), R, C);
   naive_kernels::layer_norm_backward_naive<double>(dxr.data(), dwr.data(), dbr.data(), g.data(), x.data(), w.data(),
                                                    m.data(), rs.data(), R, C);
   expect_close(dx, dxr, 1e-12, 1e-11, "layer_norm_backward dx");
   expect_close(dw, dwr, 1e-12, 1e-11, "layer_norm_backward dweight");
   expect_close(db, dbr, 1e-12, 1e-11, "layer_norm_backward dbias");
-  // Only dx wanted: the kernel takes null for the others.
+  // Only dx wanted: the loop takes null for the others.
   std::vector<double> dx_only(R * C);
-  K::layer_norm_backward_reference<double>(dx_only.data(), nullptr, nullptr, g.data(), x.data(), w.data(), m.data(),
-                                           rs.data(), R, C);
+  nn_loops::layer_norm_backward_reference<double>(dx_only.data(), nullptr, nullptr, g.data(), x.data(), w.data(),
+                                                  m.data(), rs.data(), R, C);
   EXPECT_EQ(dx_only, dx);
 }
 
@@ -815,14 +815,14 @@ void dropout_vs_naive(ScalarType dt, const std::string& label) {
     std::vector<T> dref(xv.size());
     naive_kernels::dropout_backward_naive<T>(dref.data(), gv.data(), noise.data(), N);
     EXPECT_EQ(bits_of(x.grad()), bits_of(from_vector(to_double(dref), shape, dt))) << what << " backward";
-    // The fused kernels on raw buffers, too.
+    // The plain loops (nn_loops) on raw buffers, too.
     Generator g1(trial), g2(trial);
     std::vector<T> o1(xv.size()), n1(xv.size()), o2(xv.size()), n2(xv.size()), d1(xv.size());
-    K::dropout_forward<T>(o1.data(), n1.data(), xv.data(), g1, N, p);
+    nn_loops::dropout_forward<T>(o1.data(), n1.data(), xv.data(), g1, N, p);
     naive_kernels::dropout_forward_naive<T>(o2.data(), n2.data(), xv.data(), g2, N, p);
     EXPECT_EQ(o1, o2) << what;
     EXPECT_EQ(n1, n2) << what;
-    K::dropout_backward<T>(d1.data(), gv.data(), n1.data(), N);
+    nn_loops::dropout_backward<T>(d1.data(), gv.data(), n1.data(), N);
     naive_kernels::dropout_backward_naive<T>(dref.data(), gv.data(), n2.data(), N);
     EXPECT_EQ(d1, dref) << what;
     ++cases;

@@ -1,6 +1,6 @@
 // With the fast kernels off (set_fast_kernels(false), TG_FAST_KERNELS=0), every op runs its plain
 // `_reference` code: float32 softmax, log_softmax, cross_entropy, layer_norm, gelu, tanh and
-// sigmoid give the bits of their `_reference` loops (autograd/ops/nn_kernels.h) in forward and
+// sigmoid give the bits of their `_reference` loops (autograd/ops/nn_loops.h) in forward and
 // backward, and the fused ops record the composition they stand for. With the switch on, the
 // same calls run the fast loops, which differ from the reference in the last bits somewhere:
 // proof that the switch changes the path.
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "autograd/ops.h"
-#include "autograd/ops/nn_kernels.h"
+#include "autograd/ops/nn_loops.h"
 #include "autograd/tape.h"
 #include "test_util.h"
 
@@ -54,8 +54,8 @@ TEST(ReferenceMode, SoftmaxRunsItsReferenceLoops) {
   const Result off = run(false, x, g, [](const Tensor& t) { return softmax(t, -1); });
   std::vector<float> y(R * C), dx(R * C);
   const std::vector<float> xv = values(x), gv = values(g);
-  nn_kernels::softmax_forward_reference<float>(y.data(), xv.data(), R, C, 1, false);
-  nn_kernels::softmax_backward_reference<float>(dx.data(), gv.data(), y.data(), R, C, 1, false);
+  nn_loops::softmax_forward_reference<float>(y.data(), xv.data(), R, C, 1, false);
+  nn_loops::softmax_backward_reference<float>(dx.data(), gv.data(), y.data(), R, C, 1, false);
   EXPECT_TRUE(same_bytes(off.y, from(y, {R, C})));
   EXPECT_TRUE(same_bytes(off.dx, from(dx, {R, C})));
   const Result on = run(true, x, g, [](const Tensor& t) { return softmax(t, -1); });
@@ -68,8 +68,8 @@ TEST(ReferenceMode, LogSoftmaxRunsItsReferenceLoops) {
   const Result off = run(false, x, g, [](const Tensor& t) { return log_softmax(t, -1); });
   std::vector<float> y(R * C), dx(R * C);
   const std::vector<float> xv = values(x), gv = values(g);
-  nn_kernels::softmax_forward_reference<float>(y.data(), xv.data(), R, C, 1, true);
-  nn_kernels::softmax_backward_reference<float>(dx.data(), gv.data(), y.data(), R, C, 1, true);
+  nn_loops::softmax_forward_reference<float>(y.data(), xv.data(), R, C, 1, true);
+  nn_loops::softmax_backward_reference<float>(dx.data(), gv.data(), y.data(), R, C, 1, true);
   EXPECT_TRUE(same_bytes(off.y, from(y, {R, C})));
   EXPECT_TRUE(same_bytes(off.dx, from(dx, {R, C})));
 }
@@ -86,8 +86,8 @@ TEST(ReferenceMode, CrossEntropyRunsItsReferenceLoops) {
   std::vector<double> lse(R);
   std::vector<float> dx(R * C);
   const std::vector<float> xv = values(x);
-  nn_kernels::cross_entropy_forward_reference<float>(&loss, lse.data(), xv.data(), targets.data(), R, C);
-  nn_kernels::cross_entropy_backward_reference<float>(dx.data(), &dloss, xv.data(), lse.data(), targets.data(), R, C);
+  nn_loops::cross_entropy_forward_reference<float>(&loss, lse.data(), xv.data(), targets.data(), R, C);
+  nn_loops::cross_entropy_backward_reference<float>(dx.data(), &dloss, xv.data(), lse.data(), targets.data(), R, C);
   EXPECT_TRUE(same_bytes(off.y, from({loss}, {})));
   EXPECT_TRUE(same_bytes(off.dx, from(dx, {R, C})));
 }
@@ -100,10 +100,10 @@ TEST(ReferenceMode, LayerNormRunsItsReferenceLoops) {
   const Result off = run(false, x, g, [&](const Tensor& t) { return layer_norm(t, {C}, w, b); });
   std::vector<float> y(R * C), mean(R), rstd(R), dx(R * C), dw(C), db(C);
   const std::vector<float> xv = values(x), wv = values(w), bv = values(b), gv = values(g);
-  nn_kernels::layer_norm_forward_reference<float>(y.data(), mean.data(), rstd.data(), xv.data(), wv.data(), bv.data(),
-                                                  R, C, 1e-5);
-  nn_kernels::layer_norm_backward_reference<float>(dx.data(), dw.data(), db.data(), gv.data(), xv.data(), wv.data(),
-                                                   mean.data(), rstd.data(), R, C);
+  nn_loops::layer_norm_forward_reference<float>(y.data(), mean.data(), rstd.data(), xv.data(), wv.data(), bv.data(),
+                                                R, C, 1e-5);
+  nn_loops::layer_norm_backward_reference<float>(dx.data(), dw.data(), db.data(), gv.data(), xv.data(), wv.data(),
+                                                 mean.data(), rstd.data(), R, C);
   EXPECT_TRUE(same_bytes(off.y, from(y, {R, C})));
   EXPECT_TRUE(same_bytes(off.dx, from(dx, {R, C})));
 }
@@ -121,18 +121,18 @@ void expect_elementwise_reference(const char* what, Op op, Ref ref) {
 
 TEST(ReferenceMode, ActivationsRunTheirReferenceFormulas) {
   expect_elementwise_reference("gelu(tanh)", [](const Tensor& t) { return gelu(t, "tanh"); },
-                               [](float v) { return nn_kernels::gelu_tanh_reference(v); });
+                               [](float v) { return nn_loops::gelu_tanh_reference(v); });
   expect_elementwise_reference("tanh", [](const Tensor& t) { return tanh(t); },
-                               [](float v) { return nn_kernels::tanh_reference(v); });
+                               [](float v) { return nn_loops::tanh_reference(v); });
   expect_elementwise_reference("sigmoid", [](const Tensor& t) { return sigmoid(t); },
-                               [](float v) { return nn_kernels::sigmoid_reference(v); });
+                               [](float v) { return nn_loops::sigmoid_reference(v); });
   // gelu(tanh)'s backward: g * the reference derivative
   const Tensor x = normal_tensor({R, C}, 11, kFloat32) * 3.0;
   const Tensor g = normal_tensor({R, C}, 12, kFloat32);
   const Result off = run(false, x, g, [](const Tensor& t) { return gelu(t, "tanh"); });
   std::vector<float> dx = values(x);
   const std::vector<float> gv = values(g);
-  for (size_t i = 0; i < dx.size(); ++i) dx[i] = gv[i] * nn_kernels::gelu_tanh_derivative_reference(dx[i]);
+  for (size_t i = 0; i < dx.size(); ++i) dx[i] = gv[i] * nn_loops::gelu_tanh_derivative_reference(dx[i]);
   EXPECT_TRUE(same_bytes(off.dx, from(dx, {R, C})));
 }
 

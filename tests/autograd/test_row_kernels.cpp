@@ -1,6 +1,6 @@
 // tests/autograd/test_row_kernels.cpp — the float32 row loops (autograd/kernels/row_kernels.h:
 // layer_norm forward and backward, column sums) against their plain twins, the loops that
-// accumulate in double (nn_kernels::layer_norm_forward_reference / _backward, tg::sum over dim 0).
+// accumulate in double (nn_loops::layer_norm_forward_reference / _backward, tg::sum over dim 0).
 //
 //   * fast vs twin, |fast - twin| <= atol + rtol * |twin| elementwise, on rows of 1, 7, 8, 9,
 //     17, 128 and 1000 columns and 1 to 130 rows, with and without weight and bias, on inputs
@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "autograd/ops.h"
-#include "autograd/ops/nn_kernels.h"
+#include "autograd/ops/nn_loops.h"
 #include "autograd/kernels/row_kernels.h"
 #include "autograd/runtime/parallel.h"
 #include "test_util.h"
@@ -105,8 +105,8 @@ LayerNormRun run_twin(const Case& c, const std::vector<float>& x, const std::vec
                       const float* b) {
   LayerNormRun r{std::vector<float>(x.size()), std::vector<float>(c.R), std::vector<float>(c.R),
                  std::vector<float>(x.size()), std::vector<float>(c.C), std::vector<float>(c.C)};
-  nn_kernels::layer_norm_forward_reference<float>(r.y.data(), r.mean.data(), r.rstd.data(), x.data(), w, b, c.R, c.C, 1e-5);
-  nn_kernels::layer_norm_backward_reference<float>(r.dx.data(), r.dw.data(), r.db.data(), g.data(), x.data(), w, r.mean.data(),
+  nn_loops::layer_norm_forward_reference<float>(r.y.data(), r.mean.data(), r.rstd.data(), x.data(), w, b, c.R, c.C, 1e-5);
+  nn_loops::layer_norm_backward_reference<float>(r.dx.data(), r.dw.data(), r.db.data(), g.data(), x.data(), w, r.mean.data(),
                                          r.rstd.data(), c.R, c.C);
   return r;
 }

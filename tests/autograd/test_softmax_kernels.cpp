@@ -1,6 +1,6 @@
 // tests/autograd/test_softmax_kernels.cpp — the float32 rows of softmax, log_softmax,
 // masked_scaled_softmax and cross_entropy (autograd/kernels/softmax_kernels.h) against their plain
-// twins (nn_kernels.h: std::exp, sums from the left):
+// twins (nn_loops.h: std::exp, sums from the left):
 //
 //   * fast vs twin, |fast - twin| <= atol + rtol * |twin|, on rows of 1, 3, 7, 8, 9, 15, 16, 17,
 //     64, 65 and 1000 elements (shorter than a vector, one lane round, odd tails, long), with
@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "autograd/ops.h"
-#include "autograd/ops/nn_kernels.h"
+#include "autograd/ops/nn_loops.h"
 #include "autograd/kernels/softmax_kernels.h"
 #include "autograd/runtime/parallel.h"
 #include "test_util.h"
@@ -154,7 +154,7 @@ void compare_forward_rows(Closeness& c, uint32_t seed, Fast fast_row, Twin twin_
 TEST(SoftmaxKernels, SoftmaxRowMatchesPlainTwin) {
   Closeness c{"softmax row", 0, 4.8e-7};
   compare_forward_rows(c, 1, [](float* y, const float* x, int64_t n, S::Isa isa) { S::softmax_row(y, x, n, isa); },
-                       [](float* y, const float* x, int64_t n) { nn_kernels::softmax_row_reference(y, x, n); });
+                       [](float* y, const float* x, int64_t n) { nn_loops::softmax_row_reference(y, x, n); });
 }
 
 // y = x - lse: the twin's lse and ours differ by the sums' relative error (a few 1e-8), absolute.
@@ -162,7 +162,7 @@ TEST(SoftmaxKernels, LogSoftmaxRowMatchesPlainTwin) {
   Closeness c{"log_softmax row", 2e-7, 1.2e-7};
   compare_forward_rows(c, 2, [](float* y, const float* x, int64_t n, S::Isa isa) { S::log_softmax_row(y, x, n, isa); },
                        [](float* y, const float* x, int64_t n) {
-                         nn_kernels::softmax_forward_reference<float>(y, x, 1, n, 1, /*log_space=*/true);
+                         nn_loops::softmax_forward_reference<float>(y, x, 1, n, 1, /*log_space=*/true);
                        });
 }
 
@@ -175,11 +175,11 @@ TEST(SoftmaxKernels, SoftmaxBackwardRowMatchesPlainTwin) {
     for (int rep = 0; rep < kRowsEach * static_cast<int>(kAllValues.size()); ++rep) {
       const Values kind = kAllValues[static_cast<size_t>(rep) % kAllValues.size()];
       std::vector<float> y = make_row(n, kind, rng);
-      nn_kernels::softmax_row_reference(y.data(), y.data(), n);
+      nn_loops::softmax_row_reference(y.data(), y.data(), n);
       const std::vector<float> g = make_grad(n, rng);
       for (float divisor : {1.0f, 5.656854f}) {
         std::vector<float> twin(y.size()), fast(y.size());
-        nn_kernels::softmax_backward_row_reference(twin.data(), g.data(), y.data(), n, divisor);
+        nn_loops::softmax_backward_row_reference(twin.data(), g.data(), y.data(), n, divisor);
         for (S::Isa isa : isas()) {
           S::softmax_backward_row(fast.data(), g.data(), y.data(), n, divisor, isa);
           c.check(fast, twin, where(n, kind, isa) + " divisor " + std::to_string(divisor));
@@ -205,9 +205,9 @@ TEST(SoftmaxKernels, CrossEntropyRowsMatchPlainTwin) {
       const float g = 0.75f;
       float loss = 0;
       double lse_twin = 0;
-      nn_kernels::cross_entropy_forward_reference<float>(&loss, &lse_twin, x.data(), &target, 1, n);
+      nn_loops::cross_entropy_forward_reference<float>(&loss, &lse_twin, x.data(), &target, 1, n);
       std::vector<float> twin(x.size()), fast(x.size()), scratch(x.size());
-      nn_kernels::cross_entropy_backward_reference<float>(twin.data(), &g, x.data(), &lse_twin, &target, 1, n);
+      nn_loops::cross_entropy_backward_reference<float>(twin.data(), &g, x.data(), &lse_twin, &target, 1, n);
       for (S::Isa isa : isas()) {
         const double lse = S::logsumexp_row(scratch.data(), x.data(), n, isa);
         lse_close.check({static_cast<float>(lse)}, {static_cast<float>(lse_twin)}, where(n, kind, isa));
@@ -406,12 +406,12 @@ TEST(SoftmaxKernels, CausalMaskedScaledSoftmaxMatchesPlainRows) {
         const size_t at = static_cast<size_t>(r * T_k);
         std::vector<float> twin(static_cast<size_t>(T_k), 0.0f), dtwin(twin.size(), 0.0f);
         for (int64_t j = 0; j < visible; ++j) twin[static_cast<size_t>(j)] = xs[at + static_cast<size_t>(j)] / scale;
-        if (visible > 0) nn_kernels::softmax_row_reference(twin.data(), twin.data(), visible);
+        if (visible > 0) nn_loops::softmax_row_reference(twin.data(), twin.data(), visible);
         const std::string what = "T_k " + std::to_string(T_k) + " query_offset " + std::to_string(offset) + " row " +
                                  std::to_string(r);
         fwd.check(std::vector<float>(ys.begin() + static_cast<std::ptrdiff_t>(at), ys.begin() + static_cast<std::ptrdiff_t>(at + twin.size())),
                   twin, what);
-        nn_kernels::softmax_backward_row_reference(dtwin.data(), gs.data() + at, ys.data() + at, visible, scale);
+        nn_loops::softmax_backward_row_reference(dtwin.data(), gs.data() + at, ys.data() + at, visible, scale);
         bwd.check(std::vector<float>(dxs.begin() + static_cast<std::ptrdiff_t>(at), dxs.begin() + static_cast<std::ptrdiff_t>(at + dtwin.size())),
                   dtwin, what);
       }
@@ -440,7 +440,7 @@ TEST(SoftmaxKernels, OpsTakeTheFastRowsAlongTheLastDimOfFloat32) {
   EXPECT_TRUE(same_floats(log_softmax(xt, 1).tolist<float>(), lp, "log_softmax"));
   // along dim 0 the plain loop runs
   std::vector<float> twin(x.size());
-  nn_kernels::softmax_forward_reference<float>(twin.data(), x.data(), 1, R, N, false);
+  nn_loops::softmax_forward_reference<float>(twin.data(), x.data(), 1, R, N, false);
   EXPECT_TRUE(same_floats(softmax(xt, 0).tolist<float>(), twin, "softmax along dim 0"));
 }
 

@@ -1,9 +1,9 @@
-// autograd/ops/nn_kernels.h — the raw kernels behind softmax, cross_entropy, embedding,
+// autograd/ops/nn_loops.h — the plain loops behind softmax, cross_entropy, embedding,
 // layer_norm and dropout: contiguous buffers in, buffers out (outputs first, then inputs, then
 // sizes; gradients prefixed d). A `_reference` is the plain code: what runs when the fast
 // kernels are off (fast_kernels.h), float64's path, and the oracle the fast loops of
-// autograd/kernels/ are tested against. Embedding and dropout have no fast loops: their kernels
-// are plain, and always run.
+// autograd/kernels/ are tested against. Embedding and dropout have no fast loops: their plain
+// loops always run.
 // The shapes and the math are in the comments above each definition; all are instantiated
 // for float and double.
 #pragma once
@@ -11,7 +11,7 @@
 
 #include "autograd/random/generator.h"
 
-namespace tg::nn_kernels {
+namespace tg::nn_loops {
 
 // softmax.cpp (softmax_kernels.h's float32 rows are tested against these)
 template <class T>
@@ -58,4 +58,4 @@ void dropout_forward(T* out, T* noise, const T* inp, Generator& gen, int64_t N, 
 template <class T>
 void dropout_backward(T* dinp, const T* dout, const T* noise, int64_t N);
 
-}  // namespace tg::nn_kernels
+}  // namespace tg::nn_loops
