@@ -18,6 +18,7 @@
 #include "autograd/ops.h"
 #include "autograd/runtime/parallel.h"
 #include "autograd/tape.h"
+#include "optim/optim_loops.h"
 
 namespace tg::optim {
 

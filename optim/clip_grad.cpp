@@ -14,6 +14,7 @@
 #include "autograd/ops.h"
 #include "autograd/tape.h"
 #include "nn/module.h"
+#include "optim/optim_loops.h"
 
 namespace tg::optim {
 

@@ -2,10 +2,10 @@
 // gradient 2-norm, compiled again for AVX2+FMA (eight floats a step) when the CPU has it.
 //
 // They speed up adam_step_reference (optim/adam.cpp) and sum_of_squares_reference
-// (optim/clip_grad.cpp), their test oracles, and give the same bits: the same correctly rounded
-// operations (fma, sqrt, +, *, /) in the same order. Only the compiled code differs: the
-// references are compiled for baseline x86-64, where std::fma is a call into libm per element
-// and nothing is vectorised.
+// (optim/clip_grad.cpp), their test oracles, declared with AdamStep in optim/optim_loops.h, and
+// give the same bits: the same correctly rounded operations (fma, sqrt, +, *, /) in the same
+// order. Only the compiled code differs: the references are compiled for baseline x86-64, where
+// std::fma is a call into libm per element and nothing is vectorised.
 //
 // One AdamW step over the small GPT's 824832 float32 parameters (bench_kernels --threads 1,
 // medians, the two builds run in turn on a busy 2-core machine):
@@ -14,39 +14,10 @@
 // optim_kernels.cpp is built with -fno-math-errno (CMakeLists.txt): with errno to set, every
 // sqrt is a branch and the loop does not vectorise. Nothing there reads errno.
 #pragma once
-#include <cmath>
 #include <cstdint>
 
 #include "autograd/kernels/isa.h"
-
-namespace tg::optim {
-
-// The numbers one Adam / AdamW step of one parameter uses, in the parameter's type T
-// (optim/adam.cpp computes them once per step).
-template <class T>
-struct AdamStep {
-  T beta1, one_minus_beta1, beta2, one_minus_beta2;
-  T weight_decay;        // Adam: added to the gradient (0: skipped)
-  T decay;               // AdamW: 1 - lr * weight_decay, multiplies the parameter
-  T bias_correction2_sqrt, eps, neg_step_size;
-  bool decoupled, amsgrad, maximize;
-};
-
-// torch.maximum: NaN when either is NaN.
-template <class T>
-T nan_max(T a, T b) {
-  return std::isnan(a) || a > b ? a : b;
-}
-
-// The plain loops (defined in optim/adam.cpp and optim/clip_grad.cpp), float and double.
-// p, grad, m (exp_avg), v (exp_avg_sq), v_max (max_exp_avg_sq, amsgrad only): (N) each.
-template <class T>
-void adam_step_reference(T* p, const T* grad, T* m, T* v, T* v_max, int64_t n, const AdamStep<T>& s);
-// sum_i x_i^2 of x (N), in PyTorch's order.
-template <class T>
-T sum_of_squares_reference(const T* x, int64_t n);
-
-}  // namespace tg::optim
+#include "optim/optim_loops.h"  // AdamStep and the plain loops these copies match
 
 namespace tg::kernels {
 

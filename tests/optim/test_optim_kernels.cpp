@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "autograd/kernels/optim_kernels.h"
+#include "optim/optim_loops.h"
 
 namespace tg::optim {
 namespace {
