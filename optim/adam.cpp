@@ -96,7 +96,7 @@ void Adam::step() {
     const double bias_correction1 = 1.0 - std::pow(beta1, step);
     const double bias_correction2 = 1.0 - std::pow(beta2, step);
     const double step_size = group.lr / bias_correction1;
-    with_floating_type(slot.param.dtype(), [&](auto zero) {
+    with_floating_type(slot, [&](auto zero) {
       using T = decltype(zero);
       const AdamStep<T> s{static_cast<T>(beta1), static_cast<T>(1.0 - beta1), static_cast<T>(beta2),
                           static_cast<T>(1.0 - beta2), static_cast<T>(group.weight_decay),

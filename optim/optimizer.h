@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "autograd/error.h"
 #include "autograd/tensor.h"
 #include "nn/module.h"
 
@@ -88,6 +89,9 @@ class Optimizer {
   template <class Fn>
   void for_each_with_grad(Fn fn);
   Tensor grad_of(const Slot& slot) const;  // checked, contiguous; undefined when there is none
+  // fn(float{}) or fn(double{}) for the slot's parameter's dtype; an Error for any other.
+  template <class Fn>
+  void with_floating_type(const Slot& slot, Fn fn) const;
   // "Adam: Invalid epsilon value: -1.0" unless 0 <= value (NaN fails too), as PyTorch words it.
   void check_non_negative(const char* what, double value) const;
   // The state tensor k of slot, created (uninitialised, shaped like the parameter) if it is
@@ -107,13 +111,21 @@ class Optimizer {
   std::vector<std::string> state_names_;
 };
 
-// Calls fn(float{}) or fn(double{}) for a floating dtype: the kernels are templates on the type.
+// Calls fn(float{}) for a float32 parameter, fn(double{}) for a float64 one: the update loops
+// are templates on the element type. They have no other copy, so any other dtype (bfloat16) is
+// an error naming the optimizer, the parameter and the dtype, before its data is read as the
+// wrong type.
 template <class Fn>
-void with_floating_type(ScalarType dtype, Fn fn) {
+void Optimizer::with_floating_type(const Slot& slot, Fn fn) const {
+  const ScalarType dtype = slot.param.dtype();
   if (dtype == kFloat32) {
     fn(float{});
-  } else {
+  } else if (dtype == kFloat64) {
     fn(double{});
+  } else {
+    throw Error(name_ + ": parameter '" + slot.name + "' is " + dtype_name(dtype) + "; " + name_ +
+                " updates float32 and float64 parameters only (keep the parameters float32 and run the "
+                "products in bfloat16 with tg::AutocastGuard)");
   }
 }
 

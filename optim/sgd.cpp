@@ -56,7 +56,7 @@ void SGD::step() {
   for_each_with_grad([&](const Group& group, Slot& slot, const Tensor& grad) {
     bool fresh = true;
     Tensor buf = use_buf ? state_of(slot, 0, fresh) : Tensor();  // momentum_buffer
-    with_floating_type(slot.param.dtype(), [&](auto zero) {
+    with_floating_type(slot, [&](auto zero) {
       using T = decltype(zero);
       sgd_update(slot.param.data_ptr<T>(), grad.data_ptr<T>(), use_buf ? buf.data_ptr<T>() : nullptr,
                  slot.param.numel(), options_, group.lr, group.weight_decay, !fresh);

@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "autograd/ops.h"
 #include "autograd/tape.h"
@@ -66,6 +67,21 @@ TEST(Optimizer, BadParametersAreRefused) {
   EXPECT_TRUE(has_part(error_of([&] { p[0].second.set_grad(zeros({3, 2})); }), "set_grad: gradient shape (3,2)"));
   EXPECT_TRUE(has_part(error_of([&] { p[0].second.set_grad(zeros({2, 3}, kFloat64)); }),
                        "set_grad: gradient dtype float64"));
+}
+
+// The update loops are compiled for float32 and float64 only. A bfloat16 parameter is floating
+// point, so the optimizer takes it; its first step then stops with an error naming the
+// optimizer, the parameter and its dtype, before the parameter is written.
+TEST(Optimizer, BFloat16ParameterIsRefusedAtItsStepByName) {
+  const Tensor w = leaf(ones({2, 3}).to(kBFloat16));
+  w.set_grad(ones({2, 3}).to(kBFloat16));
+  SGD sgd(NamedTensors{{"w", w}}, {.lr = 0.1});
+  EXPECT_TRUE(has_part(error_of([&] { sgd.step(); }),
+                       "SGD: parameter 'w' is bfloat16; SGD updates float32 and float64 parameters only"));
+  AdamW adamw(NamedTensors{{"w", w}});
+  EXPECT_TRUE(has_part(error_of([&] { adamw.step(); }),
+                       "AdamW: parameter 'w' is bfloat16; AdamW updates float32 and float64 parameters only"));
+  EXPECT_EQ(w.to(kFloat32).tolist<float>(), std::vector<float>(6, 1.0f));  // not written
 }
 
 TEST(Optimizer, DefaultsAreTorchs) {
