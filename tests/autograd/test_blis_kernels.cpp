@@ -233,7 +233,11 @@ TEST(BlisKernels, ThisBlisNamesItsKernelsAndListsTheOnesBuiltIn) {
   ASSERT_FALSE(blis.configured.empty());
   for (const std::string& arch : blis.configured)
     EXPECT_NE(std::find(blis.arch_names.begin(), blis.arch_names.end(), arch), blis.arch_names.end()) << arch;
+#if defined(__x86_64__)
+  // Debian's and Homebrew's x86-64 BLIS is a family build with generic kernels among the others
+  // (an arm64 build may hold one configuration only: Debian's holds cortexa57)
   EXPECT_NE(std::find(blis.configured.begin(), blis.configured.end(), "generic"), blis.configured.end());
+#endif
   EXPECT_EQ(std::find(blis.configured.begin(), blis.configured.end(), "knc"), blis.configured.end());
 }
 
