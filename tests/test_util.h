@@ -160,13 +160,15 @@ inline std::string program_launcher() {
 #endif
 }
 
-// Runs a program (a path, then its arguments, each quoted for the shell) and collects what it
-// prints on stdout and stderr together, and its exit code (-1 if it did not exit normally).
+// Runs a built program (a path, then its arguments, each quoted for the shell; `environment`:
+// NAME=value settings for it alone) and collects what it prints on stdout and stderr together,
+// and its exit code (-1 if it did not exit normally).
 struct ProgramRun {
   int exit_code = -1;
   std::string output;
 };
-inline ProgramRun run_program(const std::string& program, const std::vector<std::string>& arguments) {
+inline ProgramRun run_program(const std::string& program, const std::vector<std::string>& arguments,
+                              const std::vector<std::string>& environment = {}) {
   auto quoted = [](const std::string& s) {  // 'it'\''s' for it's
     std::string q = "'";
     for (char c : s) {
@@ -176,7 +178,12 @@ inline ProgramRun run_program(const std::string& program, const std::vector<std:
     q.push_back('\'');
     return q;
   };
-  std::string command = program_launcher() + quoted(program);
+  std::string command;
+  for (const std::string& setting : environment) {  // NAME='value': a quoted name is no assignment
+    const size_t eq = setting.find('=');
+    command.append(setting.substr(0, eq + 1)).append(quoted(setting.substr(eq + 1))).append(" ");
+  }
+  command += program_launcher() + quoted(program);
   for (const std::string& a : arguments) command.append(" ").append(quoted(a));
   command += " 2>&1";
   ProgramRun run;
