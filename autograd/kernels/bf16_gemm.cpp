@@ -29,6 +29,7 @@
 #include <functional>
 #include <memory>
 #include <limits>
+#include <optional>
 
 #include "autograd/dtype.h"
 #include "autograd/kernels/isa.h"
@@ -307,22 +308,31 @@ template <class AWords>
 //     its sign.
 // (One difference is left: an exact sum just under 2^-126 that rounds up to 2^-126 in the
 // denormal range stays 2^-126 here, where a flush on x86 makes it zero. No test input reaches it.)
+// The second rule costs a compare and a select per fma (it halved the kernel's speed), and it can
+// only matter when some sum can be a denormal, which the operands' exponents tell before any sum
+// is made (sums_may_underflow, below): the flushing copy of the tile runs only then.
 
 // The bfloat16 in a word's low half (the even k's) or high half (the odd k's), as a float32;
-// a denormal reads as a zero.
+// with `flush`, a denormal reads as a zero (without, the operands hold none: see
+// sums_may_underflow).
+template <bool flush>
 [[gnu::always_inline]] inline float unpacked(uint32_t bits16) {
-  const bool denormal = (bits16 & 0x7F80u) == 0;
+  const bool denormal = flush && (bits16 & 0x7F80u) == 0;
   return std::bit_cast<float>((denormal ? bits16 & 0x8000u : bits16) << 16);
 }
-[[gnu::always_inline]] inline float low_half(uint32_t w) { return unpacked(w & 0xFFFFu); }
-[[gnu::always_inline]] inline float high_half(uint32_t w) { return unpacked(w >> 16); }
+template <bool flush>
+[[gnu::always_inline]] inline float low_half(uint32_t w) { return unpacked<flush>(w & 0xFFFFu); }
+template <bool flush>
+[[gnu::always_inline]] inline float high_half(uint32_t w) { return unpacked<flush>(w >> 16); }
 
 // x, or a zero of its sign when x is a denormal.
 [[gnu::always_inline]] inline float flushed(float x) {
   return std::fabs(x) < std::numeric_limits<float>::min() ? std::copysign(0.0f, x) : x;
 }
 
-// c += a_odd * b_odd, then c += a_even * b_even, for every lane: vdpbf16ps's order.
+// c += a_odd * b_odd, then c += a_even * b_even, for every lane: vdpbf16ps's order; with
+// `flush`, each fma's denormal result becomes a zero of its sign.
+template <bool flush>
 [[gnu::always_inline]] inline void tile_fma_body(float* c, int64_t ldc, const uint32_t* ap, const uint32_t* bp,
                                                  int64_t pairs, int64_t rows, int64_t cols, bool accumulate) {
   float acc[kTileRows][kTileCols] = {};
@@ -331,14 +341,19 @@ template <class AWords>
   for (int64_t p = 0; p < pairs; ++p) {
     float b_even[kTileCols], b_odd[kTileCols];
     for (int64_t j = 0; j < kTileCols; ++j) {
-      b_even[j] = low_half(bp[p * kTileCols + j]);
-      b_odd[j] = high_half(bp[p * kTileCols + j]);
+      b_even[j] = low_half<flush>(bp[p * kTileCols + j]);
+      b_odd[j] = high_half<flush>(bp[p * kTileCols + j]);
     }
     for (int64_t r = 0; r < kTileRows; ++r) {
-      const float a_even = low_half(ap[p * kTileRows + r]), a_odd = high_half(ap[p * kTileRows + r]);
+      const float a_even = low_half<flush>(ap[p * kTileRows + r]), a_odd = high_half<flush>(ap[p * kTileRows + r]);
       for (int64_t j = 0; j < kTileCols; ++j) {
-        acc[r][j] = flushed(std::fma(a_odd, b_odd[j], acc[r][j]));
-        acc[r][j] = flushed(std::fma(a_even, b_even[j], acc[r][j]));
+        if constexpr (flush) {
+          acc[r][j] = flushed(std::fma(a_odd, b_odd[j], acc[r][j]));
+          acc[r][j] = flushed(std::fma(a_even, b_even[j], acc[r][j]));
+        } else {
+          acc[r][j] = std::fma(a_odd, b_odd[j], acc[r][j]);
+          acc[r][j] = std::fma(a_even, b_even[j], acc[r][j]);
+        }
       }
     }
   }
@@ -346,26 +361,101 @@ template <class AWords>
 }
 
 #if TG_X86_KERNELS
+template <bool flush>
 [[gnu::target("avx2,fma")]] void tile_fma_avx2(float* c, int64_t ldc, const uint32_t* ap, const uint32_t* bp,
                                                int64_t pairs, int64_t rows, int64_t cols, bool accumulate) {
-  tile_fma_body(c, ldc, ap, bp, pairs, rows, cols, accumulate);
+  tile_fma_body<flush>(c, ldc, ap, bp, pairs, rows, cols, accumulate);
 }
-
 #endif
 
+template <bool flush>
 void tile_fma_portable(float* c, int64_t ldc, const uint32_t* ap, const uint32_t* bp, int64_t pairs, int64_t rows,
                        int64_t cols, bool accumulate) {
-  tile_fma_body(c, ldc, ap, bp, pairs, rows, cols, accumulate);
+  tile_fma_body<flush>(c, ldc, ap, bp, pairs, rows, cols, accumulate);
 }
 
 using FmaTile = void (*)(float*, int64_t, const uint32_t*, const uint32_t*, int64_t, int64_t, int64_t, bool);
 
-FmaTile fma_tile() {
 #if TG_X86_KERNELS
-  if (isa_available(Isa::kAvx2)) return tile_fma_avx2;
+// On x86-64 the CPU flushes for free: MXCSR's DAZ (denormal inputs read as zero) and FTZ
+// (denormal results written as zero) while the AVX2 tile runs, the thread's previous mode restored
+// afterwards. Written out per fma, the same rule halved the AVX2 tile's speed (medium GPT bf16, 1
+// thread: 575 -> 248 tokens/s), so the x86 copy keeps the CPU's mode; the portable copy, which
+// arm64 runs, flushes in plain code. Both give the same bits.
+class FlushDenormalsMode {
+ public:
+  FlushDenormalsMode() : saved_(_mm_getcsr()) { _mm_setcsr(saved_ | 0x8040u); }
+  ~FlushDenormalsMode() { _mm_setcsr(saved_); }
+  FlushDenormalsMode(const FlushDenormalsMode&) = delete;
+  FlushDenormalsMode& operator=(const FlushDenormalsMode&) = delete;
+
+ private:
+  unsigned saved_;
+};
 #endif
-  return tile_fma_portable;
+
+// True when the FMA tile runs in the CPU's flush mode (x86-64 with AVX2), false when it flushes in
+// plain code.
+bool fma_tile_uses_cpu_mode() {
+#if TG_X86_KERNELS
+  return isa_available(Isa::kAvx2);
+#else
+  return false;
+#endif
 }
+
+// The FMA tile for this CPU, flushing each sum in plain code or not.
+FmaTile fma_tile(bool flush) {
+#if TG_X86_KERNELS
+  if (fma_tile_uses_cpu_mode()) return tile_fma_avx2<false>;  // the CPU's mode flushes (FlushDenormalsMode)
+#endif
+  return flush ? tile_fma_portable<true> : tile_fma_portable<false>;
+}
+
+// The smallest biased exponent of a nonzero element (255 when there is none), read from the
+// float32 or bfloat16 bits, rounding aside (bfloat16 rounding never lowers an exponent, so this is
+// at most the rounded value's). A denormal counts as exponent 0.
+uint32_t smallest_exponent(const Operand& m, int64_t rows, int64_t cols) {
+  uint32_t smallest = 255;
+  auto take = [&](uint32_t magnitude, int shift) {  // a zero counts as 255 (written without a branch: it vectorises)
+    smallest = std::min(smallest, magnitude == 0 ? 255u : magnitude >> shift);
+  };
+  const bool dense = (m.col_stride == 1 && m.row_stride == cols) || (m.row_stride == 1 && m.col_stride == rows);
+  const int64_t n = rows * cols;
+  if (m.dtype == kBFloat16) {
+    const auto* h = static_cast<const uint16_t*>(m.data);
+    if (dense) {
+      for (int64_t i = 0; i < n; ++i) take(h[i] & 0x7FFFu, 7);
+    } else {
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < cols; ++j) take(h[i * m.row_stride + j * m.col_stride] & 0x7FFFu, 7);
+    }
+  } else {
+    const auto* f = static_cast<const uint32_t*>(m.data);
+    if (dense) {
+      for (int64_t i = 0; i < n; ++i) take(f[i] & 0x7FFFFFFFu, 23);
+    } else {
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < cols; ++j) take(f[i * m.row_stride + j * m.col_stride] & 0x7FFFFFFFu, 23);
+    }
+  }
+  return smallest;
+}
+
+}  // namespace
+
+// Can a sum of the product be a denormal? Each product a*b of two bfloat16 (8 significant bits,
+// the last worth 2^(e - 127 - 7) for a biased exponent e) is a multiple of 2^(ea + eb - 268), and
+// so is every sum of them, rounded or not (rounding to float32 keeps a multiple of it while the
+// sum is at least that large). When ea + eb - 268 >= -126 for the smallest exponents of A and B,
+// every sum is 0 or at least 2^-126: no denormal, and flushing changes nothing. A denormal input
+// (exponent 0) must read as zero, so it always counts.
+bool sums_may_underflow(const Operand& a, const Operand& b, int64_t M, int64_t N, int64_t K) {
+  const uint32_t ea = smallest_exponent(a, M, K), eb = smallest_exponent(b, K, N);
+  return ea == 0 || eb == 0 || ea + eb < 268 - 126;
+}
+
+namespace {
 
 // c[i][j] += bias[j] for rows [i0, i1), columns [0, N): the bias for kFma, added once its sums
 // are stored, with no flush of denormals (linear's float32 add has none).
@@ -379,8 +469,12 @@ void add_bias_rows(float* c, int64_t ldc, const float* bias, int64_t i0, int64_t
 // Rows [t0 kTileRows, t1 kTileRows) of C (clipped to M), from A (packed here, a block at a time)
 // and B (packed whole, bp), plus the bias when given.
 void multiply_row_tiles(float* c, int64_t ldc, const Operand& a, const uint32_t* bp, const float* bias, int64_t t0,
-                        int64_t t1, int64_t M, int64_t N, int64_t K, Kernel kernel) {
-  const FmaTile fma = fma_tile();
+                        int64_t t1, int64_t M, int64_t N, int64_t K, Kernel kernel, bool flush) {
+  const FmaTile fma = fma_tile(flush);
+#if TG_X86_KERNELS
+  std::optional<FlushDenormalsMode> mode;  // the AVX2 tile's flush (above)
+  if (kernel == Kernel::kFma && fma_tile_uses_cpu_mode()) mode.emplace();
+#endif
   const int64_t K2 = (K + 1) / 2, panels = (N + kTileCols - 1) / kTileCols;
   const int64_t k_blocks = (K2 + kMaxBlockPairs - 1) / kMaxBlockPairs;  // equal blocks, none much shorter
   const int64_t block_pairs = (K2 + k_blocks - 1) / k_blocks;
@@ -419,6 +513,9 @@ void multiply_row_tiles(float* c, int64_t ldc, const Operand& a, const uint32_t*
       }
     }
   }
+#if TG_X86_KERNELS
+  mode.reset();  // linear's float32 add keeps denormals
+#endif
   if (bias && kernel == Kernel::kFma) add_bias_rows(c, ldc, bias, t0 * kTileRows, std::min(M, t1 * kTileRows), N);
 }
 
@@ -451,7 +548,11 @@ void gemm(float* c, int64_t ldc, const Operand& a, const Operand& b, int64_t M, 
   };
   const auto bp = std::make_unique_for_overwrite<uint32_t[]>(static_cast<size_t>(panels * K2 * kTileCols));
   split(panels, [&](int64_t q0, int64_t q1) { pack_b_panels(bp.get(), b, q0, q1, N, K); });
-  split(tiles, [&](int64_t t0, int64_t t1) { multiply_row_tiles(c, ldc, a, bp.get(), bias, t0, t1, M, N, K, kernel); });
+  // the FMA kernel's rule in plain code, where no CPU mode applies it and it can matter
+  const bool flush = kernel == Kernel::kFma && !fma_tile_uses_cpu_mode() && sums_may_underflow(a, b, M, N, K);
+  split(tiles, [&](int64_t t0, int64_t t1) {
+    multiply_row_tiles(c, ldc, a, bp.get(), bias, t0, t1, M, N, K, kernel, flush);
+  });
 }
 
 }  // namespace tg::kernels::bf16_gemm

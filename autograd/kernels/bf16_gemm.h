@@ -45,6 +45,11 @@ struct Operand {
   int64_t row_stride, col_stride;
 };
 
+// True when some sum of a (M,K) @ b (K,N) in bfloat16 could be a denormal, read from the smallest
+// exponents of a's and b's elements: only then does the FMA kernel flush each of its sums
+// (bf16_gemm.cpp says why the answer is exact when false).
+bool sums_may_underflow(const Operand& a, const Operand& b, int64_t M, int64_t N, int64_t K);
+
 // c = a @ b. With a bias (N floats, or null), c[i][j] = that sum + bias[j]: the float32 add
 // linear makes after its product, made on the sums before they are stored (one pass over c
 // fewer, the same bits).

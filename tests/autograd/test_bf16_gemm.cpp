@@ -171,6 +171,27 @@ TEST(Bf16Gemm, DenormalInputsAndSumsAreFlushedToSignedZero) {
   }
 }
 
+// The FMA kernel flushes its sums only when the operands' exponents allow a denormal sum: a
+// product of ordinary values never flushes, one with small enough values does (and the cases
+// above, run through gemm, give the flushed bits).
+TEST(Bf16Gemm, OnlyOperandsThatCanSumToADenormalAreFlushed) {
+  const std::vector<float> ordinary = random_values(12, 7);  // (3, 4) or (4, 3), standard normal
+  const Operand a{ordinary.data(), kFloat32, 4, 1}, b{ordinary.data(), kFloat32, 3, 1};
+  EXPECT_FALSE(sums_may_underflow(a, b, 3, 3, 4));
+  std::vector<float> small = ordinary;
+  small[5] = std::ldexp(1.0f, -60);  // products near 2^-64: their last bit (2^-78 or so) is still normal
+  EXPECT_FALSE(sums_may_underflow(Operand{small.data(), kFloat32, 4, 1}, b, 3, 3, 4));
+  small[5] = std::ldexp(1.0f, -115);  // products near 2^-119, their last bit far below 2^-126
+  EXPECT_TRUE(sums_may_underflow(Operand{small.data(), kFloat32, 4, 1}, b, 3, 3, 4));
+  small[5] = std::ldexp(1.0f, -130);  // a denormal input
+  EXPECT_TRUE(sums_may_underflow(Operand{small.data(), kFloat32, 4, 1}, b, 3, 3, 4));
+  const std::vector<float> zeros(12, 0.0f);  // nothing to sum
+  EXPECT_FALSE(sums_may_underflow(Operand{zeros.data(), kFloat32, 4, 1}, b, 3, 3, 4));
+  // transposed (column-major) and bfloat16 operands are read too
+  const std::vector<BFloat16> small16 = rounded(small);
+  EXPECT_TRUE(sums_may_underflow(Operand{small16.data(), kBFloat16, 1, 3}, b, 3, 3, 4));
+}
+
 TEST(Bf16Gemm, AnyThreadCountGivesTheSameBits) {
   const Case t{150, 300, 277, false, true};  // big enough to run on threads
   const std::vector<float> a = random_values(t.M * t.K, 5), b = random_values(t.K * t.N, 6);
