@@ -415,31 +415,29 @@ FmaTile fma_tile(bool flush) {
 // The smallest biased exponent of a nonzero element (255 when there is none), read from the
 // float32 or bfloat16 bits, rounding aside (bfloat16 rounding never lowers an exponent, so this is
 // at most the rounded value's). A denormal counts as exponent 0.
-uint32_t smallest_exponent(const Operand& m, int64_t rows, int64_t cols) {
+// bits: float32 (uint32_t, exponent from bit 23) or bfloat16 (uint16_t, from bit 7) elements.
+template <class Bits>
+uint32_t smallest_exponent_of(const Bits* bits, const Operand& m, int64_t rows, int64_t cols) {
+  constexpr int shift = sizeof(Bits) == 4 ? 23 : 7;
+  constexpr uint32_t magnitude_mask = sizeof(Bits) == 4 ? 0x7FFFFFFFu : 0x7FFFu;
   uint32_t smallest = 255;
-  auto take = [&](uint32_t magnitude, int shift) {  // a zero counts as 255 (written without a branch: it vectorises)
+  auto take = [&](uint32_t element) {  // a zero counts as 255 (written without a branch: it vectorises)
+    const uint32_t magnitude = element & magnitude_mask;
     smallest = std::min(smallest, magnitude == 0 ? 255u : magnitude >> shift);
   };
   const bool dense = (m.col_stride == 1 && m.row_stride == cols) || (m.row_stride == 1 && m.col_stride == rows);
-  const int64_t n = rows * cols;
-  if (m.dtype == kBFloat16) {
-    const auto* h = static_cast<const uint16_t*>(m.data);
-    if (dense) {
-      for (int64_t i = 0; i < n; ++i) take(h[i] & 0x7FFFu, 7);
-    } else {
-      for (int64_t i = 0; i < rows; ++i)
-        for (int64_t j = 0; j < cols; ++j) take(h[i * m.row_stride + j * m.col_stride] & 0x7FFFu, 7);
-    }
+  if (dense) {
+    for (int64_t i = 0; i < rows * cols; ++i) take(bits[i]);
   } else {
-    const auto* f = static_cast<const uint32_t*>(m.data);
-    if (dense) {
-      for (int64_t i = 0; i < n; ++i) take(f[i] & 0x7FFFFFFFu, 23);
-    } else {
-      for (int64_t i = 0; i < rows; ++i)
-        for (int64_t j = 0; j < cols; ++j) take(f[i * m.row_stride + j * m.col_stride] & 0x7FFFFFFFu, 23);
-    }
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < cols; ++j) take(bits[i * m.row_stride + j * m.col_stride]);
   }
   return smallest;
+}
+
+uint32_t smallest_exponent(const Operand& m, int64_t rows, int64_t cols) {
+  if (m.dtype == kBFloat16) return smallest_exponent_of(static_cast<const uint16_t*>(m.data), m, rows, cols);
+  return smallest_exponent_of(static_cast<const uint32_t*>(m.data), m, rows, cols);
 }
 
 }  // namespace
