@@ -22,6 +22,7 @@
 #include <optional>
 #include <set>
 
+#include "autograd/float16.h"
 #include "autograd/io/atomic_file.h"
 #include "autograd/io/json.h"
 #include "autograd/ops.h"
@@ -76,7 +77,8 @@ struct Fd {
 
 struct Entry {
   std::string name;
-  ScalarType dtype;
+  ScalarType dtype;                  // the tensor's
+  const SafetensorsDtype* in_file;   // the file's (F16 or BF16 when converted to float32)
   Shape shape;
   uint64_t begin, end;    // data_offsets, relative to the start of the data
   uint64_t offsets_byte;  // where data_offsets is written in the file (for messages)
@@ -90,7 +92,8 @@ struct Header {
 
 class Reader {
  public:
-  explicit Reader(const std::string& path) : path_(path), file_(::open(path.c_str(), O_RDONLY | O_CLOEXEC)) {
+  Reader(const std::string& path, const SafetensorsReadOptions& options = {})
+      : path_(path), options_(options), file_(::open(path.c_str(), O_RDONLY | O_CLOEXEC)) {
     if (file_.fd < 0) fail_whole(std::string("cannot open: ") + std::strerror(errno));
     struct stat info;
     if (::fstat(file_.fd, &info) != 0) fail_whole(std::string("cannot stat: ") + std::strerror(errno));
@@ -149,6 +152,10 @@ class Reader {
       t = empty(entry.shape, entry.dtype);
     } catch (const Error& e) {
       fail(entry.offsets_byte, "tensor " + json::quote(entry.name) + ": " + e.what());
+    }
+    if (entry.dtype != entry.in_file->type) {  // F16 or BF16 to float32
+      read_widened(start, entry, t);
+      return t;
     }
     if (entry.end > entry.begin) read_exact(start, t.raw_data(), entry.end - entry.begin);
     if (entry.dtype == kBool) {
@@ -211,11 +218,30 @@ class Reader {
     fail(at(v), what + " must be an integer, got " + kind(v));
   }
 
+  // 16-bit floats' bits, then each converted to float32 into t.
+  void read_widened(uint64_t start, const Entry& entry, Tensor& t) {
+    std::vector<uint16_t> bits(static_cast<size_t>((entry.end - entry.begin) / 2));
+    if (!bits.empty()) read_exact(start, bits.data(), entry.end - entry.begin);
+    float* out = t.data_ptr<float>();
+    const bool is_f16 = std::string(entry.in_file->name) == "F16";
+    for (size_t i = 0; i < bits.size(); ++i)
+      out[i] = is_f16 ? float16_bits_to_float(bits[i]) : static_cast<float>(BFloat16::from_bits(bits[i]));
+  }
+
+  bool widened(const SafetensorsDtype& d) const {
+    const std::string name = d.name;
+    return options_.float16_to_float32 && (name == "F16" || name == "BF16");
+  }
+
   const SafetensorsDtype& read_dtype(const json::Value& v, const std::string& tensor) {
     if (!v.is_string()) fail(at(v), tensor + ": dtype must be a string, got " + kind(v));
     for (const SafetensorsDtype& d : kDtypes) {
       if (v.as_string() != d.name) continue;
-      if (!d.type) fail(at(v), tensor + ": dtype " + d.name + " is not supported by tapegrad (it reads F32, F64, I64, BOOL, BF16)");
+      if (!d.type && !widened(d)) {
+        fail(at(v), tensor + ": dtype " + d.name + " is not supported by tapegrad (it reads F32, F64, I64, BOOL, BF16)" +
+                        (std::string(d.name) == "F16" ? "; it reads F16 as float32 when asked to "
+                                                        "(SafetensorsReadOptions::float16_to_float32)" : ""));
+      }
       return d;
     }
     fail(at(v), tensor + ": dtype " + json::quote(v.as_string()) + " is not a safetensors dtype");
@@ -262,7 +288,8 @@ class Reader {
     Entry entry;
     entry.name = name;
     const SafetensorsDtype& dtype = read_dtype(field("dtype"), tensor);
-    entry.dtype = *dtype.type;
+    entry.in_file = &dtype;
+    entry.dtype = widened(dtype) ? kFloat32 : *dtype.type;
     uint64_t nbytes = read_shape(field("shape"), tensor, dtype.size, entry.shape);
 
     const json::Value& offsets = field("data_offsets");
@@ -318,6 +345,7 @@ class Reader {
   }
 
   std::string path_;
+  SafetensorsReadOptions options_;
   Fd file_;
   uint64_t file_size_ = 0;
   uint64_t data_start_ = 0;  // 8 + N, once the length is read
@@ -415,11 +443,20 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors, cons
   file.commit();
 }
 
-NamedTensors load_safetensors(const std::string& path) {
-  Reader reader(path);
+NamedTensors load_safetensors(const std::string& path) { return load_safetensors(path, SafetensorsReadOptions{}); }
+
+NamedTensors load_safetensors(const std::string& path, const SafetensorsReadOptions& options,
+                              std::vector<std::string>* converted) {
+  Reader reader(path, options);
   Header header = reader.read_header();
   NamedTensors out;
-  for (const Entry& entry : header.entries) out.push_back({entry.name, reader.read_tensor(header, entry)});
+  for (const Entry& entry : header.entries) {
+    out.push_back({entry.name, reader.read_tensor(header, entry)});
+    const std::string file_dtype = entry.in_file->name;
+    if (converted && entry.dtype != entry.in_file->type &&
+        std::find(converted->begin(), converted->end(), file_dtype) == converted->end())
+      converted->push_back(file_dtype);
+  }
   return out;
 }
 

@@ -14,8 +14,13 @@
 //                       the data exactly: no gap, no overlap, nothing after the last one.
 //
 // dtypes: F32, F64, I64, BOOL (one byte, 0 or 1) and BF16 (bfloat16's 16 bits) are tapegrad's
-// float32, float64, int64, bool and bfloat16. The format's other dtypes (F16, I32, I16, I8, U8,
-// ...) are recognised and refused with an error naming the tensor, the dtype and the file.
+// float32, float64, int64, bool and bfloat16. F16 (IEEE half precision) has no tapegrad dtype:
+// it is refused, unless the caller asks for 16-bit floats as float32
+// (SafetensorsReadOptions::float16_to_float32, for checkpoints saved in half precision such as
+// Hugging Face's); then F16 and BF16 tensors are both read as float32, exactly (autograd/float16.h,
+// BFloat16 in autograd/dtype.h). The request is explicit so that a state_dict file of another
+// dtype is never widened behind load_state_dict's back. The format's other dtypes (I32, I16, I8,
+// U8, ...) are recognised and refused with an error naming the tensor, the dtype and the file.
 //
 // The canonical layout save_safetensors writes (tests/reference/make_safetensors_reference.py
 // writes the same, so a model saved from either side has the same bytes):
@@ -56,6 +61,15 @@ void save_safetensors(AtomicFile& file, const NamedTensors& tensors, const Safet
 
 // Read every tensor of the file, in header order, as new contiguous tensors (not requiring grad).
 NamedTensors load_safetensors(const std::string& path);
+
+struct SafetensorsReadOptions {
+  // F16 and BF16 tensors read as float32 (F16 is otherwise refused, BF16 read as bfloat16).
+  bool float16_to_float32 = false;
+};
+// As above, with options. converted (optional) receives the file dtypes that were converted
+// ("F16", "BF16"), each once, in the order first met, so a caller can say so in one line.
+NamedTensors load_safetensors(const std::string& path, const SafetensorsReadOptions& options,
+                              std::vector<std::string>* converted = nullptr);
 
 // Read only the header's metadata (the whole header is still checked).
 SafetensorsMetadata load_safetensors_metadata(const std::string& path);

@@ -1,0 +1,101 @@
+// float16 read as float32: tg::float16_bits_to_float against PyTorch's conversion of all 65536
+// half values (tests/reference/float16_torch.json, hashed per row of 1024), and safetensors
+// files with F16 and BF16 tensors read as float32 only when asked.
+#include "autograd/float16.h"
+
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "autograd/io/json.h"
+#include "autograd/io/safetensors.h"
+#include "test_util.h"
+
+namespace tg {
+namespace {
+
+std::string hex(uint64_t v, int digits) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "%0*llx", digits, static_cast<unsigned long long>(v));
+  return buf;
+}
+
+// FNV-1a 64 over the little-endian bytes of the float32 results of halves first .. first+count-1.
+uint64_t hash_of_conversions(uint32_t first, uint32_t count) {
+  uint64_t h = 0xCBF29CE484222325ull;
+  for (uint32_t half = first; half < first + count; ++half) {
+    const uint32_t bits = std::bit_cast<uint32_t>(float16_bits_to_float(static_cast<uint16_t>(half)));
+    for (int i = 0; i < 4; ++i) h = (h ^ ((bits >> (8 * i)) & 0xFFu)) * 0x100000001B3ull;
+  }
+  return h;
+}
+
+TEST(Float16, EveryHalfValueConvertsToPyTorchsFloat32BitForBit) {
+  const json::Value ref = json::parse_file(std::string(TG_REFERENCE_DIR) + "/float16_torch.json");
+  for (const json::Value& sample : ref["samples"].as_array()) {
+    const auto half = static_cast<uint16_t>(std::stoul(sample[0].as_string(), nullptr, 16));
+    EXPECT_EQ(hex(std::bit_cast<uint32_t>(float16_bits_to_float(half)), 8), sample[1].as_string())
+        << "half 0x" << sample[0].as_string();
+  }
+  ASSERT_EQ(ref["rows"].size(), 64u);
+  for (uint32_t row = 0; row < 64; ++row)  // one sign and exponent per row, all 1024 mantissas
+    EXPECT_EQ(hex(hash_of_conversions(row * 1024, 1024), 16), ref["rows"][row].as_string())
+        << "halves 0x" << hex(row * 1024, 4) << " .. 0x" << hex(row * 1024 + 1023, 4);
+}
+
+// A file with an F16, a BF16 and an F32 tensor, written byte by byte.
+std::string sixteen_bit_file() {
+  const std::string header =
+      R"({"h":{"dtype":"F16","shape":[2,2],"data_offsets":[0,8]},)"
+      R"("b":{"dtype":"BF16","shape":[3],"data_offsets":[8,14]},)"
+      R"("f":{"dtype":"F32","shape":[1],"data_offsets":[14,18]}})";
+  std::string bytes;
+  for (int i = 0; i < 8; ++i) bytes += static_cast<char>((header.size() >> (8 * i)) & 0xFF);
+  bytes += header;
+  auto u16 = [&](uint16_t v) { bytes += static_cast<char>(v & 0xFF), bytes += static_cast<char>(v >> 8); };
+  for (uint16_t v : {0x3C00, 0xC000, 0x0001, 0x7C00}) u16(v);  // 1, -2, 2^-24, inf
+  for (uint16_t v : {0x3F80, 0x4049, 0xFF80}) u16(v);          // 1, 3.140625, -inf
+  const float f = 0.5f;
+  bytes.append(reinterpret_cast<const char*>(&f), 4);
+  return bytes;
+}
+
+TEST(Safetensors, ReadsF16AndBF16AsFloat32OnlyWhenAsked) {
+  test::TempFolder folder;
+  const std::string path = folder.file("half.safetensors");
+  test::write_bytes(path, sixteen_bit_file());
+
+  std::vector<std::string> converted;
+  const NamedTensors got = load_safetensors(path, SafetensorsReadOptions{.float16_to_float32 = true}, &converted);
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(converted, (std::vector<std::string>{"F16", "BF16"}));
+  for (const auto& [name, t] : got) EXPECT_EQ(t.dtype(), kFloat32) << name;
+  EXPECT_EQ(got[0].second.sizes(), (Shape{2, 2}));
+  EXPECT_EQ(got[0].second.reshape({4}).tolist<float>(),
+            (std::vector<float>{1.0f, -2.0f, std::ldexp(1.0f, -24), INFINITY}));
+  EXPECT_EQ(got[1].second.tolist<float>(), (std::vector<float>{1.0f, 3.140625f, -INFINITY}));
+  EXPECT_EQ(got[2].second.tolist<float>(), (std::vector<float>{0.5f}));
+
+  EXPECT_TRUE(test::has_part(test::error_of([&] { load_safetensors(path); }),
+                             path + ": byte 22: tensor \"h\": dtype F16 is not supported by tapegrad (it reads F32, "
+                                    "F64, I64, BOOL, BF16); it reads F16 as float32 when asked to"));
+}
+
+TEST(Safetensors, WithoutF16TheRequestKeepsBF16AsFloat32AndTheRestAsTheyAre) {
+  test::TempFolder folder;
+  const std::string path = folder.file("bf16.safetensors");
+  save_safetensors(path, {{"b", full({2}, 1.5, kBFloat16)}, {"i", full({1}, 3, kInt64)}});
+  std::vector<std::string> converted;
+  const NamedTensors got = load_safetensors(path, SafetensorsReadOptions{.float16_to_float32 = true}, &converted);
+  EXPECT_EQ(converted, (std::vector<std::string>{"BF16"}));
+  EXPECT_EQ(got[0].second.dtype(), kFloat32);
+  EXPECT_EQ(got[1].second.dtype(), kInt64);
+  EXPECT_EQ(load_safetensors(path)[0].second.dtype(), kBFloat16);  // not asked: bfloat16 stays
+}
+
+}  // namespace
+}  // namespace tg
