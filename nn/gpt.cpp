@@ -23,6 +23,7 @@ void GPTConfig::validate() const {
   require(emb_dim % n_heads == 0, "emb_dim (" + std::to_string(emb_dim) + ") must be divisible by n_heads (" +
                                       std::to_string(n_heads) + ")");
   require(drop_rate >= 0.0 && drop_rate < 1.0, "drop_rate must be in [0, 1), got " + python_float(drop_rate));
+  require(layer_norm_eps > 0.0, "layer_norm_eps must be positive, got " + python_float(layer_norm_eps));
 }
 
 FeedForward::FeedForward(int64_t emb_dim) : Module("FeedForward") {
@@ -44,8 +45,8 @@ TransformerBlock::TransformerBlock(const GPTConfig& c) : Module("TransformerBloc
   att = register_module("att", std::make_shared<MultiHeadAttention>(c.emb_dim, c.emb_dim, c.context_length,
                                                                     c.drop_rate, c.n_heads, c.qkv_bias));
   ff = register_module("ff", std::make_shared<FeedForward>(c.emb_dim));
-  norm1 = register_module("norm1", std::make_shared<LayerNorm>(c.emb_dim));
-  norm2 = register_module("norm2", std::make_shared<LayerNorm>(c.emb_dim));
+  norm1 = register_module("norm1", std::make_shared<LayerNorm>(c.emb_dim, c.layer_norm_eps));
+  norm2 = register_module("norm2", std::make_shared<LayerNorm>(c.emb_dim, c.layer_norm_eps));
   drop_shortcut = register_module("drop_shortcut", std::make_shared<Dropout>(c.drop_rate));
 }
 
@@ -68,7 +69,7 @@ GPTModel::GPTModel(const GPTConfig& config) : Module("GPTModel"), config_(config
     blocks_.push_back(std::make_shared<TransformerBlock>(config_));
     trf_blocks->push_back(blocks_.back());
   }
-  final_norm = register_module("final_norm", std::make_shared<LayerNorm>(config_.emb_dim));
+  final_norm = register_module("final_norm", std::make_shared<LayerNorm>(config_.emb_dim, config_.layer_norm_eps));
   out_head = register_module("out_head", std::make_shared<Linear>(config_.emb_dim, config_.vocab_size, false));
   if (config_.tie_weights) {  // as PyTorch's `self.out_head.weight = self.tok_emb.weight`, after both are made
     out_head->set_parameter("weight", tok_emb->weight);

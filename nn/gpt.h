@@ -10,7 +10,7 @@
 //     trf_blocks.i   TransformerBlock, n_layers of them:
 //                      x = x + drop_shortcut(att(norm1(x)))       att: causal MultiHeadAttention
 //                      x = x + drop_shortcut(ff(norm2(x)))        ff.layers: Linear(C,4C), GELU(tanh), Linear(4C,C)
-//     final_norm     LayerNorm(emb_dim)
+//     final_norm     LayerNorm(emb_dim, layer_norm_eps), as norm1 and norm2
 //     out_head       Linear(emb_dim, vocab_size, bias=false)  (B,T,C) -> logits (B,T,V)
 //                    with tie_weights, its weight is tok_emb.weight (V,C): one tensor, listed
 //                    under both names in the state_dict (as PyTorch lists it), once in parameters()
@@ -41,9 +41,10 @@ struct GPTConfig {
   double drop_rate = 0.0;
   bool qkv_bias = false;
   bool tie_weights = false;  // out_head.weight is tok_emb.weight (GPT-2's weight tying)
+  double layer_norm_eps = 1e-5;  // every LayerNorm's (norm1, norm2, final_norm); GPT-2 has 1e-5 too
 
   // Throws tg::Error naming the first field that is out of range (sizes positive, emb_dim
-  // divisible by n_heads, 0 <= drop_rate < 1).
+  // divisible by n_heads, 0 <= drop_rate < 1, layer_norm_eps > 0).
   void validate() const;
 };
 

@@ -95,7 +95,8 @@ std::string config_json(const nn::GPTConfig& c, TrainOptions options) {
      << ", \"emb_dim\": " << c.emb_dim << ", \"n_heads\": " << c.n_heads << ", \"n_layers\": " << c.n_layers
      << ", \"drop_rate\": " << json_double(c.drop_rate)
      << ", \"qkv_bias\": " << (c.qkv_bias ? "true" : "false")
-     << ", \"tie_weights\": " << (c.tie_weights ? "true" : "false") << "},\n  \"train\": {";
+     << ", \"tie_weights\": " << (c.tie_weights ? "true" : "false")
+     << ", \"layer_norm_eps\": " << nn::python_float(c.layer_norm_eps) << "},\n  \"train\": {";
   const std::vector<Flag> flags = train_flags(options);
   for (size_t i = 0; i < flags.size(); ++i)
     os << (i ? ", " : "") << json::quote(flags[i].name) << ": " << json_value(flags[i]);
@@ -113,6 +114,7 @@ nn::GPTConfig model_config(const json::Value& m) {
   c.drop_rate = m["drop_rate"].as_double();
   c.qkv_bias = m["qkv_bias"].as_bool();
   c.tie_weights = m.contains("tie_weights") && m["tie_weights"].as_bool();  // runs from before tying have none
+  c.layer_norm_eps = m.contains("layer_norm_eps") ? m["layer_norm_eps"].as_double() : 1e-5;  // older runs: 1e-5
   c.validate();
   return c;
 }

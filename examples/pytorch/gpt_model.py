@@ -44,8 +44,8 @@ class TransformerBlock(nn.Module):
         self.att = MultiHeadAttention(cfg["emb_dim"], cfg["emb_dim"], cfg["context_length"], cfg["drop_rate"],
                                       cfg["n_heads"], cfg["qkv_bias"])
         self.ff = FeedForward(cfg["emb_dim"])
-        self.norm1 = nn.LayerNorm(cfg["emb_dim"])
-        self.norm2 = nn.LayerNorm(cfg["emb_dim"])
+        self.norm1 = nn.LayerNorm(cfg["emb_dim"], eps=cfg.get("layer_norm_eps", 1e-5))
+        self.norm2 = nn.LayerNorm(cfg["emb_dim"], eps=cfg.get("layer_norm_eps", 1e-5))
         self.drop_shortcut = nn.Dropout(cfg["drop_rate"])
 
     def forward(self, x):
@@ -60,7 +60,7 @@ class GPTModel(nn.Module):
         self.pos_emb = nn.Embedding(cfg["context_length"], cfg["emb_dim"])
         self.drop_emb = nn.Dropout(cfg["drop_rate"])
         self.trf_blocks = nn.Sequential(*[TransformerBlock(cfg) for _ in range(cfg["n_layers"])])
-        self.final_norm = nn.LayerNorm(cfg["emb_dim"])
+        self.final_norm = nn.LayerNorm(cfg["emb_dim"], eps=cfg.get("layer_norm_eps", 1e-5))
         self.out_head = nn.Linear(cfg["emb_dim"], cfg["vocab_size"], bias=False)
         if cfg.get("tie_weights", False):
             self.out_head.weight = self.tok_emb.weight

@@ -129,7 +129,8 @@ def weight_decay_groups(model, weight_decay):
 
 def config_of(o, vocab_size):
     return dict(vocab_size=vocab_size, context_length=o.context, emb_dim=o.emb_dim, n_heads=o.heads,
-                n_layers=o.layers, drop_rate=o.dropout, qkv_bias=False, tie_weights=o.tie_weights)
+                n_layers=o.layers, drop_rate=o.dropout, qkv_bias=False, tie_weights=o.tie_weights,
+                layer_norm_eps=1e-5)
 
 
 Losses = collections.namedtuple("Losses", "train val train_bpb val_bpb")
