@@ -22,7 +22,8 @@ import struct
 import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-DTYPES = {"F32": torch.float32, "F64": torch.float64, "I64": torch.int64, "BOOL": torch.bool}
+DTYPES = {"F32": torch.float32, "F64": torch.float64, "I64": torch.int64, "BOOL": torch.bool,
+          "F16": torch.float16, "BF16": torch.bfloat16}  # the last two for Hugging Face folders (hf_gpt2.py)
 NAMES = {v: k for k, v in DTYPES.items()}
 FILES = ("model.safetensors", "optimizer.safetensors", "config.json", "tokenizer.json")
 CSV_HEADER = "step,train_loss,val_loss,lr,tokens_per_s,elapsed_s,train_bpb,val_bpb"
@@ -61,7 +62,8 @@ def safetensors_bytes(tensors, metadata):
     if metadata:
         header["__metadata__"] = metadata
     for name, t in tensors.items():
-        blob = t.detach().contiguous().cpu().numpy().tobytes()
+        t = t.detach().contiguous().cpu()
+        blob = (t.view(torch.int16) if t.dtype == torch.bfloat16 else t).numpy().tobytes()  # numpy has no bfloat16
         header[name] = {"dtype": NAMES[t.dtype], "shape": list(t.shape), "data_offsets": [offset, offset + len(blob)]}
         blobs.append(blob)
         offset += len(blob)

@@ -1,0 +1,232 @@
+// examples/gpt/hf_gpt2.cpp — Hugging Face GPT-2 weights to GPTModel's state_dict and back (the
+// name and orientation table is in hf_gpt2.h).
+//
+// Reading: the file's names are checked against the layout (HF name, shape) made from the config
+// before any is converted: the prefix is decided by whether any name starts with "transformer.",
+// then every name must be in the layout, an ignored buffer or lm_head.weight; every layout name
+// must be there with its shape. Then each HF tensor is cut (c_attn into q, k, v) and transposed
+// (Conv1D) into tapegrad's names, and load_state_dict copies them (all or nothing).
+// Writing: tapegrad's tensors fused and transposed the other way, in the layout's order.
+#include "examples/gpt/hf_gpt2.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "autograd/error.h"
+#include "autograd/io/safetensors.h"
+#include "autograd/ops.h"
+
+namespace tg::examples {
+
+namespace {
+
+const std::string kPrefix = "transformer.";
+
+struct HfTensor {
+  std::string name;  // without the prefix
+  Shape shape;
+};
+
+// HF's names and shapes, in GPT2LMHeadModel's state_dict order (buffers and lm_head left out).
+std::vector<HfTensor> hf_layout(const nn::GPTConfig& c) {
+  const int64_t C = c.emb_dim;
+  std::vector<HfTensor> out = {{"wte.weight", {c.vocab_size, C}}, {"wpe.weight", {c.context_length, C}}};
+  for (int64_t i = 0; i < c.n_layers; ++i) {
+    const std::string h = "h." + std::to_string(i) + ".";
+    for (const HfTensor& t : std::vector<HfTensor>{
+             {"ln_1.weight", {C}}, {"ln_1.bias", {C}}, {"attn.c_attn.weight", {C, 3 * C}}, {"attn.c_attn.bias", {3 * C}},
+             {"attn.c_proj.weight", {C, C}}, {"attn.c_proj.bias", {C}}, {"ln_2.weight", {C}}, {"ln_2.bias", {C}},
+             {"mlp.c_fc.weight", {C, 4 * C}}, {"mlp.c_fc.bias", {4 * C}}, {"mlp.c_proj.weight", {4 * C, C}},
+             {"mlp.c_proj.bias", {C}}})
+      out.push_back({h + t.name, t.shape});
+  }
+  out.push_back({"ln_f.weight", {C}});
+  out.push_back({"ln_f.bias", {C}});
+  return out;
+}
+
+bool is_ignored_buffer(const std::string& name, int64_t n_layers) {
+  for (int64_t i = 0; i < n_layers; ++i) {
+    const std::string h = "h." + std::to_string(i) + ".attn.";
+    if (name == h + "bias" || name == h + "masked_bias") return true;
+  }
+  return false;
+}
+
+const Tensor* find(const NamedTensors& tensors, const std::string& name) {
+  for (const auto& [n, t] : tensors)
+    if (n == name) return &t;
+  return nullptr;
+}
+
+// The file's tensors by unprefixed name, checked against the layout; info gets the prefix and
+// whether lm_head was there.
+NamedTensors checked_hf_tensors(const NamedTensors& file, const nn::GPTConfig& c, const std::string& path,
+                                HfGpt2Info& info) {
+  info.prefixed = false;
+  for (const auto& [name, t] : file)
+    if (name.rfind(kPrefix, 0) == 0) info.prefixed = true;
+  const std::vector<HfTensor> layout = hf_layout(c);
+  NamedTensors hf;
+  for (const auto& [name, t] : file) {
+    if (name == "lm_head.weight") {
+      info.had_lm_head = true;
+      continue;
+    }
+    const bool has_prefix = name.rfind(kPrefix, 0) == 0;
+    const std::string bare = has_prefix ? name.substr(kPrefix.size()) : name;
+    const bool known = std::any_of(layout.begin(), layout.end(), [&](const HfTensor& l) { return l.name == bare; });
+    if (has_prefix != info.prefixed || (!known && !is_ignored_buffer(bare, c.n_layers)))
+      throw Error(path + ": unknown tensor \"" + name + "\" (not a GPT-2 weight of this config.json" +
+                  (has_prefix != info.prefixed ? ", or its \"transformer.\" prefix differs from the other names'" : "") +
+                  ")");
+    if (!known) continue;  // h.i.attn.bias / masked_bias: the causal mask, which tapegrad makes itself
+    if (!is_floating(t.dtype()) || t.dtype() == kFloat64)
+      throw Error(path + ": tensor \"" + name + "\" has dtype " + dtype_name(t.dtype()) + "; GPT-2 weights are F32, F16 or BF16");
+    hf.push_back({bare, t});
+  }
+  for (const HfTensor& l : layout) {
+    const std::string full = (info.prefixed ? kPrefix : "") + l.name;
+    const Tensor* t = find(hf, l.name);
+    if (!t) throw Error(path + ": tensor \"" + full + "\" is missing");
+    if (t->sizes() != l.shape)
+      throw Error(path + ": tensor \"" + full + "\" has shape " + shape_str(t->sizes()) + ", expected " + shape_str(l.shape));
+  }
+  if (const Tensor* head = find(file, "lm_head.weight")) {
+    const Tensor& wte = *find(hf, "wte.weight");
+    if (head->sizes() != wte.sizes())
+      throw Error(path + ": tensor \"lm_head.weight\" has shape " + shape_str(head->sizes()) + ", expected " +
+                  shape_str(wte.sizes()) + " (wte.weight's, to which it is tied)");
+    if (!allclose(head->to(kFloat32), wte, 0.0, 0.0, /*equal_nan=*/true))
+      throw Error(path + ": tensor \"lm_head.weight\" differs from wte.weight: tapegrad reads GPT-2 with the two tied");
+  }
+  return hf;
+}
+
+// HF's tensors (unprefixed names) as GPTModel's state_dict.
+NamedTensors gpt_state_of(const NamedTensors& hf, const nn::GPTConfig& c) {
+  const int64_t C = c.emb_dim;
+  auto at = [&](const std::string& name) { return find(hf, name)->to(kFloat32); };
+  auto linear = [](const Tensor& conv1d_weight) { return conv1d_weight.transpose(0, 1).contiguous(); };
+  NamedTensors out = {{"tok_emb.weight", at("wte.weight")}, {"pos_emb.weight", at("wpe.weight")}};
+  for (int64_t i = 0; i < c.n_layers; ++i) {
+    const std::string h = "h." + std::to_string(i) + ".", b = "trf_blocks." + std::to_string(i) + ".";
+    const Tensor qkv_w = at(h + "attn.c_attn.weight"), qkv_b = at(h + "attn.c_attn.bias");
+    const char* const projections[] = {"W_query", "W_key", "W_value"};
+    for (int64_t part = 0; part < 3; ++part) {
+      out.push_back({b + "att." + projections[part] + ".weight", linear(qkv_w.slice(1, part * C, (part + 1) * C))});
+      out.push_back({b + "att." + projections[part] + ".bias", qkv_b.slice(0, part * C, (part + 1) * C).contiguous()});
+    }
+    out.push_back({b + "att.out_proj.weight", linear(at(h + "attn.c_proj.weight"))});
+    out.push_back({b + "att.out_proj.bias", at(h + "attn.c_proj.bias")});
+    out.push_back({b + "ff.layers.0.weight", linear(at(h + "mlp.c_fc.weight"))});
+    out.push_back({b + "ff.layers.0.bias", at(h + "mlp.c_fc.bias")});
+    out.push_back({b + "ff.layers.2.weight", linear(at(h + "mlp.c_proj.weight"))});
+    out.push_back({b + "ff.layers.2.bias", at(h + "mlp.c_proj.bias")});
+    for (const char* n : {"1", "2"}) {
+      out.push_back({b + "norm" + n + ".weight", at(h + "ln_" + n + ".weight")});
+      out.push_back({b + "norm" + n + ".bias", at(h + "ln_" + n + ".bias")});
+    }
+  }
+  out.push_back({"final_norm.weight", at("ln_f.weight")});
+  out.push_back({"final_norm.bias", at("ln_f.bias")});
+  out.push_back({"out_head.weight", at("wte.weight")});  // tied: the same values under both names
+  return out;
+}
+
+std::string path_in(const std::string& dir, const std::string& name) {
+  return (std::filesystem::path(dir) / name).string();
+}
+
+}  // namespace
+
+bool is_hf_gpt2_folder(const std::string& dir) {
+  const std::string path = path_in(dir, "config.json");
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return false;
+  try {
+    const json::Value config = json::parse_file(path);
+    const json::Value* type = config.is_object() ? config.find("model_type") : nullptr;
+    return type && type->is_string() && type->as_string() == "gpt2";
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+HfGpt2 load_hf_gpt2(const std::string& dir) {
+  if (!std::filesystem::is_directory(dir)) throw Error(dir + ": no such folder");
+  for (const char* name : {"config.json", "model.safetensors"})
+    if (!std::filesystem::exists(path_in(dir, name)))
+      throw Error(dir + ": not a Hugging Face GPT-2 folder (" + name + " is missing)");
+  HfGpt2 out;
+  const std::string config_path = path_in(dir, "config.json"), weights_path = path_in(dir, "model.safetensors");
+  out.info.config = json::parse_file(config_path);
+  out.config = hf_gpt2_config(out.info.config, config_path);
+  const NamedTensors file =
+      load_safetensors(weights_path, SafetensorsReadOptions{.float16_to_float32 = true}, &out.info.converted_dtypes);
+  const NamedTensors state = gpt_state_of(checked_hf_tensors(file, out.config, weights_path, out.info), out.config);
+  out.model = std::make_unique<nn::GPTModel>(out.config);
+  NamedTensors full_state = state;
+  for (const auto& [name, t] : out.model->named_buffers())  // the causal masks: the model's own
+    if (!find(state, name)) full_state.push_back({name, t});
+  out.model->load_state_dict(full_state, /*strict=*/true, weights_path);
+  out.model->eval();
+  return out;
+}
+
+NamedTensors hf_gpt2_tensors(const nn::GPTModel& model, bool prefixed) {
+  const nn::GPTConfig& c = model.config();
+  if (!c.qkv_bias || !c.tie_weights)
+    throw Error("hf_gpt2_tensors: GPT-2 has qkv_bias and tie_weights; this model has qkv_bias=" +
+                std::string(c.qkv_bias ? "true" : "false") + ", tie_weights=" + (c.tie_weights ? "true" : "false"));
+  const NamedTensors state = model.state_dict();
+  auto at = [&](const std::string& name) { return find(state, name)->detach(); };
+  auto conv1d = [](const Tensor& linear_weight) { return linear_weight.transpose(0, 1).contiguous(); };
+  NamedTensors hf;
+  for (const HfTensor& l : hf_layout(c)) {
+    const std::string& n = l.name;
+    Tensor t;
+    if (n == "wte.weight") t = at("tok_emb.weight");
+    else if (n == "wpe.weight") t = at("pos_emb.weight");
+    else if (n == "ln_f.weight") t = at("final_norm.weight");
+    else if (n == "ln_f.bias") t = at("final_norm.bias");
+    if (!t.defined()) {  // h.i.<part>
+      const size_t dot = n.find('.', 2);
+      const std::string b = "trf_blocks." + n.substr(2, dot - 2) + ".", part = n.substr(dot + 1);
+      const std::string kind = part.substr(part.rfind('.') + 1);  // weight or bias
+      if (part == "attn.c_attn.weight") {
+        t = conv1d(cat({at(b + "att.W_query.weight"), at(b + "att.W_key.weight"), at(b + "att.W_value.weight")}, 0));
+      } else if (part == "attn.c_attn.bias") {
+        t = cat({at(b + "att.W_query.bias"), at(b + "att.W_key.bias"), at(b + "att.W_value.bias")}, 0);
+      } else {
+        const std::string module = part.rfind("attn.c_proj", 0) == 0 ? "att.out_proj"
+                                   : part.rfind("mlp.c_fc", 0) == 0  ? "ff.layers.0"
+                                   : part.rfind("mlp.c_proj", 0) == 0 ? "ff.layers.2"
+                                   : part.rfind("ln_1", 0) == 0       ? "norm1"
+                                                                     : "norm2";
+        t = at(b + module + "." + kind);
+        if (kind == "weight" && module.find("norm") == std::string::npos) t = conv1d(t);
+      }
+    }
+    hf.push_back({(prefixed ? kPrefix : "") + n, t.to(kFloat32)});
+  }
+  return hf;
+}
+
+void write_hf_gpt2(const nn::GPTModel& model, const HfGpt2Info& from, AtomicFile& config_json,
+                   AtomicFile& model_safetensors) {
+  save_safetensors(model_safetensors, hf_gpt2_tensors(model, from.prefixed), {{"format", "pt"}});
+  config_json.write(hf_gpt2_config_json(model.config(), from.config));
+}
+
+void save_hf_gpt2(const nn::GPTModel& model, const std::string& dir, const HfGpt2Info& from) {
+  AtomicFile config(path_in(dir, "config.json"), "save_hf_gpt2");
+  AtomicFile weights(path_in(dir, "model.safetensors"), "save_hf_gpt2");
+  write_hf_gpt2(model, from, config, weights);
+  config.prepare();
+  weights.prepare();
+  weights.commit();
+  config.commit();
+}
+
+}  // namespace tg::examples

@@ -1,0 +1,162 @@
+# hf_gpt2.py — GPT-2 in Hugging Face's layout (GPT2LMHeadModel's module tree and state_dict names),
+# written from the documented architecture, as `transformers` is not a Debian package; with
+# from_pretrained / save_pretrained reading and writing a folder as HF does (config.json and
+# model.safetensors; safetensors by hand through run_folder.py, as Debian has no package for it).
+#
+#   GPT2LMHeadModel
+#     transformer.wte (V,C), transformer.wpe (P,C)     token and position embeddings, then dropout
+#     transformer.h.i   GPT2Block:  x = x + attn(ln_1(x)),  x = x + mlp(ln_2(x))
+#       attn.c_attn   Conv1D(C -> 3C): q, k, v side by side; heads of C/n_head; causal softmax
+#                     of q k^T / sqrt(C/n_head); attn.c_proj Conv1D(C -> C)
+#       mlp.c_fc      Conv1D(C -> 4C), gelu_new (GELU's tanh form), mlp.c_proj Conv1D(4C -> C)
+#     transformer.ln_f, then lm_head: x wte^T (tied to wte, so the state_dict lists it too)
+#   Conv1D keeps its weight as (in, out) and computes x W + b (nn.Linear keeps (out, in)).
+#   attn.bias (1,1,P,P), the causal mask, and attn.masked_bias are buffers that are not saved (as in
+#   newer HF versions; save_pretrained(buffers=True) writes them, as older versions did), and
+#   save_pretrained leaves lm_head.weight out (tied), as HF's safetensors files do.
+#
+#     model = GPT2LMHeadModel.from_pretrained("folder")      # F32, F16 or BF16 weights, read as float32
+#     logits = model(torch.tensor([[1, 2, 3]]))              # (B, T, V)
+#     model.save_pretrained("out", prefixed=True, dtype=torch.float16)
+import json
+import math
+import os
+
+import torch
+import torch.nn as nn
+
+from run_folder import read_safetensors, safetensors_bytes, write_atomically
+
+DEFAULTS = dict(vocab_size=50257, n_positions=1024, n_embd=768, n_layer=12, n_head=12, layer_norm_epsilon=1e-5,
+                resid_pdrop=0.1, embd_pdrop=0.1, attn_pdrop=0.1, activation_function="gelu_new", n_inner=None)
+TANH_GELUS = ("gelu_new", "gelu_pytorch_tanh", "gelu_fast")
+
+
+def gelu_new(x):
+    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
+
+
+class Conv1D(nn.Module):
+    def __init__(self, n_out, n_in):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(n_in, n_out) * 0.02)
+        self.bias = nn.Parameter(torch.zeros(n_out))
+
+    def forward(self, x):
+        return x @ self.weight + self.bias
+
+
+class GPT2Attention(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        p, c = cfg["n_positions"], cfg["n_embd"]
+        self.register_buffer("bias", torch.tril(torch.ones(p, p, dtype=torch.bool)).view(1, 1, p, p), persistent=False)
+        self.register_buffer("masked_bias", torch.tensor(-1e4), persistent=False)
+        self.n_head = cfg["n_head"]
+        self.c_attn = Conv1D(3 * c, c)
+        self.c_proj = Conv1D(c, c)
+        self.attn_dropout = nn.Dropout(cfg["attn_pdrop"])
+        self.resid_dropout = nn.Dropout(cfg["resid_pdrop"])
+
+    def forward(self, x):
+        b, t, c = x.shape
+        q, k, v = self.c_attn(x).split(c, dim=2)
+        q, k, v = (z.view(b, t, self.n_head, c // self.n_head).transpose(1, 2) for z in (q, k, v))
+        scores = q @ k.transpose(-1, -2) / math.sqrt(c // self.n_head)
+        scores = scores.masked_fill(~self.bias[:, :, :t, :t], torch.finfo(scores.dtype).min)
+        weights = self.attn_dropout(torch.softmax(scores, dim=-1))
+        out = (weights @ v).transpose(1, 2).reshape(b, t, c)
+        return self.resid_dropout(self.c_proj(out))
+
+
+class GPT2MLP(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.c_fc = Conv1D(4 * cfg["n_embd"], cfg["n_embd"])
+        self.c_proj = Conv1D(cfg["n_embd"], 4 * cfg["n_embd"])
+        self.dropout = nn.Dropout(cfg["resid_pdrop"])
+
+    def forward(self, x):
+        return self.dropout(self.c_proj(gelu_new(self.c_fc(x))))
+
+
+class GPT2Block(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(cfg["n_embd"], eps=cfg["layer_norm_epsilon"])
+        self.attn = GPT2Attention(cfg)
+        self.ln_2 = nn.LayerNorm(cfg["n_embd"], eps=cfg["layer_norm_epsilon"])
+        self.mlp = GPT2MLP(cfg)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        return x + self.mlp(self.ln_2(x))
+
+
+class GPT2Model(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.wte = nn.Embedding(cfg["vocab_size"], cfg["n_embd"])
+        self.wpe = nn.Embedding(cfg["n_positions"], cfg["n_embd"])
+        self.drop = nn.Dropout(cfg["embd_pdrop"])
+        self.h = nn.ModuleList(GPT2Block(cfg) for _ in range(cfg["n_layer"]))
+        self.ln_f = nn.LayerNorm(cfg["n_embd"], eps=cfg["layer_norm_epsilon"])
+
+    def forward(self, idx):
+        x = self.drop(self.wte(idx) + self.wpe(torch.arange(idx.shape[1])))
+        for block in self.h:
+            x = block(x)
+        return self.ln_f(x)
+
+
+class GPT2LMHeadModel(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        cfg = dict(DEFAULTS, **config)
+        if cfg.get("model_type") != "gpt2" or cfg["activation_function"] not in TANH_GELUS:
+            raise ValueError(f"not a GPT-2 config this twin runs: {cfg.get('model_type')}, {cfg['activation_function']}")
+        if cfg["n_inner"] not in (None, 4 * cfg["n_embd"]):
+            raise ValueError(f"n_inner {cfg['n_inner']}: this twin has 4 * n_embd")
+        self.config = dict(config)
+        self.transformer = GPT2Model(cfg)
+        self.lm_head = nn.Linear(cfg["n_embd"], cfg["vocab_size"], bias=False)
+        self.lm_head.weight = self.transformer.wte.weight
+
+    def forward(self, idx):
+        return self.lm_head(self.transformer(idx))
+
+    @classmethod
+    def from_pretrained(cls, folder):
+        """config.json and model.safetensors, names with or without "transformer.", any float dtype."""
+        with open(os.path.join(folder, "config.json")) as f:
+            model = cls(json.load(f))
+        tensors, _ = read_safetensors(os.path.join(folder, "model.safetensors"))
+        state = {(k if k.startswith("transformer.") or k == "lm_head.weight" else "transformer." + k): v.float()
+                 for k, v in tensors.items() if not k.endswith((".attn.bias", ".attn.masked_bias"))}
+        state.setdefault("lm_head.weight", state["transformer.wte.weight"])
+        model.load_state_dict(state, strict=True)
+        return model.eval()
+
+    def hf_tensors(self, prefixed=True, dtype=torch.float32, buffers=False, lm_head=False):
+        """The tensors save_pretrained writes, in state_dict order: no lm_head unless asked (files of
+        other tools have it); with buffers, each block's attn.bias and attn.masked_bias after its
+        ln_1, as older HF versions saved them."""
+        out = {}
+        for name, t in self.state_dict().items():
+            if name == "lm_head.weight" and not lm_head:
+                continue
+            key = name if prefixed or name == "lm_head.weight" else name[len("transformer."):]
+            if buffers and name.endswith(".attn.c_attn.weight"):
+                attn = dict(self.named_buffers())
+                for buffer in ("bias", "masked_bias"):
+                    out[key.replace("c_attn.weight", buffer)] = attn[name.replace("c_attn.weight", buffer)]
+            out[key] = t.to(dtype)
+        return out
+
+    def save_pretrained(self, folder, prefixed=False, dtype=torch.float32, buffers=False):
+        os.makedirs(folder, exist_ok=True)
+        config = dict(self.config, architectures=["GPT2LMHeadModel"], model_type="gpt2")
+        config["torch_dtype"] = {torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16"}[dtype]
+        tensors = self.hf_tensors(prefixed, dtype, buffers)
+        write_atomically(os.path.join(folder, "model.safetensors"), safetensors_bytes(tensors, {"format": "pt"}))
+        write_atomically(os.path.join(folder, "config.json"), json.dumps(config, indent=2) + "\n")
