@@ -33,7 +33,7 @@
 // Writing is the reverse: the names above in HF's state_dict order (prefixed or not), fused c_attn,
 // Conv1D orientation, no lm_head (tied), float32, metadata {"format": "pt"}; and a config.json that
 // keeps every field of the one read, updated where tapegrad's config differs, with
-// "architectures": ["GPT2LMHeadModel"] and "model_type": "gpt2".
+// "architectures": ["GPT2LMHeadModel"], "model_type": "gpt2" and "torch_dtype": "float32".
 #pragma once
 #include <memory>
 #include <string>

@@ -147,14 +147,15 @@ std::string hf_gpt2_config_json(const nn::GPTConfig& c, const json::Value& origi
       {"layer_norm_epsilon", nn::python_float(c.layer_norm_eps)},
       {"model_type", "\"gpt2\""}, {"n_embd", integer(c.emb_dim)},
       {"n_head", integer(c.n_heads)}, {"n_inner", "null"}, {"n_layer", integer(c.n_layers)},
-      {"n_positions", integer(c.context_length)}, {"resid_pdrop", drop}, {"vocab_size", integer(c.vocab_size)}};
+      {"n_positions", integer(c.context_length)}, {"resid_pdrop", drop}, {"torch_dtype", "\"float32\""},
+      {"vocab_size", integer(c.vocab_size)}};
   if (old.contains("n_ctx")) fields.push_back({"n_ctx", integer(c.context_length)});  // older configs
   auto keep_old = [&](const std::string& key) {
     const json::Value* v = old.find(key);
     if (!v) return false;
     if (key == "activation_function" || key == "n_inner") return true;  // checked when read: what tapegrad runs
     if (key == "attn_pdrop" || key == "embd_pdrop" || key == "resid_pdrop") return c.drop_rate == old_drop;
-    if (key == "architectures" || key == "model_type") return false;
+    if (key == "architectures" || key == "model_type" || key == "torch_dtype") return false;  // what is written
     const json::Value mine = parsed(std::find_if(fields.begin(), fields.end(), [&](auto& f) { return f.first == key; })->second);
     return v->is_number() && mine.is_number() && v->as_double() == mine.as_double();
   };

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 
 #include "autograd/io/safetensors.h"
@@ -81,6 +82,15 @@ TEST(HfGpt2, LoadSaveLoadKeepsTheLogitsAndTheNames) {
   EXPECT_TRUE(second.info.converted_dtypes.empty());  // saved as float32
   EXPECT_TRUE(test::same_bytes(logits_of(*second.model), logits_of(*first.model)));
   EXPECT_EQ(load_safetensors(out.file("model.safetensors"))[0].first, "wte.weight");
+}
+
+// For tests/python/test_hf_gpt2.py, which reads the folder with the PyTorch twin: the F16 folder
+// read and saved back (as float32) into $TG_HF_GPT2_OUT. Skipped without it.
+TEST(HfGpt2, SavesTheF16FolderIntoTheFolderNamedByTgHfGpt2Out) {
+  const char* out = std::getenv("TG_HF_GPT2_OUT");
+  if (out == nullptr) GTEST_SKIP() << "TG_HF_GPT2_OUT is not set (tests/python/test_hf_gpt2.py sets it)";
+  const HfGpt2 hf = load_hf_gpt2(kFixtures + "/f16");
+  save_hf_gpt2(*hf.model, out, hf.info);
 }
 
 TEST(HfGpt2, AModelOfTapegradsOwnGetsAFullGpt2ConfigJson) {
