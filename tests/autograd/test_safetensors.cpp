@@ -229,7 +229,8 @@ std::vector<Corrupt> corrupt_files() {
   for (std::string dtype : {"F16", "I32", "U8", "F8_E4M3"}) {
     h = R"({"w":{"dtype":")" + dtype + R"(","shape":[1],"data_offsets":[0,1]}})";
     add("dtype " + dtype, h, "x", at(h, "\"" + dtype),
-        "tensor \"w\": dtype " + dtype + " is not supported by tapegrad (it reads F32, F64, I64, BOOL, BF16)");
+        "tensor \"w\": dtype " + dtype + " is not supported by tapegrad (it reads F32, F64, I64, BOOL, BF16)" +
+            (dtype == "F16" ? "; it reads F16 as float32 when asked to (SafetensorsReadOptions::float16_to_float32)" : ""));
   }
 
   h = R"({"w":{"dtype":"F32","shape":3,"data_offsets":[0,12]}})";

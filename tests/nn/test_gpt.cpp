@@ -287,6 +287,8 @@ TEST(GPTModel, BadConfigsAreErrorsNamingTheField) {
                {"emb_dim (4) must be divisible by n_heads (3)"});
   expect_error([&] { GPTModel m(with([](GPTConfig& c) { c.drop_rate = 1.0; })); },
                {"drop_rate must be in [0, 1), got 1.0"});
+  expect_error([&] { GPTModel m(with([](GPTConfig& c) { c.layer_norm_eps = 0.0; })); },
+               {"layer_norm_eps must be positive, got 0.0"});
 }
 
 TEST(GPTModel, BadTokenIdsAreErrors) {
