@@ -1,12 +1,19 @@
 // examples/generate.cpp — write text with a model saved by train_gpt (or converted from PyTorch
-// by examples/pytorch/convert.py).
+// by examples/pytorch/convert.py), or with a Hugging Face GPT-2 folder.
 //
 //   ./build/examples/generate --ckpt gpt_run --prompt "The old fox" --tokens 200 --temperature 0.8
+//   ./build/examples/generate --ckpt gpt2 --prompt-ids 464,1468,21831 --tokens 0 --logits-out logits.safetensors
+//
+// --logits-out writes the prompt's logits, key "logits", shape (T, vocab), float32: one forward of
+// the whole prompt in eval mode, to compare with another implementation's.
+#include <algorithm>
 #include <iostream>
 #include <string>
 #include <vector>
 
+#include "autograd/io/safetensors.h"
 #include "autograd/ops.h"
+#include "autograd/tape.h"
 #include "examples/gpt/checkpoint.h"
 #include "examples/common/flags.h"
 #include "nn/generate.h"
@@ -18,6 +25,8 @@ namespace {
 struct GenerateOptions {
   std::string ckpt = "gpt_run";
   std::string prompt = "\n";
+  std::string prompt_ids;  // "464,1468,...": token ids instead of --prompt's text
+  std::string logits_out;  // a .safetensors file for the prompt's logits
   int64_t tokens = 200;
   tg::nn::SamplingOptions sampling{.temperature = 0.8};
   int64_t seed = 1337;
@@ -26,9 +35,14 @@ struct GenerateOptions {
 
 std::vector<Flag> generate_flags(GenerateOptions& o) {
   return {
-      text_flag("ckpt", &o.ckpt, "a train_gpt --out folder (model.safetensors, config.json, tokenizer.json)"),
+      text_flag("ckpt", &o.ckpt,
+                "a train_gpt --out folder, or a Hugging Face GPT-2 folder (config.json, model.safetensors, "
+                "vocab.json and merges.txt)"),
       text_flag("prompt", &o.prompt, "the text to continue"),
-      int_flag("tokens", &o.tokens, "characters to write", 0, 1e9),
+      text_flag("prompt-ids", &o.prompt_ids, "the prompt as token ids, comma-separated (instead of --prompt)"),
+      text_flag("logits-out", &o.logits_out,
+                "write the prompt's logits to this .safetensors file (key \"logits\", (T, vocab), float32)"),
+      int_flag("tokens", &o.tokens, "tokens to write (characters, or BPE tokens)", 0, 1e9),
       number_flag("temperature", &o.sampling.temperature, "0 = greedy; higher = more surprising", 0, 100),
       int_flag("top-k", &o.sampling.top_k, "sample among the k most likely characters (0 = all)", 0, 1e9),
       number_flag("top-p", &o.sampling.top_p, "sample among the most likely characters whose probabilities sum to p",
@@ -38,15 +52,57 @@ std::vector<Flag> generate_flags(GenerateOptions& o) {
   };
 }
 
-int run(const GenerateOptions& o) {
+// "464,1468,21831" -> {464, 1468, 21831}; each id in [0, vocab_size).
+std::vector<int64_t> parse_prompt_ids(const std::string& text, int64_t vocab_size) {
+  std::vector<int64_t> ids;
+  size_t begin = 0;
+  while (begin <= text.size()) {
+    const size_t end = std::min(text.find(',', begin), text.size());
+    const std::string item = text.substr(begin, end - begin);
+    size_t used = 0;
+    int64_t id = -1;
+    try {
+      id = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    const std::string which = "--prompt-ids: item " + std::to_string(ids.size() + 1) + " (\"" + item + "\")";
+    if (item.empty() || used != item.size()) throw UsageError(which + " is not a token id");
+    if (id < 0 || id >= vocab_size)
+      throw UsageError(which + " is out of the vocabulary's range [0, " + std::to_string(vocab_size) + ")");
+    ids.push_back(id);
+    begin = end + 1;
+  }
+  return ids;
+}
+
+// The prompt's logits (T, V) in eval mode, one forward, saved as "logits".
+void write_prompt_logits(tg::nn::GPTModel& model, const std::vector<int64_t>& prompt, const std::string& path) {
+  const int64_t T = static_cast<int64_t>(prompt.size());
+  if (T > model.config().context_length)
+    throw UsageError("--logits-out: the prompt has " + std::to_string(T) + " tokens, more than the model's context (" +
+                     std::to_string(model.config().context_length) + ")");
+  tg::NoGradGuard no_grad;
+  const tg::Tensor logits = model.forward(tg::from_vector(prompt, {1, T})).reshape({T, -1});  // (T,V)
+  tg::save_safetensors(path, {{"logits", logits}}, {{"format", "pt"}});
+  std::cerr << "generate: wrote the prompt's logits (" << T << ", " << logits.size(1) << ") to " << path << "\n";
+}
+
+int run(const GenerateOptions& o, const std::vector<std::string>& given) {
+  const bool ids_given = std::find(given.begin(), given.end(), "prompt-ids") != given.end();
+  if (ids_given && std::find(given.begin(), given.end(), "prompt") != given.end())
+    throw UsageError("give --prompt or --prompt-ids, not both");
   SavedModel saved = load_saved_model(o.ckpt);
   std::vector<int64_t> prompt;
   try {
-    prompt = saved.tokenizer.encode(o.prompt);
+    prompt = ids_given ? parse_prompt_ids(o.prompt_ids, saved.config.vocab_size) : saved.tokenizer.encode(o.prompt);
+  } catch (const UsageError&) {
+    throw;
   } catch (const tg::Error& e) {
     throw tg::Error(std::string("--prompt: ") + e.what());  // names the character and its byte
   }
   if (prompt.empty()) throw UsageError("--prompt: empty (give at least one character)");
+  if (!o.logits_out.empty()) write_prompt_logits(*saved.model, prompt, o.logits_out);
   tg::Generator gen(static_cast<uint64_t>(o.seed));
   for (int64_t k = 0; k < o.samples; ++k) {
     if (o.samples > 1) std::cout << "--- sample " << k + 1 << " ---\n";
@@ -59,5 +115,7 @@ int run(const GenerateOptions& o) {
 
 int main(int argc, char** argv) {
   GenerateOptions o;
-  return run_program({"generate", "Writes text with a saved GPT.", generate_flags(o)}, argc, argv, [&] { return run(o); });
+  std::vector<std::string> given;
+  return run_program({"generate", "Writes text with a saved GPT.", generate_flags(o)}, argc, argv,
+                     [&] { return run(o, given); }, &given);
 }

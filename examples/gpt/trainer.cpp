@@ -79,16 +79,35 @@ Tokenizer make_tokenizer(const TrainOptions& o, const std::string& text) {
   return bpe;
 }
 
+// A fresh run's model has the flags' shape and the tokenizer's vocabulary.
+nn::GPTConfig config_for(const TrainOptions& o, const Tokenizer& tokenizer) {
+  nn::GPTConfig config = o.model;
+  config.vocab_size = tokenizer.vocab_size();  // the text's characters, or BPE's tokens
+  return config;
+}
+
 }  // namespace
 
 Trainer::Trainer(const TrainOptions& options, const std::string& text)
-    : options_(options), tokenizer_(make_tokenizer(options, text)), batch_gen_(static_cast<uint64_t>(options.seed)) {
+    : Trainer(options, text, make_tokenizer(options, text), nn::GPTConfig{}) {}
+
+Trainer::Trainer(const TrainOptions& options, const std::string& text, Tokenizer tokenizer,
+                 const nn::GPTConfig& config)
+    : options_(options), tokenizer_(std::move(tokenizer)), batch_gen_(static_cast<uint64_t>(options.seed)) {
   if (options.lr_schedule == "cosine" && options.warmup >= options.steps)
     throw UsageError("--warmup (" + std::to_string(options.warmup) + ") must be smaller than --steps (" +
                      std::to_string(options.steps) + ") with the cosine schedule");
   if (options.lr_schedule == "cosine" && options.min_lr > options.lr)
     throw UsageError("--min-lr must not be larger than --lr");
-  if (tokenizer_.is_bpe()) {
+  config_ = config.vocab_size > 0 ? config : config_for(options, tokenizer_);
+  config_.validate();
+  if (config_.vocab_size < tokenizer_.vocab_size())
+    throw Error("the model's vocab_size (" + std::to_string(config_.vocab_size) + ") is smaller than the tokenizer's (" +
+                std::to_string(tokenizer_.vocab_size()) + ")");
+  if (options.model.context_length > config_.context_length)
+    throw UsageError("--context (" + std::to_string(options.model.context_length) +
+                     ") is longer than the model's context_length (" + std::to_string(config_.context_length) + ")");
+  if (tokenizer_.type() != std::string("char")) {  // byte-level: the splits are cut in the text's bytes
     const size_t n = train_bytes(text);
     const std::vector<int64_t> train = tokenizer_.encode(text.substr(0, n)), val = tokenizer_.encode(text.substr(n));
     data_ = {from_vector(train, {static_cast<int64_t>(train.size())}),
@@ -99,9 +118,6 @@ Trainer::Trainer(const TrainOptions& options, const std::string& text)
   check_split_length(data_.train, options.model.context_length, "training");  // both splits, before any work
   check_split_length(data_.val, options.model.context_length, "validation");
   bytes_per_id_ = tokenizer_.bytes_per_id();
-  config_ = options.model;
-  config_.vocab_size = tokenizer_.vocab_size();  // the text's characters, or BPE's tokens
-  config_.validate();
   manual_seed(static_cast<uint64_t>(options.seed));
   model_ = std::make_unique<nn::GPTModel>(config_);
   optim::AdamOptions adamw;

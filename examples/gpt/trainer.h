@@ -65,7 +65,10 @@ struct TrainOptions {
   std::string out = "gpt_run";
   std::string resume;  // a run's --out folder to continue
   std::string data;    // a text file; empty = the built-in corpus
-  std::string tokenizer = "char";  // "char": the text's characters; "bpe": byte-level BPE
+  std::string init_from;  // a Hugging Face GPT-2 folder: the run starts from its weights and tokenizer
+  // "char": the text's characters; "bpe": byte-level BPE learned from it; else a path: a
+  // tokenizer.json, or a folder with one or with GPT-2's files (examples/gpt/tokenizer.h)
+  std::string tokenizer = "char";
   int64_t vocab_size = 1024;       // BPE's vocabulary (256 bytes + merges); unused by "char"
   int64_t sample_tokens = 300;
   std::string write_corpus;  // write the built-in corpus to this file and stop
@@ -91,6 +94,11 @@ class Trainer {
   // the two splits are encoded apart; characters are taken from the whole text, which is
   // encoded and then split at 90% of its ids.
   Trainer(const TrainOptions& options, const std::string& text);
+  // A run with a tokenizer and a model shape made elsewhere (a run from GPT-2: its tokenizer and
+  // config; the caller then loads the weights). config.vocab_size may exceed the tokenizer's (a
+  // padded vocabulary), and config.context_length is the model's: the sequences are
+  // options.model.context_length tokens long, at most that.
+  Trainer(const TrainOptions& options, const std::string& text, Tokenizer tokenizer, const nn::GPTConfig& config);
 
   struct StepResult {
     double loss;       // that batch's loss
