@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <queue>
+#include <unordered_map>
 #include <utility>
 
 #include "autograd/error.h"
@@ -16,10 +17,6 @@ namespace tg::examples {
 // --- 2. training ---------------------------------------------------------------------------------
 
 namespace {
-
-uint64_t pair_key(int32_t left, int32_t right) {
-  return static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32 | static_cast<uint32_t>(right);
-}
 
 // ids with every (left, right), left to right without overlap, replaced by merged.
 void replace_pair(std::vector<int32_t>& ids, int32_t left, int32_t right, int32_t merged) {
@@ -177,7 +174,7 @@ BpeTokenizer BpeTokenizer::from_merges(std::vector<Merge> merges, const std::str
                   std::to_string(m.right) + "] refers to an id not yet defined (ids so far: 0.." +
                   std::to_string(defined - 1) + ")");
     }
-    if (!t.rank_.emplace(pair_key(m.left, m.right), static_cast<int32_t>(i)).second) {
+    if (!t.rank_.insert(m.left, m.right, static_cast<int32_t>(i))) {
       throw Error(source + ": merge " + std::to_string(i) + " = [" + std::to_string(m.left) + ", " +
                   std::to_string(m.right) + "] repeats an earlier merge");
     }
@@ -195,16 +192,19 @@ std::vector<int64_t> BpeTokenizer::encode(std::string_view text) const {
   out.reserve(text.size() / 2);
   for (size_t i = 0, n = 0; i < text.size(); i += n) {  // byte_split, without making the list
     n = byte_chunk_length(text, i);
-    const std::vector<int32_t>& ids = chunk_ids(text.substr(i, n));
+    const std::span<const int32_t> ids = chunk_ids(text.substr(i, n));
     out.insert(out.end(), ids.begin(), ids.end());
   }
   return out;
 }
 
-const std::vector<int32_t>& BpeTokenizer::chunk_ids(std::string_view chunk) const {
-  auto it = cache_.find(chunk);
-  if (it == cache_.end()) it = cache_.emplace(std::string(chunk), merge_chunk(chunk)).first;
-  return it->second;
+std::span<const int32_t> BpeTokenizer::chunk_ids(std::string_view chunk) const {
+  if (const auto ids = cache_.find(chunk)) return *ids;
+  if (chunk.size() > kLongestCachedChunk) {
+    long_chunk_ids_ = merge_chunk(chunk);
+    return long_chunk_ids_;
+  }
+  return cache_.insert(chunk, merge_chunk(chunk));
 }
 
 std::vector<int32_t> BpeTokenizer::merge_chunk_plain(std::string_view chunk) const {
@@ -213,8 +213,8 @@ std::vector<int32_t> BpeTokenizer::merge_chunk_plain(std::string_view chunk) con
   while (ids.size() > 1) {  // the pair with the lowest merge index, until none is a merge
     int32_t rank = -1;
     for (size_t i = 0; i + 1 < ids.size(); ++i) {
-      const auto r = rank_.find(pair_key(ids[i], ids[i + 1]));
-      if (r != rank_.end() && (rank < 0 || r->second < rank)) rank = r->second;
+      const int32_t r = rank_.find(ids[i], ids[i + 1]);
+      if (r >= 0 && (rank < 0 || r < rank)) rank = r;
     }
     if (rank < 0) break;
     const Merge m = merges_[static_cast<size_t>(rank)];
@@ -242,8 +242,8 @@ std::vector<int32_t> BpeTokenizer::merge_chunk(std::string_view chunk) const {
   std::priority_queue<Entry, std::vector<Entry>, std::greater<>> heap;
   auto push_pair_at = [&](size_t left) {
     if (next[left] >= n) return;
-    const auto r = rank_.find(pair_key(ids[left], ids[next[left]]));
-    if (r != rank_.end()) heap.push({r->second, left});
+    const int32_t r = rank_.find(ids[left], ids[next[left]]);
+    if (r >= 0) heap.push({r, left});
   };
   for (size_t i = 0; i + 1 < n; ++i) push_pair_at(i);
   while (!heap.empty()) {

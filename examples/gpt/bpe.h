@@ -19,9 +19,10 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
-#include <unordered_map>
+#include <span>
 #include <vector>
 
+#include "examples/gpt/bpe_tables.h"
 #include "examples/gpt/pre_split.h"
 
 namespace tg::examples {
@@ -42,9 +43,9 @@ class BpeTokenizer {
   static BpeTokenizer from_json(const std::string& json, const std::string& source);
 
   std::vector<int64_t> encode(std::string_view text) const;
-  // The ids of one chunk (step 3), remembered for the next time it comes. Gpt2Tokenizer uses it
-  // for its own pre-split.
-  const std::vector<int32_t>& chunk_ids(std::string_view chunk) const;
+  // The ids of one chunk (step 3), remembered for the next time it comes; valid until the next
+  // call. Gpt2Tokenizer uses it for its own pre-split.
+  std::span<const int32_t> chunk_ids(std::string_view chunk) const;
   // Step 3 on one chunk as written there, O(n^2): the test oracle of the heap-based merge that
   // chunk_ids uses (the same ids, in O(n log n) for long chunks).
   std::vector<int32_t> merge_chunk_plain(std::string_view chunk) const;
@@ -59,14 +60,11 @@ class BpeTokenizer {
 
   std::vector<Merge> merges_;
   std::vector<std::string> token_bytes_;          // id -> its bytes
-  std::unordered_map<uint64_t, int32_t> rank_;    // pair key (left << 32 | right) -> merge index
-  // chunk -> its ids, looked up by string_view (no copy of the chunk): encode's cache. encode is
-  // therefore not safe to call from two threads at once.
-  struct ChunkHash {
-    using is_transparent = void;
-    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-  };
-  mutable std::unordered_map<std::string, std::vector<int32_t>, ChunkHash, std::equal_to<>> cache_;
+  PairRanks rank_;                                // (left, right) -> merge index
+  // chunk -> its ids: encode's cache, so encode is not safe to call from two threads at once.
+  static constexpr size_t kLongestCachedChunk = 1 << 16;  // longer ones (rare) are merged each time
+  mutable ChunkCache cache_;
+  mutable std::vector<int32_t> long_chunk_ids_;  // chunk_ids' answer for a chunk too long to cache
 };
 
 }  // namespace tg::examples

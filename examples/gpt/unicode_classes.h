@@ -6,6 +6,7 @@
 // Lookup: ASCII from a 128-entry table; any other code point by binary search over the table's
 // sorted ranges (about 800), "other" when it falls in none.
 #pragma once
+#include <array>
 #include <cstdint>
 
 namespace tg::examples {
@@ -17,7 +18,13 @@ struct CodePointRange {
   CodePointClass cls;
 };
 
-CodePointClass class_of(uint32_t code_point);
+// The classes of the 128 ASCII code points, and of any other code point (binary search).
+extern const std::array<CodePointClass, 128> kAsciiClasses;
+CodePointClass class_of_non_ascii(uint32_t code_point);
+
+inline CodePointClass class_of(uint32_t code_point) {
+  return code_point < 128 ? kAsciiClasses[code_point] : class_of_non_ascii(code_point);
+}
 // The Unicode version the table was made from ("14.0.0").
 const char* unicode_classes_version();
 

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -160,7 +161,21 @@ TEST(Bpe, HeapMergeGivesThePlainMergesIds) {
     const size_t length = 1 + rng() % 200, start = rng() % (text.size() - length);
     std::string piece = text.substr(start, length);
     if (round % 3 == 0) piece = std::string(1 + rng() % 30, piece[0]) + piece;  // "aaaa...": overlapping pairs
-    ASSERT_EQ(tok.chunk_ids(piece), tok.merge_chunk_plain(piece)) << "piece '" << show(piece) << "'";
+    const std::span<const int32_t> fast = tok.chunk_ids(piece);
+    ASSERT_EQ(std::vector<int32_t>(fast.begin(), fast.end()), tok.merge_chunk_plain(piece)) << "piece '" << show(piece) << "'";
+  }
+}
+
+TEST(Bpe, CachedChunksKeepTheirIdsAsTheCacheGrows) {
+  const BpeTokenizer tok = BpeTokenizer::train(from_hex(reference()["training_text"].as_string()), 600);
+  std::string text;  // about 6000 distinct chunks: the cache grows several times
+  for (int i = 0; i < 3000; ++i) text += " w" + std::to_string(i * 7919 % 10007) + "x " + std::to_string(i) + ",";
+  const std::vector<int64_t> first = tok.encode(text);
+  EXPECT_EQ(tok.encode(text), first);
+  EXPECT_EQ(tok.decode(first), text);
+  for (std::string_view chunk : byte_split(text)) {
+    const std::span<const int32_t> cached = tok.chunk_ids(chunk);
+    ASSERT_EQ(std::vector<int32_t>(cached.begin(), cached.end()), tok.merge_chunk_plain(chunk)) << chunk;
   }
 }
 
