@@ -11,6 +11,7 @@
 #include <map>
 #include <filesystem>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -207,6 +208,38 @@ TEST(LoadTokenizer, ReadsTokenizerJsonOrEitherPairOfGpt2FilesAndSaysWhatItLooked
                {empty.path + ": no tokenizer in this folder: looked for tapegrad's tokenizer.json (the one here is "
                              "Hugging Face's format), vocab.json + merges.txt and encoder.json + vocab.bpe"});
   expect_error([&] { load_tokenizer(empty.file("none.json")); }, {"none.json: no such file or folder"});
+}
+
+// The ids line of `bpe encode`'s output (stdout and stderr together; its report starts "bpe ").
+std::string ids_line(const std::string& output) {
+  std::istringstream lines(output);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("bpe ", 0) != 0) return line;
+  }
+  return "";
+}
+
+TEST(BpeProgram, EncodesAndDecodesWithAGpt2FolderAndAllowSpecial) {
+  const std::string bpe = test::example_program("bpe");
+  if (bpe.empty()) GTEST_SKIP() << "examples/bpe was not built (TG_BUILD_EXAMPLES=OFF)";
+  TempFolder dir;
+  write_bytes(dir.file("vocab.json"), small_vocab({"ab", "<|endoftext|>"}));
+  write_bytes(dir.file("merges.txt"), "#version: 0.2\na b\n");
+  write_bytes(dir.file("in.txt"), "ab<|endoftext|>ab");
+  const test::ProgramRun special = test::run_program(bpe, {"encode", "--tokenizer", dir.path, "--allow-special", dir.file("in.txt")});
+  ASSERT_EQ(special.exit_code, 0) << special.output;
+  EXPECT_EQ(ids_line(special.output), "256 257 256");
+  const test::ProgramRun ordinary = test::run_program(bpe, {"encode", "--tokenizer", dir.path, dir.file("in.txt")});
+  ASSERT_EQ(ordinary.exit_code, 0) << ordinary.output;
+  const std::string ids = ids_line(ordinary.output);
+  EXPECT_FALSE(ids.empty());
+  EXPECT_EQ(ids.find("257"), std::string::npos) << ids;
+  write_bytes(dir.file("ids.txt"), ids);
+  const test::ProgramRun back = test::run_program(bpe, {"decode", "--tokenizer", dir.path, dir.file("ids.txt")});
+  EXPECT_TRUE(test::has_part(back.output, "ab<|endoftext|>ab"));
+  const test::ProgramRun missing = test::run_program(bpe, {"encode", "--tokenizer", dir.file("none"), dir.file("in.txt")});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_TRUE(test::has_part(missing.output, "none: no such file or folder")) << missing.output;
 }
 
 }  // namespace
