@@ -2,9 +2,8 @@
 // encoder.py and Hugging Face's GPT2Tokenizer (merges by the rank of the pair in merges.txt).
 // tiktoken's "gpt2" (js-tiktoken 1.0.21) gives the same ids on every text of
 // tests/reference/gpt2_tokenizer_reference.json, on tinyshakespeare and on a 4 MB text of
-// bench/make_multilingual_text.py; it can differ where its
-// regex engine's classes do (JavaScript's \s has U+FEFF and lacks U+0085; letters newer than
-// Unicode 14.0, the version of our table).
+// bench/make_multilingual_text.py; it can differ where its regex engine's classes do
+// (JavaScript's \s has U+FEFF and lacks U+0085; letters newer than Unicode 14.0, our table's).
 //
 // It reads the two files GPT-2 ships, under either pair of names (same contents):
 //   vocab.json  (Hugging Face) = encoder.json (OpenAI): {token: id}, 50257 entries
