@@ -5,7 +5,6 @@
 // Code points in no range are "other". Read by examples/gpt/unicode_classes.cpp only.
 #pragma once
 
-// Unicode 14.0.0
 inline constexpr const char* kUnicodeTableVersion = "14.0.0";
 
 inline constexpr CodePointRange kCodePointRanges[] = {
