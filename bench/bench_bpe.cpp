@@ -1,11 +1,16 @@
 // bench/bench_bpe.cpp — byte-level BPE speed (examples/gpt/bpe.h): training, encoding and
 // decoding a text, one JSON line per vocab size. Its twin bench_bpe_sentencepiece.py times
-// SentencePiece's BPE on the same text, where python3-sentencepiece is installed.
+// SentencePiece's BPE on the same text, where python3-sentencepiece is installed. With --gpt2
+// DIR it times GPT-2's tokenizer (examples/gpt/gpt2_tokenizer.h, the files in DIR) instead, one
+// JSON line; its twin bench_gpt2_tokenizer.mjs times js-tiktoken on the same text.
 //
 //   ./build/bench/bench_bpe --data input.txt --vocab-sizes 512,1024,4096 --repeats 5
+//   ./build/bench/bench_bpe --data input.txt --gpt2 .cache/gpt2-tokenizer --repeats 5
 //
-// Each figure is the median of --repeats runs. encode starts from a fresh tokenizer each time
-// (its chunk cache empty), so it includes building that cache; MB/s are 10^6 bytes of text.
+// Each figure is the median of --repeats runs, on one thread. encode starts from a fresh
+// tokenizer each time (its chunk cache empty), so it includes building that cache; GPT-2's
+// "encode_warm" encodes the text a second time, every chunk then in the cache. MB/s are 10^6
+// bytes of text.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -16,6 +21,7 @@
 #include "examples/common/flags.h"
 #include "examples/gpt/bpe.h"
 #include "examples/gpt/corpus.h"
+#include "examples/gpt/gpt2_tokenizer.h"
 
 using namespace tg::examples;
 
@@ -25,6 +31,7 @@ struct BenchOptions {
   std::string data;  // empty: the built-in corpus
   std::string vocab_sizes = "512,1024,4096";
   int64_t repeats = 5;
+  std::string gpt2;  // a folder with GPT-2's files: time that tokenizer instead
 };
 
 template <class F>
@@ -39,8 +46,27 @@ double median_seconds(int64_t repeats, F f) {
   return times[times.size() / 2];
 }
 
+int run_gpt2(const BenchOptions& o, const std::string& text) {
+  const double mb = static_cast<double>(text.size()) / 1e6;
+  const Gpt2Tokenizer loaded = Gpt2Tokenizer::from_folder(o.gpt2);
+  std::vector<int64_t> ids;
+  std::vector<Gpt2Tokenizer> fresh(static_cast<size_t>(o.repeats), loaded);  // copied before the clock starts
+  size_t next = 0;
+  const double encode_s = median_seconds(o.repeats, [&] { ids = fresh[next++].encode(text); });
+  const double warm_s = median_seconds(o.repeats, [&] { ids = loaded.encode(text); });
+  std::string back;
+  const double decode_s = median_seconds(o.repeats, [&] { back = loaded.decode(ids); });
+  if (back != text) throw tg::Error("bench_bpe: the GPT-2 round trip lost bytes");
+  std::printf("{\"bench\": \"tapegrad gpt2 tokenizer\", \"bytes\": %zu, \"tokens\": %zu, \"encode_mb_per_s\": %.1f, "
+              "\"encode_warm_mb_per_s\": %.1f, \"decode_mb_per_s\": %.1f, \"bytes_per_token\": %.3f}\n",
+              text.size(), ids.size(), mb / encode_s, mb / warm_s, mb / decode_s,
+              static_cast<double>(text.size()) / static_cast<double>(ids.size()));
+  return 0;
+}
+
 int run(const BenchOptions& o) {
   const std::string text = read_data(o.data);
+  if (!o.gpt2.empty()) return run_gpt2(o, text);
   const double mb = static_cast<double>(text.size()) / 1e6;
   std::stringstream list(o.vocab_sizes);
   for (std::string item; std::getline(list, item, ',');) {
@@ -71,6 +97,7 @@ int main(int argc, char** argv) {
                         "Times byte-level BPE training, encoding and decoding of a text; one JSON line per vocab size.",
                         {text_flag("data", &o.data, "the text (default: the built-in corpus)"),
                          text_flag("vocab-sizes", &o.vocab_sizes, "comma-separated vocab sizes, each in [256, 65536]"),
-                         int_flag("repeats", &o.repeats, "runs of each measurement (the median is printed)", 1, 1000)}};
+                         int_flag("repeats", &o.repeats, "runs of each measurement (the median is printed)", 1, 1000),
+                         text_flag("gpt2", &o.gpt2, "a folder with GPT-2's files: time GPT-2's tokenizer instead")}};
   return run_program(program, argc, argv, [&] { return run(o); });
 }

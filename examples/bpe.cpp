@@ -1,9 +1,11 @@
 // examples/bpe.cpp — train a byte-level BPE tokenizer on a text, and encode or decode with it
-// (the algorithm: examples/gpt/bpe.h).
+// (the algorithm: examples/gpt/bpe.h) or with any tokenizer load_tokenizer reads
+// (examples/gpt/tokenizer.h): a tokenizer.json, or a folder with GPT-2's files.
 //
 //   ./build/examples/bpe train --data input.txt --vocab-size 1024 --out tok.json
 //   ./build/examples/bpe encode --tokenizer tok.json input.txt > ids.txt   (ids on one line)
 //   ./build/examples/bpe decode --tokenizer tok.json ids.txt > back.txt    (the bytes, exactly)
+//   ./build/examples/bpe encode --tokenizer .cache/gpt2-tokenizer --allow-special input.txt
 //
 // Each prints its time and the bytes per token on stderr.
 #include <chrono>
@@ -18,6 +20,7 @@
 #include "examples/common/flags.h"
 #include "examples/gpt/bpe.h"
 #include "examples/gpt/corpus.h"
+#include "examples/gpt/tokenizer.h"
 
 using namespace tg::examples;
 
@@ -26,6 +29,7 @@ namespace {
 struct BpeOptions {
   std::string data, out = "tokenizer.json", tokenizer = "tokenizer.json";
   int64_t vocab_size = 1024;
+  bool allow_special = false;  // encode: GPT-2's "<|endoftext|>" in the text is its special token
   std::string file;  // encode / decode: the positional FILE
 };
 
@@ -38,8 +42,6 @@ void report(const char* what, size_t bytes, size_t tokens, double seconds) {
                tokens, tokens ? static_cast<double>(bytes) / static_cast<double>(tokens) : 0.0, seconds,
                static_cast<double>(bytes) / 1e6 / (seconds > 0 ? seconds : 1e-9));
 }
-
-BpeTokenizer load_tokenizer(const std::string& path) { return BpeTokenizer::from_json(read_input(path, "--tokenizer"), path); }
 
 int train(const BpeOptions& o) {
   if (o.data.empty()) throw UsageError("--data FILE is required");
@@ -61,10 +63,10 @@ int train(const BpeOptions& o) {
 }
 
 int encode(const BpeOptions& o) {
-  const BpeTokenizer tok = load_tokenizer(o.tokenizer);
+  const Tokenizer tok = load_tokenizer(o.tokenizer);
   const std::string text = read_input(o.file, "");
   const auto start = std::chrono::steady_clock::now();
-  const std::vector<int64_t> ids = tok.encode(text);
+  const std::vector<int64_t> ids = tok.encode(text, o.allow_special);
   const double seconds = seconds_since(start);
   std::string line;
   for (size_t i = 0; i < ids.size(); ++i) {
@@ -77,7 +79,7 @@ int encode(const BpeOptions& o) {
 }
 
 int decode(const BpeOptions& o) {
-  const BpeTokenizer tok = load_tokenizer(o.tokenizer);
+  const Tokenizer tok = load_tokenizer(o.tokenizer);
   const std::string text = read_input(o.file, "");
   std::vector<int64_t> ids;
   std::istringstream in(text);
@@ -103,14 +105,24 @@ int decode(const BpeOptions& o) {
   return 0;
 }
 
+// Whether `arg` ("--name") is one of the switches (bool flags, which take no value).
+bool is_switch(const std::string& arg, const std::vector<Flag>& table) {
+  for (const Flag& f : table) {
+    if (arg == "--" + f.name) return std::holds_alternative<bool*>(f.value);
+  }
+  return false;
+}
+
 // args without the one positional FILE (an argument that is neither a flag nor a flag's value).
-std::vector<std::string> without_positional(const std::vector<std::string>& args, std::string* file) {
+std::vector<std::string> without_positional(const std::vector<std::string>& args, const std::vector<Flag>& table,
+                                            std::string* file) {
   std::vector<std::string> flags;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a.rfind("--", 0) == 0 || a == "-h") {
       flags.push_back(a);
-      const bool takes_value = a.find('=') == std::string::npos && a != "--help" && a != "-h";
+      const bool takes_value =
+          a.find('=') == std::string::npos && a != "--help" && a != "-h" && !is_switch(a, table);
       if (takes_value && i + 1 < args.size()) flags.push_back(args[++i]);
     } else if (file->empty()) {
       *file = a;
@@ -131,16 +143,24 @@ int main(int argc, char** argv) {
       int_flag("vocab-size", &o.vocab_size, "tokens in all: 256 bytes + the merges", 256, 65536),
       text_flag("out", &o.out, "where to write the tokenizer (JSON)"),
   };
-  const std::vector<Flag> file_flags = {text_flag("tokenizer", &o.tokenizer, "a tokenizer.json written by bpe train")};
+  const Flag tokenizer_flag = text_flag(
+      "tokenizer", &o.tokenizer,
+      "a tokenizer.json (bpe train's, or train_gpt's), or a folder with one or with GPT-2's vocab.json + merges.txt "
+      "or encoder.json + vocab.bpe");
+  const std::vector<Flag> encode_flags = {
+      tokenizer_flag,
+      switch_flag("allow-special", &o.allow_special,
+                  "GPT-2: the text <|endoftext|> becomes its special token (else it is encoded as plain text)")};
+  const std::vector<Flag> decode_flags = {tokenizer_flag};
   Program program;
   if (command == "train") {
     program = {"bpe train", "Learns byte-level BPE merges from --data and writes them to --out.", train_flags};
   } else if (command == "encode") {
     program = {"bpe encode", "bpe encode [flags] FILE: prints FILE's token ids on one line, spaces between.",
-               file_flags};
+               encode_flags};
   } else if (command == "decode") {
     program = {"bpe decode", "bpe decode [flags] IDS_FILE: writes the bytes of the ids in IDS_FILE to stdout.",
-               file_flags};
+               decode_flags};
   } else {
     std::fprintf(stderr, "usage: bpe train|encode|decode [flags] (bpe <command> --help lists them)%s\n",
                  command.empty() ? "" : ("; unknown command '" + command + "'").c_str());
@@ -149,7 +169,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 2, argv + argc);
   std::vector<std::string> flags;
   try {
-    flags = without_positional(args, &o.file);
+    flags = without_positional(args, program.flags, &o.file);
     if (command == "train" && !o.file.empty()) throw UsageError("unexpected argument '" + o.file + "'");
   } catch (const UsageError& e) {
     std::fprintf(stderr, "%s: %s (see --help)\n", program.name.c_str(), e.what());

@@ -226,16 +226,24 @@ size_t find_invalid_utf8(std::string_view text) {
   return std::string_view::npos;
 }
 
+size_t decode_utf8_at(std::string_view text, size_t pos, uint32_t& code_point) {
+  const size_t length = utf8_sequence_length(text.substr(pos));
+  if (length == 0) return 0;
+  // The first byte keeps 7, 5, 4 or 3 bits of the code point; each continuation byte 6.
+  const auto* bytes = reinterpret_cast<const unsigned char*>(text.data() + pos);
+  uint32_t value = length == 1 ? bytes[0] : bytes[0] & (0x7Fu >> length);
+  for (size_t i = 1; i < length; ++i) value = (value << 6) | (bytes[i] & 0x3Fu);
+  code_point = value;
+  return length;
+}
+
 bool decode_utf8(std::string_view text, std::vector<uint32_t>& code_points, std::vector<size_t>* offsets) {
   code_points.clear();
   if (offsets) offsets->clear();
   for (size_t pos = 0; pos < text.size();) {
-    const size_t length = utf8_sequence_length(text.substr(pos));
+    uint32_t code_point = 0;
+    const size_t length = decode_utf8_at(text, pos, code_point);
     if (length == 0) return false;
-    // The first byte keeps 7, 5, 4 or 3 bits of the code point; each continuation byte 6.
-    const auto* bytes = reinterpret_cast<const unsigned char*>(text.data() + pos);
-    uint32_t code_point = length == 1 ? bytes[0] : bytes[0] & (0x7Fu >> length);
-    for (size_t i = 1; i < length; ++i) code_point = (code_point << 6) | (bytes[i] & 0x3Fu);
     code_points.push_back(code_point);
     if (offsets) offsets->push_back(pos);
     pos += length;

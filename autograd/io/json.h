@@ -112,6 +112,9 @@ size_t find_invalid_utf8(std::string_view text);
 // find_invalid_utf8); offsets (optional) receives the byte offset each code point starts at.
 // append_utf8: the 1 to 4 bytes of one code point (at most U+10FFFF).
 bool decode_utf8(std::string_view text, std::vector<uint32_t>& code_points, std::vector<size_t>* offsets = nullptr);
+// decode_utf8_at: the one code point whose sequence starts at text[pos] (into code_point) and the
+// sequence's length, 1 to 4; 0, code_point untouched, where no well-formed sequence starts there.
+size_t decode_utf8_at(std::string_view text, size_t pos, uint32_t& code_point);
 void append_utf8(std::string& out, uint32_t code_point);
 
 // The JSON text of a string, quotes included: '"', '\' and control characters are escaped

@@ -1,9 +1,12 @@
-// examples/gpt/bpe.cpp — byte-level BPE: the pre-split, training, encoding and decoding of
-// bpe.h, written out by hand (no regex library).
+// examples/gpt/bpe.cpp — byte-level BPE: training, encoding and decoding of bpe.h (the
+// pre-split is pre_split.cpp's).
 #include "examples/gpt/bpe.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <functional>
 #include <queue>
+#include <unordered_map>
 #include <utility>
 
 #include "autograd/error.h"
@@ -11,68 +14,9 @@
 
 namespace tg::examples {
 
-// --- 1. the pre-split ----------------------------------------------------------------------------
-
-namespace {
-
-// The byte classes of the pattern: \s on bytes is these six, and every byte >= 0x80 is a letter.
-bool is_space(unsigned char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
-bool is_letter(unsigned char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c >= 0x80; }
-bool is_digit(unsigned char c) { return c >= '0' && c <= '9'; }
-bool is_other(unsigned char c) { return !is_space(c) && !is_letter(c) && !is_digit(c); }
-
-// The length of the contraction ('s 't 're 've 'm 'll 'd) at text[i], or 0.
-size_t contraction_at(std::string_view text, size_t i) {
-  if (text[i] != '\'' || i + 1 >= text.size()) return 0;
-  const char a = text[i + 1];
-  if (a == 's' || a == 't' || a == 'm' || a == 'd') return 2;
-  const char b = i + 2 < text.size() ? text[i + 2] : '\0';
-  if ((a == 'r' && b == 'e') || (a == 'v' && b == 'e') || (a == 'l' && b == 'l')) return 3;
-  return 0;
-}
-
-// The end of the run of bytes of one class that starts at i.
-template <class Class>
-size_t run_end(std::string_view text, size_t i, Class in_class) {
-  while (i < text.size() && in_class(static_cast<unsigned char>(text[i]))) ++i;
-  return i;
-}
-
-// The length of the chunk that starts at text[i]: the pattern's alternatives, tried in order.
-size_t chunk_length(std::string_view text, size_t i) {
-  if (const size_t n = contraction_at(text, i)) return n;
-  auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
-  // ' '? letter+ | ' '? digit+ | ' '? other+: one space may lead the run
-  const size_t start = byte(i) == ' ' && i + 1 < text.size() ? i + 1 : i;
-  for (bool (*in_class)(unsigned char) : {is_letter, is_digit, is_other}) {
-    if (in_class(byte(start))) return run_end(text, start, in_class) - i;
-  }
-  // the rest are spaces: the run, less its last space when a non-space follows (that space
-  // leads the next word), unless the run is that one space
-  const size_t end = run_end(text, i, is_space);
-  if (end < text.size() && end - i > 1) return end - 1 - i;
-  return end - i;
-}
-
-}  // namespace
-
-std::vector<std::string_view> split_chunks(std::string_view text) {
-  std::vector<std::string_view> chunks;
-  for (size_t i = 0; i < text.size();) {
-    const size_t n = chunk_length(text, i);
-    chunks.push_back(text.substr(i, n));
-    i += n;
-  }
-  return chunks;
-}
-
 // --- 2. training ---------------------------------------------------------------------------------
 
 namespace {
-
-uint64_t pair_key(int32_t left, int32_t right) {
-  return static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32 | static_cast<uint32_t>(right);
-}
 
 // ids with every (left, right), left to right without overlap, replaced by merged.
 void replace_pair(std::vector<int32_t>& ids, int32_t left, int32_t right, int32_t merged) {
@@ -95,7 +39,7 @@ class PairCounts {
  public:
   explicit PairCounts(std::string_view text) {
     std::unordered_map<std::string_view, int64_t> seen;
-    for (std::string_view chunk : split_chunks(text)) ++seen[chunk];
+    for (std::string_view chunk : byte_split(text)) ++seen[chunk];
     for (const auto& [chunk, count] : seen) {
       Word word{{}, count};
       for (unsigned char c : chunk) word.ids.push_back(c);
@@ -230,7 +174,7 @@ BpeTokenizer BpeTokenizer::from_merges(std::vector<Merge> merges, const std::str
                   std::to_string(m.right) + "] refers to an id not yet defined (ids so far: 0.." +
                   std::to_string(defined - 1) + ")");
     }
-    if (!t.rank_.emplace(pair_key(m.left, m.right), static_cast<int32_t>(i)).second) {
+    if (!t.rank_.insert(m.left, m.right, static_cast<int32_t>(i))) {
       throw Error(source + ": merge " + std::to_string(i) + " = [" + std::to_string(m.left) + ", " +
                   std::to_string(m.right) + "] repeats an earlier merge");
     }
@@ -246,30 +190,78 @@ BpeTokenizer BpeTokenizer::from_merges(std::vector<Merge> merges, const std::str
 std::vector<int64_t> BpeTokenizer::encode(std::string_view text) const {
   std::vector<int64_t> out;
   out.reserve(text.size() / 2);
-  for (size_t i = 0, n = 0; i < text.size(); i += n) {  // split_chunks, without making the list
-    n = chunk_length(text, i);
-    const std::string_view chunk = text.substr(i, n);
-    auto it = cache_.find(chunk);
-    if (it == cache_.end()) it = cache_.emplace(std::string(chunk), merge_chunk(chunk)).first;
-    out.insert(out.end(), it->second.begin(), it->second.end());
+  for (size_t i = 0, n = 0; i < text.size(); i += n) {  // byte_split, without making the list
+    n = byte_chunk_length(text, i);
+    const std::span<const int32_t> ids = chunk_ids(text.substr(i, n));
+    out.insert(out.end(), ids.begin(), ids.end());
   }
   return out;
 }
 
-std::vector<int32_t> BpeTokenizer::merge_chunk(std::string_view chunk) const {
-  std::vector<int32_t> ids(chunk.begin(), chunk.end());
+std::span<const int32_t> BpeTokenizer::chunk_ids(std::string_view chunk) const {
+  if (const auto ids = cache_.find(chunk)) return *ids;
+  if (chunk.size() > kLongestCachedChunk) {
+    long_chunk_ids_ = merge_chunk(chunk);
+    return long_chunk_ids_;
+  }
+  return cache_.insert(chunk, merge_chunk(chunk));
+}
+
+std::vector<int32_t> BpeTokenizer::merge_chunk_plain(std::string_view chunk) const {
+  std::vector<int32_t> ids(chunk.size());
   for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<unsigned char>(chunk[i]);
   while (ids.size() > 1) {  // the pair with the lowest merge index, until none is a merge
     int32_t rank = -1;
     for (size_t i = 0; i + 1 < ids.size(); ++i) {
-      const auto r = rank_.find(pair_key(ids[i], ids[i + 1]));
-      if (r != rank_.end() && (rank < 0 || r->second < rank)) rank = r->second;
+      const int32_t r = rank_.find(ids[i], ids[i + 1]);
+      if (r >= 0 && (rank < 0 || r < rank)) rank = r;
     }
     if (rank < 0) break;
     const Merge m = merges_[static_cast<size_t>(rank)];
     replace_pair(ids, m.left, m.right, 256 + rank);
   }
   return ids;
+}
+
+// merge_chunk_plain's result in O(n log n) rather than O(n^2): the ids as a linked list, and a
+// heap of (merge index, position) for each adjacent pair that is a merge, lowest index first,
+// then leftmost. A merge of index r only makes pairs of index > r (merges refer to earlier ids),
+// so taking the pairs in this order merges every occurrence of r, left to right without
+// overlap, before any higher index: merge_chunk_plain's order. An entry whose pair was taken
+// apart by an earlier merge is stale, and skipped.
+std::vector<int32_t> BpeTokenizer::merge_chunk(std::string_view chunk) const {
+  const size_t n = chunk.size(), none = SIZE_MAX;  // next == n: the end; prev == none: the start
+  std::vector<int32_t> ids(n);
+  std::vector<size_t> prev(n), next(n);
+  for (size_t i = 0; i < n; ++i) {
+    ids[i] = static_cast<unsigned char>(chunk[i]);
+    prev[i] = i == 0 ? none : i - 1;
+    next[i] = i + 1;
+  }
+  using Entry = std::pair<int32_t, size_t>;  // (merge index, position of the pair's left id)
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> heap;
+  auto push_pair_at = [&](size_t left) {
+    if (next[left] >= n) return;
+    const int32_t r = rank_.find(ids[left], ids[next[left]]);
+    if (r >= 0) heap.push({r, left});
+  };
+  for (size_t i = 0; i + 1 < n; ++i) push_pair_at(i);
+  while (!heap.empty()) {
+    const auto [rank, left] = heap.top();
+    heap.pop();
+    const size_t right = next[left];
+    const Merge m = merges_[static_cast<size_t>(rank)];
+    if (ids[left] != m.left || right >= n || ids[right] != m.right) continue;  // stale
+    ids[left] = 256 + rank;  // the pair becomes its left node; the right node leaves the list
+    ids[right] = -1;         // (so that its own stale entries never match)
+    next[left] = next[right];
+    if (next[right] < n) prev[next[right]] = left;
+    if (prev[left] != none) push_pair_at(prev[left]);
+    push_pair_at(left);
+  }
+  std::vector<int32_t> out;
+  for (size_t i = 0; i < n; i = next[i]) out.push_back(ids[i]);
+  return out;
 }
 
 std::string BpeTokenizer::decode(const std::vector<int64_t>& ids) const {

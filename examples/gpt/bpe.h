@@ -2,12 +2,8 @@
 // that any implementation gives the same ids (the Python twin: examples/pytorch/bpe.py).
 //
 // 1. Pre-split. The text's bytes are cut into chunks, exactly the matches of Python's
-//    re.findall for GPT-2's pattern on bytes, with every byte >= 0x80 counted as a letter:
-//      's | 't | 're | 've | 'm | 'll | 'd          a contraction
-//      ' '? letter+ | ' '? digit+ | ' '? other+     a word, a number, punctuation (one space before)
-//      space+ not followed by a non-space            the spaces before a word but its own
-//      space+                                        (space = \t \n \v \f \r ' ')
-//    No merge crosses a chunk boundary.
+//    re.findall for GPT-2's pattern on bytes, with every byte >= 0x80 counted as a letter
+//    (byte_split, pre_split.h). No merge crosses a chunk boundary.
 // 2. Training. Ids 0..255 are the bytes; merge i makes id 256 + i. Each round counts every
 //    adjacent pair of ids inside the chunks (a chunk that occurs n times counts n times), takes
 //    the pair with the highest count (ties: the smallest (left, right)), and replaces it in
@@ -23,13 +19,13 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
-#include <unordered_map>
+#include <span>
 #include <vector>
 
-namespace tg::examples {
+#include "examples/gpt/bpe_tables.h"
+#include "examples/gpt/pre_split.h"
 
-// The chunks of `text` (views into it), in order: step 1 above.
-std::vector<std::string_view> split_chunks(std::string_view text);
+namespace tg::examples {
 
 class BpeTokenizer {
  public:
@@ -47,6 +43,12 @@ class BpeTokenizer {
   static BpeTokenizer from_json(const std::string& json, const std::string& source);
 
   std::vector<int64_t> encode(std::string_view text) const;
+  // The ids of one chunk (step 3), remembered for the next time it comes; valid until the next
+  // call. Gpt2Tokenizer uses it for its own pre-split.
+  std::span<const int32_t> chunk_ids(std::string_view chunk) const;
+  // Step 3 on one chunk as written there, O(n^2): the test oracle of the heap-based merge that
+  // chunk_ids uses (the same ids, in O(n log n) for long chunks).
+  std::vector<int32_t> merge_chunk_plain(std::string_view chunk) const;
   std::string decode(const std::vector<int64_t>& ids) const;
   int64_t vocab_size() const { return static_cast<int64_t>(token_bytes_.size()); }
   const std::vector<Merge>& merges() const { return merges_; }
@@ -54,18 +56,15 @@ class BpeTokenizer {
   std::string to_json() const;
 
  private:
-  std::vector<int32_t> merge_chunk(std::string_view chunk) const;  // step 3 on one chunk
+  std::vector<int32_t> merge_chunk(std::string_view chunk) const;  // step 3 on one chunk, fast
 
   std::vector<Merge> merges_;
   std::vector<std::string> token_bytes_;          // id -> its bytes
-  std::unordered_map<uint64_t, int32_t> rank_;    // pair key (left << 32 | right) -> merge index
-  // chunk -> its ids, looked up by string_view (no copy of the chunk): encode's cache. encode is
-  // therefore not safe to call from two threads at once.
-  struct ChunkHash {
-    using is_transparent = void;
-    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-  };
-  mutable std::unordered_map<std::string, std::vector<int32_t>, ChunkHash, std::equal_to<>> cache_;
+  PairRanks rank_;                                // (left, right) -> merge index
+  // chunk -> its ids: encode's cache, so encode is not safe to call from two threads at once.
+  static constexpr size_t kLongestCachedChunk = 1 << 16;  // longer ones (rare) are merged each time
+  mutable ChunkCache cache_;
+  mutable std::vector<int32_t> long_chunk_ids_;  // chunk_ids' answer for a chunk too long to cache
 };
 
 }  // namespace tg::examples

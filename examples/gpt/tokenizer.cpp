@@ -4,10 +4,14 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <set>
 
 #include "autograd/error.h"
+#include "autograd/io/atomic_file.h"
 #include "autograd/io/json.h"
+#include "examples/common/flags.h"
+#include "examples/gpt/corpus.h"
 
 namespace tg::examples {
 
@@ -123,16 +127,28 @@ int64_t CharTokenizer::bytes_of(int64_t id) const {
 
 Tokenizer Tokenizer::from_json(const std::string& text, const std::string& source) {
   const json::Value doc = json::parse(text, source);
-  const bool bpe = doc.is_object() && doc.contains("type") && doc["type"].is_string() &&
-                   doc["type"].as_string() == "bpe";
-  if (bpe) return BpeTokenizer::from_json(text, source);
-  if (doc.is_object() && doc.contains("type") && (!doc["type"].is_string() || doc["type"].as_string() != "char")) {
-    throw Error(source + ": \"type\" must be \"char\" or \"bpe\"");
+  const json::Value* type = doc.is_object() ? doc.find("type") : nullptr;
+  if (type && type->is_string() && type->as_string() == "bpe") return BpeTokenizer::from_json(text, source);
+  if (type && type->is_string() && type->as_string() == "gpt2") {
+    const std::filesystem::path dir = std::filesystem::path(source).parent_path();
+    auto file = [&](const char* key) {
+      if (!doc.contains(key) || !doc[key].is_string()) {
+        throw Error(source + ": a \"gpt2\" tokenizer names its files: \"" + key + "\" is missing or not a string");
+      }
+      return (dir / doc[key].as_string()).string();
+    };
+    return Gpt2Tokenizer::from_files(file("vocab"), file("merges"));
+  }
+  if (type && (!type->is_string() || type->as_string() != "char")) {
+    throw Error(source + ": \"type\" must be \"char\", \"bpe\" or \"gpt2\"");
   }
   return CharTokenizer::from_json(text, source);
 }
 
-std::vector<int64_t> Tokenizer::encode(const std::string& text) const {
+const char* Tokenizer::type() const { return is_gpt2() ? "gpt2" : is_bpe() ? "bpe" : "char"; }
+
+std::vector<int64_t> Tokenizer::encode(const std::string& text, bool allow_special) const {
+  if (is_gpt2()) return std::get<Gpt2Tokenizer>(impl_).encode(text, allow_special);
   return std::visit([&](const auto& t) { return t.encode(text); }, impl_);
 }
 
@@ -148,19 +164,55 @@ std::string Tokenizer::to_json() const {
   return std::visit([](const auto& t) { return t.to_json(); }, impl_);
 }
 
+void Tokenizer::save(const std::string& dir) const {
+  prepare_output_dir(dir, "tokenizer");
+  write_file_atomically((std::filesystem::path(dir) / "tokenizer.json").string(), to_json(), "tokenizer");
+  if (is_gpt2()) std::get<Gpt2Tokenizer>(impl_).save_files(dir);
+}
+
 int64_t Tokenizer::newline_or(int64_t fallback) const {
   if (is_bpe()) return '\n';  // the byte's own id
+  if (is_gpt2()) return std::get<Gpt2Tokenizer>(impl_).id_of("\n", fallback);
   return std::get<CharTokenizer>(impl_).id_or(U'\n', fallback);
 }
 
 std::vector<int64_t> Tokenizer::bytes_per_id() const {
   std::vector<int64_t> bytes(static_cast<size_t>(vocab_size()));
   for (int64_t id = 0; id < vocab_size(); ++id) {
-    bytes[static_cast<size_t>(id)] = is_bpe()
-                                         ? static_cast<int64_t>(std::get<BpeTokenizer>(impl_).token_bytes(id).size())
-                                         : std::get<CharTokenizer>(impl_).bytes_of(id);
+    int64_t n = 0;
+    if (is_bpe()) n = static_cast<int64_t>(std::get<BpeTokenizer>(impl_).token_bytes(id).size());
+    else if (is_gpt2()) n = static_cast<int64_t>(std::get<Gpt2Tokenizer>(impl_).token_bytes(id).size());
+    else n = std::get<CharTokenizer>(impl_).bytes_of(id);
+    bytes[static_cast<size_t>(id)] = n;
   }
   return bytes;
+}
+
+// --- loading from a path -------------------------------------------------------------------------
+
+namespace {
+
+// Whether the text is Hugging Face's tokenizers format (a "model" object), not tapegrad's.
+bool is_hugging_face_tokenizer_json(const std::string& path) {
+  const json::Value doc = json::parse_file(path);
+  return doc.is_object() && doc.contains("model");
+}
+
+}  // namespace
+
+Tokenizer load_tokenizer(const std::string& path) {
+  namespace fs = std::filesystem;
+  if (!fs::is_directory(path)) {
+    if (!fs::exists(path)) throw Error(path + ": no such file or folder (expected a tokenizer.json or a folder)");
+    return Tokenizer::from_json(read_input(path, ""), path);
+  }
+  const std::string json_path = (fs::path(path) / "tokenizer.json").string();
+  const bool has_json = fs::is_regular_file(json_path);
+  if (has_json && !is_hugging_face_tokenizer_json(json_path)) return Tokenizer::from_json(read_input(json_path, ""), json_path);
+  if (Gpt2Tokenizer::folder_has_files(path)) return Gpt2Tokenizer::from_folder(path);
+  throw Error(path + ": no tokenizer in this folder: looked for tapegrad's tokenizer.json" +
+              std::string(has_json ? " (the one here is Hugging Face's format)" : "") +
+              ", vocab.json + merges.txt and encoder.json + vocab.bpe");
 }
 
 }  // namespace tg::examples

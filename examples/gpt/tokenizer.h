@@ -4,7 +4,8 @@
 // A corpus that is valid UTF-8 is split into Unicode code points (as Python's sorted(set(text))
 // does, so ids agree with the usual PyTorch notebooks); any other file is split into bytes.
 // Saved as tokenizer.json: {"type": "char", "kind": "utf8" | "bytes", "symbols": [code points or
-// bytes, ascending]}. A run's tokenizer (Tokenizer, below) is this one or byte-level BPE (bpe.h).
+// bytes, ascending]}. A run's tokenizer (Tokenizer, below) is this one, byte-level BPE (bpe.h)
+// or GPT-2's own (gpt2_tokenizer.h).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "examples/gpt/bpe.h"
+#include "examples/gpt/gpt2_tokenizer.h"
 
 namespace tg::examples {
 
@@ -37,29 +39,45 @@ class CharTokenizer {
   std::vector<uint32_t> symbols_;  // ascending: id -> code point (or byte)
 };
 
-// The tokenizer of a train_gpt run: characters ("char") or byte-level BPE ("bpe").
+// The tokenizer of a train_gpt run: characters ("char"), byte-level BPE ("bpe") or GPT-2's
+// ("gpt2"). A "gpt2" tokenizer.json is {"type": "gpt2", "vocab": "vocab.json", "merges":
+// "merges.txt"}: the names of GPT-2's two files, in the tokenizer.json's folder.
 class Tokenizer {
  public:
   Tokenizer() = default;                                        // characters of no text
-  Tokenizer(CharTokenizer chars) : impl_(std::move(chars)) {}  // NOLINT: either kind converts
+  Tokenizer(CharTokenizer chars) : impl_(std::move(chars)) {}  // NOLINT: each kind converts
   Tokenizer(BpeTokenizer bpe) : impl_(std::move(bpe)) {}       // NOLINT
-  // tokenizer.json of either kind: "type": "bpe" is BPE, anything else characters (the files of
+  Tokenizer(Gpt2Tokenizer gpt2) : impl_(std::move(gpt2)) {}    // NOLINT
+  // tokenizer.json of any kind: "type": "bpe" is BPE, "gpt2" GPT-2's (its files are read from
+  // the folder of `source`, the tokenizer.json's path), anything else characters (the files of
   // runs from before BPE have no "type").
   static Tokenizer from_json(const std::string& json, const std::string& source);
 
-  const char* type() const { return is_bpe() ? "bpe" : "char"; }
+  const char* type() const;
   bool is_bpe() const { return std::holds_alternative<BpeTokenizer>(impl_); }
-  std::vector<int64_t> encode(const std::string& text) const;
+  bool is_gpt2() const { return std::holds_alternative<Gpt2Tokenizer>(impl_); }
+  // allow_special: GPT-2's "<|endoftext|>" in the text becomes its special token (the other
+  // kinds have no special tokens and ignore it).
+  std::vector<int64_t> encode(const std::string& text, bool allow_special = false) const;
   std::string decode(const std::vector<int64_t>& ids) const;
   int64_t vocab_size() const;
   std::string to_json() const;
+  // Writes tokenizer.json into dir, and for "gpt2" also vocab.json and merges.txt beside it.
+  void save(const std::string& dir) const;
   // The id of '\n' (a sample's first token), or fallback when the vocabulary has none.
   int64_t newline_or(int64_t fallback) const;
   // bytes (V): how many bytes of text each id stands for (bits per byte divide by their sum).
+  // GPT-2's "<|endoftext|>" counts as its 13 bytes, as decode writes them.
   std::vector<int64_t> bytes_per_id() const;
 
  private:
-  std::variant<CharTokenizer, BpeTokenizer> impl_;
+  std::variant<CharTokenizer, BpeTokenizer, Gpt2Tokenizer> impl_;
 };
+
+// The tokenizer at path: a tapegrad tokenizer.json, or a folder holding one, or a folder with
+// GPT-2's files (vocab.json + merges.txt, else encoder.json + vocab.bpe). A folder's
+// tokenizer.json in Hugging Face's format (it has "model") is passed over for the GPT-2 files
+// beside it. Errors say what was looked for.
+Tokenizer load_tokenizer(const std::string& path);
 
 }  // namespace tg::examples

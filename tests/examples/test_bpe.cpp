@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -59,7 +60,7 @@ TEST(Bpe, SplitsAsPythonsRegexDoes) {
     std::vector<std::string> want;
     for (const json::Value& chunk : c["chunks"].as_array()) want.push_back(from_hex(chunk.as_string()));
     std::vector<std::string> got;
-    for (std::string_view chunk : split_chunks(input)) got.emplace_back(chunk);
+    for (std::string_view chunk : byte_split(input)) got.emplace_back(chunk);
     ASSERT_EQ(got, want) << "input '" << show(input) << "'";
   }
 }
@@ -147,6 +148,35 @@ TEST(Bpe, BadInputGivesOneClearError) {
                      {"merge 1 = [1, 2] repeats an earlier merge"});
   const BpeTokenizer tok = BpeTokenizer::train("abab", 300);
   test::expect_error([&] { tok.decode({300}); }, {"id 300 is outside the vocabulary [0, 257)"});
+}
+
+TEST(Bpe, HeapMergeGivesThePlainMergesIds) {
+  // chunk_ids merges with a heap; merge_chunk_plain is step 3 as written, the oracle. Long
+  // pieces of text (not pre-split chunks) with repeats, so that merges overlap and stale heap
+  // entries come up.
+  const std::string text = from_hex(reference()["training_text"].as_string());
+  const BpeTokenizer tok = BpeTokenizer::train(text, 1024);
+  std::mt19937 rng(3);
+  for (int round = 0; round < 300; ++round) {
+    const size_t length = 1 + rng() % 200, start = rng() % (text.size() - length);
+    std::string piece = text.substr(start, length);
+    if (round % 3 == 0) piece = std::string(1 + rng() % 30, piece[0]) + piece;  // "aaaa...": overlapping pairs
+    const std::span<const int32_t> fast = tok.chunk_ids(piece);
+    ASSERT_EQ(std::vector<int32_t>(fast.begin(), fast.end()), tok.merge_chunk_plain(piece)) << "piece '" << show(piece) << "'";
+  }
+}
+
+TEST(Bpe, CachedChunksKeepTheirIdsAsTheCacheGrows) {
+  const BpeTokenizer tok = BpeTokenizer::train(from_hex(reference()["training_text"].as_string()), 600);
+  std::string text;  // about 6000 distinct chunks: the cache grows several times
+  for (int i = 0; i < 3000; ++i) text += " w" + std::to_string(i * 7919 % 10007) + "x " + std::to_string(i) + ",";
+  const std::vector<int64_t> first = tok.encode(text);
+  EXPECT_EQ(tok.encode(text), first);
+  EXPECT_EQ(tok.decode(first), text);
+  for (std::string_view chunk : byte_split(text)) {
+    const std::span<const int32_t> cached = tok.chunk_ids(chunk);
+    ASSERT_EQ(std::vector<int32_t>(cached.begin(), cached.end()), tok.merge_chunk_plain(chunk)) << chunk;
+  }
 }
 
 }  // namespace
