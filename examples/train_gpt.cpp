@@ -4,6 +4,7 @@
 //                                                   two minutes on 2 cores
 //   ./build/examples/train_gpt --data input.txt --steps 5000 --out runs/shakespeare
 //   ./build/examples/train_gpt --resume runs/shakespeare --steps 8000    continue a run
+//   ./build/examples/train_gpt --init-from gpt2 --data input.txt --steps 200   fine-tune GPT-2
 //
 // The loop is examples/gpt/trainer.h (the same steps as examples/pytorch/train_gpt.py); the run
 // folder is examples/gpt/checkpoint.h, plus loss.csv, loss.svg, samples.txt and summary.json.
@@ -64,20 +65,39 @@ std::vector<int64_t> eval_ids(const TrainOptions& o, const std::vector<std::stri
   const TrainOptions saved = saved_options(o.resume);
   const std::string text = read_data(saved.data);
   *label = "the val split of " + (saved.data.empty() ? std::string("the built-in corpus") : saved.data);
-  if (tokenizer.is_bpe())
+  if (tokenizer.type() != std::string("char"))  // byte-level: cut in the bytes
     return tokenizer.encode(text.substr(static_cast<size_t>(0.9 * static_cast<double>(text.size()))));
   const std::vector<int64_t> ids = tokenizer.encode(text);
   return {ids.begin() + static_cast<int64_t>(0.9 * static_cast<double>(ids.size())), ids.end()};
 }
 
-// train_gpt --eval-only --resume DIR [--data FILE]: one JSON line, then one line to read.
+bool was_given(const std::vector<std::string>& given, const std::string& flag) {
+  return std::find(given.begin(), given.end(), flag) != given.end();
+}
+
+// "train_gpt: read F16 weights as float32" when a GPT-2 folder had 16-bit weights.
+void say_converted(const std::vector<std::string>& dtypes, const std::string& dir) {
+  std::string list;
+  for (const std::string& d : dtypes) list += (list.empty() ? "" : " and ") + d;
+  if (!list.empty()) std::cout << "train_gpt: " << dir << ": read its " << list << " weights as float32\n";
+}
+
+// train_gpt --eval-only --resume DIR [--data FILE], or --eval-only --init-from DIR --data FILE:
+// one JSON line, then one line to read.
 int eval_only(const TrainOptions& o, const std::vector<std::string>& given) {
-  if (o.resume.empty()) throw UsageError("--eval-only needs --resume DIR (the run whose model to evaluate)");
+  if (o.resume.empty() == o.init_from.empty())
+    throw UsageError("--eval-only needs --resume DIR (a run) or --init-from DIR (a GPT-2 folder): one of them");
+  if (!o.init_from.empty() && !was_given(given, "data"))
+    throw UsageError("--eval-only --init-from needs --data FILE (the text to score)");
   if (o.threads > 0) tg::set_num_threads(static_cast<int>(o.threads));
-  SavedModel saved = load_saved_model(o.resume);
+  const std::string dir = o.resume.empty() ? o.init_from : o.resume;
+  SavedModel saved = load_saved_model(dir);
+  say_converted(saved.converted_dtypes, dir);
   std::string label;
   const std::vector<int64_t> ids = eval_ids(o, given, saved.tokenizer, &label);
-  const TextEval e = evaluate_text(*saved.model, saved.tokenizer, ids, saved_options(o.resume).batch);
+  // a GPT-2 folder's windows are its whole context: one at a time unless --batch says more
+  const int64_t batch = o.resume.empty() ? (was_given(given, "batch") ? o.batch : 1) : saved_options(o.resume).batch;
+  const TextEval e = evaluate_text(*saved.model, saved.tokenizer, ids, batch);
   std::cout << "{\"eval\": " << tg::json::quote(label) << ", \"loss\": " << tg::nn::python_float(e.loss)
             << ", \"perplexity\": " << tg::nn::python_float(e.perplexity)
             << ", \"bpb\": " << tg::nn::python_float(e.bpb) << ", \"tokens\": " << e.tokens
@@ -86,6 +106,39 @@ int eval_only(const TrainOptions& o, const std::vector<std::string>& given) {
               label.c_str(), e.loss, e.perplexity, e.bpb, static_cast<long long>(e.tokens),
               static_cast<long long>(e.bytes));
   return 0;
+}
+
+// A fresh run from a Hugging Face GPT-2 folder: its shape, weights and (unless --tokenizer PATH)
+// tokenizer; the run is saved in the same layout (examples/gpt/checkpoint.h).
+std::unique_ptr<Trainer> start_from_gpt2(TrainOptions& o, const std::vector<std::string>& given) {
+  for (const char* flag : {"emb-dim", "heads", "layers", "tie-weights", "vocab-size"})
+    if (was_given(given, flag))
+      throw UsageError(std::string("--") + flag + " comes from the --init-from folder's config.json: leave it out");
+  if (was_given(given, "tokenizer") && (o.tokenizer == "char" || o.tokenizer == "bpe"))
+    throw UsageError("--tokenizer " + o.tokenizer + ": GPT-2 reads its own tokens; give a path to its files, or "
+                     "leave --tokenizer out to use the --init-from folder's");
+  if (!was_given(given, "tokenizer")) o.tokenizer = o.init_from;
+  const std::string config_path = (std::filesystem::path(o.init_from) / "config.json").string();
+  if (!is_hf_gpt2_folder(o.init_from))
+    throw tg::Error("--init-from " + o.init_from + ": not a Hugging Face GPT-2 folder (" + config_path +
+                    " with \"model_type\": \"gpt2\" is missing)");
+  tg::nn::GPTConfig config = hf_gpt2_config(tg::json::parse_file(config_path), config_path);
+  if (was_given(given, "dropout")) config.drop_rate = o.model.drop_rate;
+  // the defaults of a fine-tune, where a run from scratch has others
+  if (!was_given(given, "context")) o.model.context_length = std::min<int64_t>(256, config.context_length);
+  if (!was_given(given, "batch")) o.batch = 4;
+  if (!was_given(given, "lr")) o.lr = 1e-4;
+  if (!was_given(given, "min-lr")) o.min_lr = 1e-5;
+  const int64_t context = o.model.context_length;
+  o.model = config;  // the flags say the model's shape, as a run from scratch saves them
+  o.model.context_length = context;
+  auto trainer = std::make_unique<Trainer>(o, read_data(o.data), load_tokenizer(o.tokenizer), config);
+  HfGpt2Info layout;
+  layout.config = tg::json::parse_file(config_path);
+  load_hf_gpt2_weights(trainer->model(), (std::filesystem::path(o.init_from) / "model.safetensors").string(), &layout);
+  say_converted(layout.converted_dtypes, o.init_from);
+  trainer->set_hf_gpt2_layout(layout);
+  return trainer;
 }
 
 // o: the flags as given; given: their names, in order.
@@ -127,7 +180,7 @@ int run(TrainOptions o, const std::vector<std::string>& given) {
   } else {
     // --warmup not given: 50 steps, or a tenth of a short run's (--steps 20 warms up for 2)
     if (std::find(given.begin(), given.end(), "warmup") == given.end()) o.warmup = default_warmup(o.steps);
-    trainer = std::make_unique<Trainer>(o, read_data(o.data));
+    trainer = o.init_from.empty() ? std::make_unique<Trainer>(o, read_data(o.data)) : start_from_gpt2(o, given);
   }
   if (o.threads > 0) tg::set_num_threads(static_cast<int>(o.threads));
   // asked before --out is touched: a bad TG_FAST_KERNELS, TG_BF16_KERNEL or BLIS_ARCH_TYPE stops
@@ -142,7 +195,8 @@ int run(TrainOptions o, const std::vector<std::string>& given) {
                     isatty(STDOUT_FILENO));
   std::cout << "train_gpt: " << kernels_in_use << "\n";
   std::cout << "train_gpt: " << trainer->model().num_parameters() << " parameters, vocabulary of "
-            << trainer->tokenizer().vocab_size() << (trainer->tokenizer().is_bpe() ? " BPE tokens, " : " characters, ")
+            << trainer->tokenizer().vocab_size()
+            << (trainer->tokenizer().type() == std::string("char") ? " characters, " : " BPE tokens, ")
             << o.steps << " steps of " << o.batch << " x " << o.model.context_length << " tokens"
             << (o.grad_accum > 1 ? " x " + std::to_string(o.grad_accum) + " micro-batches" : std::string()) << ", "
             << kernels << " kernels, " << precision << "; writing to " << o.out << "/\n";

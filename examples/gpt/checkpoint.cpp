@@ -13,6 +13,7 @@
 #include "autograd/io/json.h"
 #include "autograd/ops.h"
 #include "autograd/io/safetensors.h"
+#include "examples/gpt/hf_gpt2.h"
 #include "examples/gpt/run_log.h"
 #include "nn/serialize.h"
 
@@ -100,7 +101,7 @@ std::string config_json(const nn::GPTConfig& c, TrainOptions options) {
   const std::vector<Flag> flags = train_flags(options);
   for (size_t i = 0; i < flags.size(); ++i)
     os << (i ? ", " : "") << json::quote(flags[i].name) << ": " << json_value(flags[i]);
-  os << "},\n  \"kernels\": " << json::quote(kernels_mode()) << "\n}\n";
+  os << "},\n  \"kernels\": " << json::quote(kernels_mode()) << "\n}";
   return os.str();
 }
 
@@ -117,6 +118,13 @@ nn::GPTConfig model_config(const json::Value& m) {
   c.layer_norm_eps = m.contains("layer_norm_eps") ? m["layer_norm_eps"].as_double() : 1e-5;  // older runs: 1e-5
   c.validate();
   return c;
+}
+
+// config.json's train_gpt part: the whole file, or its "tapegrad" member in a run from GPT-2
+// (whose config.json is Hugging Face's).
+const json::Value& run_section(const json::Value& doc) {
+  const json::Value* section = doc.is_object() ? doc.find(kTapegradSection) : nullptr;
+  return section ? *section : doc;
 }
 
 }  // namespace
@@ -144,20 +152,23 @@ void keep_previous_version(const std::string& path) {
 void save_checkpoint(Trainer& trainer, const std::string& dir) {
   const std::string step = std::to_string(trainer.step());
   std::vector<AtomicFile> files;
+  const HfGpt2Info* hf = trainer.hf_gpt2_layout();  // a run from GPT-2 saves in its layout and names
   files.emplace_back(path_in(dir, "model.safetensors"), "train_gpt");
-  save_safetensors(files.back(), trainer.model().state_dict(), {{"format", "pt"}, {"step", step}});
+  save_safetensors(files.back(), hf ? hf_gpt2_tensors(trainer.model(), hf->prefixed) : trainer.model().state_dict(),
+                   {{"format", "pt"}, {"step", step}});
   files.emplace_back(path_in(dir, "optimizer.safetensors"), "train_gpt");
   save_safetensors(files.back(), trainer.optimizer().state_dict(),
                    {{"step", step},
                     {"default_generator", to_hex(default_generator().get_state())},
                     {"batch_generator", to_hex(trainer.batch_generator().get_state())}});
   files.emplace_back(path_in(dir, "config.json"), "train_gpt");
-  files.back().write(config_json(trainer.config(), trainer.options()));
-  files.emplace_back(path_in(dir, "tokenizer.json"), "train_gpt");
-  files.back().write(trainer.tokenizer().to_json());
+  const std::string run_config = config_json(trainer.config(), trainer.options());
+  files.back().write(hf ? hf_gpt2_config_json(trainer.config(), hf->config, run_config) : run_config + "\n");
+  // The tokenizer does not change within a run: tokenizer.json (and GPT-2's vocab.json and
+  // merges.txt), each written atomically, before the files that make the folder a checkpoint.
+  trainer.tokenizer().save(dir);
   for (AtomicFile& f : files) f.prepare();  // everything on disk under temporary names
-  files[2].commit();                         // config and tokenizer do not change within a run
-  files[3].commit();
+  files[2].commit();                         // nor does the config
   keep_previous_version(files[0].target());  // a pair of the same step survives any interruption
   keep_previous_version(files[1].target());
   files[1].commit();
@@ -204,7 +215,7 @@ TrainOptions saved_options(const std::string& dir) {
   const json::Value doc = json::parse(read_text(path), path);
   TrainOptions o;
   std::vector<std::string> args;
-  for (const json::Member& m : doc["train"].as_object()) {
+  for (const json::Member& m : run_section(doc)["train"].as_object()) {
     if (m.value.is_bool()) {  // a switch: given when true
       if (m.value.as_bool()) args.push_back("--" + m.key);
       continue;
@@ -223,12 +234,20 @@ TrainOptions saved_options(const std::string& dir) {
 
 std::unique_ptr<Trainer> resume_trainer(const std::string& dir, const TrainOptions& options, const std::string& text) {
   check_checkpoint_folder(dir);
-  auto trainer = std::make_unique<Trainer>(options, text);
-  const std::string tokenizer_path = path_in(dir, "tokenizer.json");
-  if (Tokenizer::from_json(read_text(tokenizer_path), tokenizer_path).to_json() != trainer->tokenizer().to_json())
-    throw Error(tokenizer_path + ": the tokenizer made from this --data (its " +
-                (trainer->tokenizer().is_bpe() ? std::string("BPE merges") : std::string("characters")) +
-                ") differs from the checkpoint's: resume with the same --data");
+  std::unique_ptr<Trainer> trainer;
+  const bool from_gpt2 = is_hf_gpt2_folder(dir);
+  const std::string config_path = path_in(dir, "config.json");
+  const json::Value config = json::parse(read_text(config_path), config_path);
+  if (from_gpt2) {  // a run from GPT-2: its tokenizer (the files beside the model) and shape are its own
+    trainer = std::make_unique<Trainer>(options, text, load_tokenizer(dir), model_config(run_section(config)["model"]));
+  } else {
+    trainer = std::make_unique<Trainer>(options, text);
+    const std::string tokenizer_path = path_in(dir, "tokenizer.json");
+    if (Tokenizer::from_json(read_text(tokenizer_path), tokenizer_path).to_json() != trainer->tokenizer().to_json())
+      throw Error(tokenizer_path + ": the tokenizer made from this --data (its " +
+                  (trainer->tokenizer().type() == std::string("char") ? std::string("characters") : std::string("BPE merges")) +
+                  ") differs from the checkpoint's: resume with the same --data");
+  }
 
   const auto [model_path, opt_path, step] = newest_consistent_pair(dir);
   const SafetensorsMetadata opt_meta = load_safetensors_metadata(opt_path);
@@ -236,7 +255,14 @@ std::unique_ptr<Trainer> resume_trainer(const std::string& dir, const TrainOptio
       from_hex(metadata_value(opt_meta, "default_generator", opt_path), opt_path);
   const std::vector<uint8_t> batch_state = from_hex(metadata_value(opt_meta, "batch_generator", opt_path), opt_path);
 
-  load(trainer->model(), model_path);  // checks every name, shape and dtype; all or nothing
+  if (from_gpt2) {
+    HfGpt2Info layout;
+    layout.config = config;
+    load_hf_gpt2_weights(trainer->model(), model_path, &layout);  // all or nothing
+    trainer->set_hf_gpt2_layout(layout);
+  } else {
+    load(trainer->model(), model_path);  // checks every name, shape and dtype; all or nothing
+  }
   try {
     trainer->optimizer().load_state(load_safetensors(opt_path));
   } catch (const Error& e) {
@@ -256,22 +282,31 @@ std::string write_text(nn::GPTModel& model, const Tokenizer& tokenizer, const st
 
 SavedModel load_saved_model(const std::string& dir) {
   if (!std::filesystem::is_directory(dir)) throw Error(dir + ": no such folder");
-  for (const char* name : {"model.safetensors", "config.json", "tokenizer.json"})
-    if (!std::filesystem::exists(path_in(dir, name)))
-      throw Error(dir + ": not a model folder (" + std::string(name) + " is missing)");
   SavedModel saved;
-  const std::string config_path = path_in(dir, "config.json"), tokenizer_path = path_in(dir, "tokenizer.json");
-  try {
-    saved.config = model_config(json::parse(read_text(config_path), config_path)["model"]);
-  } catch (const Error& e) {
-    throw Error(config_path + ": " + e.what());
+  if (is_hf_gpt2_folder(dir)) {  // Hugging Face's GPT-2 layout: a GPT-2 folder, or a run from one
+    HfGpt2 hf = load_hf_gpt2(dir);
+    saved.config = hf.config;
+    saved.model = std::move(hf.model);
+    saved.converted_dtypes = hf.info.converted_dtypes;
+    saved.tokenizer = load_tokenizer(dir);
+  } else {
+    for (const char* name : {"model.safetensors", "config.json", "tokenizer.json"})
+      if (!std::filesystem::exists(path_in(dir, name)))
+        throw Error(dir + ": not a model folder (" + std::string(name) + " is missing)");
+    const std::string config_path = path_in(dir, "config.json"), tokenizer_path = path_in(dir, "tokenizer.json");
+    try {
+      saved.config = model_config(json::parse(read_text(config_path), config_path)["model"]);
+    } catch (const Error& e) {
+      throw Error(config_path + ": " + e.what());
+    }
+    saved.tokenizer = Tokenizer::from_json(read_text(tokenizer_path), tokenizer_path);
+    saved.model = std::make_unique<nn::GPTModel>(saved.config);
+    load(*saved.model, path_in(dir, "model.safetensors"));
   }
-  saved.tokenizer = Tokenizer::from_json(read_text(tokenizer_path), tokenizer_path);
-  if (saved.tokenizer.vocab_size() != saved.config.vocab_size)
-    throw Error(dir + ": tokenizer.json has " + std::to_string(saved.tokenizer.vocab_size()) +
+  // a model may have more ids than its tokenizer (a vocabulary padded to a round size), not fewer
+  if (saved.tokenizer.vocab_size() > saved.config.vocab_size)
+    throw Error(dir + ": the tokenizer has " + std::to_string(saved.tokenizer.vocab_size()) +
                 " tokens but config.json's vocab_size is " + std::to_string(saved.config.vocab_size));
-  saved.model = std::make_unique<nn::GPTModel>(saved.config);
-  load(*saved.model, path_in(dir, "model.safetensors"));
   saved.model->eval();
   return saved;
 }

@@ -1,5 +1,10 @@
 // examples/gpt/checkpoint.h — a training run's folder (train_gpt --out DIR), saved and resumed.
 //
+// A run from GPT-2 (train_gpt --init-from) keeps Hugging Face's layout, so that
+// GPT2LMHeadModel.from_pretrained reads the folder (examples/gpt/hf_gpt2.h): model.safetensors
+// has GPT-2's names, config.json is Hugging Face's with train_gpt's own object below as its
+// member "tapegrad", and GPT-2's vocab.json and merges.txt sit beside tokenizer.json.
+//
 //   model.safetensors      the model's state_dict (PyTorch's names), metadata
 //                          {"format": "pt", "step": "<steps done>"}
 //   optimizer.safetensors  AdamW's state: "<param>.step", "<param>.exp_avg", "<param>.exp_avg_sq";
@@ -38,10 +43,13 @@ TrainOptions saved_options(const std::string& dir);
 std::unique_ptr<Trainer> resume_trainer(const std::string& dir, const TrainOptions& options, const std::string& text);
 
 // A saved model for writing text: the config, the tokenizer and the weights.
+// dir: a train_gpt run folder, or a Hugging Face GPT-2 folder (examples/gpt/hf_gpt2.h) with
+// GPT-2's tokenizer files beside the model (a fine-tuned run from GPT-2 is one too).
 struct SavedModel {
   nn::GPTConfig config;
   Tokenizer tokenizer;
   std::unique_ptr<nn::GPTModel> model;
+  std::vector<std::string> converted_dtypes;  // a GPT-2 folder's 16-bit weights, read as float32 ("F16")
 };
 SavedModel load_saved_model(const std::string& dir);
 

@@ -159,19 +159,24 @@ HfGpt2 load_hf_gpt2(const std::string& dir) {
     if (!std::filesystem::exists(path_in(dir, name)))
       throw Error(dir + ": not a Hugging Face GPT-2 folder (" + name + " is missing)");
   HfGpt2 out;
-  const std::string config_path = path_in(dir, "config.json"), weights_path = path_in(dir, "model.safetensors");
+  const std::string config_path = path_in(dir, "config.json");
   out.info.config = json::parse_file(config_path);
   out.config = hf_gpt2_config(out.info.config, config_path);
-  const NamedTensors file =
-      load_safetensors(weights_path, SafetensorsReadOptions{.float16_to_float32 = true}, &out.info.converted_dtypes);
-  const NamedTensors state = gpt_state_of(checked_hf_tensors(file, out.config, weights_path, out.info), out.config);
   out.model = std::make_unique<nn::GPTModel>(out.config);
-  NamedTensors full_state = state;
-  for (const auto& [name, t] : out.model->named_buffers())  // the causal masks: the model's own
-    if (!find(state, name)) full_state.push_back({name, t});
-  out.model->load_state_dict(full_state, /*strict=*/true, weights_path);
+  load_hf_gpt2_weights(*out.model, path_in(dir, "model.safetensors"), &out.info);
   out.model->eval();
   return out;
+}
+
+void load_hf_gpt2_weights(nn::GPTModel& model, const std::string& weights_path, HfGpt2Info* info) {
+  const nn::GPTConfig& c = model.config();
+  const NamedTensors file =
+      load_safetensors(weights_path, SafetensorsReadOptions{.float16_to_float32 = true}, &info->converted_dtypes);
+  const NamedTensors state = gpt_state_of(checked_hf_tensors(file, c, weights_path, *info), c);
+  NamedTensors full_state = state;
+  for (const auto& [name, t] : model.named_buffers())  // the causal masks: the model's own
+    if (!find(state, name)) full_state.push_back({name, t});
+  model.load_state_dict(full_state, /*strict=*/true, weights_path);
 }
 
 NamedTensors hf_gpt2_tensors(const nn::GPTModel& model, bool prefixed) {

@@ -68,12 +68,21 @@ nn::GPTConfig hf_gpt2_config(const json::Value& config, const std::string& path)
 // Read dir/config.json and dir/model.safetensors.
 HfGpt2 load_hf_gpt2(const std::string& dir);
 
+// Read the weights of an HF model.safetensors into model (made with the file's config), all or
+// nothing; info receives what was found (prefix, lm_head, converted dtypes).
+void load_hf_gpt2_weights(nn::GPTModel& model, const std::string& weights_path, HfGpt2Info* info);
+
 // The model's tensors under HF's names, in HF's order (model: qkv_bias and tie_weights).
 NamedTensors hf_gpt2_tensors(const nn::GPTModel& model, bool prefixed);
 
 // config.json's text for config: original's fields kept in their order and updated (original may
 // be null: then HF's GPT-2 fields).
-std::string hf_gpt2_config_json(const nn::GPTConfig& config, const json::Value& original);
+// tapegrad, when not empty, is the JSON object written as the last member, "tapegrad": a
+// train_gpt run's own settings (examples/gpt/checkpoint.h); an old "tapegrad" member is dropped.
+// Hugging Face's from_pretrained keeps unknown members as attributes and ignores them.
+inline constexpr const char* kTapegradSection = "tapegrad";
+std::string hf_gpt2_config_json(const nn::GPTConfig& config, const json::Value& original,
+                                const std::string& tapegrad = "");
 
 // The two files of a folder into files being written as a set (atomic_file.h): the caller
 // prepares and commits them, with files of its own if it likes.

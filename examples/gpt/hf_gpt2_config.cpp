@@ -134,7 +134,7 @@ nn::GPTConfig hf_gpt2_config(const json::Value& config, const std::string& path)
   return c;
 }
 
-std::string hf_gpt2_config_json(const nn::GPTConfig& c, const json::Value& original) {
+std::string hf_gpt2_config_json(const nn::GPTConfig& c, const json::Value& original, const std::string& tapegrad) {
   const json::Value none = parsed("{}");
   const json::Value& old = original.is_object() ? original : none;
   const double old_drop = old.size() ? hf_gpt2_config(old, "config.json").drop_rate : -1.0;
@@ -161,9 +161,14 @@ std::string hf_gpt2_config_json(const nn::GPTConfig& c, const json::Value& origi
   };
   std::string text = "{";
   auto add = [&](const std::string& key, const std::string& value) {
-    text += (text.size() > 1 ? "," : "") + std::string("\n  ") + json::quote(key) + ": " + value;
+    if (text.size() > 1) text += ",";
+    text += "\n  ";
+    text += json::quote(key);
+    text += ": ";
+    text += value;
   };
   for (const json::Member& m : old.as_object()) {
+    if (m.key == kTapegradSection) continue;  // a run's own section: written anew below, or not at all
     auto f = std::find_if(fields.begin(), fields.end(), [&](auto& x) { return x.first == m.key; });
     std::string value;
     if (f == fields.end() || keep_old(m.key)) {
@@ -179,6 +184,7 @@ std::string hf_gpt2_config_json(const nn::GPTConfig& c, const json::Value& origi
     append_json(formatted, parsed(value), 1);
     add(key, formatted);
   }
+  if (!tapegrad.empty()) add(kTapegradSection, tapegrad);
   return text + "\n}\n";
 }
 

@@ -51,8 +51,13 @@ std::vector<Flag> train_flags(TrainOptions& o) {
       text_flag("out", &o.out, "folder for the checkpoint, loss.csv, loss.svg, samples and summary"),
       text_flag("resume", &o.resume, "continue the run saved in this folder"),
       text_flag("data", &o.data, "a text file to train on (default: the built-in corpus)"),
-      text_flag("tokenizer", &o.tokenizer, "characters, or byte-level BPE learned from the training split",
-                {"char", "bpe"}),
+      text_flag("tokenizer", &o.tokenizer,
+                "char (the text's characters), bpe (byte-level BPE learned from the training split), or a path: "
+                "a tokenizer.json, or a folder with GPT-2's vocab.json and merges.txt (--init-from's by default)"),
+      text_flag("init-from", &o.init_from,
+                "start from the weights of a Hugging Face GPT-2 folder (config.json, model.safetensors), with its "
+                "tokenizer; not given: --context 256 (at most the model's), --batch 4, --lr 1e-4, --min-lr 1e-5, "
+                "--dropout as its config.json"),
       int_flag("vocab-size", &o.vocab_size, "BPE's vocabulary: 256 bytes + merges (--tokenizer bpe)", 256, 65536),
       int_flag("sample-tokens", &o.sample_tokens,
                "tokens (characters, or BPE tokens) to write in each sample at the end", 0, 1 << 20),
@@ -70,6 +75,7 @@ size_t train_bytes(const std::string& text) { return static_cast<size_t>(0.9 * s
 
 Tokenizer make_tokenizer(const TrainOptions& o, const std::string& text) {
   if (o.tokenizer == "char") return CharTokenizer::from_text(text);
+  if (o.tokenizer != "bpe") return load_tokenizer(o.tokenizer);  // a file or folder
   const size_t n = train_bytes(text);
   BpeTokenizer bpe = BpeTokenizer::train(std::string_view(text).substr(0, n), o.vocab_size);
   if (bpe.merges().empty()) {

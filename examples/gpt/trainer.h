@@ -30,11 +30,13 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "autograd/random/generator.h"
 #include "examples/gpt/data.h"
+#include "examples/gpt/hf_gpt2.h"
 #include "examples/common/flags.h"
 #include "examples/gpt/tokenizer.h"
 #include "nn/gpt.h"
@@ -125,6 +127,10 @@ class Trainer {
   const Tokenizer& tokenizer() const { return tokenizer_; }
   const nn::GPTConfig& config() const { return config_; }
   const TrainOptions& options() const { return options_; }
+  // A run from GPT-2 is saved in Hugging Face's layout (examples/gpt/checkpoint.h): what was read
+  // (the prefix of the names, config.json's fields). nullptr: tapegrad's own layout.
+  const HfGpt2Info* hf_gpt2_layout() const { return hf_layout_ ? &*hf_layout_ : nullptr; }
+  void set_hf_gpt2_layout(HfGpt2Info layout) { hf_layout_ = std::move(layout); }
 
  private:
   std::pair<double, double> mean_loss_and_bpb(const Tensor& split, const std::string& name, Generator& gen);
@@ -138,6 +144,7 @@ class Trainer {
   std::unique_ptr<optim::AdamW> optimizer_;
   Generator batch_gen_;
   int64_t step_ = 0;
+  std::optional<HfGpt2Info> hf_layout_;
 };
 
 }  // namespace tg::examples

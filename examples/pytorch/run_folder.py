@@ -125,6 +125,10 @@ def fill_older_runs_keys(config):
 
 def check_config(config, path):
     """Every key must be one this side implements or knows not to change the math."""
+    if config.get("model_type") == "gpt2" and "tapegrad" in config:
+        raise RunError(f"{path}: a run from GPT-2 (train_gpt --init-from), saved in Hugging Face's layout: "
+                       "examples/pytorch does not continue such runs yet; its model loads with "
+                       "examples/pytorch/hf_gpt2.py's from_pretrained")
     keys = declared_keys()
     known_train = set(keys["train"]["math"]) | set(keys["train"]["carried"])
     for section, names in (("", keys["top"]), ("model", keys["model"]), ("train", sorted(known_train))):

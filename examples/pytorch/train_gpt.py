@@ -312,6 +312,7 @@ def options(argv=None):
     p.add_argument("--eval-batches", type=int, default=20)
     p.add_argument("--threads", type=int, default=0)
     p.add_argument("--tokenizer", choices=["char", "bpe"], default="char")
+    p.add_argument("--init-from", default="", help="not here: ./build/examples/train_gpt --init-from DIR")
     p.add_argument("--tie-weights", action="store_true")
     p.add_argument("--on-nonfinite", choices=["error", "skip"], default="error")
     p.add_argument("--vocab-size", type=int, default=1024)
@@ -342,6 +343,9 @@ def check_options(o, world=1):
                          "--write-corpus FILE")
     if o.eval_only:
         raise ValueError("--eval-only: use ./build/examples/train_gpt --eval-only --resume DIR")
+    if o.init_from:
+        raise ValueError("--init-from: runs from GPT-2 are tapegrad's for now: ./build/examples/train_gpt "
+                         "--init-from DIR (examples/pytorch/hf_gpt2.py loads the folders)")
     if o.batch % world:
         raise ValueError(f"--nproc {world} does not divide --batch {o.batch}: each process takes batch / nproc "
                          "sequences of every micro-batch")

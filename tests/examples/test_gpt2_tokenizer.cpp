@@ -19,6 +19,7 @@
 #include "autograd/io/json.h"
 #include "examples/gpt/gpt2_tokenizer.h"
 #include "examples/gpt/tokenizer.h"
+#include "gpt2_test_files.h"
 #include "test_util.h"
 
 #ifndef TG_GPT2_TOKENIZER_DIR
@@ -123,23 +124,11 @@ TEST(Gpt2Tokenizer, DecodesAnyIdsAndEncodesAnyBytesLosslessly) {
 
 // --- small files written here ----------------------------------------------------------------
 
-// A vocabulary of the 256 bytes, in reverse byte order (ids 255..0), then `extra` tokens.
-std::string small_vocab(const std::vector<std::string>& extra) {
-  std::string json = "{";
-  for (int b = 0; b < 256; ++b) {
-    json += json::quote(Gpt2Tokenizer::token_text(std::string(1, static_cast<char>(b)))) + ": " +
-            std::to_string(255 - b) + ", ";
-  }
-  for (size_t i = 0; i < extra.size(); ++i) {
-    json += json::quote(extra[i]) + ": " + std::to_string(256 + i) + (i + 1 < extra.size() ? ", " : "");
-  }
-  if (extra.empty()) json.resize(json.size() - 2);
-  return json + "}";
-}
+using test::small_gpt2_vocab;
 
 TEST(Gpt2Tokenizer, TakesIdsFromTheVocabularyNotFromTheMergeRank) {
   // merges: "a b" (rank 0) and "ab c" (rank 1); the vocabulary lists abc before ab
-  const Gpt2Tokenizer tok = Gpt2Tokenizer::from_texts(small_vocab({"abc", "ab", "<|endoftext|>"}), "vocab.json",
+  const Gpt2Tokenizer tok = Gpt2Tokenizer::from_texts(small_gpt2_vocab({"abc", "ab", "<|endoftext|>"}), "vocab.json",
                                                       "#version: 0.2\na b\nab c\n", "merges.txt");
   EXPECT_EQ(tok.vocab_size(), 259);
   EXPECT_EQ(tok.encode("abc ab"), (std::vector<int64_t>{256, 255 - ' ', 257}));
@@ -152,7 +141,7 @@ std::string error_of_files(const std::string& vocab, const std::string& merges) 
 }
 
 TEST(Gpt2Tokenizer, BadFilesNameTheFileAndWhatIsWrong) {
-  const std::string good = small_vocab({"ab"});
+  const std::string good = small_gpt2_vocab({"ab"});
   using test::has_part;
   EXPECT_TRUE(has_part(error_of_files("{\"a\": 0,", "a b\n"), "json: vocab.json: byte "));
   EXPECT_TRUE(has_part(error_of_files("[1, 2]", ""), "vocab.json: expected a JSON object {token: id, ...}"));
@@ -167,7 +156,7 @@ TEST(Gpt2Tokenizer, BadFilesNameTheFileAndWhatIsWrong) {
                        "merges.txt: line 2: expected two tokens separated by one space, got 'ab'"));
   EXPECT_TRUE(has_part(error_of_files(good, "a  b\n"), "merges.txt: line 1: expected two tokens"));
   EXPECT_TRUE(has_part(error_of_files(good, "a b\nab cd\n"), "merges.txt: line 2: 'cd' is not a token of vocab.json"));
-  EXPECT_TRUE(has_part(error_of_files(small_vocab({"ab", "bc", "abc"}), "a bc\n"),
+  EXPECT_TRUE(has_part(error_of_files(small_gpt2_vocab({"ab", "bc", "abc"}), "a bc\n"),
                        "merges.txt: line 1: 'bc' is neither a byte nor made by an earlier merge"));
   EXPECT_TRUE(has_part(error_of_files(good, "a b\nb c\n"), "merges.txt: line 2: the merge 'b c' makes a token that is not in vocab.json"));
   EXPECT_TRUE(has_part(error_of_files(good, "a b\na b\n"), "merges.txt: line 2: repeats an earlier merge, 'a b'"));
@@ -180,7 +169,7 @@ TEST(Gpt2Tokenizer, BadFilesNameTheFileAndWhatIsWrong) {
 // --- loading from a path ---------------------------------------------------------------------------
 
 TEST(LoadTokenizer, ReadsTokenizerJsonOrEitherPairOfGpt2FilesAndSaysWhatItLookedFor) {
-  const std::string vocab = small_vocab({"ab"}), merges = "#version: 0.2\na b\n";
+  const std::string vocab = small_gpt2_vocab({"ab"}), merges = "#version: 0.2\na b\n";
   TempFolder hf, openai, ours, empty;
   write_bytes(hf.file("vocab.json"), vocab);
   write_bytes(hf.file("merges.txt"), merges);
@@ -223,7 +212,7 @@ TEST(BpeProgram, EncodesAndDecodesWithAGpt2FolderAndAllowSpecial) {
   const std::string bpe = test::example_program("bpe");
   if (bpe.empty()) GTEST_SKIP() << "examples/bpe was not built (TG_BUILD_EXAMPLES=OFF)";
   TempFolder dir;
-  write_bytes(dir.file("vocab.json"), small_vocab({"ab", "<|endoftext|>"}));
+  write_bytes(dir.file("vocab.json"), small_gpt2_vocab({"ab", "<|endoftext|>"}));
   write_bytes(dir.file("merges.txt"), "#version: 0.2\na b\n");
   write_bytes(dir.file("in.txt"), "ab<|endoftext|>ab");
   const test::ProgramRun special = test::run_program(bpe, {"encode", "--tokenizer", dir.path, "--allow-special", dir.file("in.txt")});
