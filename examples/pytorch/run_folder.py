@@ -11,15 +11,25 @@
 #   tokenizer.json         characters or BPE merges (examples/pytorch/train_gpt.py reads both)
 #   loss.csv               step,train_loss,val_loss,lr,tokens_per_s,elapsed_s,train_bpb,val_bpb
 #
+# A run from GPT-2 (train_gpt --init-from) is in Hugging Face's layout, and read and written so:
+# model.safetensors has GPT-2's names (gpt2_layout.py maps them to GPTModel's and back, with or
+# without "transformer." as the run had), config.json is Hugging Face's GPT-2 config with the run's
+# own object above as its member "tapegrad" (run_section), and tokenizer.json is {"type": "gpt2",
+# "vocab": "vocab.json", "merges": "merges.txt"} with GPT-2's two files beside it
+# (gpt2_tokenizer.py), copied as they were. optimizer.safetensors is as in every run.
+#
 # safetensors is read and written by hand (8-byte header length, JSON header, raw little-endian
 # data), as Debian has no Python package for it. Every file is written to a temporary name, synced
 # and renamed, and the model/optimizer pair is kept as *.prev before it is replaced, as train_gpt
 # does: a run killed while saving still resumes.
+import collections
 import json
 import os
 import struct
 
 import torch
+
+import gpt2_layout
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DTYPES = {"F32": torch.float32, "F64": torch.float64, "I64": torch.int64, "BOOL": torch.bool,
@@ -28,6 +38,7 @@ NAMES = {v: k for k, v in DTYPES.items()}
 FILES = ("model.safetensors", "optimizer.safetensors", "config.json", "tokenizer.json")
 CSV_HEADER = "step,train_loss,val_loss,lr,tokens_per_s,elapsed_s,train_bpb,val_bpb"
 PRECISIONS = ("fp32", "bf16")  # train_gpt's --precision
+TAPEGRAD_SECTION = "tapegrad"  # a run from GPT-2: config.json's member with the run's own object
 
 
 class RunError(Exception):
@@ -115,20 +126,46 @@ def declared_keys():
 
 def fill_older_runs_keys(config):
     """The keys an older train_gpt did not write (config_keys.json's "older_runs"), with the value
-    its runs trained with, where config lacks them."""
+    its runs trained with, where the run's own object lacks them."""
+    section_of_run = run_section(config)
     for section, defaults in declared_keys().get("older_runs", {}).items():
-        if isinstance(config.get(section), dict):
+        if isinstance(section_of_run, dict) and isinstance(section_of_run.get(section), dict):
             for key, value in defaults.items():
-                config[section].setdefault(key, value)
+                section_of_run[section].setdefault(key, value)
     return config
 
 
+def is_gpt2_layout(config):
+    """A run from GPT-2 (train_gpt --init-from): Hugging Face's config.json with the run's own
+    object as its member "tapegrad"."""
+    return isinstance(config, dict) and config.get("model_type") == "gpt2" and TAPEGRAD_SECTION in config
+
+
+def run_section(config):
+    """The run's own {"model", "train", "kernels"}: the whole config.json, or its "tapegrad" member."""
+    return config[TAPEGRAD_SECTION] if is_gpt2_layout(config) else config
+
+
+def with_run_section(config, section):
+    """config.json with section as the run's own object (the last member of a GPT-2 run's config)."""
+    if not is_gpt2_layout(config):
+        return section
+    out = {key: value for key, value in config.items() if key != TAPEGRAD_SECTION}
+    out[TAPEGRAD_SECTION] = section
+    return out
+
+
 def check_config(config, path):
-    """Every key must be one this side implements or knows not to change the math."""
-    if config.get("model_type") == "gpt2" and "tapegrad" in config:
-        raise RunError(f"{path}: a run from GPT-2 (train_gpt --init-from), saved in Hugging Face's layout: "
-                       "examples/pytorch does not continue such runs yet; its model loads with "
-                       "examples/pytorch/hf_gpt2.py's from_pretrained")
+    """Every key of the run's own object must be one this side implements or knows not to change
+    the math."""
+    if isinstance(config, dict) and config.get("model_type") == "gpt2" and not is_gpt2_layout(config):
+        raise RunError(f"{path}: a Hugging Face GPT-2 folder, not a run: start one with ./build/examples/train_gpt "
+                       "--init-from DIR (examples/pytorch/hf_gpt2.py's from_pretrained loads the model)")
+    where = f"{path} (its \"{TAPEGRAD_SECTION}\" member)" if is_gpt2_layout(config) else path
+    check_run_section(run_section(config), where)
+
+
+def check_run_section(config, path):
     keys = declared_keys()
     known_train = set(keys["train"]["math"]) | set(keys["train"]["carried"])
     for section, names in (("", keys["top"]), ("model", keys["model"]), ("train", sorted(known_train))):
@@ -192,11 +229,15 @@ def loss_row(step, train_loss, lr, tokens_per_s, elapsed_s, evaluation=None):
 
 # ---- a whole run ----------------------------------------------------------------------------------
 
-def check_run_folder(folder):
+def check_run_folder(folder, names=FILES + ("loss.csv",)):
+    """folder has the files names (a whole run by default); a Hugging Face GPT-2 folder that is no
+    run is named as such (check_config's message)."""
     if not os.path.isdir(folder):
         raise RunError(f"{folder}: no such folder")
-    for name in FILES + ("loss.csv",):
+    for name in names:
         if not os.path.exists(os.path.join(folder, name)):
+            if os.path.exists(os.path.join(folder, "config.json")):
+                read_config(folder)  # a GPT-2 folder, not a run: says so
             raise RunError(f"{folder}: not a train_gpt run folder ({name} is missing)")
 
 
@@ -232,23 +273,57 @@ def newest_consistent_pair(folder):
     return best
 
 
+Checkpoint = collections.namedtuple("Checkpoint", "step model optimizer metadata hf_prefixed")
+
+
+def model_state_of(tensors, config, path):
+    """model.safetensors' tensors as GPTModel's state_dict, and whether they had GPT-2's
+    "transformer." prefix: a run from GPT-2 keeps Hugging Face's names (gpt2_layout.py)."""
+    if not is_gpt2_layout(config):
+        return tensors, False
+    try:
+        return gpt2_layout.gpt_state(tensors, run_section(config)["model"], path), \
+            gpt2_layout.is_prefixed(tensors)
+    except ValueError as e:
+        raise RunError(str(e))
+
+
+def read_model_state(folder, config):
+    """folder/model.safetensors as GPTModel's state_dict (for writing text)."""
+    path = os.path.join(folder, "model.safetensors")
+    return model_state_of(read_safetensors(path)[0], config, path)[0]
+
+
 def load_checkpoint(folder):
-    """(step, model state_dict, optimizer tensors, optimizer metadata) of a run folder."""
+    """The run's newest consistent step: its model's state_dict (GPTModel's names), optimizer
+    tensors and metadata, and whether a run from GPT-2 names its tensors "transformer.*"."""
     check_run_folder(folder)
-    return newest_consistent_pair(folder)
+    step, tensors, optimizer, metadata = newest_consistent_pair(folder)
+    model, prefixed = model_state_of(tensors, read_config(folder), os.path.join(folder, "model.safetensors"))
+    return Checkpoint(step, model, optimizer, metadata, prefixed)
 
 
-def save_checkpoint(folder, config, tokenizer_json, model_state, optimizer_tensors, metadata, loss_rows):
-    """The run folder as train_gpt writes it: config and tokenizer, then the model/optimizer pair
-    (the previous pair kept as *.prev first), then loss.csv."""
+def model_file_tensors(model_state, config, hf_prefixed):
+    """What model.safetensors holds: the state_dict, or for a run from GPT-2 its tensors under
+    Hugging Face's names (with "transformer." when hf_prefixed), as train_gpt saves such a run."""
+    if not is_gpt2_layout(config):
+        return model_state
+    return gpt2_layout.hf_tensors(model_state, run_section(config)["model"]["n_layers"], hf_prefixed)
+
+
+def save_checkpoint(folder, config, tokenizer_files, model_state, optimizer_tensors, metadata, loss_rows,
+                    hf_prefixed=False):
+    """The run folder as train_gpt writes it: config and tokenizer files (tokenizer.json, and GPT-2's
+    vocab.json and merges.txt: {name: text or bytes}), then the model/optimizer pair (the previous
+    pair kept as *.prev first), then loss.csv."""
     os.makedirs(folder, exist_ok=True)
     step = metadata["step"]
-    staged = [(os.path.join(folder, "config.json"), write_staged(os.path.join(folder, "config.json"),
-                                                                  json.dumps(config, indent=1) + "\n")),
-              (os.path.join(folder, "tokenizer.json"), write_staged(os.path.join(folder, "tokenizer.json"),
-                                                                     tokenizer_json))]
+    files = dict({"config.json": json.dumps(config, indent=1) + "\n"}, **tokenizer_files)
+    staged = [(os.path.join(folder, name), write_staged(os.path.join(folder, name), data))
+              for name, data in files.items()]
     model_path, opt_path = os.path.join(folder, "model.safetensors"), os.path.join(folder, "optimizer.safetensors")
-    staged_model = write_staged(model_path, safetensors_bytes(model_state, {"format": "pt", "step": step}))
+    model_tensors = model_file_tensors(model_state, config, hf_prefixed)
+    staged_model = write_staged(model_path, safetensors_bytes(model_tensors, {"format": "pt", "step": step}))
     staged_opt = write_staged(opt_path, safetensors_bytes(optimizer_tensors, metadata))
     for path, tmp in staged:
         os.replace(tmp, path)

@@ -16,6 +16,12 @@
 # described in examples/pytorch/run_folder.py. A run trained on train_gpt's built-in corpus:
 # write the corpus with `./build/examples/train_gpt --write-corpus corpus.txt` first.
 #
+# Runs from GPT-2 (train_gpt --init-from DIR) are handled too: `sample` and `train` read the
+# Hugging Face layout (GPT-2's tensor names, config.json with the run's own settings as its
+# "tapegrad" member, GPT-2's vocab.json and merges.txt read by gpt2_tokenizer.py), and `train`
+# writes its folder in that layout, which train_gpt --resume, examples/generate and Hugging Face's
+# from_pretrained (examples/pytorch/hf_gpt2.py) read. Starting such a run is tapegrad's.
+#
 # Data-parallel: --nproc K starts K processes on this machine (gloo on the CPU, NCCL with
 # --device cuda); under torchrun the processes are torchrun's, on one machine or several. Each
 # takes batch / K sequences of every batch one process would draw, so K processes train the
@@ -52,15 +58,11 @@ def load_tokenizer(folder):
 
 def load_model(folder):
     """The model (eval mode), config and tokenizer of a run folder, for writing text."""
-    if not os.path.isdir(folder):
-        raise RunError(f"{folder}: no such folder")
-    for name in ("model.safetensors", "config.json", "tokenizer.json"):
-        if not os.path.exists(os.path.join(folder, name)):
-            raise RunError(f"{folder}: not a train_gpt run folder ({name} is missing)")
+    run_folder.check_run_folder(folder, ("model.safetensors", "config.json", "tokenizer.json"))
     config = run_folder.read_config(folder)
     tokenizer = load_tokenizer(folder)
-    model = GPTModel(config["model"])
-    state, _ = run_folder.read_safetensors(os.path.join(folder, "model.safetensors"))
+    model = GPTModel(run_folder.run_section(config)["model"])
+    state = run_folder.read_model_state(folder, config)  # GPTModel's names (a run from GPT-2: mapped)
     try:
         model.load_state_dict(state, strict=True)
     except RuntimeError as e:
@@ -78,8 +80,11 @@ def sample(args):
         raise RunError("--prompt: empty (give at least one character)")
     gen = torch.Generator().manual_seed(args.seed)
     out = generate(model, torch.tensor([ids]), args.tokens, temperature=args.temperature, top_k=args.top_k,
-                   top_p=args.top_p, generator=gen)
-    print(tokenizer.decode(out[0].tolist()))
+                   top_p=args.top_p, generator=gen)[0].tolist()
+    if hasattr(tokenizer, "decode_bytes"):  # byte-level: the bytes as they are, as examples/generate writes them
+        sys.stdout.buffer.write(tokenizer.decode_bytes(out) + b"\n")
+    else:
+        print(tokenizer.decode(out))
 
 
 # ---- train: continue a run, on one process or several ----------------------------------------------
@@ -89,8 +94,8 @@ def plan(folder, data, steps, out, threads, nproc, device, total, precision=""):
     "precision" among them unless precision is given)."""
     run_folder.check_run_folder(folder)
     config = run_folder.read_config(folder)
-    step, _, _, _ = run_folder.load_checkpoint(folder)
-    saved = config["train"]
+    step = run_folder.load_checkpoint(folder).step
+    saved = run_folder.run_section(config)["train"]
     data = data or saved["data"]
     if not data:
         raise RunError(f"{folder} trained on train_gpt's built-in corpus: write it with ./build/examples/train_gpt "
@@ -123,7 +128,8 @@ def worker(rank, world, o, device):
         device = f"cuda:{torch.cuda.current_device()}"
     torch.set_num_threads(o.threads or max(1, (os.cpu_count() or 1) // world))
     folder = o.resume
-    step, model_state, opt_tensors, metadata = run_folder.load_checkpoint(folder)
+    checkpoint = run_folder.load_checkpoint(folder)
+    step = checkpoint.step
     with open(o.data, "rb") as f:
         data = f.read()
     config = run_folder.read_config(folder)
@@ -137,16 +143,19 @@ def worker(rank, world, o, device):
         if unknown or len(set(text)) != tokenizer.vocab_size:
             raise RunError(f"--data {o.data}: its characters differ from the run's tokenizer.json "
                            f"({len(unknown)} new, e.g. {unknown[:3]}): give the text the run trained on")
-    run = Run(o, data, tokenizer, rank, world, device)
-    run.load_state(step, model_state, opt_tensors, metadata, folder)
+    section = run_folder.run_section(config)
+    run = Run(o, data, tokenizer, rank, world, device, model_config=section["model"])
+    run.load_state(step, checkpoint.model, checkpoint.optimizer, checkpoint.metadata, folder)
+    run.hf_prefixed = checkpoint.hf_prefixed
     if world > 1:
         ids = [torch.cuda.current_device()] if device.startswith("cuda") else None
         run.ddp = torch.nn.parallel.DistributedDataParallel(run.model, device_ids=ids)
     loss_rows = run_folder.read_loss_rows(os.path.join(folder, "loss.csv"), step) if rank == 0 else []
     elapsed_before = float(loss_rows[-1][5]) if loss_rows else 0.0
-    config = dict(config, kernels="pytorch")
-    config["train"] = dict(config["train"], steps=o.steps, data=o.data, out=o.out, resume=folder, threads=o.threads,
-                           precision=o.precision)
+    section = dict(section, kernels="pytorch")
+    section["train"] = dict(section["train"], steps=o.steps, data=o.data, out=o.out, resume=folder, threads=o.threads,
+                            precision=o.precision)
+    config = run_folder.with_run_section(config, section)  # a run from GPT-2: Hugging Face's config around it
     if rank == 0:
         print(f"tapegrad_run.py: {folder} at step {step} -> {o.steps} steps, {world} process(es) on {device}, "
               f"{o.precision}, writing {o.out}/", flush=True)

@@ -3,7 +3,9 @@
 # same seed gives the same losses (tests/reference/make_train_reference.py checks tapegrad
 # against it). It takes every flag train_gpt saves in a run's config.json, writes the same run
 # folder with --out (examples/pytorch/run_folder.py) and continues one with --resume, so a run
-# moves between the two and goes on exactly.
+# moves between the two and goes on exactly. A run from GPT-2 (train_gpt --init-from) is continued
+# with --resume only (its config carries --init-from and --tokenizer PATH, GPT-2's files); starting
+# one is train_gpt's.
 #
 #     /usr/bin/python3 examples/pytorch/train_gpt.py --data input.txt --steps 2000 --out torch_run
 #     ./build/examples/train_gpt --resume torch_run --steps 3000      # and back in tapegrad
@@ -33,6 +35,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bpe  # noqa: E402
+import gpt2_tokenizer  # noqa: E402
 import run_folder  # noqa: E402
 from gpt_model import GPTModel  # noqa: E402
 
@@ -64,9 +67,13 @@ class CharTokenizer:
     def to_json(self):
         return {"type": "char", "kind": "utf8", "symbols": [ord(c) for c in self.vocab]}
 
+    def extra_files(self):
+        return {}
 
-class BpeTokenizer:
-    """Byte-level BPE (bpe.py) on the text's UTF-8 bytes."""
+
+class ByteLevelTokenizer:
+    """A tokenizer of the text's UTF-8 bytes; self.tok encodes bytes, decodes to bytes and has
+    token_bytes (bpe.py's, or gpt2_tokenizer.py's)."""
 
     def __init__(self, tok):
         self.tok = tok
@@ -75,19 +82,57 @@ class BpeTokenizer:
     def encode(self, text):
         return self.tok.encode(text.encode("utf-8"))
 
+    def decode_bytes(self, ids):
+        return self.tok.decode(ids)
+
     def decode(self, ids):
-        return self.tok.decode(ids).decode("utf-8", errors="replace")
+        return self.decode_bytes(ids).decode("utf-8", errors="replace")
 
     def bytes_per_id(self):
         return [len(b) for b in self.tok.token_bytes]
+
+    def extra_files(self):
+        return {}
+
+
+class BpeTokenizer(ByteLevelTokenizer):
+    """Byte-level BPE (bpe.py) on the text's UTF-8 bytes."""
 
     def to_json(self):
         return json.loads(self.tok.to_json())
 
 
+class Gpt2FilesTokenizer(ByteLevelTokenizer):
+    """GPT-2's tokenizer (gpt2_tokenizer.py) of a run from GPT-2: tokenizer.json names vocab.json and
+    merges.txt beside it, which a saved run copies as they were read."""
+
+    def to_json(self):
+        return {"type": "gpt2", "vocab": "vocab.json", "merges": "merges.txt"}
+
+    def extra_files(self):
+        files = {}
+        for name, path in (("vocab.json", self.tok.vocab_path), ("merges.txt", self.tok.merges_path)):
+            with open(path, "rb") as f:
+                files[name] = f.read()
+        return files
+
+
+def tokenizer_files(tokenizer):
+    """A run folder's tokenizer files, {name: text or bytes}: tokenizer.json, and GPT-2's files."""
+    return dict({"tokenizer.json": json.dumps(tokenizer.to_json()) + "\n"}, **tokenizer.extra_files())
+
+
 def tokenizer_from_json(doc, source):
+    """tokenizer.json's object (source: its path; a "gpt2" one names files beside it)."""
     if doc.get("type") == "bpe":
         return BpeTokenizer(bpe.Tokenizer.from_json(json.dumps(doc), source))
+    if doc.get("type") == "gpt2":
+        folder = os.path.dirname(source)
+        for key in ("vocab", "merges"):
+            if not isinstance(doc.get(key), str):
+                raise ValueError(f'{source}: a "gpt2" tokenizer names its files: "{key}" is missing or not a string')
+        return Gpt2FilesTokenizer(gpt2_tokenizer.Gpt2Tokenizer(os.path.join(folder, doc["vocab"]),
+                                                               os.path.join(folder, doc["merges"])))
     if doc.get("kind") != "utf8":
         raise ValueError(f"{source}: a byte-level character tokenizer; these scripts handle UTF-8 text only")
     return CharTokenizer([chr(c) for c in doc["symbols"]])
@@ -138,15 +183,18 @@ Losses = collections.namedtuple("Losses", "train val train_bpb val_bpb")
 
 class Run:
     """A run: the model, the optimizer and the batch generator, as tapegrad's Trainer. data: the
-    text's bytes. tokenizer: a saved one (resuming), or None to make it as train_gpt does. rank,
-    world: this process's share of each batch when data-parallel (the model is then wrapped in
-    DistributedDataParallel by the caller, as self.ddp)."""
+    text's bytes. tokenizer: a saved one (resuming), or None to make it as train_gpt does.
+    model_config: a saved run's "model" (resuming; a run from GPT-2 has its own shape), or None
+    for the flags' shape. rank, world: this process's share of each batch when data-parallel (the
+    model is then wrapped in DistributedDataParallel by the caller, as self.ddp)."""
 
-    def __init__(self, o, data, tokenizer=None, rank=0, world=1, device="cpu"):
+    def __init__(self, o, data, tokenizer=None, rank=0, world=1, device="cpu", model_config=None):
         self.o, self.rank, self.world, self.device = o, rank, world, device
         if isinstance(data, str):
             data = data.encode("utf-8")
-        if o.tokenizer == "bpe":  # merges from the first 90% of the bytes; the two splits encoded apart
+        if o.tokenizer not in ("char", "bpe") and tokenizer is None:
+            raise ValueError(f"--tokenizer {o.tokenizer}: a tokenizer from files comes with the run resumed")
+        if o.tokenizer != "char":  # byte-level (BPE, GPT-2's): the splits cut in the bytes, encoded apart
             n = int(0.9 * len(data))
             self.tokenizer = tokenizer or BpeTokenizer(bpe.Tokenizer(bpe.train(data[:n], o.vocab_size)))
             self.train_data = torch.tensor(self.tokenizer.tok.encode(data[:n]), dtype=torch.long)
@@ -161,11 +209,12 @@ class Run:
         # draws from the GPU's generator (seeded here too): its masks differ from the CPU's and
         # tapegrad's. The batches do not: batch_gen is a CPU generator on every device.
         torch.manual_seed(o.seed)
-        self.model = GPTModel(config_of(o, self.tokenizer.vocab_size)).to(device)
+        self.model = GPTModel(model_config or config_of(o, self.tokenizer.vocab_size)).to(device)
         self.ddp = self.model  # what the training step calls; DistributedDataParallel(model) when world > 1
         self.optimizer = torch.optim.AdamW(weight_decay_groups(self.model, o.weight_decay), lr=o.lr)
         self.batch_gen = torch.Generator().manual_seed(o.seed)
         self.step = 0
+        self.hf_prefixed = False  # a run from GPT-2: its model.safetensors' names have "transformer."
 
     def on_device(self, value, dtype=None):
         """value (a tensor, or numbers for torch.tensor) on the run's device. Every tensor the loop
@@ -275,8 +324,8 @@ class Run:
                     "default_generator": bytes(torch.get_rng_state().tolist()).hex(),
                     "batch_generator": bytes(self.batch_gen.get_state().tolist()).hex()}
         state = {k: v.cpu() for k, v in self.model.state_dict().items()}
-        run_folder.save_checkpoint(folder, config, json.dumps(self.tokenizer.to_json()) + "\n", state,
-                                   self.optimizer_tensors(), metadata, loss_rows)
+        run_folder.save_checkpoint(folder, config, tokenizer_files(self.tokenizer), state, self.optimizer_tensors(),
+                                   metadata, loss_rows, self.hf_prefixed)
 
 
 class _nothing:
@@ -311,8 +360,9 @@ def options(argv=None):
     p.add_argument("--eval-every", type=int, default=250)
     p.add_argument("--eval-batches", type=int, default=20)
     p.add_argument("--threads", type=int, default=0)
-    p.add_argument("--tokenizer", choices=["char", "bpe"], default="char")
-    p.add_argument("--init-from", default="", help="not here: ./build/examples/train_gpt --init-from DIR")
+    p.add_argument("--tokenizer", default="char", help="char or bpe (a path: a resumed run's, from GPT-2)")
+    p.add_argument("--init-from", default="", help="a resumed run's (to start from GPT-2: ./build/examples/train_gpt "
+                                                   "--init-from DIR)")
     p.add_argument("--tie-weights", action="store_true")
     p.add_argument("--on-nonfinite", choices=["error", "skip"], default="error")
     p.add_argument("--vocab-size", type=int, default=1024)
@@ -343,9 +393,12 @@ def check_options(o, world=1):
                          "--write-corpus FILE")
     if o.eval_only:
         raise ValueError("--eval-only: use ./build/examples/train_gpt --eval-only --resume DIR")
-    if o.init_from:
-        raise ValueError("--init-from: runs from GPT-2 are tapegrad's for now: ./build/examples/train_gpt "
-                         "--init-from DIR (examples/pytorch/hf_gpt2.py loads the folders)")
+    if o.init_from and not o.resume:  # a resumed run from GPT-2 carries its --init-from along
+        raise ValueError("--init-from: runs from GPT-2 start in tapegrad: ./build/examples/train_gpt --init-from DIR, "
+                         "then examples/pytorch/tapegrad_run.py train RUN continues them")
+    if o.tokenizer not in ("char", "bpe") and not o.resume:  # a path: a resumed run's (GPT-2's files)
+        raise ValueError(f"--tokenizer {o.tokenizer}: char or bpe (a tokenizer from files: ./build/examples/train_gpt "
+                         "--tokenizer PATH)")
     if o.batch % world:
         raise ValueError(f"--nproc {world} does not divide --batch {o.batch}: each process takes batch / nproc "
                          "sequences of every micro-batch")

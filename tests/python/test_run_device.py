@@ -82,7 +82,7 @@ def resumed_run(device, source, folder):
     import run_folder
     import train_gpt
     o = train_gpt.options(TINY + ["--steps", "4", "--resume", source, "--out", folder])
-    step, model_state, optimizer_tensors, metadata = run_folder.load_checkpoint(source)
+    step, model_state, optimizer_tensors, metadata, _ = run_folder.load_checkpoint(source)
     run = train_gpt.Run(o, TEXT, device=device)
     run.load_state(step, model_state, optimizer_tensors, metadata, source)
     for p in run.model.parameters():
