@@ -19,7 +19,8 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "examples", "pytorch"))
-from gpt2_tokenizer import END_OF_TEXT, Gpt2Tokenizer, bytes_to_unicode  # noqa: E402
+from gpt2_tokenizer import END_OF_TEXT, Gpt2Tokenizer  # noqa: E402
+from make_tiny_gpt2 import write_small_vocab  # noqa: E402
 
 GPT2_FILES = os.path.join(ROOT, ".cache", "gpt2-tokenizer")
 REFERENCE = os.path.join(ROOT, "tests", "reference", "gpt2_tokenizer_reference.json")
@@ -53,18 +54,6 @@ def check_reference():
         if got != case["ids"]:
             fail(f"{REFERENCE}: {case['text']!r}: ids {got}, js-tiktoken's {case['ids']}")
     print(f"same: js-tiktoken's ids for the {len(cases)} texts of {os.path.relpath(REFERENCE, ROOT)}")
-
-
-def write_small_vocab(folder):
-    """A GPT-2-style vocabulary: the 256 bytes in reverse order, then a few merged tokens."""
-    table = bytes_to_unicode()
-    vocab = {table[b]: 255 - b for b in range(256)}
-    extra = ["Ġt", "he", "Ġthe", "ĠĠ", "Ġw", "or", "Ġwor", "ld", "Ġworld", END_OF_TEXT]
-    vocab.update({token: 256 + i for i, token in enumerate(extra)})
-    with open(os.path.join(folder, "vocab.json"), "w", encoding="utf-8") as f:
-        json.dump(vocab, f, ensure_ascii=False)
-    with open(os.path.join(folder, "merges.txt"), "w", encoding="utf-8") as f:
-        f.write("#version: 0.2\nĠ t\nh e\nĠt he\nĠ Ġ\nĠ w\no r\nĠw or\nl d\nĠwor ld\n")
 
 
 def tapegrad_ids(bpe, folder, path, allow_special):
