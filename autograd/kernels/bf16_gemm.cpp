@@ -489,7 +489,7 @@ void multiply_row_tiles(float* c, int64_t ldc, const Operand& a, const uint32_t*
       for (int64_t q = 0; q < panels; ++q) {
         const uint32_t* b_block = bp + (q * K2 + p0) * kTileCols;
         const int64_t cols = std::min(kTileCols, N - q * kTileCols);
-        const float* tile_bias = bias && last_block ? bias + q * kTileCols : nullptr;
+        [[maybe_unused]] const float* tile_bias = bias && last_block ? bias + q * kTileCols : nullptr;
         for (int64_t t = tb; t < te; ++t) {
           float* c_tile = c + t * kTileRows * ldc + q * kTileCols;
           const uint32_t* a_tile = ap.get() + (t - tb) * pairs * kTileRows;
