@@ -84,17 +84,9 @@ int decode(const BpeOptions& o) {
   std::vector<int64_t> ids;
   std::istringstream in(text);
   for (std::string word; in >> word;) {
-    size_t used = 0;
-    int64_t id = -1;
-    try {
-      id = std::stoll(word, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != word.size()) {
-      throw tg::Error(o.file + ": token " + std::to_string(ids.size()) + " ('" + word + "') is not an integer id");
-    }
-    ids.push_back(id);
+    const std::optional<int64_t> id = read_integer(word);
+    if (!id) throw tg::Error(o.file + ": token " + std::to_string(ids.size()) + " ('" + word + "') is not an integer id");
+    ids.push_back(*id);
   }
   const auto start = std::chrono::steady_clock::now();
   const std::string bytes = tok.decode(ids);

@@ -59,18 +59,12 @@ std::vector<int64_t> parse_prompt_ids(const std::string& text, int64_t vocab_siz
   while (begin <= text.size()) {
     const size_t end = std::min(text.find(',', begin), text.size());
     const std::string item = text.substr(begin, end - begin);
-    size_t used = 0;
-    int64_t id = -1;
-    try {
-      id = std::stoll(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
+    const std::optional<int64_t> id = read_integer(item);
     const std::string which = "--prompt-ids: item " + std::to_string(ids.size() + 1) + " (\"" + item + "\")";
-    if (item.empty() || used != item.size()) throw UsageError(which + " is not a token id");
-    if (id < 0 || id >= vocab_size)
+    if (!id) throw UsageError(which + " is not a token id");
+    if (*id < 0 || *id >= vocab_size)
       throw UsageError(which + " is out of the vocabulary's range [0, " + std::to_string(vocab_size) + ")");
-    ids.push_back(id);
+    ids.push_back(*id);
     begin = end + 1;
   }
   return ids;

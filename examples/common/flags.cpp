@@ -13,6 +13,14 @@
 
 namespace tg::examples {
 
+std::optional<int64_t> read_integer(const std::string& text) {
+  char* end = nullptr;
+  errno = 0;
+  const long long v = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno == ERANGE) return std::nullopt;
+  return v;
+}
+
 namespace {
 
 const Flag* find_flag(const std::vector<Flag>& flags, const std::string& name) {
@@ -34,12 +42,8 @@ std::string current_value(const Flag& f) {
 }
 
 int64_t parse_int(const std::string& flag, const std::string& text) {
-  char* end = nullptr;
-  errno = 0;
-  const long long v = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || errno == ERANGE)
-    throw UsageError("--" + flag + ": expected an integer, got '" + text + "'");
-  return v;
+  if (const std::optional<int64_t> v = read_integer(text)) return *v;
+  throw UsageError("--" + flag + ": expected an integer, got '" + text + "'");
 }
 
 double parse_double(const std::string& flag, const std::string& text) {

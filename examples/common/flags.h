@@ -19,6 +19,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -26,6 +27,10 @@
 #include "autograd/error.h"
 
 namespace tg::examples {
+
+// text as a whole decimal integer ("12", "-3"), or nothing ("", "1x", "1.5", out of int64's
+// range): the one integer reader of the programs' flags and text inputs.
+std::optional<int64_t> read_integer(const std::string& text);
 
 // A bad command line: the message names the flag and what was wrong with it.
 struct UsageError : Error {

@@ -13,6 +13,7 @@
 #include "autograd/io/json.h"
 #include "autograd/ops.h"
 #include "autograd/io/safetensors.h"
+#include "examples/common/flags.h"
 #include "examples/gpt/hf_gpt2.h"
 #include "examples/gpt/run_log.h"
 #include "nn/serialize.h"
@@ -71,15 +72,9 @@ std::string json_double(double v) {
 }
 
 int64_t parse_step(const std::string& text, const std::string& file) {
-  size_t used = 0;
-  int64_t step = -1;
-  try {
-    step = std::stoll(text, &used);
-  } catch (const std::exception&) {
-  }
-  if (used != text.size() || text.empty() || step < 0)
-    throw Error(file + ": metadata \"step\" is not a step number: \"" + text + "\"");
-  return step;
+  const std::optional<int64_t> step = read_integer(text);
+  if (!step || *step < 0) throw Error(file + ": metadata \"step\" is not a step number: \"" + text + "\"");
+  return *step;
 }
 
 // A flag's value as JSON: numbers that read back exactly, strings quoted.
