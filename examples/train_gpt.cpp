@@ -122,7 +122,9 @@ std::unique_ptr<Trainer> start_from_gpt2(TrainOptions& o, const std::vector<std:
   if (!is_hf_gpt2_folder(o.init_from))
     throw tg::Error("--init-from " + o.init_from + ": not a Hugging Face GPT-2 folder (" + config_path +
                     " with \"model_type\": \"gpt2\" is missing)");
-  tg::nn::GPTConfig config = hf_gpt2_config(tg::json::parse_file(config_path), config_path);
+  HfGpt2Info layout;  // what the run keeps of the folder to save in its layout
+  layout.config = tg::json::parse_file(config_path);
+  tg::nn::GPTConfig config = hf_gpt2_config(layout.config, config_path);
   if (was_given(given, "dropout")) config.drop_rate = o.model.drop_rate;
   // the defaults of a fine-tune, where a run from scratch has others
   if (!was_given(given, "context")) o.model.context_length = std::min<int64_t>(256, config.context_length);
@@ -133,8 +135,6 @@ std::unique_ptr<Trainer> start_from_gpt2(TrainOptions& o, const std::vector<std:
   o.model = config;  // the flags say the model's shape, as a run from scratch saves them
   o.model.context_length = context;
   auto trainer = std::make_unique<Trainer>(o, read_data(o.data), load_tokenizer(o.tokenizer), config);
-  HfGpt2Info layout;
-  layout.config = tg::json::parse_file(config_path);
   load_hf_gpt2_weights(trainer->model(), (std::filesystem::path(o.init_from) / "model.safetensors").string(), &layout);
   say_converted(layout.converted_dtypes, o.init_from);
   trainer->set_hf_gpt2_layout(layout);
