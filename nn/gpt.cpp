@@ -113,18 +113,20 @@ Checkpointing GPTModel::checkpointing() const {
 }
 
 Tensor GPTModel::forward(const Tensor& idx) {
-  return forward_from(idx, 0, nullptr);
+  return out_head->forward(forward_from(idx, 0, nullptr));  // (B,T,V)
 }
+
+Tensor GPTModel::hidden_states(const Tensor& idx) { return forward_from(idx, 0, nullptr); }
 
 Tensor GPTModel::forward(const Tensor& idx, GPTCache& cache) {
   if (cache.layers.empty()) cache.layers.resize(static_cast<size_t>(config_.n_layers));
   if (cache.layers.size() != static_cast<size_t>(config_.n_layers))
     throw Error("GPTModel: the cache has " + std::to_string(cache.layers.size()) + " layers, the model " +
                 std::to_string(config_.n_layers));
-  return forward_from(idx, cache.length(), &cache);
+  return out_head->forward(forward_from(idx, cache.length(), &cache));
 }
 
-// The tokens of idx sit at positions past .. past+T-1.
+// The tokens of idx sit at positions past .. past+T-1 -> final_norm's output (B,T,C).
 Tensor GPTModel::forward_from(const Tensor& idx, int64_t past, GPTCache* cache) {
   if (idx.dim() != 2 || idx.dtype() != ScalarType::Int64) {
     throw Error("GPTModel: expected token ids of shape (batch, num_tokens) and dtype int64, got shape " +
@@ -138,7 +140,7 @@ Tensor GPTModel::forward_from(const Tensor& idx, int64_t past, GPTCache* cache) 
   Tensor x = tok_emb->forward(idx) + pos_emb->forward(arange(past, past + T));  // (B,T,C) + (T,C)
   x = drop_emb->forward(x);
   for (size_t i = 0; i < blocks_.size(); ++i) x = blocks_[i]->forward(x, cache ? &cache->layers[i] : nullptr);
-  return out_head->forward(final_norm->forward(x));  // (B,T,V)
+  return final_norm->forward(x);  // (B,T,C)
 }
 
 }  // namespace tg::nn

@@ -107,6 +107,9 @@ class GPTModel : public Module {
   Tensor forward(const Tensor& idx) override;
   // idx (B,T): the tokens after the cache's; cache.length() + T <= context_length -> (B,T,V)
   Tensor forward(const Tensor& idx, GPTCache& cache);
+  // forward without the head: final_norm's output (B,T,C), for a loss that applies out_head
+  // itself a chunk at a time (nn/chunked_loss.h). forward(idx) = out_head(hidden_states(idx)).
+  Tensor hidden_states(const Tensor& idx);
   const GPTConfig& config() const { return config_; }
   // Every block's checkpointing (see Checkpointing); none by default.
   void set_checkpointing(Checkpointing mode);
