@@ -52,9 +52,10 @@ TransformerBlock::TransformerBlock(const GPTConfig& c) : Module("TransformerBloc
 
 Tensor TransformerBlock::forward(const Tensor& x) { return forward(x, nullptr); }
 
-Tensor TransformerBlock::forward(const Tensor& x, KVCache* cache) {
+Tensor TransformerBlock::forward(const Tensor& x, KVCache* cache, const Tensor& key_padding_mask) {
   AttentionOptions attention;
   attention.cache = cache;
+  attention.key_padding_mask = key_padding_mask;
   Tensor h = x + drop_shortcut->forward(att->forward(norm1->forward(x), attention));  // (B,T,C)
   return h + drop_shortcut->forward(ff->forward(norm2->forward(h)));
 }
@@ -89,8 +90,12 @@ Tensor GPTModel::forward(const Tensor& idx, GPTCache& cache) {
   return forward_from(idx, cache.length(), &cache);
 }
 
+Tensor GPTModel::forward(const Tensor& idx, const Tensor& key_padding_mask) {
+  return forward_from(idx, 0, nullptr, key_padding_mask);
+}
+
 // The tokens of idx sit at positions past .. past+T-1.
-Tensor GPTModel::forward_from(const Tensor& idx, int64_t past, GPTCache* cache) {
+Tensor GPTModel::forward_from(const Tensor& idx, int64_t past, GPTCache* cache, const Tensor& key_padding_mask) {
   if (idx.dim() != 2 || idx.dtype() != ScalarType::Int64) {
     throw Error("GPTModel: expected token ids of shape (batch, num_tokens) and dtype int64, got shape " +
                 shape_str(idx.sizes()) + " and dtype " + std::string(dtype_name(idx.dtype())));
@@ -102,7 +107,8 @@ Tensor GPTModel::forward_from(const Tensor& idx, int64_t past, GPTCache* cache) 
   }
   Tensor x = tok_emb->forward(idx) + pos_emb->forward(arange(past, past + T));  // (B,T,C) + (T,C)
   x = drop_emb->forward(x);
-  for (size_t i = 0; i < blocks_.size(); ++i) x = blocks_[i]->forward(x, cache ? &cache->layers[i] : nullptr);
+  for (size_t i = 0; i < blocks_.size(); ++i)
+    x = blocks_[i]->forward(x, cache ? &cache->layers[i] : nullptr, key_padding_mask);
   return out_head->forward(final_norm->forward(x));  // (B,T,V)
 }
 

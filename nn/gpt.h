@@ -19,6 +19,12 @@
 // after cache.length(), and each layer's attention reads the keys and values it cached before
 // (nn/attention.h, KVCache). Only under NoGradGuard; nn/generate.h uses it.
 //
+// Padded batches: forward(idx, key_padding_mask) takes a bool (B,T) mask, true where idx holds
+// padding; every layer's attention passes it on as AttentionOptions::key_padding_mask, so no
+// position attends to a padded one (instruction fine-tuning pads examples of several lengths to
+// the longest, examples/gpt/instructions.h). Right padding under the causal mask leaves the real
+// positions' outputs as they are without it.
+//
 // Letters in shape comments: B batch, T tokens, C = emb_dim, V = vocab_size.
 #pragma once
 #include <cstdint>
@@ -74,7 +80,8 @@ class TransformerBlock : public Module {
  public:
   explicit TransformerBlock(const GPTConfig& config);
   Tensor forward(const Tensor& x) override;  // x (B,T,C) -> (B,T,C)
-  Tensor forward(const Tensor& x, KVCache* cache);
+  // key_padding_mask: bool (B,T), true = padded (undefined: none)
+  Tensor forward(const Tensor& x, KVCache* cache, const Tensor& key_padding_mask = Tensor());
   std::shared_ptr<MultiHeadAttention> att;
   std::shared_ptr<FeedForward> ff;
   std::shared_ptr<LayerNorm> norm1, norm2;
@@ -88,6 +95,9 @@ class GPTModel : public Module {
   Tensor forward(const Tensor& idx) override;
   // idx (B,T): the tokens after the cache's; cache.length() + T <= context_length -> (B,T,V)
   Tensor forward(const Tensor& idx, GPTCache& cache);
+  // idx (B,T) with key_padding_mask bool (B,T), true = padded: no position attends to a padded
+  // one -> logits (B,T,V). An undefined mask is the plain forward.
+  Tensor forward(const Tensor& idx, const Tensor& key_padding_mask);
   const GPTConfig& config() const { return config_; }
 
   std::shared_ptr<Embedding> tok_emb, pos_emb;
@@ -97,7 +107,7 @@ class GPTModel : public Module {
   std::shared_ptr<Linear> out_head;
 
  private:
-  Tensor forward_from(const Tensor& idx, int64_t past, GPTCache* cache);
+  Tensor forward_from(const Tensor& idx, int64_t past, GPTCache* cache, const Tensor& key_padding_mask = Tensor());
   GPTConfig config_;
   std::vector<std::shared_ptr<TransformerBlock>> blocks_;  // trf_blocks' children, typed
 };
