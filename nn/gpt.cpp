@@ -5,6 +5,7 @@
 
 #include "autograd/error.h"
 #include "autograd/ops.h"
+#include "nn/lora.h"
 
 namespace tg::nn {
 
@@ -35,7 +36,9 @@ FeedForward::FeedForward(int64_t emb_dim) : Module("FeedForward") {
 }
 
 Tensor FeedForward::forward(const Tensor& x) {
-  if (fast_kernels() && x.dim() > 0 && x.size(-1) == expand->in_features)  // the three layers as one op, the same numbers
+  // feed_forward fuses two plain Linears; with LoRA on them (nn/gpt_lora.h) the layers run one by one
+  const bool adapted = dynamic_cast<LoRALinear*>(expand.get()) || dynamic_cast<LoRALinear*>(project.get());
+  if (fast_kernels() && !adapted && x.dim() > 0 && x.size(-1) == expand->in_features)  // the three layers as one op, the same numbers
     return feed_forward(x, expand->weight, expand->bias, project->weight, project->bias, gelu->approximate);
   return layers->forward(x);  // Linear -> GELU -> Linear (a bad x gets Linear's message)
 }

@@ -59,7 +59,8 @@ struct GPTCache {
 
 // Linear(C, 4C) -> GELU(tanh) -> Linear(4C, C), as ff.layers.0 / .1 / .2. With tg::fast_kernels()
 // on, the three run as one feed_forward op (autograd/ops.h): the same numbers, and it keeps the
-// pre-activation for backward but not the GELU output.
+// pre-activation for backward but not the GELU output. When either Linear is a LoRALinear
+// (nn/gpt_lora.h), they run one by one in both modes.
 class FeedForward : public Module {
  public:
   explicit FeedForward(int64_t emb_dim);
@@ -89,6 +90,8 @@ class GPTModel : public Module {
   // idx (B,T): the tokens after the cache's; cache.length() + T <= context_length -> (B,T,V)
   Tensor forward(const Tensor& idx, GPTCache& cache);
   const GPTConfig& config() const { return config_; }
+  // trf_blocks' children, typed
+  const std::vector<std::shared_ptr<TransformerBlock>>& blocks() const { return blocks_; }
 
   std::shared_ptr<Embedding> tok_emb, pos_emb;
   std::shared_ptr<Dropout> drop_emb;
