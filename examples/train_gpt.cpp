@@ -92,6 +92,10 @@ int eval_only(const TrainOptions& o, const std::vector<std::string>& given) {
     throw UsageError("--eval-only needs --resume DIR (a run) or --init-from DIR (a GPT-2 folder): one of them");
   if (!o.init_from.empty() && !was_given(given, "data"))
     throw UsageError("--eval-only --init-from needs --data FILE (the text to score)");
+  for (const char* flag : {"lora-rank", "lora-alpha", "lora-targets", "merge-lora"})
+    if (was_given(given, flag))
+      throw UsageError(std::string("--") + flag + " does not go with --eval-only (a LoRA run is scored with "
+                       "--eval-only --resume RUN: its base model and adapters)");
   if (o.threads > 0) tg::set_num_threads(static_cast<int>(o.threads));
   const std::string dir = o.resume.empty() ? o.init_from : o.resume;
   SavedModel saved = load_saved_model(dir);

@@ -38,9 +38,10 @@ std::string LoRA::extra_repr() const {
 
 LoRALinear::LoRALinear(const Linear& base, int64_t r, double alpha)
     : Linear("LoRALinear", base.weight, base.bias) {
+  auto update = std::make_shared<LoRA>(in_features, out_features, r, alpha);  // checks r and alpha first
   weight.requires_grad_(false);  // frozen: no gradient, no optimizer state
   if (bias.defined()) bias.requires_grad_(false);
-  lora = register_module("lora", std::make_shared<LoRA>(in_features, out_features, r, alpha));
+  lora = register_module("lora", update);
 }
 
 Tensor LoRALinear::forward(const Tensor& x) {
