@@ -42,6 +42,8 @@ uint64_t upcoming_sequence_number() { return next_sequence.load(); }
 bool grad_mode_enabled() { return grad_enabled; }
 NoGradGuard::NoGradGuard() : previous_(grad_enabled) { grad_enabled = false; }
 NoGradGuard::~NoGradGuard() { grad_enabled = previous_; }
+EnableGradGuard::EnableGradGuard() : previous_(grad_enabled) { grad_enabled = true; }
+EnableGradGuard::~EnableGradGuard() { grad_enabled = previous_; }
 
 // --- recording -------------------------------------------------------------------------------------
 

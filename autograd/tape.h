@@ -117,6 +117,18 @@ class NoGradGuard {
  private:
   bool previous_;
 };
+// While alive, ops record again, even inside a NoGradGuard (as torch.enable_grad()): a backward
+// function that must build a graph of its own (autograd/checkpoint.h) uses it.
+class EnableGradGuard {
+ public:
+  EnableGradGuard();
+  ~EnableGradGuard();
+  EnableGradGuard(const EnableGradGuard&) = delete;
+  EnableGradGuard& operator=(const EnableGradGuard&) = delete;
+
+ private:
+  bool previous_;
+};
 
 // --- anomaly mode ------------------------------------------------------------------------------
 // While alive (or with TG_DETECT_ANOMALY=1 in the environment), the first op whose forward

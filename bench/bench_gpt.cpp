@@ -1,7 +1,7 @@
 // bench/bench_gpt.cpp — training speed of tapegrad's GPT, as one JSON line.
 //
 //   ./build/bench/bench_gpt --config small --threads 2 --steps 50 [--warmup 3] [--data input.txt]
-//                           [--precision fp32|bf16]
+//                           [--precision fp32|bf16] [--checkpoint-activations none|every|ffn]
 //
 // It trains with examples/gpt's Trainer (the loop of train_gpt, step for step: AdamW, the
 // cosine schedule of a default 1500-step run, gradient clipping at 1, seed 1337), dropout 0,
@@ -37,7 +37,11 @@
 //                       With --precision bf16: GFLOP/s of tapegrad's bf16 gemm on 1024x1024
 //                       bfloat16 matrices (bench_util.h: bf16_gemm_peak_gflops) instead.
 //   peak_rss_mb         getrusage's ru_maxrss, read before the sgemm run
-//   peak_tensor_mb      the most tensor memory alive at once (tg::memory_stats().peak_bytes)
+//   peak_tensor_mb      the most tensor memory alive at once during a step (memory.peak_tensors_mb)
+//   memory              the split of a step's peak (examples/gpt/memory_report.h), in MiB:
+//                       parameters_mb, gradients_mb, optimizer_mb, activations_mb, peak_tensors_mb
+//                       (their sum), peak_rss_mb
+//   checkpoint_activations  none, every or ffn (train_gpt's flag): what the blocks recompute
 //   cached_mb           freed tensor buffers the allocator keeps for reuse, after the last step
 //   first_loss          the loss of step 1 (the first warmup step when W > 0): the same seed
 //                       and config give the same value in PyTorch
@@ -85,6 +89,7 @@ struct BenchOptions {
   double peak_gflops = 0;  // 0 = measure
   int64_t seed = 1337;
   std::string precision = "fp32";
+  std::string checkpoint_activations = "none";
 };
 
 std::vector<Flag> bench_flags(BenchOptions& o) {
@@ -98,6 +103,8 @@ std::vector<Flag> bench_flags(BenchOptions& o) {
       seed_flag(&o.seed, "seed of the model's initialisation and the batches"),
       text_flag("precision", &o.precision, "matrix products in float32, or bfloat16 inputs with float32 sums",
                 {"fp32", "bf16"}),
+      text_flag("checkpoint-activations", &o.checkpoint_activations,
+                "what the blocks recompute in backward instead of keeping (train_gpt's flag)", {"none", "every", "ffn"}),
   };
 }
 
@@ -111,6 +118,7 @@ TrainOptions train_options(const BenchOptions& b) {
   o.threads = b.threads;
   o.data = b.data;
   o.precision = b.precision;
+  o.checkpoint_activations = b.checkpoint_activations;
   return o;
 }
 
@@ -137,7 +145,7 @@ int run(const BenchOptions& b) {
     if (s == 0) first_loss = loss;
     if (s >= b.warmup) seconds.push_back(dt);
   }
-  const double rss = tg::peak_rss_mb();  // before the sgemm run's matrices
+  const MemoryReport split = trainer.memory_report();  // peak RSS before the sgemm run's matrices
   const tg::MemoryStats memory = tg::memory_stats();
 
   double total = 0;
@@ -169,8 +177,10 @@ int run(const BenchOptions& b) {
             << ", \"flops_per_token\": " << number(flops_per_token, "%.0f")
             << ", \"peak_gflops\": " << number(peak, "%.1f") << ", \"peak_source\": " << tg::json::quote(peak_source)
             << ", \"mfu\": " << number(flops_per_token * tokens_per_s / (peak * 1e9), "%.4f")
-            << ", \"peak_rss_mb\": " << number(rss, "%.1f")
-            << ", \"peak_tensor_mb\": " << number(static_cast<double>(memory.peak_bytes) / (1 << 20), "%.1f")
+            << ", \"peak_rss_mb\": " << number(split.peak_rss_mb, "%.1f")
+            << ", \"peak_tensor_mb\": " << number(static_cast<double>(split.peak_tensors()) / (1 << 20), "%.1f")
+            << ", \"memory\": " << split.json()
+            << ", \"checkpoint_activations\": " << tg::json::quote(b.checkpoint_activations)
             << ", \"cached_mb\": " << number(static_cast<double>(memory.cached_bytes) / (1 << 20), "%.1f") << ", \"first_loss\": " << number(first_loss, "%.9g")
             << ", \"final_loss\": " << number(loss, "%.9g")
             << ", \"blas\": " << tg::json::quote(tg::kernel_info())

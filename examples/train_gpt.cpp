@@ -47,7 +47,7 @@ extern "C" void on_interrupt(int) { g_interrupted = 1; }
 // The flags a resumed run may change; every other one comes from the checkpoint.
 bool may_change_on_resume(const std::string& flag) {
   for (const char* ok : {"steps", "max-minutes", "out", "resume", "threads", "eval-every", "sample-tokens",
-                         "on-nonfinite", "precision", "eval-only", "merge-lora"})
+                         "on-nonfinite", "precision", "checkpoint-activations", "eval-only", "merge-lora"})
     if (flag == ok) return true;
   return false;
 }
@@ -194,7 +194,7 @@ int run(TrainOptions o, const std::vector<std::string>& given) {
       if (i < static_cast<std::ptrdiff_t>(now.size()) && same_value(now[i], before[i])) continue;  // repeated as saved
       throw UsageError("--" + flag + " cannot change when resuming (the run keeps its configuration; " +
                        "only --steps, --max-minutes, --out, --threads, --eval-every, --sample-tokens, "
-                       "--on-nonfinite and --precision can)");
+                       "--on-nonfinite, --precision and --checkpoint-activations can)");
     }
     TrainOptions merged = saved;
     merged.resume = o.resume;
@@ -207,6 +207,7 @@ int run(TrainOptions o, const std::vector<std::string>& given) {
       if (flag == "sample-tokens") merged.sample_tokens = o.sample_tokens;
       if (flag == "on-nonfinite") merged.on_nonfinite = o.on_nonfinite;
       if (flag == "precision") merged.precision = o.precision;
+      if (flag == "checkpoint-activations") merged.checkpoint_activations = o.checkpoint_activations;
     }
     o = merged;
     trainer = resume_trainer(o.resume, o, read_data(o.data));
@@ -290,6 +291,8 @@ int run(TrainOptions o, const std::vector<std::string>& given) {
     }
   }
   progress.finish();
+  const MemoryReport memory = trainer->memory_report();
+  std::cout << "train_gpt: " << memory.str() << " (--checkpoint-activations " << o.checkpoint_activations << ")\n";
 
   // Samples: the model writes from a newline (or, if the text has none, its first character).
   trainer->model().eval();
@@ -302,7 +305,7 @@ int run(TrainOptions o, const std::vector<std::string>& given) {
                "\n";
   }
   tg::write_file_atomically((std::filesystem::path(o.out) / "samples.txt").string(), samples, "train_gpt");
-  log.write_summary(o.out, o.precision);
+  log.write_summary(o.out, o.precision, memory.json());
   std::cout << samples;
   return 0;
 }

@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "autograd/checkpoint.h"
 #include "autograd/error.h"
 #include "autograd/ops.h"
 #include "nn/lora.h"
@@ -53,13 +54,39 @@ TransformerBlock::TransformerBlock(const GPTConfig& c) : Module("TransformerBloc
   drop_shortcut = register_module("drop_shortcut", std::make_shared<Dropout>(c.drop_rate));
 }
 
+Checkpointing checkpointing_from_name(const std::string& name) {
+  if (name == "none") return Checkpointing::none;
+  if (name == "every") return Checkpointing::every;
+  if (name == "ffn") return Checkpointing::ffn;
+  throw Error("checkpointing: expected none, every or ffn, got \"" + name + "\"");
+}
+
+std::string checkpointing_name(Checkpointing mode) {
+  switch (mode) {
+    case Checkpointing::every: return "every";
+    case Checkpointing::ffn: return "ffn";
+    case Checkpointing::none: break;
+  }
+  return "none";
+}
+
 Tensor TransformerBlock::forward(const Tensor& x) { return forward(x, nullptr); }
 
 Tensor TransformerBlock::forward(const Tensor& x, KVCache* cache) {
+  if (checkpointing == Checkpointing::every && !cache)  // keep x only; backward runs forward_body again
+    return checkpoint([this](const Tensor& input) { return forward_body(input, nullptr); }, x);
+  return forward_body(x, cache);
+}
+
+Tensor TransformerBlock::forward_body(const Tensor& x, KVCache* cache) {
   AttentionOptions attention;
   attention.cache = cache;
   Tensor h = x + drop_shortcut->forward(att->forward(norm1->forward(x), attention));  // (B,T,C)
-  return h + drop_shortcut->forward(ff->forward(norm2->forward(h)));
+  Tensor normed = norm2->forward(h);                                                  // (B,T,C)
+  Tensor f = checkpointing == Checkpointing::ffn  // keep normed, not h (B,T,4C); backward makes h again
+                 ? checkpoint([ff = ff](const Tensor& input) { return ff->forward(input); }, normed)
+                 : ff->forward(normed);
+  return h + drop_shortcut->forward(f);
 }
 
 GPTModel::GPTModel(const GPTConfig& config) : Module("GPTModel"), config_(config) {
@@ -78,6 +105,14 @@ GPTModel::GPTModel(const GPTConfig& config) : Module("GPTModel"), config_(config
     out_head->set_parameter("weight", tok_emb->weight);
     out_head->weight = tok_emb->weight;
   }
+}
+
+void GPTModel::set_checkpointing(Checkpointing mode) {
+  for (const auto& block : blocks_) block->checkpointing = mode;
+}
+
+Checkpointing GPTModel::checkpointing() const {
+  return blocks_.empty() ? Checkpointing::none : blocks_.front()->checkpointing;
 }
 
 Tensor GPTModel::forward(const Tensor& idx) {

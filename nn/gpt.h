@@ -19,6 +19,10 @@
 // after cache.length(), and each layer's attention reads the keys and values it cached before
 // (nn/attention.h, KVCache). Only under NoGradGuard; nn/generate.h uses it.
 //
+// Activation checkpointing (model.set_checkpointing(Checkpointing::every)): the blocks keep less
+// for backward and run part of their forward again in backward (autograd/checkpoint.h). The
+// gradients are bit for bit the same, dropout included.
+//
 // Letters in shape comments: B batch, T tokens, C = emb_dim, V = vocab_size.
 #pragma once
 #include <cstdint>
@@ -47,6 +51,17 @@ struct GPTConfig {
   // divisible by n_heads, 0 <= drop_rate < 1, layer_norm_eps > 0).
   void validate() const;
 };
+
+// What a block recomputes in backward instead of keeping (train_gpt --checkpoint-activations):
+//   none   nothing: the block keeps everything its backward reads
+//   every  the whole block: it keeps only its input x (B,T,C), and its backward runs its forward
+//          again (the most memory saved, one more forward of every block)
+//   ffn    the feed-forward only: its pre-activation h (B,T,4C), the largest tensor a block
+//          keeps, is made again from norm2's output (B,T,C) (a GELU and one product per block)
+enum class Checkpointing { none, every, ffn };
+// "none", "every", "ffn" <-> the enum; an unknown name throws tg::Error listing the three.
+Checkpointing checkpointing_from_name(const std::string& name);
+std::string checkpointing_name(Checkpointing mode);
 
 // One KVCache per transformer block, and the positions they hold.
 struct GPTCache {
@@ -80,6 +95,10 @@ class TransformerBlock : public Module {
   std::shared_ptr<FeedForward> ff;
   std::shared_ptr<LayerNorm> norm1, norm2;
   std::shared_ptr<Dropout> drop_shortcut;
+  Checkpointing checkpointing = Checkpointing::none;  // applies while recording (training)
+
+ private:
+  Tensor forward_body(const Tensor& x, KVCache* cache);
 };
 
 class GPTModel : public Module {
@@ -92,6 +111,9 @@ class GPTModel : public Module {
   const GPTConfig& config() const { return config_; }
   // trf_blocks' children, typed
   const std::vector<std::shared_ptr<TransformerBlock>>& blocks() const { return blocks_; }
+  // Every block's checkpointing (see Checkpointing); none by default.
+  void set_checkpointing(Checkpointing mode);
+  Checkpointing checkpointing() const;
 
   std::shared_ptr<Embedding> tok_emb, pos_emb;
   std::shared_ptr<Dropout> drop_emb;

@@ -130,7 +130,7 @@ std::string bf16_speed_note(const std::string& precision) {
   return line;
 }
 
-void RunLog::write_summary(const std::string& dir, const std::string& precision) const {
+void RunLog::write_summary(const std::string& dir, const std::string& precision, const std::string& memory_json) const {
   std::optional<double> train, val, train_bpb, val_bpb;
   for (const LossRow& r : rows_) {
     if (r.val_loss) val = r.val_loss;
@@ -146,7 +146,7 @@ void RunLog::write_summary(const std::string& dir, const std::string& precision)
                      number(rows_.empty() ? std::nullopt : std::optional(rows_.back().tokens_per_s)) +
                      ",\n  \"elapsed_s\": " + fmt("%.3f", elapsed_s()) + ",\n  \"peak_rss_mb\": " + fmt("%.1f", peak_rss_mb()) +
                      ",\n  \"kernels\": " + json::quote(kernels_mode()) + ",\n  \"precision\": " + json::quote(precision) +
-                     "\n}\n";
+                     (memory_json.empty() ? std::string() : ",\n  \"memory\": " + memory_json) + "\n}\n";
   write_file_atomically(path_in(dir, "summary.json"), json, "train_gpt");
 }
 

@@ -49,7 +49,8 @@ class RunLog {
   const std::vector<LossRow>& rows() const { return rows_; }
   double elapsed_s() const { return rows_.empty() ? 0.0 : rows_.back().elapsed_s; }
   void write(const std::string& dir) const;  // loss.csv and loss.svg (each atomically)
-  void write_summary(const std::string& dir, const std::string& precision) const;  // summary.json (atomically)
+  // summary.json (atomically); memory_json, when given, is its "memory" member (MemoryReport::json)
+  void write_summary(const std::string& dir, const std::string& precision, const std::string& memory_json = "") const;
   std::string csv() const;
 
  private:

@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "autograd/ops.h"
+#include "autograd/runtime/memory.h"
 #include "autograd/tape.h"
 #include "optim/clip_grad.h"
 #include "optim/lr_scheduler.h"
@@ -44,6 +45,11 @@ std::vector<Flag> train_flags(TrainOptions& o) {
                 "matrix products in float32, or with bfloat16 inputs and float32 sums (mixed precision; may "
                 "change when resuming)",
                 {"fp32", "bf16"}),
+      text_flag("checkpoint-activations", &o.checkpoint_activations,
+                "what the blocks recompute in backward instead of keeping: nothing, every block (keeps only "
+                "each block's input), or the feed-forward's pre-activation (ffn); the same numbers bit for bit, "
+                "less memory, more time (may change when resuming)",
+                {"none", "every", "ffn"}),
       seed_flag(&o.seed, "seed of the model's initialisation, dropout and batches"),
       int_flag("eval-every", &o.eval_every, "evaluate and save a checkpoint every this many steps", 1, kBig),
       int_flag("eval-batches", &o.eval_batches, "batches per split in each evaluation", 1, 1 << 20),
@@ -141,6 +147,7 @@ Trainer::Trainer(const TrainOptions& options, const std::string& text, Tokenizer
   bytes_per_id_ = tokenizer_.bytes_per_id();
   manual_seed(static_cast<uint64_t>(options.seed));
   model_ = std::make_unique<nn::GPTModel>(config_);
+  model_->set_checkpointing(nn::checkpointing_from_name(options.checkpoint_activations));
   make_optimizer();
 }
 
@@ -189,6 +196,8 @@ Trainer::StepResult Trainer::train_step() {
   const Batch all = get_batch(data_.train, N * B, options_.model.context_length, batch_gen_, "training");
   model_->train();
   optimizer_->zero_grad(true);
+  const int64_t between_steps = memory_stats().live_bytes;  // parameters, optimizer state, data
+  reset_peak_memory_stats();
   StepResult r;
   r.loss = 0.0;
   for (int64_t k = 0; k < N; ++k) {
@@ -202,6 +211,8 @@ Trainer::StepResult Trainer::train_step() {
     (N == 1 ? loss : loss / static_cast<double>(N)).backward();  // the mean over N*B: each mean / N
     r.loss += loss.item<double>() / static_cast<double>(N);
   }
+  const int64_t step_peak = memory_stats().peak_bytes - between_steps;  // activations + gradients, at most
+  peak_activations_ = std::max(peak_activations_, step_peak - memory_report().gradients);
   r.grad_norm = options_.grad_clip > 0 ? optim::clip_grad_norm_(trained_, options_.grad_clip).item<double>()
                                        : optim::grad_norm(trained_).item<double>();
   r.skipped = !std::isfinite(r.loss) || !std::isfinite(r.grad_norm);
@@ -214,6 +225,18 @@ Trainer::StepResult Trainer::train_step() {
   if (!r.skipped) optimizer_->step();
   ++step_;
   return r;
+}
+
+MemoryReport Trainer::memory_report() const {
+  MemoryReport m;
+  for (const Tensor& p : model_->parameters()) {  // a tied weight is listed once
+    m.parameters += static_cast<int64_t>(p.nbytes());
+    if (p.grad().defined()) m.gradients += static_cast<int64_t>(p.grad().nbytes());
+  }
+  for (const auto& [name, state] : optimizer_->state_dict()) m.optimizer += static_cast<int64_t>(state.nbytes());
+  m.activations = peak_activations_;
+  m.peak_rss_mb = peak_rss_mb();
+  return m;
 }
 
 std::pair<double, double> Trainer::mean_loss_and_bpb(const Tensor& split, const std::string& name, Generator& gen) {

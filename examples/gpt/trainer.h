@@ -43,6 +43,7 @@
 #include "examples/gpt/data.h"
 #include "examples/gpt/hf_gpt2.h"
 #include "examples/gpt/lora_adapters.h"
+#include "examples/gpt/memory_report.h"
 #include "examples/common/flags.h"
 #include "examples/gpt/tokenizer.h"
 #include "nn/gpt.h"
@@ -67,6 +68,9 @@ struct TrainOptions {
   double grad_clip = 1.0;  // 0 = off
   std::string on_nonfinite = "error";  // a non-finite loss or gradient norm: "error" or "skip" the step
   std::string precision = "fp32";  // "bf16": the forward (and so the backward) under AutocastGuard(kBFloat16)
+  // "none", "every" or "ffn": what the blocks recompute in backward instead of keeping
+  // (nn::Checkpointing); the numbers are the same bit for bit, so a resumed run may change it
+  std::string checkpoint_activations = "none";
   int64_t seed = 1337;
   int64_t eval_every = 250;
   int64_t eval_batches = 20;
@@ -134,6 +138,9 @@ class Trainer {
   };
   Losses evaluate();
   double lr_at(int64_t step) const;
+  // The memory of the steps so far (examples/gpt/memory_report.h): parameters, gradients and
+  // optimizer state as they are now, and the largest activations of any step.
+  MemoryReport memory_report() const;
 
   int64_t step() const { return step_; }
   // For resuming (examples/gpt/checkpoint.cpp): the step reached and the batch generator.
@@ -172,6 +179,7 @@ class Trainer {
   int64_t step_ = 0;
   std::optional<HfGpt2Info> hf_layout_;
   std::optional<AdapterConfig> lora_;
+  int64_t peak_activations_ = 0;  // bytes: the most any step's activations took (memory_report)
 };
 
 }  // namespace tg::examples

@@ -104,6 +104,36 @@ TEST(TrainGptProgram, PrecisionIsSavedAndMayChangeOnResume) {
   EXPECT_EQ(lines_of(read_bytes(out + "/loss.csv")), 6u);
 }
 
+// --checkpoint-activations changes memory and time, not numbers: a run that switches modes on
+// resume ends with the bytes of a run without it; the memory split is printed and in summary.json.
+TEST(TrainGptProgram, CheckpointActivationsKeepsTheNumbersAndReportsMemory) {
+  SKIP_WITHOUT_EXAMPLES();
+  TempFolder dir;
+  const std::string plain = dir.file("plain"), switched = dir.file("switched");
+  const std::vector<std::string> more = {"--steps", "4", "--dropout", "0.1", "--layers", "2"};
+  auto with = [&](std::vector<std::string> args) {  // the later of a repeated flag wins
+    args.insert(args.begin(), more.begin(), more.end());
+    return args;
+  };
+  ProgramRun r = train_gpt(with({"--out", plain}));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(has_part(r.output, "+ activations ")) << r.output;
+  EXPECT_TRUE(has_part(r.output, "(--checkpoint-activations none)"));
+  r = train_gpt(with({"--out", switched, "--steps", "2", "--checkpoint-activations", "every"}));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(has_part(read_bytes(switched + "/config.json"), "\"checkpoint-activations\": \"every\""));
+  r = run_program(example_program("train_gpt"), {"--resume", switched, "--steps", "4", "--checkpoint-activations", "ffn"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(has_part(r.output, "(--checkpoint-activations ffn)"));
+  EXPECT_EQ(read_bytes(switched + "/model.safetensors"), read_bytes(plain + "/model.safetensors"));
+  const json::Value memory = json::parse(read_bytes(switched + "/summary.json"), "summary.json")["memory"];
+  EXPECT_GT(memory["activations_mb"].as_double(), 0.0);
+  EXPECT_GT(memory["parameters_mb"].as_double(), 0.0);
+  r = train_gpt({"--out", dir.file("bad"), "--checkpoint-activations", "all"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(has_part(r.output, "checkpoint-activations")) << r.output;
+}
+
 TEST(TrainGptProgram, ABpeRunSavesItsTokenizerResumesAndWritesAnyBytes) {
   SKIP_WITHOUT_EXAMPLES();
   TempFolder dir;

@@ -113,5 +113,38 @@ TEST(TrainingMemory, ResidentMemoryStaysFlatOver1000Steps) {
 #endif
 }
 
+// The memory report's split (examples/gpt/memory_report.h): parameters, gradients and AdamW's two
+// moments as their tensors are, and activations that --checkpoint-activations shrinks.
+TEST(TrainingMemory, TheReportSplitsParametersGradientsOptimizerAndActivations) {
+  auto report = [](const std::string& checkpointing) {
+    TrainOptions o = tiny_options(20);
+    o.model.context_length = 64;
+    o.model.emb_dim = 64;
+    o.model.n_layers = 4;
+    o.checkpoint_activations = checkpointing;
+    Trainer t(o, text());
+    t.train_step();
+    t.train_step();
+    return std::pair(t.memory_report(), t.model().num_parameters());
+  };
+  const auto [none, n] = report("none");
+  EXPECT_EQ(none.parameters, 4 * n);
+  EXPECT_EQ(none.gradients, 4 * n);  // every parameter is trained
+  EXPECT_GE(none.optimizer, 2 * 4 * n);  // exp_avg and exp_avg_sq (and a step count each)
+  EXPECT_LE(none.optimizer, 2 * 4 * n + 1024);
+  EXPECT_GT(none.activations, 0);
+  EXPECT_EQ(none.peak_tensors(), none.parameters + none.gradients + none.optimizer + none.activations);
+  EXPECT_GT(none.peak_rss_mb, 0);
+  const MemoryReport every = report("every").first, ffn = report("ffn").first;
+  EXPECT_LT(ffn.activations, none.activations);
+  EXPECT_LT(every.activations, ffn.activations);
+  EXPECT_EQ(every.parameters, none.parameters);
+  EXPECT_EQ(every.gradients, none.gradients);
+  const std::string json = none.json();
+  for (const char* key : {"parameters_mb", "gradients_mb", "optimizer_mb", "activations_mb", "peak_tensors_mb", "peak_rss_mb"})
+    EXPECT_NE(json.find(key), std::string::npos) << key;
+  EXPECT_NE(none.str().find("activations"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace tg::examples
