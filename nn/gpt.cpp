@@ -6,6 +6,7 @@
 #include "autograd/checkpoint.h"
 #include "autograd/error.h"
 #include "autograd/ops.h"
+#include "autograd/tape.h"
 #include "nn/lora.h"
 
 namespace tg::nn {
@@ -140,6 +141,10 @@ Tensor GPTModel::forward_from(const Tensor& idx, int64_t past, GPTCache* cache) 
   }
   Tensor x = tok_emb->forward(idx) + pos_emb->forward(arange(past, past + T));  // (B,T,C) + (T,C)
   x = drop_emb->forward(x);
+  // With frozen embeddings (LoRA, nn/gpt_lora.h) x needs no gradient, and a checkpointed block
+  // keeps its input only when it does (else it runs as it is): x is made to require grad, as
+  // Hugging Face's enable_input_require_grads does. Its gradient, (B,T,C), is computed and dropped.
+  if (checkpointing() != Checkpointing::none && grad_mode_enabled() && !x.requires_grad()) x.requires_grad_(true);
   for (size_t i = 0; i < blocks_.size(); ++i) x = blocks_[i]->forward(x, cache ? &cache->layers[i] : nullptr);
   return out_head->forward(final_norm->forward(x));  // (B,T,V)
 }

@@ -195,6 +195,32 @@ TEST(GptLoRA, FeedForwardAndAttentionWithAdaptersGiveTheSameNumbersInBothKernelM
   EXPECT_TRUE(all_close(grads[0], grads[1], 1e-6, 1e-5));
 }
 
+// Bytes a training forward keeps for backward (idx (2, 8) through the whole model).
+size_t forward_saved_bytes(GPTModel& model) {
+  const Tensor idx = from_vector(std::vector<int64_t>{1, 5, 9, 2, 7, 3, 0, 4, 8, 6, 29, 11, 13, 2, 5, 7}, {2, 8});
+  const Tensor logits = model.forward(idx);
+  const size_t bytes = saved_bytes(tape_entries());
+  logits.sum().backward();
+  return bytes;
+}
+
+TEST(GptLoRA, CheckpointingKeepsOnlyTheBlocksInputsTheFirstOneIncluded) {
+  // the embeddings are frozen, so the first block's input would need no gradient: GPTModel makes
+  // it require one, else that block would run unchecked and keep everything
+  std::vector<size_t> full, adapted;
+  for (Checkpointing mode : {Checkpointing::none, Checkpointing::every}) {
+    manual_seed(10);
+    GPTModel plain(tiny_config()), model(tiny_config());
+    apply_lora(model, LoRAConfig{.r = 2, .alpha = 4.0, .attn = true, .mlp = true});
+    plain.set_checkpointing(mode);
+    model.set_checkpointing(mode);
+    full.push_back(forward_saved_bytes(plain));
+    adapted.push_back(forward_saved_bytes(model));
+  }
+  EXPECT_LE(adapted[1], full[1]);  // the blocks' inputs, the head's: the same (the embeddings keep no ids)
+  EXPECT_LE(2 * adapted[1], adapted[0]);
+}
+
 TEST(GptLoRA, TheMergedModelGivesTheSameLogits) {
   manual_seed(9);
   GPTModel model(tiny_config());
