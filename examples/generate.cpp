@@ -3,6 +3,11 @@
 //
 //   ./build/examples/generate --ckpt gpt_run --prompt "The old fox" --tokens 200 --temperature 0.8
 //   ./build/examples/generate --ckpt gpt2 --prompt-ids 464,1468,21831 --tokens 0 --logits-out logits.safetensors
+//   ./build/examples/generate --ckpt sft_run --instruction "Give the plural of mouse." --temperature 0
+//
+// --instruction (and --input) writes the prompt with the template instruction fine-tuning trains on
+// (examples/gpt/instructions.h: alpaca_prompt) and stops at the end-of-text token when the
+// tokenizer has one (GPT-2's), which is left out of what is printed.
 //
 // --logits-out writes the prompt's logits, key "logits", shape (T, vocab), float32: one forward of
 // the whole prompt in eval mode, to compare with another implementation's.
@@ -15,6 +20,7 @@
 #include "autograd/ops.h"
 #include "autograd/tape.h"
 #include "examples/gpt/checkpoint.h"
+#include "examples/gpt/instructions.h"
 #include "examples/common/flags.h"
 #include "nn/generate.h"
 
@@ -27,6 +33,7 @@ struct GenerateOptions {
   std::string prompt = "\n";
   std::string prompt_ids;  // "464,1468,...": token ids instead of --prompt's text
   std::string logits_out;  // a .safetensors file for the prompt's logits
+  std::string instruction, input;  // an instruction prompt (alpaca_prompt) instead of --prompt
   int64_t tokens = 200;
   tg::nn::SamplingOptions sampling{.temperature = 0.8};
   int64_t seed = 1337;
@@ -40,6 +47,10 @@ std::vector<Flag> generate_flags(GenerateOptions& o) {
                 "vocab.json and merges.txt)"),
       text_flag("prompt", &o.prompt, "the text to continue"),
       text_flag("prompt-ids", &o.prompt_ids, "the prompt as token ids, comma-separated (instead of --prompt)"),
+      text_flag("instruction", &o.instruction,
+                "instead of --prompt: an instruction, written with the Alpaca template that train_gpt --data-format "
+                "jsonl trains on; the answer stops at <|endoftext|> when the tokenizer has it (GPT-2's)"),
+      text_flag("input", &o.input, "with --instruction: the template's input part (left out when empty)"),
       text_flag("logits-out", &o.logits_out,
                 "write the prompt's logits to this .safetensors file (key \"logits\", (T, vocab), float32)"),
       int_flag("tokens", &o.tokens, "tokens to write (characters, or BPE tokens)", 0, 1e9),
@@ -83,24 +94,36 @@ void write_prompt_logits(tg::nn::GPTModel& model, const std::vector<int64_t>& pr
 }
 
 int run(const GenerateOptions& o, const std::vector<std::string>& given) {
-  const bool ids_given = std::find(given.begin(), given.end(), "prompt-ids") != given.end();
-  if (ids_given && std::find(given.begin(), given.end(), "prompt") != given.end())
-    throw UsageError("give --prompt or --prompt-ids, not both");
+  auto was_given = [&](const char* flag) { return std::find(given.begin(), given.end(), flag) != given.end(); };
+  const bool ids_given = was_given("prompt-ids"), instruction_given = was_given("instruction");
+  if (ids_given && was_given("prompt")) throw UsageError("give --prompt or --prompt-ids, not both");
+  if (instruction_given && (ids_given || was_given("prompt")))
+    throw UsageError("--instruction makes the prompt: leave --prompt and --prompt-ids out");
+  if (was_given("input") && !instruction_given) throw UsageError("--input goes with --instruction");
   SavedModel saved = load_saved_model(o.ckpt);
   std::vector<int64_t> prompt;
+  tg::nn::SamplingOptions sampling = o.sampling;
+  const char* const prompt_flag = instruction_given ? "--instruction" : "--prompt";
   try {
-    prompt = ids_given ? parse_prompt_ids(o.prompt_ids, saved.config.vocab_size) : saved.tokenizer.encode(o.prompt);
+    if (ids_given) {
+      prompt = parse_prompt_ids(o.prompt_ids, saved.config.vocab_size);
+    } else if (instruction_given) {
+      prompt = saved.tokenizer.encode(alpaca_prompt(o.instruction, o.input));
+      sampling.stop_token = saved.tokenizer.end_of_text_id();
+    } else {
+      prompt = saved.tokenizer.encode(o.prompt);
+    }
   } catch (const UsageError&) {
     throw;
   } catch (const tg::Error& e) {
-    throw tg::Error(std::string("--prompt: ") + e.what());  // names the character and its byte
+    throw tg::Error(std::string(prompt_flag) + ": " + e.what());  // names the character and its byte
   }
   if (prompt.empty()) throw UsageError("--prompt: empty (give at least one character)");
   if (!o.logits_out.empty()) write_prompt_logits(*saved.model, prompt, o.logits_out);
   tg::Generator gen(static_cast<uint64_t>(o.seed));
   for (int64_t k = 0; k < o.samples; ++k) {
     if (o.samples > 1) std::cout << "--- sample " << k + 1 << " ---\n";
-    std::cout << write_text(*saved.model, saved.tokenizer, prompt, o.tokens, o.sampling, gen) << "\n";
+    std::cout << write_text(*saved.model, saved.tokenizer, prompt, o.tokens, sampling, gen) << "\n";
   }
   return 0;
 }

@@ -5,6 +5,8 @@
 //   ./build/examples/train_gpt --data input.txt --steps 5000 --out runs/shakespeare
 //   ./build/examples/train_gpt --resume runs/shakespeare --steps 8000    continue a run
 //   ./build/examples/train_gpt --init-from gpt2 --data input.txt --steps 200   fine-tune GPT-2
+//   ./build/examples/train_gpt --init-from gpt2 --data examples/data/instructions.jsonl --steps 200
+//                                                   instruction fine-tuning (examples/gpt/instructions.h)
 //   ./build/examples/train_gpt --init-from gpt2 --data input.txt --lora-rank 8 --lora-targets attn,mlp --out lora_run
 //                                                   LoRA: adapters alone train (nn/gpt_lora.h)
 //   ./build/examples/train_gpt --resume lora_run --merge-lora merged     the adapters merged into a GPT-2 folder
@@ -21,6 +23,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -33,6 +36,7 @@
 #include "examples/gpt/checkpoint.h"
 #include "examples/gpt/evaluate.h"
 #include "examples/gpt/corpus.h"
+#include "examples/gpt/instructions.h"
 #include "examples/gpt/run_log.h"
 #include "examples/gpt/trainer.h"
 #include "nn/generate.h"
@@ -47,7 +51,7 @@ extern "C" void on_interrupt(int) { g_interrupted = 1; }
 // The flags a resumed run may change; every other one comes from the checkpoint.
 bool may_change_on_resume(const std::string& flag) {
   for (const char* ok : {"steps", "max-minutes", "out", "resume", "threads", "eval-every", "sample-tokens",
-                         "on-nonfinite", "precision", "checkpoint-activations", "eval-only", "merge-lora"})
+                         "on-nonfinite", "precision", "checkpoint-activations", "loss-chunk", "eval-only", "merge-lora"})
     if (flag == ok) return true;
   return false;
 }
@@ -78,6 +82,40 @@ bool was_given(const std::vector<std::string>& given, const std::string& flag) {
   return std::find(given.begin(), given.end(), flag) != given.end();
 }
 
+// --data-format not given: jsonl for a --data FILE.jsonl.
+void infer_data_format(TrainOptions& o, const std::vector<std::string>& given) {
+  if (!was_given(given, "data-format") && o.data.ends_with(".jsonl")) o.data_format = "jsonl";
+}
+
+// What --eval-only scores when it is instruction examples (else nullopt: text): all the examples of
+// a --data in jsonl, else a jsonl run's val split. Their responses' tokens are scored; the examples
+// that do not fit the context (the run's, or the GPT-2 folder's) are skipped and counted.
+std::optional<InstructionData> eval_instructions(const TrainOptions& o, const std::vector<std::string>& given,
+                                                 const SavedModel& saved, std::string* label) {
+  const bool data_given = was_given(given, "data");
+  const TrainOptions run = o.resume.empty() ? o : saved_options(o.resume);
+  if (data_given ? o.data_format != "jsonl" : run.data_format != "jsonl") return std::nullopt;
+  const int64_t context = o.resume.empty() ? saved.config.context_length : run.model.context_length;
+  const std::string& file = data_given ? o.data : run.data;
+  const std::string jsonl = read_data(file);
+  InstructionData examples;
+  if (data_given) {  // all of them
+    *label = file;
+    const std::vector<Instruction> all = parse_instructions(jsonl, file);
+    EncodedInstructions encoded = encode_instructions(all, saved.tokenizer, context, file);
+    if (encoded.examples.empty())
+      throw tg::Error(file + ": no example fits the context (" + std::to_string(context) + " tokens)");
+    const std::string note = skipped_examples_note(encoded.skipped_lines, std::ssize(all), context);
+    if (!note.empty()) std::cout << "train_gpt: " << file << ": " << note << "\n";
+    examples.val = std::move(encoded.examples);
+    examples.pad_id = std::max<int64_t>(0, saved.tokenizer.end_of_text_id());
+  } else {
+    *label = "the val split of " + file;
+    examples = load_instruction_data(jsonl, file, saved.tokenizer, context);
+  }
+  return examples;
+}
+
 // "train_gpt: read F16 weights as float32" when a GPT-2 folder had 16-bit weights.
 void say_converted(const std::vector<std::string>& dtypes, const std::string& dir) {
   std::string list;
@@ -101,10 +139,14 @@ int eval_only(const TrainOptions& o, const std::vector<std::string>& given) {
   SavedModel saved = load_saved_model(dir);
   say_converted(saved.converted_dtypes, dir);
   std::string label;
-  const std::vector<int64_t> ids = eval_ids(o, given, saved.tokenizer, &label);
   // a GPT-2 folder's windows are its whole context: one at a time unless --batch says more
   const int64_t batch = o.resume.empty() ? (was_given(given, "batch") ? o.batch : 1) : saved_options(o.resume).batch;
-  const TextEval e = evaluate_text(*saved.model, saved.tokenizer, ids, batch);
+  TextEval e;
+  if (const std::optional<InstructionData> examples = eval_instructions(o, given, saved, &label)) {
+    e = evaluate_instructions(*saved.model, saved.tokenizer, examples->val, batch, examples->pad_id);
+  } else {
+    e = evaluate_text(*saved.model, saved.tokenizer, eval_ids(o, given, saved.tokenizer, &label), batch);
+  }
   std::cout << "{\"eval\": " << tg::json::quote(label) << ", \"loss\": " << tg::nn::python_float(e.loss)
             << ", \"perplexity\": " << tg::nn::python_float(e.perplexity)
             << ", \"bpb\": " << tg::nn::python_float(e.bpb) << ", \"tokens\": " << e.tokens
@@ -169,6 +211,7 @@ std::unique_ptr<Trainer> start_from_gpt2(TrainOptions& o, const std::vector<std:
 
 // o: the flags as given; given: their names, in order.
 int run(TrainOptions o, const std::vector<std::string>& given) {
+  infer_data_format(o, given);
   if (o.eval_only) return eval_only(o, given);
   if (!o.merge_lora.empty()) {  // train_gpt --resume RUN --merge-lora OUT
     if (o.resume.empty()) throw UsageError("--merge-lora OUT needs --resume RUN (the LoRA run whose adapters to merge)");
@@ -194,7 +237,7 @@ int run(TrainOptions o, const std::vector<std::string>& given) {
       if (i < static_cast<std::ptrdiff_t>(now.size()) && same_value(now[i], before[i])) continue;  // repeated as saved
       throw UsageError("--" + flag + " cannot change when resuming (the run keeps its configuration; " +
                        "only --steps, --max-minutes, --out, --threads, --eval-every, --sample-tokens, "
-                       "--on-nonfinite, --precision and --checkpoint-activations can)");
+                       "--on-nonfinite, --precision, --checkpoint-activations and --loss-chunk can)");
     }
     TrainOptions merged = saved;
     merged.resume = o.resume;
@@ -208,6 +251,7 @@ int run(TrainOptions o, const std::vector<std::string>& given) {
       if (flag == "on-nonfinite") merged.on_nonfinite = o.on_nonfinite;
       if (flag == "precision") merged.precision = o.precision;
       if (flag == "checkpoint-activations") merged.checkpoint_activations = o.checkpoint_activations;
+      if (flag == "loss-chunk") merged.loss_chunk = o.loss_chunk;
     }
     o = merged;
     trainer = resume_trainer(o.resume, o, read_data(o.data));
@@ -227,8 +271,7 @@ int run(TrainOptions o, const std::vector<std::string>& given) {
 
   std::signal(SIGINT, on_interrupt);
   std::signal(SIGTERM, on_interrupt);
-  Progress progress(o.steps, trainer->step(), o.grad_accum * o.batch * o.model.context_length, log.elapsed_s(),
-                    isatty(STDOUT_FILENO));
+  Progress progress(o.steps, trainer->step(), log.elapsed_s(), isatty(STDOUT_FILENO));
   std::cout << "train_gpt: " << kernels_in_use << "\n";
   if (const AdapterConfig* lora = trainer->lora()) {
     int64_t trained = 0;
@@ -240,10 +283,19 @@ int run(TrainOptions o, const std::vector<std::string>& given) {
   std::cout << "train_gpt: " << trainer->model().num_parameters() << " parameters, vocabulary of "
             << trainer->tokenizer().vocab_size()
             << (trainer->tokenizer().type() == std::string("char") ? " characters, " : " BPE tokens, ")
-            << o.steps << " steps of " << o.batch << " x " << o.model.context_length << " tokens"
+            << o.steps << " steps of " << o.batch
+            << (trainer->instructions() ? " examples (at most " : " x ") << o.model.context_length << " tokens"
+            << (trainer->instructions() ? ")" : "")
             << (o.grad_accum > 1 ? " x " + std::to_string(o.grad_accum) + " micro-batches" : std::string()) << ", "
             << kernels << " kernels, " << precision << "; writing to " << o.out << "/\n";
   if (const std::string note = bf16_speed_note(o.precision); !note.empty()) std::cout << note << "\n";
+  if (const InstructionData* examples = trainer->instructions()) {
+    std::cout << "train_gpt: " << o.data << ": " << examples->train.size() << " training and " << examples->val.size()
+              << " validation examples; the loss counts their responses' tokens\n";
+    const int64_t all = std::ssize(examples->train) + std::ssize(examples->val) + std::ssize(examples->skipped_lines);
+    const std::string note = skipped_examples_note(examples->skipped_lines, all, o.model.context_length);
+    if (!note.empty()) std::cout << "train_gpt: " << o.data << ": " << note << "\n";
+  }
   auto save_all = [&] {
     save_checkpoint(*trainer, o.out);
     log.write(o.out);
@@ -261,7 +313,8 @@ int run(TrainOptions o, const std::vector<std::string>& given) {
     row.step = step;
     row.train_loss = loss;
     row.lr = lr;
-    row.tokens_per_s = progress.tokens_per_s(step);
+    progress.add_tokens(result.tokens);
+    row.tokens_per_s = progress.tokens_per_s();
     row.elapsed_s = progress.elapsed_s();
     const bool out_of_time = o.max_minutes > 0 && progress.elapsed_s() >= 60.0 * o.max_minutes;
     const bool last = step == o.steps || out_of_time;
@@ -292,17 +345,25 @@ int run(TrainOptions o, const std::vector<std::string>& given) {
   }
   progress.finish();
   const MemoryReport memory = trainer->memory_report();
-  std::cout << "train_gpt: " << memory.str() << " (--checkpoint-activations " << o.checkpoint_activations << ")\n";
+  std::cout << "train_gpt: " << memory.str() << " (--checkpoint-activations " << o.checkpoint_activations
+            << ", --loss-chunk " << o.loss_chunk << ")\n";
 
-  // Samples: the model writes from a newline (or, if the text has none, its first character).
+  // Samples: the model writes from a newline (or, if the text has none, its first character); an
+  // instruction run answers the prompts of its first 3 val examples, up to the end-of-text.
   trainer->model().eval();
   std::string samples;
   tg::Generator gen(static_cast<uint64_t>(o.seed));
-  const std::vector<int64_t> start = {trainer->tokenizer().newline_or(0)};
-  for (int k = 0; k < 3; ++k) {
+  std::vector<std::vector<int64_t>> starts(3, {trainer->tokenizer().newline_or(0)});
+  if (const InstructionData* examples = trainer->instructions()) {
+    starts.clear();
+    for (size_t k = 0; k < std::min<size_t>(3, examples->val.size()); ++k)
+      starts.emplace_back(examples->val[k].ids.begin(), examples->val[k].ids.begin() + examples->val[k].prompt_tokens);
+  }
+  const tg::nn::SamplingOptions sampling{.temperature = 0.8,
+                                         .stop_token = trainer->instructions() ? trainer->tokenizer().end_of_text_id() : -1};
+  for (size_t k = 0; k < starts.size(); ++k) {
     samples += "--- sample " + std::to_string(k + 1) + " ---\n" +
-               write_text(trainer->model(), trainer->tokenizer(), start, o.sample_tokens, {.temperature = 0.8}, gen) +
-               "\n";
+               write_text(trainer->model(), trainer->tokenizer(), starts[k], o.sample_tokens, sampling, gen) + "\n";
   }
   tg::write_file_atomically((std::filesystem::path(o.out) / "samples.txt").string(), samples, "train_gpt");
   log.write_summary(o.out, o.precision, memory.json());
@@ -315,7 +376,9 @@ int run(TrainOptions o, const std::vector<std::string>& given) {
 int main(int argc, char** argv) {
   TrainOptions o;
   std::vector<std::string> given;
-  const Program program{"train_gpt", "Trains a small GPT (on characters, or byte-level BPE tokens) and writes text with it.",
+  const Program program{"train_gpt",
+                        "Trains a small GPT (on characters, or byte-level BPE tokens) and writes text with it; with "
+                        "--init-from, fine-tunes GPT-2, on text or on instruction examples (--data-format jsonl).",
                         train_flags(o)};
   return run_program(program, argc, argv, [&] { return run(o, given); }, &given);
 }

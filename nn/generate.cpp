@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "autograd/error.h"
 #include "autograd/ops.h"
@@ -16,6 +17,8 @@ void SamplingOptions::validate() const {
     throw Error("generate: temperature must be finite and >= 0 (0 = greedy), got " + python_float(temperature));
   if (top_k < 0) throw Error("generate: top_k must be >= 0 (0 = off), got " + std::to_string(top_k));
   if (!(top_p > 0.0 && top_p <= 1.0)) throw Error("generate: top_p must be in (0, 1], got " + python_float(top_p));
+  if (stop_token < -1)
+    throw Error("generate: stop_token must be a token id, or -1 (none), got " + std::to_string(stop_token));
   if (keep_when_full < 0)
     throw Error("generate: keep_when_full must be >= 0 (0 = slide the window), got " + std::to_string(keep_when_full));
 }
@@ -66,6 +69,7 @@ Tensor generate(GPTModel& model, const Tensor& idx, int64_t max_new_tokens, cons
   GPTCache cache;              // holds out[start, T - 1) unless fresh
   bool fresh = true;           // the window (re)starts: run all of it
   int64_t start = std::max<int64_t>(0, prompt - context);
+  std::vector<bool> stopped(static_cast<size_t>(B), false);  // the rows that wrote options.stop_token
   for (int64_t T = prompt; T < prompt + max_new_tokens; ++T) {
     if (T - start > context) {
       start = T - keep;
@@ -84,6 +88,14 @@ Tensor generate(GPTModel& model, const Tensor& idx, int64_t max_new_tokens, cons
     const Tensor next = sample_next_token(logits.select(1, logits.size(1) - 1), options, gen);  // (B,1)
     out.narrow(1, T, 1).copy_(next);
     if (on_token) on_token(next);
+    if (options.stop_token >= 0) {
+      const Tensor written = next.contiguous();  // (B,1)
+      const int64_t* ids = written.data_ptr<int64_t>();
+      for (int64_t b = 0; b < B; ++b)
+        if (ids[b] == options.stop_token) stopped[static_cast<size_t>(b)] = true;
+      if (std::all_of(stopped.begin(), stopped.end(), [](bool s) { return s; }))
+        return out.narrow(1, 0, T + 1).contiguous();
+    }
   }
   return out;
 }

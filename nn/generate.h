@@ -32,6 +32,10 @@
 // the sliding default that happens at every step past the context, and the cache saves nothing
 // there; with K = context_length / 2 it happens once every context_length / 2 steps.
 //
+// stop_token (>= 0): generation stops after the step in which every row has written that id (an
+// end-of-text token), so the result may be shorter than T + max_new_tokens; a row that wrote it
+// earlier goes on sampling until the others do (the caller cuts each row at its first one).
+//
 // on_token, when given, is called after each step with the step's new tokens (B,1): to print
 // them as they come, or to time the steps.
 #pragma once
@@ -50,13 +54,15 @@ struct SamplingOptions {
   double top_p = 1.0;        // 1 = off; in (0, 1]
   bool use_kv_cache = true;  // incremental decoding (same tokens, less work)
   int64_t keep_when_full = 0;  // past the context: restart the window from this many tokens (0 = slide)
+  int64_t stop_token = -1;     // stop once every row has written this id; -1 = never
   void validate() const;     // tg::Error naming the option that is out of range
 };
 
 // logits (B,V) -> next token ids (B,1) int64. gen = nullptr draws from the default generator.
 Tensor sample_next_token(const Tensor& logits, const SamplingOptions& options = {}, Generator* gen = nullptr);
 
-// idx (B,T) int64 -> (B, T + max_new_tokens): the prompt followed by the generated tokens.
+// idx (B,T) int64 -> (B, T + max_new_tokens): the prompt followed by the generated tokens (fewer
+// when options.stop_token stops it).
 // Runs without recording (no tape), whatever the grad mode.
 Tensor generate(GPTModel& model, const Tensor& idx, int64_t max_new_tokens, const SamplingOptions& options = {},
                 Generator* gen = nullptr, const std::function<void(const Tensor&)>& on_token = {});

@@ -73,15 +73,17 @@ std::string checkpointing_name(Checkpointing mode) {
 
 Tensor TransformerBlock::forward(const Tensor& x) { return forward(x, nullptr); }
 
-Tensor TransformerBlock::forward(const Tensor& x, KVCache* cache) {
+Tensor TransformerBlock::forward(const Tensor& x, KVCache* cache, const Tensor& key_padding_mask) {
   if (checkpointing == Checkpointing::every && !cache)  // keep x only; backward runs forward_body again
-    return checkpoint([this](const Tensor& input) { return forward_body(input, nullptr); }, x);
-  return forward_body(x, cache);
+    return checkpoint([this, key_padding_mask](const Tensor& input) { return forward_body(input, nullptr, key_padding_mask); },
+                      x);
+  return forward_body(x, cache, key_padding_mask);
 }
 
-Tensor TransformerBlock::forward_body(const Tensor& x, KVCache* cache) {
+Tensor TransformerBlock::forward_body(const Tensor& x, KVCache* cache, const Tensor& key_padding_mask) {
   AttentionOptions attention;
   attention.cache = cache;
+  attention.key_padding_mask = key_padding_mask;
   Tensor h = x + drop_shortcut->forward(att->forward(norm1->forward(x), attention));  // (B,T,C)
   Tensor normed = norm2->forward(h);                                                  // (B,T,C)
   Tensor f = checkpointing == Checkpointing::ffn  // keep normed, not h (B,T,4C); backward makes h again
@@ -117,7 +119,11 @@ Checkpointing GPTModel::checkpointing() const {
 }
 
 Tensor GPTModel::forward(const Tensor& idx) {
-  return forward_from(idx, 0, nullptr);
+  return out_head->forward(forward_from(idx, 0, nullptr));  // (B,T,V)
+}
+
+Tensor GPTModel::hidden_states(const Tensor& idx, const Tensor& key_padding_mask) {
+  return forward_from(idx, 0, nullptr, key_padding_mask);
 }
 
 Tensor GPTModel::forward(const Tensor& idx, GPTCache& cache) {
@@ -125,11 +131,15 @@ Tensor GPTModel::forward(const Tensor& idx, GPTCache& cache) {
   if (cache.layers.size() != static_cast<size_t>(config_.n_layers))
     throw Error("GPTModel: the cache has " + std::to_string(cache.layers.size()) + " layers, the model " +
                 std::to_string(config_.n_layers));
-  return forward_from(idx, cache.length(), &cache);
+  return out_head->forward(forward_from(idx, cache.length(), &cache));
 }
 
-// The tokens of idx sit at positions past .. past+T-1.
-Tensor GPTModel::forward_from(const Tensor& idx, int64_t past, GPTCache* cache) {
+Tensor GPTModel::forward(const Tensor& idx, const Tensor& key_padding_mask) {
+  return out_head->forward(forward_from(idx, 0, nullptr, key_padding_mask));  // (B,T,V)
+}
+
+// The tokens of idx sit at positions past .. past+T-1 -> final_norm's output (B,T,C).
+Tensor GPTModel::forward_from(const Tensor& idx, int64_t past, GPTCache* cache, const Tensor& key_padding_mask) {
   if (idx.dim() != 2 || idx.dtype() != ScalarType::Int64) {
     throw Error("GPTModel: expected token ids of shape (batch, num_tokens) and dtype int64, got shape " +
                 shape_str(idx.sizes()) + " and dtype " + std::string(dtype_name(idx.dtype())));
@@ -145,8 +155,9 @@ Tensor GPTModel::forward_from(const Tensor& idx, int64_t past, GPTCache* cache) 
   // keeps its input only when it does (else it runs as it is): x is made to require grad, as
   // Hugging Face's enable_input_require_grads does. Its gradient, (B,T,C), is computed and dropped.
   if (checkpointing() != Checkpointing::none && grad_mode_enabled() && !x.requires_grad()) x.requires_grad_(true);
-  for (size_t i = 0; i < blocks_.size(); ++i) x = blocks_[i]->forward(x, cache ? &cache->layers[i] : nullptr);
-  return out_head->forward(final_norm->forward(x));  // (B,T,V)
+  for (size_t i = 0; i < blocks_.size(); ++i)
+    x = blocks_[i]->forward(x, cache ? &cache->layers[i] : nullptr, key_padding_mask);
+  return final_norm->forward(x);  // (B,T,C)
 }
 
 }  // namespace tg::nn

@@ -23,6 +23,12 @@
 // for backward and run part of their forward again in backward (autograd/checkpoint.h). The
 // gradients are bit for bit the same, dropout included.
 //
+// Padded batches: forward(idx, key_padding_mask) takes a bool (B,T) mask, true where idx holds
+// padding; every layer's attention passes it on as AttentionOptions::key_padding_mask, so no
+// position attends to a padded one (instruction fine-tuning pads examples of several lengths to
+// the longest, examples/gpt/instructions.h). Right padding under the causal mask leaves the real
+// positions' outputs as they are without it.
+//
 // Letters in shape comments: B batch, T tokens, C = emb_dim, V = vocab_size.
 #pragma once
 #include <cstdint>
@@ -90,7 +96,8 @@ class TransformerBlock : public Module {
  public:
   explicit TransformerBlock(const GPTConfig& config);
   Tensor forward(const Tensor& x) override;  // x (B,T,C) -> (B,T,C)
-  Tensor forward(const Tensor& x, KVCache* cache);
+  // key_padding_mask: bool (B,T), true = padded (undefined: none)
+  Tensor forward(const Tensor& x, KVCache* cache, const Tensor& key_padding_mask = Tensor());
   std::shared_ptr<MultiHeadAttention> att;
   std::shared_ptr<FeedForward> ff;
   std::shared_ptr<LayerNorm> norm1, norm2;
@@ -98,7 +105,7 @@ class TransformerBlock : public Module {
   Checkpointing checkpointing = Checkpointing::none;  // applies while recording (training)
 
  private:
-  Tensor forward_body(const Tensor& x, KVCache* cache);
+  Tensor forward_body(const Tensor& x, KVCache* cache, const Tensor& key_padding_mask);
 };
 
 class GPTModel : public Module {
@@ -108,6 +115,12 @@ class GPTModel : public Module {
   Tensor forward(const Tensor& idx) override;
   // idx (B,T): the tokens after the cache's; cache.length() + T <= context_length -> (B,T,V)
   Tensor forward(const Tensor& idx, GPTCache& cache);
+  // idx (B,T) with key_padding_mask bool (B,T), true = padded: no position attends to a padded
+  // one -> logits (B,T,V). An undefined mask is the plain forward.
+  Tensor forward(const Tensor& idx, const Tensor& key_padding_mask);
+  // forward without the head: final_norm's output (B,T,C), for a loss that applies out_head
+  // itself a chunk at a time (nn/chunked_loss.h). forward(idx, mask) = out_head(hidden_states(idx, mask)).
+  Tensor hidden_states(const Tensor& idx, const Tensor& key_padding_mask = Tensor());
   const GPTConfig& config() const { return config_; }
   // trf_blocks' children, typed
   const std::vector<std::shared_ptr<TransformerBlock>>& blocks() const { return blocks_; }
@@ -122,7 +135,7 @@ class GPTModel : public Module {
   std::shared_ptr<Linear> out_head;
 
  private:
-  Tensor forward_from(const Tensor& idx, int64_t past, GPTCache* cache);
+  Tensor forward_from(const Tensor& idx, int64_t past, GPTCache* cache, const Tensor& key_padding_mask = Tensor());
   GPTConfig config_;
   std::vector<std::shared_ptr<TransformerBlock>> blocks_;  // trf_blocks' children, typed
 };

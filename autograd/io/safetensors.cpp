@@ -447,17 +447,30 @@ NamedTensors load_safetensors(const std::string& path) { return load_safetensors
 
 NamedTensors load_safetensors(const std::string& path, const SafetensorsReadOptions& options,
                               std::vector<std::string>* converted) {
-  Reader reader(path, options);
-  Header header = reader.read_header();
   NamedTensors out;
-  for (const Entry& entry : header.entries) {
-    out.push_back({entry.name, reader.read_tensor(header, entry)});
-    const std::string file_dtype = entry.in_file->name;
-    if (converted && entry.dtype != entry.in_file->type &&
-        std::find(converted->begin(), converted->end(), file_dtype) == converted->end())
-      converted->push_back(file_dtype);
+  for_each_safetensor(path, options, [&](const std::string& name, Tensor t) { out.push_back({name, std::move(t)}); });
+  if (converted) {
+    for (const SafetensorsEntry& e : safetensors_entries(path, options)) {
+      const bool widened = e.dtype == kFloat32 && e.file_dtype != "F32";  // F16 or BF16 read as float32
+      if (widened && std::find(converted->begin(), converted->end(), e.file_dtype) == converted->end())
+        converted->push_back(e.file_dtype);
+    }
   }
   return out;
+}
+
+std::vector<SafetensorsEntry> safetensors_entries(const std::string& path, const SafetensorsReadOptions& options) {
+  Reader reader(path, options);
+  std::vector<SafetensorsEntry> out;
+  for (const Entry& e : reader.read_header().entries) out.push_back({e.name, e.shape, e.dtype, e.in_file->name});
+  return out;
+}
+
+void for_each_safetensor(const std::string& path, const SafetensorsReadOptions& options,
+                         const std::function<void(const std::string& name, Tensor tensor)>& fn) {
+  Reader reader(path, options);
+  const Header header = reader.read_header();
+  for (const Entry& entry : header.entries) fn(entry.name, reader.read_tensor(header, entry));
 }
 
 SafetensorsMetadata load_safetensors_metadata(const std::string& path) {

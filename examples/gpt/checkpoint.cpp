@@ -1,6 +1,7 @@
 // examples/gpt/checkpoint.cpp — writing and reading a run folder.
 #include "examples/gpt/checkpoint.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -310,7 +311,12 @@ std::unique_ptr<Trainer> resume_trainer(const std::string& dir, const TrainOptio
 std::string write_text(nn::GPTModel& model, const Tokenizer& tokenizer, const std::vector<int64_t>& prompt,
                        int64_t tokens, const nn::SamplingOptions& options, Generator& gen) {
   const Tensor idx = from_vector(prompt, {1, static_cast<int64_t>(prompt.size())});  // (1, T)
-  return tokenizer.decode(nn::generate(model, idx, tokens, options, &gen).tolist<int64_t>());
+  std::vector<int64_t> ids = nn::generate(model, idx, tokens, options, &gen).tolist<int64_t>();
+  if (options.stop_token >= 0) {  // generation stopped at it: cut it off
+    const auto stop = std::find(ids.begin() + static_cast<std::ptrdiff_t>(prompt.size()), ids.end(), options.stop_token);
+    ids.erase(stop, ids.end());
+  }
+  return tokenizer.decode(ids);
 }
 
 SavedModel load_saved_model(const std::string& dir) {

@@ -62,7 +62,8 @@ struct SavedModel {
 };
 SavedModel load_saved_model(const std::string& dir);
 
-// The prompt followed by `tokens` generated characters, as text (nn/generate.h).
+// The prompt followed by `tokens` generated characters, as text (nn/generate.h). With
+// options.stop_token, the text ends before the first one generated (an end-of-text).
 std::string write_text(nn::GPTModel& model, const Tokenizer& tokenizer, const std::vector<int64_t>& prompt,
                        int64_t tokens, const nn::SamplingOptions& options, Generator& gen);
 

@@ -20,7 +20,8 @@ struct Split {
 Split split_train_val(const std::vector<int64_t>& ids);
 
 struct Batch {
-  Tensor x, y;  // (B,T) int64
+  Tensor x, y;  // (B,T) int64; y is -100 (cross_entropy's ignore_index) where nothing is to be predicted
+  Tensor key_padding_mask{};  // bool (B,T), true = padding (instruction batches); undefined: none
 };
 // Throws when data is too short for one window of context + 2 tokens (naming both lengths).
 void check_split_length(const Tensor& data, int64_t context, const std::string& split_name);

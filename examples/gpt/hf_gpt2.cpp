@@ -15,6 +15,7 @@
 #include "autograd/error.h"
 #include "autograd/io/safetensors.h"
 #include "autograd/ops.h"
+#include "autograd/tape.h"
 
 namespace tg::examples {
 
@@ -59,80 +60,83 @@ const Tensor* find(const NamedTensors& tensors, const std::string& name) {
   return nullptr;
 }
 
-// The file's tensors by unprefixed name, checked against the layout; info gets the prefix and
-// whether lm_head was there.
-NamedTensors checked_hf_tensors(const NamedTensors& file, const nn::GPTConfig& c, const std::string& path,
-                                HfGpt2Info& info) {
+// The file's names, dtypes and shapes (its header: no data read yet), checked against the layout;
+// info gets the prefix and whether lm_head is there.
+void check_hf_entries(const std::vector<SafetensorsEntry>& file, const nn::GPTConfig& c, const std::string& path,
+                      HfGpt2Info& info) {
   info.prefixed = false;
-  for (const auto& [name, t] : file)
-    if (name.rfind(kPrefix, 0) == 0) info.prefixed = true;
+  for (const SafetensorsEntry& e : file)
+    if (e.name.rfind(kPrefix, 0) == 0) info.prefixed = true;
   const std::vector<HfTensor> layout = hf_layout(c);
-  NamedTensors hf;
-  for (const auto& [name, t] : file) {
+  std::vector<const SafetensorsEntry*> hf(layout.size(), nullptr);  // the file's entry of each layout tensor
+  for (const SafetensorsEntry& e : file) {
+    const std::string& name = e.name;
+    auto check_dtype = [&] {
+      if (!is_floating(e.dtype) || e.dtype == kFloat64)
+        throw Error(path + ": tensor \"" + name + "\" has dtype " + dtype_name(e.dtype) +
+                    "; GPT-2 weights are F32, F16 or BF16");
+    };
     if (name == "lm_head.weight") {
+      check_dtype();
       info.had_lm_head = true;
+      const Shape wte = {c.vocab_size, c.emb_dim};
+      if (e.shape != wte)
+        throw Error(path + ": tensor \"lm_head.weight\" has shape " + shape_str(e.shape) + ", expected " +
+                    shape_str(wte) + " (wte.weight's, to which it is tied)");
       continue;
     }
     const bool has_prefix = name.rfind(kPrefix, 0) == 0;
     const std::string bare = has_prefix ? name.substr(kPrefix.size()) : name;
-    const bool known = std::any_of(layout.begin(), layout.end(), [&](const HfTensor& l) { return l.name == bare; });
-    if (has_prefix != info.prefixed || (!known && !is_ignored_buffer(bare, c.n_layers)))
+    const auto known = std::find_if(layout.begin(), layout.end(), [&](const HfTensor& l) { return l.name == bare; });
+    if (has_prefix != info.prefixed || (known == layout.end() && !is_ignored_buffer(bare, c.n_layers)))
       throw Error(path + ": unknown tensor \"" + name + "\" (not a GPT-2 weight of this config.json" +
                   (has_prefix != info.prefixed ? ", or its \"transformer.\" prefix differs from the other names'" : "") +
                   ")");
-    if (!known) continue;  // h.i.attn.bias / masked_bias: the causal mask, which tapegrad makes itself
-    if (!is_floating(t.dtype()) || t.dtype() == kFloat64)
-      throw Error(path + ": tensor \"" + name + "\" has dtype " + dtype_name(t.dtype()) + "; GPT-2 weights are F32, F16 or BF16");
-    hf.push_back({bare, t});
+    if (known == layout.end()) continue;  // h.i.attn.bias / masked_bias: the causal mask, which tapegrad makes itself
+    check_dtype();
+    hf[static_cast<size_t>(known - layout.begin())] = &e;
   }
-  for (const HfTensor& l : layout) {
-    const std::string full = (info.prefixed ? kPrefix : "") + l.name;
-    const Tensor* t = find(hf, l.name);
-    if (!t) throw Error(path + ": tensor \"" + full + "\" is missing");
-    if (t->sizes() != l.shape)
-      throw Error(path + ": tensor \"" + full + "\" has shape " + shape_str(t->sizes()) + ", expected " + shape_str(l.shape));
+  for (size_t i = 0; i < layout.size(); ++i) {
+    const std::string full = (info.prefixed ? kPrefix : "") + layout[i].name;
+    if (!hf[i]) throw Error(path + ": tensor \"" + full + "\" is missing");
+    if (hf[i]->shape != layout[i].shape)
+      throw Error(path + ": tensor \"" + full + "\" has shape " + shape_str(hf[i]->shape) + ", expected " +
+                  shape_str(layout[i].shape));
   }
-  if (const Tensor* head = find(file, "lm_head.weight")) {
-    const Tensor& wte = *find(hf, "wte.weight");
-    if (head->sizes() != wte.sizes())
-      throw Error(path + ": tensor \"lm_head.weight\" has shape " + shape_str(head->sizes()) + ", expected " +
-                  shape_str(wte.sizes()) + " (wte.weight's, to which it is tied)");
-    if (!allclose(head->to(kFloat32), wte, 0.0, 0.0, /*equal_nan=*/true))
-      throw Error(path + ": tensor \"lm_head.weight\" differs from wte.weight: tapegrad reads GPT-2 with the two tied");
-  }
-  return hf;
 }
 
-// HF's tensors (unprefixed names) as GPTModel's state_dict.
-NamedTensors gpt_state_of(const NamedTensors& hf, const nn::GPTConfig& c) {
-  const int64_t C = c.emb_dim;
-  auto at = [&](const std::string& name) { return find(hf, name)->to(kFloat32); };
+// One of HF's tensors (its unprefixed name, float32) as the GPTModel tensors it holds: c_attn's
+// weight and bias hold three each (q, k, v side by side), a Conv1D weight is the transposed
+// Linear weight, wte is tok_emb and (tied) out_head; the rest map one to one.
+NamedTensors gpt_tensors_of(const std::string& hf_name, const Tensor& t, int64_t C) {
   auto linear = [](const Tensor& conv1d_weight) { return conv1d_weight.transpose(0, 1).contiguous(); };
-  NamedTensors out = {{"tok_emb.weight", at("wte.weight")}, {"pos_emb.weight", at("wpe.weight")}};
-  for (int64_t i = 0; i < c.n_layers; ++i) {
-    const std::string h = "h." + std::to_string(i) + ".", b = "trf_blocks." + std::to_string(i) + ".";
-    const Tensor qkv_w = at(h + "attn.c_attn.weight"), qkv_b = at(h + "attn.c_attn.bias");
+  if (hf_name == "wte.weight") return {{"tok_emb.weight", t}, {"out_head.weight", t}};
+  if (hf_name == "wpe.weight") return {{"pos_emb.weight", t}};
+  if (hf_name == "ln_f.weight") return {{"final_norm.weight", t}};
+  if (hf_name == "ln_f.bias") return {{"final_norm.bias", t}};
+  const size_t dot = hf_name.find('.', 2);  // h.<i>.<part>
+  const std::string b = "trf_blocks." + hf_name.substr(2, dot - 2) + ".", part = hf_name.substr(dot + 1);
+  if (part == "attn.c_attn.weight" || part == "attn.c_attn.bias") {
+    const bool weight = part == "attn.c_attn.weight";
+    NamedTensors out;
     const char* const projections[] = {"W_query", "W_key", "W_value"};
-    for (int64_t part = 0; part < 3; ++part) {
-      out.push_back({b + "att." + projections[part] + ".weight", linear(qkv_w.slice(1, part * C, (part + 1) * C))});
-      out.push_back({b + "att." + projections[part] + ".bias", qkv_b.slice(0, part * C, (part + 1) * C).contiguous()});
+    for (int64_t k = 0; k < 3; ++k) {
+      const Tensor slice = t.slice(weight ? 1 : 0, k * C, (k + 1) * C);
+      out.push_back({b + "att." + projections[k] + (weight ? ".weight" : ".bias"),
+                     weight ? linear(slice) : slice.contiguous()});
     }
-    out.push_back({b + "att.out_proj.weight", linear(at(h + "attn.c_proj.weight"))});
-    out.push_back({b + "att.out_proj.bias", at(h + "attn.c_proj.bias")});
-    out.push_back({b + "ff.layers.0.weight", linear(at(h + "mlp.c_fc.weight"))});
-    out.push_back({b + "ff.layers.0.bias", at(h + "mlp.c_fc.bias")});
-    out.push_back({b + "ff.layers.2.weight", linear(at(h + "mlp.c_proj.weight"))});
-    out.push_back({b + "ff.layers.2.bias", at(h + "mlp.c_proj.bias")});
-    for (const char* n : {"1", "2"}) {
-      out.push_back({b + "norm" + n + ".weight", at(h + "ln_" + n + ".weight")});
-      out.push_back({b + "norm" + n + ".bias", at(h + "ln_" + n + ".bias")});
-    }
+    return out;
   }
-  out.push_back({"final_norm.weight", at("ln_f.weight")});
-  out.push_back({"final_norm.bias", at("ln_f.bias")});
-  out.push_back({"out_head.weight", at("wte.weight")});  // tied: the same values under both names
-  return out;
+  const std::string kind = part.substr(part.rfind('.') + 1);  // weight or bias
+  const std::string module = part.rfind("attn.c_proj", 0) == 0 ? "att.out_proj"
+                             : part.rfind("mlp.c_fc", 0) == 0  ? "ff.layers.0"
+                             : part.rfind("mlp.c_proj", 0) == 0 ? "ff.layers.2"
+                             : part.rfind("ln_1", 0) == 0       ? "norm1"
+                                                               : "norm2";
+  const bool conv1d = kind == "weight" && module.find("norm") == std::string::npos;
+  return {{b + module + "." + kind, conv1d ? linear(t) : t}};
 }
+
 
 std::string path_in(const std::string& dir, const std::string& name) {
   return (std::filesystem::path(dir) / name).string();
@@ -170,13 +174,31 @@ HfGpt2 load_hf_gpt2(const std::string& dir) {
 
 void load_hf_gpt2_weights(nn::GPTModel& model, const std::string& weights_path, HfGpt2Info* info) {
   const nn::GPTConfig& c = model.config();
-  const NamedTensors file =
-      load_safetensors(weights_path, SafetensorsReadOptions{.float16_to_float32 = true}, &info->converted_dtypes);
-  const NamedTensors state = gpt_state_of(checked_hf_tensors(file, c, weights_path, *info), c);
-  NamedTensors full_state = state;
-  for (const auto& [name, t] : model.named_buffers())  // the causal masks: the model's own
-    if (!find(state, name)) full_state.push_back({name, t});
-  model.load_state_dict(full_state, /*strict=*/true, weights_path);
+  const SafetensorsReadOptions read{.float16_to_float32 = true};
+  const std::vector<SafetensorsEntry> entries = safetensors_entries(weights_path, read);
+  check_hf_entries(entries, c, weights_path, *info);  // every name and shape, before any data is read
+  for (const SafetensorsEntry& e : entries)
+    if (e.dtype == kFloat32 && e.file_dtype != "F32" &&
+        std::find(info->converted_dtypes.begin(), info->converted_dtypes.end(), e.file_dtype) == info->converted_dtypes.end())
+      info->converted_dtypes.push_back(e.file_dtype);
+  // One tensor at a time, copied into the model's own and let go: the model plus one tensor of the
+  // file in memory at once, never the whole file beside it.
+  const NamedTensors targets = model.state_dict();
+  Tensor lm_head;  // kept until wte is in, to check the two are tied
+  {
+    NoGradGuard no_grad;
+    for_each_safetensor(weights_path, read, [&](const std::string& name, Tensor t) {
+      const std::string bare = name.rfind(kPrefix, 0) == 0 ? name.substr(kPrefix.size()) : name;
+      if (name == "lm_head.weight") lm_head = t;
+      if (name == "lm_head.weight" || is_ignored_buffer(bare, c.n_layers)) return;
+      for (const auto& [target, value] : gpt_tensors_of(bare, t, c.emb_dim)) {
+        Tensor to = *find(targets, target);  // the model's tensor itself (a handle, not a copy)
+        to.copy_(value);
+      }
+    });
+  }
+  if (lm_head.defined() && !allclose(lm_head, model.tok_emb->weight.detach(), 0.0, 0.0, /*equal_nan=*/true))
+    throw Error(weights_path + ": tensor \"lm_head.weight\" differs from wte.weight: tapegrad reads GPT-2 with the two tied");
 }
 
 NamedTensors hf_gpt2_tensors(const nn::GPTModel& model, bool prefixed) {

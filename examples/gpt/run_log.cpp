@@ -150,15 +150,16 @@ void RunLog::write_summary(const std::string& dir, const std::string& precision,
   write_file_atomically(path_in(dir, "summary.json"), json, "train_gpt");
 }
 
-Progress::Progress(int64_t total_steps, int64_t first_step, int64_t tokens_per_step, double elapsed_before, bool terminal)
-    : total_(total_steps), first_(first_step), tokens_per_step_(tokens_per_step), elapsed_before_(elapsed_before),
-      terminal_(terminal), start_(now_s()) {}
+Progress::Progress(int64_t total_steps, int64_t first_step, double elapsed_before, bool terminal)
+    : total_(total_steps), first_(first_step), elapsed_before_(elapsed_before), terminal_(terminal), start_(now_s()) {}
 
 double Progress::elapsed_s() const { return elapsed_before_ + (now_s() - start_); }
 
-double Progress::tokens_per_s(int64_t step) const {
+void Progress::add_tokens(int64_t tokens) { tokens_ += tokens; }
+
+double Progress::tokens_per_s() const {
   const double t = now_s() - start_;
-  return t > 0 ? static_cast<double>((step - first_) * tokens_per_step_) / t : 0.0;
+  return t > 0 ? static_cast<double>(tokens_) / t : 0.0;
 }
 
 void Progress::update(int64_t step, double loss) {
@@ -169,12 +170,12 @@ void Progress::update(int64_t step, double loss) {
     const int width = 24, filled = static_cast<int>(width * step / std::max<int64_t>(1, total_));
     std::printf("\r  step %lld/%lld [%s%s] loss %.4f | %.0f tok/s | %s elapsed | ETA %s   ", (long long)step,
                 (long long)total_, std::string(filled, '#').c_str(), std::string(width - filled, '.').c_str(), loss,
-                tokens_per_s(step), clock_str(elapsed_s()).c_str(), eta.c_str());
+                tokens_per_s(), clock_str(elapsed_s()).c_str(), eta.c_str());
     std::fflush(stdout);
   } else if (t - last_log_ >= 10.0 || step == total_) {  // a line every 10 s
     last_log_ = t;
     std::printf("step %lld/%lld loss %.4f %.0f tok/s elapsed %s ETA %s\n", (long long)step, (long long)total_, loss,
-                tokens_per_s(step), clock_str(elapsed_s()).c_str(), eta.c_str());
+                tokens_per_s(), clock_str(elapsed_s()).c_str(), eta.c_str());
     std::fflush(stdout);
   }
 }

@@ -59,16 +59,17 @@ class RunLog {
 
 class Progress {
  public:
-  Progress(int64_t total_steps, int64_t first_step, int64_t tokens_per_step, double elapsed_before, bool terminal);
+  Progress(int64_t total_steps, int64_t first_step, double elapsed_before, bool terminal);
   double elapsed_s() const;                 // including the time before a resume
-  double tokens_per_s(int64_t step) const;  // over this process's steps
+  void add_tokens(int64_t tokens);          // a step's tokens (batches of examples vary in length)
+  double tokens_per_s() const;              // over this process's steps
   void update(int64_t step, double loss);   // redraw the bar (terminal) or log every so often
   void eval_line(int64_t step, double train_loss, double val_loss, double val_bpb);
   void message(const std::string& line);    // a line of its own, above the bar on a terminal
   void finish();
 
  private:
-  int64_t total_, first_, tokens_per_step_;
+  int64_t total_, first_, tokens_ = 0;
   double elapsed_before_;
   bool terminal_;
   double start_;  // seconds on the steady clock

@@ -176,6 +176,10 @@ int64_t Tokenizer::newline_or(int64_t fallback) const {
   return std::get<CharTokenizer>(impl_).id_or(U'\n', fallback);
 }
 
+int64_t Tokenizer::end_of_text_id() const {
+  return is_gpt2() ? std::get<Gpt2Tokenizer>(impl_).end_of_text_id() : -1;
+}
+
 std::vector<int64_t> Tokenizer::bytes_per_id() const {
   std::vector<int64_t> bytes(static_cast<size_t>(vocab_size()));
   for (int64_t id = 0; id < vocab_size(); ++id) {

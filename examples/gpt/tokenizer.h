@@ -66,6 +66,9 @@ class Tokenizer {
   void save(const std::string& dir) const;
   // The id of '\n' (a sample's first token), or fallback when the vocabulary has none.
   int64_t newline_or(int64_t fallback) const;
+  // GPT-2's "<|endoftext|>" id (what ends an instruction example's response), or -1: the char and
+  // bpe kinds have no special tokens.
+  int64_t end_of_text_id() const;
   // bytes (V): how many bytes of text each id stands for (bits per byte divide by their sum).
   // GPT-2's "<|endoftext|>" counts as its 13 bytes, as decode writes them.
   std::vector<int64_t> bytes_per_id() const;

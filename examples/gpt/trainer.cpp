@@ -1,12 +1,15 @@
 // examples/gpt/trainer.cpp — the training step and evaluation.
 #include "examples/gpt/trainer.h"
 
+#include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <tuple>
 
 #include "autograd/ops.h"
 #include "autograd/runtime/memory.h"
 #include "autograd/tape.h"
+#include "nn/chunked_loss.h"
 #include "optim/clip_grad.h"
 #include "optim/lr_scheduler.h"
 
@@ -20,11 +23,12 @@ std::vector<Flag> train_flags(TrainOptions& o) {
                   "stop after the step that spends this much training time (a resumed run's earlier time counts); "
                   "0 = no limit",
                   0, kBig),
-      int_flag("batch", &o.batch, "sequences per batch (per micro-batch with --grad-accum)", 1, 1 << 20),
+      int_flag("batch", &o.batch, "sequences per batch (per micro-batch with --grad-accum; jsonl: examples, padded to the longest)", 1, 1 << 20),
       int_flag("grad-accum", &o.grad_accum,
-               "micro-batches of --batch sequences per step, their gradients averaged (= --batch N*B, in less memory)",
+               "micro-batches of --batch sequences per step, their gradients averaged (= --batch N*B, in less memory; "
+               "jsonl: the mean over all their response tokens)",
                1, 1 << 20),
-      int_flag("context", &o.model.context_length, "tokens per sequence (the model's context_length)", 1, 1 << 20),
+      int_flag("context", &o.model.context_length, "tokens per sequence (the model's context_length; jsonl: at most, longer examples are skipped)", 1, 1 << 20),
       int_flag("emb-dim", &o.model.emb_dim, "embedding width", 1, 1 << 16),
       int_flag("heads", &o.model.n_heads, "attention heads (must divide --emb-dim)", 1, 1 << 16),
       int_flag("layers", &o.model.n_layers, "transformer blocks", 1, 1 << 10),
@@ -50,6 +54,11 @@ std::vector<Flag> train_flags(TrainOptions& o) {
                 "each block's input), or the feed-forward's pre-activation (ffn); the same numbers bit for bit, "
                 "less memory, more time (may change when resuming)",
                 {"none", "every", "ffn"}),
+      int_flag("loss-chunk", &o.loss_chunk,
+               "compute the output layer and the loss this many rows (tokens) at a time, making each chunk's "
+               "logits again in backward: the batch's (tokens x vocabulary) logits are never whole in memory; "
+               "the same loss to rounding (0 = in one piece; may change when resuming)",
+               0, 1 << 30),
       seed_flag(&o.seed, "seed of the model's initialisation, dropout and batches"),
       int_flag("eval-every", &o.eval_every, "evaluate and save a checkpoint every this many steps", 1, kBig),
       int_flag("eval-batches", &o.eval_batches, "batches per split in each evaluation", 1, 1 << 20),
@@ -57,6 +66,12 @@ std::vector<Flag> train_flags(TrainOptions& o) {
       text_flag("out", &o.out, "folder for the checkpoint, loss.csv, loss.svg, samples and summary"),
       text_flag("resume", &o.resume, "continue the run saved in this folder"),
       text_flag("data", &o.data, "a text file to train on (default: the built-in corpus)"),
+      text_flag("data-format", &o.data_format,
+                "text, or jsonl: --data holds instruction examples, one {\"instruction\", \"input\", \"output\"} "
+                "object a line (\"input\" may be left out), formatted with the Alpaca template; the loss counts only "
+                "the responses; the first 90% of the examples train, the rest validate; examples of over --context + 1 "
+                "tokens are skipped (when not given: jsonl for a --data FILE.jsonl, else text)",
+                {"text", "jsonl"}),
       text_flag("tokenizer", &o.tokenizer,
                 "char (the text's characters), bpe (byte-level BPE learned from the training split), or a path: "
                 "a tokenizer.json, or a folder with GPT-2's vocab.json and merges.txt (--init-from's by default)"),
@@ -66,11 +81,12 @@ std::vector<Flag> train_flags(TrainOptions& o) {
                 "--dropout as its config.json"),
       int_flag("vocab-size", &o.vocab_size, "BPE's vocabulary: 256 bytes + merges (--tokenizer bpe)", 256, 65536),
       int_flag("sample-tokens", &o.sample_tokens,
-               "tokens (characters, or BPE tokens) to write in each sample at the end", 0, 1 << 20),
+               "tokens (characters, or BPE tokens) to write in each sample at the end (jsonl: answers to the first 3 "
+               "val examples' prompts)", 0, 1 << 20),
       text_flag("write-corpus", &o.write_corpus, "write the built-in corpus to this file and stop"),
       switch_flag("eval-only", &o.eval_only,
                   "with --resume DIR: print the saved model's loss, perplexity and bits per byte on the run's val "
-                  "split, or on all of --data FILE, and stop"),
+                  "split, or on all of --data FILE (jsonl: on the responses' tokens), and stop"),
       int_flag("lora-rank", &o.lora_rank,
                "with --init-from: train LoRA adapters of this rank (at least 1) and freeze every weight of the model; "
                "the run saves the adapters alone, adapters.safetensors and adapter_config.json in peft's names, "
@@ -94,10 +110,24 @@ namespace {
 // The first 90% of the text's bytes: BPE's training split (the ids' split, int(0.9 * n)).
 size_t train_bytes(const std::string& text) { return static_cast<size_t>(0.9 * static_cast<double>(text.size())); }
 
-Tokenizer make_tokenizer(const TrainOptions& o, const std::string& text) {
+// Instruction examples come from a file: --data-format jsonl without --data is a usage error.
+void check_data_format(const TrainOptions& o) {
+  if (o.data_format == "jsonl" && o.data.empty())
+    throw UsageError("--data-format jsonl needs --data FILE (the built-in corpus is text)");
+}
+
+Tokenizer make_tokenizer(const TrainOptions& o, const std::string& data) {
+  check_data_format(o);
+  if (o.tokenizer != "char" && o.tokenizer != "bpe") return load_tokenizer(o.tokenizer);  // a file or folder
+  // the text it learns from, and how many of its first bytes are the training split's
+  std::string text = data;
+  size_t n = train_bytes(text);
+  if (o.data_format == "jsonl") {  // instruction examples: as they are formatted, not their JSON
+    const std::vector<Instruction> all = parse_instructions(data, o.data);
+    text = instructions_as_text(all);
+    n = instructions_as_text({all.begin(), all.begin() + instruction_train_count(std::ssize(all))}).size();
+  }
   if (o.tokenizer == "char") return CharTokenizer::from_text(text);
-  if (o.tokenizer != "bpe") return load_tokenizer(o.tokenizer);  // a file or folder
-  const size_t n = train_bytes(text);
   BpeTokenizer bpe = BpeTokenizer::train(std::string_view(text).substr(0, n), o.vocab_size);
   if (bpe.merges().empty()) {
     throw Error("--data: the training split (" + std::to_string(n) +
@@ -134,7 +164,10 @@ Trainer::Trainer(const TrainOptions& options, const std::string& text, Tokenizer
   if (options.model.context_length > config_.context_length)
     throw UsageError("--context (" + std::to_string(options.model.context_length) +
                      ") is longer than the model's context_length (" + std::to_string(config_.context_length) + ")");
-  if (tokenizer_.type() != std::string("char")) {  // byte-level: the splits are cut in the text's bytes
+  if (options.data_format == "jsonl") {  // instruction examples (instructions.h)
+    check_data_format(options);
+    instructions_ = load_instruction_data(text, options.data, tokenizer_, options.model.context_length);
+  } else if (tokenizer_.type() != std::string("char")) {  // byte-level: the splits are cut in the text's bytes
     const size_t n = train_bytes(text);
     const std::vector<int64_t> train = tokenizer_.encode(text.substr(0, n)), val = tokenizer_.encode(text.substr(n));
     data_ = {from_vector(train, {static_cast<int64_t>(train.size())}),
@@ -142,8 +175,10 @@ Trainer::Trainer(const TrainOptions& options, const std::string& text, Tokenizer
   } else {
     data_ = split_train_val(tokenizer_.encode(text));
   }
-  check_split_length(data_.train, options.model.context_length, "training");  // both splits, before any work
-  check_split_length(data_.val, options.model.context_length, "validation");
+  if (!instructions_) {
+    check_split_length(data_.train, options.model.context_length, "training");  // both splits, before any work
+    check_split_length(data_.val, options.model.context_length, "validation");
+  }
   bytes_per_id_ = tokenizer_.bytes_per_id();
   manual_seed(static_cast<uint64_t>(options.seed));
   model_ = std::make_unique<nn::GPTModel>(config_);
@@ -189,27 +224,66 @@ double Trainer::lr_at(int64_t step) const {
   return options_.lr * optim::warmup_cosine(options_.warmup, options_.steps, min_factor)(step);
 }
 
-Trainer::StepResult Trainer::train_step() {
-  for (auto& group : optimizer_->param_groups()) group.lr = lr_at(step_);
+namespace {
+
+// How many of y's targets count (are not cross_entropy's ignore_index, -100).
+int64_t count_targets(const Tensor& y) {
+  const std::vector<int64_t> ids = y.tolist<int64_t>();
+  return static_cast<int64_t>(std::count_if(ids.begin(), ids.end(), [](int64_t id) { return id != -100; }));
+}
+
+}  // namespace
+
+std::vector<Batch> Trainer::step_batches() {
   const int64_t B = options_.batch, N = options_.grad_accum;
+  std::vector<Batch> micro;
+  if (instructions_) {  // N*B examples, each micro-batch padded to its longest
+    const Tensor ix = randint(0, static_cast<int64_t>(instructions_->train.size()), {N * B}, &batch_gen_);
+    const std::vector<int64_t> picked = ix.tolist<int64_t>();
+    for (int64_t k = 0; k < N; ++k) {
+      const std::vector<int64_t> which(picked.begin() + k * B, picked.begin() + (k + 1) * B);
+      micro.push_back(instruction_batch(instructions_->train, which, instructions_->pad_id));
+    }
+    return micro;
+  }
   // the N*B sequences that --batch N*B draws, as N micro-batches of B
   const Batch all = get_batch(data_.train, N * B, options_.model.context_length, batch_gen_, "training");
+  for (int64_t k = 0; k < N; ++k) micro.push_back({all.x.narrow(0, k * B, B), all.y.narrow(0, k * B, B)});  // (B,T)
+  return micro;
+}
+
+Trainer::StepResult Trainer::train_step() {
+  for (auto& group : optimizer_->param_groups()) group.lr = lr_at(step_);
+  const std::vector<Batch> micro = step_batches();
+  std::vector<int64_t> targets;  // each micro-batch's, and their sum
+  for (const Batch& b : micro) targets.push_back(count_targets(b.y));
+  const int64_t all_targets = std::accumulate(targets.begin(), targets.end(), int64_t{0});
   model_->train();
   optimizer_->zero_grad(true);
   const int64_t between_steps = memory_stats().live_bytes;  // parameters, optimizer state, data
   reset_peak_memory_stats();
   StepResult r;
   r.loss = 0.0;
-  for (int64_t k = 0; k < N; ++k) {
-    const Tensor x = all.x.narrow(0, k * B, B), y = all.y.narrow(0, k * B, B);  // (B,T)
+  r.tokens = 0;
+  for (size_t k = 0; k < micro.size(); ++k) {
     Tensor loss;
     {
       AutocastGuard autocast(products_dtype(options_));  // backward follows the forward's mode
-      const Tensor logits = model_->forward(x);          // (B,T,V)
-      loss = cross_entropy(logits.flatten(0, 1), y.flatten());
+      if (options_.loss_chunk > 0) {  // the head and the loss a chunk of rows at a time: no (B*T, V) logits
+        const Tensor hidden = model_->hidden_states(micro[k].x, micro[k].key_padding_mask);  // (B,T,C)
+        loss = nn::chunked_cross_entropy(*model_->out_head, hidden.flatten(0, 1), micro[k].y.flatten(),
+                                         options_.loss_chunk);
+      } else {
+        const Tensor logits = model_->forward(micro[k].x, micro[k].key_padding_mask);  // (B,T,V)
+        loss = cross_entropy(logits.flatten(0, 1), micro[k].y.flatten());  // the mean over its targets
+      }
     }
-    (N == 1 ? loss : loss / static_cast<double>(N)).backward();  // the mean over N*B: each mean / N
-    r.loss += loss.item<double>() / static_cast<double>(N);
+    // the mean over all the step's targets: each mean times its share, i.e. divided by `parts`
+    // (= N for text windows, where every micro-batch has B*T targets)
+    const double parts = static_cast<double>(all_targets) / static_cast<double>(targets[k]);
+    (parts == 1.0 ? loss : loss / parts).backward();
+    r.loss += loss.item<double>() / parts;
+    r.tokens += micro[k].x.numel();
   }
   const int64_t step_peak = memory_stats().peak_bytes - between_steps;  // activations + gradients, at most
   peak_activations_ = std::max(peak_activations_, step_peak - memory_report().gradients);
@@ -257,8 +331,20 @@ std::pair<double, double> Trainer::mean_loss_and_bpb(const Tensor& split, const 
 Trainer::Losses Trainer::evaluate() {
   NoGradGuard no_grad;
   model_->eval();
-  Generator gen(kEvalSeed);
   Losses l;
+  if (instructions_) {  // the first eval_batches * batch examples of each split, in order
+    AutocastGuard autocast(products_dtype(options_));
+    auto first = [&](const std::vector<InstructionExample>& split) {
+      const size_t n = std::min(split.size(), static_cast<size_t>(options_.eval_batches * options_.batch));
+      return evaluate_instructions(*model_, tokenizer_, {split.begin(), split.begin() + static_cast<std::ptrdiff_t>(n)},
+                                   options_.batch, instructions_->pad_id);
+    };
+    const TextEval train = first(instructions_->train), val = first(instructions_->val);
+    l = {train.loss, val.loss, train.bpb, val.bpb};
+    model_->train();
+    return l;
+  }
+  Generator gen(kEvalSeed);
   std::tie(l.train, l.train_bpb) = mean_loss_and_bpb(data_.train, "training", gen);
   std::tie(l.val, l.val_bpb) = mean_loss_and_bpb(data_.val, "validation", gen);
   model_->train();

@@ -16,6 +16,18 @@
 // their mean loss's: the same step in a fraction of the activations' memory. The step's loss is
 // the micro-batches' mean.
 //
+// With data_format "jsonl" (instruction fine-tuning, examples/gpt/instructions.h) the data are
+// examples, not windows of a text: a step draws grad_accum * batch of the training examples,
+// ix = randint(0, n_train, (grad_accum * batch,), gen), with replacement and from the same
+// generator (so a resumed run goes on bit for bit); each micro-batch is its batch examples padded
+// to the longest of them, run with the key padding mask, and y is -100 on the prompt and the
+// padding. The step's loss is the mean over the response tokens of all its micro-batches:
+//     loss = sum over k of loss_k * (targets_k / targets),   loss_k the mean of micro-batch k
+// so --grad-accum N trains as --batch N*B would (for text windows, where every micro-batch has
+// as many targets, this is the plain loss_k / N). Evaluation takes the first eval_batches * batch
+// examples of each split, in order (all of them when fewer), and reports the mean loss over their
+// response tokens.
+//
 // A step whose loss or gradients' total norm is inf or nan never reaches the model: with
 // on_nonfinite "error" train_step throws (the model, the optimizer and the last checkpoint stay
 // as they were), with "skip" it drops that step's update and goes on (the batch is used up).
@@ -42,6 +54,7 @@
 #include "autograd/random/generator.h"
 #include "examples/gpt/data.h"
 #include "examples/gpt/hf_gpt2.h"
+#include "examples/gpt/instructions.h"
 #include "examples/gpt/lora_adapters.h"
 #include "examples/gpt/memory_report.h"
 #include "examples/common/flags.h"
@@ -71,6 +84,9 @@ struct TrainOptions {
   // "none", "every" or "ffn": what the blocks recompute in backward instead of keeping
   // (nn::Checkpointing); the numbers are the same bit for bit, so a resumed run may change it
   std::string checkpoint_activations = "none";
+  // > 0: the head and the loss in chunks of this many rows (nn/chunked_loss.h), so the (B*T, V)
+  // logits are never whole in memory; the same numbers to float32 rounding. 0: in one piece.
+  int64_t loss_chunk = 0;
   int64_t seed = 1337;
   int64_t eval_every = 250;
   int64_t eval_batches = 20;
@@ -78,6 +94,7 @@ struct TrainOptions {
   std::string out = "gpt_run";
   std::string resume;  // a run's --out folder to continue
   std::string data;    // a text file; empty = the built-in corpus
+  std::string data_format = "text";  // "jsonl": --data holds instruction examples (examples/gpt/instructions.h)
   std::string init_from;  // a Hugging Face GPT-2 folder: the run starts from its weights and tokenizer
   // "char": the text's characters; "bpe": byte-level BPE learned from it; else a path: a
   // tokenizer.json, or a folder with one or with GPT-2's files (examples/gpt/tokenizer.h)
@@ -115,7 +132,9 @@ class Trainer {
   // A fresh run on text: tokenizer, split, model and optimizer as the header describes. A BPE
   // tokenizer learns its merges from the first 90% of the text's bytes, the training split, and
   // the two splits are encoded apart; characters are taken from the whole text, which is
-  // encoded and then split at 90% of its ids.
+  // encoded and then split at 90% of its ids. With data_format "jsonl", text is the JSONL file's
+  // and the tokenizer learns from its examples as formatted (instructions_as_text); the examples
+  // are split as instructions.h says.
   Trainer(const TrainOptions& options, const std::string& text);
   // A run with a tokenizer and a model shape made elsewhere (a run from GPT-2: its tokenizer and
   // config; the caller then loads the weights). config.vocab_size may exceed the tokenizer's (a
@@ -127,6 +146,7 @@ class Trainer {
     double loss;       // that batch's loss
     double grad_norm;  // the gradients' total 2-norm, before clipping
     bool skipped;      // non-finite loss or norm, update dropped (on_nonfinite "skip")
+    int64_t tokens;    // the positions its forwards ran, padding included (for tokens per second)
   };
   StepResult train_step();  // one step at step()
   // Mean loss (nats per token) of each split, and bits per byte: the same loss per byte of the
@@ -151,6 +171,8 @@ class Trainer {
   const Tokenizer& tokenizer() const { return tokenizer_; }
   const nn::GPTConfig& config() const { return config_; }
   const TrainOptions& options() const { return options_; }
+  // An instruction run's examples (data_format "jsonl"), or nullptr.
+  const InstructionData* instructions() const { return instructions_ ? &*instructions_ : nullptr; }
   // A run from GPT-2 is saved in Hugging Face's layout (examples/gpt/checkpoint.h): what was read
   // (the prefix of the names, config.json's fields). nullptr: tapegrad's own layout.
   const HfGpt2Info* hf_gpt2_layout() const { return hf_layout_ ? &*hf_layout_ : nullptr; }
@@ -165,12 +187,14 @@ class Trainer {
 
  private:
   std::pair<double, double> mean_loss_and_bpb(const Tensor& split, const std::string& name, Generator& gen);
+  std::vector<Batch> step_batches();  // a step's grad_accum micro-batches, drawn from batch_gen_
   void make_optimizer();  // AdamW over the parameters that require grad
 
   TrainOptions options_;
   Tokenizer tokenizer_;
   std::vector<int64_t> bytes_per_id_;  // (V): the text bytes each token stands for
-  Split data_;
+  Split data_;                                 // text runs
+  std::optional<InstructionData> instructions_;  // instruction runs
   nn::GPTConfig config_;
   std::unique_ptr<nn::GPTModel> model_;
   std::unique_ptr<optim::AdamW> optimizer_;

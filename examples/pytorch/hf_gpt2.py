@@ -17,6 +17,7 @@
 #
 #     model = GPT2LMHeadModel.from_pretrained("folder")      # F32, F16 or BF16 weights, read as float32
 #     logits = model(torch.tensor([[1, 2, 3]]))              # (B, T, V)
+#     logits = model(ids, attention_mask=mask)   # mask (B, T): 1 = a token, 0 = padding (HF's meaning)
 #     model.save_pretrained("out", prefixed=True, dtype=torch.float16)
 import json
 import math
@@ -58,12 +59,15 @@ class GPT2Attention(nn.Module):
         self.attn_dropout = nn.Dropout(cfg["attn_pdrop"])
         self.resid_dropout = nn.Dropout(cfg["resid_pdrop"])
 
-    def forward(self, x):
+    def forward(self, x, attention_mask=None):
         b, t, c = x.shape
         q, k, v = self.c_attn(x).split(c, dim=2)
         q, k, v = (z.view(b, t, self.n_head, c // self.n_head).transpose(1, 2) for z in (q, k, v))
         scores = q @ k.transpose(-1, -2) / math.sqrt(c // self.n_head)
-        scores = scores.masked_fill(~self.bias[:, :, :t, :t], torch.finfo(scores.dtype).min)
+        seen = self.bias[:, :, :t, :t]  # (1, 1, t, t): causal
+        if attention_mask is not None:  # (b, t), 0 = padding: no query sees that key
+            seen = seen & attention_mask.bool()[:, None, None, :]
+        scores = scores.masked_fill(~seen, torch.finfo(scores.dtype).min)
         weights = self.attn_dropout(torch.softmax(scores, dim=-1))
         out = (weights @ v).transpose(1, 2).reshape(b, t, c)
         return self.resid_dropout(self.c_proj(out))
@@ -88,8 +92,8 @@ class GPT2Block(nn.Module):
         self.ln_2 = nn.LayerNorm(cfg["n_embd"], eps=cfg["layer_norm_epsilon"])
         self.mlp = GPT2MLP(cfg)
 
-    def forward(self, x):
-        x = x + self.attn(self.ln_1(x))
+    def forward(self, x, attention_mask=None):
+        x = x + self.attn(self.ln_1(x), attention_mask)
         return x + self.mlp(self.ln_2(x))
 
 
@@ -102,10 +106,10 @@ class GPT2Model(nn.Module):
         self.h = nn.ModuleList(GPT2Block(cfg) for _ in range(cfg["n_layer"]))
         self.ln_f = nn.LayerNorm(cfg["n_embd"], eps=cfg["layer_norm_epsilon"])
 
-    def forward(self, idx):
+    def forward(self, idx, attention_mask=None):
         x = self.drop(self.wte(idx) + self.wpe(torch.arange(idx.shape[1])))
         for block in self.h:
-            x = block(x)
+            x = block(x, attention_mask)
         return self.ln_f(x)
 
 
@@ -122,8 +126,8 @@ class GPT2LMHeadModel(nn.Module):
         self.lm_head = nn.Linear(cfg["n_embd"], cfg["vocab_size"], bias=False)
         self.lm_head.weight = self.transformer.wte.weight
 
-    def forward(self, idx):
-        return self.lm_head(self.transformer(idx))
+    def forward(self, idx, attention_mask=None):
+        return self.lm_head(self.transformer(idx, attention_mask))
 
     @classmethod
     def from_pretrained(cls, folder):

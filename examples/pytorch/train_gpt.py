@@ -343,6 +343,8 @@ class _nothing:
 def options(argv=None):
     p = argparse.ArgumentParser(description="The training loop of tapegrad's train_gpt, in PyTorch.")
     p.add_argument("--data", default="")
+    p.add_argument("--data-format", choices=["text", "jsonl"], default="text",
+                   help="text only here (jsonl, instruction fine-tuning: ./build/examples/train_gpt)")
     p.add_argument("--steps", type=int, default=1500)
     p.add_argument("--max-minutes", type=float, default=0.0)
     p.add_argument("--batch", type=int, default=16)
@@ -395,6 +397,10 @@ def train_config(o):
 
 def check_options(o, world=1):
     """What train_gpt checks before any work, and the data-parallel split; ValueError names the flag."""
+    if o.data_format != "text":
+        raise ValueError(f"--data-format {o.data_format}: instruction fine-tuning (loss masks, padded batches) runs "
+                         "in tapegrad only: ./build/examples/train_gpt --data-format jsonl (--resume continues it); "
+                         "examples/pytorch trains on text")
     if o.write_corpus:
         raise ValueError("--write-corpus: the built-in corpus is tapegrad's: ./build/examples/train_gpt "
                          "--write-corpus FILE")

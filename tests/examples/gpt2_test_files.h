@@ -1,9 +1,11 @@
-// Small GPT-2 tokenizer files for tests: vocab.json text whose first 256 ids are the bytes.
+// Small GPT-2 tokenizer files for tests: vocab.json text whose first 256 ids are the bytes; and a
+// saved model's weights as numbers, to compare runs.
 #pragma once
 #include <string>
 #include <vector>
 
 #include "autograd/io/json.h"
+#include "autograd/io/safetensors.h"
 #include "examples/gpt/gpt2_tokenizer.h"
 
 namespace tg::test {
@@ -21,6 +23,14 @@ inline std::string small_gpt2_vocab(const std::vector<std::string>& extra) {
   }
   if (extra.empty()) json.resize(json.size() - 2);
   return json + "}";
+}
+
+// A safetensors file's tensors as float lists, by name, in the file's order (two saved models
+// compare equal when their weights are the same numbers).
+inline std::vector<std::pair<std::string, std::vector<float>>> safetensors_values(const std::string& path) {
+  std::vector<std::pair<std::string, std::vector<float>>> out;
+  for (const auto& [name, t] : load_safetensors(path)) out.push_back({name, t.tolist<float>()});
+  return out;
 }
 
 }  // namespace tg::test

@@ -45,13 +45,6 @@ ProgramRun train_gpt(std::vector<std::string> args) {
   return run_program(example_program("train_gpt"), args);
 }
 
-// A safetensors file's tensors as float lists, by name.
-std::vector<std::pair<std::string, std::vector<float>>> values_of(const std::string& path) {
-  std::vector<std::pair<std::string, std::vector<float>>> out;
-  for (const auto& [name, t] : load_safetensors(path)) out.push_back({name, t.tolist<float>()});
-  return out;
-}
-
 TEST(Gpt2Runs, ARunStartsFromTheFolderAndSavesInItsLayout) {
   SKIP_WITHOUT_EXAMPLES();
   TempFolder dir;
@@ -62,7 +55,7 @@ TEST(Gpt2Runs, ARunStartsFromTheFolderAndSavesInItsLayout) {
                             "--min-lr", "0", "--out", run});
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(has_part(r.output, "vocabulary of 260 BPE tokens")) << r.output;
-  EXPECT_EQ(values_of(run + "/model.safetensors"), values_of(gpt2 + "/model.safetensors"));
+  EXPECT_EQ(safetensors_values(run + "/model.safetensors"), safetensors_values(gpt2 + "/model.safetensors"));
   for (const char* name : {"vocab.json", "merges.txt"}) EXPECT_EQ(read_bytes(run + "/" + name), read_bytes(gpt2 + "/" + name));
   const json::Value config = json::parse_file(run + "/config.json");
   EXPECT_EQ(config["model_type"].as_string(), "gpt2");
@@ -104,9 +97,9 @@ TEST(Gpt2Runs, AResumedRunContinuesBitForBit) {
   // with the same --steps as the straight one's and stopped by nothing else
   r = run_program(example_program("train_gpt"), {"--resume", dir.file("resumed"), "--steps", "4"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  const auto a = values_of(dir.file("straight") + "/model.safetensors"),
-             b = values_of(dir.file("resumed") + "/model.safetensors");
-  EXPECT_NE(a, values_of(gpt2 + "/model.safetensors"));  // it trained
+  const auto a = safetensors_values(dir.file("straight") + "/model.safetensors"),
+             b = safetensors_values(dir.file("resumed") + "/model.safetensors");
+  EXPECT_NE(a, safetensors_values(gpt2 + "/model.safetensors"));  // it trained
   EXPECT_EQ(a, b);
 }
 

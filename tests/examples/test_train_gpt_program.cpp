@@ -118,13 +118,13 @@ TEST(TrainGptProgram, CheckpointActivationsKeepsTheNumbersAndReportsMemory) {
   ProgramRun r = train_gpt(with({"--out", plain}));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(has_part(r.output, "+ activations ")) << r.output;
-  EXPECT_TRUE(has_part(r.output, "(--checkpoint-activations none)"));
+  EXPECT_TRUE(has_part(r.output, "(--checkpoint-activations none, --loss-chunk 0)"));
   r = train_gpt(with({"--out", switched, "--steps", "2", "--checkpoint-activations", "every"}));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(has_part(read_bytes(switched + "/config.json"), "\"checkpoint-activations\": \"every\""));
   r = run_program(example_program("train_gpt"), {"--resume", switched, "--steps", "4", "--checkpoint-activations", "ffn"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_TRUE(has_part(r.output, "(--checkpoint-activations ffn)"));
+  EXPECT_TRUE(has_part(r.output, "(--checkpoint-activations ffn, --loss-chunk 0)"));
   EXPECT_EQ(read_bytes(switched + "/model.safetensors"), read_bytes(plain + "/model.safetensors"));
   const json::Value memory = json::parse(read_bytes(switched + "/summary.json"), "summary.json")["memory"];
   EXPECT_GT(memory["activations_mb"].as_double(), 0.0);

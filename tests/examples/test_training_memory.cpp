@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "autograd/runtime/memory.h"
 #include "autograd/tape.h"
@@ -144,6 +146,25 @@ TEST(TrainingMemory, TheReportSplitsParametersGradientsOptimizerAndActivations) 
   for (const char* key : {"parameters_mb", "gradients_mb", "optimizer_mb", "activations_mb", "peak_tensors_mb", "peak_rss_mb"})
     EXPECT_NE(json.find(key), std::string::npos) << key;
   EXPECT_NE(none.str().find("activations"), std::string::npos);
+}
+
+// --loss-chunk: the head and the loss in chunks of rows (nn/chunked_loss.h) train as the plain
+// loss does, to float32 rounding, with dropout and --checkpoint-activations too.
+TEST(TrainingMemory, ALossInChunksTrainsAsThePlainLoss) {
+  auto losses = [](int64_t loss_chunk, const std::string& checkpointing) {
+    TrainOptions o = tiny_options(20);
+    o.loss_chunk = loss_chunk;
+    o.checkpoint_activations = checkpointing;
+    Trainer t(o, text());
+    std::vector<double> out;
+    for (int i = 0; i < 6; ++i) out.push_back(t.train_step().loss);
+    return out;
+  };
+  const std::vector<double> want = losses(0, "none");
+  for (const auto& [chunk, checkpointing] : std::vector<std::pair<int64_t, std::string>>{{5, "none"}, {16, "every"}}) {
+    const std::vector<double> got = losses(chunk, checkpointing);
+    for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5 * want[i]) << "step " << i + 1;
+  }
 }
 
 }  // namespace

@@ -246,6 +246,47 @@ TEST(Generate, OnTokenSeesEachStepsNewTokens) {
   }
 }
 
+// stop_token: generation ends after the step in which every row has written it; the tokens
+// before are the ones generation without it writes.
+TEST(Generate, StopTokenEndsGenerationOnceEveryRowWroteIt) {
+  manual_seed(8);
+  GPTModel model(GPTConfig{.vocab_size = 9, .context_length = 12, .emb_dim = 8, .n_heads = 2, .n_layers = 1});
+  model.eval();
+  const Tensor prompt = from_vector(std::vector<int64_t>{4, 1}, {1, 2});
+  const std::vector<int64_t> all = generate(model, prompt, 8, {.temperature = 0.0}).tolist<int64_t>();
+  const int64_t stop = all[4];  // greedy's third new token
+  const size_t first = static_cast<size_t>(std::find(all.begin() + 2, all.end(), stop) - all.begin());
+  const Tensor out = generate(model, prompt, 8, {.temperature = 0.0, .stop_token = stop});
+  EXPECT_EQ(out.tolist<int64_t>(), std::vector<int64_t>(all.begin(), all.begin() + static_cast<int64_t>(first) + 1));
+  // a token never written: all max_new_tokens
+  EXPECT_EQ(generate(model, prompt, 8, {.temperature = 0.0, .stop_token = 100}).size(1), 10);
+  expect_error([&] { generate(model, prompt, 3, {.stop_token = -2}); }, {"stop_token must be a token id, or -1"});
+}
+
+// forward(idx, key_padding_mask): with an undefined mask it is the plain forward; with one, a
+// right-padded row's real positions are the row's alone (causal attention never looks ahead),
+// and no position attends to a padded one, in any layer.
+TEST(GPTModel, KeyPaddingMaskLeavesRealPositionsAsTheUnpaddedRow) {
+  manual_seed(9);
+  GPTModel model(GPTConfig{.vocab_size = 11, .context_length = 8, .emb_dim = 8, .n_heads = 2, .n_layers = 2});
+  model.eval();
+  NoGradGuard no_grad;
+  const Tensor idx = from_vector(std::vector<int64_t>{3, 1, 4, 1, 5, 9, 2, 6}, {1, 8});
+  EXPECT_TRUE(all_close(model.forward(idx, Tensor()), model.forward(idx), 0, 0));
+  const Tensor padded = from_vector(std::vector<int64_t>{3, 1, 4, 0, 0, 0, 0, 0}, {1, 8});
+  const Tensor mask = from_vector(std::vector<int64_t>{0, 0, 0, 1, 1, 1, 1, 1}, {1, 8}, kBool);
+  const Tensor alone = model.forward(idx.narrow(1, 0, 3));  // (1,3,V)
+  EXPECT_TRUE(all_close(model.forward(padded, mask).narrow(1, 0, 3), alone, 1e-6, 1e-6));
+  // no position sees a padded one: position 5 (padding itself) reads only its own id and the real
+  // positions 0..2, so padding that differs at 3 and 4 alone leaves it as it was (without the
+  // mask it does not)
+  const Tensor repadded = from_vector(std::vector<int64_t>{3, 1, 4, 7, 8, 0, 0, 0}, {1, 8});
+  EXPECT_TRUE(all_close(model.forward(repadded, mask).narrow(1, 5, 1), model.forward(padded, mask).narrow(1, 5, 1),
+                        1e-6, 1e-6));
+  EXPECT_FALSE(all_close(model.forward(repadded).narrow(1, 5, 1), model.forward(padded).narrow(1, 5, 1), 1e-6, 1e-6));
+  expect_error([&] { model.forward(idx, zeros({1, 7}, kBool)); }, {"key_padding_mask must be bool of shape"});
+}
+
 TEST(KVCache, MisuseIsAnError) {
   MultiHeadAttention mha(4, 4, 6, 0.0, 2);
   KVCache cache;
