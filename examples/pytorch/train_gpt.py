@@ -378,6 +378,9 @@ def options(argv=None):
     p.add_argument("--sample-tokens", type=int, default=300, help="carried in config.json (samples: tapegrad_run.py)")
     p.add_argument("--write-corpus", default="", help="not here: ./build/examples/train_gpt --write-corpus FILE")
     p.add_argument("--eval-only", action="store_true", help="not here: ./build/examples/train_gpt --eval-only")
+    p.add_argument("--checkpoint-activations", choices=["none", "every", "ffn"], default="none",
+                   help="carried in config.json (train_gpt's recomputation; the numbers are the same)")
+    p.add_argument("--loss-chunk", type=int, default=0, help="carried in config.json (train_gpt's chunked loss)")
     p.add_argument("--lora-rank", type=int, default=0, help="0 only: LoRA runs are train_gpt's (examples/pytorch/lora.py "
                                                             "is the adapters' twin)")
     p.add_argument("--lora-alpha", type=float, default=0.0, help="carried in config.json (LoRA runs are train_gpt's)")
