@@ -36,6 +36,17 @@ std::vector<std::string> names_of(const NamedTensors& tensors) {
   return out;
 }
 
+TEST(ModuleReplace, PutsTheNewModuleInTheOldOnesNameAndPlace) {
+  Sequential seq({std::make_shared<Linear>(3, 4), std::make_shared<ReLU>(), std::make_shared<Linear>(4, 2)});
+  const auto replacement = seq.replace_module("2", std::make_shared<Linear>(4, 5, false));
+  EXPECT_EQ(seq[2], replacement);
+  EXPECT_EQ(names_of(seq.named_parameters()), (std::vector<std::string>{"0.weight", "0.bias", "2.weight"}));
+  EXPECT_EQ(seq.forward(zeros({1, 3})).sizes(), (Shape{1, 5}));
+  EXPECT_TRUE(has_part(error_of([&] { seq.replace_module("3", std::make_shared<ReLU>()); }),
+                       "Sequential: replace_module: no submodule \"3\""));
+  EXPECT_TRUE(has_part(error_of([&] { seq.replace_module("1", std::shared_ptr<Module>()); }), "the new module is null"));
+}
+
 TEST(LoRA, DrawsItsAAsPeftDoesAndStartsBAtZero) {
   const json::Value doc = json::parse_file(std::string(TG_REFERENCE_DIR) + "/lora/lora_torch.json");
   const json::Value& want = doc["lora_linear"];
