@@ -2,6 +2,7 @@
 //
 //   ./build/bench/bench_gpt --config small --threads 2 --steps 50 [--warmup 3] [--data input.txt]
 //                           [--precision fp32|bf16] [--checkpoint-activations none|every|ffn]
+//                           [--lora-rank R [--lora-alpha A] [--lora-targets attn,mlp]]
 //
 // It trains with examples/gpt's Trainer (the loop of train_gpt, step for step: AdamW, the
 // cosine schedule of a default 1500-step run, gradient clipping at 1, seed 1337), dropout 0,
@@ -42,6 +43,12 @@
 //                       parameters_mb, gradients_mb, optimizer_mb, activations_mb, peak_tensors_mb
 //                       (their sum), peak_rss_mb
 //   checkpoint_activations  none, every or ffn (train_gpt's flag): what the blocks recompute
+//   lora                "none", or "r=R alpha=A attn,mlp": LoRA adapters (train_gpt's --lora-* flags,
+//                       nn/gpt_lora.h) on the config's model, which is then frozen; the model is the
+//                       config's fresh one, not a GPT-2 (the time and memory are the same)
+//   params_trained      the parameters the optimizer updates (all of them without LoRA); mfu's
+//                       flops_per_token counts the whole backward even then (a frozen weight's
+//                       gradient, a third of its work, is not computed: mfu overstates the work)
 //   cached_mb           freed tensor buffers the allocator keeps for reuse, after the last step
 //   first_loss          the loss of step 1 (the first warmup step when W > 0): the same seed
 //                       and config give the same value in PyTorch
@@ -90,6 +97,9 @@ struct BenchOptions {
   int64_t seed = 1337;
   std::string precision = "fp32";
   std::string checkpoint_activations = "none";
+  int64_t lora_rank = 0;  // 0 = no LoRA
+  double lora_alpha = 0;  // 0 = the rank
+  std::string lora_targets = "attn";
 };
 
 std::vector<Flag> bench_flags(BenchOptions& o) {
@@ -105,6 +115,9 @@ std::vector<Flag> bench_flags(BenchOptions& o) {
                 {"fp32", "bf16"}),
       text_flag("checkpoint-activations", &o.checkpoint_activations,
                 "what the blocks recompute in backward instead of keeping (train_gpt's flag)", {"none", "every", "ffn"}),
+      int_flag("lora-rank", &o.lora_rank, "LoRA adapters of this rank train, the model frozen (0 = none)", 0, 1 << 20),
+      number_flag("lora-alpha", &o.lora_alpha, "the adapters' scale is alpha / rank (0 = the rank)", 0, 1e9),
+      text_flag("lora-targets", &o.lora_targets, "attn, mlp or attn,mlp (train_gpt's flag)"),
   };
 }
 
@@ -119,6 +132,9 @@ TrainOptions train_options(const BenchOptions& b) {
   o.data = b.data;
   o.precision = b.precision;
   o.checkpoint_activations = b.checkpoint_activations;
+  o.lora_rank = b.lora_rank;
+  o.lora_alpha = b.lora_alpha > 0 ? b.lora_alpha : static_cast<double>(b.lora_rank);
+  o.lora_targets = b.lora_targets;
   return o;
 }
 
@@ -134,6 +150,12 @@ int run(const BenchOptions& b) {
   const int threads = tg::bench::use_threads(b.threads);
   const TrainOptions o = train_options(b);
   Trainer trainer(o, read_data(b.data));
+  if (o.lora_rank > 0) trainer.apply_lora("");  // the config's own model as the base
+  int64_t n_trained = 0;
+  for (const auto& [name, p] : tg::nn::trainable_parameters(trainer.model())) n_trained += p.numel();
+  const std::string lora = o.lora_rank > 0 ? "r=" + std::to_string(o.lora_rank) + " alpha=" +
+                                                 tg::nn::python_float(o.lora_alpha) + " " + o.lora_targets
+                                           : "none";
 
   using Clock = std::chrono::steady_clock;
   double first_loss = 0, loss = 0;
@@ -181,6 +203,7 @@ int run(const BenchOptions& b) {
             << ", \"peak_tensor_mb\": " << number(static_cast<double>(split.peak_tensors()) / (1 << 20), "%.1f")
             << ", \"memory\": " << split.json()
             << ", \"checkpoint_activations\": " << tg::json::quote(b.checkpoint_activations)
+            << ", \"lora\": " << tg::json::quote(lora) << ", \"params_trained\": " << n_trained
             << ", \"cached_mb\": " << number(static_cast<double>(memory.cached_bytes) / (1 << 20), "%.1f") << ", \"first_loss\": " << number(first_loss, "%.9g")
             << ", \"final_loss\": " << number(loss, "%.9g")
             << ", \"blas\": " << tg::json::quote(tg::kernel_info())

@@ -7,6 +7,9 @@
 //   ./build/examples/train_gpt --init-from gpt2 --data input.txt --steps 200   fine-tune GPT-2
 //   ./build/examples/train_gpt --init-from gpt2 --data examples/data/instructions.jsonl --steps 200
 //                                                   instruction fine-tuning (examples/gpt/instructions.h)
+//   ./build/examples/train_gpt --init-from gpt2 --data input.txt --lora-rank 8 --lora-targets attn,mlp --out lora_run
+//                                                   LoRA: adapters alone train (nn/gpt_lora.h)
+//   ./build/examples/train_gpt --resume lora_run --merge-lora merged     the adapters merged into a GPT-2 folder
 //
 // The loop is examples/gpt/trainer.h (the same steps as examples/pytorch/train_gpt.py); the run
 // folder is examples/gpt/checkpoint.h, plus loss.csv, loss.svg, samples.txt and summary.json.
@@ -48,7 +51,7 @@ extern "C" void on_interrupt(int) { g_interrupted = 1; }
 // The flags a resumed run may change; every other one comes from the checkpoint.
 bool may_change_on_resume(const std::string& flag) {
   for (const char* ok : {"steps", "max-minutes", "out", "resume", "threads", "eval-every", "sample-tokens",
-                         "on-nonfinite", "precision", "checkpoint-activations", "loss-chunk", "eval-only"})
+                         "on-nonfinite", "precision", "checkpoint-activations", "loss-chunk", "eval-only", "merge-lora"})
     if (flag == ok) return true;
   return false;
 }
@@ -127,6 +130,10 @@ int eval_only(const TrainOptions& o, const std::vector<std::string>& given) {
     throw UsageError("--eval-only needs --resume DIR (a run) or --init-from DIR (a GPT-2 folder): one of them");
   if (!o.init_from.empty() && !was_given(given, "data"))
     throw UsageError("--eval-only --init-from needs --data FILE (the text to score)");
+  for (const char* flag : {"lora-rank", "lora-alpha", "lora-targets", "merge-lora"})
+    if (was_given(given, flag))
+      throw UsageError(std::string("--") + flag + " does not go with --eval-only (a LoRA run is scored with "
+                       "--eval-only --resume RUN: its base model and adapters)");
   if (o.threads > 0) tg::set_num_threads(static_cast<int>(o.threads));
   const std::string dir = o.resume.empty() ? o.init_from : o.resume;
   SavedModel saved = load_saved_model(dir);
@@ -148,6 +155,23 @@ int eval_only(const TrainOptions& o, const std::vector<std::string>& given) {
               label.c_str(), e.loss, e.perplexity, e.bpb, static_cast<long long>(e.tokens),
               static_cast<long long>(e.bytes));
   return 0;
+}
+
+// A fresh run's --lora-* flags, checked before any work (each refusal names its flag); --lora-alpha
+// not given becomes the rank.
+void check_lora_flags(TrainOptions& o, const std::vector<std::string>& given) {
+  const bool lora = was_given(given, "lora-rank");
+  for (const char* flag : {"lora-alpha", "lora-targets"})
+    if (was_given(given, flag) && !lora) throw UsageError(std::string("--") + flag + " needs --lora-rank R (LoRA's rank)");
+  if (!lora) return;
+  if (o.lora_rank < 1)
+    throw UsageError("--lora-rank " + std::to_string(o.lora_rank) +
+                     ": the rank must be at least 1 (leave --lora-rank out to train every weight)");
+  if (o.init_from.empty())
+    throw UsageError("--lora-rank needs --init-from DIR: LoRA adapts the weights of a Hugging Face GPT-2 folder");
+  if (!was_given(given, "lora-alpha")) o.lora_alpha = static_cast<double>(o.lora_rank);
+  if (!(o.lora_alpha > 0)) throw UsageError("--lora-alpha must be positive, got " + tg::nn::python_float(o.lora_alpha));
+  lora_config(o);  // a bad --lora-targets: a UsageError naming it
 }
 
 // A fresh run from a Hugging Face GPT-2 folder: its shape, weights and (unless --tokenizer PATH)
@@ -180,6 +204,8 @@ std::unique_ptr<Trainer> start_from_gpt2(TrainOptions& o, const std::vector<std:
   load_hf_gpt2_weights(trainer->model(), (std::filesystem::path(o.init_from) / "model.safetensors").string(), &layout);
   say_converted(layout.converted_dtypes, o.init_from);
   trainer->set_hf_gpt2_layout(layout);
+  // LoRA: the folder stays the base, named by its absolute path in the run's adapter_config.json
+  if (o.lora_rank > 0) trainer->apply_lora(std::filesystem::absolute(o.init_from).lexically_normal().string());
   return trainer;
 }
 
@@ -187,6 +213,14 @@ std::unique_ptr<Trainer> start_from_gpt2(TrainOptions& o, const std::vector<std:
 int run(TrainOptions o, const std::vector<std::string>& given) {
   infer_data_format(o, given);
   if (o.eval_only) return eval_only(o, given);
+  if (!o.merge_lora.empty()) {  // train_gpt --resume RUN --merge-lora OUT
+    if (o.resume.empty()) throw UsageError("--merge-lora OUT needs --resume RUN (the LoRA run whose adapters to merge)");
+    if (o.threads > 0) tg::set_num_threads(static_cast<int>(o.threads));
+    save_merged_model(o.resume, o.merge_lora);
+    std::cout << "train_gpt: wrote " << o.merge_lora << "/: " << o.resume
+              << "'s base model with its LoRA adapters merged in (a Hugging Face GPT-2 folder)\n";
+    return 0;
+  }
   if (!o.write_corpus.empty()) {  // for training the same text elsewhere (examples/pytorch)
     tg::write_file_atomically(o.write_corpus, builtin_corpus(), "train_gpt --write-corpus");
     std::cout << "train_gpt: wrote the built-in corpus to " << o.write_corpus << "\n";
@@ -225,6 +259,7 @@ int run(TrainOptions o, const std::vector<std::string>& given) {
   } else {
     // --warmup not given: 50 steps, or a tenth of a short run's (--steps 20 warms up for 2)
     if (std::find(given.begin(), given.end(), "warmup") == given.end()) o.warmup = default_warmup(o.steps);
+    check_lora_flags(o, given);
     trainer = o.init_from.empty() ? std::make_unique<Trainer>(o, read_data(o.data)) : start_from_gpt2(o, given);
   }
   if (o.threads > 0) tg::set_num_threads(static_cast<int>(o.threads));
@@ -238,6 +273,13 @@ int run(TrainOptions o, const std::vector<std::string>& given) {
   std::signal(SIGTERM, on_interrupt);
   Progress progress(o.steps, trainer->step(), log.elapsed_s(), isatty(STDOUT_FILENO));
   std::cout << "train_gpt: " << kernels_in_use << "\n";
+  if (const AdapterConfig* lora = trainer->lora()) {
+    int64_t trained = 0;
+    for (const auto& [name, p] : tg::nn::trainable_parameters(trainer->model())) trained += p.numel();
+    std::cout << "train_gpt: LoRA r=" << lora->lora.r << ", alpha=" << tg::nn::python_float(lora->lora.alpha) << " on "
+              << tg::nn::lora_targets(lora->lora) << ": " << trained << " of the " << trainer->model().num_parameters()
+              << " parameters train; the base model is " << lora->base << "\n";
+  }
   std::cout << "train_gpt: " << trainer->model().num_parameters() << " parameters, vocabulary of "
             << trainer->tokenizer().vocab_size()
             << (trainer->tokenizer().type() == std::string("char") ? " characters, " : " BPE tokens, ")

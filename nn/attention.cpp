@@ -167,6 +167,24 @@ MultiHeadAttention::MultiHeadAttention(int64_t d_in_, int64_t d_out_, int64_t co
 
 Tensor MultiHeadAttention::forward(const Tensor& x) { return forward(x, AttentionOptions{}); }
 
+void MultiHeadAttention::add_qkv_lora(int64_t r, double alpha) {
+  if (qkv_lora) throw Error("MultiHeadAttention: add_qkv_lora: it has a qkv_lora already");
+  qkv_lora = register_module("qkv_lora", std::make_shared<LoRA>(d_in, 3 * d_out, r, alpha));
+  for (const auto& projection : {W_query, W_key, W_value})
+    for (auto& [name, p] : projection->named_parameters()) p.requires_grad_(false);
+}
+
+// queries += u(x)[0, d_out), keys += u(kv)[d_out, 2 d_out), values += u(kv)[2 d_out, 3 d_out):
+// GPT-2's c_attn output [q | k | v] with peft's update added before the split.
+void MultiHeadAttention::add_qkv_update(const Tensor& x, const Tensor& kv, Tensor& queries, Tensor& keys,
+                                        Tensor& values) {
+  const Tensor update_x = qkv_lora->forward(x);                                    // (b, T_q, 3 d_out)
+  const Tensor update_kv = kv.is_same(x) ? update_x : qkv_lora->forward(kv);        // (b, T_k, 3 d_out)
+  queries = queries + update_x.narrow(-1, 0, d_out);
+  keys = keys + update_kv.narrow(-1, d_out, d_out);
+  values = values + update_kv.narrow(-1, 2 * d_out, d_out);
+}
+
 // Writes this forward's keys and values (b, h, T, hs) after the cached ones and returns all of
 // them (b, h, past + T, hs): views of the cache's buffers, no copy of the past.
 void MultiHeadAttention::append_to_cache(KVCache& cache, Tensor& keys, Tensor& values) const {
@@ -201,9 +219,11 @@ Tensor MultiHeadAttention::forward(const Tensor& x, const AttentionOptions& opti
   if (padded.defined()) check_key_padding_mask(padded, b, T_k);
   // (b, T, d_out) -> (b, T, num_heads, head_dim) -> (b, num_heads, T, head_dim): views, no copies
   auto split_heads = [&](const Tensor& t, int64_t T) { return t.view({b, T, num_heads, head_dim}).transpose(1, 2); };
-  Tensor keys = split_heads(W_key->forward(kv), kv.size(1));      // (b, h, T_k, hs)
-  Tensor queries = split_heads(W_query->forward(x), T_q);         // (b, h, T_q, hs)
-  Tensor values = split_heads(W_value->forward(kv), kv.size(1));  // (b, h, T_k, hs)
+  Tensor keys = W_key->forward(kv), queries = W_query->forward(x), values = W_value->forward(kv);  // (b, T, d_out)
+  if (qkv_lora) add_qkv_update(x, kv, queries, keys, values);
+  keys = split_heads(keys, kv.size(1));        // (b, h, T_k, hs)
+  queries = split_heads(queries, T_q);         // (b, h, T_q, hs)
+  values = split_heads(values, kv.size(1));    // (b, h, T_k, hs)
   if (options.cache) append_to_cache(*options.cache, keys, values);  // now (b, h, past + T_q, hs)
   const Tensor padded_keys = padded.defined() ? padded.view({b, 1, 1, T_k}) : Tensor();  // (b, 1, 1, T_k)
   // query i is at position past + i: causal, it sees keys 0..past + i

@@ -43,11 +43,18 @@
 //
 // Set keep_attention_weights = true to keep the last forward's weights in attention_weights
 // (for teaching and heatmaps); off, nothing is kept.
+//
+// MultiHeadAttention::add_qkv_lora(r, alpha) adds a LoRA update (nn/lora.h) to the three
+// projections together, as peft adapts GPT-2's fused c_attn: one LoRA(d_in, 3 d_out), u(x) =
+// (alpha / r) (x A^T) B^T, whose columns [0, d_out), [d_out, 2 d_out), [2 d_out, 3 d_out) are
+// added to the queries, keys and values:  queries = W_query(x) + u(x)[q],  keys = W_key(kv) +
+// u(kv)[k],  values = W_value(kv) + u(kv)[v]. W_query, W_key and W_value are then frozen.
 #pragma once
 #include <cstdint>
 #include <memory>
 
 #include "nn/layers.h"
+#include "nn/lora.h"
 #include "nn/module.h"
 
 namespace tg::nn {
@@ -125,9 +132,15 @@ class MultiHeadAttention : public Module {
   Tensor mask;
   bool keep_attention_weights = false;
   Tensor attention_weights;  // (b, num_heads, T_q, T_k)
+  // The LoRA update of q, k and v together (see the header comment); nullptr: none.
+  std::shared_ptr<LoRA> qkv_lora;
+  // Registers qkv_lora = LoRA(d_in, 3 d_out, r, alpha) (drawing its A as peft does) and freezes
+  // W_query, W_key and W_value. Once only.
+  void add_qkv_lora(int64_t r, double alpha);
 
  private:
   void append_to_cache(KVCache& cache, Tensor& keys, Tensor& values) const;
+  void add_qkv_update(const Tensor& x, const Tensor& kv, Tensor& queries, Tensor& keys, Tensor& values);
 };
 
 }  // namespace tg::nn

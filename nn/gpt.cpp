@@ -6,6 +6,8 @@
 #include "autograd/checkpoint.h"
 #include "autograd/error.h"
 #include "autograd/ops.h"
+#include "autograd/tape.h"
+#include "nn/lora.h"
 
 namespace tg::nn {
 
@@ -36,7 +38,9 @@ FeedForward::FeedForward(int64_t emb_dim) : Module("FeedForward") {
 }
 
 Tensor FeedForward::forward(const Tensor& x) {
-  if (fast_kernels() && x.dim() > 0 && x.size(-1) == expand->in_features)  // the three layers as one op, the same numbers
+  // feed_forward fuses two plain Linears; with LoRA on them (nn/gpt_lora.h) the layers run one by one
+  const bool adapted = dynamic_cast<LoRALinear*>(expand.get()) || dynamic_cast<LoRALinear*>(project.get());
+  if (fast_kernels() && !adapted && x.dim() > 0 && x.size(-1) == expand->in_features)  // the three layers as one op, the same numbers
     return feed_forward(x, expand->weight, expand->bias, project->weight, project->bias, gelu->approximate);
   return layers->forward(x);  // Linear -> GELU -> Linear (a bad x gets Linear's message)
 }
@@ -147,6 +151,10 @@ Tensor GPTModel::forward_from(const Tensor& idx, int64_t past, GPTCache* cache, 
   }
   Tensor x = tok_emb->forward(idx) + pos_emb->forward(arange(past, past + T));  // (B,T,C) + (T,C)
   x = drop_emb->forward(x);
+  // With frozen embeddings (LoRA, nn/gpt_lora.h) x needs no gradient, and a checkpointed block
+  // keeps its input only when it does (else it runs as it is): x is made to require grad, as
+  // Hugging Face's enable_input_require_grads does. Its gradient, (B,T,C), is computed and dropped.
+  if (checkpointing() != Checkpointing::none && grad_mode_enabled() && !x.requires_grad()) x.requires_grad_(true);
   for (size_t i = 0; i < blocks_.size(); ++i)
     x = blocks_[i]->forward(x, cache ? &cache->layers[i] : nullptr, key_padding_mask);
   return final_norm->forward(x);  // (B,T,C)

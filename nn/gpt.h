@@ -80,7 +80,8 @@ struct GPTCache {
 
 // Linear(C, 4C) -> GELU(tanh) -> Linear(4C, C), as ff.layers.0 / .1 / .2. With tg::fast_kernels()
 // on, the three run as one feed_forward op (autograd/ops.h): the same numbers, and it keeps the
-// pre-activation for backward but not the GELU output.
+// pre-activation for backward but not the GELU output. When either Linear is a LoRALinear
+// (nn/gpt_lora.h), they run one by one in both modes.
 class FeedForward : public Module {
  public:
   explicit FeedForward(int64_t emb_dim);
@@ -121,6 +122,8 @@ class GPTModel : public Module {
   // itself a chunk at a time (nn/chunked_loss.h). forward(idx, mask) = out_head(hidden_states(idx, mask)).
   Tensor hidden_states(const Tensor& idx, const Tensor& key_padding_mask = Tensor());
   const GPTConfig& config() const { return config_; }
+  // trf_blocks' children, typed
+  const std::vector<std::shared_ptr<TransformerBlock>>& blocks() const { return blocks_; }
   // Every block's checkpointing (see Checkpointing); none by default.
   void set_checkpointing(Checkpointing mode);
   Checkpointing checkpointing() const;

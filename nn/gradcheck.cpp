@@ -58,7 +58,7 @@ GradcheckResult gradcheck(Module& module, const std::vector<Tensor>& inputs, con
     fn = [&module](const std::vector<Tensor>& in) { return module.forward(in[0]); };
   }
   const Float64ForTheCheck float64(module);
-  return tg::gradcheck(fn, inputs, module.named_parameters(), options);
+  return tg::gradcheck(fn, inputs, trainable_parameters(module), options);  // frozen ones are constants
 }
 
 GradcheckResult gradcheck(Module& module, const std::vector<Tensor>& inputs, GradcheckOptions options) {

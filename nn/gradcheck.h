@@ -4,9 +4,10 @@
 //   tg::Tensor x = tg::randn({4, 3}).requires_grad_();
 //   std::cout << tg::nn::gradcheck(fc, {x});   // w.r.t. fc.weight, fc.bias and x
 //
-// What is checked: every parameter of the module (named_parameters(), by their dotted names)
-// and every input that requires grad, as tg::gradcheck (autograd/gradcheck.h) checks a function:
-// central differences in float64 against one backward per output element.
+// What is checked: every parameter of the module that requires grad (trainable_parameters(), by
+// their dotted names; a frozen one is a constant of the function) and every input that requires
+// grad, as tg::gradcheck (autograd/gradcheck.h) checks a function: central differences in
+// float64 against one backward per output element.
 //
 // Float64: for the check the module is converted to float64 in place (Module::to), and
 // afterwards converted back, which restores float32 parameters bit for bit (float32 -> float64

@@ -22,6 +22,12 @@ Linear::Linear(int64_t in, int64_t out, bool has_bias) : Module("Linear"), in_fe
   init::linear_init_(weight, bias);  // W first, then b, as nn.Linear.reset_parameters
 }
 
+Linear::Linear(std::string type_name, const Tensor& w, const Tensor& b)
+    : Module(std::move(type_name)), in_features(w.size(1)), out_features(w.size(0)) {
+  weight = register_parameter("weight", w);
+  if (b.defined()) bias = register_parameter("bias", b);
+}
+
 Tensor Linear::forward(const Tensor& x) {
   if (x.dim() == 0 || x.size(-1) != in_features) {
     throw Error("Linear: input of shape " + shape_str(x.sizes()) + " must end in in_features = " +

@@ -25,6 +25,11 @@ class Linear : public Module {
   std::string extra_repr() const override;
   int64_t in_features, out_features;
   Tensor weight, bias;  // bias undefined without one
+
+ protected:
+  // A layer of another type over the given weight (out, in) and bias (out, or undefined),
+  // registered as they are (the same tensors, nothing drawn): nn/lora.h's LoRALinear.
+  Linear(std::string type_name, const Tensor& weight, const Tensor& bias);
 };
 
 class Embedding : public Module {

@@ -74,6 +74,16 @@ void Module::add_child(const std::string& name, std::shared_ptr<Module> module) 
   children_.push_back({name, std::move(module)});
 }
 
+void Module::replace_child(const std::string& name, std::shared_ptr<Module> module) {
+  if (!module) throw Error(type_name_ + ": replace_module \"" + name + "\": the new module is null");
+  for (auto& [n, m] : children_) {
+    if (n != name) continue;
+    m = std::move(module);
+    return;
+  }
+  throw Error(type_name_ + ": replace_module: no submodule \"" + name + "\"");
+}
+
 void Module::collect(const std::string& prefix, bool params, bool buffers, bool persistent_only,
                      NamedTensors& out) const {
   if (params)
@@ -91,6 +101,13 @@ NamedTensors Module::named_parameters() const {
   for (auto& [n, t] : all)
     if (seen.insert(t.raw_data()).second || t.numel() == 0) unique.push_back({n, t});
   return unique;
+}
+
+NamedTensors trainable_parameters(const Module& module) {
+  NamedTensors out;
+  for (const auto& [n, t] : module.named_parameters())
+    if (t.requires_grad()) out.push_back({n, t});
+  return out;
 }
 
 std::vector<Tensor> Module::parameters() const {

@@ -80,6 +80,16 @@ class Module {
   // update.
   void set_parameter(const std::string& name, const Tensor& value);
 
+  // Puts module in the place of the existing submodule `name` (same name, same position), as
+  // libtorch's replace_module and PyTorch's `parent.name = module`; returns module. A typed
+  // handle the parent keeps (MultiHeadAttention::out_proj) is the caller's to update. nn/lora.h
+  // uses it to put a LoRALinear where a Linear was.
+  template <class M>
+  std::shared_ptr<M> replace_module(const std::string& name, std::shared_ptr<M> module) {
+    replace_child(name, module);
+    return module;
+  }
+
   // --- printing, as PyTorch prints a module --------------------------------------------------------
   const std::string& type_name() const { return type_name_; }
   virtual std::string extra_repr() const { return ""; }  // "in_features=3, out_features=2, bias=True"
@@ -100,6 +110,7 @@ class Module {
 
  private:
   void add_child(const std::string& name, std::shared_ptr<Module> module);
+  void replace_child(const std::string& name, std::shared_ptr<Module> module);
   void check_new_name(const std::string& name, const char* what) const;
   void collect(const std::string& prefix, bool params, bool buffers, bool persistent_only, NamedTensors& out) const;
 
@@ -116,6 +127,10 @@ class Module {
 };
 
 std::ostream& operator<<(std::ostream& os, const Module& m);
+
+// The parameters that require grad, by name, in named_parameters()' order: what an optimizer
+// trains when some are frozen (PyTorch: [(n, p) for n, p in m.named_parameters() if p.requires_grad]).
+NamedTensors trainable_parameters(const Module& module);
 
 // Python's repr of a float ("1e-05", "0.25", "1.0"), for extra_repr.
 std::string python_float(double v);

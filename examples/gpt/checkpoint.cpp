@@ -16,14 +16,14 @@
 #include "autograd/io/safetensors.h"
 #include "examples/common/flags.h"
 #include "examples/gpt/hf_gpt2.h"
+#include "examples/gpt/lora_adapters.h"
 #include "examples/gpt/run_log.h"
+#include "nn/gpt_lora.h"
 #include "nn/serialize.h"
 
 namespace tg::examples {
 
 namespace {
-
-const char* const kFiles[] = {"model.safetensors", "optimizer.safetensors", "config.json", "tokenizer.json"};
 
 std::string path_in(const std::string& dir, const std::string& name) {
   return (std::filesystem::path(dir) / name).string();
@@ -125,9 +125,29 @@ const json::Value& run_section(const json::Value& doc) {
 
 }  // namespace
 
+bool is_lora_run(const std::string& dir) { return std::filesystem::exists(path_in(dir, kAdapterConfigFile)); }
+
+namespace {
+
+// The trained weights' file: the whole model's, or a LoRA run's adapters.
+std::string weights_file(const std::string& dir) { return is_lora_run(dir) ? kAdaptersFile : "model.safetensors"; }
+
+// A LoRA run's adapter_config.json, and its base folder checked to be there.
+AdapterConfig adapters_of(const std::string& dir) {
+  const std::string path = path_in(dir, kAdapterConfigFile);
+  AdapterConfig adapters = read_adapter_config(path);
+  if (!std::filesystem::is_directory(adapters.base))
+    throw Error(path + ": the base model " + adapters.base + " (base_model_name_or_path) is gone: the run holds its "
+                "adapters alone; put the GPT-2 folder back there");
+  return adapters;
+}
+
+}  // namespace
+
 void check_checkpoint_folder(const std::string& dir) {
   if (!std::filesystem::is_directory(dir)) throw Error(dir + ": no such folder");
-  for (const char* name : kFiles)
+  for (const std::string& name : {weights_file(dir), std::string("optimizer.safetensors"), std::string("config.json"),
+                                  std::string("tokenizer.json")})
     if (!std::filesystem::exists(path_in(dir, name)))
       throw Error(dir + ": not a train_gpt checkpoint folder (" + name + " is missing)");
 }
@@ -148,9 +168,12 @@ void keep_previous_version(const std::string& path) {
 void save_checkpoint(Trainer& trainer, const std::string& dir) {
   const std::string step = std::to_string(trainer.step());
   std::vector<AtomicFile> files;
-  const HfGpt2Info* hf = trainer.hf_gpt2_layout();  // a run from GPT-2 saves in its layout and names
-  files.emplace_back(path_in(dir, "model.safetensors"), "train_gpt");
-  save_safetensors(files.back(), hf ? hf_gpt2_tensors(trainer.model(), hf->prefixed) : trainer.model().state_dict(),
+  const AdapterConfig* lora = trainer.lora();  // a LoRA run saves its adapters alone, in peft's names
+  const HfGpt2Info* hf = lora ? nullptr : trainer.hf_gpt2_layout();  // a run from GPT-2: its layout and names
+  files.emplace_back(path_in(dir, lora ? kAdaptersFile : "model.safetensors"), "train_gpt");
+  save_safetensors(files.back(),
+                   lora ? peft_adapter_tensors(trainer.model())
+                        : hf ? hf_gpt2_tensors(trainer.model(), hf->prefixed) : trainer.model().state_dict(),
                    {{"format", "pt"}, {"step", step}});
   files.emplace_back(path_in(dir, "optimizer.safetensors"), "train_gpt");
   save_safetensors(files.back(), trainer.optimizer().state_dict(),
@@ -160,15 +183,21 @@ void save_checkpoint(Trainer& trainer, const std::string& dir) {
   files.emplace_back(path_in(dir, "config.json"), "train_gpt");
   const std::string run_config = config_json(trainer.config(), trainer.options());
   files.back().write(hf ? hf_gpt2_config_json(trainer.config(), hf->config, run_config) : run_config + "\n");
+  if (lora) {
+    files.emplace_back(path_in(dir, kAdapterConfigFile), "train_gpt");
+    files.back().write(adapter_config_json(*lora));
+  }
   // The tokenizer does not change within a run: tokenizer.json (and GPT-2's vocab.json and
   // merges.txt), each written atomically, before the files that make the folder a checkpoint.
   trainer.tokenizer().save(dir);
   for (AtomicFile& f : files) f.prepare();  // everything on disk under temporary names
-  files[2].commit();                         // nor does the config
+  for (size_t i = 2; i < files.size(); ++i) files[i].commit();  // nor do the configs
   keep_previous_version(files[0].target());  // a pair of the same step survives any interruption
   keep_previous_version(files[1].target());
   files[1].commit();
   files[0].commit();
+  std::error_code ec;  // a full run written over a LoRA run's folder is no LoRA run
+  if (!lora) std::filesystem::remove(path_in(dir, kAdapterConfigFile), ec);
 }
 
 namespace {
@@ -178,7 +207,7 @@ struct FilePair {
   std::string model, optimizer, step;
 };
 FilePair newest_consistent_pair(const std::string& dir) {
-  const std::string model = path_in(dir, "model.safetensors"), opt = path_in(dir, "optimizer.safetensors");
+  const std::string model = path_in(dir, weights_file(dir)), opt = path_in(dir, "optimizer.safetensors");
   auto step_of = [](const std::string& path) -> std::optional<int64_t> {
     std::error_code ec;
     if (!std::filesystem::exists(path, ec)) return std::nullopt;
@@ -196,7 +225,7 @@ FilePair newest_consistent_pair(const std::string& dir) {
     }
   }
   if (!best) {
-    throw Error(dir + ": model.safetensors (step " + metadata_value(load_safetensors_metadata(model), "step", model) +
+    throw Error(dir + ": " + weights_file(dir) + " (step " + metadata_value(load_safetensors_metadata(model), "step", model) +
                 ") and optimizer.safetensors (step " + metadata_value(load_safetensors_metadata(opt), "step", opt) +
                 ") are of different steps and no earlier pair matches: the checkpoint is inconsistent");
   }
@@ -231,9 +260,12 @@ TrainOptions saved_options(const std::string& dir) {
 std::unique_ptr<Trainer> resume_trainer(const std::string& dir, const TrainOptions& options, const std::string& text) {
   check_checkpoint_folder(dir);
   std::unique_ptr<Trainer> trainer;
-  const bool from_gpt2 = is_hf_gpt2_folder(dir);
+  const bool lora = is_lora_run(dir), from_gpt2 = lora || is_hf_gpt2_folder(dir);
   const std::string config_path = path_in(dir, "config.json");
   const json::Value config = json::parse(read_text(config_path), config_path);
+  if (lora != (options.lora_rank > 0))
+    throw Error(dir + ": config.json's \"lora-rank\" is " + std::to_string(options.lora_rank) + " but " +
+                kAdapterConfigFile + " is " + (lora ? "there" : "missing") + ": not a consistent run");
   if (from_gpt2) {  // a run from GPT-2: its tokenizer (the files beside the model) and shape are its own
     trainer = std::make_unique<Trainer>(options, text, load_tokenizer(dir), model_config(run_section(config)["model"]));
   } else {
@@ -251,7 +283,13 @@ std::unique_ptr<Trainer> resume_trainer(const std::string& dir, const TrainOptio
       from_hex(metadata_value(opt_meta, "default_generator", opt_path), opt_path);
   const std::vector<uint8_t> batch_state = from_hex(metadata_value(opt_meta, "batch_generator", opt_path), opt_path);
 
-  if (from_gpt2) {
+  if (lora) {  // the base model's weights, then the adapters
+    const AdapterConfig adapters = adapters_of(dir);
+    HfGpt2Info layout;
+    load_hf_gpt2_weights(trainer->model(), path_in(adapters.base, "model.safetensors"), &layout);
+    trainer->apply_lora(adapters.base);
+    load_peft_adapters(trainer->model(), model_path);  // all or nothing
+  } else if (from_gpt2) {
     HfGpt2Info layout;
     layout.config = config;
     load_hf_gpt2_weights(trainer->model(), model_path, &layout);  // all or nothing
@@ -284,7 +322,19 @@ std::string write_text(nn::GPTModel& model, const Tokenizer& tokenizer, const st
 SavedModel load_saved_model(const std::string& dir) {
   if (!std::filesystem::is_directory(dir)) throw Error(dir + ": no such folder");
   SavedModel saved;
-  if (is_hf_gpt2_folder(dir)) {  // Hugging Face's GPT-2 layout: a GPT-2 folder, or a run from one
+  if (is_lora_run(dir)) {  // the base GPT-2 folder's model with the run's adapters
+    const AdapterConfig adapters = adapters_of(dir);
+    HfGpt2 base = load_hf_gpt2(adapters.base);
+    saved.config = base.config;
+    saved.model = std::move(base.model);
+    saved.converted_dtypes = base.info.converted_dtypes;
+    saved.base_layout = base.info;
+    const std::vector<uint8_t> generator = default_generator().get_state();  // A's draws, overwritten below
+    nn::apply_lora(*saved.model, adapters.lora);
+    default_generator().set_state(generator);
+    load_peft_adapters(*saved.model, path_in(dir, kAdaptersFile));
+    saved.tokenizer = load_tokenizer(dir);
+  } else if (is_hf_gpt2_folder(dir)) {  // Hugging Face's GPT-2 layout: a GPT-2 folder, or a run from one
     HfGpt2 hf = load_hf_gpt2(dir);
     saved.config = hf.config;
     saved.model = std::move(hf.model);
@@ -310,6 +360,37 @@ SavedModel load_saved_model(const std::string& dir) {
                 " tokens but config.json's vocab_size is " + std::to_string(saved.config.vocab_size));
   saved.model->eval();
   return saved;
+}
+
+}  // namespace tg::examples
+
+namespace tg::examples {
+
+void save_merged_model(const std::string& run, const std::string& out) {
+  if (!std::filesystem::is_directory(run)) throw Error(run + ": no such folder");
+  if (!is_lora_run(run))
+    throw UsageError("--merge-lora: " + run + " has no LoRA adapters (" + kAdapterConfigFile +
+                     " is missing): its model.safetensors is the whole model already");
+  check_checkpoint_folder(run);
+  SavedModel saved = load_saved_model(run);
+  const std::string base = adapters_of(run).base;
+  std::error_code ec;
+  for (const std::string& taken : {run, base})
+    if (std::filesystem::exists(out, ec) && std::filesystem::equivalent(out, taken, ec))
+      throw UsageError("--merge-lora " + out + ": that is the " + (taken == run ? "run's" : "base model's") +
+                       " folder; give a new one");
+  nn::GPTModel merged(saved.config);  // plain: no adapters
+  NamedTensors state = nn::merged_state_dict(*saved.model);
+  merged.load_state_dict(state, /*strict=*/true, run);
+  prepare_output_dir(out, "--merge-lora");
+  AtomicFile config(path_in(out, "config.json"), "train_gpt --merge-lora");
+  AtomicFile weights(path_in(out, "model.safetensors"), "train_gpt --merge-lora");
+  write_hf_gpt2(merged, saved.base_layout, config, weights);
+  saved.tokenizer.save(out);  // tokenizer.json, GPT-2's vocab.json and merges.txt
+  config.prepare();
+  weights.prepare();
+  weights.commit();
+  config.commit();
 }
 
 }  // namespace tg::examples

@@ -1,5 +1,13 @@
 // examples/gpt/checkpoint.h — a training run's folder (train_gpt --out DIR), saved and resumed.
 //
+// A LoRA run (train_gpt --init-from DIR --lora-rank r) keeps its adapters alone, in peft's files
+// (examples/gpt/lora_adapters.h): adapters.safetensors (peft's names; metadata "format" and "step")
+// takes the place of model.safetensors, with the same .prev pairing, and adapter_config.json
+// names the base folder (base_model_name_or_path, absolute), from which resuming, generate and
+// --eval-only read the base weights before the adapters (an Error naming the path if it is gone).
+// Its config.json is train_gpt's own (no Hugging Face fields: the folder is no GPT-2 model), its
+// optimizer.safetensors holds the adapters' moments alone, and GPT-2's tokenizer files are there.
+//
 // A run from GPT-2 (train_gpt --init-from) keeps Hugging Face's layout, so that
 // GPT2LMHeadModel.from_pretrained reads the folder (examples/gpt/hf_gpt2.h): model.safetensors
 // has GPT-2's names, config.json is Hugging Face's with train_gpt's own object below as its
@@ -50,6 +58,7 @@ struct SavedModel {
   Tokenizer tokenizer;
   std::unique_ptr<nn::GPTModel> model;
   std::vector<std::string> converted_dtypes;  // a GPT-2 folder's 16-bit weights, read as float32 ("F16")
+  HfGpt2Info base_layout;  // a LoRA run's base folder as read (its names' prefix, its config.json)
 };
 SavedModel load_saved_model(const std::string& dir);
 
@@ -60,5 +69,16 @@ std::string write_text(nn::GPTModel& model, const Tokenizer& tokenizer, const st
 
 // "path: what is wrong" when dir is not a checkpoint folder (a file missing).
 void check_checkpoint_folder(const std::string& dir);
+
+// A LoRA run's folder: it has an adapter_config.json.
+bool is_lora_run(const std::string& dir);
+
+// train_gpt --resume RUN --merge-lora OUT: the LoRA run's model with its adapters merged in
+// (nn::merged_state_dict), written to out (made if needed) as a Hugging Face GPT-2 folder in its
+// base's layout (config.json: the base's; model.safetensors: its names and prefix) with the run's
+// tokenizer files, so that generate --ckpt OUT and GPT2LMHeadModel.from_pretrained read it. The
+// two model files are written as a set. Refused with a UsageError: a run without adapters, out
+// being the run's folder or its base's.
+void save_merged_model(const std::string& run, const std::string& out);
 
 }  // namespace tg::examples

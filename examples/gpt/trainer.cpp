@@ -87,6 +87,21 @@ std::vector<Flag> train_flags(TrainOptions& o) {
       switch_flag("eval-only", &o.eval_only,
                   "with --resume DIR: print the saved model's loss, perplexity and bits per byte on the run's val "
                   "split, or on all of --data FILE (jsonl: on the responses' tokens), and stop"),
+      int_flag("lora-rank", &o.lora_rank,
+               "with --init-from: train LoRA adapters of this rank (at least 1) and freeze every weight of the model; "
+               "the run saves the adapters alone, adapters.safetensors and adapter_config.json in peft's names, "
+               "and reads its base model from the --init-from folder (not given: every weight trains)",
+               -(1 << 20), 1 << 20),
+      number_flag("lora-alpha", &o.lora_alpha,
+                  "the adapters' update B A is scaled by alpha / rank (not given: alpha = rank, a scale of 1, as "
+                  "peft's defaults r = lora_alpha = 8)",
+                  0, 1e9),
+      text_flag("lora-targets", &o.lora_targets,
+                "which Linears get adapters: attn (q, k, v together and the attention's output: GPT-2's c_attn and "
+                "attn.c_proj), mlp (c_fc and mlp.c_proj), or attn,mlp"),
+      text_flag("merge-lora", &o.merge_lora,
+                "with --resume RUN (a LoRA run): write its base model with the adapters merged in (W + alpha/rank "
+                "B A) to this folder, a Hugging Face GPT-2 folder in the base's layout with the tokenizer, and stop"),
   };
 }
 
@@ -168,13 +183,40 @@ Trainer::Trainer(const TrainOptions& options, const std::string& text, Tokenizer
   manual_seed(static_cast<uint64_t>(options.seed));
   model_ = std::make_unique<nn::GPTModel>(config_);
   model_->set_checkpointing(nn::checkpointing_from_name(options.checkpoint_activations));
+  make_optimizer();
+}
+
+void Trainer::make_optimizer() {
+  const NamedTensors trained = nn::trainable_parameters(*model_);
+  trained_.clear();
+  for (const auto& [name, p] : trained) trained_.push_back(p);
   optim::AdamOptions adamw;
-  adamw.lr = options.lr;
-  optimizer_ = std::make_unique<optim::AdamW>(
-      optim::weight_decay_groups(model_->named_parameters(), options.weight_decay), adamw);
+  adamw.lr = options_.lr;
+  optimizer_ = std::make_unique<optim::AdamW>(optim::weight_decay_groups(trained, options_.weight_decay), adamw);
+}
+
+void Trainer::apply_lora(const std::string& base) {
+  const nn::LoRAConfig config = lora_config(options_);
+  if (config.r < 1) throw Error("apply_lora: this run has no --lora-rank");
+  manual_seed(static_cast<uint64_t>(options_.seed));  // the adapters' A: torch.manual_seed(seed); get_peft_model(...)
+  nn::apply_lora(*model_, config);
+  make_optimizer();  // the adapters alone
+  lora_ = AdapterConfig{config, base};
 }
 
 ScalarType products_dtype(const TrainOptions& o) { return o.precision == "bf16" ? kBFloat16 : kFloat32; }
+
+nn::LoRAConfig lora_config(const TrainOptions& o) {
+  nn::LoRAConfig c;
+  c.r = o.lora_rank;
+  c.alpha = o.lora_alpha;
+  try {
+    nn::parse_lora_targets(o.lora_targets, c);
+  } catch (const Error& e) {
+    throw UsageError(std::string("--lora-targets: ") + e.what());
+  }
+  return c;
+}
 
 double Trainer::lr_at(int64_t step) const {
   if (options_.lr_schedule == "constant") return options_.lr;
@@ -245,8 +287,8 @@ Trainer::StepResult Trainer::train_step() {
   }
   const int64_t step_peak = memory_stats().peak_bytes - between_steps;  // activations + gradients, at most
   peak_activations_ = std::max(peak_activations_, step_peak - memory_report().gradients);
-  r.grad_norm = options_.grad_clip > 0 ? optim::clip_grad_norm_(model_->parameters(), options_.grad_clip).item<double>()
-                                       : optim::grad_norm(model_->parameters()).item<double>();
+  r.grad_norm = options_.grad_clip > 0 ? optim::clip_grad_norm_(trained_, options_.grad_clip).item<double>()
+                                       : optim::grad_norm(trained_).item<double>();
   r.skipped = !std::isfinite(r.loss) || !std::isfinite(r.grad_norm);
   if (r.skipped) optimizer_->zero_grad(true);  // the update is dropped; AdamW's state and step count stay
   if (r.skipped && options_.on_nonfinite == "error") {

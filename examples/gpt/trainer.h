@@ -38,6 +38,11 @@
 //
 // Evaluation (model in eval mode, no tape) draws eval_batches batches from each split with a
 // generator seeded kEvalSeed every time, so val losses compare between steps and between runs.
+//
+// LoRA (lora_rank > 0, a run from GPT-2): after the base weights are loaded, apply_lora reseeds
+// the default generator with --seed and adds the adapters, as `torch.manual_seed(seed);
+// get_peft_model(model, config)` would; the optimizer then holds the adapters alone
+// (opt = AdamW(weight_decay_groups(trainable parameters))), and clipping sees only their gradients.
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -50,10 +55,12 @@
 #include "examples/gpt/data.h"
 #include "examples/gpt/hf_gpt2.h"
 #include "examples/gpt/instructions.h"
+#include "examples/gpt/lora_adapters.h"
 #include "examples/gpt/memory_report.h"
 #include "examples/common/flags.h"
 #include "examples/gpt/tokenizer.h"
 #include "nn/gpt.h"
+#include "nn/gpt_lora.h"
 #include "optim/adam.h"
 
 namespace tg::examples {
@@ -96,6 +103,12 @@ struct TrainOptions {
   int64_t sample_tokens = 300;
   std::string write_corpus;  // write the built-in corpus to this file and stop
   bool eval_only = false;    // evaluate the --resume run's model (on --data, or its val split) and stop
+  // LoRA (a run from GPT-2): adapters of this rank on lora_targets train instead of the weights
+  // (nn/gpt_lora.h); 0 = none, every weight trains
+  int64_t lora_rank = 0;
+  double lora_alpha = 0;              // the update's scale is alpha / rank; train_gpt's default: the rank
+  std::string lora_targets = "attn";  // "attn", "mlp" or "attn,mlp"
+  std::string merge_lora;  // with --resume: write the run's model with its adapters merged here, and stop
 };
 
 // train_gpt's flags, bound to the fields of o.
@@ -107,6 +120,10 @@ inline int64_t default_warmup(int64_t steps) { return std::min<int64_t>(50, step
 
 // kBFloat16 for precision "bf16", else kFloat32: what the forward's AutocastGuard is given.
 ScalarType products_dtype(const TrainOptions& o);
+
+// The adapters --lora-rank, --lora-alpha and --lora-targets ask for (rank > 0); a bad
+// --lora-targets is an Error naming it.
+nn::LoRAConfig lora_config(const TrainOptions& o);
 
 class Trainer {
  public:
@@ -160,10 +177,18 @@ class Trainer {
   // (the prefix of the names, config.json's fields). nullptr: tapegrad's own layout.
   const HfGpt2Info* hf_gpt2_layout() const { return hf_layout_ ? &*hf_layout_ : nullptr; }
   void set_hf_gpt2_layout(HfGpt2Info layout) { hf_layout_ = std::move(layout); }
+  // A LoRA run (options().lora_rank > 0), once the base weights are loaded: reseeds the default
+  // generator with --seed, adds the adapters (nn::apply_lora: their A drawn as peft draws it,
+  // every other parameter frozen) and remakes the optimizer over the adapters alone. base: the
+  // base model's folder, for adapter_config.json (examples/gpt/lora_adapters.h).
+  void apply_lora(const std::string& base);
+  // What adapter_config.json says of a LoRA run; nullptr for a run that trains every weight.
+  const AdapterConfig* lora() const { return lora_ ? &*lora_ : nullptr; }
 
  private:
   std::pair<double, double> mean_loss_and_bpb(const Tensor& split, const std::string& name, Generator& gen);
   std::vector<Batch> step_batches();  // a step's grad_accum micro-batches, drawn from batch_gen_
+  void make_optimizer();  // AdamW over the parameters that require grad
 
   TrainOptions options_;
   Tokenizer tokenizer_;
@@ -173,9 +198,11 @@ class Trainer {
   nn::GPTConfig config_;
   std::unique_ptr<nn::GPTModel> model_;
   std::unique_ptr<optim::AdamW> optimizer_;
+  std::vector<Tensor> trained_;  // the parameters the optimizer updates (all, or the adapters)
   Generator batch_gen_;
   int64_t step_ = 0;
   std::optional<HfGpt2Info> hf_layout_;
+  std::optional<AdapterConfig> lora_;
   int64_t peak_activations_ = 0;  // bytes: the most any step's activations took (memory_report)
 };
 

@@ -166,9 +166,11 @@ def lr_at(step, o):
 
 
 def weight_decay_groups(model, weight_decay):
-    """Decay on tensors of 2 or more dims (matrices, embeddings), none on biases and LayerNorm."""
-    decay = [p for p in model.parameters() if p.dim() >= 2]
-    no_decay = [p for p in model.parameters() if p.dim() < 2]
+    """Decay on tensors of 2 or more dims (matrices, embeddings), none on biases and LayerNorm; the
+    parameters that require grad only (a LoRA model's adapters)."""
+    trained = [p for p in model.parameters() if p.requires_grad]
+    decay = [p for p in trained if p.dim() >= 2]
+    no_decay = [p for p in trained if p.dim() < 2]
     return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
 
 
@@ -376,6 +378,14 @@ def options(argv=None):
     p.add_argument("--sample-tokens", type=int, default=300, help="carried in config.json (samples: tapegrad_run.py)")
     p.add_argument("--write-corpus", default="", help="not here: ./build/examples/train_gpt --write-corpus FILE")
     p.add_argument("--eval-only", action="store_true", help="not here: ./build/examples/train_gpt --eval-only")
+    p.add_argument("--checkpoint-activations", choices=["none", "every", "ffn"], default="none",
+                   help="carried in config.json (train_gpt's recomputation; the numbers are the same)")
+    p.add_argument("--loss-chunk", type=int, default=0, help="carried in config.json (train_gpt's chunked loss)")
+    p.add_argument("--lora-rank", type=int, default=0, help="0 only: LoRA runs are train_gpt's (examples/pytorch/lora.py "
+                                                            "is the adapters' twin)")
+    p.add_argument("--lora-alpha", type=float, default=0.0, help="carried in config.json (LoRA runs are train_gpt's)")
+    p.add_argument("--lora-targets", default="attn", help="carried in config.json (LoRA runs are train_gpt's)")
+    p.add_argument("--merge-lora", default="", help="not here: ./build/examples/train_gpt --resume RUN --merge-lora OUT")
     o = p.parse_args(argv)
     o.precision_given, o.precision = o.precision is not None, o.precision or "fp32"
     o.warmup_given, o.warmup = o.warmup is not None, 50 if o.warmup is None else o.warmup
@@ -399,6 +409,9 @@ def check_options(o, world=1):
                          "--write-corpus FILE")
     if o.eval_only:
         raise ValueError("--eval-only: use ./build/examples/train_gpt --eval-only --resume DIR")
+    if o.lora_rank or o.merge_lora:
+        raise ValueError("--lora-rank, --merge-lora: LoRA runs are train_gpt's: ./build/examples/train_gpt --init-from DIR "
+                         "--lora-rank R")
     if o.init_from and not o.resume:  # a resumed run from GPT-2 carries its --init-from along
         raise ValueError("--init-from: runs from GPT-2 start in tapegrad: ./build/examples/train_gpt --init-from DIR, "
                          "then examples/pytorch/tapegrad_run.py train RUN continues them")

@@ -1,0 +1,59 @@
+// nn/lora.cpp — the LoRA update and a Linear with one (the formulas are in nn/lora.h).
+#include "nn/lora.h"
+
+#include <cmath>
+
+#include "autograd/ops.h"
+#include "autograd/tape.h"
+#include "nn/init.h"
+
+namespace tg::nn {
+
+LoRA::LoRA(int64_t in_features, int64_t out_features, int64_t rank, double lora_alpha)
+    : Module("LoRA"), r(rank), alpha(lora_alpha) {
+  if (r < 1) throw Error("LoRA: the rank r must be at least 1, got " + std::to_string(r));
+  if (!(alpha > 0.0) || !std::isfinite(alpha)) throw Error("LoRA: alpha must be positive, got " + python_float(alpha));
+  scaling = alpha / static_cast<double>(r);
+  // peft's draws, in its order (see the header): A, B, then A again; B zeroed
+  lora_A = register_module("lora_A", std::make_shared<Linear>(in_features, r, /*bias=*/false));
+  lora_B = register_module("lora_B", std::make_shared<Linear>(r, out_features, /*bias=*/false));
+  init::kaiming_uniform_(lora_A->weight, std::sqrt(5.0));
+  NoGradGuard no_grad;
+  lora_B->weight.zero_();
+}
+
+Tensor LoRA::forward(const Tensor& x) {
+  const Tensor down = lora_A->forward(x);  // x A^T: (..., r)
+  return lora_B->forward(down) * scaling;  // (x A^T) B^T · alpha / r: (..., out), peft's order
+}
+
+Tensor LoRA::delta_weight() const {
+  NoGradGuard no_grad;
+  return lora_B->weight.matmul(lora_A->weight) * scaling;  // (out, r) @ (r, in), then · alpha / r
+}
+
+std::string LoRA::extra_repr() const {
+  return "r=" + std::to_string(r) + ", alpha=" + python_float(alpha) + ", scaling=" + python_float(scaling);
+}
+
+LoRALinear::LoRALinear(const Linear& base, int64_t r, double alpha)
+    : Linear("LoRALinear", base.weight, base.bias) {
+  auto update = std::make_shared<LoRA>(in_features, out_features, r, alpha);  // checks r and alpha first
+  weight.requires_grad_(false);  // frozen: no gradient, no optimizer state
+  if (bias.defined()) bias.requires_grad_(false);
+  lora = register_module("lora", update);
+}
+
+Tensor LoRALinear::forward(const Tensor& x) {
+  const Tensor base = Linear::forward(x);  // x W^T + b (checks x's last dim)
+  return base + lora->forward(x);         // + (alpha / r) · (x A^T) B^T
+}
+
+Tensor LoRALinear::merged_weight() const {
+  NoGradGuard no_grad;
+  return weight + lora->delta_weight();
+}
+
+std::string LoRALinear::extra_repr() const { return Linear::extra_repr() + ", frozen"; }
+
+}  // namespace tg::nn

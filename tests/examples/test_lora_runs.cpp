@@ -1,0 +1,296 @@
+// LoRA runs (train_gpt --init-from DIR --lora-rank r), as a user runs them: against the PyTorch
+// twin (examples/pytorch/lora.py on hf_gpt2.py, tests/reference/make_lora_reference.py) step for
+// step; the base weights untouched and the optimizer holding the adapters alone; the folder in
+// peft's files, read back by generate and --eval-only, resumed bit for bit; --merge-lora's GPT-2
+// folder giving the adapted model's logits; and bad command lines as one-line errors.
+// The base model is tests/reference/lora/base: a tiny GPT-2 (2 layers of width 16), dropout 0.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "autograd/io/json.h"
+#include "autograd/io/safetensors.h"
+#include "autograd/ops.h"
+#include "autograd/random/generator.h"
+#include "autograd/tape.h"
+#include "examples/gpt/checkpoint.h"
+#include "examples/gpt/hf_gpt2.h"
+#include "examples/gpt/lora_adapters.h"
+#include "examples/gpt/tokenizer.h"
+#include "examples/gpt/trainer.h"
+#include "test_util.h"
+
+namespace tg::test {
+namespace {
+
+#define SKIP_WITHOUT_EXAMPLES() \
+  if (example_program("train_gpt").empty()) GTEST_SKIP() << "the examples are not built"
+
+const std::string kLora = std::string(TG_REFERENCE_DIR) + "/lora";
+const std::string kBase = kLora + "/base", kText = kLora + "/text.txt";
+
+const json::Value& reference() {
+  static const json::Value doc = json::parse_file(kLora + "/lora_torch.json");
+  return doc;
+}
+
+// The twin's run as train_gpt flags (lora_torch.json's "flags"), on the base and the text.
+std::vector<std::string> twin_flags() {
+  std::vector<std::string> args = {"--init-from", kBase, "--data", kText, "--eval-batches", "1", "--eval-every", "3",
+                                   "--sample-tokens", "2", "--threads", "1"};
+  for (const json::Member& m : reference()["flags"].as_object()) {
+    args.push_back("--" + m.key);
+    args.push_back(m.value.is_string() ? m.value.as_string() : m.value.number_text());
+  }
+  return args;
+}
+
+ProgramRun train_gpt(const std::vector<std::string>& args) { return run_program(example_program("train_gpt"), args); }
+
+// A LoRA run of `steps` steps (rank 2 on attn and mlp, dropout 0.1) from base into out.
+ProgramRun small_lora_run(const std::string& base, const std::string& out, int steps,
+                          const std::vector<std::string>& more = {}) {
+  std::vector<std::string> args = {"--init-from", base, "--data", kText, "--lora-rank", "2", "--lora-targets",
+                                   "attn,mlp", "--dropout", "0.1", "--batch", "2", "--context", "8", "--lr", "1e-2",
+                                   "--min-lr", "1e-3", "--warmup", "1", "--steps", std::to_string(steps),
+                                   "--eval-every", "2", "--eval-batches", "1", "--sample-tokens", "2", "--threads", "1",
+                                   "--out", out};
+  args.insert(args.end(), more.begin(), more.end());
+  return train_gpt(args);
+}
+
+std::vector<std::string> names_of(const NamedTensors& tensors) {
+  std::vector<std::string> out;
+  for (const auto& [name, t] : tensors) out.push_back(name);
+  return out;
+}
+
+// Every tensor of the two files: the same names, values within atol + rtol |want|.
+void expect_files_close(const std::string& got, const std::string& want, double atol, double rtol) {
+  const NamedTensors a = load_safetensors(got), b = load_safetensors(want);
+  ASSERT_EQ(names_of(a), names_of(b));
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(all_close(a[i].second, b[i].second, atol, rtol)) << a[i].first;
+}
+
+TEST(LoraRuns, TheAdaptersStartAsPeftDrawsThem) {
+  // train_gpt: the base's weights, then torch.manual_seed(seed) and the adapters, in peft's order
+  examples::HfGpt2 base = examples::load_hf_gpt2(kBase);
+  manual_seed(static_cast<uint64_t>(reference()["flags"]["seed"].as_int64()));
+  nn::apply_lora(*base.model, nn::LoRAConfig{.r = 4, .alpha = 8.0, .attn = true, .mlp = true});
+  const NamedTensors ours = examples::peft_adapter_tensors(*base.model);
+  const NamedTensors torch = load_safetensors(kLora + "/adapters_start.safetensors");
+  ASSERT_EQ(names_of(ours), names_of(torch));  // peft's names, in its order
+  EXPECT_EQ(ours[0].first, "base_model.model.transformer.h.0.attn.c_attn.lora_A.weight");
+  for (size_t i = 0; i < ours.size(); ++i) EXPECT_TRUE(same_bytes(ours[i].second, torch[i].second)) << ours[i].first;
+}
+
+TEST(LoraRuns, TrainsAsThePyTorchTwinStepForStep) {
+  SKIP_WITHOUT_EXAMPLES();
+  TempFolder dir;
+  std::vector<std::string> args = twin_flags();
+  args.insert(args.end(), {"--out", dir.file("run")});
+  const ProgramRun r = train_gpt(args);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(has_part(r.output, "LoRA r=4, alpha=8.0 on attn,mlp: 2048 of the ")) << r.output;
+  std::ifstream csv(dir.file("run/loss.csv"));
+  std::string line;
+  std::getline(csv, line);  // the header
+  const json::Value& losses = reference()["losses"];
+  for (size_t step = 0; step < losses.size(); ++step) {
+    ASSERT_TRUE(std::getline(csv, line));
+    const double got = std::stod(line.substr(line.find(',') + 1));
+    const double want = std::bit_cast<double>(std::stoull(losses[step].as_string(), nullptr, 16));
+    EXPECT_NEAR(got, want, 1e-5 * want) << "step " << step + 1;
+  }
+  expect_files_close(dir.file("run/adapters.safetensors"), kLora + "/adapters_end.safetensors", 1e-5, 1e-5);
+}
+
+TEST(LoraRuns, TheBaseWeightsStayAsTheyWereAndOnlyTheAdaptersHaveOptimizerState) {
+  examples::TrainOptions o;
+  o.model.context_length = 8;
+  o.batch = 2;
+  o.steps = 3;
+  o.warmup = 1;
+  o.lr = 1e-2;
+  o.lora_rank = 2;
+  o.lora_alpha = 4;
+  o.lora_targets = "attn,mlp";
+  const nn::GPTConfig config = examples::hf_gpt2_config(json::parse_file(kBase + "/config.json"), kBase);
+  std::string text = read_bytes(kText);
+  examples::Trainer trainer(o, text, examples::load_tokenizer(kBase), config);
+  examples::HfGpt2Info layout;
+  examples::load_hf_gpt2_weights(trainer.model(), kBase + "/model.safetensors", &layout);
+  NamedTensors before;
+  for (const auto& [name, t] : trainer.model().state_dict()) before.push_back({name, t.detach().clone()});
+  trainer.apply_lora(kBase);
+  for (int i = 0; i < 3; ++i) trainer.train_step();
+
+  const NamedTensors after = trainer.model().state_dict();
+  size_t base_tensors = 0;
+  for (const auto& [name, t] : before) {  // every base tensor, byte for byte, and none got a gradient
+    for (const auto& [n, now] : after) {
+      if (n != name) continue;
+      EXPECT_TRUE(same_bytes(now, t)) << name;
+      EXPECT_FALSE(now.grad().defined()) << name;
+      ++base_tensors;
+    }
+  }
+  EXPECT_EQ(base_tensors, before.size());
+  for (const auto& [name, t] : nn::trainable_parameters(trainer.model()))
+    EXPECT_TRUE(name.find("lora") != std::string::npos) << name;
+  const NamedTensors state = trainer.optimizer().state_dict();
+  EXPECT_EQ(state.size(), 3 * 16u);  // step, exp_avg, exp_avg_sq of A and B at 4 places in 2 blocks
+  for (const auto& [name, t] : state) EXPECT_TRUE(name.find("lora") != std::string::npos) << name;
+  EXPECT_NE(examples::peft_adapter_tensors(trainer.model())[1].second.abs().max().item<float>(), 0.0f);  // B trained
+}
+
+TEST(LoraRuns, TheFolderHoldsPeftsFilesAndGenerateAndEvalOnlyReadIt) {
+  SKIP_WITHOUT_EXAMPLES();
+  TempFolder dir;
+  const std::string run = dir.file("run");
+  ProgramRun r = small_lora_run(kBase, run, 2);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(run + "/model.safetensors"));  // the adapters alone
+  const NamedTensors adapters = load_safetensors(run + "/adapters.safetensors");
+  ASSERT_EQ(adapters.size(), 16u);
+  EXPECT_EQ(adapters[1].first, "base_model.model.transformer.h.0.attn.c_attn.lora_B.weight");
+  EXPECT_EQ(adapters[1].second.sizes(), (Shape{48, 2}));
+  EXPECT_EQ(adapters[15].first, "base_model.model.transformer.h.1.mlp.c_proj.lora_B.weight");
+  EXPECT_EQ(load_safetensors_metadata(run + "/adapters.safetensors"),
+            (SafetensorsMetadata{{"format", "pt"}, {"step", "2"}}));
+  const json::Value config = json::parse_file(run + "/adapter_config.json");
+  EXPECT_EQ(config["peft_type"].as_string(), "LORA");
+  EXPECT_EQ(config["task_type"].as_string(), "CAUSAL_LM");
+  EXPECT_EQ(config["r"].as_int64(), 2);
+  EXPECT_EQ(config["lora_alpha"].as_double(), 2.0);  // not given: the rank
+  EXPECT_TRUE(config["fan_in_fan_out"].as_bool());
+  EXPECT_EQ(config["target_modules"].size(), 4u);
+  EXPECT_EQ(std::filesystem::path(config["base_model_name_or_path"].as_string()),
+            std::filesystem::absolute(kBase).lexically_normal());
+  EXPECT_EQ(read_bytes(run + "/vocab.json"), read_bytes(kBase + "/vocab.json"));
+
+  r = run_program(example_program("generate"), {"--ckpt", run, "--prompt", " the world", "--tokens", "3"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.substr(0, 10), " the world");
+  r = train_gpt({"--eval-only", "--resume", run});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(has_part(r.output, "\"loss\": ")) << r.output;
+}
+
+TEST(LoraRuns, AResumedRunContinuesBitForBit) {
+  SKIP_WITHOUT_EXAMPLES();
+  TempFolder dir;
+  ProgramRun r = small_lora_run(kBase, dir.file("straight"), 4);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = small_lora_run(kBase, dir.file("resumed"), 2);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  // the cosine schedule is fixed at the start: the half run goes on with the straight run's --steps
+  r = train_gpt({"--resume", dir.file("resumed"), "--steps", "4"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* file : {"adapters.safetensors", "optimizer.safetensors"}) {
+    const NamedTensors a = load_safetensors(dir.file("straight/") + file), b = load_safetensors(dir.file("resumed/") + file);
+    ASSERT_EQ(names_of(a), names_of(b)) << file;
+    for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(same_bytes(a[i].second, b[i].second)) << file << ": " << a[i].first;
+  }
+  EXPECT_EQ(load_safetensors_metadata(dir.file("resumed/optimizer.safetensors")),
+            load_safetensors_metadata(dir.file("straight/optimizer.safetensors")));  // the generators too
+}
+
+TEST(LoraRuns, CheckpointingActivationsTrainsTheSameAdaptersBitForBit) {
+  SKIP_WITHOUT_EXAMPLES();
+  TempFolder dir;
+  // dropout 0.1: the replays draw the same masks; the first block's input needs no gradient (the
+  // embeddings are frozen), so that block runs as it is
+  for (const char* mode : {"none", "every", "ffn"}) {
+    const ProgramRun r = small_lora_run(kBase, dir.file(mode), 3, {"--checkpoint-activations", mode});
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+  }
+  const NamedTensors none = load_safetensors(dir.file("none/adapters.safetensors"));
+  for (const char* mode : {"every", "ffn"}) {
+    const NamedTensors other = load_safetensors(dir.file(mode) + "/adapters.safetensors");
+    ASSERT_EQ(names_of(other), names_of(none));
+    for (size_t i = 0; i < none.size(); ++i)
+      EXPECT_TRUE(same_bytes(other[i].second, none[i].second)) << mode << ": " << none[i].first;
+  }
+}
+
+TEST(LoraRuns, MergeLoraWritesAGpt2FolderWithTheAdaptedModelsLogits) {
+  SKIP_WITHOUT_EXAMPLES();
+  TempFolder dir;
+  const std::string run = dir.file("run"), merged = dir.file("merged");
+  ProgramRun r = small_lora_run(kBase, run, 3);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = train_gpt({"--resume", run, "--merge-lora", merged});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const examples::HfGpt2 plain = examples::load_hf_gpt2(merged);  // a Hugging Face GPT-2 folder
+  EXPECT_TRUE(plain.info.prefixed);                               // in the base's layout
+  EXPECT_EQ(json::parse_file(merged + "/config.json")["n_embd"].as_int64(), 16);
+  examples::SavedModel adapted = examples::load_saved_model(run);
+  const Tensor ids = from_vector(std::vector<int64_t>{3, 17, 256, 40, 9, 270, 12, 5}, {1, 8});
+  NoGradGuard no_grad;
+  const Tensor want = adapted.model->forward(ids), got = plain.model->forward(ids);
+  EXPECT_TRUE(all_close(got, want, 1e-5, 1e-5));
+  const examples::HfGpt2 base = examples::load_hf_gpt2(kBase);
+  EXPECT_FALSE(all_close(base.model->forward(ids), want, 1e-4, 0));  // the adapters did change the logits
+  r = run_program(example_program("generate"), {"--ckpt", merged, "--prompt", " the", "--tokens", "2"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+}
+
+TEST(LoraRuns, AGoneBaseModelIsAnErrorNamingItsPath) {
+  SKIP_WITHOUT_EXAMPLES();
+  TempFolder dir;
+  const std::string base = dir.file("base"), run = dir.file("run");
+  std::filesystem::copy(kBase, base);
+  ProgramRun r = small_lora_run(base, run, 2);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::filesystem::rename(base, dir.file("moved"));
+  for (const ProgramRun& gone :
+       {train_gpt({"--resume", run, "--steps", "3"}), run_program(example_program("generate"), {"--ckpt", run}),
+        train_gpt({"--resume", run, "--merge-lora", dir.file("merged")})}) {
+    EXPECT_EQ(gone.exit_code, 1) << gone.output;
+    EXPECT_TRUE(has_part(gone.output, "run/adapter_config.json: the base model " +
+                                          std::filesystem::absolute(base).lexically_normal().string() + " (base_model_name_or_path) is gone"));
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir.file("merged")));
+}
+
+TEST(LoraRuns, BadCommandLinesAreOneLineErrorsNamingTheFlag) {
+  SKIP_WITHOUT_EXAMPLES();
+  TempFolder dir;
+  const std::string full = dir.file("full");  // a run from GPT-2 that trains every weight
+  ProgramRun r = train_gpt({"--init-from", kBase, "--data", kText, "--steps", "1", "--batch", "2", "--context", "8",
+                            "--sample-tokens", "1", "--eval-batches", "1", "--threads", "1", "--out", full});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  struct Case {
+    std::vector<std::string> args;
+    int exit_code;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {{"--init-from", kBase, "--data", kText, "--lora-rank", "0"}, 2, "--lora-rank 0: the rank must be at least 1"},
+      {{"--init-from", kBase, "--data", kText, "--lora-rank", "-4"}, 2, "--lora-rank -4: the rank must be at least 1"},
+      {{"--init-from", kBase, "--data", kText, "--lora-rank", "2", "--lora-targets", "attn,ffn"}, 2,
+       "--lora-targets: unknown LoRA target \"ffn\""},
+      {{"--init-from", kBase, "--data", kText, "--lora-rank", "2", "--lora-alpha", "0"}, 2,
+       "--lora-alpha must be positive"},
+      {{"--data", kText, "--lora-rank", "2"}, 2, "--lora-rank needs --init-from DIR"},
+      {{"--init-from", kBase, "--data", kText, "--lora-targets", "mlp"}, 2, "--lora-targets needs --lora-rank"},
+      {{"--merge-lora", dir.file("m")}, 2, "--merge-lora OUT needs --resume RUN"},
+      {{"--resume", full, "--merge-lora", dir.file("m")}, 2, "--merge-lora: " + full + " has no LoRA adapters"},
+      {{"--resume", kBase, "--merge-lora", dir.file("m")}, 2, "has no LoRA adapters"},
+  };
+  for (const Case& c : cases) {
+    r = train_gpt(c.args);
+    EXPECT_EQ(r.exit_code, c.exit_code) << r.output;
+    EXPECT_TRUE(has_part(r.output, c.message)) << r.output;
+    EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir.file("m")));
+}
+
+}  // namespace
+}  // namespace tg::test
