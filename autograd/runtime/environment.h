@@ -7,6 +7,9 @@
 //   TG_MAX_ISA         avx512, avx2 or portable  kernels/isa.h: the widest instruction set tapegrad uses
 //   TG_DETECT_ANOMALY  0 or 1                    tape.h: anomaly mode on every thread
 //   TG_GRADCHECK_SEED  a decimal number < 2^32   gradcheck.h: the fuzz runs' seed
+//   TG_CACHE_LIMIT_MB  a decimal number          runtime/memory.h: the most freed tensor memory kept
+//                                                for reuse, in MiB (0: none); unset: the peak of
+//                                                live tensor memory
 //   BLIS_ARCH_TYPE     BLIS's kernels by number  BLIS's own variable, checked before BLIS starts:
 //                      (-1: BLIS's own pick)     kernels it or this CPU cannot run are an Error
 //                                                (kernels/blis_kernels.h)

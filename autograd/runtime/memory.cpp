@@ -8,11 +8,13 @@
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "autograd/error.h"
 #include "autograd/internal.h"
+#include "autograd/runtime/environment.h"
 
 namespace tg {
 
@@ -36,6 +38,14 @@ struct Pool {
   std::mutex mutex;
   std::map<size_t, std::vector<void*>> free_lists;  // capacity -> cached buffers (never an empty list)
   MemoryStats stats;
+  int64_t high_water = 0;  // the most live_bytes ever (reset_peak_memory_stats leaves it)
+  std::optional<int64_t> limit_from_environment;  // TG_CACHE_LIMIT_MB, read at the first allocation
+  bool environment_read = false;
+  // The most the cache may hold: TG_CACHE_LIMIT_MB when set, else the peak of live memory (at
+  // least kMinCacheLimit).
+  int64_t cache_limit() const {
+    return limit_from_environment ? *limit_from_environment : std::max(kMinCacheLimit, high_water);
+  }
 
   void release_all_locked() {
     for (auto& [size, list] : free_lists)
@@ -56,6 +66,11 @@ Buffer allocate_storage(size_t nbytes) {
   size_t size = rounded_size(nbytes);
   Pool& p = pool();
   std::lock_guard<std::mutex> lock(p.mutex);
+  if (!p.environment_read) {  // here, not in release_storage: a bad value throws to the caller
+    const std::optional<uint64_t> mb = environment_number("TG_CACHE_LIMIT_MB", uint64_t{1} << 40);
+    if (mb) p.limit_from_environment = static_cast<int64_t>(*mb) << 20;
+    p.environment_read = true;
+  }
   void* data = nullptr;
   auto it = p.free_lists.lower_bound(size);  // the smallest cached capacity >= size
   if (it != p.free_lists.end() && close_enough(it->first, size)) {
@@ -76,6 +91,7 @@ Buffer allocate_storage(size_t nbytes) {
   ++p.stats.live_storages;
   p.stats.live_bytes += static_cast<int64_t>(nbytes);
   p.stats.peak_bytes = std::max(p.stats.peak_bytes, p.stats.live_bytes);
+  p.high_water = std::max(p.high_water, p.stats.live_bytes);
   return {data, size};
 }
 
@@ -86,12 +102,11 @@ void release_storage(const Buffer& buffer, size_t nbytes) {
   std::lock_guard<std::mutex> lock(p.mutex);
   --p.stats.live_storages;
   p.stats.live_bytes -= static_cast<int64_t>(nbytes);
-  if (!kCacheEnabled) {
+  if (!kCacheEnabled || static_cast<int64_t>(size) > p.cache_limit()) {
     std::free(data);
     return;
   }
-  if (p.stats.cached_bytes + static_cast<int64_t>(size) > std::max(kMinCacheLimit, p.stats.peak_bytes))
-    p.release_all_locked();
+  if (p.stats.cached_bytes + static_cast<int64_t>(size) > p.cache_limit()) p.release_all_locked();
   p.free_lists[size].push_back(data);
   p.stats.cached_bytes += static_cast<int64_t>(size);
 }

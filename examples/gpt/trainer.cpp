@@ -269,14 +269,7 @@ Trainer::StepResult Trainer::train_step() {
     Tensor loss;
     {
       AutocastGuard autocast(products_dtype(options_));  // backward follows the forward's mode
-      if (options_.loss_chunk > 0) {  // the head and the loss a chunk of rows at a time: no (B*T, V) logits
-        const Tensor hidden = model_->hidden_states(micro[k].x, micro[k].key_padding_mask);  // (B,T,C)
-        loss = nn::chunked_cross_entropy(*model_->out_head, hidden.flatten(0, 1), micro[k].y.flatten(),
-                                         options_.loss_chunk);
-      } else {
-        const Tensor logits = model_->forward(micro[k].x, micro[k].key_padding_mask);  // (B,T,V)
-        loss = cross_entropy(logits.flatten(0, 1), micro[k].y.flatten());  // the mean over its targets
-      }
+      loss = mean_loss(micro[k].x, micro[k].y, micro[k].key_padding_mask);  // the mean over its targets
     }
     // the mean over all the step's targets: each mean times its share, i.e. divided by `parts`
     // (= N for text windows, where every micro-batch has B*T targets)
@@ -313,13 +306,22 @@ MemoryReport Trainer::memory_report() const {
   return m;
 }
 
+Tensor Trainer::mean_loss(const Tensor& x, const Tensor& y, const Tensor& key_padding_mask) {
+  if (options_.loss_chunk > 0) {  // the head and the loss a chunk of rows at a time: no (B*T, V) logits
+    const Tensor hidden = model_->hidden_states(x, key_padding_mask);  // (B,T,C)
+    return nn::chunked_cross_entropy(*model_->out_head, hidden.flatten(0, 1), y.flatten(), options_.loss_chunk);
+  }
+  const Tensor logits = model_->forward(x, key_padding_mask);  // (B,T,V)
+  return cross_entropy(logits.flatten(0, 1), y.flatten());
+}
+
 std::pair<double, double> Trainer::mean_loss_and_bpb(const Tensor& split, const std::string& name, Generator& gen) {
   AutocastGuard autocast(products_dtype(options_));
   double total = 0, nats = 0;
   int64_t bytes = 0;
   for (int64_t k = 0; k < options_.eval_batches; ++k) {
     const Batch b = get_batch(split, options_.batch, options_.model.context_length, gen, name);
-    const double loss = cross_entropy(model_->forward(b.x).flatten(0, 1), b.y.flatten()).item<double>();
+    const double loss = mean_loss(b.x, b.y, Tensor()).item<double>();
     total += loss;
     nats += loss * static_cast<double>(b.y.numel());  // the batch's summed token losses
     const int64_t* y = b.y.data_ptr<int64_t>();

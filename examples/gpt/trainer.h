@@ -186,6 +186,9 @@ class Trainer {
   const AdapterConfig* lora() const { return lora_ ? &*lora_ : nullptr; }
 
  private:
+  // The mean cross_entropy of a batch over its targets, x and y (B,T): the head and the loss in one
+  // piece, or a chunk of rows at a time (--loss-chunk), in training and in evaluation alike.
+  Tensor mean_loss(const Tensor& x, const Tensor& y, const Tensor& key_padding_mask);
   std::pair<double, double> mean_loss_and_bpb(const Tensor& split, const std::string& name, Generator& gen);
   std::vector<Batch> step_batches();  // a step's grad_accum micro-batches, drawn from batch_gen_
   void make_optimizer();  // AdamW over the parameters that require grad

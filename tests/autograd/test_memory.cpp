@@ -3,6 +3,9 @@
 // bounded when sizes keep changing.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <string>
+
 #include <algorithm>
 #include <vector>
 
@@ -86,6 +89,19 @@ TEST(Memory, ReusedBuffersHoldNoStaleValuesVisibleThroughOps) {
   EXPECT_EQ(zeros({777}).sum().item(), 0.0);
   { Tensor junk = full({777}, 5.0); }
   EXPECT_EQ(ones({777}).sum().item(), 777.0);
+}
+
+// TG_CACHE_LIMIT_MB caps the cache (run with TG_CACHE_LIMIT_MB=0 by tests/CMakeLists.txt: a freed
+// buffer goes straight back to the system).
+TEST(Memory, TheCacheLimitFollowsTheEnvironment) {
+  const char* v = std::getenv("TG_CACHE_LIMIT_MB");
+  if (v == nullptr || std::string(v) != "0") GTEST_SKIP() << "TG_CACHE_LIMIT_MB is not 0";
+  empty_cache();
+  { const Tensor t = ones({1 << 20}); }
+  EXPECT_EQ(memory_stats().cached_bytes, 0);
+  const int64_t before = memory_stats().system_allocations;
+  { const Tensor t = ones({1 << 20}); }
+  EXPECT_EQ(memory_stats().system_allocations, before + 1);
 }
 
 }  // namespace
