@@ -3,6 +3,9 @@
 //   ./build/bench/bench_gpt --config small --threads 2 --steps 50 [--warmup 3] [--data input.txt]
 //                           [--precision fp32|bf16] [--checkpoint-activations none|every|ffn]
 //                           [--lora-rank R [--lora-alpha A] [--lora-targets attn,mlp]]
+//   ./build/bench/bench_gpt --init-from DIR --data input.txt --batch 1 --context 1024 [--loss-chunk 128] ...
+//                           (a Hugging Face GPT-2 folder's model and tokenizer instead of --config's; a
+//                           folder of GPT-2's shape with random weights: examples/pytorch/make_random_gpt2.py)
 //
 // It trains with examples/gpt's Trainer (the loop of train_gpt, step for step: AdamW, the
 // cosine schedule of a default 1500-step run, gradient clipping at 1, seed 1337), dropout 0,
@@ -62,6 +65,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -73,6 +77,7 @@
 #include "autograd/runtime/parallel.h"
 #include "bench/bench_util.h"
 #include "examples/common/flags.h"
+#include "examples/gpt/checkpoint.h"
 #include "examples/gpt/corpus.h"
 #include "examples/gpt/run_log.h"
 #include "examples/gpt/trainer.h"
@@ -100,6 +105,11 @@ struct BenchOptions {
   int64_t lora_rank = 0;  // 0 = no LoRA
   double lora_alpha = 0;  // 0 = the rank
   std::string lora_targets = "attn";
+  std::string init_from;  // a Hugging Face GPT-2 folder: its model instead of --config's
+  int64_t batch = 0;      // 0 = the config's (--init-from: 4)
+  int64_t context = 0;    // 0 = the config's (--init-from: 256, at most the model's)
+  double dropout = 0;
+  int64_t loss_chunk = 0;
 };
 
 std::vector<Flag> bench_flags(BenchOptions& o) {
@@ -118,6 +128,14 @@ std::vector<Flag> bench_flags(BenchOptions& o) {
       int_flag("lora-rank", &o.lora_rank, "LoRA adapters of this rank train, the model frozen (0 = none)", 0, 1 << 20),
       number_flag("lora-alpha", &o.lora_alpha, "the adapters' scale is alpha / rank (0 = the rank)", 0, 1e9),
       text_flag("lora-targets", &o.lora_targets, "attn, mlp or attn,mlp (train_gpt's flag)"),
+      text_flag("init-from", &o.init_from,
+                "a Hugging Face GPT-2 folder (config.json, model.safetensors, its tokenizer): train its model on its "
+                "tokens instead of --config's (as train_gpt --init-from)"),
+      int_flag("batch", &o.batch, "sequences per step (0 = the config's; with --init-from, 4)", 0, 1 << 20),
+      int_flag("context", &o.context, "tokens per sequence (0 = the config's; with --init-from, 256)", 0, 1 << 20),
+      number_flag("dropout", &o.dropout, "dropout rate (default 0)", 0, 0.999999),
+      int_flag("loss-chunk", &o.loss_chunk, "the head and the loss this many rows at a time (train_gpt's flag; 0 = off)",
+               0, 1 << 30),
   };
 }
 
@@ -135,6 +153,15 @@ TrainOptions train_options(const BenchOptions& b) {
   o.lora_rank = b.lora_rank;
   o.lora_alpha = b.lora_alpha > 0 ? b.lora_alpha : static_cast<double>(b.lora_rank);
   o.lora_targets = b.lora_targets;
+  o.loss_chunk = b.loss_chunk;
+  o.model.drop_rate = b.dropout;
+  if (!b.init_from.empty()) {  // train_gpt --init-from's defaults; the shape comes from the folder
+    o.init_from = o.tokenizer = b.init_from;
+    o.batch = 4;
+    o.model.context_length = 256;
+  }
+  if (b.batch > 0) o.batch = b.batch;
+  if (b.context > 0) o.model.context_length = b.context;
   return o;
 }
 
@@ -148,9 +175,12 @@ int64_t non_embedding_parameters(tg::nn::GPTModel& model) {
 
 int run(const BenchOptions& b) {
   const int threads = tg::bench::use_threads(b.threads);
-  const TrainOptions o = train_options(b);
-  Trainer trainer(o, read_data(b.data));
-  if (o.lora_rank > 0) trainer.apply_lora("");  // the config's own model as the base
+  const std::unique_ptr<Trainer> made = b.init_from.empty()
+                                            ? std::make_unique<Trainer>(train_options(b), read_data(b.data))
+                                            : start_from_gpt2_folder(train_options(b), read_data(b.data), nullptr);
+  Trainer& trainer = *made;
+  const TrainOptions& o = trainer.options();  // with --init-from, the folder's shape
+  if (o.lora_rank > 0 && b.init_from.empty()) trainer.apply_lora("");  // the config's own model as the base
   int64_t n_trained = 0;
   for (const auto& [name, p] : tg::nn::trainable_parameters(trainer.model())) n_trained += p.numel();
   const std::string lora = o.lora_rank > 0 ? "r=" + std::to_string(o.lora_rank) + " alpha=" +
@@ -190,7 +220,7 @@ int run(const BenchOptions& b) {
             << ", \"precision\": " << tg::json::quote(b.precision)
             << ", \"bf16_kernel\": "
             << tg::json::quote(bf16 ? tg::kernels::bf16_gemm::kernel_name(tg::kernels::bf16_kernel()) : "none")
-            << ", \"config\": " << tg::json::quote(b.config) << ", \"threads\": " << threads
+            << ", \"config\": " << tg::json::quote(b.init_from.empty() ? b.config : "init-from " + b.init_from) << ", \"threads\": " << threads
             << ", \"steps\": " << b.steps << ", \"warmup\": " << b.warmup << ", \"batch\": " << o.batch
             << ", \"context\": " << o.model.context_length << ", \"params\": " << n_params
             << ", \"params_non_embedding\": " << n_non_embedding

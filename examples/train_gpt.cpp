@@ -188,24 +188,17 @@ std::unique_ptr<Trainer> start_from_gpt2(TrainOptions& o, const std::vector<std:
   if (!is_hf_gpt2_folder(o.init_from))
     throw tg::Error("--init-from " + o.init_from + ": not a Hugging Face GPT-2 folder (" + config_path +
                     " with \"model_type\": \"gpt2\" is missing)");
-  HfGpt2Info layout;  // what the run keeps of the folder to save in its layout
-  layout.config = tg::json::parse_file(config_path);
-  tg::nn::GPTConfig config = hf_gpt2_config(layout.config, config_path);
-  if (was_given(given, "dropout")) config.drop_rate = o.model.drop_rate;
+  const tg::nn::GPTConfig config = hf_gpt2_config(tg::json::parse_file(config_path), config_path);
   // the defaults of a fine-tune, where a run from scratch has others
+  if (!was_given(given, "dropout")) o.model.drop_rate = config.drop_rate;
   if (!was_given(given, "context")) o.model.context_length = std::min<int64_t>(256, config.context_length);
   if (!was_given(given, "batch")) o.batch = 4;
   if (!was_given(given, "lr")) o.lr = 1e-4;
   if (!was_given(given, "min-lr")) o.min_lr = 1e-5;
-  const int64_t context = o.model.context_length;
-  o.model = config;  // the flags say the model's shape, as a run from scratch saves them
-  o.model.context_length = context;
-  auto trainer = std::make_unique<Trainer>(o, read_data(o.data), load_tokenizer(o.tokenizer), config);
-  load_hf_gpt2_weights(trainer->model(), (std::filesystem::path(o.init_from) / "model.safetensors").string(), &layout);
-  say_converted(layout.converted_dtypes, o.init_from);
-  trainer->set_hf_gpt2_layout(layout);
-  // LoRA: the folder stays the base, named by its absolute path in the run's adapter_config.json
-  if (o.lora_rank > 0) trainer->apply_lora(std::filesystem::absolute(o.init_from).lexically_normal().string());
+  std::vector<std::string> converted;
+  auto trainer = start_from_gpt2_folder(o, read_data(o.data), &converted);
+  say_converted(converted, o.init_from);
+  o = trainer->options();  // the model's shape from the folder, as the run saves it
   return trainer;
 }
 

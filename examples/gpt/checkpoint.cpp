@@ -257,6 +257,28 @@ TrainOptions saved_options(const std::string& dir) {
   return o;
 }
 
+std::unique_ptr<Trainer> start_from_gpt2_folder(TrainOptions o, const std::string& text,
+                                                std::vector<std::string>* converted) {
+  const std::string config_path = path_in(o.init_from, "config.json");
+  if (!is_hf_gpt2_folder(o.init_from))
+    throw Error("--init-from " + o.init_from + ": not a Hugging Face GPT-2 folder (" + config_path +
+                " with \"model_type\": \"gpt2\" is missing)");
+  HfGpt2Info layout;  // what the run keeps of the folder to save in its layout
+  layout.config = json::parse_file(config_path);
+  nn::GPTConfig config = hf_gpt2_config(layout.config, config_path);
+  config.drop_rate = o.model.drop_rate;
+  const int64_t context = o.model.context_length;
+  o.model = config;  // the flags say the model's shape, as a run from scratch saves them
+  o.model.context_length = context;
+  auto trainer = std::make_unique<Trainer>(o, text, load_tokenizer(o.tokenizer), config);
+  load_hf_gpt2_weights(trainer->model(), path_in(o.init_from, "model.safetensors"), &layout);
+  if (converted) *converted = layout.converted_dtypes;
+  trainer->set_hf_gpt2_layout(layout);
+  // LoRA: the folder stays the base, named by its absolute path in the run's adapter_config.json
+  if (o.lora_rank > 0) trainer->apply_lora(std::filesystem::absolute(o.init_from).lexically_normal().string());
+  return trainer;
+}
+
 std::unique_ptr<Trainer> resume_trainer(const std::string& dir, const TrainOptions& options, const std::string& text) {
   check_checkpoint_folder(dir);
   std::unique_ptr<Trainer> trainer;

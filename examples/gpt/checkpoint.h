@@ -50,6 +50,14 @@ TrainOptions saved_options(const std::string& dir);
 // --out, --threads, --eval-every or --sample-tokens.
 std::unique_ptr<Trainer> resume_trainer(const std::string& dir, const TrainOptions& options, const std::string& text);
 
+// A fresh run from the Hugging Face GPT-2 folder options.init_from: the model of its config.json
+// (options.model gives the sequence length, at most n_positions, and the dropout), its weights
+// (16-bit ones read as float32: *converted names their dtypes), the tokenizer options.tokenizer,
+// and LoRA adapters when options.lora_rank > 0. The run is saved in the folder's layout.
+// train_gpt --init-from and bench_gpt --init-from start this way.
+std::unique_ptr<Trainer> start_from_gpt2_folder(TrainOptions options, const std::string& text,
+                                                std::vector<std::string>* converted);
+
 // A saved model for writing text: the config, the tokenizer and the weights.
 // dir: a train_gpt run folder, or a Hugging Face GPT-2 folder (examples/gpt/hf_gpt2.h) with
 // GPT-2's tokenizer files beside the model (a fine-tuned run from GPT-2 is one too).
