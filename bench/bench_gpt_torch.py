@@ -3,6 +3,12 @@
 # clipping), the same flags and the same JSON line, so the two compare field for field.
 #
 #     /usr/bin/python3 bench/bench_gpt_torch.py --config small --threads 2 --steps 50 [--precision bf16]
+#     /usr/bin/python3 bench/bench_gpt_torch.py --init-from DIR --data input.txt --batch 1 --context 1024
+#
+# With --init-from, bench_gpt --init-from's twin: the Hugging Face GPT-2 folder's model in the HF
+# layout twin (examples/pytorch/hf_gpt2.py, dropout 0), the text in GPT-2's tokens
+# (examples/pytorch/gpt2_tokenizer.py), and the same step: random windows, AdamW (lr 1e-4, weight
+# decay 0.1 on matrices), clipping at 1.
 #
 # --precision bf16 runs each step's forward pass and loss under torch.autocast("cpu",
 # dtype=torch.bfloat16), as train_gpt.py --precision bf16 (its header says how that differs from
@@ -52,6 +58,9 @@ def flags(argv=None):
     p.add_argument("--seed", type=int, default=1337)
     p.add_argument("--precision", choices=["fp32", "bf16"], default="fp32",
                    help="bf16: each step's forward and loss under bfloat16 autocast (default: %(default)s)")
+    p.add_argument("--init-from", help="a Hugging Face GPT-2 folder: its model instead of --config's")
+    p.add_argument("--batch", type=int, default=0, help="sequences per step (0 = the config's; --init-from: 4)")
+    p.add_argument("--context", type=int, default=0, help="tokens per sequence (0 = the config's; --init-from: 256)")
     p.add_argument("--build", default=os.path.join(REPO, "build"),
                    help="tapegrad's build folder, for the built-in corpus (default: %(default)s)")
     o = p.parse_args(argv)
@@ -120,10 +129,46 @@ def import_torch(threads):
     return torch, threads
 
 
+class Gpt2Run:
+    """A run from a GPT-2 folder, as bench_gpt --init-from trains it: train_step() -> the loss."""
+
+    def __init__(self, torch, folder, text, batch, context, seed):
+        from gpt2_tokenizer import Gpt2Tokenizer
+        from hf_gpt2 import GPT2LMHeadModel
+        import train_gpt
+
+        self.torch, self.batch, self.context = torch, batch, context
+        ids = Gpt2Tokenizer.from_folder(folder).encode(text.encode("utf-8"))
+        self.train_ids = torch.tensor(train_gpt.split_train_val(ids)[0], dtype=torch.long)
+        torch.manual_seed(seed)
+        self.model = GPT2LMHeadModel.from_pretrained(folder)
+        for m in self.model.modules():
+            if isinstance(m, torch.nn.Dropout):
+                m.p = 0.0
+        self.model.train()
+        self.opt = torch.optim.AdamW(train_gpt.weight_decay_groups(self.model, 0.1), lr=1e-4)
+        self.gen = torch.Generator().manual_seed(seed)
+        self.get_batch = train_gpt.get_batch
+
+    def train_step(self):
+        torch = self.torch
+        x, y = self.get_batch(self.train_ids, self.batch, self.context, self.gen)
+        self.opt.zero_grad(set_to_none=True)
+        logits = self.model(x)
+        loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), y.flatten())
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+        self.opt.step()
+        return loss.item()
+
+
 def main():
     o = flags()
     torch, threads = import_torch(o.threads)
     import train_gpt  # examples/pytorch/train_gpt.py (imports torch)
+
+    if o.init_from:
+        return main_init_from(o, torch, threads)
 
     c = CONFIGS[o.config]
     if o.data:
@@ -171,6 +216,33 @@ def main():
         "tokens_per_s": round(tokens_per_s, 1), "ms_per_step_median": round(statistics.median(seconds) * 1e3, 3),
         "flops_per_token": flops_per_token, "peak_gflops": round(peak, 1), "peak_source": peak_source,
         "mfu": round(flops_per_token * tokens_per_s / (peak * 1e9), 4), "peak_rss_mb": round(rss, 1),
+        "first_loss": float(f"{first_loss:.9g}"), "final_loss": float(f"{loss:.9g}"),
+        "blas": blas_description(), "torch": torch.__version__,
+    }), flush=True)
+
+
+def main_init_from(o, torch, threads):
+    if not o.data or not os.path.isfile(o.data):
+        sys.exit("bench_gpt_torch.py: --init-from needs --data FILE (a text file)")
+    with open(o.data, encoding="utf-8") as f:
+        text = f.read()
+    batch, context = o.batch or 4, o.context or 256
+    run = Gpt2Run(torch, o.init_from, text, batch, context, o.seed)
+    seconds, first_loss, loss = [], None, None
+    for s in range(o.warmup + o.steps):
+        start = time.perf_counter()
+        loss = run.train_step()
+        if s == 0:
+            first_loss = loss
+        if s >= o.warmup:
+            seconds.append(time.perf_counter() - start)
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    print(json.dumps({
+        "bench": "pytorch", "precision": "fp32", "config": "init-from " + o.init_from, "threads": threads,
+        "steps": o.steps, "warmup": o.warmup, "batch": batch, "context": context,
+        "params": sum(p.numel() for p in run.model.parameters()),
+        "tokens_per_s": round(batch * context * o.steps / sum(seconds), 1),
+        "ms_per_step_median": round(statistics.median(seconds) * 1e3, 3), "peak_rss_mb": round(rss, 1),
         "first_loss": float(f"{first_loss:.9g}"), "final_loss": float(f"{loss:.9g}"),
         "blas": blas_description(), "torch": torch.__version__,
     }), flush=True)
