@@ -1,6 +1,10 @@
 // bench/bench_generate.cpp — text generation speed of tapegrad's GPT, as one JSON line.
 //
 //   ./build/bench/bench_generate --config medium --threads 1 --new-tokens 500 --mode cache
+//   ./build/bench/bench_generate --init-from DIR --threads 1 --prompt-tokens 100 --new-tokens 200
+//
+// With --init-from the model is a Hugging Face GPT-2 folder's (examples/gpt/hf_gpt2.h), and the
+// prompt is the first P tokens of the built-in corpus in its tokenizer's tokens.
 //
 // The model: the config's shape (bench_gpt's table), the built-in corpus's characters as the
 // vocabulary (as bench_gpt's), initialised from --seed and not trained, in eval mode. The
@@ -40,6 +44,7 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -51,6 +56,7 @@
 #include "bench/bench_util.h"
 #include "examples/common/flags.h"
 #include "examples/gpt/corpus.h"
+#include "examples/gpt/hf_gpt2.h"
 #include "examples/gpt/run_log.h"
 #include "examples/gpt/tokenizer.h"
 #include "nn/generate.h"
@@ -74,6 +80,7 @@ struct BenchOptions {
   int64_t keep = 0;  // 0 = the mode's default
   int64_t warmup = 4;
   int64_t seed = 1337;
+  std::string init_from;  // a Hugging Face GPT-2 folder: its model and tokenizer instead of --config's
 };
 
 std::vector<Flag> bench_flags(BenchOptions& o) {
@@ -89,6 +96,7 @@ std::vector<Flag> bench_flags(BenchOptions& o) {
                0, 1e7),
       int_flag("warmup", &o.warmup, "tokens written untimed first", 0, 1e7),
       seed_flag(&o.seed, "seed of the model's initialisation"),
+      text_flag("init-from", &o.init_from, "a Hugging Face GPT-2 folder: its model and tokenizer instead of --config's"),
   };
 }
 
@@ -115,31 +123,42 @@ std::string json_ids(const std::vector<int64_t>& ids, size_t n) {
 
 int run(const BenchOptions& b) {
   const int threads = tg::bench::use_threads(b.threads);
-  const tg::bench::GPTBenchConfig c = tg::bench::gpt_bench_config(b.config);
-  const int64_t context = c.model.context_length;
+  const std::string text = builtin_corpus();
+  std::unique_ptr<tg::nn::GPTModel> model;
+  std::vector<int64_t> prompt;
+  if (b.init_from.empty()) {  // the config's shape on the corpus's characters, from --seed
+    const CharTokenizer tokenizer = CharTokenizer::from_text(text);
+    prompt = tokenizer.encode(text.substr(0, static_cast<size_t>(b.prompt_tokens)));
+    tg::nn::GPTConfig config = tg::bench::gpt_bench_config(b.config).model;
+    config.vocab_size = tokenizer.vocab_size();
+    tg::manual_seed(static_cast<uint64_t>(b.seed));
+    model = std::make_unique<tg::nn::GPTModel>(config);
+  } else {  // a GPT-2 folder's model, and the corpus in its tokens
+    prompt = load_tokenizer(b.init_from).encode(text);
+    if (static_cast<int64_t>(prompt.size()) < b.prompt_tokens)
+      throw UsageError("--prompt-tokens " + std::to_string(b.prompt_tokens) + ": the corpus has " +
+                       std::to_string(prompt.size()) + " tokens");
+    prompt.resize(static_cast<size_t>(b.prompt_tokens));
+    model = std::move(load_hf_gpt2(b.init_from).model);
+  }
+  model->eval();
+  const tg::nn::GPTConfig& config = model->config();
+  const int64_t context = config.context_length;
   if (b.keep > context)
     throw UsageError("--keep (" + std::to_string(b.keep) + ") exceeds the context (" + std::to_string(context) + ")");
-  const std::string text = builtin_corpus();
-  const CharTokenizer tokenizer = CharTokenizer::from_text(text);
-  std::vector<int64_t> prompt = tokenizer.encode(text.substr(0, static_cast<size_t>(b.prompt_tokens)));
-  tg::nn::GPTConfig config = c.model;
-  config.vocab_size = tokenizer.vocab_size();
-  tg::manual_seed(static_cast<uint64_t>(b.seed));
-  tg::nn::GPTModel model(config);
-  model.eval();
 
   tg::nn::SamplingOptions options;
   options.temperature = 0.0;  // greedy
   options.use_kv_cache = b.mode == "cache";
   options.keep_when_full = b.keep > 0 ? b.keep : (b.mode == "cache" ? context / 2 : context);
   const tg::Tensor idx = tg::from_vector(prompt, {1, static_cast<int64_t>(prompt.size())});  // (1, P)
-  if (b.warmup > 0) tg::nn::generate(model, idx, b.warmup, options);
+  if (b.warmup > 0) tg::nn::generate(*model, idx, b.warmup, options);
 
   using Clock = std::chrono::steady_clock;
   std::vector<double> seconds;  // one per step
   auto last = Clock::now();
   const auto start = last;
-  const tg::Tensor out = tg::nn::generate(model, idx, b.new_tokens, options, nullptr, [&](const tg::Tensor&) {
+  const tg::Tensor out = tg::nn::generate(*model, idx, b.new_tokens, options, nullptr, [&](const tg::Tensor&) {
     const auto now = Clock::now();
     seconds.push_back(std::chrono::duration<double>(now - last).count());
     last = now;
@@ -149,11 +168,11 @@ int run(const BenchOptions& b) {
   std::vector<int64_t> ids = out.narrow(1, idx.size(1), b.new_tokens).tolist<int64_t>();
 
   std::cout << "{\"bench\": \"tapegrad\", \"kernels\": " << tg::json::quote(kernels_mode())
-            << ", \"config\": " << tg::json::quote(b.config)
+            << ", \"config\": " << tg::json::quote(b.init_from.empty() ? b.config : "init-from " + b.init_from)
             << ", \"mode\": " << tg::json::quote(b.mode) << ", \"threads\": " << threads
             << ", \"prompt_tokens\": " << prompt.size() << ", \"new_tokens\": " << b.new_tokens
             << ", \"context\": " << context << ", \"keep\": " << options.keep_when_full
-            << ", \"vocab_size\": " << config.vocab_size << ", \"params\": " << model.num_parameters()
+            << ", \"vocab_size\": " << config.vocab_size << ", \"params\": " << model->num_parameters()
             << ", \"tokens_per_s\": " << number(static_cast<double>(b.new_tokens) / total, "%.1f")
             << ", \"ms_per_token_median\": " << number(tg::bench::median(seconds) * 1e3, "%.3f")
             << ", \"ms_per_token_max\": " << number(*std::max_element(seconds.begin(), seconds.end()) * 1e3, "%.3f")
