@@ -450,11 +450,8 @@ NamedTensors load_safetensors(const std::string& path, const SafetensorsReadOpti
   NamedTensors out;
   for_each_safetensor(path, options, [&](const std::string& name, Tensor t) { out.push_back({name, std::move(t)}); });
   if (converted) {
-    for (const SafetensorsEntry& e : safetensors_entries(path, options)) {
-      const bool widened = e.dtype == kFloat32 && e.file_dtype != "F32";  // F16 or BF16 read as float32
-      if (widened && std::find(converted->begin(), converted->end(), e.file_dtype) == converted->end())
-        converted->push_back(e.file_dtype);
-    }
+    for (const std::string& d : widened_dtypes(safetensors_entries(path, options)))
+      if (std::find(converted->begin(), converted->end(), d) == converted->end()) converted->push_back(d);
   }
   return out;
 }
@@ -463,6 +460,15 @@ std::vector<SafetensorsEntry> safetensors_entries(const std::string& path, const
   Reader reader(path, options);
   std::vector<SafetensorsEntry> out;
   for (const Entry& e : reader.read_header().entries) out.push_back({e.name, e.shape, e.dtype, e.in_file->name});
+  return out;
+}
+
+std::vector<std::string> widened_dtypes(const std::vector<SafetensorsEntry>& entries) {
+  std::vector<std::string> out;
+  for (const SafetensorsEntry& e : entries) {
+    const bool widened = e.dtype == kFloat32 && e.file_dtype != "F32";  // F16 or BF16 read as float32
+    if (widened && std::find(out.begin(), out.end(), e.file_dtype) == out.end()) out.push_back(e.file_dtype);
+  }
   return out;
 }
 

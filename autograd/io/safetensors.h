@@ -84,6 +84,9 @@ struct SafetensorsEntry {
   std::string file_dtype;
 };
 std::vector<SafetensorsEntry> safetensors_entries(const std::string& path, const SafetensorsReadOptions& options = {});
+// The file dtypes of these entries that are read as float32 (F16, BF16), each once, in file order:
+// what load_safetensors reports as converted.
+std::vector<std::string> widened_dtypes(const std::vector<SafetensorsEntry>& entries);
 
 // The tensors one at a time, in file order: fn(name, tensor) gets each as soon as it is read, and
 // a loader that copies it into place and lets it go never holds the whole file in memory (for

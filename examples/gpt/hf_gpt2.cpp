@@ -177,10 +177,7 @@ void load_hf_gpt2_weights(nn::GPTModel& model, const std::string& weights_path, 
   const SafetensorsReadOptions read{.float16_to_float32 = true};
   const std::vector<SafetensorsEntry> entries = safetensors_entries(weights_path, read);
   check_hf_entries(entries, c, weights_path, *info);  // every name and shape, before any data is read
-  for (const SafetensorsEntry& e : entries)
-    if (e.dtype == kFloat32 && e.file_dtype != "F32" &&
-        std::find(info->converted_dtypes.begin(), info->converted_dtypes.end(), e.file_dtype) == info->converted_dtypes.end())
-      info->converted_dtypes.push_back(e.file_dtype);
+  info->converted_dtypes = widened_dtypes(entries);
   // One tensor at a time, copied into the model's own and let go: the model plus one tensor of the
   // file in memory at once, never the whole file beside it.
   const NamedTensors targets = model.state_dict();
