@@ -75,7 +75,8 @@ TEST(Gpt2Tokenizer, GivesJsTiktokensIdsFromEitherPairOfFiles) {
   if (!gpt2_files_ready()) return;
   ASSERT_GT(reference()["cases"].size(), 40u);
   for (const auto& [vocab, merges] : {std::pair{"vocab.json", "merges.txt"}, std::pair{"encoder.json", "vocab.bpe"}}) {
-    const Gpt2Tokenizer& tok = gpt2(vocab, merges);
+    const std::string vocab_file = vocab, merges_file = merges;  // named, so the cached reference is plainly not to a temporary
+    const Gpt2Tokenizer& tok = gpt2(vocab_file, merges_file);
     EXPECT_EQ(tok.vocab_size(), 50257);
     EXPECT_EQ(tok.end_of_text_id(), 50256);
     for (const json::Value& c : reference()["cases"].as_array()) {

@@ -5,6 +5,7 @@
 // was wrong (the file and the line).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
