@@ -317,12 +317,15 @@ Tensor scalar_like(const Scalar& s, const Tensor& t, const char* op = "scalar");
 
 // out = f(a, b) elementwise with broadcasting, computed in dtype `compute` (inputs converted
 // to it), stored as `compute` or as bool when out_is_bool. f is a generic lambda (auto x, auto y).
+// Given `into` (contiguous, of out's shape and dtype), the result is written there instead of a
+// new tensor; `into` may be a itself, as element i of a is read before element i of out is written.
 template <class F>
-Tensor elementwise_binary(const Tensor& a, const Tensor& b, ScalarType compute, bool out_is_bool, const char* op, F f) {
+Tensor elementwise_binary(const Tensor& a, const Tensor& b, ScalarType compute, bool out_is_bool, const char* op, F f,
+                          Tensor into = Tensor()) {
   check_defined(a, op, "input");
   check_defined(b, op, "other");
   const Shape shape = broadcast_shapes(a.sizes(), b.sizes(), op);
-  Tensor out = make_empty(shape, out_is_bool ? kBool : compute);
+  Tensor out = into.defined() ? into : make_empty(shape, out_is_bool ? kBool : compute);
   const Tensor ac = a.dtype() == compute ? a : a.detach().to(compute);
   const Tensor bc = b.dtype() == compute ? b : b.detach().to(compute);
   if (compute == kBFloat16) {  // computed in float32, stored as bfloat16 (as PyTorch's CPU kernels)

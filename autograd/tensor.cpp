@@ -14,6 +14,7 @@
 #include "autograd/kernels/convert_kernels.h"
 #include "autograd/ops.h"
 #include "autograd/ops/derivatives.h"
+#include "autograd/ops/into_self.h"
 #include "autograd/loops.h"
 #include "autograd/record.h"
 
@@ -473,9 +474,14 @@ Tensor& Tensor::masked_fill_(const Tensor& mask, Scalar value) {
 Tensor& Tensor::add_(const Tensor& other, Scalar alpha) {
   check_defined(other, "add_", "other");
   check_broadcasts_to(other.sizes(), sizes(), "add_", "other");
-  Tensor sum = tg::add(detach(), other.detach(), alpha);
+  const bool into_self = can_write_into_self(*this, other);  // ops/into_self.h: no temporary of self's size
+  Tensor sum = into_self ? Tensor() : tg::add(detach(), other.detach(), alpha);
   Tensor old = begin_inplace(*this, {other}, "add_");
-  copy_values(*this, sum, "add_");
+  if (into_self) {
+    add_into_self(detach(), other.detach(), alpha);
+  } else {
+    copy_values(*this, sum, "add_");
+  }
   const double a = alpha.value;
   // add's formulas (ops/derivatives.h), with self for a
   finish_inplace(*this, old, {other}, "AddBackward0", {},
@@ -510,8 +516,14 @@ Tensor& Tensor::mul_(const Tensor& other) {
 }
 
 Tensor& Tensor::mul_(Scalar other) {
+  const bool into_self = can_write_into_self(*this, other);  // ops/into_self.h: no temporary of self's size
+  Tensor product = into_self ? Tensor() : tg::mul(detach(), other);
   Tensor old = begin_inplace(*this, {}, "mul_");
-  copy_values(*this, tg::mul(detach(), other), "mul_");
+  if (into_self) {
+    mul_into_self(detach(), other);
+  } else {
+    copy_values(*this, product, "mul_");
+  }
   const double s = other.value;
   finish_inplace(*this, old, {}, "MulBackward0", {},
                  [s](const BackwardArgs& ctx) { return mul_scalar_backward(ctx, s); });

@@ -13,6 +13,7 @@
 
 #include "autograd/ops.h"
 #include "autograd/ops/derivatives.h"
+#include "autograd/ops/into_self.h"
 #include "autograd/loops.h"
 #include "autograd/record.h"
 
@@ -40,26 +41,53 @@ void check_alpha(ScalarType dt, const Scalar& alpha, const char* op) {
 }
 
 // out = a + alpha*b (or a - alpha*b when subtract) elementwise in dtype dt; int64 wraps as
-// PyTorch's and uses alpha's exact integer value.
-Tensor add_scaled(const Tensor& a, const Tensor& b, ScalarType dt, const Scalar& alpha, bool subtract, const char* op) {
+// PyTorch's and uses alpha's exact integer value. Written into `into` when given (elementwise_binary).
+Tensor add_scaled(const Tensor& a, const Tensor& b, ScalarType dt, const Scalar& alpha, bool subtract, const char* op,
+                  const Tensor& into = Tensor()) {
   const double s = subtract ? -alpha.value : alpha.value;
-  if (s == 1.0) return elementwise_binary(a, b, dt, false, op, [](auto x, auto y) { return wrapping_add(x, y); });
+  if (s == 1.0) return elementwise_binary(a, b, dt, false, op, [](auto x, auto y) { return wrapping_add(x, y); }, into);
   if (s == -1.0 && dt != kBool) {
-    return elementwise_binary(a, b, dt, false, op, [](auto x, auto y) { return wrapping_sub(x, y); });
+    return elementwise_binary(a, b, dt, false, op, [](auto x, auto y) { return wrapping_sub(x, y); }, into);
   }
   int64_t k = 0;  // alpha as int64 (negated when subtracting), for int64 results
   if (dt == kInt64) {
     k = checked_cast<int64_t>(alpha, op);
     if (subtract) k = wrapping_sub<int64_t>(0, k);
   }
-  return elementwise_binary(a, b, dt, false, op, [s, k](auto x, auto y) {
-    using T = decltype(x);
-    if constexpr (std::is_same_v<T, int64_t>) return wrapping_add(x, wrapping_mul(k, y));
-    else return static_cast<T>(x + static_cast<T>(s) * y);
-  });
+  return elementwise_binary(
+      a, b, dt, false, op,
+      [s, k](auto x, auto y) {
+        using T = decltype(x);
+        if constexpr (std::is_same_v<T, int64_t>) return wrapping_add(x, wrapping_mul(k, y));
+        else return static_cast<T>(x + static_cast<T>(s) * y);
+      },
+      into);
+}
+
+// a * b for a number b, written into `into` when given.
+Tensor mul_by_number(const Tensor& a, Scalar b, const Tensor& into = Tensor()) {
+  return elementwise_binary(a, scalar_like(b, a, "mul"), scalar_dtype(b, a), false, "mul",
+                            [](auto x, auto y) { return wrapping_mul(x, y); }, into);
 }
 
 }  // namespace
+
+// --- into self's own buffer (add_ and mul_, tensor.cpp) -------------------------------------------
+
+bool can_write_into_self(const Tensor& self, const Tensor& other) {
+  return is_floating(self.dtype()) && self.is_contiguous() && arithmetic_dtype(self, other) == self.dtype() &&
+         !other.is_alias_of(self);
+}
+
+bool can_write_into_self(const Tensor& self, Scalar other) {
+  return is_floating(self.dtype()) && self.is_contiguous() && scalar_dtype(other, self) == self.dtype();
+}
+
+void add_into_self(const Tensor& self, const Tensor& other, Scalar alpha) {
+  add_scaled(self, other, self.dtype(), alpha, false, "add_", self);
+}
+
+void mul_into_self(const Tensor& self, Scalar other) { mul_by_number(self, other, self); }
 
 Tensor add(const Tensor& a, const Tensor& b, Scalar alpha) {
   const ScalarType dt = arithmetic_dtype(a, b);
@@ -152,8 +180,7 @@ Tensor sub(const Tensor& a, Scalar b) {
 }
 
 Tensor mul(const Tensor& a, Scalar b) {
-  Tensor out = elementwise_binary(a, scalar_like(b, a, "mul"), scalar_dtype(b, a), false, "mul",
-                                  [](auto x, auto y) { return wrapping_mul(x, y); });
+  Tensor out = mul_by_number(a, b);
   const double s = b.value;
   record("MulBackward0", {a}, out, {}, [s](const BackwardArgs& ctx) { return mul_scalar_backward(ctx, s); });
   return out;

@@ -2,6 +2,7 @@
 // front of the system's aligned_alloc, and the counters behind memory_stats().
 #include "autograd/runtime/memory.h"
 
+#include <sys/mman.h>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -34,11 +35,32 @@ size_t rounded_size(size_t nbytes) { return nbytes == 0 ? 64 : (nbytes + 63) / 6
 // A request takes a cached buffer of at most 1.5 times its size (memory.h says why).
 bool close_enough(size_t capacity, size_t size) { return capacity <= size + size / 2; }
 
+// Big buffers are mapped from the kernel and unmapped on free, so a freed one never stays resident.
+// Through malloc they might: the C library may keep them in its heap for its next requests
+// (glibc does, once it has seen big blocks come and go), and the process then holds both.
+constexpr size_t kMapFromSize = size_t{1} << 20;
+constexpr bool kMapBigBuffers = kCacheEnabled;  // under AddressSanitizer, malloc: it checks those
+
+void* system_allocate(size_t size) {
+  if (!kMapBigBuffers || size < kMapFromSize) return std::aligned_alloc(64, size);
+  void* data = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  return data == MAP_FAILED ? nullptr : data;  // page-aligned, so 64-byte aligned
+}
+
+void system_free(void* data, size_t size) {
+  if (!kMapBigBuffers || size < kMapFromSize) {
+    std::free(data);
+  } else {
+    munmap(data, size);
+  }
+}
+
 struct Pool {
   std::mutex mutex;
   std::map<size_t, std::vector<void*>> free_lists;  // capacity -> cached buffers (never an empty list)
   MemoryStats stats;
-  int64_t high_water = 0;  // the most live_bytes ever (reset_peak_memory_stats leaves it)
+  int64_t live_capacity = 0;  // the live buffers' sizes as allocated (a cached buffer may be bigger than asked)
+  int64_t high_water = 0;     // the most live_capacity ever (reset_peak_memory_stats leaves it)
   std::optional<int64_t> limit_from_environment;  // TG_CACHE_LIMIT_MB, read at the first allocation
   bool environment_read = false;
   // The most the cache may hold: TG_CACHE_LIMIT_MB when set, else the peak of live memory (at
@@ -47,11 +69,15 @@ struct Pool {
     return limit_from_environment ? *limit_from_environment : std::max(kMinCacheLimit, high_water);
   }
 
-  void release_all_locked() {
-    for (auto& [size, list] : free_lists)
-      for (void* p : list) std::free(p);
-    free_lists.clear();
-    stats.cached_bytes = 0;
+  // Gives cached buffers back to the system, the biggest first, until at most `keep` bytes are cached.
+  void shrink_cache_locked(int64_t keep) {
+    while (stats.cached_bytes > keep) {
+      auto biggest = std::prev(free_lists.end());
+      system_free(biggest->second.back(), biggest->first);
+      stats.cached_bytes -= static_cast<int64_t>(biggest->first);
+      biggest->second.pop_back();
+      if (biggest->second.empty()) free_lists.erase(biggest);
+    }
   }
 };
 
@@ -80,10 +106,17 @@ Buffer allocate_storage(size_t nbytes) {
     if (it->second.empty()) p.free_lists.erase(it);
     p.stats.cached_bytes -= static_cast<int64_t>(size);
   } else {
-    data = std::aligned_alloc(64, size);
+    // A buffer from the system: first the cache shrinks so that the live buffers, the cache and
+    // this one together hold at most the most the live buffers ever took (or take with this one),
+    // plus a sixteenth (at least 32 MiB). So the cache lifts the process's memory above its
+    // tensors' peak by that much at most; a small model keeps its whole step in the cache.
+    const int64_t live_after = p.live_capacity + static_cast<int64_t>(size);
+    const int64_t most = std::max(p.high_water, live_after);
+    p.shrink_cache_locked(most + std::max(kMinCacheLimit, most / 16) - live_after);
+    data = system_allocate(size);
     if (!data && p.stats.cached_bytes > 0) {  // memory is short: give the cache back, try again
-      p.release_all_locked();
-      data = std::aligned_alloc(64, size);
+      p.shrink_cache_locked(0);
+      data = system_allocate(size);
     }
     if (!data) throw Error("out of memory: cannot allocate " + std::to_string(nbytes) + " bytes");
     ++p.stats.system_allocations;
@@ -91,7 +124,8 @@ Buffer allocate_storage(size_t nbytes) {
   ++p.stats.live_storages;
   p.stats.live_bytes += static_cast<int64_t>(nbytes);
   p.stats.peak_bytes = std::max(p.stats.peak_bytes, p.stats.live_bytes);
-  p.high_water = std::max(p.high_water, p.stats.live_bytes);
+  p.live_capacity += static_cast<int64_t>(size);
+  p.high_water = std::max(p.high_water, p.live_capacity);
   return {data, size};
 }
 
@@ -102,11 +136,12 @@ void release_storage(const Buffer& buffer, size_t nbytes) {
   std::lock_guard<std::mutex> lock(p.mutex);
   --p.stats.live_storages;
   p.stats.live_bytes -= static_cast<int64_t>(nbytes);
+  p.live_capacity -= static_cast<int64_t>(size);
   if (!kCacheEnabled || static_cast<int64_t>(size) > p.cache_limit()) {
-    std::free(data);
+    system_free(data, size);
     return;
   }
-  if (p.stats.cached_bytes + static_cast<int64_t>(size) > p.cache_limit()) p.release_all_locked();
+  p.shrink_cache_locked(p.cache_limit() - static_cast<int64_t>(size));  // room for this one
   p.free_lists[size].push_back(data);
   p.stats.cached_bytes += static_cast<int64_t>(size);
 }
@@ -114,7 +149,9 @@ void release_storage(const Buffer& buffer, size_t nbytes) {
 MemoryStats memory_stats() {
   Pool& p = pool();
   std::lock_guard<std::mutex> lock(p.mutex);
-  return p.stats;
+  MemoryStats m = p.stats;
+  m.reserved_bytes = p.live_capacity + p.stats.cached_bytes;
+  return m;
 }
 
 void reset_peak_memory_stats() {
@@ -126,7 +163,7 @@ void reset_peak_memory_stats() {
 void empty_cache() {
   Pool& p = pool();
   std::lock_guard<std::mutex> lock(p.mutex);
-  p.release_all_locked();
+  p.shrink_cache_locked(0);
 }
 
 double peak_rss_mb() {

@@ -6,6 +6,7 @@
 //   m.peak_bytes      the most live_bytes has been since the start or reset_peak_memory_stats()
 //   m.cached_bytes    freed buffers kept for reuse (see below)
 //   m.system_allocations  buffers taken from the system so far (not from the cache)
+//   m.reserved_bytes  what the allocator holds from the system now: live buffers and cache (below)
 //
 // A training step that frees what it no longer needs leaves live_bytes the same after every step
 // (once the optimizer has made its state): the tape is released by backward, and with it every
@@ -18,15 +19,24 @@
 // buffer of its size cached, a tensor takes the smallest cached one up to 1.5 times its size:
 // backward frees the activations while it makes the gradients, which have other sizes, and
 // without this the two would each keep buffers of their own. A buffer more than 1.5 times too
-// big is left for a tensor of its own size, which the next step will ask for again. The cache
-// never holds more than the peak of live memory (at least 32 MiB); past that it is emptied, so
-// a loop whose sizes keep changing (generation with a growing context) stays bounded.
-// The price is resident memory: at the end of a training step's backward the gradients are live
-// and the step's activations, freed, sit in the cache for the next forward, so the process holds
-// both at once (for GPT-2 124M at 1 x 1024 tokens, about 0.8 GB more than the tensors' peak).
+// big is left for a tensor of its own size, which the next step will ask for again.
+//
+// The cache lifts what the process holds at most a sixteenth (or 32 MiB) above what its tensors
+// once needed. Before a buffer is taken from the system, cached buffers (the biggest first) go
+// back until the live buffers, the cache and the new one fit in the most the live buffers ever
+// took (or take with the new one) plus that margin. So at the end of a training step's
+// backward, when the gradients are made while the activations sit freed in the cache, a big
+// model's cache gives way instead of adding its activations to the peak (GPT-2 124M at 1 x 1024
+// tokens: 0.3 GB less resident), and those buffers come from the system again in the next step.
+// A small model's whole step stays cached. m.reserved_bytes is what the allocator holds: the live buffers' sizes as allocated
+// (a reused buffer can be up to 1.5 times its tensor) plus the cache. Buffers of 1 MiB or more are
+// mapped from the kernel and unmapped when freed (memory.cpp says why), so what the cache gives
+// back leaves the process at once.
+// The cache also never holds more than the peak of live memory (at least 32 MiB), so a loop
+// whose sizes keep changing (generation with a growing context) stays bounded.
 // TG_CACHE_LIMIT_MB=N caps the cache at N MiB instead (0: no cache): less memory, and fresh pages
-// to fault in on each step. empty_cache() gives everything cached back. Built with AddressSanitizer the cache is off, so
-// a use after free is still caught.
+// to fault in on each step. empty_cache() gives everything cached back. Built with
+// AddressSanitizer the cache is off, so a use after free is still caught.
 //
 // The whole process: peak_rss_mb() is the most resident memory it has had (tensors, the
 // allocator's cache, BLIS's buffers, the program itself), as the benchmarks and train_gpt report it.
@@ -41,6 +51,7 @@ struct MemoryStats {
   int64_t peak_bytes = 0;
   int64_t cached_bytes = 0;
   int64_t system_allocations = 0;
+  int64_t reserved_bytes = 0;
 };
 
 MemoryStats memory_stats();

@@ -91,6 +91,30 @@ TEST(Memory, ReusedBuffersHoldNoStaleValuesVisibleThroughOps) {
   EXPECT_EQ(ones({777}).sum().item(), 777.0);
 }
 
+// At the end of a backward the gradients (new sizes) are made while the activations sit in the
+// cache: the cache gives way, so the allocator never holds more than a sixteenth above what the live
+// buffers once took.
+// (Buffers this big are mapped, not touched by empty(): the test commits almost no memory.)
+TEST(Memory, TheCacheGivesWayRatherThanLiftTheProcessAboveItsPeak) {
+  if (!kCaching) GTEST_SKIP() << "the cache is off under AddressSanitizer";
+  empty_cache();
+  constexpr int64_t MiB = int64_t{1} << 20;
+  const int64_t others = memory_stats().reserved_bytes;  // other tests' live tensors, if any
+  {
+    std::vector<Tensor> activations;
+    for (int i = 0; i < 4; ++i) activations.push_back(empty({256 * MiB / 4}));  // 4 x 256 MiB, float32
+  }
+  EXPECT_EQ(memory_stats().cached_bytes, 1024 * MiB) << "freed, they are kept for the next step";
+  std::vector<Tensor> gradients;
+  for (int i = 0; i < 3; ++i) gradients.push_back(empty({300 * MiB / 4}));  // 3 x 300 MiB: none fits a cached buffer
+  const MemoryStats m = memory_stats();
+  EXPECT_LE(m.reserved_bytes - others, 1024 * MiB + 1024 * MiB / 16) << "the cache kept " << m.cached_bytes / MiB << " MiB";
+  EXPECT_GE(m.reserved_bytes - others, 900 * MiB);
+  gradients.clear();
+  empty_cache();
+  EXPECT_EQ(memory_stats().reserved_bytes, others);
+}
+
 // TG_CACHE_LIMIT_MB caps the cache (run with TG_CACHE_LIMIT_MB=0 by tests/CMakeLists.txt: a freed
 // buffer goes straight back to the system).
 TEST(Memory, TheCacheLimitFollowsTheEnvironment) {
