@@ -4,11 +4,15 @@
 #
 #     /usr/bin/python3 bench/bench_gpt_torch.py --config small --threads 2 --steps 50 [--precision bf16]
 #     /usr/bin/python3 bench/bench_gpt_torch.py --init-from DIR --data input.txt --batch 1 --context 1024
+#         [--checkpoint-activations every] [--lora-rank 8 --lora-targets attn,mlp]
 #
 # With --init-from, bench_gpt --init-from's twin: the Hugging Face GPT-2 folder's model in the HF
 # layout twin (examples/pytorch/hf_gpt2.py, dropout 0), the text in GPT-2's tokens
 # (examples/pytorch/gpt2_tokenizer.py), and the same step: random windows, AdamW (lr 1e-4, weight
-# decay 0.1 on matrices), clipping at 1.
+# decay 0.1 on matrices), clipping at 1. --checkpoint-activations every wraps each block in
+# torch.utils.checkpoint (use_reentrant=False: with LoRA the embeddings are frozen, and the
+# reentrant form would need the block's input to require grad); --lora-rank adds peft's adapters
+# (examples/pytorch/lora.py) and trains only them.
 #
 # --precision bf16 runs each step's forward pass and loss under torch.autocast("cpu",
 # dtype=torch.bfloat16), as train_gpt.py --precision bf16 (its header says how that differs from
@@ -61,6 +65,12 @@ def flags(argv=None):
     p.add_argument("--init-from", help="a Hugging Face GPT-2 folder: its model instead of --config's")
     p.add_argument("--batch", type=int, default=0, help="sequences per step (0 = the config's; --init-from: 4)")
     p.add_argument("--context", type=int, default=0, help="tokens per sequence (0 = the config's; --init-from: 256)")
+    p.add_argument("--checkpoint-activations", choices=["none", "every"], default="none",
+                   help="--init-from: each block recomputed in backward (torch.utils.checkpoint), as bench_gpt's every")
+    p.add_argument("--lora-rank", type=int, default=0, help="--init-from: LoRA adapters of this rank train "
+                   "(examples/pytorch/lora.py, peft's), the model frozen (0 = none)")
+    p.add_argument("--lora-alpha", type=float, default=0.0, help="the adapters' scale is alpha / rank (0 = the rank)")
+    p.add_argument("--lora-targets", default="attn", help="attn, mlp or attn,mlp")
     p.add_argument("--build", default=os.path.join(REPO, "build"),
                    help="tapegrad's build folder, for the built-in corpus (default: %(default)s)")
     o = p.parse_args(argv)
@@ -132,7 +142,8 @@ def import_torch(threads):
 class Gpt2Run:
     """A run from a GPT-2 folder, as bench_gpt --init-from trains it: train_step() -> the loss."""
 
-    def __init__(self, torch, folder, text, batch, context, seed):
+    def __init__(self, torch, folder, text, batch, context, seed, checkpointing=False, lora_rank=0, lora_alpha=0.0,
+                 lora_targets=("attn",)):
         from gpt2_tokenizer import Gpt2Tokenizer
         from hf_gpt2 import GPT2LMHeadModel
         import train_gpt
@@ -146,6 +157,11 @@ class Gpt2Run:
             if isinstance(m, torch.nn.Dropout):
                 m.p = 0.0
         self.model.train()
+        self.model.transformer.gradient_checkpointing = checkpointing
+        if lora_rank:
+            from lora import apply_lora
+            torch.manual_seed(seed)  # as train_gpt --seed does before the adapters
+            apply_lora(self.model, lora_rank, lora_alpha or lora_rank, lora_targets)
         self.opt = torch.optim.AdamW(train_gpt.weight_decay_groups(self.model, 0.1), lr=1e-4)
         self.gen = torch.Generator().manual_seed(seed)
         self.get_batch = train_gpt.get_batch
@@ -157,7 +173,7 @@ class Gpt2Run:
         logits = self.model(x)
         loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), y.flatten())
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+        torch.nn.utils.clip_grad_norm_([p for p in self.model.parameters() if p.requires_grad], 1.0)
         self.opt.step()
         return loss.item()
 
@@ -227,7 +243,8 @@ def main_init_from(o, torch, threads):
     with open(o.data, encoding="utf-8") as f:
         text = f.read()
     batch, context = o.batch or 4, o.context or 256
-    run = Gpt2Run(torch, o.init_from, text, batch, context, o.seed)
+    run = Gpt2Run(torch, o.init_from, text, batch, context, o.seed, o.checkpoint_activations == "every", o.lora_rank,
+                  o.lora_alpha, tuple(o.lora_targets.split(",")))
     seconds, first_loss, loss = [], None, None
     for s in range(o.warmup + o.steps):
         start = time.perf_counter()
@@ -241,6 +258,8 @@ def main_init_from(o, torch, threads):
         "bench": "pytorch", "precision": "fp32", "config": "init-from " + o.init_from, "threads": threads,
         "steps": o.steps, "warmup": o.warmup, "batch": batch, "context": context,
         "params": sum(p.numel() for p in run.model.parameters()),
+        "params_trained": sum(p.numel() for p in run.model.parameters() if p.requires_grad),
+        "checkpoint_activations": o.checkpoint_activations, "lora": f"r={o.lora_rank} alpha={o.lora_alpha or o.lora_rank:g} {o.lora_targets}" if o.lora_rank else "none",
         "tokens_per_s": round(batch * context * o.steps / sum(seconds), 1),
         "ms_per_step_median": round(statistics.median(seconds) * 1e3, 3), "peak_rss_mb": round(rss, 1),
         "first_loss": float(f"{first_loss:.9g}"), "final_loss": float(f"{loss:.9g}"),

@@ -24,6 +24,7 @@ import math
 import os
 
 import torch
+import torch.utils.checkpoint
 import torch.nn as nn
 
 from run_folder import read_safetensors, safetensors_bytes, write_atomically
@@ -105,11 +106,15 @@ class GPT2Model(nn.Module):
         self.drop = nn.Dropout(cfg["embd_pdrop"])
         self.h = nn.ModuleList(GPT2Block(cfg) for _ in range(cfg["n_layer"]))
         self.ln_f = nn.LayerNorm(cfg["n_embd"], eps=cfg["layer_norm_epsilon"])
+        self.gradient_checkpointing = False  # in training, each block recomputed in backward
 
     def forward(self, idx, attention_mask=None):
         x = self.drop(self.wte(idx) + self.wpe(torch.arange(idx.shape[1])))
         for block in self.h:
-            x = block(x, attention_mask)
+            if self.gradient_checkpointing and self.training:
+                x = torch.utils.checkpoint.checkpoint(block, x, attention_mask, use_reentrant=False)
+            else:
+                x = block(x, attention_mask)
         return self.ln_f(x)
 
 
