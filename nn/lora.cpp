@@ -24,7 +24,10 @@ LoRA::LoRA(int64_t in_features, int64_t out_features, int64_t rank, double lora_
 
 Tensor LoRA::forward(const Tensor& x) {
   const Tensor down = lora_A->forward(x);  // x A^T: (..., r)
-  return lora_B->forward(down) * scaling;  // (x A^T) B^T · alpha / r: (..., out), peft's order
+  const Tensor up = lora_B->forward(down);  // (x A^T) B^T: (..., out)
+  // · alpha / r, peft's order. With alpha = r (the default) that is · 1, which changes no bit, so
+  // the pass over the (..., out) output, and its backward, are left out.
+  return scaling == 1.0 ? up : up * scaling;
 }
 
 Tensor LoRA::delta_weight() const {
