@@ -13,8 +13,9 @@
 // activation it kept.
 //
 // The cache: a freed buffer is kept, by size, and the next tensor of that size takes it. A
-// training step asks for the same sizes every time, so after the first steps every buffer comes
-// from the cache: no calls to the system allocator, no fresh pages to fault in (the system hands
+// training step asks for the same sizes every time, so after the first steps its buffers come
+// from the cache (all of them for a small model; see the margin below): no calls to the system
+// allocator, no fresh pages to fault in (the system hands
 // big blocks back to the kernel on free, and zero-fills them again on the next touch). With no
 // buffer of its size cached, a tensor takes the smallest cached one up to 1.5 times its size:
 // backward frees the activations while it makes the gradients, which have other sizes, and
@@ -26,9 +27,10 @@
 // back until the live buffers, the cache and the new one fit in the most the live buffers ever
 // took (or take with the new one) plus that margin. So at the end of a training step's
 // backward, when the gradients are made while the activations sit freed in the cache, a big
-// model's cache gives way instead of adding its activations to the peak (GPT-2 124M at 1 x 1024
-// tokens: 0.3 GB less resident), and those buffers come from the system again in the next step.
-// A small model's whole step stays cached. m.reserved_bytes is what the allocator holds: the live buffers' sizes as allocated
+// model's cache gives way instead of adding its activations to the peak, and those buffers come
+// from the system again in the next step (GPT-2 124M, 1 x 1024 tokens, checkpointing every
+// block: 2404 MiB resident at most for 2049 MiB of tensors). A small model's whole step stays
+// cached. m.reserved_bytes is what the allocator holds: the live buffers' sizes as allocated
 // (a reused buffer can be up to 1.5 times its tensor) plus the cache. Buffers of 1 MiB or more are
 // mapped from the kernel and unmapped when freed (memory.cpp says why), so what the cache gives
 // back leaves the process at once.
