@@ -38,6 +38,13 @@
 //   peak_rss_mb           getrusage's ru_maxrss
 //   ids_hash              FNV-1a (64 bits) of the N new ids as little-endian int64, in hex
 //   first_ids, ids        the first 16 new ids, all N
+//   weight_bytes_per_token  the bytes of weights one new token reads: every parameter once, but
+//                         only one row of the position table (and of the token table when the
+//                         head is not tied to it; a tied one is read whole, as the head)
+//   copy_gbps             bench_util's copy loop (stream_gbps) on the same threads, after the run
+//   bandwidth_limit_tokens_per_s  copy_gbps / weight_bytes_per_token: no generation that reads
+//                         its weights from memory for each token is faster
+//   fraction_of_limit     tokens_per_s / bandwidth_limit_tokens_per_s
 //   blas                  the kernels that ran: BLIS's version, threading build and kernels (and
 //                         who chose them), tapegrad's own (tg::kernel_info, autograd/fast_kernels.h)
 #include <algorithm>
@@ -165,6 +172,15 @@ int run(const BenchOptions& b) {
   });
   const double total = std::chrono::duration<double>(last - start).count();
   const double rss = tg::peak_rss_mb();
+  // The memory-bandwidth limit: a token reads every weight once, at best at the copy loop's rate.
+  int64_t weight_bytes = 0;
+  for (const auto& [name, p] : model->named_parameters()) {  // a tied weight is listed once
+    const bool one_row = name == "pos_emb.weight" || (name == "tok_emb.weight" && !config.tie_weights);
+    weight_bytes += one_row ? p.size(1) * static_cast<int64_t>(tg::element_size(p.dtype())) : static_cast<int64_t>(p.nbytes());
+  }
+  const double copy_gbps = tg::bench::stream_gbps(tg::bench::Stream::Copy);
+  const double limit = copy_gbps * 1e9 / static_cast<double>(weight_bytes);
+  const double tokens_per_s = static_cast<double>(b.new_tokens) / total;
   std::vector<int64_t> ids = out.narrow(1, idx.size(1), b.new_tokens).tolist<int64_t>();
 
   std::cout << "{\"bench\": \"tapegrad\", \"kernels\": " << tg::json::quote(kernels_mode())
@@ -173,10 +189,13 @@ int run(const BenchOptions& b) {
             << ", \"prompt_tokens\": " << prompt.size() << ", \"new_tokens\": " << b.new_tokens
             << ", \"context\": " << context << ", \"keep\": " << options.keep_when_full
             << ", \"vocab_size\": " << config.vocab_size << ", \"params\": " << model->num_parameters()
-            << ", \"tokens_per_s\": " << number(static_cast<double>(b.new_tokens) / total, "%.1f")
+            << ", \"tokens_per_s\": " << number(tokens_per_s, "%.1f")
             << ", \"ms_per_token_median\": " << number(tg::bench::median(seconds) * 1e3, "%.3f")
             << ", \"ms_per_token_max\": " << number(*std::max_element(seconds.begin(), seconds.end()) * 1e3, "%.3f")
             << ", \"seconds_total\": " << number(total, "%.3f") << ", \"peak_rss_mb\": " << number(rss, "%.1f")
+            << ", \"weight_bytes_per_token\": " << weight_bytes << ", \"copy_gbps\": " << number(copy_gbps, "%.2f")
+            << ", \"bandwidth_limit_tokens_per_s\": " << number(limit, "%.1f")
+            << ", \"fraction_of_limit\": " << number(tokens_per_s / limit, "%.3f")
             << ", \"ids_hash\": " << tg::json::quote(fnv1a_hex(ids)) << ", \"first_ids\": " << json_ids(ids, 16)
             << ", \"ids\": " << json_ids(ids, ids.size())
             << ", \"blas\": " << tg::json::quote(tg::kernel_info())

@@ -3,6 +3,7 @@
 # vocabulary, greedy decoding, the same flags and JSON line.
 #
 #     /usr/bin/python3 bench/bench_generate_torch.py --config medium --threads 1 --new-tokens 500
+#     /usr/bin/python3 bench/bench_generate_torch.py --init-from DIR --threads 1 --prompt-tokens 100 --new-tokens 200
 #
 # The loop is the notebooks' recompute-the-context one (generate_text_simple): under
 # torch.no_grad() and model.eval(), each step runs the model on the window, takes the last
@@ -10,6 +11,14 @@
 # (idx[:, -context_length:]); with --keep K < context_length it restarts from the last K tokens
 # once full, as tapegrad's cache does (bench_generate --mode cache --keep K writes the same ids).
 # PyTorch has no KV cache in this model: every step recomputes the window.
+#
+# With --init-from DIR, bench_generate --init-from's twin: the Hugging Face GPT-2 folder's model
+# in the HF layout twin (examples/pytorch/hf_gpt2.py), the prompt the first P tokens of the
+# built-in corpus in GPT-2's tokens (examples/pytorch/gpt2_tokenizer.py), and with --mode cache
+# (the default there) HF's KV cache: the prompt's forward with use_cache, then one position per
+# step with past_key_values, as transformers' generate runs it. Once the window is full it
+# restarts from the last --keep tokens (default n_positions / 2), as tapegrad's cache does, so
+# the ids equal bench_generate --init-from's.
 #
 # The vocabulary is the built-in corpus's characters, which it gets from the build
 # (<--build>/examples/train_gpt --write-corpus), as bench_gpt_torch.py. The thread count goes
@@ -34,7 +43,9 @@ from bench_gpt_torch import CONFIGS, blas_description, builtin_corpus, import_to
 def flags(argv=None):
     p = argparse.ArgumentParser(description="Generation speed of the GPT in PyTorch, as one JSON line.")
     p.add_argument("--config", choices=sorted(CONFIGS), default="medium")
-    p.add_argument("--mode", choices=["recompute"], default="recompute", help="the only one: no KV cache")
+    p.add_argument("--mode", choices=["recompute", "cache"], default=None,
+                   help="recompute the window each step, or (--init-from only) HF's KV cache (default there)")
+    p.add_argument("--init-from", help="a Hugging Face GPT-2 folder: its model and tokenizer instead of --config's")
     p.add_argument("--threads", type=int, default=0, help="threads (0 = all cores)")
     p.add_argument("--new-tokens", type=int, default=500, help="tokens to write (timed)")
     p.add_argument("--prompt-tokens", type=int, default=16, help="the prompt: this many characters of the corpus")
@@ -47,8 +58,11 @@ def flags(argv=None):
     o = p.parse_args(argv)
     if o.new_tokens < 1 or o.prompt_tokens < 1 or o.keep < 0 or o.warmup < 0 or o.threads < 0:
         p.error("--new-tokens and --prompt-tokens must be >= 1; --keep, --warmup and --threads >= 0")
-    if o.keep > CONFIGS[o.config]["context"]:
+    if not o.init_from and o.keep > CONFIGS[o.config]["context"]:
         p.error(f"--keep ({o.keep}) exceeds the context ({CONFIGS[o.config]['context']})")
+    if o.mode == "cache" and not o.init_from:
+        p.error("--mode cache: only with --init-from (the notebook model has no KV cache)")
+    o.mode = o.mode or ("cache" if o.init_from else "recompute")
     return o
 
 
@@ -68,6 +82,25 @@ def generate_text_simple(torch, model, idx, max_new_tokens, context, keep, on_to
     return idx
 
 
+def generate_with_cache(torch, model, idx, max_new_tokens, context, keep, on_token=None):
+    """The same, with HF's past_key_values: each step runs the newest position only; once the
+    window is full, one forward of its last `keep` tokens refills the cache."""
+    ids = idx
+    with torch.no_grad():
+        window = ids[:, -context:]
+        logits, past = model(window, use_cache=True)
+        for _ in range(max_new_tokens):
+            idx_next = torch.argmax(logits[:, -1, :], dim=-1, keepdim=True)
+            ids = torch.cat((ids, idx_next), dim=1)
+            if past[0][0].shape[2] + 1 > context:
+                logits, past = model(ids[:, -keep:], use_cache=True)
+            else:
+                logits, past = model(idx_next, past_key_values=past, use_cache=True)
+            if on_token:
+                on_token()
+    return ids
+
+
 def fnv1a_hex(ids):
     h = 14695981039346656037
     for byte in struct.pack(f"<{len(ids)}q", *ids):
@@ -78,6 +111,8 @@ def fnv1a_hex(ids):
 def main():
     o = flags()
     torch, threads = import_torch(o.threads)
+    if o.init_from:
+        return main_init_from(o, torch, threads)
     from gpt_model import GPTModel  # examples/pytorch/gpt_model.py
     from train_gpt import char_vocab
 
@@ -115,6 +150,45 @@ def main():
         "ms_per_token_median": round(statistics.median(seconds) * 1e3, 3), "seconds_total": round(total, 3),
         "peak_rss_mb": round(rss, 1), "ids_hash": fnv1a_hex(ids), "first_ids": ids[:16], "ids": ids,
         "blas": blas_description(), "torch": torch.__version__,
+    }), flush=True)
+
+
+def main_init_from(o, torch, threads):
+    from gpt2_tokenizer import Gpt2Tokenizer
+    from hf_gpt2 import GPT2LMHeadModel
+
+    ids = Gpt2Tokenizer.from_folder(o.init_from).encode(builtin_corpus(o.build).encode("utf-8"))
+    if len(ids) < o.prompt_tokens:
+        sys.exit(f"bench_generate_torch.py: --prompt-tokens {o.prompt_tokens}: the corpus has {len(ids)} tokens")
+    prompt = ids[:o.prompt_tokens]
+    model = GPT2LMHeadModel.from_pretrained(o.init_from)  # in eval mode
+    context = model.config.get("n_positions", 1024)
+    if o.keep > context:
+        sys.exit(f"bench_generate_torch.py: --keep ({o.keep}) exceeds the context ({context})")
+    keep = o.keep or (context // 2 if o.mode == "cache" else context)
+    run = generate_with_cache if o.mode == "cache" else generate_text_simple
+    idx = torch.tensor([prompt], dtype=torch.int64)
+    if o.warmup:
+        run(torch, model, idx, o.warmup, context, keep)
+    seconds, last = [], [time.perf_counter()]
+
+    def on_token():
+        now = time.perf_counter()
+        seconds.append(now - last[0])
+        last[0] = now
+
+    start = last[0]
+    out = run(torch, model, idx, o.new_tokens, context, keep, on_token)
+    total = last[0] - start
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    new = out[0, len(prompt):].tolist()
+    print(json.dumps({
+        "bench": "pytorch", "config": "init-from " + o.init_from, "mode": o.mode, "threads": threads,
+        "prompt_tokens": len(prompt), "new_tokens": o.new_tokens, "context": context, "keep": keep,
+        "vocab_size": model.config.get("vocab_size"), "params": sum(p.numel() for p in model.parameters()),
+        "tokens_per_s": round(o.new_tokens / total, 1), "ms_per_token_median": round(statistics.median(seconds) * 1e3, 3),
+        "seconds_total": round(total, 3), "peak_rss_mb": round(rss, 1), "ids_hash": fnv1a_hex(new),
+        "first_ids": new[:16], "ids": new, "blas": blas_description(), "torch": torch.__version__,
     }), flush=True)
 
 

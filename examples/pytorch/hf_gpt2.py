@@ -18,6 +18,8 @@
 #     model = GPT2LMHeadModel.from_pretrained("folder")      # F32, F16 or BF16 weights, read as float32
 #     logits = model(torch.tensor([[1, 2, 3]]))              # (B, T, V)
 #     logits = model(ids, attention_mask=mask)   # mask (B, T): 1 = a token, 0 = padding (HF's meaning)
+#     logits, past = model(prompt, use_cache=True)           # the KV cache, as HF's past_key_values:
+#     logits, past = model(next_id, past_key_values=past, use_cache=True)   # one position's work
 #     model.save_pretrained("out", prefixed=True, dtype=torch.float16)
 import json
 import math
@@ -60,18 +62,24 @@ class GPT2Attention(nn.Module):
         self.attn_dropout = nn.Dropout(cfg["attn_pdrop"])
         self.resid_dropout = nn.Dropout(cfg["resid_pdrop"])
 
-    def forward(self, x, attention_mask=None):
+    def forward(self, x, attention_mask=None, layer_past=None):
+        """With layer_past = (k, v) of the earlier positions (b, h, past, hs), x is the positions
+        after them; returns the output and this layer's (k, v) of all positions (HF's "present")."""
         b, t, c = x.shape
         q, k, v = self.c_attn(x).split(c, dim=2)
         q, k, v = (z.view(b, t, self.n_head, c // self.n_head).transpose(1, 2) for z in (q, k, v))
+        past = 0
+        if layer_past is not None:
+            past = layer_past[0].shape[2]
+            k, v = torch.cat((layer_past[0], k), dim=2), torch.cat((layer_past[1], v), dim=2)
         scores = q @ k.transpose(-1, -2) / math.sqrt(c // self.n_head)
-        seen = self.bias[:, :, :t, :t]  # (1, 1, t, t): causal
-        if attention_mask is not None:  # (b, t), 0 = padding: no query sees that key
+        seen = self.bias[:, :, past:past + t, :past + t]  # (1, 1, t, past + t): causal
+        if attention_mask is not None:  # (b, past + t), 0 = padding: no query sees that key
             seen = seen & attention_mask.bool()[:, None, None, :]
         scores = scores.masked_fill(~seen, torch.finfo(scores.dtype).min)
         weights = self.attn_dropout(torch.softmax(scores, dim=-1))
         out = (weights @ v).transpose(1, 2).reshape(b, t, c)
-        return self.resid_dropout(self.c_proj(out))
+        return self.resid_dropout(self.c_proj(out)), (k, v)
 
 
 class GPT2MLP(nn.Module):
@@ -93,9 +101,11 @@ class GPT2Block(nn.Module):
         self.ln_2 = nn.LayerNorm(cfg["n_embd"], eps=cfg["layer_norm_epsilon"])
         self.mlp = GPT2MLP(cfg)
 
-    def forward(self, x, attention_mask=None):
-        x = x + self.attn(self.ln_1(x), attention_mask)
-        return x + self.mlp(self.ln_2(x))
+    def forward(self, x, attention_mask=None, layer_past=None):
+        """x after the block, and its attention's (k, v) of all positions."""
+        attended, present = self.attn(self.ln_1(x), attention_mask, layer_past)
+        x = x + attended
+        return x + self.mlp(self.ln_2(x)), present
 
 
 class GPT2Model(nn.Module):
@@ -108,14 +118,20 @@ class GPT2Model(nn.Module):
         self.ln_f = nn.LayerNorm(cfg["n_embd"], eps=cfg["layer_norm_epsilon"])
         self.gradient_checkpointing = False  # in training, each block recomputed in backward
 
-    def forward(self, idx, attention_mask=None):
-        x = self.drop(self.wte(idx) + self.wpe(torch.arange(idx.shape[1])))
-        for block in self.h:
+    def forward(self, idx, attention_mask=None, past_key_values=None):
+        """The final norm's output; with past_key_values (a (k, v) per block, of the positions before
+        idx), also the blocks' (k, v) of all positions, as HF's use_cache."""
+        past = 0 if past_key_values is None else past_key_values[0][0].shape[2]
+        x = self.drop(self.wte(idx) + self.wpe(torch.arange(past, past + idx.shape[1])))
+        presents = []
+        for i, block in enumerate(self.h):
+            layer_past = None if past_key_values is None else past_key_values[i]
             if self.gradient_checkpointing and self.training:
-                x = torch.utils.checkpoint.checkpoint(block, x, attention_mask, use_reentrant=False)
+                x, present = torch.utils.checkpoint.checkpoint(block, x, attention_mask, layer_past, use_reentrant=False)
             else:
-                x = block(x, attention_mask)
-        return self.ln_f(x)
+                x, present = block(x, attention_mask, layer_past)
+            presents.append(present)
+        return self.ln_f(x), presents
 
 
 class GPT2LMHeadModel(nn.Module):
@@ -131,8 +147,12 @@ class GPT2LMHeadModel(nn.Module):
         self.lm_head = nn.Linear(cfg["n_embd"], cfg["vocab_size"], bias=False)
         self.lm_head.weight = self.transformer.wte.weight
 
-    def forward(self, idx, attention_mask=None):
-        return self.lm_head(self.transformer(idx, attention_mask))
+    def forward(self, idx, attention_mask=None, past_key_values=None, use_cache=False):
+        """Logits (B, T, V); with use_cache, (logits, the (k, v) of every block for all positions),
+        which the next call takes as past_key_values: a step then runs only the new positions."""
+        hidden, presents = self.transformer(idx, attention_mask, past_key_values)
+        logits = self.lm_head(hidden)
+        return (logits, presents) if use_cache else logits
 
     @classmethod
     def from_pretrained(cls, folder):

@@ -5,7 +5,8 @@
 #      back into a temporary folder (HfGpt2.SavesTheF16FolderIntoTheFolderNamedByTgHfGpt2Out);
 #   2. GPT2LMHeadModel.from_pretrained reads that folder: its logits equal the reference's (the
 #      F16 folder's, read by PyTorch) within 1e-5 + 1e-5 * |ref|;
-#   3. the twin reads the F16 folder and save_pretrained writes it (float32, no prefix): the same
+#   3. the twin's KV cache (past_key_values) gives those logits too, one position a step;
+#   4. the twin reads the F16 folder and save_pretrained writes it (float32, no prefix): the same
 #      bytes as tapegrad's model.safetensors and config.json.
 #
 #     /usr/bin/python3 tests/python/test_hf_gpt2.py [build/tests/tapegrad_tests]
@@ -47,6 +48,21 @@ def main():
         if not bool(((logits - want).abs() <= 1e-5 + 1e-5 * want.abs()).all()):
             fail(f"logits of tapegrad's folder differ from the reference by {(logits - want).abs().max().item()}")
         print("same: the logits of the folder tapegrad saved, read by the PyTorch twin")
+
+        # the twin's KV cache (bench_generate_torch.py --init-from): the first half of the ids,
+        # then one position a step with past_key_values, gives the whole forward's logits
+        model, ids = GPT2LMHeadModel.from_pretrained(saved), reference["ids"]
+        with torch.no_grad():
+            half = ids.shape[1] // 2
+            logits, past = model(ids[:, :half], use_cache=True)
+            rows = [logits]
+            for t in range(half, ids.shape[1]):
+                logits, past = model(ids[:, t:t + 1], past_key_values=past, use_cache=True)
+                rows.append(logits)
+            cached = torch.cat(rows, dim=1)
+        if not bool(((cached - want).abs() <= 1e-5 + 1e-5 * want.abs()).all()):
+            fail(f"the twin's KV cache gives logits off by {(cached - want).abs().max().item()}")
+        print(f"same: the twin's logits with its KV cache ({half} positions, then one a step) and without")
 
         GPT2LMHeadModel.from_pretrained(os.path.join(FIXTURES, "f16")).save_pretrained(twin, prefixed=False)
         for name in ("model.safetensors", "config.json"):
