@@ -101,6 +101,22 @@ def generate_with_cache(torch, model, idx, max_new_tokens, context, keep, on_tok
     return ids
 
 
+def timed_generation(run, torch, model, idx, o, context, keep):
+    """--warmup tokens untimed, then --new-tokens timed one by one: (ids, seconds per step, total)."""
+    if o.warmup:
+        run(torch, model, idx, o.warmup, context, keep)
+    seconds, last = [], [time.perf_counter()]
+
+    def on_token():
+        now = time.perf_counter()
+        seconds.append(now - last[0])
+        last[0] = now
+
+    start = last[0]
+    out = run(torch, model, idx, o.new_tokens, context, keep, on_token)
+    return out, seconds, last[0] - start
+
+
 def fnv1a_hex(ids):
     h = 14695981039346656037
     for byte in struct.pack(f"<{len(ids)}q", *ids):
@@ -128,19 +144,7 @@ def main():
     model.eval()
     keep = o.keep or c["context"]
     idx = torch.tensor([prompt], dtype=torch.int64)
-    if o.warmup:
-        generate_text_simple(torch, model, idx, o.warmup, c["context"], keep)
-
-    seconds, last = [], [time.perf_counter()]
-
-    def on_token():
-        now = time.perf_counter()
-        seconds.append(now - last[0])
-        last[0] = now
-
-    start = last[0]
-    out = generate_text_simple(torch, model, idx, o.new_tokens, c["context"], keep, on_token)
-    total = last[0] - start
+    out, seconds, total = timed_generation(generate_text_simple, torch, model, idx, o, c["context"], keep)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     ids = out[0, len(prompt):].tolist()
     print(json.dumps({
@@ -168,18 +172,7 @@ def main_init_from(o, torch, threads):
     keep = o.keep or (context // 2 if o.mode == "cache" else context)
     run = generate_with_cache if o.mode == "cache" else generate_text_simple
     idx = torch.tensor([prompt], dtype=torch.int64)
-    if o.warmup:
-        run(torch, model, idx, o.warmup, context, keep)
-    seconds, last = [], [time.perf_counter()]
-
-    def on_token():
-        now = time.perf_counter()
-        seconds.append(now - last[0])
-        last[0] = now
-
-    start = last[0]
-    out = run(torch, model, idx, o.new_tokens, context, keep, on_token)
-    total = last[0] - start
+    out, seconds, total = timed_generation(run, torch, model, idx, o, context, keep)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     new = out[0, len(prompt):].tolist()
     print(json.dumps({
