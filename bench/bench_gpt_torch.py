@@ -31,6 +31,7 @@
 #   blas         the BLAS libraries mapped into the process (/proc/self/maps); when one of them
 #                is BLIS, its version, threading build and kernels as BLIS reports them
 import argparse
+import contextlib
 import ctypes
 import json
 import os
@@ -143,12 +144,12 @@ class Gpt2Run:
     """A run from a GPT-2 folder, as bench_gpt --init-from trains it: train_step() -> the loss."""
 
     def __init__(self, torch, folder, text, batch, context, seed, checkpointing=False, lora_rank=0, lora_alpha=0.0,
-                 lora_targets=("attn",)):
+                 lora_targets=("attn",), precision="fp32"):
         from gpt2_tokenizer import Gpt2Tokenizer
         from hf_gpt2 import GPT2LMHeadModel
         import train_gpt
 
-        self.torch, self.batch, self.context = torch, batch, context
+        self.torch, self.batch, self.context, self.bf16 = torch, batch, context, precision == "bf16"
         ids = Gpt2Tokenizer.from_folder(folder).encode(text.encode("utf-8"))
         self.train_ids = torch.tensor(train_gpt.split_train_val(ids)[0], dtype=torch.long)
         torch.manual_seed(seed)
@@ -170,8 +171,10 @@ class Gpt2Run:
         torch = self.torch
         x, y = self.get_batch(self.train_ids, self.batch, self.context, self.gen)
         self.opt.zero_grad(set_to_none=True)
-        logits = self.model(x)
-        loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), y.flatten())
+        # the forward pass and the loss under bf16 autocast with --precision bf16, as without --init-from
+        with torch.autocast("cpu", dtype=torch.bfloat16) if self.bf16 else contextlib.nullcontext():
+            logits = self.model(x)
+            loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), y.flatten())
         loss.backward()
         torch.nn.utils.clip_grad_norm_([p for p in self.model.parameters() if p.requires_grad], 1.0)
         self.opt.step()
@@ -244,7 +247,7 @@ def main_init_from(o, torch, threads):
         text = f.read()
     batch, context = o.batch or 4, o.context or 256
     run = Gpt2Run(torch, o.init_from, text, batch, context, o.seed, o.checkpoint_activations == "every", o.lora_rank,
-                  o.lora_alpha, tuple(o.lora_targets.split(",")))
+                  o.lora_alpha, tuple(o.lora_targets.split(",")), o.precision)
     seconds, first_loss, loss = [], None, None
     for s in range(o.warmup + o.steps):
         start = time.perf_counter()
@@ -255,7 +258,7 @@ def main_init_from(o, torch, threads):
             seconds.append(time.perf_counter() - start)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     print(json.dumps({
-        "bench": "pytorch", "precision": "fp32", "config": "init-from " + o.init_from, "threads": threads,
+        "bench": "pytorch", "precision": o.precision, "config": "init-from " + o.init_from, "threads": threads,
         "steps": o.steps, "warmup": o.warmup, "batch": batch, "context": context,
         "params": sum(p.numel() for p in run.model.parameters()),
         "params_trained": sum(p.numel() for p in run.model.parameters() if p.requires_grad),
