@@ -33,7 +33,7 @@ TEST(IntoSelf, AddAndMulGiveTheOutOfPlaceBitsForEveryFloatingDtype) {
     c.mul_(-1.7);
     EXPECT_TRUE(same_bits(c, mul(x, -1.7))) << dtype_name(dt);
     Tensor d = x.clone();
-    d.add_(d);  // other is self, element for element
+    d.add_(d);  // other is self: it shares self's memory, so the sum is made apart and copied in
     EXPECT_TRUE(same_bits(d, add(x, x))) << dtype_name(dt);
   }
 }
