@@ -15,6 +15,7 @@
 
 #include "autograd/internal.h"
 #include "autograd/kernels/bf16_gemm.h"
+#include "autograd/kernels/gemv.h"
 #include "autograd/kernels/small_gemm.h"
 #include "autograd/loops.h"
 #include "autograd/runtime/environment.h"
@@ -140,6 +141,18 @@ void blis_gemv(double* y, int64_t incy, const double* a, const double* x, int64_
             const_cast<double*>(x), incx, &zero, y, incy);
 }
 
+// The same product, float32: gemv.h's row-by-row kernel when A's rows and x are contiguous (a
+// weight (out, in) times one token), else BLIS's. float64 stays with BLIS.
+void gemv(float* y, int64_t incy, const float* a, const float* x, int64_t m, int64_t n, int64_t rsa, int64_t csa,
+          int64_t incx) {
+  if (csa == 1 && incx == 1) return tg::gemv::sgemv_rows(y, incy, a, rsa, x, m, n);
+  blis_gemv(y, incy, a, x, m, n, rsa, csa, incx);
+}
+void gemv(double* y, int64_t incy, const double* a, const double* x, int64_t m, int64_t n, int64_t rsa, int64_t csa,
+          int64_t incx) {
+  blis_gemv(y, incy, a, x, m, n, rsa, csa, incx);
+}
+
 // c (M,N) row-major, row i at c + i * ldc, = a (M,K) @ b (K,N), a and b read through their layouts.
 // beta = 0 makes BLIS overwrite c without reading it, so c may be uninitialised.
 //
@@ -147,7 +160,8 @@ void blis_gemv(double* y, int64_t incy, const double* a, const double* x, int64_
 // column (N = 1) is a matrix-vector product. A gemm (BLIS's, or small_gemm's for a weight read
 // transposed) would pack the whole matrix into its blocked layout first, for one use of each
 // element: the copy costs more than the product, and generation with the KV cache is all such
-// products. gemv reads the matrix in place:
+// products. gemv reads the matrix in place (gemv.h's kernel when its rows are contiguous, as a
+// weight's are for x @ w^T; BLIS's otherwise):
 //   M = 1   c (N)  = b^T (N,K) @ a (K)
 //   N = 1   c (M)  = a (M,K)   @ b (K)
 // The general gemm stays the path for everything else (and matmul_reference the test oracle).
@@ -163,8 +177,8 @@ void gemm(T* c, int64_t ldc, const T* a, const T* b, int64_t M, int64_t N, int64
     for (int64_t i = 0; i < M; ++i) std::fill(c + i * ldc, c + i * ldc + N, T(0));
     return;
   }
-  if (M == 1) return blis_gemv(c, 1, b, a, N, K, lb.cs, lb.rs, la.cs);
-  if (N == 1) return blis_gemv(c, ldc, a, b, M, K, la.rs, la.cs, lb.rs);
+  if (M == 1) return gemv(c, 1, b, a, N, K, lb.cs, lb.rs, la.cs);
+  if (N == 1) return gemv(c, ldc, a, b, M, K, la.rs, la.cs, lb.rs);
   if constexpr (std::is_same_v<T, float>) {
     if (small_gemm::worth_it(M, N, K)) {
       small_gemm::sgemm(c, ldc, a, la.rs, la.cs, b, lb.rs, lb.cs, M, N, K, small_gemm::best_isa_for(N));

@@ -1,5 +1,5 @@
-// autograd/kernels/gemm.h — matmul's fast path: BLIS's gemm and gemv, and small_gemm's register
-// blocks, on the operands' own memory.
+// autograd/kernels/gemm.h — matmul's fast path: BLIS's gemm and gemv, gemv.h's and small_gemm's
+// kernels, on the operands' own memory.
 //
 // It speeds up matmul_reference (autograd/ops/matmul.cpp), its test oracle: the same batched
 // product out = a @ b, float32 and float64, summed in the operand type in each kernel's blocked
@@ -14,7 +14,8 @@
 // kernels instead: bfloat16 inputs, float32 sums.
 //
 // Which kernel runs one (M,K) @ (K,N) product (gemm.cpp: gemm):
-//   M = 1 or N = 1           BLIS's gemv, the matrix read in place (no packing)
+//   M = 1 or N = 1           a matrix-vector product, the matrix read in place (no packing):
+//                            gemv.h's row-by-row kernel when its rows are contiguous, else BLIS's
 //   float32, small enough    small_gemm.h's register blocks (BLIS's fixed cost per call is more
 //                            than the arithmetic: attention's per-head products)
 //   anything else            BLIS's gemm, threaded for large products

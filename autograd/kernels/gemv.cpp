@@ -1,0 +1,31 @@
+// autograd/kernels/gemv.cpp — the row-by-row matrix-vector product of gemv.h (why it reads the
+// matrix this way, and why every copy gives the same bits, are there).
+#include "autograd/kernels/gemv.h"
+
+namespace tg::gemv {
+
+namespace {
+
+// y[i] for rows [0, M): lanes of sums along the row, then a tree over the lanes.
+[[gnu::always_inline]] inline void rows_body(float* y, int64_t incy, const float* a, int64_t lda, const float* x,
+                                             int64_t M, int64_t K) {
+  for (int64_t i = 0; i < M; ++i) {
+    const float* row = a + i * lda;  // row (K)
+    float lanes[kLanes] = {};
+    int64_t k = 0;
+    for (; k + kLanes <= K; k += kLanes)
+      for (int j = 0; j < kLanes; ++j) lanes[j] += row[k + j] * x[k + j];
+    for (int j = 0; k + j < K; ++j) lanes[j] += row[k + j] * x[k + j];  // the last partial block
+    for (int width = kLanes / 2; width >= 1; width /= 2)
+      for (int j = 0; j < width; ++j) lanes[j] += lanes[j + width];
+    y[i * incy] = lanes[0];
+  }
+}
+
+}  // namespace
+
+void sgemv_rows(float* y, int64_t incy, const float* a, int64_t lda, const float* x, int64_t M, int64_t K, Isa isa) {
+  kernels::run_on<rows_body>(isa, y, incy, a, lda, x, M, K);
+}
+
+}  // namespace tg::gemv

@@ -1,0 +1,41 @@
+// autograd/kernels/gemv.h — a float32 matrix-vector product over a matrix whose rows are
+// contiguous: the one-token linear layer of generation with the KV cache.
+//
+//   y[i] = sum_k a[i, k] x[k]        a (M, K) with rows lda apart, x (K), y (M) incy apart
+//
+// Why it exists: writing one token, every linear layer and the output head multiply a weight
+// (out, in), stored row by row, by one vector. Each weight is read once per token and used once,
+// so the token's time is the time to read the weights from memory. BLIS's gemv reads several
+// rows at a time (a stream per row); on the machines measured (AMD EPYC, 1 thread) it read at
+// 15-16 GB/s where one loop reading the same bytes front to back read at 22-27. This kernel reads
+// the matrix in that order, one row after the other, so the hardware prefetcher sees one stream.
+//
+// The sum: lane j (of kLanes) takes the products k = j, j + kLanes, ... in k order, each product
+// rounded and then added (no fma: the project builds with -ffp-contract=off); then the lanes are
+// added as a binary tree (lane j += lane j + w for w = kLanes/2, ..., 1). It is one loop written
+// once, compiled for each instruction set (isa.h): every copy gives the same bits, at any vector
+// width, and a row's result does not depend on the other rows or on the thread count.
+//
+// The plain reference and test oracle is matmul_reference (autograd/ops/matmul.cpp), which sums
+// in double: the two agree to float rounding. kernels/gemm.h picks this kernel for a product with
+// one row or one column when the matrix's rows and the vector are contiguous, and BLIS's gemv
+// otherwise.
+#pragma once
+#include <cstdint>
+
+#include "autograd/kernels/isa.h"
+
+namespace tg::gemv {
+
+using kernels::Isa;
+
+constexpr int kLanes = 32;  // four AVX2 registers of sums, two AVX-512 ones
+
+// The copy to run: the widest this CPU has.
+inline Isa best_isa() { return kernels::best_isa(Isa::kAvx512); }
+
+// y (M), y[i * incy] = a (M, K) @ x (K); a[i, k] = a[i * lda + k], x contiguous. M, K >= 0.
+void sgemv_rows(float* y, int64_t incy, const float* a, int64_t lda, const float* x, int64_t M, int64_t K,
+                Isa isa = best_isa());
+
+}  // namespace tg::gemv
