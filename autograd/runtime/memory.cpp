@@ -42,10 +42,22 @@ bool close_enough(size_t capacity, size_t size) { return capacity <= size + size
 constexpr size_t kMapFromSize = size_t{1} << 20;
 constexpr bool kMapBigBuffers = kCacheEnabled;  // under AddressSanitizer, malloc: it checks those
 
+// From this size a mapped buffer asks Linux for transparent huge pages (2 MiB each), where the
+// system leaves that to the program (Debian's default, "madvise"). A weight read once per
+// generated token, or a product's operand read front to back, then crosses a page boundary every
+// 2 MiB instead of every 4 KiB: fewer TLB misses, and the hardware prefetcher, which stops at a
+// page boundary, runs on. Only whole aligned 2 MiB pages inside the buffer become huge pages, so
+// the buffer takes no more memory than before.
+constexpr size_t kHugePagesFromSize = size_t{4} << 20;
+
 void* system_allocate(size_t size) {
   if (!kMapBigBuffers || size < kMapFromSize) return std::aligned_alloc(64, size);
   void* data = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  return data == MAP_FAILED ? nullptr : data;  // page-aligned, so 64-byte aligned
+  if (data == MAP_FAILED) return nullptr;
+#ifdef MADV_HUGEPAGE
+  if (size >= kHugePagesFromSize) madvise(data, size, MADV_HUGEPAGE);  // advice only: a refusal changes nothing
+#endif
+  return data;  // page-aligned, so 64-byte aligned
 }
 
 void system_free(void* data, size_t size) {

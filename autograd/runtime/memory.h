@@ -33,7 +33,8 @@
 // cached. m.reserved_bytes is what the allocator holds: the live buffers' sizes as allocated
 // (a reused buffer can be up to 1.5 times its tensor) plus the cache. Buffers of 1 MiB or more are
 // mapped from the kernel and unmapped when freed (memory.cpp says why), so what the cache gives
-// back leaves the process at once.
+// back leaves the process at once; from 4 MiB they ask Linux for transparent huge pages (a
+// weight read front to back then crosses a page boundary every 2 MiB, not every 4 KiB).
 // The cache also never holds more than the peak of live memory (at least 32 MiB), so a loop
 // whose sizes keep changing (generation with a growing context) stays bounded.
 // TG_CACHE_LIMIT_MB=N caps the cache at N MiB instead (0: no cache): less memory, and fresh pages
