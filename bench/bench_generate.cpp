@@ -32,6 +32,8 @@
 // The line's fields:
 //   kernels               "fast", or "reference" under TG_FAST_KERNELS=0 (as bench_gpt's)
 //   tokens_per_s          N / seconds_total
+//   decode_tokens_per_s   (N - 1) / the steps after the first: the first step also runs the prompt
+//                         through the model (compute, not memory, bound), the others one token each
 //   ms_per_token_median   the median step time
 //   ms_per_token_max      the slowest step (with --mode cache: a refill of the window)
 //   seconds_total         the N steps
@@ -45,6 +47,7 @@
 //   bandwidth_limit_tokens_per_s  copy_gbps / weight_bytes_per_token: no generation that reads
 //                         its weights from memory for each token is faster
 //   fraction_of_limit     tokens_per_s / bandwidth_limit_tokens_per_s
+//   decode_fraction_of_limit  decode_tokens_per_s / bandwidth_limit_tokens_per_s
 //   blas                  the kernels that ran: BLIS's version, threading build and kernels (and
 //                         who chose them), tapegrad's own (tg::kernel_info, autograd/fast_kernels.h)
 #include <algorithm>
@@ -181,6 +184,8 @@ int run(const BenchOptions& b) {
   const double copy_gbps = tg::bench::stream_gbps(tg::bench::Stream::Copy);
   const double limit = copy_gbps * 1e9 / static_cast<double>(weight_bytes);
   const double tokens_per_s = static_cast<double>(b.new_tokens) / total;
+  const double decode_tokens_per_s =
+      seconds.size() > 1 ? static_cast<double>(seconds.size() - 1) / (total - seconds.front()) : tokens_per_s;
   std::vector<int64_t> ids = out.narrow(1, idx.size(1), b.new_tokens).tolist<int64_t>();
 
   std::cout << "{\"bench\": \"tapegrad\", \"kernels\": " << tg::json::quote(kernels_mode())
@@ -190,12 +195,14 @@ int run(const BenchOptions& b) {
             << ", \"context\": " << context << ", \"keep\": " << options.keep_when_full
             << ", \"vocab_size\": " << config.vocab_size << ", \"params\": " << model->num_parameters()
             << ", \"tokens_per_s\": " << number(tokens_per_s, "%.1f")
+            << ", \"decode_tokens_per_s\": " << number(decode_tokens_per_s, "%.1f")
             << ", \"ms_per_token_median\": " << number(tg::bench::median(seconds) * 1e3, "%.3f")
             << ", \"ms_per_token_max\": " << number(*std::max_element(seconds.begin(), seconds.end()) * 1e3, "%.3f")
             << ", \"seconds_total\": " << number(total, "%.3f") << ", \"peak_rss_mb\": " << number(rss, "%.1f")
             << ", \"weight_bytes_per_token\": " << weight_bytes << ", \"copy_gbps\": " << number(copy_gbps, "%.2f")
             << ", \"bandwidth_limit_tokens_per_s\": " << number(limit, "%.1f")
             << ", \"fraction_of_limit\": " << number(tokens_per_s / limit, "%.3f")
+            << ", \"decode_fraction_of_limit\": " << number(decode_tokens_per_s / limit, "%.3f")
             << ", \"ids_hash\": " << tg::json::quote(fnv1a_hex(ids)) << ", \"first_ids\": " << json_ids(ids, 16)
             << ", \"ids\": " << json_ids(ids, ids.size())
             << ", \"blas\": " << tg::json::quote(tg::kernel_info())

@@ -117,6 +117,14 @@ def timed_generation(run, torch, model, idx, o, context, keep):
     return out, seconds, last[0] - start
 
 
+def decode_tokens_per_s(seconds, total):
+    """Tokens per second over the steps after the first (the first also runs the prompt), as
+    bench_generate's decode_tokens_per_s."""
+    if len(seconds) < 2:
+        return round(len(seconds) / total, 1)
+    return round((len(seconds) - 1) / (total - seconds[0]), 1)
+
+
 def fnv1a_hex(ids):
     h = 14695981039346656037
     for byte in struct.pack(f"<{len(ids)}q", *ids):
@@ -151,6 +159,7 @@ def main():
         "bench": "pytorch", "config": o.config, "mode": o.mode, "threads": threads, "prompt_tokens": len(prompt),
         "new_tokens": o.new_tokens, "context": c["context"], "keep": keep, "vocab_size": len(vocab),
         "params": sum(p.numel() for p in model.parameters()), "tokens_per_s": round(o.new_tokens / total, 1),
+        "decode_tokens_per_s": decode_tokens_per_s(seconds, total),
         "ms_per_token_median": round(statistics.median(seconds) * 1e3, 3), "seconds_total": round(total, 3),
         "peak_rss_mb": round(rss, 1), "ids_hash": fnv1a_hex(ids), "first_ids": ids[:16], "ids": ids,
         "blas": blas_description(), "torch": torch.__version__,
@@ -179,7 +188,8 @@ def main_init_from(o, torch, threads):
         "bench": "pytorch", "config": "init-from " + o.init_from, "mode": o.mode, "threads": threads,
         "prompt_tokens": len(prompt), "new_tokens": o.new_tokens, "context": context, "keep": keep,
         "vocab_size": model.config.get("vocab_size"), "params": sum(p.numel() for p in model.parameters()),
-        "tokens_per_s": round(o.new_tokens / total, 1), "ms_per_token_median": round(statistics.median(seconds) * 1e3, 3),
+        "tokens_per_s": round(o.new_tokens / total, 1), "decode_tokens_per_s": decode_tokens_per_s(seconds, total),
+        "ms_per_token_median": round(statistics.median(seconds) * 1e3, 3),
         "seconds_total": round(total, 3), "peak_rss_mb": round(rss, 1), "ids_hash": fnv1a_hex(new),
         "first_ids": new[:16], "ids": new, "blas": blas_description(), "torch": torch.__version__,
     }), flush=True)
