@@ -27,6 +27,8 @@
 //                       "fma" on a CPU without AVX512_BF16 (or with TG_BF16_KERNEL=fma); "none" for fp32
 //   tokens_per_s        batch * context * S / (sum of the S step times)
 //   ms_per_step_median  the median step time
+//   ms_per_step_min     the fastest step: on a shared machine other work only adds time, so the
+//                       ratio of two options' minima shows their own costs best
 //   mfu                 model FLOPs utilisation: flops_per_token * tokens_per_s / peak, where
 //                       flops_per_token = 6 * N + 6 * L * T * d
 //                       (Kaplan et al. 2020, "Scaling laws", table 1: forward 2N + 2LTd, the
@@ -226,6 +228,7 @@ int run(const BenchOptions& b) {
             << ", \"params_non_embedding\": " << n_non_embedding
             << ", \"tokens_per_s\": " << number(tokens_per_s, "%.1f")
             << ", \"ms_per_step_median\": " << number(tg::bench::median(seconds) * 1e3, "%.3f")
+            << ", \"ms_per_step_min\": " << number(*std::min_element(seconds.begin(), seconds.end()) * 1e3, "%.3f")
             << ", \"flops_per_token\": " << number(flops_per_token, "%.0f")
             << ", \"peak_gflops\": " << number(peak, "%.1f") << ", \"peak_source\": " << tg::json::quote(peak_source)
             << ", \"mfu\": " << number(flops_per_token * tokens_per_s / (peak * 1e9), "%.4f")

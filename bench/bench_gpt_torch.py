@@ -233,7 +233,7 @@ def main():
         "warmup": o.warmup, "batch": t.batch, "context": t.context, "params": params,
         "params_non_embedding": params_non_embedding,
         "tokens_per_s": round(tokens_per_s, 1), "ms_per_step_median": round(statistics.median(seconds) * 1e3, 3),
-        "flops_per_token": flops_per_token, "peak_gflops": round(peak, 1), "peak_source": peak_source,
+        "ms_per_step_min": round(min(seconds) * 1e3, 3), "flops_per_token": flops_per_token, "peak_gflops": round(peak, 1), "peak_source": peak_source,
         "mfu": round(flops_per_token * tokens_per_s / (peak * 1e9), 4), "peak_rss_mb": round(rss, 1),
         "first_loss": float(f"{first_loss:.9g}"), "final_loss": float(f"{loss:.9g}"),
         "blas": blas_description(), "torch": torch.__version__,
@@ -264,8 +264,8 @@ def main_init_from(o, torch, threads):
         "params_trained": sum(p.numel() for p in run.model.parameters() if p.requires_grad),
         "checkpoint_activations": o.checkpoint_activations, "lora": f"r={o.lora_rank} alpha={o.lora_alpha or o.lora_rank:g} {o.lora_targets}" if o.lora_rank else "none",
         "tokens_per_s": round(batch * context * o.steps / sum(seconds), 1),
-        "ms_per_step_median": round(statistics.median(seconds) * 1e3, 3), "peak_rss_mb": round(rss, 1),
-        "first_loss": float(f"{first_loss:.9g}"), "final_loss": float(f"{loss:.9g}"),
+        "ms_per_step_median": round(statistics.median(seconds) * 1e3, 3), "ms_per_step_min": round(min(seconds) * 1e3, 3),
+        "peak_rss_mb": round(rss, 1), "first_loss": float(f"{first_loss:.9g}"), "final_loss": float(f"{loss:.9g}"),
         "blas": blas_description(), "torch": torch.__version__,
     }), flush=True)
 

@@ -135,7 +135,24 @@ TEST(Matmul, LargerThanOneBlisBlockMatchesReferenceF32) {
   }
 }
 
-// One row (M = 1) or one column (N = 1) goes to BLIS's gemv instead of gemm: odd and
+// A right operand stored by columns with few rows, as a LoRA's B^T (r, out): gemm copies it into
+// row-major order before BLIS reads it (up to K = 64). Products big enough for BLIS, K on both
+// sides of that bound, float32 and float64, a batch against one shared b, and b a slice of a
+// larger weight's rows (a fused q, k, v adapter's third).
+TEST(Matmul, ShortColumnStoredRightOperandsMatchReference) {
+  uint32_t seed = 900;
+  for (ScalarType dt : {kFloat32, kFloat64}) {
+    for (int64_t K : {1, 4, 8, 63, 64, 65, 128}) {
+      const Tensor u = normal_tensor({1100, K}, seed++, dt), B = normal_tensor({300, K}, seed++, dt);
+      expect_matches_reference(u, B.t());
+      expect_matches_reference(u.view({2, 550, K}), B.t());
+      const Tensor fused = normal_tensor({900, K}, seed++, dt);
+      expect_matches_reference(u, fused.narrow(0, 300, 300).t());
+    }
+  }
+}
+
+// One row (M = 1) or one column (N = 1) goes to a matrix-vector product instead of gemm: odd and
 // vector-length sizes, every layout a linear layer or attention hands it (transposed weights,
 // strided rows and columns, per-head batches of views into a larger buffer), large values.
 TEST(Matmul, OneRowAndOneColumnProductsMatchReference) {
