@@ -29,6 +29,9 @@
 //   ms_per_step_median  the median step time
 //   ms_per_step_min     the fastest step: on a shared machine other work only adds time, so the
 //                       ratio of two options' minima shows their own costs best
+//   cpu_ms_per_step_median  the median step's CPU time, all threads together
+//                       (CLOCK_PROCESS_CPUTIME_ID): on a virtual machine whose host runs other
+//                       guests, time taken from it (steal) counts in the wall time, not here
 //   mfu                 model FLOPs utilisation: flops_per_token * tokens_per_s / peak, where
 //                       flops_per_token = 6 * N + 6 * L * T * d
 //                       (Kaplan et al. 2020, "Scaling laws", table 1: forward 2N + 2LTd, the
@@ -64,6 +67,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -167,6 +171,13 @@ TrainOptions train_options(const BenchOptions& b) {
   return o;
 }
 
+// The CPU time of the whole process so far, every thread's, in seconds.
+double process_cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
 // Parameters that are not embeddings (all but tok_emb and pos_emb), for the FLOPs count.
 int64_t non_embedding_parameters(tg::nn::GPTModel& model) {
   int64_t n = 0;
@@ -191,13 +202,18 @@ int run(const BenchOptions& b) {
 
   using Clock = std::chrono::steady_clock;
   double first_loss = 0, loss = 0;
-  std::vector<double> seconds;  // one per timed step
+  std::vector<double> seconds, cpu_seconds;  // one per timed step
   for (int64_t s = 0; s < b.warmup + b.steps; ++s) {
     const auto start = Clock::now();
+    const double cpu_start = process_cpu_seconds();
     loss = trainer.train_step().loss;
     const double dt = std::chrono::duration<double>(Clock::now() - start).count();
+    const double cpu_dt = process_cpu_seconds() - cpu_start;
     if (s == 0) first_loss = loss;
-    if (s >= b.warmup) seconds.push_back(dt);
+    if (s >= b.warmup) {
+      seconds.push_back(dt);
+      cpu_seconds.push_back(cpu_dt);
+    }
   }
   const MemoryReport split = trainer.memory_report();  // peak RSS before the sgemm run's matrices
   const tg::MemoryStats memory = tg::memory_stats();
@@ -229,6 +245,7 @@ int run(const BenchOptions& b) {
             << ", \"tokens_per_s\": " << number(tokens_per_s, "%.1f")
             << ", \"ms_per_step_median\": " << number(tg::bench::median(seconds) * 1e3, "%.3f")
             << ", \"ms_per_step_min\": " << number(*std::min_element(seconds.begin(), seconds.end()) * 1e3, "%.3f")
+            << ", \"cpu_ms_per_step_median\": " << number(tg::bench::median(cpu_seconds) * 1e3, "%.3f")
             << ", \"flops_per_token\": " << number(flops_per_token, "%.0f")
             << ", \"peak_gflops\": " << number(peak, "%.1f") << ", \"peak_source\": " << tg::json::quote(peak_source)
             << ", \"mfu\": " << number(flops_per_token * tokens_per_s / (peak * 1e9), "%.4f")

@@ -8,6 +8,7 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <type_traits>
@@ -163,11 +164,22 @@ constexpr int64_t kCopyColumnStoredBUpToK = 64;
 template <class T>
 void blis_gemm_with_row_major_b(T* c, int64_t ldc, const T* a, const T* b, int64_t M, int64_t N, int64_t K,
                                 const MatrixLayout& la, const MatrixLayout& lb) {
-  thread_local std::vector<T> rows;  // b (K, N), row-major; each thread (run_batches) has its own
-  rows.resize(static_cast<size_t>(K * N));
-  for (int64_t j = 0; j < N; ++j)
-    for (int64_t k = 0; k < K; ++k) rows[static_cast<size_t>(k * N + j)] = b[k * lb.rs + j * lb.cs];
-  blis_gemm(c, ldc, a, rows.data(), M, N, K, la, MatrixLayout{K, N, N, 1});
+  thread_local std::vector<T> buffer;  // each thread (run_batches) has its own
+  buffer.resize(static_cast<size_t>(K * N) + 64 / sizeof(T));
+  T* rows = buffer.data();  // b (K, N), row-major, 64-byte aligned (as a tensor's buffer)
+  while (reinterpret_cast<uintptr_t>(rows) % 64 != 0) ++rows;
+  // 16 columns of b at a time (at most 16 * 64 elements: they stay in the L1 cache while their
+  // K elements go to K rows)
+  constexpr int64_t kColumns = 16;
+  for (int64_t j0 = 0; j0 < N; j0 += kColumns) {
+    const int64_t width = std::min(kColumns, N - j0);
+    for (int64_t k = 0; k < K; ++k) {
+      const T* from = b + k * lb.rs + j0 * lb.cs;  // b[k, j0 ..]
+      T* to = rows + k * N + j0;                    // rows[k, j0 ..]
+      for (int64_t j = 0; j < width; ++j) to[j] = from[j * lb.cs];
+    }
+  }
+  blis_gemm(c, ldc, a, rows, M, N, K, la, MatrixLayout{K, N, N, 1});
 }
 
 // c (M,N) row-major, row i at c + i * ldc, = a (M,K) @ b (K,N), a and b read through their layouts.

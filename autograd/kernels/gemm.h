@@ -71,7 +71,9 @@ const ProductSpeeds& product_speeds();
 std::optional<Tensor> fold_leading_dims(const Tensor& t);
 
 // What the last gemm call on this thread was given (for tests that prove a view was passed to
-// BLIS as it is, not copied). a and b point at element [0,0] of each operand.
+// BLIS as it is, not copied). a and b point at element [0,0] of each operand. (One layout is
+// still copied after this point: a b stored by columns with at most 64 rows, which BLIS reads
+// slowly; gemm.cpp says why.)
 struct GemmCall {
   const void* a = nullptr;
   const void* b = nullptr;

@@ -248,28 +248,30 @@ TEST(Matmul, EmptyOuterAndBatchDimsGiveEmptyResults) {
 
 TEST(Matmul, TransposedOperandIsPassedToBlisWithoutACopy) {
   FastKernelsGuard fast(true);  // the BLIS calls of the fast path
-  const Tensor x = normal_tensor({64, 32}, 41, kFloat32);
-  const Tensor w = normal_tensor({48, 32}, 42, kFloat32);
-  matmul(x, w.t());  // (64,32) @ (32,48): w read column-major
+  // K = 96: a column-major b of at most 64 rows is copied for BLIS (gemm.cpp), this one is not
+  const Tensor x = normal_tensor({64, 96}, 41, kFloat32);
+  const Tensor w = normal_tensor({48, 96}, 42, kFloat32);
+  matmul(x, w.t());  // (64,96) @ (96,48): w read column-major
   const kernels::GemmCall& call = kernels::last_gemm_call();
   EXPECT_EQ(call.a, x.data_ptr<float>());
   EXPECT_EQ(call.b, w.data_ptr<float>());
   EXPECT_EQ(call.rsb, 1);
-  EXPECT_EQ(call.csb, 32);
-  EXPECT_EQ(call.m * 100 + call.n * 10 + call.k, 64 * 100 + 48 * 10 + 32);
+  EXPECT_EQ(call.csb, 96);
+  EXPECT_EQ(call.m * 10000 + call.n * 100 + call.k, 64 * 10000 + 48 * 100 + 96);
 }
 
 TEST(Matmul, AttentionScoresReadQAndKInPlace) {
   FastKernelsGuard fast(true);  // the BLIS calls of the fast path
-  // q, k (B,NH,T,hs) as views of (B,T,NH,hs); the last gemm is batch (1,1)
-  const Tensor q = normal_tensor({2, 6, 2, 4}, 43, kFloat32).permute({0, 2, 1, 3});
-  const Tensor k = normal_tensor({2, 6, 2, 4}, 44, kFloat32).permute({0, 2, 1, 3});
+  // q, k (B,NH,T,hs) as views of (B,T,NH,hs); the last gemm is batch (1,1). hs = 72: k^T is a
+  // column-major b of hs rows, and one of at most 64 is copied for BLIS (gemm.cpp)
+  const Tensor q = normal_tensor({2, 6, 2, 72}, 43, kFloat32).permute({0, 2, 1, 3});
+  const Tensor k = normal_tensor({2, 6, 2, 72}, 44, kFloat32).permute({0, 2, 1, 3});
   matmul(q, k.transpose(-2, -1));
   const kernels::GemmCall& call = kernels::last_gemm_call();
   EXPECT_EQ(call.a, q.select(0, 1).select(0, 1).data_ptr<float>());
   EXPECT_EQ(call.b, k.select(0, 1).select(0, 1).data_ptr<float>());
-  EXPECT_EQ(call.rsa, 8);  // T steps over NH*hs
-  EXPECT_EQ(call.csb, 8);
+  EXPECT_EQ(call.rsa, 144);  // T steps over NH*hs
+  EXPECT_EQ(call.csb, 144);
 }
 
 TEST(Matmul, BroadcastBatchReusesTheSameMatrixPointer) {
