@@ -158,7 +158,8 @@ void gemv(double* y, int64_t incy, const double* a, const double* x, int64_t m, 
 // (r, out) for rank r. BLIS multiplies by such a b slowly: (1024, 8) @ (8, 2304) took 2.5 ms on
 // 2 threads with b a transposed view and 0.5 ms with b row-major (AMD EPYC, BLIS 0.9; 1.4 to 9
 // times for K = 4 to 64, the same at K = 128). Copying b into row-major order costs K * N
-// elements, 1/M of the product's work, so up to this K such a b is copied first.
+// elements, 1/M of the product's work, so up to this K such a b is copied first, into a
+// 64-byte-aligned buffer: BLIS read an unaligned copy almost as slowly as the view.
 constexpr int64_t kCopyColumnStoredBUpToK = 64;
 
 template <class T>
@@ -214,7 +215,8 @@ void gemm(T* c, int64_t ldc, const T* a, const T* b, int64_t M, int64_t N, int64
       return;
     }
   }
-  if (lb.rs == 1 && lb.cs != 1 && K <= kCopyColumnStoredBUpToK) return blis_gemm_with_row_major_b(c, ldc, a, b, M, N, K, la, lb);
+  if (lb.rs == 1 && lb.cs != 1 && K <= kCopyColumnStoredBUpToK)
+    return blis_gemm_with_row_major_b(c, ldc, a, b, M, N, K, la, lb);
   blis_gemm(c, ldc, a, b, M, N, K, la, lb);
 }
 
