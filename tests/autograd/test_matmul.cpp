@@ -500,7 +500,7 @@ TEST(MatmulThreads, ResultIsTheSameOnOneThreadAndMany) {
   expect_close(matmul(a, b), one);
 }
 
-// Matrix-vector products (BLIS's gemv): the same bits on any thread count.
+// Matrix-vector products (kernels/gemv.h, or BLIS's gemv): the same bits on any thread count.
 TEST(MatmulThreads, OneRowAndOneColumnProductsAreTheSameBitsOnAnyThreadCount) {
   ThreadCountGuard guard;
   const Tensor x = normal_tensor({1, 385}, 93, kFloat32), w = normal_tensor({1037, 385}, 94, kFloat32);
