@@ -195,10 +195,12 @@ void blis_gemm_with_row_major_b(T* c, int64_t ldc, const T* a, const T* b, int64
 //   M = 1   c (N)  = b^T (N,K) @ a (K)
 //   N = 1   c (M)  = a (M,K)   @ b (K)
 // The general gemm stays the path for everything else (and matmul_reference the test oracle).
-// gemv runs on the calling thread (BLIS does not thread level-2 products). Split by rows over
-// two threads it was no faster on a 2-core machine (the medium GPT's median token took 1.6 ms
-// either way, 3 interleaved pairs: the products are bound by memory bandwidth), and on a busy
-// machine the fork/join of each of a token's ~36 products cost up to hundreds of ms.
+// BLIS's gemv runs on the calling thread (BLIS does not thread level-2 products), and so does
+// gemv.h's for a matrix under 8 MiB: split by rows over two threads, the medium GPT's products
+// were no faster on a 2-core machine (its median token took 1.6 ms either way, 3 interleaved
+// pairs), and on a busy machine the fork/join of each of a token's ~36 products cost up to
+// hundreds of ms. gemv.h splits bigger matrices (GPT-2's), where the second core's share of the
+// memory bandwidth is worth a fork.
 template <class T>
 void gemm(T* c, int64_t ldc, const T* a, const T* b, int64_t M, int64_t N, int64_t K, const MatrixLayout& la,
           const MatrixLayout& lb) {

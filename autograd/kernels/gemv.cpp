@@ -2,6 +2,10 @@
 // matrix this way, and why every copy gives the same bits, are there).
 #include "autograd/kernels/gemv.h"
 
+#include <algorithm>
+
+#include "autograd/runtime/parallel.h"
+
 namespace tg::gemv {
 
 namespace {
@@ -25,7 +29,11 @@ namespace {
 }  // namespace
 
 void sgemv_rows(float* y, int64_t incy, const float* a, int64_t lda, const float* x, int64_t M, int64_t K, Isa isa) {
-  kernels::run_on<rows_body>(isa, y, incy, a, lda, x, M, K);
+  constexpr int64_t kGrainElements = int64_t{1} << 20;  // a band of at least 4 MiB of a (gemv.h)
+  const int64_t grain = std::max<int64_t>(1, kGrainElements / std::max<int64_t>(K, 1));
+  parallel_for(0, M, grain, [&](int64_t r0, int64_t r1) {
+    kernels::run_on<rows_body>(isa, y + r0 * incy, incy, a + r0 * lda, lda, x, r1 - r0, K);
+  });
 }
 
 }  // namespace tg::gemv

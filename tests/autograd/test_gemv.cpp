@@ -3,6 +3,7 @@
 //   * every copy (portable, AVX2, AVX-512 where the CPU has them) gives the bits of the order the
 //     header promises (lanes along the row, then a tree), written here as a plain scalar loop;
 //   * it agrees with the exact (double) sum within K float roundings of sum |a x|;
+//   * a big matrix, cut into bands over the threads, gives the same bits on 1, 2 and 3 threads;
 //   * padding between rows never reaches a result, and an inf or a nan stays in its own row;
 //   * matmul sends a one-token linear layer (x @ w^T) and a matrix times a column here, and
 //     gives matmul_reference's values within tolerance, on the kernels' path and on BLIS's
@@ -21,6 +22,7 @@
 #include "autograd/kernels/gemv.h"
 #include "autograd/ops.h"
 #include "autograd/ops/derivatives.h"
+#include "autograd/runtime/parallel.h"
 
 namespace tg {
 namespace {
@@ -124,6 +126,25 @@ TEST(Gemv, AgreesWithTheExactSumWithinKRoundings) {
     }
   }
   std::cout << "[ worst    ] gemv against the double sum: " << worst << " of the bound\n";
+}
+
+TEST(Gemv, BigMatricesSplitOverThreadsGiveTheSameBits) {
+  // 3000 x 768 floats (9 MiB): two bands of at least 4 MiB on 2 or 3 threads
+  struct Guard {
+    int saved = get_num_threads();
+    ~Guard() { set_num_threads(saved); }
+  } guard;
+  std::mt19937 gen(4);
+  const Matrix a = random_matrix(3000, 768, 0, gen);
+  const std::vector<float> x = random_vector(768, gen);
+  set_num_threads(1);
+  const std::vector<float> one = run_kernel(gemv::best_isa(), a, x);
+  for (int64_t i : {0, 1499, 1500, 2999})
+    ASSERT_TRUE(same_bits(one[static_cast<size_t>(i)], promised_order(a, x, i))) << "row " << i;
+  for (int threads : {2, 3}) {
+    set_num_threads(threads);
+    EXPECT_EQ(run_kernel(gemv::best_isa(), a, x), one) << threads << " threads";
+  }
 }
 
 TEST(Gemv, InfinityAndNanStayInTheirOwnRow) {
