@@ -18,8 +18,15 @@
 
 #include "autograd/io/json.h"
 #include "autograd/ops.h"
+#include "autograd/runtime/parallel.h"
 
 namespace tg::test {
+
+// Restores the thread count (set_num_threads) that a test changes.
+struct ThreadCountGuard {
+  int saved = get_num_threads();
+  ~ThreadCountGuard() { set_num_threads(saved); }
+};
 
 // The message of the tg::Error fn() throws, or "" if it throws none (a check on the message
 // then fails and prints it). Any other exception escapes and fails the test: tapegrad throws

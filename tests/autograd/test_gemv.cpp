@@ -10,12 +10,13 @@
 //     (a matrix whose rows are not contiguous).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <iostream>
 #include <limits>
 #include <random>
-#include <string>
 #include <vector>
 
 #include "autograd/fast_kernels.h"
@@ -23,6 +24,7 @@
 #include "autograd/ops.h"
 #include "autograd/ops/derivatives.h"
 #include "autograd/runtime/parallel.h"
+#include "test_util.h"
 
 namespace tg {
 namespace {
@@ -130,10 +132,7 @@ TEST(Gemv, AgreesWithTheExactSumWithinKRoundings) {
 
 TEST(Gemv, BigMatricesSplitOverThreadsGiveTheSameBits) {
   // 3000 x 768 floats (9 MiB): two bands of at least 4 MiB on 2 or 3 threads
-  struct Guard {
-    int saved = get_num_threads();
-    ~Guard() { set_num_threads(saved); }
-  } guard;
+  const test::ThreadCountGuard guard;
   std::mt19937 gen(4);
   const Matrix a = random_matrix(3000, 768, 0, gen);
   const std::vector<float> x = random_vector(768, gen);
@@ -161,16 +160,6 @@ TEST(Gemv, InfinityAndNanStayInTheirOwnRow) {
   }
 }
 
-// |fast - reference| <= atol + rtol |reference|, elementwise
-void expect_close(const Tensor& fast, const Tensor& reference, double atol, double rtol, const std::string& what) {
-  ASSERT_EQ(fast.sizes(), reference.sizes()) << what;
-  const Tensor f = fast.contiguous().to(kFloat64), r = reference.contiguous().to(kFloat64);
-  const double* fp = f.data_ptr<double>();
-  const double* rp = r.data_ptr<double>();
-  for (int64_t i = 0; i < f.numel(); ++i)
-    ASSERT_LE(std::abs(fp[i] - rp[i]), atol + rtol * std::abs(rp[i])) << what << " at " << i;
-}
-
 TEST(Gemv, MatmulSendsOneTokenLinearLayersHere) {
   FastKernelsGuard fast(true);
   for (int64_t K : {7, 768, 1000}) {
@@ -180,10 +169,10 @@ TEST(Gemv, MatmulSendsOneTokenLinearLayersHere) {
     gemv::sgemv_rows(expected.data(), 1, w.data_ptr<float>(), K, x.data_ptr<float>(), 50, K);
     for (int64_t j = 0; j < 50; ++j)
       EXPECT_TRUE(same_bits(y.data_ptr<float>()[j], expected[static_cast<size_t>(j)])) << "K " << K << " column " << j;
-    expect_close(y, matmul_reference(x, w.t()), 1e-5, 1e-5, "x @ w^T, K " + std::to_string(K));
+    EXPECT_TRUE(test::all_close(y, matmul_reference(x, w.t()), 1e-5, 1e-5)) << "x @ w^T, K " << K;
     // a matrix times a column: a's rows contiguous, the same kernel
     const Tensor column = matmul(w, x.t());  // (50, K) @ (K, 1)
-    expect_close(column.view({1, 50}), y, 0, 0, "w @ x^T against x @ w^T, K " + std::to_string(K));
+    EXPECT_TRUE(test::all_close(column.view({1, 50}), y, 0, 0)) << "w @ x^T against x @ w^T, K " << K;
   }
 }
 
@@ -191,13 +180,15 @@ TEST(Gemv, MatricesWithStridedRowsStillGiveTheReference) {
   FastKernelsGuard fast(true);
   const Tensor w = randn({64, 40}), x = randn({1, 64});
   // x @ w: w (64, 40) read down its columns, rows not contiguous in the product's view (BLIS's path)
-  expect_close(matmul(x, w), matmul_reference(x, w), 1e-5, 1e-5, "x @ w");
+  EXPECT_TRUE(test::all_close(matmul(x, w), matmul_reference(x, w), 1e-5, 1e-5)) << "x @ w";
   // a row of x with a stride (every second element of a wider row)
   const Tensor wide = randn({1, 128});
   const Tensor strided_x = wide.slice(1, 0, 128, 2);
-  expect_close(matmul(strided_x, w), matmul_reference(strided_x, w), 1e-5, 1e-5, "strided x @ w");
+  EXPECT_TRUE(test::all_close(matmul(strided_x, w), matmul_reference(strided_x, w), 1e-5, 1e-5))
+      << "strided x @ w";
   const Tensor v = randn({40, 64});
-  expect_close(matmul(strided_x, v.t()), matmul_reference(strided_x, v.t()), 1e-5, 1e-5, "strided x @ v^T");
+  EXPECT_TRUE(test::all_close(matmul(strided_x, v.t()), matmul_reference(strided_x, v.t()), 1e-5, 1e-5))
+      << "strided x @ v^T";
 }
 
 }  // namespace

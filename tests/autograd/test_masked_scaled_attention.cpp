@@ -176,10 +176,7 @@ TEST(MaskedScaledAttention, GradientsMatchFiniteDifferencesF64) {
 
 TEST(MaskedScaledAttention, SameBitsOnOneThreadAndMany) {
   const FastKernelsGuard fast(true);  // the fused op, whatever TG_FAST_KERNELS says
-  struct Guard {
-    int saved = get_num_threads();
-    ~Guard() { set_num_threads(saved); }
-  } guard;
+  const test::ThreadCountGuard guard;
   const Case c{3, 4, 40, 40, 16, 16, true, 0, true, kFloat32};
   const Inputs in = make_inputs(c, 21);
   const Tensor grad = normal_tensor({c.B, c.NH, c.T_q, c.hs_v}, 24, kFloat32);

@@ -477,14 +477,8 @@ TEST(Matmul, Int64OperandsGiveExactInt64Products) {
 
 // --- threads -------------------------------------------------------------------------------------
 
-// Restores the thread count a test changed.
-struct ThreadCountGuard {
-  int saved = get_num_threads();
-  ~ThreadCountGuard() { set_num_threads(saved); }
-};
-
 TEST(MatmulThreads, DefaultIsOnePerCoreAndSetIsRemembered) {
-  ThreadCountGuard guard;
+  const test::ThreadCountGuard guard;
   EXPECT_GE(get_num_threads(), 1);
   set_num_threads(3);
   EXPECT_EQ(get_num_threads(), 3);
@@ -492,7 +486,7 @@ TEST(MatmulThreads, DefaultIsOnePerCoreAndSetIsRemembered) {
 }
 
 TEST(MatmulThreads, ResultIsTheSameOnOneThreadAndMany) {
-  ThreadCountGuard guard;
+  const test::ThreadCountGuard guard;
   const Tensor a = normal_tensor({300, 200}, 91, kFloat64), b = normal_tensor({200, 250}, 92, kFloat64);
   set_num_threads(1);
   const Tensor one = matmul(a, b);
@@ -502,7 +496,7 @@ TEST(MatmulThreads, ResultIsTheSameOnOneThreadAndMany) {
 
 // Matrix-vector products (kernels/gemv.h, or BLIS's gemv): the same bits on any thread count.
 TEST(MatmulThreads, OneRowAndOneColumnProductsAreTheSameBitsOnAnyThreadCount) {
-  ThreadCountGuard guard;
+  const test::ThreadCountGuard guard;
   const Tensor x = normal_tensor({1, 385}, 93, kFloat32), w = normal_tensor({1037, 385}, 94, kFloat32);
   set_num_threads(1);
   const Tensor row = matmul(x, w.t()), column = matmul(w, x.t());  // (1,1037), (1037,1)
@@ -514,7 +508,7 @@ TEST(MatmulThreads, OneRowAndOneColumnProductsAreTheSameBitsOnAnyThreadCount) {
 }
 
 TEST(MatmulThreads, ParallelForCoversTheRangeOnceInGrainSizedChunks) {
-  ThreadCountGuard guard;
+  const test::ThreadCountGuard guard;
   set_num_threads(4);
   std::vector<std::atomic<int>> hits(1000);
   std::atomic<int> chunks{0};
@@ -528,7 +522,7 @@ TEST(MatmulThreads, ParallelForCoversTheRangeOnceInGrainSizedChunks) {
 }
 
 TEST(MatmulThreads, ParallelForRunsSmallRangesAndNestedCallsInline) {
-  ThreadCountGuard guard;
+  const test::ThreadCountGuard guard;
   set_num_threads(4);
   int calls = 0;  // not atomic: inline calls happen on this thread only
   parallel_for(5, 50, 100, [&](int64_t lo, int64_t hi) {
@@ -547,7 +541,7 @@ TEST(MatmulThreads, ParallelForRunsSmallRangesAndNestedCallsInline) {
 }
 
 TEST(MatmulThreads, ParallelForRethrowsAWorkersException) {
-  ThreadCountGuard guard;
+  const test::ThreadCountGuard guard;
   set_num_threads(4);
   EXPECT_THROW(parallel_for(0, 400, 100,
                             [](int64_t lo, int64_t) {

@@ -14,6 +14,7 @@
 #include "autograd/ops.h"
 #include "autograd/ops/derivatives.h"
 #include "autograd/runtime/parallel.h"
+#include "test_util.h"
 
 namespace tg {
 namespace {
@@ -194,10 +195,7 @@ TEST(SmallGemm, InfinityAndNanReachOnlyTheirOwnRowsAndColumns) {
 
 TEST(SmallGemm, SameBitsOnOneThreadAndMany) {
   // Rows are split over the threads in whole blocks; each element's fma chain is the same.
-  struct Guard {
-    int saved = get_num_threads();
-    ~Guard() { set_num_threads(saved); }
-  } guard;
+  const test::ThreadCountGuard guard;
   std::mt19937 gen(10);
   const Strided a = make_matrix(1000, 64, false, 0, gen), b = make_matrix(64, 96, true, 0, gen);
   for (Isa kernel : kernels_here()) {
