@@ -205,15 +205,16 @@ def main():
                            "--precision", o.precision])
     run = train_gpt.Run(t, text)
 
-    seconds, first_loss, loss = [], None, None
+    seconds, cpu_seconds, first_loss, loss = [], [], None, None
     for s in range(o.warmup + o.steps):
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         loss = run.train_step()  # ends with loss.item()
-        dt = time.perf_counter() - start
+        dt, cpu_dt = time.perf_counter() - start, time.process_time() - cpu_start
         if s == 0:
             first_loss = loss
         if s >= o.warmup:
             seconds.append(dt)
+            cpu_seconds.append(cpu_dt)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # before the peak run's matrices
 
     tokens_per_s = t.batch * t.context * o.steps / sum(seconds)
@@ -233,7 +234,8 @@ def main():
         "warmup": o.warmup, "batch": t.batch, "context": t.context, "params": params,
         "params_non_embedding": params_non_embedding,
         "tokens_per_s": round(tokens_per_s, 1), "ms_per_step_median": round(statistics.median(seconds) * 1e3, 3),
-        "ms_per_step_min": round(min(seconds) * 1e3, 3), "flops_per_token": flops_per_token, "peak_gflops": round(peak, 1), "peak_source": peak_source,
+        "ms_per_step_min": round(min(seconds) * 1e3, 3),
+        "cpu_ms_per_step_median": round(statistics.median(cpu_seconds) * 1e3, 3), "flops_per_token": flops_per_token, "peak_gflops": round(peak, 1), "peak_source": peak_source,
         "mfu": round(flops_per_token * tokens_per_s / (peak * 1e9), 4), "peak_rss_mb": round(rss, 1),
         "first_loss": float(f"{first_loss:.9g}"), "final_loss": float(f"{loss:.9g}"),
         "blas": blas_description(), "torch": torch.__version__,
@@ -248,14 +250,15 @@ def main_init_from(o, torch, threads):
     batch, context = o.batch or 4, o.context or 256
     run = Gpt2Run(torch, o.init_from, text, batch, context, o.seed, o.checkpoint_activations == "every", o.lora_rank,
                   o.lora_alpha, tuple(o.lora_targets.split(",")), o.precision)
-    seconds, first_loss, loss = [], None, None
+    seconds, cpu_seconds, first_loss, loss = [], [], None, None
     for s in range(o.warmup + o.steps):
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         loss = run.train_step()
         if s == 0:
             first_loss = loss
         if s >= o.warmup:
             seconds.append(time.perf_counter() - start)
+            cpu_seconds.append(time.process_time() - cpu_start)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     print(json.dumps({
         "bench": "pytorch", "precision": o.precision, "config": "init-from " + o.init_from, "threads": threads,
@@ -265,7 +268,8 @@ def main_init_from(o, torch, threads):
         "checkpoint_activations": o.checkpoint_activations, "lora": f"r={o.lora_rank} alpha={o.lora_alpha or o.lora_rank:g} {o.lora_targets}" if o.lora_rank else "none",
         "tokens_per_s": round(batch * context * o.steps / sum(seconds), 1),
         "ms_per_step_median": round(statistics.median(seconds) * 1e3, 3), "ms_per_step_min": round(min(seconds) * 1e3, 3),
-        "peak_rss_mb": round(rss, 1), "first_loss": float(f"{first_loss:.9g}"), "final_loss": float(f"{loss:.9g}"),
+        "cpu_ms_per_step_median": round(statistics.median(cpu_seconds) * 1e3, 3), "peak_rss_mb": round(rss, 1),
+        "first_loss": float(f"{first_loss:.9g}"), "final_loss": float(f"{loss:.9g}"),
         "blas": blas_description(), "torch": torch.__version__,
     }), flush=True)
 
