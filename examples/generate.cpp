@@ -5,14 +5,19 @@
 //   ./build/examples/generate --ckpt gpt2 --prompt-ids 464,1468,21831 --tokens 0 --logits-out logits.safetensors
 //   ./build/examples/generate --ckpt sft_run --instruction "Give the plural of mouse." --temperature 0
 //
+// The text is printed as it is written (flushed token by token; a character that byte-level BPE
+// splits between tokens once it is whole), the same text as when it is done. Writing stops at the
+// end-of-text token when the tokenizer has one (GPT-2's <|endoftext|>), which is left out of what is
+// printed; --ignore-eos writes all --tokens, the end-of-text tokens included.
+//
 // --instruction (and --input) writes the prompt with the template instruction fine-tuning trains on
-// (examples/gpt/instructions.h: alpaca_prompt) and stops at the end-of-text token when the
-// tokenizer has one (GPT-2's), which is left out of what is printed.
+// (examples/gpt/instructions.h: alpaca_prompt).
 //
 // --logits-out writes the prompt's logits, key "logits", shape (T, vocab), float32: one forward of
 // the whole prompt in eval mode, to compare with another implementation's.
 #include <algorithm>
 #include <iostream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -38,6 +43,7 @@ struct GenerateOptions {
   tg::nn::SamplingOptions sampling{.temperature = 0.8};
   int64_t seed = 1337;
   int64_t samples = 1;
+  bool ignore_eos = false;  // write past the end-of-text token
 };
 
 std::vector<Flag> generate_flags(GenerateOptions& o) {
@@ -54,12 +60,18 @@ std::vector<Flag> generate_flags(GenerateOptions& o) {
       text_flag("logits-out", &o.logits_out,
                 "write the prompt's logits to this .safetensors file (key \"logits\", (T, vocab), float32)"),
       int_flag("tokens", &o.tokens, "tokens to write (characters, or BPE tokens)", 0, 1e9),
-      number_flag("temperature", &o.sampling.temperature, "0 = greedy; higher = more surprising", 0, 100),
+      number_flag("temperature", &o.sampling.temperature,
+                  "0 = greedy; else at least 0.0001 (below it the logits / temperature overflow float32); higher = "
+                  "more surprising",
+                  0, tg::nn::kMaxTemperature),
       int_flag("top-k", &o.sampling.top_k, "sample among the k most likely characters (0 = all)", 0, 1e9),
       number_flag("top-p", &o.sampling.top_p, "sample among the most likely characters whose probabilities sum to p",
                   1e-9, 1),
       seed_flag(&o.seed, "seed of the sampling generator"),
       int_flag("samples", &o.samples, "how many texts to write", 1, 1000),
+      switch_flag("ignore-eos", &o.ignore_eos,
+                  "go on past the end-of-text token (GPT-2's <|endoftext|>, printed as such) up to --tokens; "
+                  "without it, each text stops there"),
   };
 }
 
@@ -100,6 +112,13 @@ int run(const GenerateOptions& o, const std::vector<std::string>& given) {
   if (instruction_given && (ids_given || was_given("prompt")))
     throw UsageError("--instruction makes the prompt: leave --prompt and --prompt-ids out");
   if (was_given("input") && !instruction_given) throw UsageError("--input goes with --instruction");
+  const double temperature = o.sampling.temperature;
+  if (temperature > 0 && temperature < tg::nn::kMinTemperature) {
+    std::ostringstream least;  // "0.0001"
+    least << tg::nn::kMinTemperature;
+    throw UsageError("--temperature " + tg::nn::python_float(temperature) + ": give 0 (greedy) or at least " +
+                     least.str() + " (smaller ones overflow the logits)");
+  }
   SavedModel saved = load_saved_model(o.ckpt);
   std::vector<int64_t> prompt;
   tg::nn::SamplingOptions sampling = o.sampling;
@@ -109,7 +128,6 @@ int run(const GenerateOptions& o, const std::vector<std::string>& given) {
       prompt = parse_prompt_ids(o.prompt_ids, saved.config.vocab_size);
     } else if (instruction_given) {
       prompt = saved.tokenizer.encode(alpaca_prompt(o.instruction, o.input));
-      sampling.stop_token = saved.tokenizer.end_of_text_id();
     } else {
       prompt = saved.tokenizer.encode(o.prompt);
     }
@@ -119,11 +137,13 @@ int run(const GenerateOptions& o, const std::vector<std::string>& given) {
     throw tg::Error(std::string(prompt_flag) + ": " + e.what());  // names the character and its byte
   }
   if (prompt.empty()) throw UsageError("--prompt: empty (give at least one character)");
+  if (!o.ignore_eos) sampling.stop_token = saved.tokenizer.end_of_text_id();  // -1 when it has none
   if (!o.logits_out.empty()) write_prompt_logits(*saved.model, prompt, o.logits_out);
   tg::Generator gen(static_cast<uint64_t>(o.seed));
   for (int64_t k = 0; k < o.samples; ++k) {
     if (o.samples > 1) std::cout << "--- sample " << k + 1 << " ---\n";
-    std::cout << write_text(*saved.model, saved.tokenizer, prompt, o.tokens, sampling, gen) << "\n";
+    write_text(*saved.model, saved.tokenizer, prompt, o.tokens, sampling, gen, &std::cout);  // printed as it comes
+    std::cout << "\n";
   }
   return 0;
 }

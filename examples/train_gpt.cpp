@@ -252,6 +252,7 @@ int run(TrainOptions o, const std::vector<std::string>& given) {
   } else {
     // --warmup not given: 50 steps, or a tenth of a short run's (--steps 20 warms up for 2)
     if (std::find(given.begin(), given.end(), "warmup") == given.end()) o.warmup = default_warmup(o.steps);
+    if (!was_given(given, "eval-every")) o.eval_every = default_eval_every(o.steps);  // 150 steps: every 30
     check_lora_flags(o, given);
     trainer = o.init_from.empty() ? std::make_unique<Trainer>(o, read_data(o.data)) : start_from_gpt2(o, given);
   }

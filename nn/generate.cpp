@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -13,8 +14,12 @@
 namespace tg::nn {
 
 void SamplingOptions::validate() const {
-  if (!(temperature >= 0.0) || !std::isfinite(temperature))
-    throw Error("generate: temperature must be finite and >= 0 (0 = greedy), got " + python_float(temperature));
+  if (!(temperature == 0.0 || (temperature >= kMinTemperature && temperature <= kMaxTemperature)))
+  {
+    std::ostringstream range;  // "[0.0001, 100]"
+    range << "[" << kMinTemperature << ", " << kMaxTemperature << "]";
+    throw Error("generate: temperature must be 0 (greedy) or in " + range.str() + ", got " + python_float(temperature));
+  }
   if (top_k < 0) throw Error("generate: top_k must be >= 0 (0 = off), got " + std::to_string(top_k));
   if (!(top_p > 0.0 && top_p <= 1.0)) throw Error("generate: top_p must be in (0, 1], got " + python_float(top_p));
   if (stop_token < -1)
@@ -48,6 +53,22 @@ Tensor sample_next_token(const Tensor& logits, const SamplingOptions& options, G
   return multinomial(probs, 1, gen);  // (B,1)
 }
 
+namespace {
+
+// The ids' buffer starts with room for this many new tokens and doubles when full, so a large
+// max_new_tokens costs memory only as the tokens are written (amortised one copy per token).
+constexpr int64_t kFirstCapacity = 256;
+
+// out (B, n) copied into a buffer twice as wide (at most limit columns); the new columns unset.
+Tensor grown(const Tensor& out, int64_t limit) {
+  const int64_t n = out.size(1);
+  Tensor bigger = empty({out.size(0), std::min(limit, 2 * n)}, kInt64);
+  bigger.narrow(1, 0, n).copy_(out);
+  return bigger;
+}
+
+}  // namespace
+
 Tensor generate(GPTModel& model, const Tensor& idx, int64_t max_new_tokens, const SamplingOptions& options,
                 Generator* gen, const std::function<void(const Tensor&)>& on_token) {
   options.validate();
@@ -64,7 +85,8 @@ Tensor generate(GPTModel& model, const Tensor& idx, int64_t max_new_tokens, cons
   const int64_t keep = options.keep_when_full > 0 ? options.keep_when_full : context;
   NoGradGuard no_grad;
   const int64_t B = idx.size(0), prompt = idx.size(1);
-  Tensor out = empty({B, prompt + max_new_tokens}, kInt64);  // (B, prompt + max_new_tokens), filled as it goes
+  // (B, capacity), filled as it goes; it grows with what is written, never to max_new_tokens up front
+  Tensor out = empty({B, prompt + std::min<int64_t>(max_new_tokens, kFirstCapacity)}, kInt64);
   out.narrow(1, 0, prompt).copy_(idx);
   GPTCache cache;              // holds out[start, T - 1) unless fresh
   bool fresh = true;           // the window (re)starts: run all of it
@@ -86,6 +108,7 @@ Tensor generate(GPTModel& model, const Tensor& idx, int64_t max_new_tokens, cons
       logits = model.forward(out.narrow(1, T - 1, 1), cache);  // only the newest token
     }
     const Tensor next = sample_next_token(logits.select(1, logits.size(1) - 1), options, gen);  // (B,1)
+    if (T == out.size(1)) out = grown(out, prompt + max_new_tokens);
     out.narrow(1, T, 1).copy_(next);
     if (on_token) on_token(next);
     if (options.stop_token >= 0) {
@@ -97,7 +120,7 @@ Tensor generate(GPTModel& model, const Tensor& idx, int64_t max_new_tokens, cons
         return out.narrow(1, 0, T + 1).contiguous();
     }
   }
-  return out;
+  return out;  // grown to exactly prompt + max_new_tokens columns
 }
 
 }  // namespace tg::nn

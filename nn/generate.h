@@ -3,7 +3,7 @@
 //
 //   next token, from logits (B,V) of the last position:
 //     temperature == 0   greedy: argmax
-//     otherwise          logits / temperature
+//     otherwise          logits / temperature (temperature in [kMinTemperature, kMaxTemperature])
 //                        top_k > 0:  logits below the k-th largest -> -inf (ties with it stay)
 //                        p = softmax(logits)
 //                        top_p < 1:  sort p descending; drop every token whose preceding
@@ -48,8 +48,13 @@
 
 namespace tg::nn {
 
+// The temperatures sampling takes besides 0 (greedy). Below the minimum, float32 logits divided by
+// the temperature overflow to inf (1e-300 becomes 0 in float32) and the probabilities to nan;
+// already at 1e-4 a logit 0.01 below the largest is e^-100 times less likely: greedy in all but name.
+constexpr double kMinTemperature = 1e-4, kMaxTemperature = 100;
+
 struct SamplingOptions {
-  double temperature = 1.0;  // 0 = greedy
+  double temperature = 1.0;  // 0 = greedy, else in [kMinTemperature, kMaxTemperature]
   int64_t top_k = 0;         // 0 = off; larger than the vocabulary = off
   double top_p = 1.0;        // 1 = off; in (0, 1]
   bool use_kv_cache = true;  // incremental decoding (same tokens, less work)
@@ -62,7 +67,8 @@ struct SamplingOptions {
 Tensor sample_next_token(const Tensor& logits, const SamplingOptions& options = {}, Generator* gen = nullptr);
 
 // idx (B,T) int64 -> (B, T + max_new_tokens): the prompt followed by the generated tokens (fewer
-// when options.stop_token stops it).
+// when options.stop_token stops it). The ids' buffer grows as tokens are written (doubling), so
+// memory follows what is generated, not max_new_tokens.
 // Runs without recording (no tape), whatever the grad mode.
 Tensor generate(GPTModel& model, const Tensor& idx, int64_t max_new_tokens, const SamplingOptions& options = {},
                 Generator* gen = nullptr, const std::function<void(const Tensor&)>& on_token = {});

@@ -11,6 +11,7 @@
 #include "autograd/io/json.h"
 #include "autograd/error.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -267,6 +268,18 @@ void append_utf8(std::string& out, uint32_t code_point) {
     out += static_cast<char>(0x80 | ((code_point >> 6) & 0x3F));
     out += static_cast<char>(0x80 | (code_point & 0x3F));
   }
+}
+
+size_t utf8_whole_prefix(std::string_view text) {
+  // the last sequence starts at most 3 bytes from the end: look back past continuation bytes
+  for (size_t back = 1; back <= std::min<size_t>(3, text.size()); ++back) {
+    const auto byte = static_cast<unsigned char>(text[text.size() - back]);
+    if (byte >= 0x80 && byte <= 0xBF) continue;  // a continuation byte
+    const size_t announced = byte >= 0xF0 && byte <= 0xF4 ? 4 : byte >= 0xE0 && byte <= 0xEF ? 3
+                             : byte >= 0xC2 && byte <= 0xDF ? 2 : 1;
+    return announced > back ? text.size() - back : text.size();
+  }
+  return text.size();
 }
 
 std::string quote(std::string_view text) {

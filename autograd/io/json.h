@@ -116,6 +116,11 @@ bool decode_utf8(std::string_view text, std::vector<uint32_t>& code_points, std:
 // sequence's length, 1 to 4; 0, code_point untouched, where no well-formed sequence starts there.
 size_t decode_utf8_at(std::string_view text, size_t pos, uint32_t& code_point);
 void append_utf8(std::string& out, uint32_t code_point);
+// utf8_whole_prefix: how much of text can be printed without cutting a character in two: all of
+// it, less a lead byte at the end (and its continuation bytes) that still waits for the rest of
+// its sequence. Invalid bytes count as whole: they print as they are (text arriving in pieces,
+// such as byte-level BPE tokens, which may split a character).
+size_t utf8_whole_prefix(std::string_view text);
 
 // The JSON text of a string, quotes included: '"', '\' and control characters are escaped
 // (\n, \t, ... or \u001f), everything else, UTF-8 included, is copied as it is. The same text

@@ -331,9 +331,29 @@ std::unique_ptr<Trainer> resume_trainer(const std::string& dir, const TrainOptio
 }
 
 std::string write_text(nn::GPTModel& model, const Tokenizer& tokenizer, const std::vector<int64_t>& prompt,
-                       int64_t tokens, const nn::SamplingOptions& options, Generator& gen) {
+                       int64_t tokens, const nn::SamplingOptions& options, Generator& gen, std::ostream* stream) {
   const Tensor idx = from_vector(prompt, {1, static_cast<int64_t>(prompt.size())});  // (1, T)
-  std::vector<int64_t> ids = nn::generate(model, idx, tokens, options, &gen).tolist<int64_t>();
+  // streamed: each token's text as it comes (a token's bytes: decode is byte for byte), whole
+  // characters only, the rest held back until they are whole; the end-of-text is never printed
+  std::string pending = stream ? tokenizer.decode(prompt) : std::string();
+  bool ended = false;
+  auto print_whole = [&](size_t keep_back) {
+    const size_t n = pending.size() - keep_back;
+    stream->write(pending.data(), static_cast<std::streamsize>(n)).flush();
+    pending.erase(0, n);
+  };
+  auto on_token = [&](const Tensor& next) {  // (1,1)
+    const int64_t id = next.item<int64_t>();
+    ended = ended || id == options.stop_token;
+    if (ended) return;
+    pending += tokenizer.decode({id});
+    print_whole(pending.size() - json::utf8_whole_prefix(pending));
+  };
+  if (stream) print_whole(pending.size() - json::utf8_whole_prefix(pending));
+  std::vector<int64_t> ids =
+      nn::generate(model, idx, tokens, options, &gen, stream ? std::function<void(const Tensor&)>(on_token) : nullptr)
+          .tolist<int64_t>();
+  if (stream) print_whole(0);
   if (options.stop_token >= 0) {  // generation stopped at it: cut it off
     const auto stop = std::find(ids.begin() + static_cast<std::ptrdiff_t>(prompt.size()), ids.end(), options.stop_token);
     ids.erase(stop, ids.end());

@@ -31,6 +31,7 @@
 // resumed run continues bit for bit: N steps, save, resume, N steps equals 2N steps straight.
 #pragma once
 #include <memory>
+#include <ostream>
 #include <string>
 
 #include "examples/gpt/tokenizer.h"
@@ -71,9 +72,12 @@ struct SavedModel {
 SavedModel load_saved_model(const std::string& dir);
 
 // The prompt followed by `tokens` generated characters, as text (nn/generate.h). With
-// options.stop_token, the text ends before the first one generated (an end-of-text).
+// options.stop_token, the text ends before the first one generated (an end-of-text). With a
+// stream, the same text is also written there as it is generated, flushed token by token, a
+// character split between tokens (byte-level BPE) once it is whole.
 std::string write_text(nn::GPTModel& model, const Tokenizer& tokenizer, const std::vector<int64_t>& prompt,
-                       int64_t tokens, const nn::SamplingOptions& options, Generator& gen);
+                       int64_t tokens, const nn::SamplingOptions& options, Generator& gen,
+                       std::ostream* stream = nullptr);
 
 // "path: what is wrong" when dir is not a checkpoint folder (a file missing).
 void check_checkpoint_folder(const std::string& dir);

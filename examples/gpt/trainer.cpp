@@ -6,6 +6,8 @@
 #include <numeric>
 #include <tuple>
 
+#include <unistd.h>
+
 #include "autograd/ops.h"
 #include "autograd/runtime/memory.h"
 #include "autograd/tape.h"
@@ -18,7 +20,10 @@ namespace tg::examples {
 std::vector<Flag> train_flags(TrainOptions& o) {
   constexpr double kBig = 1e12;
   return {
-      int_flag("steps", &o.steps, "training steps", 1, kBig),
+      int_flag("steps", &o.steps,
+               "training steps in all: with --resume, the run trains until it has done this many (the total, as "
+               "examples/pytorch/tapegrad_run.py train --steps; its --more-steps N counts N beyond the run's)",
+               1, kBig),
       number_flag("max-minutes", &o.max_minutes,
                   "stop after the step that spends this much training time (a resumed run's earlier time counts); "
                   "0 = no limit",
@@ -60,7 +65,10 @@ std::vector<Flag> train_flags(TrainOptions& o) {
                "the same loss to rounding (0 = in one piece; may change when resuming)",
                0, 1 << 30),
       seed_flag(&o.seed, "seed of the model's initialisation, dropout and batches"),
-      int_flag("eval-every", &o.eval_every, "evaluate and save a checkpoint every this many steps", 1, kBig),
+      int_flag("eval-every", &o.eval_every,
+               "evaluate and save a checkpoint every this many steps, and after the last (when not given: 250, at "
+               "most --steps / 5; a resumed run keeps its saved value)",
+               1, kBig),
       int_flag("eval-batches", &o.eval_batches, "batches per split in each evaluation", 1, 1 << 20),
       int_flag("threads", &o.threads, "threads for matrix products and loops (0 = all cores)", 0, 1024),
       text_flag("out", &o.out, "folder for the checkpoint, loss.csv, loss.svg, samples and summary"),
@@ -136,6 +144,37 @@ Tokenizer make_tokenizer(const TrainOptions& o, const std::string& data) {
   return bpe;
 }
 
+// This machine's memory in bytes, or 0 where the system does not say.
+double physical_memory_bytes() {
+#if defined(_SC_PHYS_PAGES) && defined(_SC_PAGESIZE)
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  if (pages > 0 && page > 0) return static_cast<double>(pages) * static_cast<double>(page);
+#endif
+  return 0;
+}
+
+// What a run allocates up front or at its first step, at the least: the weights (float32), each
+// layer's (context x context) causal mask, and one micro-batch's logits (batch x context x vocab;
+// --loss-chunk rows of them with it; none counted for instruction examples, padded to the longest).
+// A shape whose least is more than the machine's memory is refused before any of it is made,
+// naming the flags, instead of failing inside an allocation (or being killed) with no flag named.
+void check_run_fits_in_memory(const nn::GPTConfig& c, const TrainOptions& o) {
+  const double memory = physical_memory_bytes();
+  if (memory <= 0) return;
+  const auto C = static_cast<double>(c.emb_dim), V = static_cast<double>(c.vocab_size),
+             T = static_cast<double>(c.context_length), L = static_cast<double>(c.n_layers);
+  const double weights = V * C * (c.tie_weights ? 1 : 2) + T * C + L * (12 * C * C + 13 * C);
+  double logit_rows = o.data_format == "jsonl" ? 0 : static_cast<double>(o.batch) * T;
+  if (o.loss_chunk > 0) logit_rows = std::min(logit_rows, static_cast<double>(o.loss_chunk));
+  const double least = 4 * (weights + L * T * T + logit_rows * V);
+  if (least <= memory) return;
+  auto gib = [](double bytes) { return nn::python_float(std::round(bytes / 1073741824.0 * 10) / 10); };
+  throw UsageError("--batch " + std::to_string(o.batch) + ", --context " + std::to_string(c.context_length) +
+                   ", --emb-dim " + std::to_string(c.emb_dim) + ", --layers " + std::to_string(c.n_layers) +
+                   ": the weights, the attention masks and one batch's logits alone take " + gib(least) +
+                   " GiB, more than this machine's " + gib(memory) + " GiB; make them smaller");
+}
+
 // A fresh run's model has the flags' shape and the tokenizer's vocabulary.
 nn::GPTConfig config_for(const TrainOptions& o, const Tokenizer& tokenizer) {
   nn::GPTConfig config = o.model;
@@ -180,6 +219,7 @@ Trainer::Trainer(const TrainOptions& options, const std::string& text, Tokenizer
     check_split_length(data_.val, options.model.context_length, "validation");
   }
   bytes_per_id_ = tokenizer_.bytes_per_id();
+  check_run_fits_in_memory(config_, options);
   manual_seed(static_cast<uint64_t>(options.seed));
   model_ = std::make_unique<nn::GPTModel>(config_);
   model_->set_checkpointing(nn::checkpointing_from_name(options.checkpoint_activations));

@@ -88,7 +88,7 @@ struct TrainOptions {
   // logits are never whole in memory; the same numbers to float32 rounding. 0: in one piece.
   int64_t loss_chunk = 0;
   int64_t seed = 1337;
-  int64_t eval_every = 250;
+  int64_t eval_every = 250;  // not given: default_eval_every(steps)
   int64_t eval_batches = 20;
   int64_t threads = 0;  // 0 = all cores
   std::string out = "gpt_run";
@@ -117,6 +117,11 @@ std::vector<Flag> train_flags(TrainOptions& o);
 // The warmup of a run whose --warmup was not given: 50 steps, at most a tenth of --steps, so a
 // short first run (--steps 20) just works.
 inline int64_t default_warmup(int64_t steps) { return std::min<int64_t>(50, steps / 10); }
+
+// The evaluation interval of a run whose --eval-every was not given: 250 steps, at most a fifth of
+// --steps (at least 1), so a short run (a 150-step fine-tune) is evaluated five times, not once.
+// A resumed run keeps the value it was saved with unless --eval-every is given.
+inline int64_t default_eval_every(int64_t steps) { return std::clamp<int64_t>(steps / 5, 1, 250); }
 
 // kBFloat16 for precision "bf16", else kFloat32: what the forward's AutocastGuard is given.
 ScalarType products_dtype(const TrainOptions& o);

@@ -90,10 +90,17 @@ def sample_next_token(logits, temperature=1.0, top_k=0, top_p=1.0, generator=Non
 
 
 @torch.no_grad()
-def generate(model, idx, max_new_tokens, temperature=1.0, top_k=0, top_p=1.0, generator=None):
-    """idx (B,T) -> (B, T + max_new_tokens); the window slides past the context length."""
+def generate(model, idx, max_new_tokens, temperature=1.0, top_k=0, top_p=1.0, generator=None, stop_token=-1):
+    """idx (B,T) -> (B, T + max_new_tokens); the window slides past the context length. stop_token >= 0:
+    it stops after the step in which every row has written that id (nn/generate.h's stop_token)."""
     context = model.pos_emb.weight.shape[0]
+    stopped = torch.zeros(idx.shape[0], dtype=torch.bool, device=idx.device)
     for _ in range(max_new_tokens):
         logits = model(idx[:, -context:])[:, -1, :]
-        idx = torch.cat([idx, sample_next_token(logits, temperature, top_k, top_p, generator)], dim=1)
+        next_ids = sample_next_token(logits, temperature, top_k, top_p, generator)
+        idx = torch.cat([idx, next_ids], dim=1)
+        if stop_token >= 0:
+            stopped |= next_ids[:, 0] == stop_token
+            if bool(stopped.all()):
+                break
     return idx

@@ -4,9 +4,10 @@
 #   every Conv1D weight and both embeddings ~ N(0, 0.02); biases 0; LayerNorms weight 1, bias 0;
 #   the residual projections (attn.c_proj, mlp.c_proj) ~ N(0, 0.02 / sqrt(2 * n_layer)).
 # The tokenizer files (vocab.json + merges.txt, or encoder.json + vocab.bpe) are copied from
-# --tokenizer, so the folder is what `train_gpt --init-from` and `generate --ckpt` read.
+# --tokenizer, so the folder is what `train_gpt --init-from` and `generate --ckpt` read; by default
+# from the repository's .cache/gpt2-tokenizer/, where `bash .ci/install-deps.sh` puts GPT-2's.
 #
-#     /usr/bin/python3 examples/pytorch/make_random_gpt2.py gpt2-random --tokenizer .cache/gpt2-tokenizer
+#     /usr/bin/python3 examples/pytorch/make_random_gpt2.py gpt2-random
 #     /usr/bin/python3 examples/pytorch/make_random_gpt2.py small --layers 4 --emb-dim 256 --heads 4 --tokenizer DIR
 import argparse
 import math
@@ -18,6 +19,8 @@ import torch
 from hf_gpt2 import GPT2LMHeadModel
 
 TOKENIZER_PAIRS = (("vocab.json", "merges.txt"), ("encoder.json", "vocab.bpe"))
+# where .ci/install-deps.sh fetches GPT-2's tokenizer files
+DEFAULT_TOKENIZER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".cache", "gpt2-tokenizer")
 
 
 def init_like_gpt2(model, n_layer):
@@ -36,19 +39,22 @@ def init_like_gpt2(model, n_layer):
                 p.normal_(0.0, 0.02)
 
 
-def copy_tokenizer(source, folder):
+def tokenizer_pair(source, given):
+    """The pair of GPT-2's tokenizer files in source; a one-line exit naming the folder when it has none."""
     for pair in TOKENIZER_PAIRS:
         if all(os.path.isfile(os.path.join(source, f)) for f in pair):
-            for f in pair:
-                shutil.copyfile(os.path.join(source, f), os.path.join(folder, f))
-            return
-    raise SystemExit(f"{source}: has neither vocab.json + merges.txt nor encoder.json + vocab.bpe")
+            return pair
+    hint = "" if given else " (fetch them with `bash .ci/install-deps.sh`, or give --tokenizer DIR)"
+    raise SystemExit(f"make_random_gpt2.py: --tokenizer {os.path.normpath(source)}: has neither vocab.json + "
+                     f"merges.txt nor encoder.json + vocab.bpe{hint}")
 
 
 def main():
     p = argparse.ArgumentParser(description="Write a GPT-2 folder with GPT-2's initialisation.")
     p.add_argument("out")
-    p.add_argument("--tokenizer", required=True, help="a folder with GPT-2's tokenizer files")
+    p.add_argument("--tokenizer", default=None,
+                   help="a folder with GPT-2's tokenizer files (default: the repository's .cache/gpt2-tokenizer, "
+                        "where .ci/install-deps.sh puts them)")
     p.add_argument("--layers", type=int, default=12)
     p.add_argument("--emb-dim", type=int, default=768)
     p.add_argument("--heads", type=int, default=12)
@@ -58,8 +64,11 @@ def main():
     args = p.parse_args()
     if args.emb_dim % args.heads != 0:
         raise SystemExit(f"--emb-dim {args.emb_dim} is not a multiple of --heads {args.heads}")
+    source = args.tokenizer or DEFAULT_TOKENIZER
+    pair = tokenizer_pair(source, given=args.tokenizer is not None)  # checked before anything is written
     os.makedirs(args.out, exist_ok=True)
-    copy_tokenizer(args.tokenizer, args.out)
+    for f in pair:
+        shutil.copyfile(os.path.join(source, f), os.path.join(args.out, f))
     torch.manual_seed(args.seed)
     config = dict(model_type="gpt2", vocab_size=args.vocab_size, n_positions=args.positions, n_ctx=args.positions,
                   n_embd=args.emb_dim, n_layer=args.layers, n_head=args.heads)

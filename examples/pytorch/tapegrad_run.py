@@ -4,15 +4,17 @@
 # as a run folder that tapegrad's examples/generate and train_gpt --resume read.
 #
 #     /usr/bin/python3 examples/pytorch/tapegrad_run.py sample gpt_run --prompt "The old fox" --tokens 200
-#     /usr/bin/python3 examples/pytorch/tapegrad_run.py train gpt_run --data corpus.txt --steps 500 --out torch_run
-#     /usr/bin/python3 examples/pytorch/tapegrad_run.py train gpt_run --data corpus.txt --steps 500 --out torch_run --nproc 2
-#     torchrun --nproc_per_node 2 examples/pytorch/tapegrad_run.py train gpt_run --data corpus.txt --steps 500 --out torch_run
+#     /usr/bin/python3 examples/pytorch/tapegrad_run.py train gpt_run --data corpus.txt --steps 2000 --out torch_run
+#     /usr/bin/python3 examples/pytorch/tapegrad_run.py train gpt_run --data corpus.txt --more-steps 500 --out torch_run --nproc 2
+#     torchrun --nproc_per_node 2 examples/pytorch/tapegrad_run.py train gpt_run --data corpus.txt --steps 2000 --out torch_run
 #     ./build/examples/generate --ckpt torch_run --prompt "The old fox"
 #     ./build/examples/train_gpt --resume torch_run --steps 3000
 #
 # `train` continues the run exactly where it stopped: the weights, AdamW's moments, the step (so
 # the learning-rate schedule goes on), and both generators (so the next batches are the ones
-# train_gpt --resume would draw). --steps N trains N more steps. The folder's files are
+# train_gpt --resume would draw). --steps N trains until the run has done N steps in all, as
+# train_gpt --resume --steps N; --more-steps N trains N steps beyond the run's (what --steps meant
+# before; a --steps no larger than the run's steps is refused with a note saying so). The folder's files are
 # described in examples/pytorch/run_folder.py. A run trained on train_gpt's built-in corpus:
 # write the corpus with `./build/examples/train_gpt --write-corpus corpus.txt` first.
 #
@@ -78,9 +80,16 @@ def sample(args):
         raise RunError(f"--prompt: the character {e} is not in the run's vocabulary (tokenizer.json)")
     if not ids:
         raise RunError("--prompt: empty (give at least one character)")
+    if not (args.temperature == 0 or 1e-4 <= args.temperature <= 100):  # as examples/generate
+        raise RunError(f"--temperature {args.temperature!r}: give 0 (greedy) or at least 0.0001, at most 100 "
+                       "(smaller ones overflow the logits)")
     gen = torch.Generator().manual_seed(args.seed)
+    # as examples/generate: GPT-2's tokens stop at <|endoftext|>, left out, unless --ignore-eos
+    stop = -1 if args.ignore_eos else getattr(getattr(tokenizer, "tok", None), "end_of_text", -1)
     out = generate(model, torch.tensor([ids]), args.tokens, temperature=args.temperature, top_k=args.top_k,
-                   top_p=args.top_p, generator=gen)[0].tolist()
+                   top_p=args.top_p, generator=gen, stop_token=stop)[0].tolist()
+    if stop >= 0 and stop in out[len(ids):]:
+        out = out[:out.index(stop, len(ids))]
     if hasattr(tokenizer, "decode_bytes"):  # byte-level: the bytes as they are, as examples/generate writes them
         sys.stdout.buffer.write(tokenizer.decode_bytes(out) + b"\n")
     else:
@@ -107,7 +116,9 @@ def plan(folder, data, steps, out, threads, nproc, device, total, precision=""):
                 ["--data", data, "--out", out, "--resume", folder, "--threads", str(threads), "--max-minutes", "0",
                  "--steps", str(steps if total else step + steps)] + (["--precision", precision] if precision else []))
     if o.steps <= step:
-        raise RunError(f"--steps: {folder} has done {step} steps already; train to more than that")
+        raise RunError(f"--steps {o.steps}: {folder} has done {step} steps already; --steps is the total, as train_gpt's "
+                       f"(for {o.steps} more: --steps {step + o.steps}, or tapegrad_run.py train --more-steps {o.steps})"
+                       if total else f"--more-steps {steps}: give at least 1")
     if device == "cuda" and not torch.cuda.is_available():
         raise RunError("--device cuda: this PyTorch sees no CUDA device (torch.cuda.is_available() is False)")
     if os.path.realpath(out) == os.path.realpath(folder):
@@ -217,10 +228,16 @@ def main():
     s.add_argument("--top-k", type=int, default=0)
     s.add_argument("--top-p", type=float, default=1.0)
     s.add_argument("--seed", type=int, default=1337)
+    s.add_argument("--ignore-eos", action="store_true",
+                   help="go on past GPT-2's <|endoftext|> up to --tokens (without it, the text stops there)")
     t = sub.add_parser("train", help="continue training in PyTorch, then write a folder tapegrad reads")
     t.add_argument("folder")
     t.add_argument("--data", default="", help="the run's text (default: the one its config.json names)")
-    t.add_argument("--steps", type=int, default=500, help="steps to train beyond the run's")
+    t.add_argument("--steps", type=int, default=None,
+                   help="train until the run has done this many steps in all, as train_gpt --resume --steps")
+    t.add_argument("--more-steps", type=int, default=None,
+                   help="train this many steps beyond the run's (default: 500; --steps' meaning before it was the "
+                        "total)")
     t.add_argument("--out", required=True, help="a new run folder (the input folder stays as it was)")
     t.add_argument("--nproc", type=int, default=1, help="processes on this machine, each a share of every batch")
     t.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
@@ -234,7 +251,11 @@ def main():
         else:
             if args.nproc < 1:
                 raise RunError(f"--nproc {args.nproc}: must be at least 1")
-            continue_run(args.folder, args.data, args.steps, args.out, args.threads, args.nproc, args.device,
+            if args.steps is not None and args.more_steps is not None:
+                raise RunError("give --steps N (the total) or --more-steps N (beyond the run's), not both")
+            total = args.steps is not None
+            steps = args.steps if total else (500 if args.more_steps is None else args.more_steps)
+            continue_run(args.folder, args.data, steps, args.out, args.threads, args.nproc, args.device, total=total,
                          precision=args.precision)
     except (RunError, ValueError, RuntimeError) as e:  # RuntimeError: a non-finite step (--on-nonfinite error)
         sys.exit(f"tapegrad_run.py: {e}")

@@ -361,7 +361,8 @@ def options(argv=None):
     p.add_argument("--weight-decay", type=float, default=0.1)
     p.add_argument("--grad-clip", type=float, default=1.0)
     p.add_argument("--seed", type=int, default=1337)
-    p.add_argument("--eval-every", type=int, default=250)
+    p.add_argument("--eval-every", type=int, default=None,
+                   help="default: 250, at most --steps / 5 (at least 1), as train_gpt's; with --resume: the run's")
     p.add_argument("--eval-batches", type=int, default=20)
     p.add_argument("--threads", type=int, default=0)
     p.add_argument("--tokenizer", default="char", help="char or bpe (a path: a resumed run's, from GPT-2)")
@@ -389,6 +390,7 @@ def options(argv=None):
     o = p.parse_args(argv)
     o.precision_given, o.precision = o.precision is not None, o.precision or "fp32"
     o.warmup_given, o.warmup = o.warmup is not None, 50 if o.warmup is None else o.warmup
+    o.eval_every_given, o.eval_every = o.eval_every is not None, 250 if o.eval_every is None else o.eval_every
     return o
 
 
@@ -424,6 +426,8 @@ def check_options(o, world=1):
     # a resumed run keeps its own schedule (its config.json's warmup, checked when it is read)
     if not o.warmup_given and not o.resume:  # as train_gpt: a short first run just works
         o.warmup = min(50, o.steps // 10)
+    if not o.eval_every_given and not o.resume:  # as train_gpt: a short run is evaluated five times
+        o.eval_every = min(250, max(1, o.steps // 5))
     if not o.resume and o.lr_schedule == "cosine" and o.warmup >= o.steps:
         raise ValueError(f"--warmup ({o.warmup}) must be smaller than --steps ({o.steps}) with the cosine schedule")
     if not 256 <= o.vocab_size <= 65536:

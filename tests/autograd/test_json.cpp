@@ -192,6 +192,23 @@ TEST(Json, DecodeUtf8GivesCodePointsAndOffsetsAndRefusesWhatFindInvalidUtf8Finds
     EXPECT_FALSE(decode_utf8(bad, cps)) << bad.size();
 }
 
+// utf8_whole_prefix: the text less a character still waiting for its last bytes (streamed text).
+TEST(Json, Utf8WholePrefixHoldsBackOnlyAnUnfinishedCharacter) {
+  using tg::json::utf8_whole_prefix;
+  EXPECT_EQ(utf8_whole_prefix(""), 0u);
+  EXPECT_EQ(utf8_whole_prefix("abc"), 3u);
+  EXPECT_EQ(utf8_whole_prefix("a\xC3"), 1u);                  // the first byte of U+00E9
+  EXPECT_EQ(utf8_whole_prefix("a\xC3\xA9"), 3u);              // U+00E9 whole
+  EXPECT_EQ(utf8_whole_prefix("a\xE2\x82"), 1u);              // two of the euro sign's three bytes
+  EXPECT_EQ(utf8_whole_prefix("a\xE2\x82\xAC"), 4u);
+  EXPECT_EQ(utf8_whole_prefix("\xF0\x9F\x98"), 0u);           // three of U+1F600's four
+  EXPECT_EQ(utf8_whole_prefix("\xF0\x9F\x98\x80"), 4u);
+  EXPECT_EQ(utf8_whole_prefix("ab\x80"), 3u);                 // invalid bytes print as they are
+  EXPECT_EQ(utf8_whole_prefix("a\xFF"), 2u);
+  EXPECT_EQ(utf8_whole_prefix("a\x80\x80\x80\x80"), 5u);      // no lead within 3 bytes
+  EXPECT_EQ(utf8_whole_prefix("a\xC3\xA9\xC3"), 3u);
+}
+
 TEST(Json, AppendUtf8WritesWhatDecodeUtf8Reads) {
   std::string text;
   const std::vector<uint32_t> cps = {0x24, 0x7F, 0x80, 0x7FF, 0x800, 0xFFFF, 0x10000, 0x10FFFF};

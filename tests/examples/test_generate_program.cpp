@@ -1,14 +1,21 @@
-// examples/generate as a user runs it to compare with another implementation: the prompt given
-// as token ids (--prompt-ids), and its logits written to a file (--logits-out).
+// examples/generate as a user runs it: to compare with another implementation, the prompt given
+// as token ids (--prompt-ids) and its logits written to a file (--logits-out); the text it prints
+// as it writes (the text write_text returns whole); stopping at GPT-2's <|endoftext|> unless
+// --ignore-eos; and sampling flags out of range, each a one-line usage error naming the flag.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <filesystem>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "autograd/io/safetensors.h"
 #include "autograd/ops.h"
 #include "autograd/tape.h"
+#include "autograd/io/json.h"
 #include "examples/gpt/checkpoint.h"
+#include "examples/gpt/instructions.h"
 #include "test_util.h"
 
 namespace tg::test {
@@ -63,6 +70,124 @@ TEST(GenerateProgram, BadPromptIdsAreOneLineUsageErrors) {
   const ProgramRun both = run_program(example_program("generate"), {"--ckpt", run, "--prompt-ids", "1", "--prompt", "a"});
   EXPECT_EQ(both.exit_code, 2);
   EXPECT_TRUE(has_part(both.output, "give --prompt or --prompt-ids, not both")) << both.output;
+}
+
+// What generate prints as it writes is the text write_text returns whole (the same generator), for
+// each of several samples.
+TEST(GenerateProgram, PrintsWhatWriteTextReturns) {
+  if (example_program("generate").empty()) GTEST_SKIP() << "the examples are not built";
+  TempFolder dir;
+  const std::string run = tiny_run(dir);
+  const ProgramRun r = run_program(example_program("generate"), {"--ckpt", run, "--prompt", "The ", "--tokens", "40",
+                                                                 "--temperature", "1.5", "--seed", "3", "--samples", "2"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  examples::SavedModel saved = examples::load_saved_model(run);
+  Generator gen(3);
+  std::string want;
+  for (int k = 1; k <= 2; ++k) {
+    want += "--- sample " + std::to_string(k) + " ---\n" +
+            examples::write_text(*saved.model, saved.tokenizer, saved.tokenizer.encode("The "), 40,
+                                 {.temperature = 1.5}, gen) +
+            "\n";
+  }
+  EXPECT_EQ(r.output, want);
+}
+
+const std::string kGpt2 = std::string(TG_REFERENCE_DIR) + "/instruct";  // byte-level GPT-2 tokens, <|endoftext|> 276
+
+// Streamed into a stream, the text is what write_text returns, and no flush ends inside a character,
+// though GPT-2's byte tokens (random ones, at a high temperature) split them (stray bytes, which
+// no later byte completes, are printed as they come).
+TEST(GenerateProgram, StreamedTextIsTheReturnedTextFlushedOnWholeCharacters) {
+  struct Flushes : std::stringbuf {  // the text at each flush
+    std::vector<std::string> seen;
+    int sync() override {
+      seen.push_back(str());
+      return 0;
+    }
+  } flushes;
+  std::ostream stream(&flushes);
+  examples::SavedModel saved = examples::load_saved_model(kGpt2);
+  Generator gen(11), again(11);
+  const std::vector<int64_t> prompt = saved.tokenizer.encode("caf\xc3\xa9 ");
+  const nn::SamplingOptions options{.temperature = 100.0};
+  const std::string text = examples::write_text(*saved.model, saved.tokenizer, prompt, 60, options, gen, &stream);
+  EXPECT_EQ(flushes.str(), text);
+  EXPECT_EQ(text, examples::write_text(*saved.model, saved.tokenizer, prompt, 60, options, again));
+  ASSERT_GT(flushes.seen.size(), 2u);
+  EXPECT_EQ(flushes.seen.back(), text);
+  std::vector<bool> inside(text.size() + 1, false);  // offsets within a character (a well-formed sequence)
+  for (size_t pos = 0; pos < text.size();) {
+    uint32_t code_point = 0;
+    const size_t length = std::max<size_t>(1, json::decode_utf8_at(text, pos, code_point));  // 0: a stray byte
+    for (size_t k = 1; k < length; ++k) inside[pos + k] = true;
+    pos += length;
+  }
+  size_t waited = 0;  // tokens held back whole: the start of a character (a flush that added nothing)
+  for (size_t i = 0; i < flushes.seen.size(); ++i) {
+    EXPECT_FALSE(inside[flushes.seen[i].size()]) << "flush " << i << " ends inside a character";
+    waited += i > 0 && flushes.seen[i] == flushes.seen[i - 1];
+  }
+  EXPECT_GT(waited, 0u) << "no token ended inside a character: the case is not tested";
+}
+
+// A copy of the tiny GPT-2 whose every next token is <|endoftext|>: the final LayerNorm's output is
+// its bias (weight 0), all ones, and only <|endoftext|>'s row of the tied embedding is all ones.
+std::string gpt2_that_ends_at_once(const TempFolder& dir) {
+  const std::string folder = dir.file("ends");
+  std::filesystem::create_directories(folder);
+  for (const char* name : {"config.json", "vocab.json", "merges.txt"})
+    std::filesystem::copy_file(kGpt2 + "/" + name, folder + "/" + name);
+  NamedTensors weights = load_safetensors(kGpt2 + "/model.safetensors");
+  for (auto& [name, t] : weights) {
+    if (name.ends_with("ln_f.weight")) t = zeros_like(t);
+    if (name.ends_with("ln_f.bias")) t = ones_like(t);
+    if (name.ends_with("wte.weight") || name.ends_with("lm_head.weight")) {
+      t = t.clone();
+      t.narrow(0, 276, 1).copy_(ones({1, t.size(1)}));
+    }
+  }
+  save_safetensors(folder + "/model.safetensors", weights, {{"format", "pt"}});
+  return folder;
+}
+
+TEST(GenerateProgram, StopsAtTheEndOfTextTokenUnlessIgnoreEos) {
+  if (example_program("generate").empty()) GTEST_SKIP() << "the examples are not built";
+  TempFolder dir;
+  const std::string ends = gpt2_that_ends_at_once(dir);
+  ProgramRun r = run_program(example_program("generate"), {"--ckpt", ends, "--prompt", "hi", "--tokens", "5"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output, "hi\n");  // stopped at the first token, which is not printed
+  r = run_program(example_program("generate"),
+                  {"--ckpt", ends, "--prompt", "hi", "--tokens", "3", "--ignore-eos", "--samples", "2"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string three = "hi<|endoftext|><|endoftext|><|endoftext|>\n";
+  EXPECT_EQ(r.output, "--- sample 1 ---\n" + three + "--- sample 2 ---\n" + three);
+  r = run_program(example_program("generate"), {"--ckpt", ends, "--instruction", "Say hi.", "--tokens", "5"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output, examples::alpaca_prompt("Say hi.", "") + "\n");
+}
+
+// A sampling flag out of its range is one line naming the flag, before any model is read: a
+// temperature so small that the logits / temperature overflow float32 too.
+TEST(GenerateProgram, SamplingFlagsOutOfRangeNameTheFlag) {
+  if (example_program("generate").empty()) GTEST_SKIP() << "the examples are not built";
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--temperature", "1e-300"}, "generate: --temperature 1e-300: give 0 (greedy) or at least 0.0001"},
+      {{"--temperature", "0.00001"}, "generate: --temperature 1e-05: give 0 (greedy) or at least 0.0001"},
+      {{"--temperature", "1000"}, "generate: --temperature: 1000 is out of range [0, 100]"},
+      {{"--top-p", "0"}, "generate: --top-p: 0 is out of range"},
+      {{"--top-k", "-1"}, "generate: --top-k: -1 is out of range"},
+      {{"--tokens", "2e9"}, "generate: --tokens"},
+  };
+  for (const auto& [args, message] : cases) {
+    std::vector<std::string> all = {"--ckpt", "no_such_folder"};
+    all.insert(all.end(), args.begin(), args.end());
+    const ProgramRun r = run_program(example_program("generate"), all);
+    EXPECT_EQ(r.exit_code, 2) << args[0];
+    EXPECT_TRUE(has_part(r.output, message)) << r.output;
+    EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+  }
 }
 
 }  // namespace

@@ -10,11 +10,13 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "autograd/io/json.h"
 #include "autograd/kernels/blis_kernels.h"
+#include "examples/gpt/trainer.h"
 #include "test_util.h"
 
 namespace tg::test {
@@ -85,6 +87,40 @@ TEST(TrainGptProgram, AShortRunWithoutWarmupJustWorks) {
                                  false);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(has_part(read_bytes(out + "/config.json"), "\"warmup\": 2")) << read_bytes(out + "/config.json");
+}
+
+// --eval-every not given: 250, at most a fifth of --steps, so a short run is evaluated five times
+// (10 steps: every 2); the value is saved, and a resumed run keeps it.
+TEST(TrainGptProgram, EvalEveryDefaultsToAFifthOfAShortRunAndIsKeptOnResume) {
+  SKIP_WITHOUT_EXAMPLES();
+  TempFolder dir;
+  const std::string out = dir.file("run");
+  const std::vector<std::string> args = {"--steps", "10", "--batch", "2", "--context", "8", "--emb-dim", "8",
+                                         "--heads", "2", "--layers", "1", "--eval-batches", "1", "--sample-tokens",
+                                         "1", "--threads", "1", "--out", out};
+  ProgramRun r = train_gpt(args, false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(has_part(read_bytes(out + "/config.json"), "\"eval-every\": 2")) << read_bytes(out + "/config.json");
+  auto evaluated_steps = [&] {  // the steps of the loss.csv rows with a val_loss (the third column)
+    std::vector<int64_t> steps;
+    std::istringstream csv(read_bytes(out + "/loss.csv"));
+    std::string row;
+    std::getline(csv, row);  // the header
+    while (std::getline(csv, row)) {
+      const size_t first = row.find(','), second = row.find(',', first + 1);
+      if (row.find(',', second + 1) > second + 1) steps.push_back(std::stoll(row.substr(0, first)));
+    }
+    return steps;
+  };
+  EXPECT_EQ(evaluated_steps(), (std::vector<int64_t>{2, 4, 6, 8, 10}));
+  r = run_program(example_program("train_gpt"), {"--resume", out, "--steps", "40"});  // 40 / 5 would be 8
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(evaluated_steps().size(), 20u);  // every 2 steps still
+  EXPECT_TRUE(has_part(read_bytes(out + "/config.json"), "\"eval-every\": 2"));
+  // the rule's ends: at least 1, at most 250
+  EXPECT_EQ(examples::default_eval_every(3), 1);
+  EXPECT_EQ(examples::default_eval_every(150), 30);
+  EXPECT_EQ(examples::default_eval_every(100000), 250);
 }
 
 TEST(TrainGptProgram, PrecisionIsSavedAndMayChangeOnResume) {
@@ -265,6 +301,10 @@ TEST(TrainGptProgram, BadCommandLinesAreOneLineAndExitCode2) {
       {{"--precision", "fp16"}, "train_gpt: --precision: expected one of fp32|bf16, got 'fp16'"},
       {{"--warmup", "3000"}, "train_gpt: --warmup (3000) must be smaller than --steps (1500)"},
       {{"stray"}, "train_gpt: unexpected argument 'stray'"},
+      // a shape no machine holds: refused before anything is allocated, naming the flags
+      {{"--emb-dim", "65536", "--heads", "1", "--layers", "1024", "--steps", "2"},
+       "train_gpt: --batch 16, --context 64, --emb-dim 65536, --layers 1024: the weights, the attention masks and "
+       "one batch's logits alone take 1966"},
   };
   for (const Case& c : cases) {
     const ProgramRun r = train_gpt(c.args, false);

@@ -116,7 +116,11 @@ TEST(GenerateVsTorch, SameSeedSameTokens) {
 TEST(Generate, BadOptionsAndPromptsAreErrors) {
   GPTModel model(GPTConfig{.vocab_size = 5, .context_length = 4, .emb_dim = 4, .n_heads = 2, .n_layers = 1});
   const Tensor prompt = zeros({1, 2}, kInt64);
-  expect_error([&] { generate(model, prompt, 3, {.temperature = -1.0}); }, {"temperature must be finite and >= 0"});
+  expect_error([&] { generate(model, prompt, 3, {.temperature = -1.0}); },
+               {"temperature must be 0 (greedy) or in [0.0001, 100], got -1.0"});
+  // so small that float32 logits / temperature overflow (1e-300 is 0 in float32): refused, not nan
+  expect_error([&] { generate(model, prompt, 3, {.temperature = 1e-300}); }, {"in [0.0001, 100], got 1e-300"});
+  expect_error([&] { generate(model, prompt, 3, {.temperature = 1e-5}); }, {"in [0.0001, 100], got 1e-05"});
   expect_error([&] { generate(model, prompt, 3, {.top_k = -2}); }, {"top_k must be >= 0", "-2"});
   expect_error([&] { generate(model, prompt, 3, {.top_p = 0.0}); }, {"top_p must be in (0, 1], got 0.0"});
   expect_error([&] { generate(model, prompt, -1); }, {"max_new_tokens must be >= 0, got -1"});
@@ -244,6 +248,21 @@ TEST(Generate, OnTokenSeesEachStepsNewTokens) {
     EXPECT_EQ(seen[static_cast<size_t>(i)].sizes(), Shape({2, 1}));
     EXPECT_TRUE(all_close(seen[static_cast<size_t>(i)], out.narrow(1, 2 + i, 1), 0, 0)) << "step " << i;
   }
+}
+
+// The ids' buffer grows as tokens are written (past its first 256 columns, twice): 600 new tokens
+// begin with the 300 that a shorter call writes, from the same generator.
+TEST(Generate, GrowingBufferKeepsTheTokens) {
+  manual_seed(10);
+  GPTModel model(GPTConfig{.vocab_size = 9, .context_length = 6, .emb_dim = 8, .n_heads = 2, .n_layers = 1});
+  model.eval();
+  const Tensor prompt = from_vector(std::vector<int64_t>{4, 1}, {1, 2});
+  Generator long_gen(5), short_gen(5);
+  const Tensor all = generate(model, prompt, 600, {.temperature = 1.0}, &long_gen);
+  const Tensor some = generate(model, prompt, 300, {.temperature = 1.0}, &short_gen);
+  EXPECT_EQ(all.sizes(), Shape({1, 602}));
+  EXPECT_EQ(some.sizes(), Shape({1, 302}));
+  EXPECT_TRUE(all_close(all.narrow(1, 0, 302), some, 0, 0));
 }
 
 // stop_token: generation ends after the step in which every row has written it; the tokens
