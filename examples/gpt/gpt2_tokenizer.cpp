@@ -111,14 +111,10 @@ Gpt2Tokenizer Gpt2Tokenizer::from_texts(std::string vocab_json, const std::strin
   std::vector<BpeTokenizer::Merge> merges;
   std::set<std::pair<int32_t, int32_t>> seen;
   std::string left, right;
-  size_t line_start = 0;
   bool blank_seen = false;
-  for (int64_t line_number = 1; line_start < merges_text.size(); ++line_number) {
-    size_t line_end = merges_text.find('\n', line_start);
-    if (line_end == std::string::npos) line_end = merges_text.size();
-    std::string_view line(merges_text.data() + line_start, line_end - line_start);
-    line_start = line_end + 1;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  const std::vector<std::string_view> lines = text_lines(merges_text);  // "\n", "\r\n" or "\r" line ends
+  for (int64_t line_number = 1; line_number <= std::ssize(lines); ++line_number) {
+    const std::string_view line = lines[static_cast<size_t>(line_number - 1)];
     const std::string where = merges_name + ": line " + std::to_string(line_number) + ": ";
     if (line_number == 1 && line.rfind("#version", 0) == 0) continue;
     if (line.empty()) {

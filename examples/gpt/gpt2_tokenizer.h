@@ -9,6 +9,7 @@
 //   vocab.json  (Hugging Face) = encoder.json (OpenAI): {token: id}, 50257 entries
 //   merges.txt  (Hugging Face) = vocab.bpe   (OpenAI): "#version: 0.2", then one merge a line,
 //                                                      "left right", the line order is the rank
+//                                                      (lines end in "\n", "\r\n" or "\r": text_lines)
 // Tokens are written in bytes_to_unicode's alphabet: each of the 256 bytes is one printable
 // character (the printable Latin-1 bytes themselves, the other 68 bytes U+0100 onwards, in
 // order), so a token's bytes are its characters read back through that table.

@@ -123,6 +123,28 @@ TEST(Gpt2Tokenizer, DecodesAnyIdsAndEncodesAnyBytesLosslessly) {
   expect_error([] { gpt2().decode({-1}); }, {"id -1 is outside"});
 }
 
+// The text with every "\n" line end written as `line_end` ("\r" or "\r\n").
+std::string with_line_ends(const std::string& text, const std::string& line_end) {
+  std::string out;
+  for (char c : text) out += c == '\n' ? line_end : std::string(1, c);
+  return out;
+}
+
+TEST(Gpt2Tokenizer, MergesWithCrOrCrlfLineEndsGiveTheSameTokensAsWithLf) {
+  if (!gpt2_files_ready()) return;
+  const std::string dir = std::string(TG_GPT2_TOKENIZER_DIR) + "/";
+  const std::string vocab = test::read_bytes(dir + "vocab.json"), merges = test::read_bytes(dir + "merges.txt");
+  ASSERT_EQ(merges.find('\r'), std::string::npos);  // GPT-2's own file has "\n" line ends
+  for (const std::string line_end : {"\r", "\r\n"}) {
+    SCOPED_TRACE(line_end == "\r" ? "CR" : "CRLF");
+    const Gpt2Tokenizer tok = Gpt2Tokenizer::from_texts(vocab, "vocab.json", with_line_ends(merges, line_end), "merges.txt");
+    for (const json::Value& c : reference()["cases"].as_array()) {
+      const std::string text = c["text"].as_string();
+      EXPECT_EQ(tok.encode(text), gpt2().encode(text)) << text;
+    }
+  }
+}
+
 // --- small files written here ----------------------------------------------------------------
 
 using test::small_gpt2_vocab;
@@ -139,6 +161,27 @@ TEST(Gpt2Tokenizer, TakesIdsFromTheVocabularyNotFromTheMergeRank) {
 
 std::string error_of_files(const std::string& vocab, const std::string& merges) {
   return test::error_of([&] { Gpt2Tokenizer::from_texts(vocab, "vocab.json", merges, "merges.txt"); });
+}
+
+TEST(Gpt2Tokenizer, ReadsMergesAndVocabBpeWithLfCrOrCrlfLineEndsAlike) {
+  // a file saved with old Mac line ends ("\r") once read as one "#version" line: no merge at all
+  const std::string vocab = small_gpt2_vocab({"ab", "abc", "Ġab"});
+  const std::string merges = "#version: 0.2\na b\nab c\nĠ ab\n";
+  const Gpt2Tokenizer lf = Gpt2Tokenizer::from_texts(vocab, "vocab.json", merges, "merges.txt");
+  const std::vector<int64_t> want = lf.encode("abc ab");
+  EXPECT_EQ(want, (std::vector<int64_t>{257, 258}));
+  for (const std::string line_end : {"\r", "\r\n"}) {
+    SCOPED_TRACE(line_end == "\r" ? "CR" : "CRLF");
+    const std::string merges_file = with_line_ends(merges, line_end);
+    EXPECT_EQ(Gpt2Tokenizer::from_texts(vocab, "vocab.json", merges_file, "merges.txt").encode("abc ab"), want);
+    TempFolder openai;  // OpenAI's names read the same way
+    write_bytes(openai.file("encoder.json"), vocab);
+    write_bytes(openai.file("vocab.bpe"), merges_file);
+    EXPECT_EQ(load_tokenizer(openai.path).encode("abc ab"), want);
+    // and errors count the lines alike
+    EXPECT_TRUE(test::has_part(error_of_files(vocab, with_line_ends("a b\nab\n", line_end)),
+                               "merges.txt: line 2: expected two tokens separated by one space, got 'ab'"));
+  }
 }
 
 TEST(Gpt2Tokenizer, BadFilesNameTheFileAndWhatIsWrong) {
