@@ -177,21 +177,19 @@ constexpr std::pair<const char*, const char*> kFilePairs[] = {{"vocab.json", "me
 
 }  // namespace
 
-bool Gpt2Tokenizer::folder_has_files(const std::string& dir) {
+std::optional<Gpt2Tokenizer::FilePaths> Gpt2Tokenizer::files_in(const std::string& dir) {
   namespace fs = std::filesystem;
   for (const auto& [vocab, merges] : kFilePairs) {
-    if (fs::is_regular_file(fs::path(dir) / vocab) && fs::is_regular_file(fs::path(dir) / merges)) return true;
+    const fs::path v = fs::path(dir) / vocab, m = fs::path(dir) / merges;
+    if (fs::is_regular_file(v) && fs::is_regular_file(m)) return FilePaths{v.string(), m.string()};
   }
-  return false;
+  return std::nullopt;
 }
 
+bool Gpt2Tokenizer::folder_has_files(const std::string& dir) { return files_in(dir).has_value(); }
+
 Gpt2Tokenizer Gpt2Tokenizer::from_folder(const std::string& dir) {
-  namespace fs = std::filesystem;
-  for (const auto& [vocab, merges] : kFilePairs) {
-    if (fs::is_regular_file(fs::path(dir) / vocab) && fs::is_regular_file(fs::path(dir) / merges)) {
-      return from_files((fs::path(dir) / vocab).string(), (fs::path(dir) / merges).string());
-    }
-  }
+  if (const std::optional<FilePaths> files = files_in(dir)) return from_files(files->vocab, files->merges);
   throw Error(dir + ": no GPT-2 tokenizer files: looked for vocab.json + merges.txt and encoder.json + vocab.bpe");
 }
 

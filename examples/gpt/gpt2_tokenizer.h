@@ -27,6 +27,7 @@
 // from two threads at once.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -51,6 +52,11 @@ class Gpt2Tokenizer {
   static std::string token_text(std::string_view bytes);
   // Whether dir holds either pair.
   static bool folder_has_files(const std::string& dir);
+  // The paths of the pair from_folder reads in dir, or nullopt when it holds neither.
+  struct FilePaths {
+    std::string vocab, merges;
+  };
+  static std::optional<FilePaths> files_in(const std::string& dir);
 
   std::vector<int64_t> encode(std::string_view text, bool allow_special = false) const;
   // Errors name an id outside [0, vocab_size()).

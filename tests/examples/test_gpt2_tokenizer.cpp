@@ -243,6 +243,55 @@ TEST(LoadTokenizer, ReadsTokenizerJsonOrEitherPairOfGpt2FilesAndSaysWhatItLooked
   expect_error([&] { load_tokenizer(empty.file("none.json")); }, {"none.json: no such file or folder"});
 }
 
+TEST(LoadTokenizer, AFolderWithTwoDifferentTokenizersIsRefusedNamingBoth) {
+  const std::string vocab = small_gpt2_vocab({"ab"}), merges = "#version: 0.2\na b\n";
+  const std::string chars = "{\"type\": \"char\", \"kind\": \"utf8\", \"symbols\": [97, 98]}\n";
+  for (const auto& [vocab_name, merges_name] : {std::pair{"vocab.json", "merges.txt"}, std::pair{"encoder.json", "vocab.bpe"}}) {
+    TempFolder dir;
+    write_bytes(dir.file(vocab_name), vocab);
+    write_bytes(dir.file(merges_name), merges);
+    write_bytes(dir.file("tokenizer.json"), chars);
+    const std::string before = test::read_bytes(dir.file("tokenizer.json"));
+    expect_error([&] { load_tokenizer(dir.path); },
+                 {dir.path + ": two tokenizers: " + dir.file("tokenizer.json") + " and GPT-2's " + dir.file(vocab_name) +
+                  " + " + dir.file(merges_name) + ", which it does not name: which one is meant is unclear"});
+    // a "gpt2" tokenizer.json that names other files is no better
+    write_bytes(dir.file("tokenizer.json"), "{\"type\": \"gpt2\", \"vocab\": \"v.json\", \"merges\": \"m.txt\"}");
+    expect_error([&] { load_tokenizer(dir.path); }, {"two tokenizers"});
+    // one naming the very files is one tokenizer (a run from GPT-2 is saved so)
+    write_bytes(dir.file("tokenizer.json"), "{\"type\": \"gpt2\", \"vocab\": \"./" + std::string(vocab_name) +
+                                                "\", \"merges\": \"" + merges_name + "\"}");
+    EXPECT_EQ(load_tokenizer(dir.path).encode("ab"), (std::vector<int64_t>{256}));
+    // the file itself is no folder: it is read as it says
+    write_bytes(dir.file("tokenizer.json"), chars);
+    EXPECT_STREQ(load_tokenizer(dir.file("tokenizer.json")).type(), "char");
+    EXPECT_EQ(test::read_bytes(dir.file("tokenizer.json")), before);
+  }
+}
+
+TEST(LoadTokenizer, AGpt2TokenizerJsonNamesFilesInsideItsFolderOnly) {
+  TempFolder outside, dir;
+  write_bytes(outside.file("vocab.json"), small_gpt2_vocab({"ab"}));
+  write_bytes(outside.file("merges.txt"), "a b\n");
+  std::filesystem::create_directories(dir.file("sub"));
+  write_bytes(dir.file("sub/merges.txt"), "a b\n");
+  const std::string outside_vocab = outside.file("vocab.json");
+  const std::string up = std::filesystem::relative(outside_vocab, dir.path).string();  // "../<folder>/vocab.json"
+  ASSERT_EQ(up.rfind("..", 0), 0u);
+  for (const std::string& vocab : {std::string("/etc/passwd"), outside_vocab, up, std::string("sub/../../x.json"),
+                                   std::string(""), std::string("."), std::string("sub/..")}) {
+    write_bytes(dir.file("tokenizer.json"),
+                "{\"type\": \"gpt2\", \"vocab\": " + json::quote(vocab) + ", \"merges\": \"sub/merges.txt\"}");
+    expect_error([&] { load_tokenizer(dir.file("tokenizer.json")); },
+                 {dir.file("tokenizer.json") + ": \"vocab\" is " + json::quote(vocab) +
+                  ": a \"gpt2\" tokenizer's files must be in its folder (a relative path without \"..\")"});
+  }
+  // a subfolder is inside
+  write_bytes(dir.file("sub/vocab.json"), small_gpt2_vocab({"ab"}));
+  write_bytes(dir.file("tokenizer.json"), "{\"type\": \"gpt2\", \"vocab\": \"sub/vocab.json\", \"merges\": \"sub/merges.txt\"}");
+  EXPECT_EQ(load_tokenizer(dir.path).encode("ab"), (std::vector<int64_t>{256}));
+}
+
 // The ids line of `bpe encode`'s output (stdout and stderr together; its report starts "bpe ").
 std::string ids_line(const std::string& output) {
   std::istringstream lines(output);
