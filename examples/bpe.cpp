@@ -138,7 +138,8 @@ int main(int argc, char** argv) {
   const Flag tokenizer_flag = text_flag(
       "tokenizer", &o.tokenizer,
       "a tokenizer.json (bpe train's, or train_gpt's), or a folder with one or with GPT-2's vocab.json + merges.txt "
-      "or encoder.json + vocab.bpe");
+      "or encoder.json + vocab.bpe (not both: a folder with a tokenizer.json and GPT-2's files it does not name is "
+      "refused)");
   const std::vector<Flag> encode_flags = {
       tokenizer_flag,
       switch_flag("allow-special", &o.allow_special,

@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -124,7 +125,8 @@ void say_converted(const std::vector<std::string>& dtypes, const std::string& di
 }
 
 // train_gpt --eval-only --resume DIR [--data FILE], or --eval-only --init-from DIR --data FILE:
-// one JSON line, then one line to read.
+// one JSON line, then one line to read; a loss that is not finite is an error (exit 1), never a
+// line JSON cannot read.
 int eval_only(const TrainOptions& o, const std::vector<std::string>& given) {
   if (o.resume.empty() == o.init_from.empty())
     throw UsageError("--eval-only needs --resume DIR (a run) or --init-from DIR (a GPT-2 folder): one of them");
@@ -147,6 +149,11 @@ int eval_only(const TrainOptions& o, const std::vector<std::string>& given) {
   } else {
     e = evaluate_text(*saved.model, saved.tokenizer, eval_ids(o, given, saved.tokenizer, &label), batch);
   }
+  // JSON has no inf or nan: finite weights whose outputs overflow are an error, not a bad line
+  if (!std::isfinite(e.loss) || !std::isfinite(e.perplexity) || !std::isfinite(e.bpb))
+    throw tg::Error("--eval-only: " + label + ": the loss is " + tg::nn::python_float(e.loss) + " (perplexity " +
+                    tg::nn::python_float(e.perplexity) + "): not a finite number; " + dir +
+                    "'s weights are finite, but its outputs overflow on this text");
   std::cout << "{\"eval\": " << tg::json::quote(label) << ", \"loss\": " << tg::nn::python_float(e.loss)
             << ", \"perplexity\": " << tg::nn::python_float(e.perplexity)
             << ", \"bpb\": " << tg::nn::python_float(e.bpb) << ", \"tokens\": " << e.tokens

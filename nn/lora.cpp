@@ -2,6 +2,7 @@
 #include "nn/lora.h"
 
 #include <cmath>
+#include <limits>
 
 #include "autograd/ops.h"
 #include "autograd/tape.h"
@@ -9,11 +10,17 @@
 
 namespace tg::nn {
 
+bool lora_scale_fits_float32(int64_t r, double alpha) {
+  return r >= 1 && alpha > 0.0 && alpha / static_cast<double>(r) <= std::numeric_limits<float>::max();
+}
+
 LoRA::LoRA(int64_t in_features, int64_t out_features, int64_t rank, double lora_alpha)
     : Module("LoRA"), r(rank), alpha(lora_alpha) {
   if (r < 1) throw Error("LoRA: the rank r must be at least 1, got " + std::to_string(r));
   if (!(alpha > 0.0) || !std::isfinite(alpha)) throw Error("LoRA: alpha must be positive, got " + python_float(alpha));
   scaling = alpha / static_cast<double>(r);
+  if (!lora_scale_fits_float32(r, alpha))
+    throw Error("LoRA: the scale alpha / r = " + python_float(scaling) + " is beyond float32's range");
   // peft's draws, in its order (see the header): A, B, then A again; B zeroed
   lora_A = register_module("lora_A", std::make_shared<Linear>(in_features, r, /*bias=*/false));
   lora_B = register_module("lora_B", std::make_shared<Linear>(r, out_features, /*bias=*/false));

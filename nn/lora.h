@@ -33,9 +33,14 @@
 
 namespace tg::nn {
 
+// Whether alpha / r, the update's scale, is at most float32's largest value (the adapters' dtype):
+// alpha = 1e308 is a finite double, but its scale would be inf in every float32 product and merge.
+bool lora_scale_fits_float32(int64_t r, double alpha);
+
 class LoRA : public Module {
  public:
-  // r >= 1; alpha > 0. Throws tg::Error naming the bad argument.
+  // r >= 1; alpha > 0, with alpha / r a float32 (lora_scale_fits_float32). Throws tg::Error naming
+  // the bad argument.
   LoRA(int64_t in_features, int64_t out_features, int64_t r, double alpha);
   // x (..., in) -> (alpha / r) · (x A^T) B^T (..., out)
   Tensor forward(const Tensor& x) override;

@@ -9,8 +9,8 @@ void save(const nn::Module& module, const std::string& path) {
   save_safetensors(path, module.state_dict(), {{"format", "pt"}});
 }
 
-void load(nn::Module& module, const std::string& path) {
-  module.load_state_dict(load_safetensors(path), /*strict=*/true, path);
+void load(nn::Module& module, const std::string& path, const SafetensorsReadOptions& options) {
+  module.load_state_dict(load_safetensors(path, options), /*strict=*/true, path);
 }
 
 }  // namespace tg

@@ -11,11 +11,14 @@
 #pragma once
 #include <string>
 
+#include "autograd/io/safetensors.h"
 #include "nn/module.h"
 
 namespace tg {
 
 void save(const nn::Module& module, const std::string& path);
-void load(nn::Module& module, const std::string& path);
+// options: how the file is read (autograd/io/safetensors.h); finite_only refuses weights that
+// hold an inf or a nan, naming the tensor and the index.
+void load(nn::Module& module, const std::string& path, const SafetensorsReadOptions& options = {});
 
 }  // namespace tg

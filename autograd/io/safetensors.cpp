@@ -5,6 +5,8 @@
 // entry checked), then the data ranges checked to tile the data section, and only then the data,
 // tensor by tensor, straight into each new tensor's storage. Nothing is allocated for a tensor
 // before its byte count is known to fit inside the file.
+// Non-finite values (first_nonfinite, check_finite): one pass over a tensor's elements, after
+// it is read (so a 16-bit one is checked as the float32 it becomes), nothing allocated.
 // Writing: the whole header is built (and every name checked) before the file is touched; the
 // bytes go to a temporary file that is synced and renamed over the target.
 #include "autograd/io/safetensors.h"
@@ -16,6 +18,7 @@
 #include <algorithm>
 #include <bit>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -476,7 +479,63 @@ void for_each_safetensor(const std::string& path, const SafetensorsReadOptions& 
                          const std::function<void(const std::string& name, Tensor tensor)>& fn) {
   Reader reader(path, options);
   const Header header = reader.read_header();
-  for (const Entry& entry : header.entries) fn(entry.name, reader.read_tensor(header, entry));
+  for (const Entry& entry : header.entries) {
+    Tensor t = reader.read_tensor(header, entry);
+    if (options.finite_only) check_finite({{entry.name, t}}, path);
+    fn(entry.name, std::move(t));
+  }
+}
+
+// ---- non-finite values ----------------------------------------------------------------------
+
+namespace {
+
+// The flat (row-major) index of the first inf or nan among n contiguous elements, or -1; value gets it.
+template <class T>
+int64_t first_nonfinite_index(const T* p, int64_t n, double& value) {
+  for (int64_t i = 0; i < n; ++i) {
+    const double v = static_cast<double>(p[i]);  // float and bfloat16 widen exactly
+    if (!std::isfinite(v)) {
+      value = v;
+      return i;
+    }
+  }
+  return -1;
+}
+
+// "[3, 17]": the flat index as one index per dim of shape.
+std::string index_in(int64_t flat, const Shape& shape) {
+  std::vector<int64_t> index(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    index[d] = flat % shape[d];
+    flat /= shape[d];
+  }
+  std::string out = "[";
+  for (size_t d = 0; d < index.size(); ++d) out += (d ? ", " : "") + std::to_string(index[d]);
+  return out + "]";
+}
+
+}  // namespace
+
+std::optional<std::string> first_nonfinite(const Tensor& t) {
+  if (!is_floating(t.dtype()) || t.numel() == 0) return std::nullopt;
+  const Tensor c = t.detach().contiguous();
+  double value = 0;
+  int64_t flat = -1;
+  switch (c.dtype()) {
+    case kFloat32: flat = first_nonfinite_index(c.data_ptr<float>(), c.numel(), value); break;
+    case kFloat64: flat = first_nonfinite_index(c.data_ptr<double>(), c.numel(), value); break;
+    default: flat = first_nonfinite_index(c.data_ptr<BFloat16>(), c.numel(), value); break;
+  }
+  if (flat < 0) return std::nullopt;
+  const std::string shown = std::isnan(value) ? "nan" : value > 0 ? "inf" : "-inf";
+  return "a non-finite value (" + shown + ")" + (t.dim() == 0 ? "" : " at index " + index_in(flat, t.sizes()));
+}
+
+void check_finite(const NamedTensors& tensors, const std::string& file) {
+  for (const auto& [name, t] : tensors)
+    if (const std::optional<std::string> bad = first_nonfinite(t))
+      throw Error(file + ": tensor " + json::quote(name) + " has " + *bad);
 }
 
 SafetensorsMetadata load_safetensors_metadata(const std::string& path) {

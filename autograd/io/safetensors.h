@@ -40,6 +40,7 @@
 //   load_safetensors: model.safetensors: byte 45: tensor "w": dtype "Q8" is not a safetensors dtype
 #pragma once
 #include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -66,6 +67,10 @@ NamedTensors load_safetensors(const std::string& path);
 struct SafetensorsReadOptions {
   // F16 and BF16 tensors read as float32 (F16 is otherwise refused, BF16 read as bfloat16).
   bool float16_to_float32 = false;
+  // Refuse a floating-point tensor that holds an inf or a nan (check_finite, below), each tensor
+  // checked as it is read: for weights, adapters and optimizer state, where one such value makes
+  // every later output nan without a word.
+  bool finite_only = false;
 };
 // As above, with options. converted (optional) receives the file dtypes that were converted
 // ("F16", "BF16"), each once, in the order first met, so a caller can say so in one line.
@@ -87,6 +92,18 @@ std::vector<SafetensorsEntry> safetensors_entries(const std::string& path, const
 // The file dtypes of these entries that are read as float32 (F16, BF16), each once, in file order:
 // what load_safetensors reports as converted.
 std::vector<std::string> widened_dtypes(const std::vector<SafetensorsEntry>& entries);
+
+// Non-finite values. The reader itself reads any bits faithfully (an inf mask is a value like any
+// other); a loader of weights, adapters or optimizer state asks for finite values (finite_only, or
+// these two on tensors it already has, such as a checkpoint about to be saved):
+//   first_nonfinite(t)          "a non-finite value (nan) at index [3, 17]": t's first element in
+//                               row-major order that is inf or nan (a 0-dim tensor has no index);
+//                               nullopt when there is none, and for int64 and bool tensors
+//   check_finite(tensors, file) throws tg::Error for the first tensor that has one, naming file and
+//                               the tensor: model.safetensors: tensor "h.0.attn.c_attn.weight" has a
+//                               non-finite value (nan) at index [3, 17]
+std::optional<std::string> first_nonfinite(const Tensor& t);
+void check_finite(const NamedTensors& tensors, const std::string& file);
 
 // The tensors one at a time, in file order: fn(name, tensor) gets each as soon as it is read, and
 // a loader that copies it into place and lets it go never holds the whole file in memory (for

@@ -29,6 +29,10 @@ std::string path_in(const std::string& dir, const std::string& name) {
   return (std::filesystem::path(dir) / name).string();
 }
 
+// Every weight, adapter and optimizer state read back must be finite: one inf or nan makes every
+// output nan (the error names the file, the tensor and the index).
+const SafetensorsReadOptions kFiniteOnly{.finite_only = true};
+
 std::string read_text(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(path + ": cannot read it");
@@ -170,13 +174,21 @@ void save_checkpoint(Trainer& trainer, const std::string& dir) {
   std::vector<AtomicFile> files;
   const AdapterConfig* lora = trainer.lora();  // a LoRA run saves its adapters alone, in peft's names
   const HfGpt2Info* hf = lora ? nullptr : trainer.hf_gpt2_layout();  // a run from GPT-2: its layout and names
-  files.emplace_back(path_in(dir, lora ? kAdaptersFile : "model.safetensors"), "train_gpt");
-  save_safetensors(files.back(),
-                   lora ? peft_adapter_tensors(trainer.model())
-                        : hf ? hf_gpt2_tensors(trainer.model(), hf->prefixed) : trainer.model().state_dict(),
-                   {{"format", "pt"}, {"step", step}});
+  const std::string weights_path = path_in(dir, lora ? kAdaptersFile : "model.safetensors");
+  const NamedTensors weights = lora ? peft_adapter_tensors(trainer.model())
+                               : hf ? hf_gpt2_tensors(trainer.model(), hf->prefixed) : trainer.model().state_dict();
+  const NamedTensors optimizer_state = trainer.optimizer().state_dict();
+  try {  // a non-finite checkpoint would replace the last good one, and could not be resumed
+    check_finite(weights, weights_path);
+    check_finite(optimizer_state, path_in(dir, "optimizer.safetensors"));
+  } catch (const Error& e) {
+    throw Error("step " + step + ": the checkpoint is not saved: " + e.what() + "; the files in " + dir +
+                " are left as they were");
+  }
+  files.emplace_back(weights_path, "train_gpt");
+  save_safetensors(files.back(), weights, {{"format", "pt"}, {"step", step}});
   files.emplace_back(path_in(dir, "optimizer.safetensors"), "train_gpt");
-  save_safetensors(files.back(), trainer.optimizer().state_dict(),
+  save_safetensors(files.back(), optimizer_state,
                    {{"step", step},
                     {"default_generator", to_hex(default_generator().get_state())},
                     {"batch_generator", to_hex(trainer.batch_generator().get_state())}});
@@ -317,10 +329,11 @@ std::unique_ptr<Trainer> resume_trainer(const std::string& dir, const TrainOptio
     load_hf_gpt2_weights(trainer->model(), model_path, &layout);  // all or nothing
     trainer->set_hf_gpt2_layout(layout);
   } else {
-    load(trainer->model(), model_path);  // checks every name, shape and dtype; all or nothing
+    load(trainer->model(), model_path, kFiniteOnly);  // checks every name, shape, dtype and value; all or nothing
   }
+  const NamedTensors opt_state = load_safetensors(opt_path, kFiniteOnly);  // nan moments would make nan weights
   try {
-    trainer->optimizer().load_state(load_safetensors(opt_path));
+    trainer->optimizer().load_state(opt_state);
   } catch (const Error& e) {
     throw Error(opt_path + ": " + e.what());
   }
@@ -394,7 +407,7 @@ SavedModel load_saved_model(const std::string& dir) {
     }
     saved.tokenizer = Tokenizer::from_json(read_text(tokenizer_path), tokenizer_path);
     saved.model = std::make_unique<nn::GPTModel>(saved.config);
-    load(*saved.model, path_in(dir, "model.safetensors"));
+    load(*saved.model, path_in(dir, "model.safetensors"), kFiniteOnly);
   }
   // a model may have more ids than its tokenizer (a vocabulary padded to a round size), not fewer
   if (saved.tokenizer.vocab_size() > saved.config.vocab_size)
@@ -423,6 +436,11 @@ void save_merged_model(const std::string& run, const std::string& out) {
                        " folder; give a new one");
   nn::GPTModel merged(saved.config);  // plain: no adapters
   NamedTensors state = nn::merged_state_dict(*saved.model);
+  try {  // finite base and adapters can still overflow in W + (alpha / r) B A
+    check_finite(state, "the merged model");
+  } catch (const Error& e) {
+    throw Error("--merge-lora " + out + ": nothing written: " + e.what() + " (" + run + "'s adapters added to its base)");
+  }
   merged.load_state_dict(state, /*strict=*/true, run);
   prepare_output_dir(out, "--merge-lora");
   AtomicFile config(path_in(out, "config.json"), "train_gpt --merge-lora");

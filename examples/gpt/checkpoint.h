@@ -29,6 +29,14 @@
 // and optimizer.safetensors.prev (hard links, so nothing is copied): a run killed anywhere in a
 // save leaves at least one pair of the same step, and resuming takes the newest such pair. A
 // resumed run continues bit for bit: N steps, save, resume, N steps equals 2N steps straight.
+//
+// Only finite values are saved and read: before a save replaces anything, every weight (or
+// adapter) and every optimizer state is checked, and one inf or nan is an Error naming the step,
+// the file and the tensor, with the folder left as it was (a step whose loss or gradients are not
+// finite never reaches the model: trainer.h's on_nonfinite; this catches what an update itself
+// overflows). Resuming, generate and --eval-only refuse such a file in the same words
+// (check_finite, autograd/io/safetensors.h): the weights of a run or a GPT-2 folder, the adapters,
+// optimizer.safetensors.
 #pragma once
 #include <memory>
 #include <ostream>
@@ -90,7 +98,8 @@ bool is_lora_run(const std::string& dir);
 // base's layout (config.json: the base's; model.safetensors: its names and prefix) with the run's
 // tokenizer files, so that generate --ckpt OUT and GPT2LMHeadModel.from_pretrained read it. The
 // two model files are written as a set. Refused with a UsageError: a run without adapters, out
-// being the run's folder or its base's.
+// being the run's folder or its base's; with an Error, writing nothing: a merged weight that is
+// not finite (finite adapters whose product overflows).
 void save_merged_model(const std::string& run, const std::string& out);
 
 }  // namespace tg::examples

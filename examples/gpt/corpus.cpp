@@ -1,6 +1,8 @@
-// examples/gpt/corpus.cpp — a grammar that writes small stories, and the training text (--data or the stories).
+// examples/gpt/corpus.cpp — a grammar that writes small stories, the training text (--data or the
+// stories), and the lines of a user's text file.
 #include "examples/gpt/corpus.h"
 
+#include <algorithm>
 #include <array>
 #include <filesystem>
 #include <fstream>
@@ -102,6 +104,18 @@ std::string read_input(const std::string& path, const std::string& flag) {
   s << in.rdbuf();
   if (s.str().empty()) throw Error(who + ": the file is empty");
   return s.str();
+}
+
+std::vector<std::string_view> text_lines(std::string_view text) {
+  std::vector<std::string_view> lines;
+  size_t start = 0;
+  while (start < text.size()) {
+    const size_t end = std::min(text.find_first_of("\r\n", start), text.size());
+    lines.push_back(text.substr(start, end - start));
+    start = end + 1;
+    if (end + 1 < text.size() && text[end] == '\r' && text[end + 1] == '\n') ++start;  // "\r\n" is one line end
+  }
+  return lines;
 }
 
 }  // namespace tg::examples

@@ -111,14 +111,10 @@ Gpt2Tokenizer Gpt2Tokenizer::from_texts(std::string vocab_json, const std::strin
   std::vector<BpeTokenizer::Merge> merges;
   std::set<std::pair<int32_t, int32_t>> seen;
   std::string left, right;
-  size_t line_start = 0;
   bool blank_seen = false;
-  for (int64_t line_number = 1; line_start < merges_text.size(); ++line_number) {
-    size_t line_end = merges_text.find('\n', line_start);
-    if (line_end == std::string::npos) line_end = merges_text.size();
-    std::string_view line(merges_text.data() + line_start, line_end - line_start);
-    line_start = line_end + 1;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  const std::vector<std::string_view> lines = text_lines(merges_text);  // "\n", "\r\n" or "\r" line ends
+  for (int64_t line_number = 1; line_number <= std::ssize(lines); ++line_number) {
+    const std::string_view line = lines[static_cast<size_t>(line_number - 1)];
     const std::string where = merges_name + ": line " + std::to_string(line_number) + ": ";
     if (line_number == 1 && line.rfind("#version", 0) == 0) continue;
     if (line.empty()) {
@@ -181,21 +177,19 @@ constexpr std::pair<const char*, const char*> kFilePairs[] = {{"vocab.json", "me
 
 }  // namespace
 
-bool Gpt2Tokenizer::folder_has_files(const std::string& dir) {
+std::optional<Gpt2Tokenizer::FilePaths> Gpt2Tokenizer::files_in(const std::string& dir) {
   namespace fs = std::filesystem;
   for (const auto& [vocab, merges] : kFilePairs) {
-    if (fs::is_regular_file(fs::path(dir) / vocab) && fs::is_regular_file(fs::path(dir) / merges)) return true;
+    const fs::path v = fs::path(dir) / vocab, m = fs::path(dir) / merges;
+    if (fs::is_regular_file(v) && fs::is_regular_file(m)) return FilePaths{v.string(), m.string()};
   }
-  return false;
+  return std::nullopt;
 }
 
+bool Gpt2Tokenizer::folder_has_files(const std::string& dir) { return files_in(dir).has_value(); }
+
 Gpt2Tokenizer Gpt2Tokenizer::from_folder(const std::string& dir) {
-  namespace fs = std::filesystem;
-  for (const auto& [vocab, merges] : kFilePairs) {
-    if (fs::is_regular_file(fs::path(dir) / vocab) && fs::is_regular_file(fs::path(dir) / merges)) {
-      return from_files((fs::path(dir) / vocab).string(), (fs::path(dir) / merges).string());
-    }
-  }
+  if (const std::optional<FilePaths> files = files_in(dir)) return from_files(files->vocab, files->merges);
   throw Error(dir + ": no GPT-2 tokenizer files: looked for vocab.json + merges.txt and encoder.json + vocab.bpe");
 }
 

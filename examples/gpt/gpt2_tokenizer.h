@@ -9,6 +9,7 @@
 //   vocab.json  (Hugging Face) = encoder.json (OpenAI): {token: id}, 50257 entries
 //   merges.txt  (Hugging Face) = vocab.bpe   (OpenAI): "#version: 0.2", then one merge a line,
 //                                                      "left right", the line order is the rank
+//                                                      (lines end in "\n", "\r\n" or "\r": text_lines)
 // Tokens are written in bytes_to_unicode's alphabet: each of the 256 bytes is one printable
 // character (the printable Latin-1 bytes themselves, the other 68 bytes U+0100 onwards, in
 // order), so a token's bytes are its characters read back through that table.
@@ -26,6 +27,7 @@
 // from two threads at once.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -50,6 +52,11 @@ class Gpt2Tokenizer {
   static std::string token_text(std::string_view bytes);
   // Whether dir holds either pair.
   static bool folder_has_files(const std::string& dir);
+  // The paths of the pair from_folder reads in dir, or nullopt when it holds neither.
+  struct FilePaths {
+    std::string vocab, merges;
+  };
+  static std::optional<FilePaths> files_in(const std::string& dir);
 
   std::vector<int64_t> encode(std::string_view text, bool allow_special = false) const;
   // Errors name an id outside [0, vocab_size()).

@@ -174,7 +174,7 @@ HfGpt2 load_hf_gpt2(const std::string& dir) {
 
 void load_hf_gpt2_weights(nn::GPTModel& model, const std::string& weights_path, HfGpt2Info* info) {
   const nn::GPTConfig& c = model.config();
-  const SafetensorsReadOptions read{.float16_to_float32 = true};
+  const SafetensorsReadOptions read{.float16_to_float32 = true, .finite_only = true};  // an inf or nan: an Error
   const std::vector<SafetensorsEntry> entries = safetensors_entries(weights_path, read);
   check_hf_entries(entries, c, weights_path, *info);  // every name and shape, before any data is read
   info->converted_dtypes = widened_dtypes(entries);

@@ -9,6 +9,7 @@
 #include "autograd/io/json.h"
 #include "autograd/ops.h"
 #include "autograd/tape.h"
+#include "examples/gpt/corpus.h"
 
 namespace tg::examples {
 
@@ -26,7 +27,7 @@ namespace {
 constexpr int64_t kIgnoreIndex = -100;  // cross_entropy's default ignore_index
 
 bool is_blank(const std::string& line) {
-  return std::all_of(line.begin(), line.end(), [](char c) { return c == ' ' || c == '\t' || c == '\r'; });
+  return std::all_of(line.begin(), line.end(), [](char c) { return c == ' ' || c == '\t'; });
 }
 
 // The string member `key` of a line's object; optional: absent is "".
@@ -47,11 +48,8 @@ std::string string_field(const json::Value& object, const char* key, bool option
 std::vector<Instruction> parse_instructions(const std::string& text, const std::string& source) {
   std::vector<Instruction> out;
   int64_t line_number = 0;
-  size_t begin = 0;
-  while (begin < text.size()) {
-    const size_t end = std::min(text.find('\n', begin), text.size());
-    const std::string line = text.substr(begin, end - begin);
-    begin = end + 1;
+  for (const std::string_view text_line : text_lines(text)) {  // "\n", "\r\n" or "\r" line ends
+    const std::string line(text_line);
     ++line_number;
     if (is_blank(line)) continue;
     const std::string where = source + ": line " + std::to_string(line_number);

@@ -4,7 +4,8 @@
 //   {"instruction": "Give the plural of mouse.", "input": "", "output": "mice"}
 //
 // "instruction" and "output" are strings and must be there; "input" is a string or left out (left
-// out = empty); other keys are ignored; blank lines are skipped. Each example becomes one token
+// out = empty); other keys are ignored; blank lines are skipped; lines end in "\n", "\r\n" or "\r"
+// (text_lines, examples/gpt/corpus.h). Each example becomes one token
 // sequence, the prompt (alpaca_prompt, below) and then the response:
 //
 //   ids = encode(alpaca_prompt(instruction, input)) + encode(output) + [<|endoftext|>]

@@ -9,6 +9,7 @@
 #include "autograd/io/json.h"
 #include "autograd/io/safetensors.h"
 #include "autograd/ops.h"
+#include "nn/lora.h"
 
 namespace tg::examples {
 
@@ -73,7 +74,7 @@ NamedTensors peft_adapter_tensors(const nn::GPTModel& model) {
 }
 
 void load_peft_adapters(nn::GPTModel& model, const std::string& path) {
-  const NamedTensors file = load_safetensors(path);
+  const NamedTensors file = load_safetensors(path, {.finite_only = true});  // an inf or nan: an Error naming it
   const std::vector<AdapterName> expected = adapter_names(model);
   NamedTensors state;  // tapegrad's names
   std::set<std::string> found;
@@ -133,6 +134,9 @@ AdapterConfig read_adapter_config(const std::string& path) {
                "four: the adapters tapegrad puts on GPT-2");
   if (out.lora.r < 1) throw fail("\"r\" must be at least 1, got " + std::to_string(out.lora.r));
   if (!(out.lora.alpha > 0)) throw fail("\"lora_alpha\" must be positive");
+  if (!nn::lora_scale_fits_float32(out.lora.r, out.lora.alpha))
+    throw fail("\"lora_alpha\" / \"r\" = " + nn::python_float(out.lora.alpha / static_cast<double>(out.lora.r)) +
+               ", the adapters' scale, is beyond float32's range: \"lora_alpha\" is too large");
   return out;
 }
 

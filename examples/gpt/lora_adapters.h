@@ -40,7 +40,8 @@ inline constexpr const char* kAdapterConfigFile = "adapter_config.json";
 NamedTensors peft_adapter_tensors(const nn::GPTModel& model);
 
 // Reads the adapters of a peft-named file (the tensors above) into model, which has adapters of
-// the same config; all or nothing. Errors name path and the tensor (unknown, missing, a shape).
+// the same config; all or nothing. Errors name path and the tensor (unknown, missing, a shape, an
+// inf or nan and its index).
 void load_peft_adapters(nn::GPTModel& model, const std::string& path);
 
 // What adapter_config.json says.
@@ -49,7 +50,8 @@ struct AdapterConfig {
   std::string base;  // base_model_name_or_path
 };
 std::string adapter_config_json(const AdapterConfig& config);
-// path: the file; errors name it and the field.
+// path: the file; errors name it and the field (an r below 1, a lora_alpha that is not positive or
+// whose scale lora_alpha / r overflows float32).
 AdapterConfig read_adapter_config(const std::string& path);
 
 }  // namespace tg::examples

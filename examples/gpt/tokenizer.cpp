@@ -125,19 +125,38 @@ int64_t CharTokenizer::bytes_of(int64_t id) const {
 
 // --- a run's tokenizer, either kind --------------------------------------------------------------
 
+namespace {
+
+// The file a "gpt2" tokenizer.json names under key, in its folder: a relative path that stays
+// there (no root, no ".." that climbs out), so a tokenizer.json handed over cannot make the
+// program read "/etc/passwd" or "../../secret".
+std::string gpt2_file_named(const json::Value& doc, const char* key, const std::string& source) {
+  namespace fs = std::filesystem;
+  if (!doc.contains(key) || !doc[key].is_string())
+    throw Error(source + ": a \"gpt2\" tokenizer names its files: \"" + key + "\" is missing or not a string");
+  const std::string& name = doc[key].as_string();
+  const fs::path relative = fs::path(name).lexically_normal();
+  const bool inside = !name.empty() && !relative.has_root_path() && !relative.empty() && *relative.begin() != ".." &&
+                      relative != ".";
+  if (!inside)
+    throw Error(source + ": \"" + key + "\" is " + json::quote(name) + ": a \"gpt2\" tokenizer's files must be in its "
+                "folder (a relative path without \"..\")");
+  return (fs::path(source).parent_path() / relative).string();
+}
+
+Gpt2Tokenizer::FilePaths gpt2_files_named(const json::Value& doc, const std::string& source) {
+  return {gpt2_file_named(doc, "vocab", source), gpt2_file_named(doc, "merges", source)};
+}
+
+}  // namespace
+
 Tokenizer Tokenizer::from_json(const std::string& text, const std::string& source) {
   const json::Value doc = json::parse(text, source);
   const json::Value* type = doc.is_object() ? doc.find("type") : nullptr;
   if (type && type->is_string() && type->as_string() == "bpe") return BpeTokenizer::from_json(text, source);
   if (type && type->is_string() && type->as_string() == "gpt2") {
-    const std::filesystem::path dir = std::filesystem::path(source).parent_path();
-    auto file = [&](const char* key) {
-      if (!doc.contains(key) || !doc[key].is_string()) {
-        throw Error(source + ": a \"gpt2\" tokenizer names its files: \"" + key + "\" is missing or not a string");
-      }
-      return (dir / doc[key].as_string()).string();
-    };
-    return Gpt2Tokenizer::from_files(file("vocab"), file("merges"));
+    const Gpt2Tokenizer::FilePaths files = gpt2_files_named(doc, source);
+    return Gpt2Tokenizer::from_files(files.vocab, files.merges);
   }
   if (type && (!type->is_string() || type->as_string() != "char")) {
     throw Error(source + ": \"type\" must be \"char\", \"bpe\" or \"gpt2\"");
@@ -197,9 +216,24 @@ std::vector<int64_t> Tokenizer::bytes_per_id() const {
 namespace {
 
 // Whether the text is Hugging Face's tokenizers format (a "model" object), not tapegrad's.
-bool is_hugging_face_tokenizer_json(const std::string& path) {
-  const json::Value doc = json::parse_file(path);
-  return doc.is_object() && doc.contains("model");
+bool is_hugging_face_tokenizer_json(const json::Value& doc) { return doc.is_object() && doc.contains("model"); }
+
+// A folder with both tapegrad's tokenizer.json and GPT-2's files: the same tokenizer when the
+// tokenizer.json is a "gpt2" one naming the pair from_folder would read (as train_gpt writes a
+// run's folder); anything else is two tokenizers, and which one is meant is a guess: refused.
+void check_one_tokenizer(const std::string& dir, const json::Value& doc, const std::string& json_path) {
+  namespace fs = std::filesystem;
+  const Gpt2Tokenizer::FilePaths pair = *Gpt2Tokenizer::files_in(dir);
+  const json::Value* type = doc.is_object() ? doc.find("type") : nullptr;
+  if (type && type->is_string() && type->as_string() == "gpt2") {
+    const Gpt2Tokenizer::FilePaths named = gpt2_files_named(doc, json_path);
+    auto same = [](const std::string& a, const std::string& b) {
+      return fs::path(a).lexically_normal() == fs::path(b).lexically_normal();
+    };
+    if (same(named.vocab, pair.vocab) && same(named.merges, pair.merges)) return;
+  }
+  throw Error(dir + ": two tokenizers: " + json_path + " and GPT-2's " + pair.vocab + " + " + pair.merges +
+              ", which it does not name: which one is meant is unclear; move one of them out of the folder");
 }
 
 }  // namespace
@@ -212,7 +246,14 @@ Tokenizer load_tokenizer(const std::string& path) {
   }
   const std::string json_path = (fs::path(path) / "tokenizer.json").string();
   const bool has_json = fs::is_regular_file(json_path);
-  if (has_json && !is_hugging_face_tokenizer_json(json_path)) return Tokenizer::from_json(read_input(json_path, ""), json_path);
+  if (has_json) {
+    const std::string text = read_input(json_path, "");
+    const json::Value doc = json::parse(text, json_path);
+    if (!is_hugging_face_tokenizer_json(doc)) {
+      if (Gpt2Tokenizer::folder_has_files(path)) check_one_tokenizer(path, doc, json_path);
+      return Tokenizer::from_json(text, json_path);
+    }
+  }
   if (Gpt2Tokenizer::folder_has_files(path)) return Gpt2Tokenizer::from_folder(path);
   throw Error(path + ": no tokenizer in this folder: looked for tapegrad's tokenizer.json" +
               std::string(has_json ? " (the one here is Hugging Face's format)" : "") +

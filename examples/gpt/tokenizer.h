@@ -41,7 +41,8 @@ class CharTokenizer {
 
 // The tokenizer of a train_gpt run: characters ("char"), byte-level BPE ("bpe") or GPT-2's
 // ("gpt2"). A "gpt2" tokenizer.json is {"type": "gpt2", "vocab": "vocab.json", "merges":
-// "merges.txt"}: the names of GPT-2's two files, in the tokenizer.json's folder.
+// "merges.txt"}: the names of GPT-2's two files, in the tokenizer.json's folder (relative paths
+// that stay inside it: "/etc/passwd" or "../x" is an error naming the key).
 class Tokenizer {
  public:
   Tokenizer() = default;                                        // characters of no text
@@ -80,7 +81,10 @@ class Tokenizer {
 // The tokenizer at path: a tapegrad tokenizer.json, or a folder holding one, or a folder with
 // GPT-2's files (vocab.json + merges.txt, else encoder.json + vocab.bpe). A folder's
 // tokenizer.json in Hugging Face's format (it has "model") is passed over for the GPT-2 files
-// beside it. Errors say what was looked for.
+// beside it. A folder with one tokenizer is read as it is; one with tapegrad's tokenizer.json and
+// GPT-2's files is read only when they are the same tokenizer, a "gpt2" tokenizer.json naming
+// those files (as train_gpt saves a run from GPT-2), and is otherwise refused with an error naming
+// both, since either could be the one meant. Errors say what was looked for.
 Tokenizer load_tokenizer(const std::string& path);
 
 }  // namespace tg::examples

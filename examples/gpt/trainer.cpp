@@ -82,7 +82,8 @@ std::vector<Flag> train_flags(TrainOptions& o) {
                 {"text", "jsonl"}),
       text_flag("tokenizer", &o.tokenizer,
                 "char (the text's characters), bpe (byte-level BPE learned from the training split), or a path: "
-                "a tokenizer.json, or a folder with GPT-2's vocab.json and merges.txt (--init-from's by default)"),
+                "a tokenizer.json, or a folder with one or with GPT-2's vocab.json and merges.txt (--init-from's by "
+                "default; a folder with a tokenizer.json and GPT-2's files it does not name is refused)"),
       text_flag("init-from", &o.init_from,
                 "start from the weights of a Hugging Face GPT-2 folder (config.json, model.safetensors), with its "
                 "tokenizer; not given: --context 256 (at most the model's), --batch 4, --lr 1e-4, --min-lr 1e-5, "

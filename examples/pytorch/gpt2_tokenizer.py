@@ -145,14 +145,13 @@ def read_vocab(path):
 def read_merges(path, id_of, vocab_name):
     """merges.txt -> the merges as tapegrad's (left, right) id pairs, in rank order."""
     try:
-        with open(path, "rb") as f:
-            lines = f.read().decode("utf-8").split("\n")
+        with open(path, encoding="utf-8") as f:  # text mode: "\r\n" and "\r" line ends read as "\n"
+            lines = f.read().split("\n")
     except (OSError, UnicodeDecodeError) as e:
         raise ValueError(f"{path}: cannot read it as UTF-8 text ({e})")
     made = {bytes([b]): b for b in range(256)}
     merges, blank_seen = [], False
     for number, line in enumerate(lines, start=1):
-        line = line[:-1] if line.endswith("\r") else line
         where = f"{path}: line {number}: "
         if (number == 1 and line.startswith("#version")) or (not line and number == len(lines)):
             continue

@@ -131,6 +131,10 @@ def tokenizer_from_json(doc, source):
         for key in ("vocab", "merges"):
             if not isinstance(doc.get(key), str):
                 raise ValueError(f'{source}: a "gpt2" tokenizer names its files: "{key}" is missing or not a string')
+            name = os.path.normpath(doc[key]) if doc[key] else ""
+            if not name or os.path.isabs(name) or name in (".", "..") or name.startswith(".." + os.sep):
+                raise ValueError(f'{source}: "{key}" is {json.dumps(doc[key])}: a "gpt2" tokenizer\'s files must be in '
+                                 'its folder (a relative path without "..")')
         return Gpt2FilesTokenizer(gpt2_tokenizer.Gpt2Tokenizer(os.path.join(folder, doc["vocab"]),
                                                                os.path.join(folder, doc["merges"])))
     if doc.get("kind") != "utf8":

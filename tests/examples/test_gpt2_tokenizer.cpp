@@ -123,6 +123,28 @@ TEST(Gpt2Tokenizer, DecodesAnyIdsAndEncodesAnyBytesLosslessly) {
   expect_error([] { gpt2().decode({-1}); }, {"id -1 is outside"});
 }
 
+// The text with every "\n" line end written as `line_end` ("\r" or "\r\n").
+std::string with_line_ends(const std::string& text, const std::string& line_end) {
+  std::string out;
+  for (char c : text) out += c == '\n' ? line_end : std::string(1, c);
+  return out;
+}
+
+TEST(Gpt2Tokenizer, MergesWithCrOrCrlfLineEndsGiveTheSameTokensAsWithLf) {
+  if (!gpt2_files_ready()) return;
+  const std::string dir = std::string(TG_GPT2_TOKENIZER_DIR) + "/";
+  const std::string vocab = test::read_bytes(dir + "vocab.json"), merges = test::read_bytes(dir + "merges.txt");
+  ASSERT_EQ(merges.find('\r'), std::string::npos);  // GPT-2's own file has "\n" line ends
+  for (const std::string line_end : {"\r", "\r\n"}) {
+    SCOPED_TRACE(line_end == "\r" ? "CR" : "CRLF");
+    const Gpt2Tokenizer tok = Gpt2Tokenizer::from_texts(vocab, "vocab.json", with_line_ends(merges, line_end), "merges.txt");
+    for (const json::Value& c : reference()["cases"].as_array()) {
+      const std::string text = c["text"].as_string();
+      EXPECT_EQ(tok.encode(text), gpt2().encode(text)) << text;
+    }
+  }
+}
+
 // --- small files written here ----------------------------------------------------------------
 
 using test::small_gpt2_vocab;
@@ -139,6 +161,27 @@ TEST(Gpt2Tokenizer, TakesIdsFromTheVocabularyNotFromTheMergeRank) {
 
 std::string error_of_files(const std::string& vocab, const std::string& merges) {
   return test::error_of([&] { Gpt2Tokenizer::from_texts(vocab, "vocab.json", merges, "merges.txt"); });
+}
+
+TEST(Gpt2Tokenizer, ReadsMergesAndVocabBpeWithLfCrOrCrlfLineEndsAlike) {
+  // a file saved with old Mac line ends ("\r") once read as one "#version" line: no merge at all
+  const std::string vocab = small_gpt2_vocab({"ab", "abc", "Ġab"});
+  const std::string merges = "#version: 0.2\na b\nab c\nĠ ab\n";
+  const Gpt2Tokenizer lf = Gpt2Tokenizer::from_texts(vocab, "vocab.json", merges, "merges.txt");
+  const std::vector<int64_t> want = lf.encode("abc ab");
+  EXPECT_EQ(want, (std::vector<int64_t>{257, 258}));
+  for (const std::string line_end : {"\r", "\r\n"}) {
+    SCOPED_TRACE(line_end == "\r" ? "CR" : "CRLF");
+    const std::string merges_file = with_line_ends(merges, line_end);
+    EXPECT_EQ(Gpt2Tokenizer::from_texts(vocab, "vocab.json", merges_file, "merges.txt").encode("abc ab"), want);
+    TempFolder openai;  // OpenAI's names read the same way
+    write_bytes(openai.file("encoder.json"), vocab);
+    write_bytes(openai.file("vocab.bpe"), merges_file);
+    EXPECT_EQ(load_tokenizer(openai.path).encode("abc ab"), want);
+    // and errors count the lines alike
+    EXPECT_TRUE(test::has_part(error_of_files(vocab, with_line_ends("a b\nab\n", line_end)),
+                               "merges.txt: line 2: expected two tokens separated by one space, got 'ab'"));
+  }
 }
 
 TEST(Gpt2Tokenizer, BadFilesNameTheFileAndWhatIsWrong) {
@@ -198,6 +241,55 @@ TEST(LoadTokenizer, ReadsTokenizerJsonOrEitherPairOfGpt2FilesAndSaysWhatItLooked
                {empty.path + ": no tokenizer in this folder: looked for tapegrad's tokenizer.json (the one here is "
                              "Hugging Face's format), vocab.json + merges.txt and encoder.json + vocab.bpe"});
   expect_error([&] { load_tokenizer(empty.file("none.json")); }, {"none.json: no such file or folder"});
+}
+
+TEST(LoadTokenizer, AFolderWithTwoDifferentTokenizersIsRefusedNamingBoth) {
+  const std::string vocab = small_gpt2_vocab({"ab"}), merges = "#version: 0.2\na b\n";
+  const std::string chars = "{\"type\": \"char\", \"kind\": \"utf8\", \"symbols\": [97, 98]}\n";
+  for (const auto& [vocab_name, merges_name] : {std::pair{"vocab.json", "merges.txt"}, std::pair{"encoder.json", "vocab.bpe"}}) {
+    TempFolder dir;
+    write_bytes(dir.file(vocab_name), vocab);
+    write_bytes(dir.file(merges_name), merges);
+    write_bytes(dir.file("tokenizer.json"), chars);
+    const std::string before = test::read_bytes(dir.file("tokenizer.json"));
+    expect_error([&] { load_tokenizer(dir.path); },
+                 {dir.path + ": two tokenizers: " + dir.file("tokenizer.json") + " and GPT-2's " + dir.file(vocab_name) +
+                  " + " + dir.file(merges_name) + ", which it does not name: which one is meant is unclear"});
+    // a "gpt2" tokenizer.json that names other files is no better
+    write_bytes(dir.file("tokenizer.json"), "{\"type\": \"gpt2\", \"vocab\": \"v.json\", \"merges\": \"m.txt\"}");
+    expect_error([&] { load_tokenizer(dir.path); }, {"two tokenizers"});
+    // one naming the very files is one tokenizer (a run from GPT-2 is saved so)
+    write_bytes(dir.file("tokenizer.json"), "{\"type\": \"gpt2\", \"vocab\": \"./" + std::string(vocab_name) +
+                                                "\", \"merges\": \"" + merges_name + "\"}");
+    EXPECT_EQ(load_tokenizer(dir.path).encode("ab"), (std::vector<int64_t>{256}));
+    // the file itself is no folder: it is read as it says
+    write_bytes(dir.file("tokenizer.json"), chars);
+    EXPECT_STREQ(load_tokenizer(dir.file("tokenizer.json")).type(), "char");
+    EXPECT_EQ(test::read_bytes(dir.file("tokenizer.json")), before);
+  }
+}
+
+TEST(LoadTokenizer, AGpt2TokenizerJsonNamesFilesInsideItsFolderOnly) {
+  TempFolder outside, dir;
+  write_bytes(outside.file("vocab.json"), small_gpt2_vocab({"ab"}));
+  write_bytes(outside.file("merges.txt"), "a b\n");
+  std::filesystem::create_directories(dir.file("sub"));
+  write_bytes(dir.file("sub/merges.txt"), "a b\n");
+  const std::string outside_vocab = outside.file("vocab.json");
+  const std::string up = std::filesystem::relative(outside_vocab, dir.path).string();  // "../<folder>/vocab.json"
+  ASSERT_EQ(up.rfind("..", 0), 0u);
+  for (const std::string& vocab : {std::string("/etc/passwd"), outside_vocab, up, std::string("sub/../../x.json"),
+                                   std::string(""), std::string("."), std::string("sub/..")}) {
+    write_bytes(dir.file("tokenizer.json"),
+                "{\"type\": \"gpt2\", \"vocab\": " + json::quote(vocab) + ", \"merges\": \"sub/merges.txt\"}");
+    expect_error([&] { load_tokenizer(dir.file("tokenizer.json")); },
+                 {dir.file("tokenizer.json") + ": \"vocab\" is " + json::quote(vocab) +
+                  ": a \"gpt2\" tokenizer's files must be in its folder (a relative path without \"..\")"});
+  }
+  // a subfolder is inside
+  write_bytes(dir.file("sub/vocab.json"), small_gpt2_vocab({"ab"}));
+  write_bytes(dir.file("tokenizer.json"), "{\"type\": \"gpt2\", \"vocab\": \"sub/vocab.json\", \"merges\": \"sub/merges.txt\"}");
+  EXPECT_EQ(load_tokenizer(dir.path).encode("ab"), (std::vector<int64_t>{256}));
 }
 
 // The ids line of `bpe encode`'s output (stdout and stderr together; its report starts "bpe ").

@@ -1,6 +1,6 @@
 // Instruction fine-tuning's data (examples/gpt/instructions.h) and its training step: the Alpaca
-// template, the JSONL reader's errors (file and line), padding to the longest example with a
-// key padding mask, targets on the response only, the batch and its loss against PyTorch's
+// template, the JSONL reader (its line ends, its errors: file and line), padding to the longest
+// example with a key padding mask, targets on the response only, the batch and its loss against PyTorch's
 // (tests/reference/instruct, made by make_instruct_reference.py with examples/pytorch/hf_gpt2.py),
 // the split and the skipping, and the Trainer's steps: --grad-accum trains as one big batch, and
 // a resumed run goes on bit for bit.
@@ -17,6 +17,7 @@
 #include "autograd/ops.h"
 #include "autograd/tape.h"
 #include "examples/gpt/checkpoint.h"
+#include "examples/gpt/corpus.h"
 #include "examples/gpt/hf_gpt2.h"
 #include "examples/gpt/instructions.h"
 #include "examples/gpt/trainer.h"
@@ -53,6 +54,29 @@ TEST(Instructions, ReadsTheFieldsSkipsBlankLinesAndKeepsLineNumbers) {
   EXPECT_EQ(got[1].line, 4);
   EXPECT_EQ(got[2].instruction, "\xc3\xa9\n");
   EXPECT_EQ(got[2].line, 5);
+}
+
+TEST(Instructions, LfCrAndCrlfLineEndsGiveTheSameExamples) {
+  // "\r" alone once left the file one line: "not JSON" at line 1 (Python's text mode reads it as lines)
+  const std::string lf = "{\"instruction\": \"a\", \"output\": \"b\"}\n\n{\"instruction\": \"c\", \"output\": \"d\"}\n";
+  for (const std::string line_end : {"\r", "\r\n"}) {
+    std::string text;
+    for (char c : lf) text += c == '\n' ? line_end : std::string(1, c);
+    const std::vector<Instruction> got = parse_instructions(text, "d.jsonl");
+    ASSERT_EQ(got.size(), 2u);
+    EXPECT_EQ(got[0].instruction + got[0].output + got[1].instruction + got[1].output, "abcd");
+    EXPECT_EQ(got[1].line, 3);
+  }
+}
+
+TEST(Instructions, TextLinesSplitsAsPythonsTextModeDoes) {
+  using Lines = std::vector<std::string_view>;
+  EXPECT_EQ(text_lines("a\nb"), (Lines{"a", "b"}));
+  EXPECT_EQ(text_lines("a\r\nb\r\n"), (Lines{"a", "b"}));
+  EXPECT_EQ(text_lines("a\rb\r"), (Lines{"a", "b"}));
+  EXPECT_EQ(text_lines("a\r\r\nb\n\rc"), (Lines{"a", "", "b", "", "c"}));  // "\n\r": two line ends
+  EXPECT_EQ(text_lines("\n"), (Lines{""}));
+  EXPECT_EQ(text_lines(""), (Lines{}));
 }
 
 TEST(Instructions, BadLinesNameTheFileAndTheLine) {

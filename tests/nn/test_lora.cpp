@@ -118,6 +118,11 @@ TEST(LoRALinear, ABadRankOrAlphaIsAnErrorNamingIt) {
   EXPECT_TRUE(has_part(error_of([&] { LoRALinear(base, 0, 8.0); }), "LoRA: the rank r must be at least 1, got 0"));
   EXPECT_TRUE(has_part(error_of([&] { LoRALinear(base, -2, 8.0); }), "got -2"));
   EXPECT_TRUE(has_part(error_of([&] { LoRALinear(base, 2, 0.0); }), "LoRA: alpha must be positive, got 0.0"));
+  // a finite double whose scale is no float32: every product and merge would be inf
+  EXPECT_TRUE(has_part(error_of([&] { LoRALinear(base, 1, 1e308); }),
+                       "LoRA: the scale alpha / r = 1e+308 is beyond float32's range"));
+  EXPECT_TRUE(lora_scale_fits_float32(2, 6e38));  // 3e38: the scale fits
+  EXPECT_FALSE(lora_scale_fits_float32(1, 6e38));
   EXPECT_TRUE(base.weight.requires_grad());  // nothing was frozen
 }
 

@@ -6,7 +6,8 @@
 #   2. with a bpe binary (tapegrad's examples/bpe): the same ids as `bpe encode --tokenizer DIR`
 #      on a mixed text (letters and numbers of many scripts, Unicode spaces, contractions, emoji,
 #      invalid UTF-8 bytes), with GPT-2's files and with a small GPT-2-style vocabulary made here,
-#      with and without --allow-special; and every text decodes back to its bytes.
+#      with and without --allow-special; and every text decodes back to its bytes;
+#   3. merges.txt with "\r" or "\r\n" line ends gives the same ids as with "\n".
 #
 #     /usr/bin/python3 tests/python/test_gpt2_tokenizer.py [build/examples/bpe]
 import json
@@ -85,8 +86,27 @@ def check_against_tapegrad(bpe, work):
         print(f"same: {bpe}'s ids for {len(data)} mixed bytes with {name}")
 
 
+def check_line_ends(work):
+    """merges.txt with "\\r" or "\\r\\n" line ends gives the ids of the "\\n" file (Python's text mode)."""
+    folder = os.path.join(work, "line_ends")
+    os.makedirs(folder)
+    write_small_vocab(folder)
+    merges = os.path.join(folder, "merges.txt")
+    lf = open(merges, "rb").read()
+    data = mixed_text(200)
+    want = Gpt2Tokenizer.from_folder(folder).encode(data)
+    for line_end in (b"\r", b"\r\n"):
+        with open(merges, "wb") as f:
+            f.write(lf.replace(b"\n", line_end))
+        if Gpt2Tokenizer.from_folder(folder).encode(data) != want:
+            fail(f"merges.txt with {line_end!r} line ends gives other ids than with b'\\n'")
+    print("same: the ids of merges.txt with \\n, \\r and \\r\\n line ends")
+
+
 def main():
     check_reference()
+    with tempfile.TemporaryDirectory() as work:
+        check_line_ends(work)
     if len(sys.argv) > 1:
         with tempfile.TemporaryDirectory() as work:
             check_against_tapegrad(sys.argv[1], work)
