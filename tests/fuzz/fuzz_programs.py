@@ -497,7 +497,7 @@ def mutate_safetensors(rng, path, name):
 # ---------------------------------------------------------------------------------------------
 # The folders that get mutated, made once.
 
-TEXT = "the fox saw the owl, and the owl saw the fox. " * 40
+TEXT = "the fox saw the owl, and the owl saw the fox. " * 120  # a val split of over 256 GPT-2 tokens
 MERGES = ["\u0120 t", "h e", "\u0120t he", "\u0120 a", "o w", "\u0120 s", "a w"]
 
 
@@ -572,7 +572,8 @@ class Base:
         self.runs = {}
         made = [("char_run", SCRATCH + ["--data", str(self.text)]),
                 ("bpe_run", SCRATCH + ["--data", str(self.text), "--tokenizer", "bpe", "--vocab-size", "270"]),
-                ("gpt2_run", ["--init-from", str(self.gpt2), "--data", str(self.text), "--context", "8"]),
+                # its context, the folder's 256: its --eval-only scores instruction examples too
+                ("gpt2_run", ["--init-from", str(self.gpt2), "--data", str(self.text)]),
                 ("lora_run", ["--init-from", str(self.gpt2), "--data", str(self.text), "--context", "8",
                               "--lora-rank", "2"])]
         for name, flags in made:
@@ -623,7 +624,8 @@ def program_name(command):
 
 def eval_json_is_right(expected_tokens=None):
     def check(run):
-        line = run.stdout.split("\n")[0]
+        # the JSON line (a note on skipped instruction examples may come before it)
+        line = next((l for l in run.stdout.split("\n") if l.startswith("{")), run.stdout.split("\n")[0])
         try:
             e = strict_json(line)
         except ValueError as error:
