@@ -1,0 +1,1413 @@
+#!/usr/bin/env python3
+"""tests/fuzz/fuzz_programs.py — every kind of file a user hands the programs, mutated, fed to the
+real examples/train_gpt and examples/generate; each run must end in a clean error or a right answer.
+
+    python3 tests/fuzz/fuzz_programs.py BUILD_DIR [--seed S] [--mutants N] [--surface NAME]
+                                        [--mutant K] [--keep DIR] [--budget-s SECONDS]
+
+It first makes the folders it mutates with the programs themselves (a character-level run, a BPE
+run, a run from GPT-2 and a LoRA run, each a few steps of train_gpt on a tiny model), plus a tiny
+Hugging Face GPT-2 folder that it writes itself (config.json, model.safetensors, vocab.json,
+merges.txt: the format is small enough to write with the standard library). Then, for each
+surface (below), N mutants: a copy of a folder with one thing changed, and one program run on it.
+
+Surfaces: gpt2-config (a GPT-2 folder's config.json), run-config (a run's config.json), tokenizer
+(vocab.json, merges.txt, encoder.json/vocab.bpe, tapegrad's tokenizer.json), jsonl (instruction
+data), adapters (adapter_config.json, adapters.safetensors), run-folder (files missing, extra,
+corrupt, non-finite weights, loss.csv, .prev, stale .tmp- files), prompt (--prompt, --prompt-ids,
+--instruction), output (where the programs write: FIFOs, folders, files in the way).
+
+Each run is classified:
+  clean error   exit 1 or 2, stderr one line "program: ..." (not an allocation of over 1 GiB refused)
+  unclear error exit 1 or 2 with another stderr (reported; does not fail the stage)
+  accepted      exit 0 and the output passed the checks below
+  crash         a signal, a sanitizer report, or any other exit code
+  hang          ran past --timeout-s
+  over 1 GiB    peak RSS (os.wait4's ru_maxrss) over 1 GiB, the sanitizer's memory cap hit, or tapegrad's
+                "cannot allocate N bytes" with N over 1 GiB (a tiny file asked for that much)
+  silent wrong  exit 0 with a wrong output, or a user's file lost: --eval-only's JSON line not valid
+                JSON or a loss that is not finite; a loss.csv with "nan"/"inf" or a row that is not
+                numbers; a written model, adapters or logits file with a non-finite value; an input
+                folder changed by a run that failed (or by generate / --eval-only at all); a FIFO or
+                a user's file replaced; a tokenizer whose files differ only in line ends (or names)
+                giving another token count than the original.
+Memory cap: in a normal build, RLIMIT_AS (--mem-cap-mb, 3 GiB); under AddressSanitizer, which
+reserves terabytes of address space, ASAN_OPTIONS hard_rss_limit_mb=1024 and max_allocation_size_mb
+=1024 (the report is counted as "over 1 GiB"). Peak RSS is measured for every run either way.
+
+Mutant K of surface S under seed N is the same on every machine: a failing one is printed with its
+seed, surface, index and description, its folder is kept (--keep, default a temporary folder that
+is not deleted when something fails), and `--seed N --surface S --mutant K` runs it again. Exit
+status: 0 when every run was a clean error, an unclear error or accepted; 1 otherwise.
+"""
+
+import argparse
+import array
+import hashlib
+import json
+import math
+import os
+import random
+import re
+import resource
+import shutil
+import signal
+import stat
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+GIB_KB = 1024 * 1024  # ru_maxrss is in KiB on Linux
+SURFACES = ["gpt2-config", "run-config", "tokenizer", "jsonl", "adapters", "run-folder", "prompt", "output"]
+CLASSES = ["clean error", "unclear error", "accepted", "crash", "hang", "over 1 GiB", "silent wrong"]
+FAILING = {"crash", "hang", "over 1 GiB", "silent wrong"}
+
+# The tiny models' flags: as tests/examples/test_gpt2_runs.cpp's kSmall, one thread.
+SMALL = ["--batch", "2", "--eval-every", "2", "--eval-batches", "1", "--sample-tokens", "4", "--threads", "1",
+         "--warmup", "0"]
+SCRATCH = ["--emb-dim", "8", "--heads", "2", "--layers", "1", "--context", "8"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Running a program: time limit, memory cap, peak RSS, classification.
+
+
+class Run:
+    """One finished program run."""
+
+    def __init__(self, command, rc, signal_number, timed_out, maxrss_kb, stdout, stderr, seconds):
+        self.command, self.rc, self.signal_number, self.timed_out = command, rc, signal_number, timed_out
+        self.maxrss_kb, self.stdout, self.stderr, self.seconds = maxrss_kb, stdout, stderr, seconds
+
+
+def sanitized(program):
+    """Whether the program was linked with AddressSanitizer (-DTG_SANITIZE=ON, or any other way)."""
+    return b"__asan_init" in Path(program).read_bytes()
+
+
+class Runner:
+    def __init__(self, build_dir, timeout_s, mem_cap_mb):
+        self.train_gpt = str(Path(build_dir).resolve() / "examples" / "train_gpt")
+        self.generate = str(Path(build_dir).resolve() / "examples" / "generate")
+        for program in (self.train_gpt, self.generate):
+            if not os.access(program, os.X_OK):
+                sys.exit(f"fuzz_programs: {program} is not built (cmake --build {build_dir} --target train_gpt generate)")
+        self.sanitized = sanitized(self.train_gpt)
+        self.timeout_s, self.mem_cap_mb = timeout_s, mem_cap_mb
+        self.env = dict(os.environ, OMP_NUM_THREADS="1", BLIS_NUM_THREADS="1")
+        if self.sanitized:
+            self.env["ASAN_OPTIONS"] = ("detect_leaks=1:abort_on_error=1:hard_rss_limit_mb=1024:"
+                                        "max_allocation_size_mb=1024:allocator_may_return_null=0")
+            self.env["UBSAN_OPTIONS"] = "print_stacktrace=1:halt_on_error=1:abort_on_error=1"
+
+    def _limit_memory(self):
+        if not self.sanitized:
+            cap = self.mem_cap_mb * 1024 * 1024
+            resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+
+    def run(self, command, cwd, stdout_path, stderr_path):
+        """Runs command; its stdout and stderr go to files (no pipe to fill up)."""
+        started = time.monotonic()
+        with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
+            process = subprocess.Popen(command, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                                       env=self.env, preexec_fn=self._limit_memory, start_new_session=True)
+        timed_out = False
+        while True:
+            pid, status, usage = os.wait4(process.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.monotonic() - started > self.timeout_s:
+                timed_out = True
+                os.killpg(process.pid, signal.SIGKILL)
+                pid, status, usage = os.wait4(process.pid, 0)
+                break
+            time.sleep(0.005)
+        process.returncode = 0  # reaped here, not by Popen
+        seconds = time.monotonic() - started
+        rc = os.waitstatus_to_exitcode(status)
+        return Run(command, rc if rc >= 0 else None, -rc if rc < 0 else None, timed_out, usage.ru_maxrss,
+                   Path(stdout_path).read_bytes().decode("utf-8", "replace"),
+                   Path(stderr_path).read_bytes().decode("utf-8", "replace"), seconds)
+
+
+SANITIZER_MEMORY_CAP = ("AddressSanitizer: hard rss limit exhausted", "AddressSanitizer: requested allocation size",
+                        "AddressSanitizer: out of memory", "AddressSanitizer: allocator is out of memory",
+                        "AddressSanitizer: allocation-size-too-big", "AddressSanitizer: rss-limit-exceeded")
+# tapegrad's own message when an allocation fails (a clean error, but of a file that asked for over 1 GiB)
+ALLOCATION_FAILED = re.compile(r"cannot allocate (\d+) bytes")
+SANITIZER_REPORT = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:", "ERROR: UndefinedBehaviorSanitizer")
+
+
+def one_line_error(run, program):
+    lines = run.stderr.strip().split("\n")
+    return len(lines) == 1 and lines[0].startswith(program + ": ") and len(lines[0]) > len(program) + 2
+
+
+def classify(run, program, wrong):
+    """(class, why) of a run; wrong: the silent-wrong checks' findings (strings)."""
+    if run.timed_out:
+        return "hang", f"no exit in {run.seconds:.0f} s"
+    if any(s in run.stderr for s in SANITIZER_MEMORY_CAP):
+        return "over 1 GiB", "the sanitizer's memory cap: " + first_report_line(run.stderr)
+    if any(s in run.stderr for s in SANITIZER_REPORT):
+        return "crash", "sanitizer: " + first_report_line(run.stderr)
+    if run.signal_number is not None:
+        return "crash", f"signal {signal.Signals(run.signal_number).name}: " + last_line(run.stderr)
+    if run.maxrss_kb > GIB_KB:
+        return "over 1 GiB", f"peak RSS {run.maxrss_kb // 1024} MiB"
+    asked = ALLOCATION_FAILED.search(run.stderr)
+    if asked and int(asked.group(1)) > GIB_KB * 1024:
+        return "over 1 GiB", f"asked for {int(asked.group(1)) / 2 ** 30:.3g} GiB: " + last_line(run.stderr)
+    if run.rc not in (0, 1, 2):
+        return "crash", f"exit code {run.rc}: " + last_line(run.stderr)
+    if wrong:
+        return "silent wrong", "; ".join(wrong)
+    if run.rc == 0:
+        return "accepted", ""
+    if one_line_error(run, program):
+        return "clean error", run.stderr.strip()
+    return "unclear error", f"exit {run.rc}, stderr: " + repr(run.stderr.strip()[-300:])
+
+
+def first_report_line(text):
+    for line in text.split("\n"):
+        if any(s in line for s in SANITIZER_REPORT + SANITIZER_MEMORY_CAP):
+            return line.strip()[:300]
+    return last_line(text)
+
+
+def last_line(text):
+    lines = [l for l in text.strip().split("\n") if l.strip()]
+    return lines[-1][:300] if lines else "(no output)"
+
+
+# ---------------------------------------------------------------------------------------------
+# Files: safetensors, JSON with duplicate keys kept, folder snapshots.
+
+
+def read_safetensors(path):
+    """[(name, dtype, shape, bytes)] and the metadata of a safetensors file (assumed valid)."""
+    data = Path(path).read_bytes()
+    n = struct.unpack("<Q", data[:8])[0]
+    header = json.loads(data[8:8 + n])
+    tensors = []
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        begin, end = info["data_offsets"]
+        tensors.append((name, info["dtype"], info["shape"], data[8 + n + begin:8 + n + end]))
+    return tensors, header.get("__metadata__")
+
+
+def write_safetensors(path, tensors, metadata=None):
+    header, offset, blobs = {}, 0, []
+    if metadata:
+        header["__metadata__"] = metadata
+    for name, dtype, shape, blob in tensors:
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [offset, offset + len(blob)]}
+        offset += len(blob)
+        blobs.append(blob)
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
+    Path(path).write_bytes(struct.pack("<Q", len(text)) + text + b"".join(blobs))
+
+
+def non_finite_tensors(path):
+    """The names of path's F32 tensors with a nan or an inf (path: a valid safetensors file)."""
+    tensors, _ = read_safetensors(path)
+    bad = []
+    for name, dtype, _, blob in tensors:
+        if dtype == "F32" and not all(math.isfinite(v) for v in array.array("f", blob)):
+            bad.append(name)
+    return bad
+
+
+class Obj(list):
+    """A JSON object as its (key, value) pairs, in order, duplicates kept."""
+
+
+class Raw:
+    """JSON text put in as it is (maybe not JSON at all)."""
+
+    def __init__(self, text):
+        self.text = text
+
+
+def parse_json(text):
+    return json.loads(text, object_pairs_hook=Obj)
+
+
+def dump_json(node):
+    if isinstance(node, Raw):
+        return node.text
+    if isinstance(node, Obj):
+        return "{" + ", ".join(json.dumps(k) + ": " + dump_json(v) for k, v in node) + "}"
+    if isinstance(node, list):
+        return "[" + ", ".join(dump_json(v) for v in node) + "]"
+    return json.dumps(node)
+
+
+def json_paths(node, prefix=()):
+    """Every place in a JSON tree: (path, container kind), arrays' first 3 items only."""
+    places = []
+    if isinstance(node, Obj):
+        for i, (key, value) in enumerate(node):
+            places.append((prefix + (i,), key))
+            places += json_paths(value, prefix + (i,))
+    elif isinstance(node, list):
+        for i, value in enumerate(node[:3]):
+            places.append((prefix + (i,), f"[{i}]"))
+            places += json_paths(value, prefix + (i,))
+    return places
+
+
+def container_of(root, path):
+    node = root
+    for i in path[:-1]:
+        node = node[i][1] if isinstance(node, Obj) else node[i]
+    return node
+
+
+def path_name(root, path):
+    names, node = [], root
+    for i in path:
+        if isinstance(node, Obj):
+            names.append(str(node[i][0]))
+            node = node[i][1]
+        else:
+            names.append(f"[{i}]")
+            node = node[i]
+    return ".".join(names)
+
+
+def strict_json(text):
+    """Python's json reads NaN and Infinity; JSON has neither."""
+    def refuse(name):
+        raise ValueError(f"{name} is not JSON")
+    return json.loads(text, parse_constant=refuse)
+
+
+def snapshot(folder):
+    """{relative path: (kind, sha256 of contents)} of every entry under folder."""
+    entries = {}
+    for root, dirs, files in os.walk(folder):
+        for name in dirs + files:
+            path = os.path.join(root, name)
+            mode = os.lstat(path).st_mode
+            if stat.S_ISREG(mode):
+                entries[os.path.relpath(path, folder)] = ("file", hashlib.sha256(Path(path).read_bytes()).hexdigest())
+            else:
+                entries[os.path.relpath(path, folder)] = ("fifo" if stat.S_ISFIFO(mode) else
+                                                          "link" if stat.S_ISLNK(mode) else
+                                                          "dir" if stat.S_ISDIR(mode) else "other", "")
+    return entries
+
+
+def changes(before, after):
+    """What changed of what was there before (a stale .tmp- file removed is no loss)."""
+    lost = []
+    for path, (kind, digest) in before.items():
+        if ".tmp" in path:
+            continue
+        now = after.get(path)
+        if now is None:
+            lost.append(f"{path} removed")
+        elif now != (kind, digest):
+            lost.append(f"{path} changed" if now[0] == kind else f"{path} was a {kind}, is a {now[0]}")
+    return lost
+
+
+# ---------------------------------------------------------------------------------------------
+# Mutations of bytes, lines and JSON values.
+
+BAD_VALUES = [  # (description, JSON text)
+    ("huge 1e9", "1000000000"), ("huge 2^31", "2147483648"), ("huge 2^63", "9223372036854775808"),
+    ("huge 1e300", "1e300"), ("overflowing 1e400", "1e400"), ("negative -1", "-1"), ("-2^63", "-9223372036854775808"),
+    ("zero", "0"), ("float 2.5 for an int", "2.5"), ("tiny 1e-320", "1e-320"), ("-0.0", "-0.0"),
+    ("a string \"2\"", "\"2\""), ("an empty string", "\"\""), ("null", "null"), ("true", "true"), ("false", "false"),
+    ("[]", "[]"), ("{}", "{}"), ("a 100000-character string", json.dumps("x" * 100000)),
+    ("NaN (not JSON)", "NaN"), ("Infinity (not JSON)", "Infinity"), ("1 with a leading zero 01", "01"),
+    ("an unterminated string", "\"abc"), ("nested 20000 deep", "[" * 20000 + "]" * 20000),
+    ("a string with invalid UTF-8", "\"\xff\xfe\""), ("a string with \\u0000", "\"a\\u0000b\""),
+    ("a lone surrogate \\ud800", "\"\\ud800\""),
+]
+
+
+def bad_value(rng):
+    return rng.choice(BAD_VALUES)
+
+
+def mutate_json_text(rng, text, name):
+    """One change to a JSON file's text: (new text, description)."""
+    try:
+        root = parse_json(text)
+    except ValueError:
+        root = None
+    places = json_paths(root) if root is not None else []
+    roll = rng.random()
+    if places and roll < 0.6:
+        path, _ = rng.choice(places)
+        what, value = bad_value(rng)
+        container = container_of(root, path)
+        if isinstance(container, Obj):
+            container[path[-1]] = (container[path[-1]][0], Raw(value))
+        else:
+            container[path[-1]] = Raw(value)
+        return dump_json(root), f"{name}: {path_name(parse_json(text), path)} = {what}"
+    if places and roll < 0.8:
+        objects = [p for p, _ in places if isinstance(container_of(root, p), Obj)]
+        if objects:
+            path = rng.choice(objects)
+            container, label = container_of(root, path), path_name(root, path)
+            key, value = container[path[-1]]
+            op = rng.randrange(3)
+            if op == 0:
+                del container[path[-1]]
+                return dump_json(root), f"{name}: {label} missing"
+            if op == 1:
+                what, bad = bad_value(rng)
+                container.insert(path[-1] + 1, (key, Raw(bad)))
+                return dump_json(root), f"{name}: {label} duplicated, the second one {what}"
+            container.insert(path[-1], (key, Raw(bad_value(rng)[1])))
+            return dump_json(root), f"{name}: {label} duplicated, the first one bad, the second the original"
+    return mutate_whole_text(rng, text, name, json_file=True)
+
+
+def mutate_whole_text(rng, text, name, json_file=False):
+    """A change to a text file as a whole: (new text, description)."""
+    data = text.encode("utf-8", "surrogateescape")
+    choices = ["truncated", "empty", "random bytes", "a UTF-8 BOM", "garbage appended", "invalid UTF-8 inserted",
+               "a NUL byte inserted", "CRLF line ends", "CR line ends", "1 MB appended on one line"]
+    if json_file:
+        choices += ["a top-level array", "nested 100000 deep", "a JSON number"]
+    what = rng.choice(choices)
+    if what == "truncated":
+        cut = rng.randrange(max(1, len(data)))
+        return data[:cut].decode("utf-8", "surrogateescape"), f"{name}: truncated to {cut} of {len(data)} bytes"
+    if what == "empty":
+        return "", f"{name}: empty"
+    if what == "random bytes":
+        return bytes(rng.randrange(256) for _ in range(rng.randrange(1, 200))).decode("utf-8", "surrogateescape"), \
+            f"{name}: random bytes"
+    if what == "a UTF-8 BOM":
+        return "\ufeff" + text, f"{name}: a UTF-8 BOM in front"
+    if what == "garbage appended":
+        return text + rng.choice(["}", "]", "x", "{\"a\": 1}", "\n\n\n", ",", "\x00"]), f"{name}: garbage appended"
+    if what in ("invalid UTF-8 inserted", "a NUL byte inserted"):
+        at = rng.randrange(len(data) + 1)
+        piece = b"\x00" if what.startswith("a NUL") else rng.choice([b"\xff", b"\xc3", b"\xed\xa0\x80", b"\xc0\xaf"])
+        return (data[:at] + piece + data[at:]).decode("utf-8", "surrogateescape"), f"{name}: {what} at byte {at}"
+    if what == "CRLF line ends":
+        return text.replace("\n", "\r\n"), f"{name}: CRLF line ends"
+    if what == "CR line ends":
+        return text.replace("\n", "\r"), f"{name}: CR line ends"
+    if what == "1 MB appended on one line":
+        return text + "x" * (1 << 20), f"{name}: 1 MB appended on one line"
+    if what == "a top-level array":
+        return "[" + text + "]", f"{name}: inside a top-level array"
+    if what == "nested 100000 deep":
+        return "[" * 100000 + "]" * 100000, f"{name}: nested 100000 deep"
+    return "42", f"{name}: the number 42 instead of an object"
+
+
+def mutate_lines(rng, text, name):
+    """A change to a line-oriented file (merges.txt, loss.csv, .jsonl): (new text, description)."""
+    lines = text.split("\n")
+    body = [i for i, l in enumerate(lines) if l] or [0]
+    what = rng.choice(["blank line", "line deleted", "line duplicated", "lines swapped", "line cut", "token changed",
+                       "extra field", "whole"])
+    i = rng.choice(body)
+    if what == "blank line":
+        lines.insert(i, rng.choice(["", " ", "\t", "\r"]))
+        return "\n".join(lines), f"{name}: a blank line before line {i + 1}"
+    if what == "line deleted":
+        del lines[i]
+        return "\n".join(lines), f"{name}: line {i + 1} deleted"
+    if what == "line duplicated":
+        lines.insert(i, lines[i])
+        return "\n".join(lines), f"{name}: line {i + 1} twice"
+    if what == "lines swapped":
+        j = rng.choice(body)
+        lines[i], lines[j] = lines[j], lines[i]
+        return "\n".join(lines), f"{name}: lines {i + 1} and {j + 1} swapped"
+    if what == "line cut":
+        cut = rng.randrange(max(1, len(lines[i])))
+        lines[i] = lines[i][:cut]
+        return "\n".join(lines), f"{name}: line {i + 1} cut after {cut} characters"
+    if what == "token changed":
+        words = lines[i].replace(",", " ").split() or [""]
+        word, new = rng.choice(words), rng.choice(["", "nan", "inf", "-1", "1e999", "x", "\xff", "\u0120"])
+        lines[i] = lines[i].replace(word, new, 1)
+        return "\n".join(lines), f"{name}: line {i + 1}'s {word!r} changed to {new!r}"
+    if what == "extra field":
+        lines[i] += rng.choice([",1", " x", ",", "  ", ",nan"])
+        return "\n".join(lines), f"{name}: line {i + 1} gets an extra field"
+    return mutate_whole_text(rng, text, name)
+
+
+def mutate_safetensors(rng, path, name):
+    """One change to a safetensors file, in place: description. Half of them keep the file valid and
+    put a non-finite or huge value in a tensor (which must be refused, or never reach an output)."""
+    data = bytearray(Path(path).read_bytes())
+    n = struct.unpack("<Q", data[:8])[0]
+    roll = rng.random()
+    if roll < 0.4:
+        tensors, metadata = read_safetensors(path)
+        floats = [i for i, t in enumerate(tensors) if t[1] == "F32" and t[3]]
+        i = rng.choice(floats)
+        tname, dtype, shape, blob = tensors[i]
+        values = array.array("f", blob)
+        value = rng.choice([float("nan"), float("inf"), -float("inf"), 3e38])
+        k = rng.randrange(len(values))
+        values[k] = value
+        tensors[i] = (tname, dtype, shape, values.tobytes())
+        write_safetensors(path, tensors, metadata)
+        return f"{name}: {tname}[{k}] = {value}"
+    if roll < 0.55:
+        cut = rng.randrange(len(data))
+        Path(path).write_bytes(bytes(data[:cut]))
+        return f"{name}: truncated to {cut} of {len(data)} bytes"
+    if roll < 0.75:
+        digits = [i for i in range(8, 8 + n) if chr(data[i]).isdigit()]
+        i = rng.choice(digits)
+        data[i] = ord(rng.choice("0123456789"))
+        Path(path).write_bytes(bytes(data))
+        return f"{name}: header digit at byte {i} changed"
+    if roll < 0.85:
+        header = data[8:8 + n].decode()
+        for old, new in [('"F32"', '"F16"'), ('"F32"', '"I64"'), ('"F32"', '"BOOL"'), ('"F32"', '"F99"')]:
+            if old in header and rng.random() < 0.5:
+                header = header.replace(old, new, 1)
+                break
+        else:
+            header = header.replace('"shape":[', '"shape":[1,', 1)
+        Path(path).write_bytes(struct.pack("<Q", len(header)) + header.encode() + bytes(data[8 + n:]))
+        return f"{name}: a tensor's dtype or shape changed in the header"
+    for _ in range(rng.randrange(1, 5)):
+        data[rng.randrange(len(data))] = rng.randrange(256)
+    Path(path).write_bytes(bytes(data))
+    return f"{name}: bytes flipped"
+
+
+# ---------------------------------------------------------------------------------------------
+# The folders that get mutated, made once.
+
+TEXT = "the fox saw the owl, and the owl saw the fox. " * 120  # a val split of over 256 GPT-2 tokens
+MERGES = ["\u0120 t", "h e", "\u0120t he", "\u0120 a", "o w", "\u0120 s", "a w"]
+
+
+def bytes_to_unicode():
+    """GPT-2's byte alphabet: each byte as one printable character."""
+    printable = list(range(ord("!"), ord("~") + 1)) + list(range(ord("\xa1"), ord("\xac") + 1)) + \
+        list(range(ord("\xae"), ord("\xff") + 1))
+    table, extra = {}, 0
+    for b in range(256):
+        if b in printable:
+            table[b] = chr(b)
+        else:
+            table[b] = chr(256 + extra)
+            extra += 1
+    return table
+
+
+def write_tiny_gpt2(folder, rng):
+    """A Hugging Face GPT-2 folder: 2 layers, width 8, 256 positions, the 256 bytes + 7 merges + <|endoftext|>."""
+    folder.mkdir(parents=True)
+    alphabet = bytes_to_unicode()
+    vocab = {alphabet[b]: b for b in range(256)}
+    for i, merge in enumerate(MERGES):
+        vocab[merge.replace(" ", "")] = 256 + i
+    vocab["<|endoftext|>"] = len(vocab)
+    (folder / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
+    (folder / "merges.txt").write_text("#version: 0.2\n" + "\n".join(MERGES) + "\n", encoding="utf-8")
+    V, P, C, L = len(vocab), 256, 8, 2  # 256 positions: an instruction in the Alpaca template fits
+    config = {"activation_function": "gelu_new", "architectures": ["GPT2LMHeadModel"], "attn_pdrop": 0.1,
+              "bos_token_id": V - 1, "embd_pdrop": 0.1, "eos_token_id": V - 1, "layer_norm_epsilon": 1e-5,
+              "model_type": "gpt2", "n_embd": C, "n_head": 2, "n_inner": None, "n_layer": L, "n_positions": P,
+              "resid_pdrop": 0.1, "vocab_size": V, "torch_dtype": "float32"}
+    (folder / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+
+    def tensor(name, shape, fill=None):
+        count = math.prod(shape)
+        values = [fill] * count if fill is not None else [rng.gauss(0, 0.02) for _ in range(count)]
+        return (name, "F32", list(shape), array.array("f", values).tobytes())
+
+    tensors = [tensor("wte.weight", (V, C)), tensor("wpe.weight", (P, C))]
+    for i in range(L):
+        h = f"h.{i}."
+        tensors += [tensor(h + "ln_1.weight", (C,), 1.0), tensor(h + "ln_1.bias", (C,), 0.0),
+                    tensor(h + "attn.c_attn.weight", (C, 3 * C)), tensor(h + "attn.c_attn.bias", (3 * C,), 0.0),
+                    tensor(h + "attn.c_proj.weight", (C, C)), tensor(h + "attn.c_proj.bias", (C,), 0.0),
+                    tensor(h + "ln_2.weight", (C,), 1.0), tensor(h + "ln_2.bias", (C,), 0.0),
+                    tensor(h + "mlp.c_fc.weight", (C, 4 * C)), tensor(h + "mlp.c_fc.bias", (4 * C,), 0.0),
+                    tensor(h + "mlp.c_proj.weight", (4 * C, C)), tensor(h + "mlp.c_proj.bias", (C,), 0.0)]
+    tensors += [tensor("ln_f.weight", (C,), 1.0), tensor("ln_f.bias", (C,), 0.0)]
+    write_safetensors(folder / "model.safetensors", tensors, {"format": "pt"})
+
+
+INSTRUCTIONS = [
+    {"instruction": "Give the plural of the word.", "input": "fox", "output": "foxes"},
+    {"instruction": "Say what the owl saw.", "output": "the fox"},
+    {"instruction": "Repeat the word.", "input": "owl", "output": "owl owl"},
+    {"instruction": "Give the plural of the word.", "input": "owl", "output": "owls"},
+]
+
+
+class Base:
+    """The folders and files the mutants start from, in base_dir, made by the programs."""
+
+    def __init__(self, runner, base_dir):
+        self.dir, self.runner = base_dir, runner
+        self.text = base_dir / "text.txt"
+        self.text.write_text(TEXT)
+        self.jsonl = base_dir / "instructions.jsonl"
+        self.jsonl.write_text("".join(json.dumps(e) + "\n" for e in INSTRUCTIONS * 3))
+        self.gpt2 = base_dir / "gpt2"
+        write_tiny_gpt2(self.gpt2, random.Random(7))
+        self.runs = {}
+        made = [("char_run", SCRATCH + ["--data", str(self.text)]),
+                ("bpe_run", SCRATCH + ["--data", str(self.text), "--tokenizer", "bpe", "--vocab-size", "270"]),
+                # its context, the folder's 256: its --eval-only scores instruction examples too
+                ("gpt2_run", ["--init-from", str(self.gpt2), "--data", str(self.text)]),
+                ("lora_run", ["--init-from", str(self.gpt2), "--data", str(self.text), "--context", "8",
+                              "--lora-rank", "2"])]
+        for name, flags in made:
+            out = base_dir / name
+            self.must_succeed(runner, [runner.train_gpt] + flags + SMALL + ["--steps", "2", "--out", str(out)], name)
+            self.runs[name] = out
+        # the token count of the text with the original tokenizer files
+        r = self.must_succeed(runner, [runner.train_gpt, "--eval-only", "--init-from", str(self.gpt2), "--data",
+                                       str(self.text)], "gpt2-eval")
+        self.gpt2_tokens = json.loads(r.stdout.split("\n")[0])["tokens"]
+
+    def must_succeed(self, runner, command, name):
+        r = runner.run(command, self.dir, self.dir / f"{name}.out", self.dir / f"{name}.err")
+        if r.rc != 0:
+            sys.exit(f"fuzz_programs: making the base folder {name} failed ({r.rc}, signal {r.signal_number}):\n"
+                     f"  {' '.join(command)}\n{r.stdout}{r.stderr}")
+        return r
+
+
+# ---------------------------------------------------------------------------------------------
+# A mutant: a folder, a command, and what its output must satisfy.
+
+
+class Mutant:
+    def __init__(self, surface, index, folder):
+        self.surface, self.index, self.folder = surface, index, folder
+        self.description = ""
+        self.command = []
+        self.program = ""
+        self.watch = None  # the folder a failing run (or a read-only command) must leave as it was
+        self.read_only = False  # generate and --eval-only change nothing in their input
+        self.fifos = []  # FIFOs given as outputs: drained while it runs; they must stay FIFOs
+        self.user_files = {}  # path -> bytes a user had, which no run may change
+        self.checks = []  # functions(run) -> list of findings
+
+
+def copy_base(base, name, mutant):
+    target = mutant.folder / name
+    shutil.copytree(base.runs[name] if name in base.runs else base.gpt2, target, symlinks=True)
+    return target
+
+
+def program_name(command):
+    return Path(command[0]).name
+
+
+# What the outputs must satisfy (each returns findings: an empty list is fine).
+
+def eval_json_is_right(expected_tokens=None):
+    def check(run):
+        # the JSON line (a note on skipped instruction examples may come before it)
+        line = next((l for l in run.stdout.split("\n") if l.startswith("{")), run.stdout.split("\n")[0])
+        try:
+            e = strict_json(line)
+        except ValueError as error:
+            return [f"--eval-only's line is not JSON ({error}): {line[:200]!r}"]
+        found = [f"--eval-only's {k} is {e.get(k)!r}" for k in ("loss", "perplexity", "bpb")
+                 if not isinstance(e.get(k), (int, float)) or not math.isfinite(e[k])]
+        if expected_tokens is not None and e.get("tokens") != expected_tokens:
+            found.append(f"the tokenizer gave {e.get('tokens')} tokens, the original files {expected_tokens}")
+        return found
+    return check
+
+
+def run_folder_is_right(out, weights="model.safetensors"):
+    def check(run):
+        found = []
+        loss = out / "loss.csv"
+        if loss.exists():
+            for n, row in enumerate(loss.read_text(errors="replace").split("\n")[1:], start=2):
+                if not row:
+                    continue
+                try:
+                    values = [float(v) for v in row.split(",") if v != ""]
+                except ValueError:
+                    found.append(f"loss.csv line {n} is not numbers: {row!r}")
+                    break
+                # a non-finite number in a row of this run's steps (the base runs did 2)
+                if values and values[0] > 2 and not all(math.isfinite(v) for v in values):
+                    found.append(f"loss.csv line {n} is {row!r}")
+                    break
+        for name in (weights, "optimizer.safetensors"):
+            path = out / name
+            if path.exists():
+                try:
+                    bad = non_finite_tensors(path)
+                except (ValueError, KeyError, struct.error) as error:
+                    found.append(f"{name} written unreadable: {error}")
+                    continue
+                if bad:
+                    found.append(f"{name} written with non-finite values in {', '.join(bad[:3])}")
+        config = out / "config.json"
+        if config.exists():
+            try:
+                strict_json(config.read_text())
+            except ValueError as error:
+                found.append(f"config.json written as no JSON: {error}")
+        return found
+    return check
+
+
+def logits_are_finite(path):
+    def check(run):
+        if not path.exists():
+            return []  # an output a FIFO took, or one not asked for
+        if not path.is_file():
+            return []
+        bad = non_finite_tensors(path)
+        return [f"--logits-out {path.name} has non-finite logits"] if bad else []
+    return check
+
+
+# The commands on a folder.
+
+def on_run_folder(base, mutant, run, rng, what=None):
+    """One of the programs on a run folder (char_run, bpe_run, gpt2_run, lora_run): --eval-only, resume (in
+    place or into another --out), generate, or --merge-lora; what: which (None: a random one)."""
+    t, g = base.runner.train_gpt, base.runner.generate
+    lora = (run / "adapter_config.json").exists()
+    weights = "adapters.safetensors" if lora else "model.safetensors"
+    choices = ["eval", "resume", "resume-out", "generate"] + (["merge"] if lora else [])
+    what = what or rng.choice(choices)
+    if what == "eval":
+        mutant.command = [t, "--eval-only", "--resume", str(run)]
+        mutant.read_only = True
+        mutant.checks.append(eval_json_is_right())
+    elif what == "resume":
+        mutant.command = [t, "--resume", str(run), "--steps", "3"]
+        mutant.checks.append(run_folder_is_right(run, weights))
+    elif what == "resume-out":
+        out = mutant.folder / "resumed"
+        mutant.command = [t, "--resume", str(run), "--steps", "3", "--out", str(out)]
+        mutant.checks.append(run_folder_is_right(out, weights))
+    elif what == "generate":
+        logits = mutant.folder / "logits.safetensors"
+        mutant.command = [g, "--ckpt", str(run), "--prompt-ids", "1,2", "--tokens", "2", "--logits-out", str(logits)]
+        mutant.read_only = True
+        mutant.checks.append(logits_are_finite(logits))
+    else:
+        merged = mutant.folder / "merged"
+        mutant.command = [t, "--resume", str(run), "--merge-lora", str(merged)]
+        mutant.read_only = True
+        mutant.checks.append(run_folder_is_right(merged))
+    mutant.watch = run
+
+
+def on_gpt2_folder(base, mutant, folder, rng, expected_tokens=None, what=None):
+    """One of the programs on a GPT-2 folder: --eval-only (the one when expected_tokens is given), a
+    fine-tune step, a LoRA step, or generate; what: which (None: a random one)."""
+    t, g = base.runner.train_gpt, base.runner.generate
+    if expected_tokens is not None:
+        what = "eval"
+    what = what or rng.choice(["eval", "train", "generate", "lora"])
+    if what == "eval":
+        mutant.command = [t, "--eval-only", "--init-from", str(folder), "--data", str(base.text)]
+        mutant.checks.append(eval_json_is_right(expected_tokens))
+    elif what in ("train", "lora"):
+        out = mutant.folder / "run"
+        mutant.command = [t, "--init-from", str(folder), "--data", str(base.text), "--steps", "1", "--out", str(out)] + \
+            (["--lora-rank", "2"] if what == "lora" else []) + SMALL
+        mutant.checks.append(run_folder_is_right(out, "adapters.safetensors" if what == "lora" else "model.safetensors"))
+    else:
+        logits = mutant.folder / "logits.safetensors"
+        mutant.command = [g, "--ckpt", str(folder), "--prompt-ids", "1,2", "--tokens", "2", "--logits-out", str(logits)]
+        mutant.checks.append(logits_are_finite(logits))
+    mutant.read_only = True
+    mutant.watch = folder
+
+
+# ---------------------------------------------------------------------------------------------
+# The surfaces' generators: each fills in a Mutant.
+
+def gen_gpt2_config(base, mutant, rng):
+    folder = copy_base(base, "gpt2", mutant)
+    config = folder / "config.json"
+    text, mutant.description = mutate_json_text(rng, config.read_text(), "gpt2/config.json")
+    config.write_bytes(text.encode("utf-8", "surrogateescape"))
+    on_gpt2_folder(base, mutant, folder, rng)
+
+
+def gen_run_config(base, mutant, rng):
+    name = rng.choice(["char_run", "bpe_run", "gpt2_run", "lora_run"])
+    run = copy_base(base, name, mutant)
+    config = run / "config.json"
+    text, mutant.description = mutate_json_text(rng, config.read_text(), f"{name}/config.json")
+    config.write_bytes(text.encode("utf-8", "surrogateescape"))
+    on_run_folder(base, mutant, run, rng)
+
+
+def same_json(text, original):
+    try:
+        return strict_json(text) == strict_json(original)
+    except ValueError:
+        return False
+
+
+def same_lines(text, original):
+    return text.replace("\r\n", "\n").replace("\r", "\n").rstrip("\n") == original.rstrip("\n")
+
+
+def gen_tokenizer(base, mutant, rng):
+    what = rng.choice(["vocab.json", "merges.txt", "merges line ends", "OpenAI names", "char tokenizer.json",
+                       "bpe tokenizer.json", "gpt2_run tokenizer.json"])
+    if what in ("vocab.json", "merges.txt", "merges line ends", "OpenAI names"):
+        folder = copy_base(base, "gpt2", mutant)
+        expected = None
+        if what == "vocab.json":
+            path = folder / "vocab.json"
+            original = path.read_text(encoding="utf-8")
+            text, mutant.description = mutate_json_text(rng, original, "gpt2/vocab.json")
+            if same_json(text, original):  # only its white space changed: the same tokens
+                expected = base.gpt2_tokens
+        elif what == "merges.txt":
+            path = folder / "merges.txt"
+            original = path.read_text(encoding="utf-8")
+            text, mutant.description = mutate_lines(rng, original, "gpt2/merges.txt")
+            if same_lines(text, original):  # only its line ends changed: the same tokens
+                expected = base.gpt2_tokens
+        elif what == "merges line ends":  # the same merges: the same tokens, or a clean error
+            path = folder / "merges.txt"
+            ends = rng.choice(["\r\n", "\r"])
+            text = path.read_text(encoding="utf-8").replace("\n", ends)
+            if rng.random() < 0.5:
+                text = text.rstrip(ends)
+            mutant.description = f"gpt2/merges.txt with {ends!r} line ends (the same merges)"
+            expected = base.gpt2_tokens
+        else:  # encoder.json + vocab.bpe: the same files under OpenAI's names
+            (folder / "vocab.json").rename(folder / "encoder.json")
+            (folder / "merges.txt").rename(folder / "vocab.bpe")
+            path = folder / "vocab.bpe"
+            text = path.read_text(encoding="utf-8")
+            mutant.description = "gpt2 with encoder.json + vocab.bpe (OpenAI's names, the same contents)"
+            expected = base.gpt2_tokens
+            if rng.random() < 0.5:
+                text, change = mutate_lines(rng, text, "gpt2/vocab.bpe")
+                mutant.description += ", then " + change
+                expected = None
+        path.write_bytes(text.encode("utf-8", "surrogateescape"))
+        on_gpt2_folder(base, mutant, folder, rng, expected)
+        return
+    name = {"char tokenizer.json": "char_run", "bpe tokenizer.json": "bpe_run"}.get(what, "gpt2_run")
+    run = copy_base(base, name, mutant)
+    path = run / "tokenizer.json"
+    text, mutant.description = mutate_json_text(rng, path.read_text(encoding="utf-8"), f"{name}/tokenizer.json")
+    path.write_bytes(text.encode("utf-8", "surrogateescape"))
+    on_run_folder(base, mutant, run, rng)
+
+
+def gen_jsonl(base, mutant, rng):
+    data = mutant.folder / "data.jsonl"
+    lines = base.jsonl.read_text().split("\n")
+    roll = rng.random()
+    if roll < 0.45:  # one example's JSON changed
+        i = rng.randrange(len(lines) - 1)
+        lines[i], change = mutate_json_text(rng, lines[i], f"line {i + 1}")
+        lines[i] = lines[i].replace("\n", " ")
+        text, mutant.description = "\n".join(lines), "data.jsonl " + change
+    else:
+        text, mutant.description = mutate_lines(rng, base.jsonl.read_text(), "data.jsonl")
+    data.write_bytes(text.encode("utf-8", "surrogateescape"))
+    t = base.runner.train_gpt
+    what = rng.choice(["train", "eval-gpt2", "eval-run"])
+    if what == "train":
+        out = mutant.folder / "run"
+        mutant.command = [t, "--init-from", str(base.gpt2), "--data", str(data), "--steps", "1", "--out", str(out)] + SMALL
+        mutant.checks.append(run_folder_is_right(out))
+    elif what == "eval-gpt2":
+        mutant.command = [t, "--eval-only", "--init-from", str(base.gpt2), "--data", str(data)]
+        mutant.checks.append(eval_json_is_right())
+    else:
+        mutant.command = [t, "--eval-only", "--resume", str(base.runs["gpt2_run"]), "--data", str(data)]
+        mutant.checks.append(eval_json_is_right())
+    mutant.watch, mutant.read_only = base.dir / "gpt2", True
+
+
+def gen_adapters(base, mutant, rng):
+    run = copy_base(base, "lora_run", mutant)
+    if rng.random() < 0.5:
+        path = run / "adapter_config.json"
+        if rng.random() < 0.3:  # the fields a user edits, by name
+            root = parse_json(path.read_text())
+            keys = [k for k, _ in root]
+            key = rng.choice([k for k in ("r", "lora_alpha", "target_modules", "base_model_name_or_path", "peft_type",
+                                          "fan_in_fan_out", "bias", "lora_dropout") if k in keys])
+            i = keys.index(key)
+            what, value = rng.choice(BAD_VALUES + [("a missing folder", json.dumps(str(base.dir / "nowhere"))),
+                                                   ("a relative path", "\"gpt2\""),
+                                                   ("the run itself", json.dumps(str(run))),
+                                                   ("[\"c_attn\", \"nothing\"]", "[\"c_attn\", \"nothing\"]"),
+                                                   ("r 3 (not the saved rank)", "3")])
+            root[i] = (key, Raw(value))
+            text, mutant.description = dump_json(root), f"lora_run/adapter_config.json: {key} = {what}"
+        else:
+            text, mutant.description = mutate_json_text(rng, path.read_text(), "lora_run/adapter_config.json")
+        path.write_bytes(text.encode("utf-8", "surrogateescape"))
+    else:
+        mutant.description = mutate_safetensors(rng, run / "adapters.safetensors", "lora_run/adapters.safetensors")
+    on_run_folder(base, mutant, run, rng)
+
+
+def gen_run_folder(base, mutant, rng):
+    name = rng.choice(["char_run", "bpe_run", "gpt2_run", "lora_run"])
+    run = copy_base(base, name, mutant)
+    files = sorted(p.name for p in run.iterdir() if p.is_file())
+    weights = "adapters.safetensors" if name == "lora_run" else "model.safetensors"
+    what = rng.choice(["missing", "empty", "garbage", "a folder", "weights", "optimizer", "loss.csv", "loss.csv",
+                       "prev", "stale tmp", "dangling link", "summary.json"])
+    label = f"{name}/"
+    if what == "missing":
+        victim = rng.choice(files)
+        (run / victim).unlink()
+        mutant.description = f"{label}{victim} missing"
+    elif what == "empty":
+        victim = rng.choice(files)
+        (run / victim).write_bytes(b"")
+        mutant.description = f"{label}{victim} empty"
+    elif what == "garbage":
+        victim = rng.choice(files)
+        (run / victim).write_bytes(bytes(rng.randrange(256) for _ in range(rng.randrange(1, 64))))
+        mutant.description = f"{label}{victim} random bytes"
+    elif what == "a folder":
+        victim = rng.choice(files)
+        (run / victim).unlink()
+        (run / victim).mkdir()
+        mutant.description = f"{label}{victim} a folder"
+    elif what == "weights":
+        mutant.description = mutate_safetensors(rng, run / weights, label + weights)
+    elif what == "optimizer":
+        mutant.description = mutate_safetensors(rng, run / "optimizer.safetensors", label + "optimizer.safetensors")
+    elif what == "loss.csv":
+        path = run / "loss.csv"
+        text, mutant.description = mutate_lines(rng, path.read_text(), label + "loss.csv")
+        path.write_bytes(text.encode("utf-8", "surrogateescape"))
+    elif what == "prev":  # .prev files: of the same step, of another, or garbage
+        kind = rng.choice(["copies", "model prev only", "garbage prev", "prev newer"])
+        if kind == "copies":
+            for f in (weights, "optimizer.safetensors"):
+                shutil.copy(run / f, run / (f + ".prev"))
+        elif kind == "model prev only":
+            shutil.copy(run / weights, run / (weights + ".prev"))
+        elif kind == "garbage prev":
+            (run / (weights + ".prev")).write_bytes(b"\x10\x00\x00\x00\x00\x00\x00\x00{}")
+            shutil.copy(run / "optimizer.safetensors", run / "optimizer.safetensors.prev")
+        else:  # the current pair unreadable: the .prev pair must be taken, or an error
+            for f in (weights, "optimizer.safetensors"):
+                shutil.copy(run / f, run / (f + ".prev"))
+            (run / weights).write_bytes((run / weights).read_bytes()[:100])
+        mutant.description = f"{label}.prev files: {kind}"
+    elif what == "stale tmp":
+        victim = rng.choice(files)
+        (run / f"{victim}.tmp-{rng.randrange(10 ** 6)}").write_bytes(b"half-written")
+        mutant.description = f"{label}a stale {victim}.tmp- file"
+    elif what == "dangling link":
+        victim = rng.choice(files)
+        (run / victim).unlink()
+        os.symlink(str(base.dir / "nowhere"), run / victim)
+        mutant.description = f"{label}{victim} a dangling symlink"
+    else:
+        path = run / "summary.json"
+        if path.exists():
+            text, mutant.description = mutate_json_text(rng, path.read_text(), label + "summary.json")
+            path.write_bytes(text.encode("utf-8", "surrogateescape"))
+        else:
+            mutant.description = f"{label} unchanged (no summary.json)"
+    on_run_folder(base, mutant, run, rng)
+
+
+def random_text(rng):
+    kind = rng.choice(["ascii", "bytes", "invalid", "long", "unicode", "empty", "control"])
+    if kind == "ascii":
+        return "".join(rng.choice("the fox owl saw,.") for _ in range(rng.randrange(1, 20))).encode(), "ASCII text"
+    if kind == "bytes":
+        return bytes(rng.randrange(1, 256) for _ in range(rng.randrange(1, 30))), "random bytes"
+    if kind == "invalid":
+        return rng.choice([b"\xff", b"the \xc3", b"\xed\xa0\x80", b"\xc0\xaf fox", b"\xf8\x88\x80\x80\x80"]), \
+            "invalid UTF-8"
+    if kind == "long":
+        return b"the fox " * rng.choice([3, 100, 5000]), "a long prompt"
+    if kind == "unicode":
+        return rng.choice(["\u00e9t\u00e9", "\U0001F98A", "\u202e", "\ufeffthe"]).encode(), "non-ASCII UTF-8"
+    if kind == "empty":
+        return b"", "empty"
+    return bytes(rng.choice([1, 7, 9, 10, 13, 27, 127]) for _ in range(5)), "control characters"
+
+
+def gen_prompt(base, mutant, rng):
+    name = rng.choice(["char_run", "bpe_run", "gpt2_run", "lora_run", "gpt2"])
+    ckpt = base.runs.get(name, base.gpt2)
+    g = base.runner.generate
+    what = rng.choice(["prompt", "prompt", "prompt-ids", "prompt-ids", "instruction"])
+    command = [g, "--ckpt", str(ckpt), "--tokens", str(rng.choice([0, 2, 30]))]
+    if what == "prompt":
+        text, kind = random_text(rng)
+        command += ["--prompt", os.fsdecode(text)]
+        mutant.description = f"{name}: --prompt {kind} {text[:40]!r}"
+    elif what == "prompt-ids":
+        ids = rng.choice(["1,2", "", ",", "1,,2", " 1", "1 ", "-1", "0x10", "1e3", "+3", "263", "264", "99999999999",
+                          "9223372036854775808", "1.0", "\xff", ",".join(["1"] * rng.choice([16, 17, 1000]))])
+        command += ["--prompt-ids", ids]
+        if rng.random() < 0.5:
+            logits = mutant.folder / "logits.safetensors"
+            command += ["--logits-out", str(logits)]
+            mutant.checks.append(logits_are_finite(logits))
+        mutant.description = f"{name}: --prompt-ids {ids[:40]!r}"
+    else:
+        text, kind = random_text(rng)
+        command += ["--instruction", os.fsdecode(text)]
+        if rng.random() < 0.5:
+            more, kind2 = random_text(rng)
+            command += ["--input", os.fsdecode(more)]
+            kind += f", --input {kind2}"
+        mutant.description = f"{name}: --instruction {kind} {text[:40]!r}"
+    mutant.command = command
+    mutant.watch, mutant.read_only = ckpt, True
+
+
+def output_target(rng, mutant, base):
+    """A path to write to, with something of the user's there or in the way: (path, description)."""
+    kind = rng.choice(["fifo", "fifo", "folder with a file", "regular file", "under a file", "missing folder",
+                       "empty name", "dangling link"])
+    target = mutant.folder / "target"
+    if kind == "fifo":
+        os.mkfifo(target)
+        mutant.fifos.append(target)
+    elif kind == "folder with a file":
+        target.mkdir()
+        (target / "keep.txt").write_text("the user's notes")
+        mutant.user_files[target / "keep.txt"] = b"the user's notes"
+    elif kind == "regular file":
+        target.write_text("the user's file")
+        mutant.user_files[target] = None  # may be overwritten by a run that succeeds, not by one that fails
+    elif kind == "under a file":
+        (mutant.folder / "file").write_text("a file")
+        target = mutant.folder / "file" / "target"
+    elif kind == "missing folder":
+        target = mutant.folder / "no" / "such" / "target"
+    elif kind == "empty name":
+        target = ""  # not Path(""), which is "."
+    else:
+        os.symlink(str(mutant.folder / "nowhere" / "x"), target)
+    return target, kind
+
+
+def gen_output(base, mutant, rng):
+    t, g = base.runner.train_gpt, base.runner.generate
+    target, kind = output_target(rng, mutant, base)
+    what = rng.choice(["logits-out", "write-corpus", "out", "merge-lora", "fifo in --out"])
+    if what == "logits-out":
+        mutant.command = [g, "--ckpt", str(base.runs["char_run"]), "--prompt-ids", "1,2", "--tokens", "1",
+                          "--logits-out", str(target)]
+    elif what == "write-corpus":
+        mutant.command = [t, "--write-corpus", str(target)]
+    elif what == "out":
+        mutant.command = [t, "--data", str(base.text), "--steps", "1", "--out", str(target)] + SCRATCH + SMALL
+    elif what == "merge-lora":
+        mutant.command = [t, "--resume", str(base.runs["lora_run"]), "--merge-lora", str(target)]
+    else:  # a run folder whose output file is a FIFO the user made
+        run = copy_base(base, "char_run", mutant)
+        victim = rng.choice(["samples.txt", "summary.json", "loss.svg"])
+        (run / victim).unlink()
+        os.mkfifo(run / victim)
+        mutant.fifos = [run / victim]
+        mutant.user_files = {}
+        mutant.command = [t, "--resume", str(run), "--steps", "3"]
+        kind, target = f"{victim} a FIFO", run / victim
+    mutant.description = f"{what} onto {kind} ({target})"
+
+
+# ---------------------------------------------------------------------------------------------
+# Fixed mutants: the first ones of each surface, the same under every seed, so that the classes
+# of bugs found once stay covered however few random mutants a run has time for.
+
+def set_json_field(path, dotted, raw):
+    """Sets (or adds) the field "a.b.c" of a JSON file to the JSON text raw."""
+    root = parse_json(Path(path).read_text(encoding="utf-8"))
+    keys = dotted.split(".")
+    node = root
+    for key in keys[:-1]:
+        node = next(v for k, v in node if k == key)
+    for i, (k, _) in enumerate(node):
+        if k == keys[-1]:
+            node[i] = (k, Raw(raw))
+            break
+    else:
+        node.append((keys[-1], Raw(raw)))
+    Path(path).write_bytes(dump_json(root).encode("utf-8", "surrogateescape"))
+
+
+def fixed_gpt2_config(field, raw, what):
+    def make(base, mutant, rng):
+        folder = copy_base(base, "gpt2", mutant)
+        set_json_field(folder / "config.json", field, raw)
+        mutant.description = f"gpt2/config.json: {field} = {raw[:30]}"
+        on_gpt2_folder(base, mutant, folder, rng, what=what)
+    return make
+
+
+def fixed_run_config(name, field, raw, what):
+    def make(base, mutant, rng):
+        run = copy_base(base, name, mutant)
+        set_json_field(run / "config.json", field, raw)
+        mutant.description = f"{name}/config.json: {field} = {raw[:30]}"
+        on_run_folder(base, mutant, run, rng, what)
+    return make
+
+
+def fixed_merges_line_ends(ends, openai_names=False):
+    def make(base, mutant, rng):
+        folder = copy_base(base, "gpt2", mutant)
+        path = folder / "merges.txt"
+        path.write_bytes(path.read_bytes().replace(b"\n", ends.encode()))
+        if openai_names:
+            (folder / "vocab.json").rename(folder / "encoder.json")
+            path.rename(folder / "vocab.bpe")
+        mutant.description = (f"gpt2/merges.txt with {ends!r} line ends (the same merges)" +
+                              (", as encoder.json + vocab.bpe" if openai_names else ""))
+        on_gpt2_folder(base, mutant, folder, rng, expected_tokens=base.gpt2_tokens)
+    return make
+
+
+def fixed_tokenizer_json(name, field, raw, what):
+    def make(base, mutant, rng):
+        path = copy_base(base, name, mutant) / field[0]
+        set_json_field(path, field[1], raw)
+        mutant.description = f"{name}/{field[0]}: {field[1]} = {raw[:30]}"
+        if name == "gpt2":
+            on_gpt2_folder(base, mutant, path.parent, rng, what=what)
+        else:
+            on_run_folder(base, mutant, path.parent, rng, what)
+    return make
+
+
+def fixed_file(name, file, change, description, what):
+    """change(path): bytes -> bytes, on a run folder's file."""
+    def make(base, mutant, rng):
+        run = copy_base(base, name, mutant)
+        path = run / file
+        path.write_bytes(change(path.read_bytes()))
+        mutant.description = f"{name}/{file}: {description}"
+        on_run_folder(base, mutant, run, rng, what)
+    return make
+
+
+def put_value(path, value):
+    """A valid safetensors file with value as the first F32 tensor's first number."""
+    tensors, metadata = read_safetensors(path)
+    i = next(i for i, t in enumerate(tensors) if t[1] == "F32")
+    values = array.array("f", tensors[i][3])
+    values[0] = value
+    tensors[i] = tensors[i][:3] + (values.tobytes(),)
+    write_safetensors(path, tensors, metadata)
+
+
+def fixed_value(name, file, value, what):
+    def make(base, mutant, rng):
+        run = copy_base(base, name, mutant)
+        put_value(run / file, value)
+        mutant.description = f"{name}/{file}: the first weight = {value}"
+        on_run_folder(base, mutant, run, rng, what)
+    return make
+
+
+def fixed_run_folder(name, change, description, what):
+    """change(run folder): anything."""
+    def make(base, mutant, rng):
+        run = copy_base(base, name, mutant)
+        change(run)
+        mutant.description = f"{name}: {description}"
+        on_run_folder(base, mutant, run, rng, what)
+    return make
+
+
+def fixed_prompt(name, flags, description):
+    def make(base, mutant, rng):
+        ckpt = base.runs.get(name, base.gpt2)
+        mutant.command = [base.runner.generate, "--ckpt", str(ckpt), "--tokens", "2"] + flags
+        mutant.description = f"{name}: {description}"
+        mutant.watch, mutant.read_only = ckpt, True
+    return make
+
+
+def fixed_jsonl(change, description):
+    def make(base, mutant, rng):
+        data = mutant.folder / "data.jsonl"
+        data.write_bytes(change(base.jsonl.read_bytes()))
+        out = mutant.folder / "run"
+        mutant.command = [base.runner.train_gpt, "--init-from", str(base.gpt2), "--data", str(data), "--steps", "1",
+                          "--out", str(out)] + SMALL
+        mutant.checks.append(run_folder_is_right(out))
+        mutant.description = f"data.jsonl: {description}"
+        mutant.watch, mutant.read_only = base.gpt2, True
+    return make
+
+
+def fixed_output(what, kind_wanted):
+    def make(base, mutant, rng):
+        class Forced:  # output_target's and gen_output's choices, forced
+            def choice(self, options):
+                return kind_wanted if kind_wanted in options else what if what in options else options[0]
+        gen_output(base, mutant, Forced())
+    return make
+
+
+def with_blank_line(data):
+    lines = data.split(b"\n")
+    return b"\n".join(lines[:2] + [b""] + lines[2:])
+
+
+FIXED = {
+    "gpt2-config": [fixed_gpt2_config("n_layer", "1000000000", "generate"),
+                    fixed_gpt2_config("n_embd", "2147483648", "eval"),
+                    fixed_gpt2_config("vocab_size", "-1", "train"),
+                    fixed_gpt2_config("n_head", "0", "generate"),
+                    fixed_gpt2_config("n_positions", "1e300", "eval"),
+                    fixed_gpt2_config("n_embd", "2.5", "eval"),
+                    fixed_gpt2_config("layer_norm_epsilon", "1e400", "generate"),
+                    fixed_gpt2_config("n_inner", "1000000000", "eval")],
+    "run-config": [fixed_run_config("char_run", "model.n_layers", "1000000000", "eval"),
+                   fixed_run_config("char_run", "model.emb_dim", "0", "generate"),
+                   fixed_run_config("char_run", "train.batch", "1000000000", "resume"),
+                   fixed_run_config("bpe_run", "model.vocab_size", "-1", "eval"),
+                   fixed_run_config("char_run", "model.context_length", "9223372036854775808", "generate"),
+                   fixed_run_config("char_run", "train.lr", "1e400", "resume"),
+                   fixed_run_config("char_run", "model.n_heads", "3", "eval"),
+                   fixed_run_config("gpt2_run", "n_layer", "1000000000", "generate")],
+    "tokenizer": [fixed_merges_line_ends("\r"), fixed_merges_line_ends("\r\n"), fixed_merges_line_ends("\n", True),
+                  fixed_merges_line_ends("\r\n", True),
+                  fixed_tokenizer_json("gpt2", ("vocab.json", "h"), "1000000000", "generate"),
+                  fixed_tokenizer_json("char_run", ("tokenizer.json", "symbols"), "[104, 104]", "eval")],
+    "jsonl": [fixed_jsonl(with_blank_line, "a blank line"),
+              fixed_jsonl(lambda d: d.replace(b"\n", b"\r\n"), "CRLF line ends"),
+              fixed_jsonl(lambda d: d.replace(b', "output"', b', "out"', 1), "the first example's output missing"),
+              fixed_jsonl(lambda d: b"", "empty")],
+    "adapters": [fixed_tokenizer_json("lora_run", ("adapter_config.json", "r"), "1000000000", "generate"),
+                 fixed_tokenizer_json("lora_run", ("adapter_config.json", "lora_alpha"), "1e400", "eval"),
+                 fixed_value("lora_run", "adapters.safetensors", float("nan"), "merge"),
+                 fixed_tokenizer_json("lora_run", ("adapter_config.json", "target_modules"), "[\"nothing\"]",
+                                      "generate")],
+    "run-folder": [fixed_file("char_run", "loss.csv", with_blank_line, "a blank line", "resume"),
+                   fixed_file("char_run", "loss.csv", lambda d: d + b"\n", "a blank line at the end", "resume"),
+                   fixed_value("char_run", "model.safetensors", float("nan"), "eval"),
+                   fixed_value("gpt2_run", "model.safetensors", float("inf"), "generate"),
+                   fixed_value("char_run", "optimizer.safetensors", float("nan"), "resume"),
+                   fixed_run_folder("char_run", lambda r: (r / "model.safetensors.tmp-12345").write_bytes(b"half"),
+                                    "a stale model.safetensors.tmp-12345", "resume"),
+                   fixed_run_folder("char_run", lambda r: (r / "config.json").unlink(), "config.json missing", "eval")],
+    "prompt": [fixed_prompt("char_run", ["--prompt", os.fsdecode(b"the \xff fox")], "--prompt with invalid UTF-8"),
+               fixed_prompt("gpt2", ["--prompt-ids", ",".join(["1"] * 1000)], "--prompt-ids: 1000 ids (context 256)"),
+               fixed_prompt("gpt2", ["--instruction", os.fsdecode(b"\xc3")], "--instruction with invalid UTF-8"),
+               fixed_prompt("gpt2", ["--prompt-ids", "99999999999"], "--prompt-ids 99999999999")],
+    "output": [fixed_output("logits-out", "fifo"), fixed_output("write-corpus", "fifo"),
+               fixed_output("fifo in --out", "fifo"), fixed_output("merge-lora", "fifo"),
+               fixed_output("out", "regular file")],
+}
+
+
+GENERATORS = {"gpt2-config": gen_gpt2_config, "run-config": gen_run_config, "tokenizer": gen_tokenizer,
+              "jsonl": gen_jsonl, "adapters": gen_adapters, "run-folder": gen_run_folder, "prompt": gen_prompt,
+              "output": gen_output}
+
+
+# ---------------------------------------------------------------------------------------------
+# Running a mutant.
+
+class FifoDrain:
+    """Reads a FIFO while the program runs, so that a program writing into it is not blocked."""
+
+    def __init__(self, path):
+        self.fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._drain, daemon=True)
+        self.thread.start()
+
+    def _drain(self):
+        while not self.stop.is_set():
+            try:
+                if not os.read(self.fd, 65536):
+                    time.sleep(0.01)
+            except BlockingIOError:
+                time.sleep(0.01)
+
+    def close(self):
+        self.stop.set()
+        self.thread.join()
+        os.close(self.fd)
+
+
+def file_kind(path):
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return "missing"
+    return "fifo" if stat.S_ISFIFO(mode) else "dir" if stat.S_ISDIR(mode) else "link" if stat.S_ISLNK(mode) else "file"
+
+
+def run_mutant(base, mutant):
+    """Runs it: (class, why, run)."""
+    before = snapshot(mutant.watch) if mutant.watch else {}
+    user_before = {p: (v if v is not None else p.read_bytes()) for p, v in mutant.user_files.items()}
+    drains = [FifoDrain(p) for p in mutant.fifos]
+    try:
+        run = base.runner.run(mutant.command, mutant.folder, mutant.folder / "stdout.txt", mutant.folder / "stderr.txt")
+    finally:
+        for d in drains:
+            d.close()
+    wrong = []
+    if run.rc == 0 and not run.timed_out:
+        for check in mutant.checks:
+            try:
+                wrong += check(run)
+            except Exception as error:  # a check reading a file the program wrote badly
+                wrong.append(f"an output could not be read: {type(error).__name__}: {error}")
+    if mutant.watch and (run.rc != 0 or mutant.read_only):
+        lost = changes(before, snapshot(mutant.watch))
+        if lost:
+            wrong.append(("a failed run" if run.rc != 0 else "a run that only reads") + " changed its input: " +
+                         ", ".join(lost[:4]))
+    for path in mutant.fifos:
+        if file_kind(path) != "fifo":
+            wrong.append(f"the FIFO {path.name} was replaced (now: {file_kind(path)})")
+    for path, content in user_before.items():
+        if mutant.user_files[path] is None and run.rc == 0:
+            continue
+        if file_kind(path) != "file" or path.read_bytes() != content:
+            wrong.append(f"the user's {path.name} was changed or removed")
+    cls, why = classify(run, program_name(mutant.command), wrong)
+    return cls, why, run
+
+
+def make_mutant(base, surface, index, seed, root):
+    mutant = Mutant(surface, index, root / f"{surface}-{index}")
+    if mutant.folder.exists():
+        shutil.rmtree(mutant.folder)
+    mutant.folder.mkdir(parents=True)
+    rng = random.Random(f"{seed}:{surface}:{index}")
+    fixed = FIXED[surface]
+    (fixed[index] if index < len(fixed) else GENERATORS[surface])(base, mutant, rng)
+    if index < len(fixed):
+        mutant.description = "[fixed] " + mutant.description
+    return mutant
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("build_dir")
+    parser.add_argument("--seed", default="1", help="the mutants' seed (default 1); 'random' picks one")
+    parser.add_argument("--mutants", type=int, default=40, help="mutants per surface (default 40)")
+    parser.add_argument("--surface", action="append", choices=SURFACES, help="only these surfaces")
+    parser.add_argument("--mutant", type=int, action="append", help="only these mutants (by index)")
+    parser.add_argument("--keep", help="the folder for the mutants (default: a new temporary folder)")
+    parser.add_argument("--timeout-s", type=float, default=None, help="per run (default 20, 60 under ASan)")
+    parser.add_argument("--mem-cap-mb", type=int, default=3072, help="RLIMIT_AS of each run, normal builds (default 3072)")
+    parser.add_argument("--budget-s", type=float, default=0, help="start no mutant after this many seconds (0: none)")
+    parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="runs at once (default 2)")
+    parser.add_argument("--verbose", action="store_true", help="print every mutant's class")
+    args = parser.parse_args()
+
+    seed = str(random.randrange(10 ** 9)) if args.seed == "random" else args.seed
+    runner = Runner(args.build_dir, 0, args.mem_cap_mb)
+    runner.timeout_s = args.timeout_s or (60 if runner.sanitized else 20)
+    root = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="tg-fuzz-"))
+    root.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    print(f"fuzz_programs: seed {seed}, {args.mutants} mutants per surface, build {args.build_dir}"
+          f"{' (sanitized: ASAN_OPTIONS caps memory)' if runner.sanitized else f' (RLIMIT_AS {args.mem_cap_mb} MiB)'}, "
+          f"timeout {runner.timeout_s:.0f} s a run, folders in {root}", flush=True)
+    base_dir = root / "base"
+    if base_dir.exists():
+        shutil.rmtree(base_dir)
+    base_dir.mkdir()
+    base = Base(runner, base_dir)
+    print(f"fuzz_programs: base folders made in {time.monotonic() - started:.1f} s", flush=True)
+
+    surfaces = args.surface or SURFACES
+    indices = args.mutant or range(args.mutants)
+    work = [(s, i) for i in indices for s in surfaces]  # interleaved: a budget cut spares no surface
+    table = {s: {c: 0 for c in CLASSES} for s in surfaces}
+    failures, skipped = [], 0
+    lock = threading.Lock()
+
+    def one(item):
+        nonlocal skipped
+        surface, index = item
+        if args.budget_s and time.monotonic() - started > args.budget_s:
+            with lock:
+                skipped += 1
+            return
+        try:
+            mutant = make_mutant(base, surface, index, seed, root)
+        except Exception as error:
+            sys.exit(f"fuzz_programs: making mutant {surface} {index} failed: {type(error).__name__}: {error}")
+        cls, why, run = run_mutant(base, mutant)
+        with lock:
+            table[surface][cls] += 1
+            if args.verbose:
+                print(f"  {surface} {index}: {cls}: {mutant.description} ({why[:200]})", flush=True)
+            if cls in FAILING:
+                failures.append((surface, index, cls, mutant, why, run))
+        if cls not in FAILING and not args.keep:
+            shutil.rmtree(mutant.folder, ignore_errors=True)
+
+    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        list(pool.map(one, work))
+
+    print_table(table)
+    for surface, index, cls, mutant, why, run in sorted(failures, key=lambda f: (CLASSES.index(f[2]), f[0], f[1])):
+        print(f"FAIL {cls}: seed {seed} --surface {surface} --mutant {index}: {mutant.description}\n"
+              f"     {why[:400]}\n     command: {' '.join(repr(a) if ' ' in a or not a else a for a in run.command)[:400]}\n"
+              f"     folder: {mutant.folder}")
+    print(f"fuzz_programs: {sum(sum(r.values()) for r in table.values())} runs in {time.monotonic() - started:.0f} s, "
+          f"{len(failures)} failing" + (f", {skipped} not run (--budget-s {args.budget_s:.0f} spent)" if skipped else ""))
+    if failures:
+        print(f"fuzz_programs: the failing mutants' folders are kept in {root}; rerun one with "
+              f"python3 {sys.argv[0]} {args.build_dir} --seed {seed} --surface S --mutant K --keep DIR")
+        return 1
+    if not args.keep:
+        shutil.rmtree(root, ignore_errors=True)
+    return 0
+
+
+def print_table(table):
+    widths = [12] + [max(8, len(c)) for c in ["mutants"] + CLASSES]
+    header = ["surface", "mutants"] + CLASSES
+    print("  ".join(h.rjust(w) if i else h.ljust(w) for i, (h, w) in enumerate(zip(header, widths))))
+    totals = {c: 0 for c in CLASSES}
+    for surface, row in table.items():
+        cells = [surface, str(sum(row.values()))] + [str(row[c]) for c in CLASSES]
+        for c in CLASSES:
+            totals[c] += row[c]
+        print("  ".join(x.rjust(w) if i else x.ljust(w) for i, (x, w) in enumerate(zip(cells, widths))))
+    cells = ["all", str(sum(totals.values()))] + [str(totals[c]) for c in CLASSES]
+    print("  ".join(x.rjust(w) if i else x.ljust(w) for i, (x, w) in enumerate(zip(cells, widths))))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
