@@ -253,6 +253,7 @@ int run(TrainOptions o, const std::vector<std::string>& given) {
     // --warmup not given: 50 steps, or a tenth of a short run's (--steps 20 warms up for 2)
     if (std::find(given.begin(), given.end(), "warmup") == given.end()) o.warmup = default_warmup(o.steps);
     check_lora_flags(o, given);
+    const Activity building("building the model");
     trainer = o.init_from.empty() ? std::make_unique<Trainer>(o, read_data(o.data)) : start_from_gpt2(o, given);
   }
   if (o.threads > 0) tg::set_num_threads(static_cast<int>(o.threads));
@@ -294,6 +295,7 @@ int run(TrainOptions o, const std::vector<std::string>& given) {
     log.write(o.out);
   };
   while (trainer->step() < o.steps) {
+    const Activity training("training step " + std::to_string(trainer->step() + 1));
     const double lr = trainer->lr_at(trainer->step());
     const Trainer::StepResult result = trainer->train_step();
     const double loss = result.loss;
