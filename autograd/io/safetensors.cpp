@@ -476,7 +476,8 @@ void for_each_safetensor(const std::string& path, const SafetensorsReadOptions& 
                          const std::function<void(const std::string& name, Tensor tensor)>& fn) {
   Reader reader(path, options);
   const Header header = reader.read_header();
-  for (const Entry& entry : header.entries) fn(entry.name, reader.read_tensor(header, entry));
+  for (const Entry& entry : header.entries)
+    if (!options.skip || !options.skip(entry.name)) fn(entry.name, reader.read_tensor(header, entry));
 }
 
 SafetensorsMetadata load_safetensors_metadata(const std::string& path) {

@@ -66,6 +66,10 @@ NamedTensors load_safetensors(const std::string& path);
 struct SafetensorsReadOptions {
   // F16 and BF16 tensors read as float32 (F16 is otherwise refused, BF16 read as bfloat16).
   bool float16_to_float32 = false;
+  // Tensors for which skip(name) is true are left unread (their header entry is still checked):
+  // for_each_safetensor and load_safetensors pass them over without allocating or reading a byte
+  // of their data (GPT-2's ignored h.i.attn.bias buffers: up to gigabytes of a causal mask).
+  std::function<bool(const std::string& name)> skip = nullptr;
 };
 // As above, with options. converted (optional) receives the file dtypes that were converted
 // ("F16", "BF16"), each once, in the order first met, so a caller can say so in one line.
