@@ -124,7 +124,9 @@ void check_run_weights(const nn::GPTConfig& c, const std::string& path) {
   const std::vector<SafetensorsEntry> file = safetensors_entries(path);
   const std::pair<std::string, Shape> sized[] = {{"tok_emb.weight", {c.vocab_size, c.emb_dim}},
                                                  {"pos_emb.weight", {c.context_length, c.emb_dim}}};
-  for (const auto& [name, shape] : sized) {
+  for (const auto& sized_tensor : sized) {  // (no structured binding: a lambda below uses the name)
+    const std::string& name = sized_tensor.first;
+    const Shape& shape = sized_tensor.second;
     const auto e = std::find_if(file.begin(), file.end(), [&](const SafetensorsEntry& f) { return f.name == name; });
     if (e == file.end()) throw Error(path + ": tensor \"" + name + "\" is missing");
     if (e->shape != shape)
