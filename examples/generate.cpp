@@ -140,6 +140,7 @@ int run(const GenerateOptions& o, const std::vector<std::string>& given) {
   if (!o.ignore_eos) sampling.stop_token = saved.tokenizer.end_of_text_id();  // -1 when it has none
   if (!o.logits_out.empty()) write_prompt_logits(*saved.model, prompt, o.logits_out);
   tg::Generator gen(static_cast<uint64_t>(o.seed));
+  const Activity writing("generating text");
   for (int64_t k = 0; k < o.samples; ++k) {
     if (o.samples > 1) std::cout << "--- sample " << k + 1 << " ---\n";
     write_text(*saved.model, saved.tokenizer, prompt, o.tokens, sampling, gen, &std::cout);  // printed as it comes

@@ -70,7 +70,7 @@ Steps forward_step_by_step(tg::nn::MultiHeadAttention& mha, const Tensor& x) {
 
   s.attn_scores = s.queries_heads.matmul(s.keys_heads.transpose(2, 3));  // line 34
 
-  s.mask_bool = mha.mask.to_bool().slice(0, 0, T).slice(1, 0, T);  // line 35: mask.bool()[:T, :T]
+  s.mask_bool = mha.mask().to_bool().slice(0, 0, T).slice(1, 0, T);  // line 35: mask.bool()[:T, :T]
   s.mask_unsqueezed = s.mask_bool.unsqueeze(0).unsqueeze(0);         // line 36
   // Line 37 writes into attn_scores in place; we do it on a copy, to keep the scores before it.
   s.masked_scores = s.attn_scores.clone();
@@ -112,7 +112,7 @@ static int run(const std::string& svg) {
   std::cout << "Parameter containing:\n" << mha.W_query->weight << "\n";  // print(mha.W_query.weight)
 
   marker("Line 15-19, Mask Buffer Registration:");
-  std::cout << mha.mask << "\n";
+  std::cout << mha.mask() << "\n";
 
   marker("Line 20, Forward Method Definition:");
   // A batch of two sequences of six 3-d tokens, drawn after the module's weights.

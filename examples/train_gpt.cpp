@@ -261,6 +261,7 @@ int run(TrainOptions o, const std::vector<std::string>& given) {
     if (std::find(given.begin(), given.end(), "warmup") == given.end()) o.warmup = default_warmup(o.steps);
     if (!was_given(given, "eval-every")) o.eval_every = default_eval_every(o.steps);  // 150 steps: every 30
     check_lora_flags(o, given);
+    const Activity building("building the model");
     trainer = o.init_from.empty() ? std::make_unique<Trainer>(o, read_data(o.data)) : start_from_gpt2(o, given);
   }
   if (o.threads > 0) tg::set_num_threads(static_cast<int>(o.threads));
@@ -302,6 +303,7 @@ int run(TrainOptions o, const std::vector<std::string>& given) {
     log.write(o.out);
   };
   while (trainer->step() < o.steps) {
+    const Activity training("training step " + std::to_string(trainer->step() + 1));
     const double lr = trainer->lr_at(trainer->step());
     const Trainer::StepResult result = trainer->train_step();
     const double loss = result.loss;

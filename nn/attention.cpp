@@ -1,7 +1,7 @@
 // nn/attention.cpp — the attention layers: each forward is the notebook's, step by step.
 //
 //   scores  = queries @ keys^T
-//   scores  = scores.masked_fill(mask, -inf)      the buffer `mask` (and padded keys), as the notebook
+//   scores  = scores.masked_fill(mask, -inf)      the buffer's causal mask (and padded keys), as the notebook
 //   weights = softmax(scores / sqrt(d_k), -1), then dropout
 //   context = weights @ values
 //
@@ -10,7 +10,9 @@
 // weights are not kept, masked_scaled_attention does every step from the scores to the product
 // with the values, without keeping the weights for backward; else masked_scaled_softmax does
 // the masking, the scaling and the softmax in one pass. Those apply the causal rule from the
-// positions (key j > query i + past is masked), the rule the buffer `mask` holds.
+// positions (key j > query i + past is masked), the rule the buffer `mask` holds; the steps
+// written out make the same mask from the positions too (causal_mask), so MultiHeadAttention's
+// (context_length, context_length) buffer is made only when something reads it.
 #include "nn/attention.h"
 
 #include <cmath>
@@ -64,11 +66,14 @@ bool dropout_is_identity(const Dropout& dropout) { return dropout.p == 0.0 || !d
 // sqrt(d_k), the scores' divisor (the notebook's keys.shape[-1]**0.5).
 double sqrt_d_k(int64_t d_k) { return std::sqrt(static_cast<double>(d_k)); }
 
-// The causal mask as the notebook takes it from the buffer, mask.bool()[past:past+T_q, :T_k]:
-// query i, at position past + i, may not see key j > past + i.
-Tensor causal_mask(const Tensor& mask, int64_t past, int64_t T_q, int64_t T_k) {
-  return mask.narrow(0, past, T_q).narrow(1, 0, T_k).to(kBool);  // (T_q, T_k)
+// The causal mask the notebook takes from the buffer, mask.bool()[past:past+T_q, :T_k], made from
+// the positions alone: query i, at position past + i, may not see key j > past + i.
+Tensor causal_mask(int64_t past, int64_t T_q, int64_t T_k) {
+  return triu(ones({T_q, T_k}), past + 1).to(kBool);  // (T_q, T_k)
 }
+
+// The buffer both attentions register: (n, n), 1 above the diagonal.
+Tensor causal_buffer(int64_t n) { return triu(ones({n, n}), 1); }
 
 }  // namespace
 
@@ -110,7 +115,7 @@ CausalAttention::CausalAttention(int64_t d_in, int64_t d_out_, int64_t context_l
   W_key = register_module("W_key", std::make_shared<Linear>(d_in, d_out, qkv_bias));
   W_value = register_module("W_value", std::make_shared<Linear>(d_in, d_out, qkv_bias));
   dropout = register_module("dropout", std::make_shared<Dropout>(dropout_p));
-  mask = register_buffer("mask", triu(ones({context_length, context_length}), 1));
+  mask = register_buffer("mask", causal_buffer(context_length));
 }
 
 Tensor CausalAttention::forward(const Tensor& x) {
@@ -126,7 +131,7 @@ Tensor CausalAttention::forward(const Tensor& x) {
   if (fast_kernels()) {  // the else branch's steps in one pass, the same bits
     weights = masked_scaled_softmax(scores, Tensor(), d_k, {.causal = true});
   } else {
-    scores = scores.masked_fill(causal_mask(mask, 0, T, T), -kInf);
+    scores = scores.masked_fill(causal_mask(0, T, T), -kInf);
     weights = softmax(scores / sqrt_d_k(d_k), -1);
   }
   weights = dropout->forward(weights);
@@ -162,7 +167,7 @@ MultiHeadAttention::MultiHeadAttention(int64_t d_in_, int64_t d_out_, int64_t co
   W_value = register_module("W_value", std::make_shared<Linear>(d_in, d_out, qkv_bias));
   out_proj = register_module("out_proj", std::make_shared<Linear>(d_out, d_out));
   dropout = register_module("dropout", std::make_shared<Dropout>(dropout_p));
-  mask = register_buffer("mask", triu(ones({context_length, context_length}), 1));
+  register_lazy_buffer("mask", [n = context_length] { return causal_buffer(n); });  // made when read
 }
 
 Tensor MultiHeadAttention::forward(const Tensor& x) { return forward(x, AttentionOptions{}); }
@@ -237,7 +242,7 @@ Tensor MultiHeadAttention::forward(const Tensor& x, const AttentionOptions& opti
   if (fast_kernels()) {  // the else branch's steps in one pass, the same bits
     weights = masked_scaled_softmax(scores, padded_keys, head_dim, rule);
   } else {
-    Tensor hidden = options.causal ? causal_mask(mask, past, T_q, T_k) : Tensor();  // (T_q, T_k)
+    Tensor hidden = options.causal ? causal_mask(past, T_q, T_k) : Tensor();  // (T_q, T_k)
     if (padded.defined()) hidden = hidden.defined() ? logical_or(hidden, padded_keys) : padded_keys;
     // A query that sees no key (all padded) would get softmax's NaN: its row is left unmasked
     // here, and its weights are zeroed after the softmax (it attends to nothing).

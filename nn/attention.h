@@ -31,6 +31,8 @@
 //   masked(n, i, j) = (causal and j > past + i) or key_padding_mask[n, j]   scores -inf where masked
 //                     (past = 0 without a cache)
 //
+// The causal rule is computed from the positions, the buffer's rows past..past+T_q-1 and columns
+// 0..T_k-1; the buffer itself is made only when read (mask(), state_dict).
 // Causal with T_q != T_k is aligned at the top left, as the buffer's (T_q, T_k) corner and as
 // torch 2's scaled_dot_product_attention(is_causal=True): query i sees keys 0..min(i, T_k - 1).
 // Both T_q and T_k must be <= context_length.
@@ -129,7 +131,11 @@ class MultiHeadAttention : public Module {
   int64_t d_in, d_out, context_length, num_heads, head_dim;
   std::shared_ptr<Linear> W_query, W_key, W_value, out_proj;
   std::shared_ptr<Dropout> dropout;
-  Tensor mask;
+  // The buffer "mask" (context_length, context_length), 1 above the diagonal, as the notebook
+  // registers it and state_dict hands it over; made the first time it is read, not in the
+  // constructor (forward computes the rows and columns it needs from the positions), so that a
+  // long context costs nothing until it is used.
+  Tensor mask() const { return buffer("mask"); }
   bool keep_attention_weights = false;
   Tensor attention_weights;  // (b, num_heads, T_q, T_k)
   // The LoRA update of q, k and v together (see the header comment); nullptr: none.

@@ -64,8 +64,24 @@ void Module::set_parameter(const std::string& name, const Tensor& value) {
 
 Tensor Module::register_buffer(const std::string& name, const Tensor& value, bool persistent) {
   check_new_name(name, "buffer");
-  buffers_.push_back({name, value.detach(), persistent});
+  buffers_.push_back({name, value.detach(), persistent, {}});
   return buffers_.back().value;
+}
+
+void Module::register_lazy_buffer(const std::string& name, std::function<Tensor()> make, bool persistent) {
+  check_new_name(name, "buffer");
+  buffers_.push_back({name, Tensor(), persistent, std::move(make)});
+}
+
+const Tensor& Module::value_of(const Buffer& b) {
+  if (!b.value.defined() && b.make) b.value = b.make().detach();
+  return b.value;
+}
+
+Tensor Module::buffer(const std::string& name) const {
+  for (const Buffer& b : buffers_)
+    if (b.name == name) return value_of(b);
+  throw Error(type_name_ + ": no buffer \"" + name + "\"");
 }
 
 void Module::add_child(const std::string& name, std::shared_ptr<Module> module) {
@@ -90,7 +106,7 @@ void Module::collect(const std::string& prefix, bool params, bool buffers, bool 
     for (const auto& [n, t] : params_) out.push_back({prefix + n, t});
   if (buffers)
     for (const Buffer& b : buffers_)
-      if (b.persistent || !persistent_only) out.push_back({prefix + b.name, b.value});
+      if (b.persistent || !persistent_only) out.push_back({prefix + b.name, value_of(b)});
   for (const auto& [n, m] : children_) m->collect(prefix + n + ".", params, buffers, persistent_only, out);
 }
 
@@ -177,8 +193,16 @@ Module& Module::to(ScalarType dtype) {
   }
   NoGradGuard no_grad;
   for (auto& [n, t] : params_) convert_in_place(t, dtype);
-  for (Buffer& b : buffers_)
-    if (b.value.is_floating_point()) convert_in_place(b.value, dtype);
+  for (Buffer& b : buffers_) {
+    if (!b.value.defined() && b.make) {  // a lazy buffer not made yet: made in dtype when it is
+      b.make = [make = std::move(b.make), dtype] {
+        const Tensor t = make();
+        return t.is_floating_point() ? t.to(dtype) : t;
+      };
+    } else if (b.value.is_floating_point()) {
+      convert_in_place(b.value, dtype);
+    }
+  }
   for (auto& [n, m] : children_) m->to(dtype);
   return *this;
 }
@@ -189,7 +213,7 @@ NamedTensors Module::state_dict() const {
   std::function<void(const std::string&, const Module&)> walk = [&](const std::string& prefix, const Module& m) {
     for (const auto& [n, t] : m.params_) out.push_back({prefix + n, t});
     for (const Buffer& b : m.buffers_)
-      if (b.persistent) out.push_back({prefix + b.name, b.value});
+      if (b.persistent) out.push_back({prefix + b.name, value_of(b)});
     for (const auto& [n, c] : m.children_) walk(prefix + n + ".", *c);
   };
   walk("", *this);

@@ -17,6 +17,7 @@
 //   };
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <memory>
 #include <string>
@@ -47,6 +48,9 @@ class Module {
   std::vector<Tensor> parameters() const;
   NamedTensors named_parameters() const;
   NamedTensors named_buffers() const;
+  // The buffer `name` of this module (not of a submodule); a lazy one is made now (see
+  // register_lazy_buffer).
+  Tensor buffer(const std::string& name) const;
   std::vector<std::shared_ptr<Module>> children() const;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> named_children() const { return children_; }
   int64_t num_parameters() const;  // elements in all parameters
@@ -99,6 +103,11 @@ class Module {
   // Registration returns what it registered, so a constructor can keep a handle to it.
   Tensor register_parameter(const std::string& name, const Tensor& value);
   Tensor register_buffer(const std::string& name, const Tensor& value, bool persistent = true);
+  // A buffer made by make() the first time it is read (buffer(), state_dict, named_buffers,
+  // load_state_dict), not now: MultiHeadAttention's (context_length, context_length) causal mask
+  // takes no memory in a model whose state is never handed over (a GPT-2 of n_positions 16384:
+  // 1 GiB a block). To it is the same buffer: made now or later, it has the module's dtype.
+  void register_lazy_buffer(const std::string& name, std::function<Tensor()> make, bool persistent = true);
   template <class M>
   std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> module) {
     add_child(name, module);
@@ -119,9 +128,11 @@ class Module {
   NamedTensors params_;
   struct Buffer {
     std::string name;
-    Tensor value;
+    mutable Tensor value;          // undefined until made, for a lazy buffer
     bool persistent;
+    std::function<Tensor()> make;  // a lazy buffer's maker; empty for the others
   };
+  static const Tensor& value_of(const Buffer& b);  // made now if it is lazy and not made yet
   std::vector<Buffer> buffers_;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
 };

@@ -480,6 +480,7 @@ void for_each_safetensor(const std::string& path, const SafetensorsReadOptions& 
   Reader reader(path, options);
   const Header header = reader.read_header();
   for (const Entry& entry : header.entries) {
+    if (options.skip && options.skip(entry.name)) continue;  // left unread
     Tensor t = reader.read_tensor(header, entry);
     if (options.finite_only) check_finite({{entry.name, t}}, path);
     fn(entry.name, std::move(t));

@@ -71,6 +71,10 @@ struct SafetensorsReadOptions {
   // checked as it is read: for weights, adapters and optimizer state, where one such value makes
   // every later output nan without a word.
   bool finite_only = false;
+  // Tensors for which skip(name) is true are left unread (their header entry is still checked):
+  // for_each_safetensor and load_safetensors pass them over without allocating or reading a byte
+  // of their data (GPT-2's ignored h.i.attn.bias buffers: up to gigabytes of a causal mask).
+  std::function<bool(const std::string& name)> skip = nullptr;
 };
 // As above, with options. converted (optional) receives the file dtypes that were converted
 // ("F16", "BF16"), each once, in the order first met, so a caller can say so in one line.

@@ -6,7 +6,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iomanip>
+#include <exception>
 #include <iostream>
+#include <new>
 #include <ostream>
 #include <sstream>
 #include <utility>
@@ -157,8 +159,37 @@ void parse_flags(const std::vector<Flag>& flags, const std::vector<std::string>&
   }
 }
 
+namespace {
+
+thread_local std::vector<std::string> activities;  // the running ones, innermost last
+thread_local std::string failed;                   // the innermost one an exception left
+
+// " while <what the program was doing>", or "" when nothing says.
+std::string while_doing() {
+  const std::string what = failed_activity();
+  return what.empty() ? "" : " while " + what;
+}
+
+}  // namespace
+
+Activity::Activity(std::string what) : exceptions_at_start_(std::uncaught_exceptions()) {
+  failed.clear();
+  activities.push_back(std::move(what));
+}
+
+Activity::~Activity() {
+  if (std::uncaught_exceptions() > exceptions_at_start_ && failed.empty()) failed = activities.back();
+  activities.pop_back();
+}
+
+std::string failed_activity() {
+  if (!failed.empty()) return failed;
+  return activities.empty() ? "" : activities.back();
+}
+
 int run_program(const Program& program, int argc, char** argv, const std::function<int()>& run,
                 std::vector<std::string>* given) {
+  failed.clear();  // what an earlier run left (a test runs several)
   try {
     std::vector<std::string> defaults;  // for --help, before parsing changes them
     for (const Flag& f : program.flags) defaults.push_back(current_value(f));
@@ -174,7 +205,14 @@ int run_program(const Program& program, int argc, char** argv, const std::functi
     std::cerr << program.name << ": " << e.what() << " (see --help)\n";
     return 2;
   } catch (const Error& e) {
-    std::cerr << program.name << ": " << e.what() << "\n";
+    const std::string message = e.what();  // the allocator's "out of memory: cannot allocate N bytes"
+    std::cerr << program.name << ": " << message << (message.rfind("out of memory", 0) == 0 ? while_doing() : "") << "\n";
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::cerr << program.name << ": out of memory" << while_doing() << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << program.name << ": unexpected error" << while_doing() << ": " << e.what() << "\n";
     return 1;
   }
 }

@@ -15,7 +15,10 @@
 //   0  success (or --help, which prints the table)
 //   2  a usage error: an unknown flag, a bad or missing value, flags that do not go together.
 //      One line: "demo: --steps: expected an integer, got 'ten' (see --help)"
-//   1  a failure while running (any other tg::Error): "demo: input.txt: no such file"
+//   1  a failure while running (any other tg::Error): "demo: input.txt: no such file"; memory
+//      running out (std::bad_alloc, or a tensor the allocator cannot make) names what the
+//      program was doing, as an Activity says it: "demo: out of memory while building the model
+//      of run/config.json"; any other exception: "demo: unexpected error: ...". Never an abort.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -73,6 +76,26 @@ bool same_value(const Flag& a, const Flag& b);
 void parse_flags(const std::vector<Flag>& flags, const std::vector<std::string>& args, bool* help,
                  std::vector<std::string>* given = nullptr);
 
+// What the program is doing, for the one line run_program prints when memory runs out. A scope
+// says it, in words that follow "out of memory while":
+//   const Activity building("building the model of " + config_path);
+// Activities nest; an exception that passes through one leaves the innermost's words for
+// run_program (failed_activity), and the next Activity made clears them (that failure was
+// handled).
+class Activity {
+ public:
+  explicit Activity(std::string what);
+  ~Activity();
+  Activity(const Activity&) = delete;
+  Activity& operator=(const Activity&) = delete;
+
+ private:
+  int exceptions_at_start_;  // std::uncaught_exceptions() when made: more at the end means unwinding
+};
+// The words of the innermost Activity an exception passed through, else of the innermost
+// running now; "" when there is none.
+std::string failed_activity();
+
 struct Program {
   std::string name;         // "train_gpt": starts every error line
   std::string about;        // --help's first paragraph
@@ -82,7 +105,8 @@ struct Program {
 // A program's main(): parses argv into program.flags (given, optional, receives the names of
 // the flags set), then returns run()'s exit code. --help prints the usage and the table (with
 // the defaults) and returns 0; a UsageError returns 2 and any other tg::Error 1, each printed
-// as one line "<name>: <message>" on stderr.
+// as one line "<name>: <message>" on stderr; so does any other exception (1), std::bad_alloc
+// as "<name>: out of memory while <failed_activity()>".
 int run_program(const Program& program, int argc, char** argv, const std::function<int()>& run,
                 std::vector<std::string>* given = nullptr);
 

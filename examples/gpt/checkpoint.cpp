@@ -120,6 +120,29 @@ nn::GPTConfig model_config(const json::Value& m) {
   return c;
 }
 
+// A train_gpt model.safetensors's header (no data read) against the config a model is about to be
+// built from: the tensors that carry its sizes, tok_emb.weight (V, C) and pos_emb.weight (P, C),
+// and the blocks' count, so that a config.json that disagrees with the file is refused before the
+// model takes any memory (load() checks every name, shape and dtype once it is built).
+void check_run_weights(const nn::GPTConfig& c, const std::string& path) {
+  const std::vector<SafetensorsEntry> file = safetensors_entries(path);
+  const std::pair<std::string, Shape> sized[] = {{"tok_emb.weight", {c.vocab_size, c.emb_dim}},
+                                                 {"pos_emb.weight", {c.context_length, c.emb_dim}}};
+  for (const auto& sized_tensor : sized) {  // (no structured binding: a lambda below uses the name)
+    const std::string& name = sized_tensor.first;
+    const Shape& shape = sized_tensor.second;
+    const auto e = std::find_if(file.begin(), file.end(), [&](const SafetensorsEntry& f) { return f.name == name; });
+    if (e == file.end()) throw Error(path + ": tensor \"" + name + "\" is missing");
+    if (e->shape != shape)
+      throw Error(path + ": tensor \"" + name + "\" has shape " + shape_str(e->shape) + ", expected " + shape_str(shape) +
+                  " (vocab_size, context_length and emb_dim of the run's config.json)");
+  }
+  if (const int64_t blocks = blocks_in_file(file, "trf_blocks."); blocks < c.n_layers)
+    throw Error(path + ": tensor \"trf_blocks." + std::to_string(blocks) + ".norm1.weight\" is missing (the run's " +
+                "config.json has n_layers " + std::to_string(c.n_layers) + "; the file has " + std::to_string(blocks) +
+                " blocks)");
+}
+
 // config.json's train_gpt part: the whole file, or its "tapegrad" member in a run from GPT-2
 // (whose config.json is Hugging Face's).
 const json::Value& run_section(const json::Value& doc) {
@@ -282,8 +305,11 @@ std::unique_ptr<Trainer> start_from_gpt2_folder(TrainOptions o, const std::strin
   const int64_t context = o.model.context_length;
   o.model = config;  // the flags say the model's shape, as a run from scratch saves them
   o.model.context_length = context;
+  const std::string weights_path = path_in(o.init_from, "model.safetensors");
+  check_hf_gpt2_weights(config, weights_path, &layout);  // before the model takes any memory
+  const Activity building("building the model of " + config_path);
   auto trainer = std::make_unique<Trainer>(o, text, load_tokenizer(o.tokenizer), config);
-  load_hf_gpt2_weights(trainer->model(), path_in(o.init_from, "model.safetensors"), &layout);
+  load_hf_gpt2_weights(trainer->model(), weights_path, &layout);
   if (converted) *converted = layout.converted_dtypes;
   trainer->set_hf_gpt2_layout(layout);
   // LoRA: the folder stays the base, named by its absolute path in the run's adapter_config.json
@@ -293,39 +319,56 @@ std::unique_ptr<Trainer> start_from_gpt2_folder(TrainOptions o, const std::strin
 
 std::unique_ptr<Trainer> resume_trainer(const std::string& dir, const TrainOptions& options, const std::string& text) {
   check_checkpoint_folder(dir);
-  std::unique_ptr<Trainer> trainer;
   const bool lora = is_lora_run(dir), from_gpt2 = lora || is_hf_gpt2_folder(dir);
   const std::string config_path = path_in(dir, "config.json");
   const json::Value config = json::parse(read_text(config_path), config_path);
   if (lora != (options.lora_rank > 0))
     throw Error(dir + ": config.json's \"lora-rank\" is " + std::to_string(options.lora_rank) + " but " +
                 kAdapterConfigFile + " is " + (lora ? "there" : "missing") + ": not a consistent run");
-  if (from_gpt2) {  // a run from GPT-2: its tokenizer (the files beside the model) and shape are its own
-    trainer = std::make_unique<Trainer>(options, text, load_tokenizer(dir), model_config(run_section(config)["model"]));
-  } else {
-    trainer = std::make_unique<Trainer>(options, text);
-    const std::string tokenizer_path = path_in(dir, "tokenizer.json");
-    if (Tokenizer::from_json(read_text(tokenizer_path), tokenizer_path).to_json() != trainer->tokenizer().to_json())
-      throw Error(tokenizer_path + ": the tokenizer made from this --data (its " +
-                  (trainer->tokenizer().type() == std::string("char") ? std::string("characters") : std::string("BPE merges")) +
-                  ") differs from the checkpoint's: resume with the same --data");
-  }
-
   const auto [model_path, opt_path, step] = newest_consistent_pair(dir);
   const SafetensorsMetadata opt_meta = load_safetensors_metadata(opt_path);
   const std::vector<uint8_t> dropout_state =
       from_hex(metadata_value(opt_meta, "default_generator", opt_path), opt_path);
   const std::vector<uint8_t> batch_state = from_hex(metadata_value(opt_meta, "batch_generator", opt_path), opt_path);
 
-  if (lora) {  // the base model's weights, then the adapters
-    const AdapterConfig adapters = adapters_of(dir);
-    HfGpt2Info layout;
-    load_hf_gpt2_weights(trainer->model(), path_in(adapters.base, "model.safetensors"), &layout);
-    trainer->apply_lora(adapters.base);
+  // The weights files' headers against the config first: nothing is built until they agree.
+  std::unique_ptr<Trainer> trainer;
+  std::optional<AdapterConfig> adapters;
+  HfGpt2Info layout;  // a run from GPT-2: its layout and names
+  layout.config = config;
+  if (from_gpt2) {  // a run from GPT-2: its tokenizer (the files beside the model) and shape are its own
+    const nn::GPTConfig model = model_config(run_section(config)["model"]);
+    if (lora) {  // the base model's weights, then the adapters
+      adapters = adapters_of(dir);
+      HfGpt2Info base;
+      check_hf_gpt2_weights(model, path_in(adapters->base, "model.safetensors"), &base);
+      check_peft_adapters(model_path, model, adapters->lora);
+    } else {
+      check_hf_gpt2_weights(model, model_path, &layout);
+    }
+    const Activity building("building the model of " + config_path);
+    trainer = std::make_unique<Trainer>(options, text, load_tokenizer(dir), model);
+  } else {
+    const std::string tokenizer_path = path_in(dir, "tokenizer.json");
+    const Tokenizer saved = Tokenizer::from_json(read_text(tokenizer_path), tokenizer_path);
+    nn::GPTConfig model = options.model;  // as the Trainer makes it: the flags' shape, the tokenizer's vocabulary
+    model.vocab_size = saved.vocab_size();
+    check_run_weights(model, model_path);
+    const Activity building("building the model of " + config_path);
+    trainer = std::make_unique<Trainer>(options, text);
+    if (saved.to_json() != trainer->tokenizer().to_json())
+      throw Error(tokenizer_path + ": the tokenizer made from this --data (its " +
+                  (trainer->tokenizer().type() == std::string("char") ? std::string("characters") : std::string("BPE merges")) +
+                  ") differs from the checkpoint's: resume with the same --data");
+  }
+
+  const Activity reading("reading the weights of " + dir);
+  if (lora) {
+    HfGpt2Info base;
+    load_hf_gpt2_weights(trainer->model(), path_in(adapters->base, "model.safetensors"), &base);
+    trainer->apply_lora(adapters->base);
     load_peft_adapters(trainer->model(), model_path);  // all or nothing
   } else if (from_gpt2) {
-    HfGpt2Info layout;
-    layout.config = config;
     load_hf_gpt2_weights(trainer->model(), model_path, &layout);  // all or nothing
     trainer->set_hf_gpt2_layout(layout);
   } else {
@@ -384,12 +427,15 @@ SavedModel load_saved_model(const std::string& dir) {
     saved.model = std::move(base.model);
     saved.converted_dtypes = base.info.converted_dtypes;
     saved.base_layout = base.info;
+    const std::string adapters_path = path_in(dir, kAdaptersFile);
+    check_peft_adapters(adapters_path, saved.config, adapters.lora);  // before the adapters take memory
+    const Activity adding("adding the LoRA adapters of " + path_in(dir, kAdapterConfigFile));
     const std::vector<uint8_t> generator = default_generator().get_state();  // A's draws, overwritten below
     nn::apply_lora(*saved.model, adapters.lora);
     default_generator().set_state(generator);
-    load_peft_adapters(*saved.model, path_in(dir, kAdaptersFile));
+    load_peft_adapters(*saved.model, adapters_path);
     saved.tokenizer = load_tokenizer(dir);
-  } else if (is_hf_gpt2_folder(dir)) {  // Hugging Face's GPT-2 layout: a GPT-2 folder, or a run from one
+  } else if (is_hf_gpt2_folder(dir)) {  // Hugging Face's layout (a GPT-2 folder, or a run from one)
     HfGpt2 hf = load_hf_gpt2(dir);
     saved.config = hf.config;
     saved.model = std::move(hf.model);
@@ -400,14 +446,17 @@ SavedModel load_saved_model(const std::string& dir) {
       if (!std::filesystem::exists(path_in(dir, name)))
         throw Error(dir + ": not a model folder (" + std::string(name) + " is missing)");
     const std::string config_path = path_in(dir, "config.json"), tokenizer_path = path_in(dir, "tokenizer.json");
+    const std::string weights_path = path_in(dir, "model.safetensors");
     try {
       saved.config = model_config(json::parse(read_text(config_path), config_path)["model"]);
     } catch (const Error& e) {
       throw Error(config_path + ": " + e.what());
     }
     saved.tokenizer = Tokenizer::from_json(read_text(tokenizer_path), tokenizer_path);
+    check_run_weights(saved.config, weights_path);  // before the model takes any memory
+    const Activity building("building the model of " + config_path);
     saved.model = std::make_unique<nn::GPTModel>(saved.config);
-    load(*saved.model, path_in(dir, "model.safetensors"), kFiniteOnly);
+    load(*saved.model, weights_path, kFiniteOnly);
   }
   // a model may have more ids than its tokenizer (a vocabulary padded to a round size), not fewer
   if (saved.tokenizer.vocab_size() > saved.config.vocab_size)

@@ -67,6 +67,11 @@ std::unique_ptr<Trainer> resume_trainer(const std::string& dir, const TrainOptio
 std::unique_ptr<Trainer> start_from_gpt2_folder(TrainOptions options, const std::string& text,
                                                 std::vector<std::string>* converted);
 
+// Every way of building a model from a folder here (start_from_gpt2_folder, resume_trainer,
+// load_saved_model, save_merged_model) first compares the config with the weights file's header
+// (and a LoRA run's r with its adapters file's): a config.json asking for more than the file holds
+// is an Error naming the file and the tensor before any model or adapter takes memory.
+//
 // A saved model for writing text: the config, the tokenizer and the weights.
 // dir: a train_gpt run folder, or a Hugging Face GPT-2 folder (examples/gpt/hf_gpt2.h) with
 // GPT-2's tokenizer files beside the model (a fine-tuned run from GPT-2 is one too).

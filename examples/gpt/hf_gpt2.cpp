@@ -1,11 +1,13 @@
 // examples/gpt/hf_gpt2.cpp — Hugging Face GPT-2 weights to GPTModel's state_dict and back (the
 // name and orientation table is in hf_gpt2.h).
 //
-// Reading: the file's names are checked against the layout (HF name, shape) made from the config
-// before any is converted: the prefix is decided by whether any name starts with "transformer.",
-// then every name must be in the layout, an ignored buffer or lm_head.weight; every layout name
-// must be there with its shape. Then each HF tensor is cut (c_attn into q, k, v) and transposed
-// (Conv1D) into tapegrad's names, and load_state_dict copies them (all or nothing).
+// Reading: the file's names are checked against the layout (HF name, shape) made from the config,
+// from the file's header alone, before a model is built (check_hf_gpt2_weights): the prefix is
+// decided by whether any name starts with "transformer.", the config's n_layer is compared with
+// the file's blocks (before a layout of 12 names a block is made), then every name must be in the
+// layout, an ignored buffer (its shape checked, its data never read) or lm_head.weight; every
+// layout name must be there with its shape. Then each HF tensor is cut (c_attn into q, k, v) and
+// transposed (Conv1D) into tapegrad's names and copied into the model's parameter.
 // Writing: tapegrad's tensors fused and transposed the other way, in the layout's order.
 #include "examples/gpt/hf_gpt2.h"
 
@@ -16,12 +18,18 @@
 #include "autograd/io/safetensors.h"
 #include "autograd/ops.h"
 #include "autograd/tape.h"
+#include "examples/common/flags.h"
 
 namespace tg::examples {
 
 namespace {
 
 const std::string kPrefix = "transformer.";
+
+// name without "transformer." in front.
+std::string unprefixed(const std::string& name) {
+  return name.rfind(kPrefix, 0) == 0 ? name.substr(kPrefix.size()) : name;
+}
 
 struct HfTensor {
   std::string name;  // without the prefix
@@ -46,12 +54,40 @@ std::vector<HfTensor> hf_layout(const nn::GPTConfig& c) {
   return out;
 }
 
-bool is_ignored_buffer(const std::string& name, int64_t n_layers) {
-  for (int64_t i = 0; i < n_layers; ++i) {
-    const std::string h = "h." + std::to_string(i) + ".attn.";
-    if (name == h + "bias" || name == h + "masked_bias") return true;
+// "<before><i>.<rest>": the block index i, and rest; -1 for a name of another form.
+int64_t block_of(const std::string& name, const std::string& before, std::string* rest = nullptr) {
+  if (name.rfind(before, 0) != 0) return -1;
+  const size_t start = before.size(), dot = name.find('.', start);
+  if (dot == std::string::npos || dot == start || dot - start > 10) return -1;  // at most 10 digits
+  int64_t i = 0;
+  for (size_t k = start; k < dot; ++k) {
+    if (name[k] < '0' || name[k] > '9') return -1;
+    i = 10 * i + (name[k] - '0');
   }
-  return false;
+  if (rest) *rest = name.substr(dot + 1);
+  return i;
+}
+
+bool is_ignored_buffer(const std::string& name, int64_t n_layers) {
+  std::string rest;
+  const int64_t i = block_of(name, "h.", &rest);
+  return i >= 0 && i < n_layers && (rest == "attn.bias" || rest == "attn.masked_bias");
+}
+
+// An ignored buffer is not read, but it must be what GPT-2 keeps there: h.i.attn.bias HF's causal
+// mask (1, 1, P, P), bool or float; h.i.attn.masked_bias a scalar.
+void check_ignored_buffer(const SafetensorsEntry& e, const std::string& bare, const nn::GPTConfig& c,
+                          const std::string& path) {
+  const bool mask = bare.size() >= 10 && bare.compare(bare.size() - 10, 10, ".attn.bias") == 0;
+  const Shape expected = mask ? Shape{1, 1, c.context_length, c.context_length} : Shape{};
+  if (e.shape != expected)
+    throw Error(path + ": tensor \"" + e.name + "\" has shape " + shape_str(e.shape) + ", expected " +
+                shape_str(expected) + (mask ? " (GPT-2's causal mask for config.json's n_positions " +
+                                                  std::to_string(c.context_length) + "; its values are not read)"
+                                            : " (GPT-2's masked_bias, a scalar; its value is not read)"));
+  if (!is_floating(e.dtype) && e.dtype != kBool)
+    throw Error(path + ": tensor \"" + e.name + "\" has dtype " + e.file_dtype +
+                "; GPT-2's attention buffers are BOOL or floating point");
 }
 
 const Tensor* find(const NamedTensors& tensors, const std::string& name) {
@@ -67,6 +103,12 @@ void check_hf_entries(const std::vector<SafetensorsEntry>& file, const nn::GPTCo
   info.prefixed = false;
   for (const SafetensorsEntry& e : file)
     if (e.name.rfind(kPrefix, 0) == 0) info.prefixed = true;
+  // n_layer against the file's blocks first: the layout below has 12 names a block, and a
+  // config.json's n_layer of 1e9 must not make them
+  if (const int64_t blocks = blocks_in_file(file, "h."); blocks < c.n_layers)
+    throw Error(path + ": tensor \"" + (info.prefixed ? kPrefix : "") + "h." + std::to_string(blocks) +
+                ".ln_1.weight\" is missing (config.json's n_layer is " + std::to_string(c.n_layers) +
+                "; the file has " + std::to_string(blocks) + " blocks)");
   const std::vector<HfTensor> layout = hf_layout(c);
   std::vector<const SafetensorsEntry*> hf(layout.size(), nullptr);  // the file's entry of each layout tensor
   for (const SafetensorsEntry& e : file) {
@@ -92,7 +134,10 @@ void check_hf_entries(const std::vector<SafetensorsEntry>& file, const nn::GPTCo
       throw Error(path + ": unknown tensor \"" + name + "\" (not a GPT-2 weight of this config.json" +
                   (has_prefix != info.prefixed ? ", or its \"transformer.\" prefix differs from the other names'" : "") +
                   ")");
-    if (known == layout.end()) continue;  // h.i.attn.bias / masked_bias: the causal mask, which tapegrad makes itself
+    if (known == layout.end()) {  // h.i.attn.bias / masked_bias: the causal mask, which tapegrad makes itself
+      check_ignored_buffer(e, bare, c, path);
+      continue;
+    }
     check_dtype();
     hf[static_cast<size_t>(known - layout.begin())] = &e;
   }
@@ -144,17 +189,20 @@ std::string path_in(const std::string& dir, const std::string& name) {
 
 }  // namespace
 
+int64_t blocks_in_file(const std::vector<SafetensorsEntry>& file, const std::string& before) {
+  int64_t blocks = 0;
+  for (const SafetensorsEntry& e : file) {
+    blocks = std::max(blocks, block_of(unprefixed(e.name), before) + 1);
+  }
+  return blocks;
+}
+
 bool is_hf_gpt2_folder(const std::string& dir) {
   const std::string path = path_in(dir, "config.json");
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) return false;
-  try {
-    const json::Value config = json::parse_file(path);
-    const json::Value* type = config.is_object() ? config.find("model_type") : nullptr;
-    return type && type->is_string() && type->as_string() == "gpt2";
-  } catch (const Error&) {
-    return false;
-  }
+  const json::Value config = json::parse_file(path);  // not JSON: that error, with its byte, not "not a folder"
+  return config.is_object() && config.contains("model_type");
 }
 
 HfGpt2 load_hf_gpt2(const std::string& dir) {
@@ -163,32 +211,49 @@ HfGpt2 load_hf_gpt2(const std::string& dir) {
     if (!std::filesystem::exists(path_in(dir, name)))
       throw Error(dir + ": not a Hugging Face GPT-2 folder (" + name + " is missing)");
   HfGpt2 out;
-  const std::string config_path = path_in(dir, "config.json");
+  const std::string config_path = path_in(dir, "config.json"), weights_path = path_in(dir, "model.safetensors");
   out.info.config = json::parse_file(config_path);
   out.config = hf_gpt2_config(out.info.config, config_path);
+  check_hf_gpt2_weights(out.config, weights_path, &out.info);  // before the model takes any memory
+  const Activity building("building the model of " + config_path);
   out.model = std::make_unique<nn::GPTModel>(out.config);
-  load_hf_gpt2_weights(*out.model, path_in(dir, "model.safetensors"), &out.info);
+  load_hf_gpt2_weights(*out.model, weights_path, &out.info);
   out.model->eval();
   return out;
 }
 
+void check_hf_gpt2_weights(const nn::GPTConfig& config, const std::string& weights_path, HfGpt2Info* info) {
+  const std::vector<SafetensorsEntry> entries = safetensors_entries(weights_path, {.float16_to_float32 = true});
+  check_hf_entries(entries, config, weights_path, *info);
+  info->converted_dtypes = widened_dtypes(entries);
+}
+
 void load_hf_gpt2_weights(nn::GPTModel& model, const std::string& weights_path, HfGpt2Info* info) {
   const nn::GPTConfig& c = model.config();
-  const SafetensorsReadOptions read{.float16_to_float32 = true, .finite_only = true};  // an inf or nan: an Error
-  const std::vector<SafetensorsEntry> entries = safetensors_entries(weights_path, read);
-  check_hf_entries(entries, c, weights_path, *info);  // every name and shape, before any data is read
-  info->converted_dtypes = widened_dtypes(entries);
+  check_hf_gpt2_weights(c, weights_path, info);  // every name and shape, before any data is read
+  const Activity reading("reading " + weights_path);
+  // the ignored buffers are never read: an attn.bias is a (P, P) mask, 2 GiB for n_positions 16384
+  const SafetensorsReadOptions read{.float16_to_float32 = true,
+                                    .finite_only = true,  // an inf or nan: an Error naming it
+                                    .skip = [&](const std::string& name) {
+                                      return is_ignored_buffer(unprefixed(name), c.n_layers);
+                                    }};
   // One tensor at a time, copied into the model's own and let go: the model plus one tensor of the
   // file in memory at once, never the whole file beside it.
-  const NamedTensors targets = model.state_dict();
+  // the parameters, not state_dict(): that would make every block's lazy causal mask (n_positions
+  // squared floats each). out_head.weight, tied, is tok_emb.weight: listed once, filled once.
+  const NamedTensors targets = model.named_parameters();
   Tensor lm_head;  // kept until wte is in, to check the two are tied
   {
     NoGradGuard no_grad;
     for_each_safetensor(weights_path, read, [&](const std::string& name, Tensor t) {
-      const std::string bare = name.rfind(kPrefix, 0) == 0 ? name.substr(kPrefix.size()) : name;
-      if (name == "lm_head.weight") lm_head = t;
-      if (name == "lm_head.weight" || is_ignored_buffer(bare, c.n_layers)) return;
+      const std::string bare = unprefixed(name);
+      if (name == "lm_head.weight") {
+        lm_head = t;
+        return;
+      }
       for (const auto& [target, value] : gpt_tensors_of(bare, t, c.emb_dim)) {
+        if (target == "out_head.weight") continue;  // tok_emb.weight's tensor (tied)
         Tensor to = *find(targets, target);  // the model's tensor itself (a handle, not a copy)
         to.copy_(value);
       }
@@ -203,7 +268,7 @@ NamedTensors hf_gpt2_tensors(const nn::GPTModel& model, bool prefixed) {
   if (!c.qkv_bias || !c.tie_weights)
     throw Error("hf_gpt2_tensors: GPT-2 has qkv_bias and tie_weights; this model has qkv_bias=" +
                 std::string(c.qkv_bias ? "true" : "false") + ", tie_weights=" + (c.tie_weights ? "true" : "false"));
-  const NamedTensors state = model.state_dict();
+  const NamedTensors state = model.named_parameters();  // no buffers: the causal masks stay unmade
   auto at = [&](const std::string& name) { return find(state, name)->detach(); };
   auto conv1d = [](const Tensor& linear_weight) { return linear_weight.transpose(0, 1).contiguous(); };
   NamedTensors hf;

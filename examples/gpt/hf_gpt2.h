@@ -6,7 +6,8 @@
 //   n_embd (768) -> emb_dim                 n_layer (12) -> n_layers        n_head (12) -> n_heads
 //   layer_norm_epsilon (1e-5) -> layer_norm_eps
 //   resid_pdrop, embd_pdrop, attn_pdrop (0.1 each) -> drop_rate, the largest of the three
-//       (tapegrad has one rate for the embeddings, the residual branches and the attention)
+//       (tapegrad has one rate for the embeddings, the residual branches and the attention;
+//       each must be in [0, 1))
 //   qkv_bias = true, tie_weights = true (GPT-2's architecture)
 // Refused, with an Error naming the file and the field: model_type other than "gpt2";
 // activation_function other than the tanh GELU (gelu_new, gelu_pytorch_tanh, gelu_fast); n_inner
@@ -25,7 +26,9 @@
 // HF's Conv1D keeps its weight as (in, out) and computes x W + b; nn::Linear keeps (out, in) and
 // computes x W^T + b: hence the transposes. "lm_head.weight" (never prefixed) may be present: it
 // must equal wte.weight (HF ties them; save_pretrained omits it). The attention's buffers
-// h.i.attn.bias and h.i.attn.masked_bias (older files have them) are ignored. Any other name is an
+// h.i.attn.bias and h.i.attn.masked_bias (older files have them) are ignored: their data is never
+// read, but attn.bias must have HF's shape (1,1,P,P) and masked_bias be a scalar, each BOOL or
+// floating point. Any other name is an
 // Error naming it and the file, as is a missing name or a shape other than the one above (both
 // shapes in the message). Weights may be F32, F16 or BF16: 16-bit ones are read as float32
 // (exactly) and HfGpt2Info::converted_dtypes says which were.
@@ -40,6 +43,7 @@
 #include <vector>
 
 #include "autograd/io/atomic_file.h"
+#include "autograd/io/safetensors.h"
 #include "autograd/io/json.h"
 #include "nn/gpt.h"
 
@@ -59,14 +63,28 @@ struct HfGpt2 {
   HfGpt2Info info;
 };
 
-// A folder with a config.json whose "model_type" is "gpt2" (a train_gpt run folder has none).
+// A folder whose config.json is Hugging Face's: it has a "model_type" (a train_gpt run's has none;
+// hf_gpt2_config refuses one other than "gpt2", naming the file and the field). A config.json that
+// is not JSON is an Error naming the file and the byte.
 bool is_hf_gpt2_folder(const std::string& dir);
+
+// One more than the largest i among the names "<before>i.<...>" of a weights file's header (a name
+// may have "transformer." in front): the blocks the file has, known before a model of a
+// config.json's n_layer is built. before: "h." (GPT-2's), "trf_blocks." (tapegrad's), peft's.
+int64_t blocks_in_file(const std::vector<SafetensorsEntry>& file, const std::string& before);
 
 // config.json's object -> GPTConfig; path names the file in errors.
 nn::GPTConfig hf_gpt2_config(const json::Value& config, const std::string& path);
 
-// Read dir/config.json and dir/model.safetensors.
+// Read dir/config.json and dir/model.safetensors (the file checked against the config before the
+// model is built).
 HfGpt2 load_hf_gpt2(const std::string& dir);
+
+// The header of an HF model.safetensors (names, shapes, dtypes; no data read) checked against
+// config, every name and shape as load_hf_gpt2_weights checks them: a file and a config.json that
+// disagree (n_layer 1e9 beside a 12-block file) are refused before a model of that config takes
+// any memory. info receives the prefix, whether lm_head is there and the converted dtypes.
+void check_hf_gpt2_weights(const nn::GPTConfig& config, const std::string& weights_path, HfGpt2Info* info);
 
 // Read the weights of an HF model.safetensors into model (made with the file's config), all or
 // nothing; info receives what was found (prefix, lm_head, converted dtypes).

@@ -39,6 +39,12 @@ struct ConfigReader {
     if (!v->is_number()) fail(field, std::string("must be a number, got ") + json::Value::kind_name(v->kind()));
     return v->as_double();
   }
+  // A dropout probability: PyTorch refuses one below 0, tapegrad's GPT one of 1 or more.
+  double rate(const std::string& field, double fallback) const {
+    const double p = number(field, fallback);
+    if (!(p >= 0.0 && p < 1.0)) fail(field, "must be in [0, 1) (a dropout probability), got " + nn::python_float(p));
+    return p;
+  }
   bool flag(const std::string& field, bool fallback) const {
     const json::Value* v = config.find(field);
     if (!v) return fallback;
@@ -109,7 +115,7 @@ nn::GPTConfig hf_gpt2_config(const json::Value& config, const std::string& path)
   c.n_layers = read.integer("n_layer", 12);
   c.n_heads = read.integer("n_head", 12);
   c.layer_norm_eps = read.number("layer_norm_epsilon", 1e-5);
-  c.drop_rate = std::max({read.number("resid_pdrop", 0.1), read.number("embd_pdrop", 0.1), read.number("attn_pdrop", 0.1)});
+  c.drop_rate = std::max({read.rate("resid_pdrop", 0.1), read.rate("embd_pdrop", 0.1), read.rate("attn_pdrop", 0.1)});
   c.qkv_bias = true;
   c.tie_weights = true;
 

@@ -1,6 +1,7 @@
 // examples/gpt/lora_adapters.cpp — adapters to peft's names and back, adapter_config.json.
 #include "examples/gpt/lora_adapters.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <set>
@@ -27,6 +28,30 @@ const AdapterSite kSites[] = {{"att.qkv_lora", "attn.c_attn"},
                               {"ff.layers.0.lora", "mlp.c_fc"},
                               {"ff.layers.2.lora", "mlp.c_proj"}};
 
+// A tensor the adapters file must have: peft's name, its shape.
+struct ExpectedAdapter {
+  std::string peft;
+  Shape shape;
+};
+
+// The adapters file's header (no data read) against the tensors it must hold: each of its names
+// one of them, float32 and of that shape, and none missing.
+void check_adapter_entries(const std::string& path, const std::vector<ExpectedAdapter>& expected) {
+  const std::vector<SafetensorsEntry> file = safetensors_entries(path);
+  std::set<std::string> found;
+  for (const SafetensorsEntry& e : file) {
+    const auto match = std::find_if(expected.begin(), expected.end(), [&](const ExpectedAdapter& a) { return a.peft == e.name; });
+    if (match == expected.end())
+      throw Error(path + ": unknown tensor \"" + e.name + "\" (not a LoRA adapter of this model's blocks and targets)");
+    if (e.shape != match->shape || e.dtype != kFloat32)
+      throw Error(path + ": tensor \"" + e.name + "\" is " + dtype_name(e.dtype) + " of shape " + shape_str(e.shape) +
+                  ", expected float32 of shape " + shape_str(match->shape) + " (this run's r and model)");
+    found.insert(e.name);
+  }
+  for (const ExpectedAdapter& a : expected)
+    if (!found.count(a.peft)) throw Error(path + ": tensor \"" + a.peft + "\" is missing");
+}
+
 struct AdapterName {
   std::string tapegrad, peft;
   Tensor tensor;  // the model's
@@ -34,7 +59,7 @@ struct AdapterName {
 
 // Every adapter tensor of model, in peft's order.
 std::vector<AdapterName> adapter_names(const nn::GPTModel& model) {
-  const NamedTensors state = model.state_dict();
+  const NamedTensors state = model.named_parameters();  // the adapters are parameters (no buffer is made)
   std::vector<AdapterName> out;
   for (size_t i = 0; i < model.blocks().size(); ++i) {
     for (const AdapterSite& site : kSites) {
@@ -73,25 +98,32 @@ NamedTensors peft_adapter_tensors(const nn::GPTModel& model) {
   return out;
 }
 
-void load_peft_adapters(nn::GPTModel& model, const std::string& path) {
-  const NamedTensors file = load_safetensors(path, {.finite_only = true});  // an inf or nan: an Error naming it
-  const std::vector<AdapterName> expected = adapter_names(model);
-  NamedTensors state;  // tapegrad's names
-  std::set<std::string> found;
-  for (const auto& [name, t] : file) {
-    const AdapterName* match = nullptr;
-    for (const AdapterName& a : expected)
-      if (a.peft == name) match = &a;
-    if (!match)
-      throw Error(path + ": unknown tensor \"" + name + "\" (not a LoRA adapter of this model's blocks and targets)");
-    if (t.sizes() != match->tensor.sizes() || t.dtype() != kFloat32)
-      throw Error(path + ": tensor \"" + name + "\" is " + dtype_name(t.dtype()) + " of shape " + shape_str(t.sizes()) +
-                  ", expected float32 of shape " + shape_str(match->tensor.sizes()) + " (this run's r and model)");
-    state.push_back({match->tapegrad, t});
-    found.insert(name);
+void check_peft_adapters(const std::string& path, const nn::GPTConfig& model, const nn::LoRAConfig& lora) {
+  const int64_t C = model.emb_dim, r = lora.r;
+  // (in, out) of each site's layer, in kSites' order: A is (r, in), B (out, r)
+  const std::pair<int64_t, int64_t> sizes[] = {{C, 3 * C}, {C, C}, {C, 4 * C}, {4 * C, C}};
+  std::vector<ExpectedAdapter> expected;
+  for (int64_t i = 0; i < model.n_layers; ++i) {
+    for (size_t s = 0; s < std::size(kSites); ++s) {
+      const bool attn = s < 2;
+      if (attn ? !lora.attn : !lora.mlp) continue;
+      const std::string site = kPeftBlocks + std::to_string(i) + "." + kSites[s].gpt2;
+      expected.push_back({site + ".lora_A.weight", {r, sizes[s].first}});
+      expected.push_back({site + ".lora_B.weight", {sizes[s].second, r}});
+    }
   }
-  for (const AdapterName& a : expected)
-    if (!found.count(a.peft)) throw Error(path + ": tensor \"" + a.peft + "\" is missing");
+  check_adapter_entries(path, expected);
+}
+
+void load_peft_adapters(nn::GPTModel& model, const std::string& path) {
+  const std::vector<AdapterName> names = adapter_names(model);
+  std::vector<ExpectedAdapter> expected;
+  for (const AdapterName& a : names) expected.push_back({a.peft, a.tensor.sizes()});
+  check_adapter_entries(path, expected);  // before any data is read
+  NamedTensors state;  // tapegrad's names
+  for (const auto& [name, t] : load_safetensors(path, {.finite_only = true}))  // an inf or nan: an Error naming it
+    for (const AdapterName& a : names)
+      if (a.peft == name) state.push_back({a.tapegrad, t});
   model.load_state_dict(state, /*strict=*/false, path);  // the adapters only; checked above
 }
 
