@@ -29,6 +29,8 @@
 // and optimizer.safetensors.prev (hard links, so nothing is copied): a run killed anywhere in a
 // save leaves at least one pair of the same step, and resuming takes the newest such pair. A
 // resumed run continues bit for bit: N steps, save, resume, N steps equals 2N steps straight.
+// What a killed save leaves besides (temporary files "<file>.tmp-1a2b3c4d", "<file>.prev.tmp")
+// is removed by resuming and by the next save: those names of the folder's files alone.
 #pragma once
 #include <memory>
 #include <string>
