@@ -31,9 +31,9 @@ static int run(const tg::examples::PictureOptions& o) {
             << ca.attention_weights[0] << "\n";
 
   if (!o.svg.empty()) {
-    const std::string dir = tg::examples::prepare_output_dir(o.svg, "--svg");
-    for (const std::string& p :
-         tg::examples::save_attention_heatmaps(dir, "causal_attention_weights", ca.attention_weights[0], tokens, true))
+    const tg::examples::OutputFolder dir(o.svg, "--svg");
+    for (const std::string& p : tg::examples::save_attention_heatmaps(dir.path(), "causal_attention_weights",
+                                                                      ca.attention_weights[0], tokens, true))
       std::cout << "(wrote " << p << ")\n";
   }
   if (!o.dot.empty()) {

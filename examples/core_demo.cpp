@@ -9,6 +9,7 @@
 #include <cmath>
 #include <fstream>
 #include <iostream>
+#include <optional>
 
 #include "autograd/graph_dot.h"
 #include "autograd/ops.h"
@@ -26,7 +27,9 @@ static void report(const std::vector<std::string>& paths) {
 }
 
 static int run(const tg::examples::PictureOptions& o) {
-  const std::string svg_dir = o.svg.empty() ? "" : tg::examples::prepare_output_dir(o.svg, "--svg");
+  std::optional<tg::examples::OutputFolder> svg_folder;  // removed again if the demo fails before writing into it
+  if (!o.svg.empty()) svg_folder.emplace(o.svg, "--svg");
+  const std::string svg_dir = svg_folder ? svg_folder->path() : "";
   const std::vector<std::string> tokens = tg::examples::your_journey_tokens();
 
   // "Your journey starts with one step": one 3-d embedding per token.

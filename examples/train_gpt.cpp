@@ -255,7 +255,9 @@ int run(TrainOptions o, const std::vector<std::string>& given) {
     }
     o = merged;
     trainer = resume_trainer(o.resume, o, read_data(o.data));
-    log = RunLog::read(o.resume, trainer->step());
+    std::string no_log;  // a folder whose save was cut short before loss.csv: said, and resumed
+    log = RunLog::read_for_resume(o.resume, trainer->step(), &no_log);
+    if (!no_log.empty()) std::cout << no_log << "\n";
   } else {
     // --warmup not given: 50 steps, or a tenth of a short run's (--steps 20 warms up for 2)
     if (std::find(given.begin(), given.end(), "warmup") == given.end()) o.warmup = default_warmup(o.steps);
@@ -269,7 +271,7 @@ int run(TrainOptions o, const std::vector<std::string>& given) {
   // the run there
   const std::string kernels = kernels_mode(), precision = precision_mode(o.precision);
   const std::string kernels_in_use = tg::kernel_info();
-  prepare_output_dir(o.out, "--out");
+  const OutputFolder out_folder(o.out, "--out");  // removed again if the run fails before writing into it
 
   std::signal(SIGINT, on_interrupt);
   std::signal(SIGTERM, on_interrupt);

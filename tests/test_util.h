@@ -1,7 +1,14 @@
 // tests/test_util.h — small helpers the test files share.
 #pragma once
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/types.h>
 #include <sys/wait.h>
+#include <unistd.h>
+#ifdef __linux__
+#include <sys/sysmacros.h>  // makedev
+#endif
 
 #include <bit>
 #include <cmath>
@@ -154,6 +161,16 @@ inline void write_bytes(const std::string& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   if (!out) throw std::runtime_error("cannot write " + path);
+}
+
+// A null device (the same device as /dev/null) made at path, so that a test writes to a device
+// without the system's own at stake. false where none can be made or opened there (not root,
+// or a folder on a nodev mount): the test then skips.
+inline bool make_null_device(const std::string& path) {
+  if (::mknod(path.c_str(), S_IFCHR | 0666, makedev(1, 3)) != 0) return false;
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd >= 0) ::close(fd);
+  return fd >= 0;
 }
 
 // What runs a built program: "" natively; in a cross build, the emulator that runs the tests

@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <exception>
 #include <filesystem>
 #include <iomanip>
 #include <exception>
@@ -221,16 +222,56 @@ int run_program_with_svg(const std::string& name, const std::string& about, int 
                          const std::function<int(const std::string& svg_dir)>& run) {
   std::string svg;
   return run_program({name, about, {svg_flag(&svg)}}, argc, argv,
-                     [&] { return run(svg.empty() ? svg : prepare_output_dir(svg, "--svg")); });
+                     [&] {
+                       if (svg.empty()) return run(svg);
+                       const OutputFolder folder(svg, "--svg");
+                       return run(folder.path());
+                     });
 }
 
-std::string prepare_output_dir(const std::string& dir, const std::string& flag) {
+namespace {
+
+// dir and its missing parents, one mkdir at a time: made (optional) receives each folder that
+// this call made, the outermost first, and nothing that was there before.
+void make_folders(const std::string& dir, const std::string& flag, std::vector<std::string>* made) {
+  std::filesystem::path so_far;
   std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
+  for (const std::filesystem::path& part : std::filesystem::path(dir)) {
+    so_far /= part;
+    if (part.empty()) continue;  // "runs/a/" ends in an empty part
+    const bool created = std::filesystem::create_directory(so_far, ec);
+    if (ec) break;
+    if (created && made) made->push_back(so_far.string());
+  }
   if (ec || !std::filesystem::is_directory(dir)) {
     throw Error(flag + ": cannot make the folder '" + dir + "': " + (ec ? ec.message() : std::string("not a folder")));
   }
+}
+
+}  // namespace
+
+std::string prepare_output_dir(const std::string& dir, const std::string& flag) {
+  make_folders(dir, flag, nullptr);
   return dir;
+}
+
+OutputFolder::OutputFolder(const std::string& dir, const std::string& flag) : dir_(dir) {
+  try {
+    make_folders(dir, flag, &made_);
+  } catch (const Error&) {  // "runs/new/<a name too long>": runs/new was made before the error
+    remove_if_empty();
+    throw;
+  }
+}
+
+OutputFolder::~OutputFolder() {
+  if (std::uncaught_exceptions() > exceptions_) remove_if_empty();  // the scope is left by an error
+}
+
+void OutputFolder::remove_if_empty() const {
+  std::error_code ec;  // remove() takes a folder only when it is empty
+  for (auto p = made_.rbegin(); p != made_.rend() && std::filesystem::is_empty(*p, ec) && !ec; ++p)
+    std::filesystem::remove(*p, ec);
 }
 
 }  // namespace tg::examples

@@ -21,6 +21,7 @@
 //      of run/config.json"; any other exception: "demo: unexpected error: ...". Never an abort.
 #pragma once
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <optional>
 #include <string>
@@ -111,12 +112,34 @@ int run_program(const Program& program, int argc, char** argv, const std::functi
                 std::vector<std::string>* given = nullptr);
 
 // A program whose one flag is --svg DIR (the notebooks): run(svg_dir) gets DIR, made if
-// needed, or "" when --svg is not given.
+// needed (an OutputFolder), or "" when --svg is not given.
 int run_program_with_svg(const std::string& name, const std::string& about, int argc, char** argv,
                          const std::function<int(const std::string& svg_dir)>& run);
 
 // Creates dir (and its parents) if needed, for files to be written into; returns it. Errors
 // name the flag: "--svg: cannot make the folder 'x': Not a directory".
 std::string prepare_output_dir(const std::string& dir, const std::string& flag);
+
+// A program's output folder (--out DIR) for its lifetime: made as prepare_output_dir makes it;
+// when its scope is left by an exception (the run failed), the folders it made (DIR and any
+// missing parents) are removed again if they are still empty, so a run that fails before
+// writing anything leaves no empty folder behind (nor does a failure to make DIR itself, after
+// its parents were made). A folder that was there before is never removed, nor one with
+// anything in it.
+class OutputFolder {
+ public:
+  OutputFolder(const std::string& dir, const std::string& flag);
+  OutputFolder(const OutputFolder&) = delete;
+  OutputFolder& operator=(const OutputFolder&) = delete;
+  ~OutputFolder();
+  const std::string& path() const { return dir_; }
+
+ private:
+  void remove_if_empty() const;  // the folders made, the deepest first, while they are empty
+
+  std::string dir_;
+  std::vector<std::string> made_;  // the folders made, the deepest last
+  int exceptions_ = std::uncaught_exceptions();  // those under way when it was made
+};
 
 }  // namespace tg::examples

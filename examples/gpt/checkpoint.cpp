@@ -192,6 +192,24 @@ void keep_previous_version(const std::string& path) {
   if (ec) throw Error("train_gpt: " + path + ": cannot keep the previous version as " + prev + ": " + ec.message());
 }
 
+namespace {
+
+// What saves killed half-way leave in a run folder: AtomicFile's temporary files of the folder's
+// files ("<file>.tmp-" and 8 hex digits) and keep_previous_version's staged links (.prev.tmp,
+// another name of a file still there). Only those names are removed; the next save removes
+// them too, each AtomicFile its own.
+void remove_killed_saves(const std::string& dir) {
+  for (const char* name : {"model.safetensors", kAdaptersFile, "optimizer.safetensors", "config.json",
+                           kAdapterConfigFile, "tokenizer.json", "vocab.json", "merges.txt", "loss.csv", "loss.svg",
+                           "samples.txt", "summary.json"})
+    remove_stale_temporaries(path_in(dir, name));
+  std::error_code ec;
+  for (const char* name : {"model.safetensors", kAdaptersFile, "optimizer.safetensors"})
+    std::filesystem::remove(path_in(dir, name) + ".prev.tmp", ec);
+}
+
+}  // namespace
+
 void save_checkpoint(Trainer& trainer, const std::string& dir) {
   const std::string step = std::to_string(trainer.step());
   std::vector<AtomicFile> files;
@@ -319,6 +337,7 @@ std::unique_ptr<Trainer> start_from_gpt2_folder(TrainOptions o, const std::strin
 
 std::unique_ptr<Trainer> resume_trainer(const std::string& dir, const TrainOptions& options, const std::string& text) {
   check_checkpoint_folder(dir);
+  remove_killed_saves(dir);
   const bool lora = is_lora_run(dir), from_gpt2 = lora || is_hf_gpt2_folder(dir);
   const std::string config_path = path_in(dir, "config.json");
   const json::Value config = json::parse(read_text(config_path), config_path);
@@ -491,7 +510,7 @@ void save_merged_model(const std::string& run, const std::string& out) {
     throw Error("--merge-lora " + out + ": nothing written: " + e.what() + " (" + run + "'s adapters added to its base)");
   }
   merged.load_state_dict(state, /*strict=*/true, run);
-  prepare_output_dir(out, "--merge-lora");
+  const OutputFolder folder(out, "--merge-lora");  // removed again if the merge fails before writing into it
   AtomicFile config(path_in(out, "config.json"), "train_gpt --merge-lora");
   AtomicFile weights(path_in(out, "model.safetensors"), "train_gpt --merge-lora");
   write_hf_gpt2(merged, saved.base_layout, config, weights);

@@ -37,6 +37,8 @@
 // overflows). Resuming, generate and --eval-only refuse such a file in the same words
 // (check_finite, autograd/io/safetensors.h): the weights of a run or a GPT-2 folder, the adapters,
 // optimizer.safetensors.
+// What a killed save leaves besides (temporary files "<file>.tmp-1a2b3c4d", "<file>.prev.tmp")
+// is removed by resuming and by the next save: those names of the folder's files alone.
 #pragma once
 #include <memory>
 #include <ostream>

@@ -77,17 +77,23 @@ RunLog RunLog::read(const std::string& dir, int64_t up_to_step) {
   std::string line;
   int line_no = 0;
   size_t columns = 8;
+  bool header_read = false;
   while (std::getline(in, line)) {
     ++line_no;
-    if (line_no == 1) {
+    // an editor's touch: CRLF line ends, trailing spaces, blank lines (a last newline too many)
+    line.erase(line.find_last_not_of(" \t\r") + 1);
+    if (line.empty()) continue;
+    if (!header_read) {
+      header_read = true;
       if (line == kHeaderBeforeBpb) columns = 6;
-      else if (line != kHeader) throw Error(path + ": line 1: expected the header " + std::string(kHeader));
+      else if (line != kHeader)
+        throw Error(path + ": line " + std::to_string(line_no) + ": expected the header " + std::string(kHeader));
       continue;
     }
     std::vector<std::string> cells;
     std::stringstream ss(line);
     for (std::string cell; std::getline(ss, cell, ',');) cells.push_back(cell);
-    if (line.back() == ',') cells.push_back("");
+    if (line.back() == ',') cells.push_back("");  // not empty: blank lines were skipped
     try {
       if (cells.size() != columns) throw std::invalid_argument("expected " + std::to_string(columns) + " values");
       LossRow r;
@@ -105,6 +111,15 @@ RunLog RunLog::read(const std::string& dir, int64_t up_to_step) {
     }
   }
   return log;
+}
+
+RunLog RunLog::read_for_resume(const std::string& dir, int64_t up_to_step, std::string* note) {
+  std::error_code ec;
+  if (std::filesystem::exists(path_in(dir, "loss.csv"), ec) || ec) return read(dir, up_to_step);
+  *note = "train_gpt: " + path_in(dir, "loss.csv") + " is missing (a save cut short before it was written): the " +
+          "checkpoint resumes, and a new loss.csv starts after step " + std::to_string(up_to_step) +
+          " (its elapsed_s counts from 0)";
+  return RunLog();
 }
 
 const char* kernels_mode() { return fast_kernels() ? "fast" : "reference"; }

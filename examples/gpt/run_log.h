@@ -42,9 +42,14 @@ struct LossRow {
 
 class RunLog {
  public:
-  // The rows of dir/loss.csv up to and including step (for a resumed run). Errors name the file
-  // and the line.
+  // The rows of dir/loss.csv up to and including step (for a resumed run). Blank lines, CRLF
+  // line ends and trailing spaces (an editor's) are passed over; other errors name the file and
+  // the line.
   static RunLog read(const std::string& dir, int64_t up_to_step);
+  // For a resumed run: read(dir, up_to_step), or, when dir has no loss.csv (a run killed between
+  // saving its checkpoint and its log), an empty log, with *note saying so: the new loss.csv
+  // starts after the resumed step.
+  static RunLog read_for_resume(const std::string& dir, int64_t up_to_step, std::string* note);
   void add(const LossRow& row) { rows_.push_back(row); }
   const std::vector<LossRow>& rows() const { return rows_; }
   double elapsed_s() const { return rows_.empty() ? 0.0 : rows_.back().elapsed_s; }
