@@ -155,8 +155,8 @@ Tensor extreme_of_two(const Tensor& a, const Tensor& b, bool want_max, const cha
   const ScalarType dt = promote_types(a.dtype(), b.dtype());
   Tensor out = elementwise_binary(a, b, dt, false, op, [want_max](auto x, auto y) {
     using T = decltype(x);
-    if constexpr (std::is_floating_point_v<T>) {
-      if (std::isnan(x) || std::isnan(y)) return static_cast<T>(NAN);
+    if constexpr (is_floating_type_v<T>) {  // bfloat16 too
+      if (std::isnan(static_cast<float>(x)) || std::isnan(static_cast<float>(y))) return static_cast<T>(NAN);
     }
     return want_max ? (x > y ? x : y) : (x < y ? x : y);
   });
@@ -177,14 +177,14 @@ Tensor extreme_of_two(const Tensor& a, const Tensor& b, bool want_max, const cha
 
 Tensor isnan(const Tensor& x) {
   return test_each(x, "isnan", [](auto v) {
-    if constexpr (std::is_floating_point_v<decltype(v)>) return std::isnan(v);
+    if constexpr (is_floating_type_v<decltype(v)>) return std::isnan(static_cast<double>(v));  // bfloat16 too
     else return false;
   });
 }
 
 Tensor isfinite(const Tensor& x) {
   return test_each(x, "isfinite", [](auto v) {
-    if constexpr (std::is_floating_point_v<decltype(v)>) return std::isfinite(v);
+    if constexpr (is_floating_type_v<decltype(v)>) return std::isfinite(static_cast<double>(v));  // bfloat16 too
     else return true;
   });
 }

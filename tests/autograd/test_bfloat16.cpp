@@ -167,6 +167,17 @@ TEST(BFloat16, FactoriesFillAndScalarsRoundToBfloat16) {
             "full: value 1e+39 cannot be converted to type bfloat16 without overflow");
 }
 
+TEST(BFloat16, NanAndInfAreSeenByIsnanIsfiniteAndMaximum) {
+  // bfloat16 bits: 1.0, nan, inf, -inf
+  const Tensor x = from_bits({0x3F80, 0x7FC0, 0x7F80, 0xFF80}, {4});
+  EXPECT_EQ(isnan(x).tolist<bool>(), (std::vector<bool>{false, true, false, false}));
+  EXPECT_EQ(isfinite(x).tolist<bool>(), (std::vector<bool>{true, false, false, false}));
+  const std::vector<float> most = maximum(x, full({4}, 2.0, kBFloat16)).tolist<float>();
+  EXPECT_EQ(most[0], 2.0f);
+  EXPECT_TRUE(std::isnan(most[1]));  // a nan wins, as in PyTorch
+  EXPECT_TRUE(std::isnan(minimum(x, full({4}, 2.0, kBFloat16)).tolist<float>()[1]));
+}
+
 TEST(BFloat16, SafetensorsBF16RoundTripsAndNeedsAnExplicitConversion) {
   test::TempFolder dir;
   const Tensor w = full({2, 3}, 0.1).to(kBFloat16);
