@@ -154,8 +154,8 @@ double physical_memory_bytes() {
   return 0;
 }
 
-// What a run allocates up front or at its first step, at the least: the weights (float32), each
-// layer's (context x context) causal mask, and one micro-batch's logits (batch x context x vocab;
+// What a run allocates up front or at its first step, at the least: the weights (float32), one
+// (context x context) causal mask (each layer makes its own as it runs), and one micro-batch's logits (batch x context x vocab;
 // --loss-chunk rows of them with it; none counted for instruction examples, padded to the longest).
 // A shape whose least is more than the machine's memory is refused before any of it is made,
 // naming the flags, instead of failing inside an allocation (or being killed) with no flag named.
@@ -167,12 +167,12 @@ void check_run_fits_in_memory(const nn::GPTConfig& c, const TrainOptions& o) {
   const double weights = V * C * (c.tie_weights ? 1 : 2) + T * C + L * (12 * C * C + 13 * C);
   double logit_rows = o.data_format == "jsonl" ? 0 : static_cast<double>(o.batch) * T;
   if (o.loss_chunk > 0) logit_rows = std::min(logit_rows, static_cast<double>(o.loss_chunk));
-  const double least = 4 * (weights + L * T * T + logit_rows * V);
+  const double least = 4 * (weights + T * T + logit_rows * V);
   if (least <= memory) return;
   auto gib = [](double bytes) { return nn::python_float(std::round(bytes / 1073741824.0 * 10) / 10); };
   throw UsageError("--batch " + std::to_string(o.batch) + ", --context " + std::to_string(c.context_length) +
                    ", --emb-dim " + std::to_string(c.emb_dim) + ", --layers " + std::to_string(c.n_layers) +
-                   ": the weights, the attention masks and one batch's logits alone take " + gib(least) +
+                   ": the weights, an attention mask and one batch's logits alone take " + gib(least) +
                    " GiB, more than this machine's " + gib(memory) + " GiB; make them smaller");
 }
 

@@ -303,7 +303,7 @@ TEST(TrainGptProgram, BadCommandLinesAreOneLineAndExitCode2) {
       {{"stray"}, "train_gpt: unexpected argument 'stray'"},
       // a shape no machine holds: refused before anything is allocated, naming the flags
       {{"--emb-dim", "65536", "--heads", "1", "--layers", "1024", "--steps", "2"},
-       "train_gpt: --batch 16, --context 64, --emb-dim 65536, --layers 1024: the weights, the attention masks and "
+       "train_gpt: --batch 16, --context 64, --emb-dim 65536, --layers 1024: the weights, an attention mask and "
        "one batch's logits alone take 1966"},
   };
   for (const Case& c : cases) {
