@@ -106,6 +106,7 @@ void write_prompt_logits(tg::nn::GPTModel& model, const std::vector<int64_t>& pr
 }
 
 int run(const GenerateOptions& o, const std::vector<std::string>& given) {
+  require_names(given, {{"ckpt", o.ckpt}, {"logits-out", o.logits_out}});
   auto was_given = [&](const char* flag) { return std::find(given.begin(), given.end(), flag) != given.end(); };
   const bool ids_given = was_given("prompt-ids"), instruction_given = was_given("instruction");
   if (ids_given && was_given("prompt")) throw UsageError("give --prompt or --prompt-ids, not both");

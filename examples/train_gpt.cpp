@@ -211,6 +211,8 @@ std::unique_ptr<Trainer> start_from_gpt2(TrainOptions& o, const std::vector<std:
 
 // o: the flags as given; given: their names, in order.
 int run(TrainOptions o, const std::vector<std::string>& given) {
+  require_names(given, {{"resume", o.resume}, {"init-from", o.init_from}, {"out", o.out}, {"write-corpus", o.write_corpus},
+                        {"merge-lora", o.merge_lora}, {"tokenizer", o.tokenizer}});
   infer_data_format(o, given);
   if (o.eval_only) return eval_only(o, given);
   if (!o.merge_lora.empty()) {  // train_gpt --resume RUN --merge-lora OUT

@@ -1,13 +1,13 @@
 // examples/common/flags.cpp — the flag table: parsing, --help, the exit codes.
 #include "examples/common/flags.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <exception>
 #include <filesystem>
 #include <iomanip>
-#include <exception>
 #include <iostream>
 #include <new>
 #include <ostream>
@@ -249,6 +249,12 @@ void make_folders(const std::string& dir, const std::string& flag, std::vector<s
 }
 
 }  // namespace
+
+void require_names(const std::vector<std::string>& given, const std::vector<std::pair<std::string, std::string>>& flags) {
+  for (const auto& [name, value] : flags)
+    if (value.empty() && std::find(given.begin(), given.end(), name) != given.end())
+      throw UsageError("--" + name + ": expected a file or folder name, got ''");
+}
 
 std::string prepare_output_dir(const std::string& dir, const std::string& flag) {
   make_folders(dir, flag, nullptr);

@@ -77,6 +77,11 @@ bool same_value(const Flag& a, const Flag& b);
 void parse_flags(const std::vector<Flag>& flags, const std::vector<std::string>& args, bool* help,
                  std::vector<std::string>* given = nullptr);
 
+// Flags that name a file or folder, each as {name, value}: one given as "" is a UsageError naming
+// it ("--resume: expected a file or folder name, got ''"). Left as it is, an empty name reads as the
+// flag left out: train_gpt --resume '' would start a new run, --write-corpus '' train the default.
+void require_names(const std::vector<std::string>& given, const std::vector<std::pair<std::string, std::string>>& flags);
+
 // What the program is doing, for the one line run_program prints when memory runs out. A scope
 // says it, in words that follow "out of memory while":
 //   const Activity building("building the model of " + config_path);

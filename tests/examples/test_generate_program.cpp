@@ -179,6 +179,7 @@ TEST(GenerateProgram, SamplingFlagsOutOfRangeNameTheFlag) {
       {{"--top-p", "0"}, "generate: --top-p: 0 is out of range"},
       {{"--top-k", "-1"}, "generate: --top-k: -1 is out of range"},
       {{"--tokens", "2e9"}, "generate: --tokens"},
+      {{"--logits-out", ""}, "generate: --logits-out: expected a file or folder name, got ''"},
   };
   for (const auto& [args, message] : cases) {
     std::vector<std::string> all = {"--ckpt", "no_such_folder"};

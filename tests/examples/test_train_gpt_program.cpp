@@ -301,6 +301,10 @@ TEST(TrainGptProgram, BadCommandLinesAreOneLineAndExitCode2) {
       {{"--precision", "fp16"}, "train_gpt: --precision: expected one of fp32|bf16, got 'fp16'"},
       {{"--warmup", "3000"}, "train_gpt: --warmup (3000) must be smaller than --steps (1500)"},
       {{"stray"}, "train_gpt: unexpected argument 'stray'"},
+      // an empty name is not the flag left out (--write-corpus '' trained the default run)
+      {{"--write-corpus", ""}, "train_gpt: --write-corpus: expected a file or folder name, got ''"},
+      {{"--resume", ""}, "train_gpt: --resume: expected a file or folder name, got ''"},
+      {{"--merge-lora", ""}, "train_gpt: --merge-lora: expected a file or folder name, got ''"},
       // a shape no machine holds: refused before anything is allocated, naming the flags
       {{"--emb-dim", "65536", "--heads", "1", "--layers", "1024", "--steps", "2"},
        "train_gpt: --batch 16, --context 64, --emb-dim 65536, --layers 1024: the weights, an attention mask and "
