@@ -1,7 +1,7 @@
 // examples/train_gpt.cpp — train a small GPT on text and watch it learn to write.
 //
 //   ./build/examples/train_gpt                      the built-in corpus, defaults that take about
-//                                                   two minutes on 2 cores
+//                                                   30 s on 2 cores
 //   ./build/examples/train_gpt --data input.txt --steps 5000 --out runs/shakespeare
 //   ./build/examples/train_gpt --resume runs/shakespeare --steps 8000    continue a run
 //   ./build/examples/train_gpt --init-from gpt2 --data input.txt --steps 200   fine-tune GPT-2
