@@ -25,6 +25,7 @@
 #include "examples/gpt/corpus.h"
 #include "examples/gpt/hf_gpt2.h"
 #include "examples/gpt/trainer.h"
+#include "tiny_train_options.h"
 #include "test_util.h"
 
 namespace tg::test {
@@ -190,18 +191,7 @@ TEST(ModelFileSizes, TheIgnoredAttnBiasMustHaveGpt2sShapeAndDtype) {
   }
 }
 
-examples::TrainOptions tiny_options() {
-  examples::TrainOptions o;
-  o.batch = 2;
-  o.model.context_length = 8;
-  o.model.emb_dim = 8;
-  o.model.n_heads = 2;
-  o.model.n_layers = 2;
-  o.steps = 4;
-  o.warmup = 1;
-  o.eval_batches = 1;
-  return o;
-}
+examples::TrainOptions tiny_options() { return tiny_train_options(2); }
 
 const std::string& text() {
   static const std::string t = examples::builtin_corpus(4000, 7);

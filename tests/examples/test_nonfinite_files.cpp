@@ -22,6 +22,7 @@
 #include "examples/gpt/hf_gpt2.h"
 #include "examples/gpt/lora_adapters.h"
 #include "examples/gpt/trainer.h"
+#include "tiny_train_options.h"
 #include "test_util.h"
 
 namespace tg::test {
@@ -74,18 +75,7 @@ std::string copy_of_base(const TempFolder& dir, const std::string& name = "gpt2"
   return to;
 }
 
-examples::TrainOptions tiny_options() {
-  examples::TrainOptions o;
-  o.batch = 2;
-  o.model.context_length = 8;
-  o.model.emb_dim = 8;
-  o.model.n_heads = 2;
-  o.model.n_layers = 1;
-  o.steps = 4;
-  o.warmup = 1;
-  o.eval_batches = 1;
-  return o;
-}
+examples::TrainOptions tiny_options() { return tiny_train_options(1); }
 
 const std::string& corpus() {
   static const std::string t = examples::builtin_corpus(4000, 3);
