@@ -14,7 +14,7 @@ namespace tg {
 namespace {
 
 // A DOT string literal: quotes and backslashes escaped, a newline in a name kept as one.
-std::string quoted(const std::string& s) {
+std::string dot_quoted(const std::string& s) {
   std::string out = "\"";
   for (char c : s) {
     if (c == '"' || c == '\\') out += '\\';
@@ -28,7 +28,7 @@ std::string quoted(const std::string& s) {
 std::string lines(const std::vector<std::string>& parts) {
   std::string out;
   for (const std::string& p : parts) out += (out.empty() ? "" : "\n") + p;
-  return quoted(out);
+  return dot_quoted(out);
 }
 
 std::string shape_and_dtype(const Shape& sizes, ScalarType dtype) {
@@ -125,7 +125,7 @@ std::string graph_dot(const Tensor& t, const TensorNames& names) {
 
   os << leaves.str() << ops.str() << "  output [label=" << output_label
      << ", style=filled, fillcolor=\"#d5f5d5\"];\n"
-     << edges.str() << "  label=" << quoted("total kept for backward: " + human_bytes(saved_bytes(entries)))
+     << edges.str() << "  label=" << dot_quoted("total kept for backward: " + human_bytes(saved_bytes(entries)))
      << ";\n  labelloc=b;\n  fontname=\"Helvetica\";\n  fontsize=11;\n}\n";
   return os.str();
 }

@@ -190,4 +190,6 @@ void write_file_atomically(const std::string& path, const std::string& contents,
   file.commit();
 }
 
+std::string path_in(const std::string& dir, const std::string& name) { return (fs::path(dir) / name).string(); }
+
 }  // namespace tg

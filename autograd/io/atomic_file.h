@@ -76,4 +76,7 @@ void write_file_atomically(const std::string& path, const std::string& contents,
 // a program calls it for the files of a folder it resumes from.
 void remove_stale_temporaries(const std::string& path);
 
+// The path of the file called name in the folder dir ("run" and "loss.csv" give "run/loss.csv").
+std::string path_in(const std::string& dir, const std::string& name);
+
 }  // namespace tg

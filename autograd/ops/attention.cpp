@@ -44,7 +44,7 @@
 namespace tg {
 namespace {
 
-constexpr const char* kOp = "masked_scaled_softmax";
+constexpr const char* kSoftmaxOp = "masked_scaled_softmax";
 
 // The keys one query row may not see: j >= visible (the causal rule; T_k without it), and j
 // with hidden[j * stride] (the caller's mask along the row; nullptr: none).
@@ -237,7 +237,7 @@ void check_attention_inputs(const Tensor& scores, const Tensor& mask, int64_t d_
 
 Tensor masked_scaled_softmax(const Tensor& scores, const Tensor& mask, int64_t d_k,
                              const MaskedSoftmaxOptions& options) {
-  check_attention_inputs(scores, mask, d_k, kOp);
+  check_attention_inputs(scores, mask, d_k, kSoftmaxOp);
   if (!fast_kernels()) return masked_scaled_softmax_reference(scores, mask, d_k, options);
   const Tensor x = scores.is_contiguous() ? scores : scores.detach().contiguous();
   Tensor y = make_empty(scores.sizes(), scores.dtype());
@@ -262,7 +262,7 @@ void masked_scaled_softmax_into(const Tensor& out, const Tensor& inp, const Tens
   if (o.count == 0) return;
   const KeyMasks keys = key_masks(out.sizes(), mask, options);
   const double scale = std::sqrt(static_cast<double>(d_k));
-  visit_floating(out.dtype(), kOp, [&](auto tag) {
+  visit_floating(out.dtype(), kSoftmaxOp, [&](auto tag) {
     using T = typename decltype(tag)::type;
     masked_scaled_softmax_forward<T>(out.data_ptr<T>(), o.stride, inp.data_ptr<T>(), i.stride, keys, o.count,
                                      static_cast<T>(scale));
@@ -275,7 +275,7 @@ void masked_scaled_softmax_backward_into(const Tensor& dinp, const Tensor& dout,
   if (di.count == 0) return;
   const KeyMasks keys = key_masks(dinp.sizes(), mask, options);
   const double scale = std::sqrt(static_cast<double>(d_k));
-  visit_floating(dinp.dtype(), kOp, [&](auto tag) {
+  visit_floating(dinp.dtype(), kSoftmaxOp, [&](auto tag) {
     using T = typename decltype(tag)::type;
     masked_scaled_softmax_backward<T>(dinp.data_ptr<T>(), di.stride, dout.data_ptr<T>(), d.stride, out.data_ptr<T>(),
                                       o.stride, keys, di.count, static_cast<T>(scale));

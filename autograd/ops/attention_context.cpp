@@ -62,36 +62,36 @@ namespace tg {
 
 namespace {
 
-constexpr const char* kOp = "masked_scaled_attention";
+constexpr const char* kAttentionOp = "masked_scaled_attention";
 
 // Shapes: same dtype, floating, at least 2-D, the same batch dims, hs and T_k agreeing.
 void check_inputs(const Tensor& q, const Tensor& k, const Tensor& v) {
-  check_defined(q, kOp, "q");
-  check_defined(k, kOp, "k");
-  check_defined(v, kOp, "v");
+  check_defined(q, kAttentionOp, "q");
+  check_defined(k, kAttentionOp, "k");
+  check_defined(v, kAttentionOp, "v");
   auto shapes = [&] {
     return "q " + shape_str(q.sizes()) + ", k " + shape_str(k.sizes()) + ", v " + shape_str(v.sizes());
   };
   if (q.dtype() != k.dtype() || q.dtype() != v.dtype()) {
-    throw Error(std::string(kOp) + ": q, k and v must have the same dtype, got " + dtype_name(q.dtype()) + ", " +
+    throw Error(std::string(kAttentionOp) + ": q, k and v must have the same dtype, got " + dtype_name(q.dtype()) + ", " +
                 dtype_name(k.dtype()) + " and " + dtype_name(v.dtype()));
   }
   if (q.dim() < 2 || q.dim() != k.dim() || q.dim() != v.dim()) {
-    throw Error(std::string(kOp) + ": expected q (..., T_q, hs), k (..., T_k, hs), v (..., T_k, hs_v) with the same "
+    throw Error(std::string(kAttentionOp) + ": expected q (..., T_q, hs), k (..., T_k, hs), v (..., T_k, hs_v) with the same "
                 "number of dims (at least 2), got " + shapes());
   }
   const int64_t n = q.dim();
   for (int64_t d = 0; d < n - 2; ++d) {
     if (q.size(d) != k.size(d) || q.size(d) != v.size(d)) {
-      throw Error(std::string(kOp) + ": q, k and v must have the same batch dims, got " + shapes() + " (dim " +
+      throw Error(std::string(kAttentionOp) + ": q, k and v must have the same batch dims, got " + shapes() + " (dim " +
                   std::to_string(d) + ")");
     }
   }
   if (q.size(n - 1) != k.size(n - 1)) {
-    throw Error(std::string(kOp) + ": q and k must have the same last dim (hs), got " + shapes());
+    throw Error(std::string(kAttentionOp) + ": q and k must have the same last dim (hs), got " + shapes());
   }
   if (k.size(n - 2) != v.size(n - 2)) {
-    throw Error(std::string(kOp) + ": k and v must have the same number of keys (dim -2), got " + shapes());
+    throw Error(std::string(kAttentionOp) + ": k and v must have the same number of keys (dim -2), got " + shapes());
   }
 }
 
@@ -202,9 +202,9 @@ Tensor masked_scaled_attention(const Tensor& q, const Tensor& k, const Tensor& v
   const int64_t n = q.dim(), T_q = q.size(n - 2), T_k = k.size(n - 2), hs_v = v.size(n - 1);
   Shape scores_shape = q.sizes();
   scores_shape.back() = T_k;
-  if (d_k <= 0) throw Error(std::string(kOp) + ": d_k must be positive, got " + std::to_string(d_k));
+  if (d_k <= 0) throw Error(std::string(kAttentionOp) + ": d_k must be positive, got " + std::to_string(d_k));
   // The mask read as if expanded to the scores (B.., T_q, T_k): stride 0 where it broadcasts.
-  check_attention_mask(mask, scores_shape, kOp);
+  check_attention_mask(mask, scores_shape, kAttentionOp);
   const Tensor full_mask = mask.defined() ? mask.expand(scores_shape) : Tensor();
   if (!fast_kernels()) return masked_scaled_attention_reference(q, k, v, mask, d_k, options);
   // out (B.., T_q, hs_v); a 4-D one stored as (B, T_q, NH, hs_v), the heads' layout once joined.

@@ -25,10 +25,6 @@ namespace tg::examples {
 
 namespace {
 
-std::string path_in(const std::string& dir, const std::string& name) {
-  return (std::filesystem::path(dir) / name).string();
-}
-
 // Every weight, adapter and optimizer state read back must be finite: one inf or nan makes every
 // output nan (the error names the file, the tensor and the index).
 const SafetensorsReadOptions kFiniteOnly{.finite_only = true};

@@ -15,6 +15,7 @@
 #include <filesystem>
 
 #include "autograd/error.h"
+#include "autograd/io/atomic_file.h"
 #include "autograd/io/safetensors.h"
 #include "autograd/ops.h"
 #include "autograd/tape.h"
@@ -180,11 +181,6 @@ NamedTensors gpt_tensors_of(const std::string& hf_name, const Tensor& t, int64_t
                                                                : "norm2";
   const bool conv1d = kind == "weight" && module.find("norm") == std::string::npos;
   return {{b + module + "." + kind, conv1d ? linear(t) : t}};
-}
-
-
-std::string path_in(const std::string& dir, const std::string& name) {
-  return (std::filesystem::path(dir) / name).string();
 }
 
 }  // namespace

@@ -30,8 +30,6 @@ std::string fmt(const char* format, double v) {
   return buf;
 }
 
-std::string path_in(const std::string& dir, const char* name) { return (std::filesystem::path(dir) / name).string(); }
-
 double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
