@@ -1,5 +1,5 @@
 // examples/generate.cpp — write text with a model saved by train_gpt (or converted from PyTorch
-// by examples/pytorch/convert.py), or with a Hugging Face GPT-2 folder.
+// by examples/pytorch/run_folder.py), or with a Hugging Face GPT-2 folder.
 //
 //   ./build/examples/generate --ckpt gpt_run --prompt "The old fox" --tokens 200 --temperature 0.8
 //   ./build/examples/generate --ckpt gpt2 --prompt-ids 464,1468,21831 --tokens 0 --logits-out logits.safetensors

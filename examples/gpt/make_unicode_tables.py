@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """examples/gpt/make_unicode_tables.py — writes examples/gpt/unicode_classes_table.h, the code
-point classes of GPT-2's pre-split pattern (examples/gpt/gpt2_split.h), from Python's own
+point classes of GPT-2's pre-split pattern (examples/gpt/pre_split.h), from Python's own
 Unicode database (unicodedata, nothing else):
 
   letter  \\p{L}: general categories Lu Ll Lt Lm Lo
