@@ -292,23 +292,6 @@ void map_binary(const Tensor& out, const Tensor& a, const Tensor& b, F&& f) {
                   });
 }
 
-// Write f(old) into every element of t in place, whatever its strides.
-template <class T, class F>
-void apply_inplace(const Tensor& t, F&& f) {
-  T* p = t.data_ptr<T>();
-  if (t.is_contiguous()) {
-    for_elements(t.numel(), [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) p[i] = f(p[i]);
-    });
-    return;
-  }
-  for_each_row<1>(t.sizes(), {t.strides().data()}, {0},
-                  [&](const std::array<int64_t, 1>& off, int64_t len, const std::array<int64_t, 1>& st) {
-                    T* row = p + off[0];
-                    for (int64_t i = 0; i < len; ++i) row[i * st[0]] = f(row[i * st[0]]);
-                  });
-}
-
 // The dtype a Scalar takes next to tensor t (PyTorch: a Python number does not widen a tensor
 // of its own kind; a float number next to an integer tensor gives the default float32).
 ScalarType scalar_dtype(const Scalar& s, const Tensor& t);
