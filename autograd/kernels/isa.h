@@ -37,7 +37,8 @@ namespace tg::kernels {
 enum class Isa { kPortable, kAvx2, kAvx512 };
 
 // True when this CPU runs the set, its OS saves the wider registers, and TG_MAX_ISA allows it
-// (the one CPU check, made once; a bad TG_MAX_ISA throws from the first call).
+// (tapegrad's kernels' CPU check, made once; a bad TG_MAX_ISA throws from the first call. BLIS's
+// own choice of kernels is modelled apart, in kernels/blis_kernels.h).
 bool isa_available(Isa isa);
 
 // The widest set available, up to `widest` (a kernel with no AVX-512 copy asks up to kAvx2).
