@@ -1,7 +1,7 @@
-// bench/bench_bpe.cpp — byte-level BPE speed (examples/gpt/bpe.h): training, encoding and
+// bench/bench_bpe.cpp — byte-level BPE speed (tokenizers/bpe.h): training, encoding and
 // decoding a text, one JSON line per vocab size. Its twin bench_bpe_sentencepiece.py times
 // SentencePiece's BPE on the same text, where python3-sentencepiece is installed. With --gpt2
-// DIR it times GPT-2's tokenizer (examples/gpt/gpt2_tokenizer.h, the files in DIR) instead, one
+// DIR it times GPT-2's tokenizer (tokenizers/gpt2_tokenizer.h, the files in DIR) instead, one
 // JSON line; its twin bench_gpt2_tokenizer.mjs times js-tiktoken on the same text.
 //
 //   ./build/bench/bench_bpe --data input.txt --vocab-sizes 512,1024,4096 --repeats 5
@@ -18,12 +18,12 @@
 #include <string>
 #include <vector>
 
-#include "examples/common/flags.h"
-#include "examples/gpt/bpe.h"
-#include "examples/gpt/corpus.h"
-#include "examples/gpt/gpt2_tokenizer.h"
+#include "autograd/io/flags.h"
+#include "tokenizers/bpe.h"
+#include "train/corpus.h"
+#include "tokenizers/gpt2_tokenizer.h"
 
-using namespace tg::examples;
+using namespace tg;
 
 namespace {
 
@@ -48,9 +48,9 @@ double median_seconds(int64_t repeats, F f) {
 
 int run_gpt2(const BenchOptions& o, const std::string& text) {
   const double mb = static_cast<double>(text.size()) / 1e6;
-  const Gpt2Tokenizer loaded = Gpt2Tokenizer::from_folder(o.gpt2);
+  const tokenizers::Gpt2Tokenizer loaded = tokenizers::Gpt2Tokenizer::from_folder(o.gpt2);
   std::vector<int64_t> ids;
-  std::vector<Gpt2Tokenizer> fresh(static_cast<size_t>(o.repeats), loaded);  // copied before the clock starts
+  std::vector<tokenizers::Gpt2Tokenizer> fresh(static_cast<size_t>(o.repeats), loaded);  // copied before the clock starts
   size_t next = 0;
   const double encode_s = median_seconds(o.repeats, [&] { ids = fresh[next++].encode(text); });
   const double warm_s = median_seconds(o.repeats, [&] { ids = loaded.encode(text); });
@@ -65,17 +65,17 @@ int run_gpt2(const BenchOptions& o, const std::string& text) {
 }
 
 int run(const BenchOptions& o) {
-  const std::string text = read_data(o.data);
+  const std::string text = train::read_data(o.data);
   if (!o.gpt2.empty()) return run_gpt2(o, text);
   const double mb = static_cast<double>(text.size()) / 1e6;
   std::stringstream list(o.vocab_sizes);
   for (std::string item; std::getline(list, item, ',');) {
     const int64_t vocab = std::stoll(item);
-    BpeTokenizer tok = BpeTokenizer::train(text, vocab);
-    const double train_s = median_seconds(o.repeats, [&] { tok = BpeTokenizer::train(text, vocab); });
+    tokenizers::BpeTokenizer tok = tokenizers::BpeTokenizer::train(text, vocab);
+    const double train_s = median_seconds(o.repeats, [&] { tok = tokenizers::BpeTokenizer::train(text, vocab); });
     std::vector<int64_t> ids;
     const double encode_s = median_seconds(o.repeats, [&] {
-      const BpeTokenizer fresh = BpeTokenizer::from_merges(tok.merges());  // an empty chunk cache
+      const tokenizers::BpeTokenizer fresh = tokenizers::BpeTokenizer::from_merges(tok.merges());  // an empty chunk cache
       ids = fresh.encode(text);
     });
     std::string back;

@@ -19,7 +19,7 @@
 #include "autograd/runtime/parallel.h"
 #include "autograd/tape.h"
 #include "bench/bench_util.h"
-#include "examples/common/flags.h"
+#include "autograd/io/flags.h"
 
 using namespace tg;
 using namespace tg::bench;
@@ -124,7 +124,7 @@ int run(int64_t threads) {
 
 int main(int argc, char** argv) {
   int64_t threads = 0;
-  const tg::examples::Program program{"bench_core", "What tg::matmul and the tape cost on top of raw BLIS.",
-                                      {tg::examples::threads_flag(&threads)}};
-  return tg::examples::run_program(program, argc, argv, [&] { return run(threads); });
+  const tg::Program program{"bench_core", "What tg::matmul and the tape cost on top of raw BLIS.",
+                                      {tg::threads_flag(&threads)}};
+  return tg::run_program(program, argc, argv, [&] { return run(threads); });
 }

@@ -3,7 +3,7 @@
 //   ./build/bench/bench_generate --config medium --threads 1 --new-tokens 500 --mode cache
 //   ./build/bench/bench_generate --init-from DIR --threads 1 --prompt-tokens 100 --new-tokens 200
 //
-// With --init-from the model is a Hugging Face GPT-2 folder's (examples/gpt/hf_gpt2.h), and the
+// With --init-from the model is a Hugging Face GPT-2 folder's (models/hf_gpt2.h), and the
 // prompt is the first P tokens of the built-in corpus in its tokenizer's tokens.
 //
 // The model: the config's shape (bench_gpt's table), the built-in corpus's characters as the
@@ -12,12 +12,12 @@
 // (argmax), so bench_generate_torch.py, the same model in PyTorch from the same seed, writes the
 // same tokens: the ids in the line are a check that both compute the same thing.
 //
-// What is timed: nn::generate writing N (--new-tokens) tokens, each step on its own (the
+// What is timed: models::generate writing N (--new-tokens) tokens, each step on its own (the
 // forward of the window or of the newest token, the argmax, storing the token). An untimed
 // generate of --warmup tokens comes first (BLIS's buffers, the allocator).
 //
 // The window. N + P is more than the context (500 new tokens, context 256), so the window must
-// move (nn/generate.h):
+// move (models/generate.h):
 //   --mode recompute   every step runs the whole window: the last context_length tokens past
 //                      the context, as PyTorch's recompute loop (idx[:, -context_length:])
 //   --mode cache       the KV cache: a step costs one position. Once the window is full it
@@ -64,14 +64,14 @@
 #include "autograd/random/generator.h"
 #include "autograd/runtime/memory.h"
 #include "bench/bench_util.h"
-#include "examples/common/flags.h"
-#include "examples/gpt/corpus.h"
-#include "examples/gpt/hf_gpt2.h"
-#include "examples/gpt/run_log.h"
-#include "examples/gpt/tokenizer.h"
-#include "nn/generate.h"
+#include "autograd/io/flags.h"
+#include "train/corpus.h"
+#include "models/hf_gpt2.h"
+#include "train/run_log.h"
+#include "tokenizers/tokenizer.h"
+#include "models/generate.h"
 
-using namespace tg::examples;
+using namespace tg;
 using tg::bench::number;
 
 namespace {
@@ -133,42 +133,42 @@ std::string json_ids(const std::vector<int64_t>& ids, size_t n) {
 
 int run(const BenchOptions& b) {
   const int threads = tg::bench::use_threads(b.threads);
-  const std::string text = builtin_corpus();
-  std::unique_ptr<tg::nn::GPTModel> model;
+  const std::string text = train::builtin_corpus();
+  std::unique_ptr<tg::models::GPTModel> model;
   std::vector<int64_t> prompt;
   if (b.init_from.empty()) {  // the config's shape on the corpus's characters, from --seed
-    const CharTokenizer tokenizer = CharTokenizer::from_text(text);
+    const tokenizers::CharTokenizer tokenizer = tokenizers::CharTokenizer::from_text(text);
     prompt = tokenizer.encode(text.substr(0, static_cast<size_t>(b.prompt_tokens)));
-    tg::nn::GPTConfig config = tg::bench::gpt_bench_config(b.config).model;
+    tg::models::GPTConfig config = tg::bench::gpt_bench_config(b.config).model;
     config.vocab_size = tokenizer.vocab_size();
     tg::manual_seed(static_cast<uint64_t>(b.seed));
-    model = std::make_unique<tg::nn::GPTModel>(config);
+    model = std::make_unique<tg::models::GPTModel>(config);
   } else {  // a GPT-2 folder's model, and the corpus in its tokens
-    prompt = load_tokenizer(b.init_from).encode(text);
+    prompt = tokenizers::load_tokenizer(b.init_from).encode(text);
     if (static_cast<int64_t>(prompt.size()) < b.prompt_tokens)
       throw UsageError("--prompt-tokens " + std::to_string(b.prompt_tokens) + ": the corpus has " +
                        std::to_string(prompt.size()) + " tokens");
     prompt.resize(static_cast<size_t>(b.prompt_tokens));
-    model = std::move(load_hf_gpt2(b.init_from).model);
+    model = std::move(models::load_hf_gpt2(b.init_from).model);
   }
   model->eval();
-  const tg::nn::GPTConfig& config = model->config();
+  const tg::models::GPTConfig& config = model->config();
   const int64_t context = config.context_length;
   if (b.keep > context)
     throw UsageError("--keep (" + std::to_string(b.keep) + ") exceeds the context (" + std::to_string(context) + ")");
 
-  tg::nn::SamplingOptions options;
+  tg::models::SamplingOptions options;
   options.temperature = 0.0;  // greedy
   options.use_kv_cache = b.mode == "cache";
   options.keep_when_full = b.keep > 0 ? b.keep : (b.mode == "cache" ? context / 2 : context);
   const tg::Tensor idx = tg::from_vector(prompt, {1, static_cast<int64_t>(prompt.size())});  // (1, P)
-  if (b.warmup > 0) tg::nn::generate(*model, idx, b.warmup, options);
+  if (b.warmup > 0) tg::models::generate(*model, idx, b.warmup, options);
 
   using Clock = std::chrono::steady_clock;
   std::vector<double> seconds;  // one per step
   auto last = Clock::now();
   const auto start = last;
-  const tg::Tensor out = tg::nn::generate(*model, idx, b.new_tokens, options, nullptr, [&](const tg::Tensor&) {
+  const tg::Tensor out = tg::models::generate(*model, idx, b.new_tokens, options, nullptr, [&](const tg::Tensor&) {
     const auto now = Clock::now();
     seconds.push_back(std::chrono::duration<double>(now - last).count());
     last = now;
@@ -188,7 +188,7 @@ int run(const BenchOptions& b) {
       seconds.size() > 1 ? static_cast<double>(seconds.size() - 1) / (total - seconds.front()) : tokens_per_s;
   std::vector<int64_t> ids = out.narrow(1, idx.size(1), b.new_tokens).tolist<int64_t>();
 
-  std::cout << "{\"bench\": \"tapegrad\", \"kernels\": " << tg::json::quote(kernels_mode())
+  std::cout << "{\"bench\": \"tapegrad\", \"kernels\": " << tg::json::quote(train::kernels_mode())
             << ", \"config\": " << tg::json::quote(b.init_from.empty() ? b.config : "init-from " + b.init_from)
             << ", \"mode\": " << tg::json::quote(b.mode) << ", \"threads\": " << threads
             << ", \"prompt_tokens\": " << prompt.size() << ", \"new_tokens\": " << b.new_tokens

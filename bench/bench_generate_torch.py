@@ -67,7 +67,7 @@ def flags(argv=None):
 
 
 def generate_text_simple(torch, model, idx, max_new_tokens, context, keep, on_token=None):
-    """idx (1,P) -> (1, P + max_new_tokens), greedy; the window idx[:, start:] as nn/generate.h's."""
+    """idx (1,P) -> (1, P + max_new_tokens), greedy; the window idx[:, start:] as models/generate.h's."""
     start = max(0, idx.shape[1] - context)
     for _ in range(max_new_tokens):
         T = idx.shape[1]

@@ -7,7 +7,7 @@
 //                           (a Hugging Face GPT-2 folder's model and tokenizer instead of --config's; a
 //                           folder of GPT-2's shape with random weights: examples/pytorch/make_random_gpt2.py)
 //
-// It trains with examples/gpt's Trainer (the loop of train_gpt, step for step: AdamW, the
+// It trains with train/trainer.h's Trainer (the loop of train_gpt, step for step: AdamW, the
 // cosine schedule of a default 1500-step run, gradient clipping at 1, seed 1337), dropout 0,
 // on the built-in corpus unless --data. The first W (--warmup) steps are not timed; each of the
 // next S (--steps) steps is timed on its own (batch, forward, backward, clipping, optimizer step,
@@ -47,12 +47,12 @@
 //                       bfloat16 matrices (bench_util.h: bf16_gemm_peak_gflops) instead.
 //   peak_rss_mb         getrusage's ru_maxrss, read before the sgemm run
 //   peak_tensor_mb      the most tensor memory alive at once during a step (memory.peak_tensors_mb)
-//   memory              the split of a step's peak (examples/gpt/memory_report.h), in MiB:
+//   memory              the split of a step's peak (train/memory_report.h), in MiB:
 //                       parameters_mb, gradients_mb, optimizer_mb, activations_mb, peak_tensors_mb
 //                       (their sum), peak_rss_mb
 //   checkpoint_activations  none, every or ffn (train_gpt's flag): what the blocks recompute
 //   lora                "none", or "r=R alpha=A attn,mlp": LoRA adapters (train_gpt's --lora-* flags,
-//                       nn/gpt_lora.h) on the config's model, which is then frozen; the model is the
+//                       models/gpt_lora.h) on the config's model, which is then frozen; the model is the
 //                       config's fresh one, not a GPT-2 (the time and memory are the same)
 //   params_trained      the parameters the optimizer updates (all of them without LoRA); mfu's
 //                       flops_per_token counts the whole backward even then (a frozen weight's
@@ -82,13 +82,13 @@
 #include "autograd/runtime/memory.h"
 #include "autograd/runtime/parallel.h"
 #include "bench/bench_util.h"
-#include "examples/common/flags.h"
-#include "examples/gpt/checkpoint.h"
-#include "examples/gpt/corpus.h"
-#include "examples/gpt/run_log.h"
-#include "examples/gpt/trainer.h"
+#include "autograd/io/flags.h"
+#include "train/run_folder.h"
+#include "train/corpus.h"
+#include "train/run_log.h"
+#include "train/trainer.h"
 
-using namespace tg::examples;
+using namespace tg;
 using tg::bench::number;
 
 namespace {
@@ -146,9 +146,9 @@ std::vector<Flag> bench_flags(BenchOptions& o) {
 }
 
 // The config's shape on train_gpt's defaults (dropout 0 there too).
-TrainOptions train_options(const BenchOptions& b) {
+train::TrainOptions train_options(const BenchOptions& b) {
   const tg::bench::GPTBenchConfig c = tg::bench::gpt_bench_config(b.config);
-  TrainOptions o;
+  train::TrainOptions o;
   o.model = c.model;  // dropout 0
   o.batch = c.batch;
   o.seed = b.seed;
@@ -179,7 +179,7 @@ double process_cpu_seconds() {
 }
 
 // Parameters that are not embeddings (all but tok_emb and pos_emb), for the FLOPs count.
-int64_t non_embedding_parameters(tg::nn::GPTModel& model) {
+int64_t non_embedding_parameters(tg::models::GPTModel& model) {
   int64_t n = 0;
   for (const auto& [name, p] : model.named_parameters())
     if (name != "tok_emb.weight" && name != "pos_emb.weight") n += p.numel();
@@ -188,11 +188,11 @@ int64_t non_embedding_parameters(tg::nn::GPTModel& model) {
 
 int run(const BenchOptions& b) {
   const int threads = tg::bench::use_threads(b.threads);
-  const std::unique_ptr<Trainer> made = b.init_from.empty()
-                                            ? std::make_unique<Trainer>(train_options(b), read_data(b.data))
-                                            : start_from_gpt2_folder(train_options(b), read_data(b.data), nullptr);
-  Trainer& trainer = *made;
-  const TrainOptions& o = trainer.options();  // with --init-from, the folder's shape
+  const std::unique_ptr<train::Trainer> made = b.init_from.empty()
+                                            ? std::make_unique<train::Trainer>(train_options(b), train::read_data(b.data))
+                                            : train::start_from_gpt2_folder(train_options(b), train::read_data(b.data), nullptr);
+  train::Trainer& trainer = *made;
+  const train::TrainOptions& o = trainer.options();  // with --init-from, the folder's shape
   if (o.lora_rank > 0 && b.init_from.empty()) trainer.apply_lora("");  // the config's own model as the base
   int64_t n_trained = 0;
   for (const auto& [name, p] : tg::nn::trainable_parameters(trainer.model())) n_trained += p.numel();
@@ -215,7 +215,7 @@ int run(const BenchOptions& b) {
       cpu_seconds.push_back(cpu_dt);
     }
   }
-  const MemoryReport split = trainer.memory_report();  // peak RSS before the sgemm run's matrices
+  const train::MemoryReport split = trainer.memory_report();  // peak RSS before the sgemm run's matrices
   const tg::MemoryStats memory = tg::memory_stats();
 
   double total = 0;
@@ -234,7 +234,7 @@ int run(const BenchOptions& b) {
                                   : bf16        ? "tapegrad's bf16 gemm 1024x1024x1024 on bfloat16 inputs, best of 5"
                                                 : "bli_sgemm 1024x1024x1024, best of 5";
 
-  std::cout << "{\"bench\": \"tapegrad\", \"kernels\": " << tg::json::quote(kernels_mode())
+  std::cout << "{\"bench\": \"tapegrad\", \"kernels\": " << tg::json::quote(train::kernels_mode())
             << ", \"precision\": " << tg::json::quote(b.precision)
             << ", \"bf16_kernel\": "
             << tg::json::quote(bf16 ? tg::kernels::bf16_gemm::kernel_name(tg::kernels::bf16_kernel()) : "none")

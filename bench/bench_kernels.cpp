@@ -63,8 +63,8 @@
 #include "autograd/runtime/parallel.h"
 #include "autograd/tape.h"
 #include "bench/bench_util.h"
-#include "examples/common/flags.h"
-#include "nn/gpt.h"
+#include "autograd/io/flags.h"
+#include "models/gpt.h"
 #include "optim/adam.h"
 
 using namespace tg;
@@ -229,9 +229,9 @@ void elementwise_rows(const Shapes& s) {
 
 // An AdamW step over the parameters of the config's GPT, with gradients from one backward.
 void adamw_row(const Shapes& s) {
-  const nn::GPTConfig config{.vocab_size = s.V, .context_length = s.T, .emb_dim = s.C, .n_heads = s.NH,
+  const models::GPTConfig config{.vocab_size = s.V, .context_length = s.T, .emb_dim = s.C, .n_heads = s.NH,
                              .n_layers = s.C == kSmall.C ? 4 : 6, .drop_rate = 0.0, .qkv_bias = false};
-  nn::GPTModel model(config);
+  models::GPTModel model(config);
   optim::AdamOptions options;
   options.lr = 2e-3;
   optim::AdamW opt(optim::weight_decay_groups(model.named_parameters(), 0.1), options);
@@ -331,11 +331,11 @@ int run(int64_t requested_threads, bool medium) {
 int main(int argc, char** argv) {
   int64_t threads = 0;
   bool medium = false, bf16 = false;
-  const tg::examples::Program program{
+  const tg::Program program{
       "bench_kernels", "The GPT training step's hot kernels against the machine's own limits (a roofline).",
-      {tg::examples::threads_flag(&threads),
-       tg::examples::switch_flag("medium", &medium, "the medium config's shapes (default: the small config's)"),
-       tg::examples::switch_flag("bf16", &bf16, "only the bfloat16 gemm against raw bli_sgemm (its own table)")}};
-  return tg::examples::run_program(program, argc, argv,
+      {tg::threads_flag(&threads),
+       tg::switch_flag("medium", &medium, "the medium config's shapes (default: the small config's)"),
+       tg::switch_flag("bf16", &bf16, "only the bfloat16 gemm against raw bli_sgemm (its own table)")}};
+  return tg::run_program(program, argc, argv,
                                    [&] { return bf16 ? run_bf16(threads) : run(threads, medium); });
 }

@@ -155,7 +155,7 @@ double page_faults_per_call(const std::function<void()>& fn, int calls) {
 
 GPTBenchConfig gpt_bench_config(const std::string& name) {
   auto shape = [](int64_t emb_dim, int64_t heads, int64_t layers, int64_t context) {
-    return nn::GPTConfig{.context_length = context, .emb_dim = emb_dim, .n_heads = heads, .n_layers = layers};
+    return models::GPTConfig{.context_length = context, .emb_dim = emb_dim, .n_heads = heads, .n_layers = layers};
   };
   if (name == "tiny") return {.model = shape(64, 4, 2, 64), .batch = 16};
   if (name == "small") return {.model = shape(128, 4, 4, 128), .batch = 16};
@@ -163,8 +163,8 @@ GPTBenchConfig gpt_bench_config(const std::string& name) {
   throw Error("unknown config '" + name + "' (expected tiny, small or medium)");
 }
 
-examples::Flag gpt_bench_config_flag(std::string* name) {
-  return examples::text_flag("config", name, "the model's shape and batch (the table atop bench/bench_gpt.cpp)",
+Flag gpt_bench_config_flag(std::string* name) {
+  return text_flag("config", name, "the model's shape and batch (the table atop bench/bench_gpt.cpp)",
                              {"tiny", "small", "medium"});
 }
 

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "autograd/tensor.h"
-#include "examples/common/flags.h"
-#include "nn/gpt.h"
+#include "autograd/io/flags.h"
+#include "models/gpt.h"
 
 namespace tg::bench {
 
@@ -66,11 +66,11 @@ double page_faults_per_call(const std::function<void()>& fn, int calls = 5);
 // The GPT benchmarks' configs (bench_gpt's table): the model's shape (vocab_size 0: the
 // corpus's characters fill it in) and the training batch.
 struct GPTBenchConfig {
-  nn::GPTConfig model;
+  models::GPTConfig model;
   int64_t batch;
 };
 GPTBenchConfig gpt_bench_config(const std::string& name);  // "tiny", "small" or "medium"
-examples::Flag gpt_bench_config_flag(std::string* name);  // --config {tiny|small|medium}
+Flag gpt_bench_config_flag(std::string* name);  // --config {tiny|small|medium}
 
 // Sets tapegrad's (and BLIS's) threads to `requested`, or to all cores when it is 0; returns the count.
 int use_threads(int64_t requested);

@@ -10,15 +10,15 @@
 
 #include "autograd/graph_dot.h"
 #include "autograd/ops.h"
-#include "examples/common/flags.h"
+#include "autograd/io/flags.h"
 #include "autograd/io/atomic_file.h"
-#include "examples/common/plots.h"
-#include "examples/common/your_journey.h"
+#include "autograd/io/plots.h"
+#include "examples/your_journey.h"
 #include "nn/attention.h"
 
 using tg::Tensor;
 
-static int run(const tg::examples::PictureOptions& o) {
+static int run(const tg::PictureOptions& o) {
   const std::vector<std::string> tokens = tg::examples::your_journey_tokens();
   Tensor inputs = tg::examples::your_journey_inputs();  // (6, 3)
   Tensor batch = tg::stack({inputs, inputs});        // (2, 6, 3), as in the book
@@ -31,8 +31,8 @@ static int run(const tg::examples::PictureOptions& o) {
             << ca.attention_weights[0] << "\n";
 
   if (!o.svg.empty()) {
-    const tg::examples::OutputFolder dir(o.svg, "--svg");
-    for (const std::string& p : tg::examples::save_attention_heatmaps(dir.path(), "causal_attention_weights",
+    const tg::OutputFolder dir(o.svg, "--svg");
+    for (const std::string& p : tg::save_attention_heatmaps(dir.path(), "causal_attention_weights",
                                                                       ca.attention_weights[0], tokens, true))
       std::cout << "(wrote " << p << ")\n";
   }
@@ -46,7 +46,7 @@ static int run(const tg::examples::PictureOptions& o) {
 }
 
 int main(int argc, char** argv) {
-  tg::examples::PictureOptions o;
-  return tg::examples::run_program({"attention_pictures", "Pictures of causal attention on \"Your journey starts with one step\".", tg::examples::picture_flags(o)}, argc, argv,
+  tg::PictureOptions o;
+  return tg::run_program({"attention_pictures", "Pictures of causal attention on \"Your journey starts with one step\".", tg::picture_flags(o)}, argc, argv,
                                    [&] { return run(o); });
 }

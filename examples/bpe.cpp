@@ -1,6 +1,6 @@
 // examples/bpe.cpp — train a byte-level BPE tokenizer on a text, and encode or decode with it
-// (the algorithm: examples/gpt/bpe.h) or with any tokenizer load_tokenizer reads
-// (examples/gpt/tokenizer.h): a tokenizer.json, or a folder with GPT-2's files.
+// (the algorithm: tokenizers/bpe.h) or with any tokenizer load_tokenizer reads
+// (tokenizers/tokenizer.h): a tokenizer.json, or a folder with GPT-2's files.
 //
 //   ./build/examples/bpe train --data input.txt --vocab-size 1024 --out tok.json
 //   ./build/examples/bpe encode --tokenizer tok.json input.txt > ids.txt   (ids on one line)
@@ -17,12 +17,12 @@
 #include <vector>
 
 #include "autograd/io/atomic_file.h"
-#include "examples/common/flags.h"
-#include "examples/gpt/bpe.h"
-#include "examples/gpt/corpus.h"
-#include "examples/gpt/tokenizer.h"
+#include "autograd/io/flags.h"
+#include "tokenizers/bpe.h"
+#include "train/corpus.h"
+#include "tokenizers/tokenizer.h"
 
-using namespace tg::examples;
+using namespace tg;
 
 namespace {
 
@@ -43,11 +43,11 @@ void report(const char* what, size_t bytes, size_t tokens, double seconds) {
                static_cast<double>(bytes) / 1e6 / (seconds > 0 ? seconds : 1e-9));
 }
 
-int train(const BpeOptions& o) {
+int train_command(const BpeOptions& o) {
   if (o.data.empty()) throw UsageError("--data FILE is required");
-  const std::string text = read_data(o.data);
+  const std::string text = train::read_data(o.data);
   const auto start = std::chrono::steady_clock::now();
-  const BpeTokenizer tok = BpeTokenizer::train(text, o.vocab_size);
+  const tokenizers::BpeTokenizer tok = tokenizers::BpeTokenizer::train(text, o.vocab_size);
   const double trained = seconds_since(start);
   if (tok.merges().empty()) {
     throw tg::Error("--data " + o.data + ": too small to learn any merge: no pair of bytes occurs twice in it");
@@ -63,8 +63,8 @@ int train(const BpeOptions& o) {
 }
 
 int encode(const BpeOptions& o) {
-  const Tokenizer tok = load_tokenizer(o.tokenizer);
-  const std::string text = read_input(o.file, "");
+  const tokenizers::Tokenizer tok = tokenizers::load_tokenizer(o.tokenizer);
+  const std::string text = train::read_input(o.file, "");
   const auto start = std::chrono::steady_clock::now();
   const std::vector<int64_t> ids = tok.encode(text, o.allow_special);
   const double seconds = seconds_since(start);
@@ -79,8 +79,8 @@ int encode(const BpeOptions& o) {
 }
 
 int decode(const BpeOptions& o) {
-  const Tokenizer tok = load_tokenizer(o.tokenizer);
-  const std::string text = read_input(o.file, "");
+  const tokenizers::Tokenizer tok = tokenizers::load_tokenizer(o.tokenizer);
+  const std::string text = train::read_input(o.file, "");
   std::vector<int64_t> ids;
   std::istringstream in(text);
   for (std::string word; in >> word;) {
@@ -171,7 +171,7 @@ int main(int argc, char** argv) {
   std::vector<char*> new_argv{argv[0]};
   for (std::string& f : flags) new_argv.push_back(f.data());
   return run_program(program, static_cast<int>(new_argv.size()), new_argv.data(), [&] {
-    if (command == "train") return train(o);
+    if (command == "train") return train_command(o);
     if (o.file.empty()) throw UsageError("FILE is missing");
     return command == "encode" ? encode(o) : decode(o);
   });

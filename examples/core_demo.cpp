@@ -14,10 +14,10 @@
 #include "autograd/graph_dot.h"
 #include "autograd/ops.h"
 #include "autograd/tape.h"
-#include "examples/common/flags.h"
+#include "autograd/io/flags.h"
 #include "autograd/io/atomic_file.h"
-#include "examples/common/plots.h"
-#include "examples/common/your_journey.h"
+#include "autograd/io/plots.h"
+#include "examples/your_journey.h"
 
 using tg::Tensor;
 
@@ -26,8 +26,8 @@ static void report(const std::vector<std::string>& paths) {
   for (const std::string& p : paths) std::cout << "(wrote " << p << ")\n";
 }
 
-static int run(const tg::examples::PictureOptions& o) {
-  std::optional<tg::examples::OutputFolder> svg_folder;  // removed again if the demo fails before writing into it
+static int run(const tg::PictureOptions& o) {
+  std::optional<tg::OutputFolder> svg_folder;  // removed again if the demo fails before writing into it
   if (!o.svg.empty()) svg_folder.emplace(o.svg, "--svg");
   const std::string svg_dir = svg_folder ? svg_folder->path() : "";
   const std::vector<std::string> tokens = tg::examples::your_journey_tokens();
@@ -46,7 +46,7 @@ static int run(const tg::examples::PictureOptions& o) {
     // Attention weights: each row normalised with softmax, so it sums to 1.
     Tensor attn_weights = attn_scores.softmax(-1);
     show("attention weights = softmax(scores, dim=-1)", attn_weights);
-    if (!svg_dir.empty()) report(tg::examples::save_attention_heatmaps(svg_dir, "attention_weights", attn_weights, tokens, false));
+    if (!svg_dir.empty()) report(tg::save_attention_heatmaps(svg_dir, "attention_weights", attn_weights, tokens, false));
     show("row sums", attn_weights.sum(-1));
 
     // Context vectors: for each token, the weighted sum of all token embeddings.
@@ -63,7 +63,7 @@ static int run(const tg::examples::PictureOptions& o) {
   show("masked scores", masked);
   Tensor causal_weights = masked.softmax(-1);
   show("causal attention weights", causal_weights);
-  if (!svg_dir.empty()) report(tg::examples::save_attention_heatmaps(svg_dir, "causal_attention_weights", causal_weights, tokens, true));
+  if (!svg_dir.empty()) report(tg::save_attention_heatmaps(svg_dir, "causal_attention_weights", causal_weights, tokens, true));
   Tensor causal_context = causal_weights.matmul(inputs);
   show("causal context vectors", causal_context);
 
@@ -84,7 +84,7 @@ static int run(const tg::examples::PictureOptions& o) {
 }
 
 int main(int argc, char** argv) {
-  tg::examples::PictureOptions o;
-  return tg::examples::run_program({"core_demo", "A walk through tapegrad's core: six tokens attend to each other.", tg::examples::picture_flags(o)}, argc, argv,
+  tg::PictureOptions o;
+  return tg::run_program({"core_demo", "A walk through tapegrad's core: six tokens attend to each other.", tg::picture_flags(o)}, argc, argv,
                                    [&] { return run(o); });
 }

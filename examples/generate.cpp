@@ -11,7 +11,7 @@
 // printed; --ignore-eos writes all --tokens, the end-of-text tokens included.
 //
 // --instruction (and --input) writes the prompt with the template instruction fine-tuning trains on
-// (examples/gpt/instructions.h: alpaca_prompt).
+// (train/instructions.h: alpaca_prompt).
 //
 // --logits-out writes the prompt's logits, key "logits", shape (T, vocab), float32: one forward of
 // the whole prompt in eval mode, to compare with another implementation's.
@@ -24,12 +24,12 @@
 #include "autograd/io/safetensors.h"
 #include "autograd/ops.h"
 #include "autograd/tape.h"
-#include "examples/gpt/checkpoint.h"
-#include "examples/gpt/instructions.h"
-#include "examples/common/flags.h"
-#include "nn/generate.h"
+#include "train/run_folder.h"
+#include "train/instructions.h"
+#include "autograd/io/flags.h"
+#include "models/generate.h"
 
-using namespace tg::examples;
+using namespace tg;
 
 namespace {
 
@@ -40,7 +40,7 @@ struct GenerateOptions {
   std::string logits_out;  // a .safetensors file for the prompt's logits
   std::string instruction, input;  // an instruction prompt (alpaca_prompt) instead of --prompt
   int64_t tokens = 200;
-  tg::nn::SamplingOptions sampling{.temperature = 0.8};
+  tg::models::SamplingOptions sampling{.temperature = 0.8};
   int64_t seed = 1337;
   int64_t samples = 1;
   bool ignore_eos = false;  // write past the end-of-text token
@@ -63,7 +63,7 @@ std::vector<Flag> generate_flags(GenerateOptions& o) {
       number_flag("temperature", &o.sampling.temperature,
                   "0 = greedy; else at least 0.0001 (below it the logits / temperature overflow float32); higher = "
                   "more surprising",
-                  0, tg::nn::kMaxTemperature),
+                  0, models::kMaxTemperature),
       int_flag("top-k", &o.sampling.top_k, "sample among the k most likely characters (0 = all)", 0, 1e9),
       number_flag("top-p", &o.sampling.top_p, "sample among the most likely characters whose probabilities sum to p",
                   1e-9, 1),
@@ -94,7 +94,7 @@ std::vector<int64_t> parse_prompt_ids(const std::string& text, int64_t vocab_siz
 }
 
 // The prompt's logits (T, V) in eval mode, one forward, saved as "logits".
-void write_prompt_logits(tg::nn::GPTModel& model, const std::vector<int64_t>& prompt, const std::string& path) {
+void write_prompt_logits(tg::models::GPTModel& model, const std::vector<int64_t>& prompt, const std::string& path) {
   const int64_t T = static_cast<int64_t>(prompt.size());
   if (T > model.config().context_length)
     throw UsageError("--logits-out: the prompt has " + std::to_string(T) + " tokens, more than the model's context (" +
@@ -114,21 +114,21 @@ int run(const GenerateOptions& o, const std::vector<std::string>& given) {
     throw UsageError("--instruction makes the prompt: leave --prompt and --prompt-ids out");
   if (was_given("input") && !instruction_given) throw UsageError("--input goes with --instruction");
   const double temperature = o.sampling.temperature;
-  if (temperature > 0 && temperature < tg::nn::kMinTemperature) {
+  if (temperature > 0 && temperature < tg::models::kMinTemperature) {
     std::ostringstream least;  // "0.0001"
-    least << tg::nn::kMinTemperature;
+    least << tg::models::kMinTemperature;
     throw UsageError("--temperature " + tg::nn::python_float(temperature) + ": give 0 (greedy) or at least " +
                      least.str() + " (smaller ones overflow the logits)");
   }
-  SavedModel saved = load_saved_model(o.ckpt);
+  train::SavedModel saved = train::load_saved_model(o.ckpt);
   std::vector<int64_t> prompt;
-  tg::nn::SamplingOptions sampling = o.sampling;
+  tg::models::SamplingOptions sampling = o.sampling;
   const char* const prompt_flag = instruction_given ? "--instruction" : "--prompt";
   try {
     if (ids_given) {
       prompt = parse_prompt_ids(o.prompt_ids, saved.config.vocab_size);
     } else if (instruction_given) {
-      prompt = saved.tokenizer.encode(alpaca_prompt(o.instruction, o.input));
+      prompt = saved.tokenizer.encode(train::alpaca_prompt(o.instruction, o.input));
     } else {
       prompt = saved.tokenizer.encode(o.prompt);
     }
@@ -144,7 +144,7 @@ int run(const GenerateOptions& o, const std::vector<std::string>& given) {
   const Activity writing("generating text");
   for (int64_t k = 0; k < o.samples; ++k) {
     if (o.samples > 1) std::cout << "--- sample " << k + 1 << " ---\n";
-    write_text(*saved.model, saved.tokenizer, prompt, o.tokens, sampling, gen, &std::cout);  // printed as it comes
+    train::write_text(*saved.model, saved.tokenizer, prompt, o.tokens, sampling, gen, &std::cout);  // printed as it comes
     std::cout << "\n";
   }
   return 0;

@@ -30,7 +30,7 @@
 
 #include "autograd/random/generator.h"
 #include "autograd/ops.h"
-#include "examples/common/flags.h"
+#include "autograd/io/flags.h"
 #include "nn/gradcheck.h"
 #include "nn/nn.h"
 
@@ -275,8 +275,8 @@ int run(bool leaky_demo) {
 
 int main(int argc, char** argv) {
   bool leaky_demo = false;
-  const tg::examples::Program program{
+  const tg::Program program{
       "gradcheck_layers", "Checks every layer's gradients against finite differences, and that no mask leaks.",
-      {tg::examples::switch_flag("leaky-demo", &leaky_demo, "only the mask check, on a layer that leaks on purpose")}};
-  return tg::examples::run_program(program, argc, argv, [&] { return run(leaky_demo); });
+      {tg::switch_flag("leaky-demo", &leaky_demo, "only the mask check, on a layer that leaks on purpose")}};
+  return tg::run_program(program, argc, argv, [&] { return run(leaky_demo); });
 }

@@ -36,9 +36,9 @@
 
 #include "autograd/random/generator.h"
 #include "autograd/ops.h"
-#include "examples/common/flags.h"
-#include "examples/common/plots.h"
-#include "examples/common/your_journey.h"
+#include "autograd/io/flags.h"
+#include "autograd/io/plots.h"
+#include "examples/your_journey.h"
 #include "examples/notebook_cells.h"
 #include "nn/attention.h"
 #include "nn/layers.h"
@@ -239,7 +239,7 @@ static int run(const std::string& svg) {
   cell(10);
   Tensor attn_weights = tg::softmax(attn_scores, -1);
   std::cout << attn_weights << "\n";
-  if (!svg.empty()) tg::examples::save_attention_heatmaps(svg, "simplified_attention_weights", attn_weights, tokens, false);
+  if (!svg.empty()) tg::save_attention_heatmaps(svg, "simplified_attention_weights", attn_weights, tokens, false);
 
   cell(11);
   Tensor context_vec = tg::matmul(attn_weights, inputs);
@@ -306,7 +306,7 @@ static int run(const std::string& svg) {
   attn_scores = queries.matmul(keys.t());
   attn_weights = tg::softmax(attn_scores / std::pow(static_cast<double>(keys.size(-1)), 0.5), -1);
   std::cout << attn_weights << "\n";
-  if (!svg.empty()) tg::examples::save_attention_heatmaps(svg, "self_attention_v2_weights", attn_weights, tokens, false);
+  if (!svg.empty()) tg::save_attention_heatmaps(svg, "self_attention_v2_weights", attn_weights, tokens, false);
   std::cout << kSeparator << "\n";
   // a matrix with zeros above the diagonal
   int64_t context_length = attn_scores.size(0);
@@ -354,7 +354,7 @@ static int run(const std::string& svg) {
   ca.keep_attention_weights = true;
   Tensor context_vecs = ca.forward(batch);
   std::cout << "context_vecs.shape: " << torch_size(context_vecs.sizes()) << "\n";
-  if (!svg.empty()) tg::examples::save_attention_heatmaps(svg, "causal_attention_weights", ca.attention_weights, tokens, true);
+  if (!svg.empty()) tg::save_attention_heatmaps(svg, "causal_attention_weights", ca.attention_weights, tokens, true);
 
   // --- a wrapper class for multi-head attention -------------------------------------------------
   cell(31);  // class MultiHeadAttentionWraper: tg::nn::MultiHeadAttentionWrapper
@@ -382,7 +382,7 @@ static int run(const std::string& svg) {
   mha.keep_attention_weights = true;
   context_vecs = mha.forward(batch);
   std::cout << context_vecs << "\n";
-  if (!svg.empty()) tg::examples::save_attention_heatmaps(svg, "multi_head_attention_weights", mha.attention_weights, tokens, true);
+  if (!svg.empty()) tg::save_attention_heatmaps(svg, "multi_head_attention_weights", mha.attention_weights, tokens, true);
   std::cout << "context_vecs.shape: " << torch_size(context_vecs.sizes()) << "\n";
 
   cell(35);  // (a comment: "test")
@@ -546,7 +546,7 @@ static int run(const std::string& svg) {
 }
 
 int main(int argc, char** argv) {
-  // --svg DIR: the attention weights below as heatmaps (examples/common/plots.h)
-  return tg::examples::run_program_with_svg("notebook_000_attention_step_by_step",
+  // --svg DIR: the attention weights below as heatmaps (autograd/io/plots.h)
+  return tg::run_program_with_svg("notebook_000_attention_step_by_step",
       "Attention built up step by step, the notebook's cells in order; --svg draws the weights.", argc, argv, run);
 }

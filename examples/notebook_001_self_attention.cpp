@@ -21,8 +21,8 @@
 
 #include "autograd/random/generator.h"
 #include "autograd/ops.h"
-#include "examples/common/flags.h"
-#include "examples/common/plots.h"
+#include "autograd/io/flags.h"
+#include "autograd/io/plots.h"
 #include "examples/notebook_cells.h"
 #include "nn/layers.h"
 #include "nn/module.h"
@@ -254,14 +254,14 @@ static int run(const std::string& svg) {
   std::cout << "output " << torch_size(out.sizes()) << ", attention weights "
             << torch_size(head.attention_weights.sizes()) << "\n";
   if (!svg.empty()) {  // the tokens are random vectors: labelled by position
-    tg::examples::save_attention_heatmaps(svg, "head_attention_weights", head.attention_weights,
-                                          tg::examples::position_labels(head.attention_weights.size(-1)), true);
+    tg::save_attention_heatmaps(svg, "head_attention_weights", head.attention_weights,
+                                          tg::position_labels(head.attention_weights.size(-1)), true);
   }
   return 0;
 }
 
 int main(int argc, char** argv) {
   // --svg DIR: the Head's attention weights as heatmaps, one per batch element (plots.h)
-  return tg::examples::run_program_with_svg("notebook_001_self_attention",
+  return tg::run_program_with_svg("notebook_001_self_attention",
       "Self-attention with one head, the notebook's cells in order; --svg draws the weights.", argc, argv, run);
 }

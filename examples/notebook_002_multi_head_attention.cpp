@@ -21,7 +21,7 @@
 
 #include "autograd/random/generator.h"
 #include "autograd/ops.h"
-#include "examples/common/flags.h"
+#include "autograd/io/flags.h"
 #include "examples/notebook_cells.h"
 #include "nn/layers.h"
 #include "nn/module.h"
@@ -270,6 +270,6 @@ static int run() {
 }
 
 int main(int argc, char** argv) {
-  return tg::examples::run_program(
+  return tg::run_program(
       {"notebook_002_multi_head_attention", "Multi-head attention, the notebook's cells in order.", {}}, argc, argv, run);
 }

@@ -22,8 +22,8 @@
 
 #include "autograd/random/generator.h"
 #include "autograd/ops.h"
-#include "examples/common/flags.h"
-#include "examples/common/plots.h"
+#include "autograd/io/flags.h"
+#include "autograd/io/plots.h"
 #include "examples/notebook_cells.h"
 #include "nn/attention.h"
 
@@ -144,8 +144,8 @@ static int run(const std::string& svg) {
   // Each row sums to 1; dropout then zeroes about 10% of the weights and scales the rest by 1/0.9.
   std::cout << s.attn_weights[0] << "\n" << s.attn_weights[0].sum(-1) << "\n" << s.dropped_weights[0] << "\n";
   if (!svg.empty()) {  // each head's weights, before dropout
-    tg::examples::save_attention_heatmaps(svg, "mha_attention_weights", s.attn_weights,
-                                          tg::examples::position_labels(s.attn_weights.size(-1)), true);
+    tg::save_attention_heatmaps(svg, "mha_attention_weights", s.attn_weights,
+                                          tg::position_labels(s.attn_weights.size(-1)), true);
   }
 
   marker("Lines 43, Context Vector Calculation:");
@@ -178,7 +178,7 @@ static int run(const std::string& svg) {
 }
 
 int main(int argc, char** argv) {
-  // --svg DIR: attention weights as heatmaps (examples/common/plots.h)
-  return tg::examples::run_program_with_svg("notebook_003_mha_line_by_line",
+  // --svg DIR: attention weights as heatmaps (autograd/io/plots.h)
+  return tg::run_program_with_svg("notebook_003_mha_line_by_line",
       "Multi-head attention line by line, the notebook's cells in order; --svg draws the weights.", argc, argv, run);
 }

@@ -21,8 +21,8 @@
 
 #include "autograd/random/generator.h"
 #include "autograd/ops.h"
-#include "examples/common/flags.h"
-#include "examples/common/plots.h"
+#include "autograd/io/flags.h"
+#include "autograd/io/plots.h"
 #include "examples/notebook_cells.h"
 #include "nn/layers.h"
 #include "nn/module.h"
@@ -126,8 +126,8 @@ static int run(const std::string& svg) {
   cell(20);
   std::cout << attention_scores << "\n";
   if (!svg.empty()) {
-    tg::examples::save_attention_heatmaps(svg, "self_attention_weights", self_attention.attention_weights,
-                                          tg::examples::position_labels(self_attention.attention_weights.size(-1)), false);
+    tg::save_attention_heatmaps(svg, "self_attention_weights", self_attention.attention_weights,
+                                          tg::position_labels(self_attention.attention_weights.size(-1)), false);
   }
 
   // --- Masked self-attention ---------------------------------------------------------------------
@@ -166,7 +166,7 @@ static int run(const std::string& svg) {
 }
 
 int main(int argc, char** argv) {
-  // --svg DIR: attention weights as heatmaps (examples/common/plots.h)
-  return tg::examples::run_program_with_svg("notebook_004_multi_headed_attention",
+  // --svg DIR: attention weights as heatmaps (autograd/io/plots.h)
+  return tg::run_program_with_svg("notebook_004_multi_headed_attention",
       "Multi-headed attention from single heads, the notebook's cells in order; --svg draws the weights.", argc, argv, run);
 }

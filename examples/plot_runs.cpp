@@ -1,5 +1,5 @@
 // examples/plot_runs.cpp — several train_gpt runs in one picture: a column of their loss.csv
-// against steps or training time, as one SVG line plot (examples/common/plots.h).
+// against steps or training time, as one SVG line plot (autograd/io/plots.h).
 //
 //   ./build/examples/plot_runs --runs runs/char,runs/bpe512 --names char,BPE-512 --y val_bpb --x elapsed_s --out cmp.svg
 //
@@ -12,11 +12,11 @@
 #include <vector>
 
 #include "autograd/error.h"
-#include "examples/common/flags.h"
-#include "examples/common/plots.h"
-#include "examples/gpt/run_log.h"
+#include "autograd/io/flags.h"
+#include "autograd/io/plots.h"
+#include "train/run_log.h"
 
-using namespace tg::examples;
+using namespace tg;
 
 namespace {
 
@@ -31,7 +31,7 @@ std::vector<std::string> comma_list(const std::string& text) {
   return out;
 }
 
-std::optional<double> column(const LossRow& r, const std::string& name) {
+std::optional<double> column(const train::LossRow& r, const std::string& name) {
   if (name == "train_loss") return r.train_loss;
   if (name == "val_loss") return r.val_loss;
   if (name == "train_bpb") return r.train_bpb;
@@ -40,7 +40,7 @@ std::optional<double> column(const LossRow& r, const std::string& name) {
   return std::nullopt;
 }
 
-double x_of(const LossRow& r, const std::string& name) {
+double x_of(const train::LossRow& r, const std::string& name) {
   return name == "elapsed_s" ? r.elapsed_s : static_cast<double>(r.step);
 }
 
@@ -53,9 +53,9 @@ int run(const PlotOptions& o) {
                      " runs");
   std::vector<Series> series;
   for (size_t i = 0; i < runs.size(); ++i) {
-    const RunLog log = RunLog::read(runs[i], INT64_MAX);
+    const train::RunLog log = train::RunLog::read(runs[i], INT64_MAX);
     Series s{names[i], {}};
-    for (const LossRow& r : log.rows())
+    for (const train::LossRow& r : log.rows())
       if (const std::optional<double> y = column(r, o.y)) s.points.emplace_back(x_of(r, o.x), *y);
     if (s.points.empty()) throw tg::Error(runs[i] + "/loss.csv: no row has " + o.y);
     series.push_back(std::move(s));

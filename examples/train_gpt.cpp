@@ -6,13 +6,13 @@
 //   ./build/examples/train_gpt --resume runs/shakespeare --steps 8000    continue a run
 //   ./build/examples/train_gpt --init-from gpt2 --data input.txt --steps 200   fine-tune GPT-2
 //   ./build/examples/train_gpt --init-from gpt2 --data examples/data/instructions.jsonl --steps 200
-//                                                   instruction fine-tuning (examples/gpt/instructions.h)
+//                                                   instruction fine-tuning (train/instructions.h)
 //   ./build/examples/train_gpt --init-from gpt2 --data input.txt --lora-rank 8 --lora-targets attn,mlp --out lora_run
-//                                                   LoRA: adapters alone train (nn/gpt_lora.h)
+//                                                   LoRA: adapters alone train (models/gpt_lora.h)
 //   ./build/examples/train_gpt --resume lora_run --merge-lora merged     the adapters merged into a GPT-2 folder
 //
-// The loop is examples/gpt/trainer.h (the same steps as examples/pytorch/train_gpt.py); the run
-// folder is examples/gpt/checkpoint.h, plus loss.csv, loss.svg, samples.txt and summary.json.
+// The loop is train/trainer.h (the same steps as examples/pytorch/train_gpt.py); the run
+// folder is train/run_folder.h, plus loss.csv, loss.svg, samples.txt and summary.json.
 // Ctrl-C saves a checkpoint, then stops.
 #include <unistd.h>
 
@@ -34,15 +34,15 @@
 #include "autograd/io/json.h"
 #include "autograd/ops.h"
 #include "autograd/runtime/parallel.h"
-#include "examples/gpt/checkpoint.h"
-#include "examples/gpt/evaluate.h"
-#include "examples/gpt/corpus.h"
-#include "examples/gpt/instructions.h"
-#include "examples/gpt/run_log.h"
-#include "examples/gpt/trainer.h"
-#include "nn/generate.h"
+#include "train/run_folder.h"
+#include "train/evaluate.h"
+#include "train/corpus.h"
+#include "train/instructions.h"
+#include "train/run_log.h"
+#include "train/trainer.h"
+#include "models/generate.h"
 
-using namespace tg::examples;
+using namespace tg;
 
 namespace {
 
@@ -59,19 +59,19 @@ bool may_change_on_resume(const std::string& flag) {
 
 // The text --eval-only reads: all of --data when given, else the saved run's val split (of its
 // own --data, or the built-in corpus), cut where the run cut it (trainer.h).
-std::vector<int64_t> eval_ids(const TrainOptions& o, const std::vector<std::string>& given, const Tokenizer& tokenizer,
+std::vector<int64_t> eval_ids(const train::TrainOptions& o, const std::vector<std::string>& given, const tokenizers::Tokenizer& tokenizer,
                               std::string* label) {
   if (std::find(given.begin(), given.end(), "data") != given.end()) {
     *label = o.data;
-    const std::string text = read_data(o.data);
+    const std::string text = train::read_data(o.data);
     try {
       return tokenizer.encode(text);
     } catch (const tg::Error& e) {  // a character the run's vocabulary lacks
       throw tg::Error("--data " + o.data + ": " + e.what());
     }
   }
-  const TrainOptions saved = saved_options(o.resume);
-  const std::string text = read_data(saved.data);
+  const train::TrainOptions saved = train::saved_options(o.resume);
+  const std::string text = train::read_data(saved.data);
   *label = "the val split of " + (saved.data.empty() ? std::string("the built-in corpus") : saved.data);
   if (tokenizer.type() != std::string("char"))  // byte-level: cut in the bytes
     return tokenizer.encode(text.substr(static_cast<size_t>(0.9 * static_cast<double>(text.size()))));
@@ -84,35 +84,35 @@ bool was_given(const std::vector<std::string>& given, const std::string& flag) {
 }
 
 // --data-format not given: jsonl for a --data FILE.jsonl.
-void infer_data_format(TrainOptions& o, const std::vector<std::string>& given) {
+void infer_data_format(train::TrainOptions& o, const std::vector<std::string>& given) {
   if (!was_given(given, "data-format") && o.data.ends_with(".jsonl")) o.data_format = "jsonl";
 }
 
 // What --eval-only scores when it is instruction examples (else nullopt: text): all the examples of
 // a --data in jsonl, else a jsonl run's val split. Their responses' tokens are scored; the examples
 // that do not fit the context (the run's, or the GPT-2 folder's) are skipped and counted.
-std::optional<InstructionData> eval_instructions(const TrainOptions& o, const std::vector<std::string>& given,
-                                                 const SavedModel& saved, std::string* label) {
+std::optional<train::InstructionData> eval_instructions(const train::TrainOptions& o, const std::vector<std::string>& given,
+                                                 const train::SavedModel& saved, std::string* label) {
   const bool data_given = was_given(given, "data");
-  const TrainOptions run = o.resume.empty() ? o : saved_options(o.resume);
+  const train::TrainOptions run = o.resume.empty() ? o : train::saved_options(o.resume);
   if (data_given ? o.data_format != "jsonl" : run.data_format != "jsonl") return std::nullopt;
   const int64_t context = o.resume.empty() ? saved.config.context_length : run.model.context_length;
   const std::string& file = data_given ? o.data : run.data;
-  const std::string jsonl = read_data(file);
-  InstructionData examples;
+  const std::string jsonl = train::read_data(file);
+  train::InstructionData examples;
   if (data_given) {  // all of them
     *label = file;
-    const std::vector<Instruction> all = parse_instructions(jsonl, file);
-    EncodedInstructions encoded = encode_instructions(all, saved.tokenizer, context, file);
+    const std::vector<train::Instruction> all = train::parse_instructions(jsonl, file);
+    train::EncodedInstructions encoded = encode_instructions(all, saved.tokenizer, context, file);
     if (encoded.examples.empty())
       throw tg::Error(file + ": no example fits the context (" + std::to_string(context) + " tokens)");
-    const std::string note = skipped_examples_note(encoded.skipped_lines, std::ssize(all), context);
+    const std::string note = train::skipped_examples_note(encoded.skipped_lines, std::ssize(all), context);
     if (!note.empty()) std::cout << "train_gpt: " << file << ": " << note << "\n";
     examples.val = std::move(encoded.examples);
     examples.pad_id = std::max<int64_t>(0, saved.tokenizer.end_of_text_id());
   } else {
     *label = "the val split of " + file;
-    examples = load_instruction_data(jsonl, file, saved.tokenizer, context);
+    examples = train::load_instruction_data(jsonl, file, saved.tokenizer, context);
   }
   return examples;
 }
@@ -127,7 +127,7 @@ void say_converted(const std::vector<std::string>& dtypes, const std::string& di
 // train_gpt --eval-only --resume DIR [--data FILE], or --eval-only --init-from DIR --data FILE:
 // one JSON line, then one line to read; a loss that is not finite is an error (exit 1), never a
 // line JSON cannot read.
-int eval_only(const TrainOptions& o, const std::vector<std::string>& given) {
+int eval_only(const train::TrainOptions& o, const std::vector<std::string>& given) {
   if (o.resume.empty() == o.init_from.empty())
     throw UsageError("--eval-only needs --resume DIR (a run) or --init-from DIR (a GPT-2 folder): one of them");
   if (!o.init_from.empty() && !was_given(given, "data"))
@@ -138,16 +138,16 @@ int eval_only(const TrainOptions& o, const std::vector<std::string>& given) {
                        "--eval-only --resume RUN: its base model and adapters)");
   if (o.threads > 0) tg::set_num_threads(static_cast<int>(o.threads));
   const std::string dir = o.resume.empty() ? o.init_from : o.resume;
-  SavedModel saved = load_saved_model(dir);
+  train::SavedModel saved = train::load_saved_model(dir);
   say_converted(saved.converted_dtypes, dir);
   std::string label;
   // a GPT-2 folder's windows are its whole context: one at a time unless --batch says more
-  const int64_t batch = o.resume.empty() ? (was_given(given, "batch") ? o.batch : 1) : saved_options(o.resume).batch;
-  TextEval e;
-  if (const std::optional<InstructionData> examples = eval_instructions(o, given, saved, &label)) {
-    e = evaluate_instructions(*saved.model, saved.tokenizer, examples->val, batch, examples->pad_id);
+  const int64_t batch = o.resume.empty() ? (was_given(given, "batch") ? o.batch : 1) : train::saved_options(o.resume).batch;
+  train::TextEval e;
+  if (const std::optional<train::InstructionData> examples = eval_instructions(o, given, saved, &label)) {
+    e = train::evaluate_instructions(*saved.model, saved.tokenizer, examples->val, batch, examples->pad_id);
   } else {
-    e = evaluate_text(*saved.model, saved.tokenizer, eval_ids(o, given, saved.tokenizer, &label), batch);
+    e = train::evaluate_text(*saved.model, saved.tokenizer, eval_ids(o, given, saved.tokenizer, &label), batch);
   }
   // JSON has no inf or nan: finite weights whose outputs overflow are an error, not a bad line
   if (!std::isfinite(e.loss) || !std::isfinite(e.perplexity) || !std::isfinite(e.bpb))
@@ -166,7 +166,7 @@ int eval_only(const TrainOptions& o, const std::vector<std::string>& given) {
 
 // A fresh run's --lora-* flags, checked before any work (each refusal names its flag); --lora-alpha
 // not given becomes the rank.
-void check_lora_flags(TrainOptions& o, const std::vector<std::string>& given) {
+void check_lora_flags(train::TrainOptions& o, const std::vector<std::string>& given) {
   const bool lora = was_given(given, "lora-rank");
   for (const char* flag : {"lora-alpha", "lora-targets"})
     if (was_given(given, flag) && !lora) throw UsageError(std::string("--") + flag + " needs --lora-rank R (LoRA's rank)");
@@ -182,8 +182,8 @@ void check_lora_flags(TrainOptions& o, const std::vector<std::string>& given) {
 }
 
 // A fresh run from a Hugging Face GPT-2 folder: its shape, weights and (unless --tokenizer PATH)
-// tokenizer; the run is saved in the same layout (examples/gpt/checkpoint.h).
-std::unique_ptr<Trainer> start_from_gpt2(TrainOptions& o, const std::vector<std::string>& given) {
+// tokenizer; the run is saved in the same layout (train/run_folder.h).
+std::unique_ptr<train::Trainer> start_from_gpt2(train::TrainOptions& o, const std::vector<std::string>& given) {
   for (const char* flag : {"emb-dim", "heads", "layers", "tie-weights", "vocab-size"})
     if (was_given(given, flag))
       throw UsageError(std::string("--") + flag + " comes from the --init-from folder's config.json: leave it out");
@@ -192,10 +192,10 @@ std::unique_ptr<Trainer> start_from_gpt2(TrainOptions& o, const std::vector<std:
                      "leave --tokenizer out to use the --init-from folder's");
   if (!was_given(given, "tokenizer")) o.tokenizer = o.init_from;
   const std::string config_path = (std::filesystem::path(o.init_from) / "config.json").string();
-  if (!is_hf_gpt2_folder(o.init_from))
+  if (!models::is_hf_gpt2_folder(o.init_from))
     throw tg::Error("--init-from " + o.init_from + ": not a Hugging Face GPT-2 folder (" + config_path +
                     " with \"model_type\": \"gpt2\" is missing)");
-  const tg::nn::GPTConfig config = hf_gpt2_config(tg::json::parse_file(config_path), config_path);
+  const tg::models::GPTConfig config = models::hf_gpt2_config(tg::json::parse_file(config_path), config_path);
   // the defaults of a fine-tune, where a run from scratch has others
   if (!was_given(given, "dropout")) o.model.drop_rate = config.drop_rate;
   if (!was_given(given, "context")) o.model.context_length = std::min<int64_t>(256, config.context_length);
@@ -203,14 +203,14 @@ std::unique_ptr<Trainer> start_from_gpt2(TrainOptions& o, const std::vector<std:
   if (!was_given(given, "lr")) o.lr = 1e-4;
   if (!was_given(given, "min-lr")) o.min_lr = 1e-5;
   std::vector<std::string> converted;
-  auto trainer = start_from_gpt2_folder(o, read_data(o.data), &converted);
+  auto trainer = start_from_gpt2_folder(o, train::read_data(o.data), &converted);
   say_converted(converted, o.init_from);
   o = trainer->options();  // the model's shape from the folder, as the run saves it
   return trainer;
 }
 
 // o: the flags as given; given: their names, in order.
-int run(TrainOptions o, const std::vector<std::string>& given) {
+int run(train::TrainOptions o, const std::vector<std::string>& given) {
   require_names(given, {{"resume", o.resume}, {"init-from", o.init_from}, {"out", o.out}, {"write-corpus", o.write_corpus},
                         {"merge-lora", o.merge_lora}, {"tokenizer", o.tokenizer}});
   infer_data_format(o, given);
@@ -218,21 +218,21 @@ int run(TrainOptions o, const std::vector<std::string>& given) {
   if (!o.merge_lora.empty()) {  // train_gpt --resume RUN --merge-lora OUT
     if (o.resume.empty()) throw UsageError("--merge-lora OUT needs --resume RUN (the LoRA run whose adapters to merge)");
     if (o.threads > 0) tg::set_num_threads(static_cast<int>(o.threads));
-    save_merged_model(o.resume, o.merge_lora);
+    train::save_merged_model(o.resume, o.merge_lora);
     std::cout << "train_gpt: wrote " << o.merge_lora << "/: " << o.resume
               << "'s base model with its LoRA adapters merged in (a Hugging Face GPT-2 folder)\n";
     return 0;
   }
   if (!o.write_corpus.empty()) {  // for training the same text elsewhere (examples/pytorch)
-    tg::write_file_atomically(o.write_corpus, builtin_corpus(), "train_gpt --write-corpus");
+    tg::write_file_atomically(o.write_corpus, train::builtin_corpus(), "train_gpt --write-corpus");
     std::cout << "train_gpt: wrote the built-in corpus to " << o.write_corpus << "\n";
     return 0;
   }
-  std::unique_ptr<Trainer> trainer;
-  RunLog log;
+  std::unique_ptr<train::Trainer> trainer;
+  train::RunLog log;
   if (!o.resume.empty()) {
-    TrainOptions saved = saved_options(o.resume);
-    const std::vector<Flag> now = train_flags(o), before = train_flags(saved);  // the same flags, in order
+    train::TrainOptions saved = train::saved_options(o.resume);
+    const std::vector<Flag> now = train_flags(o), before = train::train_flags(saved);  // the same flags, in order
     for (const std::string& flag : given) {
       if (may_change_on_resume(flag)) continue;
       const auto i = std::find_if(now.begin(), now.end(), [&](const Flag& f) { return f.name == flag; }) - now.begin();
@@ -241,7 +241,7 @@ int run(TrainOptions o, const std::vector<std::string>& given) {
                        "only --steps, --max-minutes, --out, --threads, --eval-every, --sample-tokens, "
                        "--on-nonfinite, --precision, --checkpoint-activations and --loss-chunk can)");
     }
-    TrainOptions merged = saved;
+    train::TrainOptions merged = saved;
     merged.resume = o.resume;
     merged.out = std::find(given.begin(), given.end(), "out") != given.end() ? o.out : o.resume;
     for (const std::string& flag : given) {
@@ -256,34 +256,34 @@ int run(TrainOptions o, const std::vector<std::string>& given) {
       if (flag == "loss-chunk") merged.loss_chunk = o.loss_chunk;
     }
     o = merged;
-    trainer = resume_trainer(o.resume, o, read_data(o.data));
+    trainer = resume_trainer(o.resume, o, train::read_data(o.data));
     std::string no_log;  // a folder whose save was cut short before loss.csv: said, and resumed
-    log = RunLog::read_for_resume(o.resume, trainer->step(), &no_log);
+    log = train::RunLog::read_for_resume(o.resume, trainer->step(), &no_log);
     if (!no_log.empty()) std::cout << no_log << "\n";
   } else {
     // --warmup not given: 50 steps, or a tenth of a short run's (--steps 20 warms up for 2)
-    if (std::find(given.begin(), given.end(), "warmup") == given.end()) o.warmup = default_warmup(o.steps);
-    if (!was_given(given, "eval-every")) o.eval_every = default_eval_every(o.steps);  // 150 steps: every 30
+    if (std::find(given.begin(), given.end(), "warmup") == given.end()) o.warmup = train::default_warmup(o.steps);
+    if (!was_given(given, "eval-every")) o.eval_every = train::default_eval_every(o.steps);  // 150 steps: every 30
     check_lora_flags(o, given);
     const Activity building("building the model");
-    trainer = o.init_from.empty() ? std::make_unique<Trainer>(o, read_data(o.data)) : start_from_gpt2(o, given);
+    trainer = o.init_from.empty() ? std::make_unique<train::Trainer>(o, train::read_data(o.data)) : start_from_gpt2(o, given);
   }
   if (o.threads > 0) tg::set_num_threads(static_cast<int>(o.threads));
   // asked before --out is touched: a bad TG_FAST_KERNELS, TG_BF16_KERNEL or BLIS_ARCH_TYPE stops
   // the run there
-  const std::string kernels = kernels_mode(), precision = precision_mode(o.precision);
+  const std::string kernels = train::kernels_mode(), precision = train::precision_mode(o.precision);
   const std::string kernels_in_use = tg::kernel_info();
   const OutputFolder out_folder(o.out, "--out");  // removed again if the run fails before writing into it
 
   std::signal(SIGINT, on_interrupt);
   std::signal(SIGTERM, on_interrupt);
-  Progress progress(o.steps, trainer->step(), log.elapsed_s(), isatty(STDOUT_FILENO));
+  train::Progress progress(o.steps, trainer->step(), log.elapsed_s(), isatty(STDOUT_FILENO));
   std::cout << "train_gpt: " << kernels_in_use << "\n";
-  if (const AdapterConfig* lora = trainer->lora()) {
+  if (const models::AdapterConfig* lora = trainer->lora()) {
     int64_t trained = 0;
     for (const auto& [name, p] : tg::nn::trainable_parameters(trainer->model())) trained += p.numel();
     std::cout << "train_gpt: LoRA r=" << lora->lora.r << ", alpha=" << tg::nn::python_float(lora->lora.alpha) << " on "
-              << tg::nn::lora_targets(lora->lora) << ": " << trained << " of the " << trainer->model().num_parameters()
+              << tg::models::lora_targets(lora->lora) << ": " << trained << " of the " << trainer->model().num_parameters()
               << " parameters train; the base model is " << lora->base << "\n";
   }
   std::cout << "train_gpt: " << trainer->model().num_parameters() << " parameters, vocabulary of "
@@ -294,29 +294,29 @@ int run(TrainOptions o, const std::vector<std::string>& given) {
             << (trainer->instructions() ? ")" : "")
             << (o.grad_accum > 1 ? " x " + std::to_string(o.grad_accum) + " micro-batches" : std::string()) << ", "
             << kernels << " kernels, " << precision << "; writing to " << o.out << "/\n";
-  if (const std::string note = bf16_speed_note(o.precision); !note.empty()) std::cout << note << "\n";
-  if (const InstructionData* examples = trainer->instructions()) {
+  if (const std::string note = train::bf16_speed_note(o.precision); !note.empty()) std::cout << note << "\n";
+  if (const train::InstructionData* examples = trainer->instructions()) {
     std::cout << "train_gpt: " << o.data << ": " << examples->train.size() << " training and " << examples->val.size()
               << " validation examples; the loss counts their responses' tokens\n";
     const int64_t all = std::ssize(examples->train) + std::ssize(examples->val) + std::ssize(examples->skipped_lines);
-    const std::string note = skipped_examples_note(examples->skipped_lines, all, o.model.context_length);
+    const std::string note = train::skipped_examples_note(examples->skipped_lines, all, o.model.context_length);
     if (!note.empty()) std::cout << "train_gpt: " << o.data << ": " << note << "\n";
   }
   auto save_all = [&] {
-    save_checkpoint(*trainer, o.out);
+    train::save_checkpoint(*trainer, o.out);
     log.write(o.out);
   };
   while (trainer->step() < o.steps) {
     const Activity training("training step " + std::to_string(trainer->step() + 1));
     const double lr = trainer->lr_at(trainer->step());
-    const Trainer::StepResult result = trainer->train_step();
+    const train::Trainer::StepResult result = trainer->train_step();
     const double loss = result.loss;
     const int64_t step = trainer->step();
     if (result.skipped) {
       progress.message("step " + std::to_string(step) + ": loss " + tg::nn::python_float(loss) + ", gradient norm " +
                        tg::nn::python_float(result.grad_norm) + ": not finite, update skipped (--on-nonfinite skip)");
     }
-    LossRow row;
+    train::LossRow row;
     row.step = step;
     row.train_loss = loss;
     row.lr = lr;
@@ -326,7 +326,7 @@ int run(TrainOptions o, const std::vector<std::string>& given) {
     const bool out_of_time = o.max_minutes > 0 && progress.elapsed_s() >= 60.0 * o.max_minutes;
     const bool last = step == o.steps || out_of_time;
     if (step % o.eval_every == 0 || last) {
-      const Trainer::Losses e = trainer->evaluate();
+      const train::Trainer::Losses e = trainer->evaluate();
       row.val_loss = e.val;
       row.eval_train_loss = e.train;
       row.train_bpb = e.train_bpb;
@@ -351,7 +351,7 @@ int run(TrainOptions o, const std::vector<std::string>& given) {
     }
   }
   progress.finish();
-  const MemoryReport memory = trainer->memory_report();
+  const train::MemoryReport memory = trainer->memory_report();
   std::cout << "train_gpt: " << memory.str() << " (--checkpoint-activations " << o.checkpoint_activations
             << ", --loss-chunk " << o.loss_chunk << ")\n";
 
@@ -361,16 +361,16 @@ int run(TrainOptions o, const std::vector<std::string>& given) {
   std::string samples;
   tg::Generator gen(static_cast<uint64_t>(o.seed));
   std::vector<std::vector<int64_t>> starts(3, {trainer->tokenizer().newline_or(0)});
-  if (const InstructionData* examples = trainer->instructions()) {
+  if (const train::InstructionData* examples = trainer->instructions()) {
     starts.clear();
     for (size_t k = 0; k < std::min<size_t>(3, examples->val.size()); ++k)
       starts.emplace_back(examples->val[k].ids.begin(), examples->val[k].ids.begin() + examples->val[k].prompt_tokens);
   }
-  const tg::nn::SamplingOptions sampling{.temperature = 0.8,
+  const tg::models::SamplingOptions sampling{.temperature = 0.8,
                                          .stop_token = trainer->instructions() ? trainer->tokenizer().end_of_text_id() : -1};
   for (size_t k = 0; k < starts.size(); ++k) {
     samples += "--- sample " + std::to_string(k + 1) + " ---\n" +
-               write_text(trainer->model(), trainer->tokenizer(), starts[k], o.sample_tokens, sampling, gen) + "\n";
+               train::write_text(trainer->model(), trainer->tokenizer(), starts[k], o.sample_tokens, sampling, gen) + "\n";
   }
   tg::write_file_atomically((std::filesystem::path(o.out) / "samples.txt").string(), samples, "train_gpt");
   log.write_summary(o.out, o.precision, memory.json());
@@ -381,7 +381,7 @@ int run(TrainOptions o, const std::vector<std::string>& given) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  TrainOptions o;
+  train::TrainOptions o;
   std::vector<std::string> given;
   const Program program{"train_gpt",
                         "Trains a small GPT (on characters, or byte-level BPE tokens) and writes text with it; with "

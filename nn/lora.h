@@ -6,7 +6,7 @@
 //       lora.lora_A.weight (r, in)     A, trained
 //       lora.lora_B.weight (out, r)    B, trained
 //   LoRA(in, out, r, alpha)      the update alone, (alpha / r) · (x A^T) B^T: for an adapter on
-//                                outputs that are not one Linear's (nn/gpt_lora.h: GPT-2's fused q, k, v)
+//                                outputs that are not one Linear's (models/gpt_lora.h: GPT-2's fused q, k, v)
 //
 // A and B are peft's lora_A and lora_B, nn.Linear(in, r, bias=False) and nn.Linear(r, out,
 // bias=False), initialised as peft's LoraLayer.update_layer does it, drawing the same random

@@ -3,9 +3,9 @@
 #pragma once
 #include "nn/init.h"
 #include "nn/attention.h"
-#include "nn/generate.h"
-#include "nn/gpt.h"
-#include "nn/gpt_lora.h"
+#include "models/generate.h"
+#include "models/gpt.h"
+#include "models/gpt_lora.h"
 #include "nn/gradcheck.h"
 #include "nn/layers.h"
 #include "nn/lora.h"

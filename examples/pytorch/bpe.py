@@ -1,4 +1,4 @@
-"""Byte-level BPE, the Python twin of tapegrad's examples/gpt/bpe.h: the same ids for any bytes.
+"""Byte-level BPE, the Python twin of tapegrad's tokenizers/bpe.h: the same ids for any bytes.
 
 1. Pre-split: the chunks are re.findall(PATTERN, data), GPT-2's split on bytes with every
    byte >= 0x80 counted as a letter. No merge crosses a chunk boundary.

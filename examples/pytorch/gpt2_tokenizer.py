@@ -1,15 +1,15 @@
 """gpt2_tokenizer.py — GPT-2's tokenizer in plain Python, the twin of tapegrad's
-examples/gpt/gpt2_tokenizer.h: the same ids for any bytes.
+tokenizers/gpt2_tokenizer.h: the same ids for any bytes.
 
 Files: vocab.json + merges.txt (Hugging Face's names) or encoder.json + vocab.bpe (OpenAI's);
 tokens are written in bytes_to_unicode's alphabet (each byte one printable character).
 
-1. Pre-split (examples/gpt/pre_split.cpp's gpt2_split, by hand, no regex): GPT-2's pattern
+1. Pre-split (tokenizers/pre_split.cpp's gpt2_split, by hand, no regex): GPT-2's pattern
 
      's|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+
 
    over the code points of the text read as bytes. \\p{L}, \\p{N} and \\s (Unicode White_Space)
-   are examples/gpt/make_unicode_tables.py's classes (Python's unicodedata, as the C++ table).
+   are tokenizers/make_unicode_tables.py's classes (Python's unicodedata, as the C++ table).
    A byte that starts no well-formed UTF-8 sequence is a character of its own in the "other"
    class: the bytes are decoded with errors="surrogateescape", which turns each such byte into
    one lone surrogate (category Cs, "other"), and the chunks encode back to the same bytes.

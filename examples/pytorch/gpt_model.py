@@ -1,4 +1,4 @@
-# gpt_model.py — the PyTorch twin of tapegrad's tg::nn::GPTModel (nn/gpt.h): the same classes,
+# gpt_model.py — the PyTorch twin of tapegrad's tg::nn::GPTModel (models/gpt.h): the same classes,
 # parameter names and creation order, so torch.manual_seed(s) gives the same weights as
 # tg::manual_seed(s) and state_dicts move both ways with load_state_dict(strict=True).
 import torch
@@ -74,7 +74,7 @@ class GPTModel(nn.Module):
 
 @torch.no_grad()
 def sample_next_token(logits, temperature=1.0, top_k=0, top_p=1.0, generator=None):
-    """logits (B,V) -> next ids (B,1), the procedure of tapegrad's nn/generate.h."""
+    """logits (B,V) -> next ids (B,1), the procedure of tapegrad's models/generate.h."""
     if temperature == 0:
         return logits.argmax(dim=-1, keepdim=True)
     logits = logits / temperature
@@ -92,7 +92,7 @@ def sample_next_token(logits, temperature=1.0, top_k=0, top_p=1.0, generator=Non
 @torch.no_grad()
 def generate(model, idx, max_new_tokens, temperature=1.0, top_k=0, top_p=1.0, generator=None, stop_token=-1):
     """idx (B,T) -> (B, T + max_new_tokens); the window slides past the context length. stop_token >= 0:
-    it stops after the step in which every row has written that id (nn/generate.h's stop_token)."""
+    it stops after the step in which every row has written that id (models/generate.h's stop_token)."""
     context = model.pos_emb.weight.shape[0]
     stopped = torch.zeros(idx.shape[0], dtype=torch.bool, device=idx.device)
     for _ in range(max_new_tokens):

@@ -1,5 +1,5 @@
 # lora.py — LoRA as PyTorch's peft adds it to GPT-2, written out for hf_gpt2.py's GPT2LMHeadModel
-# (peft is not a Debian package): the twin of tapegrad's nn/gpt_lora.h and train_gpt --lora-rank.
+# (peft is not a Debian package): the twin of tapegrad's models/gpt_lora.h and train_gpt --lora-rank.
 #
 #   LoraConv1D(base, r, alpha)   y = base(x) + lora_B(lora_A(x)) * (alpha / r), peft's lora.Linear on a
 #                                Conv1D: base_layer (frozen), lora_A nn.Linear(in, r, bias=False),

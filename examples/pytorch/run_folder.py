@@ -1,4 +1,4 @@
-# run_folder.py — a train_gpt run folder (examples/gpt/checkpoint.h) read and written from PyTorch,
+# run_folder.py — a train_gpt run folder (train/run_folder.h) read and written from PyTorch,
 # so that a run moves between tapegrad and PyTorch and resumes exactly on either side:
 #
 #   model.safetensors      the state_dict; metadata {"format": "pt", "step": "<steps done>"}

@@ -13,7 +13,7 @@
 #include "autograd/runtime/memory.h"
 #include "autograd/ops.h"
 #include "autograd/tape.h"
-#include "nn/gpt.h"
+#include "models/gpt.h"
 #include "test_util.h"
 
 namespace tg {
@@ -157,7 +157,7 @@ TEST(FeedForward, KeepsOneHiddenBufferFewerThanTheComposition) {
 
 TEST(FeedForward, GPTFeedForwardRunsItWithTheSameResultsAsItsLayers) {
   FastKernelsGuard fast(true);  // nn's FeedForward runs the fused op only with the switch on
-  nn::FeedForward ff(8);
+  models::FeedForward ff(8);
   const Tensor x = normal_tensor({2, 5, 8}, 21, kFloat32);
   const Tensor r = normal_tensor({2, 5, 8}, 22, kFloat32);
   std::vector<Tensor> got, want;

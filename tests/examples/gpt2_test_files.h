@@ -6,7 +6,7 @@
 
 #include "autograd/io/json.h"
 #include "autograd/io/safetensors.h"
-#include "examples/gpt/gpt2_tokenizer.h"
+#include "tokenizers/gpt2_tokenizer.h"
 
 namespace tg::test {
 
@@ -15,7 +15,7 @@ namespace tg::test {
 inline std::string small_gpt2_vocab(const std::vector<std::string>& extra) {
   std::string json = "{";
   for (int b = 0; b < 256; ++b) {
-    json += json::quote(examples::Gpt2Tokenizer::token_text(std::string(1, static_cast<char>(b)))) + ": " +
+    json += json::quote(tokenizers::Gpt2Tokenizer::token_text(std::string(1, static_cast<char>(b)))) + ": " +
             std::to_string(255 - b) + ", ";
   }
   for (size_t i = 0; i < extra.size(); ++i) {

@@ -8,14 +8,14 @@
 #include <cmath>
 #include <string>
 
-#include "examples/gpt/corpus.h"
-#include "examples/gpt/trainer.h"
+#include "train/corpus.h"
+#include "train/trainer.h"
 
-namespace tg::examples {
+namespace tg {
 namespace {
 
-TrainOptions tiny(const std::string& tokenizer) {
-  TrainOptions o;
+train::TrainOptions tiny(const std::string& tokenizer) {
+  train::TrainOptions o;
   o.tokenizer = tokenizer;
   o.vocab_size = 400;
   o.batch = 4;
@@ -30,9 +30,9 @@ TrainOptions tiny(const std::string& tokenizer) {
 }
 
 TEST(BitsPerByte, EachTokensBytesAreWhatItDecodesTo) {
-  const std::string text = builtin_corpus(20000, 5) + " caf\xc3\xa9 \xe6\x9d\xb1 \xf0\x9f\x98\x80";
+  const std::string text = train::builtin_corpus(20000, 5) + " caf\xc3\xa9 \xe6\x9d\xb1 \xf0\x9f\x98\x80";
   for (const char* kind : {"char", "bpe"}) {
-    Trainer t(tiny(kind), text);
+    train::Trainer t(tiny(kind), text);
     const std::vector<int64_t> bytes = t.tokenizer().bytes_per_id();
     ASSERT_EQ(static_cast<int64_t>(bytes.size()), t.tokenizer().vocab_size());
     for (int64_t id = 0; id < t.tokenizer().vocab_size(); ++id) {
@@ -43,17 +43,17 @@ TEST(BitsPerByte, EachTokensBytesAreWhatItDecodesTo) {
 }
 
 TEST(BitsPerByte, AsciiCharactersGiveTheLossInBits) {
-  Trainer t(tiny("char"), builtin_corpus(20000, 5));
+  train::Trainer t(tiny("char"), train::builtin_corpus(20000, 5));
   for (int i = 0; i < 5; ++i) t.train_step();
-  const Trainer::Losses e = t.evaluate();
+  const train::Trainer::Losses e = t.evaluate();
   EXPECT_NEAR(e.val_bpb, e.val / std::log(2.0), 1e-12 * e.val);
   EXPECT_NEAR(e.train_bpb, e.train / std::log(2.0), 1e-12 * e.train);
 }
 
 TEST(BitsPerByte, BpeTokensShareTheirLossAmongTheirBytes) {
-  Trainer t(tiny("bpe"), builtin_corpus(20000, 5));
+  train::Trainer t(tiny("bpe"), train::builtin_corpus(20000, 5));
   for (int i = 0; i < 5; ++i) t.train_step();
-  const Trainer::Losses e = t.evaluate();
+  const train::Trainer::Losses e = t.evaluate();
   const std::vector<int64_t> bytes = t.tokenizer().bytes_per_id();
   const double longest = static_cast<double>(*std::max_element(bytes.begin(), bytes.end()));
   EXPECT_LT(e.val_bpb, e.val / std::log(2.0));
@@ -61,4 +61,4 @@ TEST(BitsPerByte, BpeTokensShareTheirLossAmongTheirBytes) {
 }
 
 }  // namespace
-}  // namespace tg::examples
+}  // namespace tg

@@ -1,4 +1,4 @@
-// Checkpoints of the training program (examples/gpt/checkpoint.h): a resumed run continues bit
+// Checkpoints of the training program (train/run_folder.h): a resumed run continues bit
 // for bit, a run killed while saving leaves a checkpoint that loads, and damaged or foreign
 // checkpoints are clear errors.
 #include <gtest/gtest.h>
@@ -15,19 +15,19 @@
 #include "autograd/random/generator.h"
 #include "autograd/ops.h"
 #include "autograd/io/safetensors.h"
-#include "examples/gpt/checkpoint.h"
-#include "examples/gpt/corpus.h"
+#include "train/run_folder.h"
+#include "train/corpus.h"
 #include "test_util.h"
 
-namespace tg::examples {
+namespace tg {
 namespace {
 
 using test::expect_error;
 using test::same_bytes;
 using test::TempFolder;
 
-TrainOptions small_options() {
-  TrainOptions o;
+train::TrainOptions small_options() {
+  train::TrainOptions o;
   o.batch = 4;
   o.model.context_length = 16;
   o.model.emb_dim = 16;
@@ -41,25 +41,25 @@ TrainOptions small_options() {
 }
 
 const std::string& text() {
-  static const std::string t = builtin_corpus(20000, 7);
+  static const std::string t = train::builtin_corpus(20000, 7);
   return t;
 }
 
 TEST(Checkpoint, ResumedRunEqualsTheStraightRunBitForBit) {
-  const TrainOptions o = small_options();
-  Trainer straight(o, text());
+  const train::TrainOptions o = small_options();
+  train::Trainer straight(o, text());
   std::vector<double> want;
   for (int i = 0; i < 12; ++i) want.push_back(straight.train_step().loss);
 
   TempFolder dir;
   std::vector<double> got;
   {
-    Trainer first(o, text());
+    train::Trainer first(o, text());
     for (int i = 0; i < 6; ++i) got.push_back(first.train_step().loss);
-    save_checkpoint(first, dir.path);
+    train::save_checkpoint(first, dir.path);
   }
   randn({100});  // the default generator moves on; resuming must put it back
-  std::unique_ptr<Trainer> second = resume_trainer(dir.path, saved_options(dir.path), text());
+  std::unique_ptr<train::Trainer> second = train::resume_trainer(dir.path, train::saved_options(dir.path), text());
   EXPECT_EQ(second->step(), 6);
   for (int i = 0; i < 6; ++i) got.push_back(second->train_step().loss);
   EXPECT_EQ(got, want);  // exact, not close
@@ -72,18 +72,18 @@ TEST(Checkpoint, ResumedRunEqualsTheStraightRunBitForBit) {
 }
 
 TEST(Checkpoint, SavedOptionsComeBack) {
-  TrainOptions o = small_options();
+  train::TrainOptions o = small_options();
   o.lr = 0.1 + 0.2;  // not a short decimal: must come back exactly
   o.data = "some \"quoted\" path.txt";
-  Trainer t(o, text());
+  train::Trainer t(o, text());
   TempFolder dir;
-  save_checkpoint(t, dir.path);
-  const TrainOptions back = saved_options(dir.path);
+  train::save_checkpoint(t, dir.path);
+  const train::TrainOptions back = train::saved_options(dir.path);
   EXPECT_EQ(back.lr, o.lr);
   EXPECT_EQ(back.data, o.data);
   EXPECT_EQ(back.model.drop_rate, o.model.drop_rate);
   EXPECT_EQ(back.model.n_layers, o.model.n_layers);
-  const SavedModel saved = load_saved_model(dir.path);
+  const train::SavedModel saved = train::load_saved_model(dir.path);
   EXPECT_EQ(saved.config.n_layers, 2);
   EXPECT_FALSE(saved.model->is_training());
 }
@@ -93,20 +93,20 @@ TEST(Checkpoint, SavedOptionsComeBack) {
 // checkpoint that resumes.
 TEST(Checkpoint, ARunKilledWhileSavingLeavesACheckpointThatLoads) {
   TempFolder dir;
-  TrainOptions o = small_options();
+  train::TrainOptions o = small_options();
   o.steps = 1000;
   {
-    Trainer t(o, text());
-    save_checkpoint(t, dir.path);
+    train::Trainer t(o, text());
+    train::save_checkpoint(t, dir.path);
   }
   for (int round = 0; round < 4; ++round) {
     const pid_t child = fork();
     ASSERT_GE(child, 0);
     if (child == 0) {
-      std::unique_ptr<Trainer> t = resume_trainer(dir.path, saved_options(dir.path), text());
+      std::unique_ptr<train::Trainer> t = train::resume_trainer(dir.path, train::saved_options(dir.path), text());
       for (;;) {
         t->train_step();
-        save_checkpoint(*t, dir.path);
+        train::save_checkpoint(*t, dir.path);
       }
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(150 + 37 * round));
@@ -114,34 +114,34 @@ TEST(Checkpoint, ARunKilledWhileSavingLeavesACheckpointThatLoads) {
     int status = 0;
     waitpid(child, &status, 0);
     ASSERT_TRUE(WIFSIGNALED(status));
-    std::unique_ptr<Trainer> resumed = resume_trainer(dir.path, saved_options(dir.path), text());
+    std::unique_ptr<train::Trainer> resumed = train::resume_trainer(dir.path, train::saved_options(dir.path), text());
     EXPECT_GE(resumed->step(), 0) << "round " << round;
   }
 }
 
 TEST(Checkpoint, DamagedOrForeignCheckpointsAreErrors) {
   TempFolder dir;
-  const TrainOptions o = small_options();
+  const train::TrainOptions o = small_options();
   {
-    Trainer t(o, text());
+    train::Trainer t(o, text());
     t.train_step();
-    save_checkpoint(t, dir.path);
+    train::save_checkpoint(t, dir.path);
   }
-  expect_error([&] { saved_options(dir.file("nothing")); }, {"nothing: no such folder"});
+  expect_error([&] { train::saved_options(dir.file("nothing")); }, {"nothing: no such folder"});
   TempFolder empty;
-  expect_error([&] { resume_trainer(empty.path, o, text()); }, {"not a train_gpt checkpoint folder (model.safetensors is missing)"});
+  expect_error([&] { train::resume_trainer(empty.path, o, text()); }, {"not a train_gpt checkpoint folder (model.safetensors is missing)"});
   // another text: its characters differ
-  expect_error([&] { resume_trainer(dir.path, o, text() + "#"); }, {"tokenizer.json", "resume with the same --data"});
+  expect_error([&] { train::resume_trainer(dir.path, o, text() + "#"); }, {"tokenizer.json", "resume with the same --data"});
   // another architecture: the model's tensors do not fit
-  TrainOptions wider = o;
+  train::TrainOptions wider = o;
   wider.model.emb_dim = 32;
-  expect_error([&] { resume_trainer(dir.path, wider, text()); }, {"model.safetensors", "has shape"});
+  expect_error([&] { train::resume_trainer(dir.path, wider, text()); }, {"model.safetensors", "has shape"});
   // a truncated model file
   const std::string model = dir.file("model.safetensors");
   const std::string bytes = test::read_bytes(model);
   test::write_bytes(model, bytes.substr(0, bytes.size() / 2));
-  expect_error([&] { resume_trainer(dir.path, o, text()); }, {"model.safetensors"});
+  expect_error([&] { train::resume_trainer(dir.path, o, text()); }, {"model.safetensors"});
 }
 
 }  // namespace
-}  // namespace tg::examples
+}  // namespace tg

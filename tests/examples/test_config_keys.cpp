@@ -9,11 +9,11 @@
 #include <string>
 
 #include "autograd/io/json.h"
-#include "examples/gpt/checkpoint.h"
-#include "examples/gpt/corpus.h"
+#include "train/run_folder.h"
+#include "train/corpus.h"
 #include "test_util.h"
 
-namespace tg::examples {
+namespace tg {
 namespace {
 
 using Keys = std::set<std::string>;
@@ -45,7 +45,7 @@ std::string missing_from(const Keys& a, const Keys& b) {
 }
 
 TEST(ConfigKeys, EveryKeyTrainGptWritesIsDeclaredByThePythonSide) {
-  TrainOptions o;
+  train::TrainOptions o;
   o.batch = 2;
   o.model.context_length = 8;
   o.model.emb_dim = 8;
@@ -54,8 +54,8 @@ TEST(ConfigKeys, EveryKeyTrainGptWritesIsDeclaredByThePythonSide) {
   o.steps = 3;
   o.warmup = 1;
   test::TempFolder dir;
-  Trainer trainer(o, builtin_corpus(4000, 3));
-  save_checkpoint(trainer, dir.path);
+  train::Trainer trainer(o, train::builtin_corpus(4000, 3));
+  train::save_checkpoint(trainer, dir.path);
   const json::Value config = json::parse_file((std::filesystem::path(dir.path) / "config.json").string());
   const json::Value declared = json::parse_file(std::string(TG_PYTORCH_DIR) + "/config_keys.json");
 
@@ -79,4 +79,4 @@ TEST(ConfigKeys, EveryKeyTrainGptWritesIsDeclaredByThePythonSide) {
 }
 
 }  // namespace
-}  // namespace tg::examples
+}  // namespace tg

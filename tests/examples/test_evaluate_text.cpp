@@ -10,16 +10,16 @@
 
 #include "autograd/ops.h"
 #include "autograd/tape.h"
-#include "examples/gpt/evaluate.h"
+#include "train/evaluate.h"
 
-namespace tg::examples {
+namespace tg {
 namespace {
 
 TEST(EvaluateText, EveryTargetCountsOnceWhateverTheBatch) {
   const std::string text = "caf\xc3\xa9 and t\xc3\xa9 at the caf\xc3\xa9";  // 17 characters, some of 2 bytes
-  const Tokenizer tok = CharTokenizer::from_text(text);
+  const tokenizers::Tokenizer tok = tokenizers::CharTokenizer::from_text(text);
   manual_seed(6);
-  nn::GPTModel model({.vocab_size = tok.vocab_size(), .context_length = 4, .emb_dim = 8, .n_heads = 2, .n_layers = 1});
+  models::GPTModel model({.vocab_size = tok.vocab_size(), .context_length = 4, .emb_dim = 8, .n_heads = 2, .n_layers = 1});
   model.eval();
   const std::vector<int64_t> ids = tok.encode(text);
   const int64_t n = static_cast<int64_t>(ids.size());
@@ -38,15 +38,15 @@ TEST(EvaluateText, EveryTargetCountsOnceWhateverTheBatch) {
     }
   }
   for (int64_t batch : {1, 2, 3, 100}) {
-    const TextEval e = evaluate_text(model, tok, ids, batch);
+    const train::TextEval e = train::evaluate_text(model, tok, ids, batch);
     EXPECT_EQ(e.tokens, n - 1) << "batch " << batch;
     EXPECT_EQ(e.bytes, bytes) << "batch " << batch;
     EXPECT_NEAR(e.loss, nats / static_cast<double>(n - 1), 1e-6) << "batch " << batch;
     EXPECT_NEAR(e.perplexity, std::exp(e.loss), 1e-9 * e.perplexity);
     EXPECT_NEAR(e.bpb, nats / std::log(2.0) / static_cast<double>(bytes), 1e-6) << "batch " << batch;
   }
-  EXPECT_THROW(evaluate_text(model, tok, {ids[0]}, 4), Error);
+  EXPECT_THROW(train::evaluate_text(model, tok, {ids[0]}, 4), Error);
 }
 
 }  // namespace
-}  // namespace tg::examples
+}  // namespace tg

@@ -1,4 +1,4 @@
-// 100 steps of train_gpt's training loop (examples/gpt/trainer.h: GPT with dropout, AdamW,
+// 100 steps of train_gpt's training loop (train/trainer.h: GPT with dropout, AdamW,
 // gradient clipping, the lr schedule) with the fast kernels off and on: the same seed gives the
 // same batches and dropout masks, and every step's loss agrees within 1e-5 relative.
 #include <gtest/gtest.h>
@@ -8,20 +8,20 @@
 #include <vector>
 
 #include "autograd/fast_kernels.h"
-#include "examples/gpt/corpus.h"
-#include "examples/gpt/trainer.h"
+#include "train/corpus.h"
+#include "train/trainer.h"
 
-namespace tg::examples {
+namespace tg {
 namespace {
 
 std::vector<double> losses_of_100_steps(bool fast) {
   FastKernelsGuard switch_(fast);
-  TrainOptions o;  // a small GPT with dropout: the 200 steps take a fraction of a second
+  train::TrainOptions o;  // a small GPT with dropout: the 200 steps take a fraction of a second
   o.steps = 100;
   o.batch = 4;
   o.model = {.context_length = 16, .emb_dim = 16, .n_heads = 2, .n_layers = 2, .drop_rate = 0.1};
   o.warmup = 10;
-  Trainer trainer(o, builtin_corpus(20000, 11));
+  train::Trainer trainer(o, train::builtin_corpus(20000, 11));
   std::vector<double> losses;
   for (int step = 0; step < 100; ++step) losses.push_back(trainer.train_step().loss);
   return losses;
@@ -38,4 +38,4 @@ TEST(FastKernelsTraining, HundredGPTStepsWithDropoutGiveTheSameLossesWithTheSwit
 }
 
 }  // namespace
-}  // namespace tg::examples
+}  // namespace tg

@@ -1,5 +1,5 @@
 // tests/examples/test_flags.cpp — the one flag parser of the examples and benchmarks
-// (examples/common/flags.h): the typed table, its messages, and the exit-code rule
+// (autograd/io/flags.h): the typed table, its messages, and the exit-code rule
 // (0 success or --help, 2 usage error, 1 failure).
 #include <gtest/gtest.h>
 
@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "examples/common/flags.h"
+#include "autograd/io/flags.h"
 #include "test_util.h"
 
-namespace tg::examples {
+namespace tg {
 namespace {
 
 using test::error_of;
@@ -137,4 +137,4 @@ TEST(Flags, RunProgramWithSvgGivesTheMadeFolderOrNothing) {
 }
 
 }  // namespace
-}  // namespace tg::examples
+}  // namespace tg

@@ -14,8 +14,8 @@
 #include "autograd/ops.h"
 #include "autograd/tape.h"
 #include "autograd/io/json.h"
-#include "examples/gpt/checkpoint.h"
-#include "examples/gpt/instructions.h"
+#include "train/run_folder.h"
+#include "train/instructions.h"
 #include "test_util.h"
 
 namespace tg::test {
@@ -45,7 +45,7 @@ TEST(GenerateProgram, LogitsOutHoldsThePromptsLogitsFromPromptIds) {
   ASSERT_EQ(saved.size(), 1u);
   EXPECT_EQ(saved[0].first, "logits");
 
-  examples::SavedModel model = examples::load_saved_model(run);
+  train::SavedModel model = train::load_saved_model(run);
   NoGradGuard no_grad;
   const Tensor expected = model.model->forward(from_vector(std::vector<int64_t>{1, 2, 3, 1}, {1, 4})).reshape({4, -1});
   ASSERT_EQ(saved[0].second.sizes(), expected.sizes());
@@ -81,12 +81,12 @@ TEST(GenerateProgram, PrintsWhatWriteTextReturns) {
   const ProgramRun r = run_program(example_program("generate"), {"--ckpt", run, "--prompt", "The ", "--tokens", "40",
                                                                  "--temperature", "1.5", "--seed", "3", "--samples", "2"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  examples::SavedModel saved = examples::load_saved_model(run);
+  train::SavedModel saved = train::load_saved_model(run);
   Generator gen(3);
   std::string want;
   for (int k = 1; k <= 2; ++k) {
     want += "--- sample " + std::to_string(k) + " ---\n" +
-            examples::write_text(*saved.model, saved.tokenizer, saved.tokenizer.encode("The "), 40,
+            train::write_text(*saved.model, saved.tokenizer, saved.tokenizer.encode("The "), 40,
                                  {.temperature = 1.5}, gen) +
             "\n";
   }
@@ -107,13 +107,13 @@ TEST(GenerateProgram, StreamedTextIsTheReturnedTextFlushedOnWholeCharacters) {
     }
   } flushes;
   std::ostream stream(&flushes);
-  examples::SavedModel saved = examples::load_saved_model(kGpt2);
+  train::SavedModel saved = train::load_saved_model(kGpt2);
   Generator gen(11), again(11);
   const std::vector<int64_t> prompt = saved.tokenizer.encode("caf\xc3\xa9 ");
-  const nn::SamplingOptions options{.temperature = 100.0};
-  const std::string text = examples::write_text(*saved.model, saved.tokenizer, prompt, 60, options, gen, &stream);
+  const models::SamplingOptions options{.temperature = 100.0};
+  const std::string text = train::write_text(*saved.model, saved.tokenizer, prompt, 60, options, gen, &stream);
   EXPECT_EQ(flushes.str(), text);
-  EXPECT_EQ(text, examples::write_text(*saved.model, saved.tokenizer, prompt, 60, options, again));
+  EXPECT_EQ(text, train::write_text(*saved.model, saved.tokenizer, prompt, 60, options, again));
   ASSERT_GT(flushes.seen.size(), 2u);
   EXPECT_EQ(flushes.seen.back(), text);
   std::vector<bool> inside(text.size() + 1, false);  // offsets within a character (a well-formed sequence)
@@ -165,7 +165,7 @@ TEST(GenerateProgram, StopsAtTheEndOfTextTokenUnlessIgnoreEos) {
   EXPECT_EQ(r.output, "--- sample 1 ---\n" + three + "--- sample 2 ---\n" + three);
   r = run_program(example_program("generate"), {"--ckpt", ends, "--instruction", "Say hi.", "--tokens", "5"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_EQ(r.output, examples::alpaca_prompt("Say hi.", "") + "\n");
+  EXPECT_EQ(r.output, train::alpaca_prompt("Say hi.", "") + "\n");
 }
 
 // A sampling flag out of its range is one line naming the flag, before any model is read: a

@@ -12,7 +12,7 @@
 #include "autograd/io/json.h"
 #include "autograd/io/safetensors.h"
 #include "autograd/ops.h"
-#include "examples/gpt/hf_gpt2.h"
+#include "models/hf_gpt2.h"
 #include "gpt2_test_files.h"
 #include "test_util.h"
 
@@ -27,11 +27,11 @@ void make_tiny_gpt2(const std::string& dir) {
   std::filesystem::create_directories(dir);
   write_bytes(dir + "/vocab.json", small_gpt2_vocab({"\xc4\xa0t", "he", "\xc4\xa0the", "<|endoftext|>"}));
   write_bytes(dir + "/merges.txt", "#version: 0.2\n\xc4\xa0 t\nh e\n\xc4\xa0t he\n");
-  nn::GPTConfig c{.vocab_size = 260, .context_length = 16, .emb_dim = 8, .n_heads = 2, .n_layers = 2,
+  models::GPTConfig c{.vocab_size = 260, .context_length = 16, .emb_dim = 8, .n_heads = 2, .n_layers = 2,
                   .drop_rate = 0.1, .qkv_bias = true, .tie_weights = true};
   manual_seed(7);
-  nn::GPTModel model(c);
-  examples::save_hf_gpt2(model, dir);
+  models::GPTModel model(c);
+  models::save_hf_gpt2(model, dir);
   std::string text;
   for (int i = 0; i < 40; ++i) text += "the fox saw the owl, and the owl saw the fox. ";
   write_bytes(dir + "/text.txt", text);
@@ -62,7 +62,7 @@ TEST(Gpt2Runs, ARunStartsFromTheFolderAndSavesInItsLayout) {
   EXPECT_EQ(config["n_layer"].as_int64(), 2);
   EXPECT_EQ(config["tapegrad"]["train"]["init-from"].as_string(), gpt2);
   EXPECT_EQ(config["tapegrad"]["model"]["context_length"].as_int64(), 16);  // the model's, not --context
-  const examples::HfGpt2 loaded = examples::load_hf_gpt2(run);             // a GPT-2 folder itself
+  const models::HfGpt2 loaded = models::load_hf_gpt2(run);             // a GPT-2 folder itself
   EXPECT_EQ(loaded.config.context_length, 16);
 
   // generate and --eval-only read both folders

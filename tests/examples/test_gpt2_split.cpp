@@ -1,4 +1,4 @@
-// GPT-2's pre-split over code points (examples/gpt/pre_split.h) on hand-worked cases, each
+// GPT-2's pre-split over code points (tokenizers/pre_split.h) on hand-worked cases, each
 // worked through the pattern 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
 // by hand: contractions, the one leading space, Unicode letters, numbers and spaces (White_Space,
 // U+0085 included, U+FEFF not), runs of spaces before a word, and bytes that are not UTF-8.
@@ -7,15 +7,15 @@
 #include <string>
 #include <vector>
 
-#include "examples/gpt/pre_split.h"
-#include "examples/gpt/unicode_classes.h"
+#include "tokenizers/pre_split.h"
+#include "tokenizers/unicode_classes.h"
 
-namespace tg::examples {
+namespace tg {
 namespace {
 
 std::vector<std::string> chunks_of(const std::string& text) {
   std::vector<std::string> out;
-  for (std::string_view chunk : gpt2_split(text)) out.emplace_back(chunk);
+  for (std::string_view chunk : tokenizers::gpt2_split(text)) out.emplace_back(chunk);
   return out;
 }
 
@@ -72,23 +72,23 @@ TEST(Gpt2Split, EachByteOfInvalidUtf8IsAnOtherCharacter) {
 TEST(Gpt2Split, ChunksPutTogetherGiveBackTheText) {
   const std::string text = "It's 42\xff\xfe \u00e9t\u00e9 \t\n  \u4e2d\u6587!!\r\n";
   std::string joined;
-  for (std::string_view chunk : gpt2_split(text)) joined += chunk;
+  for (std::string_view chunk : tokenizers::gpt2_split(text)) joined += chunk;
   EXPECT_EQ(joined, text);
 }
 
 TEST(UnicodeClasses, TableClassesAsUnicodeSays) {
-  EXPECT_EQ(class_of('a'), CodePointClass::kLetter);
-  EXPECT_EQ(class_of('7'), CodePointClass::kNumber);
-  EXPECT_EQ(class_of('\v'), CodePointClass::kSpace);
-  EXPECT_EQ(class_of('_'), CodePointClass::kOther);
-  EXPECT_EQ(class_of(0x01C5), CodePointClass::kLetter);  // Lt
-  EXPECT_EQ(class_of(0x02B0), CodePointClass::kLetter);  // Lm
-  EXPECT_EQ(class_of(0x2028), CodePointClass::kSpace);   // Zl
-  EXPECT_EQ(class_of(0x0301), CodePointClass::kOther);   // a combining accent (Mn)
-  EXPECT_EQ(class_of(0x1D7CE), CodePointClass::kNumber); // mathematical bold digit zero
-  EXPECT_EQ(class_of(0x10FFFF), CodePointClass::kOther);
-  EXPECT_STREQ(unicode_classes_version(), "14.0.0");
+  EXPECT_EQ(tokenizers::class_of('a'), tokenizers::CodePointClass::kLetter);
+  EXPECT_EQ(tokenizers::class_of('7'), tokenizers::CodePointClass::kNumber);
+  EXPECT_EQ(tokenizers::class_of('\v'), tokenizers::CodePointClass::kSpace);
+  EXPECT_EQ(tokenizers::class_of('_'), tokenizers::CodePointClass::kOther);
+  EXPECT_EQ(tokenizers::class_of(0x01C5), tokenizers::CodePointClass::kLetter);  // Lt
+  EXPECT_EQ(tokenizers::class_of(0x02B0), tokenizers::CodePointClass::kLetter);  // Lm
+  EXPECT_EQ(tokenizers::class_of(0x2028), tokenizers::CodePointClass::kSpace);   // Zl
+  EXPECT_EQ(tokenizers::class_of(0x0301), tokenizers::CodePointClass::kOther);   // a combining accent (Mn)
+  EXPECT_EQ(tokenizers::class_of(0x1D7CE), tokenizers::CodePointClass::kNumber); // mathematical bold digit zero
+  EXPECT_EQ(tokenizers::class_of(0x10FFFF), tokenizers::CodePointClass::kOther);
+  EXPECT_STREQ(tokenizers::unicode_classes_version(), "14.0.0");
 }
 
 }  // namespace
-}  // namespace tg::examples
+}  // namespace tg

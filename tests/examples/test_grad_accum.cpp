@@ -9,14 +9,14 @@
 
 #include "autograd/ops.h"
 #include "autograd/runtime/memory.h"
-#include "examples/gpt/corpus.h"
-#include "examples/gpt/trainer.h"
+#include "train/corpus.h"
+#include "train/trainer.h"
 
-namespace tg::examples {
+namespace tg {
 namespace {
 
-TrainOptions options(int64_t batch, int64_t grad_accum) {
-  TrainOptions o;
+train::TrainOptions options(int64_t batch, int64_t grad_accum) {
+  train::TrainOptions o;
   o.batch = batch;
   o.grad_accum = grad_accum;
   o.model.context_length = 32;
@@ -32,14 +32,14 @@ TrainOptions options(int64_t batch, int64_t grad_accum) {
 }
 
 const std::string& text() {
-  static const std::string t = builtin_corpus(30000, 3);
+  static const std::string t = train::builtin_corpus(30000, 3);
   return t;
 }
 
 TEST(GradAccum, MicroBatchesTrainTheSameModelAsOneBigBatch) {
   for (const auto& [batch, accum] : {std::pair<int64_t, int64_t>{8, 2}, {4, 4}, {5, 3}}) {
-    Trainer big(options(batch * accum, 1), text());
-    Trainer micro(options(batch, accum), text());
+    train::Trainer big(options(batch * accum, 1), text());
+    train::Trainer micro(options(batch, accum), text());
     double worst = 0;
     for (int step = 1; step <= 40; ++step) {
       const double want = big.train_step().loss, got = micro.train_step().loss;
@@ -58,15 +58,15 @@ TEST(GradAccum, MicroBatchesTrainTheSameModelAsOneBigBatch) {
 }
 
 TEST(GradAccum, OneMicroBatchIsThePlainStep) {
-  Trainer a(options(6, 1), text()), b(options(6, 1), text());
+  train::Trainer a(options(6, 1), text()), b(options(6, 1), text());
   for (int step = 0; step < 5; ++step) EXPECT_EQ(a.train_step().loss, b.train_step().loss);
 }
 
 // train_gpt's default model (context 64, width 64, 4 heads, 2 layers)
 int64_t peak_step_bytes(int64_t batch, int64_t accum) {
-  TrainOptions o = options(batch, accum);
-  o.model = TrainOptions{}.model;
-  Trainer t(o, text());
+  train::TrainOptions o = options(batch, accum);
+  o.model = train::TrainOptions{}.model;
+  train::Trainer t(o, text());
   t.train_step();  // AdamW's state exists from here on
   reset_peak_memory_stats();
   t.train_step();
@@ -81,4 +81,4 @@ TEST(GradAccum, PeakMemoryIsThatOfOneMicroBatch) {
 }
 
 }  // namespace
-}  // namespace tg::examples
+}  // namespace tg

@@ -1,8 +1,8 @@
-// Hugging Face GPT-2 folders (examples/gpt/hf_gpt2.h) against the PyTorch twin in HF's layout
+// Hugging Face GPT-2 folders (models/hf_gpt2.h) against the PyTorch twin in HF's layout
 // (tests/reference/make_hf_gpt2_reference.py, examples/pytorch/hf_gpt2.py): the logits of the F32,
 // F16 and BF16 folders, saving back (the same tensors and config.json), load -> save -> load,
 // and each kind of bad folder an error naming what is wrong.
-#include "examples/gpt/hf_gpt2.h"
+#include "models/hf_gpt2.h"
 
 #include <gtest/gtest.h>
 
@@ -14,7 +14,7 @@
 #include "autograd/tape.h"
 #include "test_util.h"
 
-namespace tg::examples {
+namespace tg {
 namespace {
 
 const std::string kFixtures = std::string(TG_REFERENCE_DIR) + "/hf_gpt2";
@@ -25,7 +25,7 @@ Tensor reference(const std::string& name) {
   throw Error("no " + name + " in logits.safetensors");
 }
 
-Tensor logits_of(nn::GPTModel& model) {
+Tensor logits_of(models::GPTModel& model) {
   NoGradGuard no_grad;
   return model.forward(reference("ids"));
 }
@@ -33,7 +33,7 @@ Tensor logits_of(nn::GPTModel& model) {
 TEST(HfGpt2, LogitsOfTheF32F16AndBF16FoldersMatchPyTorch) {
   for (const std::string folder : {"f32", "f16", "bf16"}) {
     SCOPED_TRACE(folder);
-    HfGpt2 hf = load_hf_gpt2(kFixtures + "/" + folder);
+    models::HfGpt2 hf = models::load_hf_gpt2(kFixtures + "/" + folder);
     EXPECT_EQ(hf.config.layer_norm_eps, 1e-4);
     EXPECT_EQ(hf.config.emb_dim, 16);
     EXPECT_EQ(hf.config.drop_rate, 0.1);
@@ -42,8 +42,8 @@ TEST(HfGpt2, LogitsOfTheF32F16AndBF16FoldersMatchPyTorch) {
 }
 
 TEST(HfGpt2, InfoSaysThePrefixTheLmHeadAndTheConvertedDtypes) {
-  const HfGpt2Info f32 = load_hf_gpt2(kFixtures + "/f32").info, f16 = load_hf_gpt2(kFixtures + "/f16").info,
-                   bf16 = load_hf_gpt2(kFixtures + "/bf16").info;
+  const models::HfGpt2Info f32 = models::load_hf_gpt2(kFixtures + "/f32").info, f16 = models::load_hf_gpt2(kFixtures + "/f16").info,
+                   bf16 = models::load_hf_gpt2(kFixtures + "/bf16").info;
   EXPECT_TRUE(f32.prefixed);
   EXPECT_FALSE(f16.prefixed);
   EXPECT_TRUE(f16.had_lm_head);
@@ -51,14 +51,14 @@ TEST(HfGpt2, InfoSaysThePrefixTheLmHeadAndTheConvertedDtypes) {
   EXPECT_TRUE(f32.converted_dtypes.empty());
   EXPECT_EQ(f16.converted_dtypes, std::vector<std::string>{"F16"});
   EXPECT_EQ(bf16.converted_dtypes, std::vector<std::string>{"BF16"});
-  EXPECT_TRUE(is_hf_gpt2_folder(kFixtures + "/bf16"));
-  EXPECT_FALSE(is_hf_gpt2_folder(kFixtures));
+  EXPECT_TRUE(models::is_hf_gpt2_folder(kFixtures + "/bf16"));
+  EXPECT_FALSE(models::is_hf_gpt2_folder(kFixtures));
 }
 
 TEST(HfGpt2, SavingTheF32FolderBackGivesItsTensorsAndItsConfigJson) {
-  const HfGpt2 hf = load_hf_gpt2(kFixtures + "/f32");
+  const models::HfGpt2 hf = models::load_hf_gpt2(kFixtures + "/f32");
   test::TempFolder out;
-  save_hf_gpt2(*hf.model, out.path, hf.info);
+  models::save_hf_gpt2(*hf.model, out.path, hf.info);
   EXPECT_EQ(test::read_bytes(out.file("config.json")), test::read_bytes(kFixtures + "/f32/config.json"));
   NamedTensors original;
   for (auto& [name, t] : load_safetensors(kFixtures + "/f32/model.safetensors"))
@@ -74,10 +74,10 @@ TEST(HfGpt2, SavingTheF32FolderBackGivesItsTensorsAndItsConfigJson) {
 }
 
 TEST(HfGpt2, LoadSaveLoadKeepsTheLogitsAndTheNames) {
-  HfGpt2 first = load_hf_gpt2(kFixtures + "/bf16");
+  models::HfGpt2 first = models::load_hf_gpt2(kFixtures + "/bf16");
   test::TempFolder out;
-  save_hf_gpt2(*first.model, out.path, first.info);
-  HfGpt2 second = load_hf_gpt2(out.path);
+  models::save_hf_gpt2(*first.model, out.path, first.info);
+  models::HfGpt2 second = models::load_hf_gpt2(out.path);
   EXPECT_FALSE(second.info.prefixed);
   EXPECT_TRUE(second.info.converted_dtypes.empty());  // saved as float32
   EXPECT_TRUE(test::same_bytes(logits_of(*second.model), logits_of(*first.model)));
@@ -89,21 +89,21 @@ TEST(HfGpt2, LoadSaveLoadKeepsTheLogitsAndTheNames) {
 TEST(HfGpt2, SavesTheF16FolderIntoTheFolderNamedByTgHfGpt2Out) {
   const char* out = std::getenv("TG_HF_GPT2_OUT");
   if (out == nullptr) GTEST_SKIP() << "TG_HF_GPT2_OUT is not set (tests/python/test_hf_gpt2.py sets it)";
-  const HfGpt2 hf = load_hf_gpt2(kFixtures + "/f16");
-  save_hf_gpt2(*hf.model, out, hf.info);
+  const models::HfGpt2 hf = models::load_hf_gpt2(kFixtures + "/f16");
+  models::save_hf_gpt2(*hf.model, out, hf.info);
 }
 
 TEST(HfGpt2, AModelOfTapegradsOwnGetsAFullGpt2ConfigJson) {
-  nn::GPTModel model({.vocab_size = 11, .context_length = 8, .emb_dim = 8, .n_heads = 2, .n_layers = 1,
+  models::GPTModel model({.vocab_size = 11, .context_length = 8, .emb_dim = 8, .n_heads = 2, .n_layers = 1,
                       .drop_rate = 0.0, .qkv_bias = true, .tie_weights = true, .layer_norm_eps = 1e-6});
   test::TempFolder out;
   save_hf_gpt2(model, out.path);
-  const HfGpt2 back = load_hf_gpt2(out.path);
+  const models::HfGpt2 back = models::load_hf_gpt2(out.path);
   EXPECT_EQ(back.config.layer_norm_eps, 1e-6);
   EXPECT_EQ(back.config.context_length, 8);
   EXPECT_EQ(back.config.drop_rate, 0.0);
   EXPECT_TRUE(test::has_part(test::read_bytes(out.file("config.json")), "\"architectures\": [\n    \"GPT2LMHeadModel\"\n  ]"));
-  nn::GPTModel untied({.vocab_size = 11, .context_length = 8, .emb_dim = 8, .n_heads = 2, .n_layers = 1, .qkv_bias = true});
+  models::GPTModel untied({.vocab_size = 11, .context_length = 8, .emb_dim = 8, .n_heads = 2, .n_layers = 1, .qkv_bias = true});
   EXPECT_TRUE(test::has_part(test::error_of([&] { hf_gpt2_tensors(untied, false); }), "tie_weights=false"));
 }
 
@@ -123,7 +123,7 @@ struct BadFolder {
     test::write_bytes(dir.file("config.json"), text.replace(at, from.size(), to));
   }
   std::string error() const {
-    return test::error_of([&] { load_hf_gpt2(dir.path); });
+    return test::error_of([&] { models::load_hf_gpt2(dir.path); });
   }
 };
 
@@ -195,9 +195,9 @@ TEST(HfGpt2, UnsupportedConfigFieldsAreErrorsNamingTheFieldAndTheFile) {
     EXPECT_TRUE(test::has_part(error, messages[i]));
   }
   test::TempFolder empty;
-  EXPECT_TRUE(test::has_part(test::error_of([&] { load_hf_gpt2(empty.path); }),
+  EXPECT_TRUE(test::has_part(test::error_of([&] { models::load_hf_gpt2(empty.path); }),
                              "not a Hugging Face GPT-2 folder (config.json is missing)"));
 }
 
 }  // namespace
-}  // namespace tg::examples
+}  // namespace tg

@@ -11,7 +11,7 @@
 
 #include "autograd/io/json.h"
 #include "autograd/io/safetensors.h"
-#include "examples/gpt/instructions.h"
+#include "train/instructions.h"
 #include "gpt2_test_files.h"
 #include "test_util.h"
 
@@ -61,7 +61,7 @@ TEST(InstructionRuns, AFineTuneFromGpt2ResumesBitForBitAndAnswersAnInstruction) 
   EXPECT_EQ(read_bytes(dir.file("straight") + "/samples.txt"), read_bytes(dir.file("resumed") + "/samples.txt"));
   // the sample answers the val example's prompt
   EXPECT_TRUE(has_part(read_bytes(dir.file("straight") + "/samples.txt"),
-                       examples::alpaca_prompt("Translate to English.", "caf\xc3\xa9 cr\xc3\xa8me")));
+                       train::alpaca_prompt("Translate to English.", "caf\xc3\xa9 cr\xc3\xa8me")));
 
   // --eval-only: the run's val split, or all of a --data, scored on the responses' tokens
   r = run_program(example_program("train_gpt"), {"--eval-only", "--resume", dir.file("straight")});
@@ -82,19 +82,19 @@ TEST(InstructionRuns, AFineTuneFromGpt2ResumesBitForBitAndAnswersAnInstruction) 
                                                 "Give the plural of the word.", "--input", "box", "--tokens", "3"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(r.output.substr(0, r.output.find("### Response:\n") + 14),
-            examples::alpaca_prompt("Give the plural of the word.", "box"));
+            train::alpaca_prompt("Give the plural of the word.", "box"));
 }
 
 // examples/data/instructions.jsonl, the README's small set: every line an example, and a run from
 // scratch on its characters trains and answers.
 TEST(InstructionRuns, TheExampleSetTrainsARunFromScratchOnCharacters) {
   const std::string set = std::string(TG_PYTORCH_DIR) + "/../data/instructions.jsonl";
-  const std::vector<examples::Instruction> all = examples::parse_instructions(read_bytes(set), set);
+  const std::vector<train::Instruction> all = train::parse_instructions(read_bytes(set), set);
   EXPECT_GE(all.size(), 40u);
-  for (const examples::Instruction& e : all) EXPECT_FALSE(e.instruction.empty() || e.output.empty()) << e.line;
-  if (examples::Gpt2Tokenizer::folder_has_files(TG_GPT2_TOKENIZER_DIR)) {  // GPT-2's tokens: all fit 64 of them
-    const examples::Tokenizer gpt2 = examples::load_tokenizer(TG_GPT2_TOKENIZER_DIR);
-    EXPECT_EQ(examples::encode_instructions(all, gpt2, 63, set).skipped_lines, std::vector<int64_t>{});
+  for (const train::Instruction& e : all) EXPECT_FALSE(e.instruction.empty() || e.output.empty()) << e.line;
+  if (tokenizers::Gpt2Tokenizer::folder_has_files(TG_GPT2_TOKENIZER_DIR)) {  // GPT-2's tokens: all fit 64 of them
+    const tokenizers::Tokenizer gpt2 = tokenizers::load_tokenizer(TG_GPT2_TOKENIZER_DIR);
+    EXPECT_EQ(train::encode_instructions(all, gpt2, 63, set).skipped_lines, std::vector<int64_t>{});
   }
   SKIP_WITHOUT_EXAMPLES();
   TempFolder dir;
@@ -105,7 +105,7 @@ TEST(InstructionRuns, TheExampleSetTrainsARunFromScratchOnCharacters) {
   r = run_program(example_program("generate"), {"--ckpt", dir.file("run"), "--instruction",
                                                 "Give the plural of the word.", "--input", "box", "--tokens", "2"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_TRUE(has_part(r.output, examples::alpaca_prompt("Give the plural of the word.", "box"))) << r.output;
+  EXPECT_TRUE(has_part(r.output, train::alpaca_prompt("Give the plural of the word.", "box"))) << r.output;
 }
 
 TEST(InstructionRuns, ExamplesLongerThanTheContextAreSkippedAndCounted) {

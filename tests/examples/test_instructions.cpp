@@ -1,4 +1,4 @@
-// Instruction fine-tuning's data (examples/gpt/instructions.h) and its training step: the Alpaca
+// Instruction fine-tuning's data (train/instructions.h) and its training step: the Alpaca
 // template, the JSONL reader (its line ends, its errors: file and line), padding to the longest
 // example with a key padding mask, targets on the response only, the batch and its loss against PyTorch's
 // (tests/reference/instruct, made by make_instruct_reference.py with examples/pytorch/hf_gpt2.py),
@@ -16,14 +16,14 @@
 #include "autograd/io/safetensors.h"
 #include "autograd/ops.h"
 #include "autograd/tape.h"
-#include "examples/gpt/checkpoint.h"
-#include "examples/gpt/corpus.h"
-#include "examples/gpt/hf_gpt2.h"
-#include "examples/gpt/instructions.h"
-#include "examples/gpt/trainer.h"
+#include "train/run_folder.h"
+#include "train/corpus.h"
+#include "models/hf_gpt2.h"
+#include "train/instructions.h"
+#include "train/trainer.h"
 #include "test_util.h"
 
-namespace tg::examples {
+namespace tg {
 namespace {
 
 using test::all_close;
@@ -36,12 +36,12 @@ TEST(Instructions, TheTemplateIsChapter7s) {
   const std::string head =
       "Below is an instruction that describes a task. Write a response that appropriately completes the request.\n\n"
       "### Instruction:\nGive the plural of the word.";
-  EXPECT_EQ(alpaca_prompt("Give the plural of the word.", "mouse"), head + "\n\n### Input:\nmouse\n\n### Response:\n");
-  EXPECT_EQ(alpaca_prompt("Give the plural of the word.", ""), head + "\n\n### Response:\n");  // no input part
+  EXPECT_EQ(train::alpaca_prompt("Give the plural of the word.", "mouse"), head + "\n\n### Input:\nmouse\n\n### Response:\n");
+  EXPECT_EQ(train::alpaca_prompt("Give the plural of the word.", ""), head + "\n\n### Response:\n");  // no input part
 }
 
 TEST(Instructions, ReadsTheFieldsSkipsBlankLinesAndKeepsLineNumbers) {
-  const std::vector<Instruction> got = parse_instructions(
+  const std::vector<train::Instruction> got = train::parse_instructions(
       "{\"instruction\": \"a\", \"input\": \"b\", \"output\": \"c\"}\n"
       "\n  \r\n"
       "{\"output\": \"z\", \"instruction\": \"x\", \"note\": 3}\r\n"  // no input: empty; other keys ignored
@@ -62,7 +62,7 @@ TEST(Instructions, LfCrAndCrlfLineEndsGiveTheSameExamples) {
   for (const std::string line_end : {"\r", "\r\n"}) {
     std::string text;
     for (char c : lf) text += c == '\n' ? line_end : std::string(1, c);
-    const std::vector<Instruction> got = parse_instructions(text, "d.jsonl");
+    const std::vector<train::Instruction> got = train::parse_instructions(text, "d.jsonl");
     ASSERT_EQ(got.size(), 2u);
     EXPECT_EQ(got[0].instruction + got[0].output + got[1].instruction + got[1].output, "abcd");
     EXPECT_EQ(got[1].line, 3);
@@ -71,12 +71,12 @@ TEST(Instructions, LfCrAndCrlfLineEndsGiveTheSameExamples) {
 
 TEST(Instructions, TextLinesSplitsAsPythonsTextModeDoes) {
   using Lines = std::vector<std::string_view>;
-  EXPECT_EQ(text_lines("a\nb"), (Lines{"a", "b"}));
-  EXPECT_EQ(text_lines("a\r\nb\r\n"), (Lines{"a", "b"}));
-  EXPECT_EQ(text_lines("a\rb\r"), (Lines{"a", "b"}));
-  EXPECT_EQ(text_lines("a\r\r\nb\n\rc"), (Lines{"a", "", "b", "", "c"}));  // "\n\r": two line ends
-  EXPECT_EQ(text_lines("\n"), (Lines{""}));
-  EXPECT_EQ(text_lines(""), (Lines{}));
+  EXPECT_EQ(train::text_lines("a\nb"), (Lines{"a", "b"}));
+  EXPECT_EQ(train::text_lines("a\r\nb\r\n"), (Lines{"a", "b"}));
+  EXPECT_EQ(train::text_lines("a\rb\r"), (Lines{"a", "b"}));
+  EXPECT_EQ(train::text_lines("a\r\r\nb\n\rc"), (Lines{"a", "", "b", "", "c"}));  // "\n\r": two line ends
+  EXPECT_EQ(train::text_lines("\n"), (Lines{""}));
+  EXPECT_EQ(train::text_lines(""), (Lines{}));
 }
 
 TEST(Instructions, BadLinesNameTheFileAndTheLine) {
@@ -96,30 +96,30 @@ TEST(Instructions, BadLinesNameTheFileAndTheLine) {
   };
   for (const auto& [text, parts] : cases) {
     SCOPED_TRACE(text);
-    expect_error([&] { parse_instructions(text, "d.jsonl"); }, parts);
+    expect_error([&] { train::parse_instructions(text, "d.jsonl"); }, parts);
   }
 }
 
 // Examples in characters, so that the ids are easy to follow.
-Tokenizer chars_of(const std::vector<Instruction>& examples) {
-  return CharTokenizer::from_text(instructions_as_text(examples));
+tokenizers::Tokenizer chars_of(const std::vector<train::Instruction>& examples) {
+  return tokenizers::CharTokenizer::from_text(train::instructions_as_text(examples));
 }
 
 TEST(Instructions, ABatchIsPaddedToItsLongestExampleWithTargetsOnTheResponseOnly) {
-  const std::vector<Instruction> examples =
-      parse_instructions("{\"instruction\": \"Say hi.\", \"output\": \"hi\"}\n"
+  const std::vector<train::Instruction> examples =
+      train::parse_instructions("{\"instruction\": \"Say hi.\", \"output\": \"hi\"}\n"
                          "{\"instruction\": \"Say hello.\", \"input\": \"twice\", \"output\": \"hello hello\"}\n",
                          "d.jsonl");
-  const Tokenizer chars = chars_of(examples);
-  const EncodedInstructions encoded = encode_instructions(examples, chars, 1000, "d.jsonl");
+  const tokenizers::Tokenizer chars = chars_of(examples);
+  const train::EncodedInstructions encoded = encode_instructions(examples, chars, 1000, "d.jsonl");
   ASSERT_EQ(encoded.examples.size(), 2u);
-  const InstructionExample& short_one = encoded.examples[0];
+  const train::InstructionExample& short_one = encoded.examples[0];
   const int64_t p = short_one.prompt_tokens, n = p + 2;  // "hi", no end-of-text among characters
-  EXPECT_EQ(chars.decode({short_one.ids.begin(), short_one.ids.begin() + p}), alpaca_prompt("Say hi.", ""));
-  EXPECT_EQ(chars.decode(short_one.ids), alpaca_prompt("Say hi.", "") + "hi");
+  EXPECT_EQ(chars.decode({short_one.ids.begin(), short_one.ids.begin() + p}), train::alpaca_prompt("Say hi.", ""));
+  EXPECT_EQ(chars.decode(short_one.ids), train::alpaca_prompt("Say hi.", "") + "hi");
   const int64_t long_n = static_cast<int64_t>(encoded.examples[1].ids.size());
 
-  const Batch b = instruction_batch(encoded.examples, {0, 1}, 0);
+  const train::Batch b = instruction_batch(encoded.examples, {0, 1}, 0);
   EXPECT_EQ(b.x.sizes(), Shape({2, long_n - 1}));  // the longest, not the context
   const std::vector<int64_t> x = b.x.tolist<int64_t>(), y = b.y.tolist<int64_t>();
   const std::vector<int64_t> pad = b.key_padding_mask.to(kInt64).tolist<int64_t>();
@@ -139,10 +139,10 @@ TEST(Instructions, ABatchIsPaddedToItsLongestExampleWithTargetsOnTheResponseOnly
   EXPECT_EQ(std::count_if(y.begin() + static_cast<int64_t>(row), y.end(), [](int64_t v) { return v != -100; }),
             long_n - long_p);
   expect_error([&] {
-    encode_instructions(parse_instructions("{\"instruction\": \"a\", \"output\": \"\"}", "e.jsonl"), chars, 99, "e.jsonl");
+    train::encode_instructions(train::parse_instructions("{\"instruction\": \"a\", \"output\": \"\"}", "e.jsonl"), chars, 99, "e.jsonl");
   }, {"e.jsonl: line 1: \"output\" is empty and the char tokenizer has no end-of-text token"});
   expect_error([&] {
-    encode_instructions(parse_instructions("{\"instruction\": \"\\u00e9\", \"output\": \"b\"}", "e.jsonl"), chars, 99,
+    train::encode_instructions(train::parse_instructions("{\"instruction\": \"\\u00e9\", \"output\": \"b\"}", "e.jsonl"), chars, 99,
                         "e.jsonl");
   }, {"e.jsonl: line 1: "});
 }
@@ -164,9 +164,9 @@ std::string examples_jsonl(int n) {
 
 TEST(Instructions, TheSplitIsByPositionAndTheTooLongAreSkippedAndCounted) {
   const std::string text = examples_jsonl(20);
-  const std::vector<Instruction> all = parse_instructions(text, "d.jsonl");
-  const Tokenizer chars = chars_of(all);
-  InstructionData data = load_instruction_data(text, "d.jsonl", chars, 1000);
+  const std::vector<train::Instruction> all = train::parse_instructions(text, "d.jsonl");
+  const tokenizers::Tokenizer chars = chars_of(all);
+  train::InstructionData data = train::load_instruction_data(text, "d.jsonl", chars, 1000);
   ASSERT_EQ(data.train.size(), 18u);  // int(0.9 * 20)
   ASSERT_EQ(data.val.size(), 2u);
   EXPECT_EQ(data.val[0].line, 19);
@@ -175,37 +175,37 @@ TEST(Instructions, TheSplitIsByPositionAndTheTooLongAreSkippedAndCounted) {
 
   // a context that only the shorter ones fit: the others are skipped, by line
   std::vector<int64_t> lengths;
-  for (const InstructionExample& e : encode_instructions(all, chars, 1000, "d.jsonl").examples)
+  for (const train::InstructionExample& e : encode_instructions(all, chars, 1000, "d.jsonl").examples)
     lengths.push_back(static_cast<int64_t>(e.ids.size()));
   std::vector<int64_t> sorted = lengths;
   std::sort(sorted.begin(), sorted.end());
   const int64_t context = sorted[10] - 1;  // fits examples of up to context + 1 ids
-  data = load_instruction_data(text, "d.jsonl", chars, context);
+  data = train::load_instruction_data(text, "d.jsonl", chars, context);
   std::vector<int64_t> want;
   for (size_t i = 0; i < lengths.size(); ++i)
     if (lengths[i] > context + 1) want.push_back(static_cast<int64_t>(i) + 1);
   EXPECT_EQ(data.skipped_lines, want);
   EXPECT_EQ(data.train.size() + data.val.size() + want.size(), 20u);
-  const std::string note = skipped_examples_note(data.skipped_lines, 20, context);
+  const std::string note = train::skipped_examples_note(data.skipped_lines, 20, context);
   EXPECT_TRUE(test::has_part(note, "skipped " + std::to_string(want.size()) + " of 20 examples longer than the context"));
   EXPECT_TRUE(test::has_part(note, "lines " + std::to_string(want[0]) + ", " + std::to_string(want[1])));
   EXPECT_TRUE(test::has_part(note, ", ...")) << "at most 5 lines are listed";
-  EXPECT_EQ(skipped_examples_note({}, 20, context), "");
+  EXPECT_EQ(train::skipped_examples_note({}, 20, context), "");
 
-  expect_error([&] { load_instruction_data(text, "d.jsonl", chars, 20); },
+  expect_error([&] { train::load_instruction_data(text, "d.jsonl", chars, 20); },
                {"d.jsonl: none of the 18 training examples fits the context", "--context 20"});
-  expect_error([&] { load_instruction_data(examples_jsonl(1), "d.jsonl", chars, 1000); },
+  expect_error([&] { train::load_instruction_data(examples_jsonl(1), "d.jsonl", chars, 1000); },
                {"d.jsonl: only 1 example: at least 2 are needed"});
 }
 
 // The tiny GPT-2 of tests/reference/instruct and its examples, batched as PyTorch batched them.
 struct ReferenceBatch {
-  HfGpt2 gpt2 = load_hf_gpt2(kReference);
-  Tokenizer tokenizer = load_tokenizer(kReference);
-  EncodedInstructions encoded =
-      encode_instructions(parse_instructions(test::read_bytes(kReference + "/examples.jsonl"), "examples.jsonl"),
+  models::HfGpt2 gpt2 = models::load_hf_gpt2(kReference);
+  tokenizers::Tokenizer tokenizer = tokenizers::load_tokenizer(kReference);
+  train::EncodedInstructions encoded =
+      train::encode_instructions(train::parse_instructions(test::read_bytes(kReference + "/examples.jsonl"), "examples.jsonl"),
                           tokenizer, 255, "examples.jsonl");
-  Batch batch = instruction_batch(encoded.examples, {0, 1, 2, 3, 4}, tokenizer.end_of_text_id());
+  train::Batch batch = instruction_batch(encoded.examples, {0, 1, 2, 3, 4}, tokenizer.end_of_text_id());
   NamedTensors torch = load_safetensors(kReference + "/batch.safetensors");
   Tensor reference(const std::string& name) const {
     for (const auto& [key, t] : torch)
@@ -223,7 +223,7 @@ TEST(Instructions, TheBatchItsLogitsLossAndGradientsArePyTorchs) {
   EXPECT_TRUE(same_bytes(r.batch.y, r.reference("y")));
   EXPECT_TRUE(same_bytes(r.batch.key_padding_mask.to(kInt64), (r.reference("attention_mask") == 0).to(kInt64)));
 
-  nn::GPTModel& model = *r.gpt2.model;  // eval mode: no dropout
+  models::GPTModel& model = *r.gpt2.model;  // eval mode: no dropout
   const Tensor logits = model.forward(r.batch.x, r.batch.key_padding_mask);  // (B, L, V)
   // every position's, the padded ones too (they attend to the real tokens only, as in PyTorch)
   EXPECT_TRUE(all_close(logits.narrow(2, 0, 8), r.reference("logits8"), 2e-5, 1e-5));
@@ -262,7 +262,7 @@ TEST(Instructions, ThePromptAndThePaddingGetExactlyZeroGradient) {
 TEST(Instructions, PaddingDoesNotChangeTheRealTokensOutputs) {
   ReferenceBatch r;
   NoGradGuard no_grad;
-  nn::GPTModel& model = *r.gpt2.model;
+  models::GPTModel& model = *r.gpt2.model;
   const Tensor batched = model.forward(r.batch.x, r.batch.key_padding_mask);  // (B, L, V)
   double worst = 0;
   for (size_t b = 0; b < r.encoded.examples.size(); ++b) {
@@ -278,8 +278,8 @@ TEST(Instructions, PaddingDoesNotChangeTheRealTokensOutputs) {
 
 // --- the Trainer on instruction data ---------------------------------------------------------------
 
-TrainOptions instruction_options(int64_t batch, int64_t grad_accum, double dropout) {
-  TrainOptions o;
+train::TrainOptions instruction_options(int64_t batch, int64_t grad_accum, double dropout) {
+  train::TrainOptions o;
   o.data = "examples.jsonl";  // the text is given; the name is for messages
   o.data_format = "jsonl";
   o.batch = batch;
@@ -298,37 +298,37 @@ TrainOptions instruction_options(int64_t batch, int64_t grad_accum, double dropo
 
 TEST(InstructionTraining, GradAccumTrainsAsOneBigBatch) {
   const std::string text = examples_jsonl(30);
-  Trainer big(instruction_options(4, 1, 0.0), text);
+  train::Trainer big(instruction_options(4, 1, 0.0), text);
   for (const auto& [batch, accum] : {std::pair<int64_t, int64_t>{2, 2}, {1, 4}}) {
-    Trainer reference(instruction_options(4, 1, 0.0), text), micro(instruction_options(batch, accum, 0.0), text);
+    train::Trainer reference(instruction_options(4, 1, 0.0), text), micro(instruction_options(batch, accum, 0.0), text);
     for (int step = 1; step <= 5; ++step) {
-      const Trainer::StepResult want = reference.train_step(), got = micro.train_step();
+      const train::Trainer::StepResult want = reference.train_step(), got = micro.train_step();
       EXPECT_NEAR(got.loss, want.loss, 1e-6 * want.loss) << "--batch " << batch << " --grad-accum " << accum << ", step " << step;
       EXPECT_LE(got.tokens, want.tokens) << "micro-batches pad to their own longest example";
     }
     const auto want = reference.model().named_parameters(), got = micro.model().named_parameters();
     for (size_t i = 0; i < want.size(); ++i) EXPECT_TRUE(all_close(got[i].second, want[i].second, 1e-6, 1e-4)) << want[i].first;
   }
-  const Trainer::Losses l = big.evaluate();
+  const train::Trainer::Losses l = big.evaluate();
   EXPECT_TRUE(std::isfinite(l.train) && std::isfinite(l.val) && l.val_bpb > 0) << l.train << " " << l.val;
 }
 
 TEST(InstructionTraining, TwoAndTwoStepsEqualFourStraightBitForBit) {
   const std::string text = examples_jsonl(30);
-  const TrainOptions o = instruction_options(3, 2, 0.1);  // dropout: the default generator matters too
-  Trainer straight(o, text);
+  const train::TrainOptions o = instruction_options(3, 2, 0.1);  // dropout: the default generator matters too
+  train::Trainer straight(o, text);
   std::vector<double> want;
   for (int i = 0; i < 4; ++i) want.push_back(straight.train_step().loss);
   test::TempFolder dir;
   std::vector<double> got;
   {
-    Trainer first(o, text);
+    train::Trainer first(o, text);
     for (int i = 0; i < 2; ++i) got.push_back(first.train_step().loss);
-    save_checkpoint(first, dir.path);
+    train::save_checkpoint(first, dir.path);
   }
   randn({100});  // the default generator moves on; resuming puts it back
-  std::unique_ptr<Trainer> second = resume_trainer(dir.path, saved_options(dir.path), text);
-  EXPECT_EQ(saved_options(dir.path).data_format, "jsonl");
+  std::unique_ptr<train::Trainer> second = train::resume_trainer(dir.path, train::saved_options(dir.path), text);
+  EXPECT_EQ(train::saved_options(dir.path).data_format, "jsonl");
   ASSERT_NE(second->instructions(), nullptr);
   for (int i = 0; i < 2; ++i) got.push_back(second->train_step().loss);
   EXPECT_EQ(got, want);  // exact
@@ -339,13 +339,13 @@ TEST(InstructionTraining, TwoAndTwoStepsEqualFourStraightBitForBit) {
 TEST(InstructionTraining, TheTokenizerLearnsTheFormattedExamplesNotTheirJson) {
   const std::string text = "{\"instruction\": \"Tab\\there\", \"output\": \"\\u00e9\"}\n"
                            "{\"instruction\": \"b\", \"output\": \"c\"}\n";
-  Trainer t(instruction_options(1, 1, 0.0), text);
-  EXPECT_EQ(t.tokenizer().to_json(), chars_of(parse_instructions(text, "x")).to_json());
+  train::Trainer t(instruction_options(1, 1, 0.0), text);
+  EXPECT_EQ(t.tokenizer().to_json(), chars_of(train::parse_instructions(text, "x")).to_json());
   EXPECT_EQ(t.tokenizer().encode("\t\xc3\xa9").size(), 2u);  // the tab and the é, not '\\' and 't'
-  TrainOptions no_data = instruction_options(1, 1, 0.0);
+  train::TrainOptions no_data = instruction_options(1, 1, 0.0);
   no_data.data = "";
-  expect_error([&] { Trainer(no_data, text); }, {"--data-format jsonl needs --data FILE"});
+  expect_error([&] { train::Trainer(no_data, text); }, {"--data-format jsonl needs --data FILE"});
 }
 
 }  // namespace
-}  // namespace tg::examples
+}  // namespace tg

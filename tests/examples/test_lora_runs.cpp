@@ -17,11 +17,11 @@
 #include "autograd/ops.h"
 #include "autograd/random/generator.h"
 #include "autograd/tape.h"
-#include "examples/gpt/checkpoint.h"
-#include "examples/gpt/hf_gpt2.h"
-#include "examples/gpt/lora_adapters.h"
-#include "examples/gpt/tokenizer.h"
-#include "examples/gpt/trainer.h"
+#include "train/run_folder.h"
+#include "models/hf_gpt2.h"
+#include "models/lora_adapters.h"
+#include "tokenizers/tokenizer.h"
+#include "train/trainer.h"
 #include "test_util.h"
 
 namespace tg::test {
@@ -78,10 +78,10 @@ void expect_files_close(const std::string& got, const std::string& want, double 
 
 TEST(LoraRuns, TheAdaptersStartAsPeftDrawsThem) {
   // train_gpt: the base's weights, then torch.manual_seed(seed) and the adapters, in peft's order
-  examples::HfGpt2 base = examples::load_hf_gpt2(kBase);
+  models::HfGpt2 base = models::load_hf_gpt2(kBase);
   manual_seed(static_cast<uint64_t>(reference()["flags"]["seed"].as_int64()));
-  nn::apply_lora(*base.model, nn::LoRAConfig{.r = 4, .alpha = 8.0, .attn = true, .mlp = true});
-  const NamedTensors ours = examples::peft_adapter_tensors(*base.model);
+  models::apply_lora(*base.model, models::LoRAConfig{.r = 4, .alpha = 8.0, .attn = true, .mlp = true});
+  const NamedTensors ours = models::peft_adapter_tensors(*base.model);
   const NamedTensors torch = load_safetensors(kLora + "/adapters_start.safetensors");
   ASSERT_EQ(names_of(ours), names_of(torch));  // peft's names, in its order
   EXPECT_EQ(ours[0].first, "base_model.model.transformer.h.0.attn.c_attn.lora_A.weight");
@@ -110,7 +110,7 @@ TEST(LoraRuns, TrainsAsThePyTorchTwinStepForStep) {
 }
 
 TEST(LoraRuns, TheBaseWeightsStayAsTheyWereAndOnlyTheAdaptersHaveOptimizerState) {
-  examples::TrainOptions o;
+  train::TrainOptions o;
   o.model.context_length = 8;
   o.batch = 2;
   o.steps = 3;
@@ -119,11 +119,11 @@ TEST(LoraRuns, TheBaseWeightsStayAsTheyWereAndOnlyTheAdaptersHaveOptimizerState)
   o.lora_rank = 2;
   o.lora_alpha = 4;
   o.lora_targets = "attn,mlp";
-  const nn::GPTConfig config = examples::hf_gpt2_config(json::parse_file(kBase + "/config.json"), kBase);
+  const models::GPTConfig config = models::hf_gpt2_config(json::parse_file(kBase + "/config.json"), kBase);
   std::string text = read_bytes(kText);
-  examples::Trainer trainer(o, text, examples::load_tokenizer(kBase), config);
-  examples::HfGpt2Info layout;
-  examples::load_hf_gpt2_weights(trainer.model(), kBase + "/model.safetensors", &layout);
+  train::Trainer trainer(o, text, tokenizers::load_tokenizer(kBase), config);
+  models::HfGpt2Info layout;
+  models::load_hf_gpt2_weights(trainer.model(), kBase + "/model.safetensors", &layout);
   NamedTensors before;
   for (const auto& [name, t] : trainer.model().state_dict()) before.push_back({name, t.detach().clone()});
   trainer.apply_lora(kBase);
@@ -145,7 +145,7 @@ TEST(LoraRuns, TheBaseWeightsStayAsTheyWereAndOnlyTheAdaptersHaveOptimizerState)
   const NamedTensors state = trainer.optimizer().state_dict();
   EXPECT_EQ(state.size(), 3 * 16u);  // step, exp_avg, exp_avg_sq of A and B at 4 places in 2 blocks
   for (const auto& [name, t] : state) EXPECT_TRUE(name.find("lora") != std::string::npos) << name;
-  EXPECT_NE(examples::peft_adapter_tensors(trainer.model())[1].second.abs().max().item<float>(), 0.0f);  // B trained
+  EXPECT_NE(models::peft_adapter_tensors(trainer.model())[1].second.abs().max().item<float>(), 0.0f);  // B trained
 }
 
 TEST(LoraRuns, TheFolderHoldsPeftsFilesAndGenerateAndEvalOnlyReadIt) {
@@ -226,15 +226,15 @@ TEST(LoraRuns, MergeLoraWritesAGpt2FolderWithTheAdaptedModelsLogits) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   r = train_gpt({"--resume", run, "--merge-lora", merged});
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  const examples::HfGpt2 plain = examples::load_hf_gpt2(merged);  // a Hugging Face GPT-2 folder
+  const models::HfGpt2 plain = models::load_hf_gpt2(merged);  // a Hugging Face GPT-2 folder
   EXPECT_TRUE(plain.info.prefixed);                               // in the base's layout
   EXPECT_EQ(json::parse_file(merged + "/config.json")["n_embd"].as_int64(), 16);
-  examples::SavedModel adapted = examples::load_saved_model(run);
+  train::SavedModel adapted = train::load_saved_model(run);
   const Tensor ids = from_vector(std::vector<int64_t>{3, 17, 256, 40, 9, 270, 12, 5}, {1, 8});
   NoGradGuard no_grad;
   const Tensor want = adapted.model->forward(ids), got = plain.model->forward(ids);
   EXPECT_TRUE(all_close(got, want, 1e-5, 1e-5));
-  const examples::HfGpt2 base = examples::load_hf_gpt2(kBase);
+  const models::HfGpt2 base = models::load_hf_gpt2(kBase);
   EXPECT_FALSE(all_close(base.model->forward(ids), want, 1e-4, 0));  // the adapters did change the logits
   r = run_program(example_program("generate"), {"--ckpt", merged, "--prompt", " the", "--tokens", "2"});
   EXPECT_EQ(r.exit_code, 0) << r.output;

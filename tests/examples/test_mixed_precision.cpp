@@ -1,4 +1,4 @@
-// train_gpt --precision bf16 (examples/gpt/trainer.h): the forward under AutocastGuard(kBFloat16),
+// train_gpt --precision bf16 (train/trainer.h): the forward under AutocastGuard(kBFloat16),
 // so the matrix products of forward and backward take bfloat16 inputs. It trains the model
 // float32 trains (the losses stay within a few percent, step by step) without being float32 (the
 // rounding shows), keeps less memory, gives the same bits at any thread count and on the portable
@@ -14,16 +14,16 @@
 #include "autograd/kernels/gemm.h"
 #include "autograd/runtime/memory.h"
 #include "autograd/runtime/parallel.h"
-#include "examples/gpt/corpus.h"
-#include "examples/gpt/trainer.h"
+#include "train/corpus.h"
+#include "train/trainer.h"
 #include "test_util.h"
 
-namespace tg::examples {
+namespace tg {
 namespace {
 
 // The run's shape; `steps` of its 40-step schedule are trained.
-TrainOptions options(const std::string& precision) {
-  TrainOptions o;
+train::TrainOptions options(const std::string& precision) {
+  train::TrainOptions o;
   o.batch = 8;
   o.model.context_length = 32;
   o.model.emb_dim = 32;
@@ -39,12 +39,12 @@ TrainOptions options(const std::string& precision) {
 }
 
 const std::string& text() {
-  static const std::string t = builtin_corpus(30000, 7);
+  static const std::string t = train::builtin_corpus(30000, 7);
   return t;
 }
 
-std::vector<double> losses(const TrainOptions& o, int64_t steps = 40) {
-  Trainer t(o, text());
+std::vector<double> losses(const train::TrainOptions& o, int64_t steps = 40) {
+  train::Trainer t(o, text());
   std::vector<double> out;
   for (int64_t s = 0; s < steps; ++s) out.push_back(t.train_step().loss);
   return out;
@@ -96,10 +96,10 @@ TEST(MixedPrecision, SameBitsAtAnyThreadCountAndOnThePortableKernel) {
 // softmax's backward, most of the rest at T = 64: measured 0.96x.
 TEST(MixedPrecision, Bf16KeepsLessMemory) {
   auto peak_of_a_step = [](const std::string& precision) {
-    TrainOptions o = options(precision);
+    train::TrainOptions o = options(precision);
     o.batch = 16;
     o.model.context_length = 64;
-    Trainer t(o, text());
+    train::Trainer t(o, text());
     t.train_step();  // the optimizer's state is made
     reset_peak_memory_stats();
     t.train_step();
@@ -113,4 +113,4 @@ TEST(MixedPrecision, Bf16KeepsLessMemory) {
 }
 
 }  // namespace
-}  // namespace tg::examples
+}  // namespace tg

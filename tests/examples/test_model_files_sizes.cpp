@@ -20,11 +20,11 @@
 #include "autograd/ops.h"
 #include "autograd/runtime/memory.h"
 #include "autograd/tape.h"
-#include "examples/common/flags.h"
-#include "examples/gpt/checkpoint.h"
-#include "examples/gpt/corpus.h"
-#include "examples/gpt/hf_gpt2.h"
-#include "examples/gpt/trainer.h"
+#include "autograd/io/flags.h"
+#include "train/run_folder.h"
+#include "train/corpus.h"
+#include "models/hf_gpt2.h"
+#include "train/trainer.h"
 #include "tiny_train_options.h"
 #include "test_util.h"
 
@@ -132,8 +132,8 @@ TEST(ModelFileSizes, AGpt2ConfigLargerThanItsWeightsIsRefusedBeforeAnyModelIsBui
     TempFolder dir;
     copy_base(dir.path);
     set_field(dir.file("config.json"), c.field, c.value);
-    for (const auto& load : {std::function<void()>([&] { examples::load_hf_gpt2(dir.path); }),
-                             std::function<void()>([&] { examples::load_saved_model(dir.path); })}) {
+    for (const auto& load : {std::function<void()>([&] { models::load_hf_gpt2(dir.path); }),
+                             std::function<void()>([&] { train::load_saved_model(dir.path); })}) {
       const Outcome o = outcome_of(load);
       EXPECT_TRUE(has_part(o.error, c.message)) << o.error;
       EXPECT_LT(o.peak, kSmall) << c.field;  // no model of that config was made
@@ -161,7 +161,7 @@ TEST(ModelFileSizes, ALongContextCostsNothingUntilASequenceThatLongRuns) {
   write_zero_gpt2(dir.path, P, 2, {1, 1, P, P});
   reset_peak_memory_stats();
   const int64_t before = memory_stats().live_bytes;
-  examples::HfGpt2 hf = examples::load_hf_gpt2(dir.path);
+  models::HfGpt2 hf = models::load_hf_gpt2(dir.path);
   EXPECT_EQ(hf.config.context_length, P);
   NoGradGuard no_grad;
   const Tensor logits = hf.model->forward(from_vector(std::vector<int64_t>{1, 2, 3}, {1, 3}));
@@ -173,47 +173,47 @@ TEST(ModelFileSizes, TheIgnoredAttnBiasMustHaveGpt2sShapeAndDtype) {
   {
     TempFolder dir;
     write_zero_gpt2(dir.path, 16, 1, {1, 1, 8, 8});
-    EXPECT_EQ(error_of([&] { examples::load_hf_gpt2(dir.path); }),
+    EXPECT_EQ(error_of([&] { models::load_hf_gpt2(dir.path); }),
               dir.file("model.safetensors") + ": tensor \"h.0.attn.bias\" has shape (1,1,8,8), expected (1,1,16,16) "
                                               "(GPT-2's causal mask for config.json's n_positions 16; its values are not read)");
   }
   {
     TempFolder dir;
     write_zero_gpt2(dir.path, 16, 1, {1, 1, 16, 16}, "I64");
-    EXPECT_EQ(error_of([&] { examples::load_hf_gpt2(dir.path); }),
+    EXPECT_EQ(error_of([&] { models::load_hf_gpt2(dir.path); }),
               dir.file("model.safetensors") + ": tensor \"h.0.attn.bias\" has dtype I64; GPT-2's attention buffers are "
                                               "BOOL or floating point");
   }
   {
     TempFolder dir;
     write_zero_gpt2(dir.path, 16, 1, {1, 1, 16, 16}, "F32");
-    EXPECT_NO_THROW(examples::load_hf_gpt2(dir.path));  // HF's older files keep it as float
+    EXPECT_NO_THROW(models::load_hf_gpt2(dir.path));  // HF's older files keep it as float
   }
 }
 
-examples::TrainOptions tiny_options() { return tiny_train_options(2); }
+train::TrainOptions tiny_options() { return tiny_train_options(2); }
 
 const std::string& text() {
-  static const std::string t = examples::builtin_corpus(4000, 7);
+  static const std::string t = train::builtin_corpus(4000, 7);
   return t;
 }
 
 // A run folder of train_gpt's own (tapegrad's names), saved at step 0.
 void save_tiny_run(const std::string& dir) {
-  examples::Trainer trainer(tiny_options(), text());
-  examples::save_checkpoint(trainer, dir);
+  train::Trainer trainer(tiny_options(), text());
+  train::save_checkpoint(trainer, dir);
 }
 
 // A run from the tiny GPT-2 (with LoRA adapters of rank 2 when lora), saved at step 0.
 void save_gpt2_run(const std::string& dir, bool lora) {
-  examples::TrainOptions o = tiny_options();
+  train::TrainOptions o = tiny_options();
   o.init_from = kBase;
   o.tokenizer = kBase;
   if (lora) {
     o.lora_rank = 2;
     o.lora_alpha = 2;
   }
-  examples::save_checkpoint(*examples::start_from_gpt2_folder(o, read_bytes(kBase + "/../text.txt"), nullptr), dir);
+  train::save_checkpoint(*train::start_from_gpt2_folder(o, read_bytes(kBase + "/../text.txt"), nullptr), dir);
 }
 
 TEST(ModelFileSizes, ARunsConfigLargerThanItsWeightsIsRefusedBeforeAnyModelIsBuilt) {
@@ -222,14 +222,14 @@ TEST(ModelFileSizes, ARunsConfigLargerThanItsWeightsIsRefusedBeforeAnyModelIsBui
   const std::string config = dir.file("config.json"), weights = dir.file("model.safetensors");
   const std::string original = read_bytes(config);
   set_field(config, "n_layers", "1000000000");  // "model": what generate and --eval-only build
-  Outcome o = outcome_of([&] { examples::load_saved_model(dir.path); });
+  Outcome o = outcome_of([&] { train::load_saved_model(dir.path); });
   EXPECT_EQ(o.error, weights + ": tensor \"trf_blocks.2.norm1.weight\" is missing (the run's config.json has n_layers "
                                "1000000000; the file has 2 blocks)");
   EXPECT_LT(o.peak, kSmall);
 
   write_bytes(config, original);
   set_field(config, "emb-dim", "4096");  // "train": what --resume builds
-  o = outcome_of([&] { examples::resume_trainer(dir.path, examples::saved_options(dir.path), text()); });
+  o = outcome_of([&] { train::resume_trainer(dir.path, train::saved_options(dir.path), text()); });
   EXPECT_TRUE(has_part(o.error, weights + ": tensor \"tok_emb.weight\" has shape ")) << o.error;
   EXPECT_TRUE(has_part(o.error, ",8), expected (")) << o.error;
   EXPECT_TRUE(has_part(o.error, ",4096) (vocab_size, context_length and emb_dim of the run's config.json)")) << o.error;
@@ -240,7 +240,7 @@ TEST(ModelFileSizes, ARunFromGpt2ResumedWithAHugeShapeIsRefusedBeforeAnyModelIsB
   TempFolder dir;
   save_gpt2_run(dir.path, false);
   set_field(dir.file("config.json"), "n_layers", "1000000000");  // the "tapegrad" member's "model"
-  const Outcome o = outcome_of([&] { examples::resume_trainer(dir.path, examples::saved_options(dir.path), text()); });
+  const Outcome o = outcome_of([&] { train::resume_trainer(dir.path, train::saved_options(dir.path), text()); });
   EXPECT_EQ(o.error, dir.file("model.safetensors") + ": tensor \"transformer.h.2.ln_1.weight\" is missing (config.json's "
                                                      "n_layer is 1000000000; the file has 2 blocks)");
   EXPECT_LT(o.peak, kSmall);
@@ -253,10 +253,10 @@ TEST(ModelFileSizes, AnAdapterRankLargerThanTheAdaptersFileIsRefusedBeforeAnyAda
   const std::string message = dir.file("adapters.safetensors") +
                               ": tensor \"base_model.model.transformer.h.0.attn.c_attn.lora_A.weight\" is float32 of "
                               "shape (2,16), expected float32 of shape (1000000,16) (this run's r and model)";
-  Outcome o = outcome_of([&] { examples::load_saved_model(dir.path); });  // generate, --eval-only, --merge-lora
+  Outcome o = outcome_of([&] { train::load_saved_model(dir.path); });  // generate, --eval-only, --merge-lora
   EXPECT_EQ(o.error, message);
   EXPECT_LT(o.peak, kSmall);
-  o = outcome_of([&] { examples::resume_trainer(dir.path, examples::saved_options(dir.path), text()); });
+  o = outcome_of([&] { train::resume_trainer(dir.path, train::saved_options(dir.path), text()); });
   EXPECT_EQ(o.error, message);
   EXPECT_LT(o.peak, kSmall);
 }
@@ -265,14 +265,14 @@ TEST(ModelFileSizes, AConfigJsonThatIsNotGpt2sSaysSoInsteadOfAMissingFile) {
   TempFolder broken, llama;
   copy_base(broken.path);
   write_bytes(broken.file("config.json"), "{\"model_type\": \"gpt2\",, }");
-  const std::string error = error_of([&] { examples::load_saved_model(broken.path); });
+  const std::string error = error_of([&] { train::load_saved_model(broken.path); });
   EXPECT_TRUE(has_part(error, broken.file("config.json"))) << error;
   EXPECT_TRUE(has_part(error, "byte")) << error;
   EXPECT_FALSE(has_part(error, "is missing")) << error;
 
   copy_base(llama.path);
   set_field(llama.file("config.json"), "model_type", "\"llama\"");
-  EXPECT_EQ(error_of([&] { examples::load_saved_model(llama.path); }),
+  EXPECT_EQ(error_of([&] { train::load_saved_model(llama.path); }),
             llama.file("config.json") + ": \"model_type\" is \"llama\": only \"gpt2\" is read");
 }
 
@@ -281,29 +281,29 @@ TEST(ModelFileSizes, ANegativeDropoutIsRefusedNamingItsField) {
     TempFolder dir;
     copy_base(dir.path);
     set_field(dir.file("config.json"), field, "-0.1");
-    EXPECT_EQ(error_of([&] { examples::load_hf_gpt2(dir.path); }),
+    EXPECT_EQ(error_of([&] { models::load_hf_gpt2(dir.path); }),
               dir.file("config.json") + ": \"" + field + "\" must be in [0, 1) (a dropout probability), got -0.1");
   }
 }
 
-// run_program (examples/common/flags.h) ends every program: memory running out, or any other
+// run_program (autograd/io/flags.h) ends every program: memory running out, or any other
 // exception, is one line and exit code 1, naming what the program was doing.
 TEST(ModelFileSizes, OutOfMemoryIsOneLineNamingWhatWasBeingDone) {
   char name[] = "demo";
   char* argv[] = {name};
   auto exit_and_line = [&](const std::function<int()>& run) {
     testing::internal::CaptureStderr();
-    const int code = examples::run_program({"demo", "A demo.", {}}, 1, argv, run);
+    const int code = tg::run_program({"demo", "A demo.", {}}, 1, argv, run);
     return std::to_string(code) + " " + testing::internal::GetCapturedStderr();
   };
   EXPECT_EQ(exit_and_line([]() -> int {
-              const examples::Activity outer("training step 3");
-              const examples::Activity building("building the model of x/config.json");
+              const Activity outer("training step 3");
+              const Activity building("building the model of x/config.json");
               throw std::bad_alloc();
             }),
             "1 demo: out of memory while building the model of x/config.json\n");
   EXPECT_EQ(exit_and_line([]() -> int {
-              const examples::Activity generating("generating text");
+              const Activity generating("generating text");
               throw Error("out of memory: cannot allocate 4096 bytes");
             }),
             "1 demo: out of memory: cannot allocate 4096 bytes while generating text\n");

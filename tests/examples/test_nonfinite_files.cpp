@@ -1,4 +1,4 @@
-// Files that hold an inf or a nan (autograd/io/safetensors.h's check_finite, examples/gpt/checkpoint.h):
+// Files that hold an inf or a nan (autograd/io/safetensors.h's check_finite, train/run_folder.h):
 // a GPT-2 folder's weights, a run's weights, its LoRA adapters and its optimizer state are refused
 // when read, naming the file, the tensor and the first bad index, before anything is written; a
 // checkpoint is saved only when it is finite, the files already there left byte for byte; a
@@ -17,11 +17,11 @@
 #include "autograd/io/safetensors.h"
 #include "autograd/ops.h"
 #include "autograd/tape.h"
-#include "examples/gpt/checkpoint.h"
-#include "examples/gpt/corpus.h"
-#include "examples/gpt/hf_gpt2.h"
-#include "examples/gpt/lora_adapters.h"
-#include "examples/gpt/trainer.h"
+#include "train/run_folder.h"
+#include "train/corpus.h"
+#include "models/hf_gpt2.h"
+#include "models/lora_adapters.h"
+#include "train/trainer.h"
 #include "tiny_train_options.h"
 #include "test_util.h"
 
@@ -75,27 +75,27 @@ std::string copy_of_base(const TempFolder& dir, const std::string& name = "gpt2"
   return to;
 }
 
-examples::TrainOptions tiny_options() { return tiny_train_options(1); }
+train::TrainOptions tiny_options() { return tiny_train_options(1); }
 
 const std::string& corpus() {
-  static const std::string t = examples::builtin_corpus(4000, 3);
+  static const std::string t = train::builtin_corpus(4000, 3);
   return t;
 }
 
 // A LoRA run (rank 2 on attn and mlp) on the tiny GPT-2, one step, saved in dir (made here).
 void save_small_lora_run(const std::string& dir) {
   fs::create_directories(dir);
-  examples::TrainOptions o = tiny_options();
+  train::TrainOptions o = tiny_options();
   o.lora_rank = 2;
   o.lora_alpha = 4;
   o.lora_targets = "attn,mlp";
-  const nn::GPTConfig config = examples::hf_gpt2_config(json::parse_file(kBase + "/config.json"), kBase);
-  examples::Trainer trainer(o, read_bytes(kText), examples::load_tokenizer(kBase), config);
-  examples::HfGpt2Info layout;
-  examples::load_hf_gpt2_weights(trainer.model(), kBase + "/model.safetensors", &layout);
+  const models::GPTConfig config = models::hf_gpt2_config(json::parse_file(kBase + "/config.json"), kBase);
+  train::Trainer trainer(o, read_bytes(kText), tokenizers::load_tokenizer(kBase), config);
+  models::HfGpt2Info layout;
+  models::load_hf_gpt2_weights(trainer.model(), kBase + "/model.safetensors", &layout);
   trainer.apply_lora(kBase);
   trainer.train_step();
-  examples::save_checkpoint(trainer, dir);
+  train::save_checkpoint(trainer, dir);
 }
 
 ProgramRun train_gpt(const std::vector<std::string>& args) { return run_program(example_program("train_gpt"), args); }
@@ -136,7 +136,7 @@ TEST(NonFiniteFiles, AGpt2FolderWithANanWeightIsRefusedByEveryReader) {
   set_element(gpt2 + "/model.safetensors", "transformer.h.0.attn.c_attn.weight", 3 * 48 + 17, kNan);
   const std::string message = gpt2 + "/model.safetensors: tensor \"transformer.h.0.attn.c_attn.weight\" has a "
                               "non-finite value (nan) at index [3, 17]";
-  expect_error([&] { examples::load_hf_gpt2(gpt2); }, {message});
+  expect_error([&] { models::load_hf_gpt2(gpt2); }, {message});
   SKIP_WITHOUT_EXAMPLES();
   const auto before = folder_bytes(dir.path);
   ProgramRun r = run_program(example_program("generate"), {"--ckpt", gpt2, "--prompt", "the", "--tokens", "3"});
@@ -176,16 +176,16 @@ TEST(NonFiniteFiles, EvalOnlyWhoseLossIsNotFiniteIsAnErrorNotALineJsonCannotRead
 TEST(NonFiniteFiles, ARunWithANanWeightIsRefusedWhenResumedOrRead) {
   TempFolder dir;
   {
-    examples::Trainer t(tiny_options(), corpus());
+    train::Trainer t(tiny_options(), corpus());
     t.train_step();
-    examples::save_checkpoint(t, dir.path);
+    train::save_checkpoint(t, dir.path);
   }
   set_element(dir.file("model.safetensors"), "trf_blocks.0.att.W_query.weight", 1 * 8 + 2, kInf);
   const auto before = folder_bytes(dir.path);
   const std::string message =
       dir.file("model.safetensors") + ": tensor \"trf_blocks.0.att.W_query.weight\" has a non-finite value (inf) at index [1, 2]";
-  expect_error([&] { examples::resume_trainer(dir.path, examples::saved_options(dir.path), corpus()); }, {message});
-  expect_error([&] { examples::load_saved_model(dir.path); }, {message});
+  expect_error([&] { train::resume_trainer(dir.path, train::saved_options(dir.path), corpus()); }, {message});
+  expect_error([&] { train::load_saved_model(dir.path); }, {message});
   EXPECT_EQ(folder_bytes(dir.path), before);
 }
 
@@ -215,9 +215,9 @@ TEST(NonFiniteFiles, ANanOptimizerStateIsRefusedBeforeAnyStepAndNothingIsReplace
 // refuses, naming the tensor, and leaves every file of the folder as it was.
 TEST(NonFiniteFiles, ACheckpointIsSavedOnlyWhenItIsFinite) {
   TempFolder dir;
-  examples::Trainer t(tiny_options(), corpus());
+  train::Trainer t(tiny_options(), corpus());
   t.train_step();
-  examples::save_checkpoint(t, dir.path);
+  train::save_checkpoint(t, dir.path);
   t.train_step();
   const auto before = folder_bytes(dir.path);
   Tensor weight, moment;
@@ -228,18 +228,18 @@ TEST(NonFiniteFiles, ACheckpointIsSavedOnlyWhenItIsFinite) {
   ASSERT_TRUE(weight.defined() && moment.defined());
   const std::string kept = "; the files in " + dir.path + " are left as they were";
   set_at(weight, {5, 3}, kNan);
-  expect_error([&] { examples::save_checkpoint(t, dir.path); },
+  expect_error([&] { train::save_checkpoint(t, dir.path); },
                {"step 2: the checkpoint is not saved: " + dir.file("model.safetensors") +
                 ": tensor \"trf_blocks.0.ff.layers.0.weight\" has a non-finite value (nan) at index [5, 3]" + kept});
   EXPECT_EQ(folder_bytes(dir.path), before);
   set_at(weight, {5, 3}, 0.0);
   set_at(moment, {6}, -kInf);
-  expect_error([&] { examples::save_checkpoint(t, dir.path); },
+  expect_error([&] { train::save_checkpoint(t, dir.path); },
                {"step 2: the checkpoint is not saved: " + dir.file("optimizer.safetensors") +
                 ": tensor \"final_norm.bias.exp_avg\" has a non-finite value (-inf) at index [6]" + kept});
   EXPECT_EQ(folder_bytes(dir.path), before);
   set_at(moment, {6}, 0.0);
-  examples::save_checkpoint(t, dir.path);  // finite again: saved
+  train::save_checkpoint(t, dir.path);  // finite again: saved
   EXPECT_NE(folder_bytes(dir.path), before);
 }
 
@@ -254,9 +254,9 @@ TEST(NonFiniteFiles, NanAdaptersAreRefusedAndMergeLoraWritesNothing) {
   const auto before = folder_bytes(dir.path);
   const std::string message =
       run + "/adapters.safetensors: tensor \"" + adapter + "\" has a non-finite value (nan) at index [7, 1]";
-  expect_error([&] { examples::load_saved_model(run); }, {message});
-  expect_error([&] { examples::resume_trainer(run, examples::saved_options(run), read_bytes(kText)); }, {message});
-  expect_error([&] { examples::save_merged_model(run, merged); }, {message});
+  expect_error([&] { train::load_saved_model(run); }, {message});
+  expect_error([&] { train::resume_trainer(run, train::saved_options(run), read_bytes(kText)); }, {message});
+  expect_error([&] { train::save_merged_model(run, merged); }, {message});
   EXPECT_EQ(folder_bytes(dir.path), before);
   EXPECT_FALSE(fs::exists(merged));
 }
@@ -265,11 +265,11 @@ TEST(NonFiniteFiles, AnAdaptersSaveIsRefusedWhenOneIsNotFinite) {
   TempFolder dir;
   save_small_lora_run(dir.path);
   const auto before = folder_bytes(dir.path);
-  examples::TrainOptions o = examples::saved_options(dir.path);
-  std::unique_ptr<examples::Trainer> t = examples::resume_trainer(dir.path, o, read_bytes(kText));
+  train::TrainOptions o = train::saved_options(dir.path);
+  std::unique_ptr<train::Trainer> t = train::resume_trainer(dir.path, o, read_bytes(kText));
   for (const auto& [name, p] : t->model().state_dict())
     if (name == "trf_blocks.0.att.qkv_lora.lora_A.weight") set_at(p, {1, 4}, kInf);
-  expect_error([&] { examples::save_checkpoint(*t, dir.path); },
+  expect_error([&] { train::save_checkpoint(*t, dir.path); },
                {"step 1: the checkpoint is not saved: " + dir.file("adapters.safetensors") +
                 ": tensor \"base_model.model.transformer.h.0.attn.c_attn.lora_A.weight\" has a non-finite value (inf) "
                 "at index [1, 4]"});
@@ -289,9 +289,9 @@ TEST(NonFiniteFiles, ALoraAlphaWhoseScaleOverflowsIsRefusedNamingTheField) {
   const auto before = folder_bytes(dir.path);
   const std::string message = config + ": \"lora_alpha\" / \"r\" = 5e+307, the adapters' scale, is beyond float32's "
                               "range: \"lora_alpha\" is too large";
-  expect_error([&] { examples::read_adapter_config(config); }, {message});
-  expect_error([&] { examples::load_saved_model(run); }, {message});
-  expect_error([&] { examples::save_merged_model(run, merged); }, {message});
+  expect_error([&] { models::read_adapter_config(config); }, {message});
+  expect_error([&] { train::load_saved_model(run); }, {message});
+  expect_error([&] { train::save_merged_model(run, merged); }, {message});
   EXPECT_EQ(folder_bytes(dir.path), before);
   EXPECT_FALSE(fs::exists(merged));
 }
@@ -305,7 +305,7 @@ TEST(NonFiniteFiles, MergeLoraNeverWritesANonFiniteModel) {
   for (auto& [name, t] : adapters) t.fill_(1e20);
   save_safetensors(run + "/adapters.safetensors", adapters, load_safetensors_metadata(run + "/adapters.safetensors"));
   const auto before = folder_bytes(dir.path);
-  expect_error([&] { examples::save_merged_model(run, merged); },
+  expect_error([&] { train::save_merged_model(run, merged); },
                {"--merge-lora " + merged + ": nothing written: the merged model: tensor \"trf_blocks.0.att.W_query.weight\" "
                 "has a non-finite value (inf) at index [0, 0] (" + run + "'s adapters added to its base)"});
   EXPECT_EQ(folder_bytes(dir.path), before);

@@ -1,4 +1,4 @@
-// The examples' pictures (examples/common): heatmaps and line plots are well-formed SVG with one
+// The pictures (autograd/io/plots.h, svg.h): heatmaps and line plots are well-formed SVG with one
 // cell per entry showing its value, masked cells empty, files written whole, bad input refused
 // with a message naming it; and the README's picture is what the code draws.
 #include <gtest/gtest.h>
@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "autograd/ops.h"
-#include "examples/common/plots.h"
-#include "examples/common/svg.h"
-#include "examples/common/your_journey.h"
+#include "autograd/io/plots.h"
+#include "autograd/io/svg.h"
+#include "examples/your_journey.h"
 #include "nn/attention.h"
 #include "test_util.h"
 #include "xml_reader.h"

@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "autograd/io/safetensors.h"
-#include "examples/common/flags.h"
-#include "examples/gpt/checkpoint.h"
-#include "examples/gpt/corpus.h"
+#include "autograd/io/flags.h"
+#include "train/run_folder.h"
+#include "train/corpus.h"
 #include "test_util.h"
 
 namespace tg::test {
@@ -179,7 +179,7 @@ TEST_F(SavedFiles, ResumingRemovesAKilledSavesTemporaryFilesAndNothingElse) {
 }
 
 TEST(SavedFilesSave, TheNextSaveRemovesAKilledSavesTemporaryFilesAndNothingElse) {
-  examples::TrainOptions o;
+  train::TrainOptions o;
   o.batch = 2;
   o.model.context_length = 8;
   o.model.emb_dim = 8;
@@ -187,12 +187,12 @@ TEST(SavedFilesSave, TheNextSaveRemovesAKilledSavesTemporaryFilesAndNothingElse)
   o.model.n_layers = 1;
   o.steps = 2;
   o.warmup = 1;
-  examples::Trainer trainer(o, examples::builtin_corpus(4000, 3));
+  train::Trainer trainer(o, train::builtin_corpus(4000, 3));
   TempFolder dir;
-  examples::save_checkpoint(trainer, dir.path);
+  train::save_checkpoint(trainer, dir.path);
   trainer.train_step();
   plant(dir.path);
-  examples::save_checkpoint(trainer, dir.path);
+  train::save_checkpoint(trainer, dir.path);
   // loss.csv and summary.json are train_gpt's to write (their own writes remove theirs)
   for (const std::string& name : kLeftovers) {
     if (name.starts_with("model") || name.starts_with("optimizer")) {
@@ -219,7 +219,7 @@ TEST_F(SavedFiles, AFailedRunLeavesNoFolderItMade) {
 // A run that throws with its OutputFolder in scope.
 void fail_with_folder(const std::string& dir, const std::string& file_written = "") {
   try {
-    const examples::OutputFolder folder(dir, "--out");
+    const OutputFolder folder(dir, "--out");
     EXPECT_TRUE(fs::is_directory(dir));
     if (!file_written.empty()) write_bytes(dir + "/" + file_written, "written");
     throw Error("the run failed");
@@ -242,7 +242,7 @@ TEST(OutputFolder, AFailedRunRemovesTheEmptyFoldersItMadeAndNoOthers) {
   fail_with_folder(dir.file("written/run"), "loss.csv");
   EXPECT_EQ(read_bytes(dir.file("written/run/loss.csv")), "written");
 
-  { const examples::OutputFolder folder(dir.file("done"), "--out"); }  // a run that succeeded
+  { const OutputFolder folder(dir.file("done"), "--out"); }  // a run that succeeded
   EXPECT_TRUE(fs::is_directory(dir.file("done")));
 }
 

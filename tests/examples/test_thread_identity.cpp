@@ -10,11 +10,11 @@
 #include <vector>
 
 #include "autograd/runtime/parallel.h"
-#include "examples/gpt/corpus.h"
-#include "examples/gpt/trainer.h"
+#include "train/corpus.h"
+#include "train/trainer.h"
 #include "test_util.h"
 
-namespace tg::examples {
+namespace tg {
 namespace {
 
 struct TrainingRun {
@@ -23,7 +23,7 @@ struct TrainingRun {
 };
 
 TrainingRun train_with_threads(int threads) {
-  TrainOptions o;
+  train::TrainOptions o;
   o.batch = 8;
   o.model.context_length = 32;
   o.model.emb_dim = 32;
@@ -32,9 +32,9 @@ TrainingRun train_with_threads(int threads) {
   o.model.drop_rate = 0.1;
   o.steps = 100;
   o.warmup = 10;
-  static const std::string text = builtin_corpus(30000, 5);
+  static const std::string text = train::builtin_corpus(30000, 5);
   set_num_threads(threads);
-  Trainer t(o, text);
+  train::Trainer t(o, text);
   TrainingRun r;
   for (int s = 0; s < o.steps; ++s) r.losses.push_back(t.train_step().loss);
   r.params = t.model().state_dict();
@@ -58,4 +58,4 @@ TEST(ThreadIdentity, TrainingIsBitIdenticalAt1_2And3Threads) {
 }
 
 }  // namespace
-}  // namespace tg::examples
+}  // namespace tg

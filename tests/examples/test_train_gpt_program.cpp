@@ -16,7 +16,7 @@
 
 #include "autograd/io/json.h"
 #include "autograd/kernels/blis_kernels.h"
-#include "examples/gpt/trainer.h"
+#include "train/trainer.h"
 #include "test_util.h"
 
 namespace tg::test {
@@ -118,9 +118,9 @@ TEST(TrainGptProgram, EvalEveryDefaultsToAFifthOfAShortRunAndIsKeptOnResume) {
   EXPECT_EQ(evaluated_steps().size(), 20u);  // every 2 steps still
   EXPECT_TRUE(has_part(read_bytes(out + "/config.json"), "\"eval-every\": 2"));
   // the rule's ends: at least 1, at most 250
-  EXPECT_EQ(examples::default_eval_every(3), 1);
-  EXPECT_EQ(examples::default_eval_every(150), 30);
-  EXPECT_EQ(examples::default_eval_every(100000), 250);
+  EXPECT_EQ(train::default_eval_every(3), 1);
+  EXPECT_EQ(train::default_eval_every(150), 30);
+  EXPECT_EQ(train::default_eval_every(100000), 250);
 }
 
 TEST(TrainGptProgram, PrecisionIsSavedAndMayChangeOnResume) {

@@ -13,10 +13,10 @@
 
 #include "autograd/io/json.h"
 #include "autograd/runtime/parallel.h"
-#include "examples/gpt/corpus.h"
-#include "examples/gpt/trainer.h"
+#include "train/corpus.h"
+#include "train/trainer.h"
 
-namespace tg::examples {
+namespace tg {
 namespace {
 
 std::string read_file(const std::string& path) {
@@ -33,11 +33,11 @@ const std::string& parity_corpus() {
   return text;
 }
 
-TEST(TrainParity, ParityCorpusIsTheBuiltinCorpus) { EXPECT_EQ(parity_corpus(), builtin_corpus(20000, 7)); }
+TEST(TrainParity, ParityCorpusIsTheBuiltinCorpus) { EXPECT_EQ(parity_corpus(), train::builtin_corpus(20000, 7)); }
 
 // The run's flags (as train_gpt takes them) applied to the defaults.
-TrainOptions options_of(const json::Value& run) {
-  TrainOptions o;
+train::TrainOptions options_of(const json::Value& run) {
+  train::TrainOptions o;
   std::vector<std::string> args = {"--steps", std::to_string(run["steps"].as_int64())};
   const json::Value& flags = run["flags"];
   for (const json::Member& flag : flags.as_object()) {
@@ -48,7 +48,7 @@ TrainOptions options_of(const json::Value& run) {
     args.push_back(flag.value.is_string() ? flag.value.as_string() : flag.value.number_text());
   }
   bool help = false;
-  parse_flags(train_flags(o), args, &help);
+  parse_flags(train::train_flags(o), args, &help);
   return o;
 }
 
@@ -59,7 +59,7 @@ TEST(TrainParity, LossOfEveryStepEqualsPyTorchs) {
   for (size_t r = 0; r < runs.size(); ++r) {
     const json::Value& run = runs[r];
     const std::string id = run["id"].as_string();
-    Trainer trainer(options_of(run), parity_corpus());
+    train::Trainer trainer(options_of(run), parity_corpus());
     const json::Value& losses = run["losses"];
     double worst = 0;
     for (size_t s = 0; s < losses.size(); ++s) {
@@ -67,7 +67,7 @@ TEST(TrainParity, LossOfEveryStepEqualsPyTorchs) {
       worst = std::max(worst, std::abs(got - want) / std::abs(want));
       ASSERT_LE(std::abs(got - want), 1e-4 * std::abs(want)) << id << " step " << s << ": " << got << " vs PyTorch " << want;
     }
-    const Trainer::Losses e = trainer.evaluate();
+    const train::Trainer::Losses e = trainer.evaluate();
     EXPECT_LE(std::abs(e.train - hex_double(run["eval"][0])), 1e-4 * hex_double(run["eval"][0])) << id;
     EXPECT_LE(std::abs(e.val - hex_double(run["eval"][1])), 1e-4 * hex_double(run["eval"][1])) << id;
     std::cout << "  " << id << ": " << losses.size() << " steps, worst relative difference " << worst << "\n";
@@ -75,4 +75,4 @@ TEST(TrainParity, LossOfEveryStepEqualsPyTorchs) {
 }
 
 }  // namespace
-}  // namespace tg::examples
+}  // namespace tg

@@ -1,4 +1,4 @@
-// The training step's guard (examples/gpt/trainer.h): a step whose loss or gradients' total norm
+// The training step's guard (train/trainer.h): a step whose loss or gradients' total norm
 // is inf or nan never reaches the model. With --on-nonfinite error it is an error that leaves
 // the model and the optimizer exactly as they were; with skip the update is dropped and the run
 // goes on. Finite steps are unchanged by the guard (the parity and resume tests check that).
@@ -9,18 +9,18 @@
 
 #include "autograd/ops.h"
 #include "autograd/tape.h"
-#include "examples/gpt/corpus.h"
-#include "examples/gpt/trainer.h"
+#include "train/corpus.h"
+#include "train/trainer.h"
 #include "test_util.h"
 
-namespace tg::examples {
+namespace tg {
 namespace {
 
 using test::expect_error;
 using test::same_bytes;
 
-TrainOptions tiny_options(const std::string& on_nonfinite, double grad_clip) {
-  TrainOptions o;
+train::TrainOptions tiny_options(const std::string& on_nonfinite, double grad_clip) {
+  train::TrainOptions o;
   o.batch = 2;
   o.model.context_length = 8;
   o.model.emb_dim = 8;
@@ -34,12 +34,12 @@ TrainOptions tiny_options(const std::string& on_nonfinite, double grad_clip) {
 }
 
 const std::string& text() {
-  static const std::string t = builtin_corpus(4000, 3);
+  static const std::string t = train::builtin_corpus(4000, 3);
   return t;
 }
 
 // One output row of +inf: every logit of that class is +-inf or nan, so the loss is nan.
-void poison_output_row(Trainer& t) {
+void poison_output_row(train::Trainer& t) {
   NoGradGuard no_grad;
   t.model().out_head->weight.narrow(0, 0, 1).fill_(std::numeric_limits<double>::infinity());
 }
@@ -48,14 +48,14 @@ struct Snapshot {
   nn::NamedTensors model, optimizer;
 };
 
-Snapshot snapshot(Trainer& t) {
+Snapshot snapshot(train::Trainer& t) {
   Snapshot s;
   for (const auto& [name, v] : t.model().state_dict()) s.model.push_back({name, v.clone()});
   for (const auto& [name, v] : t.optimizer().state_dict()) s.optimizer.push_back({name, v.clone()});
   return s;
 }
 
-void expect_unchanged(Trainer& t, const Snapshot& before) {
+void expect_unchanged(train::Trainer& t, const Snapshot& before) {
   const nn::NamedTensors model = t.model().state_dict(), optimizer = t.optimizer().state_dict();
   ASSERT_EQ(model.size(), before.model.size());
   ASSERT_EQ(optimizer.size(), before.optimizer.size());
@@ -67,7 +67,7 @@ void expect_unchanged(Trainer& t, const Snapshot& before) {
 TEST(TrainerNonFinite, ErrorModeNamesTheStepAndLeavesModelAndOptimizerAsTheyWere) {
   for (const double clip : {0.0, 1.0}) {
     SCOPED_TRACE("grad_clip " + std::to_string(clip));
-    Trainer t(tiny_options("error", clip), text());
+    train::Trainer t(tiny_options("error", clip), text());
     EXPECT_TRUE(std::isfinite(t.train_step().loss));  // a good step first, so AdamW has state
     poison_output_row(t);
     const Snapshot before = snapshot(t);
@@ -83,12 +83,12 @@ TEST(TrainerNonFinite, ErrorModeNamesTheStepAndLeavesModelAndOptimizerAsTheyWere
 TEST(TrainerNonFinite, SkipModeDropsTheUpdateAndGoesOn) {
   for (const double clip : {0.0, 1.0}) {
     SCOPED_TRACE("grad_clip " + std::to_string(clip));
-    Trainer t(tiny_options("skip", clip), text());
+    train::Trainer t(tiny_options("skip", clip), text());
     t.train_step();
     poison_output_row(t);
     const Snapshot before = snapshot(t);
     for (int k = 0; k < 3; ++k) {
-      const Trainer::StepResult r = t.train_step();
+      const train::Trainer::StepResult r = t.train_step();
       EXPECT_TRUE(r.skipped);
       EXPECT_TRUE(std::isnan(r.loss));
     }
@@ -98,13 +98,13 @@ TEST(TrainerNonFinite, SkipModeDropsTheUpdateAndGoesOn) {
 }
 
 TEST(TrainerNonFinite, FiniteStepsReportTheirGradientNormAndAreNotSkipped) {
-  Trainer t(tiny_options("skip", 0.0), text());
+  train::Trainer t(tiny_options("skip", 0.0), text());
   for (int k = 0; k < 3; ++k) {
-    const Trainer::StepResult r = t.train_step();
+    const train::Trainer::StepResult r = t.train_step();
     EXPECT_FALSE(r.skipped);
     EXPECT_TRUE(std::isfinite(r.grad_norm) && r.grad_norm > 0) << r.grad_norm;
   }
 }
 
 }  // namespace
-}  // namespace tg::examples
+}  // namespace tg

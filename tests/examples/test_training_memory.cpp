@@ -12,14 +12,14 @@
 
 #include "autograd/runtime/memory.h"
 #include "autograd/tape.h"
-#include "examples/gpt/corpus.h"
-#include "examples/gpt/trainer.h"
+#include "train/corpus.h"
+#include "train/trainer.h"
 
-namespace tg::examples {
+namespace tg {
 namespace {
 
-TrainOptions tiny_options(int64_t steps) {
-  TrainOptions o;
+train::TrainOptions tiny_options(int64_t steps) {
+  train::TrainOptions o;
   o.batch = 4;
   o.model.context_length = 16;
   o.model.emb_dim = 16;
@@ -33,7 +33,7 @@ TrainOptions tiny_options(int64_t steps) {
 }
 
 const std::string& text() {
-  static const std::string t = builtin_corpus(20000, 11);
+  static const std::string t = train::builtin_corpus(20000, 11);
   return t;
 }
 
@@ -48,7 +48,7 @@ int64_t resident_bytes() {
 }
 
 TEST(TrainingMemory, TapeIsEmptyAndLiveTensorMemoryIsTheSameAfterEveryStep) {
-  Trainer t(tiny_options(120), text());
+  train::Trainer t(tiny_options(120), text());
   t.train_step();  // the first step makes AdamW's state
   ASSERT_EQ(tape_size(), 0u);
   const MemoryStats after_first = memory_stats();
@@ -67,7 +67,7 @@ TEST(TrainingMemory, TapeIsEmptyAndLiveTensorMemoryIsTheSameAfterEveryStep) {
 }
 
 TEST(TrainingMemory, PeakLiveMemoryOfAStepIsTheSameEveryStep) {
-  Trainer t(tiny_options(50), text());
+  train::Trainer t(tiny_options(50), text());
   t.train_step();
   reset_peak_memory_stats();
   t.train_step();
@@ -83,7 +83,7 @@ TEST(TrainingMemory, AfterTheFirstStepsEveryBufferComesFromTheCache) {
 #if defined(__SANITIZE_ADDRESS__)
   GTEST_SKIP() << "the cache is off under AddressSanitizer";
 #else
-  Trainer t(tiny_options(50), text());
+  train::Trainer t(tiny_options(50), text());
   for (int step = 1; step <= 3; ++step) t.train_step();
   const int64_t from_system = memory_stats().system_allocations;
   for (int step = 4; step <= 50; ++step) {
@@ -97,7 +97,7 @@ TEST(TrainingMemory, ResidentMemoryStaysFlatOver1000Steps) {
 #if defined(__SANITIZE_ADDRESS__)
   GTEST_SKIP() << "AddressSanitizer keeps freed memory in quarantine, so the resident size grows by design";
 #else
-  Trainer t(tiny_options(1000), text());
+  train::Trainer t(tiny_options(1000), text());
   for (int step = 1; step <= 100; ++step) t.train_step();
   const int64_t at_100 = resident_bytes();
   if (at_100 < 0) GTEST_SKIP() << "no /proc/self/statm here (Linux only): the resident size cannot be read";
@@ -115,16 +115,16 @@ TEST(TrainingMemory, ResidentMemoryStaysFlatOver1000Steps) {
 #endif
 }
 
-// The memory report's split (examples/gpt/memory_report.h): parameters, gradients and AdamW's two
+// The memory report's split (train/memory_report.h): parameters, gradients and AdamW's two
 // moments as their tensors are, and activations that --checkpoint-activations shrinks.
 TEST(TrainingMemory, TheReportSplitsParametersGradientsOptimizerAndActivations) {
   auto report = [](const std::string& checkpointing) {
-    TrainOptions o = tiny_options(20);
+    train::TrainOptions o = tiny_options(20);
     o.model.context_length = 64;
     o.model.emb_dim = 64;
     o.model.n_layers = 4;
     o.checkpoint_activations = checkpointing;
-    Trainer t(o, text());
+    train::Trainer t(o, text());
     t.train_step();
     t.train_step();
     return std::pair(t.memory_report(), t.model().num_parameters());
@@ -137,7 +137,7 @@ TEST(TrainingMemory, TheReportSplitsParametersGradientsOptimizerAndActivations) 
   EXPECT_GT(none.activations, 0);
   EXPECT_EQ(none.peak_tensors(), none.parameters + none.gradients + none.optimizer + none.activations);
   EXPECT_GT(none.peak_rss_mb, 0);
-  const MemoryReport every = report("every").first, ffn = report("ffn").first;
+  const train::MemoryReport every = report("every").first, ffn = report("ffn").first;
   EXPECT_LT(ffn.activations, none.activations);
   EXPECT_LT(every.activations, ffn.activations);
   EXPECT_EQ(every.parameters, none.parameters);
@@ -152,10 +152,10 @@ TEST(TrainingMemory, TheReportSplitsParametersGradientsOptimizerAndActivations) 
 // loss does, to float32 rounding, with dropout and --checkpoint-activations too.
 TEST(TrainingMemory, ALossInChunksTrainsAsThePlainLoss) {
   auto losses = [](int64_t loss_chunk, const std::string& checkpointing) {
-    TrainOptions o = tiny_options(20);
+    train::TrainOptions o = tiny_options(20);
     o.loss_chunk = loss_chunk;
     o.checkpoint_activations = checkpointing;
-    Trainer t(o, text());
+    train::Trainer t(o, text());
     std::vector<double> out;
     for (int i = 0; i < 6; ++i) out.push_back(t.train_step().loss);
     return out;
@@ -168,4 +168,4 @@ TEST(TrainingMemory, ALossInChunksTrainsAsThePlainLoss) {
 }
 
 }  // namespace
-}  // namespace tg::examples
+}  // namespace tg

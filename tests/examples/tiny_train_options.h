@@ -3,12 +3,12 @@
 #pragma once
 #include <cstdint>
 
-#include "examples/gpt/trainer.h"
+#include "train/trainer.h"
 
 namespace tg::test {
 
-inline examples::TrainOptions tiny_train_options(int64_t n_layers) {
-  examples::TrainOptions o;
+inline train::TrainOptions tiny_train_options(int64_t n_layers) {
+  train::TrainOptions o;
   o.batch = 2;
   o.model.context_length = 8;
   o.model.emb_dim = 8;

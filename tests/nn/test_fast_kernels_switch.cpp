@@ -149,8 +149,8 @@ TEST(FastKernelsLayers, MultiHeadAttentionWithAKVCacheAgreesWithTheSwitchOffAndO
 }
 
 // One transformer block of C = 8, 2 heads, up to 6 tokens.
-GPTConfig block_config(double drop_rate) {
-  GPTConfig config;
+models::GPTConfig block_config(double drop_rate) {
+  models::GPTConfig config;
   config.vocab_size = 11;
   config.context_length = 6;
   config.emb_dim = 8;
@@ -162,8 +162,8 @@ GPTConfig block_config(double drop_rate) {
 
 TEST(FastKernelsLayers, GPTFeedForwardAndBlockAgreeWithTheSwitchOffAndOn) {
   manual_seed(3);
-  FeedForward ff(8);
-  TransformerBlock block(block_config(0.2));
+  models::FeedForward ff(8);
+  models::TransformerBlock block(block_config(0.2));
   const Tensor x = normal_tensor({2, 5, 8}, 4, kFloat32);
   expect_same_with_the_switch_off_and_on(ff, {x}, plain(ff));
   expect_same_with_the_switch_off_and_on(block, {x}, plain(block));
@@ -174,7 +174,7 @@ TEST(FastKernelsLayers, GPTFeedForwardAndBlockAgreeWithTheSwitchOffAndOn) {
 // The branch is visible in the graph: off, the notebook's ops; on, the fused ones.
 TEST(FastKernelsLayers, WithTheSwitchOffTheGraphHoldsTheNotebooksOpsAndNoFusedOne) {
   manual_seed(3);
-  TransformerBlock block(block_config(0.0));
+  models::TransformerBlock block(block_config(0.0));
   const Tensor x = leaf(normal_tensor({2, 5, 8}, 4, kFloat32));
   for (bool fast : {false, true}) {
     FastKernelsGuard switch_(fast);

@@ -1,4 +1,4 @@
-// tg::nn::GPTModel against PyTorch 1.13 (tests/reference/gpt_torch.json, made by
+// tg::models::GPTModel against PyTorch 1.13 (tests/reference/gpt_torch.json, made by
 // make_gpt_reference.py from examples/pytorch/gpt_model.py): from the same seed, the same
 // state_dict (names, order, values), printing, logits, loss and every parameter's gradient,
 // with and without dropout; and its bad inputs.
@@ -27,8 +27,8 @@ const json::Value& gpt_cases() {
   return doc["cases"];
 }
 
-GPTConfig config_of(const json::Value& c) {
-  GPTConfig cfg;
+models::GPTConfig config_of(const json::Value& c) {
+  models::GPTConfig cfg;
   cfg.vocab_size = c["vocab_size"].as_int64();
   cfg.context_length = c["context_length"].as_int64();
   cfg.emb_dim = c["emb_dim"].as_int64();
@@ -52,7 +52,7 @@ TEST(GPTModelVsTorch, SameSeedSameWeightsLogitsLossAndGradients) {
     const json::Value& c = cases[i];
     const std::string id = c["id"].as_string();
     manual_seed(static_cast<uint64_t>(c["seed"].as_int64()));
-    GPTModel model(config_of(c["config"]));
+    models::GPTModel model(config_of(c["config"]));
     model.train(c["train"].as_bool());
     EXPECT_EQ(model.repr(), c["repr"].as_string()) << id;
     EXPECT_EQ(model.num_parameters(), c["num_parameters"].as_int64()) << id;
@@ -92,9 +92,9 @@ TEST(GenerateVsTorch, SameSeedSameTokens) {
     const json::Value& r = runs[i];
     const std::string id = r["id"].as_string();
     manual_seed(static_cast<uint64_t>(r["seed"].as_int64()));
-    GPTModel model(config_of(r["config"]));
+    models::GPTModel model(config_of(r["config"]));
     model.eval();
-    SamplingOptions options;
+    models::SamplingOptions options;
     const json::Value& o = r["options"];
     if (o.contains("temperature")) options.temperature = o["temperature"].as_double();
     if (o.contains("top_k")) options.top_k = o["top_k"].as_int64();
@@ -105,7 +105,7 @@ TEST(GenerateVsTorch, SameSeedSameTokens) {
     for (size_t b = 0; b < prompt.size(); ++b)
       for (size_t t = 0; t < prompt[b].size(); ++t) ids.push_back(prompt[b][t].as_int64());
     Generator gen(static_cast<uint64_t>(r["gen_seed"].as_int64()));
-    const Tensor out = generate(model, from_vector(ids, {B, T}), r["max_new_tokens"].as_int64(), options, &gen);
+    const Tensor out = models::generate(model, from_vector(ids, {B, T}), r["max_new_tokens"].as_int64(), options, &gen);
     std::vector<int64_t> want;
     for (size_t b = 0; b < r["tokens"].size(); ++b)
       for (size_t t = 0; t < r["tokens"][b].size(); ++t) want.push_back(r["tokens"][b][t].as_int64());
@@ -114,29 +114,29 @@ TEST(GenerateVsTorch, SameSeedSameTokens) {
 }
 
 TEST(Generate, BadOptionsAndPromptsAreErrors) {
-  GPTModel model(GPTConfig{.vocab_size = 5, .context_length = 4, .emb_dim = 4, .n_heads = 2, .n_layers = 1});
+  models::GPTModel model(models::GPTConfig{.vocab_size = 5, .context_length = 4, .emb_dim = 4, .n_heads = 2, .n_layers = 1});
   const Tensor prompt = zeros({1, 2}, kInt64);
-  expect_error([&] { generate(model, prompt, 3, {.temperature = -1.0}); },
+  expect_error([&] { models::generate(model, prompt, 3, {.temperature = -1.0}); },
                {"temperature must be 0 (greedy) or in [0.0001, 100], got -1.0"});
   // so small that float32 logits / temperature overflow (1e-300 is 0 in float32): refused, not nan
-  expect_error([&] { generate(model, prompt, 3, {.temperature = 1e-300}); }, {"in [0.0001, 100], got 1e-300"});
-  expect_error([&] { generate(model, prompt, 3, {.temperature = 1e-5}); }, {"in [0.0001, 100], got 1e-05"});
-  expect_error([&] { generate(model, prompt, 3, {.top_k = -2}); }, {"top_k must be >= 0", "-2"});
-  expect_error([&] { generate(model, prompt, 3, {.top_p = 0.0}); }, {"top_p must be in (0, 1], got 0.0"});
-  expect_error([&] { generate(model, prompt, -1); }, {"max_new_tokens must be >= 0, got -1"});
-  expect_error([&] { generate(model, zeros({1, 2}), 3); }, {"dtype int64", "float32"});
-  expect_error([&] { generate(model, zeros({1, 0}, kInt64), 3); }, {"num_tokens >= 1", "(1,0)"});
-  expect_error([&] { generate(model, prompt, 3, {.keep_when_full = -1}); }, {"keep_when_full must be >= 0", "-1"});
-  expect_error([&] { generate(model, prompt, 3, {.keep_when_full = 5}); },
+  expect_error([&] { models::generate(model, prompt, 3, {.temperature = 1e-300}); }, {"in [0.0001, 100], got 1e-300"});
+  expect_error([&] { models::generate(model, prompt, 3, {.temperature = 1e-5}); }, {"in [0.0001, 100], got 1e-05"});
+  expect_error([&] { models::generate(model, prompt, 3, {.top_k = -2}); }, {"top_k must be >= 0", "-2"});
+  expect_error([&] { models::generate(model, prompt, 3, {.top_p = 0.0}); }, {"top_p must be in (0, 1], got 0.0"});
+  expect_error([&] { models::generate(model, prompt, -1); }, {"max_new_tokens must be >= 0, got -1"});
+  expect_error([&] { models::generate(model, zeros({1, 2}), 3); }, {"dtype int64", "float32"});
+  expect_error([&] { models::generate(model, zeros({1, 0}, kInt64), 3); }, {"num_tokens >= 1", "(1,0)"});
+  expect_error([&] { models::generate(model, prompt, 3, {.keep_when_full = -1}); }, {"keep_when_full must be >= 0", "-1"});
+  expect_error([&] { models::generate(model, prompt, 3, {.keep_when_full = 5}); },
                {"keep_when_full (5) exceeds the model's context_length (4)"});
-  expect_error([&] { sample_next_token(zeros({5})); }, {"(batch, vocab_size)", "(5)"});
+  expect_error([&] { models::sample_next_token(zeros({5})); }, {"(batch, vocab_size)", "(5)"});
 }
 
 TEST(Generate, RecordsNothingAndKeepsThePrompt) {
-  GPTModel model(GPTConfig{.vocab_size = 5, .context_length = 4, .emb_dim = 4, .n_heads = 2, .n_layers = 1});
+  models::GPTModel model(models::GPTConfig{.vocab_size = 5, .context_length = 4, .emb_dim = 4, .n_heads = 2, .n_layers = 1});
   model.eval();
   const Tensor prompt = from_vector(std::vector<int64_t>{3, 1, 4}, {1, 3});
-  const Tensor out = generate(model, prompt, 6, {.temperature = 0.0});
+  const Tensor out = models::generate(model, prompt, 6, {.temperature = 0.0});
   EXPECT_EQ(out.sizes(), Shape({1, 9}));
   EXPECT_TRUE(all_close(out.narrow(1, 0, 3), prompt, 0, 0));
   EXPECT_FALSE(out.requires_grad());
@@ -147,13 +147,13 @@ TEST(Generate, RecordsNothingAndKeepsThePrompt) {
 // identical with and without the cache, also once the window slides past context_length.
 TEST(KVCache, IncrementalLogitsEqualTheFullForward) {
   manual_seed(3);
-  GPTModel model(GPTConfig{.vocab_size = 13, .context_length = 10, .emb_dim = 16, .n_heads = 4, .n_layers = 2,
+  models::GPTModel model(models::GPTConfig{.vocab_size = 13, .context_length = 10, .emb_dim = 16, .n_heads = 4, .n_layers = 2,
                            .qkv_bias = true});
   model.eval();
   NoGradGuard no_grad;
   const Tensor idx = randint(0, 13, {2, 10});
   const Tensor full = model.forward(idx);  // (2, 10, 13)
-  GPTCache cache;
+  models::GPTCache cache;
   const Tensor prefix = model.forward(idx.narrow(1, 0, 4), cache);  // a prompt of 4, then one at a time
   EXPECT_TRUE(all_close(prefix, full.narrow(1, 0, 4), 1e-6, 1e-5));
   for (int64_t t = 4; t < 10; ++t) {
@@ -168,14 +168,14 @@ TEST(KVCache, IncrementalLogitsEqualTheFullForward) {
 TEST(KVCache, GeneratesTheSameTokensAsRecomputing) {
   for (uint64_t seed : {1u, 2u, 3u}) {
     manual_seed(seed);
-    GPTModel model(GPTConfig{.vocab_size = 11, .context_length = 8, .emb_dim = 8, .n_heads = 2, .n_layers = 2});
+    models::GPTModel model(models::GPTConfig{.vocab_size = 11, .context_length = 8, .emb_dim = 8, .n_heads = 2, .n_layers = 2});
     model.eval();
     const Tensor prompt = randint(0, 11, {2, 3});
-    for (SamplingOptions options : {SamplingOptions{.temperature = 0.0}, SamplingOptions{.temperature = 1.0},
-                                    SamplingOptions{.temperature = 0.8, .top_k = 4, .top_p = 0.9}}) {
+    for (models::SamplingOptions options : {models::SamplingOptions{.temperature = 0.0}, models::SamplingOptions{.temperature = 1.0},
+                                    models::SamplingOptions{.temperature = 0.8, .top_k = 4, .top_p = 0.9}}) {
       Generator g1(seed), g2(seed);
       options.use_kv_cache = true;
-      const Tensor cached = generate(model, prompt, 20, options, &g1);  // slides past 8 tokens
+      const Tensor cached = models::generate(model, prompt, 20, options, &g1);  // slides past 8 tokens
       options.use_kv_cache = false;
       const Tensor recomputed = generate(model, prompt, 20, options, &g2);
       EXPECT_EQ(cached.tolist<int64_t>(), recomputed.tolist<int64_t>()) << "seed " << seed;
@@ -188,15 +188,15 @@ TEST(KVCache, GeneratesTheSameTokensAsRecomputing) {
 // each step, for prompts shorter and longer than the context, every keep from 1 to the context.
 TEST(KVCache, GeneratesTheSameTokensAsRecomputingWhenTheWindowRestarts) {
   manual_seed(5);
-  GPTModel model(GPTConfig{.vocab_size = 11, .context_length = 8, .emb_dim = 8, .n_heads = 2, .n_layers = 2});
+  models::GPTModel model(models::GPTConfig{.vocab_size = 11, .context_length = 8, .emb_dim = 8, .n_heads = 2, .n_layers = 2});
   model.eval();
   for (int64_t prompt_length : {1, 3, 8, 11}) {
     const Tensor prompt = randint(0, 11, {2, prompt_length});
     for (int64_t keep = 1; keep <= 8; ++keep) {
-      SamplingOptions options{.temperature = 0.9, .top_k = 5, .keep_when_full = keep};
+      models::SamplingOptions options{.temperature = 0.9, .top_k = 5, .keep_when_full = keep};
       Generator g1(keep), g2(keep);
       options.use_kv_cache = true;
-      const Tensor cached = generate(model, prompt, 25, options, &g1);
+      const Tensor cached = models::generate(model, prompt, 25, options, &g1);
       options.use_kv_cache = false;
       const Tensor recomputed = generate(model, prompt, 25, options, &g2);
       EXPECT_EQ(cached.tolist<int64_t>(), recomputed.tolist<int64_t>())
@@ -207,7 +207,7 @@ TEST(KVCache, GeneratesTheSameTokensAsRecomputingWhenTheWindowRestarts) {
 
 // The window's rule, written out as a plain loop (greedy, one sequence): it starts as the last
 // context_length tokens; once it would hold more, it restarts from the last keep tokens.
-std::vector<int64_t> generate_greedy_by_hand(GPTModel& model, std::vector<int64_t> tokens, int64_t n, int64_t keep) {
+std::vector<int64_t> generate_greedy_by_hand(models::GPTModel& model, std::vector<int64_t> tokens, int64_t n, int64_t keep) {
   NoGradGuard no_grad;
   const int64_t context = model.config().context_length;
   int64_t start = std::max<int64_t>(0, static_cast<int64_t>(tokens.size()) - context);
@@ -223,13 +223,13 @@ std::vector<int64_t> generate_greedy_by_hand(GPTModel& model, std::vector<int64_
 
 TEST(Generate, KeepWhenFullRestartsTheWindowFromTheLastTokens) {
   manual_seed(6);
-  GPTModel model(GPTConfig{.vocab_size = 9, .context_length = 6, .emb_dim = 8, .n_heads = 2, .n_layers = 1});
+  models::GPTModel model(models::GPTConfig{.vocab_size = 9, .context_length = 6, .emb_dim = 8, .n_heads = 2, .n_layers = 1});
   model.eval();
   const std::vector<int64_t> prompt = {4, 1, 7};
   for (int64_t keep : {0, 2, 5}) {
     for (bool use_kv_cache : {true, false}) {
-      SamplingOptions options{.temperature = 0.0, .use_kv_cache = use_kv_cache, .keep_when_full = keep};
-      const Tensor out = generate(model, from_vector(prompt, {1, 3}), 16, options);
+      models::SamplingOptions options{.temperature = 0.0, .use_kv_cache = use_kv_cache, .keep_when_full = keep};
+      const Tensor out = models::generate(model, from_vector(prompt, {1, 3}), 16, options);
       EXPECT_EQ(out.tolist<int64_t>(), generate_greedy_by_hand(model, prompt, 16, keep == 0 ? 6 : keep))
           << "keep_when_full " << keep << (use_kv_cache ? ", cache" : ", recompute");
     }
@@ -238,10 +238,10 @@ TEST(Generate, KeepWhenFullRestartsTheWindowFromTheLastTokens) {
 
 TEST(Generate, OnTokenSeesEachStepsNewTokens) {
   manual_seed(7);
-  GPTModel model(GPTConfig{.vocab_size = 9, .context_length = 6, .emb_dim = 8, .n_heads = 2, .n_layers = 1});
+  models::GPTModel model(models::GPTConfig{.vocab_size = 9, .context_length = 6, .emb_dim = 8, .n_heads = 2, .n_layers = 1});
   model.eval();
   std::vector<Tensor> seen;
-  const Tensor out = generate(model, zeros({2, 2}, kInt64), 5, {.temperature = 0.0}, nullptr,
+  const Tensor out = models::generate(model, zeros({2, 2}, kInt64), 5, {.temperature = 0.0}, nullptr,
                               [&](const Tensor& next) { seen.push_back(next.clone()); });
   ASSERT_EQ(seen.size(), 5u);
   for (int64_t i = 0; i < 5; ++i) {
@@ -254,11 +254,11 @@ TEST(Generate, OnTokenSeesEachStepsNewTokens) {
 // begin with the 300 that a shorter call writes, from the same generator.
 TEST(Generate, GrowingBufferKeepsTheTokens) {
   manual_seed(10);
-  GPTModel model(GPTConfig{.vocab_size = 9, .context_length = 6, .emb_dim = 8, .n_heads = 2, .n_layers = 1});
+  models::GPTModel model(models::GPTConfig{.vocab_size = 9, .context_length = 6, .emb_dim = 8, .n_heads = 2, .n_layers = 1});
   model.eval();
   const Tensor prompt = from_vector(std::vector<int64_t>{4, 1}, {1, 2});
   Generator long_gen(5), short_gen(5);
-  const Tensor all = generate(model, prompt, 600, {.temperature = 1.0}, &long_gen);
+  const Tensor all = models::generate(model, prompt, 600, {.temperature = 1.0}, &long_gen);
   const Tensor some = generate(model, prompt, 300, {.temperature = 1.0}, &short_gen);
   EXPECT_EQ(all.sizes(), Shape({1, 602}));
   EXPECT_EQ(some.sizes(), Shape({1, 302}));
@@ -269,10 +269,10 @@ TEST(Generate, GrowingBufferKeepsTheTokens) {
 // before are the ones generation without it writes.
 TEST(Generate, StopTokenEndsGenerationOnceEveryRowWroteIt) {
   manual_seed(8);
-  GPTModel model(GPTConfig{.vocab_size = 9, .context_length = 12, .emb_dim = 8, .n_heads = 2, .n_layers = 1});
+  models::GPTModel model(models::GPTConfig{.vocab_size = 9, .context_length = 12, .emb_dim = 8, .n_heads = 2, .n_layers = 1});
   model.eval();
   const Tensor prompt = from_vector(std::vector<int64_t>{4, 1}, {1, 2});
-  const std::vector<int64_t> all = generate(model, prompt, 8, {.temperature = 0.0}).tolist<int64_t>();
+  const std::vector<int64_t> all = models::generate(model, prompt, 8, {.temperature = 0.0}).tolist<int64_t>();
   const int64_t stop = all[4];  // greedy's third new token
   const size_t first = static_cast<size_t>(std::find(all.begin() + 2, all.end(), stop) - all.begin());
   const Tensor out = generate(model, prompt, 8, {.temperature = 0.0, .stop_token = stop});
@@ -287,7 +287,7 @@ TEST(Generate, StopTokenEndsGenerationOnceEveryRowWroteIt) {
 // and no position attends to a padded one, in any layer.
 TEST(GPTModel, KeyPaddingMaskLeavesRealPositionsAsTheUnpaddedRow) {
   manual_seed(9);
-  GPTModel model(GPTConfig{.vocab_size = 11, .context_length = 8, .emb_dim = 8, .n_heads = 2, .n_layers = 2});
+  models::GPTModel model(models::GPTConfig{.vocab_size = 11, .context_length = 8, .emb_dim = 8, .n_heads = 2, .n_layers = 2});
   model.eval();
   NoGradGuard no_grad;
   const Tensor idx = from_vector(std::vector<int64_t>{3, 1, 4, 1, 5, 9, 2, 6}, {1, 8});
@@ -320,8 +320,8 @@ TEST(KVCache, MisuseIsAnError) {
 }
 
 TEST(GPTModel, StateDictHasTheBookNamesInOrder) {
-  GPTConfig cfg{.vocab_size = 5, .context_length = 4, .emb_dim = 4, .n_heads = 2, .n_layers = 1};
-  GPTModel model(cfg);
+  models::GPTConfig cfg{.vocab_size = 5, .context_length = 4, .emb_dim = 4, .n_heads = 2, .n_layers = 1};
+  models::GPTModel model(cfg);
   std::vector<std::string> names;
   for (const auto& [name, t] : model.state_dict()) names.push_back(name);
   const std::vector<std::string> want = {
@@ -335,24 +335,24 @@ TEST(GPTModel, StateDictHasTheBookNamesInOrder) {
 }
 
 TEST(GPTModel, BadConfigsAreErrorsNamingTheField) {
-  const GPTConfig good{.vocab_size = 5, .context_length = 4, .emb_dim = 4, .n_heads = 2, .n_layers = 1};
+  const models::GPTConfig good{.vocab_size = 5, .context_length = 4, .emb_dim = 4, .n_heads = 2, .n_layers = 1};
   auto with = [&](auto change) {
-    GPTConfig c = good;
+    models::GPTConfig c = good;
     change(c);
     return c;
   };
-  expect_error([&] { GPTModel m(with([](GPTConfig& c) { c.n_layers = 0; })); }, {"n_layers must be positive, got 0"});
-  expect_error([&] { GPTModel m(with([](GPTConfig& c) { c.vocab_size = -1; })); }, {"vocab_size must be positive"});
-  expect_error([&] { GPTModel m(with([](GPTConfig& c) { c.n_heads = 3; })); },
+  expect_error([&] { models::GPTModel m(with([](models::GPTConfig& c) { c.n_layers = 0; })); }, {"n_layers must be positive, got 0"});
+  expect_error([&] { models::GPTModel m(with([](models::GPTConfig& c) { c.vocab_size = -1; })); }, {"vocab_size must be positive"});
+  expect_error([&] { models::GPTModel m(with([](models::GPTConfig& c) { c.n_heads = 3; })); },
                {"emb_dim (4) must be divisible by n_heads (3)"});
-  expect_error([&] { GPTModel m(with([](GPTConfig& c) { c.drop_rate = 1.0; })); },
+  expect_error([&] { models::GPTModel m(with([](models::GPTConfig& c) { c.drop_rate = 1.0; })); },
                {"drop_rate must be in [0, 1), got 1.0"});
-  expect_error([&] { GPTModel m(with([](GPTConfig& c) { c.layer_norm_eps = 0.0; })); },
+  expect_error([&] { models::GPTModel m(with([](models::GPTConfig& c) { c.layer_norm_eps = 0.0; })); },
                {"layer_norm_eps must be positive, got 0.0"});
 }
 
 TEST(GPTModel, BadTokenIdsAreErrors) {
-  GPTModel model(GPTConfig{.vocab_size = 5, .context_length = 4, .emb_dim = 4, .n_heads = 2, .n_layers = 1});
+  models::GPTModel model(models::GPTConfig{.vocab_size = 5, .context_length = 4, .emb_dim = 4, .n_heads = 2, .n_layers = 1});
   expect_error([&] { model.forward(zeros({2, 3})); }, {"int64", "(2,3)", "float32"});
   expect_error([&] { model.forward(zeros({3}, kInt64)); }, {"(batch, num_tokens)", "(3)"});
   expect_error([&] { model.forward(zeros({1, 5}, kInt64)); }, {"num_tokens (5) exceeds context_length (4)"});
@@ -360,7 +360,7 @@ TEST(GPTModel, BadTokenIdsAreErrors) {
 }
 
 TEST(GPTModel, EvalIsDeterministicAndTrainingDropoutIsNot) {
-  GPTModel model(GPTConfig{.vocab_size = 7, .context_length = 6, .emb_dim = 8, .n_heads = 2, .n_layers = 2,
+  models::GPTModel model(models::GPTConfig{.vocab_size = 7, .context_length = 6, .emb_dim = 8, .n_heads = 2, .n_layers = 2,
                            .drop_rate = 0.5});
   const Tensor x = from_vector(std::vector<int64_t>{1, 2, 3, 4, 5, 6}, {1, 6});
   model.eval();

@@ -1,4 +1,4 @@
-// tests/nn/test_gpt_checkpointing.cpp — GPTModel::set_checkpointing (nn/gpt.h): 20 training steps
+// tests/nn/test_gpt_checkpointing.cpp — GPTModel::set_checkpointing (models/gpt.h): 20 training steps
 // with dropout give bit-identical losses, gradients and weights with and without checkpointing,
 // and the blocks keep less on the tape (measured).
 #include <gtest/gtest.h>
@@ -10,7 +10,7 @@
 #include "autograd/random/generator.h"
 #include "autograd/runtime/memory.h"
 #include "autograd/tape.h"
-#include "nn/gpt.h"
+#include "models/gpt.h"
 #include "optim/adam.h"
 #include "test_util.h"
 
@@ -19,7 +19,7 @@ namespace {
 
 using test::same_bytes;
 
-const GPTConfig kConfig{.vocab_size = 37, .context_length = 16, .emb_dim = 32, .n_heads = 4, .n_layers = 3,
+const models::GPTConfig kConfig{.vocab_size = 37, .context_length = 16, .emb_dim = 32, .n_heads = 4, .n_layers = 3,
                         .drop_rate = 0.1, .qkv_bias = true, .tie_weights = true};
 
 struct Trace {
@@ -28,9 +28,9 @@ struct Trace {
   std::vector<Tensor> weights;  // after the last step
 };
 
-Trace train(Checkpointing mode, int steps) {
+Trace train(models::Checkpointing mode, int steps) {
   manual_seed(11);
-  GPTModel model(kConfig);
+  models::GPTModel model(kConfig);
   model.set_checkpointing(mode);
   optim::AdamW opt(model.named_parameters(), {.lr = 3e-3, .weight_decay = 0.1});
   Generator batches(5);
@@ -59,15 +59,15 @@ void expect_same(const Trace& got, const Trace& want) {
 }
 
 TEST(GPTActivationCheckpointing, TwentyStepsWithDropoutAreBitIdentical) {
-  const Trace none = train(Checkpointing::none, 20);
-  expect_same(train(Checkpointing::every, 20), none);
-  expect_same(train(Checkpointing::ffn, 20), none);
+  const Trace none = train(models::Checkpointing::none, 20);
+  expect_same(train(models::Checkpointing::every, 20), none);
+  expect_same(train(models::Checkpointing::ffn, 20), none);
 }
 
 // Bytes the blocks keep for backward: x (B,T,C) through every block, with the tape read after.
-size_t blocks_saved_bytes(Checkpointing mode, const GPTConfig& config) {
+size_t blocks_saved_bytes(models::Checkpointing mode, const models::GPTConfig& config) {
   manual_seed(3);
-  GPTModel model(config);
+  models::GPTModel model(config);
   model.set_checkpointing(mode);
   Tensor x = test::leaf(test::normal_tensor({2, config.context_length, config.emb_dim}, 4, kFloat32));
   Tensor h = x;
@@ -78,11 +78,11 @@ size_t blocks_saved_bytes(Checkpointing mode, const GPTConfig& config) {
 }
 
 TEST(GPTActivationCheckpointing, BlocksKeepLessForBackward) {
-  const GPTConfig config{.vocab_size = 37, .context_length = 64, .emb_dim = 64, .n_heads = 4, .n_layers = 4,
+  const models::GPTConfig config{.vocab_size = 37, .context_length = 64, .emb_dim = 64, .n_heads = 4, .n_layers = 4,
                          .drop_rate = 0.1};
-  const size_t none = blocks_saved_bytes(Checkpointing::none, config);
-  const size_t every = blocks_saved_bytes(Checkpointing::every, config);
-  const size_t ffn = blocks_saved_bytes(Checkpointing::ffn, config);
+  const size_t none = blocks_saved_bytes(models::Checkpointing::none, config);
+  const size_t every = blocks_saved_bytes(models::Checkpointing::every, config);
+  const size_t ffn = blocks_saved_bytes(models::Checkpointing::ffn, config);
   const size_t x_bytes = 2 * 64 * 64 * 4;  // one block's input (B,T,C)
   EXPECT_EQ(every, 4 * x_bytes) << "every: each block keeps only its input";
   EXPECT_LE(4 * every, none);
@@ -92,10 +92,10 @@ TEST(GPTActivationCheckpointing, BlocksKeepLessForBackward) {
 }
 
 TEST(GPTActivationCheckpointing, PeakTensorMemoryOfAStepIsLower) {
-  const GPTConfig config{.vocab_size = 37, .context_length = 64, .emb_dim = 64, .n_heads = 4, .n_layers = 4};
-  auto peak_of_step = [&](Checkpointing mode) {
+  const models::GPTConfig config{.vocab_size = 37, .context_length = 64, .emb_dim = 64, .n_heads = 4, .n_layers = 4};
+  auto peak_of_step = [&](models::Checkpointing mode) {
     manual_seed(3);
-    GPTModel model(config);
+    models::GPTModel model(config);
     model.set_checkpointing(mode);
     const Tensor idx = zeros({4, 64}, kInt64);
     reset_peak_memory_stats();
@@ -103,25 +103,25 @@ TEST(GPTActivationCheckpointing, PeakTensorMemoryOfAStepIsLower) {
     cross_entropy(model.forward(idx).flatten(0, 1), idx.flatten()).backward();
     return memory_stats().peak_bytes - before;
   };
-  const int64_t none = peak_of_step(Checkpointing::none);
-  EXPECT_LT(peak_of_step(Checkpointing::ffn), none);
-  EXPECT_LT(peak_of_step(Checkpointing::every), peak_of_step(Checkpointing::ffn));
+  const int64_t none = peak_of_step(models::Checkpointing::none);
+  EXPECT_LT(peak_of_step(models::Checkpointing::ffn), none);
+  EXPECT_LT(peak_of_step(models::Checkpointing::every), peak_of_step(models::Checkpointing::ffn));
 }
 
 TEST(GPTActivationCheckpointing, NamesAndGeneration) {
-  EXPECT_EQ(checkpointing_from_name("every"), Checkpointing::every);
-  EXPECT_EQ(checkpointing_name(Checkpointing::ffn), "ffn");
-  test::expect_error([] { checkpointing_from_name("all"); }, {"none, every or ffn", "\"all\""});
+  EXPECT_EQ(models::checkpointing_from_name("every"), models::Checkpointing::every);
+  EXPECT_EQ(models::checkpointing_name(models::Checkpointing::ffn), "ffn");
+  test::expect_error([] { models::checkpointing_from_name("all"); }, {"none, every or ffn", "\"all\""});
   // generation (no grad, a KV cache) is unchanged by the option
   manual_seed(2);
-  GPTModel model(kConfig);
+  models::GPTModel model(kConfig);
   model.eval();
   const Tensor idx = from_vector(std::vector<int64_t>{1, 2, 3}, {1, 3});
   NoGradGuard no_grad;
   const Tensor want = model.forward(idx);
-  model.set_checkpointing(Checkpointing::every);
-  EXPECT_EQ(model.checkpointing(), Checkpointing::every);
-  GPTCache cache;
+  model.set_checkpointing(models::Checkpointing::every);
+  EXPECT_EQ(model.checkpointing(), models::Checkpointing::every);
+  models::GPTCache cache;
   EXPECT_TRUE(same_bytes(model.forward(idx, cache), want));
 }
 

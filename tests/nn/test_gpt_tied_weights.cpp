@@ -10,7 +10,7 @@
 
 #include "autograd/io/safetensors.h"
 #include "autograd/ops.h"
-#include "nn/gpt.h"
+#include "models/gpt.h"
 #include "nn/serialize.h"
 #include "optim/adam.h"
 #include "test_util.h"
@@ -18,7 +18,7 @@
 namespace tg::nn {
 namespace {
 
-GPTConfig config(bool tied) {
+models::GPTConfig config(bool tied) {
   return {.vocab_size = 11, .context_length = 8, .emb_dim = 12, .n_heads = 3, .n_layers = 1, .tie_weights = tied};
 }
 
@@ -29,7 +29,7 @@ const Tensor& find(const NamedTensors& named, const std::string& name) {
 }
 
 TEST(TiedWeights, OneTensorUnderTwoNames) {
-  GPTModel untied(config(false)), tied(config(true));
+  models::GPTModel untied(config(false)), tied(config(true));
   EXPECT_EQ(tied.num_parameters(), untied.num_parameters() - 11 * 12);
   EXPECT_EQ(tied.out_head->weight.raw_data(), tied.tok_emb->weight.raw_data());
   const NamedTensors state = tied.state_dict();
@@ -39,7 +39,7 @@ TEST(TiedWeights, OneTensorUnderTwoNames) {
 
 TEST(TiedWeights, StayOneTensorWhileTraining) {
   manual_seed(3);
-  GPTModel model(config(true));
+  models::GPTModel model(config(true));
   optim::AdamW opt(model.parameters());
   const Tensor idx = from_vector(std::vector<int64_t>{1, 2, 3, 4, 5, 6, 7, 8}, {1, 8});
   const Tensor target = from_vector(std::vector<int64_t>{2, 3, 4, 5, 6, 7, 8, 9}, {8});
@@ -57,12 +57,12 @@ TEST(TiedWeights, FileHoldsBothNamesAndLoadingChecksTheyAgree) {
   test::TempFolder dir;
   const std::string path = dir.file("tied.safetensors");
   manual_seed(4);
-  GPTModel a(config(true));
+  models::GPTModel a(config(true));
   save(a, path);
   const NamedTensors file = load_safetensors(path);
   EXPECT_TRUE(allclose(find(file, "out_head.weight"), find(file, "tok_emb.weight"), 0, 0));
   manual_seed(5);
-  GPTModel b(config(true));
+  models::GPTModel b(config(true));
   load(b, path);
   EXPECT_TRUE(allclose(b.tok_emb->weight, a.tok_emb->weight, 0, 0));
   EXPECT_EQ(b.out_head->weight.raw_data(), b.tok_emb->weight.raw_data());

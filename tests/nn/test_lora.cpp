@@ -1,4 +1,4 @@
-// LoRA (nn/lora.h) and LoRA on a GPTModel (nn/gpt_lora.h): A drawn as peft draws it (against
+// LoRA (nn/lora.h) and LoRA on a GPTModel (models/gpt_lora.h): A drawn as peft draws it (against
 // tests/reference/lora/lora_torch.json, make_lora_reference.py), a LoRALinear that starts as its
 // base layer and whose gradients check in float64, the attention's fused q, k, v adapter checked
 // too, only the adapters trainable, the same numbers in both kernel modes, and the merged model's
@@ -143,13 +143,13 @@ TEST(MultiHeadAttentionLoRA, TheFusedQkvAdapterChecksInFloat64) {
               }).passed);
 }
 
-GPTConfig tiny_config() {
-  return GPTConfig{.vocab_size = 30, .context_length = 8, .emb_dim = 8, .n_heads = 2, .n_layers = 2, .drop_rate = 0.0,
+models::GPTConfig tiny_config() {
+  return models::GPTConfig{.vocab_size = 30, .context_length = 8, .emb_dim = 8, .n_heads = 2, .n_layers = 2, .drop_rate = 0.0,
                    .qkv_bias = true, .tie_weights = true};
 }
 
 // Every adapter's B drawn at random, so the adapters change the model's outputs.
-void randomize_adapters(GPTModel& model) {
+void randomize_adapters(models::GPTModel& model) {
   NoGradGuard no_grad;
   uint32_t seed = 20;
   for (auto& [name, p] : model.named_parameters())
@@ -158,10 +158,10 @@ void randomize_adapters(GPTModel& model) {
 
 TEST(GptLoRA, OnlyTheAdaptersTrainAndTheyAreWherePeftPutsThem) {
   manual_seed(7);
-  GPTModel model(tiny_config());
+  models::GPTModel model(tiny_config());
   const int64_t base_count = model.num_parameters();
-  apply_lora(model, LoRAConfig{.r = 2, .alpha = 4.0, .attn = true, .mlp = true});
-  EXPECT_TRUE(has_lora(model));
+  models::apply_lora(model, models::LoRAConfig{.r = 2, .alpha = 4.0, .attn = true, .mlp = true});
+  EXPECT_TRUE(models::has_lora(model));
   const std::vector<std::string> block0 = {
       "trf_blocks.0.att.out_proj.lora.lora_A.weight", "trf_blocks.0.att.out_proj.lora.lora_B.weight",
       "trf_blocks.0.att.qkv_lora.lora_A.weight",      "trf_blocks.0.att.qkv_lora.lora_B.weight",
@@ -172,29 +172,29 @@ TEST(GptLoRA, OnlyTheAdaptersTrainAndTheyAreWherePeftPutsThem) {
   EXPECT_EQ(std::vector<std::string>(trained.begin(), trained.begin() + 8), block0);
   // r (in + out) each: c_attn 2 (8 + 24), c_proj 2 (8 + 8), c_fc 2 (8 + 32), mlp c_proj 2 (32 + 8): 256 a block
   EXPECT_EQ(model.num_parameters(), base_count + 2 * 256);
-  EXPECT_TRUE(has_part(error_of([&] { apply_lora(model, LoRAConfig{}); }), "has LoRA adapters already"));
+  EXPECT_TRUE(has_part(error_of([&] { apply_lora(model, models::LoRAConfig{}); }), "has LoRA adapters already"));
 
-  GPTModel attn_only(tiny_config());
-  apply_lora(attn_only, LoRAConfig{.r = 1, .alpha = 1.0, .attn = true, .mlp = false});
+  models::GPTModel attn_only(tiny_config());
+  models::apply_lora(attn_only, models::LoRAConfig{.r = 1, .alpha = 1.0, .attn = true, .mlp = false});
   EXPECT_EQ(trainable_parameters(attn_only).size(), 8u);
   EXPECT_FALSE(dynamic_cast<LoRALinear*>(attn_only.blocks()[0]->ff->expand.get()));
 }
 
 TEST(GptLoRA, TheTargetsParseOrNameWhatIsWrong) {
-  LoRAConfig c;
-  parse_lora_targets("mlp,attn", c);
+  models::LoRAConfig c;
+  models::parse_lora_targets("mlp,attn", c);
   EXPECT_TRUE(c.attn && c.mlp);
-  EXPECT_EQ(lora_targets(c), "attn,mlp");
+  EXPECT_EQ(models::lora_targets(c), "attn,mlp");
   parse_lora_targets("mlp", c);
-  EXPECT_EQ(lora_targets(c), "mlp");
+  EXPECT_EQ(models::lora_targets(c), "mlp");
   EXPECT_TRUE(has_part(error_of([&] { parse_lora_targets("attn,ffn", c); }), "unknown LoRA target \"ffn\""));
   EXPECT_TRUE(has_part(error_of([&] { parse_lora_targets("", c); }), "no LoRA target"));
 }
 
 TEST(GptLoRA, FeedForwardAndAttentionWithAdaptersGiveTheSameNumbersInBothKernelModes) {
   manual_seed(8);
-  GPTModel model(tiny_config());
-  apply_lora(model, LoRAConfig{.r = 2, .alpha = 4.0, .attn = true, .mlp = true});
+  models::GPTModel model(tiny_config());
+  models::apply_lora(model, models::LoRAConfig{.r = 2, .alpha = 4.0, .attn = true, .mlp = true});
   randomize_adapters(model);
   model.eval();
   const Tensor idx = from_vector(std::vector<int64_t>{1, 5, 9, 2, 7, 3, 0, 4, 8, 6, 29, 11}, {2, 6});
@@ -212,7 +212,7 @@ TEST(GptLoRA, FeedForwardAndAttentionWithAdaptersGiveTheSameNumbersInBothKernelM
 }
 
 // Bytes a training forward keeps for backward (idx (2, 8) through the whole model).
-size_t forward_saved_bytes(GPTModel& model) {
+size_t forward_saved_bytes(models::GPTModel& model) {
   const Tensor idx = from_vector(std::vector<int64_t>{1, 5, 9, 2, 7, 3, 0, 4, 8, 6, 29, 11, 13, 2, 5, 7}, {2, 8});
   const Tensor logits = model.forward(idx);
   const size_t bytes = saved_bytes(tape_entries());
@@ -224,10 +224,10 @@ TEST(GptLoRA, CheckpointingKeepsOnlyTheBlocksInputsTheFirstOneIncluded) {
   // the embeddings are frozen, so the first block's input would need no gradient: GPTModel makes
   // it require one, else that block would run unchecked and keep everything
   std::vector<size_t> full, adapted;
-  for (Checkpointing mode : {Checkpointing::none, Checkpointing::every}) {
+  for (models::Checkpointing mode : {models::Checkpointing::none, models::Checkpointing::every}) {
     manual_seed(10);
-    GPTModel plain(tiny_config()), model(tiny_config());
-    apply_lora(model, LoRAConfig{.r = 2, .alpha = 4.0, .attn = true, .mlp = true});
+    models::GPTModel plain(tiny_config()), model(tiny_config());
+    models::apply_lora(model, models::LoRAConfig{.r = 2, .alpha = 4.0, .attn = true, .mlp = true});
     plain.set_checkpointing(mode);
     model.set_checkpointing(mode);
     full.push_back(forward_saved_bytes(plain));
@@ -239,14 +239,14 @@ TEST(GptLoRA, CheckpointingKeepsOnlyTheBlocksInputsTheFirstOneIncluded) {
 
 TEST(GptLoRA, TheMergedModelGivesTheSameLogits) {
   manual_seed(9);
-  GPTModel model(tiny_config());
+  models::GPTModel model(tiny_config());
   model.eval();
   const Tensor idx = from_vector(std::vector<int64_t>{3, 1, 4, 1, 5, 9, 2, 6}, {1, 8});
   const Tensor base_logits = model.forward(idx).detach();
-  apply_lora(model, LoRAConfig{.r = 3, .alpha = 5.0, .attn = true, .mlp = true});
+  models::apply_lora(model, models::LoRAConfig{.r = 3, .alpha = 5.0, .attn = true, .mlp = true});
   randomize_adapters(model);
-  GPTModel merged(tiny_config());
-  merged.load_state_dict(merged_state_dict(model));  // strict: the plain model's names exactly
+  models::GPTModel merged(tiny_config());
+  merged.load_state_dict(models::merged_state_dict(model));  // strict: the plain model's names exactly
   merged.eval();
   NoGradGuard no_grad;
   const Tensor adapted = model.forward(idx), plain = merged.forward(idx);

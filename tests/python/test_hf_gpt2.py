@@ -1,4 +1,4 @@
-# test_hf_gpt2.py — a Hugging Face GPT-2 folder saved by tapegrad (examples/gpt/hf_gpt2.h) read by
+# test_hf_gpt2.py — a Hugging Face GPT-2 folder saved by tapegrad (models/hf_gpt2.h) read by
 # the PyTorch twin in HF's layout (examples/pytorch/hf_gpt2.py), as a user of transformers would.
 #
 #   1. the test binary reads tests/reference/hf_gpt2/f16 (F16, no prefix, lm_head) and saves it

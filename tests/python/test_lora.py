@@ -1,4 +1,4 @@
-# test_lora.py — a LoRA run of train_gpt (its adapters in peft's files, examples/gpt/lora_adapters.h)
+# test_lora.py — a LoRA run of train_gpt (its adapters in peft's files, models/lora_adapters.h)
 # read by the PyTorch twin (examples/pytorch/lora.py on hf_gpt2.py), as a peft user would:
 #
 #   1. train_gpt --init-from tests/reference/lora/base --lora-rank 4 --lora-targets attn,mlp, 3 steps;

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Make tests/reference/bpe_reference.json: byte-level BPE by Python, for examples/gpt/bpe.h.
+"""Make tests/reference/bpe_reference.json: byte-level BPE by Python, for tokenizers/bpe.h.
 
 Run from the repository root (standard library only):
 

@@ -1,0 +1,126 @@
+// models/generate.cpp — sampling the next token and the generation loop.
+#include "models/generate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "autograd/error.h"
+#include "autograd/ops.h"
+#include "autograd/tape.h"
+
+namespace tg::models {
+
+void SamplingOptions::validate() const {
+  if (!(temperature == 0.0 || (temperature >= kMinTemperature && temperature <= kMaxTemperature)))
+  {
+    std::ostringstream range;  // "[0.0001, 100]"
+    range << "[" << kMinTemperature << ", " << kMaxTemperature << "]";
+    throw Error("generate: temperature must be 0 (greedy) or in " + range.str() + ", got " + nn::python_float(temperature));
+  }
+  if (top_k < 0) throw Error("generate: top_k must be >= 0 (0 = off), got " + std::to_string(top_k));
+  if (!(top_p > 0.0 && top_p <= 1.0)) throw Error("generate: top_p must be in (0, 1], got " + nn::python_float(top_p));
+  if (stop_token < -1)
+    throw Error("generate: stop_token must be a token id, or -1 (none), got " + std::to_string(stop_token));
+  if (keep_when_full < 0)
+    throw Error("generate: keep_when_full must be >= 0 (0 = slide the window), got " + std::to_string(keep_when_full));
+}
+
+Tensor sample_next_token(const Tensor& logits, const SamplingOptions& options, Generator* gen) {
+  options.validate();
+  if (logits.dim() != 2 || !logits.is_floating_point()) {
+    throw Error("generate: expected floating logits of shape (batch, vocab_size), got " + shape_str(logits.sizes()) +
+                " " + dtype_name(logits.dtype()));
+  }
+  NoGradGuard no_grad;
+  if (options.temperature == 0.0) return argmax(logits, -1, /*keepdim=*/true);  // (B,1)
+  Tensor scaled = logits / options.temperature;                                  // (B,V)
+  const int64_t V = logits.size(1);
+  if (options.top_k > 0 && options.top_k < V) {
+    Tensor kth = topk(scaled, options.top_k, -1).values.narrow(1, options.top_k - 1, 1);  // (B,1)
+    scaled = scaled.masked_fill(scaled < kth, -kInf);
+  }
+  Tensor probs = softmax(scaled, -1);  // (B,V)
+  if (options.top_p < 1.0) {
+    ValuesIndices sorted = sort(probs, -1, /*descending=*/true);
+    // probability mass before each token, in descending order: drop once it exceeds top_p
+    Tensor before = cumsum(sorted.values, -1) - sorted.values;
+    Tensor kept = sorted.values.masked_fill(before > options.top_p, 0.0);
+    probs = scatter_add(zeros_like(probs), -1, sorted.indices, kept);
+  }
+  return multinomial(probs, 1, gen);  // (B,1)
+}
+
+namespace {
+
+// The ids' buffer starts with room for this many new tokens and doubles when full, so a large
+// max_new_tokens costs memory only as the tokens are written (amortised one copy per token).
+constexpr int64_t kFirstCapacity = 256;
+
+// out (B, n) copied into a buffer twice as wide (at most limit columns); the new columns unset.
+Tensor grown(const Tensor& out, int64_t limit) {
+  const int64_t n = out.size(1);
+  Tensor bigger = empty({out.size(0), std::min(limit, 2 * n)}, kInt64);
+  bigger.narrow(1, 0, n).copy_(out);
+  return bigger;
+}
+
+}  // namespace
+
+Tensor generate(GPTModel& model, const Tensor& idx, int64_t max_new_tokens, const SamplingOptions& options,
+                Generator* gen, const std::function<void(const Tensor&)>& on_token) {
+  options.validate();
+  if (max_new_tokens < 0) throw Error("generate: max_new_tokens must be >= 0, got " + std::to_string(max_new_tokens));
+  if (idx.dim() != 2 || idx.dtype() != kInt64 || idx.size(1) == 0) {
+    throw Error("generate: expected a prompt of token ids of shape (batch, num_tokens >= 1), dtype int64, got " +
+                shape_str(idx.sizes()) + " " + dtype_name(idx.dtype()));
+  }
+  const int64_t context = model.config().context_length;
+  if (options.keep_when_full > context) {
+    throw Error("generate: keep_when_full (" + std::to_string(options.keep_when_full) +
+                ") exceeds the model's context_length (" + std::to_string(context) + ")");
+  }
+  const int64_t keep = options.keep_when_full > 0 ? options.keep_when_full : context;
+  NoGradGuard no_grad;
+  const int64_t B = idx.size(0), prompt = idx.size(1);
+  // (B, capacity), filled as it goes; it grows with what is written, never to max_new_tokens up front
+  Tensor out = empty({B, prompt + std::min<int64_t>(max_new_tokens, kFirstCapacity)}, kInt64);
+  out.narrow(1, 0, prompt).copy_(idx);
+  GPTCache cache;              // holds out[start, T - 1) unless fresh
+  bool fresh = true;           // the window (re)starts: run all of it
+  int64_t start = std::max<int64_t>(0, prompt - context);
+  std::vector<bool> stopped(static_cast<size_t>(B), false);  // the rows that wrote options.stop_token
+  for (int64_t T = prompt; T < prompt + max_new_tokens; ++T) {
+    if (T - start > context) {
+      start = T - keep;
+      fresh = true;
+    }
+    Tensor logits;  // (B, t, V)
+    if (!options.use_kv_cache) {
+      logits = model.forward(out.narrow(1, start, T - start));
+    } else if (fresh) {
+      cache.clear();
+      logits = model.forward(out.narrow(1, start, T - start), cache);
+      fresh = false;
+    } else {
+      logits = model.forward(out.narrow(1, T - 1, 1), cache);  // only the newest token
+    }
+    const Tensor next = sample_next_token(logits.select(1, logits.size(1) - 1), options, gen);  // (B,1)
+    if (T == out.size(1)) out = grown(out, prompt + max_new_tokens);
+    out.narrow(1, T, 1).copy_(next);
+    if (on_token) on_token(next);
+    if (options.stop_token >= 0) {
+      const Tensor written = next.contiguous();  // (B,1)
+      const int64_t* ids = written.data_ptr<int64_t>();
+      for (int64_t b = 0; b < B; ++b)
+        if (ids[b] == options.stop_token) stopped[static_cast<size_t>(b)] = true;
+      if (std::all_of(stopped.begin(), stopped.end(), [](bool s) { return s; }))
+        return out.narrow(1, 0, T + 1).contiguous();
+    }
+  }
+  return out;  // grown to exactly prompt + max_new_tokens columns
+}
+
+}  // namespace tg::models

@@ -1,0 +1,76 @@
+// models/generate.h — writing text with a GPTModel: pick the next token from the last position's
+// logits, append it, repeat.
+//
+//   next token, from logits (B,V) of the last position:
+//     temperature == 0   greedy: argmax
+//     otherwise          logits / temperature (temperature in [kMinTemperature, kMaxTemperature])
+//                        top_k > 0:  logits below the k-th largest -> -inf (ties with it stay)
+//                        p = softmax(logits)
+//                        top_p < 1:  sort p descending; drop every token whose preceding
+//                                    cumulative probability already exceeds top_p (the most
+//                                    likely token always stays)
+//                        one draw of multinomial(p), PyTorch-exact for the same generator
+//
+// examples/pytorch/gpt_model.py has the same procedure in PyTorch: the same model, prompt,
+// options and generator seed give the same tokens.
+//
+// The model is used as it is: call model.eval() first, or dropout stays on.
+//
+// The window: each step sees the tokens out[start, T) of the T so far. It starts as the last
+// context_length tokens of the prompt and grows by one each step until it would hold more
+// than context_length; then it restarts from the last keep_when_full tokens:
+//
+//   keep_when_full = 0 (= context_length)   the window slides: each step past the context sees
+//                                           the last context_length tokens (PyTorch's
+//                                           idx[:, -context_length:]); the default
+//   keep_when_full = K < context_length     it jumps: a step sees K + 1 .. context_length tokens
+//
+// With use_kv_cache (the default) a fresh window is run once (filling the GPTCache) and each
+// step after it costs one position's work; the tokens are identical to recomputing the window
+// each step (use_kv_cache = false), for any keep_when_full. A restart shifts every position
+// (the position embeddings are absolute), so the cache is refilled from the kept tokens: with
+// the sliding default that happens at every step past the context, and the cache saves nothing
+// there; with K = context_length / 2 it happens once every context_length / 2 steps.
+//
+// stop_token (>= 0): generation stops after the step in which every row has written that id (an
+// end-of-text token), so the result may be shorter than T + max_new_tokens; a row that wrote it
+// earlier goes on sampling until the others do (the caller cuts each row at its first one).
+//
+// on_token, when given, is called after each step with the step's new tokens (B,1): to print
+// them as they come, or to time the steps.
+#pragma once
+#include <cstdint>
+#include <functional>
+
+#include "autograd/random/generator.h"
+#include "autograd/tensor.h"
+#include "models/gpt.h"
+
+namespace tg::models {
+
+// The temperatures sampling takes besides 0 (greedy). Below the minimum, float32 logits divided by
+// the temperature overflow to inf (1e-300 becomes 0 in float32) and the probabilities to nan;
+// already at 1e-4 a logit 0.01 below the largest is e^-100 times less likely: greedy in all but name.
+constexpr double kMinTemperature = 1e-4, kMaxTemperature = 100;
+
+struct SamplingOptions {
+  double temperature = 1.0;  // 0 = greedy, else in [kMinTemperature, kMaxTemperature]
+  int64_t top_k = 0;         // 0 = off; larger than the vocabulary = off
+  double top_p = 1.0;        // 1 = off; in (0, 1]
+  bool use_kv_cache = true;  // incremental decoding (same tokens, less work)
+  int64_t keep_when_full = 0;  // past the context: restart the window from this many tokens (0 = slide)
+  int64_t stop_token = -1;     // stop once every row has written this id; -1 = never
+  void validate() const;     // tg::Error naming the option that is out of range
+};
+
+// logits (B,V) -> next token ids (B,1) int64. gen = nullptr draws from the default generator.
+Tensor sample_next_token(const Tensor& logits, const SamplingOptions& options = {}, Generator* gen = nullptr);
+
+// idx (B,T) int64 -> (B, T + max_new_tokens): the prompt followed by the generated tokens (fewer
+// when options.stop_token stops it). The ids' buffer grows as tokens are written (doubling), so
+// memory follows what is generated, not max_new_tokens.
+// Runs without recording (no tape), whatever the grad mode.
+Tensor generate(GPTModel& model, const Tensor& idx, int64_t max_new_tokens, const SamplingOptions& options = {},
+                Generator* gen = nullptr, const std::function<void(const Tensor&)>& on_token = {});
+
+}  // namespace tg::models

@@ -1,0 +1,163 @@
+// models/gpt.cpp — the GPT model: embeddings, pre-LayerNorm transformer blocks, the output head.
+#include "models/gpt.h"
+
+#include <string>
+
+#include "autograd/checkpoint.h"
+#include "autograd/error.h"
+#include "autograd/ops.h"
+#include "autograd/tape.h"
+#include "nn/lora.h"
+
+namespace tg::models {
+
+namespace {
+void require(bool ok, const std::string& what) {
+  if (!ok) throw Error("GPTConfig: " + what);
+}
+}  // namespace
+
+void GPTConfig::validate() const {
+  require(vocab_size > 0, "vocab_size must be positive, got " + std::to_string(vocab_size));
+  require(context_length > 0, "context_length must be positive, got " + std::to_string(context_length));
+  require(emb_dim > 0, "emb_dim must be positive, got " + std::to_string(emb_dim));
+  require(n_heads > 0, "n_heads must be positive, got " + std::to_string(n_heads));
+  require(n_layers > 0, "n_layers must be positive, got " + std::to_string(n_layers));
+  require(emb_dim % n_heads == 0, "emb_dim (" + std::to_string(emb_dim) + ") must be divisible by n_heads (" +
+                                      std::to_string(n_heads) + ")");
+  require(drop_rate >= 0.0 && drop_rate < 1.0, "drop_rate must be in [0, 1), got " + nn::python_float(drop_rate));
+  require(layer_norm_eps > 0.0, "layer_norm_eps must be positive, got " + nn::python_float(layer_norm_eps));
+}
+
+FeedForward::FeedForward(int64_t emb_dim) : Module("FeedForward") {
+  expand = std::make_shared<nn::Linear>(emb_dim, 4 * emb_dim);
+  gelu = std::make_shared<nn::GELU>("tanh");
+  project = std::make_shared<nn::Linear>(4 * emb_dim, emb_dim);
+  layers = register_module("layers", std::make_shared<nn::Sequential>(
+                                         std::initializer_list<std::shared_ptr<nn::Module>>{expand, gelu, project}));
+}
+
+Tensor FeedForward::forward(const Tensor& x) {
+  // feed_forward fuses two plain Linears; with LoRA on them (models/gpt_lora.h) the layers run one by one
+  const bool adapted = dynamic_cast<nn::LoRALinear*>(expand.get()) || dynamic_cast<nn::LoRALinear*>(project.get());
+  if (fast_kernels() && !adapted && x.dim() > 0 && x.size(-1) == expand->in_features)  // the three layers as one op, the same numbers
+    return feed_forward(x, expand->weight, expand->bias, project->weight, project->bias, gelu->approximate);
+  return layers->forward(x);  // Linear -> GELU -> Linear (a bad x gets Linear's message)
+}
+
+// Creation order = the PyTorch class's: att, ff, norm1, norm2, drop_shortcut.
+TransformerBlock::TransformerBlock(const GPTConfig& c) : Module("TransformerBlock") {
+  att = register_module("att", std::make_shared<nn::MultiHeadAttention>(c.emb_dim, c.emb_dim, c.context_length,
+                                                                    c.drop_rate, c.n_heads, c.qkv_bias));
+  ff = register_module("ff", std::make_shared<FeedForward>(c.emb_dim));
+  norm1 = register_module("norm1", std::make_shared<nn::LayerNorm>(c.emb_dim, c.layer_norm_eps));
+  norm2 = register_module("norm2", std::make_shared<nn::LayerNorm>(c.emb_dim, c.layer_norm_eps));
+  drop_shortcut = register_module("drop_shortcut", std::make_shared<nn::Dropout>(c.drop_rate));
+}
+
+Checkpointing checkpointing_from_name(const std::string& name) {
+  if (name == "none") return Checkpointing::none;
+  if (name == "every") return Checkpointing::every;
+  if (name == "ffn") return Checkpointing::ffn;
+  throw Error("checkpointing: expected none, every or ffn, got \"" + name + "\"");
+}
+
+std::string checkpointing_name(Checkpointing mode) {
+  switch (mode) {
+    case Checkpointing::every: return "every";
+    case Checkpointing::ffn: return "ffn";
+    case Checkpointing::none: break;
+  }
+  return "none";
+}
+
+Tensor TransformerBlock::forward(const Tensor& x) { return forward(x, nullptr); }
+
+Tensor TransformerBlock::forward(const Tensor& x, nn::KVCache* cache, const Tensor& key_padding_mask) {
+  if (checkpointing == Checkpointing::every && !cache)  // keep x only; backward runs forward_body again
+    return checkpoint([this, key_padding_mask](const Tensor& input) { return forward_body(input, nullptr, key_padding_mask); },
+                      x);
+  return forward_body(x, cache, key_padding_mask);
+}
+
+Tensor TransformerBlock::forward_body(const Tensor& x, nn::KVCache* cache, const Tensor& key_padding_mask) {
+  nn::AttentionOptions attention;
+  attention.cache = cache;
+  attention.key_padding_mask = key_padding_mask;
+  Tensor h = x + drop_shortcut->forward(att->forward(norm1->forward(x), attention));  // (B,T,C)
+  Tensor normed = norm2->forward(h);                                                  // (B,T,C)
+  Tensor f = checkpointing == Checkpointing::ffn  // keep normed, not h (B,T,4C); backward makes h again
+                 ? checkpoint([ff = ff](const Tensor& input) { return ff->forward(input); }, normed)
+                 : ff->forward(normed);
+  return h + drop_shortcut->forward(f);
+}
+
+GPTModel::GPTModel(const GPTConfig& config) : Module("GPTModel"), config_(config) {
+  config_.validate();
+  tok_emb = register_module("tok_emb", std::make_shared<nn::Embedding>(config_.vocab_size, config_.emb_dim));
+  pos_emb = register_module("pos_emb", std::make_shared<nn::Embedding>(config_.context_length, config_.emb_dim));
+  drop_emb = register_module("drop_emb", std::make_shared<nn::Dropout>(config_.drop_rate));
+  trf_blocks = register_module("trf_blocks", std::make_shared<nn::Sequential>());
+  for (int64_t i = 0; i < config_.n_layers; ++i) {
+    blocks_.push_back(std::make_shared<TransformerBlock>(config_));
+    trf_blocks->push_back(blocks_.back());
+  }
+  final_norm = register_module("final_norm", std::make_shared<nn::LayerNorm>(config_.emb_dim, config_.layer_norm_eps));
+  out_head = register_module("out_head", std::make_shared<nn::Linear>(config_.emb_dim, config_.vocab_size, false));
+  if (config_.tie_weights) {  // as PyTorch's `self.out_head.weight = self.tok_emb.weight`, after both are made
+    out_head->set_parameter("weight", tok_emb->weight);
+    out_head->weight = tok_emb->weight;
+  }
+}
+
+void GPTModel::set_checkpointing(Checkpointing mode) {
+  for (const auto& block : blocks_) block->checkpointing = mode;
+}
+
+Checkpointing GPTModel::checkpointing() const {
+  return blocks_.empty() ? Checkpointing::none : blocks_.front()->checkpointing;
+}
+
+Tensor GPTModel::forward(const Tensor& idx) {
+  return out_head->forward(forward_from(idx, 0, nullptr));  // (B,T,V)
+}
+
+Tensor GPTModel::hidden_states(const Tensor& idx, const Tensor& key_padding_mask) {
+  return forward_from(idx, 0, nullptr, key_padding_mask);
+}
+
+Tensor GPTModel::forward(const Tensor& idx, GPTCache& cache) {
+  if (cache.layers.empty()) cache.layers.resize(static_cast<size_t>(config_.n_layers));
+  if (cache.layers.size() != static_cast<size_t>(config_.n_layers))
+    throw Error("GPTModel: the cache has " + std::to_string(cache.layers.size()) + " layers, the model " +
+                std::to_string(config_.n_layers));
+  return out_head->forward(forward_from(idx, cache.length(), &cache));
+}
+
+Tensor GPTModel::forward(const Tensor& idx, const Tensor& key_padding_mask) {
+  return out_head->forward(forward_from(idx, 0, nullptr, key_padding_mask));  // (B,T,V)
+}
+
+// The tokens of idx sit at positions past .. past+T-1 -> final_norm's output (B,T,C).
+Tensor GPTModel::forward_from(const Tensor& idx, int64_t past, GPTCache* cache, const Tensor& key_padding_mask) {
+  if (idx.dim() != 2 || idx.dtype() != ScalarType::Int64) {
+    throw Error("GPTModel: expected token ids of shape (batch, num_tokens) and dtype int64, got shape " +
+                shape_str(idx.sizes()) + " and dtype " + std::string(dtype_name(idx.dtype())));
+  }
+  const int64_t T = idx.size(1);
+  if (past + T > config_.context_length) {
+    throw Error("GPTModel: num_tokens (" + std::to_string(past + T) + (past ? ", cached ones included" : "") +
+                ") exceeds context_length (" + std::to_string(config_.context_length) + ")");
+  }
+  Tensor x = tok_emb->forward(idx) + pos_emb->forward(arange(past, past + T));  // (B,T,C) + (T,C)
+  x = drop_emb->forward(x);
+  // With frozen embeddings (LoRA, models/gpt_lora.h) x needs no gradient, and a checkpointed block
+  // keeps its input only when it does (else it runs as it is): x is made to require grad, as
+  // Hugging Face's enable_input_require_grads does. Its gradient, (B,T,C), is computed and dropped.
+  if (checkpointing() != Checkpointing::none && grad_mode_enabled() && !x.requires_grad()) x.requires_grad_(true);
+  for (size_t i = 0; i < blocks_.size(); ++i)
+    x = blocks_[i]->forward(x, cache ? &cache->layers[i] : nullptr, key_padding_mask);
+  return final_norm->forward(x);  // (B,T,C)
+}
+
+}  // namespace tg::models

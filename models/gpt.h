@@ -1,0 +1,143 @@
+// models/gpt.h — a small GPT (decoder-only transformer), the model the training program trains.
+//
+// The same classes, names and creation order as the usual PyTorch GPT of the book (so the same
+// seed gives the same weights and the state_dict moves both ways with strict=True):
+//
+//   GPTModel
+//     tok_emb        Embedding(vocab_size, emb_dim)          idx (B,T) -> (B,T,C)
+//     pos_emb        Embedding(context_length, emb_dim)      positions 0..T-1 -> (T,C)
+//     drop_emb       Dropout(drop_rate)
+//     trf_blocks.i   TransformerBlock, n_layers of them:
+//                      x = x + drop_shortcut(att(norm1(x)))       att: causal MultiHeadAttention
+//                      x = x + drop_shortcut(ff(norm2(x)))        ff.layers: Linear(C,4C), GELU(tanh), Linear(4C,C)
+//     final_norm     LayerNorm(emb_dim, layer_norm_eps), as norm1 and norm2
+//     out_head       Linear(emb_dim, vocab_size, bias=false)  (B,T,C) -> logits (B,T,V)
+//                    with tie_weights, its weight is tok_emb.weight (V,C): one tensor, listed
+//                    under both names in the state_dict (as PyTorch lists it), once in parameters()
+//
+// Incremental decoding: forward(idx, &cache) takes only the new tokens; their positions continue
+// after cache.length(), and each layer's attention reads the keys and values it cached before
+// (nn/attention.h, KVCache). Only under NoGradGuard; models/generate.h uses it.
+//
+// Activation checkpointing (model.set_checkpointing(Checkpointing::every)): the blocks keep less
+// for backward and run part of their forward again in backward (autograd/checkpoint.h). The
+// gradients are bit for bit the same, dropout included.
+//
+// Padded batches: forward(idx, key_padding_mask) takes a bool (B,T) mask, true where idx holds
+// padding; every layer's attention passes it on as AttentionOptions::key_padding_mask, so no
+// position attends to a padded one (instruction fine-tuning pads examples of several lengths to
+// the longest, train/instructions.h). Right padding under the causal mask leaves the real
+// positions' outputs as they are without it.
+//
+// Letters in shape comments: B batch, T tokens, C = emb_dim, V = vocab_size.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "nn/attention.h"
+#include "nn/layers.h"
+#include "nn/module.h"
+
+namespace tg::models {
+
+struct GPTConfig {
+  int64_t vocab_size = 0;
+  int64_t context_length = 0;
+  int64_t emb_dim = 0;
+  int64_t n_heads = 0;
+  int64_t n_layers = 0;
+  double drop_rate = 0.0;
+  bool qkv_bias = false;
+  bool tie_weights = false;  // out_head.weight is tok_emb.weight (GPT-2's weight tying)
+  double layer_norm_eps = 1e-5;  // every LayerNorm's (norm1, norm2, final_norm); GPT-2 has 1e-5 too
+
+  // Throws tg::Error naming the first field that is out of range (sizes positive, emb_dim
+  // divisible by n_heads, 0 <= drop_rate < 1, layer_norm_eps > 0).
+  void validate() const;
+};
+
+// What a block recomputes in backward instead of keeping (train_gpt --checkpoint-activations):
+//   none   nothing: the block keeps everything its backward reads
+//   every  the whole block: it keeps only its input x (B,T,C), and its backward runs its forward
+//          again (the most memory saved, one more forward of every block)
+//   ffn    the feed-forward only: its pre-activation h (B,T,4C), the largest tensor a block
+//          keeps, is made again from norm2's output (B,T,C) (a GELU and one product per block)
+enum class Checkpointing { none, every, ffn };
+// "none", "every", "ffn" <-> the enum; an unknown name throws tg::Error listing the three.
+Checkpointing checkpointing_from_name(const std::string& name);
+std::string checkpointing_name(Checkpointing mode);
+
+// One KVCache per transformer block, and the positions they hold.
+struct GPTCache {
+  std::vector<nn::KVCache> layers;
+  int64_t length() const { return layers.empty() ? 0 : layers[0].length(); }
+  void clear() {
+    for (nn::KVCache& layer : layers) layer.clear();
+  }
+};
+
+// Linear(C, 4C) -> GELU(tanh) -> Linear(4C, C), as ff.layers.0 / .1 / .2. With tg::fast_kernels()
+// on, the three run as one feed_forward op (autograd/ops.h): the same numbers, and it keeps the
+// pre-activation for backward but not the GELU output. When either Linear is a LoRALinear
+// (models/gpt_lora.h), they run one by one in both modes.
+class FeedForward : public nn::Module {
+ public:
+  explicit FeedForward(int64_t emb_dim);
+  Tensor forward(const Tensor& x) override;  // x (B,T,C) -> (B,T,C)
+  std::shared_ptr<nn::Sequential> layers;
+  std::shared_ptr<nn::Linear> expand, project;  // layers.0 (C -> 4C) and layers.2 (4C -> C)
+  std::shared_ptr<nn::GELU> gelu;               // layers.1
+};
+
+// Pre-LayerNorm transformer block with residual connections.
+class TransformerBlock : public nn::Module {
+ public:
+  explicit TransformerBlock(const GPTConfig& config);
+  Tensor forward(const Tensor& x) override;  // x (B,T,C) -> (B,T,C)
+  // key_padding_mask: bool (B,T), true = padded (undefined: none)
+  Tensor forward(const Tensor& x, nn::KVCache* cache, const Tensor& key_padding_mask = Tensor());
+  std::shared_ptr<nn::MultiHeadAttention> att;
+  std::shared_ptr<FeedForward> ff;
+  std::shared_ptr<nn::LayerNorm> norm1, norm2;
+  std::shared_ptr<nn::Dropout> drop_shortcut;
+  Checkpointing checkpointing = Checkpointing::none;  // applies while recording (training)
+
+ private:
+  Tensor forward_body(const Tensor& x, nn::KVCache* cache, const Tensor& key_padding_mask);
+};
+
+class GPTModel : public nn::Module {
+ public:
+  explicit GPTModel(const GPTConfig& config);
+  // idx (B,T) int64 token ids, T <= context_length, each in [0, vocab_size) -> logits (B,T,V)
+  Tensor forward(const Tensor& idx) override;
+  // idx (B,T): the tokens after the cache's; cache.length() + T <= context_length -> (B,T,V)
+  Tensor forward(const Tensor& idx, GPTCache& cache);
+  // idx (B,T) with key_padding_mask bool (B,T), true = padded: no position attends to a padded
+  // one -> logits (B,T,V). An undefined mask is the plain forward.
+  Tensor forward(const Tensor& idx, const Tensor& key_padding_mask);
+  // forward without the head: final_norm's output (B,T,C), for a loss that applies out_head
+  // itself a chunk at a time (nn/chunked_loss.h). forward(idx, mask) = out_head(hidden_states(idx, mask)).
+  Tensor hidden_states(const Tensor& idx, const Tensor& key_padding_mask = Tensor());
+  const GPTConfig& config() const { return config_; }
+  // trf_blocks' children, typed
+  const std::vector<std::shared_ptr<TransformerBlock>>& blocks() const { return blocks_; }
+  // Every block's checkpointing (see Checkpointing); none by default.
+  void set_checkpointing(Checkpointing mode);
+  Checkpointing checkpointing() const;
+
+  std::shared_ptr<nn::Embedding> tok_emb, pos_emb;
+  std::shared_ptr<nn::Dropout> drop_emb;
+  std::shared_ptr<nn::Sequential> trf_blocks;
+  std::shared_ptr<nn::LayerNorm> final_norm;
+  std::shared_ptr<nn::Linear> out_head;
+
+ private:
+  Tensor forward_from(const Tensor& idx, int64_t past, GPTCache* cache, const Tensor& key_padding_mask = Tensor());
+  GPTConfig config_;
+  std::vector<std::shared_ptr<TransformerBlock>> blocks_;  // trf_blocks' children, typed
+};
+
+}  // namespace tg::models

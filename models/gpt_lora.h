@@ -1,0 +1,52 @@
+// models/gpt_lora.h — LoRA adapters (nn/lora.h) on a GPTModel, where peft puts them on GPT-2, and
+// the model's weights with the adapters merged in.
+//
+//   target  tapegrad's layers, in block i                  GPT-2's (peft's names)   A, B (C = emb_dim)
+//   attn    att.W_query, W_key, W_value together:           attn.c_attn             (r, C), (3C, r)
+//             att.qkv_lora (MultiHeadAttention::add_qkv_lora)
+//           att.out_proj -> LoRALinear                      attn.c_proj             (r, C), (C, r)
+//   mlp     ff.layers.0 (ff.expand) -> LoRALinear           mlp.c_fc                (r, C), (4C, r)
+//           ff.layers.2 (ff.project) -> LoRALinear          mlp.c_proj              (r, 4C), (C, r)
+//
+// apply_lora adds the adapters block by block in that order, the order in which peft walks
+// GPT-2's modules, each drawing its A from the default generator as peft does; then it freezes
+// every other parameter (embeddings, LayerNorms, the head, Linears without an adapter), so that
+// only the adapters require grad (trainable_parameters, nn/module.h). For GPT-2 124M (C = 768,
+// 12 blocks), r = 8 on attn and mlp adds 98,304 parameters a block, 1,179,648 in all, against
+// the model's 124,439,808.
+//
+// merged_state_dict is the state_dict of a plain GPTModel of the same config that computes what
+// the adapted one does: every adapted weight W replaced by W + (alpha / r) B A (for attn, the
+// rows [0, C), [C, 2C), [2C, 3C) of the fused update go to W_query, W_key, W_value).
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "models/gpt.h"
+
+namespace tg::models {
+
+struct LoRAConfig {
+  int64_t r = 8;       // the rank, >= 1
+  double alpha = 8.0;  // the update is scaled by alpha / r
+  bool attn = true;    // adapters on the attention's q, k, v (fused) and out_proj
+  bool mlp = false;    // adapters on the feed-forward's two Linears
+};
+
+// "attn", "mlp", "attn,mlp" (either order) -> which targets; anything else is a tg::Error naming it.
+void parse_lora_targets(const std::string& text, LoRAConfig& config);
+// The targets as text: "attn", "mlp" or "attn,mlp".
+std::string lora_targets(const LoRAConfig& config);
+
+// Adds the adapters and freezes the rest (see the header). Throws tg::Error for a bad r or alpha,
+// no target, or a model that has adapters already.
+void apply_lora(GPTModel& model, const LoRAConfig& config);
+
+// True when apply_lora has been applied to model.
+bool has_lora(const GPTModel& model);
+
+// The plain model's state_dict with the adapters merged in (see the header); the adapters' own
+// tensors are left out. Computed without the tape; model is unchanged.
+NamedTensors merged_state_dict(const GPTModel& model);
+
+}  // namespace tg::models

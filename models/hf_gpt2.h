@@ -1,0 +1,114 @@
+// models/hf_gpt2.h — Hugging Face GPT-2 folders (config.json + model.safetensors, as
+// save_pretrained writes them) read into an models::GPTModel, and the model written back as one.
+//
+// config.json, HF's field -> GPTConfig's (a missing field takes HF's GPT2Config default):
+//   vocab_size (50257) -> vocab_size        n_positions (1024) -> context_length
+//   n_embd (768) -> emb_dim                 n_layer (12) -> n_layers        n_head (12) -> n_heads
+//   layer_norm_epsilon (1e-5) -> layer_norm_eps
+//   resid_pdrop, embd_pdrop, attn_pdrop (0.1 each) -> drop_rate, the largest of the three
+//       (tapegrad has one rate for the embeddings, the residual branches and the attention;
+//       each must be in [0, 1))
+//   qkv_bias = true, tie_weights = true (GPT-2's architecture)
+// Refused, with an Error naming the file and the field: model_type other than "gpt2";
+// activation_function other than the tanh GELU (gelu_new, gelu_pytorch_tanh, gelu_fast); n_inner
+// other than null or 4 * n_embd; scale_attn_weights false; scale_attn_by_inverse_layer_idx or
+// reorder_and_upcast_attn true; tie_word_embeddings false.
+//
+// model.safetensors, HF's names (C = n_embd, V = vocab_size, P = n_positions), each with or
+// without "transformer." in front (the file decides; all the same way):
+//   wte.weight (V,C) -> tok_emb.weight (and out_head.weight, tied)   wpe.weight (P,C) -> pos_emb.weight
+//   h.i.ln_1.{weight,bias} (C) -> trf_blocks.i.norm1     h.i.ln_2 -> norm2     ln_f -> final_norm
+//   h.i.attn.c_attn.weight (C,3C), bias (3C): the columns [0,C), [C,2C), [2C,3C) are q, k, v;
+//       each transposed is att.W_query / W_key / W_value.weight (C,C), the bias split the same way
+//   h.i.attn.c_proj.weight (C,C) transposed -> att.out_proj.weight
+//   h.i.mlp.c_fc.weight (C,4C) transposed -> ff.layers.0.weight (4C,C)
+//   h.i.mlp.c_proj.weight (4C,C) transposed -> ff.layers.2.weight (C,4C)          biases as they are
+// HF's Conv1D keeps its weight as (in, out) and computes x W + b; nn::Linear keeps (out, in) and
+// computes x W^T + b: hence the transposes. "lm_head.weight" (never prefixed) may be present: it
+// must equal wte.weight (HF ties them; save_pretrained omits it). The attention's buffers
+// h.i.attn.bias and h.i.attn.masked_bias (older files have them) are ignored: their data is never
+// read, but attn.bias must have HF's shape (1,1,P,P) and masked_bias be a scalar, each BOOL or
+// floating point. Any other name is an
+// Error naming it and the file, as is a missing name or a shape other than the one above (both
+// shapes in the message). Weights may be F32, F16 or BF16: 16-bit ones are read as float32
+// (exactly) and HfGpt2Info::converted_dtypes says which were.
+//
+// Writing is the reverse: the names above in HF's state_dict order (prefixed or not), fused c_attn,
+// Conv1D orientation, no lm_head (tied), float32, metadata {"format": "pt"}; and a config.json that
+// keeps every field of the one read, updated where tapegrad's config differs, with
+// "architectures": ["GPT2LMHeadModel"], "model_type": "gpt2" and "torch_dtype": "float32".
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "autograd/io/atomic_file.h"
+#include "autograd/io/safetensors.h"
+#include "autograd/io/json.h"
+#include "models/gpt.h"
+
+namespace tg::models {
+
+// What reading a folder found, besides the config and the weights; what writing it back keeps.
+struct HfGpt2Info {
+  bool prefixed = false;                      // the names began with "transformer."
+  bool had_lm_head = false;                   // lm_head.weight was there (equal to wte.weight)
+  std::vector<std::string> converted_dtypes;  // "F16", "BF16": read as float32
+  json::Value config;                         // config.json as read (null when the model is tapegrad's)
+};
+
+struct HfGpt2 {
+  models::GPTConfig config;
+  std::unique_ptr<models::GPTModel> model;  // in eval mode
+  HfGpt2Info info;
+};
+
+// A folder whose config.json is Hugging Face's: it has a "model_type" (a train_gpt run's has none;
+// hf_gpt2_config refuses one other than "gpt2", naming the file and the field). A config.json that
+// is not JSON is an Error naming the file and the byte.
+bool is_hf_gpt2_folder(const std::string& dir);
+
+// One more than the largest i among the names "<before>i.<...>" of a weights file's header (a name
+// may have "transformer." in front): the blocks the file has, known before a model of a
+// config.json's n_layer is built. before: "h." (GPT-2's), "trf_blocks." (tapegrad's), peft's.
+int64_t blocks_in_file(const std::vector<SafetensorsEntry>& file, const std::string& before);
+
+// config.json's object -> GPTConfig; path names the file in errors.
+models::GPTConfig hf_gpt2_config(const json::Value& config, const std::string& path);
+
+// Read dir/config.json and dir/model.safetensors (the file checked against the config before the
+// model is built).
+HfGpt2 load_hf_gpt2(const std::string& dir);
+
+// The header of an HF model.safetensors (names, shapes, dtypes; no data read) checked against
+// config, every name and shape as load_hf_gpt2_weights checks them: a file and a config.json that
+// disagree (n_layer 1e9 beside a 12-block file) are refused before a model of that config takes
+// any memory. info receives the prefix, whether lm_head is there and the converted dtypes.
+void check_hf_gpt2_weights(const models::GPTConfig& config, const std::string& weights_path, HfGpt2Info* info);
+
+// Read the weights of an HF model.safetensors into model (made with the file's config), all or
+// nothing; info receives what was found (prefix, lm_head, converted dtypes).
+void load_hf_gpt2_weights(models::GPTModel& model, const std::string& weights_path, HfGpt2Info* info);
+
+// The model's tensors under HF's names, in HF's order (model: qkv_bias and tie_weights).
+NamedTensors hf_gpt2_tensors(const models::GPTModel& model, bool prefixed);
+
+// config.json's text for config: original's fields kept in their order and updated (original may
+// be null: then HF's GPT-2 fields).
+// tapegrad, when not empty, is the JSON object written as the last member, "tapegrad": a
+// train_gpt run's own settings (train/run_folder.h); an old "tapegrad" member is dropped.
+// Hugging Face's from_pretrained keeps unknown members as attributes and ignores them.
+inline constexpr const char* kTapegradSection = "tapegrad";
+std::string hf_gpt2_config_json(const models::GPTConfig& config, const json::Value& original,
+                                const std::string& tapegrad = "");
+
+// The two files of a folder into files being written as a set (atomic_file.h): the caller
+// prepares and commits them, with files of its own if it likes.
+void write_hf_gpt2(const models::GPTModel& model, const HfGpt2Info& from, AtomicFile& config_json,
+                   AtomicFile& model_safetensors);
+
+// dir/config.json and dir/model.safetensors, saved as a set (dir must exist). from: what
+// load_hf_gpt2 read (prefix and config fields to keep), or {} for a model of tapegrad's own.
+void save_hf_gpt2(const models::GPTModel& model, const std::string& dir, const HfGpt2Info& from = {});
+
+}  // namespace tg::models

@@ -1,0 +1,263 @@
+// tokenizers/tokenizer.cpp — characters <-> ids. UTF-8 is read and written by json's
+// decode_utf8 and append_utf8 (autograd/io/json.h), the project's one UTF-8 code.
+#include "tokenizers/tokenizer.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <set>
+
+#include "autograd/error.h"
+#include "autograd/io/atomic_file.h"
+#include "autograd/io/json.h"
+#include "autograd/io/flags.h"
+#include "train/corpus.h"
+
+namespace tg::tokenizers {
+
+namespace {
+
+using json::append_utf8;
+using json::decode_utf8;
+
+// The text's symbols with the byte offset each starts at.
+void symbols_of(const std::string& text, bool utf8, std::vector<uint32_t>& symbols, std::vector<size_t>& offsets) {
+  symbols.clear();
+  offsets.clear();
+  if (utf8) {
+    if (!decode_utf8(text, symbols, &offsets)) throw Error("tokenizer: the text is not valid UTF-8");
+  } else {
+    for (size_t i = 0; i < text.size(); ++i) {
+      symbols.push_back(static_cast<unsigned char>(text[i]));
+      offsets.push_back(i);
+    }
+  }
+}
+
+std::string describe(uint32_t symbol, bool utf8) {
+  std::string shown;
+  if (symbol >= 0x20 && symbol != 0x7f && (utf8 || symbol < 0x80)) append_utf8(shown, symbol);
+  char code[16];
+  std::snprintf(code, sizeof code, utf8 ? "U+%04X" : "byte 0x%02x", symbol);
+  return shown.empty() ? std::string(code) : "'" + shown + "' (" + code + ")";
+}
+
+}  // namespace
+
+CharTokenizer CharTokenizer::from_text(const std::string& text) {
+  CharTokenizer t;
+  std::vector<uint32_t> symbols;
+  std::vector<size_t> offsets;
+  t.utf8_ = decode_utf8(text, symbols);
+  if (!t.utf8_) symbols_of(text, false, symbols, offsets);  // not UTF-8: one symbol per byte
+  std::set<uint32_t> distinct(symbols.begin(), symbols.end());
+  t.symbols_.assign(distinct.begin(), distinct.end());
+  return t;
+}
+
+std::vector<int64_t> CharTokenizer::encode(const std::string& text) const {
+  std::vector<uint32_t> symbols;
+  std::vector<size_t> offsets;
+  symbols_of(text, utf8_, symbols, offsets);
+  std::vector<int64_t> ids;
+  ids.reserve(symbols.size());
+  for (size_t i = 0; i < symbols.size(); ++i) {
+    auto it = std::lower_bound(symbols_.begin(), symbols_.end(), symbols[i]);
+    if (it == symbols_.end() || *it != symbols[i]) {
+      throw Error("tokenizer: character " + describe(symbols[i], utf8_) + " at byte " + std::to_string(offsets[i]) +
+                  " is not in the vocabulary (" + std::to_string(symbols_.size()) + " characters)");
+    }
+    ids.push_back(it - symbols_.begin());
+  }
+  return ids;
+}
+
+int64_t CharTokenizer::id_or(uint32_t symbol, int64_t fallback) const {
+  auto it = std::lower_bound(symbols_.begin(), symbols_.end(), symbol);
+  return it != symbols_.end() && *it == symbol ? it - symbols_.begin() : fallback;
+}
+
+std::string CharTokenizer::decode(const std::vector<int64_t>& ids) const {
+  std::string out;
+  for (int64_t id : ids) {
+    if (id < 0 || id >= vocab_size())
+      throw Error("tokenizer: id " + std::to_string(id) + " is outside the vocabulary [0, " +
+                  std::to_string(vocab_size()) + ")");
+    if (utf8_) append_utf8(out, symbols_[static_cast<size_t>(id)]);
+    else out += static_cast<char>(symbols_[static_cast<size_t>(id)]);
+  }
+  return out;
+}
+
+std::string CharTokenizer::to_json() const {
+  std::string out =
+      std::string("{\"type\": \"char\", \"kind\": \"") + (utf8_ ? "utf8" : "bytes") + "\", \"symbols\": [";
+  for (size_t i = 0; i < symbols_.size(); ++i) out += (i ? ", " : "") + std::to_string(symbols_[i]);
+  return out + "]}\n";
+}
+
+CharTokenizer CharTokenizer::from_json(const std::string& text, const std::string& source) {
+  const json::Value doc = json::parse(text, source);
+  auto fail = [&](const std::string& what) -> CharTokenizer { throw Error(source + ": " + what); };
+  if (!doc.is_object() || !doc.contains("kind") || !doc.contains("symbols"))
+    return fail("expected an object with \"kind\" and \"symbols\"");
+  CharTokenizer t;
+  const std::string kind = doc["kind"].as_string();
+  if (kind != "utf8" && kind != "bytes") return fail("\"kind\" must be \"utf8\" or \"bytes\", got \"" + kind + "\"");
+  t.utf8_ = kind == "utf8";
+  const json::Value& list = doc["symbols"];
+  for (size_t i = 0; i < list.size(); ++i) {
+    const int64_t s = list[i].as_int64();
+    const int64_t limit = t.utf8_ ? 0x10ffff : 0xff;
+    if (s < 0 || s > limit || (!t.symbols_.empty() && s <= t.symbols_.back()))
+      return fail("symbol " + std::to_string(i) + " (" + std::to_string(s) + ") is out of range or not ascending");
+    t.symbols_.push_back(static_cast<uint32_t>(s));
+  }
+  if (t.symbols_.empty()) return fail("the vocabulary is empty");
+  return t;
+}
+
+int64_t CharTokenizer::bytes_of(int64_t id) const {
+  const uint32_t s = symbols_.at(static_cast<size_t>(id));
+  if (!utf8_) return 1;
+  return s < 0x80 ? 1 : s < 0x800 ? 2 : s < 0x10000 ? 3 : 4;
+}
+
+// --- a run's tokenizer, either kind --------------------------------------------------------------
+
+namespace {
+
+// The file a "gpt2" tokenizer.json names under key, in its folder: a relative path that stays
+// there (no root, no ".." that climbs out), so a tokenizer.json handed over cannot make the
+// program read "/etc/passwd" or "../../secret".
+std::string gpt2_file_named(const json::Value& doc, const char* key, const std::string& source) {
+  namespace fs = std::filesystem;
+  if (!doc.contains(key) || !doc[key].is_string())
+    throw Error(source + ": a \"gpt2\" tokenizer names its files: \"" + key + "\" is missing or not a string");
+  const std::string& name = doc[key].as_string();
+  const fs::path relative = fs::path(name).lexically_normal();
+  const bool inside = !name.empty() && !relative.has_root_path() && !relative.empty() && *relative.begin() != ".." &&
+                      relative != ".";
+  if (!inside)
+    throw Error(source + ": \"" + key + "\" is " + json::quote(name) + ": a \"gpt2\" tokenizer's files must be in its "
+                "folder (a relative path without \"..\")");
+  return (fs::path(source).parent_path() / relative).string();
+}
+
+Gpt2Tokenizer::FilePaths gpt2_files_named(const json::Value& doc, const std::string& source) {
+  return {gpt2_file_named(doc, "vocab", source), gpt2_file_named(doc, "merges", source)};
+}
+
+}  // namespace
+
+Tokenizer Tokenizer::from_json(const std::string& text, const std::string& source) {
+  const json::Value doc = json::parse(text, source);
+  const json::Value* type = doc.is_object() ? doc.find("type") : nullptr;
+  if (type && type->is_string() && type->as_string() == "bpe") return BpeTokenizer::from_json(text, source);
+  if (type && type->is_string() && type->as_string() == "gpt2") {
+    const Gpt2Tokenizer::FilePaths files = gpt2_files_named(doc, source);
+    return Gpt2Tokenizer::from_files(files.vocab, files.merges);
+  }
+  if (type && (!type->is_string() || type->as_string() != "char")) {
+    throw Error(source + ": \"type\" must be \"char\", \"bpe\" or \"gpt2\"");
+  }
+  return CharTokenizer::from_json(text, source);
+}
+
+const char* Tokenizer::type() const { return is_gpt2() ? "gpt2" : is_bpe() ? "bpe" : "char"; }
+
+std::vector<int64_t> Tokenizer::encode(const std::string& text, bool allow_special) const {
+  if (is_gpt2()) return std::get<Gpt2Tokenizer>(impl_).encode(text, allow_special);
+  return std::visit([&](const auto& t) { return t.encode(text); }, impl_);
+}
+
+std::string Tokenizer::decode(const std::vector<int64_t>& ids) const {
+  return std::visit([&](const auto& t) { return t.decode(ids); }, impl_);
+}
+
+int64_t Tokenizer::vocab_size() const {
+  return std::visit([](const auto& t) { return t.vocab_size(); }, impl_);
+}
+
+std::string Tokenizer::to_json() const {
+  return std::visit([](const auto& t) { return t.to_json(); }, impl_);
+}
+
+void Tokenizer::save(const std::string& dir) const {
+  prepare_output_dir(dir, "tokenizer");
+  write_file_atomically((std::filesystem::path(dir) / "tokenizer.json").string(), to_json(), "tokenizer");
+  if (is_gpt2()) std::get<Gpt2Tokenizer>(impl_).save_files(dir);
+}
+
+int64_t Tokenizer::newline_or(int64_t fallback) const {
+  if (is_bpe()) return '\n';  // the byte's own id
+  if (is_gpt2()) return std::get<Gpt2Tokenizer>(impl_).id_of("\n", fallback);
+  return std::get<CharTokenizer>(impl_).id_or(U'\n', fallback);
+}
+
+int64_t Tokenizer::end_of_text_id() const {
+  return is_gpt2() ? std::get<Gpt2Tokenizer>(impl_).end_of_text_id() : -1;
+}
+
+std::vector<int64_t> Tokenizer::bytes_per_id() const {
+  std::vector<int64_t> bytes(static_cast<size_t>(vocab_size()));
+  for (int64_t id = 0; id < vocab_size(); ++id) {
+    int64_t n = 0;
+    if (is_bpe()) n = static_cast<int64_t>(std::get<BpeTokenizer>(impl_).token_bytes(id).size());
+    else if (is_gpt2()) n = static_cast<int64_t>(std::get<Gpt2Tokenizer>(impl_).token_bytes(id).size());
+    else n = std::get<CharTokenizer>(impl_).bytes_of(id);
+    bytes[static_cast<size_t>(id)] = n;
+  }
+  return bytes;
+}
+
+// --- loading from a path -------------------------------------------------------------------------
+
+namespace {
+
+// Whether the text is Hugging Face's tokenizers format (a "model" object), not tapegrad's.
+bool is_hugging_face_tokenizer_json(const json::Value& doc) { return doc.is_object() && doc.contains("model"); }
+
+// A folder with both tapegrad's tokenizer.json and GPT-2's files: the same tokenizer when the
+// tokenizer.json is a "gpt2" one naming the pair from_folder would read (as train_gpt writes a
+// run's folder); anything else is two tokenizers, and which one is meant is a guess: refused.
+void check_one_tokenizer(const std::string& dir, const json::Value& doc, const std::string& json_path) {
+  namespace fs = std::filesystem;
+  const Gpt2Tokenizer::FilePaths pair = *Gpt2Tokenizer::files_in(dir);
+  const json::Value* type = doc.is_object() ? doc.find("type") : nullptr;
+  if (type && type->is_string() && type->as_string() == "gpt2") {
+    const Gpt2Tokenizer::FilePaths named = gpt2_files_named(doc, json_path);
+    auto same = [](const std::string& a, const std::string& b) {
+      return fs::path(a).lexically_normal() == fs::path(b).lexically_normal();
+    };
+    if (same(named.vocab, pair.vocab) && same(named.merges, pair.merges)) return;
+  }
+  throw Error(dir + ": two tokenizers: " + json_path + " and GPT-2's " + pair.vocab + " + " + pair.merges +
+              ", which it does not name: which one is meant is unclear; move one of them out of the folder");
+}
+
+}  // namespace
+
+Tokenizer load_tokenizer(const std::string& path) {
+  namespace fs = std::filesystem;
+  if (!fs::is_directory(path)) {
+    if (!fs::exists(path)) throw Error(path + ": no such file or folder (expected a tokenizer.json or a folder)");
+    return Tokenizer::from_json(train::read_input(path, ""), path);
+  }
+  const std::string json_path = (fs::path(path) / "tokenizer.json").string();
+  const bool has_json = fs::is_regular_file(json_path);
+  if (has_json) {
+    const std::string text = train::read_input(json_path, "");
+    const json::Value doc = json::parse(text, json_path);
+    if (!is_hugging_face_tokenizer_json(doc)) {
+      if (Gpt2Tokenizer::folder_has_files(path)) check_one_tokenizer(path, doc, json_path);
+      return Tokenizer::from_json(text, json_path);
+    }
+  }
+  if (Gpt2Tokenizer::folder_has_files(path)) return Gpt2Tokenizer::from_folder(path);
+  throw Error(path + ": no tokenizer in this folder: looked for tapegrad's tokenizer.json" +
+              std::string(has_json ? " (the one here is Hugging Face's format)" : "") +
+              ", vocab.json + merges.txt and encoder.json + vocab.bpe");
+}
+
+}  // namespace tg::tokenizers

@@ -1,0 +1,108 @@
+// train/instructions.h — instruction data for fine-tuning (train_gpt --data-format jsonl),
+// as chapter 7 of "LLMs from scratch" does it: Alpaca-style examples, one JSON object a line,
+//
+//   {"instruction": "Give the plural of mouse.", "input": "", "output": "mice"}
+//
+// "instruction" and "output" are strings and must be there; "input" is a string or left out (left
+// out = empty); other keys are ignored; blank lines are skipped; lines end in "\n", "\r\n" or "\r"
+// (text_lines, train/corpus.h). Each example becomes one token
+// sequence, the prompt (alpaca_prompt, below) and then the response:
+//
+//   ids = encode(alpaca_prompt(instruction, input)) + encode(output) + [<|endoftext|>]
+//
+// the end-of-text token only when the tokenizer has one (GPT-2's), so the model learns to stop.
+// The two parts are encoded apart, so the boundary between them is exact whatever the tokenizer.
+//
+// A batch of examples (instruction_batch) is right-padded to its longest one, not to the context:
+//
+//   x[t] = ids[t]                                   t < n - 1, else the padding id
+//   y[t] = ids[t + 1] if t + 1 >= prompt length     the response's tokens and the end-of-text
+//          else -100                                the prompt's, and the padding (ignore_index)
+//   key_padding_mask[t] = t >= n - 1                true = padded: no position attends to it
+//
+// so cross_entropy(logits, y) (ignore_index -100) is the mean loss over the response's tokens and
+// the prompt gets no gradient from it. An example fits a context of T tokens when it has at most
+// T + 1 ids (the model reads all but the last); longer ones are skipped and counted.
+//
+// The split (load_instruction_data) is by position in the file, as the text's 90/10 split: of the
+// file's n examples, the first int(0.9 n) train and the rest validate (shuffle the file first if
+// its order means something); then each split drops its examples that do not fit.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "train/data.h"
+#include "train/evaluate.h"
+#include "tokenizers/tokenizer.h"
+#include "models/gpt.h"
+
+namespace tg::train {
+
+// The prompt of an example, up to where the response starts (the one template of the project):
+//   "Below is an instruction that describes a task. Write a response that appropriately completes
+//    the request.\n\n### Instruction:\n{instruction}"
+//   + "\n\n### Input:\n{input}"   only when input is not empty
+//   + "\n\n### Response:\n"
+std::string alpaca_prompt(const std::string& instruction, const std::string& input);
+
+struct Instruction {
+  std::string instruction, input, output;
+  int64_t line = 0;  // 1-based, in the file
+};
+
+// The examples of a JSONL text; source (the file's name) starts every message, with the line:
+// "data.jsonl: line 3: not JSON: ...", "...: line 4: not a JSON object (got an array)",
+// "...: line 5: \"output\" is missing", "...: line 6: \"input\" must be a string, got null".
+// A text with no example (blank lines only) is an error too.
+std::vector<Instruction> parse_instructions(const std::string& text, const std::string& source);
+
+// The text a tokenizer made from the data learns from (char or bpe from scratch): each example's
+// prompt and output, one after another.
+std::string instructions_as_text(const std::vector<Instruction>& examples);
+
+// How many of n examples train: int(0.9 n), the first ones in the file (the rest validate).
+int64_t instruction_train_count(int64_t n);
+
+struct InstructionExample {
+  std::vector<int64_t> ids;   // the prompt's, then the response's (output, end-of-text)
+  int64_t prompt_tokens = 0;  // how many of ids are the prompt's
+  int64_t line = 0;
+};
+
+struct EncodedInstructions {
+  std::vector<InstructionExample> examples;  // the ones that fit, in file order
+  std::vector<int64_t> skipped_lines;        // the lines of the ones longer than context + 1 tokens
+};
+// Errors name source and the line: a character the tokenizer lacks, or an empty output with a
+// tokenizer that has no end-of-text (nothing would be learnt).
+EncodedInstructions encode_instructions(const std::vector<Instruction>& examples, const tokenizers::Tokenizer& tokenizer,
+                                        int64_t context, const std::string& source);
+
+// A fine-tuning run's data: the split of the header, encoded.
+struct InstructionData {
+  std::vector<InstructionExample> train, val;
+  std::vector<int64_t> skipped_lines;  // both splits' examples that did not fit, by line
+  int64_t pad_id = 0;                  // x's padding: the end-of-text id, else 0 (never read: masked)
+};
+// Errors: the parse's and the encoding's above, fewer than 2 examples, or a split left empty by the
+// skipping (naming how many were skipped and --context).
+InstructionData load_instruction_data(const std::string& jsonl, const std::string& source, const tokenizers::Tokenizer& tokenizer,
+                                      int64_t context);
+
+// "skipped 3 of 60 examples longer than the context (over 257 tokens for --context 256): lines
+// 4, 17, 90", at most the first 5 lines listed; "" when none was skipped.
+std::string skipped_examples_note(const std::vector<int64_t>& skipped_lines, int64_t examples, int64_t context);
+
+// The batch of the header from examples[which[0]], examples[which[1]], ...: x, y (B, L) int64 and
+// key_padding_mask (B, L) bool, L the longest example's length - 1.
+Batch instruction_batch(const std::vector<InstructionExample>& examples, const std::vector<int64_t>& which,
+                        int64_t pad_id);
+
+// The loss over the examples' response tokens, `batch` examples at a time in order, in eval mode
+// without a tape: loss = their summed -log p / their count, perplexity, bits per byte, and tokens
+// = how many response tokens (evaluate.h's TextEval).
+TextEval evaluate_instructions(models::GPTModel& model, const tokenizers::Tokenizer& tokenizer,
+                               const std::vector<InstructionExample>& examples, int64_t batch, int64_t pad_id);
+
+}  // namespace tg::train

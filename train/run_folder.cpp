@@ -1,0 +1,520 @@
+// train/run_folder.cpp — writing and reading a run folder.
+#include "train/run_folder.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <vector>
+
+#include "autograd/io/atomic_file.h"
+#include "autograd/random/generator.h"
+#include "autograd/io/json.h"
+#include "autograd/ops.h"
+#include "autograd/io/safetensors.h"
+#include "autograd/io/flags.h"
+#include "models/hf_gpt2.h"
+#include "models/lora_adapters.h"
+#include "train/run_log.h"
+#include "models/gpt_lora.h"
+#include "nn/serialize.h"
+
+namespace tg::train {
+
+namespace {
+
+// Every weight, adapter and optimizer state read back must be finite: one inf or nan makes every
+// output nan (the error names the file, the tensor and the index).
+const SafetensorsReadOptions kFiniteOnly{.finite_only = true};
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(path + ": cannot read it");
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string to_hex(const std::vector<uint8_t>& bytes) {
+  static const char* digits = "0123456789abcdef";
+  std::string out;
+  for (uint8_t b : bytes) {
+    out += digits[b >> 4];
+    out += digits[b & 15];
+  }
+  return out;
+}
+
+std::vector<uint8_t> from_hex(const std::string& text, const std::string& where) {
+  if (text.size() % 2) throw Error(where + ": odd number of hex digits");
+  std::vector<uint8_t> out;
+  for (size_t i = 0; i < text.size(); i += 2) {
+    unsigned v = 0;
+    if (std::sscanf(text.substr(i, 2).c_str(), "%2x", &v) != 1)
+      throw Error(where + ": not hex at digit " + std::to_string(i));
+    out.push_back(static_cast<uint8_t>(v));
+  }
+  return out;
+}
+
+std::string metadata_value(const SafetensorsMetadata& metadata, const std::string& key, const std::string& file) {
+  for (const auto& [k, v] : metadata)
+    if (k == key) return v;
+  throw Error(file + ": metadata \"" + key + "\" is missing: not a train_gpt checkpoint");
+}
+
+// 17 significant digits: the same double when read back.
+std::string json_double(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+int64_t parse_step(const std::string& text, const std::string& file) {
+  const std::optional<int64_t> step = read_integer(text);
+  if (!step || *step < 0) throw Error(file + ": metadata \"step\" is not a step number: \"" + text + "\"");
+  return *step;
+}
+
+// A flag's value as JSON: numbers that read back exactly, strings quoted.
+std::string json_value(const Flag& f) {
+  if (auto* p = std::get_if<int64_t*>(&f.value)) return std::to_string(**p);
+  if (auto* p = std::get_if<double*>(&f.value)) return json_double(**p);
+  if (auto* p = std::get_if<bool*>(&f.value)) return **p ? "true" : "false";
+  return json::quote(*std::get<std::string*>(f.value));
+}
+
+std::string config_json(const models::GPTConfig& c, TrainOptions options) {
+  std::ostringstream os;
+  os << "{\n  \"model\": {\"vocab_size\": " << c.vocab_size << ", \"context_length\": " << c.context_length
+     << ", \"emb_dim\": " << c.emb_dim << ", \"n_heads\": " << c.n_heads << ", \"n_layers\": " << c.n_layers
+     << ", \"drop_rate\": " << json_double(c.drop_rate)
+     << ", \"qkv_bias\": " << (c.qkv_bias ? "true" : "false")
+     << ", \"tie_weights\": " << (c.tie_weights ? "true" : "false")
+     << ", \"layer_norm_eps\": " << nn::python_float(c.layer_norm_eps) << "},\n  \"train\": {";
+  const std::vector<Flag> flags = train_flags(options);
+  for (size_t i = 0; i < flags.size(); ++i)
+    os << (i ? ", " : "") << json::quote(flags[i].name) << ": " << json_value(flags[i]);
+  os << "},\n  \"kernels\": " << json::quote(kernels_mode()) << "\n}";
+  return os.str();
+}
+
+models::GPTConfig model_config(const json::Value& m) {
+  models::GPTConfig c;
+  c.vocab_size = m["vocab_size"].as_int64();
+  c.context_length = m["context_length"].as_int64();
+  c.emb_dim = m["emb_dim"].as_int64();
+  c.n_heads = m["n_heads"].as_int64();
+  c.n_layers = m["n_layers"].as_int64();
+  c.drop_rate = m["drop_rate"].as_double();
+  c.qkv_bias = m["qkv_bias"].as_bool();
+  c.tie_weights = m.contains("tie_weights") && m["tie_weights"].as_bool();  // runs from before tying have none
+  c.layer_norm_eps = m.contains("layer_norm_eps") ? m["layer_norm_eps"].as_double() : 1e-5;  // older runs: 1e-5
+  c.validate();
+  return c;
+}
+
+// A train_gpt model.safetensors's header (no data read) against the config a model is about to be
+// built from: the tensors that carry its sizes, tok_emb.weight (V, C) and pos_emb.weight (P, C),
+// and the blocks' count, so that a config.json that disagrees with the file is refused before the
+// model takes any memory (load() checks every name, shape and dtype once it is built).
+void check_run_weights(const models::GPTConfig& c, const std::string& path) {
+  const std::vector<SafetensorsEntry> file = safetensors_entries(path);
+  const std::pair<std::string, Shape> sized[] = {{"tok_emb.weight", {c.vocab_size, c.emb_dim}},
+                                                 {"pos_emb.weight", {c.context_length, c.emb_dim}}};
+  for (const auto& sized_tensor : sized) {  // (no structured binding: a lambda below uses the name)
+    const std::string& name = sized_tensor.first;
+    const Shape& shape = sized_tensor.second;
+    const auto e = std::find_if(file.begin(), file.end(), [&](const SafetensorsEntry& f) { return f.name == name; });
+    if (e == file.end()) throw Error(path + ": tensor \"" + name + "\" is missing");
+    if (e->shape != shape)
+      throw Error(path + ": tensor \"" + name + "\" has shape " + shape_str(e->shape) + ", expected " + shape_str(shape) +
+                  " (vocab_size, context_length and emb_dim of the run's config.json)");
+  }
+  if (const int64_t blocks = models::blocks_in_file(file, "trf_blocks."); blocks < c.n_layers)
+    throw Error(path + ": tensor \"trf_blocks." + std::to_string(blocks) + ".norm1.weight\" is missing (the run's " +
+                "config.json has n_layers " + std::to_string(c.n_layers) + "; the file has " + std::to_string(blocks) +
+                " blocks)");
+}
+
+// config.json's train_gpt part: the whole file, or its "tapegrad" member in a run from GPT-2
+// (whose config.json is Hugging Face's).
+const json::Value& run_section(const json::Value& doc) {
+  const json::Value* section = doc.is_object() ? doc.find(models::kTapegradSection) : nullptr;
+  return section ? *section : doc;
+}
+
+}  // namespace
+
+bool is_lora_run(const std::string& dir) { return std::filesystem::exists(path_in(dir, models::kAdapterConfigFile)); }
+
+namespace {
+
+// The trained weights' file: the whole model's, or a LoRA run's adapters.
+std::string weights_file(const std::string& dir) { return is_lora_run(dir) ? models::kAdaptersFile : "model.safetensors"; }
+
+// A LoRA run's adapter_config.json, and its base folder checked to be there.
+models::AdapterConfig adapters_of(const std::string& dir) {
+  const std::string path = path_in(dir, models::kAdapterConfigFile);
+  models::AdapterConfig adapters = models::read_adapter_config(path);
+  if (!std::filesystem::is_directory(adapters.base))
+    throw Error(path + ": the base model " + adapters.base + " (base_model_name_or_path) is gone: the run holds its "
+                "adapters alone; put the GPT-2 folder back there");
+  return adapters;
+}
+
+}  // namespace
+
+void check_checkpoint_folder(const std::string& dir) {
+  if (!std::filesystem::is_directory(dir)) throw Error(dir + ": no such folder");
+  for (const std::string& name : {weights_file(dir), std::string("optimizer.safetensors"), std::string("config.json"),
+                                  std::string("tokenizer.json")})
+    if (!std::filesystem::exists(path_in(dir, name)))
+      throw Error(dir + ": not a train_gpt checkpoint folder (" + name + " is missing)");
+}
+
+// Keep path's current version as path.prev (a hard link, or a copy where links do not work),
+// replacing the older .prev in one rename.
+void keep_previous_version(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return;
+  const std::string prev = path + ".prev", staging = path + ".prev.tmp";
+  std::filesystem::remove(staging, ec);
+  std::filesystem::create_hard_link(path, staging, ec);
+  if (ec) std::filesystem::copy_file(path, staging, std::filesystem::copy_options::overwrite_existing, ec);
+  if (!ec) std::filesystem::rename(staging, prev, ec);
+  if (ec) throw Error("train_gpt: " + path + ": cannot keep the previous version as " + prev + ": " + ec.message());
+}
+
+namespace {
+
+// What saves killed half-way leave in a run folder: AtomicFile's temporary files of the folder's
+// files ("<file>.tmp-" and 8 hex digits) and keep_previous_version's staged links (.prev.tmp,
+// another name of a file still there). Only those names are removed; the next save removes
+// them too, each AtomicFile its own.
+void remove_killed_saves(const std::string& dir) {
+  for (const char* name : {"model.safetensors", models::kAdaptersFile, "optimizer.safetensors", "config.json",
+                           models::kAdapterConfigFile, "tokenizer.json", "vocab.json", "merges.txt", "loss.csv", "loss.svg",
+                           "samples.txt", "summary.json"})
+    remove_stale_temporaries(path_in(dir, name));
+  std::error_code ec;
+  for (const char* name : {"model.safetensors", models::kAdaptersFile, "optimizer.safetensors"})
+    std::filesystem::remove(path_in(dir, name) + ".prev.tmp", ec);
+}
+
+}  // namespace
+
+void save_checkpoint(Trainer& trainer, const std::string& dir) {
+  const std::string step = std::to_string(trainer.step());
+  std::vector<AtomicFile> files;
+  const models::AdapterConfig* lora = trainer.lora();  // a LoRA run saves its adapters alone, in peft's names
+  const models::HfGpt2Info* hf = lora ? nullptr : trainer.hf_gpt2_layout();  // a run from GPT-2: its layout and names
+  const std::string weights_path = path_in(dir, lora ? models::kAdaptersFile : "model.safetensors");
+  const NamedTensors weights = lora ? models::peft_adapter_tensors(trainer.model())
+                               : hf ? models::hf_gpt2_tensors(trainer.model(), hf->prefixed) : trainer.model().state_dict();
+  const NamedTensors optimizer_state = trainer.optimizer().state_dict();
+  try {  // a non-finite checkpoint would replace the last good one, and could not be resumed
+    check_finite(weights, weights_path);
+    check_finite(optimizer_state, path_in(dir, "optimizer.safetensors"));
+  } catch (const Error& e) {
+    throw Error("step " + step + ": the checkpoint is not saved: " + e.what() + "; the files in " + dir +
+                " are left as they were");
+  }
+  files.emplace_back(weights_path, "train_gpt");
+  save_safetensors(files.back(), weights, {{"format", "pt"}, {"step", step}});
+  files.emplace_back(path_in(dir, "optimizer.safetensors"), "train_gpt");
+  save_safetensors(files.back(), optimizer_state,
+                   {{"step", step},
+                    {"default_generator", to_hex(default_generator().get_state())},
+                    {"batch_generator", to_hex(trainer.batch_generator().get_state())}});
+  files.emplace_back(path_in(dir, "config.json"), "train_gpt");
+  const std::string run_config = config_json(trainer.config(), trainer.options());
+  files.back().write(hf ? models::hf_gpt2_config_json(trainer.config(), hf->config, run_config) : run_config + "\n");
+  if (lora) {
+    files.emplace_back(path_in(dir, models::kAdapterConfigFile), "train_gpt");
+    files.back().write(models::adapter_config_json(*lora));
+  }
+  // The tokenizer does not change within a run: tokenizer.json (and GPT-2's vocab.json and
+  // merges.txt), each written atomically, before the files that make the folder a checkpoint.
+  trainer.tokenizer().save(dir);
+  for (AtomicFile& f : files) f.prepare();  // everything on disk under temporary names
+  for (size_t i = 2; i < files.size(); ++i) files[i].commit();  // nor do the configs
+  keep_previous_version(files[0].target());  // a pair of the same step survives any interruption
+  keep_previous_version(files[1].target());
+  files[1].commit();
+  files[0].commit();
+  std::error_code ec;  // a full run written over a LoRA run's folder is no LoRA run
+  if (!lora) std::filesystem::remove(path_in(dir, models::kAdapterConfigFile), ec);
+}
+
+namespace {
+
+// The newest model/optimizer files of the same step among the current ones and the .prev ones.
+struct FilePair {
+  std::string model, optimizer, step;
+};
+FilePair newest_consistent_pair(const std::string& dir) {
+  const std::string model = path_in(dir, weights_file(dir)), opt = path_in(dir, "optimizer.safetensors");
+  auto step_of = [](const std::string& path) -> std::optional<int64_t> {
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec)) return std::nullopt;
+    return parse_step(metadata_value(load_safetensors_metadata(path), "step", path), path);
+  };
+  std::optional<FilePair> best;
+  int64_t best_step = -1;
+  for (const std::string& m : {model, model + ".prev"}) {
+    for (const std::string& o : {opt, opt + ".prev"}) {
+      const std::optional<int64_t> sm = step_of(m), so = step_of(o);
+      if (sm && so && *sm == *so && *sm > best_step) {
+        best = FilePair{m, o, std::to_string(*sm)};
+        best_step = *sm;
+      }
+    }
+  }
+  if (!best) {
+    throw Error(dir + ": " + weights_file(dir) + " (step " + metadata_value(load_safetensors_metadata(model), "step", model) +
+                ") and optimizer.safetensors (step " + metadata_value(load_safetensors_metadata(opt), "step", opt) +
+                ") are of different steps and no earlier pair matches: the checkpoint is inconsistent");
+  }
+  return *best;
+}
+
+}  // namespace
+
+TrainOptions saved_options(const std::string& dir) {
+  check_checkpoint_folder(dir);
+  const std::string path = path_in(dir, "config.json");
+  const json::Value doc = json::parse(read_text(path), path);
+  TrainOptions o;
+  std::vector<std::string> args;
+  for (const json::Member& m : run_section(doc)["train"].as_object()) {
+    if (m.value.is_bool()) {  // a switch: given when true
+      if (m.value.as_bool()) args.push_back("--" + m.key);
+      continue;
+    }
+    args.push_back("--" + m.key);
+    args.push_back(m.value.is_string() ? m.value.as_string() : m.value.number_text());
+  }
+  bool help = false;
+  try {
+    parse_flags(train_flags(o), args, &help);
+  } catch (const Error& e) {
+    throw Error(path + ": " + e.what());
+  }
+  return o;
+}
+
+std::unique_ptr<Trainer> start_from_gpt2_folder(TrainOptions o, const std::string& text,
+                                                std::vector<std::string>* converted) {
+  const std::string config_path = path_in(o.init_from, "config.json");
+  if (!models::is_hf_gpt2_folder(o.init_from))
+    throw Error("--init-from " + o.init_from + ": not a Hugging Face GPT-2 folder (" + config_path +
+                " with \"model_type\": \"gpt2\" is missing)");
+  models::HfGpt2Info layout;  // what the run keeps of the folder to save in its layout
+  layout.config = json::parse_file(config_path);
+  models::GPTConfig config = models::hf_gpt2_config(layout.config, config_path);
+  config.drop_rate = o.model.drop_rate;
+  const int64_t context = o.model.context_length;
+  o.model = config;  // the flags say the model's shape, as a run from scratch saves them
+  o.model.context_length = context;
+  const std::string weights_path = path_in(o.init_from, "model.safetensors");
+  models::check_hf_gpt2_weights(config, weights_path, &layout);  // before the model takes any memory
+  const Activity building("building the model of " + config_path);
+  auto trainer = std::make_unique<Trainer>(o, text, tokenizers::load_tokenizer(o.tokenizer), config);
+  models::load_hf_gpt2_weights(trainer->model(), weights_path, &layout);
+  if (converted) *converted = layout.converted_dtypes;
+  trainer->set_hf_gpt2_layout(layout);
+  // LoRA: the folder stays the base, named by its absolute path in the run's adapter_config.json
+  if (o.lora_rank > 0) trainer->apply_lora(std::filesystem::absolute(o.init_from).lexically_normal().string());
+  return trainer;
+}
+
+std::unique_ptr<Trainer> resume_trainer(const std::string& dir, const TrainOptions& options, const std::string& text) {
+  check_checkpoint_folder(dir);
+  remove_killed_saves(dir);
+  const bool lora = is_lora_run(dir), from_gpt2 = lora || models::is_hf_gpt2_folder(dir);
+  const std::string config_path = path_in(dir, "config.json");
+  const json::Value config = json::parse(read_text(config_path), config_path);
+  if (lora != (options.lora_rank > 0))
+    throw Error(dir + ": config.json's \"lora-rank\" is " + std::to_string(options.lora_rank) + " but " +
+                models::kAdapterConfigFile + " is " + (lora ? "there" : "missing") + ": not a consistent run");
+  const auto [model_path, opt_path, step] = newest_consistent_pair(dir);
+  const SafetensorsMetadata opt_meta = load_safetensors_metadata(opt_path);
+  const std::vector<uint8_t> dropout_state =
+      from_hex(metadata_value(opt_meta, "default_generator", opt_path), opt_path);
+  const std::vector<uint8_t> batch_state = from_hex(metadata_value(opt_meta, "batch_generator", opt_path), opt_path);
+
+  // The weights files' headers against the config first: nothing is built until they agree.
+  std::unique_ptr<Trainer> trainer;
+  std::optional<models::AdapterConfig> adapters;
+  models::HfGpt2Info layout;  // a run from GPT-2: its layout and names
+  layout.config = config;
+  if (from_gpt2) {  // a run from GPT-2: its tokenizer (the files beside the model) and shape are its own
+    const models::GPTConfig model = model_config(run_section(config)["model"]);
+    if (lora) {  // the base model's weights, then the adapters
+      adapters = adapters_of(dir);
+      models::HfGpt2Info base;
+      models::check_hf_gpt2_weights(model, path_in(adapters->base, "model.safetensors"), &base);
+      models::check_peft_adapters(model_path, model, adapters->lora);
+    } else {
+      models::check_hf_gpt2_weights(model, model_path, &layout);
+    }
+    const Activity building("building the model of " + config_path);
+    trainer = std::make_unique<Trainer>(options, text, tokenizers::load_tokenizer(dir), model);
+  } else {
+    const std::string tokenizer_path = path_in(dir, "tokenizer.json");
+    const tokenizers::Tokenizer saved = tokenizers::Tokenizer::from_json(read_text(tokenizer_path), tokenizer_path);
+    models::GPTConfig model = options.model;  // as the Trainer makes it: the flags' shape, the tokenizer's vocabulary
+    model.vocab_size = saved.vocab_size();
+    check_run_weights(model, model_path);
+    const Activity building("building the model of " + config_path);
+    trainer = std::make_unique<Trainer>(options, text);
+    if (saved.to_json() != trainer->tokenizer().to_json())
+      throw Error(tokenizer_path + ": the tokenizer made from this --data (its " +
+                  (trainer->tokenizer().type() == std::string("char") ? std::string("characters") : std::string("BPE merges")) +
+                  ") differs from the checkpoint's: resume with the same --data");
+  }
+
+  const Activity reading("reading the weights of " + dir);
+  if (lora) {
+    models::HfGpt2Info base;
+    models::load_hf_gpt2_weights(trainer->model(), path_in(adapters->base, "model.safetensors"), &base);
+    trainer->apply_lora(adapters->base);
+    models::load_peft_adapters(trainer->model(), model_path);  // all or nothing
+  } else if (from_gpt2) {
+    models::load_hf_gpt2_weights(trainer->model(), model_path, &layout);  // all or nothing
+    trainer->set_hf_gpt2_layout(layout);
+  } else {
+    load(trainer->model(), model_path, kFiniteOnly);  // checks every name, shape, dtype and value; all or nothing
+  }
+  const NamedTensors opt_state = load_safetensors(opt_path, kFiniteOnly);  // nan moments would make nan weights
+  try {
+    trainer->optimizer().load_state(opt_state);
+  } catch (const Error& e) {
+    throw Error(opt_path + ": " + e.what());
+  }
+  default_generator().set_state(dropout_state);
+  trainer->batch_generator().set_state(batch_state);
+  trainer->set_step(parse_step(step, model_path));
+  return trainer;
+}
+
+std::string write_text(models::GPTModel& model, const tokenizers::Tokenizer& tokenizer, const std::vector<int64_t>& prompt,
+                       int64_t tokens, const models::SamplingOptions& options, Generator& gen, std::ostream* stream) {
+  const Tensor idx = from_vector(prompt, {1, static_cast<int64_t>(prompt.size())});  // (1, T)
+  // streamed: each token's text as it comes (a token's bytes: decode is byte for byte), whole
+  // characters only, the rest held back until they are whole; the end-of-text is never printed
+  std::string pending = stream ? tokenizer.decode(prompt) : std::string();
+  bool ended = false;
+  auto print_whole = [&](size_t keep_back) {
+    const size_t n = pending.size() - keep_back;
+    stream->write(pending.data(), static_cast<std::streamsize>(n)).flush();
+    pending.erase(0, n);
+  };
+  auto on_token = [&](const Tensor& next) {  // (1,1)
+    const int64_t id = next.item<int64_t>();
+    ended = ended || id == options.stop_token;
+    if (ended) return;
+    pending += tokenizer.decode({id});
+    print_whole(pending.size() - json::utf8_whole_prefix(pending));
+  };
+  if (stream) print_whole(pending.size() - json::utf8_whole_prefix(pending));
+  std::vector<int64_t> ids =
+      models::generate(model, idx, tokens, options, &gen, stream ? std::function<void(const Tensor&)>(on_token) : nullptr)
+          .tolist<int64_t>();
+  if (stream) print_whole(0);
+  if (options.stop_token >= 0) {  // generation stopped at it: cut it off
+    const auto stop = std::find(ids.begin() + static_cast<std::ptrdiff_t>(prompt.size()), ids.end(), options.stop_token);
+    ids.erase(stop, ids.end());
+  }
+  return tokenizer.decode(ids);
+}
+
+SavedModel load_saved_model(const std::string& dir) {
+  if (!std::filesystem::is_directory(dir)) throw Error(dir + ": no such folder");
+  SavedModel saved;
+  if (is_lora_run(dir)) {  // the base GPT-2 folder's model with the run's adapters
+    const models::AdapterConfig adapters = adapters_of(dir);
+    models::HfGpt2 base = models::load_hf_gpt2(adapters.base);
+    saved.config = base.config;
+    saved.model = std::move(base.model);
+    saved.converted_dtypes = base.info.converted_dtypes;
+    saved.base_layout = base.info;
+    const std::string adapters_path = path_in(dir, models::kAdaptersFile);
+    models::check_peft_adapters(adapters_path, saved.config, adapters.lora);  // before the adapters take memory
+    const Activity adding("adding the LoRA adapters of " + path_in(dir, models::kAdapterConfigFile));
+    const std::vector<uint8_t> generator = default_generator().get_state();  // A's draws, overwritten below
+    models::apply_lora(*saved.model, adapters.lora);
+    default_generator().set_state(generator);
+    models::load_peft_adapters(*saved.model, adapters_path);
+    saved.tokenizer = tokenizers::load_tokenizer(dir);
+  } else if (models::is_hf_gpt2_folder(dir)) {  // Hugging Face's layout (a GPT-2 folder, or a run from one)
+    models::HfGpt2 hf = models::load_hf_gpt2(dir);
+    saved.config = hf.config;
+    saved.model = std::move(hf.model);
+    saved.converted_dtypes = hf.info.converted_dtypes;
+    saved.tokenizer = tokenizers::load_tokenizer(dir);
+  } else {
+    for (const char* name : {"model.safetensors", "config.json", "tokenizer.json"})
+      if (!std::filesystem::exists(path_in(dir, name)))
+        throw Error(dir + ": not a model folder (" + std::string(name) + " is missing)");
+    const std::string config_path = path_in(dir, "config.json"), tokenizer_path = path_in(dir, "tokenizer.json");
+    const std::string weights_path = path_in(dir, "model.safetensors");
+    try {
+      saved.config = model_config(json::parse(read_text(config_path), config_path)["model"]);
+    } catch (const Error& e) {
+      throw Error(config_path + ": " + e.what());
+    }
+    saved.tokenizer = tokenizers::Tokenizer::from_json(read_text(tokenizer_path), tokenizer_path);
+    check_run_weights(saved.config, weights_path);  // before the model takes any memory
+    const Activity building("building the model of " + config_path);
+    saved.model = std::make_unique<models::GPTModel>(saved.config);
+    load(*saved.model, weights_path, kFiniteOnly);
+  }
+  // a model may have more ids than its tokenizer (a vocabulary padded to a round size), not fewer
+  if (saved.tokenizer.vocab_size() > saved.config.vocab_size)
+    throw Error(dir + ": the tokenizer has " + std::to_string(saved.tokenizer.vocab_size()) +
+                " tokens but config.json's vocab_size is " + std::to_string(saved.config.vocab_size));
+  saved.model->eval();
+  return saved;
+}
+
+}  // namespace tg::train
+
+namespace tg::train {
+
+void save_merged_model(const std::string& run, const std::string& out) {
+  if (!std::filesystem::is_directory(run)) throw Error(run + ": no such folder");
+  if (!is_lora_run(run))
+    throw UsageError("--merge-lora: " + run + " has no LoRA adapters (" + models::kAdapterConfigFile +
+                     " is missing): its model.safetensors is the whole model already");
+  check_checkpoint_folder(run);
+  SavedModel saved = load_saved_model(run);
+  const std::string base = adapters_of(run).base;
+  std::error_code ec;
+  for (const std::string& taken : {run, base})
+    if (std::filesystem::exists(out, ec) && std::filesystem::equivalent(out, taken, ec))
+      throw UsageError("--merge-lora " + out + ": that is the " + (taken == run ? "run's" : "base model's") +
+                       " folder; give a new one");
+  models::GPTModel merged(saved.config);  // plain: no adapters
+  NamedTensors state = models::merged_state_dict(*saved.model);
+  try {  // finite base and adapters can still overflow in W + (alpha / r) B A
+    check_finite(state, "the merged model");
+  } catch (const Error& e) {
+    throw Error("--merge-lora " + out + ": nothing written: " + e.what() + " (" + run + "'s adapters added to its base)");
+  }
+  merged.load_state_dict(state, /*strict=*/true, run);
+  const OutputFolder folder(out, "--merge-lora");  // removed again if the merge fails before writing into it
+  AtomicFile config(path_in(out, "config.json"), "train_gpt --merge-lora");
+  AtomicFile weights(path_in(out, "model.safetensors"), "train_gpt --merge-lora");
+  models::write_hf_gpt2(merged, saved.base_layout, config, weights);
+  saved.tokenizer.save(out);  // tokenizer.json, GPT-2's vocab.json and merges.txt
+  config.prepare();
+  weights.prepare();
+  weights.commit();
+  config.commit();
+}
+
+}  // namespace tg::train

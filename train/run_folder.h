@@ -1,0 +1,112 @@
+// train/run_folder.h — a training run's folder (train_gpt --out DIR), saved and resumed.
+//
+// A LoRA run (train_gpt --init-from DIR --lora-rank r) keeps its adapters alone, in peft's files
+// (models/lora_adapters.h): adapters.safetensors (peft's names; metadata "format" and "step")
+// takes the place of model.safetensors, with the same .prev pairing, and adapter_config.json
+// names the base folder (base_model_name_or_path, absolute), from which resuming, generate and
+// --eval-only read the base weights before the adapters (an Error naming the path if it is gone).
+// Its config.json is train_gpt's own (no Hugging Face fields: the folder is no GPT-2 model), its
+// optimizer.safetensors holds the adapters' moments alone, and GPT-2's tokenizer files are there.
+//
+// A run from GPT-2 (train_gpt --init-from) keeps Hugging Face's layout, so that
+// GPT2LMHeadModel.from_pretrained reads the folder (models/hf_gpt2.h): model.safetensors
+// has GPT-2's names, config.json is Hugging Face's with train_gpt's own object below as its
+// member "tapegrad", and GPT-2's vocab.json and merges.txt sit beside tokenizer.json.
+//
+//   model.safetensors      the model's state_dict (PyTorch's names), metadata
+//                          {"format": "pt", "step": "<steps done>"}
+//   optimizer.safetensors  AdamW's state: "<param>.step", "<param>.exp_avg", "<param>.exp_avg_sq";
+//                          metadata "step", and the generators' states as hex: "default_generator"
+//                          (dropout) and "batch_generator" (which batch comes next)
+//   config.json            {"model": the GPTConfig, "train": every train_gpt flag, "kernels":
+//                          "fast" or "reference", the code that last saved it (a report only:
+//                          resuming reads "model" and "train", and either mode may continue)
+//   tokenizer.json         the character vocabulary (tokenizers/tokenizer.h)
+//
+// The four files are saved as one set: each is written to a temporary name and synced first,
+// then renamed. model and optimizer must be of the same step, and the renames cannot happen at
+// once, so before they are replaced their current versions are kept as model.safetensors.prev
+// and optimizer.safetensors.prev (hard links, so nothing is copied): a run killed anywhere in a
+// save leaves at least one pair of the same step, and resuming takes the newest such pair. A
+// resumed run continues bit for bit: N steps, save, resume, N steps equals 2N steps straight.
+//
+// Only finite values are saved and read: before a save replaces anything, every weight (or
+// adapter) and every optimizer state is checked, and one inf or nan is an Error naming the step,
+// the file and the tensor, with the folder left as it was (a step whose loss or gradients are not
+// finite never reaches the model: trainer.h's on_nonfinite; this catches what an update itself
+// overflows). Resuming, generate and --eval-only refuse such a file in the same words
+// (check_finite, autograd/io/safetensors.h): the weights of a run or a GPT-2 folder, the adapters,
+// optimizer.safetensors.
+// What a killed save leaves besides (temporary files "<file>.tmp-1a2b3c4d", "<file>.prev.tmp")
+// is removed by resuming and by the next save: those names of the folder's files alone.
+#pragma once
+#include <memory>
+#include <ostream>
+#include <string>
+
+#include "tokenizers/tokenizer.h"
+#include "train/trainer.h"
+#include "models/generate.h"
+#include "models/gpt.h"
+
+namespace tg::train {
+
+void save_checkpoint(Trainer& trainer, const std::string& dir);
+
+// The options a run was saved with (config.json's "train").
+TrainOptions saved_options(const std::string& dir);
+
+// A Trainer in the state the checkpoint in dir was saved in, training on text (which must give
+// the saved vocabulary). options: the saved ones, possibly with a larger --steps and another
+// --out, --threads, --eval-every or --sample-tokens.
+std::unique_ptr<Trainer> resume_trainer(const std::string& dir, const TrainOptions& options, const std::string& text);
+
+// A fresh run from the Hugging Face GPT-2 folder options.init_from: the model of its config.json
+// (options.model gives the sequence length, at most n_positions, and the dropout), its weights
+// (16-bit ones read as float32: *converted names their dtypes), the tokenizer options.tokenizer,
+// and LoRA adapters when options.lora_rank > 0. The run is saved in the folder's layout.
+// train_gpt --init-from and bench_gpt --init-from start this way.
+std::unique_ptr<Trainer> start_from_gpt2_folder(TrainOptions options, const std::string& text,
+                                                std::vector<std::string>* converted);
+
+// Every way of building a model from a folder here (start_from_gpt2_folder, resume_trainer,
+// load_saved_model, save_merged_model) first compares the config with the weights file's header
+// (and a LoRA run's r with its adapters file's): a config.json asking for more than the file holds
+// is an Error naming the file and the tensor before any model or adapter takes memory.
+//
+// A saved model for writing text: the config, the tokenizer and the weights.
+// dir: a train_gpt run folder, or a Hugging Face GPT-2 folder (models/hf_gpt2.h) with
+// GPT-2's tokenizer files beside the model (a fine-tuned run from GPT-2 is one too).
+struct SavedModel {
+  models::GPTConfig config;
+  tokenizers::Tokenizer tokenizer;
+  std::unique_ptr<models::GPTModel> model;
+  std::vector<std::string> converted_dtypes;  // a GPT-2 folder's 16-bit weights, read as float32 ("F16")
+  models::HfGpt2Info base_layout;  // a LoRA run's base folder as read (its names' prefix, its config.json)
+};
+SavedModel load_saved_model(const std::string& dir);
+
+// The prompt followed by `tokens` generated characters, as text (models/generate.h). With
+// options.stop_token, the text ends before the first one generated (an end-of-text). With a
+// stream, the same text is also written there as it is generated, flushed token by token, a
+// character split between tokens (byte-level BPE) once it is whole.
+std::string write_text(models::GPTModel& model, const tokenizers::Tokenizer& tokenizer, const std::vector<int64_t>& prompt,
+                       int64_t tokens, const models::SamplingOptions& options, Generator& gen,
+                       std::ostream* stream = nullptr);
+
+// "path: what is wrong" when dir is not a checkpoint folder (a file missing).
+void check_checkpoint_folder(const std::string& dir);
+
+// A LoRA run's folder: it has an adapter_config.json.
+bool is_lora_run(const std::string& dir);
+
+// train_gpt --resume RUN --merge-lora OUT: the LoRA run's model with its adapters merged in
+// (models::merged_state_dict), written to out (made if needed) as a Hugging Face GPT-2 folder in its
+// base's layout (config.json: the base's; model.safetensors: its names and prefix) with the run's
+// tokenizer files, so that generate --ckpt OUT and GPT2LMHeadModel.from_pretrained read it. The
+// two model files are written as a set. Refused with a UsageError: a run without adapters, out
+// being the run's folder or its base's; with an Error, writing nothing: a merged weight that is
+// not finite (finite adapters whose product overflows).
+void save_merged_model(const std::string& run, const std::string& out);
+
+}  // namespace tg::train

@@ -1,0 +1,212 @@
+// train/run_log.cpp — loss.csv, summary.json and the progress display.
+#include "train/run_log.h"
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "autograd/io/atomic_file.h"
+#include "autograd/error.h"
+#include "autograd/fast_kernels.h"
+#include "autograd/io/json.h"
+#include "autograd/kernels/gemm.h"
+#include "autograd/runtime/memory.h"
+#include "autograd/io/plots.h"
+
+namespace tg::train {
+
+namespace {
+
+const char* const kHeader = "step,train_loss,val_loss,lr,tokens_per_s,elapsed_s,train_bpb,val_bpb";
+// loss.csv of runs from before bits per byte: read on resume, rewritten with the new columns
+const char* const kHeaderBeforeBpb = "step,train_loss,val_loss,lr,tokens_per_s,elapsed_s";
+
+std::string fmt(const char* format, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+std::string clock_str(double seconds) {  // 1:05:09 or 5:09
+  const int64_t s = static_cast<int64_t>(seconds + 0.5);
+  char buf[32];
+  if (s >= 3600) std::snprintf(buf, sizeof buf, "%lld:%02lld:%02lld", (long long)(s / 3600), (long long)(s / 60 % 60), (long long)(s % 60));
+  else std::snprintf(buf, sizeof buf, "%lld:%02lld", (long long)(s / 60), (long long)(s % 60));
+  return buf;
+}
+
+}  // namespace
+
+std::string RunLog::csv() const {
+  std::string out = std::string(kHeader) + "\n";
+  auto optional = [](std::optional<double> v) { return v ? fmt("%.9g", *v) : std::string(); };
+  for (const LossRow& r : rows_) {
+    out += std::to_string(r.step) + "," + fmt("%.9g", r.train_loss) + "," + optional(r.val_loss) + "," +
+           fmt("%.9g", r.lr) + "," + fmt("%.1f", r.tokens_per_s) + "," + fmt("%.3f", r.elapsed_s) + "," +
+           optional(r.train_bpb) + "," + optional(r.val_bpb) + "\n";
+  }
+  return out;
+}
+
+void RunLog::write(const std::string& dir) const {
+  write_file_atomically(path_in(dir, "loss.csv"), csv(), "train_gpt");
+  Series train{"train (batch)", {}}, val{"val", {}};
+  for (const LossRow& r : rows_) {
+    train.points.emplace_back(static_cast<double>(r.step), r.train_loss);
+    if (r.val_loss) val.points.emplace_back(static_cast<double>(r.step), *r.val_loss);
+  }
+  std::vector<Series> series = {train};
+  if (!val.points.empty()) series.push_back(val);
+  write_line_plot_svg(path_in(dir, "loss.svg"), series, "train_gpt: loss", "step", "cross-entropy loss");
+}
+
+RunLog RunLog::read(const std::string& dir, int64_t up_to_step) {
+  const std::string path = path_in(dir, "loss.csv");
+  std::ifstream in(path);
+  if (!in) throw Error(path + ": cannot read it");
+  RunLog log;
+  std::string line;
+  int line_no = 0;
+  size_t columns = 8;
+  bool header_read = false;
+  while (std::getline(in, line)) {
+    ++line_no;
+    // an editor's touch: CRLF line ends, trailing spaces, blank lines (a last newline too many)
+    line.erase(line.find_last_not_of(" \t\r") + 1);
+    if (line.empty()) continue;
+    if (!header_read) {
+      header_read = true;
+      if (line == kHeaderBeforeBpb) columns = 6;
+      else if (line != kHeader)
+        throw Error(path + ": line " + std::to_string(line_no) + ": expected the header " + std::string(kHeader));
+      continue;
+    }
+    std::vector<std::string> cells;
+    std::stringstream ss(line);
+    for (std::string cell; std::getline(ss, cell, ',');) cells.push_back(cell);
+    if (line.back() == ',') cells.push_back("");  // not empty: blank lines were skipped
+    try {
+      if (cells.size() != columns) throw std::invalid_argument("expected " + std::to_string(columns) + " values");
+      LossRow r;
+      r.step = std::stoll(cells[0]);
+      r.train_loss = std::stod(cells[1]);
+      if (!cells[2].empty()) r.val_loss = std::stod(cells[2]);
+      r.lr = std::stod(cells[3]);
+      r.tokens_per_s = std::stod(cells[4]);
+      r.elapsed_s = std::stod(cells[5]);
+      if (columns == 8 && !cells[6].empty()) r.train_bpb = std::stod(cells[6]);
+      if (columns == 8 && !cells[7].empty()) r.val_bpb = std::stod(cells[7]);
+      if (r.step <= up_to_step) log.rows_.push_back(r);
+    } catch (const std::exception&) {
+      throw Error(path + ": line " + std::to_string(line_no) + ": expected " + kHeader + ", got '" + line + "'");
+    }
+  }
+  return log;
+}
+
+RunLog RunLog::read_for_resume(const std::string& dir, int64_t up_to_step, std::string* note) {
+  std::error_code ec;
+  if (std::filesystem::exists(path_in(dir, "loss.csv"), ec) || ec) return read(dir, up_to_step);
+  *note = "train_gpt: " + path_in(dir, "loss.csv") + " is missing (a save cut short before it was written): the " +
+          "checkpoint resumes, and a new loss.csv starts after step " + std::to_string(up_to_step) +
+          " (its elapsed_s counts from 0)";
+  return RunLog();
+}
+
+const char* kernels_mode() { return fast_kernels() ? "fast" : "reference"; }
+
+std::string precision_mode(const std::string& precision) {
+  if (precision != "bf16") return precision;
+  const kernels::bf16_gemm::Kernel kernel = kernels::bf16_kernel();
+  std::string mode = std::string("bf16 (") + kernels::bf16_gemm::kernel_name(kernel) + " kernel";
+  if (!kernels::bf16_gemm::kernel_available(kernels::bf16_gemm::Kernel::kAvx512Bf16))
+    mode += ": this CPU has no AVX512_BF16; the same numbers, slower";
+  return mode + ")";
+}
+
+std::string bf16_speed_note(const std::string& precision) {
+  if (precision != "bf16" || !fast_kernels()) return "";
+  const kernels::ProductSpeeds& speed = kernels::product_speeds();
+  if (speed.bfloat16_gflops >= speed.float32_gflops) return "";
+  char line[200];
+  std::snprintf(line, sizeof line,
+                "train_gpt: note: bfloat16 products run at %.0f GFLOP/s here, float32 at %.0f; --precision fp32 is "
+                "faster on this CPU",
+                speed.bfloat16_gflops, speed.float32_gflops);
+  return line;
+}
+
+void RunLog::write_summary(const std::string& dir, const std::string& precision, const std::string& memory_json) const {
+  std::optional<double> train, val, train_bpb, val_bpb;
+  for (const LossRow& r : rows_) {
+    if (r.val_loss) val = r.val_loss;
+    if (r.eval_train_loss) train = r.eval_train_loss;
+    if (r.train_bpb) train_bpb = r.train_bpb;
+    if (r.val_bpb) val_bpb = r.val_bpb;
+  }
+  const int64_t steps = rows_.empty() ? 0 : rows_.back().step;
+  auto number = [](std::optional<double> v) { return v ? fmt("%.9g", *v) : std::string("null"); };
+  std::string json = "{\n  \"steps\": " + std::to_string(steps) + ",\n  \"final_train_loss\": " + number(train) +
+                     ",\n  \"final_val_loss\": " + number(val) + ",\n  \"final_train_bpb\": " + number(train_bpb) +
+                     ",\n  \"final_val_bpb\": " + number(val_bpb) + ",\n  \"tokens_per_s\": " +
+                     number(rows_.empty() ? std::nullopt : std::optional(rows_.back().tokens_per_s)) +
+                     ",\n  \"elapsed_s\": " + fmt("%.3f", elapsed_s()) + ",\n  \"peak_rss_mb\": " + fmt("%.1f", peak_rss_mb()) +
+                     ",\n  \"kernels\": " + json::quote(kernels_mode()) + ",\n  \"precision\": " + json::quote(precision) +
+                     (memory_json.empty() ? std::string() : ",\n  \"memory\": " + memory_json) + "\n}\n";
+  write_file_atomically(path_in(dir, "summary.json"), json, "train_gpt");
+}
+
+Progress::Progress(int64_t total_steps, int64_t first_step, double elapsed_before, bool terminal)
+    : total_(total_steps), first_(first_step), elapsed_before_(elapsed_before), terminal_(terminal), start_(now_s()) {}
+
+double Progress::elapsed_s() const { return elapsed_before_ + (now_s() - start_); }
+
+void Progress::add_tokens(int64_t tokens) { tokens_ += tokens; }
+
+double Progress::tokens_per_s() const {
+  const double t = now_s() - start_;
+  return t > 0 ? static_cast<double>(tokens_) / t : 0.0;
+}
+
+void Progress::update(int64_t step, double loss) {
+  const double t = now_s() - start_;
+  const double per_step = step > first_ ? t / static_cast<double>(step - first_) : 0.0;
+  const std::string eta = clock_str(per_step * static_cast<double>(total_ - step));
+  if (terminal_) {
+    const int width = 24, filled = static_cast<int>(width * step / std::max<int64_t>(1, total_));
+    std::printf("\r  step %lld/%lld [%s%s] loss %.4f | %.0f tok/s | %s elapsed | ETA %s   ", (long long)step,
+                (long long)total_, std::string(filled, '#').c_str(), std::string(width - filled, '.').c_str(), loss,
+                tokens_per_s(), clock_str(elapsed_s()).c_str(), eta.c_str());
+    std::fflush(stdout);
+  } else if (t - last_log_ >= 10.0 || step == total_) {  // a line every 10 s
+    last_log_ = t;
+    std::printf("step %lld/%lld loss %.4f %.0f tok/s elapsed %s ETA %s\n", (long long)step, (long long)total_, loss,
+                tokens_per_s(), clock_str(elapsed_s()).c_str(), eta.c_str());
+    std::fflush(stdout);
+  }
+}
+
+void Progress::eval_line(int64_t step, double train_loss, double val_loss, double val_bpb) {
+  char line[128];
+  std::snprintf(line, sizeof line, "step %lld: train loss %.4f, val loss %.4f, val bpb %.4f (checkpoint saved)",
+                (long long)step, train_loss, val_loss, val_bpb);
+  message(line);
+}
+
+void Progress::message(const std::string& line) {
+  std::printf("%s%s\n", terminal_ ? "\r\x1b[K" : "", line.c_str());
+  std::fflush(stdout);
+}
+
+void Progress::finish() {
+  if (terminal_) std::printf("\n");
+}
+
+}  // namespace tg::train

@@ -1,0 +1,220 @@
+// train/trainer.h — the training loop of train_gpt, step by step as the usual PyTorch
+// loop (examples/pytorch/train_gpt.py does the same in PyTorch; a test checks they agree):
+//
+//   manual_seed(seed); model = GPTModel(config)        init draws from the default generator
+//   opt = AdamW(weight_decay_groups(model), lr, weight_decay)
+//   gen = Generator(seed)                              batches draw from their own generator
+//   each step s:  every group's lr = lr_at(s)
+//                 x, y = get_batch(train, grad_accum * batch, context, gen)
+//                 opt.zero_grad()
+//                 for each of the grad_accum micro-batches xk, yk (batch sequences each, in order):
+//                     with autocast (precision bf16 only: autograd/autocast.h):
+//                         loss_k = cross_entropy(model(xk).flatten(0, 1), yk.flatten())
+//                     (loss_k / grad_accum).backward()            the gradients add up
+//                 clip_grad_norm_ (if grad_clip > 0); opt.step()
+// With grad_accum N a step draws the N*B sequences that --batch N*B would, and its gradient is
+// their mean loss's: the same step in a fraction of the activations' memory. The step's loss is
+// the micro-batches' mean.
+//
+// With data_format "jsonl" (instruction fine-tuning, train/instructions.h) the data are
+// examples, not windows of a text: a step draws grad_accum * batch of the training examples,
+// ix = randint(0, n_train, (grad_accum * batch,), gen), with replacement and from the same
+// generator (so a resumed run goes on bit for bit); each micro-batch is its batch examples padded
+// to the longest of them, run with the key padding mask, and y is -100 on the prompt and the
+// padding. The step's loss is the mean over the response tokens of all its micro-batches:
+//     loss = sum over k of loss_k * (targets_k / targets),   loss_k the mean of micro-batch k
+// so --grad-accum N trains as --batch N*B would (for text windows, where every micro-batch has
+// as many targets, this is the plain loss_k / N). Evaluation takes the first eval_batches * batch
+// examples of each split, in order (all of them when fewer), and reports the mean loss over their
+// response tokens.
+//
+// A step whose loss or gradients' total norm is inf or nan never reaches the model: with
+// on_nonfinite "error" train_step throws (the model, the optimizer and the last checkpoint stay
+// as they were), with "skip" it drops that step's update and goes on (the batch is used up).
+// Weights or optimizer state that an update itself makes inf or nan (finite gradients, a step that
+// overflows) are caught when the run saves: save_checkpoint refuses a non-finite checkpoint
+// whatever on_nonfinite says, since skipping later steps cannot mend them (checkpoint.h).
+//
+// With precision "bf16" the matrix products of the forward, and so of the backward, take bfloat16
+// inputs and sum in float32; the parameters, their gradients and AdamW stay float32, so a run may
+// switch precision when it resumes. Evaluation runs in the run's precision too.
+//
+// Evaluation (model in eval mode, no tape) draws eval_batches batches from each split with a
+// generator seeded kEvalSeed every time, so val losses compare between steps and between runs.
+//
+// LoRA (lora_rank > 0, a run from GPT-2): after the base weights are loaded, apply_lora reseeds
+// the default generator with --seed and adds the adapters, as `torch.manual_seed(seed);
+// get_peft_model(model, config)` would; the optimizer then holds the adapters alone
+// (opt = AdamW(weight_decay_groups(trainable parameters))), and clipping sees only their gradients.
+#pragma once
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "autograd/random/generator.h"
+#include "train/data.h"
+#include "models/hf_gpt2.h"
+#include "train/instructions.h"
+#include "models/lora_adapters.h"
+#include "train/memory_report.h"
+#include "autograd/io/flags.h"
+#include "tokenizers/tokenizer.h"
+#include "models/gpt.h"
+#include "models/gpt_lora.h"
+#include "optim/adam.h"
+
+namespace tg::train {
+
+struct TrainOptions {
+  // The model's shape (--context, --emb-dim, --heads, --layers, --dropout); its vocab_size comes
+  // from the text's characters.
+  models::GPTConfig model{.context_length = 64, .emb_dim = 64, .n_heads = 4, .n_layers = 2, .drop_rate = 0.0};
+  int64_t steps = 1500;
+  double max_minutes = 0;  // a time budget: stop (evaluate, save, write samples) once it is spent; 0 = none
+  int64_t batch = 16;
+  int64_t grad_accum = 1;  // micro-batches of `batch` sequences whose gradients one step averages
+  double lr = 2e-3;
+  double min_lr = 2e-4;
+  std::string lr_schedule = "cosine";
+  int64_t warmup = 50;
+  double weight_decay = 0.1;
+  double grad_clip = 1.0;  // 0 = off
+  std::string on_nonfinite = "error";  // a non-finite loss or gradient norm: "error" or "skip" the step
+  std::string precision = "fp32";  // "bf16": the forward (and so the backward) under AutocastGuard(kBFloat16)
+  // "none", "every" or "ffn": what the blocks recompute in backward instead of keeping
+  // (models::Checkpointing); the numbers are the same bit for bit, so a resumed run may change it
+  std::string checkpoint_activations = "none";
+  // > 0: the head and the loss in chunks of this many rows (nn/chunked_loss.h), so the (B*T, V)
+  // logits are never whole in memory; the same numbers to float32 rounding. 0: in one piece.
+  int64_t loss_chunk = 0;
+  int64_t seed = 1337;
+  int64_t eval_every = 250;  // not given: default_eval_every(steps)
+  int64_t eval_batches = 20;
+  int64_t threads = 0;  // 0 = all cores
+  std::string out = "gpt_run";
+  std::string resume;  // a run's --out folder to continue
+  std::string data;    // a text file; empty = the built-in corpus
+  std::string data_format = "text";  // "jsonl": --data holds instruction examples (train/instructions.h)
+  std::string init_from;  // a Hugging Face GPT-2 folder: the run starts from its weights and tokenizer
+  // "char": the text's characters; "bpe": byte-level BPE learned from it; else a path: a
+  // tokenizer.json, or a folder with one or with GPT-2's files (tokenizers/tokenizer.h)
+  std::string tokenizer = "char";
+  int64_t vocab_size = 1024;       // BPE's vocabulary (256 bytes + merges); unused by "char"
+  int64_t sample_tokens = 300;
+  std::string write_corpus;  // write the built-in corpus to this file and stop
+  bool eval_only = false;    // evaluate the --resume run's model (on --data, or its val split) and stop
+  // LoRA (a run from GPT-2): adapters of this rank on lora_targets train instead of the weights
+  // (models/gpt_lora.h); 0 = none, every weight trains
+  int64_t lora_rank = 0;
+  double lora_alpha = 0;              // the update's scale is alpha / rank; train_gpt's default: the rank
+  std::string lora_targets = "attn";  // "attn", "mlp" or "attn,mlp"
+  std::string merge_lora;  // with --resume: write the run's model with its adapters merged here, and stop
+};
+
+// train_gpt's flags, bound to the fields of o.
+std::vector<Flag> train_flags(TrainOptions& o);
+
+// The warmup of a run whose --warmup was not given: 50 steps, at most a tenth of --steps, so a
+// short first run (--steps 20) just works.
+inline int64_t default_warmup(int64_t steps) { return std::min<int64_t>(50, steps / 10); }
+
+// The evaluation interval of a run whose --eval-every was not given: 250 steps, at most a fifth of
+// --steps (at least 1), so a short run (a 150-step fine-tune) is evaluated five times, not once.
+// A resumed run keeps the value it was saved with unless --eval-every is given.
+inline int64_t default_eval_every(int64_t steps) { return std::clamp<int64_t>(steps / 5, 1, 250); }
+
+// kBFloat16 for precision "bf16", else kFloat32: what the forward's AutocastGuard is given.
+ScalarType products_dtype(const TrainOptions& o);
+
+// The adapters --lora-rank, --lora-alpha and --lora-targets ask for (rank > 0); a bad
+// --lora-targets is an Error naming it.
+models::LoRAConfig lora_config(const TrainOptions& o);
+
+class Trainer {
+ public:
+  static constexpr uint64_t kEvalSeed = 2024;
+
+  // A fresh run on text: tokenizer, split, model and optimizer as the header describes. A BPE
+  // tokenizer learns its merges from the first 90% of the text's bytes, the training split, and
+  // the two splits are encoded apart; characters are taken from the whole text, which is
+  // encoded and then split at 90% of its ids. With data_format "jsonl", text is the JSONL file's
+  // and the tokenizer learns from its examples as formatted (instructions_as_text); the examples
+  // are split as instructions.h says.
+  Trainer(const TrainOptions& options, const std::string& text);
+  // A run with a tokenizer and a model shape made elsewhere (a run from GPT-2: its tokenizer and
+  // config; the caller then loads the weights). config.vocab_size may exceed the tokenizer's (a
+  // padded vocabulary), and config.context_length is the model's: the sequences are
+  // options.model.context_length tokens long, at most that.
+  Trainer(const TrainOptions& options, const std::string& text, tokenizers::Tokenizer tokenizer, const models::GPTConfig& config);
+
+  struct StepResult {
+    double loss;       // that batch's loss
+    double grad_norm;  // the gradients' total 2-norm, before clipping
+    bool skipped;      // non-finite loss or norm, update dropped (on_nonfinite "skip")
+    int64_t tokens;    // the positions its forwards ran, padding included (for tokens per second)
+  };
+  StepResult train_step();  // one step at step()
+  // Mean loss (nats per token) of each split, and bits per byte: the same loss per byte of the
+  // text the targets stand for, in bits, so that char and BPE runs compare on one scale:
+  //   bpb = sum of the batches' token losses / ln 2 / the bytes of their target tokens
+  struct Losses {
+    double train, val;
+    double train_bpb, val_bpb;
+  };
+  Losses evaluate();
+  double lr_at(int64_t step) const;
+  // The memory of the steps so far (train/memory_report.h): parameters, gradients and
+  // optimizer state as they are now, and the largest activations of any step.
+  MemoryReport memory_report() const;
+
+  int64_t step() const { return step_; }
+  // For resuming (train/run_folder.cpp): the step reached and the batch generator.
+  void set_step(int64_t step) { step_ = step; }
+  Generator& batch_generator() { return batch_gen_; }
+  models::GPTModel& model() { return *model_; }
+  optim::AdamW& optimizer() { return *optimizer_; }
+  const tokenizers::Tokenizer& tokenizer() const { return tokenizer_; }
+  const models::GPTConfig& config() const { return config_; }
+  const TrainOptions& options() const { return options_; }
+  // An instruction run's examples (data_format "jsonl"), or nullptr.
+  const InstructionData* instructions() const { return instructions_ ? &*instructions_ : nullptr; }
+  // A run from GPT-2 is saved in Hugging Face's layout (train/run_folder.h): what was read
+  // (the prefix of the names, config.json's fields). nullptr: tapegrad's own layout.
+  const models::HfGpt2Info* hf_gpt2_layout() const { return hf_layout_ ? &*hf_layout_ : nullptr; }
+  void set_hf_gpt2_layout(models::HfGpt2Info layout) { hf_layout_ = std::move(layout); }
+  // A LoRA run (options().lora_rank > 0), once the base weights are loaded: reseeds the default
+  // generator with --seed, adds the adapters (models::apply_lora: their A drawn as peft draws it,
+  // every other parameter frozen) and remakes the optimizer over the adapters alone. base: the
+  // base model's folder, for adapter_config.json (models/lora_adapters.h).
+  void apply_lora(const std::string& base);
+  // What adapter_config.json says of a LoRA run; nullptr for a run that trains every weight.
+  const models::AdapterConfig* lora() const { return lora_ ? &*lora_ : nullptr; }
+
+ private:
+  // The mean cross_entropy of a batch over its targets, x and y (B,T): the head and the loss in one
+  // piece, or a chunk of rows at a time (--loss-chunk), in training and in evaluation alike.
+  Tensor mean_loss(const Tensor& x, const Tensor& y, const Tensor& key_padding_mask);
+  std::pair<double, double> mean_loss_and_bpb(const Tensor& split, const std::string& name, Generator& gen);
+  std::vector<Batch> step_batches();  // a step's grad_accum micro-batches, drawn from batch_gen_
+  void make_optimizer();  // AdamW over the parameters that require grad
+
+  TrainOptions options_;
+  tokenizers::Tokenizer tokenizer_;
+  std::vector<int64_t> bytes_per_id_;  // (V): the text bytes each token stands for
+  Split data_;                                 // text runs
+  std::optional<InstructionData> instructions_;  // instruction runs
+  models::GPTConfig config_;
+  std::unique_ptr<models::GPTModel> model_;
+  std::unique_ptr<optim::AdamW> optimizer_;
+  std::vector<Tensor> trained_;  // the parameters the optimizer updates (all, or the adapters)
+  Generator batch_gen_;
+  int64_t step_ = 0;
+  std::optional<models::HfGpt2Info> hf_layout_;
+  std::optional<models::AdapterConfig> lora_;
+  int64_t peak_activations_ = 0;  // bytes: the most any step's activations took (memory_report)
+};
+
+}  // namespace tg::train
