@@ -85,8 +85,8 @@ TEST(InstructionRuns, AFineTuneFromGpt2ResumesBitForBitAndAnswersAnInstruction) 
             train::alpaca_prompt("Give the plural of the word.", "box"));
 }
 
-// examples/data/instructions.jsonl, the README's small set: every line an example, and a run from
-// scratch on its characters trains and answers.
+// examples/data/instructions.jsonl, docs/fine-tune-on-a-laptop.md's small set: every line an
+// example, and a run from scratch on its characters trains and answers.
 TEST(InstructionRuns, TheExampleSetTrainsARunFromScratchOnCharacters) {
   const std::string set = std::string(TG_PYTORCH_DIR) + "/../data/instructions.jsonl";
   const std::vector<train::Instruction> all = train::parse_instructions(read_bytes(set), set);

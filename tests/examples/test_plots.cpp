@@ -1,6 +1,6 @@
 // The pictures (autograd/io/plots.h, svg.h): heatmaps and line plots are well-formed SVG with one
 // cell per entry showing its value, masked cells empty, files written whole, bad input refused
-// with a message naming it; and the README's picture is what the code draws.
+// with a message naming it; and docs/pictures.md's picture is what the code draws.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -203,7 +203,7 @@ TEST(AttentionHeatmaps, WritesOneFilePerBatchElementAndHead) {
   fs::remove_all(dir);
 }
 
-// docs/causal_attention_weights.svg, shown in the README, is the book's CausalAttention (seed
+// docs/causal_attention_weights.svg, shown in docs/pictures.md, is the book's CausalAttention (seed
 // 123) on "Your journey starts with one step" as examples/attention_pictures draws it.
 TEST(AttentionHeatmaps, TheReadmePictureIsWhatTheCodeDraws) {
   const Tensor inputs = your_journey_inputs();

@@ -208,8 +208,8 @@ TEST(Optimizer, ParametersWithoutAGradientAreSkippedAndGetNoState) {
   EXPECT_EQ(state[0].first, "b.momentum_buffer");
 }
 
-// The README's training loop, as written there: AdamW with the weight-decay split, a warmup-cosine
-// schedule and gradient clipping fit y = x (1, -2, 0.5)^T + 0.3.
+// docs/training-api.md's training loop, as written there: AdamW with the weight-decay split, a
+// warmup-cosine schedule and gradient clipping fit y = x (1, -2, 0.5)^T + 0.3.
 TEST(Optimizer, ReadmeTrainingLoopFitsALinearModel) {
   manual_seed(0);
   const Tensor x = randn({64, 3});
