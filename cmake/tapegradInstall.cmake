@@ -1,6 +1,6 @@
 # cmake/tapegradInstall.cmake — what `cmake --install build [--prefix DIR]` puts where:
 #   lib/libtapegrad.a
-#   include/tapegrad/{autograd,nn,optim}/...h   the public headers (so #include "autograd/ops.h" works as in the tree;
+#   include/tapegrad/{autograd,nn,optim,models,tokenizers,train}/...h   the public headers (so #include "autograd/ops.h" works as in the tree;
 #                                               the tapegrad/ folder keeps generic names such as
 #                                               nn/ out of the prefix's shared include folder)
 #   lib/cmake/tapegrad/  tapegradConfig.cmake, tapegradConfigVersion.cmake, tapegradTargets*.cmake,
@@ -20,18 +20,20 @@ set(TG_PUBLIC_HEADERS
   autograd/ops.h autograd/tensor.h autograd/dtype.h autograd/error.h autograd/tape.h autograd/autocast.h
   autograd/gradcheck.h autograd/graph_dot.h autograd/fast_kernels.h autograd/record.h
   autograd/random/generator.h autograd/runtime/parallel.h
-  autograd/io/safetensors.h autograd/io/atomic_file.h
+  autograd/io/safetensors.h autograd/io/atomic_file.h autograd/io/json.h autograd/io/flags.h
+  autograd/io/svg.h autograd/io/plots.h
   # moved in 0.2: these forward to the new paths for one release
   autograd/generator.h autograd/parallel.h autograd/safetensors.h autograd/atomic_file.h)
 foreach(header ${TG_PUBLIC_HEADERS})
   get_filename_component(dir ${header} DIRECTORY)
   install(FILES ${PROJECT_SOURCE_DIR}/${header} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/tapegrad/${dir})
 endforeach()
-# nn/ and optim/ are public whole.
-foreach(dir nn optim)
+# nn/, optim/ and what is built on them (models/, tokenizers/, train/) are public whole.
+foreach(dir nn optim models tokenizers train)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/${dir}
     DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/tapegrad
-    FILES_MATCHING PATTERN "*.h")
+    FILES_MATCHING PATTERN "*.h"
+    PATTERN "unicode_classes_table.h" EXCLUDE)  # generated data read by unicode_classes.cpp alone
 endforeach()
 
 install(EXPORT tapegradTargets NAMESPACE tapegrad:: DESTINATION ${TG_PACKAGE_DIR})

@@ -38,7 +38,7 @@ struct HfTensor {
 };
 
 // HF's names and shapes, in GPT2LMHeadModel's state_dict order (buffers and lm_head left out).
-std::vector<HfTensor> hf_layout(const models::GPTConfig& c) {
+std::vector<HfTensor> hf_layout(const GPTConfig& c) {
   const int64_t C = c.emb_dim;
   std::vector<HfTensor> out = {{"wte.weight", {c.vocab_size, C}}, {"wpe.weight", {c.context_length, C}}};
   for (int64_t i = 0; i < c.n_layers; ++i) {
@@ -77,7 +77,7 @@ bool is_ignored_buffer(const std::string& name, int64_t n_layers) {
 
 // An ignored buffer is not read, but it must be what GPT-2 keeps there: h.i.attn.bias HF's causal
 // mask (1, 1, P, P), bool or float; h.i.attn.masked_bias a scalar.
-void check_ignored_buffer(const SafetensorsEntry& e, const std::string& bare, const models::GPTConfig& c,
+void check_ignored_buffer(const SafetensorsEntry& e, const std::string& bare, const GPTConfig& c,
                           const std::string& path) {
   const bool mask = bare.size() >= 10 && bare.compare(bare.size() - 10, 10, ".attn.bias") == 0;
   const Shape expected = mask ? Shape{1, 1, c.context_length, c.context_length} : Shape{};
@@ -99,7 +99,7 @@ const Tensor* find(const NamedTensors& tensors, const std::string& name) {
 
 // The file's names, dtypes and shapes (its header: no data read yet), checked against the layout;
 // info gets the prefix and whether lm_head is there.
-void check_hf_entries(const std::vector<SafetensorsEntry>& file, const models::GPTConfig& c, const std::string& path,
+void check_hf_entries(const std::vector<SafetensorsEntry>& file, const GPTConfig& c, const std::string& path,
                       HfGpt2Info& info) {
   info.prefixed = false;
   for (const SafetensorsEntry& e : file)
@@ -212,20 +212,20 @@ HfGpt2 load_hf_gpt2(const std::string& dir) {
   out.config = hf_gpt2_config(out.info.config, config_path);
   check_hf_gpt2_weights(out.config, weights_path, &out.info);  // before the model takes any memory
   const Activity building("building the model of " + config_path);
-  out.model = std::make_unique<models::GPTModel>(out.config);
+  out.model = std::make_unique<GPTModel>(out.config);
   load_hf_gpt2_weights(*out.model, weights_path, &out.info);
   out.model->eval();
   return out;
 }
 
-void check_hf_gpt2_weights(const models::GPTConfig& config, const std::string& weights_path, HfGpt2Info* info) {
+void check_hf_gpt2_weights(const GPTConfig& config, const std::string& weights_path, HfGpt2Info* info) {
   const std::vector<SafetensorsEntry> entries = safetensors_entries(weights_path, {.float16_to_float32 = true});
   check_hf_entries(entries, config, weights_path, *info);
   info->converted_dtypes = widened_dtypes(entries);
 }
 
-void load_hf_gpt2_weights(models::GPTModel& model, const std::string& weights_path, HfGpt2Info* info) {
-  const models::GPTConfig& c = model.config();
+void load_hf_gpt2_weights(GPTModel& model, const std::string& weights_path, HfGpt2Info* info) {
+  const GPTConfig& c = model.config();
   check_hf_gpt2_weights(c, weights_path, info);  // every name and shape, before any data is read
   const Activity reading("reading " + weights_path);
   // the ignored buffers are never read: an attn.bias is a (P, P) mask, 2 GiB for n_positions 16384
@@ -259,8 +259,8 @@ void load_hf_gpt2_weights(models::GPTModel& model, const std::string& weights_pa
     throw Error(weights_path + ": tensor \"lm_head.weight\" differs from wte.weight: tapegrad reads GPT-2 with the two tied");
 }
 
-NamedTensors hf_gpt2_tensors(const models::GPTModel& model, bool prefixed) {
-  const models::GPTConfig& c = model.config();
+NamedTensors hf_gpt2_tensors(const GPTModel& model, bool prefixed) {
+  const GPTConfig& c = model.config();
   if (!c.qkv_bias || !c.tie_weights)
     throw Error("hf_gpt2_tensors: GPT-2 has qkv_bias and tie_weights; this model has qkv_bias=" +
                 std::string(c.qkv_bias ? "true" : "false") + ", tie_weights=" + (c.tie_weights ? "true" : "false"));
@@ -298,13 +298,13 @@ NamedTensors hf_gpt2_tensors(const models::GPTModel& model, bool prefixed) {
   return hf;
 }
 
-void write_hf_gpt2(const models::GPTModel& model, const HfGpt2Info& from, AtomicFile& config_json,
+void write_hf_gpt2(const GPTModel& model, const HfGpt2Info& from, AtomicFile& config_json,
                    AtomicFile& model_safetensors) {
   save_safetensors(model_safetensors, hf_gpt2_tensors(model, from.prefixed), {{"format", "pt"}});
   config_json.write(hf_gpt2_config_json(model.config(), from.config));
 }
 
-void save_hf_gpt2(const models::GPTModel& model, const std::string& dir, const HfGpt2Info& from) {
+void save_hf_gpt2(const GPTModel& model, const std::string& dir, const HfGpt2Info& from) {
   AtomicFile config(path_in(dir, "config.json"), "save_hf_gpt2");
   AtomicFile weights(path_in(dir, "model.safetensors"), "save_hf_gpt2");
   write_hf_gpt2(model, from, config, weights);

@@ -1,5 +1,5 @@
 // models/hf_gpt2.h — Hugging Face GPT-2 folders (config.json + model.safetensors, as
-// save_pretrained writes them) read into an models::GPTModel, and the model written back as one.
+// save_pretrained writes them) read into an GPTModel, and the model written back as one.
 //
 // config.json, HF's field -> GPTConfig's (a missing field takes HF's GPT2Config default):
 //   vocab_size (50257) -> vocab_size        n_positions (1024) -> context_length
@@ -58,8 +58,8 @@ struct HfGpt2Info {
 };
 
 struct HfGpt2 {
-  models::GPTConfig config;
-  std::unique_ptr<models::GPTModel> model;  // in eval mode
+  GPTConfig config;
+  std::unique_ptr<GPTModel> model;  // in eval mode
   HfGpt2Info info;
 };
 
@@ -74,7 +74,7 @@ bool is_hf_gpt2_folder(const std::string& dir);
 int64_t blocks_in_file(const std::vector<SafetensorsEntry>& file, const std::string& before);
 
 // config.json's object -> GPTConfig; path names the file in errors.
-models::GPTConfig hf_gpt2_config(const json::Value& config, const std::string& path);
+GPTConfig hf_gpt2_config(const json::Value& config, const std::string& path);
 
 // Read dir/config.json and dir/model.safetensors (the file checked against the config before the
 // model is built).
@@ -84,14 +84,14 @@ HfGpt2 load_hf_gpt2(const std::string& dir);
 // config, every name and shape as load_hf_gpt2_weights checks them: a file and a config.json that
 // disagree (n_layer 1e9 beside a 12-block file) are refused before a model of that config takes
 // any memory. info receives the prefix, whether lm_head is there and the converted dtypes.
-void check_hf_gpt2_weights(const models::GPTConfig& config, const std::string& weights_path, HfGpt2Info* info);
+void check_hf_gpt2_weights(const GPTConfig& config, const std::string& weights_path, HfGpt2Info* info);
 
 // Read the weights of an HF model.safetensors into model (made with the file's config), all or
 // nothing; info receives what was found (prefix, lm_head, converted dtypes).
-void load_hf_gpt2_weights(models::GPTModel& model, const std::string& weights_path, HfGpt2Info* info);
+void load_hf_gpt2_weights(GPTModel& model, const std::string& weights_path, HfGpt2Info* info);
 
 // The model's tensors under HF's names, in HF's order (model: qkv_bias and tie_weights).
-NamedTensors hf_gpt2_tensors(const models::GPTModel& model, bool prefixed);
+NamedTensors hf_gpt2_tensors(const GPTModel& model, bool prefixed);
 
 // config.json's text for config: original's fields kept in their order and updated (original may
 // be null: then HF's GPT-2 fields).
@@ -99,16 +99,16 @@ NamedTensors hf_gpt2_tensors(const models::GPTModel& model, bool prefixed);
 // train_gpt run's own settings (train/run_folder.h); an old "tapegrad" member is dropped.
 // Hugging Face's from_pretrained keeps unknown members as attributes and ignores them.
 inline constexpr const char* kTapegradSection = "tapegrad";
-std::string hf_gpt2_config_json(const models::GPTConfig& config, const json::Value& original,
+std::string hf_gpt2_config_json(const GPTConfig& config, const json::Value& original,
                                 const std::string& tapegrad = "");
 
 // The two files of a folder into files being written as a set (atomic_file.h): the caller
 // prepares and commits them, with files of its own if it likes.
-void write_hf_gpt2(const models::GPTModel& model, const HfGpt2Info& from, AtomicFile& config_json,
+void write_hf_gpt2(const GPTModel& model, const HfGpt2Info& from, AtomicFile& config_json,
                    AtomicFile& model_safetensors);
 
 // dir/config.json and dir/model.safetensors, saved as a set (dir must exist). from: what
 // load_hf_gpt2 read (prefix and config fields to keep), or {} for a model of tapegrad's own.
-void save_hf_gpt2(const models::GPTModel& model, const std::string& dir, const HfGpt2Info& from = {});
+void save_hf_gpt2(const GPTModel& model, const std::string& dir, const HfGpt2Info& from = {});
 
 }  // namespace tg::models

@@ -101,14 +101,14 @@ json::Value parsed(const std::string& text) { return json::parse(text, "hf_gpt2_
 
 }  // namespace
 
-models::GPTConfig hf_gpt2_config(const json::Value& config, const std::string& path) {
+GPTConfig hf_gpt2_config(const json::Value& config, const std::string& path) {
   if (!config.is_object()) throw Error(path + ": must be a JSON object");
   const ConfigReader read{config, path};
   const std::string model_type = read.text("model_type", "");
   if (model_type != "gpt2")
     read.fail("model_type", "is " + (model_type.empty() ? std::string("missing") : json::quote(model_type)) +
                                 ": only \"gpt2\" is read");
-  models::GPTConfig c;
+  GPTConfig c;
   c.vocab_size = read.integer("vocab_size", 50257);
   c.context_length = read.integer("n_positions", 1024);
   c.emb_dim = read.integer("n_embd", 768);
@@ -140,7 +140,7 @@ models::GPTConfig hf_gpt2_config(const json::Value& config, const std::string& p
   return c;
 }
 
-std::string hf_gpt2_config_json(const models::GPTConfig& c, const json::Value& original, const std::string& tapegrad) {
+std::string hf_gpt2_config_json(const GPTConfig& c, const json::Value& original, const std::string& tapegrad) {
   const json::Value none = parsed("{}");
   const json::Value& old = original.is_object() ? original : none;
   const double old_drop = old.size() ? hf_gpt2_config(old, "config.json").drop_rate : -1.0;

@@ -58,7 +58,7 @@ struct AdapterName {
 };
 
 // Every adapter tensor of model, in peft's order.
-std::vector<AdapterName> adapter_names(const models::GPTModel& model) {
+std::vector<AdapterName> adapter_names(const GPTModel& model) {
   const NamedTensors state = model.named_parameters();  // the adapters are parameters (no buffer is made)
   std::vector<AdapterName> out;
   for (size_t i = 0; i < model.blocks().size(); ++i) {
@@ -83,7 +83,7 @@ std::string json_number(double v) {
   return buf;
 }
 
-std::vector<std::string> target_modules(const models::LoRAConfig& c) {
+std::vector<std::string> target_modules(const LoRAConfig& c) {
   std::vector<std::string> out;
   if (c.attn) out.insert(out.end(), {"c_attn", "attn.c_proj"});
   if (c.mlp) out.insert(out.end(), {"c_fc", "mlp.c_proj"});
@@ -92,13 +92,13 @@ std::vector<std::string> target_modules(const models::LoRAConfig& c) {
 
 }  // namespace
 
-NamedTensors peft_adapter_tensors(const models::GPTModel& model) {
+NamedTensors peft_adapter_tensors(const GPTModel& model) {
   NamedTensors out;
   for (const AdapterName& a : adapter_names(model)) out.push_back({a.peft, a.tensor.detach()});
   return out;
 }
 
-void check_peft_adapters(const std::string& path, const models::GPTConfig& model, const models::LoRAConfig& lora) {
+void check_peft_adapters(const std::string& path, const GPTConfig& model, const LoRAConfig& lora) {
   const int64_t C = model.emb_dim, r = lora.r;
   // (in, out) of each site's layer, in kSites' order: A is (r, in), B (out, r)
   const std::pair<int64_t, int64_t> sizes[] = {{C, 3 * C}, {C, C}, {C, 4 * C}, {4 * C, C}};
@@ -115,7 +115,7 @@ void check_peft_adapters(const std::string& path, const models::GPTConfig& model
   check_adapter_entries(path, expected);
 }
 
-void load_peft_adapters(models::GPTModel& model, const std::string& path) {
+void load_peft_adapters(GPTModel& model, const std::string& path) {
   const std::vector<AdapterName> names = adapter_names(model);
   std::vector<ExpectedAdapter> expected;
   for (const AdapterName& a : names) expected.push_back({a.peft, a.tensor.sizes()});
@@ -152,8 +152,8 @@ AdapterConfig read_adapter_config(const std::string& path) {
   for (const json::Value& t : doc["target_modules"].as_array()) targets.insert(t.as_string());
   bool matched = false;
   for (const char* text : {"attn", "mlp", "attn,mlp"}) {
-    models::LoRAConfig c;
-    models::parse_lora_targets(text, c);
+    LoRAConfig c;
+    parse_lora_targets(text, c);
     const std::vector<std::string> modules = target_modules(c);
     if (targets == std::set<std::string>(modules.begin(), modules.end())) {
       out.lora.attn = c.attn;

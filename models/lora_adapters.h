@@ -37,21 +37,21 @@ inline constexpr const char* kAdapterConfigFile = "adapter_config.json";
 
 // The model's adapter tensors under peft's names, in peft's order (detached). Throws if the
 // model has none.
-NamedTensors peft_adapter_tensors(const models::GPTModel& model);
+NamedTensors peft_adapter_tensors(const GPTModel& model);
 
 // Reads the adapters of a peft-named file (the tensors above) into model, which has adapters of
 // the same config; all or nothing. Errors name path and the tensor (unknown, missing, a shape, found
 // in the file's header before any data is read; an inf or nan and its index).
-void load_peft_adapters(models::GPTModel& model, const std::string& path);
+void load_peft_adapters(GPTModel& model, const std::string& path);
 
 // The adapters file's header (no data read) checked as load_peft_adapters checks it, against the
 // adapters apply_lora(lora) would add to a model of config: a file and an adapter_config.json that
 // disagree (r 1e6 beside rank-8 adapters) are refused before any adapter takes memory.
-void check_peft_adapters(const std::string& path, const models::GPTConfig& config, const models::LoRAConfig& lora);
+void check_peft_adapters(const std::string& path, const GPTConfig& config, const LoRAConfig& lora);
 
 // What adapter_config.json says.
 struct AdapterConfig {
-  models::LoRAConfig lora;
+  LoRAConfig lora;
   std::string base;  // base_model_name_or_path
 };
 std::string adapter_config_json(const AdapterConfig& config);
