@@ -1,4 +1,5 @@
-// models/gpt.cpp — the GPT model: embeddings, pre-LayerNorm transformer blocks, the output head.
+// models/gpt.cpp — the GPT model, in models/gpt.h's order: the config, the attention, the
+// feed-forward, the block, the model (embeddings, blocks, the output head) and its loss.
 #include "models/gpt.h"
 
 #include <string>
@@ -7,7 +8,7 @@
 #include "autograd/error.h"
 #include "autograd/ops.h"
 #include "autograd/tape.h"
-#include "nn/lora.h"
+#include "nn/chunked_loss.h"
 
 namespace tg::models {
 
@@ -29,32 +30,6 @@ void GPTConfig::validate() const {
   require(layer_norm_eps > 0.0, "layer_norm_eps must be positive, got " + nn::python_float(layer_norm_eps));
 }
 
-FeedForward::FeedForward(int64_t emb_dim) : Module("FeedForward") {
-  expand = std::make_shared<nn::Linear>(emb_dim, 4 * emb_dim);
-  gelu = std::make_shared<nn::GELU>("tanh");
-  project = std::make_shared<nn::Linear>(4 * emb_dim, emb_dim);
-  layers = register_module("layers", std::make_shared<nn::Sequential>(
-                                         std::initializer_list<std::shared_ptr<nn::Module>>{expand, gelu, project}));
-}
-
-Tensor FeedForward::forward(const Tensor& x) {
-  // feed_forward fuses two plain Linears; with LoRA on them (models/gpt_lora.h) the layers run one by one
-  const bool adapted = dynamic_cast<nn::LoRALinear*>(expand.get()) || dynamic_cast<nn::LoRALinear*>(project.get());
-  if (fast_kernels() && !adapted && x.dim() > 0 && x.size(-1) == expand->in_features)  // the three layers as one op, the same numbers
-    return feed_forward(x, expand->weight, expand->bias, project->weight, project->bias, gelu->approximate);
-  return layers->forward(x);  // Linear -> GELU -> Linear (a bad x gets Linear's message)
-}
-
-// Creation order = the PyTorch class's: att, ff, norm1, norm2, drop_shortcut.
-TransformerBlock::TransformerBlock(const GPTConfig& c) : Module("TransformerBlock") {
-  att = register_module("att", std::make_shared<nn::MultiHeadAttention>(c.emb_dim, c.emb_dim, c.context_length,
-                                                                    c.drop_rate, c.n_heads, c.qkv_bias));
-  ff = register_module("ff", std::make_shared<FeedForward>(c.emb_dim));
-  norm1 = register_module("norm1", std::make_shared<nn::LayerNorm>(c.emb_dim, c.layer_norm_eps));
-  norm2 = register_module("norm2", std::make_shared<nn::LayerNorm>(c.emb_dim, c.layer_norm_eps));
-  drop_shortcut = register_module("drop_shortcut", std::make_shared<nn::Dropout>(c.drop_rate));
-}
-
 Checkpointing checkpointing_from_name(const std::string& name) {
   if (name == "none") return Checkpointing::none;
   if (name == "every") return Checkpointing::every;
@@ -71,20 +46,93 @@ std::string checkpointing_name(Checkpointing mode) {
   return "none";
 }
 
+CausalSelfAttention::CausalSelfAttention(const GPTConfig& c)
+    : nn::MultiHeadAttention(c.emb_dim, c.emb_dim, c.context_length, c.drop_rate, c.n_heads, c.qkv_bias) {}
+
+void CausalSelfAttention::add_qkv_lora(int64_t r, double alpha) {
+  if (qkv_lora) throw Error("MultiHeadAttention: add_qkv_lora: it has a qkv_lora already");
+  qkv_lora = register_module("qkv_lora", std::make_shared<nn::LoRA>(d_in, 3 * d_out, r, alpha));
+  for (const auto& projection : {W_query, W_key, W_value})
+    for (auto& [name, p] : projection->named_parameters()) p.requires_grad_(false);
+}
+
+Tensor CausalSelfAttention::forward(const Tensor& x) { return forward(x, nullptr, Tensor()); }
+
+Tensor CausalSelfAttention::forward(const Tensor& x, KVCache* cache, const Tensor& key_padding_mask) {
+  const int64_t past = cache ? cache->length() : 0;
+  check_inputs(x, x, key_padding_mask, past);
+  Tensor keys = W_key->forward(x), queries = W_query->forward(x), values = W_value->forward(x);  // (B,T,C)
+  if (qkv_lora) {  // GPT-2's c_attn output [q | k | v], peft's update added before the split
+    const Tensor update = qkv_lora->forward(x);  // (B,T,3C)
+    queries = queries + update.narrow(-1, 0, d_out);
+    keys = keys + update.narrow(-1, d_out, d_out);
+    values = values + update.narrow(-1, 2 * d_out, d_out);
+  }
+  keys = split_heads(keys);                          // (B,h,T,hs)
+  queries = split_heads(queries);                    // (B,h,T,hs)
+  values = split_heads(values);                      // (B,h,T,hs)
+  if (cache) append_to_cache(*cache, keys, values);  // now (B,h,past+T,hs)
+  return out_proj->forward(join_heads(attend(queries, keys, values, key_padding_mask, /*causal=*/true, past)));
+}
+
+// Writes this forward's keys and values (B,h,T,hs) after the cached ones and returns all of
+// them (B,h,past+T,hs): views of the cache's buffers, no copy of the past.
+void CausalSelfAttention::append_to_cache(KVCache& cache, Tensor& keys, Tensor& values) const {
+  const int64_t b = keys.size(0), T = keys.size(2), past = cache.length_;
+  if (grad_mode_enabled())
+    throw Error("MultiHeadAttention: a KVCache is for generation; use it under tg::NoGradGuard");
+  if (!cache.keys_.defined() || cache.keys_.size(0) != b || cache.keys_.dtype() != keys.dtype()) {
+    if (past > 0) throw Error("MultiHeadAttention: the KVCache holds another batch; clear() it first");
+    cache.keys_ = zeros({b, num_heads, context_length, head_dim}, keys.dtype());
+    cache.values_ = zeros({b, num_heads, context_length, head_dim}, keys.dtype());
+  }
+  if (past + T > context_length) {
+    throw Error("MultiHeadAttention: the KVCache holds " + std::to_string(past) + " positions; " + std::to_string(T) +
+                " more exceed context_length (" + std::to_string(context_length) + ")");
+  }
+  cache.keys_.narrow(2, past, T).copy_(keys);
+  cache.values_.narrow(2, past, T).copy_(values);
+  cache.length_ = past + T;
+  keys = cache.keys_.narrow(2, 0, cache.length_);
+  values = cache.values_.narrow(2, 0, cache.length_);
+}
+
+FeedForward::FeedForward(int64_t emb_dim) : Module("FeedForward") {
+  expand = std::make_shared<nn::Linear>(emb_dim, 4 * emb_dim);
+  gelu = std::make_shared<nn::GELU>("tanh");
+  project = std::make_shared<nn::Linear>(4 * emb_dim, emb_dim);
+  layers = register_module("layers", std::make_shared<nn::Sequential>(
+                                         std::initializer_list<std::shared_ptr<nn::Module>>{expand, gelu, project}));
+}
+
+Tensor FeedForward::forward(const Tensor& x) {
+  // feed_forward fuses the Linears made here; modules swapped in for them run as themselves
+  const bool own_layers = (*layers)[0] == expand && (*layers)[2] == project;
+  if (fast_kernels() && own_layers && x.dim() > 0 && x.size(-1) == expand->in_features)  // the three layers as one op, the same numbers
+    return feed_forward(x, expand->weight, expand->bias, project->weight, project->bias, gelu->approximate);
+  return layers->forward(x);  // Linear -> GELU -> Linear (a bad x gets Linear's message)
+}
+
+// Creation order = the PyTorch class's: att, ff, norm1, norm2, drop_shortcut.
+TransformerBlock::TransformerBlock(const GPTConfig& c) : Module("TransformerBlock") {
+  att = register_module("att", std::make_shared<CausalSelfAttention>(c));
+  ff = register_module("ff", std::make_shared<FeedForward>(c.emb_dim));
+  norm1 = register_module("norm1", std::make_shared<nn::LayerNorm>(c.emb_dim, c.layer_norm_eps));
+  norm2 = register_module("norm2", std::make_shared<nn::LayerNorm>(c.emb_dim, c.layer_norm_eps));
+  drop_shortcut = register_module("drop_shortcut", std::make_shared<nn::Dropout>(c.drop_rate));
+}
+
 Tensor TransformerBlock::forward(const Tensor& x) { return forward(x, nullptr); }
 
-Tensor TransformerBlock::forward(const Tensor& x, nn::KVCache* cache, const Tensor& key_padding_mask) {
+Tensor TransformerBlock::forward(const Tensor& x, KVCache* cache, const Tensor& key_padding_mask) {
   if (checkpointing == Checkpointing::every && !cache)  // keep x only; backward runs forward_body again
     return checkpoint([this, key_padding_mask](const Tensor& input) { return forward_body(input, nullptr, key_padding_mask); },
                       x);
   return forward_body(x, cache, key_padding_mask);
 }
 
-Tensor TransformerBlock::forward_body(const Tensor& x, nn::KVCache* cache, const Tensor& key_padding_mask) {
-  nn::AttentionOptions attention;
-  attention.cache = cache;
-  attention.key_padding_mask = key_padding_mask;
-  Tensor h = x + drop_shortcut->forward(att->forward(norm1->forward(x), attention));  // (B,T,C)
+Tensor TransformerBlock::forward_body(const Tensor& x, KVCache* cache, const Tensor& key_padding_mask) {
+  Tensor h = x + drop_shortcut->forward(att->forward(norm1->forward(x), cache, key_padding_mask));  // (B,T,C)
   Tensor normed = norm2->forward(h);                                                  // (B,T,C)
   Tensor f = checkpointing == Checkpointing::ffn  // keep normed, not h (B,T,4C); backward makes h again
                  ? checkpoint([ff = ff](const Tensor& input) { return ff->forward(input); }, normed)
@@ -136,6 +184,15 @@ Tensor GPTModel::forward(const Tensor& idx, GPTCache& cache) {
 
 Tensor GPTModel::forward(const Tensor& idx, const Tensor& key_padding_mask) {
   return out_head->forward(forward_from(idx, 0, nullptr, key_padding_mask));  // (B,T,V)
+}
+
+Tensor GPTModel::loss(const Tensor& idx, const Tensor& targets, const Tensor& key_padding_mask, int64_t loss_chunk) {
+  if (loss_chunk > 0) {  // the head and the loss a chunk of rows at a time: no (B*T,V) logits
+    const Tensor hidden = hidden_states(idx, key_padding_mask);  // (B,T,C)
+    return nn::chunked_cross_entropy(*out_head, hidden.flatten(0, 1), targets.flatten(), loss_chunk);
+  }
+  const Tensor logits = forward(idx, key_padding_mask);  // (B,T,V)
+  return cross_entropy(logits.flatten(0, 1), targets.flatten());
 }
 
 // The tokens of idx sit at positions past .. past+T-1 -> final_norm's output (B,T,C).

@@ -8,7 +8,7 @@
 //     pos_emb        Embedding(context_length, emb_dim)      positions 0..T-1 -> (T,C)
 //     drop_emb       Dropout(drop_rate)
 //     trf_blocks.i   TransformerBlock, n_layers of them:
-//                      x = x + drop_shortcut(att(norm1(x)))       att: causal MultiHeadAttention
+//                      x = x + drop_shortcut(att(norm1(x)))       att: CausalSelfAttention
 //                      x = x + drop_shortcut(ff(norm2(x)))        ff.layers: Linear(C,4C), GELU(tanh), Linear(4C,C)
 //     final_norm     LayerNorm(emb_dim, layer_norm_eps), as norm1 and norm2
 //     out_head       Linear(emb_dim, vocab_size, bias=false)  (B,T,C) -> logits (B,T,V)
@@ -17,19 +17,24 @@
 //
 // Incremental decoding: forward(idx, &cache) takes only the new tokens; their positions continue
 // after cache.length(), and each layer's attention reads the keys and values it cached before
-// (nn/attention.h, KVCache). Only under NoGradGuard; models/generate.h uses it.
+// (KVCache, below). Only under NoGradGuard; models/generate.h uses it.
 //
 // Activation checkpointing (model.set_checkpointing(Checkpointing::every)): the blocks keep less
 // for backward and run part of their forward again in backward (autograd/checkpoint.h). The
 // gradients are bit for bit the same, dropout included.
 //
 // Padded batches: forward(idx, key_padding_mask) takes a bool (B,T) mask, true where idx holds
-// padding; every layer's attention passes it on as AttentionOptions::key_padding_mask, so no
+// padding; every layer's attention masks those keys (nn/attention.h's key_padding_mask), so no
 // position attends to a padded one (instruction fine-tuning pads examples of several lengths to
 // the longest, train/instructions.h). Right padding under the causal mask leaves the real
 // positions' outputs as they are without it.
 //
-// Letters in shape comments: B batch, T tokens, C = emb_dim, V = vocab_size.
+// LoRA (models/gpt_lora.h) adds adapters by name: the attention's fused-qkv update (qkv_lora,
+// below) and LoRALinears swapped in for out_proj and ff.layers.0/.2 with replace_module.
+//
+// Read top to bottom, as nanoGPT's model.py: the config, the attention, the feed-forward, the
+// block, the model with its forward and loss. Letters in shape comments: B batch, T tokens,
+// C = emb_dim, V = vocab_size, h heads, hs = C / h.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -38,6 +43,7 @@
 
 #include "nn/attention.h"
 #include "nn/layers.h"
+#include "nn/lora.h"
 #include "nn/module.h"
 
 namespace tg::models {
@@ -69,25 +75,60 @@ enum class Checkpointing { none, every, ffn };
 Checkpointing checkpointing_from_name(const std::string& name);
 std::string checkpointing_name(Checkpointing mode);
 
+// One layer's keys and values of the positions seen so far, for incremental decoding: buffers of
+// (B, h, context_length, hs) filled up to length(). Made empty; the first forward that uses it
+// sizes it. clear() starts over (a new prompt, a slid window).
+class KVCache {
+ public:
+  int64_t length() const { return length_; }
+  void clear() { length_ = 0; }
+
+ private:
+  friend class CausalSelfAttention;
+  Tensor keys_, values_;  // (B, h, context_length, hs)
+  int64_t length_ = 0;
+};
+
 // One KVCache per transformer block, and the positions they hold.
 struct GPTCache {
-  std::vector<nn::KVCache> layers;
+  std::vector<KVCache> layers;
   int64_t length() const { return layers.empty() ? 0 : layers[0].length(); }
   void clear() {
-    for (nn::KVCache& layer : layers) layer.clear();
+    for (KVCache& layer : layers) layer.clear();
   }
+};
+
+// The GPT's attention: the notebooks' causal MultiHeadAttention (nn/attention.h: W_query, W_key,
+// W_value, out_proj, its attend()), plus what generation and fine-tuning add:
+//   cache             the new tokens' keys and values go after the cached ones, and the queries
+//                     (at positions past + i) attend to all of them
+//   key_padding_mask  bool (B,T), true = padded: no query sees that key
+//   qkv_lora          GPT-2's fused c_attn adapted as peft does: one LoRA(C, 3C), u(x) =
+//                     (alpha / r) (x A^T) B^T, whose columns [0,C), [C,2C), [2C,3C) are added
+//                     to the queries, keys and values; W_query, W_key, W_value then freeze
+class CausalSelfAttention : public nn::MultiHeadAttention {
+ public:
+  explicit CausalSelfAttention(const GPTConfig& config);
+  Tensor forward(const Tensor& x) override;  // x (B,T,C) -> (B,T,C)
+  Tensor forward(const Tensor& x, KVCache* cache, const Tensor& key_padding_mask);
+  std::shared_ptr<nn::LoRA> qkv_lora;  // nullptr: none
+  // Registers qkv_lora = LoRA(C, 3C, r, alpha) (drawing its A as peft does); once only.
+  void add_qkv_lora(int64_t r, double alpha);
+
+ private:
+  void append_to_cache(KVCache& cache, Tensor& keys, Tensor& values) const;
 };
 
 // Linear(C, 4C) -> GELU(tanh) -> Linear(4C, C), as ff.layers.0 / .1 / .2. With tg::fast_kernels()
 // on, the three run as one feed_forward op (autograd/ops.h): the same numbers, and it keeps the
-// pre-activation for backward but not the GELU output. When either Linear is a LoRALinear
-// (models/gpt_lora.h), they run one by one in both modes.
+// pre-activation for backward but not the GELU output. A module swapped in for layers.0 or
+// layers.2 (replace_module) runs as itself, the layers one by one.
 class FeedForward : public nn::Module {
  public:
   explicit FeedForward(int64_t emb_dim);
   Tensor forward(const Tensor& x) override;  // x (B,T,C) -> (B,T,C)
   std::shared_ptr<nn::Sequential> layers;
-  std::shared_ptr<nn::Linear> expand, project;  // layers.0 (C -> 4C) and layers.2 (4C -> C)
+  std::shared_ptr<nn::Linear> expand, project;  // the Linears made as layers.0 (C -> 4C) and layers.2 (4C -> C)
   std::shared_ptr<nn::GELU> gelu;               // layers.1
 };
 
@@ -97,15 +138,15 @@ class TransformerBlock : public nn::Module {
   explicit TransformerBlock(const GPTConfig& config);
   Tensor forward(const Tensor& x) override;  // x (B,T,C) -> (B,T,C)
   // key_padding_mask: bool (B,T), true = padded (undefined: none)
-  Tensor forward(const Tensor& x, nn::KVCache* cache, const Tensor& key_padding_mask = Tensor());
-  std::shared_ptr<nn::MultiHeadAttention> att;
+  Tensor forward(const Tensor& x, KVCache* cache, const Tensor& key_padding_mask = Tensor());
+  std::shared_ptr<CausalSelfAttention> att;
   std::shared_ptr<FeedForward> ff;
   std::shared_ptr<nn::LayerNorm> norm1, norm2;
   std::shared_ptr<nn::Dropout> drop_shortcut;
   Checkpointing checkpointing = Checkpointing::none;  // applies while recording (training)
 
  private:
-  Tensor forward_body(const Tensor& x, nn::KVCache* cache, const Tensor& key_padding_mask);
+  Tensor forward_body(const Tensor& x, KVCache* cache, const Tensor& key_padding_mask);
 };
 
 class GPTModel : public nn::Module {
@@ -121,6 +162,11 @@ class GPTModel : public nn::Module {
   // forward without the head: final_norm's output (B,T,C), for a loss that applies out_head
   // itself a chunk at a time (nn/chunked_loss.h). forward(idx, mask) = out_head(hidden_states(idx, mask)).
   Tensor hidden_states(const Tensor& idx, const Tensor& key_padding_mask = Tensor());
+  // The training loss: cross_entropy(forward(idx, mask) as (B*T,V), targets as (B*T)), its mean
+  // over the targets that are not -100; with loss_chunk > 0 the head and the loss run that many
+  // rows at a time (nn/chunked_loss.h), and the (B*T,V) logits are never whole in memory.
+  Tensor loss(const Tensor& idx, const Tensor& targets, const Tensor& key_padding_mask = Tensor(),
+              int64_t loss_chunk = 0);
   const GPTConfig& config() const { return config_; }
   // trf_blocks' children, typed
   const std::vector<std::shared_ptr<TransformerBlock>>& blocks() const { return blocks_; }

@@ -33,9 +33,17 @@ bool is_adapter_name(const std::string& name) {
   return name.find(".lora.") != std::string::npos || name.find(".qkv_lora.") != std::string::npos;
 }
 
-// Puts a LoRALinear over `linear` where it sits in parent (child `name`), and in the handle.
-void adapt(nn::Module& parent, const std::string& name, std::shared_ptr<nn::Linear>& linear, const LoRAConfig& c) {
-  linear = parent.replace_module(name, std::make_shared<nn::LoRALinear>(*linear, c.r, c.alpha));
+// A LoRALinear over `linear`, put where it sits in parent (child `name`) by replace_module.
+std::shared_ptr<nn::LoRALinear> adapt(nn::Module& parent, const std::string& name, const nn::Linear& linear,
+                                      const LoRAConfig& c) {
+  return parent.replace_module(name, std::make_shared<nn::LoRALinear>(linear, c.r, c.alpha));
+}
+
+// The LoRALinear swapped in as child `name` of parent, or nullptr where the Linear is its own.
+const nn::LoRALinear* adapted(const nn::Module& parent, const std::string& name) {
+  for (const auto& [child_name, child] : parent.named_children())
+    if (child_name == name) return dynamic_cast<const nn::LoRALinear*>(child.get());
+  return nullptr;
 }
 
 }  // namespace
@@ -47,12 +55,11 @@ void apply_lora(GPTModel& model, const LoRAConfig& c) {
   for (const std::shared_ptr<TransformerBlock>& block : model.blocks()) {  // peft's order: c_attn, c_proj, c_fc, c_proj
     if (c.attn) {
       block->att->add_qkv_lora(c.r, c.alpha);
-      adapt(*block->att, "out_proj", block->att->out_proj, c);
+      block->att->out_proj = adapt(*block->att, "out_proj", *block->att->out_proj, c);  // the handle forward calls
     }
-    if (c.mlp) {
-      FeedForward& ff = *block->ff;
-      adapt(*ff.layers, "0", ff.expand, c);
-      adapt(*ff.layers, "2", ff.project, c);
+    if (c.mlp) {  // FeedForward runs the swapped-in layers one by one
+      adapt(*block->ff->layers, "0", *block->ff->expand, c);
+      adapt(*block->ff->layers, "2", *block->ff->project, c);
     }
   }
   for (auto& [name, p] : model.named_parameters())  // only the adapters train
@@ -68,13 +75,13 @@ bool has_lora(const GPTModel& model) {
 NamedTensors merged_state_dict(const GPTModel& model) {
   NoGradGuard no_grad;
   std::map<std::string, Tensor> merged;  // state_dict name -> W + (alpha / r) B A
-  auto merge = [&](const std::string& name, const nn::Linear& layer) {
-    if (const auto* adapted = dynamic_cast<const nn::LoRALinear*>(&layer)) merged[name] = adapted->merged_weight();
+  auto merge = [&](const std::string& name, const nn::LoRALinear* layer) {
+    if (layer) merged[name] = layer->merged_weight();
   };
   for (size_t i = 0; i < model.blocks().size(); ++i) {
     const TransformerBlock& block = *model.blocks()[i];
     const std::string b = "trf_blocks." + std::to_string(i) + ".";
-    const nn::MultiHeadAttention& att = *block.att;
+    const CausalSelfAttention& att = *block.att;
     if (att.qkv_lora) {  // the fused update's rows: [q | k | v]
       const Tensor delta = att.qkv_lora->delta_weight();  // (3C, C)
       const int64_t C = att.d_out;
@@ -82,9 +89,9 @@ NamedTensors merged_state_dict(const GPTModel& model) {
       merged[b + "att.W_key.weight"] = att.W_key->weight + delta.narrow(0, C, C);
       merged[b + "att.W_value.weight"] = att.W_value->weight + delta.narrow(0, 2 * C, C);
     }
-    merge(b + "att.out_proj.weight", *att.out_proj);
-    merge(b + "ff.layers.0.weight", *block.ff->expand);
-    merge(b + "ff.layers.2.weight", *block.ff->project);
+    merge(b + "att.out_proj.weight", adapted(att, "out_proj"));
+    merge(b + "ff.layers.0.weight", adapted(*block.ff->layers, "0"));
+    merge(b + "ff.layers.2.weight", adapted(*block.ff->layers, "2"));
   }
   NamedTensors out;
   for (const auto& [name, t] : model.state_dict()) {

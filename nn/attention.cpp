@@ -172,78 +172,33 @@ MultiHeadAttention::MultiHeadAttention(int64_t d_in_, int64_t d_out_, int64_t co
 
 Tensor MultiHeadAttention::forward(const Tensor& x) { return forward(x, AttentionOptions{}); }
 
-void MultiHeadAttention::add_qkv_lora(int64_t r, double alpha) {
-  if (qkv_lora) throw Error("MultiHeadAttention: add_qkv_lora: it has a qkv_lora already");
-  qkv_lora = register_module("qkv_lora", std::make_shared<LoRA>(d_in, 3 * d_out, r, alpha));
-  for (const auto& projection : {W_query, W_key, W_value})
-    for (auto& [name, p] : projection->named_parameters()) p.requires_grad_(false);
-}
-
-// queries += u(x)[0, d_out), keys += u(kv)[d_out, 2 d_out), values += u(kv)[2 d_out, 3 d_out):
-// GPT-2's c_attn output [q | k | v] with peft's update added before the split.
-void MultiHeadAttention::add_qkv_update(const Tensor& x, const Tensor& kv, Tensor& queries, Tensor& keys,
-                                        Tensor& values) {
-  const Tensor update_x = qkv_lora->forward(x);                                    // (b, T_q, 3 d_out)
-  const Tensor update_kv = kv.is_same(x) ? update_x : qkv_lora->forward(kv);        // (b, T_k, 3 d_out)
-  queries = queries + update_x.narrow(-1, 0, d_out);
-  keys = keys + update_kv.narrow(-1, d_out, d_out);
-  values = values + update_kv.narrow(-1, 2 * d_out, d_out);
-}
-
-// Writes this forward's keys and values (b, h, T, hs) after the cached ones and returns all of
-// them (b, h, past + T, hs): views of the cache's buffers, no copy of the past.
-void MultiHeadAttention::append_to_cache(KVCache& cache, Tensor& keys, Tensor& values) const {
-  const int64_t b = keys.size(0), T = keys.size(2), past = cache.length_;
-  if (grad_mode_enabled())
-    throw Error("MultiHeadAttention: a KVCache is for generation; use it under tg::NoGradGuard");
-  if (!cache.keys_.defined() || cache.keys_.size(0) != b || cache.keys_.dtype() != keys.dtype()) {
-    if (past > 0) throw Error("MultiHeadAttention: the KVCache holds another batch; clear() it first");
-    cache.keys_ = zeros({b, num_heads, context_length, head_dim}, keys.dtype());
-    cache.values_ = zeros({b, num_heads, context_length, head_dim}, keys.dtype());
-  }
-  if (past + T > context_length) {
-    throw Error("MultiHeadAttention: the KVCache holds " + std::to_string(past) + " positions; " + std::to_string(T) +
-                " more exceed context_length (" + std::to_string(context_length) + ")");
-  }
-  cache.keys_.narrow(2, past, T).copy_(keys);
-  cache.values_.narrow(2, past, T).copy_(values);
-  cache.length_ = past + T;
-  keys = cache.keys_.narrow(2, 0, cache.length_);
-  values = cache.values_.narrow(2, 0, cache.length_);
-}
-
 Tensor MultiHeadAttention::forward(const Tensor& x, const AttentionOptions& options) {
-  check_batch_input(x, d_in, context_length, "MultiHeadAttention");
-  if (options.cache && options.kv.defined())
-    throw Error("MultiHeadAttention: a KVCache is for self-attention; it cannot be combined with kv");
   const Tensor& kv = options.kv.defined() ? options.kv : x;
-  if (options.kv.defined()) check_kv_input(x, kv, d_in, context_length);
-  const int64_t b = x.size(0), T_q = x.size(1), past = options.cache ? options.cache->length() : 0;
-  const int64_t T_k = past + kv.size(1);
-  const Tensor& padded = options.key_padding_mask;
-  if (padded.defined()) check_key_padding_mask(padded, b, T_k);
-  // (b, T, d_out) -> (b, T, num_heads, head_dim) -> (b, num_heads, T, head_dim): views, no copies
-  auto split_heads = [&](const Tensor& t, int64_t T) { return t.view({b, T, num_heads, head_dim}).transpose(1, 2); };
+  check_inputs(x, kv, options.key_padding_mask, 0);
   Tensor keys = W_key->forward(kv), queries = W_query->forward(x), values = W_value->forward(kv);  // (b, T, d_out)
-  if (qkv_lora) add_qkv_update(x, kv, queries, keys, values);
-  keys = split_heads(keys, kv.size(1));        // (b, h, T_k, hs)
-  queries = split_heads(queries, T_q);         // (b, h, T_q, hs)
-  values = split_heads(values, kv.size(1));    // (b, h, T_k, hs)
-  if (options.cache) append_to_cache(*options.cache, keys, values);  // now (b, h, past + T_q, hs)
-  const Tensor padded_keys = padded.defined() ? padded.view({b, 1, 1, T_k}) : Tensor();  // (b, 1, 1, T_k)
-  // query i is at position past + i: causal, it sees keys 0..past + i
-  const MaskedSoftmaxOptions rule{.causal = options.causal, .query_offset = past};
-  // (b, h, T_q, hs) -> (b, T_q, h, hs) -> (b, T_q, d_out): the heads joined
-  auto join_heads = [&](const Tensor& t) { return t.transpose(1, 2).contiguous().view({b, T_q, d_out}); };
+  keys = split_heads(keys);                                                                    // (b, h, T_k, hs)
+  queries = split_heads(queries);                                                              // (b, h, T_q, hs)
+  values = split_heads(values);                                                                // (b, h, T_k, hs)
+  Tensor context = attend(queries, keys, values, options.key_padding_mask, options.causal, 0);  // (b, h, T_q, hs)
+  return out_proj->forward(join_heads(context));                                               // (b, T_q, d_out)
+}
+
+// The notebook's steps from the scores to @ values, every head at once; query i sits at position
+// past + i (past > 0 only for a caller that keeps earlier keys, such as the GPT's KV cache).
+Tensor MultiHeadAttention::attend(const Tensor& queries, const Tensor& keys, const Tensor& values,
+                                  const Tensor& key_padding_mask, bool causal, int64_t past) {
+  const int64_t b = queries.size(0), T_q = queries.size(2), T_k = keys.size(2);
+  const Tensor padded_keys = key_padding_mask.defined() ? key_padding_mask.view({b, 1, 1, T_k}) : Tensor();
+  const MaskedSoftmaxOptions rule{.causal = causal, .query_offset = past};
   if (fast_kernels() && dropout_is_identity(*dropout) && !keep_attention_weights)  // the steps below as one op
-    return out_proj->forward(join_heads(masked_scaled_attention(queries, keys, values, padded_keys, head_dim, rule)));
+    return masked_scaled_attention(queries, keys, values, padded_keys, head_dim, rule);
   Tensor scores = queries.matmul(keys.transpose(2, 3));  // (b, h, T_q, T_k)
   Tensor weights;                                        // (b, h, T_q, T_k)
   if (fast_kernels()) {  // the else branch's steps in one pass, the same bits
     weights = masked_scaled_softmax(scores, padded_keys, head_dim, rule);
   } else {
-    Tensor hidden = options.causal ? causal_mask(past, T_q, T_k) : Tensor();  // (T_q, T_k)
-    if (padded.defined()) hidden = hidden.defined() ? logical_or(hidden, padded_keys) : padded_keys;
+    Tensor hidden = causal ? causal_mask(past, T_q, T_k) : Tensor();  // (T_q, T_k)
+    if (padded_keys.defined()) hidden = hidden.defined() ? logical_or(hidden, padded_keys) : padded_keys;
     // A query that sees no key (all padded) would get softmax's NaN: its row is left unmasked
     // here, and its weights are zeroed after the softmax (it attends to nothing).
     const Tensor blind = hidden.defined() ? hidden.sum(-1, /*keepdim=*/true) == T_k : Tensor();
@@ -253,7 +208,26 @@ Tensor MultiHeadAttention::forward(const Tensor& x, const AttentionOptions& opti
   }
   weights = dropout->forward(weights);
   if (keep_attention_weights) attention_weights = weights.detach();
-  return out_proj->forward(join_heads(weights.matmul(values)));  // (b, T_q, d_out)
+  return weights.matmul(values);  // (b, h, T_q, hs)
+}
+
+// (b, T, d_out) -> (b, T, num_heads, head_dim) -> (b, num_heads, T, head_dim): views, no copies
+Tensor MultiHeadAttention::split_heads(const Tensor& t) const {
+  return t.view({t.size(0), t.size(1), num_heads, head_dim}).transpose(1, 2);
+}
+
+// (b, h, T, hs) -> (b, T, h, hs) -> (b, T, d_out): the heads joined
+Tensor MultiHeadAttention::join_heads(const Tensor& t) const {
+  return t.transpose(1, 2).contiguous().view({t.size(0), t.size(2), d_out});
+}
+
+// x (b, T_q, d_in) and kv (b, T_k, d_in) within the context once past positions are added, and
+// a key_padding_mask (b, past + T_k) when given; each refusal names what was wrong.
+void MultiHeadAttention::check_inputs(const Tensor& x, const Tensor& kv, const Tensor& key_padding_mask,
+                                      int64_t past) const {
+  check_batch_input(x, d_in, context_length, "MultiHeadAttention");
+  if (!kv.is_same(x)) check_kv_input(x, kv, d_in, context_length);
+  if (key_padding_mask.defined()) check_key_padding_mask(key_padding_mask, x.size(0), past + kv.size(1));
 }
 
 }  // namespace tg::nn

@@ -22,16 +22,9 @@
 //   .key_padding_mask  bool (b, T_k), true = padded, as PyTorch's key_padding_mask: no query
 //                      sees that key; undefined: none
 //
-//   .cache             a KVCache: incremental decoding. x holds the new positions only; their
-//                      keys and values are written into the cache after the ones before, and
-//                      the queries attend to all of them (query i is at position past + i, so
-//                      causal means keys 0..past+i). Each new token then costs one position's
-//                      work. For generation: only under NoGradGuard, and not with .kv.
+//   masked(n, i, j) = (causal and j > i) or key_padding_mask[n, j]   scores -inf where masked
 //
-//   masked(n, i, j) = (causal and j > past + i) or key_padding_mask[n, j]   scores -inf where masked
-//                     (past = 0 without a cache)
-//
-// The causal rule is computed from the positions, the buffer's rows past..past+T_q-1 and columns
+// The causal rule is computed from the positions, the buffer's rows 0..T_q-1 and columns
 // 0..T_k-1; the buffer itself is made only when read (mask(), state_dict).
 // Causal with T_q != T_k is aligned at the top left, as the buffer's (T_q, T_k) corner and as
 // torch 2's scaled_dot_product_attention(is_causal=True): query i sees keys 0..min(i, T_k - 1).
@@ -46,17 +39,13 @@
 // Set keep_attention_weights = true to keep the last forward's weights in attention_weights
 // (for teaching and heatmaps); off, nothing is kept.
 //
-// MultiHeadAttention::add_qkv_lora(r, alpha) adds a LoRA update (nn/lora.h) to the three
-// projections together, as peft adapts GPT-2's fused c_attn: one LoRA(d_in, 3 d_out), u(x) =
-// (alpha / r) (x A^T) B^T, whose columns [0, d_out), [d_out, 2 d_out), [2 d_out, 3 d_out) are
-// added to the queries, keys and values:  queries = W_query(x) + u(x)[q],  keys = W_key(kv) +
-// u(kv)[k],  values = W_value(kv) + u(kv)[v]. W_query, W_key and W_value are then frozen.
+// The GPT of models/gpt.h builds its attention on this class: a KV cache for generation and
+// GPT-2's fused-qkv LoRA update are its own, around attend().
 #pragma once
 #include <cstdint>
 #include <memory>
 
 #include "nn/layers.h"
-#include "nn/lora.h"
 #include "nn/module.h"
 
 namespace tg::nn {
@@ -99,27 +88,12 @@ class MultiHeadAttentionWrapper : public Module {
   std::shared_ptr<ModuleList> heads;
 };
 
-// The keys and values of the positions seen so far, one layer's, for incremental decoding:
-// buffers of (b, num_heads, context_length, head_dim) filled up to length(). Made empty; the
-// first forward that uses it sizes it. clear() starts over (a new prompt, a slid window).
-class KVCache {
- public:
-  int64_t length() const { return length_; }
-  void clear() { length_ = 0; }
-
- private:
-  friend class MultiHeadAttention;
-  Tensor keys_, values_;  // (b, h, context_length, hs)
-  int64_t length_ = 0;
-};
-
 // What MultiHeadAttention::forward(x, options) adds (see the header comment):
 //   mha.forward(x, {.kv = encoded, .causal = false, .key_padding_mask = padded});
 struct AttentionOptions {
   Tensor kv{};                // (b, T_k, d_in); undefined: keys and values from x
   bool causal = true;         // query i sees keys 0..i only
   Tensor key_padding_mask{};  // bool (b, T_k), true = padded; undefined: nothing padded
-  KVCache* cache = nullptr;   // incremental decoding (no grad); nullptr: none
 };
 
 class MultiHeadAttention : public Module {
@@ -138,15 +112,17 @@ class MultiHeadAttention : public Module {
   Tensor mask() const { return buffer("mask"); }
   bool keep_attention_weights = false;
   Tensor attention_weights;  // (b, num_heads, T_q, T_k)
-  // The LoRA update of q, k and v together (see the header comment); nullptr: none.
-  std::shared_ptr<LoRA> qkv_lora;
-  // Registers qkv_lora = LoRA(d_in, 3 d_out, r, alpha) (drawing its A as peft does) and freezes
-  // W_query, W_key and W_value. Once only.
-  void add_qkv_lora(int64_t r, double alpha);
 
- private:
-  void append_to_cache(KVCache& cache, Tensor& keys, Tensor& values) const;
-  void add_qkv_update(const Tensor& x, const Tensor& kv, Tensor& queries, Tensor& keys, Tensor& values);
+ protected:
+  // weights = softmax(masked(queries @ keys^T) / sqrt(head_dim)), dropout, @ values: the notebook's
+  // steps for every head at once, (b, h, T_q, hs) from keys and values (b, h, T_k, hs); query i
+  // sits at position past + i.
+  Tensor attend(const Tensor& queries, const Tensor& keys, const Tensor& values, const Tensor& key_padding_mask,
+                bool causal, int64_t past);
+  Tensor split_heads(const Tensor& t) const;  // (b, T, d_out) -> (b, h, T, hs), a view
+  Tensor join_heads(const Tensor& t) const;   // (b, h, T, hs) -> (b, T, d_out)
+  // Shapes of x, kv and key_padding_mask (b, past + T_k); Errors name the input and its shape.
+  void check_inputs(const Tensor& x, const Tensor& kv, const Tensor& key_padding_mask, int64_t past) const;
 };
 
 }  // namespace tg::nn

@@ -348,12 +348,7 @@ MemoryReport Trainer::memory_report() const {
 }
 
 Tensor Trainer::mean_loss(const Tensor& x, const Tensor& y, const Tensor& key_padding_mask) {
-  if (options_.loss_chunk > 0) {  // the head and the loss a chunk of rows at a time: no (B*T, V) logits
-    const Tensor hidden = model_->hidden_states(x, key_padding_mask);  // (B,T,C)
-    return nn::chunked_cross_entropy(*model_->out_head, hidden.flatten(0, 1), y.flatten(), options_.loss_chunk);
-  }
-  const Tensor logits = model_->forward(x, key_padding_mask);  // (B,T,V)
-  return cross_entropy(logits.flatten(0, 1), y.flatten());
+  return model_->loss(x, y, key_padding_mask, options_.loss_chunk);
 }
 
 std::pair<double, double> Trainer::mean_loss_and_bpb(const Tensor& split, const std::string& name, Generator& gen) {

@@ -132,17 +132,17 @@ TEST(FastKernelsLayers, MultiHeadAttentionOptionsAgreeWithTheSwitchOffAndOn) {
 }
 
 // Incremental decoding: 2 positions, then 1, then 3, each reading the cache.
-TEST(FastKernelsLayers, MultiHeadAttentionWithAKVCacheAgreesWithTheSwitchOffAndOn) {
+TEST(FastKernelsLayers, GptAttentionWithAKVCacheAgreesWithTheSwitchOffAndOn) {
   manual_seed(11);
-  MultiHeadAttention mha(4, 4, 8, 0.0, 2);
+  models::CausalSelfAttention mha(models::GPTConfig{.vocab_size = 1, .context_length = 8, .emb_dim = 4, .n_heads = 2});
   const Tensor x = normal_tensor({2, 6, 4}, 3, kFloat32);
   NoGradGuard no_grad;
   std::vector<Tensor> outputs[2];
   for (bool fast : {false, true}) {
     FastKernelsGuard switch_(fast);
-    KVCache cache;
+    models::KVCache cache;
     for (auto [start, length] : {std::pair<int64_t, int64_t>{0, 2}, {2, 1}, {3, 3}})
-      outputs[fast].push_back(mha.forward(x.narrow(1, start, length), {.cache = &cache}));
+      outputs[fast].push_back(mha.forward(x.narrow(1, start, length), &cache, Tensor()));
   }
   for (size_t i = 0; i < outputs[0].size(); ++i)
     EXPECT_TRUE(all_close(outputs[0][i], outputs[1][i], 1e-6, 1e-5)) << "step " << i;

@@ -307,15 +307,14 @@ TEST(GPTModel, KeyPaddingMaskLeavesRealPositionsAsTheUnpaddedRow) {
 }
 
 TEST(KVCache, MisuseIsAnError) {
-  MultiHeadAttention mha(4, 4, 6, 0.0, 2);
-  KVCache cache;
+  models::CausalSelfAttention att(models::GPTConfig{.vocab_size = 1, .context_length = 6, .emb_dim = 4, .n_heads = 2});
+  models::KVCache cache;
   const Tensor x = zeros({1, 2, 4});
-  expect_error([&] { mha.forward(x, {.cache = &cache}); }, {"a KVCache is for generation; use it under tg::NoGradGuard"});
+  expect_error([&] { att.forward(x, &cache, Tensor()); }, {"a KVCache is for generation; use it under tg::NoGradGuard"});
   NoGradGuard no_grad;
-  expect_error([&] { mha.forward(x, {.kv = x, .cache = &cache}); }, {"cannot be combined with kv"});
-  mha.forward(x, {.cache = &cache});
-  expect_error([&] { mha.forward(zeros({3, 1, 4}), {.cache = &cache}); }, {"the KVCache holds another batch; clear() it first"});
-  expect_error([&] { mha.forward(zeros({1, 5, 4}), {.cache = &cache}); },
+  att.forward(x, &cache, Tensor());
+  expect_error([&] { att.forward(zeros({3, 1, 4}), &cache, Tensor()); }, {"the KVCache holds another batch; clear() it first"});
+  expect_error([&] { att.forward(zeros({1, 5, 4}), &cache, Tensor()); },
                {"the KVCache holds 2 positions; 5 more exceed context_length (6)"});
 }
 

@@ -128,19 +128,20 @@ TEST(LoRALinear, ABadRankOrAlphaIsAnErrorNamingIt) {
 
 TEST(MultiHeadAttentionLoRA, TheFusedQkvAdapterChecksInFloat64) {
   manual_seed(6);
-  MultiHeadAttention mha(4, 6, 5, 0.0, 2, /*qkv_bias=*/true);
-  mha.add_qkv_lora(2, 4.0);
-  randomize_b(*mha.qkv_lora, 7);
-  EXPECT_EQ(mha.qkv_lora->lora_B->weight.sizes(), (Shape{18, 2}));  // 3 d_out rows: [q | k | v]
-  EXPECT_FALSE(mha.W_key->weight.requires_grad());
-  EXPECT_TRUE(mha.out_proj->weight.requires_grad());  // apply_lora freezes it (or adapts it)
-  const Tensor x = test::normal_tensor({2, 5, 4}, 8).requires_grad_();
-  const GradcheckResult r = gradcheck(mha, {x});
+  models::CausalSelfAttention att(
+      models::GPTConfig{.vocab_size = 1, .context_length = 5, .emb_dim = 6, .n_heads = 2, .qkv_bias = true});
+  att.add_qkv_lora(2, 4.0);
+  randomize_b(*att.qkv_lora, 7);
+  EXPECT_EQ(att.qkv_lora->lora_B->weight.sizes(), (Shape{18, 2}));  // 3 C rows: [q | k | v]
+  EXPECT_FALSE(att.W_key->weight.requires_grad());
+  EXPECT_TRUE(att.out_proj->weight.requires_grad());  // apply_lora freezes it (or adapts it)
+  const Tensor x = test::normal_tensor({2, 5, 6}, 8).requires_grad_();
+  const GradcheckResult r = gradcheck(att, {x});
   EXPECT_TRUE(r.passed) << r;
-  const Tensor kv = test::normal_tensor({2, 3, 4}, 9);  // cross-attention: k, v's update from kv
-  EXPECT_TRUE(gradcheck(mha, {x, kv}, [&](const std::vector<Tensor>& in) {
-                return mha.forward(in[0], {.kv = in[1], .causal = false});
-              }).passed);
+  Tensor padded = zeros({2, 5}, kBool);  // the padding mask's path too: the second row's last two keys
+  padded.narrow(0, 1, 1).narrow(1, 3, 2).fill_(1.0);
+  EXPECT_TRUE(gradcheck(att, {x}, [&](const std::vector<Tensor>& in) { return att.forward(in[0], nullptr, padded); })
+                  .passed);
 }
 
 models::GPTConfig tiny_config() {
@@ -177,7 +178,7 @@ TEST(GptLoRA, OnlyTheAdaptersTrainAndTheyAreWherePeftPutsThem) {
   models::GPTModel attn_only(tiny_config());
   models::apply_lora(attn_only, models::LoRAConfig{.r = 1, .alpha = 1.0, .attn = true, .mlp = false});
   EXPECT_EQ(trainable_parameters(attn_only).size(), 8u);
-  EXPECT_FALSE(dynamic_cast<LoRALinear*>(attn_only.blocks()[0]->ff->expand.get()));
+  EXPECT_FALSE(dynamic_cast<LoRALinear*>((*attn_only.blocks()[0]->ff->layers)[0].get()));
 }
 
 TEST(GptLoRA, TheTargetsParseOrNameWhatIsWrong) {
@@ -205,7 +206,7 @@ TEST(GptLoRA, FeedForwardAndAttentionWithAdaptersGiveTheSameNumbersInBothKernelM
     const Tensor out = model.forward(idx);
     out.pow(2.0).mean().backward();
     logits.push_back(out.detach());
-    grads.push_back(dynamic_cast<LoRALinear&>(*model.blocks()[0]->ff->expand).lora->lora_A->weight.grad());
+    grads.push_back(dynamic_cast<LoRALinear&>(*(*model.blocks()[0]->ff->layers)[0]).lora->lora_A->weight.grad());
   }
   EXPECT_TRUE(all_close(logits[0], logits[1], 1e-6, 1e-5));
   EXPECT_TRUE(all_close(grads[0], grads[1], 1e-6, 1e-5));
