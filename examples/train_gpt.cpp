@@ -303,7 +303,7 @@ int run(train::TrainOptions o, const std::vector<std::string>& given) {
     if (!note.empty()) std::cout << "train_gpt: " << o.data << ": " << note << "\n";
   }
   auto save_all = [&] {
-    train::save_checkpoint(*trainer, o.out);
+    train::save_run(*trainer, o.out);
     log.write(o.out);
   };
   while (trainer->step() < o.steps) {

@@ -167,7 +167,7 @@ models::AdapterConfig adapters_of(const std::string& dir) {
 
 }  // namespace
 
-void check_checkpoint_folder(const std::string& dir) {
+void check_run_folder(const std::string& dir) {
   if (!std::filesystem::is_directory(dir)) throw Error(dir + ": no such folder");
   for (const std::string& name : {weights_file(dir), std::string("optimizer.safetensors"), std::string("config.json"),
                                   std::string("tokenizer.json")})
@@ -206,7 +206,7 @@ void remove_killed_saves(const std::string& dir) {
 
 }  // namespace
 
-void save_checkpoint(Trainer& trainer, const std::string& dir) {
+void save_run(Trainer& trainer, const std::string& dir) {
   const std::string step = std::to_string(trainer.step());
   std::vector<AtomicFile> files;
   const models::AdapterConfig* lora = trainer.lora();  // a LoRA run saves its adapters alone, in peft's names
@@ -284,7 +284,7 @@ FilePair newest_consistent_pair(const std::string& dir) {
 }  // namespace
 
 TrainOptions saved_options(const std::string& dir) {
-  check_checkpoint_folder(dir);
+  check_run_folder(dir);
   const std::string path = path_in(dir, "config.json");
   const json::Value doc = json::parse(read_text(path), path);
   TrainOptions o;
@@ -332,7 +332,7 @@ std::unique_ptr<Trainer> start_from_gpt2_folder(TrainOptions o, const std::strin
 }
 
 std::unique_ptr<Trainer> resume_trainer(const std::string& dir, const TrainOptions& options, const std::string& text) {
-  check_checkpoint_folder(dir);
+  check_run_folder(dir);
   remove_killed_saves(dir);
   const bool lora = is_lora_run(dir), from_gpt2 = lora || models::is_hf_gpt2_folder(dir);
   const std::string config_path = path_in(dir, "config.json");
@@ -490,7 +490,7 @@ void save_merged_model(const std::string& run, const std::string& out) {
   if (!is_lora_run(run))
     throw UsageError("--merge-lora: " + run + " has no LoRA adapters (" + models::kAdapterConfigFile +
                      " is missing): its model.safetensors is the whole model already");
-  check_checkpoint_folder(run);
+  check_run_folder(run);
   SavedModel saved = load_saved_model(run);
   const std::string base = adapters_of(run).base;
   std::error_code ec;

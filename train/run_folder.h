@@ -51,7 +51,7 @@
 
 namespace tg::train {
 
-void save_checkpoint(Trainer& trainer, const std::string& dir);
+void save_run(Trainer& trainer, const std::string& dir);
 
 // The options a run was saved with (config.json's "train").
 TrainOptions saved_options(const std::string& dir);
@@ -95,7 +95,7 @@ std::string write_text(models::GPTModel& model, const tokenizers::Tokenizer& tok
                        std::ostream* stream = nullptr);
 
 // "path: what is wrong" when dir is not a checkpoint folder (a file missing).
-void check_checkpoint_folder(const std::string& dir);
+void check_run_folder(const std::string& dir);
 
 // A LoRA run's folder: it has an adapter_config.json.
 bool is_lora_run(const std::string& dir);

@@ -32,7 +32,7 @@
 // on_nonfinite "error" train_step throws (the model, the optimizer and the last checkpoint stay
 // as they were), with "skip" it drops that step's update and goes on (the batch is used up).
 // Weights or optimizer state that an update itself makes inf or nan (finite gradients, a step that
-// overflows) are caught when the run saves: save_checkpoint refuses a non-finite checkpoint
+// overflows) are caught when the run saves: save_run refuses a non-finite checkpoint
 // whatever on_nonfinite says, since skipping later steps cannot mend them (checkpoint.h).
 //
 // With precision "bf16" the matrix products of the forward, and so of the backward, take bfloat16

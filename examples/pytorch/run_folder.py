@@ -315,7 +315,7 @@ def model_file_tensors(model_state, config, hf_prefixed):
     return gpt2_layout.hf_tensors(model_state, run_section(config)["model"]["n_layers"], hf_prefixed)
 
 
-def save_checkpoint(folder, config, tokenizer_files, model_state, optimizer_tensors, metadata, loss_rows,
+def save_run(folder, config, tokenizer_files, model_state, optimizer_tensors, metadata, loss_rows,
                     hf_prefixed=False):
     """The run folder as train_gpt writes it: config and tokenizer files (tokenizer.json, and GPT-2's
     vocab.json and merges.txt: {name: text or bytes}), then the model/optimizer pair (the previous

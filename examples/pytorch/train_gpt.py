@@ -330,7 +330,7 @@ class Run:
                     "default_generator": bytes(torch.get_rng_state().tolist()).hex(),
                     "batch_generator": bytes(self.batch_gen.get_state().tolist()).hex()}
         state = {k: v.cpu() for k, v in self.model.state_dict().items()}
-        run_folder.save_checkpoint(folder, config, tokenizer_files(self.tokenizer), state, self.optimizer_tensors(),
+        run_folder.save_run(folder, config, tokenizer_files(self.tokenizer), state, self.optimizer_tensors(),
                                    metadata, loss_rows, self.hf_prefixed)
 
 

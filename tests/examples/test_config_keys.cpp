@@ -55,7 +55,7 @@ TEST(ConfigKeys, EveryKeyTrainGptWritesIsDeclaredByThePythonSide) {
   o.warmup = 1;
   test::TempFolder dir;
   train::Trainer trainer(o, train::builtin_corpus(4000, 3));
-  train::save_checkpoint(trainer, dir.path);
+  train::save_run(trainer, dir.path);
   const json::Value config = json::parse_file((std::filesystem::path(dir.path) / "config.json").string());
   const json::Value declared = json::parse_file(std::string(TG_PYTORCH_DIR) + "/config_keys.json");
 

@@ -13,7 +13,7 @@
 #include "autograd/io/safetensors.h"
 #include "autograd/ops.h"
 #include "models/hf_gpt2.h"
-#include "gpt2_test_files.h"
+#include "examples/gpt2_test_files.h"
 #include "test_util.h"
 
 namespace tg::test {

@@ -12,7 +12,7 @@
 #include "autograd/io/json.h"
 #include "autograd/io/safetensors.h"
 #include "train/instructions.h"
-#include "gpt2_test_files.h"
+#include "examples/gpt2_test_files.h"
 #include "test_util.h"
 
 namespace tg::test {

@@ -25,7 +25,7 @@
 #include "train/corpus.h"
 #include "models/hf_gpt2.h"
 #include "train/trainer.h"
-#include "tiny_train_options.h"
+#include "examples/tiny_train_options.h"
 #include "test_util.h"
 
 namespace tg::test {
@@ -201,7 +201,7 @@ const std::string& text() {
 // A run folder of train_gpt's own (tapegrad's names), saved at step 0.
 void save_tiny_run(const std::string& dir) {
   train::Trainer trainer(tiny_options(), text());
-  train::save_checkpoint(trainer, dir);
+  train::save_run(trainer, dir);
 }
 
 // A run from the tiny GPT-2 (with LoRA adapters of rank 2 when lora), saved at step 0.
@@ -213,7 +213,7 @@ void save_gpt2_run(const std::string& dir, bool lora) {
     o.lora_rank = 2;
     o.lora_alpha = 2;
   }
-  train::save_checkpoint(*train::start_from_gpt2_folder(o, read_bytes(kBase + "/../text.txt"), nullptr), dir);
+  train::save_run(*train::start_from_gpt2_folder(o, read_bytes(kBase + "/../text.txt"), nullptr), dir);
 }
 
 TEST(ModelFileSizes, ARunsConfigLargerThanItsWeightsIsRefusedBeforeAnyModelIsBuilt) {

@@ -22,7 +22,7 @@
 #include "models/hf_gpt2.h"
 #include "models/lora_adapters.h"
 #include "train/trainer.h"
-#include "tiny_train_options.h"
+#include "examples/tiny_train_options.h"
 #include "test_util.h"
 
 namespace tg::test {
@@ -95,7 +95,7 @@ void save_small_lora_run(const std::string& dir) {
   models::load_hf_gpt2_weights(trainer.model(), kBase + "/model.safetensors", &layout);
   trainer.apply_lora(kBase);
   trainer.train_step();
-  train::save_checkpoint(trainer, dir);
+  train::save_run(trainer, dir);
 }
 
 ProgramRun train_gpt(const std::vector<std::string>& args) { return run_program(example_program("train_gpt"), args); }
@@ -178,7 +178,7 @@ TEST(NonFiniteFiles, ARunWithANanWeightIsRefusedWhenResumedOrRead) {
   {
     train::Trainer t(tiny_options(), corpus());
     t.train_step();
-    train::save_checkpoint(t, dir.path);
+    train::save_run(t, dir.path);
   }
   set_element(dir.file("model.safetensors"), "trf_blocks.0.att.W_query.weight", 1 * 8 + 2, kInf);
   const auto before = folder_bytes(dir.path);
@@ -211,13 +211,13 @@ TEST(NonFiniteFiles, ANanOptimizerStateIsRefusedBeforeAnyStepAndNothingIsReplace
   EXPECT_EQ(folder_bytes(dir.path), before);
 }
 
-// A run saved at step 1, then its model or optimizer made non-finite in memory: save_checkpoint
+// A run saved at step 1, then its model or optimizer made non-finite in memory: save_run
 // refuses, naming the tensor, and leaves every file of the folder as it was.
 TEST(NonFiniteFiles, ACheckpointIsSavedOnlyWhenItIsFinite) {
   TempFolder dir;
   train::Trainer t(tiny_options(), corpus());
   t.train_step();
-  train::save_checkpoint(t, dir.path);
+  train::save_run(t, dir.path);
   t.train_step();
   const auto before = folder_bytes(dir.path);
   Tensor weight, moment;
@@ -228,18 +228,18 @@ TEST(NonFiniteFiles, ACheckpointIsSavedOnlyWhenItIsFinite) {
   ASSERT_TRUE(weight.defined() && moment.defined());
   const std::string kept = "; the files in " + dir.path + " are left as they were";
   set_at(weight, {5, 3}, kNan);
-  expect_error([&] { train::save_checkpoint(t, dir.path); },
+  expect_error([&] { train::save_run(t, dir.path); },
                {"step 2: the checkpoint is not saved: " + dir.file("model.safetensors") +
                 ": tensor \"trf_blocks.0.ff.layers.0.weight\" has a non-finite value (nan) at index [5, 3]" + kept});
   EXPECT_EQ(folder_bytes(dir.path), before);
   set_at(weight, {5, 3}, 0.0);
   set_at(moment, {6}, -kInf);
-  expect_error([&] { train::save_checkpoint(t, dir.path); },
+  expect_error([&] { train::save_run(t, dir.path); },
                {"step 2: the checkpoint is not saved: " + dir.file("optimizer.safetensors") +
                 ": tensor \"final_norm.bias.exp_avg\" has a non-finite value (-inf) at index [6]" + kept});
   EXPECT_EQ(folder_bytes(dir.path), before);
   set_at(moment, {6}, 0.0);
-  train::save_checkpoint(t, dir.path);  // finite again: saved
+  train::save_run(t, dir.path);  // finite again: saved
   EXPECT_NE(folder_bytes(dir.path), before);
 }
 
@@ -269,7 +269,7 @@ TEST(NonFiniteFiles, AnAdaptersSaveIsRefusedWhenOneIsNotFinite) {
   std::unique_ptr<train::Trainer> t = train::resume_trainer(dir.path, o, read_bytes(kText));
   for (const auto& [name, p] : t->model().state_dict())
     if (name == "trf_blocks.0.att.qkv_lora.lora_A.weight") set_at(p, {1, 4}, kInf);
-  expect_error([&] { train::save_checkpoint(*t, dir.path); },
+  expect_error([&] { train::save_run(*t, dir.path); },
                {"step 1: the checkpoint is not saved: " + dir.file("adapters.safetensors") +
                 ": tensor \"base_model.model.transformer.h.0.attn.c_attn.lora_A.weight\" has a non-finite value (inf) "
                 "at index [1, 4]"});

@@ -189,10 +189,10 @@ TEST(SavedFilesSave, TheNextSaveRemovesAKilledSavesTemporaryFilesAndNothingElse)
   o.warmup = 1;
   train::Trainer trainer(o, train::builtin_corpus(4000, 3));
   TempFolder dir;
-  train::save_checkpoint(trainer, dir.path);
+  train::save_run(trainer, dir.path);
   trainer.train_step();
   plant(dir.path);
-  train::save_checkpoint(trainer, dir.path);
+  train::save_run(trainer, dir.path);
   // loss.csv and summary.json are train_gpt's to write (their own writes remove theirs)
   for (const std::string& name : kLeftovers) {
     if (name.starts_with("model") || name.starts_with("optimizer")) {

@@ -5,7 +5,7 @@ Run from the repository root (standard library only):
 
     /usr/bin/python3 tests/reference/make_bpe_reference.py
 
-The output is committed; tests/examples/test_bpe.cpp reads it and never runs Python. Every text
+The output is committed; tests/tokenizers/test_bpe.cpp reads it and never runs Python. Every text
 is generated here from fixed seeds (no file is read). Byte strings are stored as hex.
   split_cases    inputs that stress the pre-split and their chunks, by re.findall itself
   training_text  ~30 KB of English-like text (words, capitals, digits, contractions, runs of

@@ -1,6 +1,6 @@
 # make_gpt_reference.py — PyTorch 1.13's GPT (examples/pytorch/gpt_model.py) from a seed: the
 # state_dict, the logits and cross-entropy loss on given token ids, and every parameter's
-# gradient, as test data for tests/nn/test_gpt.cpp.
+# gradient, as test data for tests/models/test_gpt.cpp.
 #
 #     /usr/bin/python3 tests/reference/make_gpt_reference.py
 #

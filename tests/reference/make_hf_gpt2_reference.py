@@ -1,5 +1,5 @@
 # make_hf_gpt2_reference.py — a tiny random GPT-2 in Hugging Face's layout, as test data for
-# models/hf_gpt2.h (tests/examples/test_hf_gpt2.cpp).
+# models/hf_gpt2.h (tests/models/test_hf_gpt2.cpp).
 #
 #     /usr/bin/python3 tests/reference/make_hf_gpt2_reference.py
 #

@@ -1,5 +1,5 @@
 # make_instruct_reference.py — an instruction fine-tuning batch and its loss in PyTorch, as test
-# data for train/instructions.h (tests/examples/test_instructions.cpp).
+# data for train/instructions.h (tests/train/test_instructions.cpp).
 #
 #     /usr/bin/python3 tests/reference/make_instruct_reference.py
 #

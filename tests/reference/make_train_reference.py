@@ -1,6 +1,6 @@
 # make_train_reference.py — PyTorch 1.13 trains the GPT with examples/pytorch/train_gpt.py (the
 # procedure of tapegrad's Trainer) on tests/reference/parity_corpus.txt; the loss of every step
-# and the final evaluation are test data for tests/examples/test_train_parity.cpp.
+# and the final evaluation are test data for tests/train/test_train_parity.cpp.
 #
 #     /usr/bin/python3 tests/reference/make_train_reference.py
 #

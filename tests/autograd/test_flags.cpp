@@ -1,4 +1,4 @@
-// tests/examples/test_flags.cpp — the one flag parser of the examples and benchmarks
+// tests/autograd/test_flags.cpp — the one flag parser of the examples and benchmarks
 // (autograd/io/flags.h): the typed table, its messages, and the exit-code rule
 // (0 success or --help, 2 usage error, 1 failure).
 #include <gtest/gtest.h>

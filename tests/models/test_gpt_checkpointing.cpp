@@ -1,4 +1,4 @@
-// tests/nn/test_gpt_checkpointing.cpp — GPTModel::set_checkpointing (models/gpt.h): 20 training steps
+// tests/models/test_gpt_checkpointing.cpp — GPTModel::set_checkpointing (models/gpt.h): 20 training steps
 // with dropout give bit-identical losses, gradients and weights with and without checkpointing,
 // and the blocks keep less on the tape (measured).
 #include <gtest/gtest.h>

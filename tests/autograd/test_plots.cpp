@@ -18,7 +18,7 @@
 #include "examples/your_journey.h"
 #include "nn/attention.h"
 #include "test_util.h"
-#include "xml_reader.h"
+#include "examples/xml_reader.h"
 
 namespace tg::examples {
 namespace {

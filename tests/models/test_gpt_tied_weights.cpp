@@ -2,7 +2,7 @@
 // GPT-2. One tensor: counted once in the parameters and by the optimizer, listed under both
 // names in the state_dict and the file (as PyTorch does), still one tensor after training
 // steps; loading checks that the two values given for it agree. (Against PyTorch: the
-// tie_weights run of tests/examples/test_train_parity.cpp.)
+// tie_weights run of tests/train/test_train_parity.cpp.)
 #include <gtest/gtest.h>
 
 #include <filesystem>

@@ -324,7 +324,7 @@ TEST(InstructionTraining, TwoAndTwoStepsEqualFourStraightBitForBit) {
   {
     train::Trainer first(o, text);
     for (int i = 0; i < 2; ++i) got.push_back(first.train_step().loss);
-    train::save_checkpoint(first, dir.path);
+    train::save_run(first, dir.path);
   }
   randn({100});  // the default generator moves on; resuming puts it back
   std::unique_ptr<train::Trainer> second = train::resume_trainer(dir.path, train::saved_options(dir.path), text);

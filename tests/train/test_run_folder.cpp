@@ -56,7 +56,7 @@ TEST(Checkpoint, ResumedRunEqualsTheStraightRunBitForBit) {
   {
     train::Trainer first(o, text());
     for (int i = 0; i < 6; ++i) got.push_back(first.train_step().loss);
-    train::save_checkpoint(first, dir.path);
+    train::save_run(first, dir.path);
   }
   randn({100});  // the default generator moves on; resuming must put it back
   std::unique_ptr<train::Trainer> second = train::resume_trainer(dir.path, train::saved_options(dir.path), text());
@@ -77,7 +77,7 @@ TEST(Checkpoint, SavedOptionsComeBack) {
   o.data = "some \"quoted\" path.txt";
   train::Trainer t(o, text());
   TempFolder dir;
-  train::save_checkpoint(t, dir.path);
+  train::save_run(t, dir.path);
   const train::TrainOptions back = train::saved_options(dir.path);
   EXPECT_EQ(back.lr, o.lr);
   EXPECT_EQ(back.data, o.data);
@@ -97,7 +97,7 @@ TEST(Checkpoint, ARunKilledWhileSavingLeavesACheckpointThatLoads) {
   o.steps = 1000;
   {
     train::Trainer t(o, text());
-    train::save_checkpoint(t, dir.path);
+    train::save_run(t, dir.path);
   }
   for (int round = 0; round < 4; ++round) {
     const pid_t child = fork();
@@ -106,7 +106,7 @@ TEST(Checkpoint, ARunKilledWhileSavingLeavesACheckpointThatLoads) {
       std::unique_ptr<train::Trainer> t = train::resume_trainer(dir.path, train::saved_options(dir.path), text());
       for (;;) {
         t->train_step();
-        train::save_checkpoint(*t, dir.path);
+        train::save_run(*t, dir.path);
       }
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(150 + 37 * round));
@@ -125,7 +125,7 @@ TEST(Checkpoint, DamagedOrForeignCheckpointsAreErrors) {
   {
     train::Trainer t(o, text());
     t.train_step();
-    train::save_checkpoint(t, dir.path);
+    train::save_run(t, dir.path);
   }
   expect_error([&] { train::saved_options(dir.file("nothing")); }, {"nothing: no such folder"});
   TempFolder empty;

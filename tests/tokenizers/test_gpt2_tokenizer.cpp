@@ -19,7 +19,7 @@
 #include "autograd/io/json.h"
 #include "tokenizers/gpt2_tokenizer.h"
 #include "tokenizers/tokenizer.h"
-#include "gpt2_test_files.h"
+#include "examples/gpt2_test_files.h"
 #include "test_util.h"
 
 #ifndef TG_GPT2_TOKENIZER_DIR
