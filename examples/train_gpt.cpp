@@ -24,6 +24,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -49,12 +50,76 @@ namespace {
 volatile std::sig_atomic_t g_interrupted = 0;
 extern "C" void on_interrupt(int) { g_interrupted = 1; }
 
-// The flags a resumed run may change; every other one comes from the checkpoint.
-bool may_change_on_resume(const std::string& flag) {
-  for (const char* ok : {"steps", "max-minutes", "out", "resume", "threads", "eval-every", "sample-tokens",
-                         "on-nonfinite", "precision", "checkpoint-activations", "loss-chunk", "eval-only", "merge-lora"})
-    if (flag == ok) return true;
-  return false;
+// train_gpt's flags: the run's options (train/options.h: each flag's name, field and range), each
+// with its help, in --help's order.
+std::vector<Flag> train_flags(train::TrainOptions& o) {
+  static const std::map<std::string, std::string> help = {
+    {"steps", "training steps in all: with --resume, the run trains until it has done this many (the total, as "
+              "examples/pytorch/tapegrad_run.py train --steps; its --more-steps N counts N beyond the run's)"},
+    {"max-minutes", "stop after the step that spends this much training time (a resumed run's earlier time counts); "
+                    "0 = no limit"},
+    {"batch", "sequences per batch (per micro-batch with --grad-accum; jsonl: examples, padded to the longest)"},
+    {"grad-accum", "micro-batches of --batch sequences per step, their gradients averaged (= --batch N*B, in less "
+                   "memory; jsonl: the mean over all their response tokens)"},
+    {"context", "tokens per sequence (the model's context_length; jsonl: at most, longer examples are skipped)"},
+    {"emb-dim", "embedding width"},
+    {"heads", "attention heads (must divide --emb-dim)"},
+    {"layers", "transformer blocks"},
+    {"dropout", "dropout rate in [0, 1)"},
+    {"tie-weights", "the output layer's weight is the token embedding (GPT-2)"},
+    {"lr", "peak learning rate (AdamW)"},
+    {"min-lr", "learning rate at the end of the cosine decay"},
+    {"lr-schedule", "constant, or linear warmup then cosine decay to --min-lr"},
+    {"warmup", "warmup steps of the cosine schedule (when not given: 50, at most --steps / 10)"},
+    {"weight-decay", "AdamW weight decay (matrices and embeddings only)"},
+    {"grad-clip", "clip the gradients' total norm to this (0 = off)"},
+    {"on-nonfinite", "a step whose loss or gradient norm is inf or nan: stop with an error, or skip its update"},
+    {"precision", "matrix products in float32, or with bfloat16 inputs and float32 sums (mixed precision; may "
+                  "change when resuming)"},
+    {"checkpoint-activations", "what the blocks recompute in backward instead of keeping: nothing, every block (keeps only each "
+                               "block's input), or the feed-forward's pre-activation (ffn); the same numbers bit for bit, less "
+                               "memory, more time (may change when resuming)"},
+    {"loss-chunk", "compute the output layer and the loss this many rows (tokens) at a time, making each chunk's "
+                   "logits again in backward: the batch's (tokens x vocabulary) logits are never whole in memory; "
+                   "the same loss to rounding (0 = in one piece; may change when resuming)"},
+    {"seed", "seed of the model's initialisation, dropout and batches"},
+    {"eval-every", "evaluate and save a checkpoint every this many steps, and after the last (when not given: 250, "
+                   "at most --steps / 5; a resumed run keeps its saved value)"},
+    {"eval-batches", "batches per split in each evaluation"},
+    {"threads", "threads for matrix products and loops (0 = all cores)"},
+    {"out", "folder for the checkpoint, loss.csv, loss.svg, samples and summary"},
+    {"resume", "continue the run saved in this folder"},
+    {"data", "a text file to train on (default: the built-in corpus)"},
+    {"data-format", "text, or jsonl: --data holds instruction examples, one {\"instruction\", \"input\", \"output\"} "
+                    "object a line (\"input\" may be left out), formatted with the Alpaca template; the loss counts "
+                    "only the responses; the first 90% of the examples train, the rest validate; examples of over "
+                    "--context + 1 tokens are skipped (when not given: jsonl for a --data FILE.jsonl, else text)"},
+    {"tokenizer", "char (the text's characters), bpe (byte-level BPE learned from the training split), or a path: "
+                  "a tokenizer.json, or a folder with one or with GPT-2's vocab.json and merges.txt (--init-from's "
+                  "by default; a folder with a tokenizer.json and GPT-2's files it does not name is refused)"},
+    {"init-from", "start from the weights of a Hugging Face GPT-2 folder (config.json, model.safetensors), with "
+                  "its tokenizer; not given: --context 256 (at most the model's), --batch 4, --lr 1e-4, --min-lr "
+                  "1e-5, --dropout as its config.json"},
+    {"vocab-size", "BPE's vocabulary: 256 bytes + merges (--tokenizer bpe)"},
+    {"sample-tokens", "tokens (characters, or BPE tokens) to write in each sample at the end (jsonl: answers to the "
+                      "first 3 val examples' prompts)"},
+    {"write-corpus", "write the built-in corpus to this file and stop"},
+    {"eval-only", "with --resume DIR: print the saved model's loss, perplexity and bits per byte on the run's val "
+                  "split, or on all of --data FILE (jsonl: on the responses' tokens), and stop"},
+    {"lora-rank", "with --init-from: train LoRA adapters of this rank (at least 1) and freeze every weight of the "
+                  "model; the run saves the adapters alone, adapters.safetensors and adapter_config.json in peft's "
+                  "names, and reads its base model from the --init-from folder (not given: every weight trains)"},
+    {"lora-alpha", "the adapters' update B A is scaled by alpha / rank (not given: alpha = rank, a scale of 1, as "
+                   "peft's defaults r = lora_alpha = 8)"},
+    {"lora-targets", "which Linears get adapters: attn (q, k, v together and the attention's output: GPT-2's c_attn "
+                     "and attn.c_proj), mlp (c_fc and mlp.c_proj), or attn,mlp"},
+    {"merge-lora", "with --resume RUN (a LoRA run): write its base model with the adapters merged in (W + "
+                   "alpha/rank B A) to this folder, a Hugging Face GPT-2 folder in the base's layout with the "
+                   "tokenizer, and stop"},
+  };
+  std::vector<Flag> flags = train::option_fields(o);
+  for (Flag& flag : flags) flag.help = help.at(flag.name);  // every option has its line (a test runs --help)
+  return flags;
 }
 
 // The text --eval-only reads: all of --data when given, else the saved run's val split (of its
@@ -74,9 +139,9 @@ std::vector<int64_t> eval_ids(const train::TrainOptions& o, const std::vector<st
   const std::string text = train::read_data(saved.data);
   *label = "the val split of " + (saved.data.empty() ? std::string("the built-in corpus") : saved.data);
   if (tokenizer.type() != std::string("char"))  // byte-level: cut in the bytes
-    return tokenizer.encode(text.substr(static_cast<size_t>(0.9 * static_cast<double>(text.size()))));
+    return tokenizer.encode(text.substr(static_cast<size_t>(train::train_count(std::ssize(text)))));
   const std::vector<int64_t> ids = tokenizer.encode(text);
-  return {ids.begin() + static_cast<int64_t>(0.9 * static_cast<double>(ids.size())), ids.end()};
+  return {ids.begin() + train::train_count(std::ssize(ids)), ids.end()};
 }
 
 bool was_given(const std::vector<std::string>& given, const std::string& flag) {
@@ -209,6 +274,130 @@ std::unique_ptr<train::Trainer> start_from_gpt2(train::TrainOptions& o, const st
   return trainer;
 }
 
+// The run to train: the one saved in --resume (its loss.csv so far into log), or a fresh one from
+// scratch or from a GPT-2 folder (--init-from). o becomes the run's options.
+std::unique_ptr<train::Trainer> start_or_resume(train::TrainOptions& o, const std::vector<std::string>& given,
+                                                train::RunLog& log) {
+  if (!o.resume.empty()) {
+    o = train::resumed_options(train::saved_options(o.resume), o, given);
+    std::unique_ptr<train::Trainer> trainer = resume_trainer(o.resume, o, train::read_data(o.data));
+    std::string no_log;  // a folder whose save was cut short before loss.csv: said, and resumed
+    log = train::RunLog::read_for_resume(o.resume, trainer->step(), &no_log);
+    if (!no_log.empty()) std::cout << no_log << "\n";
+    return trainer;
+  }
+  // --warmup not given: 50 steps, or a tenth of a short run's (--steps 20 warms up for 2)
+  if (!was_given(given, "warmup")) o.warmup = train::default_warmup(o.steps);
+  if (!was_given(given, "eval-every")) o.eval_every = train::default_eval_every(o.steps);  // 150 steps: every 30
+  check_lora_flags(o, given);
+  const Activity building("building the model");
+  return o.init_from.empty() ? std::make_unique<train::Trainer>(o, train::read_data(o.data)) : start_from_gpt2(o, given);
+}
+
+// The lines before the first step: the kernels, LoRA's adapters, the model and the run's shape, the
+// instruction examples. kernels: "fast kernels, fp32" (train::kernels_mode, precision_mode).
+void say_what_runs(train::Trainer& trainer, const train::TrainOptions& o, const std::string& kernels_in_use,
+                   const std::string& kernels) {
+  std::cout << "train_gpt: " << kernels_in_use << "\n";
+  if (const models::AdapterConfig* lora = trainer.lora()) {
+    int64_t trained = 0;
+    for (const auto& [name, p] : tg::nn::trainable_parameters(trainer.model())) trained += p.numel();
+    std::cout << "train_gpt: LoRA r=" << lora->lora.r << ", alpha=" << tg::nn::python_float(lora->lora.alpha) << " on "
+              << tg::models::lora_targets(lora->lora) << ": " << trained << " of the " << trainer.model().num_parameters()
+              << " parameters train; the base model is " << lora->base << "\n";
+  }
+  const bool examples = trainer.instructions() != nullptr;
+  std::cout << "train_gpt: " << trainer.model().num_parameters() << " parameters, vocabulary of "
+            << trainer.tokenizer().vocab_size()
+            << (trainer.tokenizer().type() == std::string("char") ? " characters, " : " BPE tokens, ") << o.steps
+            << " steps of " << o.batch << (examples ? " examples (at most " : " x ") << o.model.context_length
+            << " tokens" << (examples ? ")" : "")
+            << (o.grad_accum > 1 ? " x " + std::to_string(o.grad_accum) + " micro-batches" : std::string()) << ", "
+            << kernels << "; writing to " << o.out << "/\n";
+  if (const std::string note = train::bf16_speed_note(o.precision); !note.empty()) std::cout << note << "\n";
+  if (const train::InstructionData* data = trainer.instructions()) {
+    std::cout << "train_gpt: " << o.data << ": " << data->train.size() << " training and " << data->val.size()
+              << " validation examples; the loss counts their responses' tokens\n";
+    const int64_t all = std::ssize(data->train) + std::ssize(data->val) + std::ssize(data->skipped_lines);
+    const std::string note = train::skipped_examples_note(data->skipped_lines, all, o.model.context_length);
+    if (!note.empty()) std::cout << "train_gpt: " << o.data << ": " << note << "\n";
+  }
+}
+
+// The training loop. Each step adds a row to loss.csv; every --eval-every steps and after the last,
+// both splits are evaluated and the run is saved. Ctrl-C saves and stops (exit code 130), a spent
+// --max-minutes stops after its step. Returns 0 when the run goes on to its samples.
+int train_loop(train::Trainer& trainer, const train::TrainOptions& o, train::RunLog& log, train::Progress& progress) {
+  auto save_all = [&] {
+    train::save_run(trainer, o.out);
+    log.write(o.out);
+  };
+  while (trainer.step() < o.steps) {
+    const Activity training("training step " + std::to_string(trainer.step() + 1));
+    train::LossRow row;
+    row.lr = trainer.lr_at(trainer.step());
+    const train::Trainer::StepResult result = trainer.train_step();
+    row.step = trainer.step();
+    row.train_loss = result.loss;
+    if (result.skipped) {
+      progress.message("step " + std::to_string(row.step) + ": loss " + tg::nn::python_float(result.loss) +
+                       ", gradient norm " + tg::nn::python_float(result.grad_norm) +
+                       ": not finite, update skipped (--on-nonfinite skip)");
+    }
+    progress.add_tokens(result.tokens);
+    row.tokens_per_s = progress.tokens_per_s();
+    row.elapsed_s = progress.elapsed_s();
+    const bool out_of_time = o.max_minutes > 0 && progress.elapsed_s() >= 60.0 * o.max_minutes;
+    const bool evaluate = row.step % o.eval_every == 0 || row.step == o.steps || out_of_time;
+    if (evaluate) {
+      const train::Trainer::Losses e = trainer.evaluate();
+      row.val_loss = e.val;
+      row.eval_train_loss = e.train;
+      row.train_bpb = e.train_bpb;
+      row.val_bpb = e.val_bpb;
+      log.add(row);
+      save_all();
+      progress.eval_line(row.step, e.train, e.val, e.val_bpb);
+    } else {
+      log.add(row);
+    }
+    progress.update(row.step, result.loss);
+    if (g_interrupted) {
+      if (!evaluate) save_all();
+      std::cout << "\ntrain_gpt: interrupted; checkpoint saved at step " << row.step << " in " << o.out
+                << "/ (continue with --resume " << o.out << ")\n";
+      return 130;
+    }
+    if (out_of_time) {
+      progress.message("train_gpt: the time budget (--max-minutes " + tg::nn::python_float(o.max_minutes) +
+                       ") is spent: stopped after step " + std::to_string(row.step));
+      break;
+    }
+  }
+  return 0;
+}
+
+// Samples: the model writes from a newline (or, if the text has none, its first character); an
+// instruction run answers the prompts of its first 3 val examples, up to the end-of-text.
+std::string write_samples(train::Trainer& trainer, const train::TrainOptions& o) {
+  trainer.model().eval();
+  std::string samples;
+  tg::Generator gen(static_cast<uint64_t>(o.seed));
+  std::vector<std::vector<int64_t>> starts(3, {trainer.tokenizer().newline_or(0)});
+  if (const train::InstructionData* examples = trainer.instructions()) {
+    starts.clear();
+    for (size_t k = 0; k < std::min<size_t>(3, examples->val.size()); ++k)
+      starts.emplace_back(examples->val[k].ids.begin(), examples->val[k].ids.begin() + examples->val[k].prompt_tokens);
+  }
+  const tg::models::SamplingOptions sampling{
+      .temperature = 0.8, .stop_token = trainer.instructions() ? trainer.tokenizer().end_of_text_id() : -1};
+  for (size_t k = 0; k < starts.size(); ++k) {
+    samples += "--- sample " + std::to_string(k + 1) + " ---\n" +
+               train::write_text(trainer.model(), trainer.tokenizer(), starts[k], o.sample_tokens, sampling, gen) + "\n";
+  }
+  return samples;
+}
+
 // o: the flags as given; given: their names, in order.
 int run(train::TrainOptions o, const std::vector<std::string>& given) {
   require_names(given, {{"resume", o.resume}, {"init-from", o.init_from}, {"out", o.out}, {"write-corpus", o.write_corpus},
@@ -228,150 +417,24 @@ int run(train::TrainOptions o, const std::vector<std::string>& given) {
     std::cout << "train_gpt: wrote the built-in corpus to " << o.write_corpus << "\n";
     return 0;
   }
-  std::unique_ptr<train::Trainer> trainer;
   train::RunLog log;
-  if (!o.resume.empty()) {
-    train::TrainOptions saved = train::saved_options(o.resume);
-    const std::vector<Flag> now = train_flags(o), before = train::train_flags(saved);  // the same flags, in order
-    for (const std::string& flag : given) {
-      if (may_change_on_resume(flag)) continue;
-      const auto i = std::find_if(now.begin(), now.end(), [&](const Flag& f) { return f.name == flag; }) - now.begin();
-      if (i < static_cast<std::ptrdiff_t>(now.size()) && same_value(now[i], before[i])) continue;  // repeated as saved
-      throw UsageError("--" + flag + " cannot change when resuming (the run keeps its configuration; " +
-                       "only --steps, --max-minutes, --out, --threads, --eval-every, --sample-tokens, "
-                       "--on-nonfinite, --precision, --checkpoint-activations and --loss-chunk can)");
-    }
-    train::TrainOptions merged = saved;
-    merged.resume = o.resume;
-    merged.out = std::find(given.begin(), given.end(), "out") != given.end() ? o.out : o.resume;
-    for (const std::string& flag : given) {
-      if (flag == "steps") merged.steps = o.steps;
-      if (flag == "max-minutes") merged.max_minutes = o.max_minutes;
-      if (flag == "threads") merged.threads = o.threads;
-      if (flag == "eval-every") merged.eval_every = o.eval_every;
-      if (flag == "sample-tokens") merged.sample_tokens = o.sample_tokens;
-      if (flag == "on-nonfinite") merged.on_nonfinite = o.on_nonfinite;
-      if (flag == "precision") merged.precision = o.precision;
-      if (flag == "checkpoint-activations") merged.checkpoint_activations = o.checkpoint_activations;
-      if (flag == "loss-chunk") merged.loss_chunk = o.loss_chunk;
-    }
-    o = merged;
-    trainer = resume_trainer(o.resume, o, train::read_data(o.data));
-    std::string no_log;  // a folder whose save was cut short before loss.csv: said, and resumed
-    log = train::RunLog::read_for_resume(o.resume, trainer->step(), &no_log);
-    if (!no_log.empty()) std::cout << no_log << "\n";
-  } else {
-    // --warmup not given: 50 steps, or a tenth of a short run's (--steps 20 warms up for 2)
-    if (std::find(given.begin(), given.end(), "warmup") == given.end()) o.warmup = train::default_warmup(o.steps);
-    if (!was_given(given, "eval-every")) o.eval_every = train::default_eval_every(o.steps);  // 150 steps: every 30
-    check_lora_flags(o, given);
-    const Activity building("building the model");
-    trainer = o.init_from.empty() ? std::make_unique<train::Trainer>(o, train::read_data(o.data)) : start_from_gpt2(o, given);
-  }
+  const std::unique_ptr<train::Trainer> trainer = start_or_resume(o, given, log);
   if (o.threads > 0) tg::set_num_threads(static_cast<int>(o.threads));
-  // asked before --out is touched: a bad TG_FAST_KERNELS, TG_BF16_KERNEL or BLIS_ARCH_TYPE stops
-  // the run there
-  const std::string kernels = train::kernels_mode(), precision = train::precision_mode(o.precision);
+  // asked before --out is touched: a bad TG_FAST_KERNELS, TG_BF16_KERNEL or BLIS_ARCH_TYPE stops the run there
+  const std::string kernels = std::string(train::kernels_mode()) + " kernels, " + train::precision_mode(o.precision);
   const std::string kernels_in_use = tg::kernel_info();
   const OutputFolder out_folder(o.out, "--out");  // removed again if the run fails before writing into it
 
   std::signal(SIGINT, on_interrupt);
   std::signal(SIGTERM, on_interrupt);
   train::Progress progress(o.steps, trainer->step(), log.elapsed_s(), isatty(STDOUT_FILENO));
-  std::cout << "train_gpt: " << kernels_in_use << "\n";
-  if (const models::AdapterConfig* lora = trainer->lora()) {
-    int64_t trained = 0;
-    for (const auto& [name, p] : tg::nn::trainable_parameters(trainer->model())) trained += p.numel();
-    std::cout << "train_gpt: LoRA r=" << lora->lora.r << ", alpha=" << tg::nn::python_float(lora->lora.alpha) << " on "
-              << tg::models::lora_targets(lora->lora) << ": " << trained << " of the " << trainer->model().num_parameters()
-              << " parameters train; the base model is " << lora->base << "\n";
-  }
-  std::cout << "train_gpt: " << trainer->model().num_parameters() << " parameters, vocabulary of "
-            << trainer->tokenizer().vocab_size()
-            << (trainer->tokenizer().type() == std::string("char") ? " characters, " : " BPE tokens, ")
-            << o.steps << " steps of " << o.batch
-            << (trainer->instructions() ? " examples (at most " : " x ") << o.model.context_length << " tokens"
-            << (trainer->instructions() ? ")" : "")
-            << (o.grad_accum > 1 ? " x " + std::to_string(o.grad_accum) + " micro-batches" : std::string()) << ", "
-            << kernels << " kernels, " << precision << "; writing to " << o.out << "/\n";
-  if (const std::string note = train::bf16_speed_note(o.precision); !note.empty()) std::cout << note << "\n";
-  if (const train::InstructionData* examples = trainer->instructions()) {
-    std::cout << "train_gpt: " << o.data << ": " << examples->train.size() << " training and " << examples->val.size()
-              << " validation examples; the loss counts their responses' tokens\n";
-    const int64_t all = std::ssize(examples->train) + std::ssize(examples->val) + std::ssize(examples->skipped_lines);
-    const std::string note = train::skipped_examples_note(examples->skipped_lines, all, o.model.context_length);
-    if (!note.empty()) std::cout << "train_gpt: " << o.data << ": " << note << "\n";
-  }
-  auto save_all = [&] {
-    train::save_run(*trainer, o.out);
-    log.write(o.out);
-  };
-  while (trainer->step() < o.steps) {
-    const Activity training("training step " + std::to_string(trainer->step() + 1));
-    const double lr = trainer->lr_at(trainer->step());
-    const train::Trainer::StepResult result = trainer->train_step();
-    const double loss = result.loss;
-    const int64_t step = trainer->step();
-    if (result.skipped) {
-      progress.message("step " + std::to_string(step) + ": loss " + tg::nn::python_float(loss) + ", gradient norm " +
-                       tg::nn::python_float(result.grad_norm) + ": not finite, update skipped (--on-nonfinite skip)");
-    }
-    train::LossRow row;
-    row.step = step;
-    row.train_loss = loss;
-    row.lr = lr;
-    progress.add_tokens(result.tokens);
-    row.tokens_per_s = progress.tokens_per_s();
-    row.elapsed_s = progress.elapsed_s();
-    const bool out_of_time = o.max_minutes > 0 && progress.elapsed_s() >= 60.0 * o.max_minutes;
-    const bool last = step == o.steps || out_of_time;
-    if (step % o.eval_every == 0 || last) {
-      const train::Trainer::Losses e = trainer->evaluate();
-      row.val_loss = e.val;
-      row.eval_train_loss = e.train;
-      row.train_bpb = e.train_bpb;
-      row.val_bpb = e.val_bpb;
-      log.add(row);
-      save_all();
-      progress.eval_line(step, e.train, e.val, e.val_bpb);
-    } else {
-      log.add(row);
-    }
-    progress.update(step, loss);
-    if (g_interrupted) {
-      if (!(step % o.eval_every == 0 || last)) save_all();
-      std::cout << "\ntrain_gpt: interrupted; checkpoint saved at step " << step << " in " << o.out
-                << "/ (continue with --resume " << o.out << ")\n";
-      return 130;
-    }
-    if (out_of_time) {
-      progress.message("train_gpt: the time budget (--max-minutes " + tg::nn::python_float(o.max_minutes) +
-                       ") is spent: stopped after step " + std::to_string(step));
-      break;
-    }
-  }
+  say_what_runs(*trainer, o, kernels_in_use, kernels);
+  if (const int code = train_loop(*trainer, o, log, progress); code != 0) return code;
   progress.finish();
   const train::MemoryReport memory = trainer->memory_report();
   std::cout << "train_gpt: " << memory.str() << " (--checkpoint-activations " << o.checkpoint_activations
             << ", --loss-chunk " << o.loss_chunk << ")\n";
-
-  // Samples: the model writes from a newline (or, if the text has none, its first character); an
-  // instruction run answers the prompts of its first 3 val examples, up to the end-of-text.
-  trainer->model().eval();
-  std::string samples;
-  tg::Generator gen(static_cast<uint64_t>(o.seed));
-  std::vector<std::vector<int64_t>> starts(3, {trainer->tokenizer().newline_or(0)});
-  if (const train::InstructionData* examples = trainer->instructions()) {
-    starts.clear();
-    for (size_t k = 0; k < std::min<size_t>(3, examples->val.size()); ++k)
-      starts.emplace_back(examples->val[k].ids.begin(), examples->val[k].ids.begin() + examples->val[k].prompt_tokens);
-  }
-  const tg::models::SamplingOptions sampling{.temperature = 0.8,
-                                         .stop_token = trainer->instructions() ? trainer->tokenizer().end_of_text_id() : -1};
-  for (size_t k = 0; k < starts.size(); ++k) {
-    samples += "--- sample " + std::to_string(k + 1) + " ---\n" +
-               train::write_text(trainer->model(), trainer->tokenizer(), starts[k], o.sample_tokens, sampling, gen) + "\n";
-  }
+  const std::string samples = write_samples(*trainer, o);
   tg::write_file_atomically((std::filesystem::path(o.out) / "samples.txt").string(), samples, "train_gpt");
   log.write_summary(o.out, o.precision, memory.json());
   std::cout << samples;

@@ -6,9 +6,11 @@
 
 namespace tg::train {
 
+int64_t train_count(int64_t n) { return static_cast<int64_t>(0.9 * static_cast<double>(n)); }
+
 Split split_train_val(const std::vector<int64_t>& ids) {
   const int64_t n = static_cast<int64_t>(ids.size());
-  const int64_t n_train = static_cast<int64_t>(0.9 * static_cast<double>(n));  // as int(0.9 * len(data))
+  const int64_t n_train = train_count(n);
   Tensor all = from_vector(ids, {n});
   return {all.narrow(0, 0, n_train).contiguous(), all.narrow(0, n_train, n - n_train).contiguous()};
 }

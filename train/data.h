@@ -14,8 +14,12 @@
 
 namespace tg::train {
 
+// How many of n items (ids, bytes of a text, instruction examples) train: the first 90%,
+// int(0.9 * n) as the PyTorch loop's int(0.9 * len(data)); the rest validate. The one 90/10 rule.
+int64_t train_count(int64_t n);
+
 struct Split {
-  Tensor train, val;  // 1-d int64: the first 90% of the ids, the rest
+  Tensor train, val;  // 1-d int64: the first train_count(n) ids, the rest
 };
 Split split_train_val(const std::vector<int64_t>& ids);
 

@@ -1,6 +1,8 @@
 // train/instructions.cpp — reading, encoding, splitting and batching instruction examples.
 #include "train/instructions.h"
 
+#include "train/data.h"
+
 #include <algorithm>
 #include <cmath>
 #include <tuple>
@@ -108,16 +110,12 @@ EncodedInstructions encode_instructions(const std::vector<Instruction>& examples
   return out;
 }
 
-int64_t instruction_train_count(int64_t n) {
-  return static_cast<int64_t>(0.9 * static_cast<double>(n));  // as the text's int(0.9 * len(data))
-}
-
 InstructionData load_instruction_data(const std::string& jsonl, const std::string& source, const tokenizers::Tokenizer& tokenizer,
                                       int64_t context) {
   const std::vector<Instruction> all = parse_instructions(jsonl, source);
   const int64_t n = static_cast<int64_t>(all.size());
   if (n < 2) throw Error(source + ": only 1 example: at least 2 are needed (the first 90% train, the rest validate)");
-  const int64_t n_train = instruction_train_count(n);  // 1 .. n - 1
+  const int64_t n_train = train_count(n);  // 1 .. n - 1
   InstructionData data;
   data.pad_id = std::max<int64_t>(0, tokenizer.end_of_text_id());
   const std::vector<Instruction> train_part(all.begin(), all.begin() + n_train), val_part(all.begin() + n_train, all.end());

@@ -61,8 +61,6 @@ std::vector<Instruction> parse_instructions(const std::string& text, const std::
 // prompt and output, one after another.
 std::string instructions_as_text(const std::vector<Instruction>& examples);
 
-// How many of n examples train: int(0.9 n), the first ones in the file (the rest validate).
-int64_t instruction_train_count(int64_t n);
 
 struct InstructionExample {
   std::vector<int64_t> ids;   // the prompt's, then the response's (output, end-of-text)

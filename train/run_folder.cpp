@@ -94,7 +94,7 @@ std::string config_json(const models::GPTConfig& c, TrainOptions options) {
      << ", \"qkv_bias\": " << (c.qkv_bias ? "true" : "false")
      << ", \"tie_weights\": " << (c.tie_weights ? "true" : "false")
      << ", \"layer_norm_eps\": " << nn::python_float(c.layer_norm_eps) << "},\n  \"train\": {";
-  const std::vector<Flag> flags = train_flags(options);
+  const std::vector<Flag> flags = option_fields(options);
   for (size_t i = 0; i < flags.size(); ++i)
     os << (i ? ", " : "") << json::quote(flags[i].name) << ": " << json_value(flags[i]);
   os << "},\n  \"kernels\": " << json::quote(kernels_mode()) << "\n}";
@@ -299,7 +299,7 @@ TrainOptions saved_options(const std::string& dir) {
   }
   bool help = false;
   try {
-    parse_flags(train_flags(o), args, &help);
+    parse_flags(option_fields(o), args, &help);
   } catch (const Error& e) {
     throw Error(path + ": " + e.what());
   }

@@ -48,7 +48,7 @@ train::TrainOptions options_of(const json::Value& run) {
     args.push_back(flag.value.is_string() ? flag.value.as_string() : flag.value.number_text());
   }
   bool help = false;
-  parse_flags(train::train_flags(o), args, &help);
+  parse_flags(train::option_fields(o), args, &help);
   return o;
 }
 

@@ -1,0 +1,93 @@
+// train/options.cpp — the options' fields, the flags a resumed run may change.
+#include "train/options.h"
+
+namespace tg::train {
+
+std::vector<Flag> option_fields(TrainOptions& o) {
+  constexpr double kBig = 1e12;
+  return {
+      int_flag("steps", &o.steps, "", 1, kBig),
+      number_flag("max-minutes", &o.max_minutes, "", 0, kBig),
+      int_flag("batch", &o.batch, "", 1, 1 << 20),
+      int_flag("grad-accum", &o.grad_accum, "", 1, 1 << 20),
+      int_flag("context", &o.model.context_length, "", 1, 1 << 20),
+      int_flag("emb-dim", &o.model.emb_dim, "", 1, 1 << 16),
+      int_flag("heads", &o.model.n_heads, "", 1, 1 << 16),
+      int_flag("layers", &o.model.n_layers, "", 1, 1 << 10),
+      number_flag("dropout", &o.model.drop_rate, "", 0, 0.999999),
+      switch_flag("tie-weights", &o.model.tie_weights, ""),
+      number_flag("lr", &o.lr, "", 0, 10),
+      number_flag("min-lr", &o.min_lr, "", 0, 10),
+      text_flag("lr-schedule", &o.lr_schedule, "", {"constant", "cosine"}),
+      int_flag("warmup", &o.warmup, "", 0, kBig),
+      number_flag("weight-decay", &o.weight_decay, "", 0, 10),
+      number_flag("grad-clip", &o.grad_clip, "", 0, kBig),
+      text_flag("on-nonfinite", &o.on_nonfinite, "", {"error", "skip"}),
+      text_flag("precision", &o.precision, "", {"fp32", "bf16"}),
+      text_flag("checkpoint-activations", &o.checkpoint_activations, "", {"none", "every", "ffn"}),
+      int_flag("loss-chunk", &o.loss_chunk, "", 0, 1 << 30),
+      seed_flag(&o.seed, ""),
+      int_flag("eval-every", &o.eval_every, "", 1, kBig),
+      int_flag("eval-batches", &o.eval_batches, "", 1, 1 << 20),
+      int_flag("threads", &o.threads, "", 0, 1024),
+      text_flag("out", &o.out, ""),
+      text_flag("resume", &o.resume, ""),
+      text_flag("data", &o.data, ""),
+      text_flag("data-format", &o.data_format, "", {"text", "jsonl"}),
+      text_flag("tokenizer", &o.tokenizer, ""),
+      text_flag("init-from", &o.init_from, ""),
+      int_flag("vocab-size", &o.vocab_size, "", 256, 65536),
+      int_flag("sample-tokens", &o.sample_tokens, "", 0, 1 << 20),
+      text_flag("write-corpus", &o.write_corpus, ""),
+      switch_flag("eval-only", &o.eval_only, ""),
+      int_flag("lora-rank", &o.lora_rank, "", -(1 << 20), 1 << 20),
+      number_flag("lora-alpha", &o.lora_alpha, "", 0, 1e9),
+      text_flag("lora-targets", &o.lora_targets, ""),
+      text_flag("merge-lora", &o.merge_lora, ""),
+  };
+}
+
+const std::vector<std::string>& resumable_flags() {
+  static const std::vector<std::string> flags = {
+      "steps", "max-minutes", "out", "threads", "eval-every", "sample-tokens", "on-nonfinite", "precision",
+      "checkpoint-activations", "loss-chunk"};
+  return flags;
+}
+
+TrainOptions resumed_options(const TrainOptions& saved, TrainOptions typed, const std::vector<std::string>& given) {
+  TrainOptions resumed = saved;
+  const std::vector<Flag> now = option_fields(typed), before = option_fields(resumed);  // the same flags, in order
+  const std::vector<std::string>& resumable = resumable_flags();
+  for (const std::string& flag : given) {
+    const auto i = std::find_if(now.begin(), now.end(), [&](const Flag& f) { return f.name == flag; }) - now.begin();
+    if (i == std::ssize(now) || flag == "resume" || flag == "eval-only" || flag == "merge-lora") continue;  // modes
+    if (std::find(resumable.begin(), resumable.end(), flag) != resumable.end()) {
+      std::visit([&](auto* from) { *std::get<decltype(from)>(before[i].value) = *from; }, now[i].value);
+    } else if (!same_value(now[i], before[i])) {  // repeated as saved is fine
+      std::string list;  // "--steps, --max-minutes, ... and --loss-chunk"
+      for (size_t k = 0; k < resumable.size(); ++k)
+        list += (k == 0 ? "--" : k + 1 == resumable.size() ? " and --" : ", --") + resumable[k];
+      throw UsageError("--" + flag + " cannot change when resuming (the run keeps its configuration; only " + list +
+                       " can)");
+    }
+  }
+  resumed.resume = typed.resume;
+  if (std::find(given.begin(), given.end(), "out") == given.end()) resumed.out = typed.resume;  // its own folder
+  return resumed;
+}
+
+ScalarType products_dtype(const TrainOptions& o) { return o.precision == "bf16" ? kBFloat16 : kFloat32; }
+
+models::LoRAConfig lora_config(const TrainOptions& o) {
+  models::LoRAConfig c;
+  c.r = o.lora_rank;
+  c.alpha = o.lora_alpha;
+  try {
+    models::parse_lora_targets(o.lora_targets, c);
+  } catch (const Error& e) {
+    throw UsageError(std::string("--lora-targets: ") + e.what());
+  }
+  return c;
+}
+
+}  // namespace tg::train

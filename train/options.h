@@ -1,0 +1,93 @@
+// train/options.h — a training run's options: what train_gpt's flags set and what a run folder's
+// config.json keeps, with the defaults that depend on other flags and the flags a resumed run may
+// change.
+#pragma once
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "autograd/dtype.h"
+#include "autograd/io/flags.h"
+#include "models/gpt.h"
+#include "models/gpt_lora.h"
+
+namespace tg::train {
+
+struct TrainOptions {
+  // The model's shape (--context, --emb-dim, --heads, --layers, --dropout); its vocab_size comes
+  // from the text's characters.
+  models::GPTConfig model{.context_length = 64, .emb_dim = 64, .n_heads = 4, .n_layers = 2, .drop_rate = 0.0};
+  int64_t steps = 1500;
+  double max_minutes = 0;  // a time budget: stop (evaluate, save, write samples) once it is spent; 0 = none
+  int64_t batch = 16;
+  int64_t grad_accum = 1;  // micro-batches of `batch` sequences whose gradients one step averages
+  double lr = 2e-3;
+  double min_lr = 2e-4;
+  std::string lr_schedule = "cosine";
+  int64_t warmup = 50;
+  double weight_decay = 0.1;
+  double grad_clip = 1.0;  // 0 = off
+  std::string on_nonfinite = "error";  // a non-finite loss or gradient norm: "error" or "skip" the step
+  std::string precision = "fp32";  // "bf16": the forward (and so the backward) under AutocastGuard(kBFloat16)
+  // "none", "every" or "ffn": what the blocks recompute in backward instead of keeping
+  // (models::Checkpointing); the numbers are the same bit for bit, so a resumed run may change it
+  std::string checkpoint_activations = "none";
+  // > 0: the head and the loss in chunks of this many rows (nn/chunked_loss.h), so the (B*T, V)
+  // logits are never whole in memory; the same numbers to float32 rounding. 0: in one piece.
+  int64_t loss_chunk = 0;
+  int64_t seed = 1337;
+  int64_t eval_every = 250;  // not given: default_eval_every(steps)
+  int64_t eval_batches = 20;
+  int64_t threads = 0;  // 0 = all cores
+  std::string out = "gpt_run";
+  std::string resume;  // a run's --out folder to continue
+  std::string data;    // a text file; empty = the built-in corpus
+  std::string data_format = "text";  // "jsonl": --data holds instruction examples (train/instructions.h)
+  std::string init_from;  // a Hugging Face GPT-2 folder: the run starts from its weights and tokenizer
+  // "char": the text's characters; "bpe": byte-level BPE learned from it; else a path: a
+  // tokenizer.json, or a folder with one or with GPT-2's files (tokenizers/tokenizer.h)
+  std::string tokenizer = "char";
+  int64_t vocab_size = 1024;       // BPE's vocabulary (256 bytes + merges); unused by "char"
+  int64_t sample_tokens = 300;
+  std::string write_corpus;  // write the built-in corpus to this file and stop
+  bool eval_only = false;    // evaluate the --resume run's model (on --data, or its val split) and stop
+  // LoRA (a run from GPT-2): adapters of this rank on lora_targets train instead of the weights
+  // (models/gpt_lora.h); 0 = none, every weight trains
+  int64_t lora_rank = 0;
+  double lora_alpha = 0;              // the update's scale is alpha / rank; train_gpt's default: the rank
+  std::string lora_targets = "attn";  // "attn", "mlp" or "attn,mlp"
+  std::string merge_lora;  // with --resume: write the run's model with its adapters merged here, and stop
+};
+
+// The options as flags: name, the field it sets, its range or choices, with no help (the program
+// that parses them gives that: examples/train_gpt.cpp). A run folder's config.json keeps them
+// under "train" by these names (train/run_folder.h), so the command line and the file are one list.
+std::vector<Flag> option_fields(TrainOptions& o);
+
+// The flags a resumed run may change, in the order its refusal lists them; every other one comes
+// from its config.json. The modes (resume, eval-only, merge-lora) are no saved options.
+const std::vector<std::string>& resumable_flags();
+
+// The options of a resumed run: saved (its config.json), with each resumable flag in given (the
+// flags typed, by name) taken from typed; out is the run's own folder unless given. A flag in given that is not resumable and differs from its saved value is a UsageError
+// naming it and the flags that can change.
+TrainOptions resumed_options(const TrainOptions& saved, TrainOptions typed, const std::vector<std::string>& given);
+
+// The warmup of a run whose --warmup was not given: 50 steps, at most a tenth of --steps, so a
+// short first run (--steps 20) just works.
+inline int64_t default_warmup(int64_t steps) { return std::min<int64_t>(50, steps / 10); }
+
+// The evaluation interval of a run whose --eval-every was not given: 250 steps, at most a fifth of
+// --steps (at least 1), so a short run (a 150-step fine-tune) is evaluated five times, not once.
+// A resumed run keeps the value it was saved with unless --eval-every is given.
+inline int64_t default_eval_every(int64_t steps) { return std::clamp<int64_t>(steps / 5, 1, 250); }
+
+// kBFloat16 for precision "bf16", else kFloat32: what the forward's AutocastGuard is given.
+ScalarType products_dtype(const TrainOptions& o);
+
+// The adapters --lora-rank, --lora-alpha and --lora-targets ask for (rank > 0); a bad
+// --lora-targets is an Error naming it.
+models::LoRAConfig lora_config(const TrainOptions& o);
+
+}  // namespace tg::train

@@ -1,0 +1,147 @@
+// train/trainer_setup.cpp — how a run is built: its tokenizer, its 90/10 split, its model and
+// optimizer, LoRA's adapters (the step itself is trainer.cpp).
+#include "train/trainer.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <unistd.h>
+
+#include "autograd/ops.h"
+
+namespace tg::train {
+
+namespace {
+
+// The first 90% of the text's bytes: BPE's training split (train_count, as the ids' split).
+size_t train_bytes(const std::string& text) { return static_cast<size_t>(train_count(std::ssize(text))); }
+
+// Instruction examples come from a file: --data-format jsonl without --data is a usage error.
+void check_data_format(const TrainOptions& o) {
+  if (o.data_format == "jsonl" && o.data.empty())
+    throw UsageError("--data-format jsonl needs --data FILE (the built-in corpus is text)");
+}
+
+tokenizers::Tokenizer make_tokenizer(const TrainOptions& o, const std::string& data) {
+  check_data_format(o);
+  if (o.tokenizer != "char" && o.tokenizer != "bpe") return tokenizers::load_tokenizer(o.tokenizer);  // a file or folder
+  // the text it learns from, and how many of its first bytes are the training split's
+  std::string text = data;
+  size_t n = train_bytes(text);
+  if (o.data_format == "jsonl") {  // instruction examples: as they are formatted, not their JSON
+    const std::vector<Instruction> all = parse_instructions(data, o.data);
+    text = instructions_as_text(all);
+    n = instructions_as_text({all.begin(), all.begin() + train_count(std::ssize(all))}).size();
+  }
+  if (o.tokenizer == "char") return tokenizers::CharTokenizer::from_text(text);
+  tokenizers::BpeTokenizer bpe = tokenizers::BpeTokenizer::train(std::string_view(text).substr(0, n), o.vocab_size);
+  if (bpe.merges().empty()) {
+    throw Error("--data: the training split (" + std::to_string(n) +
+                " bytes) is too small to learn any BPE merge: no pair of bytes occurs twice in it");
+  }
+  return bpe;
+}
+
+// This machine's memory in bytes, or 0 where the system does not say.
+double physical_memory_bytes() {
+#if defined(_SC_PHYS_PAGES) && defined(_SC_PAGESIZE)
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  if (pages > 0 && page > 0) return static_cast<double>(pages) * static_cast<double>(page);
+#endif
+  return 0;
+}
+
+// What a run allocates up front or at its first step, at the least: the weights (float32), one
+// (context x context) causal mask (each layer makes its own as it runs), and one micro-batch's logits (batch x context x vocab;
+// --loss-chunk rows of them with it; none counted for instruction examples, padded to the longest).
+// A shape whose least is more than the machine's memory is refused before any of it is made,
+// naming the flags, instead of failing inside an allocation (or being killed) with no flag named.
+void check_run_fits_in_memory(const models::GPTConfig& c, const TrainOptions& o) {
+  const double memory = physical_memory_bytes();
+  if (memory <= 0) return;
+  const auto C = static_cast<double>(c.emb_dim), V = static_cast<double>(c.vocab_size),
+             T = static_cast<double>(c.context_length), L = static_cast<double>(c.n_layers);
+  const double weights = V * C * (c.tie_weights ? 1 : 2) + T * C + L * (12 * C * C + 13 * C);
+  double logit_rows = o.data_format == "jsonl" ? 0 : static_cast<double>(o.batch) * T;
+  if (o.loss_chunk > 0) logit_rows = std::min(logit_rows, static_cast<double>(o.loss_chunk));
+  const double least = 4 * (weights + T * T + logit_rows * V);
+  if (least <= memory) return;
+  auto gib = [](double bytes) { return nn::python_float(std::round(bytes / 1073741824.0 * 10) / 10); };
+  throw UsageError("--batch " + std::to_string(o.batch) + ", --context " + std::to_string(c.context_length) +
+                   ", --emb-dim " + std::to_string(c.emb_dim) + ", --layers " + std::to_string(c.n_layers) +
+                   ": the weights, an attention mask and one batch's logits alone take " + gib(least) +
+                   " GiB, more than this machine's " + gib(memory) + " GiB; make them smaller");
+}
+
+// A fresh run's model has the flags' shape and the tokenizer's vocabulary.
+models::GPTConfig config_for(const TrainOptions& o, const tokenizers::Tokenizer& tokenizer) {
+  models::GPTConfig config = o.model;
+  config.vocab_size = tokenizer.vocab_size();  // the text's characters, or BPE's tokens
+  return config;
+}
+
+}  // namespace
+
+Trainer::Trainer(const TrainOptions& options, const std::string& text)
+    : Trainer(options, text, make_tokenizer(options, text), models::GPTConfig{}) {}
+
+Trainer::Trainer(const TrainOptions& options, const std::string& text, tokenizers::Tokenizer tokenizer,
+                 const models::GPTConfig& config)
+    : options_(options), tokenizer_(std::move(tokenizer)), batch_gen_(static_cast<uint64_t>(options.seed)) {
+  if (options.lr_schedule == "cosine" && options.warmup >= options.steps)
+    throw UsageError("--warmup (" + std::to_string(options.warmup) + ") must be smaller than --steps (" +
+                     std::to_string(options.steps) + ") with the cosine schedule");
+  if (options.lr_schedule == "cosine" && options.min_lr > options.lr)
+    throw UsageError("--min-lr must not be larger than --lr");
+  config_ = config.vocab_size > 0 ? config : config_for(options, tokenizer_);
+  config_.validate();
+  if (config_.vocab_size < tokenizer_.vocab_size())
+    throw Error("the model's vocab_size (" + std::to_string(config_.vocab_size) + ") is smaller than the tokenizer's (" +
+                std::to_string(tokenizer_.vocab_size()) + ")");
+  if (options.model.context_length > config_.context_length)
+    throw UsageError("--context (" + std::to_string(options.model.context_length) +
+                     ") is longer than the model's context_length (" + std::to_string(config_.context_length) + ")");
+  if (options.data_format == "jsonl") {  // instruction examples (instructions.h)
+    check_data_format(options);
+    instructions_ = load_instruction_data(text, options.data, tokenizer_, options.model.context_length);
+  } else if (tokenizer_.type() != std::string("char")) {  // byte-level: the splits are cut in the text's bytes
+    const size_t n = train_bytes(text);
+    const std::vector<int64_t> train = tokenizer_.encode(text.substr(0, n)), val = tokenizer_.encode(text.substr(n));
+    data_ = {from_vector(train, {static_cast<int64_t>(train.size())}),
+             from_vector(val, {static_cast<int64_t>(val.size())})};
+  } else {
+    data_ = split_train_val(tokenizer_.encode(text));
+  }
+  if (!instructions_) {
+    check_split_length(data_.train, options.model.context_length, "training");  // both splits, before any work
+    check_split_length(data_.val, options.model.context_length, "validation");
+  }
+  bytes_per_id_ = tokenizer_.bytes_per_id();
+  check_run_fits_in_memory(config_, options);
+  manual_seed(static_cast<uint64_t>(options.seed));
+  model_ = std::make_unique<models::GPTModel>(config_);
+  model_->set_checkpointing(models::checkpointing_from_name(options.checkpoint_activations));
+  make_optimizer();
+}
+
+void Trainer::make_optimizer() {
+  const NamedTensors trained = nn::trainable_parameters(*model_);
+  trained_.clear();
+  for (const auto& [name, p] : trained) trained_.push_back(p);
+  optim::AdamOptions adamw;
+  adamw.lr = options_.lr;
+  optimizer_ = std::make_unique<optim::AdamW>(optim::weight_decay_groups(trained, options_.weight_decay), adamw);
+}
+
+void Trainer::apply_lora(const std::string& base) {
+  const models::LoRAConfig config = lora_config(options_);
+  if (config.r < 1) throw Error("apply_lora: this run has no --lora-rank");
+  manual_seed(static_cast<uint64_t>(options_.seed));  // the adapters' A: torch.manual_seed(seed); get_peft_model(...)
+  models::apply_lora(*model_, config);
+  make_optimizer();  // the adapters alone
+  lora_ = models::AdapterConfig{config, base};
+}
+
+
+
+}  // namespace tg::train
