@@ -43,16 +43,31 @@ std::vector<HfTensor> hf_layout(const GPTConfig& c) {
   std::vector<HfTensor> out = {{"wte.weight", {c.vocab_size, C}}, {"wpe.weight", {c.context_length, C}}};
   for (int64_t i = 0; i < c.n_layers; ++i) {
     const std::string h = "h." + std::to_string(i) + ".";
-    for (const HfTensor& t : std::vector<HfTensor>{
-             {"ln_1.weight", {C}}, {"ln_1.bias", {C}}, {"attn.c_attn.weight", {C, 3 * C}}, {"attn.c_attn.bias", {3 * C}},
-             {"attn.c_proj.weight", {C, C}}, {"attn.c_proj.bias", {C}}, {"ln_2.weight", {C}}, {"ln_2.bias", {C}},
-             {"mlp.c_fc.weight", {C, 4 * C}}, {"mlp.c_fc.bias", {4 * C}}, {"mlp.c_proj.weight", {4 * C, C}},
-             {"mlp.c_proj.bias", {C}}})
-      out.push_back({h + t.name, t.shape});
+    for (const Gpt2Module& m : kGpt2Block) {
+      const bool norm = m.layer == Gpt2Layer::kLayerNorm;
+      out.push_back({h + m.gpt2 + ".weight", norm ? Shape{C} : Shape{m.in * C, m.out * C}});
+      out.push_back({h + m.gpt2 + ".bias", {m.out * C}});
+    }
   }
   out.push_back({"ln_f.weight", {C}});
   out.push_back({"ln_f.bias", {C}});
   return out;
+}
+
+// The block module of part ("attn.c_attn.weight"), and the part's kind ("weight" or "bias").
+const Gpt2Module& block_module(const std::string& part, std::string* kind) {
+  const size_t dot = part.rfind('.');
+  *kind = part.substr(dot + 1);
+  for (const Gpt2Module& m : kGpt2Block)
+    if (part.compare(0, dot, m.gpt2) == 0 && std::string(m.gpt2).size() == dot) return m;
+  throw Error("not a GPT-2 block tensor: " + part);  // hf_layout's names only reach here
+}
+
+// "wte.weight" -> "tok_emb.weight": a tensor outside the blocks; "" for a block's.
+std::string outside_name(const std::string& hf_name) {
+  for (const auto& [gpt2, tapegrad] : kGpt2Outside)
+    if (hf_name.rfind(std::string(gpt2) + ".", 0) == 0) return tapegrad + hf_name.substr(std::string(gpt2).size());
+  return "";
 }
 
 // "<before><i>.<rest>": the block index i, and rest; -1 for a name of another form.
@@ -151,36 +166,30 @@ void check_hf_entries(const std::vector<SafetensorsEntry>& file, const GPTConfig
   }
 }
 
-// One of HF's tensors (its unprefixed name, float32) as the GPTModel tensors it holds: c_attn's
-// weight and bias hold three each (q, k, v side by side), a Conv1D weight is the transposed
-// Linear weight, wte is tok_emb and (tied) out_head; the rest map one to one.
+// One of HF's tensors (its unprefixed name, float32) as the GPTModel tensors it holds (kGpt2Block):
+// c_attn's weight and bias hold three each (q, k, v side by side), a Conv1D weight is the
+// transposed Linear weight, wte is tok_emb and (tied) out_head; the rest map one to one.
 NamedTensors gpt_tensors_of(const std::string& hf_name, const Tensor& t, int64_t C) {
   auto linear = [](const Tensor& conv1d_weight) { return conv1d_weight.transpose(0, 1).contiguous(); };
-  if (hf_name == "wte.weight") return {{"tok_emb.weight", t}, {"out_head.weight", t}};
-  if (hf_name == "wpe.weight") return {{"pos_emb.weight", t}};
-  if (hf_name == "ln_f.weight") return {{"final_norm.weight", t}};
-  if (hf_name == "ln_f.bias") return {{"final_norm.bias", t}};
+  if (const std::string name = outside_name(hf_name); !name.empty()) {
+    if (name == "tok_emb.weight") return {{name, t}, {"out_head.weight", t}};
+    return {{name, t}};
+  }
   const size_t dot = hf_name.find('.', 2);  // h.<i>.<part>
-  const std::string b = "trf_blocks." + hf_name.substr(2, dot - 2) + ".", part = hf_name.substr(dot + 1);
-  if (part == "attn.c_attn.weight" || part == "attn.c_attn.bias") {
-    const bool weight = part == "attn.c_attn.weight";
+  const std::string b = "trf_blocks." + hf_name.substr(2, dot - 2) + ".";
+  std::string kind;
+  const Gpt2Module& m = block_module(hf_name.substr(dot + 1), &kind);
+  const bool weight = kind == "weight";
+  if (m.layer == Gpt2Layer::kFusedQkv) {
     NamedTensors out;
-    const char* const projections[] = {"W_query", "W_key", "W_value"};
     for (int64_t k = 0; k < 3; ++k) {
       const Tensor slice = t.slice(weight ? 1 : 0, k * C, (k + 1) * C);
-      out.push_back({b + "att." + projections[k] + (weight ? ".weight" : ".bias"),
-                     weight ? linear(slice) : slice.contiguous()});
+      out.push_back({b + m.tapegrad + "." + kQkvParts[k] + "." + kind, weight ? linear(slice) : slice.contiguous()});
     }
     return out;
   }
-  const std::string kind = part.substr(part.rfind('.') + 1);  // weight or bias
-  const std::string module = part.rfind("attn.c_proj", 0) == 0 ? "att.out_proj"
-                             : part.rfind("mlp.c_fc", 0) == 0  ? "ff.layers.0"
-                             : part.rfind("mlp.c_proj", 0) == 0 ? "ff.layers.2"
-                             : part.rfind("ln_1", 0) == 0       ? "norm1"
-                                                               : "norm2";
-  const bool conv1d = kind == "weight" && module.find("norm") == std::string::npos;
-  return {{b + module + "." + kind, conv1d ? linear(t) : t}};
+  const bool conv1d = weight && m.layer == Gpt2Layer::kConv1D;
+  return {{b + m.tapegrad + "." + kind, conv1d ? linear(t) : t}};
 }
 
 }  // namespace
@@ -271,26 +280,20 @@ NamedTensors hf_gpt2_tensors(const GPTModel& model, bool prefixed) {
   for (const HfTensor& l : hf_layout(c)) {
     const std::string& n = l.name;
     Tensor t;
-    if (n == "wte.weight") t = at("tok_emb.weight");
-    else if (n == "wpe.weight") t = at("pos_emb.weight");
-    else if (n == "ln_f.weight") t = at("final_norm.weight");
-    else if (n == "ln_f.bias") t = at("final_norm.bias");
-    if (!t.defined()) {  // h.i.<part>
+    if (const std::string name = outside_name(n); !name.empty()) {
+      t = at(name);
+    } else {  // h.<i>.<part>: the module of kGpt2Block
       const size_t dot = n.find('.', 2);
-      const std::string b = "trf_blocks." + n.substr(2, dot - 2) + ".", part = n.substr(dot + 1);
-      const std::string kind = part.substr(part.rfind('.') + 1);  // weight or bias
-      if (part == "attn.c_attn.weight") {
-        t = conv1d(cat({at(b + "att.W_query.weight"), at(b + "att.W_key.weight"), at(b + "att.W_value.weight")}, 0));
-      } else if (part == "attn.c_attn.bias") {
-        t = cat({at(b + "att.W_query.bias"), at(b + "att.W_key.bias"), at(b + "att.W_value.bias")}, 0);
+      const std::string b = "trf_blocks." + n.substr(2, dot - 2) + ".";
+      std::string kind;
+      const Gpt2Module& m = block_module(n.substr(dot + 1), &kind);
+      if (m.layer == Gpt2Layer::kFusedQkv) {
+        std::vector<Tensor> parts;
+        for (const char* part : kQkvParts) parts.push_back(at(b + m.tapegrad + "." + part + "." + kind));
+        t = kind == "weight" ? conv1d(cat(parts, 0)) : cat(parts, 0);
       } else {
-        const std::string module = part.rfind("attn.c_proj", 0) == 0 ? "att.out_proj"
-                                   : part.rfind("mlp.c_fc", 0) == 0  ? "ff.layers.0"
-                                   : part.rfind("mlp.c_proj", 0) == 0 ? "ff.layers.2"
-                                   : part.rfind("ln_1", 0) == 0       ? "norm1"
-                                                                     : "norm2";
-        t = at(b + module + "." + kind);
-        if (kind == "weight" && module.find("norm") == std::string::npos) t = conv1d(t);
+        t = at(b + m.tapegrad + "." + kind);
+        if (kind == "weight" && m.layer == Gpt2Layer::kConv1D) t = conv1d(t);
       }
     }
     hf.push_back({(prefixed ? kPrefix : "") + n, t.to(kFloat32)});

@@ -57,6 +57,32 @@ struct HfGpt2Info {
   json::Value config;                         // config.json as read (null when the model is tapegrad's)
 };
 
+// GPT-2's names and tapegrad's: the one table that the loader, the saver, LoRA's adapters and
+// peft's files read. A block's modules, in GPT-2's state_dict order; "h.{i}." + gpt2 is
+// "trf_blocks.{i}." + tapegrad. GPT-2's Conv1D keeps its weight as (in, out), the transpose of a
+// Linear's; its c_attn holds q, k and v side by side, tapegrad's att.W_query, W_key and W_value.
+enum class Gpt2Layer { kLayerNorm, kConv1D, kFusedQkv };
+struct Gpt2Module {
+  const char* gpt2;
+  const char* tapegrad;
+  Gpt2Layer layer;
+  int64_t in, out;      // a Conv1D's weight is (in C, out C), its bias (out C); a LayerNorm's (C)
+  const char* adapter;  // LoRA's adapter of it in tapegrad (peft keeps it under gpt2's name); nullptr: none
+};
+inline constexpr Gpt2Module kGpt2Block[] = {
+    {"ln_1", "norm1", Gpt2Layer::kLayerNorm, 1, 1, nullptr},
+    {"attn.c_attn", "att", Gpt2Layer::kFusedQkv, 1, 3, "att.qkv_lora"},
+    {"attn.c_proj", "att.out_proj", Gpt2Layer::kConv1D, 1, 1, "att.out_proj.lora"},
+    {"ln_2", "norm2", Gpt2Layer::kLayerNorm, 1, 1, nullptr},
+    {"mlp.c_fc", "ff.layers.0", Gpt2Layer::kConv1D, 1, 4, "ff.layers.0.lora"},
+    {"mlp.c_proj", "ff.layers.2", Gpt2Layer::kConv1D, 4, 1, "ff.layers.2.lora"},
+};
+// Outside the blocks: wte.weight is tok_emb.weight (and out_head.weight, tied), wpe.weight
+// pos_emb.weight, ln_f final_norm (weight and bias).
+inline constexpr const char* kGpt2Outside[][2] = {{"wte", "tok_emb"}, {"wpe", "pos_emb"}, {"ln_f", "final_norm"}};
+// c_attn's three parts, in its column order.
+inline constexpr const char* kQkvParts[] = {"W_query", "W_key", "W_value"};
+
 struct HfGpt2 {
   GPTConfig config;
   std::unique_ptr<GPTModel> model;  // in eval mode

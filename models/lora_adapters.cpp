@@ -1,6 +1,8 @@
 // models/lora_adapters.cpp — adapters to peft's names and back, adapter_config.json.
 #include "models/lora_adapters.h"
 
+#include "models/hf_gpt2.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -17,16 +19,6 @@ namespace tg::models {
 namespace {
 
 const std::string kPeftBlocks = "base_model.model.transformer.h.";
-
-// Where each adapter sits: its module in tapegrad's GPTModel and in GPT-2 (peft's order).
-struct AdapterSite {
-  const char* tapegrad;
-  const char* gpt2;
-};
-const AdapterSite kSites[] = {{"att.qkv_lora", "attn.c_attn"},
-                              {"att.out_proj.lora", "attn.c_proj"},
-                              {"ff.layers.0.lora", "mlp.c_fc"},
-                              {"ff.layers.2.lora", "mlp.c_proj"}};
 
 // A tensor the adapters file must have: peft's name, its shape.
 struct ExpectedAdapter {
@@ -62,12 +54,13 @@ std::vector<AdapterName> adapter_names(const GPTModel& model) {
   const NamedTensors state = model.named_parameters();  // the adapters are parameters (no buffer is made)
   std::vector<AdapterName> out;
   for (size_t i = 0; i < model.blocks().size(); ++i) {
-    for (const AdapterSite& site : kSites) {
+    for (const Gpt2Module& m : kGpt2Block) {  // GPT-2's order: c_attn, attn.c_proj, c_fc, mlp.c_proj
+      if (!m.adapter) continue;
       for (const char* matrix : {"lora_A", "lora_B"}) {
-        const std::string name = "trf_blocks." + std::to_string(i) + "." + site.tapegrad + "." + matrix + ".weight";
+        const std::string name = "trf_blocks." + std::to_string(i) + "." + m.adapter + "." + matrix + ".weight";
         for (const auto& [n, t] : state)
           if (n == name)
-            out.push_back({name, kPeftBlocks + std::to_string(i) + "." + site.gpt2 + "." + matrix + ".weight", t});
+            out.push_back({name, kPeftBlocks + std::to_string(i) + "." + m.gpt2 + "." + matrix + ".weight", t});
       }
     }
   }
@@ -100,16 +93,14 @@ NamedTensors peft_adapter_tensors(const GPTModel& model) {
 
 void check_peft_adapters(const std::string& path, const GPTConfig& model, const LoRAConfig& lora) {
   const int64_t C = model.emb_dim, r = lora.r;
-  // (in, out) of each site's layer, in kSites' order: A is (r, in), B (out, r)
-  const std::pair<int64_t, int64_t> sizes[] = {{C, 3 * C}, {C, C}, {C, 4 * C}, {4 * C, C}};
   std::vector<ExpectedAdapter> expected;
   for (int64_t i = 0; i < model.n_layers; ++i) {
-    for (size_t s = 0; s < std::size(kSites); ++s) {
-      const bool attn = s < 2;
-      if (attn ? !lora.attn : !lora.mlp) continue;
-      const std::string site = kPeftBlocks + std::to_string(i) + "." + kSites[s].gpt2;
-      expected.push_back({site + ".lora_A.weight", {r, sizes[s].first}});
-      expected.push_back({site + ".lora_B.weight", {sizes[s].second, r}});
+    for (const Gpt2Module& m : kGpt2Block) {  // A is (r, in), B (out, r)
+      const bool attn = std::string(m.gpt2).rfind("attn.", 0) == 0;
+      if (!m.adapter || (attn ? !lora.attn : !lora.mlp)) continue;
+      const std::string site = kPeftBlocks + std::to_string(i) + "." + m.gpt2;
+      expected.push_back({site + ".lora_A.weight", {r, m.in * C}});
+      expected.push_back({site + ".lora_B.weight", {m.out * C, r}});
     }
   }
   check_adapter_entries(path, expected);
