@@ -1,7 +1,8 @@
 // tokenizers/unicode_classes.h — the class of a code point in GPT-2's pre-split pattern
-// (gpt2_split.h): a letter (\p{L}), a number (\p{N}), a space (\s, Unicode White_Space) or
-// other. The classes come from unicode_classes_table.h, generated from Python's unicodedata by
-// make_unicode_tables.py (which says why \s is White_Space and how JavaScript's \s differs).
+// (gpt2_split, pre_split.h): a letter (\p{L}), a number (\p{N}), a space (\s, Unicode
+// White_Space) or other. The classes come from unicode_classes_table.h, generated from Python's
+// unicodedata by make_unicode_tables.py (which says why \s is White_Space and how JavaScript's \s
+// differs).
 //
 // Lookup: ASCII from a 128-entry table; any other code point by binary search over the table's
 // sorted ranges (about 800), "other" when it falls in none.

@@ -33,7 +33,7 @@
 // as they were), with "skip" it drops that step's update and goes on (the batch is used up).
 // Weights or optimizer state that an update itself makes inf or nan (finite gradients, a step that
 // overflows) are caught when the run saves: save_run refuses a non-finite checkpoint
-// whatever on_nonfinite says, since skipping later steps cannot mend them (checkpoint.h).
+// whatever on_nonfinite says, since skipping later steps cannot mend them (train/run_folder.h).
 //
 // With precision "bf16" the matrix products of the forward, and so of the backward, take bfloat16
 // inputs and sum in float32; the parameters, their gradients and AdamW stay float32, so a run may
