@@ -1,4 +1,4 @@
-# gpt_model.py — the PyTorch twin of tapegrad's tg::nn::GPTModel (models/gpt.h): the same classes,
+# gpt_model.py — the PyTorch twin of tapegrad's tg::models::GPTModel (models/gpt.h): the same classes,
 # parameter names and creation order, so torch.manual_seed(s) gives the same weights as
 # tg::manual_seed(s) and state_dicts move both ways with load_state_dict(strict=True).
 import torch
