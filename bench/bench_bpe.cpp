@@ -19,11 +19,13 @@
 #include <vector>
 
 #include "autograd/io/flags.h"
+#include "autograd/io/json.h"
 #include "tokenizers/bpe.h"
 #include "train/corpus.h"
 #include "tokenizers/gpt2_tokenizer.h"
 
 using namespace tg;
+using tg::json::round_to;  // rates to the digits that are not noise
 
 namespace {
 
@@ -57,10 +59,12 @@ int run_gpt2(const BenchOptions& o, const std::string& text) {
   std::string back;
   const double decode_s = median_seconds(o.repeats, [&] { back = loaded.decode(ids); });
   if (back != text) throw tg::Error("bench_bpe: the GPT-2 round trip lost bytes");
-  std::printf("{\"bench\": \"tapegrad gpt2 tokenizer\", \"bytes\": %zu, \"tokens\": %zu, \"encode_mb_per_s\": %.1f, "
-              "\"encode_warm_mb_per_s\": %.1f, \"decode_mb_per_s\": %.1f, \"bytes_per_token\": %.3f}\n",
-              text.size(), ids.size(), mb / encode_s, mb / warm_s, mb / decode_s,
-              static_cast<double>(text.size()) / static_cast<double>(ids.size()));
+  tg::json::Writer line;
+  line.field("bench", "tapegrad gpt2 tokenizer").field("bytes", text.size()).field("tokens", ids.size())
+      .field("encode_mb_per_s", round_to(mb / encode_s, 1)).field("encode_warm_mb_per_s", round_to(mb / warm_s, 1))
+      .field("decode_mb_per_s", round_to(mb / decode_s, 1))
+      .field("bytes_per_token", round_to(static_cast<double>(text.size()) / static_cast<double>(ids.size()), 3));
+  std::printf("%s\n", line.str().c_str());
   return 0;
 }
 
@@ -81,10 +85,12 @@ int run(const BenchOptions& o) {
     std::string back;
     const double decode_s = median_seconds(o.repeats, [&] { back = tok.decode(ids); });
     if (back != text) throw tg::Error("bench_bpe: the round trip lost bytes");
-    std::printf("{\"bench\": \"tapegrad bpe\", \"bytes\": %zu, \"vocab_size\": %lld, \"merges\": %zu, "
-                "\"train_s\": %.4f, \"encode_mb_per_s\": %.1f, \"decode_mb_per_s\": %.1f, \"bytes_per_token\": %.3f}\n",
-                text.size(), static_cast<long long>(tok.vocab_size()), tok.merges().size(), train_s, mb / encode_s,
-                mb / decode_s, static_cast<double>(text.size()) / static_cast<double>(ids.size()));
+    tg::json::Writer line;
+    line.field("bench", "tapegrad bpe").field("bytes", text.size()).field("vocab_size", tok.vocab_size())
+        .field("merges", tok.merges().size()).field("train_s", round_to(train_s, 4))
+        .field("encode_mb_per_s", round_to(mb / encode_s, 1)).field("decode_mb_per_s", round_to(mb / decode_s, 1))
+        .field("bytes_per_token", round_to(static_cast<double>(text.size()) / static_cast<double>(ids.size()), 3));
+    std::printf("%s\n", line.str().c_str());
   }
   return 0;
 }

@@ -72,7 +72,6 @@
 #include "models/generate.h"
 
 using namespace tg;
-using tg::bench::number;
 
 namespace {
 
@@ -125,10 +124,11 @@ std::string fnv1a_hex(const std::vector<int64_t>& ids) {
   return buf;
 }
 
-std::string json_ids(const std::vector<int64_t>& ids, size_t n) {
-  std::string s = "[";
-  for (size_t i = 0; i < n && i < ids.size(); ++i) s += (i ? ", " : "") + std::to_string(ids[i]);
-  return s + "]";
+// The first n ids (all when fewer) as a JSON array.
+tg::json::Writer json_ids(const std::vector<int64_t>& ids, size_t n) {
+  tg::json::Writer out = tg::json::Writer::array();
+  for (size_t i = 0; i < n && i < ids.size(); ++i) out.item(ids[i]);
+  return out;
 }
 
 int run(const BenchOptions& b) {
@@ -188,25 +188,28 @@ int run(const BenchOptions& b) {
       seconds.size() > 1 ? static_cast<double>(seconds.size() - 1) / (total - seconds.front()) : tokens_per_s;
   std::vector<int64_t> ids = out.narrow(1, idx.size(1), b.new_tokens).tolist<int64_t>();
 
-  std::cout << "{\"bench\": \"tapegrad\", \"kernels\": " << tg::json::quote(train::kernels_mode())
-            << ", \"config\": " << tg::json::quote(b.init_from.empty() ? b.config : "init-from " + b.init_from)
-            << ", \"mode\": " << tg::json::quote(b.mode) << ", \"threads\": " << threads
-            << ", \"prompt_tokens\": " << prompt.size() << ", \"new_tokens\": " << b.new_tokens
-            << ", \"context\": " << context << ", \"keep\": " << options.keep_when_full
-            << ", \"vocab_size\": " << config.vocab_size << ", \"params\": " << model->num_parameters()
-            << ", \"tokens_per_s\": " << number(tokens_per_s, "%.1f")
-            << ", \"decode_tokens_per_s\": " << number(decode_tokens_per_s, "%.1f")
-            << ", \"ms_per_token_median\": " << number(tg::bench::median(seconds) * 1e3, "%.3f")
-            << ", \"ms_per_token_max\": " << number(*std::max_element(seconds.begin(), seconds.end()) * 1e3, "%.3f")
-            << ", \"seconds_total\": " << number(total, "%.3f") << ", \"peak_rss_mb\": " << number(rss, "%.1f")
-            << ", \"weight_bytes_per_token\": " << weight_bytes << ", \"copy_gbps\": " << number(copy_gbps, "%.2f")
-            << ", \"bandwidth_limit_tokens_per_s\": " << number(limit, "%.1f")
-            << ", \"fraction_of_limit\": " << number(tokens_per_s / limit, "%.3f")
-            << ", \"decode_fraction_of_limit\": " << number(decode_tokens_per_s / limit, "%.3f")
-            << ", \"ids_hash\": " << tg::json::quote(fnv1a_hex(ids)) << ", \"first_ids\": " << json_ids(ids, 16)
-            << ", \"ids\": " << json_ids(ids, ids.size())
-            << ", \"blas\": " << tg::json::quote(tg::kernel_info())
-            << ", \"blis_arch_type\": " << tg::bench::blis_arch_type() << "}" << std::endl;
+  using tg::json::round_to;  // timings and rates to the digits that are not noise
+  tg::json::Writer line;
+  line.field("bench", "tapegrad").field("kernels", train::kernels_mode())
+      .field("config", b.init_from.empty() ? b.config : "init-from " + b.init_from)
+      .field("mode", b.mode).field("threads", threads)
+      .field("prompt_tokens", prompt.size()).field("new_tokens", b.new_tokens)
+      .field("context", context).field("keep", options.keep_when_full)
+      .field("vocab_size", config.vocab_size).field("params", model->num_parameters())
+      .field("tokens_per_s", round_to(tokens_per_s, 1))
+      .field("decode_tokens_per_s", round_to(decode_tokens_per_s, 1))
+      .field("ms_per_token_median", round_to(tg::bench::median(seconds) * 1e3, 3))
+      .field("ms_per_token_max", round_to(*std::max_element(seconds.begin(), seconds.end()) * 1e3, 3))
+      .field("seconds_total", round_to(total, 3)).field("peak_rss_mb", round_to(rss, 1))
+      .field("weight_bytes_per_token", weight_bytes).field("copy_gbps", round_to(copy_gbps, 2))
+      .field("bandwidth_limit_tokens_per_s", round_to(limit, 1))
+      .field("fraction_of_limit", round_to(tokens_per_s / limit, 3))
+      .field("decode_fraction_of_limit", round_to(decode_tokens_per_s / limit, 3))
+      .field("ids_hash", fnv1a_hex(ids)).field("first_ids", json_ids(ids, 16))
+      .field("ids", json_ids(ids, ids.size()))
+      .field("blas", tg::kernel_info())
+      .field("blis_arch_type", tg::bench::blis_arch_type());
+  std::cout << line.str() << std::endl;
   return 0;
 }
 

@@ -89,7 +89,6 @@
 #include "train/trainer.h"
 
 using namespace tg;
-using tg::bench::number;
 
 namespace {
 
@@ -234,30 +233,31 @@ int run(const BenchOptions& b) {
                                   : bf16        ? "tapegrad's bf16 gemm 1024x1024x1024 on bfloat16 inputs, best of 5"
                                                 : "bli_sgemm 1024x1024x1024, best of 5";
 
-  std::cout << "{\"bench\": \"tapegrad\", \"kernels\": " << tg::json::quote(train::kernels_mode())
-            << ", \"precision\": " << tg::json::quote(b.precision)
-            << ", \"bf16_kernel\": "
-            << tg::json::quote(bf16 ? tg::kernels::bf16_gemm::kernel_name(tg::kernels::bf16_kernel()) : "none")
-            << ", \"config\": " << tg::json::quote(b.init_from.empty() ? b.config : "init-from " + b.init_from) << ", \"threads\": " << threads
-            << ", \"steps\": " << b.steps << ", \"warmup\": " << b.warmup << ", \"batch\": " << o.batch
-            << ", \"context\": " << o.model.context_length << ", \"params\": " << n_params
-            << ", \"params_non_embedding\": " << n_non_embedding
-            << ", \"tokens_per_s\": " << number(tokens_per_s, "%.1f")
-            << ", \"ms_per_step_median\": " << number(tg::bench::median(seconds) * 1e3, "%.3f")
-            << ", \"ms_per_step_min\": " << number(*std::min_element(seconds.begin(), seconds.end()) * 1e3, "%.3f")
-            << ", \"cpu_ms_per_step_median\": " << number(tg::bench::median(cpu_seconds) * 1e3, "%.3f")
-            << ", \"flops_per_token\": " << number(flops_per_token, "%.0f")
-            << ", \"peak_gflops\": " << number(peak, "%.1f") << ", \"peak_source\": " << tg::json::quote(peak_source)
-            << ", \"mfu\": " << number(flops_per_token * tokens_per_s / (peak * 1e9), "%.4f")
-            << ", \"peak_rss_mb\": " << number(split.peak_rss_mb, "%.1f")
-            << ", \"peak_tensor_mb\": " << number(static_cast<double>(split.peak_tensors()) / (1 << 20), "%.1f")
-            << ", \"memory\": " << split.json()
-            << ", \"checkpoint_activations\": " << tg::json::quote(b.checkpoint_activations)
-            << ", \"lora\": " << tg::json::quote(lora) << ", \"params_trained\": " << n_trained
-            << ", \"cached_mb\": " << number(static_cast<double>(memory.cached_bytes) / (1 << 20), "%.1f") << ", \"first_loss\": " << number(first_loss, "%.9g")
-            << ", \"final_loss\": " << number(loss, "%.9g")
-            << ", \"blas\": " << tg::json::quote(tg::kernel_info())
-            << ", \"blis_arch_type\": " << tg::bench::blis_arch_type() << "}" << std::endl;
+  using tg::json::round_to;  // timings and rates to the digits that are not noise; losses in full
+  tg::json::Writer line;
+  line.field("bench", "tapegrad").field("kernels", train::kernels_mode()).field("precision", b.precision)
+      .field("bf16_kernel", bf16 ? tg::kernels::bf16_gemm::kernel_name(tg::kernels::bf16_kernel()) : "none")
+      .field("config", b.init_from.empty() ? b.config : "init-from " + b.init_from).field("threads", threads)
+      .field("steps", b.steps).field("warmup", b.warmup).field("batch", o.batch)
+      .field("context", o.model.context_length).field("params", n_params)
+      .field("params_non_embedding", n_non_embedding)
+      .field("tokens_per_s", round_to(tokens_per_s, 1))
+      .field("ms_per_step_median", round_to(tg::bench::median(seconds) * 1e3, 3))
+      .field("ms_per_step_min", round_to(*std::min_element(seconds.begin(), seconds.end()) * 1e3, 3))
+      .field("cpu_ms_per_step_median", round_to(tg::bench::median(cpu_seconds) * 1e3, 3))
+      .field("flops_per_token", static_cast<int64_t>(flops_per_token))  // a whole count
+      .field("peak_gflops", round_to(peak, 1)).field("peak_source", peak_source)
+      .field("mfu", round_to(flops_per_token * tokens_per_s / (peak * 1e9), 4))
+      .field("peak_rss_mb", round_to(split.peak_rss_mb, 1))
+      .field("peak_tensor_mb", round_to(static_cast<double>(split.peak_tensors()) / (1 << 20), 1))
+      .embed("memory", split.json())
+      .field("checkpoint_activations", b.checkpoint_activations)
+      .field("lora", lora).field("params_trained", n_trained)
+      .field("cached_mb", round_to(static_cast<double>(memory.cached_bytes) / (1 << 20), 1)).field("first_loss", first_loss)
+      .field("final_loss", loss)
+      .field("blas", tg::kernel_info())
+      .field("blis_arch_type", tg::bench::blis_arch_type());
+  std::cout << line.str() << std::endl;
   return 0;
 }
 

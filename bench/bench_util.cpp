@@ -175,12 +175,6 @@ int use_threads(int64_t requested) {
   return threads;
 }
 
-std::string number(double v, const char* format) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
-}
-
 std::string load_average() {
   std::FILE* f = std::fopen("/proc/loadavg", "r");
   if (!f) return "unknown";

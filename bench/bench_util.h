@@ -75,8 +75,6 @@ Flag gpt_bench_config_flag(std::string* name);  // --config {tiny|small|medium}
 // Sets tapegrad's (and BLIS's) threads to `requested`, or to all cores when it is 0; returns the count.
 int use_threads(int64_t requested);
 
-std::string number(double v, const char* format = "%.6g");  // printf-formatted, for the JSON lines
-
 std::string load_average();  // the 1-minute load average from /proc/loadavg, or "unknown"
 
 }  // namespace tg::bench

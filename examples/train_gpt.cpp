@@ -219,10 +219,9 @@ int eval_only(const train::TrainOptions& o, const std::vector<std::string>& give
     throw tg::Error("--eval-only: " + label + ": the loss is " + tg::nn::python_float(e.loss) + " (perplexity " +
                     tg::nn::python_float(e.perplexity) + "): not a finite number; " + dir +
                     "'s weights are finite, but its outputs overflow on this text");
-  std::cout << "{\"eval\": " << tg::json::quote(label) << ", \"loss\": " << tg::nn::python_float(e.loss)
-            << ", \"perplexity\": " << tg::nn::python_float(e.perplexity)
-            << ", \"bpb\": " << tg::nn::python_float(e.bpb) << ", \"tokens\": " << e.tokens
-            << ", \"bytes\": " << e.bytes << "}\n";
+  std::cout << tg::json::Writer().field("eval", label).field("loss", e.loss).field("perplexity", e.perplexity)
+                   .field("bpb", e.bpb).field("tokens", e.tokens).field("bytes", e.bytes).str()
+            << "\n";
   std::printf("train_gpt --eval-only: %s: loss %.4f, perplexity %.3f, %.4f bits per byte (%lld tokens, %lld bytes)\n",
               label.c_str(), e.loss, e.perplexity, e.bpb, static_cast<long long>(e.tokens),
               static_cast<long long>(e.bytes));

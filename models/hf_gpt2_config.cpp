@@ -59,44 +59,6 @@ struct ConfigReader {
   }
 };
 
-// Python's json.dumps(value, indent=2) layout, numbers as written.
-void append_json(std::string& out, const json::Value& v, int depth) {
-  const std::string indent(2 * static_cast<size_t>(depth + 1), ' '), close(2 * static_cast<size_t>(depth), ' ');
-  switch (v.kind()) {
-    case json::Value::Kind::Null: out += "null"; return;
-    case json::Value::Kind::Bool: out += v.as_bool() ? "true" : "false"; return;
-    case json::Value::Kind::Number: out += v.number_text(); return;
-    case json::Value::Kind::String: out += json::quote(v.as_string()); return;
-    case json::Value::Kind::Array:
-      if (v.size() == 0) {
-        out += "[]";
-        return;
-      }
-      out += "[\n";
-      for (size_t i = 0; i < v.size(); ++i) {
-        out += indent;
-        append_json(out, v[i], depth + 1);
-        out += i + 1 < v.size() ? ",\n" : "\n";
-      }
-      out += close + "]";
-      return;
-    case json::Value::Kind::Object:
-      if (v.size() == 0) {
-        out += "{}";
-        return;
-      }
-      out += "{\n";
-      for (size_t i = 0; i < v.size(); ++i) {
-        const json::Member& m = v.as_object()[i];
-        out += indent + json::quote(m.key) + ": ";
-        append_json(out, m.value, depth + 1);
-        out += i + 1 < v.size() ? ",\n" : "\n";
-      }
-      out += close + "}";
-      return;
-  }
-}
-
 json::Value parsed(const std::string& text) { return json::parse(text, "hf_gpt2_config_json"); }
 
 }  // namespace
@@ -144,54 +106,36 @@ std::string hf_gpt2_config_json(const GPTConfig& c, const json::Value& original,
   const json::Value none = parsed("{}");
   const json::Value& old = original.is_object() ? original : none;
   const double old_drop = old.size() ? hf_gpt2_config(old, "config.json").drop_rate : -1.0;
-  auto integer = [](int64_t v) { return std::to_string(v); };
-  const std::string drop = nn::python_float(c.drop_rate);
-  // field, its value as JSON; a dropout rate is rewritten only when tapegrad's differs
-  std::vector<std::pair<std::string, std::string>> fields = {
-      {"activation_function", "\"gelu_new\""}, {"architectures", "[\"GPT2LMHeadModel\"]"},
-      {"attn_pdrop", drop},  {"embd_pdrop", drop},
-      {"layer_norm_epsilon", nn::python_float(c.layer_norm_eps)},
-      {"model_type", "\"gpt2\""}, {"n_embd", integer(c.emb_dim)},
-      {"n_head", integer(c.n_heads)}, {"n_inner", "null"}, {"n_layer", integer(c.n_layers)},
-      {"n_positions", integer(c.context_length)}, {"resid_pdrop", drop}, {"torch_dtype", "\"float32\""},
-      {"vocab_size", integer(c.vocab_size)}};
-  if (old.contains("n_ctx")) fields.push_back({"n_ctx", integer(c.context_length)});  // older configs
+  // the fields tapegrad writes; a dropout rate is rewritten only when tapegrad's differs
+  json::Writer mine;
+  mine.field("activation_function", "gelu_new").field("architectures", json::Writer::array().item("GPT2LMHeadModel"))
+      .field("attn_pdrop", c.drop_rate).field("embd_pdrop", c.drop_rate)
+      .field("layer_norm_epsilon", c.layer_norm_eps)
+      .field("model_type", "gpt2").field("n_embd", c.emb_dim)
+      .field("n_head", c.n_heads).field("n_inner", nullptr).field("n_layer", c.n_layers)
+      .field("n_positions", c.context_length).field("resid_pdrop", c.drop_rate).field("torch_dtype", "float32")
+      .field("vocab_size", c.vocab_size);
+  if (old.contains("n_ctx")) mine.field("n_ctx", c.context_length);  // older configs
+  const json::Value fields = parsed(mine.str());
   auto keep_old = [&](const std::string& key) {
     const json::Value* v = old.find(key);
     if (!v) return false;
     if (key == "activation_function" || key == "n_inner") return true;  // checked when read: what tapegrad runs
     if (key == "attn_pdrop" || key == "embd_pdrop" || key == "resid_pdrop") return c.drop_rate == old_drop;
     if (key == "architectures" || key == "model_type" || key == "torch_dtype") return false;  // what is written
-    const json::Value mine = parsed(std::find_if(fields.begin(), fields.end(), [&](auto& f) { return f.first == key; })->second);
-    return v->is_number() && mine.is_number() && v->as_double() == mine.as_double();
+    const json::Value& value = fields[key];
+    return v->is_number() && value.is_number() && v->as_double() == value.as_double();
   };
-  std::string text = "{";
-  auto add = [&](const std::string& key, const std::string& value) {
-    if (text.size() > 1) text += ",";
-    text += "\n  ";
-    text += json::quote(key);
-    text += ": ";
-    text += value;
-  };
+  json::Writer text(json::Layout::Pretty);  // Python's json.dumps(config, indent=2); old numbers as written
   for (const json::Member& m : old.as_object()) {
     if (m.key == kTapegradSection) continue;  // a run's own section: written anew below, or not at all
-    auto f = std::find_if(fields.begin(), fields.end(), [&](auto& x) { return x.first == m.key; });
-    std::string value;
-    if (f == fields.end() || keep_old(m.key)) {
-      append_json(value, m.value, 1);
-    } else {
-      append_json(value, parsed(f->second), 1);
-    }
-    add(m.key, value);
+    const json::Value* f = fields.find(m.key);
+    text.field(m.key, !f || keep_old(m.key) ? m.value : *f);
   }
-  for (const auto& [key, value] : fields) {
-    if (old.contains(key)) continue;
-    std::string formatted;
-    append_json(formatted, parsed(value), 1);
-    add(key, formatted);
-  }
-  if (!tapegrad.empty()) add(kTapegradSection, tapegrad);
-  return text + "\n}\n";
+  for (const json::Member& f : fields.as_object())
+    if (!old.contains(f.key)) text.field(f.key, f.value);
+  if (!tapegrad.empty()) text.embed(kTapegradSection, tapegrad);
+  return text.str() + "\n";
 }
 
 }  // namespace tg::models

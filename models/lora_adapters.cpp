@@ -68,14 +68,6 @@ std::vector<AdapterName> adapter_names(const GPTModel& model) {
   return out;
 }
 
-// A number as JSON: an integer without a point (peft writes lora_alpha 16), else 17 digits.
-std::string json_number(double v) {
-  if (v == std::floor(v) && std::abs(v) < 1e15) return std::to_string(static_cast<int64_t>(v));
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
-}
-
 std::vector<std::string> target_modules(const LoRAConfig& c) {
   std::vector<std::string> out;
   if (c.attn) out.insert(out.end(), {"c_attn", "attn.c_proj"});
@@ -119,14 +111,17 @@ void load_peft_adapters(GPTModel& model, const std::string& path) {
 }
 
 std::string adapter_config_json(const AdapterConfig& config) {
-  std::string targets;
-  for (const std::string& t : target_modules(config.lora)) targets += (targets.empty() ? "" : ", ") + json::quote(t);
-  return "{\n  \"base_model_name_or_path\": " + json::quote(config.base) +
-         ",\n  \"bias\": \"none\",\n  \"fan_in_fan_out\": true,\n  \"inference_mode\": true,\n"
-         "  \"init_lora_weights\": true,\n  \"lora_alpha\": " + json_number(config.lora.alpha) +
-         ",\n  \"lora_dropout\": 0.0,\n  \"modules_to_save\": null,\n  \"peft_type\": \"LORA\",\n  \"r\": " +
-         std::to_string(config.lora.r) + ",\n  \"target_modules\": [" + targets +
-         "],\n  \"task_type\": \"CAUSAL_LM\"\n}\n";
+  json::Writer targets = json::Writer::array();
+  for (const std::string& t : target_modules(config.lora)) targets.item(t);
+  json::Writer w(json::Layout::Pretty);
+  w.field("base_model_name_or_path", config.base).field("bias", "none").field("fan_in_fan_out", true)
+      .field("inference_mode", true).field("init_lora_weights", true);
+  const double alpha = config.lora.alpha;  // an integer without a point, as peft writes lora_alpha 16
+  if (alpha == std::floor(alpha) && std::abs(alpha) < 1e15) w.field("lora_alpha", static_cast<int64_t>(alpha));
+  else w.field("lora_alpha", alpha);
+  w.field("lora_dropout", 0.0).field("modules_to_save", nullptr).field("peft_type", "LORA").field("r", config.lora.r)
+      .field("target_modules", targets).field("task_type", "CAUSAL_LM");
+  return w.str() + "\n";
 }
 
 AdapterConfig read_adapter_config(const std::string& path) {

@@ -2,7 +2,6 @@
 // and PyTorch's module printing.
 #include "nn/module.h"
 
-#include <charconv>
 #include <cmath>
 #include <functional>
 #include <ostream>
@@ -10,6 +9,7 @@
 #include <sstream>
 
 #include "autograd/internal.h"
+#include "autograd/io/json.h"
 #include "autograd/ops.h"
 #include "autograd/record.h"
 
@@ -285,11 +285,8 @@ void Module::load_state_dict(const NamedTensors& dict, bool strict, const std::s
 
 std::string python_float(double v) {
   if (std::isnan(v)) return "nan";  // Python writes every NaN as nan, whatever its sign bit
-  char buf[64];
-  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
-  std::string s(buf, end);
-  if (s.find_first_of(".en") == std::string::npos) s += ".0";  // Python writes 1.0, not 1
-  return s;
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  return json::number(v);  // the text JSON files get: 1e-05, 0.25, 1.0
 }
 
 std::string Module::repr() const {

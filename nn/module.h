@@ -143,7 +143,8 @@ std::ostream& operator<<(std::ostream& os, const Module& m);
 // trains when some are frozen (PyTorch: [(n, p) for n, p in m.named_parameters() if p.requires_grad]).
 NamedTensors trainable_parameters(const Module& module);
 
-// Python's repr of a float ("1e-05", "0.25", "1.0"), for extra_repr.
+// Python's repr of a float ("1e-05", "0.25", "1.0", "inf", "nan"), for extra_repr and messages:
+// json::number's text for finite values.
 std::string python_float(double v);
 
 }  // namespace tg::nn

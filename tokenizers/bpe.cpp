@@ -285,13 +285,11 @@ std::string BpeTokenizer::decode(const std::vector<int64_t>& ids) const {
 // --- the file ----------------------------------------------------------------------------------
 
 std::string BpeTokenizer::to_json() const {
-  std::string out = std::string("{\"type\": \"bpe\", \"pattern\": \"") + kPatternName +
-                    "\", \"vocab_size\": " + std::to_string(vocab_size()) + ", \"merges\": [";
-  for (size_t i = 0; i < merges_.size(); ++i) {
-    out += i ? ", [" : "[";
-    out += std::to_string(merges_[i].left) + ", " + std::to_string(merges_[i].right) + "]";
-  }
-  return out + "]}\n";
+  json::Writer merges = json::Writer::array();  // [[left, right], ...]
+  for (const Merge& m : merges_) merges.item(json::Writer::array().item(m.left).item(m.right));
+  json::Writer w;
+  w.field("type", "bpe").field("pattern", kPatternName).field("vocab_size", vocab_size()).field("merges", merges);
+  return w.str() + "\n";
 }
 
 BpeTokenizer BpeTokenizer::from_json(const std::string& text, const std::string& source) {

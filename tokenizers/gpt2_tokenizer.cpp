@@ -242,7 +242,9 @@ int64_t Gpt2Tokenizer::id_of(std::string_view bytes, int64_t fallback) const {
 }
 
 std::string Gpt2Tokenizer::to_json() const {
-  return "{\"type\": \"gpt2\", \"vocab\": \"vocab.json\", \"merges\": \"merges.txt\"}\n";
+  json::Writer w;
+  w.field("type", "gpt2").field("vocab", "vocab.json").field("merges", "merges.txt");
+  return w.str() + "\n";
 }
 
 void Gpt2Tokenizer::save_files(const std::string& dir) const {

@@ -90,10 +90,11 @@ std::string CharTokenizer::decode(const std::vector<int64_t>& ids) const {
 }
 
 std::string CharTokenizer::to_json() const {
-  std::string out =
-      std::string("{\"type\": \"char\", \"kind\": \"") + (utf8_ ? "utf8" : "bytes") + "\", \"symbols\": [";
-  for (size_t i = 0; i < symbols_.size(); ++i) out += (i ? ", " : "") + std::to_string(symbols_[i]);
-  return out + "]}\n";
+  json::Writer symbols = json::Writer::array();
+  for (const auto symbol : symbols_) symbols.item(symbol);
+  json::Writer w;
+  w.field("type", "char").field("kind", utf8_ ? "utf8" : "bytes").field("symbols", symbols);
+  return w.str() + "\n";
 }
 
 CharTokenizer CharTokenizer::from_json(const std::string& text, const std::string& source) {

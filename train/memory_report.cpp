@@ -1,19 +1,15 @@
 // train/memory_report.cpp — the memory split, as a line and as JSON.
 #include "train/memory_report.h"
 
-#include <cstdio>
-
+#include "autograd/io/json.h"
 #include "autograd/tape.h"
 
 namespace tg::train {
 
 namespace {
 
-std::string mib(double bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.4g", bytes / (1 << 20));  // 474.7, 3290, 0.01234
-  return buf;
-}
+// Bytes in MiB to 4 decimals (about 100 bytes): 474.6632, 0.0441.
+double mib(double bytes) { return json::round_to(bytes / (1 << 20), 4); }
 
 }  // namespace
 
@@ -25,10 +21,14 @@ std::string MemoryReport::str() const {
 }
 
 std::string MemoryReport::json() const {
-  return "{\"parameters_mb\": " + mib(static_cast<double>(parameters)) + ", \"gradients_mb\": " +
-         mib(static_cast<double>(gradients)) + ", \"optimizer_mb\": " + mib(static_cast<double>(optimizer)) +
-         ", \"activations_mb\": " + mib(static_cast<double>(activations)) + ", \"peak_tensors_mb\": " +
-         mib(static_cast<double>(peak_tensors())) + ", \"peak_rss_mb\": " + mib(peak_rss_mb * (1 << 20)) + "}";
+  json::Writer w;
+  w.field("parameters_mb", mib(static_cast<double>(parameters)))
+      .field("gradients_mb", mib(static_cast<double>(gradients)))
+      .field("optimizer_mb", mib(static_cast<double>(optimizer)))
+      .field("activations_mb", mib(static_cast<double>(activations)))
+      .field("peak_tensors_mb", mib(static_cast<double>(peak_tensors())))
+      .field("peak_rss_mb", json::round_to(peak_rss_mb, 1));
+  return w.str();
 }
 
 }  // namespace tg::train

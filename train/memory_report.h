@@ -29,7 +29,7 @@ struct MemoryReport {
   // "tensors at a step's peak 3.2 GiB = parameters 474.7 MiB + gradients ... ; peak RSS 3.6 GiB"
   std::string str() const;
   // {"parameters_mb": ..., "gradients_mb": ..., "optimizer_mb": ..., "activations_mb": ...,
-  //  "peak_tensors_mb": ..., "peak_rss_mb": ...} (MiB)
+  //  "peak_tensors_mb": ..., "peak_rss_mb": ...} (MiB: tensors to 4 decimals, RSS to 1)
   std::string json() const;
 };
 

@@ -65,40 +65,32 @@ std::string metadata_value(const SafetensorsMetadata& metadata, const std::strin
   throw Error(file + ": metadata \"" + key + "\" is missing: not a train_gpt checkpoint");
 }
 
-// 17 significant digits: the same double when read back.
-std::string json_double(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
-}
-
 int64_t parse_step(const std::string& text, const std::string& file) {
   const std::optional<int64_t> step = read_integer(text);
   if (!step || *step < 0) throw Error(file + ": metadata \"step\" is not a step number: \"" + text + "\"");
   return *step;
 }
 
-// A flag's value as JSON: numbers that read back exactly, strings quoted.
-std::string json_value(const Flag& f) {
-  if (auto* p = std::get_if<int64_t*>(&f.value)) return std::to_string(**p);
-  if (auto* p = std::get_if<double*>(&f.value)) return json_double(**p);
-  if (auto* p = std::get_if<bool*>(&f.value)) return **p ? "true" : "false";
-  return json::quote(*std::get<std::string*>(f.value));
+// A flag's value as a member of w: numbers that read back exactly (saved_options gives their
+// text to the flag again), strings quoted.
+void add_flag(json::Writer& w, const Flag& f) {
+  if (auto* p = std::get_if<int64_t*>(&f.value)) w.field(f.name, **p);
+  else if (auto* p = std::get_if<double*>(&f.value)) w.field(f.name, **p);
+  else if (auto* p = std::get_if<bool*>(&f.value)) w.field(f.name, **p);
+  else w.field(f.name, *std::get<std::string*>(f.value));
 }
 
+// {"model": {...}, "train": {...}, "kernels": ...}, a member per line, model and train on one line each.
 std::string config_json(const models::GPTConfig& c, TrainOptions options) {
-  std::ostringstream os;
-  os << "{\n  \"model\": {\"vocab_size\": " << c.vocab_size << ", \"context_length\": " << c.context_length
-     << ", \"emb_dim\": " << c.emb_dim << ", \"n_heads\": " << c.n_heads << ", \"n_layers\": " << c.n_layers
-     << ", \"drop_rate\": " << json_double(c.drop_rate)
-     << ", \"qkv_bias\": " << (c.qkv_bias ? "true" : "false")
-     << ", \"tie_weights\": " << (c.tie_weights ? "true" : "false")
-     << ", \"layer_norm_eps\": " << nn::python_float(c.layer_norm_eps) << "},\n  \"train\": {";
-  const std::vector<Flag> flags = option_fields(options);
-  for (size_t i = 0; i < flags.size(); ++i)
-    os << (i ? ", " : "") << json::quote(flags[i].name) << ": " << json_value(flags[i]);
-  os << "},\n  \"kernels\": " << json::quote(kernels_mode()) << "\n}";
-  return os.str();
+  json::Writer model;
+  model.field("vocab_size", c.vocab_size).field("context_length", c.context_length).field("emb_dim", c.emb_dim)
+      .field("n_heads", c.n_heads).field("n_layers", c.n_layers).field("drop_rate", c.drop_rate)
+      .field("qkv_bias", c.qkv_bias).field("tie_weights", c.tie_weights).field("layer_norm_eps", c.layer_norm_eps);
+  json::Writer train;
+  for (const Flag& f : option_fields(options)) add_flag(train, f);
+  json::Writer config(json::Layout::Pretty);
+  config.field("model", model).field("train", train).field("kernels", kernels_mode());
+  return config.str();
 }
 
 models::GPTConfig model_config(const json::Value& m) {

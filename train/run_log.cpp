@@ -1,6 +1,8 @@
 // train/run_log.cpp — loss.csv, summary.json and the progress display.
 #include "train/run_log.h"
 
+#include <cmath>
+
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -151,16 +153,26 @@ void RunLog::write_summary(const std::string& dir, const std::string& precision,
     if (r.train_bpb) train_bpb = r.train_bpb;
     if (r.val_bpb) val_bpb = r.val_bpb;
   }
+  // A loss that is inf or nan (finite weights whose outputs overflow) is null: JSON has neither,
+  // and the run, saved already, still ends with its summary.
+  for (std::optional<double>* v : {&train, &val, &train_bpb, &val_bpb})
+    if (*v && !std::isfinite(**v)) v->reset();
   const int64_t steps = rows_.empty() ? 0 : rows_.back().step;
-  auto number = [](std::optional<double> v) { return v ? fmt("%.9g", *v) : std::string("null"); };
-  std::string json = "{\n  \"steps\": " + std::to_string(steps) + ",\n  \"final_train_loss\": " + number(train) +
-                     ",\n  \"final_val_loss\": " + number(val) + ",\n  \"final_train_bpb\": " + number(train_bpb) +
-                     ",\n  \"final_val_bpb\": " + number(val_bpb) + ",\n  \"tokens_per_s\": " +
-                     number(rows_.empty() ? std::nullopt : std::optional(rows_.back().tokens_per_s)) +
-                     ",\n  \"elapsed_s\": " + fmt("%.3f", elapsed_s()) + ",\n  \"peak_rss_mb\": " + fmt("%.1f", peak_rss_mb()) +
-                     ",\n  \"kernels\": " + json::quote(kernels_mode()) + ",\n  \"precision\": " + json::quote(precision) +
-                     (memory_json.empty() ? std::string() : ",\n  \"memory\": " + memory_json) + "\n}\n";
-  write_file_atomically(path_in(dir, "summary.json"), json, "train_gpt");
+  const std::optional<double> tokens_per_s =
+      rows_.empty() ? std::nullopt : std::optional(json::round_to(rows_.back().tokens_per_s, 1));
+  json::Writer summary(json::Layout::Pretty);  // losses in full; timings to the digits that are not noise
+  summary.field("steps", steps)
+      .field("final_train_loss", train)
+      .field("final_val_loss", val)
+      .field("final_train_bpb", train_bpb)
+      .field("final_val_bpb", val_bpb)
+      .field("tokens_per_s", tokens_per_s)
+      .field("elapsed_s", json::round_to(elapsed_s(), 3))
+      .field("peak_rss_mb", json::round_to(peak_rss_mb(), 1))
+      .field("kernels", kernels_mode())
+      .field("precision", precision);
+  if (!memory_json.empty()) summary.embed("memory", memory_json);
+  write_file_atomically(path_in(dir, "summary.json"), summary.str() + "\n", "train_gpt");
 }
 
 Progress::Progress(int64_t total_steps, int64_t first_step, double elapsed_before, bool terminal)

@@ -13,12 +13,16 @@
 // Strings must be valid UTF-8 (RFC 8259 section 8.1); hostile input (deep nesting, huge numbers,
 // broken escapes or UTF-8) is a clean error, never a crash.
 //
-// quote() is the writing side for strings: it makes the JSON text of a string.
+// The writing side is Writer (at the end): every JSON file and line tapegrad writes is built by
+// one, so that every number in them has the one format of number().
 #pragma once
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "autograd/error.h"
@@ -126,5 +130,87 @@ size_t utf8_whole_prefix(std::string_view text);
 // (\n, \t, ... or \u001f), everything else, UTF-8 included, is copied as it is. The same text
 // as Python's json.dumps(s, ensure_ascii=False).
 std::string quote(std::string_view text);
+
+// ---- writing --------------------------------------------------------------------------------------
+
+// The one number format of every JSON text tapegrad writes, Python's repr(float) (and so its
+// json.dumps): the fewest digits that read back as the same double, with a point between
+// 1e-4 and 1e16 and an exponent outside: 0.1, 0.0003, 3.0, -0.0, 0.30000000000000004,
+// 1000000.0, 1e-05, 1.5e+16, 1e+300. JSON has no inf or nan: v must be finite, else a tg::Error.
+std::string number(double v);
+
+// v rounded to `decimals` places after the point: for measured numbers (seconds, tokens per
+// second) whose last digits are noise, so that number() writes 0.143 rather than
+// 0.14300000000000002 or 0.14312876. Non-finite v stays as it is.
+double round_to(double v, int decimals);
+
+// How a Writer lays its object or array out; the names are Python's json.dumps's.
+enum class Layout {
+  OneLine,  // {"a": 1, "b": [1, 2]}      json.dumps(x)
+  Pretty,   // a member per line, by 2     json.dumps(x, indent=2)
+  Compact,  // {"a":1,"b":[1,2]}          json.dumps(x, separators=(",", ":"))
+};
+
+// Builds one JSON object (or array), member by member, in the order given:
+//
+//   json::Writer w(json::Layout::Pretty);
+//   w.field("steps", 30).field("loss", 2.5).field("kernels", "fast").field("memory", nested);
+//   write(w.str());   // {\n  "steps": 30,\n  "loss": 2.5, ...\n}
+//
+// Strings go through quote(), doubles through number(), integers as they are, bools as
+// true/false. A double that is not finite is refused with a tg::Error naming the field (or the
+// item's index). A nested Writer keeps its own layout: a one-line object inside a pretty one
+// stays on its line; a pretty one is indented to its place.
+class Writer {
+ public:
+  explicit Writer(Layout layout = Layout::OneLine);  // an object, {...}
+  static Writer array(Layout layout = Layout::OneLine);  // an array, [...]
+
+  // Object members.
+  Writer& field(std::string_view name, std::string_view text);
+  Writer& field(std::string_view name, const char* text) { return field(name, std::string_view(text)); }
+  Writer& field(std::string_view name, double value);
+  template <std::integral T>  // integers of any width, and bool
+  Writer& field(std::string_view name, T value) { return add(name, integer(value)); }
+  Writer& field(std::string_view name, std::optional<double> value);  // null when empty
+  Writer& field(std::string_view name, std::nullptr_t);               // null
+  Writer& field(std::string_view name, const Writer& nested);
+  // A parsed value, written in this writer's layout; its numbers keep the text they were read
+  // with (a file rewritten keeps the numbers it had).
+  Writer& field(std::string_view name, const Value& value);
+  // A member whose value is JSON text another Writer made (MemoryReport::json(), say): checked
+  // to be one JSON value, then placed as it is (indented to its place when it spans lines).
+  Writer& embed(std::string_view name, std::string_view json_text);
+
+  // Array elements: the same kinds.
+  Writer& item(std::string_view text);
+  Writer& item(const char* text) { return item(std::string_view(text)); }
+  Writer& item(double value);
+  template <std::integral T>
+  Writer& item(T value) { return add_item(integer(value)); }
+  Writer& item(std::nullptr_t);
+  Writer& item(const Writer& nested);
+  Writer& item(const Value& value);
+
+  bool empty() const { return entries_.empty(); }
+  // The JSON text, without a newline at the end.
+  std::string str() const;
+
+ private:
+  Writer(bool is_array, Layout layout) : is_array_(is_array), layout_(layout) {}
+  template <std::integral T>
+  static std::string integer(T value) {
+    if constexpr (std::same_as<T, bool>) return value ? "true" : "false";
+    else return std::to_string(value);
+  }
+  Writer& add(std::string_view name, std::string value_text);
+  Writer& add_item(std::string value_text);
+
+  bool is_array_ = false;
+  Layout layout_ = Layout::OneLine;
+  // Each member as (quoted name, value's JSON text); arrays leave the names empty. Values are
+  // written when they are added; str() only lays them out.
+  std::vector<std::pair<std::string, std::string>> entries_;
+};
 
 }  // namespace tg::json

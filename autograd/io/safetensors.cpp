@@ -370,23 +370,17 @@ void check_utf8(const std::string& path, const std::string& text, const std::str
 
 // The header in the canonical layout (see safetensors.h), spaces included. Checks every name.
 std::string make_header(const std::string& path, const NamedTensors& tensors, const SafetensorsMetadata& metadata) {
-  std::string json = "{";
-  auto separate = [&] {
-    if (json.back() != '{') json += ',';
-  };
+  json::Writer header(json::Layout::Compact);
   if (!metadata.empty()) {
     std::set<std::string> keys;
-    json += "\"__metadata__\":{";
+    json::Writer fields(json::Layout::Compact);
     for (const auto& [key, value] : metadata) {
       if (!keys.insert(key).second) save_error(path, "metadata key " + json::quote(key) + " is given twice");
       check_utf8(path, key, "metadata key");
       check_utf8(path, value, "metadata value");
-      separate();
-      json += json::quote(key);
-      json += ':';
-      json += json::quote(value);
+      fields.field(key, value);
     }
-    json += "}";
+    header.field("__metadata__", fields);
   }
   std::set<std::string> names;
   uint64_t offset = 0;
@@ -397,24 +391,17 @@ std::string make_header(const std::string& path, const NamedTensors& tensors, co
     if (!names.insert(name).second) save_error(path, "tensor name " + json::quote(name) + " is given twice");
     check_utf8(path, name, "tensor name");
     if (!t.defined()) save_error(path, "tensor " + json::quote(name) + " is undefined");
-    uint64_t end = offset + t.nbytes();
-    separate();
-    json += json::quote(name);
-    json += ":{\"dtype\":\"";
-    json += safetensors_dtype_name(t.dtype());
-    json += "\",\"shape\":[";
-    for (size_t d = 0; d < t.sizes().size(); ++d) {
-      if (d > 0) json += ',';
-      json += std::to_string(t.sizes()[d]);
-    }
-    json += "],\"data_offsets\":[";
-    json += std::to_string(offset);
-    json += ',';
-    json += std::to_string(end);
-    json += "]}";
+    const uint64_t end = offset + t.nbytes();
+    json::Writer shape = json::Writer::array(json::Layout::Compact);
+    for (int64_t size : t.sizes()) shape.item(size);
+    json::Writer entry(json::Layout::Compact);
+    entry.field("dtype", safetensors_dtype_name(t.dtype()))
+        .field("shape", shape)
+        .field("data_offsets", json::Writer::array(json::Layout::Compact).item(offset).item(end));
+    header.field(name, entry);
     offset = end;
   }
-  json += "}";
+  std::string json = header.str();
   json.append((8 - json.size() % 8) % 8, ' ');
   return json;
 }

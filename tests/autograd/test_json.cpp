@@ -5,14 +5,18 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <limits>
+#include <optional>
+#include <random>
 #include <stdexcept>
 #include <string>
 
 namespace {
 
 using tg::test::error_of;
+using tg::test::has_part;
 
 using tg::json::Value;
 
@@ -256,6 +260,189 @@ TEST(Json, ParseFileNamesThePathInErrors) {
   }
   EXPECT_EQ(tg::json::parse_file(path)["seed"].as_uint64(), 18446744073709551615ULL);
   std::remove(path.c_str());
+}
+
+// ---- writing --------------------------------------------------------------------------------------
+
+using tg::json::Layout;
+using tg::json::Writer;
+
+TEST(JsonWriter, StringsAreQuotedWithEscapesAndUtf8AsTheyAre) {
+  const char raw[] = "say \"hi\"\\ \n\t\x01 caf\xC3\xA9 \xF0\x9F\x98\x80 \0 end";
+  const std::string tricky(raw, sizeof raw - 1);  // the \0 included
+  Writer w;
+  w.field("s", tricky).field("caf\xC3\xA9 \"key\"", "plain").field("empty", "");
+  EXPECT_EQ(w.str(), std::string("{\"s\": \"say \\\"hi\\\"\\\\ \\n\\t\\u0001 caf\xC3\xA9 \xF0\x9F\x98\x80 \\u0000 end\", ") +
+                         "\"caf\xC3\xA9 \\\"key\\\"\": \"plain\", \"empty\": \"\"}");
+  const Value back = tg::json::parse(w.str(), "t.json");
+  EXPECT_EQ(back["s"].as_string(), tricky);
+  EXPECT_EQ(back["caf\xC3\xA9 \"key\""].as_string(), "plain");
+  EXPECT_EQ(back["empty"].as_string(), "");
+}
+
+TEST(JsonWriter, NumbersArePythonsReprTheFewestDigitsThatReadBackAsTheSameDouble) {
+  EXPECT_EQ(tg::json::number(0.1), "0.1");
+  EXPECT_EQ(tg::json::number(2.5), "2.5");
+  EXPECT_EQ(tg::json::number(3.0), "3.0");  // integral: still a float when Python reads it
+  EXPECT_EQ(tg::json::number(-7.0), "-7.0");
+  EXPECT_EQ(tg::json::number(0.0), "0.0");
+  EXPECT_EQ(tg::json::number(-0.0), "-0.0");
+  EXPECT_EQ(tg::json::number(0.1 + 0.2), "0.30000000000000004");  // 17 digits
+  EXPECT_EQ(tg::json::number(1.0 / 3.0), "0.3333333333333333");
+  EXPECT_EQ(tg::json::number(1e-5), "1e-05");
+  EXPECT_EQ(tg::json::number(1e300), "1e+300");
+  EXPECT_EQ(tg::json::number(-1.5e-300), "-1.5e-300");
+  EXPECT_EQ(tg::json::number(5e-324), "5e-324");  // the smallest subnormal
+  EXPECT_EQ(tg::json::number(std::numeric_limits<double>::max()), "1.7976931348623157e+308");
+  EXPECT_EQ(tg::json::number(2.2250738585072014e-308), "2.2250738585072014e-308");
+  EXPECT_EQ(tg::json::number(123456789012345680000.0), "1.2345678901234568e+20");
+  EXPECT_EQ(tg::json::number(9007199254740993.0), "9007199254740992.0");  // 2^53 + 1 is no double
+  // Python's repr: a point from 1e-4 up to 1e16, an exponent outside
+  EXPECT_EQ(tg::json::number(0.0001), "0.0001");
+  EXPECT_EQ(tg::json::number(0.0003), "0.0003");
+  EXPECT_EQ(tg::json::number(-0.00012345), "-0.00012345");
+  EXPECT_EQ(tg::json::number(0.000099), "9.9e-05");
+  EXPECT_EQ(tg::json::number(1e6), "1000000.0");
+  EXPECT_EQ(tg::json::number(123.456), "123.456");
+  EXPECT_EQ(tg::json::number(1e15), "1000000000000000.0");
+  EXPECT_EQ(tg::json::number(9999999999999998.0), "9999999999999998.0");
+  EXPECT_EQ(tg::json::number(1e16), "1e+16");
+  EXPECT_EQ(tg::json::number(-1.5e16), "-1.5e+16");
+
+  // every finite double, from its bits: parse(number(v)) is v, bit for bit
+  std::mt19937_64 bits(7);
+  int checked = 0;
+  for (int i = 0; i < 20000; ++i) {
+    const uint64_t b = bits();
+    double v;
+    std::memcpy(&v, &b, sizeof v);
+    if (!std::isfinite(v)) continue;
+    const double back = tg::json::parse(tg::json::number(v), "t.json").as_double();
+    ASSERT_EQ(std::memcmp(&back, &v, sizeof v), 0) << tg::json::number(v);
+    ++checked;
+  }
+  EXPECT_GT(checked, 19000);
+  const double negative_zero = tg::json::parse(Writer().field("z", -0.0).str(), "t.json")["z"].as_double();
+  EXPECT_TRUE(std::signbit(negative_zero));
+}
+
+TEST(JsonWriter, IntegersAndBoolsAreWrittenAsTheyAre) {
+  Writer w;
+  w.field("int", 42).field("min", std::numeric_limits<int64_t>::min()).field("max", std::numeric_limits<int64_t>::max())
+      .field("u64", std::numeric_limits<uint64_t>::max()).field("size", size_t{7}).field("yes", true).field("no", false)
+      .field("none", nullptr).field("absent", std::optional<double>()).field("present", std::optional<double>(0.5));
+  EXPECT_EQ(w.str(),
+            "{\"int\": 42, \"min\": -9223372036854775808, \"max\": 9223372036854775807, \"u64\": 18446744073709551615, "
+            "\"size\": 7, \"yes\": true, \"no\": false, \"none\": null, \"absent\": null, \"present\": 0.5}");
+  const Value back = tg::json::parse(w.str(), "t.json");
+  EXPECT_EQ(back["min"].as_int64(), std::numeric_limits<int64_t>::min());
+  EXPECT_EQ(back["u64"].as_uint64(), std::numeric_limits<uint64_t>::max());
+  EXPECT_TRUE(back["yes"].as_bool());
+  EXPECT_TRUE(back["absent"].is_null());
+}
+
+TEST(JsonWriter, LayoutsAreJsonDumpsOnesAndNestedWritersKeepTheirOwn) {
+  auto tree = [](Layout layout) {
+    Writer inner(layout);
+    inner.field("a", 1).field("b", Writer::array(layout).item(1).item("two").item(3.5));
+    Writer outer(layout);
+    outer.field("x", inner).field("empty", Writer(layout)).field("list", Writer::array(layout));
+    return outer.str();
+  };
+  // json.dumps(x), json.dumps(x, indent=2), json.dumps(x, separators=(",", ":"))
+  EXPECT_EQ(tree(Layout::OneLine), R"({"x": {"a": 1, "b": [1, "two", 3.5]}, "empty": {}, "list": []})");
+  EXPECT_EQ(tree(Layout::Pretty),
+            "{\n  \"x\": {\n    \"a\": 1,\n    \"b\": [\n      1,\n      \"two\",\n      3.5\n    ]\n  },\n"
+            "  \"empty\": {},\n  \"list\": []\n}");
+  EXPECT_EQ(tree(Layout::Compact), R"({"x":{"a":1,"b":[1,"two",3.5]},"empty":{},"list":[]})");
+
+  // a one-line object inside a pretty one stays on its line (config.json's "model")
+  Writer model;
+  model.field("n_layers", 2).field("drop_rate", 0.1);
+  Writer config(Layout::Pretty);
+  config.field("model", model).field("kernels", "fast");
+  EXPECT_EQ(config.str(), "{\n  \"model\": {\"n_layers\": 2, \"drop_rate\": 0.1},\n  \"kernels\": \"fast\"\n}");
+  // arrays of arrays (a BPE tokenizer's merges)
+  Writer merges = Writer::array();
+  merges.item(Writer::array().item(32).item(116)).item(Writer::array().item(104).item(101));
+  EXPECT_EQ(merges.str(), "[[32, 116], [104, 101]]");
+}
+
+TEST(JsonWriter, NonFiniteNumbersAreRefusedNamingTheField) {
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_EQ(error_of([&] { Writer().field("lr", inf); }), "json: \"lr\" is inf: JSON has no inf or nan, so it cannot be written");
+  EXPECT_EQ(error_of([&] { Writer().field("loss", -inf); }),
+            "json: \"loss\" is -inf: JSON has no inf or nan, so it cannot be written");
+  EXPECT_EQ(error_of([&] { Writer().field("final_val_loss", std::optional<double>(nan)); }),
+            "json: \"final_val_loss\" is nan: JSON has no inf or nan, so it cannot be written");
+  EXPECT_EQ(error_of([&] { Writer::array().item(1.0).item(2.0).item(nan); }),
+            "json: item 2 is nan: JSON has no inf or nan, so it cannot be written");
+  EXPECT_EQ(error_of([&] { tg::json::number(nan); }), "json: nan is not a number JSON can hold");
+  EXPECT_EQ(error_of([&] { tg::json::number(-inf); }), "json: -inf is not a number JSON can hold");
+}
+
+TEST(JsonWriter, ParsedValuesAreRewrittenWithTheirNumbersAsWritten) {
+  // a file written by Python's json.dumps(x, indent=2), numbers in forms number() does not write
+  const std::string text =
+      "{\n  \"eps\": 1E-5,\n  \"big\": 18446744073709551615,\n  \"list\": [\n    0.10,\n    null,\n    true\n  ],\n"
+      "  \"nested\": {\n    \"s\": \"caf\xC3\xA9\\n\"\n  },\n  \"empty\": []\n}";
+  const Value parsed = tg::json::parse(text, "t.json");
+  Writer same(Layout::Pretty);
+  for (const tg::json::Member& m : parsed.as_object()) same.field(m.key, m.value);
+  EXPECT_EQ(same.str(), text);
+  Writer line;
+  line.field("v", parsed);
+  EXPECT_EQ(line.str(),
+            "{\"v\": {\"eps\": 1E-5, \"big\": 18446744073709551615, \"list\": [0.10, null, true], "
+            "\"nested\": {\"s\": \"caf\xC3\xA9\\n\"}, \"empty\": []}}");
+}
+
+TEST(JsonWriter, EmbeddedTextIsCheckedAndIndentedToItsPlace) {
+  Writer memory;
+  memory.field("parameters_mb", 0.0441);
+  Writer run(Layout::Pretty);
+  run.field("steps", 3).field("kernels", "fast");
+  Writer summary(Layout::Pretty);
+  summary.embed("memory", memory.str()).embed("run", run.str());
+  EXPECT_EQ(summary.str(),
+            "{\n  \"memory\": {\"parameters_mb\": 0.0441},\n  \"run\": {\n    \"steps\": 3,\n    \"kernels\": \"fast\"\n  }\n}");
+  EXPECT_TRUE(has_part(error_of([] { Writer().embed("memory", "{\"a\": 1,}"); }), "the JSON text of \"memory\""));
+  EXPECT_TRUE(has_part(error_of([] { Writer().embed("memory", "1 2"); }), "expected end of input"));
+}
+
+TEST(JsonWriter, ObjectsTakeFieldsAndArraysItems) {
+  EXPECT_EQ(error_of([] { Writer::array().field("a", 1); }),
+            "json: field \"a\" given to an array (arrays take item())");
+  EXPECT_EQ(error_of([] { Writer().item(1); }), "json: item given to an object (objects take field())");
+}
+
+TEST(JsonWriter, RoundToKeepsTheDigitsAskedFor) {
+  EXPECT_EQ(tg::json::number(tg::json::round_to(0.14312876, 3)), "0.143");
+  EXPECT_EQ(tg::json::number(tg::json::round_to(13467.5958, 1)), "13467.6");
+  EXPECT_EQ(tg::json::number(tg::json::round_to(0.1 + 0.2, 2)), "0.3");
+  EXPECT_EQ(tg::json::number(tg::json::round_to(2.0, 3)), "2.0");
+  EXPECT_EQ(tg::json::number(tg::json::round_to(46214.0 / (1 << 20), 4)), "0.0441");
+  EXPECT_EQ(tg::json::round_to(1e300, 4), 1e300);  // beyond the scale's range: as it was
+  EXPECT_TRUE(std::isnan(tg::json::round_to(std::numeric_limits<double>::quiet_NaN(), 1)));
+}
+
+// Everything at once, through parse and back: the same values.
+TEST(JsonWriter, WhatItWritesParsesBackToTheSameValues) {
+  Writer w(Layout::Pretty);
+  w.field("name", "run \"1\"").field("lr", 0.0003).field("steps", int64_t{1} << 40).field("eps", 1e-300)
+      .field("tiny", -0.0).field("flags", Writer().field("on", true).field("list", Writer::array().item(1).item(-2.75)));
+  const Value v = tg::json::parse(w.str(), "t.json");
+  EXPECT_EQ(v["name"].as_string(), "run \"1\"");
+  EXPECT_EQ(v["lr"].as_double(), 0.0003);
+  EXPECT_EQ(v["steps"].as_int64(), int64_t{1} << 40);
+  EXPECT_EQ(v["eps"].as_double(), 1e-300);
+  EXPECT_TRUE(std::signbit(v["tiny"].as_double()));
+  EXPECT_TRUE(v["flags"]["on"].as_bool());
+  EXPECT_EQ(v["flags"]["list"][1].as_double(), -2.75);
+  Writer again(Layout::Pretty);
+  for (const tg::json::Member& m : v.as_object()) again.field(m.key, m.value);
+  EXPECT_EQ(again.str(), w.str().substr(0, w.str().find("\"flags\"")) +
+                             "\"flags\": {\n    \"on\": true,\n    \"list\": [\n      1,\n      -2.75\n    ]\n  }\n}");
 }
 
 }  // namespace
