@@ -1,9 +1,8 @@
 // train/run_log.cpp — loss.csv, summary.json and the progress display.
 #include "train/run_log.h"
 
-#include <cmath>
-
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
