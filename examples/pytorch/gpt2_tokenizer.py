@@ -28,7 +28,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-sys.path.insert(1, os.path.join(HERE, "..", "gpt"))
+sys.path.insert(1, os.path.join(HERE, "..", "..", "tokenizers"))  # make_unicode_tables.py
 import bpe  # noqa: E402
 from make_unicode_tables import class_of  # noqa: E402  (the classes of the C++ table)
 
