@@ -3,10 +3,10 @@
 //
 //   target  tapegrad's layers, in block i                  GPT-2's (peft's names)   A, B (C = emb_dim)
 //   attn    att.W_query, W_key, W_value together:           attn.c_attn             (r, C), (3C, r)
-//             att.qkv_lora (MultiHeadAttention::add_qkv_lora)
+//             att.qkv_lora (CausalSelfAttention::add_qkv_lora, models/gpt.h)
 //           att.out_proj -> LoRALinear                      attn.c_proj             (r, C), (C, r)
-//   mlp     ff.layers.0 (ff.expand) -> LoRALinear           mlp.c_fc                (r, C), (4C, r)
-//           ff.layers.2 (ff.project) -> LoRALinear          mlp.c_proj              (r, 4C), (C, r)
+//   mlp     ff.layers.0 -> LoRALinear, by name              mlp.c_fc                (r, C), (4C, r)
+//           ff.layers.2 -> LoRALinear, by name              mlp.c_proj              (r, 4C), (C, r)
 //
 // apply_lora adds the adapters block by block in that order, the order in which peft walks
 // GPT-2's modules, each drawing its A from the default generator as peft does; then it freezes

@@ -1,17 +1,15 @@
 // models/lora_adapters.cpp — adapters to peft's names and back, adapter_config.json.
 #include "models/lora_adapters.h"
 
-#include "models/hf_gpt2.h"
-
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <set>
 #include <vector>
 
 #include "autograd/io/json.h"
 #include "autograd/io/safetensors.h"
 #include "autograd/ops.h"
+#include "models/hf_gpt2.h"
 #include "nn/lora.h"
 
 namespace tg::models {

@@ -1,8 +1,6 @@
 // train/instructions.cpp — reading, encoding, splitting and batching instruction examples.
 #include "train/instructions.h"
 
-#include "train/data.h"
-
 #include <algorithm>
 #include <cmath>
 #include <tuple>
