@@ -299,21 +299,22 @@ ScalarType scalar_dtype(const Scalar& s, const Tensor& t);
 Tensor scalar_like(const Scalar& s, const Tensor& t, const char* op = "scalar");
 
 // out = f(a, b) elementwise with broadcasting, computed in dtype `compute` (inputs converted
-// to it), stored as `compute` or as bool when out_is_bool. f is a generic lambda (auto x, auto y).
-// Given `into` (contiguous, of out's shape and dtype), the result is written there instead of a
-// new tensor; `into` may be a itself, as element i of a is read before element i of out is written.
-template <class F>
-Tensor elementwise_binary(const Tensor& a, const Tensor& b, ScalarType compute, bool out_is_bool, const char* op, F f,
-                          Tensor into = Tensor()) {
+// to it), stored as `compute` (elementwise_binary) or as bool (elementwise_compare, below). f is a
+// generic lambda (auto x, auto y). Given `into` (contiguous, of out's shape and dtype), the result
+// is written there instead of a new tensor; `into` may be a itself, as element i of a is read
+// before element i of out is written. The bool result is a template argument, not a run-time
+// flag, so that each op's loops are compiled for the one result type it has.
+template <bool kOutIsBool, class F>
+Tensor elementwise_binary_as(const Tensor& a, const Tensor& b, ScalarType compute, const char* op, F f, Tensor into) {
   check_defined(a, op, "input");
   check_defined(b, op, "other");
   const Shape shape = broadcast_shapes(a.sizes(), b.sizes(), op);
-  Tensor out = into.defined() ? into : make_empty(shape, out_is_bool ? kBool : compute);
+  Tensor out = into.defined() ? into : make_empty(shape, kOutIsBool ? kBool : compute);
   const Tensor ac = a.dtype() == compute ? a : a.detach().to(compute);
   const Tensor bc = b.dtype() == compute ? b : b.detach().to(compute);
   if (compute == kBFloat16) {  // computed in float32, stored as bfloat16 (as PyTorch's CPU kernels)
     const auto in_float = [&f](BFloat16 x, BFloat16 y) { return f(static_cast<float>(x), static_cast<float>(y)); };
-    if (out_is_bool) map_binary<bool, BFloat16, BFloat16>(out, ac, bc, in_float);
+    if constexpr (kOutIsBool) map_binary<bool, BFloat16, BFloat16>(out, ac, bc, in_float);
     else map_binary<BFloat16, BFloat16, BFloat16>(out, ac, bc, [&](BFloat16 x, BFloat16 y) {
       return BFloat16(static_cast<float>(in_float(x, y)));
     });
@@ -321,15 +322,21 @@ Tensor elementwise_binary(const Tensor& a, const Tensor& b, ScalarType compute, 
   }
   visit_dtype(compute, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if constexpr (!std::is_same_v<T, BFloat16>) {
-      if (out_is_bool) {
-        map_binary<bool, T, T>(out, ac, bc, f);
-      } else {
-        map_binary<T, T, T>(out, ac, bc, f);
-      }
-    }
+    if constexpr (!std::is_same_v<T, BFloat16>) map_binary<std::conditional_t<kOutIsBool, bool, T>, T, T>(out, ac, bc, f);
   });
   return out;
+}
+
+template <class F>
+Tensor elementwise_binary(const Tensor& a, const Tensor& b, ScalarType compute, const char* op, F f,
+                          Tensor into = Tensor()) {
+  return elementwise_binary_as<false>(a, b, compute, op, f, into);
+}
+
+// out = f(a, b) as bool, compared in dtype `compute` (eq, lt, logical_and, ...).
+template <class F>
+Tensor elementwise_compare(const Tensor& a, const Tensor& b, ScalarType compute, const char* op, F f) {
+  return elementwise_binary_as<true>(a, b, compute, op, f, Tensor());
 }
 
 // out = f(x) elementwise in x's floating dtype. f is a generic lambda (auto v). An integer or

@@ -45,9 +45,9 @@ void check_alpha(ScalarType dt, const Scalar& alpha, const char* op) {
 Tensor add_scaled(const Tensor& a, const Tensor& b, ScalarType dt, const Scalar& alpha, bool subtract, const char* op,
                   const Tensor& into = Tensor()) {
   const double s = subtract ? -alpha.value : alpha.value;
-  if (s == 1.0) return elementwise_binary(a, b, dt, false, op, [](auto x, auto y) { return wrapping_add(x, y); }, into);
+  if (s == 1.0) return elementwise_binary(a, b, dt, op, [](auto x, auto y) { return wrapping_add(x, y); }, into);
   if (s == -1.0 && dt != kBool) {
-    return elementwise_binary(a, b, dt, false, op, [](auto x, auto y) { return wrapping_sub(x, y); }, into);
+    return elementwise_binary(a, b, dt, op, [](auto x, auto y) { return wrapping_sub(x, y); }, into);
   }
   int64_t k = 0;  // alpha as int64 (negated when subtracting), for int64 results
   if (dt == kInt64) {
@@ -55,7 +55,7 @@ Tensor add_scaled(const Tensor& a, const Tensor& b, ScalarType dt, const Scalar&
     if (subtract) k = wrapping_sub<int64_t>(0, k);
   }
   return elementwise_binary(
-      a, b, dt, false, op,
+      a, b, dt, op,
       [s, k](auto x, auto y) {
         using T = decltype(x);
         if constexpr (std::is_same_v<T, int64_t>) return wrapping_add(x, wrapping_mul(k, y));
@@ -66,7 +66,7 @@ Tensor add_scaled(const Tensor& a, const Tensor& b, ScalarType dt, const Scalar&
 
 // a * b for a number b, written into `into` when given.
 Tensor mul_by_number(const Tensor& a, Scalar b, const Tensor& into = Tensor()) {
-  return elementwise_binary(a, scalar_like(b, a, "mul"), scalar_dtype(b, a), false, "mul",
+  return elementwise_binary(a, scalar_like(b, a, "mul"), scalar_dtype(b, a), "mul",
                             [](auto x, auto y) { return wrapping_mul(x, y); }, into);
 }
 
@@ -114,7 +114,7 @@ Tensor sub(const Tensor& a, const Tensor& b, Scalar alpha) {
 }
 
 Tensor mul(const Tensor& a, const Tensor& b) {
-  Tensor out = elementwise_binary(a, b, arithmetic_dtype(a, b), false, "mul", [](auto x, auto y) {
+  Tensor out = elementwise_binary(a, b, arithmetic_dtype(a, b), "mul", [](auto x, auto y) {
     using T = decltype(x);
     if constexpr (std::is_same_v<T, bool>) return static_cast<T>(x * y);
     else return wrapping_mul(x, y);
@@ -135,7 +135,7 @@ Grads mul_backward(const BackwardArgs& ctx) {
 Tensor div(const Tensor& a, const Tensor& b) {
   ScalarType dt = arithmetic_dtype(a, b);
   if (!is_floating(dt)) dt = kFloat32;  // true division, as PyTorch's `/`
-  Tensor out = elementwise_binary(a, b, dt, false, "div", [](auto x, auto y) { return x / y; });
+  Tensor out = elementwise_binary(a, b, dt, "div", [](auto x, auto y) { return x / y; });
   const Tensor keep_a = b.requires_grad() ? a : Tensor();
   record("DivBackward0", {a, b}, out, {keep_a, b}, div_backward);
   return out;
@@ -166,14 +166,14 @@ Tensor neg(const Tensor& a) {
 // --- tensor and scalar ---------------------------------------------------------------------------
 
 Tensor add(const Tensor& a, Scalar b) {
-  Tensor out = elementwise_binary(a, scalar_like(b, a, "add"), scalar_dtype(b, a), false, "add",
+  Tensor out = elementwise_binary(a, scalar_like(b, a, "add"), scalar_dtype(b, a), "add",
                                   [](auto x, auto y) { return wrapping_add(x, y); });
   record("AddBackward0", {a}, out, {}, [](const BackwardArgs& ctx) { return Grads{ctx.grad_out}; });
   return out;
 }
 
 Tensor sub(const Tensor& a, Scalar b) {
-  Tensor out = elementwise_binary(a, scalar_like(b, a, "sub"), scalar_dtype(b, a), false, "sub",
+  Tensor out = elementwise_binary(a, scalar_like(b, a, "sub"), scalar_dtype(b, a), "sub",
                                   [](auto x, auto y) { return wrapping_sub(x, y); });
   record("SubBackward0", {a}, out, {}, [](const BackwardArgs& ctx) { return Grads{ctx.grad_out}; });
   return out;
@@ -192,7 +192,7 @@ Grads mul_scalar_backward(const BackwardArgs& ctx, double s) { return Grads{mul(
 Tensor div(const Tensor& a, Scalar b) {
   ScalarType dt = scalar_dtype(b, a);
   if (!is_floating(dt)) dt = kFloat32;
-  Tensor out = elementwise_binary(a, scalar_like(b, a, "div"), dt, false, "div", [](auto x, auto y) { return x / y; });
+  Tensor out = elementwise_binary(a, scalar_like(b, a, "div"), dt, "div", [](auto x, auto y) { return x / y; });
   const double s = b.value;
   record("DivBackward0", {a}, out, {}, [s](const BackwardArgs& ctx) { return div_scalar_backward(ctx, s); });
   return out;
@@ -202,7 +202,7 @@ Tensor div(const Tensor& a, Scalar b) {
 Grads div_scalar_backward(const BackwardArgs& ctx, double s) { return Grads{div(ctx.grad_out, s)}; }
 
 Tensor rsub(const Tensor& a, Scalar b) {
-  Tensor out = elementwise_binary(scalar_like(b, a, "rsub"), a, scalar_dtype(b, a), false, "rsub",
+  Tensor out = elementwise_binary(scalar_like(b, a, "rsub"), a, scalar_dtype(b, a), "rsub",
                                   [](auto x, auto y) { return wrapping_sub(x, y); });
   // d/da (b - a) = -1
   record("RsubBackward1", {a}, out, {}, [](const BackwardArgs& ctx) { return Grads{neg(ctx.grad_out)}; });
@@ -212,7 +212,7 @@ Tensor rsub(const Tensor& a, Scalar b) {
 Tensor rdiv(const Tensor& a, Scalar b) {
   ScalarType dt = scalar_dtype(b, a);
   if (!is_floating(dt)) dt = kFloat32;
-  Tensor out = elementwise_binary(scalar_like(b, a, "rdiv"), a, dt, false, "rdiv", [](auto x, auto y) { return x / y; });
+  Tensor out = elementwise_binary(scalar_like(b, a, "rdiv"), a, dt, "rdiv", [](auto x, auto y) { return x / y; });
   // d/da (b / a) = -b / a^2 = -out / a
   record("MulBackward0", {a}, out, {a, out}, [](const BackwardArgs& ctx) {
     return Grads{neg(div(mul(ctx.grad_out, ctx.saved[1]), ctx.saved[0]))};
@@ -250,7 +250,7 @@ Tensor pow(const Tensor& a, const Tensor& exponent) {
   ScalarType dt = arithmetic_dtype(a, exponent);
   if (!is_floating(dt)) throw Error("pow: tensor ** tensor is only supported for floating point tensors here, got " +
                                     std::string(dtype_name(a.dtype())) + " and " + dtype_name(exponent.dtype()));
-  Tensor out = elementwise_binary(a, exponent, dt, false, "pow", [](auto x, auto y) {
+  Tensor out = elementwise_binary(a, exponent, dt, "pow", [](auto x, auto y) {
     using T = decltype(x);
     return static_cast<T>(std::pow(x, y));
   });

@@ -16,7 +16,7 @@ namespace {
 
 template <class F>
 Tensor compare(const Tensor& a, const Tensor& b, const char* op, F f) {
-  return elementwise_binary(a, b, promote_types(a.dtype(), b.dtype()), true, op, f);
+  return elementwise_compare(a, b, promote_types(a.dtype(), b.dtype()), op, f);
 }
 
 }  // namespace
@@ -148,12 +148,12 @@ Tensor logical(const Tensor& a, const Tensor& b, const char* op, F f) {
   // a number is true where it is nonzero
   const Tensor ab = a.dtype() == kBool ? a : ne(a.detach(), scalar_like(0, a));
   const Tensor bb = b.dtype() == kBool ? b : ne(b.detach(), scalar_like(0, b));
-  return elementwise_binary(ab, bb, kBool, true, op, f);
+  return elementwise_compare(ab, bb, kBool, op, f);
 }
 
 Tensor extreme_of_two(const Tensor& a, const Tensor& b, bool want_max, const char* op) {
   const ScalarType dt = promote_types(a.dtype(), b.dtype());
-  Tensor out = elementwise_binary(a, b, dt, false, op, [want_max](auto x, auto y) {
+  Tensor out = elementwise_binary(a, b, dt, op, [want_max](auto x, auto y) {
     using T = decltype(x);
     if constexpr (is_floating_type_v<T>) {  // bfloat16 too
       if (std::isnan(static_cast<float>(x)) || std::isnan(static_cast<float>(y))) return static_cast<T>(NAN);
