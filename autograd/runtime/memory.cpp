@@ -22,11 +22,15 @@ namespace tg {
 
 namespace {
 
+// GCC says it builds under AddressSanitizer with __SANITIZE_ADDRESS__, Clang with __has_feature.
 #if defined(__SANITIZE_ADDRESS__)
-constexpr bool kCacheEnabled = false;  // let AddressSanitizer see every free
+constexpr bool kAddressSanitizer = true;
+#elif defined(__has_feature)
+constexpr bool kAddressSanitizer = __has_feature(address_sanitizer);
 #else
-constexpr bool kCacheEnabled = true;
+constexpr bool kAddressSanitizer = false;
 #endif
+constexpr bool kCacheEnabled = !kAddressSanitizer;  // let AddressSanitizer see every free
 constexpr int64_t kMinCacheLimit = int64_t{32} << 20;
 
 // Buffers are 64-byte aligned (a cache line; what AVX-512 loads like) and sized in whole lines,
@@ -178,6 +182,8 @@ void empty_cache() {
   std::lock_guard<std::mutex> lock(p.mutex);
   p.shrink_cache_locked(0);
 }
+
+bool built_with_address_sanitizer() { return kAddressSanitizer; }
 
 double peak_rss_mb() {
   rusage r{};

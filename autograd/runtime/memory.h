@@ -63,4 +63,9 @@ void empty_cache();              // free every cached buffer
 
 double peak_rss_mb();  // the process's peak resident memory in MiB (getrusage's ru_maxrss)
 
+// Whether tapegrad was built under AddressSanitizer (TG_SANITIZE=ON, or -fsanitize=address given by
+// hand). Then the cache is off, so that every free reaches the sanitizer. Asked at run time, so the
+// answer is the library's own, whatever flags the code asking was built with.
+bool built_with_address_sanitizer();
+
 }  // namespace tg

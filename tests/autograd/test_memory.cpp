@@ -15,11 +15,7 @@
 namespace tg {
 namespace {
 
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kCaching = false;  // memory.cpp turns the cache off under AddressSanitizer
-#else
-constexpr bool kCaching = true;
-#endif
+const bool kCaching = !built_with_address_sanitizer();  // memory.cpp turns the cache off under AddressSanitizer
 
 TEST(Memory, LiveCountersFollowBuffersNotViews) {
   const MemoryStats before = memory_stats();

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "autograd/kernels/blis_kernels.h"
+#include "autograd/runtime/memory.h"
 #include "test_util.h"
 
 namespace tg::test {
@@ -58,9 +59,7 @@ void expect_same_log(const std::string& got, const std::string& want) {
 
 // Skips (with the reason) where these runs cannot or need not happen here.
 std::string why_not_here() {
-#if defined(__SANITIZE_ADDRESS__)
-  return "minutes under AddressSanitizer; the Release suite runs it";
-#endif
+  if (tg::built_with_address_sanitizer()) return "minutes under AddressSanitizer; the Release suite runs it";
   if (example_program("train_gpt").empty()) return "train_gpt is not built";
   if (fixture_environment().empty()) return "this BLIS has no generic kernels";
   // These runs set their own kernels: the suites CI repeats with other kernels would repeat them alone.

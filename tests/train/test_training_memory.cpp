@@ -80,9 +80,7 @@ TEST(TrainingMemory, PeakLiveMemoryOfAStepIsTheSameEveryStep) {
 }
 
 TEST(TrainingMemory, AfterTheFirstStepsEveryBufferComesFromTheCache) {
-#if defined(__SANITIZE_ADDRESS__)
-  GTEST_SKIP() << "the cache is off under AddressSanitizer";
-#else
+  if (built_with_address_sanitizer()) GTEST_SKIP() << "the cache is off under AddressSanitizer";
   train::Trainer t(tiny_options(50), text());
   for (int step = 1; step <= 3; ++step) t.train_step();
   const int64_t from_system = memory_stats().system_allocations;
@@ -90,13 +88,12 @@ TEST(TrainingMemory, AfterTheFirstStepsEveryBufferComesFromTheCache) {
     t.train_step();
     ASSERT_EQ(memory_stats().system_allocations, from_system) << "step " << step << " asked the system for memory";
   }
-#endif
 }
 
 TEST(TrainingMemory, ResidentMemoryStaysFlatOver1000Steps) {
-#if defined(__SANITIZE_ADDRESS__)
-  GTEST_SKIP() << "AddressSanitizer keeps freed memory in quarantine, so the resident size grows by design";
-#else
+  if (built_with_address_sanitizer()) {
+    GTEST_SKIP() << "AddressSanitizer keeps freed memory in quarantine, so the resident size grows by design";
+  }
   train::Trainer t(tiny_options(1000), text());
   for (int step = 1; step <= 100; ++step) t.train_step();
   const int64_t at_100 = resident_bytes();
@@ -112,7 +109,6 @@ TEST(TrainingMemory, ResidentMemoryStaysFlatOver1000Steps) {
               static_cast<double>(at_100) / (1 << 20), static_cast<double>(highest) / (1 << 20),
               static_cast<long long>(growth / 1024));
   EXPECT_LT(growth, 1 << 20) << "the resident memory grew by " << growth << " bytes between steps 100 and 1000";
-#endif
 }
 
 // The memory report's split (train/memory_report.h): parameters, gradients and AdamW's two
