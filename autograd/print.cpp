@@ -61,7 +61,7 @@ std::string repr(const Tensor& t) {
   if (t.grad_fn()) {
     suffixes.push_back("grad_fn=<" + t.grad_fn()->name + ">");
   } else if (t.requires_grad()) {
-    suffixes.push_back("requires_grad=True");
+    suffixes.emplace_back("requires_grad=True");  // (push_back: a false -Warray-bounds from GCC 12 at -O3)
   }
   return print::format_repr(v, suffixes, options);
 }
