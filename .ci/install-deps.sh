@@ -3,16 +3,21 @@
 # Skips apt entirely when everything is already there, so it also works offline.
 #   bash .ci/install-deps.sh       the compiler, CMake, BLIS and GoogleTest (the README's commands)
 #   bash .ci/install-deps.sh ci    also what CI's other builds need (Debian 12, x86-64): Clang 16 with
-#                                  libc++ and its omp.h (libomp-16-dev: Debian's default libblis-dev is
+#                                  its sanitizers' runtime (libclang-rt-16-dev), libc++ and its omp.h (libomp-16-dev: Debian's default libblis-dev is
 #                                  BLIS's OpenMP build, whose blis.h includes <omp.h> even when tapegrad
 #                                  builds without OpenMP), the arm64 cross compiler with arm64 BLIS and GoogleTest,
-#                                  qemu-aarch64 to run them, and debootstrap for a fresh Debian 13
+#                                  qemu-aarch64 to run them, and debootstrap for a fresh Debian 13,
+#                                  and what the Python stage needs (below)
+#   bash .ci/install-deps.sh python  also Debian's PyTorch and SentencePiece (CI's Python stage)
 set -euo pipefail
 pkgs=(cmake make g++ libblis-dev libgtest-dev)
+python_pkgs=(python3-torch python3-sentencepiece)
 if [[ ${1:-} == ci ]]; then
-  pkgs+=(clang-16 libc++-16-dev libc++abi-16-dev libomp-16-dev g++-aarch64-linux-gnu qemu-user binutils
-         libblis-dev:arm64 libgtest-dev:arm64 libstdc++6:arm64 debootstrap)
+  pkgs+=(clang-16 libc++-16-dev libc++abi-16-dev libomp-16-dev libclang-rt-16-dev g++-aarch64-linux-gnu qemu-user binutils
+         libblis-dev:arm64 libgtest-dev:arm64 libstdc++6:arm64 debootstrap "${python_pkgs[@]}")
   dpkg --print-foreign-architectures | grep -qx arm64 || dpkg --add-architecture arm64
+elif [[ ${1:-} == python ]]; then
+  pkgs+=("${python_pkgs[@]}")
 fi
 missing=()
 for p in "${pkgs[@]}"; do

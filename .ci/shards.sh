@@ -1,6 +1,7 @@
-# Sourced by .ci/kernel-classes and .ci/arm64: run_shards runs a GoogleTest binary as one process
-# per core, each a shard of the tests (GTEST_TOTAL_SHARDS), prints each shard's summary and, for a
-# shard that failed, the end of its output; it returns 1 when one failed.
+# Sourced by .ci/kernel-classes, .ci/arm64 and .ci/run's sanitized run: run_shards runs a
+# GoogleTest binary as one process per core, each a shard of the tests (GTEST_TOTAL_SHARDS), prints
+# each shard's summary and, for a shard that failed, the end of its output; it returns 1 when one
+# failed.
 #   run_shards [LAUNCHER...] BINARY [GTEST_ARGS...]   e.g. run_shards qemu-aarch64 build/tests/tapegrad_tests
 # Several processes at once, each with a thread per core: OpenMP's threads must sleep, not spin,
 # while they wait (OMP_WAIT_POLICY=passive), or they take the cores from each other's processes.
@@ -10,14 +11,16 @@ run_shards() {
   logs=$(mktemp -d)
   local pids=()
   for ((shard = 0; shard < shards; shard++)); do
-    OMP_WAIT_POLICY=passive GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$shard "$@" --gtest_brief=1 \
+    OMP_WAIT_POLICY=passive GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$shard "$@" \
       >"$logs/$shard" 2>&1 &
     pids+=($!)
   done
   for ((shard = 0; shard < shards; shard++)); do
     if ! wait "${pids[$shard]}"; then
       failed=1
-      grep -v '^\[ worst \|^\[ fuzz ' "$logs/$shard" | tail -60 >&2
+      grep -v '^\[ worst \|^\[ fuzz \|^\[ RUN \|^\[       OK \]' "$logs/$shard" | tail -60 >&2
+      # a test that crashed (a signal, a sanitizer's report) has no FAILED line: the last one started
+      echo "shard $shard: the last test it started: $(grep '^\[ RUN ' "$logs/$shard" | tail -1)" >&2
     fi
     echo "shard $shard: $(grep -E '^\[ *(PASSED|SKIPPED|FAILED) *\] [0-9]+ test' "$logs/$shard" | tr '\n' ' ')"
   done
