@@ -178,7 +178,8 @@ NamedTensors gpt_tensors_of(const std::string& hf_name, const Tensor& t, int64_t
   const size_t dot = hf_name.find('.', 2);  // h.<i>.<part>
   const std::string b = "trf_blocks." + hf_name.substr(2, dot - 2) + ".";
   std::string kind;
-  const Gpt2Module& m = block_module(hf_name.substr(dot + 1), &kind);
+  const std::string part = hf_name.substr(dot + 1);  // named: GCC 14 warns of a dangling reference otherwise
+  const Gpt2Module& m = block_module(part, &kind);
   const bool weight = kind == "weight";
   if (m.layer == Gpt2Layer::kFusedQkv) {
     NamedTensors out;
@@ -286,7 +287,8 @@ NamedTensors hf_gpt2_tensors(const GPTModel& model, bool prefixed) {
       const size_t dot = n.find('.', 2);
       const std::string b = "trf_blocks." + n.substr(2, dot - 2) + ".";
       std::string kind;
-      const Gpt2Module& m = block_module(n.substr(dot + 1), &kind);
+      const std::string part = n.substr(dot + 1);
+      const Gpt2Module& m = block_module(part, &kind);
       if (m.layer == Gpt2Layer::kFusedQkv) {
         std::vector<Tensor> parts;
         for (const char* part : kQkvParts) parts.push_back(at(b + m.tapegrad + "." + part + "." + kind));
