@@ -1,7 +1,8 @@
-# Sourced by .ci/kernel-classes, .ci/arm64 and .ci/run's sanitized run: run_shards runs a
-# GoogleTest binary as one process per core, each a shard of the tests (GTEST_TOTAL_SHARDS), prints
-# each shard's summary and, for a shard that failed, the end of its output; it returns 1 when one
-# failed.
+# shellcheck shell=bash
+# Sourced by .ci/run (reference mode), .ci/kernel-classes, .ci/clang-libcxx and .ci/arm64:
+# run_shards runs a GoogleTest binary as one process per core, each a shard of the tests
+# (GTEST_TOTAL_SHARDS), prints each shard's summary and, for a shard that failed, the end of its
+# output; it returns 1 when one failed.
 #   run_shards [LAUNCHER...] BINARY [GTEST_ARGS...]   e.g. run_shards qemu-aarch64 build/tests/tapegrad_tests
 # Several processes at once, each with a thread per core: OpenMP's threads must sleep, not spin,
 # while they wait (OMP_WAIT_POLICY=passive), or they take the cores from each other's processes.
