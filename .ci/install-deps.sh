@@ -3,11 +3,12 @@
 # Skips apt entirely when everything is already there, so it also works offline.
 #   bash .ci/install-deps.sh       the compiler, CMake, BLIS and GoogleTest (the README's commands)
 #   bash .ci/install-deps.sh ci    also what CI's other builds need (Debian 12, x86-64): Clang 16 with
-#                                  its sanitizers' runtime (libclang-rt-16-dev), libc++ and its omp.h (libomp-16-dev: Debian's default libblis-dev is
-#                                  BLIS's OpenMP build, whose blis.h includes <omp.h> even when tapegrad
-#                                  builds without OpenMP), the arm64 cross compiler with arm64 BLIS and GoogleTest,
-#                                  qemu-aarch64 to run them, and debootstrap for a fresh Debian 13,
-#                                  and what the Python stage needs (below)
+#                                  its sanitizers' runtime (libclang-rt-16-dev), libc++ and its omp.h
+#                                  (libomp-16-dev: Debian's default libblis-dev is BLIS's OpenMP build,
+#                                  whose blis.h includes <omp.h> even when tapegrad builds without
+#                                  OpenMP), the arm64 cross compiler with arm64 BLIS and GoogleTest,
+#                                  qemu-aarch64 to run them, debootstrap for a fresh Debian 13, and
+#                                  what the Python stage needs (below)
 #   bash .ci/install-deps.sh python  also Debian's PyTorch and SentencePiece (CI's Python stage)
 set -euo pipefail
 pkgs=(cmake make g++ libblis-dev libgtest-dev)
