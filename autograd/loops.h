@@ -304,6 +304,10 @@ Tensor scalar_like(const Scalar& s, const Tensor& t, const char* op = "scalar");
 // is written there instead of a new tensor; `into` may be a itself, as element i of a is read
 // before element i of out is written. The bool result is a template argument, not a run-time
 // flag, so that each op's loops are compiled for the one result type it has.
+// A formula for some element types only says so in its parameters, e.g.
+//   [](std::floating_point auto x, std::floating_point auto y) { return x / y; }
+// and the loops are compiled for those types alone (bfloat16 computes in float); another compute
+// dtype is an error naming the op.
 template <bool kOutIsBool, class F>
 Tensor elementwise_binary_as(const Tensor& a, const Tensor& b, ScalarType compute, const char* op, F f, Tensor into) {
   check_defined(a, op, "input");
@@ -312,17 +316,18 @@ Tensor elementwise_binary_as(const Tensor& a, const Tensor& b, ScalarType comput
   Tensor out = into.defined() ? into : make_empty(shape, kOutIsBool ? kBool : compute);
   const Tensor ac = a.dtype() == compute ? a : a.detach().to(compute);
   const Tensor bc = b.dtype() == compute ? b : b.detach().to(compute);
-  if (compute == kBFloat16) {  // computed in float32, stored as bfloat16 (as PyTorch's CPU kernels)
-    const auto in_float = [&f](BFloat16 x, BFloat16 y) { return f(static_cast<float>(x), static_cast<float>(y)); };
-    if constexpr (kOutIsBool) map_binary<bool, BFloat16, BFloat16>(out, ac, bc, in_float);
-    else map_binary<BFloat16, BFloat16, BFloat16>(out, ac, bc, [&](BFloat16 x, BFloat16 y) {
-      return BFloat16(static_cast<float>(in_float(x, y)));
-    });
-    return out;
-  }
   visit_dtype(compute, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if constexpr (!std::is_same_v<T, BFloat16>) map_binary<std::conditional_t<kOutIsBool, bool, T>, T, T>(out, ac, bc, f);
+    using Math = std::conditional_t<std::is_same_v<T, BFloat16>, float, T>;  // the type f computes in
+    if constexpr (!std::is_invocable_v<F&, Math, Math>) {
+      throw Error(std::string(op) + ": not supported for " + dtype_name(compute) + " tensors");
+    } else if constexpr (std::is_same_v<T, BFloat16>) {  // computed in float32, stored as bfloat16 (as PyTorch's CPU kernels)
+      const auto in_float = [&f](T x, T y) { return f(static_cast<Math>(x), static_cast<Math>(y)); };
+      if constexpr (kOutIsBool) map_binary<bool, T, T>(out, ac, bc, in_float);
+      else map_binary<T, T, T>(out, ac, bc, [&](T x, T y) { return T(static_cast<Math>(in_float(x, y))); });
+    } else {
+      map_binary<std::conditional_t<kOutIsBool, bool, T>, T, T>(out, ac, bc, f);
+    }
   });
   return out;
 }

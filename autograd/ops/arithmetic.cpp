@@ -10,6 +10,7 @@
 // formulas of add, sub, mul and div are functions (declared in ops/derivatives.h, each defined
 // right after its op), which the in-place add_, mul_ and div_ (tensor.cpp) call too.
 #include <cmath>
+#include <concepts>
 
 #include "autograd/ops.h"
 #include "autograd/ops/derivatives.h"
@@ -20,6 +21,15 @@
 namespace tg {
 
 namespace {
+
+// The elementwise formulas, each written once: an op's tensor and number forms (a + b and a + 2,
+// a - b and 2 - a) share one, and so one compiled set of loops. int64 wraps as PyTorch's; true
+// division is for floating types only (div computes integers in float32).
+constexpr auto plus = [](auto x, auto y) { return wrapping_add(x, y); };
+constexpr auto minus = [](auto x, auto y) { return wrapping_sub(x, y); };
+constexpr auto times = [](auto x, auto y) { return wrapping_mul(x, y); };
+constexpr auto divided_by = [](std::floating_point auto x, std::floating_point auto y) { return x / y; };
+constexpr auto to_the = [](std::floating_point auto x, std::floating_point auto y) { return std::pow(x, y); };
 
 // bool < integer < floating
 int kind_rank(ScalarType t) { return t == kBool ? 0 : (is_floating(t) ? 2 : 1); }
@@ -45,10 +55,8 @@ void check_alpha(ScalarType dt, const Scalar& alpha, const char* op) {
 Tensor add_scaled(const Tensor& a, const Tensor& b, ScalarType dt, const Scalar& alpha, bool subtract, const char* op,
                   const Tensor& into = Tensor()) {
   const double s = subtract ? -alpha.value : alpha.value;
-  if (s == 1.0) return elementwise_binary(a, b, dt, op, [](auto x, auto y) { return wrapping_add(x, y); }, into);
-  if (s == -1.0 && dt != kBool) {
-    return elementwise_binary(a, b, dt, op, [](auto x, auto y) { return wrapping_sub(x, y); }, into);
-  }
+  if (s == 1.0) return elementwise_binary(a, b, dt, op, plus, into);
+  if (s == -1.0 && dt != kBool) return elementwise_binary(a, b, dt, op, minus, into);
   int64_t k = 0;  // alpha as int64 (negated when subtracting), for int64 results
   if (dt == kInt64) {
     k = checked_cast<int64_t>(alpha, op);
@@ -66,8 +74,7 @@ Tensor add_scaled(const Tensor& a, const Tensor& b, ScalarType dt, const Scalar&
 
 // a * b for a number b, written into `into` when given.
 Tensor mul_by_number(const Tensor& a, Scalar b, const Tensor& into = Tensor()) {
-  return elementwise_binary(a, scalar_like(b, a, "mul"), scalar_dtype(b, a), "mul",
-                            [](auto x, auto y) { return wrapping_mul(x, y); }, into);
+  return elementwise_binary(a, scalar_like(b, a, "mul"), scalar_dtype(b, a), "mul", times, into);
 }
 
 }  // namespace
@@ -114,11 +121,7 @@ Tensor sub(const Tensor& a, const Tensor& b, Scalar alpha) {
 }
 
 Tensor mul(const Tensor& a, const Tensor& b) {
-  Tensor out = elementwise_binary(a, b, arithmetic_dtype(a, b), "mul", [](auto x, auto y) {
-    using T = decltype(x);
-    if constexpr (std::is_same_v<T, bool>) return static_cast<T>(x * y);
-    else return wrapping_mul(x, y);
-  });
+  Tensor out = elementwise_binary(a, b, arithmetic_dtype(a, b), "mul", times);
   // save each factor only if the other one needs its gradient
   const Tensor keep_b = a.requires_grad() ? b : Tensor();
   const Tensor keep_a = b.requires_grad() ? a : Tensor();
@@ -135,7 +138,7 @@ Grads mul_backward(const BackwardArgs& ctx) {
 Tensor div(const Tensor& a, const Tensor& b) {
   ScalarType dt = arithmetic_dtype(a, b);
   if (!is_floating(dt)) dt = kFloat32;  // true division, as PyTorch's `/`
-  Tensor out = elementwise_binary(a, b, dt, "div", [](auto x, auto y) { return x / y; });
+  Tensor out = elementwise_binary(a, b, dt, "div", divided_by);
   const Tensor keep_a = b.requires_grad() ? a : Tensor();
   record("DivBackward0", {a, b}, out, {keep_a, b}, div_backward);
   return out;
@@ -166,15 +169,13 @@ Tensor neg(const Tensor& a) {
 // --- tensor and scalar ---------------------------------------------------------------------------
 
 Tensor add(const Tensor& a, Scalar b) {
-  Tensor out = elementwise_binary(a, scalar_like(b, a, "add"), scalar_dtype(b, a), "add",
-                                  [](auto x, auto y) { return wrapping_add(x, y); });
+  Tensor out = elementwise_binary(a, scalar_like(b, a, "add"), scalar_dtype(b, a), "add", plus);
   record("AddBackward0", {a}, out, {}, [](const BackwardArgs& ctx) { return Grads{ctx.grad_out}; });
   return out;
 }
 
 Tensor sub(const Tensor& a, Scalar b) {
-  Tensor out = elementwise_binary(a, scalar_like(b, a, "sub"), scalar_dtype(b, a), "sub",
-                                  [](auto x, auto y) { return wrapping_sub(x, y); });
+  Tensor out = elementwise_binary(a, scalar_like(b, a, "sub"), scalar_dtype(b, a), "sub", minus);
   record("SubBackward0", {a}, out, {}, [](const BackwardArgs& ctx) { return Grads{ctx.grad_out}; });
   return out;
 }
@@ -192,7 +193,7 @@ Grads mul_scalar_backward(const BackwardArgs& ctx, double s) { return Grads{mul(
 Tensor div(const Tensor& a, Scalar b) {
   ScalarType dt = scalar_dtype(b, a);
   if (!is_floating(dt)) dt = kFloat32;
-  Tensor out = elementwise_binary(a, scalar_like(b, a, "div"), dt, "div", [](auto x, auto y) { return x / y; });
+  Tensor out = elementwise_binary(a, scalar_like(b, a, "div"), dt, "div", divided_by);
   const double s = b.value;
   record("DivBackward0", {a}, out, {}, [s](const BackwardArgs& ctx) { return div_scalar_backward(ctx, s); });
   return out;
@@ -202,8 +203,7 @@ Tensor div(const Tensor& a, Scalar b) {
 Grads div_scalar_backward(const BackwardArgs& ctx, double s) { return Grads{div(ctx.grad_out, s)}; }
 
 Tensor rsub(const Tensor& a, Scalar b) {
-  Tensor out = elementwise_binary(scalar_like(b, a, "rsub"), a, scalar_dtype(b, a), "rsub",
-                                  [](auto x, auto y) { return wrapping_sub(x, y); });
+  Tensor out = elementwise_binary(scalar_like(b, a, "rsub"), a, scalar_dtype(b, a), "rsub", minus);
   // d/da (b - a) = -1
   record("RsubBackward1", {a}, out, {}, [](const BackwardArgs& ctx) { return Grads{neg(ctx.grad_out)}; });
   return out;
@@ -212,7 +212,7 @@ Tensor rsub(const Tensor& a, Scalar b) {
 Tensor rdiv(const Tensor& a, Scalar b) {
   ScalarType dt = scalar_dtype(b, a);
   if (!is_floating(dt)) dt = kFloat32;
-  Tensor out = elementwise_binary(scalar_like(b, a, "rdiv"), a, dt, "rdiv", [](auto x, auto y) { return x / y; });
+  Tensor out = elementwise_binary(scalar_like(b, a, "rdiv"), a, dt, "rdiv", divided_by);
   // d/da (b / a) = -b / a^2 = -out / a
   record("MulBackward0", {a}, out, {a, out}, [](const BackwardArgs& ctx) {
     return Grads{neg(div(mul(ctx.grad_out, ctx.saved[1]), ctx.saved[0]))};
@@ -250,10 +250,7 @@ Tensor pow(const Tensor& a, const Tensor& exponent) {
   ScalarType dt = arithmetic_dtype(a, exponent);
   if (!is_floating(dt)) throw Error("pow: tensor ** tensor is only supported for floating point tensors here, got " +
                                     std::string(dtype_name(a.dtype())) + " and " + dtype_name(exponent.dtype()));
-  Tensor out = elementwise_binary(a, exponent, dt, "pow", [](auto x, auto y) {
-    using T = decltype(x);
-    return static_cast<T>(std::pow(x, y));
-  });
+  Tensor out = elementwise_binary(a, exponent, dt, "pow", to_the);
   // da = g * e * a^(e-1);  de = g * out * log(a)
   record("PowBackward1", {a, exponent}, out, {a, exponent, out}, [](const BackwardArgs& ctx) {
     return Grads{ctx.needs_grad[0] ? mul(ctx.grad_out, mul(ctx.saved[1], pow(ctx.saved[0], sub(ctx.saved[1], 1.0)))) : Tensor(),

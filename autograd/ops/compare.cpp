@@ -5,6 +5,7 @@
 //   maximum(a, b)          da = g where a > b, g/2 where a == b, else 0 (NaN: g to both)
 //   minimum(a, b)          da = g where a < b, g/2 where a == b, else 0
 #include <cmath>
+#include <concepts>
 
 #include "autograd/ops.h"
 #include "autograd/loops.h"
@@ -145,7 +146,7 @@ template <class F>
 Tensor logical(const Tensor& a, const Tensor& b, const char* op, F f) {
   check_defined(a, op, "input");
   check_defined(b, op, "other");
-  // a number is true where it is nonzero
+  // a number is true where it is nonzero; f takes bools only, so its loops are compiled for bool alone
   const Tensor ab = a.dtype() == kBool ? a : ne(a.detach(), scalar_like(0, a));
   const Tensor bb = b.dtype() == kBool ? b : ne(b.detach(), scalar_like(0, b));
   return elementwise_compare(ab, bb, kBool, op, f);
@@ -190,11 +191,11 @@ Tensor isfinite(const Tensor& x) {
 }
 
 Tensor logical_and(const Tensor& a, const Tensor& b) {
-  return logical(a, b, "logical_and", [](auto x, auto y) { return x && y; });
+  return logical(a, b, "logical_and", [](std::same_as<bool> auto x, std::same_as<bool> auto y) { return x && y; });
 }
 
 Tensor logical_or(const Tensor& a, const Tensor& b) {
-  return logical(a, b, "logical_or", [](auto x, auto y) { return x || y; });
+  return logical(a, b, "logical_or", [](std::same_as<bool> auto x, std::same_as<bool> auto y) { return x || y; });
 }
 
 Tensor maximum(const Tensor& a, const Tensor& b) { return extreme_of_two(a, b, true, "maximum"); }
