@@ -75,10 +75,12 @@ Tensor indices(const std::vector<int64_t>& values, const Shape& shape) { return 
 
 // --- the checks ----------------------------------------------------------------------------------------------
 
+// fn and inputs are plain function pointers (each lambda below captures nothing): a std::function
+// per lambda would be two more class templates instantiated for each of the ~100 checks.
 struct OpCheck {
   std::string name;  // the test's name: [A-Za-z0-9_]
-  GradcheckFn fn;
-  std::function<std::vector<Tensor>()> inputs;  // made when the test runs
+  Tensor (*fn)(const std::vector<Tensor>&);
+  std::vector<Tensor> (*inputs)();  // made when the test runs
   int fuzz = 0;
 };
 
