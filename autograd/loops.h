@@ -388,6 +388,16 @@ void fill_strided(const Tensor& t, T v) {
                   });
 }
 
+// t's data, contiguous and cut from the tape (a copy only when needed); an undefined t stays
+// undefined. For fused ops whose loops take plain buffers (layer_norm, rms_norm).
+inline Tensor contiguous_data(const Tensor& t) {
+  if (!t.defined()) return t;
+  return t.is_contiguous() ? t : t.detach().contiguous();
+}
+
+// t's elements, or null for an undefined t (an optional weight or bias).
+template <class T> const T* data_or_null(const Tensor& t) { return t.defined() ? t.data_ptr<T>() : nullptr; }
+
 // The element offsets of t in memory order (increasing address), as PyTorch's TensorIterator
 // visits a non-contiguous tensor: the random ops fill in this order.
 std::vector<int64_t> memory_order_offsets(const Tensor& t);

@@ -195,6 +195,7 @@ Tensor abs(const Tensor& x);
 Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max);
 Tensor tanh(const Tensor& x);
 Tensor sigmoid(const Tensor& x);
+Tensor silu(const Tensor& x);  // x * sigmoid(x), as F.silu
 Tensor relu(const Tensor& x);
 // approximate = "none" (exact, with erf) or "tanh"
 Tensor gelu(const Tensor& x, const std::string& approximate = "none");
@@ -282,7 +283,7 @@ Tensor matmul(const Tensor& a, const Tensor& b);
 // x W^T + b, as F.linear: x (*, in), weight (out, in), bias (out) or undefined.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
 
-// --- neural-network functions (ops/softmax.cpp, loss.cpp, embedding.cpp, layer_norm.cpp, dropout.cpp)
+// --- neural-network functions (ops/softmax.cpp, loss.cpp, embedding.cpp, layer_norm.cpp, rms_norm.cpp, dropout.cpp)
 Tensor softmax(const Tensor& x, int64_t dim);
 Tensor log_softmax(const Tensor& x, int64_t dim);
 // Cross entropy of logits against int64 class targets, as F.cross_entropy: logits (N,C) with
@@ -296,6 +297,11 @@ Tensor embedding(const Tensor& weight, const Tensor& indices);
 // Normalise over the trailing dims given by normalized_shape; weight/bias may be undefined.
 Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = Tensor(),
                   const Tensor& bias = Tensor(), double eps = 1e-5);
+// Root-mean-square normalisation over the trailing dims (ops/rms_norm.cpp), as
+// F.rms_norm: x / sqrt(mean(x^2) + eps) * weight; weight may be undefined; no eps: the machine
+// epsilon of x's dtype.
+Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = Tensor(),
+                std::optional<double> eps = std::nullopt);
 Tensor dropout(const Tensor& x, double p, bool training, Generator* gen = nullptr);
 
 // --- attention weights (ops/attention.cpp) ------------------------------------------------------

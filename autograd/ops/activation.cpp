@@ -1,7 +1,8 @@
-// autograd/ops/activation.cpp — tanh, sigmoid, relu, gelu.
+// autograd/ops/activation.cpp — tanh, sigmoid, silu, relu, gelu.
 //
 //   tanh     y = tanh x                    dx = g * (1 - y^2)
 //   sigmoid  y = 1 / (1 + e^-x)            dx = g * y * (1 - y)
+//   silu     y = x / (1 + e^-x) = x s(x)   dx = g * s (1 + x (1 - s)),  s = sigmoid(x)
 //   relu     y = max(x, 0)                 dx = g * (y > 0)
 //   gelu     y = x * Phi(x)                dx = g * (Phi(x) + x * phi(x))
 //   gelu tanh  y = x/2 (1 + tanh(k (x + 0.044715 x^3))),  k = sqrt(2/pi)
@@ -116,6 +117,20 @@ Tensor sigmoid(const Tensor& x) {
                          : elementwise_unary(x, "sigmoid", [](auto v) { return nn_loops::sigmoid_reference(v); });
   record("SigmoidBackward0", {x}, y, {y}, [](const BackwardArgs& ctx) {
     return Grads{grad_times(ctx.grad_out, ctx.saved[0], "sigmoid", [](auto s) { return s * (1 - s); })};
+  });
+  return y;
+}
+
+// silu (swish): the gate of Llama's and Qwen's SwiGLU feed-forward. Written x / (1 + e^-x), as
+// PyTorch's kernel; plain code only.
+Tensor silu(const Tensor& x) {
+  check_defined(x, "silu", "input");
+  Tensor y = elementwise_unary(x, "silu", [](auto v) { return v / (decltype(v)(1) + std::exp(-v)); });
+  record("SiluBackward0", {x}, y, {x}, [](const BackwardArgs& ctx) {
+    return Grads{grad_times(ctx.grad_out, ctx.saved[0], "silu", [](auto v) {
+      const auto s = nn_loops::sigmoid_reference(v);
+      return s * (1 + v * (1 - s));
+    })};
   });
   return y;
 }

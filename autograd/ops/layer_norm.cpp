@@ -149,14 +149,6 @@ void check_layer_norm(const Tensor& x, const Shape& ns, const Tensor& weight, co
   }
 }
 
-// Contiguous data, cut from the tape (a copy only when needed); undefined stays undefined.
-Tensor contiguous_data(const Tensor& t) {
-  if (!t.defined()) return t;
-  return t.is_contiguous() ? t : t.detach().contiguous();
-}
-
-template <class T> const T* ptr_or_null(const Tensor& t) { return t.defined() ? t.data_ptr<T>() : nullptr; }
-
 }  // namespace
 
 Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias,
@@ -175,12 +167,12 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
     if constexpr (std::is_same_v<T, float>) {
       if (fast_kernels()) {
         row_kernels::layer_norm_forward(y.data_ptr<T>(), mean.data_ptr<T>(), rstd.data_ptr<T>(), xc.data_ptr<T>(),
-                                        ptr_or_null<T>(wc), ptr_or_null<T>(bc), R, C, eps);
+                                        data_or_null<T>(wc), data_or_null<T>(bc), R, C, eps);
         return;
       }
     }
     nn_loops::layer_norm_forward_reference<T>(y.data_ptr<T>(), mean.data_ptr<T>(), rstd.data_ptr<T>(),
-                                              xc.data_ptr<T>(), ptr_or_null<T>(wc), ptr_or_null<T>(bc), R, C, eps);
+                                              xc.data_ptr<T>(), data_or_null<T>(wc), data_or_null<T>(bc), R, C, eps);
   });
   const Shape ns = normalized_shape;
   record("NativeLayerNormBackward0", {x, weight, bias}, y, {xc, wc, mean, rstd}, [R, C, ns](const BackwardArgs& ctx) {
@@ -196,13 +188,13 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
       if constexpr (std::is_same_v<T, float>) {
         if (fast_kernels()) {
           row_kernels::layer_norm_backward(out_ptr(dx), out_ptr(dw), out_ptr(db), g.data_ptr<T>(), xs.data_ptr<T>(),
-                                           ptr_or_null<T>(ws), ctx.saved[2].data_ptr<T>(), ctx.saved[3].data_ptr<T>(),
+                                           data_or_null<T>(ws), ctx.saved[2].data_ptr<T>(), ctx.saved[3].data_ptr<T>(),
                                            R, C);
           return;
         }
       }
       nn_loops::layer_norm_backward_reference<T>(out_ptr(dx), out_ptr(dw), out_ptr(db), g.data_ptr<T>(),
-                                                 xs.data_ptr<T>(), ptr_or_null<T>(ws), ctx.saved[2].data_ptr<T>(),
+                                                 xs.data_ptr<T>(), data_or_null<T>(ws), ctx.saved[2].data_ptr<T>(),
                                                  ctx.saved[3].data_ptr<T>(), R, C);
     });
     return Grads{dx, dw, db};

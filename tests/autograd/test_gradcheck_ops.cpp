@@ -157,6 +157,7 @@ std::vector<OpCheck> elementwise_checks() {
       {"clamp_min_only", [](X x) { return clamp(x[0], 0.1, std::nullopt); }, [] { return std::vector{in_transposed({4, 5}, 65)}; }},
       {"tanh", [](X x) { return tanh(x[0]); }, [] { return std::vector{in({3, 4}, 66)}; }, fuzz},
       {"sigmoid", [](X x) { return sigmoid(x[0]); }, [] { return std::vector{in_sliced({3, 4}, 67)}; }, fuzz},
+      {"silu", [](X x) { return silu(x[0]); }, [] { return std::vector{in({3, 4}, 81)}; }, fuzz},
       {"relu", [](X x) { return relu(x[0]); }, [] { return std::vector{in({3, 4}, 68, Domain::AwayFromZero)}; }, fuzz},
       {"gelu_none", [](X x) { return gelu(x[0], "none"); }, [] { return std::vector{in({3, 4}, 69)}; }, fuzz},
       {"gelu_tanh", [](X x) { return gelu(x[0], "tanh"); }, [] { return std::vector{in_transposed({3, 4}, 70)}; }, fuzz},
@@ -220,6 +221,11 @@ std::vector<OpCheck> matmul_and_nn_checks() {
       {"layer_norm_no_affine", [](X x) { return layer_norm(x[0], {5}); }, [] { return std::vector{in({3, 5}, 142)}; }},
       {"layer_norm_two_dims_strided", [](X x) { return layer_norm(x[0], {2, 3}, x[1], x[2]); },
        [] { return std::vector{in_sliced({2, 2, 3}, 143), in_transposed({2, 3}, 144), in({2, 3}, 145)}; }},
+      {"rms_norm_weight", [](X x) { return rms_norm(x[0], {4}, x[1], 1e-6); },
+       [] { return std::vector{in({2, 3, 4}, 150), in({4}, 151)}; }},
+      {"rms_norm_no_weight", [](X x) { return rms_norm(x[0], {5}); }, [] { return std::vector{in({3, 5}, 152)}; }},
+      {"rms_norm_two_dims_strided", [](X x) { return rms_norm(x[0], {2, 3}, x[1], 0.1); },
+       [] { return std::vector{in_sliced({2, 2, 3}, 153), in_transposed({2, 3}, 154)}; }},
       // dropout: the mask comes from a generator seeded inside fn, so every call draws the same one
       {"dropout_training", [](X x) {
          Generator gen(7);

@@ -690,6 +690,81 @@ TEST(LayerNorm, ErrorMessages) {
 }
 
 // ================================================================================================
+// rms_norm
+// ================================================================================================
+
+TEST(RmsNorm, PlainLoopsFollowTheFormula) {
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<double> u(-3.0, 3.0);
+  const int64_t R = 5, C = 19;
+  const double eps = 1e-3;
+  std::vector<double> x(R * C), w(C), g(R * C);
+  for (auto* v : {&x, &w, &g})
+    for (double& e : *v) e = u(rng);
+  std::vector<double> y(R * C), rstd(R), dx(R * C), dw(C);
+  nn_loops::rms_norm_forward_reference<double>(y.data(), rstd.data(), x.data(), w.data(), R, C, eps);
+  nn_loops::rms_norm_backward_reference<double>(dx.data(), dw.data(), g.data(), x.data(), w.data(), rstd.data(), R, C);
+  // the formulas of rms_norm.cpp's header, written out again
+  std::vector<double> want_dw(C, 0.0);
+  for (int64_t r = 0; r < R; ++r) {
+    double squares = 0.0;
+    for (int64_t c = 0; c < C; ++c) squares += x[r * C + c] * x[r * C + c];
+    const double rs = 1.0 / std::sqrt(squares / C + eps);
+    EXPECT_NEAR(rstd[r], rs, 1e-14);
+    double dnorm_norm = 0.0;
+    for (int64_t c = 0; c < C; ++c) dnorm_norm += g[r * C + c] * w[c] * x[r * C + c] * rs / C;
+    for (int64_t c = 0; c < C; ++c) {
+      const double norm = x[r * C + c] * rs;
+      EXPECT_NEAR(y[r * C + c], norm * w[c], 1e-13);
+      EXPECT_NEAR(dx[r * C + c], rs * (g[r * C + c] * w[c] - norm * dnorm_norm), 1e-12);
+      want_dw[c] += g[r * C + c] * norm;
+    }
+  }
+  expect_close(dw, want_dw, 1e-12, 1e-11, "rms_norm_backward dweight");
+  // only dx wanted: the loop takes null for dweight
+  std::vector<double> dx_only(R * C);
+  nn_loops::rms_norm_backward_reference<double>(dx_only.data(), nullptr, g.data(), x.data(), w.data(), rstd.data(), R,
+                                                C);
+  EXPECT_EQ(dx_only, dx);
+}
+
+TEST(RmsNorm, RowsComeOutWithARootMeanSquareOfOne) {
+  std::mt19937 rng(6);
+  Tensor x = random_tensor({3, 2, 8}, kFloat64, rng, -4.0, 9.0).requires_grad_();
+  Tensor y = rms_norm(x, {8}, Tensor(), 0.0);
+  ASSERT_TRUE(y.grad_fn());
+  EXPECT_EQ(y.grad_fn()->name, "RmsNormBackward0");
+  const std::vector<double> v = y.tolist<double>();
+  for (size_t r = 0; r < 6; ++r) {
+    double squares = 0.0;
+    for (size_t c = 0; c < 8; ++c) squares += v[r * 8 + c] * v[r * 8 + c];
+    EXPECT_NEAR(squares / 8, 1.0, 1e-12);
+  }
+  // with eps 0, y does not change when x is scaled: its derivative along x itself is 0, so
+  // x . d/dx sum(y * c) = 0 for any c held fixed (Euler's theorem, degree 0)
+  Tensor s = sum(mul(y, x.detach()));
+  s.backward();
+  EXPECT_NEAR(sum(mul(x.grad(), x.detach())).item<double>(), 0.0, 1e-10);
+  // float32 without eps takes float32's machine epsilon: a zero row gives zeros, not NaN
+  EXPECT_EQ(rms_norm(zeros({2, 4}), {4}).tolist<float>(), std::vector<float>(8, 0.0f));
+}
+
+TEST(RmsNorm, ErrorMessages) {
+  EXPECT_TRUE(has_part(error_of([] { rms_norm(zeros({2, 3}), {4}); }),
+                       "rms_norm: normalized_shape (4) is not the input's trailing dims: input of shape (2,3)"));
+  EXPECT_TRUE(has_part(error_of([] { rms_norm(zeros({2, 4}), {4}, ones({3})); }),
+                       "rms_norm: weight of shape (3) is not normalized_shape (4)"));
+  EXPECT_TRUE(has_part(error_of([] { rms_norm(zeros({2, 4}), {}); }),
+                       "rms_norm: normalized_shape must have at least one dim"));
+  EXPECT_TRUE(has_part(error_of([] { rms_norm(zeros({2, 4}), {4}, ones({4}, kFloat64)); }),
+                       "rms_norm: expected weight to have the input's dtype float32, got float64"));
+  EXPECT_TRUE(has_part(error_of([] { rms_norm(zeros({2, 4}, kInt64), {4}); }),
+                       "rms_norm: expected a floating point tensor (float32 or float64), got int64"));
+  EXPECT_TRUE(has_part(error_of([] { rms_norm(zeros({2, 4}), {4}, Tensor(), -1.0); }),
+                       "rms_norm: eps must be at least 0, got -1"));
+}
+
+// ================================================================================================
 // dropout
 // ================================================================================================
 

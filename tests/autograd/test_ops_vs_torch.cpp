@@ -206,6 +206,7 @@ const std::map<std::string, OpFn>& op_table() {
       {"clamp", [](X x, A a) { return one(clamp(x[0], arg_optional(a, "min"), arg_optional(a, "max"))); }},
       {"tanh", [](X x, A) { return one(tanh(x[0])); }},
       {"sigmoid", [](X x, A) { return one(sigmoid(x[0])); }},
+      {"silu", [](X x, A) { return one(silu(x[0])); }},
       {"relu", [](X x, A) { return one(relu(x[0])); }},
       {"gelu", [](X x, A a) { return one(gelu(x[0], a["approximate"].as_string())); }},
       // comparisons, where, masked_fill
@@ -281,6 +282,10 @@ const std::map<std::string, OpFn>& op_table() {
          const Tensor weight = x.size() > 1 ? x[1] : Tensor();
          const Tensor bias = x.size() > 2 ? x[2] : Tensor();
          return one(layer_norm(x[0], arg_shape(a, "normalized_shape"), weight, bias, arg_double(a, "eps")));
+       }},
+      {"rms_norm", [](X x, A a) {
+         const Tensor weight = x.size() > 1 ? x[1] : Tensor();
+         return one(rms_norm(x[0], arg_shape(a, "normalized_shape"), weight, arg_optional(a, "eps")));
        }},
   };
   return table;

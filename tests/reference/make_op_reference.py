@@ -273,7 +273,7 @@ def arithmetic_cases():
 def unary_cases():
     unary = {"exp": (torch.exp, "randn"), "log": (torch.log, "positive"), "sqrt": (torch.sqrt, "positive"),
              "abs": (torch.abs, "randn"), "tanh": (torch.tanh, "randn"), "sigmoid": (torch.sigmoid, "randn"),
-             "relu": (torch.relu, "randn")}
+             "relu": (torch.relu, "randn"), "silu": (F.silu, "randn")}
     for name, (f, kind) in unary.items():
         fn = lambda x, a, f=f: f(x[0])
         case(f"{name}_f32", name, fn, [In([3, 4], kind=kind)])
@@ -439,6 +439,22 @@ def nn_cases():
     case("layer_norm_big_eps", "layer_norm", ln, [In([2, 6]), In([6]), In([6])], {"normalized_shape": [6], "eps": 0.1})
     both_dtypes("layer_norm_affine", "layer_norm", ln, lambda d: [In([4, 8], dtype=d), In([8], dtype=d), In([8], dtype=d)],
                 {"normalized_shape": [8], "eps": 1e-5})
+    # RMSNorm, which torch 1.13 does not have: Hugging Face's LlamaRMSNorm written out (the mean of
+    # x^2, rsqrt, times the weight) in x's dtype; eps None is the dtype's machine epsilon, as F.rms_norm
+    def rms(x, a):
+        eps = a["eps"] if a["eps"] is not None else torch.finfo(x[0].dtype).eps
+        dims = list(range(-len(a["normalized_shape"]), 0))
+        y = x[0] * torch.rsqrt(x[0].pow(2).mean(dims, keepdim=True) + eps)
+        return y * x[1] if len(x) > 1 else y
+    case("rms_norm_weight", "rms_norm", rms, [In([2, 3, 8]), In([8])], {"normalized_shape": [8], "eps": 1e-6})
+    case("rms_norm_no_weight", "rms_norm", rms, [In([3, 5])], {"normalized_shape": [5], "eps": 1e-5})
+    case("rms_norm_two_dims", "rms_norm", rms, [In([2, 3, 4]), In([3, 4])], {"normalized_shape": [3, 4], "eps": 1e-6})
+    case("rms_norm_transposed_input", "rms_norm", rms, [In([4, 6], layout="transposed"), In([6])],
+         {"normalized_shape": [6], "eps": 1e-6})
+    case("rms_norm_default_eps", "rms_norm", rms, [In([3, 4]), In([4])], {"normalized_shape": [4], "eps": None})
+    case("rms_norm_big_eps", "rms_norm", rms, [In([2, 6]), In([6])], {"normalized_shape": [6], "eps": 0.5})
+    both_dtypes("rms_norm_head_dim", "rms_norm", rms, lambda d: [In([2, 4, 3, 16], dtype=d), In([16], dtype=d)],
+                {"normalized_shape": [16], "eps": 1e-6})
 
 
 # --- ops added for sampling and losses: scans, sorting, indexing, elementwise extremes ----------
