@@ -127,6 +127,12 @@ void check_layers() {
         });
   Block block(8, 6, 2);
   check("GPT block (pre-LN, causal MHA, GELU FF)", block, {randn64({2, 4, 8})}, "x (2,4,8)");
+
+  // the blocks of today's small models (Llama, Qwen)
+  RMSNorm rms_norm(5, 1e-6);
+  check("RMSNorm(5)", rms_norm, {randn64({3, 5})}, "x (3,5)");
+  SiLU silu;
+  check("SiLU()", silu, {randn64({3, 4})}, "x (3,4)");
 }
 
 // --- the mask-leakage table -------------------------------------------------------------------------

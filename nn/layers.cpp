@@ -71,6 +71,23 @@ std::string LayerNorm::extra_repr() const {
   return s;
 }
 
+RMSNorm::RMSNorm(int64_t d, std::optional<double> e) : Module("RMSNorm"), normalized_size(d), eps(e) {
+  check_positive(d, "RMSNorm", "normalized_shape");
+  if (eps && !(*eps >= 0.0)) throw Error("RMSNorm: eps must be at least 0, got " + python_float(*eps));
+  weight = register_parameter("weight", ones({d}));
+}
+
+Tensor RMSNorm::forward(const Tensor& x) { return rms_norm(x, {normalized_size}, weight, eps); }
+
+std::string RMSNorm::extra_repr() const {
+  std::string s = "(";
+  s += std::to_string(normalized_size);
+  s += ",), eps=";
+  s += eps ? python_float(*eps) : std::string("None");
+  s += ", elementwise_affine=True";
+  return s;
+}
+
 Dropout::Dropout(double prob) : Module("Dropout"), p(prob) {
   if (!(p >= 0.0 && p <= 1.0)) throw Error("Dropout: p must be between 0 and 1, got " + python_float(p));
 }
@@ -90,6 +107,8 @@ Tensor GELU::forward(const Tensor& x) { return gelu(x, approximate); }
 std::string GELU::extra_repr() const { return "approximate='" + approximate + "'"; }
 
 Tensor ReLU::forward(const Tensor& x) { return relu(x); }
+
+Tensor SiLU::forward(const Tensor& x) { return silu(x); }
 
 Softmax::Softmax(int64_t d) : Module("Softmax"), dim(d) {}
 

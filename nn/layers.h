@@ -4,14 +4,16 @@
 //   Linear(in, out, bias)   weight (out,in), bias (out)   y = x W^T + b       kaiming-uniform W, then b
 //   Embedding(n, d)         weight (n,d)                   y = weight[idx]     N(0, 1)
 //   LayerNorm(d, eps)       weight (d) = 1, bias (d) = 0   normalise the last dim
+//   RMSNorm(d, eps)         weight (d) = 1                 y = x / sqrt(mean(x^2) + eps) * weight (Llama's)
 //   Dropout(p)              zero with probability p and scale by 1/(1-p) in training; identity in eval
-//   GELU(approximate), ReLU, Softmax(dim)                 no parameters
+//   GELU(approximate), ReLU, SiLU, Softmax(dim)           no parameters
 //   Sequential(...)         children "0", "1", ... applied in order
 //   ModuleList(...)         children "0", "1", ... held, not applied (no forward)
 #pragma once
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "nn/module.h"
@@ -51,6 +53,17 @@ class LayerNorm : public Module {
   Tensor weight, bias;
 };
 
+// As torch.nn.RMSNorm (PyTorch 2.4 on): no eps is the machine epsilon of the input's dtype.
+class RMSNorm : public Module {
+ public:
+  explicit RMSNorm(int64_t normalized_size, std::optional<double> eps = std::nullopt);
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+  int64_t normalized_size;
+  std::optional<double> eps;
+  Tensor weight;
+};
+
 class Dropout : public Module {
  public:
   explicit Dropout(double p = 0.5);
@@ -70,6 +83,12 @@ class GELU : public Module {
 class ReLU : public Module {
  public:
   ReLU() : Module("ReLU") {}
+  Tensor forward(const Tensor& x) override;
+};
+
+class SiLU : public Module {
+ public:
+  SiLU() : Module("SiLU") {}
   Tensor forward(const Tensor& x) override;
 };
 

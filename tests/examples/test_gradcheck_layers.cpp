@@ -62,7 +62,8 @@ void expect_every_layer_passes(const ProgramRun& run) {
       "Dropout(0.3), training", "GELU() ", "GELU('tanh')", "ReLU()", "Softmax(-1)", "Sequential(",
       "SelfAttention_v1", "SelfAttention_v2", "CausalAttention(3, 2, 6) ", "CausalAttention, dropout",
       "MultiHeadAttentionWrapper(", "MultiHeadAttention(4, 4, 6, 2 heads)", "MultiHeadAttention, not causal",
-      "MultiHeadAttention, cross, causal + padding", "MultiHeadAttention, cross + padding, dropout", "GPT block"};
+      "MultiHeadAttention, cross, causal + padding", "MultiHeadAttention, cross + padding, dropout", "GPT block",
+      "RMSNorm(5)", "SiLU()"};
   const std::vector<std::string> masked = {
       "CausalAttention ", "MultiHeadAttentionWrapper ", "MultiHeadAttention ", "MultiHeadAttention, causal + padding",
       "MultiHeadAttention, cross, causal + padding", "MultiHeadAttention, cross, padding", "GPT block"};

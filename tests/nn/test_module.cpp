@@ -190,6 +190,24 @@ TEST(Module, BadArgumentsAreNamed) {
   EXPECT_EQ(error_of([] { ModuleList().forward(ones({1})); }), "ModuleList: this module has no forward(x) taking one tensor");
 }
 
+// torch 1.13 has no nn.RMSNorm: its parameter, printing and forward are checked here, as PyTorch
+// 2.4's nn.RMSNorm has them (the op's values against PyTorch are in OpsVsTorch).
+TEST(Module, RMSNormHasAWeightOfOnesAndPrintsAsPyTorch) {
+  RMSNorm with_eps(4, 1e-6), without_eps(3);
+  EXPECT_EQ(with_eps.repr(), "RMSNorm((4,), eps=1e-06, elementwise_affine=True)");
+  EXPECT_EQ(without_eps.repr(), "RMSNorm((3,), eps=None, elementwise_affine=True)");
+  const auto params = with_eps.named_parameters();
+  ASSERT_EQ(params.size(), 1u);
+  EXPECT_EQ(params[0].first, "weight");
+  EXPECT_EQ(params[0].second.tolist<float>(), std::vector<float>(4, 1.0f));
+  const Tensor x = tensor({{1.0, -2.0, 3.0, 0.5}, {0.0, 0.0, 0.0, 0.0}});
+  with_eps.weight.detach().fill_(2.0);
+  EXPECT_EQ(with_eps.forward(x).tolist<float>(), rms_norm(x, {4}, with_eps.weight, 1e-6).tolist<float>());
+  EXPECT_EQ(SiLU().repr(), "SiLU()");
+  EXPECT_EQ(error_of([] { RMSNorm(0); }), "RMSNorm: normalized_shape must be positive, got 0");
+  EXPECT_EQ(error_of([] { RMSNorm(4, -1.0); }), "RMSNorm: eps must be at least 0, got -1.0");
+}
+
 }  // namespace
 }  // namespace tg::nn
 
