@@ -283,7 +283,7 @@ Tensor matmul(const Tensor& a, const Tensor& b);
 // x W^T + b, as F.linear: x (*, in), weight (out, in), bias (out) or undefined.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
 
-// --- neural-network functions (ops/softmax.cpp, loss.cpp, embedding.cpp, layer_norm.cpp, rms_norm.cpp, dropout.cpp)
+// --- neural-network functions (ops/softmax.cpp, loss.cpp, embedding.cpp, layer_norm.cpp, rms_norm.cpp, dropout.cpp, rope.cpp)
 Tensor softmax(const Tensor& x, int64_t dim);
 Tensor log_softmax(const Tensor& x, int64_t dim);
 // Cross entropy of logits against int64 class targets, as F.cross_entropy: logits (N,C) with
@@ -303,6 +303,10 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
 Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = Tensor(),
                 std::optional<double> eps = std::nullopt);
 Tensor dropout(const Tensor& x, double p, bool training, Generator* gen = nullptr);
+// Rotary position embeddings in Hugging Face's rotate-half convention (ops/rope.cpp):
+// x (..., T, hs) with cos and sin (T, hs) of x's dtype -> x * cos + rotate_half(x) * sin, where
+// rotate_half(x) = cat(-x[..., hs/2:], x[..., :hs/2]). cos and sin are constants (no gradient).
+Tensor apply_rotary_pos_emb(const Tensor& x, const Tensor& cos, const Tensor& sin);
 
 // --- attention weights (ops/attention.cpp) ------------------------------------------------------
 // The weights of scaled dot-product attention from its scores (..., T_q, T_k), over the keys:

@@ -1,8 +1,8 @@
 // autograd/ops/nn_loops.h — the plain loops behind softmax, cross_entropy, embedding,
-// layer_norm, rms_norm and dropout: contiguous buffers in, buffers out (outputs first, then
+// layer_norm, rms_norm, rotary embeddings and dropout: contiguous buffers in, buffers out (outputs first, then
 // inputs, then sizes; gradients prefixed d). A `_reference` is the plain code: what runs when the
 // fast kernels are off (fast_kernels.h), float64's path, and the oracle the fast loops of
-// autograd/kernels/ are tested against. Embedding, rms_norm and dropout have no fast loops: their
+// autograd/kernels/ are tested against. Embedding, rms_norm, rope and dropout have no fast loops: their
 // plain loops always run.
 // The shapes and the math are in the comments above each definition; all are instantiated
 // for float and double.
@@ -57,6 +57,12 @@ template <class T>
 void rms_norm_forward_reference(T* out, T* rstd, const T* inp, const T* weight, int64_t R, int64_t C, double eps);
 template <class T>
 void rms_norm_backward_reference(T* dinp, T* dweight, const T* dout, const T* inp, const T* weight, const T* rstd, int64_t R, int64_t C);
+
+// rope.cpp
+template <class T>
+void rope_forward_reference(T* out, const T* inp, const T* cos, const T* sin, int64_t R, int64_t Tn, int64_t hs);
+template <class T>
+void rope_backward_reference(T* dinp, const T* dout, const T* cos, const T* sin, int64_t R, int64_t Tn, int64_t hs);
 
 // dropout.cpp
 template <class T>

@@ -226,6 +226,11 @@ std::vector<OpCheck> matmul_and_nn_checks() {
       {"rms_norm_no_weight", [](X x) { return rms_norm(x[0], {5}); }, [] { return std::vector{in({3, 5}, 152)}; }},
       {"rms_norm_two_dims_strided", [](X x) { return rms_norm(x[0], {2, 3}, x[1], 0.1); },
        [] { return std::vector{in_sliced({2, 2, 3}, 153), in_transposed({2, 3}, 154)}; }},
+      // RoPE: x only (cos and sin are constant tables)
+      {"rope_heads", [](X x) { return apply_rotary_pos_emb(x[0], x[1], x[2]); },
+       [] { return std::vector{in({2, 3, 4, 6}, 155), constant({4, 6}, 156), constant({4, 6}, 157)}; }},
+      {"rope_transposed", [](X x) { return apply_rotary_pos_emb(x[0], x[1], x[2]); },
+       [] { return std::vector{in_transposed({5, 4}, 158), constant({5, 4}, 159), constant({5, 4}, 160)}; }},
       // dropout: the mask comes from a generator seeded inside fn, so every call draws the same one
       {"dropout_training", [](X x) {
          Generator gen(7);

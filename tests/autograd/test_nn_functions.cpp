@@ -765,6 +765,55 @@ TEST(RmsNorm, ErrorMessages) {
 }
 
 // ================================================================================================
+// apply_rotary_pos_emb (RoPE)
+// ================================================================================================
+
+TEST(Rope, PlainLoopsTurnEachPairOfHalvesByItsAngle) {
+  // with Hugging Face's tables (the same angle in both halves) each pair (x_i, x_{i+hs/2}) is
+  // turned by its angle, and the backward turns the gradient back: dx = R(-angle) g
+  const int64_t R = 3, T = 4, hs = 6, half = 3;
+  std::mt19937 rng(8);
+  std::uniform_real_distribution<double> u(-2.0, 2.0);
+  std::vector<double> x(R * T * hs), g(R * T * hs), angle(T * half), cos(T * hs), sin(T * hs);
+  for (auto* v : {&x, &g, &angle})
+    for (double& e : *v) e = u(rng);
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t i = 0; i < hs; ++i) {
+      cos[t * hs + i] = std::cos(angle[t * half + i % half]);
+      sin[t * hs + i] = std::sin(angle[t * half + i % half]);
+    }
+  std::vector<double> y(R * T * hs), dx(R * T * hs);
+  nn_loops::rope_forward_reference<double>(y.data(), x.data(), cos.data(), sin.data(), R, T, hs);
+  nn_loops::rope_backward_reference<double>(dx.data(), g.data(), cos.data(), sin.data(), R, T, hs);
+  for (int64_t r = 0; r < R; ++r)
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t i = 0; i < half; ++i) {
+        const int64_t a = (r * T + t) * hs + i, b = a + half;
+        const double c = std::cos(angle[t * half + i]), s = std::sin(angle[t * half + i]);
+        EXPECT_NEAR(y[a], c * x[a] - s * x[b], 1e-14);
+        EXPECT_NEAR(y[b], s * x[a] + c * x[b], 1e-14);
+        EXPECT_NEAR(dx[a], c * g[a] + s * g[b], 1e-14);
+        EXPECT_NEAR(dx[b], -s * g[a] + c * g[b], 1e-14);
+        EXPECT_NEAR(y[a] * y[a] + y[b] * y[b], x[a] * x[a] + x[b] * x[b], 1e-12);  // a rotation keeps lengths
+      }
+}
+
+TEST(Rope, ErrorMessages) {
+  const Tensor t = ones({4, 6});
+  EXPECT_TRUE(has_part(error_of([&] { apply_rotary_pos_emb(zeros({2, 4, 5}), ones({4, 5}), ones({4, 5})); }),
+                       "apply_rotary_pos_emb: head_dim must be even"));
+  EXPECT_TRUE(has_part(error_of([&] { apply_rotary_pos_emb(zeros({2, 4, 6}), ones({3, 6}), t); }),
+                       "apply_rotary_pos_emb: cos must be (T, head_dim) = (4,6) for input of shape (2,4,6), got (3,6)"));
+  EXPECT_TRUE(has_part(error_of([&] { apply_rotary_pos_emb(zeros({2, 4, 6}), t, ones({4, 6}, kFloat64)); }),
+                       "apply_rotary_pos_emb: expected sin to have the input's dtype float32, got float64"));
+  EXPECT_TRUE(has_part(error_of([&] { apply_rotary_pos_emb(zeros({6}), t, t); }),
+                       "apply_rotary_pos_emb: expected input of shape (..., T, head_dim), got (6)"));
+  const Tensor trained = ones({4, 6}).requires_grad_();
+  EXPECT_TRUE(has_part(error_of([&] { apply_rotary_pos_emb(zeros({2, 4, 6}), trained, t); }),
+                       "apply_rotary_pos_emb: cos requires grad, but the angles are constants"));
+}
+
+// ================================================================================================
 // dropout
 // ================================================================================================
 

@@ -283,6 +283,7 @@ const std::map<std::string, OpFn>& op_table() {
          const Tensor bias = x.size() > 2 ? x[2] : Tensor();
          return one(layer_norm(x[0], arg_shape(a, "normalized_shape"), weight, bias, arg_double(a, "eps")));
        }},
+      {"apply_rotary_pos_emb", [](X x, A) { return one(apply_rotary_pos_emb(x[0], x[1], x[2])); }},
       {"rms_norm", [](X x, A a) {
          const Tensor weight = x.size() > 1 ? x[1] : Tensor();
          return one(rms_norm(x[0], arg_shape(a, "normalized_shape"), weight, arg_optional(a, "eps")));

@@ -455,6 +455,19 @@ def nn_cases():
     case("rms_norm_big_eps", "rms_norm", rms, [In([2, 6]), In([6])], {"normalized_shape": [6], "eps": 0.5})
     both_dtypes("rms_norm_head_dim", "rms_norm", rms, lambda d: [In([2, 4, 3, 16], dtype=d), In([16], dtype=d)],
                 {"normalized_shape": [16], "eps": 1e-6})
+    # RoPE, rotate-half, as Hugging Face's apply_rotary_pos_emb: x * cos + rotate_half(x) * sin, with
+    # cos and sin (T, hs) as constants (random here, so that every index of both halves shows)
+    def rope(x, a):
+        half = x[0].shape[-1] // 2
+        rotated = torch.cat((-x[0][..., half:], x[0][..., :half]), dim=-1)
+        return x[0] * x[1] + rotated * x[2]
+    table = lambda shape, d=f32: In(shape, dtype=d, grad=False)
+    case("rope_heads", "apply_rotary_pos_emb", rope, [In([2, 3, 5, 8]), table([5, 8]), table([5, 8])])
+    case("rope_one_row", "apply_rotary_pos_emb", rope, [In([1, 2]), table([1, 2]), table([1, 2])])
+    case("rope_transposed_input", "apply_rotary_pos_emb", rope,
+         [In([6, 4], layout="transposed"), table([6, 4]), table([6, 4])])
+    both_dtypes("rope_head_dim", "apply_rotary_pos_emb", rope,
+                lambda d: [In([2, 4, 3, 16], dtype=d), table([3, 16], d), table([3, 16], d)])
 
 
 # --- ops added for sampling and losses: scans, sorting, indexing, elementwise extremes ----------
