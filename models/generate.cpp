@@ -69,7 +69,7 @@ Tensor grown(const Tensor& out, int64_t limit) {
 
 }  // namespace
 
-Tensor generate(GPTModel& model, const Tensor& idx, int64_t max_new_tokens, const SamplingOptions& options,
+Tensor generate(CausalLM& model, const Tensor& idx, int64_t max_new_tokens, const SamplingOptions& options,
                 Generator* gen, const std::function<void(const Tensor&)>& on_token) {
   options.validate();
   if (max_new_tokens < 0) throw Error("generate: max_new_tokens must be >= 0, got " + std::to_string(max_new_tokens));
@@ -77,7 +77,7 @@ Tensor generate(GPTModel& model, const Tensor& idx, int64_t max_new_tokens, cons
     throw Error("generate: expected a prompt of token ids of shape (batch, num_tokens >= 1), dtype int64, got " +
                 shape_str(idx.sizes()) + " " + dtype_name(idx.dtype()));
   }
-  const int64_t context = model.config().context_length;
+  const int64_t context = model.context_length();
   if (options.keep_when_full > context) {
     throw Error("generate: keep_when_full (" + std::to_string(options.keep_when_full) +
                 ") exceeds the model's context_length (" + std::to_string(context) + ")");

@@ -1,5 +1,6 @@
-// models/generate.h — writing text with a GPTModel: pick the next token from the last position's
-// logits, append it, repeat.
+// models/generate.h — writing text with a decoder model (a CausalLM: models/gpt.h's GPTModel,
+// models/llama.h's LlamaForCausalLM): pick the next token from the last position's logits,
+// append it, repeat.
 //
 //   next token, from logits (B,V) of the last position:
 //     temperature == 0   greedy: argmax
@@ -28,7 +29,8 @@
 // With use_kv_cache (the default) a fresh window is run once (filling the GPTCache) and each
 // step after it costs one position's work; the tokens are identical to recomputing the window
 // each step (use_kv_cache = false), for any keep_when_full. A restart shifts every position
-// (the position embeddings are absolute), so the cache is refilled from the kept tokens: with
+// (the window's first token is position 0, for the GPT's absolute position embeddings and
+// RoPE's angles alike), so the cache is refilled from the kept tokens: with
 // the sliding default that happens at every step past the context, and the cache saves nothing
 // there; with K = context_length / 2 it happens once every context_length / 2 steps.
 //
@@ -44,7 +46,7 @@
 
 #include "autograd/random/generator.h"
 #include "autograd/tensor.h"
-#include "models/gpt.h"
+#include "models/causal_lm.h"
 
 namespace tg::models {
 
@@ -70,7 +72,7 @@ Tensor sample_next_token(const Tensor& logits, const SamplingOptions& options = 
 // when options.stop_token stops it). The ids' buffer grows as tokens are written (doubling), so
 // memory follows what is generated, not max_new_tokens.
 // Runs without recording (no tape), whatever the grad mode.
-Tensor generate(GPTModel& model, const Tensor& idx, int64_t max_new_tokens, const SamplingOptions& options = {},
+Tensor generate(CausalLM& model, const Tensor& idx, int64_t max_new_tokens, const SamplingOptions& options = {},
                 Generator* gen = nullptr, const std::function<void(const Tensor&)>& on_token = {});
 
 }  // namespace tg::models

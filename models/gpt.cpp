@@ -71,30 +71,8 @@ Tensor CausalSelfAttention::forward(const Tensor& x, KVCache* cache, const Tenso
   keys = split_heads(keys);                          // (B,h,T,hs)
   queries = split_heads(queries);                    // (B,h,T,hs)
   values = split_heads(values);                      // (B,h,T,hs)
-  if (cache) append_to_cache(*cache, keys, values);  // now (B,h,past+T,hs)
+  if (cache) cache->append(keys, values, context_length, "MultiHeadAttention");  // now (B,h,past+T,hs)
   return out_proj->forward(join_heads(attend(queries, keys, values, key_padding_mask, /*causal=*/true, past)));
-}
-
-// Writes this forward's keys and values (B,h,T,hs) after the cached ones and returns all of
-// them (B,h,past+T,hs): views of the cache's buffers, no copy of the past.
-void CausalSelfAttention::append_to_cache(KVCache& cache, Tensor& keys, Tensor& values) const {
-  const int64_t b = keys.size(0), T = keys.size(2), past = cache.length_;
-  if (grad_mode_enabled())
-    throw Error("MultiHeadAttention: a KVCache is for generation; use it under tg::NoGradGuard");
-  if (!cache.keys_.defined() || cache.keys_.size(0) != b || cache.keys_.dtype() != keys.dtype()) {
-    if (past > 0) throw Error("MultiHeadAttention: the KVCache holds another batch; clear() it first");
-    cache.keys_ = zeros({b, num_heads, context_length, head_dim}, keys.dtype());
-    cache.values_ = zeros({b, num_heads, context_length, head_dim}, keys.dtype());
-  }
-  if (past + T > context_length) {
-    throw Error("MultiHeadAttention: the KVCache holds " + std::to_string(past) + " positions; " + std::to_string(T) +
-                " more exceed context_length (" + std::to_string(context_length) + ")");
-  }
-  cache.keys_.narrow(2, past, T).copy_(keys);
-  cache.values_.narrow(2, past, T).copy_(values);
-  cache.length_ = past + T;
-  keys = cache.keys_.narrow(2, 0, cache.length_);
-  values = cache.values_.narrow(2, 0, cache.length_);
 }
 
 FeedForward::FeedForward(int64_t emb_dim) : Module("FeedForward") {
@@ -140,7 +118,7 @@ Tensor TransformerBlock::forward_body(const Tensor& x, KVCache* cache, const Ten
   return h + drop_shortcut->forward(f);
 }
 
-GPTModel::GPTModel(const GPTConfig& config) : Module("GPTModel"), config_(config) {
+GPTModel::GPTModel(const GPTConfig& config) : CausalLM("GPTModel"), config_(config) {
   config_.validate();
   tok_emb = register_module("tok_emb", std::make_shared<nn::Embedding>(config_.vocab_size, config_.emb_dim));
   pos_emb = register_module("pos_emb", std::make_shared<nn::Embedding>(config_.context_length, config_.emb_dim));

@@ -17,7 +17,7 @@
 //
 // Incremental decoding: forward(idx, &cache) takes only the new tokens; their positions continue
 // after cache.length(), and each layer's attention reads the keys and values it cached before
-// (KVCache, below). Only under NoGradGuard; models/generate.h uses it.
+// (models/kv_cache.h). Only under NoGradGuard; models/generate.h uses it.
 //
 // Activation checkpointing (model.set_checkpointing(Checkpointing::every)): the blocks keep less
 // for backward and run part of their forward again in backward (autograd/checkpoint.h). The
@@ -41,6 +41,8 @@
 #include <string>
 #include <vector>
 
+#include "models/causal_lm.h"
+#include "models/kv_cache.h"
 #include "nn/attention.h"
 #include "nn/layers.h"
 #include "nn/lora.h"
@@ -75,29 +77,6 @@ enum class Checkpointing { none, every, ffn };
 Checkpointing checkpointing_from_name(const std::string& name);
 std::string checkpointing_name(Checkpointing mode);
 
-// One layer's keys and values of the positions seen so far, for incremental decoding: buffers of
-// (B, h, context_length, hs) filled up to length(). Made empty; the first forward that uses it
-// sizes it. clear() starts over (a new prompt, a slid window).
-class KVCache {
- public:
-  int64_t length() const { return length_; }
-  void clear() { length_ = 0; }
-
- private:
-  friend class CausalSelfAttention;
-  Tensor keys_, values_;  // (B, h, context_length, hs)
-  int64_t length_ = 0;
-};
-
-// One KVCache per transformer block, and the positions they hold.
-struct GPTCache {
-  std::vector<KVCache> layers;
-  int64_t length() const { return layers.empty() ? 0 : layers[0].length(); }
-  void clear() {
-    for (KVCache& layer : layers) layer.clear();
-  }
-};
-
 // The GPT's attention: the notebooks' causal MultiHeadAttention (nn/attention.h: W_query, W_key,
 // W_value, out_proj, its attend()), plus what generation and fine-tuning add:
 //   cache             the new tokens' keys and values go after the cached ones, and the queries
@@ -114,9 +93,6 @@ class CausalSelfAttention : public nn::MultiHeadAttention {
   std::shared_ptr<nn::LoRA> qkv_lora;  // nullptr: none
   // Registers qkv_lora = LoRA(C, 3C, r, alpha) (drawing its A as peft does); once only.
   void add_qkv_lora(int64_t r, double alpha);
-
- private:
-  void append_to_cache(KVCache& cache, Tensor& keys, Tensor& values) const;
 };
 
 // Linear(C, 4C) -> GELU(tanh) -> Linear(4C, C), as ff.layers.0 / .1 / .2. With tg::fast_kernels()
@@ -149,13 +125,13 @@ class TransformerBlock : public nn::Module {
   Tensor forward_body(const Tensor& x, KVCache* cache, const Tensor& key_padding_mask);
 };
 
-class GPTModel : public nn::Module {
+class GPTModel : public CausalLM {
  public:
   explicit GPTModel(const GPTConfig& config);
   // idx (B,T) int64 token ids, T <= context_length, each in [0, vocab_size) -> logits (B,T,V)
   Tensor forward(const Tensor& idx) override;
   // idx (B,T): the tokens after the cache's; cache.length() + T <= context_length -> (B,T,V)
-  Tensor forward(const Tensor& idx, GPTCache& cache);
+  Tensor forward(const Tensor& idx, GPTCache& cache) override;
   // idx (B,T) with key_padding_mask bool (B,T), true = padded: no position attends to a padded
   // one -> logits (B,T,V). An undefined mask is the plain forward.
   Tensor forward(const Tensor& idx, const Tensor& key_padding_mask);
@@ -168,6 +144,8 @@ class GPTModel : public nn::Module {
   Tensor loss(const Tensor& idx, const Tensor& targets, const Tensor& key_padding_mask = Tensor(),
               int64_t loss_chunk = 0);
   const GPTConfig& config() const { return config_; }
+  int64_t context_length() const override { return config_.context_length; }
+  int64_t vocab_size() const override { return config_.vocab_size; }
   // trf_blocks' children, typed
   const std::vector<std::shared_ptr<TransformerBlock>>& blocks() const { return blocks_; }
   // Every block's checkpointing (see Checkpointing); none by default.

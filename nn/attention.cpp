@@ -183,32 +183,12 @@ Tensor MultiHeadAttention::forward(const Tensor& x, const AttentionOptions& opti
   return out_proj->forward(join_heads(context));                                               // (b, T_q, d_out)
 }
 
-// The notebook's steps from the scores to @ values, every head at once; query i sits at position
-// past + i (past > 0 only for a caller that keeps earlier keys, such as the GPT's KV cache).
 Tensor MultiHeadAttention::attend(const Tensor& queries, const Tensor& keys, const Tensor& values,
                                   const Tensor& key_padding_mask, bool causal, int64_t past) {
-  const int64_t b = queries.size(0), T_q = queries.size(2), T_k = keys.size(2);
-  const Tensor padded_keys = key_padding_mask.defined() ? key_padding_mask.view({b, 1, 1, T_k}) : Tensor();
-  const MaskedSoftmaxOptions rule{.causal = causal, .query_offset = past};
-  if (fast_kernels() && dropout_is_identity(*dropout) && !keep_attention_weights)  // the steps below as one op
-    return masked_scaled_attention(queries, keys, values, padded_keys, head_dim, rule);
-  Tensor scores = queries.matmul(keys.transpose(2, 3));  // (b, h, T_q, T_k)
-  Tensor weights;                                        // (b, h, T_q, T_k)
-  if (fast_kernels()) {  // the else branch's steps in one pass, the same bits
-    weights = masked_scaled_softmax(scores, padded_keys, head_dim, rule);
-  } else {
-    Tensor hidden = causal ? causal_mask(past, T_q, T_k) : Tensor();  // (T_q, T_k)
-    if (padded_keys.defined()) hidden = hidden.defined() ? logical_or(hidden, padded_keys) : padded_keys;
-    // A query that sees no key (all padded) would get softmax's NaN: its row is left unmasked
-    // here, and its weights are zeroed after the softmax (it attends to nothing).
-    const Tensor blind = hidden.defined() ? hidden.sum(-1, /*keepdim=*/true) == T_k : Tensor();
-    if (hidden.defined()) scores = scores.masked_fill(logical_and(hidden, logical_not(blind)), -kInf);
-    weights = softmax(scores / sqrt_d_k(head_dim), -1);
-    if (blind.defined()) weights = weights.masked_fill(blind, 0.0);
-  }
-  weights = dropout->forward(weights);
-  if (keep_attention_weights) attention_weights = weights.detach();
-  return weights.matmul(values);  // (b, h, T_q, hs)
+  return nn::attend(queries, keys, values,
+                    {.key_padding_mask = key_padding_mask, .causal = causal, .past = past, .dropout_p = dropout->p,
+                     .training = dropout->is_training(),
+                     .keep_weights = keep_attention_weights ? &attention_weights : nullptr});
 }
 
 // (b, T, d_out) -> (b, T, num_heads, head_dim) -> (b, num_heads, T, head_dim): views, no copies
@@ -228,6 +208,34 @@ void MultiHeadAttention::check_inputs(const Tensor& x, const Tensor& kv, const T
   check_batch_input(x, d_in, context_length, "MultiHeadAttention");
   if (!kv.is_same(x)) check_kv_input(x, kv, d_in, context_length);
   if (key_padding_mask.defined()) check_key_padding_mask(key_padding_mask, x.size(0), past + kv.size(1));
+}
+
+// The notebook's steps from the scores to @ values, every head at once; query i sits at position
+// past + i (past > 0 only for a caller that keeps earlier keys, such as a KV cache).
+Tensor attend(const Tensor& queries, const Tensor& keys, const Tensor& values, const AttendOptions& o) {
+  const int64_t b = queries.size(0), T_q = queries.size(2), T_k = keys.size(2), head_dim = queries.size(3);
+  const Tensor padded_keys = o.key_padding_mask.defined() ? o.key_padding_mask.view({b, 1, 1, T_k}) : Tensor();
+  const MaskedSoftmaxOptions rule{.causal = o.causal, .query_offset = o.past};
+  const bool no_dropout = o.dropout_p == 0.0 || !o.training;  // as tg::dropout decides
+  if (fast_kernels() && no_dropout && !o.keep_weights)  // the steps below as one op
+    return masked_scaled_attention(queries, keys, values, padded_keys, head_dim, rule);
+  Tensor scores = queries.matmul(keys.transpose(2, 3));  // (b, h, T_q, T_k)
+  Tensor weights;                                        // (b, h, T_q, T_k)
+  if (fast_kernels()) {  // the else branch's steps in one pass, the same bits
+    weights = masked_scaled_softmax(scores, padded_keys, head_dim, rule);
+  } else {
+    Tensor hidden = o.causal ? causal_mask(o.past, T_q, T_k) : Tensor();  // (T_q, T_k)
+    if (padded_keys.defined()) hidden = hidden.defined() ? logical_or(hidden, padded_keys) : padded_keys;
+    // A query that sees no key (all padded) would get softmax's NaN: its row is left unmasked
+    // here, and its weights are zeroed after the softmax (it attends to nothing).
+    const Tensor blind = hidden.defined() ? hidden.sum(-1, /*keepdim=*/true) == T_k : Tensor();
+    if (hidden.defined()) scores = scores.masked_fill(logical_and(hidden, logical_not(blind)), -kInf);
+    weights = softmax(scores / sqrt_d_k(head_dim), -1);
+    if (blind.defined()) weights = weights.masked_fill(blind, 0.0);
+  }
+  weights = dropout(weights, o.dropout_p, o.training);
+  if (o.keep_weights) *o.keep_weights = weights.detach();
+  return weights.matmul(values);  // (b, h, T_q, hs)
 }
 
 }  // namespace tg::nn

@@ -114,9 +114,7 @@ class MultiHeadAttention : public Module {
   Tensor attention_weights;  // (b, num_heads, T_q, T_k)
 
  protected:
-  // weights = softmax(masked(queries @ keys^T) / sqrt(head_dim)), dropout, @ values: the notebook's
-  // steps for every head at once, (b, h, T_q, hs) from keys and values (b, h, T_k, hs); query i
-  // sits at position past + i.
+  // nn::attend (below) with this layer's dropout, and its weights kept when keep_attention_weights.
   Tensor attend(const Tensor& queries, const Tensor& keys, const Tensor& values, const Tensor& key_padding_mask,
                 bool causal, int64_t past);
   Tensor split_heads(const Tensor& t) const;  // (b, T, d_out) -> (b, h, T, hs), a view
@@ -124,5 +122,21 @@ class MultiHeadAttention : public Module {
   // Shapes of x, kv and key_padding_mask (b, past + T_k); Errors name the input and its shape.
   void check_inputs(const Tensor& x, const Tensor& kv, const Tensor& key_padding_mask, int64_t past) const;
 };
+
+// The notebook's steps from the scores to @ values, every head at once (MultiHeadAttention's, and
+// the grouped-query attention of models/llama.h):
+//   weights = softmax(masked(queries @ keys^T) / sqrt(hs)), dropout, context = weights @ values
+// queries (b, h, T_q, hs), keys and values (b, h, T_k, hs) -> context (b, h, T_q, hs). Query i
+// sits at position past + i among the keys (past > 0: a caller with cached keys). A query that
+// sees no key gets zero weights (see the header comment).
+struct AttendOptions {
+  Tensor key_padding_mask{};       // bool (b, T_k), true = padded; undefined: none
+  bool causal = true;              // query i sees keys 0..past + i only
+  int64_t past = 0;                // the positions before the queries
+  double dropout_p = 0.0;          // the weights' dropout, applied when training
+  bool training = false;
+  Tensor* keep_weights = nullptr;  // when given, receives the weights (b, h, T_q, T_k), detached
+};
+Tensor attend(const Tensor& queries, const Tensor& keys, const Tensor& values, const AttendOptions& options);
 
 }  // namespace tg::nn
