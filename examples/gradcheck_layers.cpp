@@ -31,6 +31,7 @@
 #include "autograd/random/generator.h"
 #include "autograd/ops.h"
 #include "autograd/io/flags.h"
+#include "models/llama.h"
 #include "nn/gradcheck.h"
 #include "nn/nn.h"
 
@@ -57,6 +58,36 @@ struct Block : Module {
     return h + ff->forward(norm2->forward(h));
   }
 };
+
+// The attention of today's small models (models/llama.h), C = 8, 4 query heads sharing 2 kv heads:
+//   qwen2: biases on q, k and v, head_dim 2 = C / h;   qwen3: QK-norm, head_dim 6 (not C / h)
+tg::models::LlamaConfig small_llama(const std::string& model_type) {
+  tg::models::LlamaConfig c;
+  c.model_type = model_type;
+  c.vocab_size = 11;
+  c.hidden_size = 8;
+  c.intermediate_size = 12;
+  c.num_hidden_layers = 1;
+  c.num_attention_heads = 4;
+  c.num_key_value_heads = 2;
+  c.head_dim = model_type == "qwen3" ? 6 : 2;
+  c.max_position_embeddings = 16;
+  c.qkv_bias = model_type == "qwen2";
+  c.qk_norm = model_type == "qwen3";
+  return c;
+}
+
+// x (B,T,C) -> the attention (or a decoder layer) at positions 0..T-1, with RoPE's cos and sin
+// of those positions in x's dtype.
+template <class Layer>
+std::function<Tensor(const std::vector<Tensor>&)> with_rope(Layer& layer, int64_t head_dim,
+                                                           const Tensor& key_padding_mask = Tensor()) {
+  return [&layer, head_dim, key_padding_mask](const std::vector<Tensor>& in) {
+    tg::models::RotaryEmbedding rope(head_dim, 10000.0, {});
+    const auto [cos, sin] = rope.cos_sin(0, in[0].size(1), in[0].dtype());
+    return layer.forward(in[0], cos, sin, nullptr, key_padding_mask);
+  };
+}
 
 // --- the gradient-check table ---------------------------------------------------------------------
 
@@ -133,6 +164,13 @@ void check_layers() {
   check("RMSNorm(5)", rms_norm, {randn64({3, 5})}, "x (3,5)");
   SiLU silu;
   check("SiLU()", silu, {randn64({3, 4})}, "x (3,4)");
+  tg::models::LlamaMLP swiglu(4, 6);
+  check("SwiGLU feed-forward (LlamaMLP 4 -> 6)", swiglu, {randn64({2, 3, 4})}, "x (2,3,4)");
+  tg::models::LlamaAttention gqa(small_llama("qwen2")), qk_norm(small_llama("qwen3"));
+  check("Grouped-query attention, RoPE, qkv biases", gqa, {randn64({2, 4, 8})}, "x (2,4,8)", with_rope(gqa, 2));
+  check("Qwen3 attention, QK-norm, head_dim 6", qk_norm, {randn64({2, 4, 8})}, "x (2,4,8)", with_rope(qk_norm, 6));
+  tg::models::LlamaDecoderLayer layer(small_llama("qwen3"));
+  check("Qwen3 decoder layer (RMSNorm, GQA, SwiGLU)", layer, {randn64({2, 4, 8})}, "x (2,4,8)", with_rope(layer, 6));
 }
 
 // --- the mask-leakage table -------------------------------------------------------------------------
@@ -242,6 +280,14 @@ void check_masks(bool leaky_demo) {
                 cross(false));
   Block block(8, 6, 2);
   check_leakage("GPT block", block, {randn32({2, 5, 8})}, one_input(block), causal_self);
+  tg::models::LlamaAttention gqa(small_llama("qwen3"));
+  check_leakage("Grouped-query attention (RoPE, QK-norm)", gqa, {randn32({2, 5, 8})}, with_rope(gqa, 6), causal_self);
+  check_leakage("Grouped-query attention, causal + padding", gqa, {randn32({2, 5, 8})},
+                with_rope(gqa, 6, padding_mask), [&](size_t, int64_t n, int64_t t, int64_t n2, int64_t t2) {
+                  return n2 == n && (t2 == t || (t2 < t && !padded(n, t2)));
+                });
+  tg::models::LlamaDecoderLayer layer(small_llama("llama"));
+  check_leakage("Llama decoder layer", layer, {randn32({2, 5, 8})}, with_rope(layer, 2), causal_self);
 }
 
 // --- printing ---------------------------------------------------------------------------------------

@@ -45,6 +45,7 @@
 #include "autograd/io/atomic_file.h"
 #include "autograd/io/safetensors.h"
 #include "autograd/io/json.h"
+#include "models/hf_config_reader.h"  // kTapegradSection
 #include "models/gpt.h"
 
 namespace tg::models {
@@ -124,7 +125,6 @@ NamedTensors hf_gpt2_tensors(const GPTModel& model, bool prefixed);
 // tapegrad, when not empty, is the JSON object written as the last member, "tapegrad": a
 // train_gpt run's own settings (train/run_folder.h); an old "tapegrad" member is dropped.
 // Hugging Face's from_pretrained keeps unknown members as attributes and ignores them.
-inline constexpr const char* kTapegradSection = "tapegrad";
 std::string hf_gpt2_config_json(const GPTConfig& config, const json::Value& original,
                                 const std::string& tapegrad = "");
 

@@ -9,55 +9,13 @@
 #include <algorithm>
 
 #include "autograd/error.h"
+#include "models/hf_config_reader.h"
 #include "models/hf_gpt2.h"
 #include "nn/module.h"
 
 namespace tg::models {
 
 namespace {
-
-struct ConfigReader {
-  const json::Value& config;
-  const std::string& path;
-
-  [[noreturn]] void fail(const std::string& field, const std::string& what) const {
-    throw Error(path + ": \"" + field + "\" " + what);
-  }
-  int64_t integer(const std::string& field, int64_t fallback) const {
-    const json::Value* v = config.find(field);
-    if (!v) return fallback;
-    if (!v->is_number()) fail(field, std::string("must be an integer, got ") + json::Value::kind_name(v->kind()));
-    try {
-      return v->as_int64();
-    } catch (const Error&) {
-      fail(field, "must be an integer, got " + v->number_text());
-    }
-  }
-  double number(const std::string& field, double fallback) const {
-    const json::Value* v = config.find(field);
-    if (!v) return fallback;
-    if (!v->is_number()) fail(field, std::string("must be a number, got ") + json::Value::kind_name(v->kind()));
-    return v->as_double();
-  }
-  // A dropout probability: PyTorch refuses one below 0, tapegrad's GPT one of 1 or more.
-  double rate(const std::string& field, double fallback) const {
-    const double p = number(field, fallback);
-    if (!(p >= 0.0 && p < 1.0)) fail(field, "must be in [0, 1) (a dropout probability), got " + nn::python_float(p));
-    return p;
-  }
-  bool flag(const std::string& field, bool fallback) const {
-    const json::Value* v = config.find(field);
-    if (!v) return fallback;
-    if (!v->is_bool()) fail(field, std::string("must be true or false, got ") + json::Value::kind_name(v->kind()));
-    return v->as_bool();
-  }
-  std::string text(const std::string& field, const std::string& fallback) const {
-    const json::Value* v = config.find(field);
-    if (!v) return fallback;
-    if (!v->is_string()) fail(field, std::string("must be a string, got ") + json::Value::kind_name(v->kind()));
-    return v->as_string();
-  }
-};
 
 json::Value parsed(const std::string& text) { return json::parse(text, "hf_gpt2_config_json"); }
 
@@ -126,16 +84,7 @@ std::string hf_gpt2_config_json(const GPTConfig& c, const json::Value& original,
     const json::Value& value = fields[key];
     return v->is_number() && value.is_number() && v->as_double() == value.as_double();
   };
-  json::Writer text(json::Layout::Pretty);  // Python's json.dumps(config, indent=2); old numbers as written
-  for (const json::Member& m : old.as_object()) {
-    if (m.key == kTapegradSection) continue;  // a run's own section: written anew below, or not at all
-    const json::Value* f = fields.find(m.key);
-    text.field(m.key, !f || keep_old(m.key) ? m.value : *f);
-  }
-  for (const json::Member& f : fields.as_object())
-    if (!old.contains(f.key)) text.field(f.key, f.value);
-  if (!tapegrad.empty()) text.embed(kTapegradSection, tapegrad);
-  return text.str() + "\n";
+  return merged_config_json(old, fields, keep_old, tapegrad);
 }
 
 }  // namespace tg::models

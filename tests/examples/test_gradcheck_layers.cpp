@@ -63,10 +63,12 @@ void expect_every_layer_passes(const ProgramRun& run) {
       "SelfAttention_v1", "SelfAttention_v2", "CausalAttention(3, 2, 6) ", "CausalAttention, dropout",
       "MultiHeadAttentionWrapper(", "MultiHeadAttention(4, 4, 6, 2 heads)", "MultiHeadAttention, not causal",
       "MultiHeadAttention, cross, causal + padding", "MultiHeadAttention, cross + padding, dropout", "GPT block",
-      "RMSNorm(5)", "SiLU()"};
+      "RMSNorm(5)", "SiLU()", "SwiGLU feed-forward", "Grouped-query attention, RoPE, qkv biases",
+      "Qwen3 attention, QK-norm, head_dim 6", "Qwen3 decoder layer"};
   const std::vector<std::string> masked = {
       "CausalAttention ", "MultiHeadAttentionWrapper ", "MultiHeadAttention ", "MultiHeadAttention, causal + padding",
-      "MultiHeadAttention, cross, causal + padding", "MultiHeadAttention, cross, padding", "GPT block"};
+      "MultiHeadAttention, cross, causal + padding", "MultiHeadAttention, cross, padding", "GPT block",
+      "Grouped-query attention (RoPE, QK-norm)", "Grouped-query attention, causal + padding", "Llama decoder layer"};
   const std::vector<std::pair<std::string, std::vector<std::string>>> tables = {{gradients, checked},
                                                                                {leakage, masked}};
   for (const auto& [table, layers] : tables) {
