@@ -1,9 +1,16 @@
 // examples/generate.cpp — write text with a model saved by train_gpt (or converted from PyTorch
-// by examples/pytorch/run_folder.py), or with a Hugging Face GPT-2 folder.
+// by examples/pytorch/run_folder.py), with a Hugging Face GPT-2 folder, or with a Hugging Face
+// Llama / Qwen2 / Qwen3 folder (models/hf_llama.h).
 //
 //   ./build/examples/generate --ckpt gpt_run --prompt "The old fox" --tokens 200 --temperature 0.8
 //   ./build/examples/generate --ckpt gpt2 --prompt-ids 464,1468,21831 --tokens 0 --logits-out logits.safetensors
 //   ./build/examples/generate --ckpt sft_run --instruction "Give the plural of mouse." --temperature 0
+//   ./build/examples/generate --ckpt Qwen3-0.6B --prompt-ids 785,6722 --tokens 20 --temperature 0 --ids-out ids.json
+//
+// A Llama / Qwen folder takes its prompt as --prompt-ids, and its output is token ids, printed one
+// line per sample; it stops at config.json's eos_token_id (a number) unless --ignore-eos.
+// --ids-out writes the ids generated after the prompt as a JSON array (with --samples N > 1, an
+// array of N arrays), for any model.
 //
 // The text is printed as it is written (flushed token by token; a character that byte-level BPE
 // splits between tokens once it is whole), the same text as when it is done. Writing stops at the
@@ -28,6 +35,9 @@
 #include "train/instructions.h"
 #include "autograd/io/flags.h"
 #include "models/generate.h"
+#include "models/hf_llama.h"
+#include "autograd/io/atomic_file.h"
+#include "autograd/io/json.h"
 
 using namespace tg;
 
@@ -38,6 +48,7 @@ struct GenerateOptions {
   std::string prompt = "\n";
   std::string prompt_ids;  // "464,1468,...": token ids instead of --prompt's text
   std::string logits_out;  // a .safetensors file for the prompt's logits
+  std::string ids_out;     // a .json file for the generated ids
   std::string instruction, input;  // an instruction prompt (alpaca_prompt) instead of --prompt
   int64_t tokens = 200;
   tg::models::SamplingOptions sampling{.temperature = 0.8};
@@ -49,8 +60,8 @@ struct GenerateOptions {
 std::vector<Flag> generate_flags(GenerateOptions& o) {
   return {
       text_flag("ckpt", &o.ckpt,
-                "a train_gpt --out folder, or a Hugging Face GPT-2 folder (config.json, model.safetensors, "
-                "vocab.json and merges.txt)"),
+                "a train_gpt --out folder, a Hugging Face GPT-2 folder (config.json, model.safetensors, "
+                "vocab.json and merges.txt), or a Hugging Face Llama, Qwen2 or Qwen3 folder (with --prompt-ids)"),
       text_flag("prompt", &o.prompt, "the text to continue"),
       text_flag("prompt-ids", &o.prompt_ids, "the prompt as token ids, comma-separated (instead of --prompt)"),
       text_flag("instruction", &o.instruction,
@@ -59,6 +70,9 @@ std::vector<Flag> generate_flags(GenerateOptions& o) {
       text_flag("input", &o.input, "with --instruction: the template's input part (left out when empty)"),
       text_flag("logits-out", &o.logits_out,
                 "write the prompt's logits to this .safetensors file (key \"logits\", (T, vocab), float32)"),
+      text_flag("ids-out", &o.ids_out,
+                "write the ids generated after the prompt to this .json file (an array; one per sample with "
+                "--samples)"),
       int_flag("tokens", &o.tokens, "tokens to write (characters, or BPE tokens)", 0, 1e9),
       number_flag("temperature", &o.sampling.temperature,
                   "0 = greedy; else at least 0.0001 (below it the logits / temperature overflow float32); higher = "
@@ -94,19 +108,68 @@ std::vector<int64_t> parse_prompt_ids(const std::string& text, int64_t vocab_siz
 }
 
 // The prompt's logits (T, V) in eval mode, one forward, saved as "logits".
-void write_prompt_logits(tg::models::GPTModel& model, const std::vector<int64_t>& prompt, const std::string& path) {
+void write_prompt_logits(tg::models::CausalLM& model, const std::vector<int64_t>& prompt, const std::string& path) {
   const int64_t T = static_cast<int64_t>(prompt.size());
-  if (T > model.config().context_length)
+  if (T > model.context_length())
     throw UsageError("--logits-out: the prompt has " + std::to_string(T) + " tokens, more than the model's context (" +
-                     std::to_string(model.config().context_length) + ")");
+                     std::to_string(model.context_length()) + ")");
   tg::NoGradGuard no_grad;
   const tg::Tensor logits = model.forward(tg::from_vector(prompt, {1, T})).reshape({T, -1});  // (T,V)
   tg::save_safetensors(path, {{"logits", logits}}, {{"format", "pt"}});
   std::cerr << "generate: wrote the prompt's logits (" << T << ", " << logits.size(1) << ") to " << path << "\n";
 }
 
+// The ids of each sample after the prompt, as JSON: [1, 2] for one sample, [[1, 2], [3]] for more.
+void write_generated_ids(const std::vector<std::vector<int64_t>>& samples, const std::string& path) {
+  auto array_of = [](const std::vector<int64_t>& ids) {
+    json::Writer a = json::Writer::array();
+    for (int64_t id : ids) a.item(id);
+    return a;
+  };
+  json::Writer all = json::Writer::array();
+  for (const auto& ids : samples) all.item(array_of(ids));
+  AtomicFile file(path, "generate --ids-out");
+  file.write((samples.size() == 1 ? array_of(samples[0]) : all).str() + "\n");
+  file.commit();
+}
+
+// config.json's eos_token_id when it is one number (a list, as Llama 3 instruct's, is not a single
+// stop token: -1, none).
+int64_t single_eos_id(const json::Value& config) {
+  const json::Value* eos = config.find("eos_token_id");
+  return eos && eos->is_number() ? eos->as_int64() : -1;
+}
+
+// A Hugging Face Llama / Qwen folder: ids in (--prompt-ids), ids out.
+int run_llama_folder(const GenerateOptions& o, const std::vector<std::string>& given) {
+  auto was_given = [&](const char* flag) { return std::find(given.begin(), given.end(), flag) != given.end(); };
+  for (const char* flag : {"prompt", "instruction"})
+    if (was_given(flag))
+      throw UsageError("--" + std::string(flag) + ": " + o.ckpt +
+                       " is a Llama/Qwen folder, whose tokenizer tapegrad does not read yet; give --prompt-ids");
+  if (!was_given("prompt-ids")) throw UsageError(o.ckpt + " is a Llama/Qwen folder: give the prompt as --prompt-ids");
+  tg::models::HfLlama hf = tg::models::load_hf_llama(o.ckpt);
+  const std::vector<int64_t> prompt = parse_prompt_ids(o.prompt_ids, hf.config.vocab_size);
+  if (!o.logits_out.empty()) write_prompt_logits(*hf.model, prompt, o.logits_out);
+  tg::models::SamplingOptions sampling = o.sampling;
+  if (!o.ignore_eos) sampling.stop_token = single_eos_id(hf.info.config);
+  tg::Generator gen(static_cast<uint64_t>(o.seed));
+  const tg::Tensor idx = tg::from_vector(prompt, {1, static_cast<int64_t>(prompt.size())});
+  std::vector<std::vector<int64_t>> samples;
+  const Activity writing("generating ids");
+  for (int64_t k = 0; k < o.samples; ++k) {
+    std::vector<int64_t> ids = tg::models::generate(*hf.model, idx, o.tokens, sampling, &gen).tolist<int64_t>();
+    ids.erase(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(prompt.size()));
+    for (size_t i = 0; i < ids.size(); ++i) std::cout << (i ? "," : "") << ids[i];
+    std::cout << "\n";
+    samples.push_back(std::move(ids));
+  }
+  if (!o.ids_out.empty()) write_generated_ids(samples, o.ids_out);
+  return 0;
+}
+
 int run(const GenerateOptions& o, const std::vector<std::string>& given) {
-  require_names(given, {{"ckpt", o.ckpt}, {"logits-out", o.logits_out}});
+  require_names(given, {{"ckpt", o.ckpt}, {"logits-out", o.logits_out}, {"ids-out", o.ids_out}});
   auto was_given = [&](const char* flag) { return std::find(given.begin(), given.end(), flag) != given.end(); };
   const bool ids_given = was_given("prompt-ids"), instruction_given = was_given("instruction");
   if (ids_given && was_given("prompt")) throw UsageError("give --prompt or --prompt-ids, not both");
@@ -120,6 +183,7 @@ int run(const GenerateOptions& o, const std::vector<std::string>& given) {
     throw UsageError("--temperature " + tg::nn::python_float(temperature) + ": give 0 (greedy) or at least " +
                      least.str() + " (smaller ones overflow the logits)");
   }
+  if (tg::models::is_hf_llama_folder(o.ckpt)) return run_llama_folder(o, given);
   train::SavedModel saved = train::load_saved_model(o.ckpt);
   std::vector<int64_t> prompt;
   tg::models::SamplingOptions sampling = o.sampling;
@@ -142,11 +206,16 @@ int run(const GenerateOptions& o, const std::vector<std::string>& given) {
   if (!o.logits_out.empty()) write_prompt_logits(*saved.model, prompt, o.logits_out);
   tg::Generator gen(static_cast<uint64_t>(o.seed));
   const Activity writing("generating text");
+  std::vector<std::vector<int64_t>> samples;
   for (int64_t k = 0; k < o.samples; ++k) {
     if (o.samples > 1) std::cout << "--- sample " << k + 1 << " ---\n";
-    train::write_text(*saved.model, saved.tokenizer, prompt, o.tokens, sampling, gen, &std::cout);  // printed as it comes
+    std::vector<int64_t> ids;  // the prompt's and the new ones, cut at the end-of-text
+    train::write_text(*saved.model, saved.tokenizer, prompt, o.tokens, sampling, gen, &std::cout, &ids);  // printed as it comes
     std::cout << "\n";
+    ids.erase(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(prompt.size()));
+    samples.push_back(std::move(ids));
   }
+  if (!o.ids_out.empty()) write_generated_ids(samples, o.ids_out);
   return 0;
 }
 

@@ -393,8 +393,9 @@ std::unique_ptr<Trainer> resume_trainer(const std::string& dir, const TrainOptio
   return trainer;
 }
 
-std::string write_text(models::GPTModel& model, const tokenizers::Tokenizer& tokenizer, const std::vector<int64_t>& prompt,
-                       int64_t tokens, const models::SamplingOptions& options, Generator& gen, std::ostream* stream) {
+std::string write_text(models::CausalLM& model, const tokenizers::Tokenizer& tokenizer, const std::vector<int64_t>& prompt,
+                       int64_t tokens, const models::SamplingOptions& options, Generator& gen, std::ostream* stream,
+                       std::vector<int64_t>* ids_out) {
   const Tensor idx = from_vector(prompt, {1, static_cast<int64_t>(prompt.size())});  // (1, T)
   // streamed: each token's text as it comes (a token's bytes: decode is byte for byte), whole
   // characters only, the rest held back until they are whole; the end-of-text is never printed
@@ -421,6 +422,7 @@ std::string write_text(models::GPTModel& model, const tokenizers::Tokenizer& tok
     const auto stop = std::find(ids.begin() + static_cast<std::ptrdiff_t>(prompt.size()), ids.end(), options.stop_token);
     ids.erase(stop, ids.end());
   }
+  if (ids_out) *ids_out = ids;
   return tokenizer.decode(ids);
 }
 

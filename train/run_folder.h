@@ -89,10 +89,11 @@ SavedModel load_saved_model(const std::string& dir);
 // The prompt followed by `tokens` generated characters, as text (models/generate.h). With
 // options.stop_token, the text ends before the first one generated (an end-of-text). With a
 // stream, the same text is also written there as it is generated, flushed token by token, a
-// character split between tokens (byte-level BPE) once it is whole.
-std::string write_text(models::GPTModel& model, const tokenizers::Tokenizer& tokenizer, const std::vector<int64_t>& prompt,
+// character split between tokens (byte-level BPE) once it is whole. ids, when given, receives
+// the ids of that text (the prompt's and the generated ones).
+std::string write_text(models::CausalLM& model, const tokenizers::Tokenizer& tokenizer, const std::vector<int64_t>& prompt,
                        int64_t tokens, const models::SamplingOptions& options, Generator& gen,
-                       std::ostream* stream = nullptr);
+                       std::ostream* stream = nullptr, std::vector<int64_t>* ids = nullptr);
 
 // "path: what is wrong" when dir is not a checkpoint folder (a file missing).
 void check_run_folder(const std::string& dir);

@@ -52,6 +52,41 @@ TEST(GenerateProgram, LogitsOutHoldsThePromptsLogitsFromPromptIds) {
   EXPECT_EQ(saved[0].second.tolist<float>(), expected.tolist<float>());  // the same forward, the same bits
 }
 
+// A Hugging Face Llama / Qwen folder (tests/reference/hf_llama, written by the PyTorch twin): greedy
+// ids and the prompt's logits are the twin's, and the ids go to --ids-out as a JSON array.
+TEST(GenerateProgram, ALlamaOrQwenFolderWritesTheTwinsGreedyIdsAndLogits) {
+  if (example_program("generate").empty()) GTEST_SKIP() << "the examples are not built";
+  const std::string fixtures = std::string(TG_REFERENCE_DIR) + "/hf_llama";
+  Tensor ids, greedy, logits;
+  for (auto& [name, t] : load_safetensors(fixtures + "/logits.safetensors")) {
+    if (name == "ids") ids = t.select(0, 0);                      // (10)
+    if (name == "qwen3_bf16_greedy") greedy = t.select(0, 0);     // (18)
+    if (name == "qwen3_bf16") logits = t.select(0, 0);            // (10, V)
+  }
+  std::string prompt;
+  for (int64_t id : ids.tolist<int64_t>()) prompt += (prompt.empty() ? "" : ",") + std::to_string(id);
+  TempFolder dir;
+  const ProgramRun r = run_program(example_program("generate"),
+                                   {"--ckpt", fixtures + "/qwen3/bf16", "--prompt-ids", prompt, "--tokens", "8",
+                                    "--temperature", "0", "--ids-out", dir.file("ids.json"), "--logits-out",
+                                    dir.file("logits.safetensors")});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::vector<int64_t> want = greedy.narrow(0, 10, 8).tolist<int64_t>();
+  std::string line, json = "[";
+  for (int64_t id : want) {
+    line += (line.empty() ? "" : ",") + std::to_string(id);
+    json += (json.size() > 1 ? ", " : "") + std::to_string(id);
+  }
+  EXPECT_TRUE(has_part(r.output, line + "\n")) << r.output;
+  EXPECT_EQ(test::read_bytes(dir.file("ids.json")), json + "]\n");
+  EXPECT_TRUE(test::all_close(load_safetensors(dir.file("logits.safetensors"))[0].second, logits, 1e-5, 1e-5));
+
+  const ProgramRun text = run_program(example_program("generate"), {"--ckpt", fixtures + "/qwen3/bf16", "--prompt", "hi"});
+  EXPECT_NE(text.exit_code, 0);
+  EXPECT_TRUE(has_part(text.output, "is a Llama/Qwen folder, whose tokenizer tapegrad does not read yet; give --prompt-ids"))
+      << text.output;
+}
+
 TEST(GenerateProgram, BadPromptIdsAreOneLineUsageErrors) {
   if (example_program("generate").empty()) GTEST_SKIP() << "the examples are not built";
   TempFolder dir;
