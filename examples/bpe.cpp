@@ -1,11 +1,13 @@
 // examples/bpe.cpp — train a byte-level BPE tokenizer on a text, and encode or decode with it
 // (the algorithm: tokenizers/bpe.h) or with any tokenizer load_tokenizer reads
-// (tokenizers/tokenizer.h): a tokenizer.json, or a folder with GPT-2's files.
+// (tokenizers/tokenizer.h): a tokenizer.json (tapegrad's or Hugging Face's, tokenizers/hf_tokenizer.h),
+// or a folder with one or with GPT-2's files.
 //
 //   ./build/examples/bpe train --data input.txt --vocab-size 1024 --out tok.json
 //   ./build/examples/bpe encode --tokenizer tok.json input.txt > ids.txt   (ids on one line)
 //   ./build/examples/bpe decode --tokenizer tok.json ids.txt > back.txt    (the bytes, exactly)
 //   ./build/examples/bpe encode --tokenizer .cache/gpt2-tokenizer --allow-special input.txt
+//   ./build/examples/bpe encode --tokenizer Qwen3-0.6B input.txt       (a Hugging Face folder's tokenizer.json)
 //
 // Each prints its time and the bytes per token on stderr.
 #include <chrono>
@@ -137,13 +139,15 @@ int main(int argc, char** argv) {
   };
   const Flag tokenizer_flag = text_flag(
       "tokenizer", &o.tokenizer,
-      "a tokenizer.json (bpe train's, or train_gpt's), or a folder with one or with GPT-2's vocab.json + merges.txt "
+      "a tokenizer.json (bpe train's, train_gpt's, or Hugging Face's byte-level BPE), or a folder with one or with "
+      "GPT-2's vocab.json + merges.txt "
       "or encoder.json + vocab.bpe (not both: a folder with a tokenizer.json and GPT-2's files it does not name is "
       "refused)");
   const std::vector<Flag> encode_flags = {
       tokenizer_flag,
       switch_flag("allow-special", &o.allow_special,
-                  "GPT-2: the text <|endoftext|> becomes its special token (else it is encoded as plain text)")};
+                  "GPT-2: the text <|endoftext|> becomes its special token (else it is encoded as plain text); a "
+                  "Hugging Face tokenizer.json always matches its added tokens")};
   const std::vector<Flag> decode_flags = {tokenizer_flag};
   Program program;
   if (command == "train") {

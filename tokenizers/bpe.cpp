@@ -1,6 +1,7 @@
 // tokenizers/bpe.cpp — byte-level BPE: training, encoding and decoding of bpe.h (the
 // pre-split is pre_split.cpp's).
 #include "tokenizers/bpe.h"
+#include "tokenizers/bpe_merge.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -223,45 +224,16 @@ std::vector<int32_t> BpeTokenizer::merge_chunk_plain(std::string_view chunk) con
   return ids;
 }
 
-// merge_chunk_plain's result in O(n log n) rather than O(n^2): the ids as a linked list, and a
-// heap of (merge index, position) for each adjacent pair that is a merge, lowest index first,
-// then leftmost. A merge of index r only makes pairs of index > r (merges refer to earlier ids),
-// so taking the pairs in this order merges every occurrence of r, left to right without
-// overlap, before any higher index: merge_chunk_plain's order. An entry whose pair was taken
-// apart by an earlier merge is stale, and skipped.
+// merge_chunk_plain's result in O(n log n) (bpe_merge.h). A merge of index r only makes pairs of
+// index > r (merges refer to earlier ids), so taking the pairs lowest index first merges every
+// occurrence of r, left to right without overlap, before any higher index: merge_chunk_plain's order.
 std::vector<int32_t> BpeTokenizer::merge_chunk(std::string_view chunk) const {
-  const size_t n = chunk.size(), none = SIZE_MAX;  // next == n: the end; prev == none: the start
-  std::vector<int32_t> ids(n);
-  std::vector<size_t> prev(n), next(n);
-  for (size_t i = 0; i < n; ++i) {
-    ids[i] = static_cast<unsigned char>(chunk[i]);
-    prev[i] = i == 0 ? none : i - 1;
-    next[i] = i + 1;
-  }
-  using Entry = std::pair<int32_t, size_t>;  // (merge index, position of the pair's left id)
-  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> heap;
-  auto push_pair_at = [&](size_t left) {
-    if (next[left] >= n) return;
-    const int32_t r = rank_.find(ids[left], ids[next[left]]);
-    if (r >= 0) heap.push({r, left});
-  };
-  for (size_t i = 0; i + 1 < n; ++i) push_pair_at(i);
-  while (!heap.empty()) {
-    const auto [rank, left] = heap.top();
-    heap.pop();
-    const size_t right = next[left];
-    const Merge m = merges_[static_cast<size_t>(rank)];
-    if (ids[left] != m.left || right >= n || ids[right] != m.right) continue;  // stale
-    ids[left] = 256 + rank;  // the pair becomes its left node; the right node leaves the list
-    ids[right] = -1;         // (so that its own stale entries never match)
-    next[left] = next[right];
-    if (next[right] < n) prev[next[right]] = left;
-    if (prev[left] != none) push_pair_at(prev[left]);
-    push_pair_at(left);
-  }
-  std::vector<int32_t> out;
-  for (size_t i = 0; i < n; i = next[i]) out.push_back(ids[i]);
-  return out;
+  std::vector<int32_t> bytes(chunk.size());
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<unsigned char>(chunk[i]);
+  merge_lowest_rank_first(
+      bytes, [this](int32_t left, int32_t right) { return rank_.find(left, right); },
+      [](int32_t rank) { return 256 + rank; });
+  return bytes;
 }
 
 std::string BpeTokenizer::decode(const std::vector<int64_t>& ids) const {

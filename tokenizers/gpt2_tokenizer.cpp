@@ -51,6 +51,12 @@ bool token_to_bytes(std::string_view token, std::string& bytes) {
   return !bytes.empty();
 }
 
+}  // namespace
+
+bool byte_level_token_bytes(std::string_view token, std::string& bytes) { return token_to_bytes(token, bytes); }
+
+namespace {
+
 std::string in_quotes(std::string_view token) { return "'" + std::string(token) + "'"; }
 
 // vocab.json: {token: id}, ids 0..N-1 each once. Fills token_bytes (id -> bytes) and id_of.

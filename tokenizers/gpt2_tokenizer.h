@@ -36,6 +36,11 @@
 
 namespace tg::tokenizers {
 
+// A token as GPT-2's files (and Hugging Face's byte-level tokenizer.json) write it, read back
+// into its bytes through bytes_to_unicode; false when a character stands for no byte (or the
+// token is empty). Gpt2Tokenizer::token_text is the other way.
+bool byte_level_token_bytes(std::string_view token, std::string& bytes);
+
 class Gpt2Tokenizer {
  public:
   static constexpr std::string_view kEndOfText = "<|endoftext|>";

@@ -14,6 +14,13 @@
 //   byte_split          tapegrad's own BPE ("gpt2-bytes", bpe.h): the pattern on bytes, as
 //                       Python's re on bytes, with every byte >= 0x80 a letter and \s the six
 //                       bytes \t \n \v \f \r ' '.
+//
+// Llama 3's and Qwen2's pattern (Hugging Face tokenizer.json's Split pre-tokenizer; Qwen2 and
+// Qwen3 take one digit at a time where Llama 3 takes up to three):
+//
+//   (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+//
+// llama3_chunk_length reads it over UTF-8 code points with the same classes as gpt2_split.
 #pragma once
 #include <cstddef>
 #include <string_view>
@@ -24,6 +31,8 @@ namespace tg::tokenizers {
 // The length in bytes of the chunk that starts at text[i] (i < text.size()).
 size_t gpt2_chunk_length(std::string_view text, size_t i);
 size_t byte_chunk_length(std::string_view text, size_t i);
+// Llama 3's pattern with \p{N}{1,max_digits}: max_digits 3 is Llama 3's, 1 Qwen2's (\p{N}).
+size_t llama3_chunk_length(std::string_view text, size_t i, int max_digits);
 
 // All chunks (views into text), in order.
 std::vector<std::string_view> gpt2_split(std::string_view text);

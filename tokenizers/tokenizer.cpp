@@ -153,6 +153,12 @@ Gpt2Tokenizer::FilePaths gpt2_files_named(const json::Value& doc, const std::str
 
 Tokenizer Tokenizer::from_json(const std::string& text, const std::string& source) {
   const json::Value doc = json::parse(text, source);
+  if (HfTokenizer::is_hf_document(doc)) {
+    const std::filesystem::path config = std::filesystem::path(source).parent_path() / "tokenizer_config.json";
+    const bool has_config = std::filesystem::is_regular_file(config);
+    return HfTokenizer::from_document(doc, text, source, has_config ? train::read_input(config.string(), "") : "",
+                                      config.string());
+  }
   const json::Value* type = doc.is_object() ? doc.find("type") : nullptr;
   if (type && type->is_string() && type->as_string() == "bpe") return BpeTokenizer::from_json(text, source);
   if (type && type->is_string() && type->as_string() == "gpt2") {
@@ -165,7 +171,7 @@ Tokenizer Tokenizer::from_json(const std::string& text, const std::string& sourc
   return CharTokenizer::from_json(text, source);
 }
 
-const char* Tokenizer::type() const { return is_gpt2() ? "gpt2" : is_bpe() ? "bpe" : "char"; }
+const char* Tokenizer::type() const { return is_hf() ? "hf" : is_gpt2() ? "gpt2" : is_bpe() ? "bpe" : "char"; }
 
 std::vector<int64_t> Tokenizer::encode(const std::string& text, bool allow_special) const {
   if (is_gpt2()) return std::get<Gpt2Tokenizer>(impl_).encode(text, allow_special);
@@ -187,16 +193,24 @@ std::string Tokenizer::to_json() const {
 void Tokenizer::save(const std::string& dir) const {
   prepare_output_dir(dir, "tokenizer");
   write_file_atomically((std::filesystem::path(dir) / "tokenizer.json").string(), to_json(), "tokenizer");
+  if (is_hf() && !std::get<HfTokenizer>(impl_).config_text().empty())
+    write_file_atomically((std::filesystem::path(dir) / "tokenizer_config.json").string(),
+                          std::get<HfTokenizer>(impl_).config_text(), "tokenizer");
   if (is_gpt2()) std::get<Gpt2Tokenizer>(impl_).save_files(dir);
 }
 
 int64_t Tokenizer::newline_or(int64_t fallback) const {
   if (is_bpe()) return '\n';  // the byte's own id
   if (is_gpt2()) return std::get<Gpt2Tokenizer>(impl_).id_of("\n", fallback);
+  if (is_hf()) {
+    const int64_t id = std::get<HfTokenizer>(impl_).token_id("\n");
+    return id >= 0 ? id : fallback;
+  }
   return std::get<CharTokenizer>(impl_).id_or(U'\n', fallback);
 }
 
 int64_t Tokenizer::end_of_text_id() const {
+  if (is_hf()) return std::get<HfTokenizer>(impl_).eos_id();
   return is_gpt2() ? std::get<Gpt2Tokenizer>(impl_).end_of_text_id() : -1;
 }
 
@@ -206,6 +220,7 @@ std::vector<int64_t> Tokenizer::bytes_per_id() const {
     int64_t n = 0;
     if (is_bpe()) n = static_cast<int64_t>(std::get<BpeTokenizer>(impl_).token_bytes(id).size());
     else if (is_gpt2()) n = static_cast<int64_t>(std::get<Gpt2Tokenizer>(impl_).token_bytes(id).size());
+    else if (is_hf()) n = static_cast<int64_t>(std::get<HfTokenizer>(impl_).token_bytes(id).size());
     else n = std::get<CharTokenizer>(impl_).bytes_of(id);
     bytes[static_cast<size_t>(id)] = n;
   }
@@ -215,9 +230,6 @@ std::vector<int64_t> Tokenizer::bytes_per_id() const {
 // --- loading from a path -------------------------------------------------------------------------
 
 namespace {
-
-// Whether the text is Hugging Face's tokenizers format (a "model" object), not tapegrad's.
-bool is_hugging_face_tokenizer_json(const json::Value& doc) { return doc.is_object() && doc.contains("model"); }
 
 // A folder with both tapegrad's tokenizer.json and GPT-2's files: the same tokenizer when the
 // tokenizer.json is a "gpt2" one naming the pair from_folder would read (as train_gpt writes a
@@ -250,15 +262,19 @@ Tokenizer load_tokenizer(const std::string& path) {
   if (has_json) {
     const std::string text = train::read_input(json_path, "");
     const json::Value doc = json::parse(text, json_path);
-    if (!is_hugging_face_tokenizer_json(doc)) {
+    if (!HfTokenizer::is_hf_document(doc)) {  // tapegrad's own
       if (Gpt2Tokenizer::folder_has_files(path)) check_one_tokenizer(path, doc, json_path);
       return Tokenizer::from_json(text, json_path);
     }
+    if (!Gpt2Tokenizer::folder_has_files(path)) {  // Hugging Face's, with no GPT-2 files beside it
+      const std::string config = (fs::path(path) / "tokenizer_config.json").string();
+      return HfTokenizer::from_document(doc, text, json_path,
+                                        fs::is_regular_file(config) ? train::read_input(config, "") : "", config);
+    }
   }
   if (Gpt2Tokenizer::folder_has_files(path)) return Gpt2Tokenizer::from_folder(path);
-  throw Error(path + ": no tokenizer in this folder: looked for tapegrad's tokenizer.json" +
-              std::string(has_json ? " (the one here is Hugging Face's format)" : "") +
-              ", vocab.json + merges.txt and encoder.json + vocab.bpe");
+  throw Error(path + ": no tokenizer in this folder: looked for a tokenizer.json (tapegrad's or Hugging Face's), "
+              "vocab.json + merges.txt and encoder.json + vocab.bpe");
 }
 
 }  // namespace tg::tokenizers

@@ -4,8 +4,8 @@
 // A corpus that is valid UTF-8 is split into Unicode code points (as Python's sorted(set(text))
 // does, so ids agree with the usual PyTorch notebooks); any other file is split into bytes.
 // Saved as tokenizer.json: {"type": "char", "kind": "utf8" | "bytes", "symbols": [code points or
-// bytes, ascending]}. A run's tokenizer (Tokenizer, below) is this one, byte-level BPE (bpe.h)
-// or GPT-2's own (gpt2_tokenizer.h).
+// bytes, ascending]}. A run's tokenizer (Tokenizer, below) is this one, byte-level BPE (bpe.h),
+// GPT-2's own (gpt2_tokenizer.h) or a Hugging Face tokenizer.json (hf_tokenizer.h).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -15,6 +15,7 @@
 
 #include "tokenizers/bpe.h"
 #include "tokenizers/gpt2_tokenizer.h"
+#include "tokenizers/hf_tokenizer.h"
 
 namespace tg::tokenizers {
 
@@ -49,16 +50,21 @@ class Tokenizer {
   Tokenizer(CharTokenizer chars) : impl_(std::move(chars)) {}  // NOLINT: each kind converts
   Tokenizer(BpeTokenizer bpe) : impl_(std::move(bpe)) {}       // NOLINT
   Tokenizer(Gpt2Tokenizer gpt2) : impl_(std::move(gpt2)) {}    // NOLINT
-  // tokenizer.json of any kind: "type": "bpe" is BPE, "gpt2" GPT-2's (its files are read from
-  // the folder of `source`, the tokenizer.json's path), anything else characters (the files of
-  // runs from before BPE have no "type").
+  Tokenizer(HfTokenizer hf) : impl_(std::move(hf)) {}          // NOLINT
+  // tokenizer.json of any kind: Hugging Face's (it has "model") is an HfTokenizer, with the
+  // tokenizer_config.json beside `source` if there is one; "type": "bpe" is BPE, "gpt2" GPT-2's
+  // (its files are read from the folder of `source`, the tokenizer.json's path), anything else
+  // characters (the files of runs from before BPE have no "type").
   static Tokenizer from_json(const std::string& json, const std::string& source);
 
   const char* type() const;
   bool is_bpe() const { return std::holds_alternative<BpeTokenizer>(impl_); }
   bool is_gpt2() const { return std::holds_alternative<Gpt2Tokenizer>(impl_); }
-  // allow_special: GPT-2's "<|endoftext|>" in the text becomes its special token (the other
-  // kinds have no special tokens and ignore it).
+  bool is_hf() const { return std::holds_alternative<HfTokenizer>(impl_); }
+  const HfTokenizer* hf() const { return std::get_if<HfTokenizer>(&impl_); }
+  // allow_special: GPT-2's "<|endoftext|>" in the text becomes its special token (char and bpe
+  // have no special tokens and ignore it; a Hugging Face tokenizer always matches its added tokens,
+  // as its library does).
   std::vector<int64_t> encode(const std::string& text, bool allow_special = false) const;
   std::string decode(const std::vector<int64_t>& ids) const;
   int64_t vocab_size() const;
@@ -67,21 +73,21 @@ class Tokenizer {
   void save(const std::string& dir) const;
   // The id of '\n' (a sample's first token), or fallback when the vocabulary has none.
   int64_t newline_or(int64_t fallback) const;
-  // GPT-2's "<|endoftext|>" id (what ends an instruction example's response), or -1: the char and
-  // bpe kinds have no special tokens.
+  // GPT-2's "<|endoftext|>" id (what ends an instruction example's response), a Hugging Face
+  // tokenizer's eos_token, or -1: the char and bpe kinds have no special tokens.
   int64_t end_of_text_id() const;
   // bytes (V): how many bytes of text each id stands for (bits per byte divide by their sum).
   // GPT-2's "<|endoftext|>" counts as its 13 bytes, as decode writes them.
   std::vector<int64_t> bytes_per_id() const;
 
  private:
-  std::variant<CharTokenizer, BpeTokenizer, Gpt2Tokenizer> impl_;
+  std::variant<CharTokenizer, BpeTokenizer, Gpt2Tokenizer, HfTokenizer> impl_;
 };
 
 // The tokenizer at path: a tapegrad tokenizer.json, or a folder holding one, or a folder with
-// GPT-2's files (vocab.json + merges.txt, else encoder.json + vocab.bpe). A folder's
-// tokenizer.json in Hugging Face's format (it has "model") is passed over for the GPT-2 files
-// beside it. A folder with one tokenizer is read as it is; one with tapegrad's tokenizer.json and
+// GPT-2's files (vocab.json + merges.txt, else encoder.json + vocab.bpe), or a Hugging Face
+// tokenizer.json (a file, or a folder holding one; hf_tokenizer.h). A folder's tokenizer.json in
+// Hugging Face's format (it has "model") is passed over for the GPT-2 files beside it. A folder with one tokenizer is read as it is; one with tapegrad's tokenizer.json and
 // GPT-2's files is read only when they are the same tokenizer, a "gpt2" tokenizer.json naming
 // those files (as train_gpt saves a run from GPT-2), and is otherwise refused with an error naming
 // both, since either could be the one meant. Errors say what was looked for.

@@ -236,10 +236,13 @@ TEST(LoadTokenizer, ReadsTokenizerJsonOrEitherPairOfGpt2FilesAndSaysWhatItLooked
     EXPECT_EQ(tok.newline_or(-1), 255 - '\n');
     EXPECT_EQ(tok.bytes_per_id()[256], 2);
   }
+  // Hugging Face's format with no GPT-2 files beside it: read as such (hf_tokenizer.h), its faults named
   write_bytes(empty.file("tokenizer.json"), "{\"model\": {}}");
+  expect_error([&] { tokenizers::load_tokenizer(empty.path); }, {"tokenizer.json: \"model\" has no \"type\""});
+  std::filesystem::remove(empty.file("tokenizer.json"));
   expect_error([&] { tokenizers::load_tokenizer(empty.path); },
-               {empty.path + ": no tokenizer in this folder: looked for tapegrad's tokenizer.json (the one here is "
-                             "Hugging Face's format), vocab.json + merges.txt and encoder.json + vocab.bpe"});
+               {empty.path + ": no tokenizer in this folder: looked for a tokenizer.json (tapegrad's or Hugging "
+                             "Face's), vocab.json + merges.txt and encoder.json + vocab.bpe"});
   expect_error([&] { tokenizers::load_tokenizer(empty.file("none.json")); }, {"none.json: no such file or folder"});
 }
 

@@ -1,0 +1,114 @@
+// tokenizers/hf_tokenizer.h — Hugging Face's tokenizer.json for byte-level BPE, the file that
+// ships beside Llama 3, Qwen2, Qwen3 and GPT-2 checkpoints, read and run as the `tokenizers`
+// library runs it (encode with add_special_tokens=False: no BOS added).
+//
+// What is read from tokenizer.json:
+//   model               "type": "BPE": "vocab" {token: id}, "merges" as "a b" strings or ["a", "b"]
+//                       pairs (the list order is the rank), "ignore_merges" (Llama 3: a chunk that
+//                       is a token of the vocabulary is that token, merged or not);
+//                       continuing_subword_prefix and end_of_word_suffix empty, no dropout, no
+//                       byte_fallback
+//   added_tokens        [{id, content, ...}]: each content is matched in the text as a whole
+//                       string before anything else (the longest at each position), and becomes
+//                       its id; the text between them goes through the steps below
+//   normalizer          null, or {"type": "NFC"} (Qwen's; nfc.h)
+//   pre_tokenizer       the chunks BPE works within: a Split on one of three patterns, matched by
+//                       hand (pre_split.h), followed by ByteLevel without its own regex
+//                         GPT-2's    's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
+//                                    (also as ByteLevel with use_regex true, GPT-2's own file)
+//                         Llama 3's  (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|...
+//                         Qwen2's    the same with \p{N} (one digit a chunk)
+//                       another pattern, or another kind of pre-tokenizer, is an error naming it
+//   decoder             ByteLevel (or none): a token's characters are its bytes, through GPT-2's
+//                       bytes_to_unicode table (gpt2_tokenizer.h)
+// Tokens are written in bytes_to_unicode's alphabet, and every byte must be a token.
+//
+// Encoding a chunk: its bytes' tokens, then BPE's merges lowest rank first (bpe_merge.h); with
+// ignore_merges, a chunk that is a token is that token. Decoding: each id's bytes (an added
+// token's content as it is), concatenated: the bytes exactly, as GPT-2's tokenizer does, where
+// Hugging Face's decode replaces bytes that are not UTF-8 by U+FFFD.
+//
+// tokenizer_config.json, when it sits beside the file, gives bos_token and eos_token (a string or
+// {"content": ...}; null: none) and add_bos_token (else: whether tokenizer.json's post_processor
+// is a TemplateProcessing that begins with a special token); encode() never adds it, the caller
+// does (bos_id(), add_bos()).
+//
+// encode() remembers each chunk's ids, so one tokenizer must not encode from two threads at once.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "autograd/io/json.h"
+#include "tokenizers/bpe_tables.h"
+
+namespace tg::tokenizers {
+
+class HfTokenizer {
+ public:
+  enum class PreSplit { kGpt2, kLlama3, kQwen2 };
+
+  // tokenizer.json's text; source names it in errors. config_json: tokenizer_config.json's text,
+  // or "" when there is none.
+  static HfTokenizer from_json(const std::string& text, const std::string& source, const std::string& config_json = "",
+                               const std::string& config_source = "");
+  // A tokenizer.json file, with the tokenizer_config.json beside it if there is one.
+  static HfTokenizer from_file(const std::string& path);
+  // The same from the parsed document (text: what it was parsed from, kept for saving).
+  static HfTokenizer from_document(const json::Value& doc, const std::string& text, const std::string& source,
+                                   const std::string& config_json = "", const std::string& config_source = "");
+  // Whether a parsed tokenizer.json is Hugging Face's (it has "model"), not one of tapegrad's own.
+  static bool is_hf_document(const json::Value& doc);
+
+  std::vector<int64_t> encode(std::string_view text) const;
+  std::string decode(const std::vector<int64_t>& ids) const;
+  int64_t vocab_size() const { return static_cast<int64_t>(token_bytes_.size()); }  // the largest id + 1
+  // The id of a token given as its text (an added token's content, or a vocabulary token's
+  // bytes), or -1.
+  int64_t token_id(std::string_view text) const;
+  const std::string& token_bytes(int64_t id) const { return token_bytes_.at(static_cast<size_t>(id)); }
+  PreSplit pre_split() const { return pre_split_; }
+  const char* pre_split_name() const;
+  bool normalizes_nfc() const { return nfc_; }
+  int64_t bos_id() const { return bos_id_; }  // -1: none
+  int64_t eos_id() const { return eos_id_; }  // -1: none
+  bool add_bos() const { return add_bos_; }
+  // The added tokens, in the file's order.
+  struct AddedToken {
+    std::string content;
+    int32_t id = 0;
+    bool special = false;
+  };
+  const std::vector<AddedToken>& added_tokens() const { return added_; }
+  const std::string& source() const { return source_; }
+  // The files as read: what a run folder saves (Tokenizer::save).
+  std::string to_json() const { return json_text_; }
+  const std::string& config_text() const { return config_text_; }
+
+ private:
+  void encode_ordinary(std::string_view text, std::vector<int64_t>& out) const;
+  std::span<const int32_t> chunk_ids(std::string_view chunk) const;
+  size_t chunk_length(std::string_view text, size_t i) const;
+  // The added token that starts at text[i] (the longest), or nullptr.
+  const AddedToken* added_at(std::string_view text, size_t i) const;
+
+  std::string source_, json_text_, config_text_;
+  PreSplit pre_split_ = PreSplit::kGpt2;
+  bool nfc_ = false, ignore_merges_ = false, add_bos_ = false;
+  std::vector<std::string> token_bytes_;               // id -> bytes ("" for an id no token has)
+  std::unordered_map<std::string, int32_t> id_of_;     // vocabulary bytes -> id
+  std::array<int32_t, 256> byte_id_{};                 // byte -> its token's id
+  PairRanks ranks_;                                    // (left id, right id) -> rank
+  std::vector<int32_t> made_by_;                       // rank -> the id of the token it makes
+  std::vector<AddedToken> added_;
+  std::array<bool, 256> added_first_byte_{};           // whether an added token starts with this byte
+  int64_t bos_id_ = -1, eos_id_ = -1;
+  mutable ChunkCache cache_;
+  mutable std::vector<int32_t> long_chunk_ids_;
+};
+
+}  // namespace tg::tokenizers
