@@ -7,8 +7,10 @@
 //   ./build/examples/generate --ckpt sft_run --instruction "Give the plural of mouse." --temperature 0
 //   ./build/examples/generate --ckpt Qwen3-0.6B --prompt-ids 785,6722 --tokens 20 --temperature 0 --ids-out ids.json
 //
-// A Llama / Qwen folder takes its prompt as --prompt-ids, and its output is token ids, printed one
-// line per sample; it stops at config.json's eos_token_id (a number) unless --ignore-eos.
+// A Llama / Qwen folder's tokenizer.json (Hugging Face's, tokenizers/hf_tokenizer.h) encodes the
+// prompt, with the BOS token first when tokenizer_config.json says so, and writing stops at its
+// eos_token. Without a tokenizer.json the prompt is --prompt-ids and the output token ids, one line
+// per sample, ending at config.json's eos_token_id (a number). --ignore-eos writes past either.
 // --ids-out writes the ids generated after the prompt as a JSON array (with --samples N > 1, an
 // array of N arrays), for any model.
 //
@@ -23,6 +25,9 @@
 // --logits-out writes the prompt's logits, key "logits", shape (T, vocab), float32: one forward of
 // the whole prompt in eval mode, to compare with another implementation's.
 #include <algorithm>
+#include <filesystem>
+#include <memory>
+#include <optional>
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -140,32 +145,32 @@ int64_t single_eos_id(const json::Value& config) {
   return eos && eos->is_number() ? eos->as_int64() : -1;
 }
 
-// A Hugging Face Llama / Qwen folder: ids in (--prompt-ids), ids out.
-int run_llama_folder(const GenerateOptions& o, const std::vector<std::string>& given) {
-  auto was_given = [&](const char* flag) { return std::find(given.begin(), given.end(), flag) != given.end(); };
-  for (const char* flag : {"prompt", "instruction"})
-    if (was_given(flag))
-      throw UsageError("--" + std::string(flag) + ": " + o.ckpt +
-                       " is a Llama/Qwen folder, whose tokenizer tapegrad does not read yet; give --prompt-ids");
-  if (!was_given("prompt-ids")) throw UsageError(o.ckpt + " is a Llama/Qwen folder: give the prompt as --prompt-ids");
-  tg::models::HfLlama hf = tg::models::load_hf_llama(o.ckpt);
-  const std::vector<int64_t> prompt = parse_prompt_ids(o.prompt_ids, hf.config.vocab_size);
-  if (!o.logits_out.empty()) write_prompt_logits(*hf.model, prompt, o.logits_out);
-  tg::models::SamplingOptions sampling = o.sampling;
-  if (!o.ignore_eos) sampling.stop_token = single_eos_id(hf.info.config);
-  tg::Generator gen(static_cast<uint64_t>(o.seed));
-  const tg::Tensor idx = tg::from_vector(prompt, {1, static_cast<int64_t>(prompt.size())});
-  std::vector<std::vector<int64_t>> samples;
-  const Activity writing("generating ids");
-  for (int64_t k = 0; k < o.samples; ++k) {
-    std::vector<int64_t> ids = tg::models::generate(*hf.model, idx, o.tokens, sampling, &gen).tolist<int64_t>();
-    ids.erase(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(prompt.size()));
-    for (size_t i = 0; i < ids.size(); ++i) std::cout << (i ? "," : "") << ids[i];
-    std::cout << "\n";
-    samples.push_back(std::move(ids));
+// The model, and its tokenizer when the folder has one: a train_gpt run or a GPT-2 folder
+// (train::load_saved_model), or a Hugging Face Llama / Qwen folder, whose tokenizer.json is optional
+// (without it the prompt is --prompt-ids and the output ids).
+struct Loaded {
+  std::unique_ptr<tg::models::CausalLM> model;
+  std::optional<tokenizers::Tokenizer> tokenizer;
+  int64_t stop_token = -1;  // the end-of-text id, or -1
+};
+
+Loaded load(const std::string& dir) {
+  Loaded loaded;
+  if (tg::models::is_hf_llama_folder(dir)) {
+    tg::models::HfLlama hf = tg::models::load_hf_llama(dir);
+    loaded.stop_token = single_eos_id(hf.info.config);
+    loaded.model = std::move(hf.model);
+    if (std::filesystem::exists(path_in(dir, "tokenizer.json"))) {
+      loaded.tokenizer = tokenizers::load_tokenizer(dir);
+      if (loaded.tokenizer->end_of_text_id() >= 0) loaded.stop_token = loaded.tokenizer->end_of_text_id();
+    }
+    return loaded;
   }
-  if (!o.ids_out.empty()) write_generated_ids(samples, o.ids_out);
-  return 0;
+  train::SavedModel saved = train::load_saved_model(dir);
+  loaded.stop_token = saved.tokenizer.end_of_text_id();  // -1 when it has none
+  loaded.model = std::move(saved.model);
+  loaded.tokenizer = std::move(saved.tokenizer);
+  return loaded;
 }
 
 int run(const GenerateOptions& o, const std::vector<std::string>& given) {
@@ -183,18 +188,19 @@ int run(const GenerateOptions& o, const std::vector<std::string>& given) {
     throw UsageError("--temperature " + tg::nn::python_float(temperature) + ": give 0 (greedy) or at least " +
                      least.str() + " (smaller ones overflow the logits)");
   }
-  if (tg::models::is_hf_llama_folder(o.ckpt)) return run_llama_folder(o, given);
-  train::SavedModel saved = train::load_saved_model(o.ckpt);
-  std::vector<int64_t> prompt;
-  tg::models::SamplingOptions sampling = o.sampling;
+  Loaded loaded = load(o.ckpt);
   const char* const prompt_flag = instruction_given ? "--instruction" : "--prompt";
+  if (!ids_given && !loaded.tokenizer)
+    throw UsageError(std::string(prompt_flag) + ": " + o.ckpt + " has no tokenizer.json; give the prompt as --prompt-ids");
+  std::vector<int64_t> prompt;
   try {
     if (ids_given) {
-      prompt = parse_prompt_ids(o.prompt_ids, saved.config.vocab_size);
-    } else if (instruction_given) {
-      prompt = saved.tokenizer.encode(train::alpaca_prompt(o.instruction, o.input));
+      prompt = parse_prompt_ids(o.prompt_ids, loaded.model->vocab_size());
     } else {
-      prompt = saved.tokenizer.encode(o.prompt);
+      const tokenizers::HfTokenizer* hf = loaded.tokenizer->hf();
+      if (hf && hf->add_bos()) prompt.push_back(hf->bos_id());  // as the model was trained: <|begin_of_text|> first
+      const std::string text = instruction_given ? train::alpaca_prompt(o.instruction, o.input) : o.prompt;
+      for (int64_t id : loaded.tokenizer->encode(text)) prompt.push_back(id);
     }
   } catch (const UsageError&) {
     throw;
@@ -202,17 +208,26 @@ int run(const GenerateOptions& o, const std::vector<std::string>& given) {
     throw tg::Error(std::string(prompt_flag) + ": " + e.what());  // names the character and its byte
   }
   if (prompt.empty()) throw UsageError("--prompt: empty (give at least one character)");
-  if (!o.ignore_eos) sampling.stop_token = saved.tokenizer.end_of_text_id();  // -1 when it has none
-  if (!o.logits_out.empty()) write_prompt_logits(*saved.model, prompt, o.logits_out);
+  tg::models::SamplingOptions sampling = o.sampling;
+  if (!o.ignore_eos) sampling.stop_token = loaded.stop_token;
+  if (!o.logits_out.empty()) write_prompt_logits(*loaded.model, prompt, o.logits_out);
   tg::Generator gen(static_cast<uint64_t>(o.seed));
-  const Activity writing("generating text");
+  const Activity writing(loaded.tokenizer ? "generating text" : "generating ids");
   std::vector<std::vector<int64_t>> samples;
   for (int64_t k = 0; k < o.samples; ++k) {
     if (o.samples > 1) std::cout << "--- sample " << k + 1 << " ---\n";
     std::vector<int64_t> ids;  // the prompt's and the new ones, cut at the end-of-text
-    train::write_text(*saved.model, saved.tokenizer, prompt, o.tokens, sampling, gen, &std::cout, &ids);  // printed as it comes
+    if (loaded.tokenizer) {
+      train::write_text(*loaded.model, *loaded.tokenizer, prompt, o.tokens, sampling, gen, &std::cout, &ids);  // printed as it comes
+      ids.erase(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(prompt.size()));
+    } else {  // no tokenizer: the ids, comma-separated
+      const tg::Tensor idx = tg::from_vector(prompt, {1, static_cast<int64_t>(prompt.size())});
+      ids = tg::models::generate(*loaded.model, idx, o.tokens, sampling, &gen).tolist<int64_t>();
+      ids.erase(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(prompt.size()));
+      if (sampling.stop_token >= 0) ids.erase(std::find(ids.begin(), ids.end(), sampling.stop_token), ids.end());
+      for (size_t i = 0; i < ids.size(); ++i) std::cout << (i ? "," : "") << ids[i];
+    }
     std::cout << "\n";
-    ids.erase(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(prompt.size()));
     samples.push_back(std::move(ids));
   }
   if (!o.ids_out.empty()) write_generated_ids(samples, o.ids_out);
