@@ -77,14 +77,12 @@ tg::models::LlamaConfig small_llama(const std::string& model_type) {
   return c;
 }
 
-// x (B,T,C) -> the attention (or a decoder layer) at positions 0..T-1, with RoPE's cos and sin
-// of those positions in x's dtype.
-template <class Layer>
-std::function<Tensor(const std::vector<Tensor>&)> with_rope(Layer& layer, int64_t head_dim,
-                                                           const Tensor& key_padding_mask = Tensor()) {
-  return [&layer, head_dim, key_padding_mask](const std::vector<Tensor>& in) {
-    tg::models::RotaryEmbedding rope(head_dim, 10000.0, {});
-    const auto [cos, sin] = rope.cos_sin(0, in[0].size(1), in[0].dtype());
+// x (B,T,C) -> the attention at positions 0..T-1 with padded keys: RoPE's cos and sin of those
+// positions in x's dtype, passed as the model passes them.
+std::function<Tensor(const std::vector<Tensor>&)> padded_attention(tg::models::LlamaAttention& layer,
+                                                                   const Tensor& key_padding_mask) {
+  return [&layer, key_padding_mask](const std::vector<Tensor>& in) {
+    const auto [cos, sin] = layer.rotary_emb.cos_sin(0, in[0].size(1), in[0].dtype());
     return layer.forward(in[0], cos, sin, nullptr, key_padding_mask);
   };
 }
@@ -167,10 +165,10 @@ void check_layers() {
   tg::models::LlamaMLP swiglu(4, 6);
   check("SwiGLU feed-forward (LlamaMLP 4 -> 6)", swiglu, {randn64({2, 3, 4})}, "x (2,3,4)");
   tg::models::LlamaAttention gqa(small_llama("qwen2")), qk_norm(small_llama("qwen3"));
-  check("Grouped-query attention, RoPE, qkv biases", gqa, {randn64({2, 4, 8})}, "x (2,4,8)", with_rope(gqa, 2));
-  check("Qwen3 attention, QK-norm, head_dim 6", qk_norm, {randn64({2, 4, 8})}, "x (2,4,8)", with_rope(qk_norm, 6));
+  check("Grouped-query attention, RoPE, qkv biases", gqa, {randn64({2, 4, 8})}, "x (2,4,8)");
+  check("Qwen3 attention, QK-norm, head_dim 6", qk_norm, {randn64({2, 4, 8})}, "x (2,4,8)");
   tg::models::LlamaDecoderLayer layer(small_llama("qwen3"));
-  check("Qwen3 decoder layer (RMSNorm, GQA, SwiGLU)", layer, {randn64({2, 4, 8})}, "x (2,4,8)", with_rope(layer, 6));
+  check("Qwen3 decoder layer (RMSNorm, GQA, SwiGLU)", layer, {randn64({2, 4, 8})}, "x (2,4,8)");
 }
 
 // --- the mask-leakage table -------------------------------------------------------------------------
@@ -281,13 +279,13 @@ void check_masks(bool leaky_demo) {
   Block block(8, 6, 2);
   check_leakage("GPT block", block, {randn32({2, 5, 8})}, one_input(block), causal_self);
   tg::models::LlamaAttention gqa(small_llama("qwen3"));
-  check_leakage("Grouped-query attention (RoPE, QK-norm)", gqa, {randn32({2, 5, 8})}, with_rope(gqa, 6), causal_self);
+  check_leakage("Grouped-query attention (RoPE, QK-norm)", gqa, {randn32({2, 5, 8})}, one_input(gqa), causal_self);
   check_leakage("Grouped-query attention, causal + padding", gqa, {randn32({2, 5, 8})},
-                with_rope(gqa, 6, padding_mask), [&](size_t, int64_t n, int64_t t, int64_t n2, int64_t t2) {
+                padded_attention(gqa, padding_mask), [&](size_t, int64_t n, int64_t t, int64_t n2, int64_t t2) {
                   return n2 == n && (t2 == t || (t2 < t && !padded(n, t2)));
                 });
   tg::models::LlamaDecoderLayer layer(small_llama("llama"));
-  check_leakage("Llama decoder layer", layer, {randn32({2, 5, 8})}, with_rope(layer, 2), causal_self);
+  check_leakage("Llama decoder layer", layer, {randn32({2, 5, 8})}, one_input(layer), causal_self);
 }
 
 // --- printing ---------------------------------------------------------------------------------------

@@ -144,7 +144,8 @@ LlamaAttention::LlamaAttention(const LlamaConfig& c)
       num_heads(c.num_attention_heads),
       num_key_value_heads(c.num_key_value_heads),
       head_dim(c.head_dim),
-      attention_dropout(c.attention_dropout) {
+      attention_dropout(c.attention_dropout),
+      rotary_emb(c.head_dim, c.rope_theta, c.rope_scaling) {
   const int64_t C = c.hidden_size;
   q_proj = register_module("q_proj", std::make_shared<nn::Linear>(C, num_heads * head_dim, c.qkv_bias));
   k_proj = register_module("k_proj", std::make_shared<nn::Linear>(C, num_key_value_heads * head_dim, c.qkv_bias));
@@ -167,6 +168,12 @@ Tensor repeat_kv(const Tensor& t, int64_t groups) {
 }
 
 }  // namespace
+
+Tensor LlamaAttention::forward(const Tensor& x) {
+  if (x.dim() != 3) throw Error(type_name() + ": expected x of shape (B, T, C), got " + shape_str(x.sizes()));
+  const auto [cos, sin] = rotary_emb.cos_sin(0, x.size(1), x.dtype());
+  return forward(x, cos, sin);
+}
 
 Tensor LlamaAttention::forward(const Tensor& x, const Tensor& cos, const Tensor& sin, KVCache* cache,
                                const Tensor& key_padding_mask) {
@@ -211,6 +218,12 @@ LlamaDecoderLayer::LlamaDecoderLayer(const LlamaConfig& c) : Module(c.class_pref
   input_layernorm = register_module("input_layernorm", std::make_shared<nn::RMSNorm>(c.hidden_size, c.rms_norm_eps));
   post_attention_layernorm =
       register_module("post_attention_layernorm", std::make_shared<nn::RMSNorm>(c.hidden_size, c.rms_norm_eps));
+}
+
+Tensor LlamaDecoderLayer::forward(const Tensor& x) {
+  if (x.dim() != 3) throw Error(type_name() + ": expected x of shape (B, T, C), got " + shape_str(x.sizes()));
+  const auto [cos, sin] = self_attn->rotary_emb.cos_sin(0, x.size(1), x.dtype());
+  return forward(x, cos, sin);
 }
 
 Tensor LlamaDecoderLayer::forward(const Tensor& x, const Tensor& cos, const Tensor& sin, KVCache* cache,

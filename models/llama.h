@@ -98,6 +98,9 @@ class RotaryEmbedding {
 class LlamaAttention : public nn::Module {
  public:
   explicit LlamaAttention(const LlamaConfig& config);
+  // x (B,T,C) at positions 0..T-1, with this layer's own RoPE tables: the layer on its own
+  // (gradcheck_layers, tests). The model passes one set of tables to every layer instead.
+  Tensor forward(const Tensor& x) override;
   // x (B,T,C), cos and sin (T,hs) of the tokens' positions -> (B,T,C). With a cache the queries sit
   // at positions cache->length() + i and see every cached key. key_padding_mask: bool (B, past + T),
   // true = padded (undefined: none).
@@ -105,6 +108,7 @@ class LlamaAttention : public nn::Module {
                  const Tensor& key_padding_mask = Tensor());
   int64_t num_heads, num_key_value_heads, head_dim;
   double attention_dropout;
+  RotaryEmbedding rotary_emb;  // the config's angles, for forward(x); no state
   std::shared_ptr<nn::Linear> q_proj, k_proj, v_proj, o_proj;
   std::shared_ptr<nn::RMSNorm> q_norm, k_norm;  // nullptr unless the config has qk_norm
 };
@@ -120,6 +124,7 @@ class LlamaMLP : public nn::Module {
 class LlamaDecoderLayer : public nn::Module {
  public:
   explicit LlamaDecoderLayer(const LlamaConfig& config);
+  Tensor forward(const Tensor& x) override;  // at positions 0..T-1, with self_attn's RoPE tables
   Tensor forward(const Tensor& x, const Tensor& cos, const Tensor& sin, KVCache* cache = nullptr,
                  const Tensor& key_padding_mask = Tensor());
   std::shared_ptr<LlamaAttention> self_attn;
