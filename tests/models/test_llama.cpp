@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 
@@ -195,6 +196,18 @@ TEST(HfLlama, SavingAndReadingBackGivesTheSameModelAndKeepsTheConfigsFields) {
   EXPECT_TRUE(back.config.qk_norm);
   const Tensor ids = from_vector(std::vector<int64_t>{1, 2, 12}, {1, 3});
   EXPECT_TRUE(test::same_bytes(logits_of(*back.model, ids), logits_of(model, ids)));
+}
+
+// For tests/python/test_hf_llama.py: each type's sharded BF16 folder saved by tapegrad into
+// $TG_HF_LLAMA_OUT/<type>, for the PyTorch twin to read.
+TEST(HfLlama, SavesEachBF16FolderIntoTheFolderNamedByTgHfLlamaOut) {
+  const char* out = std::getenv("TG_HF_LLAMA_OUT");
+  if (out == nullptr) GTEST_SKIP() << "TG_HF_LLAMA_OUT is not set (tests/python/test_hf_llama.py sets it)";
+  for (const std::string& type : kTypes) {
+    const models::HfLlama hf = models::load_hf_llama(kFixtures + "/" + type + "/bf16");
+    std::filesystem::create_directories(std::string(out) + "/" + type);
+    models::save_hf_llama(*hf.model, std::string(out) + "/" + type, hf.info);
+  }
 }
 
 // A copy of a fixture folder, with its config.json edited or files changed.

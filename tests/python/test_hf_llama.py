@@ -1,0 +1,57 @@
+# test_hf_llama.py — Llama, Qwen2 and Qwen3 folders saved by tapegrad (models/hf_llama.h) read by
+# the PyTorch twin in Hugging Face's layout (examples/pytorch/hf_llama.py), as a user of
+# transformers would.
+#
+#   1. the test binary reads each type's sharded BF16 folder of tests/reference/hf_llama and saves it
+#      back, one model.safetensors in float32 (HfLlama.SavesEachBF16FolderIntoTheFolderNamedByTgHfLlamaOut);
+#   2. LlamaForCausalLM.from_pretrained reads each: its logits equal the reference's (the BF16
+#      folder read by the twin) within 1e-5 + 1e-5 * |ref|, and its greedy ids with the KV cache
+#      are the reference's.
+#
+#     /usr/bin/python3 tests/python/test_hf_llama.py [build/tests/tapegrad_tests]
+import os
+import subprocess
+import sys
+import tempfile
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "examples", "pytorch"))
+from hf_llama import LlamaForCausalLM, greedy  # noqa: E402
+from run_folder import read_safetensors  # noqa: E402
+
+FIXTURES = os.path.join(ROOT, "tests", "reference", "hf_llama")
+TEST = "HfLlama.SavesEachBF16FolderIntoTheFolderNamedByTgHfLlamaOut"
+
+
+def fail(what):
+    sys.exit(f"test_hf_llama: FAILED: {what}")
+
+
+def main():
+    binary = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build", "tests", "tapegrad_tests")
+    reference, _ = read_safetensors(os.path.join(FIXTURES, "logits.safetensors"))
+    ids = reference["ids"]
+    with tempfile.TemporaryDirectory() as saved:
+        run = subprocess.run([binary, f"--gtest_filter={TEST}"], env=dict(os.environ, TG_HF_LLAMA_OUT=saved),
+                             capture_output=True, text=True)
+        if run.returncode != 0 or "[  PASSED  ] 1 test." not in run.stdout:
+            fail(f"{binary} {TEST}:\n{run.stdout[-2000:]}{run.stderr[-2000:]}")
+        for model_type in ("llama", "qwen2", "qwen3"):
+            model = LlamaForCausalLM.from_pretrained(os.path.join(saved, model_type))
+            with torch.no_grad():
+                logits = model(ids)
+            want = reference[f"{model_type}_bf16"]
+            if not bool(((logits - want).abs() <= 1e-5 + 1e-5 * want.abs()).all()):
+                fail(f"{model_type}: logits of tapegrad's folder differ from the reference by "
+                     f"{(logits - want).abs().max().item()}")
+            want_ids = reference[f"{model_type}_bf16_greedy"]
+            if not torch.equal(greedy(model, ids, want_ids.shape[1] - ids.shape[1]), want_ids):
+                fail(f"{model_type}: greedy ids of tapegrad's folder differ from the reference's")
+            print(f"same: {model_type}'s folder saved by tapegrad, read by the PyTorch twin: logits and greedy ids")
+
+
+if __name__ == "__main__":
+    main()
