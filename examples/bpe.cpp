@@ -8,6 +8,11 @@
 //   ./build/examples/bpe decode --tokenizer tok.json ids.txt > back.txt    (the bytes, exactly)
 //   ./build/examples/bpe encode --tokenizer .cache/gpt2-tokenizer --allow-special input.txt
 //   ./build/examples/bpe encode --tokenizer Qwen3-0.6B input.txt       (a Hugging Face folder's tokenizer.json)
+//   ./build/examples/bpe render-chat --tokenizer Qwen3-0.6B --messages chat.json --add-generation-prompt --no-thinking
+//
+// render-chat prints a conversation (a JSON list of {"role", "content"}, or {"messages": [...]})
+// exactly as the model sees it: the folder's chat template (tokenizers/chat_template.h, chosen from
+// tokenizer_config.json's chat_template, or --chat-format), or with --ids its token ids.
 //
 // Each prints its time and the bytes per token on stderr.
 #include <chrono>
@@ -22,7 +27,9 @@
 #include "autograd/io/flags.h"
 #include "tokenizers/bpe.h"
 #include "train/corpus.h"
+#include "tokenizers/chat_template.h"
 #include "tokenizers/tokenizer.h"
+#include "autograd/io/json.h"
 
 using namespace tg;
 
@@ -33,6 +40,9 @@ struct BpeOptions {
   int64_t vocab_size = 1024;
   bool allow_special = false;  // encode: GPT-2's "<|endoftext|>" in the text is its special token
   std::string file;  // encode / decode: the positional FILE
+  // render-chat
+  std::string messages, chat_format, date_string;
+  bool add_generation_prompt = false, no_thinking = false, ids = false;
 };
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
@@ -99,6 +109,37 @@ int decode(const BpeOptions& o) {
   return 0;
 }
 
+int render_chat_command(const BpeOptions& o) {
+  if (o.messages.empty()) throw UsageError("--messages FILE.json is required");
+  const tokenizers::Tokenizer tok = tokenizers::load_tokenizer(o.tokenizer);
+  const tokenizers::HfTokenizer* hf = tok.hf();
+  tokenizers::ChatFormat format = tokenizers::ChatFormat::kTapegrad;
+  if (!o.chat_format.empty()) {
+    format = tokenizers::chat_format_from_name(o.chat_format);
+  } else if (hf && !hf->chat_template().empty()) {
+    format = tokenizers::chat_format_of_template(hf->chat_template(), hf->source());
+  } else {
+    throw UsageError(o.tokenizer + " has no chat template (tokenizer_config.json's chat_template); give --chat-format");
+  }
+  const json::Value doc = json::parse(train::read_input(o.messages, ""), o.messages);
+  const json::Value& list = doc.is_object() && doc.contains("messages") ? doc["messages"] : doc;
+  tokenizers::ChatOptions options;
+  options.add_generation_prompt = o.add_generation_prompt;
+  options.enable_thinking = !o.no_thinking;
+  options.date_string = o.date_string;
+  if (hf && hf->bos_id() >= 0) options.bos_token = hf->token_bytes(hf->bos_id());
+  if (tok.end_of_text_id() >= 0) options.eos_token = tok.decode({tok.end_of_text_id()});
+  const std::string text = tokenizers::render_chat(format, tokenizers::chat_messages_from_json(list, o.messages), options);
+  if (!o.ids) {
+    std::cout << text;
+    return 0;
+  }
+  const std::vector<int64_t> ids = tok.encode(text, /*allow_special=*/true);
+  for (size_t i = 0; i < ids.size(); ++i) std::cout << (i ? " " : "") << ids[i];
+  std::cout << "\n";
+  return 0;
+}
+
 // Whether `arg` ("--name") is one of the switches (bool flags, which take no value).
 bool is_switch(const std::string& arg, const std::vector<Flag>& table) {
   for (const Flag& f : table) {
@@ -149,6 +190,14 @@ int main(int argc, char** argv) {
                   "GPT-2: the text <|endoftext|> becomes its special token (else it is encoded as plain text); a "
                   "Hugging Face tokenizer.json always matches its added tokens")};
   const std::vector<Flag> decode_flags = {tokenizer_flag};
+  const std::vector<Flag> chat_flags = {
+      tokenizer_flag,
+      text_flag("messages", &o.messages, "the conversation: a JSON list of {\"role\", \"content\"} (or {\"messages\": [...]})"),
+      switch_flag("add-generation-prompt", &o.add_generation_prompt, "end with the assistant's header, as for a reply"),
+      switch_flag("no-thinking", &o.no_thinking, "Qwen3: enable_thinking false (an empty think block after that header)"),
+      switch_flag("ids", &o.ids, "print the token ids instead of the text"),
+      text_flag("chat-format", &o.chat_format, "qwen3, qwen2.5, llama3, llama3.1 or tapegrad, instead of the folder's template"),
+      text_flag("date-string", &o.date_string, "llama3.1's \"Today Date\" (default: today, as transformers)")};
   Program program;
   if (command == "train") {
     program = {"bpe train", "Learns byte-level BPE merges from --data and writes them to --out.", train_flags};
@@ -158,8 +207,10 @@ int main(int argc, char** argv) {
   } else if (command == "decode") {
     program = {"bpe decode", "bpe decode [flags] IDS_FILE: writes the bytes of the ids in IDS_FILE to stdout.",
                decode_flags};
+  } else if (command == "render-chat") {
+    program = {"bpe render-chat", "Prints a conversation as the chat template renders it (or its ids).", chat_flags};
   } else {
-    std::fprintf(stderr, "usage: bpe train|encode|decode [flags] (bpe <command> --help lists them)%s\n",
+    std::fprintf(stderr, "usage: bpe train|encode|decode|render-chat [flags] (bpe <command> --help lists them)%s\n",
                  command.empty() ? "" : ("; unknown command '" + command + "'").c_str());
     return 2;
   }
@@ -167,7 +218,8 @@ int main(int argc, char** argv) {
   std::vector<std::string> flags;
   try {
     flags = without_positional(args, program.flags, &o.file);
-    if (command == "train" && !o.file.empty()) throw UsageError("unexpected argument '" + o.file + "'");
+    if ((command == "train" || command == "render-chat") && !o.file.empty())
+      throw UsageError("unexpected argument '" + o.file + "'");
   } catch (const UsageError& e) {
     std::fprintf(stderr, "%s: %s (see --help)\n", program.name.c_str(), e.what());
     return 2;
@@ -176,6 +228,7 @@ int main(int argc, char** argv) {
   for (std::string& f : flags) new_argv.push_back(f.data());
   return run_program(program, static_cast<int>(new_argv.size()), new_argv.data(), [&] {
     if (command == "train") return train_command(o);
+    if (command == "render-chat") return render_chat_command(o);
     if (o.file.empty()) throw UsageError("FILE is missing");
     return command == "encode" ? encode(o) : decode(o);
   });

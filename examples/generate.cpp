@@ -6,6 +6,16 @@
 //   ./build/examples/generate --ckpt gpt2 --prompt-ids 464,1468,21831 --tokens 0 --logits-out logits.safetensors
 //   ./build/examples/generate --ckpt sft_run --instruction "Give the plural of mouse." --temperature 0
 //   ./build/examples/generate --ckpt Qwen3-0.6B --prompt-ids 785,6722 --tokens 20 --temperature 0 --ids-out ids.json
+//   ./build/examples/generate --ckpt Qwen3-0.6B --chat --no-thinking
+//   ./build/examples/generate --ckpt Qwen3-0.6B --chat-messages chat.json --temperature 0
+//
+// --chat talks with the model in the terminal (models/chat_session.h): each line typed is a user
+// turn; the reply is written as it comes and ends at the chat template's end token (or --tokens);
+// the KV cache is kept across turns; /reset starts a new conversation, /quit (or end of input)
+// leaves. --chat-messages FILE.json replies once to a conversation (a JSON list of {"role",
+// "content"} ending with a user turn, or {"messages": [...]}). The template is the folder's
+// (tokenizer_config.json's chat_template, tokenizers/chat_template.h), or --chat-format's; a
+// train_gpt run has tapegrad's instruction template.
 //
 // A Llama / Qwen folder's tokenizer.json (Hugging Face's, tokenizers/hf_tokenizer.h) encodes the
 // prompt, with the BOS token first when tokenizer_config.json says so, and writing stops at its
@@ -37,9 +47,11 @@
 #include "autograd/ops.h"
 #include "autograd/tape.h"
 #include "train/run_folder.h"
+#include "train/corpus.h"
 #include "train/instructions.h"
 #include "autograd/io/flags.h"
 #include "models/generate.h"
+#include "models/chat_session.h"
 #include "models/hf_llama.h"
 #include "autograd/io/atomic_file.h"
 #include "autograd/io/json.h"
@@ -60,6 +72,10 @@ struct GenerateOptions {
   int64_t seed = 1337;
   int64_t samples = 1;
   bool ignore_eos = false;  // write past the end-of-text token
+  bool chat = false;          // a conversation in the terminal
+  std::string chat_messages;  // a conversation's file: one reply
+  std::string chat_format;    // instead of the folder's template
+  bool no_thinking = false;   // Qwen3's enable_thinking false
 };
 
 std::vector<Flag> generate_flags(GenerateOptions& o) {
@@ -88,6 +104,11 @@ std::vector<Flag> generate_flags(GenerateOptions& o) {
                   1e-9, 1),
       seed_flag(&o.seed, "seed of the sampling generator"),
       int_flag("samples", &o.samples, "how many texts to write", 1, 1000),
+      switch_flag("chat", &o.chat, "talk with the model: a line a user turn, /reset, /quit"),
+      text_flag("chat-messages", &o.chat_messages,
+                "reply once to this conversation (a JSON list of {\"role\", \"content\"} ending with a user turn)"),
+      text_flag("chat-format", &o.chat_format, "qwen3, qwen2.5, llama3, llama3.1 or tapegrad, instead of the folder's template"),
+      switch_flag("no-thinking", &o.no_thinking, "Qwen3: reply without reasoning (enable_thinking false)"),
       switch_flag("ignore-eos", &o.ignore_eos,
                   "go on past the end-of-text token (GPT-2's <|endoftext|>, printed as such) up to --tokens; "
                   "without it, each text stops there"),
@@ -173,6 +194,51 @@ Loaded load(const std::string& dir) {
   return loaded;
 }
 
+// --chat and --chat-messages: a ChatSession over the model and its tokenizer.
+int run_chat(const GenerateOptions& o, Loaded& loaded) {
+  if (!loaded.tokenizer) throw UsageError("--chat: " + o.ckpt + " has no tokenizer.json to write the conversation with");
+  const tokenizers::HfTokenizer* hf = loaded.tokenizer->hf();
+  tokenizers::ChatFormat format = tokenizers::ChatFormat::kTapegrad;
+  if (!o.chat_format.empty()) format = tokenizers::chat_format_from_name(o.chat_format);
+  else if (hf && !hf->chat_template().empty()) format = tokenizers::chat_format_of_template(hf->chat_template(), hf->source());
+  else if (hf) throw UsageError("--chat: " + o.ckpt + " has no chat template (tokenizer_config.json's chat_template); give --chat-format");
+  tokenizers::ChatOptions options;
+  options.enable_thinking = !o.no_thinking;
+  if (hf && hf->bos_id() >= 0) options.bos_token = hf->token_bytes(hf->bos_id());
+  if (loaded.tokenizer->end_of_text_id() >= 0) options.eos_token = loaded.tokenizer->decode({loaded.tokenizer->end_of_text_id()});
+  tg::models::ChatSession session(*loaded.model, *loaded.tokenizer, format, options, o.sampling, o.tokens);
+  if (session.end_token() < 0 && !o.ignore_eos)
+    std::cerr << "generate: note: the tokenizer has no end-of-turn token for " << tokenizers::chat_format_name(format)
+              << "; each reply runs to --tokens\n";
+  tg::Generator gen(static_cast<uint64_t>(o.seed));
+  auto print = [](const std::string& text) { std::cout << text << std::flush; };
+  if (!o.chat_messages.empty()) {
+    const json::Value doc = json::parse(train::read_input(o.chat_messages, ""), o.chat_messages);
+    const json::Value& list = doc.is_object() && doc.contains("messages") ? doc["messages"] : doc;
+    const auto messages = tokenizers::chat_messages_from_json(list, o.chat_messages);
+    if (messages.back().role != "user") throw tg::Error(o.chat_messages + ": the last message must be the user's, to reply to");
+    for (const auto& m : messages) session.add(m);
+    session.reply_to_conversation(gen, print);
+    std::cout << "\n";
+    return 0;
+  }
+  std::cerr << "generate: chatting with " << o.ckpt << " (" << tokenizers::chat_format_name(format)
+            << " template); /reset starts over, /quit leaves\n";
+  for (std::string line;;) {
+    std::cerr << "> " << std::flush;
+    if (!std::getline(std::cin, line) || line == "/quit") break;
+    if (line == "/reset") {
+      session.reset();
+      std::cerr << "(a new conversation)\n";
+      continue;
+    }
+    if (line.empty()) continue;
+    session.reply(line, gen, print);
+    std::cout << "\n";
+  }
+  return 0;
+}
+
 int run(const GenerateOptions& o, const std::vector<std::string>& given) {
   require_names(given, {{"ckpt", o.ckpt}, {"logits-out", o.logits_out}, {"ids-out", o.ids_out}});
   auto was_given = [&](const char* flag) { return std::find(given.begin(), given.end(), flag) != given.end(); };
@@ -188,7 +254,13 @@ int run(const GenerateOptions& o, const std::vector<std::string>& given) {
     throw UsageError("--temperature " + tg::nn::python_float(temperature) + ": give 0 (greedy) or at least " +
                      least.str() + " (smaller ones overflow the logits)");
   }
+  const bool chat = o.chat || was_given("chat-messages");
+  if (chat && (ids_given || instruction_given || was_given("prompt") || !o.logits_out.empty() || !o.ids_out.empty()))
+    throw UsageError("--chat and --chat-messages make the prompt from the conversation: leave out --prompt, "
+                     "--prompt-ids, --instruction, --logits-out and --ids-out");
+  if (o.chat && was_given("chat-messages")) throw UsageError("give --chat or --chat-messages, not both");
   Loaded loaded = load(o.ckpt);
+  if (chat) return run_chat(o, loaded);
   const char* const prompt_flag = instruction_given ? "--instruction" : "--prompt";
   if (!ids_given && !loaded.tokenizer)
     throw UsageError(std::string(prompt_flag) + ": " + o.ckpt + " has no tokenizer.json; give the prompt as --prompt-ids");

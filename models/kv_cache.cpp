@@ -14,6 +14,12 @@ namespace {
 constexpr int64_t kFirstCapacity = 64;  // positions; then doubled as needed
 }  // namespace
 
+void KVCache::truncate(int64_t length) {
+  if (length < 0 || length > length_)
+    throw Error("KVCache: cannot keep " + std::to_string(length) + " positions of " + std::to_string(length_));
+  length_ = length;
+}
+
 void KVCache::append(Tensor& keys, Tensor& values, int64_t max_length, const std::string& layer) {
   if (grad_mode_enabled()) throw Error(layer + ": a KVCache is for generation; use it under tg::NoGradGuard");
   const int64_t b = keys.size(0), heads = keys.size(1), T = keys.size(2), hs = keys.size(3), past = length_;

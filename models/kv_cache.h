@@ -23,6 +23,9 @@ class KVCache {
  public:
   int64_t length() const { return length_; }
   void clear() { length_ = 0; }
+  // Keeps the first `length` positions (at most length()): a conversation that goes back to an
+  // earlier point continues from there.
+  void truncate(int64_t length);
   // Writes keys and values (B, kvh, T, hs) after the cached positions and sets them to all of
   // them, (B, kvh, length() + T, hs): views of the buffers, no copy of the past. Under NoGradGuard
   // only. layer names the caller in errors ("MultiHeadAttention"): a cache of another batch size
@@ -39,6 +42,9 @@ struct GPTCache {
   int64_t length() const { return layers.empty() ? 0 : layers[0].length(); }
   void clear() {
     for (KVCache& layer : layers) layer.clear();
+  }
+  void truncate(int64_t length) {
+    for (KVCache& layer : layers) layer.truncate(length);
   }
 };
 

@@ -222,6 +222,7 @@ HfTokenizer HfTokenizer::from_document(const json::Value& doc, const std::string
       if (*id < 0) throw Error(config_source + ": \"" + field + "\" " + json::quote(token) + " is not a token of " + source);
     }
     if (const json::Value* add = config.find("add_bos_token"); add && add->is_bool()) t.add_bos_ = add->as_bool();
+    if (const json::Value* chat = config.find("chat_template"); chat && chat->is_string()) t.chat_template_ = chat->as_string();
   }
   if (t.add_bos_ && t.bos_id_ < 0) t.add_bos_ = false;  // nothing to add
   t.json_text_ = text;

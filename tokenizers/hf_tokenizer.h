@@ -88,6 +88,8 @@ class HfTokenizer {
   // The files as read: what a run folder saves (Tokenizer::save).
   std::string to_json() const { return json_text_; }
   const std::string& config_text() const { return config_text_; }
+  // tokenizer_config.json's "chat_template" (a Jinja program: tokenizers/chat_template.h), or "".
+  const std::string& chat_template() const { return chat_template_; }
 
  private:
   void encode_ordinary(std::string_view text, std::vector<int64_t>& out) const;
@@ -96,7 +98,7 @@ class HfTokenizer {
   // The added token that starts at text[i] (the longest), or nullptr.
   const AddedToken* added_at(std::string_view text, size_t i) const;
 
-  std::string source_, json_text_, config_text_;
+  std::string source_, json_text_, config_text_, chat_template_;
   PreSplit pre_split_ = PreSplit::kGpt2;
   bool nfc_ = false, ignore_merges_ = false, add_bos_ = false;
   std::vector<std::string> token_bytes_;               // id -> bytes ("" for an id no token has)

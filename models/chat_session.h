@@ -1,0 +1,58 @@
+// models/chat_session.h — a conversation with a model: each user turn is added to the messages,
+// the whole conversation rendered by the chat template (tokenizers/chat_template.h) with the
+// generation prompt, and the model writes the assistant's reply until the template's end token
+// (<|im_end|> for ChatML, <|eot_id|> for Llama 3, the eos token for tapegrad's template).
+//
+// The KV cache is kept across turns: the conversation's ids are compared with those the cache
+// holds, the cache is cut back to the prefix they share, and only the rest is run. A template
+// that rewrites an earlier turn (Qwen3 drops the reasoning of earlier replies) costs the positions
+// from that turn on, not the whole conversation. reset() starts a new conversation.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "autograd/random/generator.h"
+#include "models/causal_lm.h"
+#include "models/generate.h"
+#include "tokenizers/chat_template.h"
+#include "tokenizers/tokenizer.h"
+
+namespace tg::models {
+
+class ChatSession {
+ public:
+  // options.add_generation_prompt is set by reply(); max_new_tokens bounds each reply.
+  ChatSession(CausalLM& model, const tokenizers::Tokenizer& tokenizer, tokenizers::ChatFormat format,
+              tokenizers::ChatOptions options, SamplingOptions sampling, int64_t max_new_tokens);
+  // Adds the message (a system or user turn) without replying.
+  void add(const tokenizers::ChatMessage& message);
+  // Adds the user's turn and writes the reply: on_text gets its text as it is written (whole
+  // characters), and it is returned and added to the conversation as the assistant's turn.
+  std::string reply(const std::string& user_text, Generator& gen,
+                    const std::function<void(const std::string&)>& on_text = {});
+  // The reply to the conversation as it is (its last turn a user's).
+  std::string reply_to_conversation(Generator& gen, const std::function<void(const std::string&)>& on_text = {});
+  void reset();
+  const std::vector<tokenizers::ChatMessage>& messages() const { return messages_; }
+  int64_t end_token() const { return end_token_; }
+  int64_t cached_positions() const { return cache_.length(); }
+
+ private:
+  CausalLM& model_;
+  const tokenizers::Tokenizer& tokenizer_;
+  tokenizers::ChatFormat format_;
+  tokenizers::ChatOptions options_;
+  SamplingOptions sampling_;
+  int64_t max_new_tokens_;
+  int64_t end_token_ = -1;
+  std::vector<tokenizers::ChatMessage> messages_;
+  GPTCache cache_;
+  std::vector<int64_t> cached_ids_;  // the ids whose keys and values the cache holds
+};
+
+// The template's end-of-turn token in this tokenizer, or -1.
+int64_t chat_end_token(tokenizers::ChatFormat format, const tokenizers::Tokenizer& tokenizer);
+
+}  // namespace tg::models
