@@ -17,6 +17,7 @@
 #include "autograd/io/safetensors.h"
 #include "autograd/tape.h"
 #include "models/hf_config_reader.h"
+#include "nn/init.h"
 
 namespace tg::models {
 
@@ -287,7 +288,10 @@ HfLlama load_hf_llama(const std::string& dir) {
   out.info.converted_dtypes = widened_dtypes(all_entries);
 
   const Activity building("building the model of " + config_path);
-  out.model = std::make_unique<LlamaForCausalLM>(out.config);
+  {
+    const nn::init::SkipInitGuard no_draws;  // every weight is read below
+    out.model = std::make_unique<LlamaForCausalLM>(out.config);
+  }
   const NamedTensors parameters = out.model->named_parameters();
   const std::map<std::string, Tensor> targets(parameters.begin(), parameters.end());
   {

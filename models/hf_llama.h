@@ -69,7 +69,8 @@ std::string hf_llama_config_json(const LlamaConfig& config, const json::Value& o
 std::vector<std::pair<std::string, Shape>> hf_llama_layout(const LlamaConfig& config);
 
 // Read dir/config.json and the weights (single file or shards); every name and shape is checked
-// against the config from the files' headers before the model is built.
+// against the config from the files' headers before the model is built. The model is built
+// without drawing its weights (nn::init::SkipInitGuard): the default generator is left as it was.
 HfLlama load_hf_llama(const std::string& dir);
 
 // dir/config.json and dir/model.safetensors, saved as a set (dir must exist; a folder with a

@@ -14,6 +14,7 @@
 #include "autograd/tape.h"
 #include "nn/attention.h"
 #include "nn/chunked_loss.h"
+#include "nn/init.h"
 
 namespace tg::models {
 
@@ -285,7 +286,7 @@ LlamaForCausalLM::LlamaForCausalLM(const LlamaConfig& config)
     const bool norm = name.ends_with("norm.weight") || name.ends_with("layernorm.weight");
     if (norm) p.fill_(1.0);
     else if (name.ends_with(".bias")) p.zero_();
-    else p.normal_(0.0, config_.initializer_range);
+    else nn::init::normal_(p, 0.0, config_.initializer_range);  // nothing drawn under SkipInitGuard
   }
 }
 

@@ -14,9 +14,18 @@
 
 namespace tg::nn::init {
 
+namespace {
+thread_local bool skip_init = false;
+}  // namespace
+
+SkipInitGuard::SkipInitGuard() : previous_(skip_init) { skip_init = true; }
+SkipInitGuard::~SkipInitGuard() { skip_init = previous_; }
+bool SkipInitGuard::active() { return skip_init; }
+
 Tensor uniform_(const Tensor& w, double a, double b, Generator* gen) {
   NoGradGuard no_grad;
   Tensor t = w;
+  if (skip_init) return t.zero_();
   t.uniform_(a, b, gen);
   return t;
 }
@@ -24,6 +33,7 @@ Tensor uniform_(const Tensor& w, double a, double b, Generator* gen) {
 Tensor normal_(const Tensor& w, double mean, double std, Generator* gen) {
   NoGradGuard no_grad;
   Tensor t = w;
+  if (skip_init) return t.zero_();
   t.normal_(mean, std, gen);
   return t;
 }

@@ -16,6 +16,12 @@
 // All of them run under no-grad, so they work on parameters that require grad; they write in
 // place (the tensor's storage version is bumped) and return the tensor they were given.
 // gen = nullptr draws from tg::default_generator().
+//
+// SkipInitGuard: while one is alive on a thread, uniform_ and normal_ (and so every initialiser
+// above, and the layers' constructors) draw nothing and write zeros: for a model whose weights
+// are all read from a file right after it is built (models/hf_llama.h), where drawing them would
+// take longer than reading them (12 s for 135M parameters). The generator is left as it was, so
+// what is drawn after the guard differs from what a model built without it would be followed by.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -24,6 +30,18 @@
 #include "autograd/tensor.h"
 
 namespace tg::nn::init {
+
+class SkipInitGuard {
+ public:
+  SkipInitGuard();
+  ~SkipInitGuard();
+  SkipInitGuard(const SkipInitGuard&) = delete;
+  SkipInitGuard& operator=(const SkipInitGuard&) = delete;
+  static bool active();
+
+ private:
+  bool previous_;
+};
 
 Tensor uniform_(const Tensor& w, double a = 0.0, double b = 1.0, Generator* gen = nullptr);
 Tensor normal_(const Tensor& w, double mean = 0.0, double std = 1.0, Generator* gen = nullptr);

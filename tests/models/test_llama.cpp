@@ -16,6 +16,7 @@
 #include "autograd/tape.h"
 #include "models/generate.h"
 #include "models/hf_llama.h"
+#include "nn/init.h"
 #include "test_util.h"
 
 namespace tg {
@@ -280,6 +281,20 @@ TEST(HfLlama, BadWeightFilesAreErrorsNamingTheFileAndTheTensor) {
   }
   test::TempFolder empty;
   test::expect_error([&] { models::load_hf_llama(empty.path); }, {"config.json is missing"});
+}
+
+TEST(HfLlama, ReadingAFolderDrawsNoRandomNumbers) {
+  manual_seed(5);
+  const std::vector<float> before = rand({4}).tolist<float>();
+  manual_seed(5);
+  models::load_hf_llama(kFixtures + "/qwen3/f32");  // built under SkipInitGuard, then read
+  EXPECT_EQ(rand({4}).tolist<float>(), before);
+  {
+    const nn::init::SkipInitGuard guard;
+    nn::Linear layer(3, 2);
+    EXPECT_EQ(layer.weight.tolist<float>(), std::vector<float>(6, 0.0f));
+  }
+  EXPECT_FALSE(nn::init::SkipInitGuard::active());
 }
 
 TEST(Llama, Llama3ScalingStretchesLongWavelengthsAndBlendsTheMiddle) {
