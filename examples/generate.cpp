@@ -45,6 +45,7 @@
 
 #include "autograd/io/safetensors.h"
 #include "autograd/ops.h"
+#include "autograd/runtime/parallel.h"
 #include "autograd/tape.h"
 #include "train/run_folder.h"
 #include "train/corpus.h"
@@ -76,6 +77,7 @@ struct GenerateOptions {
   std::string chat_messages;  // a conversation's file: one reply
   std::string chat_format;    // instead of the folder's template
   bool no_thinking = false;   // Qwen3's enable_thinking false
+  int64_t threads = 0;        // 0 = all cores
 };
 
 std::vector<Flag> generate_flags(GenerateOptions& o) {
@@ -103,6 +105,7 @@ std::vector<Flag> generate_flags(GenerateOptions& o) {
       number_flag("top-p", &o.sampling.top_p, "sample among the most likely characters whose probabilities sum to p",
                   1e-9, 1),
       seed_flag(&o.seed, "seed of the sampling generator"),
+      threads_flag(&o.threads),
       int_flag("samples", &o.samples, "how many texts to write", 1, 1000),
       switch_flag("chat", &o.chat, "talk with the model: a line a user turn, /reset, /quit"),
       text_flag("chat-messages", &o.chat_messages,
@@ -259,6 +262,7 @@ int run(const GenerateOptions& o, const std::vector<std::string>& given) {
     throw UsageError("--chat and --chat-messages make the prompt from the conversation: leave out --prompt, "
                      "--prompt-ids, --instruction, --logits-out and --ids-out");
   if (o.chat && was_given("chat-messages")) throw UsageError("give --chat or --chat-messages, not both");
+  if (o.threads > 0) tg::set_num_threads(static_cast<int>(o.threads));
   Loaded loaded = load(o.ckpt);
   if (chat) return run_chat(o, loaded);
   const char* const prompt_flag = instruction_given ? "--instruction" : "--prompt";
