@@ -33,7 +33,8 @@ foreach(dir nn optim models tokenizers train)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/${dir}
     DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/tapegrad
     FILES_MATCHING PATTERN "*.h"
-    PATTERN "unicode_classes_table.h" EXCLUDE)  # generated data read by unicode_classes.cpp alone
+    PATTERN "unicode_classes_table.h" EXCLUDE   # generated data read by unicode_classes.cpp alone
+    PATTERN "nfc_table.h" EXCLUDE)              # and by nfc.cpp alone
 endforeach()
 
 install(EXPORT tapegradTargets NAMESPACE tapegrad:: DESTINATION ${TG_PACKAGE_DIR})
