@@ -157,8 +157,7 @@ std::string hf_llama_config_json(const LlamaConfig& c, const json::Value& origin
     const json::Value* v = old.find(key);
     if (!v) return false;
     if (key == "architectures" || key == "torch_dtype") return false;
-    if (key == "rope_scaling") return read_rope_scaling(*v, key, "config.json").rope_type == c.rope_scaling.rope_type &&
-                                      hf_llama_config(old, "config.json").rope_scaling.factor == c.rope_scaling.factor;
+    if (key == "rope_scaling") return read_rope_scaling(*v, key, "config.json") == c.rope_scaling;
     const json::Value& value = fields[key];
     if (v->is_number() && value.is_number()) return v->as_double() == value.as_double();
     if (v->is_bool() && value.is_bool()) return v->as_bool() == value.as_bool();
@@ -200,9 +199,12 @@ std::vector<std::pair<std::string, Shape>> hf_llama_layout(const LlamaConfig& c)
 
 namespace {
 
-// A buffer older files carry, which tapegrad computes: model.rotary_emb.inv_freq,
-// model.layers.i.self_attn.rotary_emb.inv_freq.
-bool is_rope_buffer(const std::string& name) { return name.ends_with("rotary_emb.inv_freq"); }
+// A tensor a file may hold that is read past: a buffer older files carry, which tapegrad computes
+// (model.rotary_emb.inv_freq, model.layers.i.self_attn.rotary_emb.inv_freq), and a tied model's
+// lm_head.weight (the head is embed_tokens.weight).
+bool passed_over(const std::string& name, const LlamaConfig& c) {
+  return name.ends_with("rotary_emb.inv_freq") || (name == "lm_head.weight" && c.tie_word_embeddings);
+}
 
 // The weight files of dir: model.safetensors, or the index's shards (each once, in the index's
 // order), with the file each name should be in (empty for a single file).
@@ -255,17 +257,14 @@ HfLlama load_hf_llama(const std::string& dir) {
   std::set<std::string> seen;
   std::vector<SafetensorsEntry> all_entries;
   const SafetensorsReadOptions read{.float16_to_float32 = true, .finite_only = true,
-                                    .skip = [&](const std::string& name) {
-                                      return is_rope_buffer(name) || (name == "lm_head.weight" && out.config.tie_word_embeddings);
-                                    }};
+                                    .skip = [&](const std::string& name) { return passed_over(name, out.config); }};
   for (const std::string& file : out.info.weight_files) {
     for (const SafetensorsEntry& e : safetensors_entries(file, read)) {
       all_entries.push_back(e);
       if (!shard_of.empty() && shard_of.count(e.name) && shard_of[e.name] != file)
         throw Error(file + ": tensor \"" + e.name + "\" is here, but " + kIndexFile + " puts it in " + shard_of[e.name]);
-      if (is_rope_buffer(e.name)) continue;
-      if (e.name == "lm_head.weight" && out.config.tie_word_embeddings) {
-        out.info.had_lm_head = true;
+      if (passed_over(e.name, out.config)) {
+        out.info.had_lm_head = out.info.had_lm_head || e.name == "lm_head.weight";
         continue;
       }
       const auto it = wanted.find(e.name);
@@ -283,7 +282,7 @@ HfLlama load_hf_llama(const std::string& dir) {
       throw Error(dir + ": tensor \"" + name + "\" " + shape_str(shape) + " is missing from " +
                   (shard_of.empty() ? std::string("model.safetensors") : shard_of.count(name) ? shard_of[name] : std::string("every shard")));
   for (const auto& [name, file] : shard_of)
-    if (!seen.count(name) && !is_rope_buffer(name) && !(name == "lm_head.weight" && out.config.tie_word_embeddings))
+    if (!seen.count(name) && !passed_over(name, out.config))
       throw Error(path_in(dir, kIndexFile) + ": \"weight_map\" names \"" + name + "\", which " + file + " does not hold");
   out.info.converted_dtypes = widened_dtypes(all_entries);
 
@@ -298,8 +297,7 @@ HfLlama load_hf_llama(const std::string& dir) {
     NoGradGuard no_grad;
     for (const std::string& file : out.info.weight_files) {
       const Activity reading("reading " + file);
-      for_each_safetensor(file, read, [&](const std::string& name, Tensor t) {
-        if (is_rope_buffer(name) || (name == "lm_head.weight" && out.config.tie_word_embeddings)) return;
+      for_each_safetensor(file, read, [&](const std::string& name, Tensor t) {  // passed_over ones are skipped
         Tensor to = targets.at(name);  // the model's tensor itself (a handle)
         to.copy_(t);
       });

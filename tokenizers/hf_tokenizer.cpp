@@ -230,11 +230,15 @@ HfTokenizer HfTokenizer::from_document(const json::Value& doc, const std::string
   return t;
 }
 
-HfTokenizer HfTokenizer::from_file(const std::string& path) {
-  const std::filesystem::path config = std::filesystem::path(path).parent_path() / "tokenizer_config.json";
+HfTokenizer HfTokenizer::from_document_at(const json::Value& doc, const std::string& text, const std::string& path) {
+  const std::string config = (std::filesystem::path(path).parent_path() / "tokenizer_config.json").string();
   const bool has_config = std::filesystem::is_regular_file(config);
-  return from_json(train::read_input(path, ""), path, has_config ? train::read_input(config.string(), "") : "",
-                   config.string());
+  return from_document(doc, text, path, has_config ? train::read_input(config, "") : "", config);
+}
+
+HfTokenizer HfTokenizer::from_file(const std::string& path) {
+  const std::string text = train::read_input(path, "");
+  return from_document_at(json::parse(text, path), text, path);
 }
 
 const char* HfTokenizer::pre_split_name() const {

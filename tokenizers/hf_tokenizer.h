@@ -58,6 +58,9 @@ class HfTokenizer {
                                const std::string& config_source = "");
   // A tokenizer.json file, with the tokenizer_config.json beside it if there is one.
   static HfTokenizer from_file(const std::string& path);
+  // The same for a file already read (text) and parsed (doc): the one place that looks for the
+  // tokenizer_config.json beside path.
+  static HfTokenizer from_document_at(const json::Value& doc, const std::string& text, const std::string& path);
   // The same from the parsed document (text: what it was parsed from, kept for saving).
   static HfTokenizer from_document(const json::Value& doc, const std::string& text, const std::string& source,
                                    const std::string& config_json = "", const std::string& config_source = "");

@@ -153,12 +153,7 @@ Gpt2Tokenizer::FilePaths gpt2_files_named(const json::Value& doc, const std::str
 
 Tokenizer Tokenizer::from_json(const std::string& text, const std::string& source) {
   const json::Value doc = json::parse(text, source);
-  if (HfTokenizer::is_hf_document(doc)) {
-    const std::filesystem::path config = std::filesystem::path(source).parent_path() / "tokenizer_config.json";
-    const bool has_config = std::filesystem::is_regular_file(config);
-    return HfTokenizer::from_document(doc, text, source, has_config ? train::read_input(config.string(), "") : "",
-                                      config.string());
-  }
+  if (HfTokenizer::is_hf_document(doc)) return HfTokenizer::from_document_at(doc, text, source);
   const json::Value* type = doc.is_object() ? doc.find("type") : nullptr;
   if (type && type->is_string() && type->as_string() == "bpe") return BpeTokenizer::from_json(text, source);
   if (type && type->is_string() && type->as_string() == "gpt2") {
@@ -266,11 +261,8 @@ Tokenizer load_tokenizer(const std::string& path) {
       if (Gpt2Tokenizer::folder_has_files(path)) check_one_tokenizer(path, doc, json_path);
       return Tokenizer::from_json(text, json_path);
     }
-    if (!Gpt2Tokenizer::folder_has_files(path)) {  // Hugging Face's, with no GPT-2 files beside it
-      const std::string config = (fs::path(path) / "tokenizer_config.json").string();
-      return HfTokenizer::from_document(doc, text, json_path,
-                                        fs::is_regular_file(config) ? train::read_input(config, "") : "", config);
-    }
+    if (!Gpt2Tokenizer::folder_has_files(path))  // Hugging Face's, with no GPT-2 files beside it
+      return HfTokenizer::from_document_at(doc, text, json_path);
   }
   if (Gpt2Tokenizer::folder_has_files(path)) return Gpt2Tokenizer::from_folder(path);
   throw Error(path + ": no tokenizer in this folder: looked for a tokenizer.json (tapegrad's or Hugging Face's), "
