@@ -221,7 +221,7 @@ int run(const BenchOptions& b) {
   for (double dt : seconds) total += dt;
   const double tokens_per_s = static_cast<double>(o.batch * o.model.context_length * b.steps) / total;
   const int64_t n_params = trainer.model().num_parameters();
-  const int64_t n_non_embedding = non_embedding_parameters(trainer.model());
+  const int64_t n_non_embedding = non_embedding_parameters(trainer.gpt());
   const double flops_per_token = 6.0 * static_cast<double>(n_non_embedding) +
                                  6.0 * static_cast<double>(o.model.n_layers * o.model.context_length * o.model.emb_dim);
   const bool measure_peak = b.peak_gflops <= 0;

@@ -162,43 +162,8 @@ void write_generated_ids(const std::vector<std::vector<int64_t>>& samples, const
   file.commit();
 }
 
-// config.json's eos_token_id when it is one number (a list, as Llama 3 instruct's, is not a single
-// stop token: -1, none).
-int64_t single_eos_id(const json::Value& config) {
-  const json::Value* eos = config.find("eos_token_id");
-  return eos && eos->is_number() ? eos->as_int64() : -1;
-}
-
-// The model, and its tokenizer when the folder has one: a train_gpt run or a GPT-2 folder
-// (train::load_saved_model), or a Hugging Face Llama / Qwen folder, whose tokenizer.json is optional
-// (without it the prompt is --prompt-ids and the output ids).
-struct Loaded {
-  std::unique_ptr<tg::models::CausalLM> model;
-  std::optional<tokenizers::Tokenizer> tokenizer;
-  int64_t stop_token = -1;  // the end-of-text id, or -1
-};
-
-Loaded load(const std::string& dir) {
-  Loaded loaded;
-  if (tg::models::is_hf_llama_folder(dir)) {
-    tg::models::HfLlama hf = tg::models::load_hf_llama(dir);
-    loaded.stop_token = single_eos_id(hf.info.config);
-    loaded.model = std::move(hf.model);
-    if (std::filesystem::exists(path_in(dir, "tokenizer.json"))) {
-      loaded.tokenizer = tokenizers::load_tokenizer(dir);
-      if (loaded.tokenizer->end_of_text_id() >= 0) loaded.stop_token = loaded.tokenizer->end_of_text_id();
-    }
-    return loaded;
-  }
-  train::SavedModel saved = train::load_saved_model(dir);
-  loaded.stop_token = saved.tokenizer.end_of_text_id();  // -1 when it has none
-  loaded.model = std::move(saved.model);
-  loaded.tokenizer = std::move(saved.tokenizer);
-  return loaded;
-}
-
 // --chat and --chat-messages: a ChatSession over the model and its tokenizer.
-int run_chat(const GenerateOptions& o, Loaded& loaded) {
+int run_chat(const GenerateOptions& o, train::SavedModel& loaded) {
   if (!loaded.tokenizer) throw UsageError("--chat: " + o.ckpt + " has no tokenizer.json to write the conversation with");
   const tokenizers::HfTokenizer* hf = loaded.tokenizer->hf();
   tokenizers::ChatFormat format = tokenizers::ChatFormat::kTapegrad;
@@ -263,7 +228,7 @@ int run(const GenerateOptions& o, const std::vector<std::string>& given) {
                      "--prompt-ids, --instruction, --logits-out and --ids-out");
   if (o.chat && was_given("chat-messages")) throw UsageError("give --chat or --chat-messages, not both");
   if (o.threads > 0) tg::set_num_threads(static_cast<int>(o.threads));
-  Loaded loaded = load(o.ckpt);
+  train::SavedModel loaded = train::load_saved_model(o.ckpt);  // any folder kind (train/run_folder.h)
   if (chat) return run_chat(o, loaded);
   const char* const prompt_flag = instruction_given ? "--instruction" : "--prompt";
   if (!ids_given && !loaded.tokenizer)

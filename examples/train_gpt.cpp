@@ -4,6 +4,8 @@
 //                                                   30 s on 2 cores
 //   ./build/examples/train_gpt --data input.txt --steps 5000 --out runs/shakespeare
 //   ./build/examples/train_gpt --resume runs/shakespeare --steps 8000    continue a run
+//   ./build/examples/train_gpt --arch qwen3 --kv-heads 2 --out qwen_run    today's blocks (models/llama.h);
+//                                                   the folder is a Hugging Face Qwen3 folder
 //   ./build/examples/train_gpt --init-from gpt2 --data input.txt --steps 200   fine-tune GPT-2
 //   ./build/examples/train_gpt --init-from gpt2 --data examples/data/instructions.jsonl --steps 200
 //                                                   instruction fine-tuning (train/instructions.h)
@@ -65,7 +67,11 @@ std::vector<Flag> train_flags(train::TrainOptions& o) {
     {"emb-dim", "embedding width"},
     {"heads", "attention heads (must divide --emb-dim)"},
     {"layers", "transformer blocks"},
-    {"dropout", "dropout rate in [0, 1)"},
+    {"arch", "the model: gpt2 (GPT-2's blocks: LayerNorm, learned positions, GELU), llama (RMSNorm, RoPE, a SwiGLU "
+             "feed-forward of width 8/3 --emb-dim, grouped-query attention) or qwen3 (llama's with the QK-norm); a "
+             "llama or qwen3 run's folder is a Hugging Face folder of that model_type"},
+    {"kv-heads", "llama, qwen3: key/value heads of grouped-query attention, dividing --heads (not given: --heads)"},
+    {"dropout", "dropout rate in [0, 1) (llama, qwen3: on the attention weights alone, their attention_dropout)"},
     {"tie-weights", "the output layer's weight is the token embedding (GPT-2)"},
     {"lr", "peak learning rate (AdamW)"},
     {"min-lr", "learning rate at the end of the cosine decay"},
@@ -161,23 +167,24 @@ std::optional<train::InstructionData> eval_instructions(const train::TrainOption
   const bool data_given = was_given(given, "data");
   const train::TrainOptions run = o.resume.empty() ? o : train::saved_options(o.resume);
   if (data_given ? o.data_format != "jsonl" : run.data_format != "jsonl") return std::nullopt;
-  const int64_t context = o.resume.empty() ? saved.config.context_length : run.model.context_length;
+  const int64_t context = o.resume.empty() ? saved.model->context_length() : run.model.context_length;
+  const tokenizers::Tokenizer& tokenizer = *saved.tokenizer;  // eval_only checked it is there
   const std::string& file = data_given ? o.data : run.data;
   const std::string jsonl = train::read_data(file);
   train::InstructionData examples;
   if (data_given) {  // all of them
     *label = file;
     const std::vector<train::Instruction> all = train::parse_instructions(jsonl, file);
-    train::EncodedInstructions encoded = encode_instructions(all, saved.tokenizer, context, file);
+    train::EncodedInstructions encoded = encode_instructions(all, tokenizer, context, file);
     if (encoded.examples.empty())
       throw tg::Error(file + ": no example fits the context (" + std::to_string(context) + " tokens)");
     const std::string note = train::skipped_examples_note(encoded.skipped_lines, std::ssize(all), context);
     if (!note.empty()) std::cout << "train_gpt: " << file << ": " << note << "\n";
     examples.val = std::move(encoded.examples);
-    examples.pad_id = std::max<int64_t>(0, saved.tokenizer.end_of_text_id());
+    examples.pad_id = std::max<int64_t>(0, tokenizer.end_of_text_id());
   } else {
     *label = "the val split of " + file;
-    examples = train::load_instruction_data(jsonl, file, saved.tokenizer, context);
+    examples = train::load_instruction_data(jsonl, file, tokenizer, context);
   }
   return examples;
 }
@@ -205,14 +212,15 @@ int eval_only(const train::TrainOptions& o, const std::vector<std::string>& give
   const std::string dir = o.resume.empty() ? o.init_from : o.resume;
   train::SavedModel saved = train::load_saved_model(dir);
   say_converted(saved.converted_dtypes, dir);
+  const tokenizers::Tokenizer& tokenizer = saved.the_tokenizer(dir);
   std::string label;
   // a GPT-2 folder's windows are its whole context: one at a time unless --batch says more
   const int64_t batch = o.resume.empty() ? (was_given(given, "batch") ? o.batch : 1) : train::saved_options(o.resume).batch;
   train::TextEval e;
   if (const std::optional<train::InstructionData> examples = eval_instructions(o, given, saved, &label)) {
-    e = train::evaluate_instructions(*saved.model, saved.tokenizer, examples->val, batch, examples->pad_id);
+    e = train::evaluate_instructions(*saved.model, tokenizer, examples->val, batch, examples->pad_id);
   } else {
-    e = train::evaluate_text(*saved.model, saved.tokenizer, eval_ids(o, given, saved.tokenizer, &label), batch);
+    e = train::evaluate_text(*saved.model, tokenizer, eval_ids(o, given, tokenizer, &label), batch);
   }
   // JSON has no inf or nan: finite weights whose outputs overflow are an error, not a bad line
   if (!std::isfinite(e.loss) || !std::isfinite(e.perplexity) || !std::isfinite(e.bpb))
@@ -243,6 +251,20 @@ void check_lora_flags(train::TrainOptions& o, const std::vector<std::string>& gi
   if (!was_given(given, "lora-alpha")) o.lora_alpha = static_cast<double>(o.lora_rank);
   if (!(o.lora_alpha > 0)) throw UsageError("--lora-alpha must be positive, got " + tg::nn::python_float(o.lora_alpha));
   lora_config(o);  // a bad --lora-targets: a UsageError naming it
+}
+
+// A fresh run's --arch and the flags that go with it (--kv-heads is llama's and qwen3's).
+void check_arch_flags(const train::TrainOptions& o, const std::vector<std::string>& given) {
+  if (o.arch == "gpt2") {
+    if (was_given(given, "kv-heads"))
+      throw UsageError("--kv-heads: --arch gpt2 has no grouped-query attention (every head has its own keys and "
+                       "values); it goes with --arch llama or qwen3");
+    return;
+  }
+  if (!o.init_from.empty())
+    throw UsageError("--init-from reads a GPT-2 folder: it goes with --arch gpt2 (a llama or qwen3 run starts from "
+                     "scratch)");
+  train::llama_config(o, 256);  // a size that does not divide: a UsageError naming the flags
 }
 
 // A fresh run from a Hugging Face GPT-2 folder: its shape, weights and (unless --tokenizer PATH)
@@ -288,6 +310,7 @@ std::unique_ptr<train::Trainer> start_or_resume(train::TrainOptions& o, const st
   // --warmup not given: 50 steps, or a tenth of a short run's (--steps 20 warms up for 2)
   if (!was_given(given, "warmup")) o.warmup = train::default_warmup(o.steps);
   if (!was_given(given, "eval-every")) o.eval_every = train::default_eval_every(o.steps);  // 150 steps: every 30
+  check_arch_flags(o, given);
   check_lora_flags(o, given);
   const Activity building("building the model");
   return o.init_from.empty() ? std::make_unique<train::Trainer>(o, train::read_data(o.data)) : start_from_gpt2(o, given);

@@ -30,22 +30,6 @@ void GPTConfig::validate() const {
   require(layer_norm_eps > 0.0, "layer_norm_eps must be positive, got " + nn::python_float(layer_norm_eps));
 }
 
-Checkpointing checkpointing_from_name(const std::string& name) {
-  if (name == "none") return Checkpointing::none;
-  if (name == "every") return Checkpointing::every;
-  if (name == "ffn") return Checkpointing::ffn;
-  throw Error("checkpointing: expected none, every or ffn, got \"" + name + "\"");
-}
-
-std::string checkpointing_name(Checkpointing mode) {
-  switch (mode) {
-    case Checkpointing::every: return "every";
-    case Checkpointing::ffn: return "ffn";
-    case Checkpointing::none: break;
-  }
-  return "none";
-}
-
 CausalSelfAttention::CausalSelfAttention(const GPTConfig& c)
     : nn::MultiHeadAttention(c.emb_dim, c.emb_dim, c.context_length, c.drop_rate, c.n_heads, c.qkv_bias) {}
 

@@ -66,16 +66,8 @@ struct GPTConfig {
   void validate() const;
 };
 
-// What a block recomputes in backward instead of keeping (train_gpt --checkpoint-activations):
-//   none   nothing: the block keeps everything its backward reads
-//   every  the whole block: it keeps only its input x (B,T,C), and its backward runs its forward
-//          again (the most memory saved, one more forward of every block)
-//   ffn    the feed-forward only: its pre-activation h (B,T,4C), the largest tensor a block
-//          keeps, is made again from norm2's output (B,T,C) (a GELU and one product per block)
-enum class Checkpointing { none, every, ffn };
-// "none", "every", "ffn" <-> the enum; an unknown name throws tg::Error listing the three.
-Checkpointing checkpointing_from_name(const std::string& name);
-std::string checkpointing_name(Checkpointing mode);
+// Checkpointing (what a block recomputes in backward) is models/causal_lm.h's; the GPT's ffn
+// recomputes its pre-activation h (B,T,4C) from norm2's output (a GELU and one product per block).
 
 // The GPT's attention: the notebooks' causal MultiHeadAttention (nn/attention.h: W_query, W_key,
 // W_value, out_proj, its attend()), plus what generation and fine-tuning add:
@@ -134,7 +126,7 @@ class GPTModel : public CausalLM {
   Tensor forward(const Tensor& idx, GPTCache& cache) override;
   // idx (B,T) with key_padding_mask bool (B,T), true = padded: no position attends to a padded
   // one -> logits (B,T,V). An undefined mask is the plain forward.
-  Tensor forward(const Tensor& idx, const Tensor& key_padding_mask);
+  Tensor forward(const Tensor& idx, const Tensor& key_padding_mask) override;
   // forward without the head: final_norm's output (B,T,C), for a loss that applies out_head
   // itself a chunk at a time (nn/chunked_loss.h). forward(idx, mask) = out_head(hidden_states(idx, mask)).
   Tensor hidden_states(const Tensor& idx, const Tensor& key_padding_mask = Tensor());
@@ -142,15 +134,15 @@ class GPTModel : public CausalLM {
   // over the targets that are not -100; with loss_chunk > 0 the head and the loss run that many
   // rows at a time (nn/chunked_loss.h), and the (B*T,V) logits are never whole in memory.
   Tensor loss(const Tensor& idx, const Tensor& targets, const Tensor& key_padding_mask = Tensor(),
-              int64_t loss_chunk = 0);
+              int64_t loss_chunk = 0) override;
   const GPTConfig& config() const { return config_; }
   int64_t context_length() const override { return config_.context_length; }
   int64_t vocab_size() const override { return config_.vocab_size; }
   // trf_blocks' children, typed
   const std::vector<std::shared_ptr<TransformerBlock>>& blocks() const { return blocks_; }
   // Every block's checkpointing (see Checkpointing); none by default.
-  void set_checkpointing(Checkpointing mode);
-  Checkpointing checkpointing() const;
+  void set_checkpointing(Checkpointing mode) override;
+  Checkpointing checkpointing() const override;
 
   std::shared_ptr<nn::Embedding> tok_emb, pos_emb;
   std::shared_ptr<nn::Dropout> drop_emb;

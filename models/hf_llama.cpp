@@ -206,6 +206,12 @@ bool passed_over(const std::string& name, const LlamaConfig& c) {
   return name.ends_with("rotary_emb.inv_freq") || (name == "lm_head.weight" && c.tie_word_embeddings);
 }
 
+// 16-bit weights read as float32, every value finite, the passed-over ones skipped.
+SafetensorsReadOptions weights_read_options(const LlamaConfig& c) {
+  return {.float16_to_float32 = true, .finite_only = true,
+          .skip = [c](const std::string& name) { return passed_over(name, c); }};
+}
+
 // The weight files of dir: model.safetensors, or the index's shards (each once, in the index's
 // order), with the file each name should be in (empty for a single file).
 std::vector<std::string> weight_files(const std::string& dir, std::map<std::string, std::string>* shard_of) {
@@ -241,35 +247,29 @@ std::vector<std::string> weight_files(const std::string& dir, std::map<std::stri
 
 }  // namespace
 
-HfLlama load_hf_llama(const std::string& dir) {
-  if (!std::filesystem::is_directory(dir)) throw Error(dir + ": no such folder");
-  const std::string config_path = path_in(dir, "config.json");
-  if (!std::filesystem::exists(config_path)) throw Error(dir + ": not a Hugging Face model folder (config.json is missing)");
-  HfLlama out;
-  out.info.config = json::parse_file(config_path);
-  out.config = hf_llama_config(out.info.config, config_path);
-  std::map<std::string, std::string> shard_of;
-  out.info.weight_files = weight_files(dir, &shard_of);
+namespace {
 
-  // Every header checked against the layout before the model takes any memory.
-  const auto layout = hf_llama_layout(out.config);
+// Every header of files checked against config's layout (names, shapes, which shard), before any
+// model takes memory; converted_dtypes and had_lm_head are filled in. where: the folder or file
+// named when a tensor is missing from all of them.
+void check_weight_headers(const LlamaConfig& config, const std::vector<std::string>& files,
+                          std::map<std::string, std::string>& shard_of, const std::string& where, HfLlamaInfo* info) {
+  const auto layout = hf_llama_layout(config);
   std::map<std::string, Shape> wanted(layout.begin(), layout.end());
   std::set<std::string> seen;
   std::vector<SafetensorsEntry> all_entries;
-  const SafetensorsReadOptions read{.float16_to_float32 = true, .finite_only = true,
-                                    .skip = [&](const std::string& name) { return passed_over(name, out.config); }};
-  for (const std::string& file : out.info.weight_files) {
-    for (const SafetensorsEntry& e : safetensors_entries(file, read)) {
+  for (const std::string& file : files) {
+    for (const SafetensorsEntry& e : safetensors_entries(file, weights_read_options(config))) {
       all_entries.push_back(e);
       if (!shard_of.empty() && shard_of.count(e.name) && shard_of[e.name] != file)
         throw Error(file + ": tensor \"" + e.name + "\" is here, but " + kIndexFile + " puts it in " + shard_of[e.name]);
-      if (passed_over(e.name, out.config)) {
-        out.info.had_lm_head = out.info.had_lm_head || e.name == "lm_head.weight";
+      if (passed_over(e.name, config)) {
+        info->had_lm_head = info->had_lm_head || e.name == "lm_head.weight";
         continue;
       }
       const auto it = wanted.find(e.name);
       if (it == wanted.end())
-        throw Error(file + ": tensor \"" + e.name + "\" is not a weight of a " + out.config.model_type +
+        throw Error(file + ": tensor \"" + e.name + "\" is not a weight of a " + config.model_type +
                     " model of this config.json");
       if (e.shape != it->second)
         throw Error(file + ": tensor \"" + e.name + "\" has shape " + shape_str(e.shape) + ", the config says " +
@@ -279,32 +279,69 @@ HfLlama load_hf_llama(const std::string& dir) {
   }
   for (const auto& [name, shape] : layout)
     if (!seen.count(name))
-      throw Error(dir + ": tensor \"" + name + "\" " + shape_str(shape) + " is missing from " +
-                  (shard_of.empty() ? std::string("model.safetensors") : shard_of.count(name) ? shard_of[name] : std::string("every shard")));
+      throw Error(where + ": tensor \"" + name + "\" " + shape_str(shape) + " is missing from " +
+                  (shard_of.empty() ? std::filesystem::path(files.front()).filename().string() : shard_of.count(name) ? shard_of[name] : std::string("every shard")));
   for (const auto& [name, file] : shard_of)
-    if (!seen.count(name) && !passed_over(name, out.config))
-      throw Error(path_in(dir, kIndexFile) + ": \"weight_map\" names \"" + name + "\", which " + file + " does not hold");
-  out.info.converted_dtypes = widened_dtypes(all_entries);
+    if (!seen.count(name) && !passed_over(name, config))
+      throw Error(path_in(where, kIndexFile) + ": \"weight_map\" names \"" + name + "\", which " + file + " does not hold");
+  info->converted_dtypes = widened_dtypes(all_entries);
+}
+
+// The files' tensors copied into the model's own (their headers checked first).
+void read_weights(LlamaForCausalLM& model, const std::vector<std::string>& files) {
+  const NamedTensors parameters = model.named_parameters();
+  const std::map<std::string, Tensor> targets(parameters.begin(), parameters.end());
+  NoGradGuard no_grad;
+  for (const std::string& file : files) {
+    const Activity reading("reading " + file);
+    for_each_safetensor(file, weights_read_options(model.config()), [&](const std::string& name, Tensor t) {
+      Tensor to = targets.at(name);  // the model's tensor itself (a handle); passed_over ones are skipped
+      to.copy_(t);
+    });
+  }
+}
+
+}  // namespace
+
+HfLlama load_hf_llama(const std::string& dir) {
+  if (!std::filesystem::is_directory(dir)) throw Error(dir + ": no such folder");
+  const std::string config_path = path_in(dir, "config.json");
+  if (!std::filesystem::exists(config_path)) throw Error(dir + ": not a Hugging Face model folder (config.json is missing)");
+  HfLlama out;
+  out.info.config = json::parse_file(config_path);
+  out.config = hf_llama_config(out.info.config, config_path);
+  std::map<std::string, std::string> shard_of;
+  out.info.weight_files = weight_files(dir, &shard_of);
+  check_weight_headers(out.config, out.info.weight_files, shard_of, dir, &out.info);
 
   const Activity building("building the model of " + config_path);
   {
     const nn::init::SkipInitGuard no_draws;  // every weight is read below
     out.model = std::make_unique<LlamaForCausalLM>(out.config);
   }
-  const NamedTensors parameters = out.model->named_parameters();
-  const std::map<std::string, Tensor> targets(parameters.begin(), parameters.end());
-  {
-    NoGradGuard no_grad;
-    for (const std::string& file : out.info.weight_files) {
-      const Activity reading("reading " + file);
-      for_each_safetensor(file, read, [&](const std::string& name, Tensor t) {  // passed_over ones are skipped
-        Tensor to = targets.at(name);  // the model's tensor itself (a handle)
-        to.copy_(t);
-      });
-    }
-  }
+  read_weights(*out.model, out.info.weight_files);
   out.model->eval();
   return out;
+}
+
+void check_hf_llama_weights(const LlamaConfig& config, const std::string& file) {
+  std::map<std::string, std::string> no_shards;
+  HfLlamaInfo info;
+  check_weight_headers(config, {file}, no_shards, file, &info);
+}
+
+void load_hf_llama_weights(LlamaForCausalLM& model, const std::string& file) {
+  check_hf_llama_weights(model.config(), file);
+  read_weights(model, {file});
+}
+
+NamedTensors hf_llama_tensors(const LlamaForCausalLM& model) {
+  const NamedTensors parameters = model.named_parameters();
+  const std::map<std::string, Tensor> params(parameters.begin(), parameters.end());
+  NamedTensors tensors;
+  for (const auto& [name, shape] : hf_llama_layout(model.config()))
+    tensors.push_back({name, params.at(name).detach().to(kFloat32)});
+  return tensors;
 }
 
 void save_hf_llama(const LlamaForCausalLM& model, const std::string& dir, const HfLlamaInfo& from,
@@ -312,11 +349,7 @@ void save_hf_llama(const LlamaForCausalLM& model, const std::string& dir, const 
   if (std::filesystem::exists(path_in(dir, kIndexFile)))
     throw Error(path_in(dir, kIndexFile) + ": the folder holds a sharded model; save to another folder (its shards "
                                           "would be read instead of the new model.safetensors)");
-  const NamedTensors parameters = model.named_parameters();
-  const std::map<std::string, Tensor> params(parameters.begin(), parameters.end());
-  NamedTensors tensors;
-  for (const auto& [name, shape] : hf_llama_layout(model.config()))
-    tensors.push_back({name, params.at(name).detach().to(kFloat32)});
+  const NamedTensors tensors = hf_llama_tensors(model);
   AtomicFile config(path_in(dir, "config.json"), "save_hf_llama");
   AtomicFile weights(path_in(dir, "model.safetensors"), "save_hf_llama");
   save_safetensors(weights, tensors, {{"format", "pt"}});

@@ -73,6 +73,15 @@ std::vector<std::pair<std::string, Shape>> hf_llama_layout(const LlamaConfig& co
 // without drawing its weights (nn::init::SkipInitGuard): the default generator is left as it was.
 HfLlama load_hf_llama(const std::string& dir);
 
+// One weights file (a train_gpt run's model.safetensors, or its .prev) against config: every name
+// and shape as load_hf_llama checks them, an Error naming the file and the tensor; nothing read.
+void check_hf_llama_weights(const LlamaConfig& config, const std::string& file);
+// The file's weights into model's own tensors, after check_hf_llama_weights.
+void load_hf_llama_weights(LlamaForCausalLM& model, const std::string& file);
+
+// The tensors a Hugging Face file holds, in hf_llama_layout's names and order, as float32.
+NamedTensors hf_llama_tensors(const LlamaForCausalLM& model);
+
 // dir/config.json and dir/model.safetensors, saved as a set (dir must exist; a folder with a
 // model.safetensors.index.json is refused: the old shards would be read instead). from: what
 // load_hf_llama read (config fields to keep), or {}.

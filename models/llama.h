@@ -38,7 +38,6 @@
 #include <vector>
 
 #include "models/causal_lm.h"
-#include "models/gpt.h"  // Checkpointing
 #include "nn/layers.h"
 #include "nn/module.h"
 
@@ -158,17 +157,17 @@ class LlamaForCausalLM : public CausalLM {
   explicit LlamaForCausalLM(const LlamaConfig& config);
   Tensor forward(const Tensor& idx) override;                          // (B,T) -> (B,T,V)
   Tensor forward(const Tensor& idx, GPTCache& cache) override;         // the tokens after the cache's
-  Tensor forward(const Tensor& idx, const Tensor& key_padding_mask);   // bool (B,T), true = padded
+  Tensor forward(const Tensor& idx, const Tensor& key_padding_mask) override;  // bool (B,T), true = padded
   Tensor hidden_states(const Tensor& idx, const Tensor& key_padding_mask = Tensor());  // (B,T,C)
   // The mean cross entropy over the targets that are not -100 (with loss_chunk > 0 the head and
   // the loss a chunk of rows at a time), as GPTModel::loss.
   Tensor loss(const Tensor& idx, const Tensor& targets, const Tensor& key_padding_mask = Tensor(),
-              int64_t loss_chunk = 0);
+              int64_t loss_chunk = 0) override;
   int64_t context_length() const override { return config_.max_position_embeddings; }
   int64_t vocab_size() const override { return config_.vocab_size; }
   const LlamaConfig& config() const { return config_; }
-  void set_checkpointing(Checkpointing mode);
-  Checkpointing checkpointing() const;
+  void set_checkpointing(Checkpointing mode) override;
+  Checkpointing checkpointing() const override;
 
   std::shared_ptr<LlamaModel> model;
   std::shared_ptr<nn::Linear> lm_head;

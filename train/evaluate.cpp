@@ -10,9 +10,9 @@
 
 namespace tg::train {
 
-TextEval evaluate_text(models::GPTModel& model, const tokenizers::Tokenizer& tokenizer, const std::vector<int64_t>& ids,
+TextEval evaluate_text(models::CausalLM& model, const tokenizers::Tokenizer& tokenizer, const std::vector<int64_t>& ids,
                        int64_t batch) {
-  const int64_t n = static_cast<int64_t>(ids.size()), T = model.config().context_length;
+  const int64_t n = static_cast<int64_t>(ids.size()), T = model.context_length();
   if (n < 2) throw Error("the text has " + std::to_string(n) + " tokens: at least 2 are needed (one to predict)");
   const std::vector<int64_t> bytes_of = tokenizer.bytes_per_id();
   NoGradGuard no_grad;

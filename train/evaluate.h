@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "tokenizers/tokenizer.h"
-#include "models/gpt.h"
+#include "models/causal_lm.h"
 
 namespace tg::train {
 
@@ -21,7 +21,7 @@ struct TextEval {
 };
 
 // ids: the whole text's ids (at least 2); windows are run `batch` at a time, in eval mode.
-TextEval evaluate_text(models::GPTModel& model, const tokenizers::Tokenizer& tokenizer, const std::vector<int64_t>& ids,
+TextEval evaluate_text(models::CausalLM& model, const tokenizers::Tokenizer& tokenizer, const std::vector<int64_t>& ids,
                        int64_t batch);
 
 }  // namespace tg::train

@@ -163,7 +163,7 @@ Batch instruction_batch(const std::vector<InstructionExample>& examples, const s
   return {from_vector(x, {B, L}), from_vector(y, {B, L}), from_vector(padded, {B, L}, kBool)};
 }
 
-TextEval evaluate_instructions(models::GPTModel& model, const tokenizers::Tokenizer& tokenizer,
+TextEval evaluate_instructions(models::CausalLM& model, const tokenizers::Tokenizer& tokenizer,
                                const std::vector<InstructionExample>& examples, int64_t batch, int64_t pad_id) {
   if (examples.empty()) throw Error("no instruction examples to evaluate");
   const std::vector<int64_t> bytes_of = tokenizer.bytes_per_id();

@@ -35,7 +35,7 @@
 #include "train/data.h"
 #include "train/evaluate.h"
 #include "tokenizers/tokenizer.h"
-#include "models/gpt.h"
+#include "models/causal_lm.h"
 
 namespace tg::train {
 
@@ -100,7 +100,7 @@ Batch instruction_batch(const std::vector<InstructionExample>& examples, const s
 // The loss over the examples' response tokens, `batch` examples at a time in order, in eval mode
 // without a tape: loss = their summed -log p / their count, perplexity, bits per byte, and tokens
 // = how many response tokens (evaluate.h's TextEval).
-TextEval evaluate_instructions(models::GPTModel& model, const tokenizers::Tokenizer& tokenizer,
+TextEval evaluate_instructions(models::CausalLM& model, const tokenizers::Tokenizer& tokenizer,
                                const std::vector<InstructionExample>& examples, int64_t batch, int64_t pad_id);
 
 }  // namespace tg::train

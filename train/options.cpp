@@ -14,6 +14,8 @@ std::vector<Flag> option_fields(TrainOptions& o) {
       int_flag("emb-dim", &o.model.emb_dim, "", 1, 1 << 16),
       int_flag("heads", &o.model.n_heads, "", 1, 1 << 16),
       int_flag("layers", &o.model.n_layers, "", 1, 1 << 10),
+      text_flag("arch", &o.arch, "", {"gpt2", "llama", "qwen3"}),
+      int_flag("kv-heads", &o.kv_heads, "", 0, 1 << 16),
       number_flag("dropout", &o.model.drop_rate, "", 0, 0.999999),
       switch_flag("tie-weights", &o.model.tie_weights, ""),
       number_flag("lr", &o.lr, "", 0, 10),
@@ -74,6 +76,33 @@ TrainOptions resumed_options(const TrainOptions& saved, TrainOptions typed, cons
   resumed.resume = typed.resume;
   if (std::find(given.begin(), given.end(), "out") == given.end()) resumed.out = typed.resume;  // its own folder
   return resumed;
+}
+
+models::LlamaConfig llama_config(const TrainOptions& o, int64_t vocab_size) {
+  const int64_t C = o.model.emb_dim, heads = o.model.n_heads, kv_heads = o.kv_heads > 0 ? o.kv_heads : heads;
+  if (C % heads != 0)
+    throw UsageError("--emb-dim (" + std::to_string(C) + ") must be divisible by --heads (" + std::to_string(heads) + ")");
+  if (heads % kv_heads != 0)
+    throw UsageError("--kv-heads (" + std::to_string(kv_heads) + ") must divide --heads (" + std::to_string(heads) +
+                     "): each key/value head serves heads / kv-heads query heads");
+  if ((C / heads) % 2 != 0)
+    throw UsageError("--emb-dim / --heads (" + std::to_string(C / heads) + ") must be even: RoPE turns each head's "
+                     "features in pairs");
+  models::LlamaConfig c;
+  c.model_type = o.arch;
+  c.vocab_size = vocab_size;
+  c.hidden_size = C;
+  c.intermediate_size = swiglu_width(C);
+  c.num_hidden_layers = o.model.n_layers;
+  c.num_attention_heads = heads;
+  c.num_key_value_heads = kv_heads;
+  c.head_dim = C / heads;
+  c.max_position_embeddings = o.model.context_length;
+  c.qk_norm = o.arch == "qwen3";
+  c.tie_word_embeddings = o.model.tie_weights;
+  c.attention_dropout = o.model.drop_rate;
+  c.validate();
+  return c;
 }
 
 ScalarType products_dtype(const TrainOptions& o) { return o.precision == "bf16" ? kBFloat16 : kFloat32; }

@@ -11,6 +11,7 @@
 #include "autograd/io/flags.h"
 #include "models/gpt.h"
 #include "models/gpt_lora.h"
+#include "models/llama.h"
 
 namespace tg::train {
 
@@ -18,6 +19,11 @@ struct TrainOptions {
   // The model's shape (--context, --emb-dim, --heads, --layers, --dropout); its vocab_size comes
   // from the text's characters.
   models::GPTConfig model{.context_length = 64, .emb_dim = 64, .n_heads = 4, .n_layers = 2, .drop_rate = 0.0};
+  // The architecture of a run from scratch, of that shape: "gpt2" (models/gpt.h), or "llama" or
+  // "qwen3" (models/llama.h: RMSNorm, RoPE, a SwiGLU feed-forward, grouped-query attention; qwen3
+  // adds the QK-norm). llama_config says how the size flags become a LlamaConfig.
+  std::string arch = "gpt2";
+  int64_t kv_heads = 0;  // llama, qwen3: the key/value heads of grouped-query attention; 0 = --heads
   int64_t steps = 1500;
   double max_minutes = 0;  // a time budget: stop (evaluate, save, write samples) once it is spent; 0 = none
   int64_t batch = 16;
@@ -82,6 +88,20 @@ inline int64_t default_warmup(int64_t steps) { return std::min<int64_t>(50, step
 // --steps (at least 1), so a short run (a 150-step fine-tune) is evaluated five times, not once.
 // A resumed run keeps the value it was saved with unless --eval-every is given.
 inline int64_t default_eval_every(int64_t steps) { return std::clamp<int64_t>(steps / 5, 1, 250); }
+
+// The LlamaConfig of a llama or qwen3 run of this vocabulary, from the size flags:
+//   hidden_size = --emb-dim, num_attention_heads = --heads, num_key_value_heads = --kv-heads
+//   (--heads when 0), head_dim = emb-dim / heads, num_hidden_layers = --layers,
+//   max_position_embeddings = --context, tie_word_embeddings = --tie-weights,
+//   attention_dropout = --dropout (the only dropout these models have),
+//   intermediate_size = swiglu_width(emb-dim); model_type "qwen3" has the QK-norm.
+// rope_theta and rms_norm_eps are transformers' defaults (10000, 1e-6). A size that does not
+// divide is a UsageError naming the flags.
+models::LlamaConfig llama_config(const TrainOptions& o, int64_t vocab_size);
+
+// The SwiGLU's width for a model of width C: 8C/3 rounded up to a multiple of 8, so that its three
+// matrices (3 C I weights) hold what the GPT's two (C x 4C and 4C x C, 8 C^2) do.
+inline int64_t swiglu_width(int64_t C) { return (8 * C / 3 + 7) / 8 * 8; }
 
 // kBFloat16 for precision "bf16", else kFloat32: what the forward's AutocastGuard is given.
 ScalarType products_dtype(const TrainOptions& o);

@@ -16,6 +16,7 @@
 #include "autograd/io/safetensors.h"
 #include "autograd/io/flags.h"
 #include "models/hf_gpt2.h"
+#include "models/hf_llama.h"
 #include "models/lora_adapters.h"
 #include "train/run_log.h"
 #include "models/gpt_lora.h"
@@ -81,7 +82,8 @@ void add_flag(json::Writer& w, const Flag& f) {
 }
 
 // {"model": {...}, "train": {...}, "kernels": ...}, a member per line, model and train on one line each.
-std::string config_json(const models::GPTConfig& c, TrainOptions options) {
+// A llama or qwen3 run has no "model": its config.json's Hugging Face fields are the model.
+std::string config_json(const models::GPTConfig& c, TrainOptions options, bool gpt) {
   json::Writer model;
   model.field("vocab_size", c.vocab_size).field("context_length", c.context_length).field("emb_dim", c.emb_dim)
       .field("n_heads", c.n_heads).field("n_layers", c.n_layers).field("drop_rate", c.drop_rate)
@@ -89,7 +91,8 @@ std::string config_json(const models::GPTConfig& c, TrainOptions options) {
   json::Writer train;
   for (const Flag& f : option_fields(options)) add_flag(train, f);
   json::Writer config(json::Layout::Pretty);
-  config.field("model", model).field("train", train).field("kernels", kernels_mode());
+  if (gpt) config.field("model", model);
+  config.field("train", train).field("kernels", kernels_mode());
   return config.str();
 }
 
@@ -203,9 +206,12 @@ void save_run(Trainer& trainer, const std::string& dir) {
   std::vector<AtomicFile> files;
   const models::AdapterConfig* lora = trainer.lora();  // a LoRA run saves its adapters alone, in peft's names
   const models::HfGpt2Info* hf = lora ? nullptr : trainer.hf_gpt2_layout();  // a run from GPT-2: its layout and names
+  const models::LlamaConfig* llama = trainer.llama_config();  // a llama or qwen3 run: Hugging Face's layout
   const std::string weights_path = path_in(dir, lora ? models::kAdaptersFile : "model.safetensors");
-  const NamedTensors weights = lora ? models::peft_adapter_tensors(trainer.model())
-                               : hf ? models::hf_gpt2_tensors(trainer.model(), hf->prefixed) : trainer.model().state_dict();
+  const NamedTensors weights = lora    ? models::peft_adapter_tensors(trainer.gpt())
+                               : hf    ? models::hf_gpt2_tensors(trainer.gpt(), hf->prefixed)
+                               : llama ? models::hf_llama_tensors(trainer.llama())
+                                       : trainer.model().state_dict();
   const NamedTensors optimizer_state = trainer.optimizer().state_dict();
   try {  // a non-finite checkpoint would replace the last good one, and could not be resumed
     check_finite(weights, weights_path);
@@ -222,8 +228,10 @@ void save_run(Trainer& trainer, const std::string& dir) {
                     {"default_generator", to_hex(default_generator().get_state())},
                     {"batch_generator", to_hex(trainer.batch_generator().get_state())}});
   files.emplace_back(path_in(dir, "config.json"), "train_gpt");
-  const std::string run_config = config_json(trainer.config(), trainer.options());
-  files.back().write(hf ? models::hf_gpt2_config_json(trainer.config(), hf->config, run_config) : run_config + "\n");
+  const std::string run_config = config_json(trainer.config(), trainer.options(), !llama);
+  files.back().write(hf      ? models::hf_gpt2_config_json(trainer.config(), hf->config, run_config)
+                     : llama ? models::hf_llama_config_json(*llama, json::Value(), run_config)
+                             : run_config + "\n");
   if (lora) {
     files.emplace_back(path_in(dir, models::kAdapterConfigFile), "train_gpt");
     files.back().write(models::adapter_config_json(*lora));
@@ -315,7 +323,7 @@ std::unique_ptr<Trainer> start_from_gpt2_folder(TrainOptions o, const std::strin
   models::check_hf_gpt2_weights(config, weights_path, &layout);  // before the model takes any memory
   const Activity building("building the model of " + config_path);
   auto trainer = std::make_unique<Trainer>(o, text, tokenizers::load_tokenizer(o.tokenizer), config);
-  models::load_hf_gpt2_weights(trainer->model(), weights_path, &layout);
+  models::load_hf_gpt2_weights(trainer->gpt(), weights_path, &layout);
   if (converted) *converted = layout.converted_dtypes;
   trainer->set_hf_gpt2_layout(layout);
   // LoRA: the folder stays the base, named by its absolute path in the run's adapter_config.json
@@ -326,7 +334,11 @@ std::unique_ptr<Trainer> start_from_gpt2_folder(TrainOptions o, const std::strin
 std::unique_ptr<Trainer> resume_trainer(const std::string& dir, const TrainOptions& options, const std::string& text) {
   check_run_folder(dir);
   remove_killed_saves(dir);
-  const bool lora = is_lora_run(dir), from_gpt2 = lora || models::is_hf_gpt2_folder(dir);
+  const bool llama = models::is_hf_llama_folder(dir);  // a llama or qwen3 run (Hugging Face's layout)
+  const bool lora = is_lora_run(dir), from_gpt2 = lora || (!llama && models::is_hf_gpt2_folder(dir));
+  if (llama != (options.arch != "gpt2"))
+    throw Error(dir + ": config.json's \"arch\" is " + options.arch + " but its model_type is " +
+                (llama ? "of the Llama family" : "not") + ": not a consistent run");
   const std::string config_path = path_in(dir, "config.json");
   const json::Value config = json::parse(read_text(config_path), config_path);
   if (lora != (options.lora_rank > 0))
@@ -355,12 +367,13 @@ std::unique_ptr<Trainer> resume_trainer(const std::string& dir, const TrainOptio
     }
     const Activity building("building the model of " + config_path);
     trainer = std::make_unique<Trainer>(options, text, tokenizers::load_tokenizer(dir), model);
-  } else {
+  } else {  // a run from scratch: the Trainer makes its model from the flags, as it did
     const std::string tokenizer_path = path_in(dir, "tokenizer.json");
     const tokenizers::Tokenizer saved = tokenizers::Tokenizer::from_json(read_text(tokenizer_path), tokenizer_path);
     models::GPTConfig model = options.model;  // as the Trainer makes it: the flags' shape, the tokenizer's vocabulary
     model.vocab_size = saved.vocab_size();
-    check_run_weights(model, model_path);
+    if (llama) models::check_hf_llama_weights(llama_config(options, model.vocab_size), model_path);
+    else check_run_weights(model, model_path);
     const Activity building("building the model of " + config_path);
     trainer = std::make_unique<Trainer>(options, text);
     if (saved.to_json() != trainer->tokenizer().to_json())
@@ -372,12 +385,14 @@ std::unique_ptr<Trainer> resume_trainer(const std::string& dir, const TrainOptio
   const Activity reading("reading the weights of " + dir);
   if (lora) {
     models::HfGpt2Info base;
-    models::load_hf_gpt2_weights(trainer->model(), path_in(adapters->base, "model.safetensors"), &base);
+    models::load_hf_gpt2_weights(trainer->gpt(), path_in(adapters->base, "model.safetensors"), &base);
     trainer->apply_lora(adapters->base);
-    models::load_peft_adapters(trainer->model(), model_path);  // all or nothing
+    models::load_peft_adapters(trainer->gpt(), model_path);  // all or nothing
   } else if (from_gpt2) {
-    models::load_hf_gpt2_weights(trainer->model(), model_path, &layout);  // all or nothing
+    models::load_hf_gpt2_weights(trainer->gpt(), model_path, &layout);  // all or nothing
     trainer->set_hf_gpt2_layout(layout);
+  } else if (llama) {
+    models::load_hf_llama_weights(trainer->llama(), model_path);  // checks every name, shape and value
   } else {
     load(trainer->model(), model_path, kFiniteOnly);  // checks every name, shape, dtype and value; all or nothing
   }
@@ -426,6 +441,17 @@ std::string write_text(models::CausalLM& model, const tokenizers::Tokenizer& tok
   return tokenizer.decode(ids);
 }
 
+namespace {
+
+// config.json's eos_token_id when it is one number (a list, as Llama 3 instruct's, is no single
+// stop token: -1, none).
+int64_t single_eos_id(const json::Value& config) {
+  const json::Value* eos = config.is_object() ? config.find("eos_token_id") : nullptr;
+  return eos && eos->is_number() ? eos->as_int64() : -1;
+}
+
+}  // namespace
+
 SavedModel load_saved_model(const std::string& dir) {
   if (!std::filesystem::is_directory(dir)) throw Error(dir + ": no such folder");
   SavedModel saved;
@@ -433,17 +459,23 @@ SavedModel load_saved_model(const std::string& dir) {
     const models::AdapterConfig adapters = adapters_of(dir);
     models::HfGpt2 base = models::load_hf_gpt2(adapters.base);
     saved.config = base.config;
-    saved.model = std::move(base.model);
     saved.converted_dtypes = base.info.converted_dtypes;
     saved.base_layout = base.info;
     const std::string adapters_path = path_in(dir, models::kAdaptersFile);
     models::check_peft_adapters(adapters_path, saved.config, adapters.lora);  // before the adapters take memory
     const Activity adding("adding the LoRA adapters of " + path_in(dir, models::kAdapterConfigFile));
     const std::vector<uint8_t> generator = default_generator().get_state();  // A's draws, overwritten below
-    models::apply_lora(*saved.model, adapters.lora);
+    models::apply_lora(*base.model, adapters.lora);
     default_generator().set_state(generator);
-    models::load_peft_adapters(*saved.model, adapters_path);
+    models::load_peft_adapters(*base.model, adapters_path);
+    saved.model = std::move(base.model);
     saved.tokenizer = tokenizers::load_tokenizer(dir);
+  } else if (models::is_hf_llama_folder(dir)) {  // a Llama / Qwen folder, or a llama or qwen3 run
+    models::HfLlama hf = models::load_hf_llama(dir);
+    saved.stop_token = single_eos_id(hf.info.config);
+    saved.model = std::move(hf.model);
+    saved.converted_dtypes = hf.info.converted_dtypes;
+    if (std::filesystem::exists(path_in(dir, "tokenizer.json"))) saved.tokenizer = tokenizers::load_tokenizer(dir);
   } else if (models::is_hf_gpt2_folder(dir)) {  // Hugging Face's layout (a GPT-2 folder, or a run from one)
     models::HfGpt2 hf = models::load_hf_gpt2(dir);
     saved.config = hf.config;
@@ -464,15 +496,24 @@ SavedModel load_saved_model(const std::string& dir) {
     saved.tokenizer = tokenizers::Tokenizer::from_json(read_text(tokenizer_path), tokenizer_path);
     check_run_weights(saved.config, weights_path);  // before the model takes any memory
     const Activity building("building the model of " + config_path);
-    saved.model = std::make_unique<models::GPTModel>(saved.config);
-    load(*saved.model, weights_path, kFiniteOnly);
+    auto model = std::make_unique<models::GPTModel>(saved.config);
+    load(*model, weights_path, kFiniteOnly);
+    saved.model = std::move(model);
   }
-  // a model may have more ids than its tokenizer (a vocabulary padded to a round size), not fewer
-  if (saved.tokenizer.vocab_size() > saved.config.vocab_size)
-    throw Error(dir + ": the tokenizer has " + std::to_string(saved.tokenizer.vocab_size()) +
-                " tokens but config.json's vocab_size is " + std::to_string(saved.config.vocab_size));
+  if (saved.tokenizer) {
+    if (saved.tokenizer->end_of_text_id() >= 0) saved.stop_token = saved.tokenizer->end_of_text_id();
+    // a model may have more ids than its tokenizer (a vocabulary padded to a round size), not fewer
+    if (saved.tokenizer->vocab_size() > saved.model->vocab_size())
+      throw Error(dir + ": the tokenizer has " + std::to_string(saved.tokenizer->vocab_size()) +
+                  " tokens but config.json's vocab_size is " + std::to_string(saved.model->vocab_size()));
+  }
   saved.model->eval();
   return saved;
+}
+
+const tokenizers::Tokenizer& SavedModel::the_tokenizer(const std::string& dir) const {
+  if (!tokenizer) throw Error(dir + ": no tokenizer.json beside the model: give token ids (--prompt-ids), not text");
+  return *tokenizer;
 }
 
 }  // namespace tg::train
@@ -493,7 +534,7 @@ void save_merged_model(const std::string& run, const std::string& out) {
       throw UsageError("--merge-lora " + out + ": that is the " + (taken == run ? "run's" : "base model's") +
                        " folder; give a new one");
   models::GPTModel merged(saved.config);  // plain: no adapters
-  NamedTensors state = models::merged_state_dict(*saved.model);
+  NamedTensors state = models::merged_state_dict(dynamic_cast<models::GPTModel&>(*saved.model));  // a LoRA run's: a GPT
   try {  // finite base and adapters can still overflow in W + (alpha / r) B A
     check_finite(state, "the merged model");
   } catch (const Error& e) {
@@ -504,7 +545,7 @@ void save_merged_model(const std::string& run, const std::string& out) {
   AtomicFile config(path_in(out, "config.json"), "train_gpt --merge-lora");
   AtomicFile weights(path_in(out, "model.safetensors"), "train_gpt --merge-lora");
   models::write_hf_gpt2(merged, saved.base_layout, config, weights);
-  saved.tokenizer.save(out);  // tokenizer.json, GPT-2's vocab.json and merges.txt
+  saved.tokenizer->save(out);  // tokenizer.json, GPT-2's vocab.json and merges.txt
   config.prepare();
   weights.prepare();
   weights.commit();

@@ -41,6 +41,7 @@
 // is removed by resuming and by the next save: those names of the folder's files alone.
 #pragma once
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 
@@ -74,15 +75,21 @@ std::unique_ptr<Trainer> start_from_gpt2_folder(TrainOptions options, const std:
 // (and a LoRA run's r with its adapters file's): a config.json asking for more than the file holds
 // is an Error naming the file and the tensor before any model or adapter takes memory.
 //
-// A saved model for writing text: the config, the tokenizer and the weights.
-// dir: a train_gpt run folder, or a Hugging Face GPT-2 folder (models/hf_gpt2.h) with
-// GPT-2's tokenizer files beside the model (a fine-tuned run from GPT-2 is one too).
+// A saved model for writing text: the model, its tokenizer and its end-of-text token.
+// dir: a train_gpt run folder, a Hugging Face GPT-2 folder (models/hf_gpt2.h) with GPT-2's
+// tokenizer files beside the model (a fine-tuned run from GPT-2 is one too), or a Llama / Qwen
+// folder (models/hf_llama.h: a llama or qwen3 run is one too), whose tokenizer files are optional.
 struct SavedModel {
-  models::GPTConfig config;
-  tokenizers::Tokenizer tokenizer;
-  std::unique_ptr<models::GPTModel> model;
-  std::vector<std::string> converted_dtypes;  // a GPT-2 folder's 16-bit weights, read as float32 ("F16")
+  models::GPTConfig config;  // a GPT's (empty for a Llama / Qwen model)
+  std::optional<tokenizers::Tokenizer> tokenizer;  // none: a Llama / Qwen folder without tokenizer.json
+  std::unique_ptr<models::CausalLM> model;          // in eval mode
+  // The id that ends a text: the tokenizer's end-of-text, else config.json's eos_token_id when it
+  // is one number; -1: none.
+  int64_t stop_token = -1;
+  std::vector<std::string> converted_dtypes;  // a Hugging Face folder's 16-bit weights, read as float32 ("F16")
   models::HfGpt2Info base_layout;  // a LoRA run's base folder as read (its names' prefix, its config.json)
+  // The tokenizer, or an Error naming dir when the folder has none.
+  const tokenizers::Tokenizer& the_tokenizer(const std::string& dir) const;
 };
 SavedModel load_saved_model(const std::string& dir);
 

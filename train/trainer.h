@@ -2,6 +2,7 @@
 // loop (examples/pytorch/train_gpt.py does the same in PyTorch; a test checks they agree):
 //
 //   manual_seed(seed); model = GPTModel(config)        init draws from the default generator
+//                      (--arch llama, qwen3: LlamaForCausalLM(llama_config(options)), models/llama.h)
 //   opt = AdamW(weight_decay_groups(model), lr, weight_decay)
 //   gen = Generator(seed)                              batches draw from their own generator
 //   each step s:  every group's lr = lr_at(s)
@@ -64,6 +65,7 @@
 #include "tokenizers/tokenizer.h"
 #include "models/gpt.h"
 #include "models/gpt_lora.h"
+#include "models/llama.h"
 #include "optim/adam.h"
 
 namespace tg::train {
@@ -109,9 +111,16 @@ class Trainer {
   // For resuming (train/run_folder.cpp): the step reached and the batch generator.
   void set_step(int64_t step) { step_ = step; }
   Generator& batch_generator() { return batch_gen_; }
-  models::GPTModel& model() { return *model_; }
+  models::CausalLM& model() { return *model_; }
+  // The model as the GPT it is (GPT-2's folders, LoRA); an Error for a llama or qwen3 run.
+  models::GPTModel& gpt();
+  // The model as the LlamaForCausalLM it is; an Error for a GPT run.
+  models::LlamaForCausalLM& llama();
+  // A llama or qwen3 run's LlamaConfig (its model is a LlamaForCausalLM); nullptr for a GPT.
+  const models::LlamaConfig* llama_config() const { return llama_ ? &*llama_ : nullptr; }
   optim::AdamW& optimizer() { return *optimizer_; }
   const tokenizers::Tokenizer& tokenizer() const { return tokenizer_; }
+  // The GPT's config; for a llama or qwen3 run, the size flags' shape with the vocabulary.
   const models::GPTConfig& config() const { return config_; }
   const TrainOptions& options() const { return options_; }
   // An instruction run's examples (data_format "jsonl"), or nullptr.
@@ -142,7 +151,8 @@ class Trainer {
   Split data_;                                 // text runs
   std::optional<InstructionData> instructions_;  // instruction runs
   models::GPTConfig config_;
-  std::unique_ptr<models::GPTModel> model_;
+  std::optional<models::LlamaConfig> llama_;  // --arch llama or qwen3
+  std::unique_ptr<models::CausalLM> model_;
   std::unique_ptr<optim::AdamW> optimizer_;
   std::vector<Tensor> trained_;  // the parameters the optimizer updates (all, or the adapters)
   Generator batch_gen_;

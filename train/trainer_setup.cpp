@@ -56,12 +56,18 @@ double physical_memory_bytes() {
 // --loss-chunk rows of them with it; none counted for instruction examples, padded to the longest).
 // A shape whose least is more than the machine's memory is refused before any of it is made,
 // naming the flags, instead of failing inside an allocation (or being killed) with no flag named.
-void check_run_fits_in_memory(const models::GPTConfig& c, const TrainOptions& o) {
+void check_run_fits_in_memory(const models::GPTConfig& c, const models::LlamaConfig* llama, const TrainOptions& o) {
   const double memory = physical_memory_bytes();
   if (memory <= 0) return;
   const auto C = static_cast<double>(c.emb_dim), V = static_cast<double>(c.vocab_size),
              T = static_cast<double>(c.context_length), L = static_cast<double>(c.n_layers);
-  const double weights = V * C * (c.tie_weights ? 1 : 2) + T * C + L * (12 * C * C + 13 * C);
+  double weights = V * C * (c.tie_weights ? 1 : 2) + T * C + L * (12 * C * C + 13 * C);
+  if (llama) {  // no position table; q, k, v, o of the heads' widths, the SwiGLU's three matrices
+    const auto qo = static_cast<double>(llama->num_attention_heads * llama->head_dim),
+               kv = static_cast<double>(llama->num_key_value_heads * llama->head_dim),
+               I = static_cast<double>(llama->intermediate_size);
+    weights = V * C * (c.tie_weights ? 1 : 2) + L * (2 * C * qo + 2 * C * kv + 3 * C * I + 2 * C) + C;
+  }
   double logit_rows = o.data_format == "jsonl" ? 0 : static_cast<double>(o.batch) * T;
   if (o.loss_chunk > 0) logit_rows = std::min(logit_rows, static_cast<double>(o.loss_chunk));
   const double least = 4 * (weights + T * T + logit_rows * V);
@@ -117,11 +123,25 @@ Trainer::Trainer(const TrainOptions& options, const std::string& text, tokenizer
     check_split_length(data_.val, options.model.context_length, "validation");
   }
   bytes_per_id_ = tokenizer_.bytes_per_id();
-  check_run_fits_in_memory(config_, options);
+  if (options.arch != "gpt2") llama_ = train::llama_config(options, config_.vocab_size);
+  check_run_fits_in_memory(config_, llama_ ? &*llama_ : nullptr, options);
   manual_seed(static_cast<uint64_t>(options.seed));
-  model_ = std::make_unique<models::GPTModel>(config_);
+  if (llama_) model_ = std::make_unique<models::LlamaForCausalLM>(*llama_);
+  else model_ = std::make_unique<models::GPTModel>(config_);
   model_->set_checkpointing(models::checkpointing_from_name(options.checkpoint_activations));
   make_optimizer();
+}
+
+models::GPTModel& Trainer::gpt() {
+  auto* gpt = dynamic_cast<models::GPTModel*>(model_.get());
+  if (!gpt) throw Error("this run's model is a " + model_->type_name() + " (--arch " + options_.arch + "), not a GPT");
+  return *gpt;
+}
+
+models::LlamaForCausalLM& Trainer::llama() {
+  auto* llama = dynamic_cast<models::LlamaForCausalLM*>(model_.get());
+  if (!llama) throw Error("this run's model is a " + model_->type_name() + " (--arch " + options_.arch + "), not a Llama");
+  return *llama;
 }
 
 void Trainer::make_optimizer() {
@@ -137,7 +157,7 @@ void Trainer::apply_lora(const std::string& base) {
   const models::LoRAConfig config = lora_config(options_);
   if (config.r < 1) throw Error("apply_lora: this run has no --lora-rank");
   manual_seed(static_cast<uint64_t>(options_.seed));  // the adapters' A: torch.manual_seed(seed); get_peft_model(...)
-  models::apply_lora(*model_, config);
+  models::apply_lora(gpt(), config);
   make_optimizer();  // the adapters alone
   lora_ = models::AdapterConfig{config, base};
 }

@@ -161,6 +161,9 @@ def check_config(config, path):
     if isinstance(config, dict) and config.get("model_type") == "gpt2" and not is_gpt2_layout(config):
         raise RunError(f"{path}: a Hugging Face GPT-2 folder, not a run: start one with ./build/examples/train_gpt "
                        "--init-from DIR (examples/pytorch/hf_gpt2.py's from_pretrained loads the model)")
+    if isinstance(config, dict) and config.get("model_type") in ("llama", "qwen2", "qwen3"):
+        raise RunError(f"{path}: a {config['model_type']} folder: examples/pytorch/hf_llama.py loads its model; "
+                       "llama and qwen3 runs train in tapegrad (./build/examples/train_gpt --resume DIR)")
     where = f"{path} (its \"{TAPEGRAD_SECTION}\" member)" if is_gpt2_layout(config) else path
     check_run_section(run_section(config), where)
 

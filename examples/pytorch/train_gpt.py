@@ -357,6 +357,10 @@ def options(argv=None):
     p.add_argument("--emb-dim", type=int, default=64)
     p.add_argument("--heads", type=int, default=4)
     p.add_argument("--layers", type=int, default=2)
+    p.add_argument("--arch", choices=["gpt2", "llama", "qwen3"], default="gpt2",
+                   help="gpt2 only here (llama and qwen3 runs: ./build/examples/train_gpt --arch llama; their folder "
+                        "is a Hugging Face folder that examples/pytorch/hf_llama.py loads)")
+    p.add_argument("--kv-heads", type=int, default=0, help="llama and qwen3 runs' (train_gpt's)")
     p.add_argument("--dropout", type=float, default=0.0)
     p.add_argument("--lr", type=float, default=2e-3)
     p.add_argument("--min-lr", type=float, default=2e-4)
@@ -410,6 +414,9 @@ def check_options(o, world=1):
         raise ValueError(f"--data-format {o.data_format}: instruction fine-tuning (loss masks, padded batches) runs "
                          "in tapegrad only: ./build/examples/train_gpt --data-format jsonl (--resume continues it); "
                          "examples/pytorch trains on text")
+    if o.arch != "gpt2" or o.kv_heads:
+        raise ValueError(f"--arch {o.arch}: llama and qwen3 runs train in tapegrad: ./build/examples/train_gpt --arch "
+                         f"{o.arch}; their folder is a Hugging Face folder, loaded by examples/pytorch/hf_llama.py")
     if o.write_corpus:
         raise ValueError("--write-corpus: the built-in corpus is tapegrad's: ./build/examples/train_gpt "
                          "--write-corpus FILE")

@@ -121,7 +121,7 @@ TEST(GenerateProgram, PrintsWhatWriteTextReturns) {
   std::string want;
   for (int k = 1; k <= 2; ++k) {
     want += "--- sample " + std::to_string(k) + " ---\n" +
-            train::write_text(*saved.model, saved.tokenizer, saved.tokenizer.encode("The "), 40,
+            train::write_text(*saved.model, *saved.tokenizer, saved.tokenizer->encode("The "), 40,
                                  {.temperature = 1.5}, gen) +
             "\n";
   }
@@ -144,11 +144,11 @@ TEST(GenerateProgram, StreamedTextIsTheReturnedTextFlushedOnWholeCharacters) {
   std::ostream stream(&flushes);
   train::SavedModel saved = train::load_saved_model(kGpt2);
   Generator gen(11), again(11);
-  const std::vector<int64_t> prompt = saved.tokenizer.encode("caf\xc3\xa9 ");
+  const std::vector<int64_t> prompt = saved.tokenizer->encode("caf\xc3\xa9 ");
   const models::SamplingOptions options{.temperature = 100.0};
-  const std::string text = train::write_text(*saved.model, saved.tokenizer, prompt, 60, options, gen, &stream);
+  const std::string text = train::write_text(*saved.model, *saved.tokenizer, prompt, 60, options, gen, &stream);
   EXPECT_EQ(flushes.str(), text);
-  EXPECT_EQ(text, train::write_text(*saved.model, saved.tokenizer, prompt, 60, options, again));
+  EXPECT_EQ(text, train::write_text(*saved.model, *saved.tokenizer, prompt, 60, options, again));
   ASSERT_GT(flushes.seen.size(), 2u);
   EXPECT_EQ(flushes.seen.back(), text);
   std::vector<bool> inside(text.size() + 1, false);  // offsets within a character (a well-formed sequence)

@@ -123,7 +123,7 @@ TEST(LoraRuns, TheBaseWeightsStayAsTheyWereAndOnlyTheAdaptersHaveOptimizerState)
   std::string text = read_bytes(kText);
   train::Trainer trainer(o, text, tokenizers::load_tokenizer(kBase), config);
   models::HfGpt2Info layout;
-  models::load_hf_gpt2_weights(trainer.model(), kBase + "/model.safetensors", &layout);
+  models::load_hf_gpt2_weights(trainer.gpt(), kBase + "/model.safetensors", &layout);
   NamedTensors before;
   for (const auto& [name, t] : trainer.model().state_dict()) before.push_back({name, t.detach().clone()});
   trainer.apply_lora(kBase);
@@ -145,7 +145,7 @@ TEST(LoraRuns, TheBaseWeightsStayAsTheyWereAndOnlyTheAdaptersHaveOptimizerState)
   const NamedTensors state = trainer.optimizer().state_dict();
   EXPECT_EQ(state.size(), 3 * 16u);  // step, exp_avg, exp_avg_sq of A and B at 4 places in 2 blocks
   for (const auto& [name, t] : state) EXPECT_TRUE(name.find("lora") != std::string::npos) << name;
-  EXPECT_NE(models::peft_adapter_tensors(trainer.model())[1].second.abs().max().item<float>(), 0.0f);  // B trained
+  EXPECT_NE(models::peft_adapter_tensors(trainer.gpt())[1].second.abs().max().item<float>(), 0.0f);  // B trained
 }
 
 TEST(LoraRuns, TheFolderHoldsPeftsFilesAndGenerateAndEvalOnlyReadIt) {

@@ -92,7 +92,7 @@ void save_small_lora_run(const std::string& dir) {
   const models::GPTConfig config = models::hf_gpt2_config(json::parse_file(kBase + "/config.json"), kBase);
   train::Trainer trainer(o, read_bytes(kText), tokenizers::load_tokenizer(kBase), config);
   models::HfGpt2Info layout;
-  models::load_hf_gpt2_weights(trainer.model(), kBase + "/model.safetensors", &layout);
+  models::load_hf_gpt2_weights(trainer.gpt(), kBase + "/model.safetensors", &layout);
   trainer.apply_lora(kBase);
   trainer.train_step();
   train::save_run(trainer, dir);

@@ -10,6 +10,7 @@
 
 #include "autograd/ops.h"
 #include "autograd/tape.h"
+#include "models/gpt.h"
 #include "train/evaluate.h"
 
 namespace tg {

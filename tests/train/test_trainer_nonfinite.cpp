@@ -41,7 +41,7 @@ const std::string& text() {
 // One output row of +inf: every logit of that class is +-inf or nan, so the loss is nan.
 void poison_output_row(train::Trainer& t) {
   NoGradGuard no_grad;
-  t.model().out_head->weight.narrow(0, 0, 1).fill_(std::numeric_limits<double>::infinity());
+  t.gpt().out_head->weight.narrow(0, 0, 1).fill_(std::numeric_limits<double>::infinity());
 }
 
 struct Snapshot {

@@ -1,0 +1,168 @@
+// train_gpt's other architectures, --arch llama and qwen3 (train/options.h's llama_config): the
+// Trainer trains a LlamaForCausalLM with the GPT's loop, the run's folder is a Hugging Face folder
+// of that model_type which load_hf_llama reads, and a resumed run continues bit for bit.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "autograd/io/json.h"
+#include "autograd/io/safetensors.h"
+#include "autograd/ops.h"
+#include "autograd/tape.h"
+#include "models/hf_llama.h"
+#include "train/corpus.h"
+#include "train/run_folder.h"
+#include "test_util.h"
+
+namespace tg {
+namespace {
+
+using test::expect_error;
+using test::same_bytes;
+using test::TempFolder;
+
+train::TrainOptions llama_options(const std::string& arch) {
+  train::TrainOptions o;
+  o.arch = arch;
+  o.batch = 4;
+  o.model.context_length = 16;
+  o.model.emb_dim = 16;
+  o.model.n_heads = 4;
+  o.kv_heads = 2;
+  o.model.n_layers = 2;
+  o.steps = 12;
+  o.warmup = 2;
+  o.eval_batches = 2;
+  return o;
+}
+
+const std::string& text() {
+  static const std::string t = train::builtin_corpus(20000, 7);
+  return t;
+}
+
+TEST(LlamaRuns, TheSizeFlagsMakeTheLlamaConfig) {
+  train::TrainOptions o = llama_options("qwen3");
+  o.model.emb_dim = 48;
+  o.model.n_heads = 6;
+  o.kv_heads = 3;
+  o.model.tie_weights = true;
+  o.model.drop_rate = 0.25;
+  const models::LlamaConfig c = train::llama_config(o, 70);
+  EXPECT_EQ(c.model_type, "qwen3");
+  EXPECT_TRUE(c.qk_norm);
+  EXPECT_EQ(c.vocab_size, 70);
+  EXPECT_EQ(c.hidden_size, 48);
+  EXPECT_EQ(c.num_attention_heads, 6);
+  EXPECT_EQ(c.num_key_value_heads, 3);
+  EXPECT_EQ(c.head_dim, 8);
+  EXPECT_EQ(c.intermediate_size, 128);  // 8 * 48 / 3, a multiple of 8 already
+  EXPECT_EQ(c.num_hidden_layers, 2);
+  EXPECT_EQ(c.max_position_embeddings, 16);
+  EXPECT_TRUE(c.tie_word_embeddings);
+  EXPECT_EQ(c.attention_dropout, 0.25);
+  EXPECT_FALSE(c.qkv_bias || c.o_bias);
+  o.arch = "llama";
+  o.kv_heads = 0;  // not given: every head its own keys and values
+  EXPECT_FALSE(train::llama_config(o, 70).qk_norm);
+  EXPECT_EQ(train::llama_config(o, 70).num_key_value_heads, 6);
+  EXPECT_EQ(train::swiglu_width(64), 176);  // 170.67 rounded up to a multiple of 8
+}
+
+TEST(LlamaRuns, SizesThatDoNotDivideAreUsageErrorsNamingTheFlags) {
+  train::TrainOptions o = llama_options("llama");
+  o.kv_heads = 3;
+  expect_error([&] { train::llama_config(o, 50); }, {"--kv-heads (3) must divide --heads (4)"});
+  o = llama_options("llama");
+  o.model.emb_dim = 18;
+  expect_error([&] { train::llama_config(o, 50); }, {"--emb-dim (18) must be divisible by --heads (4)"});
+  o.model.emb_dim = 12;  // head_dim 3: RoPE pairs a head's features
+  expect_error([&] { train::llama_config(o, 50); }, {"--emb-dim / --heads (3) must be even"});
+}
+
+// The run's model is a Llama of the flags' shape, it learns, and its folder is what
+// from_pretrained reads: Hugging Face's config.json (with the run's own section) and names.
+TEST(LlamaRuns, AQwen3RunTrainsAndItsFolderIsAHuggingFaceFolder) {
+  train::Trainer t(llama_options("qwen3"), text());
+  ASSERT_EQ(t.model().type_name(), "Qwen3ForCausalLM");
+  EXPECT_TRUE(t.llama().model->decoder_layers[0]->self_attn->q_norm != nullptr);
+  expect_error([&] { t.gpt(); }, {"Qwen3ForCausalLM (--arch qwen3), not a GPT"});
+  const double first = t.evaluate().val;
+  for (int i = 0; i < 12; ++i) t.train_step();
+  EXPECT_LT(t.evaluate().val, first - 0.1);  // 3.60 -> 3.47 here
+
+  TempFolder dir;
+  train::save_run(t, dir.path);
+  const json::Value config = json::parse_file(dir.file("config.json"));
+  EXPECT_EQ(config["model_type"].as_string(), "qwen3");
+  EXPECT_EQ(config["num_key_value_heads"].as_int64(), 2);
+  EXPECT_EQ(config["tapegrad"]["train"]["arch"].as_string(), "qwen3");
+  EXPECT_FALSE(config["tapegrad"].contains("model"));  // the Hugging Face fields are the model
+  models::HfLlama hf = models::load_hf_llama(dir.path);
+  const Tensor idx = from_vector(std::vector<int64_t>{1, 5, 9, 2, 7, 3}, {1, 6});
+  NoGradGuard no_grad;
+  t.model().eval();
+  EXPECT_TRUE(same_bytes(hf.model->forward(idx), t.model().forward(idx)));
+  // generate --ckpt and --eval-only read it with its tokenizer
+  train::SavedModel saved = train::load_saved_model(dir.path);
+  ASSERT_TRUE(saved.tokenizer.has_value());
+  EXPECT_EQ(saved.tokenizer->to_json(), t.tokenizer().to_json());
+  EXPECT_TRUE(same_bytes(saved.model->forward(idx), t.model().forward(idx)));
+}
+
+// N steps, save, resume, N steps = 2N steps straight: the weights, AdamW's state, the batch
+// generator and the default one (attention dropout draws from it), with a tied head.
+TEST(LlamaRuns, AResumedRunEqualsTheStraightRunBitForBit) {
+  train::TrainOptions o = llama_options("llama");
+  o.model.drop_rate = 0.1;
+  o.model.tie_weights = true;
+  train::Trainer straight(o, text());
+  std::vector<double> want;
+  for (int i = 0; i < 12; ++i) want.push_back(straight.train_step().loss);
+
+  TempFolder dir;
+  std::vector<double> got;
+  {
+    train::Trainer first(o, text());
+    for (int i = 0; i < 6; ++i) got.push_back(first.train_step().loss);
+    train::save_run(first, dir.path);
+  }
+  for (const SafetensorsEntry& e : safetensors_entries(dir.file("model.safetensors")))
+    EXPECT_NE(e.name, "lm_head.weight");  // tied: the head is embed_tokens.weight, left out as transformers does
+  randn({100});  // the default generator moves on; resuming must put it back
+  std::unique_ptr<train::Trainer> second = train::resume_trainer(dir.path, train::saved_options(dir.path), text());
+  EXPECT_EQ(second->step(), 6);
+  for (int i = 0; i < 6; ++i) got.push_back(second->train_step().loss);
+  EXPECT_EQ(got, want);  // exact, not close
+  const NamedTensors a = straight.model().state_dict(), b = second->model().state_dict();
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t k = 0; k < a.size(); ++k) EXPECT_TRUE(same_bytes(b[k].second, a[k].second)) << a[k].first;
+
+  // a GPT's options over this folder: refused, not read as something else
+  train::TrainOptions gpt = train::saved_options(dir.path);
+  gpt.arch = "gpt2";
+  expect_error([&] { train::resume_trainer(dir.path, gpt, text()); }, {"\"arch\" is gpt2", "not a consistent run"});
+}
+
+// --checkpoint-activations gives the same losses bit for bit; --loss-chunk the same to rounding.
+TEST(LlamaRuns, CheckpointingAndLossChunksKeepTheLosses) {
+  auto losses = [](const std::string& checkpointing, int64_t loss_chunk) {
+    train::TrainOptions o = llama_options("qwen3");
+    o.checkpoint_activations = checkpointing;
+    o.loss_chunk = loss_chunk;
+    train::Trainer t(o, text());
+    std::vector<double> l;
+    for (int i = 0; i < 4; ++i) l.push_back(t.train_step().loss);
+    return l;
+  };
+  const std::vector<double> plain = losses("none", 0);
+  EXPECT_EQ(losses("every", 0), plain);
+  EXPECT_EQ(losses("ffn", 0), plain);
+  const std::vector<double> chunked = losses("none", 24);
+  for (size_t i = 0; i < plain.size(); ++i) EXPECT_NEAR(chunked[i], plain[i], 1e-6 + 1e-6 * std::abs(plain[i]));
+}
+
+}  // namespace
+}  // namespace tg
