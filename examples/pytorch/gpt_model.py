@@ -93,7 +93,8 @@ def sample_next_token(logits, temperature=1.0, top_k=0, top_p=1.0, generator=Non
 def generate(model, idx, max_new_tokens, temperature=1.0, top_k=0, top_p=1.0, generator=None, stop_token=-1):
     """idx (B,T) -> (B, T + max_new_tokens); the window slides past the context length. stop_token >= 0:
     it stops after the step in which every row has written that id (models/generate.h's stop_token)."""
-    context = model.pos_emb.weight.shape[0]
+    # the positions a forward may see: GPTModel's position table, a Llama's max_position_embeddings
+    context = model.pos_emb.weight.shape[0] if hasattr(model, "pos_emb") else model.config.max_position_embeddings
     stopped = torch.zeros(idx.shape[0], dtype=torch.bool, device=idx.device)
     for _ in range(max_new_tokens):
         logits = model(idx[:, -context:])[:, -1, :]

@@ -41,7 +41,8 @@ def config_defaults(model_type):
     return dict(vocab_size=32000 if llama else 151936, hidden_size=4096, intermediate_size=11008 if llama else 22016,
                 num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=None, head_dim=None,
                 max_position_embeddings=2048 if llama else 32768, rms_norm_eps=1e-6, rope_theta=10000.0,
-                rope_scaling=None, tie_word_embeddings=False, attention_bias=False, hidden_act="silu")
+                rope_scaling=None, tie_word_embeddings=False, attention_bias=False, hidden_act="silu",
+                attention_dropout=0.0)
 
 
 class Config:
@@ -126,6 +127,7 @@ class Attention(nn.Module):
             self.q_norm = RMSNorm(self.hs, c.rms_norm_eps)
             self.k_norm = RMSNorm(self.hs, c.rms_norm_eps)
         self.qk_norm = c.qk_norm
+        self.attention_dropout = c.attention_dropout  # on the attention weights, when training
 
     def forward(self, x, cos, sin, past_kv=None):
         B, T, _ = x.shape
@@ -148,6 +150,7 @@ class Attention(nn.Module):
         scores = q @ k.transpose(2, 3) / math.sqrt(self.hs)  # (B, h, T, S)
         hidden = torch.ones(T, S, dtype=torch.bool).triu(past + 1)  # query i at position past + i
         weights = torch.softmax(scores.masked_fill(hidden, float("-inf")), dim=-1)
+        weights = torch.nn.functional.dropout(weights, self.attention_dropout, self.training)
         context = (weights @ v).transpose(1, 2).reshape(B, T, self.h * self.hs)
         return self.o_proj(context), present
 

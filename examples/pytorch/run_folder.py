@@ -38,6 +38,7 @@ NAMES = {v: k for k, v in DTYPES.items()}
 FILES = ("model.safetensors", "optimizer.safetensors", "config.json", "tokenizer.json")
 CSV_HEADER = "step,train_loss,val_loss,lr,tokens_per_s,elapsed_s,train_bpb,val_bpb"
 PRECISIONS = ("fp32", "bf16")  # train_gpt's --precision
+LLAMA_FAMILY = ("llama", "qwen2", "qwen3")  # model_types of train_gpt --arch llama / qwen3 runs (hf_llama.py)
 TAPEGRAD_SECTION = "tapegrad"  # a run from GPT-2: config.json's member with the run's own object
 
 
@@ -141,14 +142,29 @@ def is_gpt2_layout(config):
     return isinstance(config, dict) and config.get("model_type") == "gpt2" and TAPEGRAD_SECTION in config
 
 
+def is_llama_layout(config):
+    """A train_gpt --arch llama or qwen3 run: a Hugging Face config.json of that model_type (the
+    model's fields) with the run's own {"train", "kernels"} as its member "tapegrad"."""
+    return isinstance(config, dict) and config.get("model_type") in LLAMA_FAMILY and TAPEGRAD_SECTION in config
+
+
 def run_section(config):
-    """The run's own {"model", "train", "kernels"}: the whole config.json, or its "tapegrad" member."""
-    return config[TAPEGRAD_SECTION] if is_gpt2_layout(config) else config
+    """The run's own {"model", "train", "kernels"}: the whole config.json, or its "tapegrad" member
+    (a llama or qwen3 run's has no "model": the Hugging Face fields are the model)."""
+    return config[TAPEGRAD_SECTION] if is_gpt2_layout(config) or is_llama_layout(config) else config
+
+
+def model_config(config):
+    """What the model is built from: the run's "model" (GPTModel's config), or a llama or qwen3
+    run's Hugging Face fields (hf_llama.LlamaForCausalLM's)."""
+    if is_llama_layout(config):
+        return {key: value for key, value in config.items() if key != TAPEGRAD_SECTION}
+    return run_section(config)["model"]
 
 
 def with_run_section(config, section):
-    """config.json with section as the run's own object (the last member of a GPT-2 run's config)."""
-    if not is_gpt2_layout(config):
+    """config.json with section as the run's own object (the last member of a GPT-2 or Llama run's config)."""
+    if not (is_gpt2_layout(config) or is_llama_layout(config)):
         return section
     out = {key: value for key, value in config.items() if key != TAPEGRAD_SECTION}
     out[TAPEGRAD_SECTION] = section
@@ -161,17 +177,20 @@ def check_config(config, path):
     if isinstance(config, dict) and config.get("model_type") == "gpt2" and not is_gpt2_layout(config):
         raise RunError(f"{path}: a Hugging Face GPT-2 folder, not a run: start one with ./build/examples/train_gpt "
                        "--init-from DIR (examples/pytorch/hf_gpt2.py's from_pretrained loads the model)")
-    if isinstance(config, dict) and config.get("model_type") in ("llama", "qwen2", "qwen3"):
-        raise RunError(f"{path}: a {config['model_type']} folder: examples/pytorch/hf_llama.py loads its model; "
-                       "llama and qwen3 runs train in tapegrad (./build/examples/train_gpt --resume DIR)")
-    where = f"{path} (its \"{TAPEGRAD_SECTION}\" member)" if is_gpt2_layout(config) else path
-    check_run_section(run_section(config), where)
+    if isinstance(config, dict) and config.get("model_type") in LLAMA_FAMILY and not is_llama_layout(config):
+        raise RunError(f"{path}: a Hugging Face {config['model_type']} folder, not a run: examples/pytorch/hf_llama.py's "
+                       "from_pretrained loads its model")
+    hf = is_gpt2_layout(config) or is_llama_layout(config)
+    where = f"{path} (its \"{TAPEGRAD_SECTION}\" member)" if hf else path
+    check_run_section(run_section(config), where, has_model=not is_llama_layout(config))
 
 
-def check_run_section(config, path):
+def check_run_section(config, path, has_model=True):
     keys = declared_keys()
     known_train = set(keys["train"]["math"]) | set(keys["train"]["carried"])
-    for section, names in (("", keys["top"]), ("model", keys["model"]), ("train", sorted(known_train))):
+    top = keys["top"] if has_model else [key for key in keys["top"] if key != "model"]
+    sections = [("", top)] + ([("model", keys["model"])] if has_model else []) + [("train", sorted(known_train))]
+    for section, names in sections:
         found = config if not section else config.get(section)
         if not isinstance(found, dict):
             raise RunError(f"{path}: no \"{section}\" object: not a train_gpt config.json")
@@ -286,6 +305,10 @@ Checkpoint = collections.namedtuple("Checkpoint", "step model optimizer metadata
 def model_state_of(tensors, config, path):
     """model.safetensors' tensors as GPTModel's state_dict, and whether they had GPT-2's
     "transformer." prefix: a run from GPT-2 keeps Hugging Face's names (gpt2_layout.py)."""
+    if is_llama_layout(config):  # Hugging Face's names are the twin's; a tied head is left out of the file
+        if config.get("tie_word_embeddings") and "lm_head.weight" not in tensors:
+            tensors = dict(tensors, **{"lm_head.weight": tensors["model.embed_tokens.weight"]})
+        return tensors, False
     if not is_gpt2_layout(config):
         return tensors, False
     try:
@@ -313,6 +336,9 @@ def load_checkpoint(folder):
 def model_file_tensors(model_state, config, hf_prefixed):
     """What model.safetensors holds: the state_dict, or for a run from GPT-2 its tensors under
     Hugging Face's names (with "transformer." when hf_prefixed), as train_gpt saves such a run."""
+    if is_llama_layout(config):  # as transformers saves: a tied lm_head.weight left out
+        tied = config.get("tie_word_embeddings")
+        return {name: t for name, t in model_state.items() if not (tied and name == "lm_head.weight")}
     if not is_gpt2_layout(config):
         return model_state
     return gpt2_layout.hf_tensors(model_state, run_section(config)["model"]["n_layers"], hf_prefixed)

@@ -45,9 +45,9 @@ import torch.distributed as dist
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import run_folder  # noqa: E402
-from gpt_model import GPTModel, generate  # noqa: E402
+from gpt_model import generate  # noqa: E402
 from run_folder import RunError  # noqa: E402
-from train_gpt import Run, check_options, options, tokenizer_from_json, train_loop  # noqa: E402
+from train_gpt import Run, check_options, make_model, options, tokenizer_from_json, train_loop  # noqa: E402
 
 
 def load_tokenizer(folder):
@@ -63,8 +63,9 @@ def load_model(folder):
     run_folder.check_run_folder(folder, ("model.safetensors", "config.json", "tokenizer.json"))
     config = run_folder.read_config(folder)
     tokenizer = load_tokenizer(folder)
-    model = GPTModel(run_folder.run_section(config)["model"])
-    state = run_folder.read_model_state(folder, config)  # GPTModel's names (a run from GPT-2: mapped)
+    model = make_model(options(run_folder.flags_of(run_folder.run_section(config)["train"])), 0,
+                       run_folder.model_config(config))
+    state = run_folder.read_model_state(folder, config)  # the model's names (a run from GPT-2: mapped)
     try:
         model.load_state_dict(state, strict=True)
     except RuntimeError as e:
@@ -155,7 +156,7 @@ def worker(rank, world, o, device):
             raise RunError(f"--data {o.data}: its characters differ from the run's tokenizer.json "
                            f"({len(unknown)} new, e.g. {unknown[:3]}): give the text the run trained on")
     section = run_folder.run_section(config)
-    run = Run(o, data, tokenizer, rank, world, device, model_config=section["model"])
+    run = Run(o, data, tokenizer, rank, world, device, model_config=run_folder.model_config(config))
     run.load_state(step, checkpoint.model, checkpoint.optimizer, checkpoint.metadata, folder)
     run.hf_prefixed = checkpoint.hf_prefixed
     if world > 1:

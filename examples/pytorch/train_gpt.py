@@ -38,6 +38,7 @@ import bpe  # noqa: E402
 import gpt2_tokenizer  # noqa: E402
 import run_folder  # noqa: E402
 from gpt_model import GPTModel  # noqa: E402
+from hf_llama import LlamaForCausalLM  # noqa: E402
 
 EVAL_SEED = 2024  # Trainer::kEvalSeed
 
@@ -184,14 +185,37 @@ def config_of(o, vocab_size):
                 layer_norm_eps=1e-5)
 
 
+def swiglu_width(C):
+    """train/options.h's: 8C/3 rounded up to a multiple of 8."""
+    return (8 * C // 3 + 7) // 8 * 8
+
+
+def llama_config_of(o, vocab_size):
+    """A llama or qwen3 run's Hugging Face config, from the size flags as train::llama_config makes it."""
+    return dict(architectures=[("Qwen3" if o.arch == "qwen3" else "Llama") + "ForCausalLM"], model_type=o.arch,
+                vocab_size=vocab_size, hidden_size=o.emb_dim, intermediate_size=swiglu_width(o.emb_dim),
+                num_hidden_layers=o.layers, num_attention_heads=o.heads, num_key_value_heads=o.kv_heads or o.heads,
+                head_dim=o.emb_dim // o.heads, max_position_embeddings=o.context, rms_norm_eps=1e-6,
+                rope_theta=10000.0, rope_scaling=None, tie_word_embeddings=o.tie_weights, attention_bias=False,
+                attention_dropout=o.dropout, hidden_act="silu", initializer_range=0.02)
+
+
+def make_model(o, vocab_size, model_config=None):
+    """The run's model, its weights drawn from the default generator: GPTModel, or for --arch llama
+    and qwen3 hf_llama's LlamaForCausalLM (Hugging Face's _init_weights, as tapegrad's)."""
+    if o.arch == "gpt2":
+        return GPTModel(model_config or config_of(o, vocab_size))
+    return LlamaForCausalLM(model_config or llama_config_of(o, vocab_size))
+
+
 Losses = collections.namedtuple("Losses", "train val train_bpb val_bpb")
 
 
 class Run:
     """A run: the model, the optimizer and the batch generator, as tapegrad's Trainer. data: the
     text's bytes. tokenizer: a saved one (resuming), or None to make it as train_gpt does.
-    model_config: a saved run's "model" (resuming; a run from GPT-2 has its own shape), or None
-    for the flags' shape. rank, world: this process's share of each batch when data-parallel (the
+    model_config: a saved run's "model" (resuming; a run from GPT-2 has its own shape; a llama or
+    qwen3 run's Hugging Face fields), or None for the flags' shape. rank, world: this process's share of each batch when data-parallel (the
     model is then wrapped in DistributedDataParallel by the caller, as self.ddp)."""
 
     def __init__(self, o, data, tokenizer=None, rank=0, world=1, device="cpu", model_config=None):
@@ -215,7 +239,7 @@ class Run:
         # draws from the GPU's generator (seeded here too): its masks differ from the CPU's and
         # tapegrad's. The batches do not: batch_gen is a CPU generator on every device.
         torch.manual_seed(o.seed)
-        self.model = GPTModel(model_config or config_of(o, self.tokenizer.vocab_size)).to(device)
+        self.model = make_model(o, self.tokenizer.vocab_size, model_config).to(device)
         self.ddp = self.model  # what the training step calls; DistributedDataParallel(model) when world > 1
         self.optimizer = torch.optim.AdamW(weight_decay_groups(self.model, o.weight_decay), lr=o.lr)
         self.batch_gen = torch.Generator().manual_seed(o.seed)
@@ -358,9 +382,8 @@ def options(argv=None):
     p.add_argument("--heads", type=int, default=4)
     p.add_argument("--layers", type=int, default=2)
     p.add_argument("--arch", choices=["gpt2", "llama", "qwen3"], default="gpt2",
-                   help="gpt2 only here (llama and qwen3 runs: ./build/examples/train_gpt --arch llama; their folder "
-                        "is a Hugging Face folder that examples/pytorch/hf_llama.py loads)")
-    p.add_argument("--kv-heads", type=int, default=0, help="llama and qwen3 runs' (train_gpt's)")
+                   help="gpt2 (gpt_model.py), or llama / qwen3 (hf_llama.py: the run's folder is a Hugging Face folder)")
+    p.add_argument("--kv-heads", type=int, default=0, help="llama, qwen3: key/value heads (0: --heads)")
     p.add_argument("--dropout", type=float, default=0.0)
     p.add_argument("--lr", type=float, default=2e-3)
     p.add_argument("--min-lr", type=float, default=2e-4)
@@ -414,9 +437,15 @@ def check_options(o, world=1):
         raise ValueError(f"--data-format {o.data_format}: instruction fine-tuning (loss masks, padded batches) runs "
                          "in tapegrad only: ./build/examples/train_gpt --data-format jsonl (--resume continues it); "
                          "examples/pytorch trains on text")
-    if o.arch != "gpt2" or o.kv_heads:
-        raise ValueError(f"--arch {o.arch}: llama and qwen3 runs train in tapegrad: ./build/examples/train_gpt --arch "
-                         f"{o.arch}; their folder is a Hugging Face folder, loaded by examples/pytorch/hf_llama.py")
+    if o.arch == "gpt2" and o.kv_heads:
+        raise ValueError("--kv-heads: --arch gpt2 has no grouped-query attention; it goes with --arch llama or qwen3")
+    if o.arch != "gpt2" and not o.resume:
+        if o.init_from:
+            raise ValueError("--init-from reads a GPT-2 folder: it goes with --arch gpt2")
+        kv = o.kv_heads or o.heads
+        if o.emb_dim % o.heads or o.heads % kv or (o.emb_dim // o.heads) % 2:
+            raise ValueError(f"--emb-dim {o.emb_dim}, --heads {o.heads}, --kv-heads {kv}: heads must divide emb-dim "
+                             "into an even head width, and kv-heads divide heads")
     if o.write_corpus:
         raise ValueError("--write-corpus: the built-in corpus is tapegrad's: ./build/examples/train_gpt "
                          "--write-corpus FILE")
@@ -485,6 +514,8 @@ def train_loop(run, o, out="", config=None, loss_rows=None, elapsed_before=0.0):
 
 
 def fresh_config(o, run):
+    if o.arch != "gpt2":  # a Hugging Face folder of that model_type, the run's own object as "tapegrad"
+        return dict(run.model.config_dict, tapegrad={"train": train_config(o), "kernels": "pytorch"})
     return {"model": config_of(o, run.tokenizer.vocab_size), "train": train_config(o), "kernels": "pytorch"}
 
 
