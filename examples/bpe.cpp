@@ -112,23 +112,14 @@ int decode(const BpeOptions& o) {
 int render_chat_command(const BpeOptions& o) {
   if (o.messages.empty()) throw UsageError("--messages FILE.json is required");
   const tokenizers::Tokenizer tok = tokenizers::load_tokenizer(o.tokenizer);
-  const tokenizers::HfTokenizer* hf = tok.hf();
-  tokenizers::ChatFormat format = tokenizers::ChatFormat::kTapegrad;
-  if (!o.chat_format.empty()) {
-    format = tokenizers::chat_format_from_name(o.chat_format);
-  } else if (hf && !hf->chat_template().empty()) {
-    format = tokenizers::chat_format_of_template(hf->chat_template(), hf->source());
-  } else {
-    throw UsageError(o.tokenizer + " has no chat template (tokenizer_config.json's chat_template); give --chat-format");
-  }
+  tokenizers::ChatSetup setup = tokenizers::chat_setup(tok, o.chat_format, o.tokenizer);  // its template, bos, eos
   const json::Value doc = json::parse(train::read_input(o.messages, ""), o.messages);
   const json::Value& list = doc.is_object() && doc.contains("messages") ? doc["messages"] : doc;
-  tokenizers::ChatOptions options;
+  tokenizers::ChatOptions& options = setup.options;
   options.add_generation_prompt = o.add_generation_prompt;
   options.enable_thinking = !o.no_thinking;
   options.date_string = o.date_string;
-  if (hf && hf->bos_id() >= 0) options.bos_token = hf->token_bytes(hf->bos_id());
-  if (tok.end_of_text_id() >= 0) options.eos_token = tok.decode({tok.end_of_text_id()});
+  const tokenizers::ChatFormat format = setup.format;
   const std::string text = tokenizers::render_chat(format, tokenizers::chat_messages_from_json(list, o.messages), options);
   if (!o.ids) {
     std::cout << text;

@@ -165,15 +165,10 @@ void write_generated_ids(const std::vector<std::vector<int64_t>>& samples, const
 // --chat and --chat-messages: a ChatSession over the model and its tokenizer.
 int run_chat(const GenerateOptions& o, train::SavedModel& loaded) {
   if (!loaded.tokenizer) throw UsageError("--chat: " + o.ckpt + " has no tokenizer.json to write the conversation with");
-  const tokenizers::HfTokenizer* hf = loaded.tokenizer->hf();
-  tokenizers::ChatFormat format = tokenizers::ChatFormat::kTapegrad;
-  if (!o.chat_format.empty()) format = tokenizers::chat_format_from_name(o.chat_format);
-  else if (hf && !hf->chat_template().empty()) format = tokenizers::chat_format_of_template(hf->chat_template(), hf->source());
-  else if (hf) throw UsageError("--chat: " + o.ckpt + " has no chat template (tokenizer_config.json's chat_template); give --chat-format");
-  tokenizers::ChatOptions options;
-  options.enable_thinking = !o.no_thinking;
-  if (hf && hf->bos_id() >= 0) options.bos_token = hf->token_bytes(hf->bos_id());
-  if (loaded.tokenizer->end_of_text_id() >= 0) options.eos_token = loaded.tokenizer->decode({loaded.tokenizer->end_of_text_id()});
+  tokenizers::ChatSetup setup = tokenizers::chat_setup(*loaded.tokenizer, o.chat_format, "--chat: " + o.ckpt);
+  setup.options.enable_thinking = !o.no_thinking;
+  const tokenizers::ChatFormat format = setup.format;
+  const tokenizers::ChatOptions& options = setup.options;
   tg::models::ChatSession session(*loaded.model, *loaded.tokenizer, format, options, o.sampling, o.tokens);
   if (session.end_token() < 0 && !o.ignore_eos)
     std::cerr << "generate: note: the tokenizer has no end-of-turn token for " << tokenizers::chat_format_name(format)

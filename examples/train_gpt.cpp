@@ -9,6 +9,8 @@
 //   ./build/examples/train_gpt --init-from gpt2 --data input.txt --steps 200   fine-tune GPT-2
 //   ./build/examples/train_gpt --init-from gpt2 --data examples/data/instructions.jsonl --steps 200
 //                                                   instruction fine-tuning (train/instructions.h)
+//   ./build/examples/train_gpt --init-from gpt2 --data chats.jsonl --steps 200     conversations, the loss on
+//                                                   the assistant's turns (train/chat_data.h)
 //   ./build/examples/train_gpt --init-from gpt2 --data input.txt --lora-rank 8 --lora-targets attn,mlp --out lora_run
 //                                                   LoRA: adapters alone train (models/gpt_lora.h)
 //   ./build/examples/train_gpt --resume lora_run --merge-lora merged     the adapters merged into a GPT-2 folder
@@ -40,6 +42,7 @@
 #include "train/run_folder.h"
 #include "train/evaluate.h"
 #include "train/corpus.h"
+#include "train/chat_data.h"
 #include "train/instructions.h"
 #include "train/run_log.h"
 #include "train/trainer.h"
@@ -96,10 +99,13 @@ std::vector<Flag> train_flags(train::TrainOptions& o) {
     {"out", "folder for the checkpoint, loss.csv, loss.svg, samples and summary"},
     {"resume", "continue the run saved in this folder"},
     {"data", "a text file to train on (default: the built-in corpus)"},
-    {"data-format", "text, or jsonl: --data holds instruction examples, one {\"instruction\", \"input\", \"output\"} "
-                    "object a line (\"input\" may be left out), formatted with the Alpaca template; the loss counts "
-                    "only the responses; the first 90% of the examples train, the rest validate; examples of over "
-                    "--context + 1 tokens are skipped (when not given: jsonl for a --data FILE.jsonl, else text)"},
+    {"data-format", "text; jsonl: --data holds instruction examples, one {\"instruction\", \"input\", \"output\"} "
+                    "object a line (\"input\" may be left out), formatted with the Alpaca template; or chat: "
+                    "conversations, one {\"messages\": [{\"role\", \"content\"}, ...]} a line, rendered with the "
+                    "tokenizer's chat template (tapegrad's own for char, bpe and GPT-2); the loss counts only the "
+                    "responses (the assistant turns); the first 90% of the examples train, the rest validate; examples "
+                    "of over --context + 1 tokens are skipped (when not given: jsonl for a --data FILE.jsonl, chat when "
+                    "its first line has \"messages\", else text)"},
     {"tokenizer", "char (the text's characters), bpe (byte-level BPE learned from the training split), or a path: "
                   "a tokenizer.json, or a folder with one or with GPT-2's vocab.json and merges.txt (--init-from's "
                   "by default; a folder with a tokenizer.json and GPT-2's files it does not name is refused)"},
@@ -154,9 +160,19 @@ bool was_given(const std::vector<std::string>& given, const std::string& flag) {
   return std::find(given.begin(), given.end(), flag) != given.end();
 }
 
-// --data-format not given: jsonl for a --data FILE.jsonl.
+// --data-format not given: for a --data FILE.jsonl, chat when its first line is a conversation (has
+// "messages"), else jsonl.
 void infer_data_format(train::TrainOptions& o, const std::vector<std::string>& given) {
-  if (!was_given(given, "data-format") && o.data.ends_with(".jsonl")) o.data_format = "jsonl";
+  if (was_given(given, "data-format") || !o.data.ends_with(".jsonl")) return;
+  o.data_format = "jsonl";
+  std::ifstream in(o.data, std::ios::binary);
+  std::string first;
+  std::getline(in, first);
+  try {
+    const tg::json::Value line = tg::json::parse(first, o.data);
+    if (line.is_object() && line.contains("messages")) o.data_format = "chat";
+  } catch (const tg::Error&) {  // not JSON: reading the examples says where
+  }
 }
 
 // What --eval-only scores when it is instruction examples (else nullopt: text): all the examples of
@@ -166,7 +182,8 @@ std::optional<train::InstructionData> eval_instructions(const train::TrainOption
                                                  const train::SavedModel& saved, std::string* label) {
   const bool data_given = was_given(given, "data");
   const train::TrainOptions run = o.resume.empty() ? o : train::saved_options(o.resume);
-  if (data_given ? o.data_format != "jsonl" : run.data_format != "jsonl") return std::nullopt;
+  const std::string& format = data_given ? o.data_format : run.data_format;
+  if (format != "jsonl" && format != "chat") return std::nullopt;
   const int64_t context = o.resume.empty() ? saved.model->context_length() : run.model.context_length;
   const tokenizers::Tokenizer& tokenizer = *saved.tokenizer;  // eval_only checked it is there
   const std::string& file = data_given ? o.data : run.data;
@@ -174,17 +191,17 @@ std::optional<train::InstructionData> eval_instructions(const train::TrainOption
   train::InstructionData examples;
   if (data_given) {  // all of them
     *label = file;
-    const std::vector<train::Instruction> all = train::parse_instructions(jsonl, file);
-    train::EncodedInstructions encoded = encode_instructions(all, tokenizer, context, file);
+    int64_t count = 0;
+    train::EncodedInstructions encoded = train::encode_example_file(format, jsonl, file, tokenizer, context, &count);
     if (encoded.examples.empty())
       throw tg::Error(file + ": no example fits the context (" + std::to_string(context) + " tokens)");
-    const std::string note = train::skipped_examples_note(encoded.skipped_lines, std::ssize(all), context);
+    const std::string note = train::skipped_examples_note(encoded.skipped_lines, count, context);
     if (!note.empty()) std::cout << "train_gpt: " << file << ": " << note << "\n";
     examples.val = std::move(encoded.examples);
     examples.pad_id = std::max<int64_t>(0, tokenizer.end_of_text_id());
   } else {
     *label = "the val split of " + file;
-    examples = train::load_instruction_data(jsonl, file, tokenizer, context);
+    examples = train::load_example_data(format, jsonl, file, tokenizer, context);
   }
   return examples;
 }
@@ -411,8 +428,11 @@ std::string write_samples(train::Trainer& trainer, const train::TrainOptions& o)
     for (size_t k = 0; k < std::min<size_t>(3, examples->val.size()); ++k)
       starts.emplace_back(examples->val[k].ids.begin(), examples->val[k].ids.begin() + examples->val[k].prompt_tokens);
   }
-  const tg::models::SamplingOptions sampling{
-      .temperature = 0.8, .stop_token = trainer.instructions() ? trainer.tokenizer().end_of_text_id() : -1};
+  // an example run's samples end where a response ends: the end-of-text, or the chat template's end of turn
+  int64_t stop = trainer.instructions() ? trainer.tokenizer().end_of_text_id() : -1;
+  if (o.data_format == "chat")
+    stop = tokenizers::chat_end_token(train::chat_training_setup(trainer.tokenizer(), o.data).format, trainer.tokenizer());
+  const tg::models::SamplingOptions sampling{.temperature = 0.8, .stop_token = stop};
   for (size_t k = 0; k < starts.size(); ++k) {
     samples += "--- sample " + std::to_string(k + 1) + " ---\n" +
                train::write_text(trainer.model(), trainer.tokenizer(), starts[k], o.sample_tokens, sampling, gen) + "\n";

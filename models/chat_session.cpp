@@ -10,18 +10,6 @@
 
 namespace tg::models {
 
-int64_t chat_end_token(tokenizers::ChatFormat format, const tokenizers::Tokenizer& tokenizer) {
-  const tokenizers::HfTokenizer* hf = tokenizer.hf();
-  switch (format) {
-    case tokenizers::ChatFormat::kQwen3:
-    case tokenizers::ChatFormat::kQwen25: return hf ? hf->token_id("<|im_end|>") : -1;
-    case tokenizers::ChatFormat::kLlama3:
-    case tokenizers::ChatFormat::kLlama31: return hf ? hf->token_id("<|eot_id|>") : -1;
-    case tokenizers::ChatFormat::kTapegrad: break;
-  }
-  return tokenizer.end_of_text_id();
-}
-
 ChatSession::ChatSession(CausalLM& model, const tokenizers::Tokenizer& tokenizer, tokenizers::ChatFormat format,
                          tokenizers::ChatOptions options, SamplingOptions sampling, int64_t max_new_tokens)
     : model_(model),
@@ -30,7 +18,7 @@ ChatSession::ChatSession(CausalLM& model, const tokenizers::Tokenizer& tokenizer
       options_(std::move(options)),
       sampling_(sampling),
       max_new_tokens_(max_new_tokens),
-      end_token_(chat_end_token(format, tokenizer)) {
+      end_token_(tokenizers::chat_end_token(format, tokenizer)) {
   sampling_.validate();
 }
 

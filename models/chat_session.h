@@ -52,7 +52,5 @@ class ChatSession {
   std::vector<int64_t> cached_ids_;  // the ids whose keys and values the cache holds
 };
 
-// The template's end-of-turn token in this tokenizer, or -1.
-int64_t chat_end_token(tokenizers::ChatFormat format, const tokenizers::Tokenizer& tokenizer);
 
 }  // namespace tg::models

@@ -6,6 +6,7 @@
 #include <ctime>
 
 #include "autograd/error.h"
+#include "autograd/io/flags.h"
 #include "tokenizers/unicode_classes.h"
 #include "train/instructions.h"
 
@@ -219,6 +220,29 @@ std::string render_chat(ChatFormat format, const std::vector<ChatMessage>& messa
     case ChatFormat::kTapegrad: break;
   }
   return render_tapegrad(messages, options);
+}
+
+ChatSetup chat_setup(const Tokenizer& tokenizer, const std::string& format_name, const std::string& where) {
+  const HfTokenizer* hf = tokenizer.hf();
+  ChatSetup setup;
+  if (!format_name.empty()) setup.format = chat_format_from_name(format_name);
+  else if (hf && !hf->chat_template().empty()) setup.format = chat_format_of_template(hf->chat_template(), hf->source());
+  else if (hf) throw UsageError(where + " has no chat template (tokenizer_config.json's chat_template); give --chat-format");
+  if (hf && hf->bos_id() >= 0) setup.options.bos_token = hf->token_bytes(hf->bos_id());
+  if (tokenizer.end_of_text_id() >= 0) setup.options.eos_token = tokenizer.decode({tokenizer.end_of_text_id()});
+  return setup;
+}
+
+int64_t chat_end_token(ChatFormat format, const Tokenizer& tokenizer) {
+  const HfTokenizer* hf = tokenizer.hf();
+  switch (format) {
+    case ChatFormat::kQwen3:
+    case ChatFormat::kQwen25: return hf ? hf->token_id("<|im_end|>") : -1;
+    case ChatFormat::kLlama3:
+    case ChatFormat::kLlama31: return hf ? hf->token_id("<|eot_id|>") : -1;
+    case ChatFormat::kTapegrad: break;
+  }
+  return tokenizer.end_of_text_id();
 }
 
 }  // namespace tg::tokenizers

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "autograd/io/json.h"
+#include "tokenizers/tokenizer.h"
 
 namespace tg::tokenizers {
 
@@ -61,5 +62,21 @@ std::vector<ChatMessage> chat_messages_from_json(const json::Value& messages, co
 
 // The conversation as the template writes it.
 std::string render_chat(ChatFormat format, const std::vector<ChatMessage>& messages, const ChatOptions& options);
+
+// What a model with this tokenizer chats with (generate --chat, train_gpt --data-format chat):
+//   format     format_name when given ("" = none), else the format of the tokenizer's
+//              chat_template (tokenizer_config.json's), else tapegrad's own for tapegrad's and
+//              GPT-2's tokenizers; a Hugging Face tokenizer without a template is an Error naming
+//              where (the model folder) and asking for a format
+//   options    bos_token (tokenizer_config.json's) and eos_token (the end-of-text token's text)
+struct ChatSetup {
+  ChatFormat format = ChatFormat::kTapegrad;
+  ChatOptions options;
+};
+ChatSetup chat_setup(const Tokenizer& tokenizer, const std::string& format_name, const std::string& where);
+
+// The template's end-of-turn token in this tokenizer (<|im_end|>, <|eot_id|>, or for tapegrad's
+// the end-of-text), or -1 when it has none.
+int64_t chat_end_token(ChatFormat format, const Tokenizer& tokenizer);
 
 }  // namespace tg::tokenizers

@@ -45,8 +45,8 @@ std::string string_field(const json::Value& object, const char* key, bool option
 
 }  // namespace
 
-std::vector<Instruction> parse_instructions(const std::string& text, const std::string& source) {
-  std::vector<Instruction> out;
+void for_each_jsonl_object(const std::string& text, const std::string& source, const std::string& shape,
+                           const std::function<void(const json::Value&, const std::string&, int64_t)>& on_object) {
   int64_t line_number = 0;
   for (const std::string_view text_line : text_lines(text)) {  // "\n", "\r\n" or "\r" line ends
     const std::string line(text_line);
@@ -61,14 +61,24 @@ std::vector<Instruction> parse_instructions(const std::string& text, const std::
     }
     if (!object.is_object())
       throw Error(where + ": not a JSON object (got " + std::string(json::Value::kind_name(object.kind())) +
-                  "); each line is {\"instruction\": ..., \"input\": ..., \"output\": ...}");
+                  "); each line is " + shape);
+    on_object(object, where, line_number);
+  }
+}
+
+std::vector<Instruction> parse_instructions(const std::string& text, const std::string& source) {
+  std::vector<Instruction> out;
+  for_each_jsonl_object(text, source, "{\"instruction\": ..., \"input\": ..., \"output\": ...}",
+                        [&](const json::Value& object, const std::string& where, int64_t line) {
+    if (object.contains("messages") && !object.contains("instruction"))
+      throw Error(where + ": a conversation (\"messages\"), not an instruction example: give --data-format chat");
     Instruction example;
     example.instruction = string_field(object, "instruction", false, where);
     example.input = string_field(object, "input", true, where);
     example.output = string_field(object, "output", false, where);
-    example.line = line_number;
+    example.line = line;
     out.push_back(std::move(example));
-  }
+  });
   if (out.empty()) throw Error(source + ": no examples (every line is blank)");
   return out;
 }
@@ -99,6 +109,8 @@ EncodedInstructions encode_instructions(const std::vector<Instruction>& examples
       throw Error(where + ": " + err.what());
     }
     if (end_of_text >= 0) x.ids.push_back(end_of_text);
+    x.is_target.assign(x.ids.size(), 1);  // the response and the end-of-text
+    std::fill(x.is_target.begin(), x.is_target.begin() + x.prompt_tokens, 0);
     if (static_cast<int64_t>(x.ids.size()) > context + 1) {
       out.skipped_lines.push_back(e.line);
       continue;
@@ -108,17 +120,13 @@ EncodedInstructions encode_instructions(const std::vector<Instruction>& examples
   return out;
 }
 
-InstructionData load_instruction_data(const std::string& jsonl, const std::string& source, const tokenizers::Tokenizer& tokenizer,
-                                      int64_t context) {
-  const std::vector<Instruction> all = parse_instructions(jsonl, source);
-  const int64_t n = static_cast<int64_t>(all.size());
+InstructionData split_examples(int64_t n, const std::function<EncodedInstructions(int64_t, int64_t)>& encode,
+                               const tokenizers::Tokenizer& tokenizer, int64_t context, const std::string& source) {
   if (n < 2) throw Error(source + ": only 1 example: at least 2 are needed (the first 90% train, the rest validate)");
   const int64_t n_train = train_count(n);  // 1 .. n - 1
   InstructionData data;
   data.pad_id = std::max<int64_t>(0, tokenizer.end_of_text_id());
-  const std::vector<Instruction> train_part(all.begin(), all.begin() + n_train), val_part(all.begin() + n_train, all.end());
-  EncodedInstructions train = encode_instructions(train_part, tokenizer, context, source);
-  EncodedInstructions val = encode_instructions(val_part, tokenizer, context, source);
+  EncodedInstructions train = encode(0, n_train), val = encode(n_train, n);
   data.skipped_lines = train.skipped_lines;
   data.skipped_lines.insert(data.skipped_lines.end(), val.skipped_lines.begin(), val.skipped_lines.end());
   for (const auto& [split, count, name] : {std::tuple{&train, n_train, "training"}, {&val, n - n_train, "validation"}}) {
@@ -130,6 +138,15 @@ InstructionData load_instruction_data(const std::string& jsonl, const std::strin
   data.train = std::move(train.examples);
   data.val = std::move(val.examples);
   return data;
+}
+
+InstructionData load_instruction_data(const std::string& jsonl, const std::string& source, const tokenizers::Tokenizer& tokenizer,
+                                      int64_t context) {
+  const std::vector<Instruction> all = parse_instructions(jsonl, source);
+  auto encode = [&](int64_t first, int64_t last) {
+    return encode_instructions({all.begin() + first, all.begin() + last}, tokenizer, context, source);
+  };
+  return split_examples(std::ssize(all), encode, tokenizer, context, source);
 }
 
 std::string skipped_examples_note(const std::vector<int64_t>& skipped_lines, int64_t examples, int64_t context) {
@@ -157,7 +174,7 @@ Batch instruction_batch(const std::vector<InstructionExample>& examples, const s
       const size_t at = static_cast<size_t>(b * L + t);
       x[at] = e.ids[static_cast<size_t>(t)];
       padded[at] = 0;
-      if (t + 1 >= e.prompt_tokens) y[at] = e.ids[static_cast<size_t>(t + 1)];  // a response token is the target
+      if (e.is_target[static_cast<size_t>(t + 1)]) y[at] = e.ids[static_cast<size_t>(t + 1)];  // a response token is the target
     }
   }
   return {from_vector(x, {B, L}), from_vector(y, {B, L}), from_vector(padded, {B, L}, kBool)};

@@ -16,7 +16,7 @@
 // A batch of examples (instruction_batch) is right-padded to its longest one, not to the context:
 //
 //   x[t] = ids[t]                                   t < n - 1, else the padding id
-//   y[t] = ids[t + 1] if t + 1 >= prompt length     the response's tokens and the end-of-text
+//   y[t] = ids[t + 1] if is_target[t + 1]           the response's tokens and the end-of-text
 //          else -100                                the prompt's, and the padding (ignore_index)
 //   key_padding_mask[t] = t >= n - 1                true = padded: no position attends to it
 //
@@ -29,9 +29,11 @@
 // its order means something); then each split drops its examples that do not fit.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
+#include "autograd/io/json.h"
 #include "train/data.h"
 #include "train/evaluate.h"
 #include "tokenizers/tokenizer.h"
@@ -51,6 +53,11 @@ struct Instruction {
   int64_t line = 0;  // 1-based, in the file
 };
 
+// Each non-blank line of a JSONL text as a JSON object, with where ("source: line N") and its line
+// number; a line that is not JSON, or not an object, is an Error naming it and the shape a line has.
+void for_each_jsonl_object(const std::string& text, const std::string& source, const std::string& shape,
+                           const std::function<void(const json::Value&, const std::string&, int64_t)>& on_object);
+
 // The examples of a JSONL text; source (the file's name) starts every message, with the line:
 // "data.jsonl: line 3: not JSON: ...", "...: line 4: not a JSON object (got an array)",
 // "...: line 5: \"output\" is missing", "...: line 6: \"input\" must be a string, got null".
@@ -62,9 +69,13 @@ std::vector<Instruction> parse_instructions(const std::string& text, const std::
 std::string instructions_as_text(const std::vector<Instruction>& examples);
 
 
+// An example as the model trains on it: its ids and which of them are learnt (the targets). The
+// instruction examples here learn their response; a conversation (train/chat_data.h) its assistant
+// turns.
 struct InstructionExample {
-  std::vector<int64_t> ids;   // the prompt's, then the response's (output, end-of-text)
-  int64_t prompt_tokens = 0;  // how many of ids are the prompt's
+  std::vector<int64_t> ids;        // the prompt's, then the response's (output, end-of-text)
+  std::vector<uint8_t> is_target;  // (ids.size()): 1 where the id is learnt, 0 where it is read only
+  int64_t prompt_tokens = 0;       // the ids before the last response: what a sample is prompted with
   int64_t line = 0;
 };
 
@@ -87,6 +98,12 @@ struct InstructionData {
 // skipping (naming how many were skipped and --context).
 InstructionData load_instruction_data(const std::string& jsonl, const std::string& source, const tokenizers::Tokenizer& tokenizer,
                                       int64_t context);
+
+// The split of n examples of source (the first train_count(n) train), each part encoded by
+// encode(first, last) (examples first .. last - 1), with the errors above: what
+// load_instruction_data and load_chat_data (train/chat_data.h) share.
+InstructionData split_examples(int64_t n, const std::function<EncodedInstructions(int64_t, int64_t)>& encode,
+                               const tokenizers::Tokenizer& tokenizer, int64_t context, const std::string& source);
 
 // "skipped 3 of 60 examples longer than the context (over 257 tokens for --context 256): lines
 // 4, 17, 90", at most the first 5 lines listed; "" when none was skipped.

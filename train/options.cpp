@@ -35,7 +35,7 @@ std::vector<Flag> option_fields(TrainOptions& o) {
       text_flag("out", &o.out, ""),
       text_flag("resume", &o.resume, ""),
       text_flag("data", &o.data, ""),
-      text_flag("data-format", &o.data_format, "", {"text", "jsonl"}),
+      text_flag("data-format", &o.data_format, "", {"text", "jsonl", "chat"}),
       text_flag("tokenizer", &o.tokenizer, ""),
       text_flag("init-from", &o.init_from, ""),
       int_flag("vocab-size", &o.vocab_size, "", 256, 65536),

@@ -49,7 +49,9 @@ struct TrainOptions {
   std::string out = "gpt_run";
   std::string resume;  // a run's --out folder to continue
   std::string data;    // a text file; empty = the built-in corpus
-  std::string data_format = "text";  // "jsonl": --data holds instruction examples (train/instructions.h)
+  // "jsonl": --data holds instruction examples (train/instructions.h); "chat": conversations
+  // (train/chat_data.h); both are fine-tuning examples, only their responses learnt
+  std::string data_format = "text";
   std::string init_from;  // a Hugging Face GPT-2 folder: the run starts from its weights and tokenizer
   // "char": the text's characters; "bpe": byte-level BPE learned from it; else a path: a
   // tokenizer.json, or a folder with one or with GPT-2's files (tokenizers/tokenizer.h)
@@ -102,6 +104,9 @@ models::LlamaConfig llama_config(const TrainOptions& o, int64_t vocab_size);
 // The SwiGLU's width for a model of width C: 8C/3 rounded up to a multiple of 8, so that its three
 // matrices (3 C I weights) hold what the GPT's two (C x 4C and 4C x C, 8 C^2) do.
 inline int64_t swiglu_width(int64_t C) { return (8 * C / 3 + 7) / 8 * 8; }
+
+// --data-format jsonl or chat: the data are examples (padded batches, masked targets), not a text.
+inline bool is_example_data(const TrainOptions& o) { return o.data_format == "jsonl" || o.data_format == "chat"; }
 
 // kBFloat16 for precision "bf16", else kFloat32: what the forward's AutocastGuard is given.
 ScalarType products_dtype(const TrainOptions& o);

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "autograd/ops.h"
+#include "train/chat_data.h"
 
 namespace tg::train {
 
@@ -16,10 +17,10 @@ namespace {
 // The first 90% of the text's bytes: BPE's training split (train_count, as the ids' split).
 size_t train_bytes(const std::string& text) { return static_cast<size_t>(train_count(std::ssize(text))); }
 
-// Instruction examples come from a file: --data-format jsonl without --data is a usage error.
+// Examples come from a file: --data-format jsonl or chat without --data is a usage error.
 void check_data_format(const TrainOptions& o) {
-  if (o.data_format == "jsonl" && o.data.empty())
-    throw UsageError("--data-format jsonl needs --data FILE (the built-in corpus is text)");
+  if (is_example_data(o) && o.data.empty())
+    throw UsageError("--data-format " + o.data_format + " needs --data FILE (the built-in corpus is text)");
 }
 
 tokenizers::Tokenizer make_tokenizer(const TrainOptions& o, const std::string& data) {
@@ -28,11 +29,7 @@ tokenizers::Tokenizer make_tokenizer(const TrainOptions& o, const std::string& d
   // the text it learns from, and how many of its first bytes are the training split's
   std::string text = data;
   size_t n = train_bytes(text);
-  if (o.data_format == "jsonl") {  // instruction examples: as they are formatted, not their JSON
-    const std::vector<Instruction> all = parse_instructions(data, o.data);
-    text = instructions_as_text(all);
-    n = instructions_as_text({all.begin(), all.begin() + train_count(std::ssize(all))}).size();
-  }
+  if (is_example_data(o)) text = examples_as_text(o.data_format, data, o.data, &n);  // as formatted, not their JSON
   if (o.tokenizer == "char") return tokenizers::CharTokenizer::from_text(text);
   tokenizers::BpeTokenizer bpe = tokenizers::BpeTokenizer::train(std::string_view(text).substr(0, n), o.vocab_size);
   if (bpe.merges().empty()) {
@@ -68,7 +65,7 @@ void check_run_fits_in_memory(const models::GPTConfig& c, const models::LlamaCon
                I = static_cast<double>(llama->intermediate_size);
     weights = V * C * (c.tie_weights ? 1 : 2) + L * (2 * C * qo + 2 * C * kv + 3 * C * I + 2 * C) + C;
   }
-  double logit_rows = o.data_format == "jsonl" ? 0 : static_cast<double>(o.batch) * T;
+  double logit_rows = is_example_data(o) ? 0 : static_cast<double>(o.batch) * T;
   if (o.loss_chunk > 0) logit_rows = std::min(logit_rows, static_cast<double>(o.loss_chunk));
   const double least = 4 * (weights + T * T + logit_rows * V);
   if (least <= memory) return;
@@ -107,9 +104,9 @@ Trainer::Trainer(const TrainOptions& options, const std::string& text, tokenizer
   if (options.model.context_length > config_.context_length)
     throw UsageError("--context (" + std::to_string(options.model.context_length) +
                      ") is longer than the model's context_length (" + std::to_string(config_.context_length) + ")");
-  if (options.data_format == "jsonl") {  // instruction examples (instructions.h)
+  if (is_example_data(options)) {  // instruction examples or conversations (instructions.h, chat_data.h)
     check_data_format(options);
-    instructions_ = load_instruction_data(text, options.data, tokenizer_, options.model.context_length);
+    instructions_ = load_example_data(options.data_format, text, options.data, tokenizer_, options.model.context_length);
   } else if (tokenizer_.type() != std::string("char")) {  // byte-level: the splits are cut in the text's bytes
     const size_t n = train_bytes(text);
     const std::vector<int64_t> train = tokenizer_.encode(text.substr(0, n)), val = tokenizer_.encode(text.substr(n));

@@ -1,0 +1,148 @@
+// Conversations as fine-tuning data (train/chat_data.h, train_gpt --data-format chat): the lines
+// read with their errors, each conversation rendered by its tokenizer's template with the
+// assistant turns alone as targets (tapegrad's template with characters and with GPT-2's tokens,
+// Qwen3's and Llama 3's with their own files), and a run that learns them.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "tests/fetched_files.h"
+#include "tokenizers/tokenizer.h"
+#include "train/chat_data.h"
+#include "train/trainer.h"
+#include "test_util.h"
+
+namespace tg {
+namespace {
+
+using test::expect_error;
+
+const std::string kChats =
+    "{\"messages\": [{\"role\": \"user\", \"content\": \"Plural of mouse?\"}, {\"role\": \"assistant\", \"content\": \"mice\"}]}\n"
+    "\n"
+    "{\"messages\": [{\"role\": \"user\", \"content\": \"Plural of ox?\"}, {\"role\": \"assistant\", \"content\": \"oxen\"},"
+    " {\"role\": \"user\", \"content\": \"And goose?\"}, {\"role\": \"assistant\", \"content\": \"geese\"}], \"id\": 7}\n";
+
+// The text of an example's targets, each maximal run of them between [ and ].
+std::string targets_of(const train::InstructionExample& e, const tokenizers::Tokenizer& tokenizer) {
+  std::string out;
+  for (size_t i = 0; i < e.ids.size();) {
+    if (!e.is_target[i]) {
+      ++i;
+      continue;
+    }
+    std::vector<int64_t> run;
+    for (; i < e.ids.size() && e.is_target[i]; ++i) run.push_back(e.ids[i]);
+    out += "[" + tokenizer.decode(run) + "]";
+  }
+  return out;
+}
+
+TEST(ChatData, ReadsTheConversationsAndKeepsLineNumbers) {
+  const std::vector<train::Conversation> chats = train::parse_chats(kChats, "c.jsonl");
+  ASSERT_EQ(chats.size(), 2u);
+  EXPECT_EQ(chats[0].line, 1);
+  EXPECT_EQ(chats[1].line, 3);
+  ASSERT_EQ(chats[1].messages.size(), 4u);
+  EXPECT_EQ(chats[1].messages[3].content, "geese");
+}
+
+TEST(ChatData, BadLinesAreErrorsNamingTheFileAndTheLine) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]}", "c.jsonl: line 1: no assistant turn"},
+      {"{\"turns\": []}", "c.jsonl: line 1: \"messages\" is missing"},
+      {"\n{\"messages\": [{\"role\": \"tool\", \"content\": \"x\"}]}", "c.jsonl: line 2: message 1: unknown role \"tool\""},
+      {"{\"messages\": [{\"role\": \"user\"}]}", "c.jsonl: line 1: message 1: \"content\" is missing"},
+      {"{\"messages\": [", "c.jsonl: line 1: not JSON"},
+      {"[1, 2]", "c.jsonl: line 1: not a JSON object (got an array)"},
+      {"\n  \n", "c.jsonl: no conversations"},
+  };
+  for (const auto& [text, message] : cases) expect_error([&] { train::parse_chats(text, "c.jsonl"); }, {message});
+  // a conversation given as instruction examples says which format it is
+  expect_error([] { train::parse_instructions(kChats, "c.jsonl"); }, {"c.jsonl: line 1: a conversation", "--data-format chat"});
+}
+
+// Characters: tapegrad's template (the instruction prompt, then the answer), no end-of-text token.
+TEST(ChatData, WithCharactersTheAssistantTurnsAloneAreTargets) {
+  const std::vector<train::Conversation> chats = train::parse_chats(kChats, "c.jsonl");
+  const tokenizers::Tokenizer chars = tokenizers::CharTokenizer::from_text(train::chats_as_text(chats));
+  const train::EncodedInstructions encoded = train::encode_chats(chats, chars, 1000, "c.jsonl");
+  ASSERT_EQ(encoded.examples.size(), 2u);
+  EXPECT_EQ(targets_of(encoded.examples[0], chars), "[mice]");
+  EXPECT_EQ(targets_of(encoded.examples[1], chars), "[oxen][geese]");
+  const train::InstructionExample& e = encoded.examples[1];
+  EXPECT_EQ(chars.decode(e.ids), train::alpaca_prompt("Plural of ox?", "") + "oxen" +
+                                     train::alpaca_prompt("And goose?", "") + "geese");
+  // a sample is prompted with everything before the last answer
+  EXPECT_EQ(chars.decode({e.ids.begin(), e.ids.begin() + e.prompt_tokens}),
+            train::alpaca_prompt("Plural of ox?", "") + "oxen" + train::alpaca_prompt("And goose?", ""));
+  // the batch's targets: the next id where it is a target, -100 elsewhere
+  const train::Batch b = train::instruction_batch(encoded.examples, {1}, 0);
+  const std::vector<int64_t> y = b.y.tolist<int64_t>();
+  for (size_t t = 0; t + 1 < e.ids.size(); ++t) EXPECT_EQ(y[t], e.is_target[t + 1] ? e.ids[t + 1] : -100) << t;
+  // too long for the context: skipped, by line
+  const train::EncodedInstructions short_context = train::encode_chats(chats, chars, 200, "c.jsonl");
+  EXPECT_EQ(short_context.examples.size(), 1u);
+  EXPECT_EQ(short_context.skipped_lines, std::vector<int64_t>{3});
+  // tapegrad's template has no system turn: the error names the line
+  const std::string with_system =
+      "{\"messages\": [{\"role\": \"system\", \"content\": \"Be brief.\"}, {\"role\": \"user\", \"content\": \"hi\"},"
+      " {\"role\": \"assistant\", \"content\": \"hello\"}]}";
+  expect_error([&] { train::encode_chats(train::parse_chats(with_system, "s.jsonl"), chars, 1000, "s.jsonl"); },
+               {"s.jsonl: line 1: chat template tapegrad: it has no system turn"});
+}
+
+// GPT-2's tokens: tapegrad's template with <|endoftext|> after each answer, learnt with it.
+TEST(ChatData, WithGpt2sTokensEachAnswerEndsInTheEndOfText) {
+  const tokenizers::Tokenizer gpt2 = tokenizers::load_tokenizer(std::string(TG_REFERENCE_DIR) + "/lora/base");
+  const train::EncodedInstructions encoded = train::encode_chats(train::parse_chats(kChats, "c.jsonl"), gpt2, 1000, "c.jsonl");
+  EXPECT_EQ(targets_of(encoded.examples[1], gpt2), "[oxen<|endoftext|>][geese<|endoftext|>]");
+  EXPECT_EQ(encoded.examples[1].ids.back(), gpt2.end_of_text_id());  // the special token, not its text's tokens
+}
+
+// Qwen3's and Llama 3's templates from their own files: the answer through the end-of-turn token;
+// Qwen3's last answer with its (empty) think block, as the template writes it.
+TEST(ChatData, WithQwen3sAndLlama3sTemplatesTheAnswersEndWithTheirEndOfTurn) {
+  const std::string cache = TG_TOKENIZER_CACHE_DIR;
+  const std::pair<const char*, const char*> files[] = {
+      {"qwen3-tokenizer", "[oxen<|im_end|>][<think>\n\n</think>\n\ngeese<|im_end|>]"},
+      {"llama3-tokenizer", "[oxen<|eot_id|>][geese<|eot_id|>]"}};
+  for (const auto& [folder, want] : files) {
+    if (!test::fetched_file_ready(cache + "/" + folder + "/tokenizer_config.json")) return;
+    const tokenizers::Tokenizer tokenizer = tokenizers::load_tokenizer(cache + "/" + folder);
+    const std::vector<train::Conversation> chats = train::parse_chats(kChats, "c.jsonl");
+    const train::EncodedInstructions encoded = train::encode_chats(chats, tokenizer, 1000, "c.jsonl");
+    EXPECT_EQ(targets_of(encoded.examples[1], tokenizer), want) << folder;
+    // here the pieces' ids are those of the whole conversation encoded at once
+    const tokenizers::ChatSetup setup = train::chat_training_setup(tokenizer, "c.jsonl");
+    EXPECT_EQ(encoded.examples[1].ids, tokenizer.encode(tokenizers::render_chat(setup.format, chats[1].messages, setup.options)))
+        << folder;
+  }
+}
+
+// A tiny model learns the answers: the loss over the assistant turns falls.
+TEST(ChatData, ARunLearnsTheAssistantTurns) {
+  std::string jsonl;
+  for (int i = 0; i < 12; ++i) jsonl += kChats;
+  train::TrainOptions o;
+  o.data_format = "chat";
+  o.data = "c.jsonl";
+  o.model.context_length = 512;
+  o.model.emb_dim = 16;
+  o.model.n_heads = 2;
+  o.model.n_layers = 1;
+  o.batch = 4;
+  o.steps = 30;
+  o.warmup = 2;
+  o.eval_batches = 1;
+  train::Trainer t(o, jsonl);
+  ASSERT_NE(t.instructions(), nullptr);
+  EXPECT_EQ(t.instructions()->train.size() + t.instructions()->val.size(), 24u);
+  const double before = t.evaluate().val;
+  for (int i = 0; i < 30; ++i) t.train_step();
+  EXPECT_LT(t.evaluate().val, before - 0.5);
+}
+
+}  // namespace
+}  // namespace tg
