@@ -1,14 +1,16 @@
 # shellcheck shell=bash
 # Sourced by .ci/run (reference mode), .ci/kernel-classes, .ci/clang-libcxx and .ci/arm64:
-# run_shards runs a GoogleTest binary as one process per core, each a shard of the tests
+# run_shards runs a GoogleTest binary as two processes per core, each a shard of the tests
 # (GTEST_TOTAL_SHARDS), prints each shard's summary and, for a shard that failed, the end of its
-# output; it returns 1 when one failed.
+# output; it returns 1 when one failed. Two a core, not one: GoogleTest deals the tests out in
+# turn, and a few long ones (minutes under AddressSanitizer or qemu) left one core's shard a
+# minute behind the other's; with twice as many shards the cores share that work out.
 #   run_shards [LAUNCHER...] BINARY [GTEST_ARGS...]   e.g. run_shards qemu-aarch64 build/tests/tapegrad_tests
 # Several processes at once, each with a thread per core: OpenMP's threads must sleep, not spin,
 # while they wait (OMP_WAIT_POLICY=passive), or they take the cores from each other's processes.
 run_shards() {
   local shards logs failed=0 shard
-  shards=$(nproc)
+  shards=$((2 * $(nproc)))
   logs=$(mktemp -d)
   local pids=()
   for ((shard = 0; shard < shards; shard++)); do
