@@ -47,6 +47,8 @@
 #include "train/run_log.h"
 #include "train/trainer.h"
 #include "models/generate.h"
+#include "models/hf_gpt2.h"
+#include "models/hf_llama.h"
 
 using namespace tg;
 
@@ -70,10 +72,12 @@ std::vector<Flag> train_flags(train::TrainOptions& o) {
     {"emb-dim", "embedding width"},
     {"heads", "attention heads (must divide --emb-dim)"},
     {"layers", "transformer blocks"},
-    {"arch", "the model: gpt2 (GPT-2's blocks: LayerNorm, learned positions, GELU), llama (RMSNorm, RoPE, a SwiGLU "
-             "feed-forward of width 8/3 --emb-dim, grouped-query attention) or qwen3 (llama's with the QK-norm); a "
-             "llama or qwen3 run's folder is a Hugging Face folder of that model_type"},
-    {"kv-heads", "llama, qwen3: key/value heads of grouped-query attention, dividing --heads (not given: --heads)"},
+    {"arch", "the model of a run from scratch: gpt2 (GPT-2's blocks: LayerNorm, learned positions, GELU), llama "
+             "(RMSNorm, RoPE, a SwiGLU feed-forward of width 8/3 --emb-dim, grouped-query attention), qwen2 (llama's "
+             "with biases on q, k and v) or qwen3 (llama's with the QK-norm); the run's folder is a Hugging Face "
+             "folder of that model_type (a run from --init-from has the folder's)"},
+    {"kv-heads", "llama, qwen2, qwen3: key/value heads of grouped-query attention, dividing --heads (not given: "
+                 "--heads)"},
     {"dropout", "dropout rate in [0, 1) (llama, qwen3: on the attention weights alone, their attention_dropout)"},
     {"tie-weights", "the output layer's weight is the token embedding (GPT-2)"},
     {"lr", "peak learning rate (AdamW)"},
@@ -109,9 +113,10 @@ std::vector<Flag> train_flags(train::TrainOptions& o) {
     {"tokenizer", "char (the text's characters), bpe (byte-level BPE learned from the training split), or a path: "
                   "a tokenizer.json, or a folder with one or with GPT-2's vocab.json and merges.txt (--init-from's "
                   "by default; a folder with a tokenizer.json and GPT-2's files it does not name is refused)"},
-    {"init-from", "start from the weights of a Hugging Face GPT-2 folder (config.json, model.safetensors), with "
-                  "its tokenizer; not given: --context 256 (at most the model's), --batch 4, --lr 1e-4, --min-lr "
-                  "1e-5, --dropout as its config.json"},
+    {"init-from", "start from the weights of a Hugging Face folder: GPT-2's (config.json, model.safetensors), or a "
+                  "Llama, Qwen2 or Qwen3 one (model.safetensors or its shards), with its tokenizer; not given: "
+                  "--context 256 (at most the model's), --batch 4, --lr 1e-4, --min-lr 1e-5, --dropout as its "
+                  "config.json"},
     {"vocab-size", "BPE's vocabulary: 256 bytes + merges (--tokenizer bpe)"},
     {"sample-tokens", "tokens (characters, or BPE tokens) to write in each sample at the end (jsonl: answers to the "
                       "first 3 val examples' prompts)"},
@@ -218,7 +223,7 @@ void say_converted(const std::vector<std::string>& dtypes, const std::string& di
 // line JSON cannot read.
 int eval_only(const train::TrainOptions& o, const std::vector<std::string>& given) {
   if (o.resume.empty() == o.init_from.empty())
-    throw UsageError("--eval-only needs --resume DIR (a run) or --init-from DIR (a GPT-2 folder): one of them");
+    throw UsageError("--eval-only needs --resume DIR (a run) or --init-from DIR (a model folder): one of them");
   if (!o.init_from.empty() && !was_given(given, "data"))
     throw UsageError("--eval-only --init-from needs --data FILE (the text to score)");
   for (const char* flag : {"lora-rank", "lora-alpha", "lora-targets", "merge-lora"})
@@ -231,13 +236,17 @@ int eval_only(const train::TrainOptions& o, const std::vector<std::string>& give
   say_converted(saved.converted_dtypes, dir);
   const tokenizers::Tokenizer& tokenizer = saved.the_tokenizer(dir);
   std::string label;
-  // a GPT-2 folder's windows are its whole context: one at a time unless --batch says more
+  // a folder's windows are its whole context (--context when given; at most 1024 positions: a
+  // Qwen3's 40,960 would not fit in memory), one at a time unless --batch says more
   const int64_t batch = o.resume.empty() ? (was_given(given, "batch") ? o.batch : 1) : train::saved_options(o.resume).batch;
+  const int64_t window = !o.resume.empty()              ? 0  // the run's context
+                         : was_given(given, "context") ? o.model.context_length
+                                                       : std::min<int64_t>(1024, saved.model->context_length());
   train::TextEval e;
   if (const std::optional<train::InstructionData> examples = eval_instructions(o, given, saved, &label)) {
     e = train::evaluate_instructions(*saved.model, tokenizer, examples->val, batch, examples->pad_id);
   } else {
-    e = train::evaluate_text(*saved.model, tokenizer, eval_ids(o, given, tokenizer, &label), batch);
+    e = train::evaluate_text(*saved.model, tokenizer, eval_ids(o, given, tokenizer, &label), batch, window);
   }
   // JSON has no inf or nan: finite weights whose outputs overflow are an error, not a bad line
   if (!std::isfinite(e.loss) || !std::isfinite(e.perplexity) || !std::isfinite(e.bpb))
@@ -272,39 +281,66 @@ void check_lora_flags(train::TrainOptions& o, const std::vector<std::string>& gi
 
 // A fresh run's --arch and the flags that go with it (--kv-heads is llama's and qwen3's).
 void check_arch_flags(const train::TrainOptions& o, const std::vector<std::string>& given) {
+  if (!o.init_from.empty()) {  // the folder's model_type and config.json say all of it
+    for (const char* flag : {"arch", "kv-heads"})
+      if (was_given(given, flag))
+        throw UsageError(std::string("--") + flag + " comes from the --init-from folder's config.json: leave it out");
+    return;
+  }
   if (o.arch == "gpt2") {
     if (was_given(given, "kv-heads"))
       throw UsageError("--kv-heads: --arch gpt2 has no grouped-query attention (every head has its own keys and "
-                       "values); it goes with --arch llama or qwen3");
+                       "values); it goes with --arch llama, qwen2 or qwen3");
     return;
   }
-  if (!o.init_from.empty())
-    throw UsageError("--init-from reads a GPT-2 folder: it goes with --arch gpt2 (a llama or qwen3 run starts from "
-                     "scratch)");
   train::llama_config(o, 256);  // a size that does not divide: a UsageError naming the flags
+}
+
+// What a fresh run from a Hugging Face folder (GPT-2's, or a Llama / Qwen one) takes from it: its
+// shape (those flags are refused) and, unless --tokenizer PATH, its tokenizer; and the defaults of
+// a fine-tune, where a run from scratch has others. model: "GPT-2", "Qwen3", ...; dropout: the
+// folder's config's.
+void take_folder_defaults(train::TrainOptions& o, const std::vector<std::string>& given, const std::string& model,
+                          int64_t context, double dropout) {
+  for (const char* flag : {"emb-dim", "heads", "layers", "tie-weights", "vocab-size"})
+    if (was_given(given, flag))
+      throw UsageError(std::string("--") + flag + " comes from the --init-from folder's config.json: leave it out");
+  if (was_given(given, "tokenizer") && (o.tokenizer == "char" || o.tokenizer == "bpe"))
+    throw UsageError("--tokenizer " + o.tokenizer + ": " + model + " reads its own tokens; give a path to its files, "
+                     "or leave --tokenizer out to use the --init-from folder's");
+  if (!was_given(given, "tokenizer")) o.tokenizer = o.init_from;
+  if (!was_given(given, "dropout")) o.model.drop_rate = dropout;
+  if (!was_given(given, "context")) o.model.context_length = std::min<int64_t>(256, context);
+  if (!was_given(given, "batch")) o.batch = 4;
+  if (!was_given(given, "lr")) o.lr = 1e-4;
+  if (!was_given(given, "min-lr")) o.min_lr = 1e-5;
+}
+
+// A fresh run from a Hugging Face Llama / Qwen folder (train::start_from_llama_folder), saved as a
+// folder of the same model_type.
+std::unique_ptr<train::Trainer> start_from_llama(train::TrainOptions& o, const std::vector<std::string>& given) {
+  if (o.lora_rank > 0)
+    throw UsageError("--lora-rank: LoRA adapts GPT-2 folders only so far; a Llama / Qwen folder trains every weight "
+                     "(leave --lora-rank out)");
+  const std::string config_path = (std::filesystem::path(o.init_from) / "config.json").string();
+  const tg::models::LlamaConfig config = models::hf_llama_config(tg::json::parse_file(config_path), config_path);
+  take_folder_defaults(o, given, config.class_prefix(), config.max_position_embeddings, config.attention_dropout);
+  std::vector<std::string> converted;
+  auto trainer = start_from_llama_folder(o, train::read_data(o.data), &converted);
+  say_converted(converted, o.init_from);
+  o = trainer->options();  // the model's shape from the folder, as the run saves it
+  return trainer;
 }
 
 // A fresh run from a Hugging Face GPT-2 folder: its shape, weights and (unless --tokenizer PATH)
 // tokenizer; the run is saved in the same layout (train/run_folder.h).
 std::unique_ptr<train::Trainer> start_from_gpt2(train::TrainOptions& o, const std::vector<std::string>& given) {
-  for (const char* flag : {"emb-dim", "heads", "layers", "tie-weights", "vocab-size"})
-    if (was_given(given, flag))
-      throw UsageError(std::string("--") + flag + " comes from the --init-from folder's config.json: leave it out");
-  if (was_given(given, "tokenizer") && (o.tokenizer == "char" || o.tokenizer == "bpe"))
-    throw UsageError("--tokenizer " + o.tokenizer + ": GPT-2 reads its own tokens; give a path to its files, or "
-                     "leave --tokenizer out to use the --init-from folder's");
-  if (!was_given(given, "tokenizer")) o.tokenizer = o.init_from;
   const std::string config_path = (std::filesystem::path(o.init_from) / "config.json").string();
   if (!models::is_hf_gpt2_folder(o.init_from))
     throw tg::Error("--init-from " + o.init_from + ": not a Hugging Face GPT-2 folder (" + config_path +
                     " with \"model_type\": \"gpt2\" is missing)");
   const tg::models::GPTConfig config = models::hf_gpt2_config(tg::json::parse_file(config_path), config_path);
-  // the defaults of a fine-tune, where a run from scratch has others
-  if (!was_given(given, "dropout")) o.model.drop_rate = config.drop_rate;
-  if (!was_given(given, "context")) o.model.context_length = std::min<int64_t>(256, config.context_length);
-  if (!was_given(given, "batch")) o.batch = 4;
-  if (!was_given(given, "lr")) o.lr = 1e-4;
-  if (!was_given(given, "min-lr")) o.min_lr = 1e-5;
+  take_folder_defaults(o, given, "GPT-2", config.context_length, config.drop_rate);
   std::vector<std::string> converted;
   auto trainer = start_from_gpt2_folder(o, train::read_data(o.data), &converted);
   say_converted(converted, o.init_from);
@@ -330,7 +366,8 @@ std::unique_ptr<train::Trainer> start_or_resume(train::TrainOptions& o, const st
   check_arch_flags(o, given);
   check_lora_flags(o, given);
   const Activity building("building the model");
-  return o.init_from.empty() ? std::make_unique<train::Trainer>(o, train::read_data(o.data)) : start_from_gpt2(o, given);
+  if (o.init_from.empty()) return std::make_unique<train::Trainer>(o, train::read_data(o.data));
+  return models::is_hf_llama_folder(o.init_from) ? start_from_llama(o, given) : start_from_gpt2(o, given);
 }
 
 // The lines before the first step: the kernels, LoRA's adapters, the model and the run's shape, the

@@ -324,15 +324,18 @@ HfLlama load_hf_llama(const std::string& dir) {
   return out;
 }
 
-void check_hf_llama_weights(const LlamaConfig& config, const std::string& file) {
-  std::map<std::string, std::string> no_shards;
+HfLlamaInfo check_hf_llama_weights(const LlamaConfig& config, const std::string& path) {
+  std::map<std::string, std::string> shard_of;  // a folder's index: name -> shard
   HfLlamaInfo info;
-  check_weight_headers(config, {file}, no_shards, file, &info);
+  info.weight_files = std::filesystem::is_directory(path) ? weight_files(path, &shard_of) : std::vector{path};
+  check_weight_headers(config, info.weight_files, shard_of, path, &info);
+  return info;
 }
 
-void load_hf_llama_weights(LlamaForCausalLM& model, const std::string& file) {
-  check_hf_llama_weights(model.config(), file);
-  read_weights(model, {file});
+HfLlamaInfo load_hf_llama_weights(LlamaForCausalLM& model, const std::string& path) {
+  HfLlamaInfo info = check_hf_llama_weights(model.config(), path);
+  read_weights(model, info.weight_files);
+  return info;
 }
 
 NamedTensors hf_llama_tensors(const LlamaForCausalLM& model) {

@@ -73,11 +73,13 @@ std::vector<std::pair<std::string, Shape>> hf_llama_layout(const LlamaConfig& co
 // without drawing its weights (nn::init::SkipInitGuard): the default generator is left as it was.
 HfLlama load_hf_llama(const std::string& dir);
 
-// One weights file (a train_gpt run's model.safetensors, or its .prev) against config: every name
-// and shape as load_hf_llama checks them, an Error naming the file and the tensor; nothing read.
-void check_hf_llama_weights(const LlamaConfig& config, const std::string& file);
-// The file's weights into model's own tensors, after check_hf_llama_weights.
-void load_hf_llama_weights(LlamaForCausalLM& model, const std::string& file);
+// The weights at path against config, every name and shape as load_hf_llama checks them (an Error
+// naming the file and the tensor), nothing read: path is one file (a train_gpt run's
+// model.safetensors, or its .prev), or a folder (model.safetensors, or the index and its shards).
+// Returns the files and what they hold (converted_dtypes, had_lm_head).
+HfLlamaInfo check_hf_llama_weights(const LlamaConfig& config, const std::string& path);
+// The weights at path into model's own tensors, after check_hf_llama_weights.
+HfLlamaInfo load_hf_llama_weights(LlamaForCausalLM& model, const std::string& path);
 
 // The tensors a Hugging Face file holds, in hf_llama_layout's names and order, as float32.
 NamedTensors hf_llama_tensors(const LlamaForCausalLM& model);

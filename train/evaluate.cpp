@@ -11,8 +11,9 @@
 namespace tg::train {
 
 TextEval evaluate_text(models::CausalLM& model, const tokenizers::Tokenizer& tokenizer, const std::vector<int64_t>& ids,
-                       int64_t batch) {
-  const int64_t n = static_cast<int64_t>(ids.size()), T = model.context_length();
+                       int64_t batch, int64_t context) {
+  const int64_t n = static_cast<int64_t>(ids.size());
+  const int64_t T = context > 0 ? std::min(context, model.context_length()) : model.context_length();
   if (n < 2) throw Error("the text has " + std::to_string(n) + " tokens: at least 2 are needed (one to predict)");
   const std::vector<int64_t> bytes_of = tokenizer.bytes_per_id();
   NoGradGuard no_grad;

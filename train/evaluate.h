@@ -20,8 +20,10 @@ struct TextEval {
   int64_t tokens = 0, bytes = 0;  // targets, and their bytes
 };
 
-// ids: the whole text's ids (at least 2); windows are run `batch` at a time, in eval mode.
+// ids: the whole text's ids (at least 2); windows are run `batch` at a time, in eval mode. context:
+// the windows' length, at most the model's (0: the model's; a Qwen3's 40,960 positions are more
+// than a CPU's memory holds at once).
 TextEval evaluate_text(models::CausalLM& model, const tokenizers::Tokenizer& tokenizer, const std::vector<int64_t>& ids,
-                       int64_t batch);
+                       int64_t batch, int64_t context = 0);
 
 }  // namespace tg::train

@@ -14,7 +14,7 @@ std::vector<Flag> option_fields(TrainOptions& o) {
       int_flag("emb-dim", &o.model.emb_dim, "", 1, 1 << 16),
       int_flag("heads", &o.model.n_heads, "", 1, 1 << 16),
       int_flag("layers", &o.model.n_layers, "", 1, 1 << 10),
-      text_flag("arch", &o.arch, "", {"gpt2", "llama", "qwen3"}),
+      text_flag("arch", &o.arch, "", {"gpt2", "llama", "qwen2", "qwen3"}),
       int_flag("kv-heads", &o.kv_heads, "", 0, 1 << 16),
       number_flag("dropout", &o.model.drop_rate, "", 0, 0.999999),
       switch_flag("tie-weights", &o.model.tie_weights, ""),
@@ -98,6 +98,7 @@ models::LlamaConfig llama_config(const TrainOptions& o, int64_t vocab_size) {
   c.num_key_value_heads = kv_heads;
   c.head_dim = C / heads;
   c.max_position_embeddings = o.model.context_length;
+  c.qkv_bias = o.arch == "qwen2";  // Qwen2's biases on q, k and v
   c.qk_norm = o.arch == "qwen3";
   c.tie_word_embeddings = o.model.tie_weights;
   c.attention_dropout = o.model.drop_rate;

@@ -19,9 +19,10 @@ struct TrainOptions {
   // The model's shape (--context, --emb-dim, --heads, --layers, --dropout); its vocab_size comes
   // from the text's characters.
   models::GPTConfig model{.context_length = 64, .emb_dim = 64, .n_heads = 4, .n_layers = 2, .drop_rate = 0.0};
-  // The architecture of a run from scratch, of that shape: "gpt2" (models/gpt.h), or "llama" or
-  // "qwen3" (models/llama.h: RMSNorm, RoPE, a SwiGLU feed-forward, grouped-query attention; qwen3
-  // adds the QK-norm). llama_config says how the size flags become a LlamaConfig.
+  // The architecture of a run from scratch, of that shape: "gpt2" (models/gpt.h), or "llama",
+  // "qwen2" or "qwen3" (models/llama.h: RMSNorm, RoPE, a SwiGLU feed-forward, grouped-query
+  // attention; qwen2 adds biases on q, k and v, qwen3 the QK-norm). llama_config says how the size
+  // flags become a LlamaConfig. A run from a Hugging Face folder (--init-from) has the folder's.
   std::string arch = "gpt2";
   int64_t kv_heads = 0;  // llama, qwen3: the key/value heads of grouped-query attention; 0 = --heads
   int64_t steps = 1500;
@@ -96,7 +97,8 @@ inline int64_t default_eval_every(int64_t steps) { return std::clamp<int64_t>(st
 //   (--heads when 0), head_dim = emb-dim / heads, num_hidden_layers = --layers,
 //   max_position_embeddings = --context, tie_word_embeddings = --tie-weights,
 //   attention_dropout = --dropout (the only dropout these models have),
-//   intermediate_size = swiglu_width(emb-dim); model_type "qwen3" has the QK-norm.
+//   intermediate_size = swiglu_width(emb-dim); model_type "qwen2" has q, k, v biases, "qwen3" the
+//   QK-norm.
 // rope_theta and rms_norm_eps are transformers' defaults (10000, 1e-6). A size that does not
 // divide is a UsageError naming the flags.
 models::LlamaConfig llama_config(const TrainOptions& o, int64_t vocab_size);

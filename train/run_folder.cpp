@@ -230,7 +230,7 @@ void save_run(Trainer& trainer, const std::string& dir) {
   files.emplace_back(path_in(dir, "config.json"), "train_gpt");
   const std::string run_config = config_json(trainer.config(), trainer.options(), !llama);
   files.back().write(hf      ? models::hf_gpt2_config_json(trainer.config(), hf->config, run_config)
-                     : llama ? models::hf_llama_config_json(*llama, json::Value(), run_config)
+                     : llama ? models::hf_llama_config_json(*llama, trainer.hf_llama_source(), run_config)
                              : run_config + "\n");
   if (lora) {
     files.emplace_back(path_in(dir, models::kAdapterConfigFile), "train_gpt");
@@ -331,6 +331,35 @@ std::unique_ptr<Trainer> start_from_gpt2_folder(TrainOptions o, const std::strin
   return trainer;
 }
 
+std::unique_ptr<Trainer> start_from_llama_folder(TrainOptions o, const std::string& text,
+                                                 std::vector<std::string>* converted) {
+  const std::string config_path = path_in(o.init_from, "config.json");
+  if (!models::is_hf_llama_folder(o.init_from))
+    throw Error("--init-from " + o.init_from + ": not a Hugging Face Llama / Qwen folder (" + config_path +
+                " with \"model_type\" llama, qwen2 or qwen3 is missing)");
+  json::Value source = json::parse_file(config_path);
+  const models::LlamaConfig config = models::hf_llama_config(source, config_path);
+  o.arch = config.model_type == "qwen2" || config.model_type == "qwen3" ? config.model_type : "llama";
+  o.model.emb_dim = config.hidden_size;  // the flags say the model's shape, as a run from scratch saves them
+  o.model.n_heads = config.num_attention_heads;
+  o.model.n_layers = config.num_hidden_layers;
+  o.model.tie_weights = config.tie_word_embeddings;
+  o.kv_heads = config.num_key_value_heads;
+  models::LlamaConfig run_config = config;
+  run_config.attention_dropout = o.model.drop_rate;  // --dropout: the run's
+  models::check_hf_llama_weights(config, o.init_from);  // before the model takes any memory
+  std::unique_ptr<Trainer> trainer;
+  {
+    const Activity building("building the model of " + config_path);
+    trainer = std::make_unique<Trainer>(o, text, tokenizers::load_tokenizer(o.tokenizer), run_config);
+  }
+  const Activity reading("reading the weights of " + o.init_from);
+  const models::HfLlamaInfo read = models::load_hf_llama_weights(trainer->llama(), o.init_from);  // checked first
+  if (converted) *converted = read.converted_dtypes;
+  trainer->set_hf_llama_source(std::move(source));
+  return trainer;
+}
+
 std::unique_ptr<Trainer> resume_trainer(const std::string& dir, const TrainOptions& options, const std::string& text) {
   check_run_folder(dir);
   remove_killed_saves(dir);
@@ -367,6 +396,13 @@ std::unique_ptr<Trainer> resume_trainer(const std::string& dir, const TrainOptio
     }
     const Activity building("building the model of " + config_path);
     trainer = std::make_unique<Trainer>(options, text, tokenizers::load_tokenizer(dir), model);
+  } else if (llama && !options.init_from.empty()) {  // a run from a Llama / Qwen folder: config.json is its model
+    models::LlamaConfig model = models::hf_llama_config(config, config_path);
+    model.attention_dropout = options.model.drop_rate;
+    models::check_hf_llama_weights(model, model_path);
+    const Activity building("building the model of " + config_path);
+    trainer = std::make_unique<Trainer>(options, text, tokenizers::load_tokenizer(dir), model);
+    trainer->set_hf_llama_source(config);
   } else {  // a run from scratch: the Trainer makes its model from the flags, as it did
     const std::string tokenizer_path = path_in(dir, "tokenizer.json");
     const tokenizers::Tokenizer saved = tokenizers::Tokenizer::from_json(read_text(tokenizer_path), tokenizer_path);

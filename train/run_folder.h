@@ -70,6 +70,15 @@ std::unique_ptr<Trainer> resume_trainer(const std::string& dir, const TrainOptio
 std::unique_ptr<Trainer> start_from_gpt2_folder(TrainOptions options, const std::string& text,
                                                 std::vector<std::string>* converted);
 
+// A fresh run from the Hugging Face Llama / Qwen folder options.init_from (model_type llama, qwen2,
+// qwen3; models/hf_llama.h): the model of its config.json (options.model gives the sequence
+// length, at most max_position_embeddings, and the attention's dropout), its weights (single file
+// or shards; 16-bit ones read as float32: *converted names their dtypes), the tokenizer
+// options.tokenizer. The run is saved as a folder of the same model_type whose config.json keeps
+// the folder's fields. train_gpt --init-from starts this way when the folder is one.
+std::unique_ptr<Trainer> start_from_llama_folder(TrainOptions options, const std::string& text,
+                                                 std::vector<std::string>* converted);
+
 // Every way of building a model from a folder here (start_from_gpt2_folder, resume_trainer,
 // load_saved_model, save_merged_model) first compares the config with the weights file's header
 // (and a LoRA run's r with its adapters file's): a config.json asking for more than the file holds

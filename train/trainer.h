@@ -55,6 +55,7 @@
 #include <string>
 #include <vector>
 
+#include "autograd/io/json.h"
 #include "autograd/random/generator.h"
 #include "train/data.h"
 #include "models/hf_gpt2.h"
@@ -86,6 +87,12 @@ class Trainer {
   // padded vocabulary), and config.context_length is the model's: the sequences are
   // options.model.context_length tokens long, at most that.
   Trainer(const TrainOptions& options, const std::string& text, tokenizers::Tokenizer tokenizer, const models::GPTConfig& config);
+  // A run of a Llama / Qwen model of a Hugging Face folder's config (a run from the folder, or a
+  // resumed one): its weights are read next, so the model is built without drawing them
+  // (nn::init::SkipInitGuard; the default generator is left as it was). The sequences are
+  // options.model.context_length tokens long, at most max_position_embeddings.
+  Trainer(const TrainOptions& options, const std::string& text, tokenizers::Tokenizer tokenizer,
+          const models::LlamaConfig& config);
 
   struct StepResult {
     double loss;       // that batch's loss
@@ -118,6 +125,10 @@ class Trainer {
   models::LlamaForCausalLM& llama();
   // A llama or qwen3 run's LlamaConfig (its model is a LlamaForCausalLM); nullptr for a GPT.
   const models::LlamaConfig* llama_config() const { return llama_ ? &*llama_ : nullptr; }
+  // A run from a Hugging Face Llama / Qwen folder: the config.json it read, whose fields the run's
+  // config.json keeps (rope_scaling, eos_token_id, ...); null for a run from scratch.
+  const json::Value& hf_llama_source() const { return hf_llama_source_; }
+  void set_hf_llama_source(json::Value config) { hf_llama_source_ = std::move(config); }
   optim::AdamW& optimizer() { return *optimizer_; }
   const tokenizers::Tokenizer& tokenizer() const { return tokenizer_; }
   // The GPT's config; for a llama or qwen3 run, the size flags' shape with the vocabulary.
@@ -144,6 +155,9 @@ class Trainer {
   std::pair<double, double> mean_loss_and_bpb(const Tensor& split, const std::string& name, Generator& gen);
   std::vector<Batch> step_batches();  // a step's grad_accum micro-batches, drawn from batch_gen_
   void make_optimizer();  // AdamW over the parameters that require grad
+  // What the constructors share: the data, the checks and the model (llama: a Llama / Qwen model of
+  // that config, built without drawing its weights; nullptr: the options' architecture).
+  void build(const std::string& text, const models::GPTConfig& config, const models::LlamaConfig* llama);
 
   TrainOptions options_;
   tokenizers::Tokenizer tokenizer_;
@@ -158,6 +172,7 @@ class Trainer {
   Generator batch_gen_;
   int64_t step_ = 0;
   std::optional<models::HfGpt2Info> hf_layout_;
+  json::Value hf_llama_source_;
   std::optional<models::AdapterConfig> lora_;
   int64_t peak_activations_ = 0;  // bytes: the most any step's activations took (memory_report)
 };

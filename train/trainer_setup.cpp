@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "autograd/ops.h"
+#include "nn/init.h"
 #include "train/chat_data.h"
 
 namespace tg::train {
@@ -91,13 +92,29 @@ Trainer::Trainer(const TrainOptions& options, const std::string& text)
 Trainer::Trainer(const TrainOptions& options, const std::string& text, tokenizers::Tokenizer tokenizer,
                  const models::GPTConfig& config)
     : options_(options), tokenizer_(std::move(tokenizer)), batch_gen_(static_cast<uint64_t>(options.seed)) {
+  build(text, config, nullptr);
+}
+
+Trainer::Trainer(const TrainOptions& options, const std::string& text, tokenizers::Tokenizer tokenizer,
+                 const models::LlamaConfig& config)
+    : options_(options), tokenizer_(std::move(tokenizer)), batch_gen_(static_cast<uint64_t>(options.seed)) {
+  // the GPT-shaped summary of the model the checks below read (vocabulary, context, sizes)
+  const models::GPTConfig shape{.vocab_size = config.vocab_size, .context_length = config.max_position_embeddings,
+                                .emb_dim = config.hidden_size, .n_heads = config.num_attention_heads,
+                                .n_layers = config.num_hidden_layers, .drop_rate = 0.0,
+                                .tie_weights = config.tie_word_embeddings};
+  build(text, shape, &config);
+}
+
+void Trainer::build(const std::string& text, const models::GPTConfig& config, const models::LlamaConfig* llama) {
+  const TrainOptions& options = options_;
   if (options.lr_schedule == "cosine" && options.warmup >= options.steps)
     throw UsageError("--warmup (" + std::to_string(options.warmup) + ") must be smaller than --steps (" +
                      std::to_string(options.steps) + ") with the cosine schedule");
   if (options.lr_schedule == "cosine" && options.min_lr > options.lr)
     throw UsageError("--min-lr must not be larger than --lr");
   config_ = config.vocab_size > 0 ? config : config_for(options, tokenizer_);
-  config_.validate();
+  if (!llama) config_.validate();  // a Llama's head_dim need not be emb_dim / heads
   if (config_.vocab_size < tokenizer_.vocab_size())
     throw Error("the model's vocab_size (" + std::to_string(config_.vocab_size) + ") is smaller than the tokenizer's (" +
                 std::to_string(tokenizer_.vocab_size()) + ")");
@@ -120,11 +137,18 @@ Trainer::Trainer(const TrainOptions& options, const std::string& text, tokenizer
     check_split_length(data_.val, options.model.context_length, "validation");
   }
   bytes_per_id_ = tokenizer_.bytes_per_id();
-  if (options.arch != "gpt2") llama_ = train::llama_config(options, config_.vocab_size);
+  if (llama) llama_ = *llama;
+  else if (options.arch != "gpt2") llama_ = train::llama_config(options, config_.vocab_size);
   check_run_fits_in_memory(config_, llama_ ? &*llama_ : nullptr, options);
   manual_seed(static_cast<uint64_t>(options.seed));
-  if (llama_) model_ = std::make_unique<models::LlamaForCausalLM>(*llama_);
-  else model_ = std::make_unique<models::GPTModel>(config_);
+  if (llama) {  // its weights are read next: none drawn
+    const nn::init::SkipInitGuard no_draws;
+    model_ = std::make_unique<models::LlamaForCausalLM>(*llama_);
+  } else if (llama_) {
+    model_ = std::make_unique<models::LlamaForCausalLM>(*llama_);
+  } else {
+    model_ = std::make_unique<models::GPTModel>(config_);
+  }
   model_->set_checkpointing(models::checkpointing_from_name(options.checkpoint_activations));
   make_optimizer();
 }

@@ -192,7 +192,8 @@ def swiglu_width(C):
 
 def llama_config_of(o, vocab_size):
     """A llama or qwen3 run's Hugging Face config, from the size flags as train::llama_config makes it."""
-    return dict(architectures=[("Qwen3" if o.arch == "qwen3" else "Llama") + "ForCausalLM"], model_type=o.arch,
+    prefix = {"llama": "Llama", "qwen2": "Qwen2", "qwen3": "Qwen3"}[o.arch]
+    return dict(architectures=[prefix + "ForCausalLM"], model_type=o.arch,
                 vocab_size=vocab_size, hidden_size=o.emb_dim, intermediate_size=swiglu_width(o.emb_dim),
                 num_hidden_layers=o.layers, num_attention_heads=o.heads, num_key_value_heads=o.kv_heads or o.heads,
                 head_dim=o.emb_dim // o.heads, max_position_embeddings=o.context, rms_norm_eps=1e-6,
@@ -381,9 +382,10 @@ def options(argv=None):
     p.add_argument("--emb-dim", type=int, default=64)
     p.add_argument("--heads", type=int, default=4)
     p.add_argument("--layers", type=int, default=2)
-    p.add_argument("--arch", choices=["gpt2", "llama", "qwen3"], default="gpt2",
-                   help="gpt2 (gpt_model.py), or llama / qwen3 (hf_llama.py: the run's folder is a Hugging Face folder)")
-    p.add_argument("--kv-heads", type=int, default=0, help="llama, qwen3: key/value heads (0: --heads)")
+    p.add_argument("--arch", choices=["gpt2", "llama", "qwen2", "qwen3"], default="gpt2",
+                   help="gpt2 (gpt_model.py), or llama / qwen2 / qwen3 (hf_llama.py: the run's folder is a Hugging "
+                        "Face folder)")
+    p.add_argument("--kv-heads", type=int, default=0, help="llama, qwen2, qwen3: key/value heads (0: --heads)")
     p.add_argument("--dropout", type=float, default=0.0)
     p.add_argument("--lr", type=float, default=2e-3)
     p.add_argument("--min-lr", type=float, default=2e-4)

@@ -306,11 +306,12 @@ TEST(TrainGptProgram, BadCommandLinesAreOneLineAndExitCode2) {
       {{"--resume", ""}, "train_gpt: --resume: expected a file or folder name, got ''"},
       {{"--merge-lora", ""}, "train_gpt: --merge-lora: expected a file or folder name, got ''"},
       // --arch and the flags that go with it
-      {{"--arch", "mamba"}, "train_gpt: --arch: expected one of gpt2|llama|qwen3, got 'mamba'"},
+      {{"--arch", "mamba"}, "train_gpt: --arch: expected one of gpt2|llama|qwen2|qwen3, got 'mamba'"},
       {{"--kv-heads", "2"}, "train_gpt: --kv-heads: --arch gpt2 has no grouped-query attention"},
       {{"--arch", "llama", "--kv-heads", "3"}, "train_gpt: --kv-heads (3) must divide --heads (4)"},
       {{"--arch", "qwen3", "--emb-dim", "12"}, "train_gpt: --emb-dim / --heads (3) must be even"},
-      {{"--arch", "llama", "--init-from", "gpt2"}, "train_gpt: --init-from reads a GPT-2 folder: it goes with --arch gpt2"},
+      {{"--arch", "llama", "--init-from", "gpt2"}, "train_gpt: --arch comes from the --init-from folder's config.json"},
+      {{"--kv-heads", "2", "--init-from", "gpt2"}, "train_gpt: --kv-heads comes from the --init-from folder's config.json"},
       // a shape no machine holds: refused before anything is allocated, naming the flags
       {{"--emb-dim", "65536", "--heads", "1", "--layers", "1024", "--steps", "2"},
        "train_gpt: --batch 16, --context 64, --emb-dim 65536, --layers 1024: the weights, an attention mask and "

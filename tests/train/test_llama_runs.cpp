@@ -164,5 +164,53 @@ TEST(LlamaRuns, CheckpointingAndLossChunksKeepTheLosses) {
   for (size_t i = 0; i < plain.size(); ++i) EXPECT_NEAR(chunked[i], plain[i], 1e-6 + 1e-6 * std::abs(plain[i]));
 }
 
+
+// A run from a Hugging Face Qwen3 folder (train_gpt --init-from): the folder's config (here a
+// rope_theta and an eos_token_id no flag gives) and weights, kept in the run's config.json; the
+// run resumes bit for bit, from its own copy of the config.
+TEST(LlamaRuns, ARunFromAQwen3FolderKeepsItsConfigAndResumesBitForBit) {
+  TempFolder base;  // a Qwen3 folder: a tiny run's, its config given fields of a hub model's
+  {
+    train::Trainer t(llama_options("qwen3"), text());
+    for (int i = 0; i < 3; ++i) t.train_step();
+    train::save_run(t, base.path);
+    std::string config = test::read_bytes(base.file("config.json"));
+    config.replace(config.find("\"rope_theta\": 10000.0"), std::string("\"rope_theta\": 10000.0").size(),
+                   "\"rope_theta\": 1000000.0, \"eos_token_id\": 3");
+    test::write_bytes(base.file("config.json"), config);
+  }
+  train::TrainOptions o = llama_options("llama");  // the folder's model_type and shape win
+  o.init_from = base.path;
+  o.tokenizer = base.path;
+  o.steps = 6;
+  auto straight = train::start_from_llama_folder(o, text(), nullptr);
+  ASSERT_EQ(straight->model().type_name(), "Qwen3ForCausalLM");
+  EXPECT_EQ(straight->llama().config().rope_theta, 1e6);
+  EXPECT_EQ(straight->options().arch, "qwen3");
+  const models::HfLlama read = models::load_hf_llama(base.path);  // the weights are the folder's
+  const NamedTensors want = read.model->state_dict(), got = straight->model().state_dict();
+  ASSERT_EQ(want.size(), got.size());
+  for (size_t k = 0; k < want.size(); ++k) EXPECT_TRUE(same_bytes(got[k].second, want[k].second)) << want[k].first;
+  std::vector<double> all;
+  for (int i = 0; i < 6; ++i) all.push_back(straight->train_step().loss);
+
+  TempFolder run;
+  std::vector<double> halves;
+  {
+    auto first = train::start_from_llama_folder(o, text(), nullptr);
+    for (int i = 0; i < 3; ++i) halves.push_back(first->train_step().loss);
+    train::save_run(*first, run.path);
+  }
+  const json::Value config = json::parse_file(run.file("config.json"));
+  EXPECT_EQ(config["model_type"].as_string(), "qwen3");
+  EXPECT_EQ(config["rope_theta"].as_double(), 1e6);
+  EXPECT_EQ(config["eos_token_id"].as_int64(), 3);
+  EXPECT_EQ(config["tapegrad"]["train"]["init-from"].as_string(), base.path);
+  std::unique_ptr<train::Trainer> second = train::resume_trainer(run.path, train::saved_options(run.path), text());
+  EXPECT_EQ(second->llama().config().rope_theta, 1e6);
+  for (int i = 0; i < 3; ++i) halves.push_back(second->train_step().loss);
+  EXPECT_EQ(halves, all);  // exact
+}
+
 }  // namespace
 }  // namespace tg
