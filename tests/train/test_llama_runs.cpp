@@ -15,6 +15,7 @@
 #include "train/corpus.h"
 #include "train/run_folder.h"
 #include "test_util.h"
+#include "train/resumed_run.h"
 
 namespace tg {
 namespace {
@@ -118,27 +119,11 @@ TEST(LlamaRuns, AResumedRunEqualsTheStraightRunBitForBit) {
   train::TrainOptions o = llama_options("llama");
   o.model.drop_rate = 0.1;
   o.model.tie_weights = true;
-  train::Trainer straight(o, text());
-  std::vector<double> want;
-  for (int i = 0; i < 12; ++i) want.push_back(straight.train_step().loss);
-
   TempFolder dir;
-  std::vector<double> got;
-  {
-    train::Trainer first(o, text());
-    for (int i = 0; i < 6; ++i) got.push_back(first.train_step().loss);
-    train::save_run(first, dir.path);
-  }
+  test::expect_resumed_run_equals_straight([&] { return std::make_unique<train::Trainer>(o, text()); }, text(), 6,
+                                           dir.path);
   for (const SafetensorsEntry& e : safetensors_entries(dir.file("model.safetensors")))
     EXPECT_NE(e.name, "lm_head.weight");  // tied: the head is embed_tokens.weight, left out as transformers does
-  randn({100});  // the default generator moves on; resuming must put it back
-  std::unique_ptr<train::Trainer> second = train::resume_trainer(dir.path, train::saved_options(dir.path), text());
-  EXPECT_EQ(second->step(), 6);
-  for (int i = 0; i < 6; ++i) got.push_back(second->train_step().loss);
-  EXPECT_EQ(got, want);  // exact, not close
-  const NamedTensors a = straight.model().state_dict(), b = second->model().state_dict();
-  ASSERT_EQ(a.size(), b.size());
-  for (size_t k = 0; k < a.size(); ++k) EXPECT_TRUE(same_bytes(b[k].second, a[k].second)) << a[k].first;
 
   // a GPT's options over this folder: refused, not read as something else
   train::TrainOptions gpt = train::saved_options(dir.path);
@@ -191,25 +176,16 @@ TEST(LlamaRuns, ARunFromAQwen3FolderKeepsItsConfigAndResumesBitForBit) {
   const NamedTensors want = read.model->state_dict(), got = straight->model().state_dict();
   ASSERT_EQ(want.size(), got.size());
   for (size_t k = 0; k < want.size(); ++k) EXPECT_TRUE(same_bytes(got[k].second, want[k].second)) << want[k].first;
-  std::vector<double> all;
-  for (int i = 0; i < 6; ++i) all.push_back(straight->train_step().loss);
 
   TempFolder run;
-  std::vector<double> halves;
-  {
-    auto first = train::start_from_llama_folder(o, text(), nullptr);
-    for (int i = 0; i < 3; ++i) halves.push_back(first->train_step().loss);
-    train::save_run(*first, run.path);
-  }
+  const std::unique_ptr<train::Trainer> second = test::expect_resumed_run_equals_straight(
+      [&] { return train::start_from_llama_folder(o, text(), nullptr); }, text(), 3, run.path);
+  EXPECT_EQ(second->llama().config().rope_theta, 1e6);
   const json::Value config = json::parse_file(run.file("config.json"));
   EXPECT_EQ(config["model_type"].as_string(), "qwen3");
   EXPECT_EQ(config["rope_theta"].as_double(), 1e6);
   EXPECT_EQ(config["eos_token_id"].as_int64(), 3);
   EXPECT_EQ(config["tapegrad"]["train"]["init-from"].as_string(), base.path);
-  std::unique_ptr<train::Trainer> second = train::resume_trainer(run.path, train::saved_options(run.path), text());
-  EXPECT_EQ(second->llama().config().rope_theta, 1e6);
-  for (int i = 0; i < 3; ++i) halves.push_back(second->train_step().loss);
-  EXPECT_EQ(halves, all);  // exact
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include "train/run_folder.h"
 #include "train/corpus.h"
 #include "test_util.h"
+#include "train/resumed_run.h"
 
 namespace tg {
 namespace {
@@ -47,28 +48,9 @@ const std::string& text() {
 
 TEST(Checkpoint, ResumedRunEqualsTheStraightRunBitForBit) {
   const train::TrainOptions o = small_options();
-  train::Trainer straight(o, text());
-  std::vector<double> want;
-  for (int i = 0; i < 12; ++i) want.push_back(straight.train_step().loss);
-
   TempFolder dir;
-  std::vector<double> got;
-  {
-    train::Trainer first(o, text());
-    for (int i = 0; i < 6; ++i) got.push_back(first.train_step().loss);
-    train::save_run(first, dir.path);
-  }
-  randn({100});  // the default generator moves on; resuming must put it back
-  std::unique_ptr<train::Trainer> second = train::resume_trainer(dir.path, train::saved_options(dir.path), text());
-  EXPECT_EQ(second->step(), 6);
-  for (int i = 0; i < 6; ++i) got.push_back(second->train_step().loss);
-  EXPECT_EQ(got, want);  // exact, not close
-  const NamedTensors a = straight.model().state_dict(), b = second->model().state_dict();
-  ASSERT_EQ(a.size(), b.size());
-  for (size_t k = 0; k < a.size(); ++k) EXPECT_TRUE(same_bytes(b[k].second, a[k].second)) << a[k].first;
-  const NamedTensors sa = straight.optimizer().state_dict(), sb = second->optimizer().state_dict();
-  ASSERT_EQ(sa.size(), sb.size());
-  for (size_t k = 0; k < sa.size(); ++k) EXPECT_TRUE(same_bytes(sb[k].second, sa[k].second)) << sa[k].first;
+  test::expect_resumed_run_equals_straight([&] { return std::make_unique<train::Trainer>(o, text()); }, text(), 6,
+                                           dir.path);
 }
 
 TEST(Checkpoint, SavedOptionsComeBack) {
