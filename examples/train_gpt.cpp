@@ -12,7 +12,8 @@
 //   ./build/examples/train_gpt --init-from gpt2 --data chats.jsonl --steps 200     conversations, the loss on
 //                                                   the assistant's turns (train/chat_data.h)
 //   ./build/examples/train_gpt --init-from gpt2 --data input.txt --lora-rank 8 --lora-targets attn,mlp --out lora_run
-//                                                   LoRA: adapters alone train (models/gpt_lora.h)
+//                                                   LoRA: adapters alone train (models/gpt_lora.h; from a
+//                                                   Llama / Qwen folder: models/llama_lora.h)
 //   ./build/examples/train_gpt --resume lora_run --merge-lora merged     the adapters merged into a GPT-2 folder
 //
 // The loop is train/trainer.h (the same steps as examples/pytorch/train_gpt.py); the run
@@ -128,11 +129,12 @@ std::vector<Flag> train_flags(train::TrainOptions& o) {
                   "names, and reads its base model from the --init-from folder (not given: every weight trains)"},
     {"lora-alpha", "the adapters' update B A is scaled by alpha / rank (not given: alpha = rank, a scale of 1, as "
                    "peft's defaults r = lora_alpha = 8)"},
-    {"lora-targets", "which Linears get adapters: attn (q, k, v together and the attention's output: GPT-2's c_attn "
-                     "and attn.c_proj), mlp (c_fc and mlp.c_proj), or attn,mlp"},
+    {"lora-targets", "which Linears get adapters: attn (the attention's q, k, v and output: GPT-2's c_attn and "
+                     "attn.c_proj, a Llama's q_proj, k_proj, v_proj and o_proj), mlp (GPT-2's c_fc and mlp.c_proj, a "
+                     "Llama's gate_proj, up_proj and down_proj), or attn,mlp"},
     {"merge-lora", "with --resume RUN (a LoRA run): write its base model with the adapters merged in (W + "
-                   "alpha/rank B A) to this folder, a Hugging Face GPT-2 folder in the base's layout with the "
-                   "tokenizer, and stop"},
+                   "alpha/rank B A) to this folder, a Hugging Face folder like the base (GPT-2 in its layout, or "
+                   "the Llama / Qwen model_type) with the tokenizer, and stop"},
   };
   std::vector<Flag> flags = train::option_fields(o);
   for (Flag& flag : flags) flag.help = help.at(flag.name);  // every option has its line (a test runs --help)
@@ -273,7 +275,8 @@ void check_lora_flags(train::TrainOptions& o, const std::vector<std::string>& gi
     throw UsageError("--lora-rank " + std::to_string(o.lora_rank) +
                      ": the rank must be at least 1 (leave --lora-rank out to train every weight)");
   if (o.init_from.empty())
-    throw UsageError("--lora-rank needs --init-from DIR: LoRA adapts the weights of a Hugging Face GPT-2 folder");
+    throw UsageError("--lora-rank needs --init-from DIR: LoRA adapts the weights of a Hugging Face GPT-2, Llama or "
+                     "Qwen folder");
   if (!was_given(given, "lora-alpha")) o.lora_alpha = static_cast<double>(o.lora_rank);
   if (!(o.lora_alpha > 0)) throw UsageError("--lora-alpha must be positive, got " + tg::nn::python_float(o.lora_alpha));
   lora_config(o);  // a bad --lora-targets: a UsageError naming it
@@ -319,9 +322,6 @@ void take_folder_defaults(train::TrainOptions& o, const std::vector<std::string>
 // A fresh run from a Hugging Face Llama / Qwen folder (train::start_from_llama_folder), saved as a
 // folder of the same model_type.
 std::unique_ptr<train::Trainer> start_from_llama(train::TrainOptions& o, const std::vector<std::string>& given) {
-  if (o.lora_rank > 0)
-    throw UsageError("--lora-rank: LoRA adapts GPT-2 folders only so far; a Llama / Qwen folder trains every weight "
-                     "(leave --lora-rank out)");
   const std::string config_path = (std::filesystem::path(o.init_from) / "config.json").string();
   const tg::models::LlamaConfig config = models::hf_llama_config(tg::json::parse_file(config_path), config_path);
   take_folder_defaults(o, given, config.class_prefix(), config.max_position_embeddings, config.attention_dropout);
@@ -488,7 +488,8 @@ int run(train::TrainOptions o, const std::vector<std::string>& given) {
     if (o.threads > 0) tg::set_num_threads(static_cast<int>(o.threads));
     train::save_merged_model(o.resume, o.merge_lora);
     std::cout << "train_gpt: wrote " << o.merge_lora << "/: " << o.resume
-              << "'s base model with its LoRA adapters merged in (a Hugging Face GPT-2 folder)\n";
+              << "'s base model with its LoRA adapters merged in (a Hugging Face "
+              << tg::json::parse_file(o.merge_lora + "/config.json")["model_type"].as_string() << " folder)\n";
     return 0;
   }
   if (!o.write_corpus.empty()) {  // for training the same text elsewhere (examples/pytorch)

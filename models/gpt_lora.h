@@ -18,32 +18,18 @@
 // merged_state_dict is the state_dict of a plain GPTModel of the same config that computes what
 // the adapted one does: every adapted weight W replaced by W + (alpha / r) B A (for attn, the
 // rows [0, C), [C, 2C), [2C, 3C) of the fused update go to W_query, W_key, W_value).
+//
+// LoRAConfig, the targets' names and the freezing and merging common to every model:
+// models/lora_config.h.
 #pragma once
-#include <cstdint>
-#include <string>
-
 #include "models/gpt.h"
+#include "models/lora_config.h"
 
 namespace tg::models {
-
-struct LoRAConfig {
-  int64_t r = 8;       // the rank, >= 1
-  double alpha = 8.0;  // the update is scaled by alpha / r
-  bool attn = true;    // adapters on the attention's q, k, v (fused) and out_proj
-  bool mlp = false;    // adapters on the feed-forward's two Linears
-};
-
-// "attn", "mlp", "attn,mlp" (either order) -> which targets; anything else is a tg::Error naming it.
-void parse_lora_targets(const std::string& text, LoRAConfig& config);
-// The targets as text: "attn", "mlp" or "attn,mlp".
-std::string lora_targets(const LoRAConfig& config);
 
 // Adds the adapters and freezes the rest (see the header). Throws tg::Error for a bad r or alpha,
 // no target, or a model that has adapters already.
 void apply_lora(GPTModel& model, const LoRAConfig& config);
-
-// True when apply_lora has been applied to model.
-bool has_lora(const GPTModel& model);
 
 // The plain model's state_dict with the adapters merged in (see the header); the adapters' own
 // tensors are left out. Computed without the tape; model is unchanged.

@@ -16,7 +16,52 @@ namespace tg::models {
 
 namespace {
 
-const std::string kPeftBlocks = "base_model.model.transformer.h.";
+// Where one adapter sits: its module's path in tapegrad's model and in peft's, and the sizes of
+// the Linear it adapts (A is (r, in), B (out, r)).
+struct AdapterSite {
+  std::string tapegrad, peft;
+  int64_t in, out;
+};
+
+// GPT-2's adapters (the table in the header), block by block.
+std::vector<AdapterSite> adapter_sites(const GPTConfig& config, const LoRAConfig& lora) {
+  const int64_t C = config.emb_dim;
+  std::vector<AdapterSite> out;
+  for (int64_t i = 0; i < config.n_layers; ++i) {
+    for (const Gpt2Module& m : kGpt2Block) {  // GPT-2's order: c_attn, attn.c_proj, c_fc, mlp.c_proj
+      const bool attn = std::string(m.gpt2).rfind("attn.", 0) == 0;
+      if (!m.adapter || (attn ? !lora.attn : !lora.mlp)) continue;
+      const std::string block = std::to_string(i) + ".";
+      out.push_back({"trf_blocks." + block + m.adapter, "base_model.model.transformer.h." + block + m.gpt2, m.in * C,
+                     m.out * C});
+    }
+  }
+  return out;
+}
+
+// A Llama's adapters (models/llama_lora.h), layer by layer.
+std::vector<AdapterSite> adapter_sites(const LlamaConfig& c, const LoRAConfig& lora) {
+  const int64_t C = c.hidden_size, q = c.num_attention_heads * c.head_dim, kv = c.num_key_value_heads * c.head_dim;
+  const int64_t I = c.intermediate_size;
+  struct Linear {
+    const char* name;
+    int64_t in, out;
+    bool attn;
+  };
+  const Linear layer[] = {{"self_attn.q_proj", C, q, true},      {"self_attn.k_proj", C, kv, true},
+                          {"self_attn.v_proj", C, kv, true},     {"self_attn.o_proj", q, C, true},
+                          {"mlp.gate_proj", C, I, false},        {"mlp.up_proj", C, I, false},
+                          {"mlp.down_proj", I, C, false}};
+  std::vector<AdapterSite> out;
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    for (const Linear& l : layer) {
+      if (l.attn ? !lora.attn : !lora.mlp) continue;
+      const std::string module = "model.layers." + std::to_string(i) + "." + l.name;
+      out.push_back({module + ".lora", "base_model.model." + module, l.in, l.out});
+    }
+  }
+  return out;
+}
 
 // A tensor the adapters file must have: peft's name, its shape.
 struct ExpectedAdapter {
@@ -42,61 +87,71 @@ void check_adapter_entries(const std::string& path, const std::vector<ExpectedAd
     if (!found.count(a.peft)) throw Error(path + ": tensor \"" + a.peft + "\" is missing");
 }
 
+// The tensors of the adapters apply_lora(lora) adds at sites.
+std::vector<ExpectedAdapter> expected_adapters(const std::vector<AdapterSite>& sites, int64_t r) {
+  std::vector<ExpectedAdapter> out;
+  for (const AdapterSite& s : sites) {
+    out.push_back({s.peft + ".lora_A.weight", {r, s.in}});
+    out.push_back({s.peft + ".lora_B.weight", {s.out, r}});
+  }
+  return out;
+}
+
 struct AdapterName {
   std::string tapegrad, peft;
   Tensor tensor;  // the model's
 };
 
 // Every adapter tensor of model, in peft's order.
-std::vector<AdapterName> adapter_names(const GPTModel& model) {
+std::vector<AdapterName> adapter_names(const CausalLM& model) {
+  const LoRAConfig every{.r = 1, .alpha = 1.0, .attn = true, .mlp = true};  // every site; those with adapters are kept
+  std::vector<AdapterSite> sites;
+  if (const auto* gpt = dynamic_cast<const GPTModel*>(&model)) sites = adapter_sites(gpt->config(), every);
+  else if (const auto* llama = dynamic_cast<const LlamaForCausalLM*>(&model)) sites = adapter_sites(llama->config(), every);
   const NamedTensors state = model.named_parameters();  // the adapters are parameters (no buffer is made)
   std::vector<AdapterName> out;
-  for (size_t i = 0; i < model.blocks().size(); ++i) {
-    for (const Gpt2Module& m : kGpt2Block) {  // GPT-2's order: c_attn, attn.c_proj, c_fc, mlp.c_proj
-      if (!m.adapter) continue;
-      for (const char* matrix : {"lora_A", "lora_B"}) {
-        const std::string name = "trf_blocks." + std::to_string(i) + "." + m.adapter + "." + matrix + ".weight";
-        for (const auto& [n, t] : state)
-          if (n == name)
-            out.push_back({name, kPeftBlocks + std::to_string(i) + "." + m.gpt2 + "." + matrix + ".weight", t});
-      }
+  for (const AdapterSite& s : sites) {
+    for (const char* matrix : {".lora_A.weight", ".lora_B.weight"}) {
+      const std::string name = s.tapegrad + matrix;
+      for (const auto& [n, t] : state)
+        if (n == name) out.push_back({name, s.peft + matrix, t});
     }
   }
   if (out.empty()) throw Error("the model has no LoRA adapters");
   return out;
 }
 
-std::vector<std::string> target_modules(const LoRAConfig& c) {
+std::vector<std::string> target_modules(LoraFamily family, const LoRAConfig& c) {
   std::vector<std::string> out;
-  if (c.attn) out.insert(out.end(), {"c_attn", "attn.c_proj"});
-  if (c.mlp) out.insert(out.end(), {"c_fc", "mlp.c_proj"});
+  if (family == LoraFamily::gpt2) {
+    if (c.attn) out.insert(out.end(), {"c_attn", "attn.c_proj"});
+    if (c.mlp) out.insert(out.end(), {"c_fc", "mlp.c_proj"});
+  } else {
+    if (c.attn) out.insert(out.end(), {"q_proj", "k_proj", "v_proj", "o_proj"});
+    if (c.mlp) out.insert(out.end(), {"gate_proj", "up_proj", "down_proj"});
+  }
   return out;
 }
 
 }  // namespace
 
-NamedTensors peft_adapter_tensors(const GPTModel& model) {
+std::string family_name(LoraFamily family) { return family == LoraFamily::gpt2 ? "GPT-2" : "Llama / Qwen"; }
+
+NamedTensors peft_adapter_tensors(const CausalLM& model) {
   NamedTensors out;
   for (const AdapterName& a : adapter_names(model)) out.push_back({a.peft, a.tensor.detach()});
   return out;
 }
 
-void check_peft_adapters(const std::string& path, const GPTConfig& model, const LoRAConfig& lora) {
-  const int64_t C = model.emb_dim, r = lora.r;
-  std::vector<ExpectedAdapter> expected;
-  for (int64_t i = 0; i < model.n_layers; ++i) {
-    for (const Gpt2Module& m : kGpt2Block) {  // A is (r, in), B (out, r)
-      const bool attn = std::string(m.gpt2).rfind("attn.", 0) == 0;
-      if (!m.adapter || (attn ? !lora.attn : !lora.mlp)) continue;
-      const std::string site = kPeftBlocks + std::to_string(i) + "." + m.gpt2;
-      expected.push_back({site + ".lora_A.weight", {r, m.in * C}});
-      expected.push_back({site + ".lora_B.weight", {m.out * C, r}});
-    }
-  }
-  check_adapter_entries(path, expected);
+void check_peft_adapters(const std::string& path, const GPTConfig& config, const LoRAConfig& lora) {
+  check_adapter_entries(path, expected_adapters(adapter_sites(config, lora), lora.r));
 }
 
-void load_peft_adapters(GPTModel& model, const std::string& path) {
+void check_peft_adapters(const std::string& path, const LlamaConfig& config, const LoRAConfig& lora) {
+  check_adapter_entries(path, expected_adapters(adapter_sites(config, lora), lora.r));
+}
+
+void load_peft_adapters(CausalLM& model, const std::string& path) {
   const std::vector<AdapterName> names = adapter_names(model);
   std::vector<ExpectedAdapter> expected;
   for (const AdapterName& a : names) expected.push_back({a.peft, a.tensor.sizes()});
@@ -110,9 +165,10 @@ void load_peft_adapters(GPTModel& model, const std::string& path) {
 
 std::string adapter_config_json(const AdapterConfig& config) {
   json::Writer targets = json::Writer::array();
-  for (const std::string& t : target_modules(config.lora)) targets.item(t);
+  for (const std::string& t : target_modules(config.family, config.lora)) targets.item(t);
   json::Writer w(json::Layout::Pretty);
-  w.field("base_model_name_or_path", config.base).field("bias", "none").field("fan_in_fan_out", true)
+  w.field("base_model_name_or_path", config.base).field("bias", "none")
+      .field("fan_in_fan_out", config.family == LoraFamily::gpt2)  // GPT-2's Conv1D keeps (in, out)
       .field("inference_mode", true).field("init_lora_weights", true);
   const double alpha = config.lora.alpha;  // an integer without a point, as peft writes lora_alpha 16
   if (alpha == std::floor(alpha) && std::abs(alpha) < 1e15) w.field("lora_alpha", static_cast<int64_t>(alpha));
@@ -135,19 +191,23 @@ AdapterConfig read_adapter_config(const std::string& path) {
   std::set<std::string> targets;
   for (const json::Value& t : doc["target_modules"].as_array()) targets.insert(t.as_string());
   bool matched = false;
-  for (const char* text : {"attn", "mlp", "attn,mlp"}) {
-    LoRAConfig c;
-    parse_lora_targets(text, c);
-    const std::vector<std::string> modules = target_modules(c);
-    if (targets == std::set<std::string>(modules.begin(), modules.end())) {
-      out.lora.attn = c.attn;
-      out.lora.mlp = c.mlp;
-      matched = true;
+  for (const LoraFamily family : {LoraFamily::gpt2, LoraFamily::llama}) {
+    for (const char* text : {"attn", "mlp", "attn,mlp"}) {
+      LoRAConfig c;
+      parse_lora_targets(text, c);
+      const std::vector<std::string> modules = target_modules(family, c);
+      if (targets == std::set<std::string>(modules.begin(), modules.end())) {
+        out.lora.attn = c.attn;
+        out.lora.mlp = c.mlp;
+        out.family = family;
+        matched = true;
+      }
     }
   }
   if (!matched)
-    throw fail("\"target_modules\" must be [\"c_attn\", \"attn.c_proj\"] (attn), [\"c_fc\", \"mlp.c_proj\"] (mlp) or all "
-               "four: the adapters tapegrad puts on GPT-2");
+    throw fail("\"target_modules\" must be GPT-2's [\"c_attn\", \"attn.c_proj\"] (attn), [\"c_fc\", \"mlp.c_proj\"] "
+               "(mlp) or all four, or a Llama's [\"q_proj\", \"k_proj\", \"v_proj\", \"o_proj\"] (attn), [\"gate_proj\", "
+               "\"up_proj\", \"down_proj\"] (mlp) or all seven: the adapters tapegrad puts on these models");
   if (out.lora.r < 1) throw fail("\"r\" must be at least 1, got " + std::to_string(out.lora.r));
   if (!(out.lora.alpha > 0)) throw fail("\"lora_alpha\" must be positive");
   if (!nn::lora_scale_fits_float32(out.lora.r, out.lora.alpha))

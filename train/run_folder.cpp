@@ -20,6 +20,8 @@
 #include "models/lora_adapters.h"
 #include "train/run_log.h"
 #include "models/gpt_lora.h"
+#include "models/llama_lora.h"
+#include "nn/init.h"
 #include "nn/serialize.h"
 
 namespace tg::train {
@@ -150,13 +152,18 @@ namespace {
 // The trained weights' file: the whole model's, or a LoRA run's adapters.
 std::string weights_file(const std::string& dir) { return is_lora_run(dir) ? models::kAdaptersFile : "model.safetensors"; }
 
-// A LoRA run's adapter_config.json, and its base folder checked to be there.
+// A LoRA run's adapter_config.json: its base folder checked to be there, and its target_modules
+// to be of the run's model (a Llama's config.json beside GPT-2's adapters is no run).
 models::AdapterConfig adapters_of(const std::string& dir) {
   const std::string path = path_in(dir, models::kAdapterConfigFile);
   models::AdapterConfig adapters = models::read_adapter_config(path);
+  const models::LoraFamily model = models::is_hf_llama_folder(dir) ? models::LoraFamily::llama : models::LoraFamily::gpt2;
+  if (adapters.family != model)
+    throw Error(path + ": \"target_modules\" are " + models::family_name(adapters.family) + "'s but the run's config.json is a " +
+                models::family_name(model) + " model's: not a consistent run");
   if (!std::filesystem::is_directory(adapters.base))
     throw Error(path + ": the base model " + adapters.base + " (base_model_name_or_path) is gone: the run holds its "
-                "adapters alone; put the GPT-2 folder back there");
+                "adapters alone; put the base model's folder back there");
   return adapters;
 }
 
@@ -208,7 +215,7 @@ void save_run(Trainer& trainer, const std::string& dir) {
   const models::HfGpt2Info* hf = lora ? nullptr : trainer.hf_gpt2_layout();  // a run from GPT-2: its layout and names
   const models::LlamaConfig* llama = trainer.llama_config();  // a llama or qwen3 run: Hugging Face's layout
   const std::string weights_path = path_in(dir, lora ? models::kAdaptersFile : "model.safetensors");
-  const NamedTensors weights = lora    ? models::peft_adapter_tensors(trainer.gpt())
+  const NamedTensors weights = lora    ? models::peft_adapter_tensors(trainer.model())
                                : hf    ? models::hf_gpt2_tensors(trainer.gpt(), hf->prefixed)
                                : llama ? models::hf_llama_tensors(trainer.llama())
                                        : trainer.model().state_dict();
@@ -357,6 +364,8 @@ std::unique_ptr<Trainer> start_from_llama_folder(TrainOptions o, const std::stri
   const models::HfLlamaInfo read = models::load_hf_llama_weights(trainer->llama(), o.init_from);  // checked first
   if (converted) *converted = read.converted_dtypes;
   trainer->set_hf_llama_source(std::move(source));
+  // LoRA: the folder stays the base, named by its absolute path in the run's adapter_config.json
+  if (o.lora_rank > 0) trainer->apply_lora(std::filesystem::absolute(o.init_from).lexically_normal().string());
   return trainer;
 }
 
@@ -364,7 +373,7 @@ std::unique_ptr<Trainer> resume_trainer(const std::string& dir, const TrainOptio
   check_run_folder(dir);
   remove_killed_saves(dir);
   const bool llama = models::is_hf_llama_folder(dir);  // a llama or qwen3 run (Hugging Face's layout)
-  const bool lora = is_lora_run(dir), from_gpt2 = lora || (!llama && models::is_hf_gpt2_folder(dir));
+  const bool lora = is_lora_run(dir), from_gpt2 = !llama && (lora || models::is_hf_gpt2_folder(dir));
   if (llama != (options.arch != "gpt2"))
     throw Error(dir + ": config.json's \"arch\" is " + options.arch + " but its model_type is " +
                 (llama ? "of the Llama family" : "not") + ": not a consistent run");
@@ -399,7 +408,13 @@ std::unique_ptr<Trainer> resume_trainer(const std::string& dir, const TrainOptio
   } else if (llama && !options.init_from.empty()) {  // a run from a Llama / Qwen folder: config.json is its model
     models::LlamaConfig model = models::hf_llama_config(config, config_path);
     model.attention_dropout = options.model.drop_rate;
-    models::check_hf_llama_weights(model, model_path);
+    if (lora) {  // the base model's weights, then the adapters
+      adapters = adapters_of(dir);
+      models::check_hf_llama_weights(model, adapters->base);
+      models::check_peft_adapters(model_path, model, adapters->lora);
+    } else {
+      models::check_hf_llama_weights(model, model_path);
+    }
     const Activity building("building the model of " + config_path);
     trainer = std::make_unique<Trainer>(options, text, tokenizers::load_tokenizer(dir), model);
     trainer->set_hf_llama_source(config);
@@ -420,10 +435,14 @@ std::unique_ptr<Trainer> resume_trainer(const std::string& dir, const TrainOptio
 
   const Activity reading("reading the weights of " + dir);
   if (lora) {
-    models::HfGpt2Info base;
-    models::load_hf_gpt2_weights(trainer->gpt(), path_in(adapters->base, "model.safetensors"), &base);
+    if (llama) {
+      models::load_hf_llama_weights(trainer->llama(), adapters->base);
+    } else {
+      models::HfGpt2Info base;
+      models::load_hf_gpt2_weights(trainer->gpt(), path_in(adapters->base, "model.safetensors"), &base);
+    }
     trainer->apply_lora(adapters->base);
-    models::load_peft_adapters(trainer->gpt(), model_path);  // all or nothing
+    models::load_peft_adapters(trainer->model(), model_path);  // all or nothing
   } else if (from_gpt2) {
     models::load_hf_gpt2_weights(trainer->gpt(), model_path, &layout);  // all or nothing
     trainer->set_hf_gpt2_layout(layout);
@@ -486,24 +505,40 @@ int64_t single_eos_id(const json::Value& config) {
   return eos && eos->is_number() ? eos->as_int64() : -1;
 }
 
+// The LoRA run dir's adapters added to base, its base model (a GPTModel or a LlamaForCausalLM of
+// config): the adapters file checked against config first, before the adapters take memory; the
+// default generator is left as it was (A's draws are overwritten by the file's).
+template <class Model, class Config>
+void add_run_adapters(Model& base, const Config& config, const models::AdapterConfig& adapters, const std::string& dir) {
+  const std::string adapters_path = path_in(dir, models::kAdaptersFile);
+  models::check_peft_adapters(adapters_path, config, adapters.lora);
+  const Activity adding("adding the LoRA adapters of " + path_in(dir, models::kAdapterConfigFile));
+  const std::vector<uint8_t> generator = default_generator().get_state();
+  models::apply_lora(base, adapters.lora);
+  default_generator().set_state(generator);
+  models::load_peft_adapters(base, adapters_path);
+}
+
 }  // namespace
 
 SavedModel load_saved_model(const std::string& dir) {
   if (!std::filesystem::is_directory(dir)) throw Error(dir + ": no such folder");
   SavedModel saved;
-  if (is_lora_run(dir)) {  // the base GPT-2 folder's model with the run's adapters
+  if (is_lora_run(dir) && models::is_hf_llama_folder(dir)) {  // the base Llama / Qwen folder's model and the adapters
+    const models::AdapterConfig adapters = adapters_of(dir);
+    models::HfLlama base = models::load_hf_llama(adapters.base);
+    saved.stop_token = single_eos_id(base.info.config);
+    saved.converted_dtypes = base.info.converted_dtypes;
+    add_run_adapters(*base.model, base.config, adapters, dir);
+    saved.model = std::move(base.model);
+    if (std::filesystem::exists(path_in(dir, "tokenizer.json"))) saved.tokenizer = tokenizers::load_tokenizer(dir);
+  } else if (is_lora_run(dir)) {  // the base GPT-2 folder's model with the run's adapters
     const models::AdapterConfig adapters = adapters_of(dir);
     models::HfGpt2 base = models::load_hf_gpt2(adapters.base);
     saved.config = base.config;
     saved.converted_dtypes = base.info.converted_dtypes;
     saved.base_layout = base.info;
-    const std::string adapters_path = path_in(dir, models::kAdaptersFile);
-    models::check_peft_adapters(adapters_path, saved.config, adapters.lora);  // before the adapters take memory
-    const Activity adding("adding the LoRA adapters of " + path_in(dir, models::kAdapterConfigFile));
-    const std::vector<uint8_t> generator = default_generator().get_state();  // A's draws, overwritten below
-    models::apply_lora(*base.model, adapters.lora);
-    default_generator().set_state(generator);
-    models::load_peft_adapters(*base.model, adapters_path);
+    add_run_adapters(*base.model, saved.config, adapters, dir);
     saved.model = std::move(base.model);
     saved.tokenizer = tokenizers::load_tokenizer(dir);
   } else if (models::is_hf_llama_folder(dir)) {  // a Llama / Qwen folder, or a llama or qwen3 run
@@ -569,15 +604,32 @@ void save_merged_model(const std::string& run, const std::string& out) {
     if (std::filesystem::exists(out, ec) && std::filesystem::equivalent(out, taken, ec))
       throw UsageError("--merge-lora " + out + ": that is the " + (taken == run ? "run's" : "base model's") +
                        " folder; give a new one");
-  models::GPTModel merged(saved.config);  // plain: no adapters
-  NamedTensors state = models::merged_state_dict(dynamic_cast<models::GPTModel&>(*saved.model));  // a LoRA run's: a GPT
+  const auto* llama = dynamic_cast<const models::LlamaForCausalLM*>(saved.model.get());
+  NamedTensors state = llama ? models::merged_state_dict(*llama)
+                             : models::merged_state_dict(dynamic_cast<const models::GPTModel&>(*saved.model));
   try {  // finite base and adapters can still overflow in W + (alpha / r) B A
     check_finite(state, "the merged model");
   } catch (const Error& e) {
     throw Error("--merge-lora " + out + ": nothing written: " + e.what() + " (" + run + "'s adapters added to its base)");
   }
-  merged.load_state_dict(state, /*strict=*/true, run);
   const OutputFolder folder(out, "--merge-lora");  // removed again if the merge fails before writing into it
+  if (llama) {  // a folder of the base's model_type: its config.json's fields, the merged weights
+    std::unique_ptr<models::LlamaForCausalLM> merged;
+    {
+      const nn::init::SkipInitGuard no_draws;  // every weight is set next
+      merged = std::make_unique<models::LlamaForCausalLM>(llama->config());
+    }
+    merged->load_state_dict(state, /*strict=*/true, run);
+    state.clear();
+    saved.model.reset();
+    models::HfLlamaInfo from;
+    from.config = json::parse_file(path_in(base, "config.json"));
+    if (saved.tokenizer) saved.tokenizer->save(out);  // before the files that make the folder a model
+    models::save_hf_llama(*merged, out, from);  // config.json and model.safetensors, as a set
+    return;
+  }
+  models::GPTModel merged(saved.config);  // plain: no adapters
+  merged.load_state_dict(state, /*strict=*/true, run);
   AtomicFile config(path_in(out, "config.json"), "train_gpt --merge-lora");
   AtomicFile weights(path_in(out, "model.safetensors"), "train_gpt --merge-lora");
   models::write_hf_gpt2(merged, saved.base_layout, config, weights);

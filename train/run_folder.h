@@ -65,8 +65,8 @@ std::unique_ptr<Trainer> resume_trainer(const std::string& dir, const TrainOptio
 // A fresh run from the Hugging Face GPT-2 folder options.init_from: the model of its config.json
 // (options.model gives the sequence length, at most n_positions, and the dropout), its weights
 // (16-bit ones read as float32: *converted names their dtypes), the tokenizer options.tokenizer,
-// and LoRA adapters when options.lora_rank > 0. The run is saved in the folder's layout.
-// train_gpt --init-from and bench_gpt --init-from start this way.
+// and LoRA adapters when options.lora_rank > 0 (models/gpt_lora.h). The run is saved in the
+// folder's layout. train_gpt --init-from and bench_gpt --init-from start this way.
 std::unique_ptr<Trainer> start_from_gpt2_folder(TrainOptions options, const std::string& text,
                                                 std::vector<std::string>* converted);
 
@@ -74,8 +74,9 @@ std::unique_ptr<Trainer> start_from_gpt2_folder(TrainOptions options, const std:
 // qwen3; models/hf_llama.h): the model of its config.json (options.model gives the sequence
 // length, at most max_position_embeddings, and the attention's dropout), its weights (single file
 // or shards; 16-bit ones read as float32: *converted names their dtypes), the tokenizer
-// options.tokenizer. The run is saved as a folder of the same model_type whose config.json keeps
-// the folder's fields. train_gpt --init-from starts this way when the folder is one.
+// options.tokenizer, and LoRA adapters when options.lora_rank > 0 (models/llama_lora.h). The run
+// is saved as a folder of the same model_type whose config.json keeps the folder's fields (a LoRA
+// run: and its adapters in peft's files). train_gpt --init-from starts this way when the folder is one.
 std::unique_ptr<Trainer> start_from_llama_folder(TrainOptions options, const std::string& text,
                                                  std::vector<std::string>* converted);
 
@@ -118,9 +119,10 @@ void check_run_folder(const std::string& dir);
 bool is_lora_run(const std::string& dir);
 
 // train_gpt --resume RUN --merge-lora OUT: the LoRA run's model with its adapters merged in
-// (models::merged_state_dict), written to out (made if needed) as a Hugging Face GPT-2 folder in its
-// base's layout (config.json: the base's; model.safetensors: its names and prefix) with the run's
-// tokenizer files, so that generate --ckpt OUT and GPT2LMHeadModel.from_pretrained read it. The
+// (models::merged_state_dict), written to out (made if needed) as a Hugging Face folder of its
+// base's kind with the run's tokenizer files, so that generate --ckpt OUT and from_pretrained read
+// it: GPT-2 in its base's layout (config.json: the base's; model.safetensors: its names and
+// prefix), a Llama / Qwen in Hugging Face's (config.json: the base's fields, models/hf_llama.h). The
 // two model files are written as a set. Refused with a UsageError: a run without adapters, out
 // being the run's folder or its base's; with an Error, writing nothing: a merged weight that is
 // not finite (finite adapters whose product overflows).

@@ -43,7 +43,7 @@
 // Evaluation (model in eval mode, no tape) draws eval_batches batches from each split with a
 // generator seeded kEvalSeed every time, so val losses compare between steps and between runs.
 //
-// LoRA (lora_rank > 0, a run from GPT-2): after the base weights are loaded, apply_lora reseeds
+// LoRA (lora_rank > 0, a run from a GPT-2 or Llama / Qwen folder): after the base weights are loaded, apply_lora reseeds
 // the default generator with --seed and adds the adapters, as `torch.manual_seed(seed);
 // get_peft_model(model, config)` would; the optimizer then holds the adapters alone
 // (opt = AdamW(weight_decay_groups(trainable parameters))), and clipping sees only their gradients.
@@ -66,6 +66,7 @@
 #include "tokenizers/tokenizer.h"
 #include "models/gpt.h"
 #include "models/gpt_lora.h"
+#include "models/llama_lora.h"
 #include "models/llama.h"
 #include "optim/adam.h"
 
@@ -119,7 +120,7 @@ class Trainer {
   void set_step(int64_t step) { step_ = step; }
   Generator& batch_generator() { return batch_gen_; }
   models::CausalLM& model() { return *model_; }
-  // The model as the GPT it is (GPT-2's folders, LoRA); an Error for a llama or qwen3 run.
+  // The model as the GPT it is (GPT-2's folders); an Error for a llama or qwen3 run.
   models::GPTModel& gpt();
   // The model as the LlamaForCausalLM it is; an Error for a GPT run.
   models::LlamaForCausalLM& llama();

@@ -1,19 +1,23 @@
-# lora.py — LoRA as PyTorch's peft adds it to GPT-2, written out for hf_gpt2.py's GPT2LMHeadModel
-# (peft is not a Debian package): the twin of tapegrad's models/gpt_lora.h and train_gpt --lora-rank.
+# lora.py — LoRA as PyTorch's peft adds it, written out (peft is not a Debian package) for
+# hf_gpt2.py's GPT2LMHeadModel and hf_llama.py's LlamaForCausalLM (Llama, Qwen2, Qwen3): the twin
+# of tapegrad's models/gpt_lora.h, models/llama_lora.h and train_gpt --lora-rank.
 #
-#   LoraConv1D(base, r, alpha)   y = base(x) + lora_B(lora_A(x)) * (alpha / r), peft's lora.Linear on a
-#                                Conv1D: base_layer (frozen), lora_A nn.Linear(in, r, bias=False),
-#                                lora_B nn.Linear(r, out, bias=False); A drawn as peft's update_layer
-#                                draws it (the two nn.Linear inits, then kaiming_uniform_(A, a=sqrt(5))),
-#                                B zeros
-#   apply_lora(model, r, alpha, targets)   "attn": attn.c_attn (q, k, v fused) and attn.c_proj;
-#                                "mlp": mlp.c_fc and mlp.c_proj; in the model's module order (peft's),
-#                                then every other parameter frozen
+#   LoraLayer(base, r, alpha)    y = base(x) + lora_B(lora_A(x)) * (alpha / r), peft's lora.Linear:
+#                                base_layer (frozen), lora_A nn.Linear(in, r, bias=False), lora_B
+#                                nn.Linear(r, out, bias=False); A drawn as peft's update_layer draws it
+#                                (the two nn.Linear inits, then kaiming_uniform_(A, a=sqrt(5))), B zeros.
+#                                base is an nn.Linear (weight (out, in)) or GPT-2's Conv1D (weight
+#                                (in, out): peft's fan_in_fan_out)
+#   apply_lora(model, r, alpha, targets)   targets "attn" and/or "mlp":
+#                                GPT-2   attn: attn.c_attn (q, k, v fused), attn.c_proj; mlp: mlp.c_fc, mlp.c_proj
+#                                Llama   attn: q_proj, k_proj, v_proj, o_proj; mlp: gate_proj, up_proj, down_proj
+#                                in the model's module order (peft's), then every other parameter frozen
 #   adapter_tensors(model)       the adapters under the names peft's save_pretrained writes:
-#                                "base_model.model.transformer.h.0.attn.c_attn.lora_A.weight", ...
+#                                "base_model.model.transformer.h.0.attn.c_attn.lora_A.weight",
+#                                "base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight", ...
 #   load_adapters(model, tensors)   the reverse, strict
-#   merge_and_unload(model)      each LoraConv1D replaced by its Conv1D with W + (B A)^T (alpha / r)
-#                                (Conv1D keeps (in, out): peft's fan_in_fan_out)
+#   merge_and_unload(model)      each LoraLayer replaced by its base layer with W + (B A) (alpha / r)
+#                                ((B A)^T for a Conv1D)
 #
 #     model = GPT2LMHeadModel.from_pretrained("gpt2")
 #     torch.manual_seed(1337)                 # as train_gpt --seed 1337 does before the adapters
@@ -26,14 +30,18 @@ import torch.nn as nn
 from hf_gpt2 import Conv1D
 
 PEFT_PREFIX = "base_model.model."
-TARGETS = {"attn": ("attn.c_attn", "attn.c_proj"), "mlp": ("mlp.c_fc", "mlp.c_proj")}
+TARGETS = {
+    "gpt2": {"attn": ("attn.c_attn", "attn.c_proj"), "mlp": ("mlp.c_fc", "mlp.c_proj")},
+    "llama": {"attn": ("q_proj", "k_proj", "v_proj", "o_proj"), "mlp": ("gate_proj", "up_proj", "down_proj")},
+}
 
 
-class LoraConv1D(nn.Module):
+class LoraLayer(nn.Module):
     def __init__(self, base, r, alpha):
         super().__init__()
         self.base_layer = base
-        n_in, n_out = base.weight.shape  # Conv1D keeps (in, out)
+        self.fan_in_fan_out = isinstance(base, Conv1D)  # Conv1D keeps (in, out)
+        n_in, n_out = base.weight.shape if self.fan_in_fan_out else reversed(base.weight.shape)
         self.lora_A = nn.Linear(n_in, r, bias=False)
         self.lora_B = nn.Linear(r, n_out, bias=False)
         self.scaling = alpha / r
@@ -44,17 +52,24 @@ class LoraConv1D(nn.Module):
         return self.base_layer(x) + self.lora_B(self.lora_A(x)) * self.scaling
 
     def merged(self):
-        """The Conv1D with W + (B A)^T * scaling."""
+        """The base layer with W + B A * scaling (transposed for a Conv1D)."""
+        delta = (self.lora_B.weight @ self.lora_A.weight) * self.scaling  # (out, in)
         with torch.no_grad():
-            self.base_layer.weight += (self.lora_B.weight @ self.lora_A.weight).T * self.scaling
+            self.base_layer.weight += delta.T if self.fan_in_fan_out else delta
         return self.base_layer
 
 
+def family(model):
+    """"gpt2" for GPT-2 (its Conv1D layers), "llama" for the Llama / Qwen family."""
+    return "gpt2" if any(isinstance(m, Conv1D) for m in model.modules()) else "llama"
+
+
 def apply_lora(model, r, alpha, targets):
+    names = [t for key in targets for t in TARGETS[family(model)][key]]
     for name, module in list(model.named_modules()):
-        if isinstance(module, Conv1D) and any(name.endswith("." + t) for key in targets for t in TARGETS[key]):
+        if isinstance(module, (Conv1D, nn.Linear)) and any(name.endswith("." + t) for t in names):
             parent_name, child = name.rsplit(".", 1)
-            setattr(model.get_submodule(parent_name), child, LoraConv1D(module, r, alpha))
+            setattr(model.get_submodule(parent_name), child, LoraLayer(module, r, alpha))
     for name, p in model.named_parameters():
         p.requires_grad_(".lora_A." in name or ".lora_B." in name)
     return model
@@ -76,7 +91,7 @@ def load_adapters(model, tensors):
 
 def merge_and_unload(model):
     for name, module in list(model.named_modules()):
-        if isinstance(module, LoraConv1D):
+        if isinstance(module, LoraLayer):
             parent_name, child = name.rsplit(".", 1)
             setattr(model.get_submodule(parent_name), child, module.merged())
     return model

@@ -257,9 +257,9 @@ def check_run_folder(folder, names=FILES + ("loss.csv",)):
     if not os.path.isdir(folder):
         raise RunError(f"{folder}: no such folder")
     if os.path.exists(os.path.join(folder, "adapter_config.json")):
-        raise RunError(f"{folder}: a LoRA run (its adapters alone, on a base GPT-2): continue it with ./build/examples/"
-                       f"train_gpt --resume {folder}, or merge it into a GPT-2 folder with --merge-lora OUT, which "
-                       "hf_gpt2.py's from_pretrained reads")
+        raise RunError(f"{folder}: a LoRA run (its adapters alone, on a base model): continue it with ./build/examples/"
+                       f"train_gpt --resume {folder}, or merge it into a folder like its base with --merge-lora OUT, "
+                       "which hf_gpt2.py's or hf_llama.py's from_pretrained reads")
     for name in names:
         if not os.path.exists(os.path.join(folder, name)):
             if os.path.exists(os.path.join(folder, "config.json")):

@@ -1,9 +1,11 @@
 // LoRA runs (train_gpt --init-from DIR --lora-rank r), as a user runs them: against the PyTorch
-// twin (examples/pytorch/lora.py on hf_gpt2.py, tests/reference/make_lora_reference.py) step for
-// step; the base weights untouched and the optimizer holding the adapters alone; the folder in
-// peft's files, read back by generate and --eval-only, resumed bit for bit; --merge-lora's GPT-2
+// twin (examples/pytorch/lora.py on hf_gpt2.py and hf_llama.py, tests/reference/make_lora_reference.py)
+// step for step; the base weights untouched and the optimizer holding the adapters alone; the
+// folder in peft's files, read back by generate and --eval-only, resumed bit for bit; --merge-lora's
 // folder giving the adapted model's logits; and bad command lines as one-line errors.
-// The base model is tests/reference/lora/base: a tiny GPT-2 (2 layers of width 16), dropout 0.
+// The base models are tests/reference/lora/base, a tiny GPT-2 (2 layers of width 16), and
+// tests/reference/lora/qwen3_base, a tiny Qwen3 (2 layers, hidden 16, 4 heads of 8 on 2 kv heads),
+// both with dropout 0.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -19,6 +21,7 @@
 #include "autograd/tape.h"
 #include "train/run_folder.h"
 #include "models/hf_gpt2.h"
+#include "models/hf_llama.h"
 #include "models/lora_adapters.h"
 #include "tokenizers/tokenizer.h"
 #include "train/trainer.h"
@@ -31,16 +34,16 @@ namespace {
   if (example_program("train_gpt").empty()) GTEST_SKIP() << "the examples are not built"
 
 const std::string kLora = std::string(TG_REFERENCE_DIR) + "/lora";
-const std::string kBase = kLora + "/base", kText = kLora + "/text.txt";
+const std::string kBase = kLora + "/base", kText = kLora + "/text.txt", kQwen3Base = kLora + "/qwen3_base";
 
 const json::Value& reference() {
   static const json::Value doc = json::parse_file(kLora + "/lora_torch.json");
   return doc;
 }
 
-// The twin's run as train_gpt flags (lora_torch.json's "flags"), on the base and the text.
-std::vector<std::string> twin_flags() {
-  std::vector<std::string> args = {"--init-from", kBase, "--data", kText, "--eval-batches", "1", "--eval-every", "3",
+// The twin's run as train_gpt flags (lora_torch.json's "flags"), on base and the text.
+std::vector<std::string> twin_flags(const std::string& base) {
+  std::vector<std::string> args = {"--init-from", base, "--data", kText, "--eval-batches", "1", "--eval-every", "3",
                                    "--sample-tokens", "2", "--threads", "1"};
   for (const json::Member& m : reference()["flags"].as_object()) {
     args.push_back("--" + m.key);
@@ -76,37 +79,81 @@ void expect_files_close(const std::string& got, const std::string& want, double 
   for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(all_close(a[i].second, b[i].second, atol, rtol)) << a[i].first;
 }
 
-TEST(LoraRuns, TheAdaptersStartAsPeftDrawsThem) {
-  // train_gpt: the base's weights, then torch.manual_seed(seed) and the adapters, in peft's order
-  models::HfGpt2 base = models::load_hf_gpt2(kBase);
+// As train_gpt adds them: the base's weights, then torch.manual_seed(seed) and the adapters (r 4
+// on attn and mlp), in peft's order. Returns them under peft's names, after checking them equal,
+// byte for byte and name for name, to the twin's kLora/<prefix>adapters_start.safetensors.
+template <class Model>
+NamedTensors expect_twins_first_adapters(Model& base, const std::string& prefix) {
   manual_seed(static_cast<uint64_t>(reference()["flags"]["seed"].as_int64()));
-  models::apply_lora(*base.model, models::LoRAConfig{.r = 4, .alpha = 8.0, .attn = true, .mlp = true});
-  const NamedTensors ours = models::peft_adapter_tensors(*base.model);
-  const NamedTensors torch = load_safetensors(kLora + "/adapters_start.safetensors");
-  ASSERT_EQ(names_of(ours), names_of(torch));  // peft's names, in its order
-  EXPECT_EQ(ours[0].first, "base_model.model.transformer.h.0.attn.c_attn.lora_A.weight");
-  for (size_t i = 0; i < ours.size(); ++i) EXPECT_TRUE(same_bytes(ours[i].second, torch[i].second)) << ours[i].first;
+  models::apply_lora(base, models::LoRAConfig{.r = 4, .alpha = 8.0, .attn = true, .mlp = true});
+  const NamedTensors ours = models::peft_adapter_tensors(base);
+  const NamedTensors torch = load_safetensors(kLora + "/" + prefix + "adapters_start.safetensors");
+  EXPECT_EQ(names_of(ours), names_of(torch));  // peft's names, in its order
+  for (size_t i = 0; i < std::min(ours.size(), torch.size()); ++i)
+    EXPECT_TRUE(same_bytes(ours[i].second, torch[i].second)) << ours[i].first;
+  return ours;
 }
 
-TEST(LoraRuns, TrainsAsThePyTorchTwinStepForStep) {
-  SKIP_WITHOUT_EXAMPLES();
+// generate --ckpt run writes after the prompt, and train_gpt --eval-only --resume run gives a loss.
+void expect_generate_and_eval_only_read(const std::string& run) {
+  ProgramRun r = run_program(example_program("generate"), {"--ckpt", run, "--prompt", " the world", "--tokens", "3"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.substr(0, 10), " the world");
+  r = train_gpt({"--eval-only", "--resume", run});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(has_part(r.output, "\"loss\": ")) << r.output;
+}
+
+TEST(LoraRuns, TheAdaptersStartAsPeftDrawsThem) {
+  models::HfGpt2 base = models::load_hf_gpt2(kBase);
+  const NamedTensors ours = expect_twins_first_adapters(*base.model, "");
+  EXPECT_EQ(ours[0].first, "base_model.model.transformer.h.0.attn.c_attn.lora_A.weight");
+}
+
+// train_gpt with the twin's flags from base: its losses step by step (lora_torch.json's
+// losses_key) and its adapters at the end (kLora/<prefix>adapters_end.safetensors); output: the
+// LoRA line train_gpt prints.
+void expect_twins_run(const std::string& base, const std::string& losses_key, const std::string& prefix,
+                      const std::string& output) {
   TempFolder dir;
-  std::vector<std::string> args = twin_flags();
+  std::vector<std::string> args = twin_flags(base);
   args.insert(args.end(), {"--out", dir.file("run")});
   const ProgramRun r = train_gpt(args);
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_TRUE(has_part(r.output, "LoRA r=4, alpha=8.0 on attn,mlp: 2048 of the ")) << r.output;
+  EXPECT_TRUE(has_part(r.output, output)) << r.output;
   std::ifstream csv(dir.file("run/loss.csv"));
   std::string line;
   std::getline(csv, line);  // the header
-  const json::Value& losses = reference()["losses"];
+  const json::Value& losses = reference()[losses_key];
   for (size_t step = 0; step < losses.size(); ++step) {
     ASSERT_TRUE(std::getline(csv, line));
     const double got = std::stod(line.substr(line.find(',') + 1));
     const double want = std::bit_cast<double>(std::stoull(losses[step].as_string(), nullptr, 16));
     EXPECT_NEAR(got, want, 1e-5 * want) << "step " << step + 1;
   }
-  expect_files_close(dir.file("run/adapters.safetensors"), kLora + "/adapters_end.safetensors", 1e-5, 1e-5);
+  expect_files_close(dir.file("run/adapters.safetensors"), kLora + "/" + prefix + "adapters_end.safetensors", 1e-5, 1e-5);
+}
+
+TEST(LoraRuns, TrainsAsThePyTorchTwinStepForStep) {
+  SKIP_WITHOUT_EXAMPLES();
+  expect_twins_run(kBase, "losses", "", "LoRA r=4, alpha=8.0 on attn,mlp: 2048 of the ");
+}
+
+// A Qwen3's adapters (models/llama_lora.h): A drawn as peft draws it, on q, k, v, o, gate, up and
+// down in peft's order, then trained as the twin trains them.
+TEST(LoraRuns, OnAQwen3TheAdaptersStartAsPeftDrawsThemAndTrainAsTheTwinStepForStep) {
+  models::HfLlama base = models::load_hf_llama(kQwen3Base);
+  const NamedTensors ours = expect_twins_first_adapters(*base.model, "qwen3_");
+  ASSERT_EQ(ours.size(), 28u);  // A and B on 7 Linears in 2 layers
+  EXPECT_EQ(ours[0].first, "base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight");
+  EXPECT_EQ(ours[7].first, "base_model.model.model.layers.0.self_attn.o_proj.lora_B.weight");
+  EXPECT_EQ(ours[6].second.sizes(), (Shape{4, 32}));  // o_proj's A: (r, heads * head_dim), 32 against hidden 16
+  EXPECT_EQ(ours[13].first, "base_model.model.model.layers.0.mlp.down_proj.lora_B.weight");
+  for (const auto& [name, p] : nn::trainable_parameters(*base.model)) EXPECT_TRUE(models::is_adapter_name(name)) << name;
+
+  SKIP_WITHOUT_EXAMPLES();
+  // 2 layers x (q 4x(16+32) + k, v 4x(16+16) each + o 4x(32+16) + gate, up 4x(16+24) each + down 4x(24+16))
+  expect_twins_run(kQwen3Base, "qwen3_losses", "qwen3_", "LoRA r=4, alpha=8.0 on attn,mlp: 2240 of the ");
 }
 
 TEST(LoraRuns, TheBaseWeightsStayAsTheyWereAndOnlyTheAdaptersHaveOptimizerState) {
@@ -173,12 +220,7 @@ TEST(LoraRuns, TheFolderHoldsPeftsFilesAndGenerateAndEvalOnlyReadIt) {
             std::filesystem::absolute(kBase).lexically_normal());
   EXPECT_EQ(read_bytes(run + "/vocab.json"), read_bytes(kBase + "/vocab.json"));
 
-  r = run_program(example_program("generate"), {"--ckpt", run, "--prompt", " the world", "--tokens", "3"});
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_EQ(r.output.substr(0, 10), " the world");
-  r = train_gpt({"--eval-only", "--resume", run});
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_TRUE(has_part(r.output, "\"loss\": ")) << r.output;
+  expect_generate_and_eval_only_read(run);
 }
 
 TEST(LoraRuns, AResumedRunContinuesBitForBit) {
@@ -238,6 +280,60 @@ TEST(LoraRuns, MergeLoraWritesAGpt2FolderWithTheAdaptedModelsLogits) {
   EXPECT_FALSE(all_close(base.model->forward(ids), want, 1e-4, 0));  // the adapters did change the logits
   r = run_program(example_program("generate"), {"--ckpt", merged, "--prompt", " the", "--tokens", "2"});
   EXPECT_EQ(r.exit_code, 0) << r.output;
+}
+
+// A Qwen3 LoRA run as a user runs it: peft's files for a Llama, generate and --eval-only read it, it
+// resumes bit for bit, and --merge-lora writes a Qwen3 folder with the adapted model's logits.
+TEST(LoraRuns, AQwen3RunHasPeftsFilesResumesBitForBitAndMergesIntoAQwen3Folder) {
+  SKIP_WITHOUT_EXAMPLES();
+  TempFolder dir;
+  const std::string run = dir.file("resumed"), merged = dir.file("merged");
+  ProgramRun r = small_lora_run(kQwen3Base, dir.file("straight"), 4);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = small_lora_run(kQwen3Base, run, 2);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json::Value config = json::parse_file(run + "/adapter_config.json");
+  EXPECT_FALSE(config["fan_in_fan_out"].as_bool());  // nn.Linear's (out, in)
+  std::vector<std::string> targets;
+  for (const json::Value& t : config["target_modules"].as_array()) targets.push_back(t.as_string());
+  EXPECT_EQ(targets, (std::vector<std::string>{"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
+                                               "down_proj"}));
+  EXPECT_EQ(json::parse_file(run + "/config.json")["model_type"].as_string(), "qwen3");
+  EXPECT_FALSE(std::filesystem::exists(run + "/model.safetensors"));  // the adapters alone
+
+  r = train_gpt({"--resume", run, "--steps", "4"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* file : {"adapters.safetensors", "optimizer.safetensors"}) {
+    const NamedTensors a = load_safetensors(dir.file("straight/") + file), b = load_safetensors(run + "/" + file);
+    ASSERT_EQ(names_of(a), names_of(b)) << file;
+    for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(same_bytes(a[i].second, b[i].second)) << file << ": " << a[i].first;
+  }
+  expect_generate_and_eval_only_read(run);
+
+  r = train_gpt({"--resume", run, "--merge-lora", merged});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(has_part(r.output, "(a Hugging Face qwen3 folder)")) << r.output;
+  const models::HfLlama plain = models::load_hf_llama(merged);
+  EXPECT_EQ(json::parse_file(merged + "/config.json")["head_dim"].as_int64(), 8);  // the base's fields
+  EXPECT_FALSE(json::parse_file(merged + "/config.json").contains("tapegrad"));
+  EXPECT_EQ(read_bytes(merged + "/vocab.json"), read_bytes(kQwen3Base + "/vocab.json"));
+  train::SavedModel adapted = train::load_saved_model(run);
+  const Tensor ids = from_vector(std::vector<int64_t>{3, 17, 256, 40, 9, 270, 12, 5}, {1, 8});
+  NoGradGuard no_grad;
+  const Tensor want = adapted.model->forward(ids), got = plain.model->forward(ids);
+  EXPECT_TRUE(all_close(got, want, 1e-5, 1e-5));
+  EXPECT_FALSE(all_close(models::load_hf_llama(kQwen3Base).model->forward(ids), want, 1e-4, 0));  // they changed it
+
+  // GPT-2's adapter_config.json beside a Qwen3's run: not one run
+  std::string text = read_bytes(run + "/adapter_config.json");
+  const std::string ours = "[\"q_proj\", \"k_proj\", \"v_proj\", \"o_proj\", \"gate_proj\", \"up_proj\", \"down_proj\"]";
+  ASSERT_NE(text.find(ours), std::string::npos) << text;
+  text.replace(text.find(ours), ours.size(), "[\"c_attn\", \"attn.c_proj\"]");
+  write_bytes(run + "/adapter_config.json", text);
+  r = train_gpt({"--resume", run, "--steps", "5"});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(has_part(r.output, "adapter_config.json: \"target_modules\" are GPT-2's but the run's config.json is a "
+                                 "Llama / Qwen model's")) << r.output;
 }
 
 TEST(LoraRuns, AGoneBaseModelIsAnErrorNamingItsPath) {

@@ -1,4 +1,4 @@
-// LoRA (nn/lora.h) and LoRA on a GPTModel (models/gpt_lora.h): A drawn as peft draws it (against
+// LoRA (nn/lora.h), LoRA on a GPTModel (models/gpt_lora.h) and on a Llama (models/llama_lora.h): A drawn as peft draws it (against
 // tests/reference/lora/lora_torch.json, make_lora_reference.py), a LoRALinear that starts as its
 // base layer and whose gradients check in float64, the attention's fused q, k, v adapter checked
 // too, only the adapters trainable, the same numbers in both kernel modes, and the merged model's
@@ -13,6 +13,7 @@
 #include "autograd/ops.h"
 #include "autograd/random/generator.h"
 #include "autograd/tape.h"
+#include "models/llama_lora.h"
 #include "nn/nn.h"
 #include "test_util.h"
 
@@ -150,7 +151,7 @@ models::GPTConfig tiny_config() {
 }
 
 // Every adapter's B drawn at random, so the adapters change the model's outputs.
-void randomize_adapters(models::GPTModel& model) {
+void randomize_adapters(nn::Module& model) {
   NoGradGuard no_grad;
   uint32_t seed = 20;
   for (auto& [name, p] : model.named_parameters())
@@ -251,6 +252,54 @@ TEST(GptLoRA, TheMergedModelGivesTheSameLogits) {
   merged.eval();
   NoGradGuard no_grad;
   const Tensor adapted = model.forward(idx), plain = merged.forward(idx);
+  EXPECT_TRUE(all_close(plain, adapted, 1e-5, 1e-5));
+  EXPECT_FALSE(all_close(adapted, base_logits, 1e-3, 0));  // the adapters did change them
+}
+
+// A Qwen2 (biases on q, k, v): the adapters sit on the seven projections, only they train (the
+// biases, norms and embeddings are frozen), and the merged plain model gives the adapted logits.
+TEST(LlamaLoRA, OnlyTheAdaptersTrainAndTheMergedModelGivesTheSameLogits) {
+  models::LlamaConfig config;
+  config.model_type = "qwen2";
+  config.vocab_size = 40;
+  config.hidden_size = 12;
+  config.intermediate_size = 20;
+  config.num_hidden_layers = 2;
+  config.num_attention_heads = 4;
+  config.num_key_value_heads = 2;
+  config.head_dim = 4;
+  config.max_position_embeddings = 16;
+  config.qkv_bias = true;
+  manual_seed(3);
+  models::LlamaForCausalLM model(config);
+  model.eval();
+  const Tensor idx = from_vector(std::vector<int64_t>{3, 1, 4, 1, 5, 9, 2, 6}, {1, 8});
+  const Tensor base_logits = model.forward(idx).detach();
+  const int64_t base_count = model.num_parameters();
+  models::apply_lora(model, models::LoRAConfig{.r = 2, .alpha = 3.0, .attn = true, .mlp = true});
+  EXPECT_TRUE(models::has_lora(model));
+  // per layer: q 2x(12+16), k and v 2x(12+8) each, o 2x(16+12), gate and up 2x(12+20) each, down 2x(20+12)
+  EXPECT_EQ(model.num_parameters() - base_count, 2 * (56 + 40 + 40 + 56 + 64 + 64 + 64));
+  std::vector<std::string> trained;
+  for (const auto& [name, p] : trainable_parameters(model)) trained.push_back(name);
+  ASSERT_EQ(trained.size(), 28u);
+  EXPECT_EQ(trained[0], "model.layers.0.self_attn.q_proj.lora.lora_A.weight");
+  EXPECT_EQ(trained[27], "model.layers.1.mlp.down_proj.lora.lora_B.weight");
+  EXPECT_TRUE(has_part(error_of([&] { models::apply_lora(model, models::LoRAConfig{}); }), "has LoRA adapters already"));
+  {
+    NoGradGuard no_grad;  // B = 0: the adapted model starts as the base
+    EXPECT_TRUE(same_bytes(model.forward(idx), base_logits));
+  }
+  randomize_adapters(model);
+  std::unique_ptr<models::LlamaForCausalLM> merged;
+  {
+    const init::SkipInitGuard no_draws;
+    merged = std::make_unique<models::LlamaForCausalLM>(config);
+  }
+  merged->load_state_dict(models::merged_state_dict(model));  // strict: the plain model's names exactly
+  merged->eval();
+  NoGradGuard no_grad;
+  const Tensor adapted = model.forward(idx), plain = merged->forward(idx);
   EXPECT_TRUE(all_close(plain, adapted, 1e-5, 1e-5));
   EXPECT_FALSE(all_close(adapted, base_logits, 1e-3, 0));  // the adapters did change them
 }

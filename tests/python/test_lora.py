@@ -1,7 +1,8 @@
-# test_lora.py — a LoRA run of train_gpt (its adapters in peft's files, models/lora_adapters.h)
-# read by the PyTorch twin (examples/pytorch/lora.py on hf_gpt2.py), as a peft user would:
+# test_lora.py — LoRA runs of train_gpt (their adapters in peft's files, models/lora_adapters.h)
+# read by the PyTorch twin (examples/pytorch/lora.py on hf_gpt2.py and hf_llama.py), as a peft
+# user would, for a GPT-2 base and a Qwen3 base (tests/reference/lora/base, qwen3_base):
 #
-#   1. train_gpt --init-from tests/reference/lora/base --lora-rank 4 --lora-targets attn,mlp, 3 steps;
+#   1. train_gpt --init-from BASE --lora-rank 4 --lora-targets attn,mlp, 3 steps;
 #   2. the twin: from_pretrained(base), apply_lora with adapter_config.json's r, lora_alpha and
 #      target_modules, load_adapters(adapters.safetensors): its logits equal generate --ckpt RUN
 #      --logits-out's within 1e-5 + 1e-5 * |ref| (so the names, shapes and orientation are peft's);
@@ -22,14 +23,18 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "examples", "pytorch"))
 from hf_gpt2 import GPT2LMHeadModel  # noqa: E402
+from hf_llama import LlamaForCausalLM  # noqa: E402
 from lora import apply_lora, load_adapters, merge_and_unload  # noqa: E402
 from run_folder import read_safetensors  # noqa: E402
 
-BASE = os.path.join(ROOT, "tests", "reference", "lora", "base")
+BASES = {"GPT-2": (os.path.join(ROOT, "tests", "reference", "lora", "base"), GPT2LMHeadModel),
+         "Qwen3": (os.path.join(ROOT, "tests", "reference", "lora", "qwen3_base"), LlamaForCausalLM)}
 TEXT = os.path.join(ROOT, "tests", "reference", "lora", "text.txt")
 IDS = [3, 17, 256, 40, 9, 270, 12, 5, 88, 1]
 TARGETS = {("attn.c_proj", "c_attn"): ["attn"], ("c_fc", "mlp.c_proj"): ["mlp"],
-           ("attn.c_proj", "c_attn", "c_fc", "mlp.c_proj"): ["attn", "mlp"]}
+           ("attn.c_proj", "c_attn", "c_fc", "mlp.c_proj"): ["attn", "mlp"],
+           ("k_proj", "o_proj", "q_proj", "v_proj"): ["attn"], ("down_proj", "gate_proj", "up_proj"): ["mlp"],
+           ("down_proj", "gate_proj", "k_proj", "o_proj", "q_proj", "up_proj", "v_proj"): ["attn", "mlp"]}
 
 
 def fail(what):
@@ -53,9 +58,15 @@ def expect_close(got, want, what):
 def main():
     programs = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build", "examples")
     train_gpt, generate = os.path.join(programs, "train_gpt"), os.path.join(programs, "generate")
+    for name, (base, model_class) in BASES.items():
+        print(f"{name}:")
+        check_run(train_gpt, generate, base, model_class)
+
+
+def check_run(train_gpt, generate, base, model_class):
     with tempfile.TemporaryDirectory() as work:
         folder, merged, logits_path = (os.path.join(work, n) for n in ("run", "merged", "logits.safetensors"))
-        run(train_gpt, "--init-from", BASE, "--data", TEXT, "--lora-rank", "4", "--lora-alpha", "8", "--lora-targets",
+        run(train_gpt, "--init-from", base, "--data", TEXT, "--lora-rank", "4", "--lora-alpha", "8", "--lora-targets",
             "attn,mlp", "--steps", "3", "--batch", "2", "--context", "16", "--lr", "2e-2", "--warmup", "1",
             "--eval-batches", "1", "--sample-tokens", "1", "--threads", "1", "--out", folder)
         run(generate, "--ckpt", folder, "--prompt-ids", ",".join(map(str, IDS)), "--tokens", "0", "--logits-out",
@@ -64,14 +75,14 @@ def main():
 
         with open(os.path.join(folder, "adapter_config.json")) as f:
             config = json.load(f)
-        twin = GPT2LMHeadModel.from_pretrained(config["base_model_name_or_path"])
+        twin = model_class.from_pretrained(config["base_model_name_or_path"])
         apply_lora(twin, config["r"], config["lora_alpha"], TARGETS[tuple(sorted(config["target_modules"]))])
         load_adapters(twin, read_safetensors(os.path.join(folder, "adapters.safetensors"))[0])
         with torch.no_grad():
             expect_close(twin.eval()(torch.tensor([IDS]))[0], want,
                          "the twin with the run's adapters.safetensors against generate --ckpt RUN")
             run(train_gpt, "--resume", folder, "--merge-lora", merged)
-            expect_close(GPT2LMHeadModel.from_pretrained(merged)(torch.tensor([IDS]))[0], want,
+            expect_close(model_class.from_pretrained(merged)(torch.tensor([IDS]))[0], want,
                          "from_pretrained of --merge-lora's folder")
             expect_close(merge_and_unload(twin)(torch.tensor([IDS]))[0], want, "the twin's merge_and_unload")
 

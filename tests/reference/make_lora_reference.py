@@ -1,7 +1,7 @@
 # make_lora_reference.py — PyTorch 1.13 trains peft-style LoRA adapters (examples/pytorch/lora.py) on
-# a tiny GPT-2 (examples/pytorch/hf_gpt2.py) with train_gpt's loop (examples/pytorch/train_gpt.py's
-# Run: the same batches, schedule, AdamW groups and clipping), as test data for
-# tests/examples/test_lora_runs.cpp and tests/nn/test_lora.cpp.
+# a tiny GPT-2 (examples/pytorch/hf_gpt2.py) and on a tiny Qwen3 (examples/pytorch/hf_llama.py)
+# with train_gpt's loop (examples/pytorch/train_gpt.py's Run: the same batches, schedule, AdamW
+# groups and clipping), as test data for tests/examples/test_lora_runs.cpp and tests/nn/test_lora.cpp.
 #
 #     /usr/bin/python3 tests/reference/make_lora_reference.py
 #
@@ -9,13 +9,19 @@
 #   base/        a Hugging Face GPT-2 folder: config.json (dropout 0), model.safetensors ("transformer."
 #                names), vocab.json and merges.txt of tests/python/make_tiny_gpt2.py's small vocabulary
 #                (277 tokens), 2 layers of width 16, 32 positions, random weights (seed 4)
-#   text.txt     the text it trains on (the first 3000 bytes of tests/reference/parity_corpus.txt)
-#   adapters_start.safetensors, adapters_end.safetensors
+#   qwen3_base/  a Hugging Face Qwen3 folder: config.json, model.safetensors, the same vocabulary's
+#                vocab.json and merges.txt; 2 layers, hidden 16, 4 heads on 2 kv heads of head_dim 8
+#                (q_proj 16 -> 32: o_proj's adapter is (r, 32)), SwiGLU width 24, tied, random
+#                weights (seed 6) and norms
+#   text.txt     the text both train on (the first 3000 bytes of tests/reference/parity_corpus.txt)
+#   adapters_start.safetensors, adapters_end.safetensors, qwen3_adapters_start.safetensors,
+#   qwen3_adapters_end.safetensors
 #                the adapters in peft's names (lora.py's adapter_tensors) right after they are added
-#                and after the run's STEPS steps
-#   lora_torch.json   the run's flags (train_gpt's), each step's loss (16 hex digits of the float32
-#                loss widened to float64), and "lora_linear": peft's A for in 5, out 7, r 3 after
-#                torch.manual_seed(11) (LoraConv1D's draws: A, B, then A again)
+#                and after the run's STEPS steps, for each base
+#   lora_torch.json   the runs' flags (train_gpt's), each step's loss (16 hex digits of the float32
+#                loss widened to float64: "losses" GPT-2's, "qwen3_losses"), and "lora_linear":
+#                peft's A for in 5, out 7, r 3 after torch.manual_seed(11) (LoraLayer's draws: A, B,
+#                then A again)
 import json
 import os
 import shutil
@@ -31,6 +37,7 @@ sys.path.insert(0, os.path.join(ROOT, "examples", "pytorch"))
 sys.path.insert(0, os.path.join(ROOT, "tests", "python"))
 import gpt2_tokenizer  # noqa: E402
 from hf_gpt2 import GPT2LMHeadModel  # noqa: E402
+from hf_llama import LlamaForCausalLM  # noqa: E402
 from lora import adapter_tensors, apply_lora  # noqa: E402
 from make_tiny_gpt2 import write_small_vocab  # noqa: E402
 from run_folder import safetensors_bytes  # noqa: E402
@@ -63,9 +70,49 @@ def write_base(folder):
     model.save_pretrained(folder, prefixed=True)
 
 
+def write_qwen3_base(folder):
+    os.makedirs(folder, exist_ok=True)
+    vocab_size = write_small_vocab(folder)
+    torch.manual_seed(6)
+    model = LlamaForCausalLM(dict(architectures=["Qwen3ForCausalLM"], model_type="qwen3", vocab_size=vocab_size,
+                                  hidden_size=16, intermediate_size=24, num_hidden_layers=2, num_attention_heads=4,
+                                  num_key_value_heads=2, head_dim=8, max_position_embeddings=32, rms_norm_eps=1e-6,
+                                  rope_theta=10000.0, rope_scaling=None, tie_word_embeddings=True,
+                                  attention_bias=False, attention_dropout=0.0, hidden_act="silu",
+                                  initializer_range=0.2))
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("norm.weight"):
+                p.copy_(1.0 + 0.1 * torch.randn(p.shape))
+    model.save_pretrained(folder)
+
+
 def write_safetensors(path, tensors):
     with open(path, "wb") as f:
         f.write(safetensors_bytes(tensors, {"format": "pt"}))
+
+
+def lora_run(data, base, model, prefix):
+    """train_gpt --init-from base --lora-rank 4 ... (FLAGS) in the twin: the base's weights, then the
+    adapters from the seed, STEPS steps; writes OUT/<prefix>adapters_{start,end}.safetensors and
+    returns the losses in hex."""
+    argv = ["--data", os.path.join(OUT, "text.txt"), "--tokenizer", base, "--eval-batches", "1"]
+    for key, value in FLAGS.items():
+        if not key.startswith("lora-"):
+            argv += ["--" + key, str(value)]
+    o = options(argv)
+    tokenizer = Gpt2FilesTokenizer(gpt2_tokenizer.Gpt2Tokenizer.from_folder(base))
+    run = Run(o, data, tokenizer, model_config=dict(vocab_size=tokenizer.vocab_size, context_length=32, emb_dim=16,
+                                                    n_heads=2, n_layers=2, drop_rate=0.0, qkv_bias=True,
+                                                    tie_weights=True, layer_norm_eps=1e-5))
+    run.model = run.ddp = model.train()  # the base's model in place of the one Run drew
+    torch.manual_seed(o.seed)
+    apply_lora(run.model, FLAGS["lora-rank"], FLAGS["lora-alpha"], FLAGS["lora-targets"].split(","))
+    run.optimizer = torch.optim.AdamW(weight_decay_groups(run.model, o.weight_decay), lr=o.lr)
+    write_safetensors(os.path.join(OUT, prefix + "adapters_start.safetensors"), adapter_tensors(run.model))
+    losses = [hexd(run.train_step()) for _ in range(STEPS)]
+    write_safetensors(os.path.join(OUT, prefix + "adapters_end.safetensors"), adapter_tensors(run.model))
+    return losses
 
 
 def main():
@@ -78,37 +125,25 @@ def main():
     with open(text_path, "wb") as f:
         f.write(data)
 
-    argv = ["--data", text_path, "--tokenizer", base, "--eval-batches", "1"]
-    for key, value in FLAGS.items():
-        if not key.startswith("lora-"):
-            argv += ["--" + key, str(value)]
-    o = options(argv)
-    tokenizer = Gpt2FilesTokenizer(gpt2_tokenizer.Gpt2Tokenizer.from_folder(base))
-    run = Run(o, data, tokenizer, model_config=dict(vocab_size=tokenizer.vocab_size, context_length=32, emb_dim=16,
-                                                    n_heads=2, n_layers=2, drop_rate=0.0, qkv_bias=True,
-                                                    tie_weights=True, layer_norm_eps=1e-5))
-    # train_gpt --init-from base --lora-rank 4 ...: the base's weights, then the adapters from the seed
-    run.model = run.ddp = GPT2LMHeadModel.from_pretrained(base).train()
-    torch.manual_seed(o.seed)
-    apply_lora(run.model, FLAGS["lora-rank"], FLAGS["lora-alpha"], FLAGS["lora-targets"].split(","))
-    run.optimizer = torch.optim.AdamW(weight_decay_groups(run.model, o.weight_decay), lr=o.lr)
-    write_safetensors(os.path.join(OUT, "adapters_start.safetensors"), adapter_tensors(run.model))
-    losses = [hexd(run.train_step()) for _ in range(STEPS)]
-    write_safetensors(os.path.join(OUT, "adapters_end.safetensors"), adapter_tensors(run.model))
+    qwen3_base = os.path.join(OUT, "qwen3_base")
+    write_qwen3_base(qwen3_base)
+    losses = lora_run(data, base, GPT2LMHeadModel.from_pretrained(base), "")
+    qwen3_losses = lora_run(data, qwen3_base, LlamaForCausalLM.from_pretrained(qwen3_base), "qwen3_")
 
-    torch.manual_seed(11)  # LoraConv1D's draws for in 5, out 7, r 3, without a Conv1D drawn before
+    torch.manual_seed(11)  # LoraLayer's draws for in 5, out 7, r 3, without a Conv1D drawn before
     a = nn.Linear(5, 3, bias=False)
     nn.Linear(3, 7, bias=False)
     nn.init.kaiming_uniform_(a.weight, a=5 ** 0.5)
     doc = {"generator": "tests/reference/make_lora_reference.py", "torch_version": torch.__version__, "flags": FLAGS,
-           "losses": losses,
+           "losses": losses, "qwen3_losses": qwen3_losses,
            "lora_linear": {"seed": 11, "in": 5, "out": 7, "r": 3,
                            "A": {"shape": list(a.weight.shape), "values": [hexd(v) for v in a.weight.flatten().tolist()]}}}
     with open(os.path.join(OUT, "lora_torch.json"), "w") as f:
         json.dump(doc, f, indent=1)
         f.write("\n")
-    print(f"wrote {OUT}/: base/, text.txt, adapters_start/end.safetensors, lora_torch.json; losses "
-          f"{[round(struct.unpack('>d', bytes.fromhex(h))[0], 5) for h in losses]}")
+    print(f"wrote {OUT}/: base/, qwen3_base/, text.txt, [qwen3_]adapters_start/end.safetensors, lora_torch.json; "
+          f"losses {[round(struct.unpack('>d', bytes.fromhex(h))[0], 5) for h in losses]}, qwen3 "
+          f"{[round(struct.unpack('>d', bytes.fromhex(h))[0], 5) for h in qwen3_losses]}")
 
 
 if __name__ == "__main__":
