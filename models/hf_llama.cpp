@@ -291,13 +291,14 @@ void check_weight_headers(const LlamaConfig& config, const std::vector<std::stri
 void read_weights(LlamaForCausalLM& model, const std::vector<std::string>& files) {
   const NamedTensors parameters = model.named_parameters();
   const std::map<std::string, Tensor> targets(parameters.begin(), parameters.end());
+  SafetensorsReadOptions options = weights_read_options(model.config());
+  // each weight read straight into the model's own tensor (passed_over ones are skipped): no copy
+  // of any is held at once, a 16-bit file's included
+  options.read_into = [&](const std::string& name) { return targets.at(name); };
   NoGradGuard no_grad;
   for (const std::string& file : files) {
     const Activity reading("reading " + file);
-    for_each_safetensor(file, weights_read_options(model.config()), [&](const std::string& name, Tensor t) {
-      Tensor to = targets.at(name);  // the model's tensor itself (a handle); passed_over ones are skipped
-      to.copy_(t);
-    });
+    for_each_safetensor(file, options, [](const std::string&, const Tensor&) {});
   }
 }
 

@@ -276,10 +276,18 @@ LlamaForCausalLM::LlamaForCausalLM(const LlamaConfig& config)
     : CausalLM(config.class_prefix() + "ForCausalLM"), config_(config) {
   config_.validate();
   model = register_module("model", std::make_shared<LlamaModel>(config_));
-  lm_head = register_module("lm_head", std::make_shared<nn::Linear>(config_.hidden_size, config_.vocab_size, false));
-  if (config_.tie_word_embeddings) {  // one tensor under both names
-    lm_head->set_parameter("weight", model->embed_tokens->weight);
-    lm_head->weight = model->embed_tokens->weight;
+  if (config_.tie_word_embeddings && nn::init::SkipInitGuard::active()) {
+    // weights about to be read: the head is made on the embedding's tensor, and no (V, C) matrix
+    // of its own is made and dropped (593 MiB more at Qwen3-0.6B's load)
+    lm_head = register_module("lm_head", std::make_shared<nn::Linear>("Linear", model->embed_tokens->weight, Tensor()));
+  } else {
+    // as Hugging Face builds it: nn.Linear draws its own weight (those draws come before the
+    // rest), which a tied model then replaces by the embedding's, one tensor under both names
+    lm_head = register_module("lm_head", std::make_shared<nn::Linear>(config_.hidden_size, config_.vocab_size, false));
+    if (config_.tie_word_embeddings) {
+      lm_head->set_parameter("weight", model->embed_tokens->weight);
+      lm_head->weight = model->embed_tokens->weight;
+    }
   }
   NoGradGuard no_grad;  // Hugging Face's _init_weights, in named_parameters() order
   for (auto& [name, p] : named_parameters()) {

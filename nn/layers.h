@@ -25,13 +25,12 @@ class Linear : public Module {
   Linear(int64_t in_features, int64_t out_features, bool bias = true);
   Tensor forward(const Tensor& x) override;
   std::string extra_repr() const override;
+  // A layer over the given weight (out, in) and bias (out, or undefined), registered as they are
+  // (the same tensors, nothing drawn), printed as type_name: nn/lora.h's LoRALinear, and a head
+  // made on its embedding's tensor (models/llama.h).
+  Linear(std::string type_name, const Tensor& weight, const Tensor& bias);
   int64_t in_features, out_features;
   Tensor weight, bias;  // bias undefined without one
-
- protected:
-  // A layer of another type over the given weight (out, in) and bias (out, or undefined),
-  // registered as they are (the same tensors, nothing drawn): nn/lora.h's LoRALinear.
-  Linear(std::string type_name, const Tensor& weight, const Tensor& bias);
 };
 
 class Embedding : public Module {

@@ -148,11 +148,18 @@ class Reader {
     return header;
   }
 
-  Tensor read_tensor(const Header& header, const Entry& entry) {
+  // The entry's data as a new tensor, or read into `into` (contiguous, of its shape and dtype).
+  Tensor read_tensor(const Header& header, const Entry& entry, Tensor into = Tensor()) {
     uint64_t start = header.data_start + entry.begin;
-    Tensor t;
+    Tensor t = into;
+    if (t.defined() && (!t.is_contiguous() || t.sizes() != entry.shape || t.dtype() != entry.dtype)) {
+      fail(entry.offsets_byte, "tensor " + json::quote(entry.name) + " is " + dtype_name(entry.dtype) + " of shape " +
+                                   shape_str(entry.shape) + " but the tensor to read it into is " +
+                                   dtype_name(t.dtype()) + " of shape " + shape_str(t.sizes()) +
+                                   (t.is_contiguous() ? "" : ", not contiguous"));
+    }
     try {
-      t = empty(entry.shape, entry.dtype);
+      if (!t.defined()) t = empty(entry.shape, entry.dtype);
     } catch (const Error& e) {
       fail(entry.offsets_byte, "tensor " + json::quote(entry.name) + ": " + e.what());
     }
@@ -222,13 +229,20 @@ class Reader {
   }
 
   // 16-bit floats' bits, then each converted to float32 into t.
+  // 16-bit values widened to float32, read a slice of at most 8 MiB at a time (a whole BF16
+  // embedding at once would be hundreds of MB more at a loader's peak).
   void read_widened(uint64_t start, const Entry& entry, Tensor& t) {
-    std::vector<uint16_t> bits(static_cast<size_t>((entry.end - entry.begin) / 2));
-    if (!bits.empty()) read_exact(start, bits.data(), entry.end - entry.begin);
+    const uint64_t count = (entry.end - entry.begin) / 2;
+    std::vector<uint16_t> bits(static_cast<size_t>(std::min<uint64_t>(count, uint64_t{1} << 22)));
     float* out = t.data_ptr<float>();
     const bool is_f16 = std::string(entry.in_file->name) == "F16";
-    for (size_t i = 0; i < bits.size(); ++i)
-      out[i] = is_f16 ? float16_bits_to_float(bits[i]) : static_cast<float>(BFloat16::from_bits(bits[i]));
+    for (uint64_t done = 0; done < count;) {
+      const uint64_t n = std::min<uint64_t>(count - done, bits.size());
+      read_exact(start + 2 * done, bits.data(), 2 * n);
+      for (uint64_t i = 0; i < n; ++i)
+        out[done + i] = is_f16 ? float16_bits_to_float(bits[i]) : static_cast<float>(BFloat16::from_bits(bits[i]));
+      done += n;
+    }
   }
 
   bool widened(const SafetensorsDtype& d) const {
@@ -468,7 +482,7 @@ void for_each_safetensor(const std::string& path, const SafetensorsReadOptions& 
   const Header header = reader.read_header();
   for (const Entry& entry : header.entries) {
     if (options.skip && options.skip(entry.name)) continue;  // left unread
-    Tensor t = reader.read_tensor(header, entry);
+    Tensor t = reader.read_tensor(header, entry, options.read_into ? options.read_into(entry.name) : Tensor());
     if (options.finite_only) check_finite({{entry.name, t}}, path);
     fn(entry.name, std::move(t));
   }

@@ -75,6 +75,12 @@ struct SafetensorsReadOptions {
   // for_each_safetensor and load_safetensors pass them over without allocating or reading a byte
   // of their data (GPT-2's ignored h.i.attn.bias buffers: up to gigabytes of a causal mask).
   std::function<bool(const std::string& name)> skip = nullptr;
+  // for_each_safetensor only: the tensor to read entry `name` straight into, or an undefined one to
+  // read it into a new tensor. A defined one must be contiguous, of the entry's shape and of the
+  // dtype it is read as (an Error names the tensor otherwise); fn then gets that same tensor. A
+  // loader of weights into a built model so holds no second copy of any (Qwen3-0.6B's embedding
+  // is 622 MB as float32). With finite_only, an inf or nan is an Error after it is read in.
+  std::function<Tensor(const std::string& name)> read_into = nullptr;
 };
 // As above, with options. converted (optional) receives the file dtypes that were converted
 // ("F16", "BF16"), each once, in the order first met, so a caller can say so in one line.

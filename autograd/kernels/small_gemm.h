@@ -9,8 +9,9 @@
 //
 // This kernel is the textbook blocked gemm without the layers that large matrices need:
 //   - a is read where it is (one element broadcast at a time, any strides);
-//   - b is read where it is when its rows are contiguous, else copied once into panels of
-//     16 or 32 columns, each (K, panel width) row-major, zero-padded;
+//   - b is read where it is when its rows are contiguous, else copied into panels of 16 or 32
+//     columns, each (K, panel width) row-major, zero-padded, a band of at most 16 MiB of them
+//     at a time (a vocabulary-wide head would otherwise be copied whole);
 //   - a block of rows of c lives in vector registers, two per row (6 rows x 16 columns with
 //     AVX2, 8 rows x 32 columns with AVX-512) while k runs over a block of 256:
 //     c[i][j] = fma(a[i][k], b[k][j], c[i][j]), from c = 0; the next block of k starts from

@@ -98,4 +98,35 @@ TEST(Safetensors, WithoutF16TheRequestKeepsBF16AsFloat32AndTheRestAsTheyAre) {
 }
 
 }  // namespace
+// A large BF16 tensor (widened a slice at a time) read straight into a given float32 tensor: the
+// same values as reading it anew, in that tensor's own memory; a given tensor of another shape is
+// an Error naming both.
+TEST(Safetensors, ReadIntoWidensAWholeLargeTensorIntoTheGivenOne) {
+  test::TempFolder folder;
+  const std::string path = folder.file("big.safetensors");
+  const int64_t n = (int64_t{1} << 22) * 2 + 5;  // more than two of the reader's slices
+  const Tensor values = (arange(0, n, 1, kFloat32) * 0.001).to(kBFloat16);
+  save_safetensors(path, {{"small", full({3}, 2.5, kBFloat16)}, {"big", values}});
+  Tensor into = zeros({n}, kFloat32);
+  const void* memory = into.raw_data();
+  SafetensorsReadOptions options{.float16_to_float32 = true};
+  options.read_into = [&](const std::string& name) { return name == "big" ? into : Tensor(); };
+  std::vector<std::string> names;
+  for_each_safetensor(path, options, [&](const std::string& name, const Tensor& t) {
+    names.push_back(name);
+    if (name == "big") EXPECT_EQ(t.raw_data(), memory);
+    else EXPECT_EQ(t.tolist<float>(), (std::vector<float>{2.5f, 2.5f, 2.5f}));
+  });
+  EXPECT_EQ(names, (std::vector<std::string>{"small", "big"}));
+  EXPECT_TRUE(test::same_bytes(into, values.to(kFloat32)));
+
+  Tensor wrong = zeros({n - 1}, kFloat32);
+  options.read_into = [&](const std::string& name) { return name == "big" ? wrong : Tensor(); };
+  const std::string error =
+      test::error_of([&] { for_each_safetensor(path, options, [](const std::string&, const Tensor&) {}); });
+  EXPECT_TRUE(test::has_part(error, path + ": byte ")) << error;
+  EXPECT_TRUE(test::has_part(error, "tensor \"big\" is float32 of shape (8388613) but the tensor to read it into is "
+                                    "float32 of shape (8388612)")) << error;
+}
+
 }  // namespace tg

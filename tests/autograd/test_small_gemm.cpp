@@ -121,6 +121,8 @@ std::vector<Case> cases() {
   out.push_back({100, 96, 256, false, false, 1});  // one block of k
   out.push_back({37, 45, 257, true, false, 2});     // a second block of one k
   out.push_back({64, 64, 1024, true, false, 0});    // a weight gradient: g^T @ x, K = B*T
+  out.push_back({3, 2081, 2048, false, true, 0});   // a head's x @ W^T: b packed in two bands of columns
+  out.push_back({5, 2081, 2048, false, false, 1});  // the same through the plain packing
   return out;
 }
 
