@@ -4,7 +4,9 @@
 //   ./build/bench/bench_generate --init-from DIR --threads 1 --prompt-tokens 100 --new-tokens 200
 //
 // With --init-from the model is a Hugging Face GPT-2 folder's (models/hf_gpt2.h), and the
-// prompt is the first P tokens of the built-in corpus in its tokenizer's tokens.
+// prompt is the first P tokens of the built-in corpus in its tokenizer's tokens; or a Llama /
+// Qwen folder's (models/hf_llama.h, 16-bit weights read as float32), and the prompt is the
+// corpus's first P bytes as ids (a folder of random weights has no tokenizer to need).
 //
 // The model: the config's shape (bench_gpt's table), the built-in corpus's characters as the
 // vocabulary (as bench_gpt's), initialised from --seed and not trained, in eval mode. The
@@ -67,6 +69,7 @@
 #include "autograd/io/flags.h"
 #include "train/corpus.h"
 #include "models/hf_gpt2.h"
+#include "models/hf_llama.h"
 #include "train/run_log.h"
 #include "tokenizers/tokenizer.h"
 #include "models/generate.h"
@@ -105,7 +108,9 @@ std::vector<Flag> bench_flags(BenchOptions& o) {
                0, 1e7),
       int_flag("warmup", &o.warmup, "tokens written untimed first", 0, 1e7),
       seed_flag(&o.seed, "seed of the model's initialisation"),
-      text_flag("init-from", &o.init_from, "a Hugging Face GPT-2 folder: its model and tokenizer instead of --config's"),
+      text_flag("init-from", &o.init_from,
+                "a Hugging Face GPT-2 folder (its model and tokenizer) or Llama / Qwen folder (its model, the "
+                "corpus's bytes as the prompt's ids) instead of --config's"),
   };
 }
 
@@ -134,7 +139,7 @@ tg::json::Writer json_ids(const std::vector<int64_t>& ids, size_t n) {
 int run(const BenchOptions& b) {
   const int threads = tg::bench::use_threads(b.threads);
   const std::string text = train::builtin_corpus();
-  std::unique_ptr<tg::models::GPTModel> model;
+  std::unique_ptr<tg::models::CausalLM> model;
   std::vector<int64_t> prompt;
   if (b.init_from.empty()) {  // the config's shape on the corpus's characters, from --seed
     const tokenizers::CharTokenizer tokenizer = tokenizers::CharTokenizer::from_text(text);
@@ -143,6 +148,13 @@ int run(const BenchOptions& b) {
     config.vocab_size = tokenizer.vocab_size();
     tg::manual_seed(static_cast<uint64_t>(b.seed));
     model = std::make_unique<tg::models::GPTModel>(config);
+  } else if (models::is_hf_llama_folder(b.init_from)) {  // a Llama / Qwen folder's model, the corpus's bytes
+    for (size_t i = 0; i < static_cast<size_t>(b.prompt_tokens) && i < text.size(); ++i)
+      prompt.push_back(static_cast<unsigned char>(text[i]));
+    if (static_cast<int64_t>(prompt.size()) < b.prompt_tokens)
+      throw UsageError("--prompt-tokens " + std::to_string(b.prompt_tokens) + ": the corpus has " +
+                       std::to_string(text.size()) + " bytes");
+    model = std::move(models::load_hf_llama(b.init_from).model);
   } else {  // a GPT-2 folder's model, and the corpus in its tokens
     prompt = tokenizers::load_tokenizer(b.init_from).encode(text);
     if (static_cast<int64_t>(prompt.size()) < b.prompt_tokens)
@@ -152,8 +164,7 @@ int run(const BenchOptions& b) {
     model = std::move(models::load_hf_gpt2(b.init_from).model);
   }
   model->eval();
-  const tg::models::GPTConfig& config = model->config();
-  const int64_t context = config.context_length;
+  const int64_t context = model->context_length();
   if (b.keep > context)
     throw UsageError("--keep (" + std::to_string(b.keep) + ") exceeds the context (" + std::to_string(context) + ")");
 
@@ -176,9 +187,14 @@ int run(const BenchOptions& b) {
   const double total = std::chrono::duration<double>(last - start).count();
   const double rss = tg::peak_rss_mb();
   // The memory-bandwidth limit: a token reads every weight once, at best at the copy loop's rate.
+  const NamedTensors parameters = model->named_parameters();  // a tied weight is listed once
+  const bool tied = std::none_of(parameters.begin(), parameters.end(), [](const auto& named) {
+    return named.first == "out_head.weight" || named.first == "lm_head.weight";
+  });
   int64_t weight_bytes = 0;
-  for (const auto& [name, p] : model->named_parameters()) {  // a tied weight is listed once
-    const bool one_row = name == "pos_emb.weight" || (name == "tok_emb.weight" && !config.tie_weights);
+  for (const auto& [name, p] : parameters) {
+    const bool token_table = name == "tok_emb.weight" || name == "model.embed_tokens.weight";
+    const bool one_row = name == "pos_emb.weight" || (token_table && !tied);
     weight_bytes += one_row ? p.size(1) * static_cast<int64_t>(tg::element_size(p.dtype())) : static_cast<int64_t>(p.nbytes());
   }
   const double copy_gbps = tg::bench::stream_gbps(tg::bench::Stream::Copy);
@@ -195,7 +211,7 @@ int run(const BenchOptions& b) {
       .field("mode", b.mode).field("threads", threads)
       .field("prompt_tokens", prompt.size()).field("new_tokens", b.new_tokens)
       .field("context", context).field("keep", options.keep_when_full)
-      .field("vocab_size", config.vocab_size).field("params", model->num_parameters())
+      .field("vocab_size", model->vocab_size()).field("params", model->num_parameters())
       .field("tokens_per_s", round_to(tokens_per_s, 1))
       .field("decode_tokens_per_s", round_to(decode_tokens_per_s, 1))
       .field("ms_per_token_median", round_to(tg::bench::median(seconds) * 1e3, 3))

@@ -18,7 +18,9 @@
 # (the default there) HF's KV cache: the prompt's forward with use_cache, then one position per
 # step with past_key_values, as transformers' generate runs it. Once the window is full it
 # restarts from the last --keep tokens (default n_positions / 2), as tapegrad's cache does, so
-# the ids equal bench_generate --init-from's.
+# the ids equal bench_generate --init-from's. A Llama / Qwen folder is read by the twin
+# examples/pytorch/hf_llama.py (its cache keeps the kv heads, concatenated step by step as
+# transformers' DynamicCache does), the prompt the corpus's first P bytes as ids, as bench_generate's.
 #
 # The vocabulary is the built-in corpus's characters, which it gets from the build
 # (<--build>/examples/train_gpt --write-corpus), as bench_gpt_torch.py. The thread count goes
@@ -45,7 +47,8 @@ def flags(argv=None):
     p.add_argument("--config", choices=sorted(CONFIGS), default="medium")
     p.add_argument("--mode", choices=["recompute", "cache"], default=None,
                    help="recompute the window each step, or (--init-from only) HF's KV cache (default there)")
-    p.add_argument("--init-from", help="a Hugging Face GPT-2 folder: its model and tokenizer instead of --config's")
+    p.add_argument("--init-from", help="a Hugging Face GPT-2 folder (its model and tokenizer) or Llama / Qwen folder "
+                                       "(its model, the corpus's bytes as ids) instead of --config's")
     p.add_argument("--threads", type=int, default=0, help="threads (0 = all cores)")
     p.add_argument("--new-tokens", type=int, default=500, help="tokens to write (timed)")
     p.add_argument("--prompt-tokens", type=int, default=16, help="the prompt: this many characters of the corpus")
@@ -169,13 +172,21 @@ def main():
 def main_init_from(o, torch, threads):
     from gpt2_tokenizer import Gpt2Tokenizer
     from hf_gpt2 import GPT2LMHeadModel
+    from hf_llama import FAMILY, LlamaForCausalLM
 
-    ids = Gpt2Tokenizer.from_folder(o.init_from).encode(builtin_corpus(o.build).encode("utf-8"))
+    with open(os.path.join(o.init_from, "config.json")) as f:
+        llama = json.load(f).get("model_type") in FAMILY
+    corpus = builtin_corpus(o.build).encode("utf-8")
+    ids = list(corpus) if llama else Gpt2Tokenizer.from_folder(o.init_from).encode(corpus)
     if len(ids) < o.prompt_tokens:
         sys.exit(f"bench_generate_torch.py: --prompt-tokens {o.prompt_tokens}: the corpus has {len(ids)} tokens")
     prompt = ids[:o.prompt_tokens]
-    model = GPT2LMHeadModel.from_pretrained(o.init_from)  # in eval mode
-    context = model.config.get("n_positions", 1024)
+    if llama:
+        model = LlamaForCausalLM.from_pretrained(o.init_from)  # in eval mode
+        context = model.config.max_position_embeddings
+    else:
+        model = GPT2LMHeadModel.from_pretrained(o.init_from)  # in eval mode
+        context = model.config.get("n_positions", 1024)
     if o.keep > context:
         sys.exit(f"bench_generate_torch.py: --keep ({o.keep}) exceeds the context ({context})")
     keep = o.keep or (context // 2 if o.mode == "cache" else context)
@@ -187,7 +198,8 @@ def main_init_from(o, torch, threads):
     print(json.dumps({
         "bench": "pytorch", "config": "init-from " + o.init_from, "mode": o.mode, "threads": threads,
         "prompt_tokens": len(prompt), "new_tokens": o.new_tokens, "context": context, "keep": keep,
-        "vocab_size": model.config.get("vocab_size"), "params": sum(p.numel() for p in model.parameters()),
+        "vocab_size": model.config.vocab_size if llama else model.config.get("vocab_size"),
+        "params": sum(p.numel() for p in model.parameters()),
         "tokens_per_s": round(o.new_tokens / total, 1), "decode_tokens_per_s": decode_tokens_per_s(seconds, total),
         "ms_per_token_median": round(statistics.median(seconds) * 1e3, 3),
         "seconds_total": round(total, 3), "peak_rss_mb": round(rss, 1), "ids_hash": fnv1a_hex(new),

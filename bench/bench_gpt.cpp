@@ -5,7 +5,9 @@
 //                           [--lora-rank R [--lora-alpha A] [--lora-targets attn,mlp]]
 //   ./build/bench/bench_gpt --init-from DIR --data input.txt --batch 1 --context 1024 [--loss-chunk 128] ...
 //                           (a Hugging Face GPT-2 folder's model and tokenizer instead of --config's; a
-//                           folder of GPT-2's shape with random weights: examples/pytorch/make_random_gpt2.py)
+//                           folder of GPT-2's shape with random weights: examples/pytorch/make_random_gpt2.py;
+//                           or a Llama / Qwen folder's, as train_gpt --init-from starts them: a real
+//                           model's shape with random weights: examples/pytorch/make_random_llama.py)
 //
 // It trains with train/trainer.h's Trainer (the loop of train_gpt, step for step: AdamW, the
 // cosine schedule of a default 1500-step run, gradient clipping at 1, seed 1337), dropout 0,
@@ -36,8 +38,9 @@
 //                       flops_per_token = 6 * N + 6 * L * T * d
 //                       (Kaplan et al. 2020, "Scaling laws", table 1: forward 2N + 2LTd, the
 //                       backward twice the forward) with N the parameters that are not
-//                       embeddings (the blocks, the final LayerNorm and out_head, which is not
-//                       tied here: every parameter but tok_emb and pos_emb), L layers, T the
+//                       embeddings (the blocks, the final norm and the head: every parameter but
+//                       the token and position tables, and the head's V x C once more when it is
+//                       tied to the token table, as it is in GPT-2 and these Llamas), L layers, T the
 //                       context, d the width. 2LTd is q @ k^T and weights @ v at the causal
 //                       average (a query sees (T+1)/2 keys); tapegrad and PyTorch both compute
 //                       the full T x T, twice that, so mfu undercounts the attention's work.
@@ -83,6 +86,7 @@
 #include "autograd/runtime/parallel.h"
 #include "bench/bench_util.h"
 #include "autograd/io/flags.h"
+#include "models/hf_llama.h"
 #include "train/run_folder.h"
 #include "train/corpus.h"
 #include "train/run_log.h"
@@ -134,8 +138,8 @@ std::vector<Flag> bench_flags(BenchOptions& o) {
       number_flag("lora-alpha", &o.lora_alpha, "the adapters' scale is alpha / rank (0 = the rank)", 0, 1e9),
       text_flag("lora-targets", &o.lora_targets, "attn, mlp or attn,mlp (train_gpt's flag)"),
       text_flag("init-from", &o.init_from,
-                "a Hugging Face GPT-2 folder (config.json, model.safetensors, its tokenizer): train its model on its "
-                "tokens instead of --config's (as train_gpt --init-from)"),
+                "a Hugging Face GPT-2, Llama or Qwen folder (config.json, the weights, its tokenizer): train its model "
+                "on its tokens instead of --config's (as train_gpt --init-from)"),
       int_flag("batch", &o.batch, "sequences per step (0 = the config's; with --init-from, 4)", 0, 1 << 20),
       int_flag("context", &o.context, "tokens per sequence (0 = the config's; with --init-from, 256)", 0, 1 << 20),
       number_flag("dropout", &o.dropout, "dropout rate (default 0)", 0, 0.999999),
@@ -177,19 +181,30 @@ double process_cpu_seconds() {
   return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
 }
 
-// Parameters that are not embeddings (all but tok_emb and pos_emb), for the FLOPs count.
-int64_t non_embedding_parameters(tg::models::GPTModel& model) {
+// Parameters that are not embeddings (all but the token and position tables; a head tied to the
+// token table counted as the head), for the FLOPs count.
+int64_t non_embedding_parameters(const tg::models::CausalLM& model) {
   int64_t n = 0;
-  for (const auto& [name, p] : model.named_parameters())
-    if (name != "tok_emb.weight" && name != "pos_emb.weight") n += p.numel();
+  bool tied = true;
+  for (const auto& [name, p] : model.named_parameters()) {
+    const bool table = name == "tok_emb.weight" || name == "pos_emb.weight" || name == "model.embed_tokens.weight";
+    if (!table) n += p.numel();
+    if (name == "out_head.weight" || name == "lm_head.weight") tied = false;
+  }
+  if (tied) {
+    for (const auto& [name, p] : model.named_parameters())
+      if (name == "tok_emb.weight" || name == "model.embed_tokens.weight") n += p.numel();
+  }
   return n;
 }
 
 int run(const BenchOptions& b) {
   const int threads = tg::bench::use_threads(b.threads);
-  const std::unique_ptr<train::Trainer> made = b.init_from.empty()
-                                            ? std::make_unique<train::Trainer>(train_options(b), train::read_data(b.data))
-                                            : train::start_from_gpt2_folder(train_options(b), train::read_data(b.data), nullptr);
+  const std::unique_ptr<train::Trainer> made =
+      b.init_from.empty() ? std::make_unique<train::Trainer>(train_options(b), train::read_data(b.data))
+      : models::is_hf_llama_folder(b.init_from)
+          ? train::start_from_llama_folder(train_options(b), train::read_data(b.data), nullptr)
+          : train::start_from_gpt2_folder(train_options(b), train::read_data(b.data), nullptr);
   train::Trainer& trainer = *made;
   const train::TrainOptions& o = trainer.options();  // with --init-from, the folder's shape
   if (o.lora_rank > 0 && b.init_from.empty()) trainer.apply_lora("");  // the config's own model as the base
@@ -221,7 +236,7 @@ int run(const BenchOptions& b) {
   for (double dt : seconds) total += dt;
   const double tokens_per_s = static_cast<double>(o.batch * o.model.context_length * b.steps) / total;
   const int64_t n_params = trainer.model().num_parameters();
-  const int64_t n_non_embedding = non_embedding_parameters(trainer.gpt());
+  const int64_t n_non_embedding = non_embedding_parameters(trainer.model());
   const double flops_per_token = 6.0 * static_cast<double>(n_non_embedding) +
                                  6.0 * static_cast<double>(o.model.n_layers * o.model.context_length * o.model.emb_dim);
   const bool measure_peak = b.peak_gflops <= 0;

@@ -12,7 +12,10 @@
 # decay 0.1 on matrices), clipping at 1. --checkpoint-activations every wraps each block in
 # torch.utils.checkpoint (use_reentrant=False: with LoRA the embeddings are frozen, and the
 # reentrant form would need the block's input to require grad); --lora-rank adds peft's adapters
-# (examples/pytorch/lora.py) and trains only them.
+# (examples/pytorch/lora.py) and trains only them. A Llama / Qwen folder is read by
+# examples/pytorch/hf_llama.py, its text encoded by tapegrad's own `bpe encode --tokenizer DIR`
+# (<--build>/examples/bpe: the twin has no tokenizer.json reader), every layer checkpointed the same
+# way; the loss is computed on the whole (tokens x vocabulary) logits, as transformers computes it.
 #
 # --precision bf16 runs each step's forward pass and loss under torch.autocast("cpu",
 # dtype=torch.bfloat16), as train_gpt.py --precision bf16 (its header says how that differs from
@@ -63,7 +66,7 @@ def flags(argv=None):
     p.add_argument("--seed", type=int, default=1337)
     p.add_argument("--precision", choices=["fp32", "bf16"], default="fp32",
                    help="bf16: each step's forward and loss under bfloat16 autocast (default: %(default)s)")
-    p.add_argument("--init-from", help="a Hugging Face GPT-2 folder: its model instead of --config's")
+    p.add_argument("--init-from", help="a Hugging Face GPT-2, Llama or Qwen folder: its model instead of --config's")
     p.add_argument("--batch", type=int, default=0, help="sequences per step (0 = the config's; --init-from: 4)")
     p.add_argument("--context", type=int, default=0, help="tokens per sequence (0 = the config's; --init-from: 256)")
     p.add_argument("--checkpoint-activations", choices=["none", "every"], default="none",
@@ -140,25 +143,29 @@ def import_torch(threads):
     return torch, threads
 
 
-class Gpt2Run:
-    """A run from a GPT-2 folder, as bench_gpt --init-from trains it: train_step() -> the loss."""
+class FolderRun:
+    """A run from a Hugging Face folder (GPT-2's, or a Llama / Qwen one), as bench_gpt --init-from
+    trains it: train_step() -> the loss. build: tapegrad's build folder (its bpe encodes a Llama's text)."""
 
     def __init__(self, torch, folder, text, batch, context, seed, checkpointing=False, lora_rank=0, lora_alpha=0.0,
-                 lora_targets=("attn",), precision="fp32"):
+                 lora_targets=("attn",), precision="fp32", build=""):
         from gpt2_tokenizer import Gpt2Tokenizer
         from hf_gpt2 import GPT2LMHeadModel
+        from hf_llama import FAMILY, LlamaForCausalLM
         import train_gpt
 
         self.torch, self.batch, self.context, self.bf16 = torch, batch, context, precision == "bf16"
-        ids = Gpt2Tokenizer.from_folder(folder).encode(text.encode("utf-8"))
+        with open(os.path.join(folder, "config.json")) as f:
+            llama = json.load(f).get("model_type") in FAMILY
+        ids = llama_ids(folder, text, build) if llama else Gpt2Tokenizer.from_folder(folder).encode(text.encode("utf-8"))
         self.train_ids = torch.tensor(train_gpt.split_train_val(ids)[0], dtype=torch.long)
         torch.manual_seed(seed)
-        self.model = GPT2LMHeadModel.from_pretrained(folder)
+        self.model = (LlamaForCausalLM if llama else GPT2LMHeadModel).from_pretrained(folder)
         for m in self.model.modules():
             if isinstance(m, torch.nn.Dropout):
                 m.p = 0.0
         self.model.train()
-        self.model.transformer.gradient_checkpointing = checkpointing
+        (self.model.model if llama else self.model.transformer).gradient_checkpointing = checkpointing
         if lora_rank:
             from lora import apply_lora
             torch.manual_seed(seed)  # as train_gpt --seed does before the adapters
@@ -179,6 +186,18 @@ class Gpt2Run:
         torch.nn.utils.clip_grad_norm_([p for p in self.model.parameters() if p.requires_grad], 1.0)
         self.opt.step()
         return loss.item()
+
+
+def llama_ids(folder, text, build):
+    """text in the tokens of folder's tokenizer.json, by tapegrad's `bpe encode` (the ids tokenizers gives)."""
+    with tempfile.NamedTemporaryFile("w", encoding="utf-8", suffix=".txt") as f:
+        f.write(text)
+        f.flush()
+        done = subprocess.run([os.path.join(build, "examples", "bpe"), "encode", "--tokenizer", folder, f.name],
+                              capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"bench_gpt_torch.py: bpe encode --tokenizer {folder}: {done.stderr.strip()}")
+    return [int(t) for t in done.stdout.split()]
 
 
 def main():
@@ -248,8 +267,8 @@ def main_init_from(o, torch, threads):
     with open(o.data, encoding="utf-8") as f:
         text = f.read()
     batch, context = o.batch or 4, o.context or 256
-    run = Gpt2Run(torch, o.init_from, text, batch, context, o.seed, o.checkpoint_activations == "every", o.lora_rank,
-                  o.lora_alpha, tuple(o.lora_targets.split(",")), o.precision)
+    run = FolderRun(torch, o.init_from, text, batch, context, o.seed, o.checkpoint_activations == "every", o.lora_rank,
+                    o.lora_alpha, tuple(o.lora_targets.split(",")), o.precision, o.build)
     seconds, cpu_seconds, first_loss, loss = [], [], None, None
     for s in range(o.warmup + o.steps):
         start, cpu_start = time.perf_counter(), time.process_time()

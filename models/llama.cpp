@@ -191,9 +191,20 @@ Tensor LlamaAttention::forward(const Tensor& x, const Tensor& cos, const Tensor&
   values = values.transpose(1, 2);                                    // (B,kvh,T,hs)
   if (cache) cache->append(keys, values, std::numeric_limits<int64_t>::max(), type_name());  // (B,kvh,past+T,hs)
   const int64_t groups = num_heads / num_key_value_heads;
-  const Tensor context = nn::attend(queries, repeat_kv(keys, groups), repeat_kv(values, groups),
-                                    {.key_padding_mask = key_padding_mask, .causal = true, .past = past,
-                                     .dropout_p = attention_dropout, .training = is_training()});  // (B,h,T,hs)
+  Tensor context;  // (B,h,T,hs)
+  if (cache && T == 1 && groups > 1) {
+    // One new token after the cache (generation): its query sees every cached key, so no mask is
+    // needed, and the groups query heads that share kv head j can be the rows of one block
+    // against that head's keys and values: the same products as below, without repeat_kv's copy
+    // of the whole cache, groups times over, at every token of every layer.
+    const Tensor stacked = queries.reshape({B, num_key_value_heads, groups, head_dim});  // (B,kvh,groups,hs)
+    context = nn::attend(stacked, keys, values, {.key_padding_mask = key_padding_mask, .causal = false})
+                  .reshape({B, num_heads, 1, head_dim});
+  } else {
+    context = nn::attend(queries, repeat_kv(keys, groups), repeat_kv(values, groups),
+                         {.key_padding_mask = key_padding_mask, .causal = true, .past = past,
+                          .dropout_p = attention_dropout, .training = is_training()});
+  }
   return o_proj->forward(context.transpose(1, 2).contiguous().view({B, T, num_heads * head_dim}));
 }
 

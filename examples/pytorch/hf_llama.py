@@ -29,6 +29,7 @@ import os
 
 import torch
 import torch.nn as nn
+import torch.utils.checkpoint
 
 from run_folder import read_safetensors, safetensors_bytes, write_atomically
 
@@ -187,6 +188,7 @@ class Model(nn.Module):
         self.layers = nn.ModuleList([DecoderLayer(c) for _ in range(c.num_hidden_layers)])
         self.norm = RMSNorm(c.hidden_size, c.rms_norm_eps)
         self.register_buffer("inv_freq", rope_inv_freq(c), persistent=False)
+        self.gradient_checkpointing = False  # in training, each layer recomputed in backward
 
 
 class LlamaForCausalLM(nn.Module):
@@ -213,7 +215,11 @@ class LlamaForCausalLM(nn.Module):
         cos, sin = rope_cos_sin(self.model.inv_freq, past, idx.shape[1], x.dtype)
         presents = []
         for i, layer in enumerate(self.model.layers):
-            x, present = layer(x, cos, sin, None if past_key_values is None else past_key_values[i])
+            layer_past = None if past_key_values is None else past_key_values[i]
+            if self.model.gradient_checkpointing and self.training:
+                x, present = torch.utils.checkpoint.checkpoint(layer, x, cos, sin, layer_past, use_reentrant=False)
+            else:
+                x, present = layer(x, cos, sin, layer_past)
             presents.append(present)
         logits = self.lm_head(self.model.norm(x))
         return (logits, presents) if use_cache else logits
