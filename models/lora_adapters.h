@@ -35,7 +35,9 @@
 
 #include "models/causal_lm.h"
 #include "models/gpt.h"
+#include "models/gpt_lora.h"  // apply_lora, for either family: a reader of these files adds the adapters first
 #include "models/llama.h"
+#include "models/llama_lora.h"
 #include "models/lora_config.h"
 
 namespace tg::models {
