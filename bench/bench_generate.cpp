@@ -188,13 +188,10 @@ int run(const BenchOptions& b) {
   const double rss = tg::peak_rss_mb();
   // The memory-bandwidth limit: a token reads every weight once, at best at the copy loop's rate.
   const NamedTensors parameters = model->named_parameters();  // a tied weight is listed once
-  const bool tied = std::none_of(parameters.begin(), parameters.end(), [](const auto& named) {
-    return named.first == "out_head.weight" || named.first == "lm_head.weight";
-  });
+  const bool tied = tg::bench::head_is_tied(parameters);
   int64_t weight_bytes = 0;
   for (const auto& [name, p] : parameters) {
-    const bool token_table = name == "tok_emb.weight" || name == "model.embed_tokens.weight";
-    const bool one_row = name == "pos_emb.weight" || (token_table && !tied);
+    const bool one_row = name == "pos_emb.weight" || (tg::bench::is_token_table(name) && !tied);
     weight_bytes += one_row ? p.size(1) * static_cast<int64_t>(tg::element_size(p.dtype())) : static_cast<int64_t>(p.nbytes());
   }
   const double copy_gbps = tg::bench::stream_gbps(tg::bench::Stream::Copy);

@@ -184,18 +184,13 @@ double process_cpu_seconds() {
 // Parameters that are not embeddings (all but the token and position tables; a head tied to the
 // token table counted as the head), for the FLOPs count.
 int64_t non_embedding_parameters(const tg::models::CausalLM& model) {
-  int64_t n = 0;
-  bool tied = true;
-  for (const auto& [name, p] : model.named_parameters()) {
-    const bool table = name == "tok_emb.weight" || name == "pos_emb.weight" || name == "model.embed_tokens.weight";
-    if (!table) n += p.numel();
-    if (name == "out_head.weight" || name == "lm_head.weight") tied = false;
+  const NamedTensors parameters = model.named_parameters();
+  int64_t n = 0, token_table = 0;
+  for (const auto& [name, p] : parameters) {
+    if (tg::bench::is_token_table(name)) token_table = p.numel();
+    else if (name != "pos_emb.weight") n += p.numel();
   }
-  if (tied) {
-    for (const auto& [name, p] : model.named_parameters())
-      if (name == "tok_emb.weight" || name == "model.embed_tokens.weight") n += p.numel();
-  }
-  return n;
+  return tg::bench::head_is_tied(parameters) ? n + token_table : n;
 }
 
 int run(const BenchOptions& b) {

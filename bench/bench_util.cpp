@@ -123,6 +123,14 @@ double bf16_gemm_peak_gflops(int64_t n, int repeats) {
   return cube_gflops(n, s);
 }
 
+bool is_token_table(const std::string& name) { return name == "tok_emb.weight" || name == "model.embed_tokens.weight"; }
+
+bool head_is_tied(const NamedTensors& parameters) {
+  for (const auto& [name, p] : parameters)
+    if (name == "out_head.weight" || name == "lm_head.weight") return false;
+  return true;
+}
+
 double stream_gbps(Stream kind, int64_t n, int repeats) {
   std::vector<float> a(static_cast<size_t>(n), 0.0f), b(static_cast<size_t>(n), 1.0f), c(static_cast<size_t>(n), 2.0f);
   const int64_t grain = std::max<int64_t>(1, n / get_num_threads());

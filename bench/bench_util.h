@@ -58,6 +58,12 @@ double bf16_gemm_peak_gflops(int64_t n = 1024, int repeats = 5);
 enum class Stream { Copy, Triad };
 double stream_gbps(Stream kind, int64_t n = int64_t(1) << 24, int repeats = 7);
 
+// A language model's token table and head, by name (the GPT's tok_emb.weight and out_head.weight,
+// a Llama's model.embed_tokens.weight and lm_head.weight). A head tied to the table is listed once
+// among the parameters, as the table: head_is_tied says so when no head name is among them.
+bool is_token_table(const std::string& name);
+bool head_is_tied(const NamedTensors& parameters);
+
 // Minor page faults per call of fn (getrusage's ru_minflt over `calls` calls): memory the
 // allocator got fresh from the kernel (glibc's malloc maps large blocks anew unless it reuses
 // them), which the kernel then zeroes page by page.
