@@ -15,6 +15,7 @@
 
 #include "autograd/internal.h"
 #include "autograd/runtime/parallel.h"
+#include "autograd/runtime/work_split.h"
 
 namespace tg {
 
@@ -214,10 +215,11 @@ void for_each_row(const Shape& sizes, const std::array<const int64_t*, N>& strid
   for_each_row_in(sizes, strides, base, 0, row_count(sizes), row);
 }
 
-// body(begin, end) over [0, n): split over the threads when n is large enough that a chunk
-// (at least kElementwiseGrain elements, ~128 KiB of float32) outweighs handing it out. For
-// elementwise loops only: each element is computed alone, so the split never changes a result.
-constexpr int64_t kElementwiseGrain = 32768;
+// body(begin, end) over [0, n): split over the threads when n is large enough that a chunk (at
+// least kElementwiseGrain elements: work_split's bytes a thread, an element of float32 read once
+// and written once) outweighs handing it out. For elementwise loops only: each element is
+// computed alone, so the split never changes a result.
+constexpr int64_t kElementwiseGrain = work_split::grain_for(2 * int64_t{sizeof(float)});
 template <class Body>
 void for_elements(int64_t n, Body&& body) {
   if (n < 2 * kElementwiseGrain) {

@@ -17,6 +17,7 @@
 #include "autograd/kernels/optim_kernels.h"
 #include "autograd/ops.h"
 #include "autograd/runtime/parallel.h"
+#include "autograd/runtime/work_split.h"
 #include "autograd/tape.h"
 #include "optim/optim_loops.h"
 
@@ -29,7 +30,8 @@ std::vector<std::string> adam_state_names(const AdamOptions& o) {
   return {"step", "exp_avg", "exp_avg_sq"};
 }
 
-constexpr int64_t kAdamGrain = 32768;
+// An element reads its parameter, gradient and two moments and writes three of them: 7 floats.
+constexpr int64_t kAdamGrain = work_split::grain_for(7 * int64_t{sizeof(float)});
 
 }  // namespace
 
@@ -114,7 +116,7 @@ void Adam::step() {
         return;
       }
       // Each element is updated alone, so how the elements are split over the threads changes
-      // no bit; a chunk is at least kAdamGrain elements (~128 KiB of float32 per array).
+      // no bit; a chunk is at least kAdamGrain elements (autograd/runtime/work_split.h).
       parallel_for(0, n, kAdamGrain, [&](int64_t b, int64_t e) {
         kernels::adam_step(pp + b, pg + b, pm + b, pv + b, pv_max ? pv_max + b : nullptr, e - b, s);
       });

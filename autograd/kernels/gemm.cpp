@@ -21,6 +21,7 @@
 #include "autograd/loops.h"
 #include "autograd/runtime/environment.h"
 #include "autograd/runtime/parallel.h"
+#include "autograd/runtime/work_split.h"
 
 namespace tg::kernels {
 
@@ -95,7 +96,6 @@ Tensor blis_operand(const Tensor& t) {
 // measured, a 64x64x64 gemm went from microseconds to milliseconds. Below about 128^3
 // multiply-adds one core is as fast anyway.
 constexpr int64_t kSingleThreadWork = 128 * 128 * 128;
-constexpr int64_t kParallelBatchWork = 64 * 64 * 64;  // the least work worth a thread of its own
 
 // A BLIS runtime object asking for one thread, or null (= BLIS's global thread setting).
 // bli_rntm_init_from_global and bli_rntm_set_num_threads are the calls BLIS 0.9, 1.x and 2.0
@@ -243,9 +243,10 @@ std::vector<std::array<int64_t, 2>> batch_offsets(const Tensor& a, const Tensor&
 
 // run_batch(i) for batches [0, count), each M*N*K multiply-adds. Small gemms run single-threaded
 // inside BLIS (see kSingleThreadWork), so spread the batches over our own threads instead:
-// attention's (B*NH) gemms of (T,hs)@(hs,T) are this case. Each thread gets at least
-// kParallelBatchWork multiply-adds: a fork/join for less (one query per head while generating, a
-// tiny model) costs more than it saves, and on a busy machine the threads wait for each other for
+// attention's (B*NH) gemms of (T,hs)@(hs,T) are this case, and while generating, one query per
+// head against the KV cache: the heads split over the threads. Each thread gets at least
+// work_split's multiply-adds a thread: a fork/join for less (a few cached positions, a tiny
+// model) costs more than it saves, and on a busy machine the threads wait for each other for
 // milliseconds.
 template <class F>
 void run_batches(int64_t count, int64_t M, int64_t N, int64_t K, const F& run_batch) {
@@ -254,7 +255,7 @@ void run_batches(int64_t count, int64_t M, int64_t N, int64_t K, const F& run_ba
   };
   const int64_t work = std::max<int64_t>(M * N * K, 1);
   if (work <= kSingleThreadWork && count > 1) {
-    parallel_for(0, count, (kParallelBatchWork + work - 1) / work, run);
+    parallel_for(0, count, work_split::grain_for_macs(work), run);
   } else {
     run(0, count);
   }

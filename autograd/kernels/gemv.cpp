@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "autograd/runtime/parallel.h"
+#include "autograd/runtime/work_split.h"
 
 namespace tg::gemv {
 
@@ -36,9 +37,8 @@ constexpr int64_t kPrefetchAhead = 512;  // floats
 }  // namespace
 
 void sgemv_rows(float* y, int64_t incy, const float* a, int64_t lda, const float* x, int64_t M, int64_t K, Isa isa) {
-  constexpr int64_t kGrainElements = int64_t{1} << 20;  // a band of at least 4 MiB of a (gemv.h)
-  const int64_t grain = std::max<int64_t>(1, kGrainElements / std::max<int64_t>(K, 1));
-  parallel_for(0, M, grain, [&](int64_t r0, int64_t r1) {
+  // bands of whole rows, each at least work_split's bytes a thread (gemv.h)
+  parallel_for(0, M, work_split::grain_for(K * int64_t{sizeof(float)}), [&](int64_t r0, int64_t r1) {
     kernels::run_on<rows_body>(isa, y + r0 * incy, incy, a + r0 * lda, lda, x, r1 - r0, K);
   });
 }

@@ -20,11 +20,13 @@
 // once, compiled for each instruction set (isa.h): every copy gives the same bits, at any vector
 // width, and a row's result does not depend on the other rows or on the thread count.
 //
-// Threads: a matrix of at least 2 x 4 MiB is cut into bands of whole rows, at least 4 MiB each,
-// one band per thread, each read front to back. One core does not use all of the memory's
-// bandwidth: GPT-2 124M wrote 39-44 tokens/s on one thread and 50-52 on two with the split, 39-44
-// on two without it (AMD EPYC, 2 cores, interleaved). Smaller matrices run on the calling thread,
-// where a fork and join would cost more than it saves.
+// Threads: the matrix is cut into bands of whole rows, one per thread, each read front to back,
+// each at least autograd/runtime/work_split.h's bytes a thread (a few hundred kB: every weight of
+// GPT-2 124M is split). One core does not use all of the memory's bandwidth: GPT-2 124M's shape
+// wrote 36-49 tokens/s on one thread, 65-82 on two when only matrices of 8 MiB or more were split
+// (attention's two products on one thread), 69-99 with every one split (AMD EPYC Zen 5 guest, 2
+// cores, interleaved). A matrix smaller than two bands runs on the calling thread, where a wake-up
+// and join would cost more than it saves.
 //
 // The plain reference and test oracle is matmul_reference (autograd/ops/matmul.cpp), which sums
 // in double: the two agree to float rounding. kernels/gemm.h picks this kernel for a product with

@@ -13,14 +13,17 @@
 #include <cmath>
 #include <vector>
 
+#include "autograd/runtime/work_split.h"
+
 #include "autograd/runtime/parallel.h"
 
 namespace tg::row_kernels {
 
 namespace {
 
-// A chunk of rows handed to one thread holds at least this many elements (~128 KiB of float32).
-constexpr int64_t kGrainElements = 32768;
+// A chunk of rows handed to one thread: at least work_split's bytes a thread, counting a row of C
+// floats as read once and written once.
+int64_t row_grain(int64_t C) { return work_split::grain_for(C * 2 * int64_t{sizeof(float)}); }
 
 // sum_c term(c) over c in [0, C): lane j adds the terms c = j, j + kLanes, ...; the lanes are
 // added in order, then the terms past the last whole block of kLanes, one by one.
@@ -109,8 +112,8 @@ float mean_of(float s, int64_t C) { return static_cast<float>(static_cast<double
 
 int64_t blocks_of(int64_t R) { return (R + kRowBlock - 1) / kRowBlock; }
 
-// A chunk of blocks handed to one thread: at least kGrainElements elements.
-int64_t block_grain(int64_t C) { return std::max<int64_t>(1, kGrainElements / std::max<int64_t>(1, kRowBlock * C)); }
+// A chunk of blocks handed to one thread: kRowBlock rows each, counted as row_grain counts them.
+int64_t block_grain(int64_t C) { return std::max<int64_t>(1, row_grain(C) / kRowBlock); }
 
 // out (C) = the sum over blocks of blocks (blocks, C), in block order, rounded once.
 void add_blocks(float* out, const std::vector<double>& blocks, int64_t C) {
@@ -131,7 +134,7 @@ void layer_norm_forward(float* out, float* mean, float* rstd, const float* inp, 
   const std::vector<float> zeros(bias ? 0 : static_cast<size_t>(C), 0.0f);   // (C) for a null bias
   const float* w = weight ? weight : ones.data();
   const float* b = bias ? bias : zeros.data();
-  parallel_for(0, R, std::max<int64_t>(1, kGrainElements / C), [&](int64_t r0, int64_t r1) {
+  parallel_for(0, R, row_grain(C), [&](int64_t r0, int64_t r1) {
     kernels::run_on<forward_rows>(isa, out, mean, rstd, inp, w, b, r0, r1, C, eps);
   });
 }

@@ -6,6 +6,7 @@
 
 #include "autograd/error.h"
 #include "autograd/runtime/parallel.h"
+#include "autograd/runtime/work_split.h"
 
 #if TG_X86_KERNELS  // the kernels are AVX2 and AVX-512 code: an x86-64 build only (isa.h)
 #include <immintrin.h>
@@ -239,9 +240,9 @@ void sgemm(float* c, int64_t ldc, const float* a, int64_t a_rs, int64_t a_cs, co
     const int64_t panel_rs = b_in_place ? b_rs : NR;
     // Rows are split over the threads in whole blocks of MR; each element is computed the same
     // way on any thread and in any band, so neither split changes a bit. A chunk gets at least
-    // ~256k multiply-adds.
+    // work_split's multiply-adds a thread.
     const int64_t blocks = (M + MR - 1) / MR;
-    const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 18) / (MR * n * K));
+    const int64_t grain = work_split::grain_for_macs(MR * n * K);
     parallel_for(0, blocks, grain, [&](int64_t first, int64_t last) {
       run_blocks(kernel, c + j_band, ldc, a, a_rs, a_cs, b_panel, panel_rs, first * MR, std::min(M, last * MR), n, K);
     });

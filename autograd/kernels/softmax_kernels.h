@@ -39,6 +39,7 @@
 #include <cstdint>
 
 #include "autograd/kernels/isa.h"
+#include "autograd/runtime/work_split.h"
 
 namespace tg::softmax_kernels {
 
@@ -47,9 +48,10 @@ using kernels::Isa;
 // The copy the rows run: AVX2 when this CPU has it.
 inline Isa best_isa() { return kernels::best_isa(Isa::kAvx2); }
 
-// Rows per parallel_for chunk for rows of n: about 32k elements a chunk. (Each row is computed
-// wholly by one thread, so the split changes no result.)
-inline int64_t rows_per_chunk(int64_t n) { return n > 32768 ? 1 : 32768 / (n > 0 ? n : 1); }
+// Rows per parallel_for chunk for rows of n: work_split's bytes a thread, a row of n floats read
+// once and written once. (Each row is computed wholly by one thread, so the split changes no
+// result.)
+inline int64_t rows_per_chunk(int64_t n) { return work_split::grain_for(n * 2 * int64_t{sizeof(float)}); }
 
 // The copy softmax_row, softmax_backward_row and divide_row run: AVX-512 when this CPU has it
 // (the first two have loops of their own there, the last n % 16 keys in one masked step; the
