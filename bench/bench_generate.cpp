@@ -2,6 +2,9 @@
 //
 //   ./build/bench/bench_generate --config medium --threads 1 --new-tokens 500 --mode cache
 //   ./build/bench/bench_generate --init-from DIR --threads 1 --prompt-tokens 100 --new-tokens 200
+//   ./build/bench/bench_generate --init-from DIR --threads-sweep 1,2,4,8,16 --new-tokens 100
+//                                (one run, one line, per thread count: each line's copy_gbps and
+//                                fraction_of_limit are measured on that count's threads)
 //
 // With --init-from the model is a Hugging Face GPT-2 folder's (models/hf_gpt2.h), and the
 // prompt is the first P tokens of the built-in corpus in its tokenizer's tokens; or a Llama /
@@ -87,6 +90,7 @@ struct BenchOptions {
   std::string config = "medium";
   std::string mode = "cache";
   int64_t threads = 0;  // 0 = all cores
+  std::string threads_sweep;  // "1,2,4": one run (one line) per count instead
   int64_t new_tokens = 500;
   int64_t prompt_tokens = 16;
   int64_t keep = 0;  // 0 = the mode's default
@@ -100,6 +104,7 @@ std::vector<Flag> bench_flags(BenchOptions& o) {
       tg::bench::gpt_bench_config_flag(&o.config),
       text_flag("mode", &o.mode, "cache: KV cache; recompute: the whole window each step", {"cache", "recompute"}),
       threads_flag(&o.threads),
+      tg::bench::threads_sweep_flag(&o.threads_sweep),
       int_flag("new-tokens", &o.new_tokens, "tokens to write (timed)", 1, 1e7),
       int_flag("prompt-tokens", &o.prompt_tokens, "the prompt: this many characters of the built-in corpus", 1, 1e5),
       int_flag("keep", &o.keep,
@@ -230,5 +235,7 @@ int run(const BenchOptions& b) {
 
 int main(int argc, char** argv) {
   BenchOptions b;
-  return run_program({"bench_generate", kAbout, bench_flags(b)}, argc, argv, [&] { return run(b); });
+  return run_program({"bench_generate", kAbout, bench_flags(b)}, argc, argv, [&] {
+    return tg::bench::for_each_thread_count(b.threads_sweep, &b.threads, [&] { return run(b); });
+  });
 }

@@ -8,6 +8,8 @@
 //                           folder of GPT-2's shape with random weights: examples/pytorch/make_random_gpt2.py;
 //                           or a Llama / Qwen folder's, as train_gpt --init-from starts them: a real
 //                           model's shape with random weights: examples/pytorch/make_random_llama.py)
+//   ./build/bench/bench_gpt --config small --threads-sweep 1,2,4,8,16
+//                           (one run, one line, per thread count: the same flags otherwise)
 //
 // It trains with train/trainer.h's Trainer (the loop of train_gpt, step for step: AdamW, the
 // cosine schedule of a default 1500-step run, gradient clipping at 1, seed 1337), dropout 0,
@@ -104,6 +106,7 @@ const char* const kAbout =
 struct BenchOptions {
   std::string config = "tiny";
   int64_t threads = 0;  // 0 = all cores
+  std::string threads_sweep;  // "1,2,4": one run (one line) per count instead
   int64_t steps = 20;
   int64_t warmup = 3;
   std::string data;
@@ -125,6 +128,7 @@ std::vector<Flag> bench_flags(BenchOptions& o) {
   return {
       tg::bench::gpt_bench_config_flag(&o.config),
       threads_flag(&o.threads),
+      tg::bench::threads_sweep_flag(&o.threads_sweep),
       int_flag("steps", &o.steps, "timed training steps", 1, 1e9),
       int_flag("warmup", &o.warmup, "untimed training steps before them", 0, 1e9),
       text_flag("data", &o.data, "a text file to train on (default: the built-in corpus)"),
@@ -275,5 +279,7 @@ int run(const BenchOptions& b) {
 
 int main(int argc, char** argv) {
   BenchOptions b;
-  return run_program({"bench_gpt", kAbout, bench_flags(b)}, argc, argv, [&] { return run(b); });
+  return run_program({"bench_gpt", kAbout, bench_flags(b)}, argc, argv, [&] {
+    return tg::bench::for_each_thread_count(b.threads_sweep, &b.threads, [&] { return run(b); });
+  });
 }

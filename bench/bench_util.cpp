@@ -28,6 +28,8 @@ int64_t calibrate(const std::function<void()>& fn, double target = 0.02) {
   return iters;
 }
 
+}  // namespace
+
 // The smallest seconds per call over repeats (for the machine's limits: the best it can do).
 double best_seconds(const std::function<void()>& fn, int repeats) {
   fn();  // warmup: page faults, caches, BLIS's packing buffers
@@ -36,8 +38,6 @@ double best_seconds(const std::function<void()>& fn, int repeats) {
   for (int r = 0; r < repeats; ++r) best = std::min(best, seconds_for(fn, n) / static_cast<double>(n));
   return best;
 }
-
-}  // namespace
 
 double seconds_for(const std::function<void()>& fn, int64_t iters) {
   const auto start = Clock::now();
@@ -174,6 +174,42 @@ GPTBenchConfig gpt_bench_config(const std::string& name) {
 Flag gpt_bench_config_flag(std::string* name) {
   return text_flag("config", name, "the model's shape and batch (the table atop bench/bench_gpt.cpp)",
                              {"tiny", "small", "medium"});
+}
+
+std::vector<int> parse_threads_sweep(const std::string& text) {
+  std::vector<int> counts;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, comma - start);
+    size_t used = 0;
+    int n = 0;
+    try {
+      n = std::stoi(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (item.empty() || used != item.size() || n < 1 || n > 1024)
+      throw UsageError("--threads-sweep: expected thread counts from 1 to 1024 separated by commas (as 1,2,4,8,16), got '" +
+                       text + "'");
+    counts.push_back(n);
+    start = comma + 1;
+  }
+  return counts;
+}
+
+int for_each_thread_count(const std::string& sweep, int64_t* threads, const std::function<int()>& run) {
+  if (sweep.empty()) return run();
+  for (int n : parse_threads_sweep(sweep)) {
+    *threads = n;
+    if (const int status = run(); status != 0) return status;
+  }
+  return 0;
+}
+
+Flag threads_sweep_flag(std::string* counts) {
+  return text_flag("threads-sweep", counts,
+                   "run once per thread count in this list (as 1,2,4,8,16), one line each; replaces --threads");
 }
 
 int use_threads(int64_t requested) {

@@ -20,6 +20,8 @@ namespace tg::bench {
 double seconds_for(const std::function<void()>& fn, int64_t iters);  // wall time of iters calls
 double median(std::vector<double> v);
 
+// The smallest seconds per call of fn over repeats (for the machine's limits: the best it can do).
+double best_seconds(const std::function<void()>& fn, int repeats);
 // Median seconds per call of fn.
 double time_one(const std::function<void()>& fn, int repeats = 7);
 // Median seconds per call of each of two functions, timed in alternation (so drift in clock
@@ -77,6 +79,14 @@ struct GPTBenchConfig {
 };
 GPTBenchConfig gpt_bench_config(const std::string& name);  // "tiny", "small" or "medium"
 Flag gpt_bench_config_flag(std::string* name);  // --config {tiny|small|medium}
+
+// --threads-sweep 1,2,4,8,16: the benchmarks run once per count, one line each. parse_threads_sweep
+// reads the list (a UsageError naming the text when it is not counts from 1 to 1024).
+Flag threads_sweep_flag(std::string* counts);
+std::vector<int> parse_threads_sweep(const std::string& text);
+// run() once with *threads set to each count of the sweep (the run reads *threads), or once as
+// it is when the sweep is ""; the first non-zero exit status stops the sweep and is returned.
+int for_each_thread_count(const std::string& sweep, int64_t* threads, const std::function<int()>& run);
 
 // Sets tapegrad's (and BLIS's) threads to `requested`, or to all cores when it is 0; returns the count.
 int use_threads(int64_t requested);
