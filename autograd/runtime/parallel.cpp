@@ -7,7 +7,8 @@
 //     one team of threads. With a pool of our own beside BLIS's team, the two sets of threads
 //     spin-waited against each other for the same cores after every product.
 //   - a small pool of std::threads of our own, for a compiler without OpenMP (macOS's Apple
-//     Clang). Its workers sleep between loops, so they leave the cores to BLIS's threads.
+//     Clang). Its workers spin for a few tens of microseconds after a loop (the next layer's loop
+//     comes sooner), then sleep, so they leave the cores to BLIS's threads.
 // Both run the same chunks (the split below), so every result is the same with either, at every
 // thread count.
 //
@@ -20,6 +21,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <exception>
 #include <mutex>
@@ -104,53 +106,92 @@ thread_local bool t_in_parallel_loop = false;  // true on a worker, and on a cal
 bool in_parallel_loop() { return t_in_parallel_loop; }
 
 // Workers that wait for a loop, then take its chunks one at a time (a shared counter) until none
-// is left. One loop runs at a time; a second caller waits for the first to finish. The loop ends
-// when every worker that joined it has left, so none can still be reading it afterwards.
+// is left. One loop runs at a time; a second caller waits for the first to finish.
+//
+// Waiting: the layers of a step call loop after loop, microseconds apart, so a worker that has
+// finished one spins a while (kSpin) for the next before it goes to sleep on the condition
+// variable, and a caller wakes sleepers only when there are some. Waking a sleeping thread costs
+// a system call on each side; a spinning one sees the new loop in well under a microsecond
+// (bench/bench_threads measures both). After kSpin of nothing the workers sleep, and leave the
+// cores to BLIS's threads.
+//
+// The protocol, all on atomics (sequentially consistent):
+//   caller   publishes the loop (body, chunks, next = 0), opens it (open = true), bumps
+//            generation; runs chunks itself; closes it (open = false); waits until active == 0
+//   worker   sees generation change; active += 1; if open, runs chunks; active -= 1
+// A worker counted in `active` either saw the loop open, and the caller waits for it, or finds it
+// closed and leaves without touching it. One that comes late may find the next loop open: then it
+// runs that loop's chunks, counted in that loop's `active`, which is as good.
 class ThreadPool {
  public:
   void run(int64_t chunks, const ChunkBody& chunk) {
     std::lock_guard<std::mutex> one_loop_at_a_time(loop_mutex_);
     grow_to(chunks - 1);  // the caller is the last thread
     FirstError error;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      body_ = &chunk;
-      error_ = &error;
-      chunks_ = chunks;
-      next_.store(0);
-      ++generation_;
+    body_ = &chunk;
+    error_ = &error;
+    chunks_ = chunks;
+    next_.store(0);
+    open_.store(true);
+    generation_.fetch_add(1);
+    if (sleepers_.load() > 0) {
+      std::lock_guard<std::mutex> lock(sleep_mutex_);  // a sleeper is either waiting or will see the new generation
+      wake_.notify_all();
     }
-    wake_.notify_all();
     t_in_parallel_loop = true;
     take_chunks();
     t_in_parallel_loop = false;
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      finished_.wait(lock, [&] { return joined_ == 0; });
-      body_ = nullptr;  // a worker that wakes from now on finds no loop to join
-    }
+    open_.store(false);
+    for (int spins = 0; active_.load() != 0; ++spins) relax(spins);
     error.rethrow();
   }
 
  private:
+  // Spins until the spin budget is spent: the CPU's pause first, then giving the core to any
+  // other thread that wants it (on a machine with fewer cores than threads, the one being waited
+  // for may need this one's core).
+  static void relax(int spins) {
+    if (spins < 64) {
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#elif defined(__aarch64__)
+      asm volatile("yield");
+#endif
+    } else {
+      std::this_thread::yield();
+    }
+  }
+
   // Runs chunks until every one has been taken.
   void take_chunks() {
     for (int64_t c = next_.fetch_add(1); c < chunks_; c = next_.fetch_add(1)) error_->run(*body_, c);
+  }
+
+  // Returns once generation_ differs from `seen`: spinning for up to kSpin, then asleep.
+  void wait_for_loop(uint64_t seen) {
+    constexpr auto kSpin = std::chrono::microseconds(25);
+    const auto start = std::chrono::steady_clock::now();
+    for (int spins = 0; generation_.load() == seen; ++spins) {
+      if ((spins & 63) == 63 && std::chrono::steady_clock::now() - start > kSpin) {
+        std::unique_lock<std::mutex> lock(sleep_mutex_);
+        sleepers_.fetch_add(1);
+        wake_.wait(lock, [&] { return generation_.load() != seen; });
+        sleepers_.fetch_sub(1);
+        return;
+      }
+      relax(spins);
+    }
   }
 
   void worker() {
     t_in_parallel_loop = true;
     uint64_t seen = 0;
     for (;;) {
-      {
-        std::unique_lock<std::mutex> lock(mutex_);
-        wake_.wait(lock, [&] { return generation_ != seen && body_ != nullptr; });
-        seen = generation_;
-        ++joined_;
-      }
-      take_chunks();
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (--joined_ == 0) finished_.notify_all();
+      wait_for_loop(seen);
+      seen = generation_.load();
+      active_.fetch_add(1);
+      if (open_.load()) take_chunks();
+      active_.fetch_sub(1);
     }
   }
 
@@ -161,15 +202,19 @@ class ThreadPool {
     }
   }
 
-  std::mutex loop_mutex_;  // held by the caller of the running loop
-  std::mutex mutex_;       // guards the loop's fields below (set before workers join, read after)
-  std::condition_variable wake_, finished_;
-  int64_t threads_ = 0;
+  std::mutex loop_mutex_;   // held by the caller of the running loop
+  std::mutex sleep_mutex_;  // with wake_: where workers sleep after kSpin of nothing
+  std::condition_variable wake_;
+  int64_t threads_ = 0;  // the caller's (under loop_mutex_)
+  // The running loop: written by its caller before open_ is set, read by workers after they see it.
   const ChunkBody* body_ = nullptr;
   FirstError* error_ = nullptr;
-  int64_t chunks_ = 0, joined_ = 0;
+  int64_t chunks_ = 0;
   std::atomic<int64_t> next_{0};
-  uint64_t generation_ = 0;
+  std::atomic<bool> open_{false};
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<int64_t> active_{0};    // workers between seeing a generation and leaving it
+  std::atomic<int64_t> sleepers_{0};  // workers asleep (or about to be) on wake_
 };
 
 void run_chunks(int64_t chunks, const ChunkBody& chunk) {
