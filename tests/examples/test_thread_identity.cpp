@@ -1,7 +1,12 @@
-// Training is bit-identical at any thread count: every reduction has a fixed order and fixed
-// chunk boundaries that do not depend on the number of threads, and BLIS's products give the
-// same bits on 1 and 2 threads. 100 steps of the GPT at 1, 2 and 3 threads: the same loss at
-// every step and the same parameters at the end, to the last bit.
+// Training and generation are bit-identical at any thread count: every reduction has a fixed
+// order and fixed chunk boundaries that do not depend on the number of threads, and BLIS's
+// products give the same bits on 1 and 2 threads.
+//   - 100 steps of the GPT at 1, 2 and 3 threads: the same loss at every step and the same
+//     parameters at the end, to the last bit.
+//   - generation at GPT-2's widths (2 layers of 768, 12 heads, 50257 tokens: every matrix one
+//     token reads is split over the threads by autograd/runtime/work_split.h's rules) at 1, 2, 3,
+//     7 and 16 threads, more threads than cores included: the same ids, greedy and sampled, and
+//     the same logits to the last bit.
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -9,7 +14,11 @@
 #include <string>
 #include <vector>
 
+#include "autograd/ops.h"
 #include "autograd/runtime/parallel.h"
+#include "autograd/tape.h"
+#include "models/generate.h"
+#include "models/gpt.h"
 #include "train/corpus.h"
 #include "train/trainer.h"
 #include "test_util.h"
@@ -53,6 +62,45 @@ TEST(ThreadIdentity, TrainingIsBitIdenticalAt1_2And3Threads) {
     }
     for (size_t i = 0; i < one.params.size(); ++i)
       EXPECT_TRUE(test::same_bytes(many.params[i].second, one.params[i].second)) << one.params[i].first;
+  }
+  set_num_threads(before);
+}
+
+struct GenerationRun {
+  Tensor greedy, sampled;  // (2, T + new) ids
+  Tensor logits;           // (2, T + new, V) of the greedy ids, one forward
+};
+
+GenerationRun generate_with_threads(models::GPTModel& model, const Tensor& prompt, int threads) {
+  set_num_threads(threads);
+  GenerationRun r;
+  models::SamplingOptions greedy;
+  greedy.temperature = 0;
+  r.greedy = models::generate(model, prompt, 8, greedy);
+  models::SamplingOptions sampled;
+  sampled.top_k = 50;
+  Generator gen(7);
+  r.sampled = models::generate(model, prompt, 8, sampled, &gen);
+  NoGradGuard no_grad;
+  r.logits = model.forward(r.greedy);
+  return r;
+}
+
+TEST(ThreadIdentity, GenerationAtGPT2WidthsIsBitIdenticalAt1_2_3_7And16Threads) {
+  const int before = get_num_threads();
+  manual_seed(123);
+  models::GPTModel model(models::GPTConfig{.vocab_size = 50257, .context_length = 48, .emb_dim = 768,
+                                           .n_heads = 12, .n_layers = 2, .qkv_bias = true, .tie_weights = true});
+  model.eval();
+  Generator gen(5);
+  const Tensor prompt = randint(0, 50257, {2, 20}, &gen);
+  const GenerationRun one = generate_with_threads(model, prompt, 1);
+  for (int threads : {2, 3, 7, 16}) {
+    SCOPED_TRACE(std::to_string(threads) + " threads");
+    const GenerationRun many = generate_with_threads(model, prompt, threads);
+    EXPECT_TRUE(test::same_bytes(many.greedy, one.greedy));
+    EXPECT_TRUE(test::same_bytes(many.sampled, one.sampled));
+    EXPECT_TRUE(test::same_bytes(many.logits, one.logits));
   }
   set_num_threads(before);
 }
