@@ -142,7 +142,7 @@ class ThreadPool {
     take_chunks();
     t_in_parallel_loop = false;
     open_.store(false);
-    for (int spins = 0; active_.load() != 0; ++spins) relax(spins);
+    for (int64_t spins = 0; active_.load() != 0; ++spins) relax(spins);
     error.rethrow();
   }
 
@@ -150,7 +150,7 @@ class ThreadPool {
   // Spins until the spin budget is spent: the CPU's pause first, then giving the core to any
   // other thread that wants it (on a machine with fewer cores than threads, the one being waited
   // for may need this one's core).
-  static void relax(int spins) {
+  static void relax(int64_t spins) {
     if (spins < 64) {
 #if defined(__x86_64__) || defined(__i386__)
       __builtin_ia32_pause();
@@ -171,7 +171,7 @@ class ThreadPool {
   void wait_for_loop(uint64_t seen) {
     constexpr auto kSpin = std::chrono::microseconds(25);
     const auto start = std::chrono::steady_clock::now();
-    for (int spins = 0; generation_.load() == seen; ++spins) {
+    for (int64_t spins = 0; generation_.load() == seen; ++spins) {
       if ((spins & 63) == 63 && std::chrono::steady_clock::now() - start > kSpin) {
         std::unique_lock<std::mutex> lock(sleep_mutex_);
         sleepers_.fetch_add(1);

@@ -5,10 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <random>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
+#include <vector>
 
 #include "autograd/autocast.h"
 #include "autograd/gradcheck.h"
@@ -552,6 +555,32 @@ TEST(MatmulThreads, ParallelForRethrowsAWorkersException) {
   std::atomic<int64_t> total{0};
   parallel_for(0, 400, 100, [&](int64_t lo, int64_t hi) { total += hi - lo; });
   EXPECT_EQ(total.load(), 400);
+}
+
+// Loops back to back (the pool's workers still spinning), after a pause (asleep), and from three
+// application threads at once: every chunk runs once, in every loop.
+TEST(MatmulThreads, ParallelForRunsEveryChunkOnceAcrossSpinningSleepingAndConcurrentCallers) {
+  const test::ThreadCountGuard guard;
+  set_num_threads(3);
+  auto loops = [](int count, int pause_every) {
+    for (int loop = 0; loop < count; ++loop) {
+      if (pause_every > 0 && loop % pause_every == 0) std::this_thread::sleep_for(std::chrono::microseconds(200));
+      std::vector<std::atomic<int>> hits(97);
+      parallel_for(0, 97, 10, [&](int64_t lo, int64_t hi) {
+        for (int64_t i = lo; i < hi; ++i) hits[static_cast<size_t>(i)]++;
+      });
+      for (size_t i = 0; i < hits.size(); ++i)
+        if (hits[i].load() != 1) return ::testing::AssertionFailure() << "loop " << loop << ", index " << i;
+    }
+    return ::testing::AssertionSuccess();
+  };
+  EXPECT_TRUE(loops(2000, 0));
+  EXPECT_TRUE(loops(50, 1));
+  std::vector<::testing::AssertionResult> results(3, ::testing::AssertionSuccess());
+  std::vector<std::thread> callers;
+  for (int c = 0; c < 3; ++c) callers.emplace_back([&, c] { results[static_cast<size_t>(c)] = loops(300, 7); });
+  for (std::thread& t : callers) t.join();
+  for (const auto& r : results) EXPECT_TRUE(r);
 }
 
 // matmul_into (autograd/internal.h): a product written into a block of a larger buffer gives
