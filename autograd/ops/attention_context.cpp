@@ -115,13 +115,18 @@ int64_t batch_count(const Tensor& t) {
 
 // fn(i) for every batch index, spread over the threads (each index wholly on one thread, so
 // the split changes no bit), with the tape off and the caller's autocast mode on every thread.
-// An index costs about macs_per_index multiply-adds: a thread gets at least work_split's share,
-// so one generated token's attention over a short cache (a few thousand multiply-adds a head)
-// runs on the caller and wakes no one.
+// An index costs `macs` multiply-adds and reads `bytes` of q, k and v: a thread gets at least
+// work_split's share by whichever is the larger cost. Training's products are compute (T_q rows
+// per key); one generated token's are memory (the cache's keys and values, read once), and a
+// tiny model's attention runs on the caller and wakes no one.
+struct MatrixCost {
+  int64_t macs, bytes;
+};
 template <class F>
-void for_each_matrix(int64_t count, int64_t macs_per_index, const F& fn) {
+void for_each_matrix(int64_t count, MatrixCost cost, const F& fn) {
   const ScalarType autocast = autocast_dtype();
-  parallel_for(0, count, work_split::grain_for_macs(macs_per_index), [&](int64_t begin, int64_t end) {
+  const int64_t grain = std::min(work_split::grain_for_macs(cost.macs), work_split::grain_for(cost.bytes));
+  parallel_for(0, count, grain, [&](int64_t begin, int64_t end) {
     NoGradGuard no_grad;
     AutocastGuard same_mode(autocast);
     for (int64_t i = begin; i < end; ++i) fn(i);
@@ -222,9 +227,10 @@ Tensor masked_scaled_attention(const Tensor& q, const Tensor& k, const Tensor& v
   const Tensor q_in = keep(q), k_in = keep(k), v_in = keep(v);
   const std::vector<QueryBlock> blocks = query_blocks(T_q, T_k, options);
   const int64_t keys_seen = keys_seen_by(blocks);
-  const int64_t hs = q.size(n - 1);
-  // S = q k^T and out = P v, T_q x keys_seen x hs (hs_v) multiply-adds each
-  for_each_matrix(batch_count(q), T_q * keys_seen * (hs + hs_v), [&](int64_t i) {
+  // S = q k^T and out = P v: T_q x keys_seen x hs (hs_v) multiply-adds; q, k and v read once
+  const int64_t hs = q.size(n - 1), element = static_cast<int64_t>(element_size(q.dtype()));
+  const MatrixCost cost{T_q * keys_seen * (hs + hs_v), (T_q * hs + keys_seen * (hs + hs_v)) * element};
+  for_each_matrix(batch_count(q), cost, [&](int64_t i) {
     const Tensor P = empty({T_q, keys_seen}, q.dtype());  // (T_q, keys_seen), a block of rows at a time
     for (const QueryBlock& b : blocks) {
       const Tensor Pb = block_of(P, b);  // (rows, keys)
@@ -243,9 +249,11 @@ Tensor masked_scaled_attention(const Tensor& q, const Tensor& k, const Tensor& v
            const int64_t keys_seen = keys_seen_by(blocks);  // keys past it: dk = dv = 0
            const int64_t key_step = blocks.size() > 1 ? kBlockRows : std::max<int64_t>(keys_seen, 1);  // keys as queries
            const bool skip_leading_queries = T_q <= kOneChainK;  // see the top of this file
-           // S again, dP, dq, dk and dv: T_q x keys_seen x (3 hs + 2 hs_v) multiply-adds
-           const int64_t hs = q.size(-1), hs_v = v.size(-1);
-           for_each_matrix(batch_count(q), T_q * keys_seen * (3 * hs + 2 * hs_v), [&](int64_t i) {
+           // S again, dP, dq, dk and dv: T_q x keys_seen x (3 hs + 2 hs_v) multiply-adds; q, k, v
+           // and dout read, dq, dk and dv written
+           const int64_t hs = q.size(-1), hs_v = v.size(-1), element = static_cast<int64_t>(element_size(q.dtype()));
+           const MatrixCost cost{T_q * keys_seen * (3 * hs + 2 * hs_v), 2 * (T_q + keys_seen) * (hs + hs_v) * element};
+           for_each_matrix(batch_count(q), cost, [&](int64_t i) {
              const Tensor dout = matrix_at(ctx.grad_out, i);  // (T_q, hs_v)
              // P and dS (T_q, keys_seen): a block of query rows at a time, zero past a block's keys
              const Tensor P = empty({T_q, keys_seen}, grad_dtype), dS = empty({T_q, keys_seen}, grad_dtype);
