@@ -168,6 +168,7 @@ MemoryStats memory_stats() {
   std::lock_guard<std::mutex> lock(p.mutex);
   MemoryStats m = p.stats;
   m.reserved_bytes = p.live_capacity + p.stats.cached_bytes;
+  m.cache_limit_bytes = p.cache_limit();
   return m;
 }
 

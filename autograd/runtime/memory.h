@@ -7,6 +7,8 @@
 //   m.cached_bytes    freed buffers kept for reuse (see below)
 //   m.system_allocations  buffers taken from the system so far (not from the cache)
 //   m.reserved_bytes  what the allocator holds from the system now: live buffers and cache (below)
+//   m.cache_limit_bytes  the most the cache may hold now (below): the peak of live memory since
+//                     the process began (reset_peak_memory_stats leaves it), or TG_CACHE_LIMIT_MB
 //
 // A training step that frees what it no longer needs leaves live_bytes the same after every step
 // (once the optimizer has made its state): the tape is released by backward, and with it every
@@ -55,6 +57,7 @@ struct MemoryStats {
   int64_t cached_bytes = 0;
   int64_t system_allocations = 0;
   int64_t reserved_bytes = 0;
+  int64_t cache_limit_bytes = 0;
 };
 
 MemoryStats memory_stats();
