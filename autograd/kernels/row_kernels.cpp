@@ -13,9 +13,8 @@
 #include <cmath>
 #include <vector>
 
-#include "autograd/runtime/work_split.h"
-
 #include "autograd/runtime/parallel.h"
+#include "autograd/runtime/work_split.h"
 
 namespace tg::row_kernels {
 

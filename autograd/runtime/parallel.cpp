@@ -147,9 +147,9 @@ class ThreadPool {
   }
 
  private:
-  // Spins until the spin budget is spent: the CPU's pause first, then giving the core to any
-  // other thread that wants it (on a machine with fewer cores than threads, the one being waited
-  // for may need this one's core).
+  // One step of a wait, the spins-th: the CPU's pause for the first 64, then giving the core to
+  // any other thread that wants it (on a machine with fewer cores than threads, the one being
+  // waited for may need this one's core).
   static void relax(int64_t spins) {
     if (spins < 64) {
 #if defined(__x86_64__) || defined(__i386__)

@@ -10,16 +10,18 @@
 //
 //   kMinBytesPerThread = kPayback * kWakeNs * kCoreReadBytesPerNs
 //
-// and a loop over items of b bytes gives each thread at least grain_for(b) items. A loop with
-// fewer than 2 * that runs on the caller and wakes no one. The products count multiply-adds
-// instead: kMinMacsPerThread, one core's multiply-add rate times the same time.
+// and a loop over items of b bytes is cut into chunks of about grain_for(b) items (parallel_for
+// makes ceil(n / grain) equal chunks, at most one a thread). A loop of one grain or less runs on
+// the caller and wakes no one. The products count multiply-adds instead: kMinMacsPerThread, one
+// core's multiply-add rate times the same time.
 //
 // The measurement: bench/bench_threads (wake_us at every thread count, read_gbps of one thread).
-// Set on a 2-core AMD EPYC (Zen 5) guest with OpenMP (libgomp), 2026-11-29:
-//   wake-up 0.6-1.0 us at 2 threads (threads already up); one thread reads at 24-27 GB/s.
-// On a 16-core Xeon earlier, libgomp's wake-up at 16 threads was a few microseconds, so the
-// constant below takes the larger figure: a thread that waits a little longer for work costs
-// less than one woken for nothing.
+// Set on a 2-core AMD EPYC (Zen 5) guest with OpenMP (libgomp), 2026-11-29: wake-up 3.9-5.0 us
+// at 2 threads (threads already up; tapegrad's own pool, TG_OPENMP=OFF: 1.7-2.9 us); one thread
+// reads at 18-40 GB/s (the guest shares its memory's bandwidth). kCoreMacsPerNs is an estimate
+// of small_gemm's rate, not yet measured by bench_threads. Not yet measured on many cores: a
+// wake-up that grows with the thread count there belongs in kWakeNs (the larger figure: a thread
+// that waits a little longer for work costs less than one woken for nothing).
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -34,14 +36,14 @@ constexpr double kPayback = 4;               // a chunk lasts at least this many
 constexpr int64_t kMinBytesPerThread = static_cast<int64_t>(kPayback * kWakeNs * kCoreReadBytesPerNs);
 constexpr int64_t kMinMacsPerThread = static_cast<int64_t>(kPayback * kWakeNs * kCoreMacsPerNs);
 
-// Items a thread gets at least, for items of `bytes_per_item` bytes (or multiply-adds, below).
-constexpr int64_t grain_for(int64_t bytes_per_item) {
-  return std::max<int64_t>(1, (kMinBytesPerThread + std::max<int64_t>(bytes_per_item, 1) - 1) /
-                                  std::max<int64_t>(bytes_per_item, 1));
+// Items that hold at least `least` of work, for items of `per_item` each (at least one item).
+constexpr int64_t items_holding(int64_t least, int64_t per_item) {
+  const int64_t each = std::max<int64_t>(per_item, 1);
+  return std::max<int64_t>(1, (least + each - 1) / each);
 }
-constexpr int64_t grain_for_macs(int64_t macs_per_item) {
-  return std::max<int64_t>(1, (kMinMacsPerThread + std::max<int64_t>(macs_per_item, 1) - 1) /
-                                  std::max<int64_t>(macs_per_item, 1));
-}
+
+// A chunk's items, for items of `bytes_per_item` bytes (or of `macs_per_item` multiply-adds).
+constexpr int64_t grain_for(int64_t bytes_per_item) { return items_holding(kMinBytesPerThread, bytes_per_item); }
+constexpr int64_t grain_for_macs(int64_t macs_per_item) { return items_holding(kMinMacsPerThread, macs_per_item); }
 
 }  // namespace tg::work_split
