@@ -11,8 +11,9 @@ namespace tg::gemv {
 
 namespace {
 
-// Each step reads 128 bytes (two cache lines) and asks for the two lines 2 KiB further on
-// (gemv.h says why): a hint only, which neither changes a result nor faults past the matrix's end.
+// Each step reads 128 bytes (two cache lines) and asks for the two lines 2 KiB further on, into
+// every cache level (locality 3; gemv.h says why): a hint only, which neither changes a result nor
+// faults past the matrix's end.
 constexpr int64_t kPrefetchAhead = 512;  // floats
 
 // y[i] for rows [0, M): lanes of sums along the row, then a tree over the lanes.
@@ -23,8 +24,8 @@ constexpr int64_t kPrefetchAhead = 512;  // floats
     float lanes[kLanes] = {};
     int64_t k = 0;
     for (; k + kLanes <= K; k += kLanes) {
-      __builtin_prefetch(row + k + kPrefetchAhead, 0, 0);
-      __builtin_prefetch(row + k + kPrefetchAhead + 16, 0, 0);
+      __builtin_prefetch(row + k + kPrefetchAhead, 0, 3);
+      __builtin_prefetch(row + k + kPrefetchAhead + 16, 0, 3);
       for (int j = 0; j < kLanes; ++j) lanes[j] += row[k + j] * x[k + j];
     }
     for (int j = 0; k + j < K; ++j) lanes[j] += row[k + j] * x[k + j];  // the last partial block

@@ -12,7 +12,11 @@
 // The loop also asks for the bytes 2 KiB ahead of where it reads (__builtin_prefetch, a hint that
 // changes no result): on an AMD Zen 5 core the hardware alone kept a 593 MiB matrix's read at
 // 14-15 GB/s, with the hint 24-25 GB/s, as fast as a loop that only sums the bytes (Qwen3-0.6B's
-// shape, 1 thread: 110-120 -> 86-89 ms a token; 2 threads: 71-73 -> 56-58).
+// shape, 1 thread: 110-120 -> 86-89 ms a token; 2 threads: 71-73 -> 56-58). The hint asks for
+// the lines into every cache level (locality 3, x86's prefetcht0), not as non-temporal data
+// (locality 0, prefetchnta): on an Intel Xeon (Emerald Rapids) guest the non-temporal hint
+// halved the read, 5.4-6.6 GB/s a core against 16-17 (bench_threads' read_gbps, 1 thread;
+// 10.3-10.7 against 23.6-24.2 on 2), slower than no hint at all (9.3).
 //
 // The sum: lane j (of kLanes) takes the products k = j, j + kLanes, ... in k order, each product
 // rounded and then added (no fma: the project builds with -ffp-contract=off); then the lanes are
