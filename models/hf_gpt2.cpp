@@ -20,6 +20,7 @@
 #include "autograd/ops.h"
 #include "autograd/tape.h"
 #include "autograd/io/flags.h"
+#include "nn/init.h"
 
 namespace tg::models {
 
@@ -222,7 +223,10 @@ HfGpt2 load_hf_gpt2(const std::string& dir) {
   out.config = hf_gpt2_config(out.info.config, config_path);
   check_hf_gpt2_weights(out.config, weights_path, &out.info);  // before the model takes any memory
   const Activity building("building the model of " + config_path);
-  out.model = std::make_unique<GPTModel>(out.config);
+  {
+    const nn::init::SkipInitGuard no_draws;  // every weight is read next (the check above: all are in the file)
+    out.model = std::make_unique<GPTModel>(out.config);
+  }
   load_hf_gpt2_weights(*out.model, weights_path, &out.info);
   out.model->eval();
   return out;

@@ -104,7 +104,8 @@ int64_t blocks_in_file(const std::vector<SafetensorsEntry>& file, const std::str
 GPTConfig hf_gpt2_config(const json::Value& config, const std::string& path);
 
 // Read dir/config.json and dir/model.safetensors (the file checked against the config before the
-// model is built).
+// model is built; the model is built without drawing its weights, nn::init::SkipInitGuard, so
+// the default generator is left as it was).
 HfGpt2 load_hf_gpt2(const std::string& dir);
 
 // The header of an HF model.safetensors (names, shapes, dtypes; no data read) checked against

@@ -567,7 +567,11 @@ SavedModel load_saved_model(const std::string& dir) {
     saved.tokenizer = tokenizers::Tokenizer::from_json(read_text(tokenizer_path), tokenizer_path);
     check_run_weights(saved.config, weights_path);  // before the model takes any memory
     const Activity building("building the model of " + config_path);
-    auto model = std::make_unique<models::GPTModel>(saved.config);
+    std::unique_ptr<models::GPTModel> model;
+    {
+      const nn::init::SkipInitGuard no_draws;  // every weight is read next (load is strict: all are in the file)
+      model = std::make_unique<models::GPTModel>(saved.config);
+    }
     load(*model, weights_path, kFiniteOnly);
     saved.model = std::move(model);
   }

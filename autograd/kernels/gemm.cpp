@@ -195,12 +195,10 @@ void blis_gemm_with_row_major_b(T* c, int64_t ldc, const T* a, const T* b, int64
 //   M = 1   c (N)  = b^T (N,K) @ a (K)
 //   N = 1   c (M)  = a (M,K)   @ b (K)
 // The general gemm stays the path for everything else (and matmul_reference the test oracle).
-// BLIS's gemv runs on the calling thread (BLIS does not thread level-2 products), and so does
-// gemv.h's for a matrix under 8 MiB: split by rows over two threads, the medium GPT's products
-// were no faster on a 2-core machine (its median token took 1.6 ms either way, 3 interleaved
-// pairs), and on a busy machine the fork/join of each of a token's ~36 products cost up to
-// hundreds of ms. gemv.h splits bigger matrices (GPT-2's), where the second core's share of the
-// memory bandwidth is worth a fork.
+// BLIS's gemv runs on the calling thread (BLIS does not thread level-2 products). gemv.h's cuts a
+// matrix into bands of whole rows, one a thread, each at least work_split.h's bytes a thread: a
+// smaller matrix (the medium GPT's) runs on the calling thread, where a wake-up would cost more
+// than the second core's share of the memory's bandwidth gives back.
 template <class T>
 void gemm(T* c, int64_t ldc, const T* a, const T* b, int64_t M, int64_t N, int64_t K, const MatrixLayout& la,
           const MatrixLayout& lb) {

@@ -41,6 +41,17 @@ TEST(HfGpt2, LogitsOfTheF32F16AndBF16FoldersMatchPyTorch) {
   }
 }
 
+// Every weight comes from the file, so none is drawn first: the default generator is where it was
+// (and reading GPT-2 124M does not spend seconds drawing 124M numbers it then overwrites).
+TEST(HfGpt2, ReadingAFolderDrawsNothingFromTheDefaultGenerator) {
+  manual_seed(7);
+  const Tensor expected = randn({4});
+  manual_seed(7);
+  models::HfGpt2 hf = models::load_hf_gpt2(kFixtures + "/f32");
+  EXPECT_TRUE(test::all_close(randn({4}), expected, 0.0, 0.0));
+  EXPECT_TRUE(test::all_close(logits_of(*hf.model), reference("f32"), 1e-5, 1e-5));  // and every weight was read
+}
+
 TEST(HfGpt2, InfoSaysThePrefixTheLmHeadAndTheConvertedDtypes) {
   const models::HfGpt2Info f32 = models::load_hf_gpt2(kFixtures + "/f32").info, f16 = models::load_hf_gpt2(kFixtures + "/f16").info,
                    bf16 = models::load_hf_gpt2(kFixtures + "/bf16").info;

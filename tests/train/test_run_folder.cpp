@@ -70,6 +70,25 @@ TEST(Checkpoint, SavedOptionsComeBack) {
   EXPECT_FALSE(saved.model->is_training());
 }
 
+// A run's folder holds every weight, so reading it draws none: the default generator is where it
+// was, and every parameter is the saved one.
+TEST(Checkpoint, LoadingARunsModelDrawsNothingAndReadsEveryWeight) {
+  train::Trainer t(small_options(), text());
+  TempFolder dir;
+  train::save_run(t, dir.path);
+  manual_seed(11);
+  const Tensor expected = randn({4});
+  manual_seed(11);
+  const train::SavedModel saved = train::load_saved_model(dir.path);
+  EXPECT_TRUE(test::all_close(randn({4}), expected, 0.0, 0.0));
+  const NamedTensors want = t.model().named_parameters(), got = saved.model->named_parameters();
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(got[i].first, want[i].first);
+    EXPECT_TRUE(test::all_close(got[i].second, want[i].second, 0.0, 0.0)) << want[i].first;
+  }
+}
+
 // A child process trains and saves again and again; it is killed at a random moment, most
 // likely inside a save (writing and syncing the files). The folder must still hold a whole
 // checkpoint that resumes.
