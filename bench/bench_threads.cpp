@@ -10,8 +10,13 @@
 //                  other n - 1 threads and waiting for all of them) when the threads are
 //                  already up, as they are between the layers of a step
 //   idle_wake_us   the same after 2 ms with nothing to do (the threads may have gone to sleep)
-//   read_gbps      gemv's row-by-row read of a 256 MiB matrix (autograd/kernels/gemv.h), cut
+//   read_gbps      gemv's row-by-row read of a matrix past the caches (bench_util's
+//                  main_memory_bytes(): 256 MiB or more; autograd/kernels/gemv.h), cut
 //                  into n bands: the rate one generated token reads its weights at
+//   sum_gbps       bench_util's sum loop (s += b[i], a read only, no prefetch hint) on n threads:
+//                  what a plain read gets from the hardware alone. A read_gbps well below it
+//                  says gemv's loop reads badly on this CPU (a non-temporal prefetch hint halved
+//                  it on an Intel Xeon: gemv.h)
 //   copy_gbps      bench_util's copy loop (a[i] = b[i], counted as a read and a write) on n threads
 // and, at the end, what work_split.h derives from the largest wake-up (of the counts up to the
 // cores: past them, chunks wait for a core) and one thread's read rate, beside the constants it
@@ -76,9 +81,10 @@ double idle_wake_seconds(int n, int64_t steps) {
   return wake_seconds(n, steps, [] { std::this_thread::sleep_for(std::chrono::milliseconds(2)); });
 }
 
-// GB/s of gemv over a (M, K) matrix of 256 MiB cut into n bands of rows, one per thread.
+// GB/s of gemv over a (M, K) matrix of main_memory_bytes() cut into n bands of rows, one per thread.
 double read_gbps(int n) {
-  constexpr int64_t K = 4096, M = (int64_t{256} << 20) / 4 / K;
+  constexpr int64_t K = 4096;
+  const int64_t M = main_memory_bytes() / 4 / K;
   const Tensor a = random_matrix({M, K}, 1), x = random_matrix({K}, 2);
   std::vector<float> y(static_cast<size_t>(M));
   const float* pa = a.data_ptr<float>();
@@ -101,14 +107,14 @@ std::vector<int> default_sweep() {
 int run(const std::string& sweep_text) {
   const std::vector<int> sweep = sweep_text.empty() ? default_sweep() : parse_threads_sweep(sweep_text);
   std::printf("load average %s, %u cores\n\n", load_average().c_str(), std::thread::hardware_concurrency());
-  std::printf("  threads  wake_us  idle_wake_us  read_gbps  copy_gbps\n");
+  std::printf("  threads  wake_us  idle_wake_us  read_gbps  sum_gbps  copy_gbps\n");
   const int64_t steps = busy_steps_for_10us();
   double wake_at_most = 0, read_one = 0;
   for (int n : sweep) {
     set_num_threads(n);
     const double wake = wake_seconds(n, steps), idle = idle_wake_seconds(n, steps), read = read_gbps(n);
-    const double copy = stream_gbps(Stream::Copy);
-    std::printf("  %7d  %7.2f  %12.2f  %9.1f  %9.1f\n", n, wake * 1e6, idle * 1e6, read, copy);
+    const double sum = stream_gbps(Stream::Sum), copy = stream_gbps(Stream::Copy);
+    std::printf("  %7d  %7.2f  %12.2f  %9.1f  %8.1f  %9.1f\n", n, wake * 1e6, idle * 1e6, read, sum, copy);
     if (n == 1) read_one = read;
     else if (n <= static_cast<int>(std::thread::hardware_concurrency())) wake_at_most = std::max(wake_at_most, wake);
   }

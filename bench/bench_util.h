@@ -54,11 +54,20 @@ double bf16_gemm_peak_gflops(int64_t n = 1024, int repeats = 5);
 // tg::parallel_for's threads:
 //   copy    a[i] = b[i]              counted as 2 * 4 * n bytes per pass (one read, one write)
 //   triad   a[i] = b[i] + s * c[i]   counted as 3 * 4 * n bytes per pass (two reads, one write)
+//   sum     s += b[i]                 counted as 4 * n bytes per pass (one read; in 16 lanes, no
+//                                     prefetch hint: what the hardware alone reads at)
 // (the write-allocate read some caches add is not counted, as in STREAM). GB/s of the best of
-// `repeats` timed repeats. The default 16M floats (64 MB per array) is far bigger than any
-// cache: main memory. A few MB measures the caches instead.
-enum class Stream { Copy, Triad };
-double stream_gbps(Stream kind, int64_t n = int64_t(1) << 24, int repeats = 7);
+// `repeats` timed repeats. n = 0, the default, measures main memory: the arrays together hold
+// main_memory_bytes(). A few MB measures the caches instead.
+enum class Stream { Copy, Triad, Sum };
+double stream_gbps(Stream kind, int64_t n = 0, int repeats = 7);
+
+// How many bytes a measurement of main memory's rate reads and writes: 4 times the largest cache
+// this CPU says it has (Linux's /sys/devices/system/cpu/cpu0/cache), and at least 256 MiB, so
+// that little of what a pass touched is still cached when the next pass comes round. A fixed
+// 64 MB was not enough: an Intel Xeon (Emerald Rapids) guest has 300 MiB of L3, and two threads
+// read 64 MB at 41-48 GB/s, 256 MiB and more at 20-22.
+int64_t main_memory_bytes();
 
 // A language model's token table and head, by name (the GPT's tok_emb.weight and out_head.weight,
 // a Llama's model.embed_tokens.weight and lm_head.weight). A head tied to the table is listed once
