@@ -19,8 +19,9 @@
 //                  it on an Intel Xeon: gemv.h)
 //   copy_gbps      bench_util's copy loop (a[i] = b[i], counted as a read and a write) on n threads
 // and, at the end, what work_split.h derives from the largest wake-up (of the counts up to the
-// cores: past them, chunks wait for a core) and one thread's read rate, beside the constants it
-// holds.
+// cores: past them, chunks wait for a core), one thread's read rate and one thread's rate of
+// multiply-adds in the small config's products (matmul of (2048, 128) @ (128, 384), the fast
+// kernels small_gemm.h or BLIS as matmul picks them), beside the constants it holds.
 #include <chrono>
 #include <cstdio>
 #include <functional>
@@ -30,6 +31,7 @@
 
 #include "autograd/io/flags.h"
 #include "autograd/kernels/gemv.h"
+#include "autograd/ops.h"
 #include "autograd/runtime/parallel.h"
 #include "autograd/runtime/work_split.h"
 #include "bench/bench_util.h"
@@ -96,6 +98,18 @@ double read_gbps(int n) {
   return static_cast<double>(M * K * 4) / s * 1e-9;
 }
 
+// One thread's multiply-adds per ns in a product of the small GPT config's training (its
+// attention's input projection, B * T = 2048 rows of C = 128 against 3C = 384 columns).
+double macs_per_ns_one_thread() {
+  constexpr int64_t M = 2048, K = 128, N = 384;
+  const int before = get_num_threads();
+  set_num_threads(1);
+  const Tensor a = random_matrix({M, K}, 3), b = random_matrix({K, N}, 4);
+  const double s = best_seconds([&] { (void)matmul(a, b); }, 7);
+  set_num_threads(before);
+  return static_cast<double>(M * N * K) / s * 1e-9;
+}
+
 std::vector<int> default_sweep() {
   std::vector<int> counts;
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -123,9 +137,17 @@ int run(const std::string& sweep_text) {
     std::printf("\nderived: kPayback (%g) x wake-up (%.2f us) x one thread's read (%.1f GB/s) = %.0f KiB a thread\n",
                 work_split::kPayback, wake_at_most * 1e6, read_one, bytes / 1024);
   }
-  std::printf("work_split.h holds: wake-up %.2f us, one thread's read %.1f GB/s: %lld KiB a thread\n",
+  const double macs = macs_per_ns_one_thread();
+  std::printf("one thread's products: %.1f multiply-adds a ns\n", macs);
+  if (wake_at_most > 0)
+    std::printf("derived: kPayback (%g) x wake-up (%.2f us) x one thread's products (%.1f multiply-adds a ns) = %.0fk "
+                "multiply-adds a thread\n",
+                work_split::kPayback, wake_at_most * 1e6, macs, work_split::kPayback * wake_at_most * 1e9 * macs / 1000);
+  std::printf("work_split.h holds: wake-up %.2f us, one thread's read %.1f GB/s: %lld KiB a thread; "
+              "%.1f multiply-adds a ns: %lldk multiply-adds a thread\n",
               work_split::kWakeNs * 1e-3, work_split::kCoreReadBytesPerNs,
-              static_cast<long long>(work_split::kMinBytesPerThread / 1024));
+              static_cast<long long>(work_split::kMinBytesPerThread / 1024), work_split::kCoreMacsPerNs,
+              static_cast<long long>(work_split::kMinMacsPerThread / 1000));
   return 0;
 }
 
