@@ -83,11 +83,10 @@ double idle_wake_seconds(int n, int64_t steps) {
   return wake_seconds(n, steps, [] { std::this_thread::sleep_for(std::chrono::milliseconds(2)); });
 }
 
-// GB/s of gemv over a (M, K) matrix of main_memory_bytes() cut into n bands of rows, one per thread.
-double read_gbps(int n) {
-  constexpr int64_t K = 4096;
-  const int64_t M = main_memory_bytes() / 4 / K;
-  const Tensor a = random_matrix({M, K}, 1), x = random_matrix({K}, 2);
+// GB/s of gemv over the (M, K) matrix a, cut into n bands of rows, one per thread.
+double read_gbps(const Tensor& a, int n) {
+  const int64_t M = a.size(0), K = a.size(1);
+  const Tensor x = random_matrix({K}, 2);
   std::vector<float> y(static_cast<size_t>(M));
   const float* pa = a.data_ptr<float>();
   const double s = best_seconds([&] {
@@ -123,10 +122,14 @@ int run(const std::string& sweep_text) {
   std::printf("load average %s, %u cores\n\n", load_average().c_str(), std::thread::hardware_concurrency());
   std::printf("  threads  wake_us  idle_wake_us  read_gbps  sum_gbps  copy_gbps\n");
   const int64_t steps = busy_steps_for_10us();
+  // gemv's matrix, past the caches, made once for every count (its values do not change how fast it
+  // is read, so a constant: drawing 1.2 GB of random numbers took seconds a count)
+  constexpr int64_t K = 4096;
+  const Tensor matrix = full({main_memory_bytes() / 4 / K, K}, 0.5);
   double wake_at_most = 0, read_one = 0;
   for (int n : sweep) {
     set_num_threads(n);
-    const double wake = wake_seconds(n, steps), idle = idle_wake_seconds(n, steps), read = read_gbps(n);
+    const double wake = wake_seconds(n, steps), idle = idle_wake_seconds(n, steps), read = read_gbps(matrix, n);
     const double sum = stream_gbps(Stream::Sum), copy = stream_gbps(Stream::Copy);
     std::printf("  %7d  %7.2f  %12.2f  %9.1f  %8.1f  %9.1f\n", n, wake * 1e6, idle * 1e6, read, sum, copy);
     if (n == 1) read_one = read;

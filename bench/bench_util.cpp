@@ -150,10 +150,11 @@ int64_t main_memory_bytes() {
 double stream_gbps(Stream kind, int64_t n, int repeats) {
   const int arrays = kind == Stream::Sum ? 1 : kind == Stream::Copy ? 2 : 3;  // the arrays a pass streams
   if (n == 0) n = main_memory_bytes() / 4 / arrays;
-  const auto size = [&](int used_from) { return static_cast<size_t>(arrays >= used_from ? n : 1); };
-  std::vector<float> b(static_cast<size_t>(n), 1.0f), a(size(2), 0.0f), c(size(3), 2.0f);
+  std::vector<float> b(static_cast<size_t>(n), 1.0f);                               // read by every kind
+  std::vector<float> a(static_cast<size_t>(kind == Stream::Sum ? 0 : n), 0.0f);     // written by copy and triad
+  std::vector<float> c(static_cast<size_t>(kind == Stream::Triad ? n : 0), 2.0f);   // triad's second read
   const int64_t grain = std::max<int64_t>(1, n / get_num_threads());
-  std::vector<float> sums(static_cast<size_t>(n / grain + 1));  // the sum loop's, a chunk each
+  std::vector<float> sums(static_cast<size_t>(kind == Stream::Sum ? n / grain + 1 : 0));  // the sum loop's, a chunk each
   std::function<void()> pass;
   if (kind == Stream::Copy) {
     pass = [&] {
