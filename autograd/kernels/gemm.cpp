@@ -197,8 +197,8 @@ void blis_gemm_with_row_major_b(T* c, int64_t ldc, const T* a, const T* b, int64
 // The general gemm stays the path for everything else (and matmul_reference the test oracle).
 // BLIS's gemv runs on the calling thread (BLIS does not thread level-2 products). gemv.h's cuts a
 // matrix into bands of whole rows, one a thread, each at least work_split.h's bytes a thread: a
-// smaller matrix (the medium GPT's) runs on the calling thread, where a wake-up would cost more
-// than the second core's share of the memory's bandwidth gives back.
+// smaller matrix (every weight of the small config, 262 kB at most) runs on the calling thread,
+// where a wake-up would cost more than the second core's share of the memory's bandwidth gives back.
 template <class T>
 void gemm(T* c, int64_t ldc, const T* a, const T* b, int64_t M, int64_t N, int64_t K, const MatrixLayout& la,
           const MatrixLayout& lb) {
