@@ -16,6 +16,9 @@
 // Which kernel runs one (M,K) @ (K,N) product (gemm.cpp: gemm):
 //   M = 1 or N = 1           a matrix-vector product, the matrix read in place (no packing):
 //                            gemv.h's row-by-row kernel when its rows are contiguous, else BLIS's
+//   float32, M <= 4 rows     gemv.h's kernel for several vectors: a batch's decode step, x @ w^T
+//   times a weight of 1 MiB  with w (N, K) of contiguous rows, reads the weight once, in place
+//   or more, read as w^T
 //   float32, small enough    small_gemm.h's register blocks (BLIS's fixed cost per call is more
 //                            than the arithmetic: attention's per-head products)
 //   anything else            BLIS's gemm, threaded for large products

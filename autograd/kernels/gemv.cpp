@@ -16,32 +16,58 @@ namespace {
 // faults past the matrix's end.
 constexpr int64_t kPrefetchAhead = 512;  // floats
 
-// y[i] for rows [0, M): lanes of sums along the row, then a tree over the lanes.
-[[gnu::always_inline]] inline void rows_body(float* y, int64_t incy, const float* a, int64_t lda, const float* x,
-                                             int64_t M, int64_t K) {
+// out[r] = sum_k row[k] x_r[k] for the kVectors vectors x_r = x + r * ldx: for each vector, lanes
+// of sums along the row, then a tree over the lanes. The vectors share each load of the row.
+template <int kVectors>
+[[gnu::always_inline]] inline void row_dots(float* out, const float* row, const float* x, int64_t ldx, int64_t K) {
+  float lanes[kVectors][kLanes] = {};
+  int64_t k = 0;
+  for (; k + kLanes <= K; k += kLanes) {
+    __builtin_prefetch(row + k + kPrefetchAhead, 0, 3);
+    __builtin_prefetch(row + k + kPrefetchAhead + 16, 0, 3);
+    for (int r = 0; r < kVectors; ++r)
+      for (int j = 0; j < kLanes; ++j) lanes[r][j] += row[k + j] * x[r * ldx + k + j];
+  }
+  for (int r = 0; r < kVectors; ++r) {
+    for (int j = 0; k + j < K; ++j) lanes[r][j] += row[k + j] * x[r * ldx + k + j];  // the last partial block
+#pragma GCC unroll 8  // each step's width a constant: the compiler adds whole registers (the same order)
+    for (int width = kLanes / 2; width >= 1; width /= 2)
+      for (int j = 0; j < width; ++j) lanes[r][j] += lanes[r][j + width];
+    out[r] = lanes[r][0];
+  }
+}
+
+// y[r * ldy + i * incy] for rows i in [0, M) and vectors r in [0, R): each row of a is read from
+// memory once, for the first vectors, and from the L1 cache for the others, up to 4 at a time.
+[[gnu::always_inline]] inline void rows_body(float* y, int64_t ldy, int64_t incy, const float* a, int64_t lda,
+                                             const float* x, int64_t ldx, int64_t R, int64_t M, int64_t K) {
   for (int64_t i = 0; i < M; ++i) {
     const float* row = a + i * lda;  // row (K)
-    float lanes[kLanes] = {};
-    int64_t k = 0;
-    for (; k + kLanes <= K; k += kLanes) {
-      __builtin_prefetch(row + k + kPrefetchAhead, 0, 3);
-      __builtin_prefetch(row + k + kPrefetchAhead + 16, 0, 3);
-      for (int j = 0; j < kLanes; ++j) lanes[j] += row[k + j] * x[k + j];
+    for (int64_t r = 0; r < R; r += 4) {
+      float out[4];
+      const float* xr = x + r * ldx;
+      const int64_t n = std::min<int64_t>(4, R - r);
+      if (n == 4) row_dots<4>(out, row, xr, ldx, K);
+      else if (n == 3) row_dots<3>(out, row, xr, ldx, K);
+      else if (n == 2) row_dots<2>(out, row, xr, ldx, K);
+      else row_dots<1>(out, row, xr, ldx, K);
+      for (int64_t q = 0; q < n; ++q) y[(r + q) * ldy + i * incy] = out[q];
     }
-    for (int j = 0; k + j < K; ++j) lanes[j] += row[k + j] * x[k + j];  // the last partial block
-    for (int width = kLanes / 2; width >= 1; width /= 2)
-      for (int j = 0; j < width; ++j) lanes[j] += lanes[j + width];
-    y[i * incy] = lanes[0];
   }
 }
 
 }  // namespace
 
-void sgemv_rows(float* y, int64_t incy, const float* a, int64_t lda, const float* x, int64_t M, int64_t K, Isa isa) {
+void sgemv_rows_many(float* y, int64_t ldy, int64_t incy, const float* a, int64_t lda, const float* x, int64_t ldx,
+                     int64_t R, int64_t M, int64_t K, Isa isa) {
   // bands of whole rows, each at least work_split's bytes a thread (gemv.h)
   parallel_for(0, M, work_split::grain_for(K * int64_t{sizeof(float)}), [&](int64_t r0, int64_t r1) {
-    kernels::run_on<rows_body>(isa, y + r0 * incy, incy, a + r0 * lda, lda, x, r1 - r0, K);
+    kernels::run_on<rows_body>(isa, y + r0 * incy, ldy, incy, a + r0 * lda, lda, x, ldx, R, r1 - r0, K);
   });
+}
+
+void sgemv_rows(float* y, int64_t incy, const float* a, int64_t lda, const float* x, int64_t M, int64_t K, Isa isa) {
+  sgemv_rows_many(y, 0, incy, a, lda, x, 0, 1, M, K, isa);
 }
 
 }  // namespace tg::gemv

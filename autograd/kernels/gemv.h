@@ -54,4 +54,12 @@ inline Isa best_isa() { return kernels::best_isa(Isa::kAvx512); }
 void sgemv_rows(float* y, int64_t incy, const float* a, int64_t lda, const float* x, int64_t M, int64_t K,
                 Isa isa = best_isa());
 
+// The same product for R vectors at once: y[r * ldy + i * incy] = a (M, K) @ x_r (K), with
+// x_r = x + r * ldx contiguous. Writing a batch of B sequences, each decode step's linear layers
+// multiply a weight by B vectors (one token of each). Each row of a is read from memory once and
+// multiplied by every vector while it is in the cache, so the step still costs one read of the
+// weights; every element gets the bits sgemv_rows gives that vector alone (the same row loop).
+void sgemv_rows_many(float* y, int64_t ldy, int64_t incy, const float* a, int64_t lda, const float* x, int64_t ldx,
+                     int64_t R, int64_t M, int64_t K, Isa isa = best_isa());
+
 }  // namespace tg::gemv

@@ -7,7 +7,9 @@
 //   * padding between rows never reaches a result, and an inf or a nan stays in its own row;
 //   * matmul sends a one-token linear layer (x @ w^T) and a matrix times a column here, and
 //     gives matmul_reference's values within tolerance, on the kernels' path and on BLIS's
-//     (a matrix whose rows are not contiguous).
+//     (a matrix whose rows are not contiguous);
+//   * the kernel for several vectors gives each vector the bits it gets alone, and matmul sends
+//     a batch's decode step (2 to 4 rows times a weight of 1 MiB or more) there.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -189,6 +191,68 @@ TEST(Gemv, MatricesWithStridedRowsStillGiveTheReference) {
   const Tensor v = randn({40, 64});
   EXPECT_TRUE(test::all_close(matmul(strided_x, v.t()), matmul_reference(strided_x, v.t()), 1e-5, 1e-5))
       << "strided x @ v^T";
+}
+
+// sgemv_rows_many: R vectors (ldx apart, NaN padding between them) into y (R rows ldy apart, each
+// element incy apart); every element must be the promised order for its row and vector.
+TEST(Gemv, ManyVectorsGiveEachVectorThePromisedOrderBitForBit) {
+  std::mt19937 gen(5);
+  for (int64_t K : {1, 31, 33, 100, 768})
+    for (int64_t R : {1, 2, 3, 4, 5, 9}) {
+      const Matrix a = random_matrix(13, K, 3, gen);
+      const int64_t ldx = K + 2, incy = 2, ldy = 2 * a.M + 1;
+      std::vector<float> xs(static_cast<size_t>(R * ldx), kNaN);
+      for (int64_t r = 0; r < R; ++r) {
+        const std::vector<float> x = random_vector(K, gen);
+        std::copy(x.begin(), x.end(), xs.begin() + r * ldx);
+      }
+      for (Isa isa : copies_here()) {
+        std::vector<float> y(static_cast<size_t>(R * ldy), 7.0f);
+        gemv::sgemv_rows_many(y.data(), ldy, incy, a.data.data(), a.lda, xs.data(), ldx, R, a.M, K, isa);
+        for (int64_t r = 0; r < R; ++r) {
+          const std::vector<float> x(xs.begin() + r * ldx, xs.begin() + r * ldx + K);
+          for (int64_t i = 0; i < a.M; ++i) {
+            const float got = y[static_cast<size_t>(r * ldy + i * incy)];
+            EXPECT_TRUE(same_bits(got, promised_order(a, x, i)))
+                << kernels::isa_name(isa) << " K " << K << " R " << R << " vector " << r << " row " << i << ": "
+                << got << " vs " << promised_order(a, x, i);
+          }
+          for (int64_t j = 0; j < ldy; ++j) {  // the gaps: odd offsets, and the last element of the row
+            if (j % 2 == 1 || j == ldy - 1) {
+              EXPECT_EQ(y[static_cast<size_t>(r * ldy + j)], 7.0f) << "a gap was written";
+            }
+          }
+        }
+      }
+    }
+}
+
+// A decode step of a batch of 2 to 4 sequences, x (B, K) @ w^T with w of 1 MiB or more, reads w
+// once for all rows (gemm.h): each row gets the bits it gets alone, on any thread count. Five
+// rows, and a smaller weight, go to small_gemm: the reference within tolerance there (sums of 768
+// products of about 1, so 1e-4 is a few float roundings of the largest terms).
+TEST(Gemv, MatmulSendsABatchsDecodeStepHereWithEachRowsBitsAlone) {
+  FastKernelsGuard fast(true);
+  const test::ThreadCountGuard guard;
+  const int64_t K = 768;
+  const Tensor w = randn({400, K});  // 1.2 MB
+  for (int64_t B : {2, 3, 4}) {
+    const Tensor x = randn({B, K});
+    Tensor alone = empty({B, 400});
+    for (int64_t b = 0; b < B; ++b) alone.slice(0, b, b + 1).copy_(matmul(x.slice(0, b, b + 1), w.t()));
+    for (int threads : {1, 2, 3}) {
+      set_num_threads(threads);
+      const Tensor y = matmul(x, w.t());
+      EXPECT_TRUE(test::same_bytes(y, alone)) << "B " << B << ", " << threads << " threads";
+    }
+    EXPECT_TRUE(test::all_close(alone, matmul_reference(x, w.t()), 1e-4, 1e-5)) << "B " << B;
+  }
+  const Tensor five = randn({5, K});
+  EXPECT_TRUE(test::all_close(matmul(five, w.t()), matmul_reference(five, w.t()), 1e-4, 1e-5)) << "5 rows";
+  const Tensor small_w = randn({40, K});
+  const Tensor two = randn({2, K});
+  EXPECT_TRUE(test::all_close(matmul(two, small_w.t()), matmul_reference(two, small_w.t()), 1e-4, 1e-5))
+      << "a 120 kB weight";
 }
 
 }  // namespace
