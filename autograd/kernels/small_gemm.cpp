@@ -184,6 +184,52 @@ void run_blocks(const Kernel& kernel, float* c, int64_t ldc, const float* a, int
   }
 }
 
+// c (M, N) = a @ b for columns [0, N) of b: its rows split over the threads (a call from inside a
+// parallel_for, as sgemm's split by columns below, runs them on the calling thread). A copy of b
+// goes into panels of at most panel_bytes at a time.
+void sgemm_columns(const Kernel& kernel, float* c, int64_t ldc, const float* a, int64_t a_rs, int64_t a_cs,
+                   const float* b, int64_t b_rs, int64_t b_cs, int64_t M, int64_t N, int64_t K, Isa isa,
+                   int64_t panel_bytes) {
+  const int64_t MR = kernel.MR, NR = kernel.NR;
+  // b is read in place when its rows are contiguous and cut into whole panels; otherwise it is
+  // copied into panels first (into a buffer this thread reuses: attention makes B*NH calls in a
+  // row), a band of columns at a time: at most panel_bytes of panels, however wide b is (a
+  // language model's head, x @ W^T with W (V, C), would otherwise copy all of W: 593 MiB for
+  // Qwen3-0.6B's).
+  const bool b_in_place = b_cs == 1 && N % NR == 0;
+  const int64_t band_floats = panel_bytes / int64_t{sizeof(float)};
+  const int64_t band = b_in_place ? N : std::max(NR, (band_floats / K) / NR * NR);  // columns
+  thread_local std::vector<float> b_panels;
+  for (int64_t j_band = 0; j_band < N; j_band += band) {
+    const int64_t n = std::min(band, N - j_band);
+    const float* b_band = b + j_band * b_cs;
+    if (!b_in_place) {  // the panels are copied over the threads too, whole panels a chunk
+      b_panels.resize(static_cast<size_t>(round_up(n, NR) * K));
+      float* panels = b_panels.data();
+      parallel_for(0, (n + NR - 1) / NR, work_split::grain_for(NR * K * int64_t{sizeof(float)}),
+                   [&](int64_t first, int64_t last) {
+                     const int64_t j0 = first * NR, cols = std::min(n, last * NR) - j0;
+                     if (isa == Isa::kAvx512 && b_rs == 1) {
+                       pack_b_transposed_32(panels + j0 * K, b_band + j0 * b_cs, b_cs, cols, K);
+                     } else {
+                       pack_b(panels + j0 * K, b_band + j0 * b_cs, b_rs, b_cs, cols, K, NR);
+                     }
+                   });
+    }
+    const float* packed = b_panels.data();
+    auto b_panel = [&](int64_t j0) { return b_in_place ? b_band + j0 : packed + j0 * K; };
+    const int64_t panel_rs = b_in_place ? b_rs : NR;
+    // Rows are split over the threads in whole blocks of MR; each element is computed the same
+    // way on any thread and in any band, so neither split changes a bit. A chunk gets at least
+    // work_split's multiply-adds a thread.
+    const int64_t blocks = (M + MR - 1) / MR;
+    const int64_t grain = work_split::grain_for_macs(MR * n * K);
+    parallel_for(0, blocks, grain, [&](int64_t first, int64_t last) {
+      run_blocks(kernel, c + j_band, ldc, a, a_rs, a_cs, b_panel, panel_rs, first * MR, std::min(M, last * MR), n, K);
+    });
+  }
+}
+
 #endif  // TG_X86_KERNELS
 
 }  // namespace
@@ -212,6 +258,7 @@ Isa best_isa_for(int64_t N) {
   return best == Isa::kAvx512 && N < 32 ? Isa::kAvx2 : best;
 }
 
+
 void sgemm(float* c, int64_t ldc, const float* a, int64_t a_rs, int64_t a_cs, const float* b, int64_t b_rs,
            int64_t b_cs, int64_t M, int64_t N, int64_t K, Isa isa) {
 #if !TG_X86_KERNELS
@@ -220,33 +267,24 @@ void sgemm(float* c, int64_t ldc, const float* a, int64_t a_rs, int64_t a_cs, co
 #else
   const Kernel kernel = isa == Isa::kAvx512 ? Kernel{block_8x32, kAvx512Rows, 32} : Kernel{block_6x16, kAvx2Rows, 16};
   const int64_t MR = kernel.MR, NR = kernel.NR;
-  // b is read in place when its rows are contiguous and cut into whole panels; otherwise it is
-  // copied into panels first (into a buffer this thread reuses: attention makes B*NH calls in a
-  // row), a band of columns at a time: at most 16 MiB of panels, however wide b is (a language
-  // model's head, x @ W^T with W (V, C), would otherwise copy all of W: 593 MiB for Qwen3-0.6B's).
-  const bool b_in_place = b_cs == 1 && N % NR == 0;
-  const int64_t band = b_in_place ? N : std::max(NR, ((int64_t{1} << 22) / K) / NR * NR);  // columns
-  thread_local std::vector<float> b_panels;
-  for (int64_t j_band = 0; j_band < N; j_band += band) {
-    const int64_t n = std::min(band, N - j_band);
-    const float* b_band = b + j_band * b_cs;
-    if (!b_in_place) {
-      b_panels.resize(static_cast<size_t>(round_up(n, NR) * K));
-      if (isa == Isa::kAvx512 && b_rs == 1) pack_b_transposed_32(b_panels.data(), b_band, b_cs, n, K);
-      else pack_b(b_panels.data(), b_band, b_rs, b_cs, n, K, NR);
-    }
-    const float* packed = b_panels.data();
-    auto b_panel = [&](int64_t j0) { return b_in_place ? b_band + j0 : packed + j0 * K; };
-    const int64_t panel_rs = b_in_place ? b_rs : NR;
-    // Rows are split over the threads in whole blocks of MR; each element is computed the same
-    // way on any thread and in any band, so neither split changes a bit. A chunk gets at least
-    // work_split's multiply-adds a thread.
-    const int64_t blocks = (M + MR - 1) / MR;
-    const int64_t grain = work_split::grain_for_macs(MR * n * K);
-    parallel_for(0, blocks, grain, [&](int64_t first, int64_t last) {
-      run_blocks(kernel, c + j_band, ldc, a, a_rs, a_cs, b_panel, panel_rs, first * MR, std::min(M, last * MR), n, K);
+  // Fewer blocks of rows than threads (a decode step of a batch of 5 to 8 sequences is one block;
+  // with 16 threads, anything up to 120 rows leaves threads without a block): the columns are
+  // split instead, in whole panels, and each thread copies and multiplies its own, the 16 MiB
+  // of panels shared out among them. Each element is the same fma chain wherever its panel
+  // falls, so this split changes no bit either.
+  constexpr int64_t kPanelBytes = int64_t{1} << 24;
+  const int64_t blocks = (M + MR - 1) / MR, panels = (N + NR - 1) / NR;
+  const int threads = get_num_threads();
+  if (blocks < threads && panels > 1) {
+    const int64_t grain = work_split::grain_for_macs(round_up(M, MR) * NR * K);
+    parallel_for(0, panels, grain, [&](int64_t first, int64_t last) {
+      const int64_t j0 = first * NR, j1 = std::min(N, last * NR);
+      sgemm_columns(kernel, c + j0, ldc, a, a_rs, a_cs, b + j0 * b_cs, b_rs, b_cs, M, j1 - j0, K, isa,
+                    kPanelBytes / threads);
     });
+    return;
   }
+  sgemm_columns(kernel, c, ldc, a, a_rs, a_cs, b, b_rs, b_cs, M, N, K, isa, kPanelBytes);
 #endif
 }
 

@@ -22,6 +22,11 @@
 // whose micro-kernel runs the same chain (checked on 63 shapes); for larger K, BLIS adds each
 // block's partial sum to c instead, and the two differ in rounding only.
 //
+// Threads: the rows of c in whole blocks, or, when the blocks are fewer than the threads (a few
+// rows times a wide b), the columns in whole panels, each thread copying its own (the 16 MiB of
+// panels shared out among them). With the rows split, the copy into panels is split by panels
+// first. No split changes a bit.
+//
 // It speeds up matmul_reference (autograd/ops/matmul.cpp), its test oracle, through
 // kernels/gemm.h, which picks it for the products it wins (worth_it).
 #pragma once

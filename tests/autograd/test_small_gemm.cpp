@@ -210,6 +210,27 @@ TEST(SmallGemm, SameBitsOnOneThreadAndMany) {
   }
 }
 
+TEST(SmallGemm, FewRowsSplitByColumnsGiveTheFmaChainOnAnyThreadCount) {
+  // Fewer blocks of rows than threads: the columns are split in whole panels, each thread
+  // copying its own (b transposed, as a head's x @ W^T, or row-major with a ragged last panel).
+  const test::ThreadCountGuard guard;
+  std::mt19937 gen(11);
+  for (int64_t M : {3, 5, 8, 20}) {
+    for (bool b_transposed : {true, false}) {
+      const Strided a = make_matrix(M, 768, false, 0, gen), b = make_matrix(768, 2081, b_transposed, 0, gen);
+      const std::vector<float> expected = fma_chain(a, b);
+      for (Isa kernel : kernels_here()) {
+        for (int threads : {1, 2, 3, 16}) {
+          set_num_threads(threads);
+          EXPECT_EQ(run_kernel(kernel, a, b), expected)
+              << kernel_name(kernel) << ", " << M << " rows, b " << (b_transposed ? "transposed" : "row-major")
+              << ", " << threads << " threads";
+        }
+      }
+    }
+  }
+}
+
 TEST(SmallGemm, DispatchSendsSmallProductsHereAndLargeKToBlis) {
   if (!kernels::isa_available(Isa::kAvx2)) GTEST_SKIP() << "no AVX2: every product goes to BLIS";
   EXPECT_TRUE(small_gemm::worth_it(64, 64, 16));
