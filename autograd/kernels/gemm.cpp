@@ -186,10 +186,11 @@ void blis_gemm_with_row_major_b(T* c, int64_t ldc, const T* a, const T* b, int64
 // A few rows times a large weight read transposed (x @ w^T, w (N, K) with contiguous rows): one
 // decode step of a batch of M sequences. small_gemm would copy the whole of w into panels for M
 // uses of each element; gemv.h's kernel for several vectors reads w once, in place. Measured on
-// an Intel Xeon (Emerald Rapids) guest, 1 thread, the weight staying in the caches between
-// calls (bench's gemv loop is the worse case for gemv): for 2 to 4 rows it was 1.2-3.8x as fast
-// as small_gemm from a 1 MiB weight on (GPT-2's head 2.1-2.4x), 0.7-1.0x below it (where the
-// weight is in the cache, small_gemm's register blocks win); from 6 rows on, small_gemm caught up.
+// an Intel Xeon (Emerald Rapids) guest, 1 thread, the same weight multiplied call after call, so
+// it stayed in the caches (the worse case for gemv, whose gain is reading w once from memory):
+// for 2 to 4 rows it was 1.2-3.8x as fast as small_gemm from a 1 MiB weight on (GPT-2's head
+// 2.1-2.4x), 0.3-1.0x below it (where the weight is in the cache, small_gemm's register blocks
+// win); from 6 rows on, small_gemm caught up.
 constexpr int64_t kManyVectorsUpToRows = 4;
 constexpr int64_t kManyVectorsFromBytes = int64_t{1} << 20;
 

@@ -258,7 +258,6 @@ Isa best_isa_for(int64_t N) {
   return best == Isa::kAvx512 && N < 32 ? Isa::kAvx2 : best;
 }
 
-
 void sgemm(float* c, int64_t ldc, const float* a, int64_t a_rs, int64_t a_cs, const float* b, int64_t b_rs,
            int64_t b_cs, int64_t M, int64_t N, int64_t K, Isa isa) {
 #if !TG_X86_KERNELS
