@@ -27,7 +27,6 @@
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -38,6 +37,7 @@
 #include "autograd/fast_kernels.h"
 #include "autograd/io/atomic_file.h"
 #include "autograd/io/json.h"
+#include "autograd/io/user_file.h"
 #include "autograd/ops.h"
 #include "autograd/runtime/parallel.h"
 #include "train/run_folder.h"
@@ -172,9 +172,7 @@ bool was_given(const std::vector<std::string>& given, const std::string& flag) {
 void infer_data_format(train::TrainOptions& o, const std::vector<std::string>& given) {
   if (was_given(given, "data-format") || !o.data.ends_with(".jsonl")) return;
   o.data_format = "jsonl";
-  std::ifstream in(o.data, std::ios::binary);
-  std::string first;
-  std::getline(in, first);
+  const std::string first = tg::UserFile(o.data, "--data " + o.data).read_first_line();
   try {
     const tg::json::Value line = tg::json::parse(first, o.data);
     if (line.is_object() && line.contains("messages")) o.data_format = "chat";

@@ -10,6 +10,7 @@
 #include <sys/sysmacros.h>  // makedev
 #endif
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdio>
@@ -147,6 +148,16 @@ struct TempFolder {
     return static_cast<size_t>(std::distance(std::filesystem::directory_iterator(path), std::filesystem::directory_iterator()));
   }
 };
+
+// A folder's entries, each name with its size when a regular file, sorted: equal before and after
+// a refused read when nothing in the folder was replaced, added or removed.
+inline std::vector<std::string> folder_listing(const std::string& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    out.push_back(e.path().filename().string() + (e.is_regular_file() ? ":" + std::to_string(e.file_size()) : ""));
+  std::sort(out.begin(), out.end());
+  return out;
+}
 
 inline std::string read_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -13,6 +13,7 @@
 #include "autograd/io/atomic_file.h"
 #include "autograd/io/json.h"
 #include "autograd/io/flags.h"
+#include "autograd/io/user_file.h"
 #include "train/corpus.h"
 
 namespace tg::tokenizers {
@@ -171,8 +172,8 @@ std::string Gpt2Tokenizer::token_text(std::string_view bytes) {
 }
 
 Gpt2Tokenizer Gpt2Tokenizer::from_files(const std::string& vocab_path, const std::string& merges_path) {
-  std::string vocab = train::read_input(vocab_path, "");  // the vocabulary first, so its errors come first
-  return from_texts(std::move(vocab), vocab_path, train::read_input(merges_path, ""), merges_path);
+  std::string vocab = read_input_file(vocab_path);  // the vocabulary first, so its errors come first
+  return from_texts(std::move(vocab), vocab_path, read_input_file(merges_path), merges_path);
 }
 
 namespace {

@@ -11,7 +11,7 @@
 #include "tokenizers/gpt2_tokenizer.h"
 #include "tokenizers/nfc.h"
 #include "tokenizers/pre_split.h"
-#include "train/corpus.h"
+#include "autograd/io/user_file.h"
 
 namespace tg::tokenizers {
 
@@ -233,11 +233,11 @@ HfTokenizer HfTokenizer::from_document(const json::Value& doc, const std::string
 HfTokenizer HfTokenizer::from_document_at(const json::Value& doc, const std::string& text, const std::string& path) {
   const std::string config = (std::filesystem::path(path).parent_path() / "tokenizer_config.json").string();
   const bool has_config = std::filesystem::is_regular_file(config);
-  return from_document(doc, text, path, has_config ? train::read_input(config, "") : "", config);
+  return from_document(doc, text, path, has_config ? read_input_file(config) : "", config);
 }
 
 HfTokenizer HfTokenizer::from_file(const std::string& path) {
-  const std::string text = train::read_input(path, "");
+  const std::string text = read_input_file(path);
   return from_document_at(json::parse(text, path), text, path);
 }
 

@@ -11,7 +11,7 @@
 #include "autograd/io/atomic_file.h"
 #include "autograd/io/json.h"
 #include "autograd/io/flags.h"
-#include "train/corpus.h"
+#include "autograd/io/user_file.h"
 
 namespace tg::tokenizers {
 
@@ -250,12 +250,12 @@ Tokenizer load_tokenizer(const std::string& path) {
   namespace fs = std::filesystem;
   if (!fs::is_directory(path)) {
     if (!fs::exists(path)) throw Error(path + ": no such file or folder (expected a tokenizer.json or a folder)");
-    return Tokenizer::from_json(train::read_input(path, ""), path);
+    return Tokenizer::from_json(read_input_file(path), path);
   }
   const std::string json_path = (fs::path(path) / "tokenizer.json").string();
   const bool has_json = fs::is_regular_file(json_path);
   if (has_json) {
-    const std::string text = train::read_input(json_path, "");
+    const std::string text = read_input_file(json_path);
     const json::Value doc = json::parse(text, json_path);
     if (!HfTokenizer::is_hf_document(doc)) {  // tapegrad's own
       if (Gpt2Tokenizer::folder_has_files(path)) check_one_tokenizer(path, doc, json_path);

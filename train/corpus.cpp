@@ -4,14 +4,12 @@
 
 #include <algorithm>
 #include <array>
-#include <filesystem>
-#include <fstream>
 #include <initializer_list>
-#include <sstream>
 #include <string_view>
 #include <vector>
 
 #include "autograd/error.h"
+#include "autograd/io/user_file.h"
 
 namespace tg::train {
 
@@ -95,15 +93,7 @@ std::string builtin_corpus(size_t bytes, uint64_t seed) {
 std::string read_data(const std::string& path) { return path.empty() ? builtin_corpus() : read_input(path, "--data"); }
 
 std::string read_input(const std::string& path, const std::string& flag) {
-  const std::string who = flag.empty() ? path : flag + " " + path;
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) throw Error(who + ": no such file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(who + ": cannot read it");
-  std::ostringstream s;
-  s << in.rdbuf();
-  if (s.str().empty()) throw Error(who + ": the file is empty");
-  return s.str();
+  return read_input_file(path, flag.empty() ? path : flag + " " + path);
 }
 
 std::vector<std::string_view> text_lines(std::string_view text) {

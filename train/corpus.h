@@ -24,7 +24,8 @@ std::string builtin_corpus(size_t bytes = 400000, uint64_t seed = 7);
 // "...: the file is empty".
 std::string read_data(const std::string& path);
 
-// The bytes of an input file (not empty); errors name `flag` (may be "") and the file, as above.
+// The bytes of an input file (not empty); errors name `flag` (may be "") and the file, as above
+// (tg::read_input_file: a folder, a FIFO or a device is refused before it is opened).
 std::string read_input(const std::string& path, const std::string& flag);
 
 // The lines of a text file's bytes as Python's text mode reads them (universal newlines): "\n",

@@ -5,7 +5,6 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <sstream>
 
@@ -16,6 +15,7 @@
 #include "autograd/kernels/gemm.h"
 #include "autograd/runtime/memory.h"
 #include "autograd/io/plots.h"
+#include "autograd/io/user_file.h"
 
 namespace tg::train {
 
@@ -70,8 +70,7 @@ void RunLog::write(const std::string& dir) const {
 
 RunLog RunLog::read(const std::string& dir, int64_t up_to_step) {
   const std::string path = path_in(dir, "loss.csv");
-  std::ifstream in(path);
-  if (!in) throw Error(path + ": cannot read it");
+  std::istringstream in(read_user_file(path));
   RunLog log;
   std::string line;
   int line_no = 0;

@@ -10,13 +10,13 @@
 // >= 0x80 inside strings are copied as they are once they are checked to be UTF-8.
 #include "autograd/io/json.h"
 #include "autograd/error.h"
+#include "autograd/io/user_file.h"
 
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <locale>
-#include <fstream>
 #include <sstream>
 #include <unordered_set>
 
@@ -565,14 +565,7 @@ Value parse(std::string_view text, std::string_view source_name) {
   return Parser(text, source_name).parse_document();
 }
 
-Value parse_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("json: cannot open file " + path);
-  std::ostringstream contents;
-  contents << in.rdbuf();
-  if (in.bad()) throw Error("json: error reading file " + path);
-  return parse(contents.str(), path);
-}
+Value parse_file(const std::string& path) { return parse(read_user_file(path), path); }
 
 // ---- writing ------------------------------------------------------------------------------------
 

@@ -104,7 +104,8 @@ struct ParseError : Error {
 // Parse a whole JSON text. source_name is only used in messages (typically the file name).
 // Throws ParseError on any syntax error, naming the source and the byte offset.
 Value parse(std::string_view text, std::string_view source_name);
-// Read and parse a file; the path is the source name.
+// Read and parse a file; the path is the source name. A path that is not a regular file is an
+// Error before anything is opened (autograd/io/user_file.h): "x.json: is a folder, not a file".
 Value parse_file(const std::string& path);
 
 // The offset of the first byte of the first sequence in text that is not UTF-8 (RFC 3629: no

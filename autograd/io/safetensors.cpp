@@ -11,13 +11,8 @@
 // bytes go to a temporary file that is synced and renamed over the target.
 #include "autograd/io/safetensors.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <bit>
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -28,6 +23,7 @@
 #include "autograd/float16.h"
 #include "autograd/io/atomic_file.h"
 #include "autograd/io/json.h"
+#include "autograd/io/user_file.h"
 #include "autograd/ops.h"
 
 namespace tg {
@@ -65,17 +61,6 @@ std::string hex_byte(unsigned char c) {
   return hex;
 }
 
-// A file descriptor that closes itself.
-struct Fd {
-  int fd = -1;
-  explicit Fd(int fd) : fd(fd) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
-};
-
 // ---- reading --------------------------------------------------------------------------------
 
 struct Entry {
@@ -96,13 +81,7 @@ struct Header {
 class Reader {
  public:
   Reader(const std::string& path, const SafetensorsReadOptions& options = {})
-      : path_(path), options_(options), file_(::open(path.c_str(), O_RDONLY | O_CLOEXEC)) {
-    if (file_.fd < 0) fail_whole(std::string("cannot open: ") + std::strerror(errno));
-    struct stat info;
-    if (::fstat(file_.fd, &info) != 0) fail_whole(std::string("cannot stat: ") + std::strerror(errno));
-    if (!S_ISREG(info.st_mode)) fail_whole("not a regular file");
-    file_size_ = static_cast<uint64_t>(info.st_size);
-  }
+      : path_(path), options_(options), file_(path, "load_safetensors: " + path), file_size_(file_.size()) {}
 
   Header read_header() {
     if (file_size_ < 8) {
@@ -192,17 +171,7 @@ class Reader {
   static const char* kind(const json::Value& v) { return json::Value::kind_name(v.kind()); }
 
   void read_exact(uint64_t offset, void* destination, uint64_t count) {
-    char* out = static_cast<char*>(destination);
-    while (count > 0) {
-      size_t chunk = static_cast<size_t>(std::min<uint64_t>(count, 1u << 30));
-      ssize_t got = ::pread(file_.fd, out, chunk, static_cast<off_t>(offset));
-      if (got < 0 && errno == EINTR) continue;
-      if (got < 0) fail(offset, std::string("read error: ") + std::strerror(errno));
-      if (got == 0) fail(offset, "the file ended early (was it changed while being read?)");
-      out += got;
-      offset += static_cast<uint64_t>(got);
-      count -= static_cast<uint64_t>(got);
-    }
+    if (!file_.read_at(offset, destination, count)) fail(offset, "the file ended early (was it changed while being read?)");
   }
 
   SafetensorsMetadata read_metadata(const json::Value& v) {
@@ -363,7 +332,7 @@ class Reader {
 
   std::string path_;
   SafetensorsReadOptions options_;
-  Fd file_;
+  UserFile file_;  // checked to be a regular file before it was opened
   uint64_t file_size_ = 0;
   uint64_t data_start_ = 0;  // 8 + N, once the length is read
 };

@@ -310,8 +310,9 @@ TEST(Safetensors, CorruptFilesAreErrorsNamingTheFileAndTheByteOffset) {
 TEST(Safetensors, MissingFilesAndFoldersAreErrorsNamingThePath) {
   TempFolder folder;
   EXPECT_EQ(error_of([] { load_safetensors("/nonexistent/x.safetensors"); }),
-            "load_safetensors: /nonexistent/x.safetensors: cannot open: No such file or directory");
-  EXPECT_EQ(error_of([&] { load_safetensors(folder.path); }), "load_safetensors: " + folder.path + ": not a regular file");
+            "load_safetensors: /nonexistent/x.safetensors: no such file");
+  EXPECT_EQ(error_of([&] { load_safetensors(folder.path); }),
+            "load_safetensors: " + folder.path + ": is a folder, not a file");
 }
 
 // --- saving -----------------------------------------------------------------------------------
