@@ -20,6 +20,7 @@
 #include "autograd/ops.h"
 #include "autograd/tape.h"
 #include "autograd/io/flags.h"
+#include "models/hf_folder.h"
 #include "nn/init.h"
 
 namespace tg::models {
@@ -121,8 +122,9 @@ void check_hf_entries(const std::vector<SafetensorsEntry>& file, const GPTConfig
   for (const SafetensorsEntry& e : file)
     if (e.name.rfind(kPrefix, 0) == 0) info.prefixed = true;
   // n_layer against the file's blocks first: the layout below has 12 names a block, and a
-  // config.json's n_layer of 1e9 must not make them
-  if (const int64_t blocks = blocks_in_file(file, "h."); blocks < c.n_layers)
+  // config.json's n_layer of 1e9 must not make them (nor a file whose one name says block 1e9: a
+  // block has several tensors, so there are no more blocks than the file has tensors)
+  if (const int64_t blocks = std::min<int64_t>(blocks_in_file(file, "h."), std::ssize(file)); blocks < c.n_layers)
     throw Error(path + ": tensor \"" + (info.prefixed ? kPrefix : "") + "h." + std::to_string(blocks) +
                 ".ln_1.weight\" is missing (config.json's n_layer is " + std::to_string(c.n_layers) +
                 "; the file has " + std::to_string(blocks) + " blocks)");
@@ -204,13 +206,7 @@ int64_t blocks_in_file(const std::vector<SafetensorsEntry>& file, const std::str
   return blocks;
 }
 
-bool is_hf_gpt2_folder(const std::string& dir) {
-  const std::string path = path_in(dir, "config.json");
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) return false;
-  const json::Value config = json::parse_file(path);  // not JSON: that error, with its byte, not "not a folder"
-  return config.is_object() && config.contains("model_type");
-}
+bool is_hf_gpt2_folder(const std::string& dir) { return model_folder_kind(dir) == ModelFolderKind::gpt2; }
 
 HfGpt2 load_hf_gpt2(const std::string& dir) {
   if (!std::filesystem::is_directory(dir)) throw Error(dir + ": no such folder");

@@ -90,9 +90,8 @@ struct HfGpt2 {
   HfGpt2Info info;
 };
 
-// A folder whose config.json is Hugging Face's: it has a "model_type" (a train_gpt run's has none;
-// hf_gpt2_config refuses one other than "gpt2", naming the file and the field). A config.json that
-// is not JSON is an Error naming the file and the byte.
+// A folder whose config.json has "model_type": "gpt2" (models/hf_folder.h: a config.json that is
+// not a file, not JSON, or names no model_type tapegrad reads is an Error naming the file).
 bool is_hf_gpt2_folder(const std::string& dir);
 
 // One more than the largest i among the names "<before>i.<...>" of a weights file's header (a name

@@ -10,6 +10,7 @@
 
 #include "autograd/error.h"
 #include "models/hf_config_reader.h"
+#include "models/hf_folder.h"
 #include "models/hf_gpt2.h"
 #include "nn/module.h"
 
@@ -26,8 +27,10 @@ GPTConfig hf_gpt2_config(const json::Value& config, const std::string& path) {
   const ConfigReader read{config, path};
   const std::string model_type = read.text("model_type", "");
   if (model_type != "gpt2")
-    read.fail("model_type", "is " + (model_type.empty() ? std::string("missing") : json::quote(model_type)) +
-                                ": only \"gpt2\" is read");
+    read.fail("model_type", model_type.empty() ? std::string("is missing: this reader takes \"gpt2\"")
+                            : model_type_problem(model_type).empty()
+                                ? "is " + json::quote(model_type) + ": this reader takes \"gpt2\""
+                                : model_type_problem(model_type));
   GPTConfig c;
   c.vocab_size = read.integer("vocab_size", 50257);
   c.context_length = read.integer("n_positions", 1024);

@@ -15,8 +15,10 @@
 #include "autograd/io/atomic_file.h"
 #include "autograd/io/flags.h"
 #include "autograd/io/safetensors.h"
+#include "autograd/io/user_file.h"
 #include "autograd/tape.h"
 #include "models/hf_config_reader.h"
+#include "models/hf_folder.h"
 #include "nn/init.h"
 
 namespace tg::models {
@@ -51,14 +53,7 @@ RopeScaling read_rope_scaling(const json::Value& scaling, const std::string& fie
 
 }  // namespace
 
-bool is_hf_llama_folder(const std::string& dir) {
-  const std::string path = path_in(dir, "config.json");
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) return false;
-  const json::Value config = json::parse_file(path);
-  const json::Value* type = config.is_object() ? config.find("model_type") : nullptr;
-  return type && type->is_string() && is_llama_family(type->as_string());
-}
+bool is_hf_llama_folder(const std::string& dir) { return model_folder_kind(dir) == ModelFolderKind::llama; }
 
 LlamaConfig hf_llama_config(const json::Value& config, const std::string& path) {
   if (!config.is_object()) throw Error(path + ": must be a JSON object");
@@ -66,8 +61,9 @@ LlamaConfig hf_llama_config(const json::Value& config, const std::string& path) 
   LlamaConfig c;
   c.model_type = read.text("model_type", "");
   if (!is_llama_family(c.model_type))
-    read.fail("model_type", "is " + (c.model_type.empty() ? std::string("missing") : json::quote(c.model_type)) +
-                                ": this reader takes \"llama\", \"qwen2\" and \"qwen3\"");
+    read.fail("model_type", c.model_type.empty() ? std::string("is missing: this reader takes \"llama\", \"qwen2\" and \"qwen3\"")
+                            : c.model_type == "gpt2" ? std::string("is \"gpt2\": this reader takes \"llama\", \"qwen2\" and \"qwen3\"")
+                                                     : model_type_problem(c.model_type));
   const bool llama = c.model_type == "llama", qwen3 = c.model_type == "qwen3";
   // transformers' defaults for each type (LlamaConfig, Qwen2Config, Qwen3Config)
   c.vocab_size = read.integer("vocab_size", llama ? 32000 : 151936);
@@ -226,17 +222,22 @@ std::vector<std::string> weight_files(const std::string& dir, std::map<std::stri
   if (!map || !map->is_object()) throw Error(index_path + ": \"weight_map\" must be an object of name -> file");
   std::vector<std::string> files;
   for (const json::Member& m : map->as_object()) {
-    if (!m.value.is_string()) throw Error(index_path + ": \"weight_map\" entry \"" + m.key + "\" must be a file name");
+    if (!m.value.is_string()) throw Error(index_path + ": \"weight_map\" entry " + json::quote(m.key) + " must be a file name");
     const std::string& file = m.value.as_string();
-    if (file.empty() || file.find('/') != std::string::npos || file.find('\\') != std::string::npos || file == "." ||
-        file == "..")
-      throw Error(index_path + ": \"weight_map\" entry \"" + m.key + "\" names " + json::quote(file) +
+    // a NUL would end the name where the system reads it (another shard's name, perhaps), and a
+    // control character would garble the messages that name it: such a name is no file's
+    const bool has_control = std::any_of(file.begin(), file.end(), [](char ch) { return static_cast<unsigned char>(ch) < 0x20; });
+    if (file.empty() || has_control || file.find('/') != std::string::npos || file.find('\\') != std::string::npos ||
+        file == "." || file == "..")
+      throw Error(index_path + ": \"weight_map\" entry " + json::quote(m.key) + " names " + json::quote(file) +
                   ", not a file in the folder");
     const std::string path = path_in(dir, file);
     if (std::find(files.begin(), files.end(), path) == files.end()) {
-      if (!std::filesystem::is_regular_file(path))
-        throw Error(index_path + ": \"weight_map\" names " + json::quote(file) + " (for \"" + m.key +
-                    "\"), which is not in the folder");
+      if (const std::string problem = user_file_problem(path); problem == "no such file")
+        throw Error(index_path + ": \"weight_map\" names " + json::quote(file) + " (for " + json::quote(m.key) +
+                    "), which is not in the folder");
+      else if (!problem.empty())
+        throw Error(index_path + ": \"weight_map\" names " + json::quote(file) + ", which " + problem);
       files.push_back(path);
     }
     (*shard_of)[m.key] = path;
@@ -249,18 +250,57 @@ std::vector<std::string> weight_files(const std::string& dir, std::map<std::stri
 
 namespace {
 
+// The number of layers the headers hold tensors for (distinct i of "model.layers.<i>." names).
+int64_t layers_in_headers(const std::vector<SafetensorsEntry>& entries) {
+  std::set<std::string> layers;
+  const std::string prefix = "model.layers.";
+  for (const SafetensorsEntry& e : entries)
+    if (e.name.starts_with(prefix)) layers.insert(e.name.substr(prefix.size(), e.name.find('.', prefix.size()) - prefix.size()));
+  return static_cast<int64_t>(layers.size());
+}
+
+// config's sizes against what the files can hold, before a layout of num_hidden_layers entries is
+// built (a config of 10^9 layers would take gigabytes and tens of seconds to describe before one
+// header was compared): more layers than the headers hold tensors is impossible (each layer has
+// several), and so is a projection whose rows (heads * head_dim) do not fit in 64 bits. Within
+// that bound the layout is at most a few times the headers' size, and the names and shapes
+// compared against it say which tensor differs.
+void check_config_fits(const LlamaConfig& c, const std::vector<SafetensorsEntry>& entries, const std::string& files,
+                       const std::string& config_path) {
+  const int64_t layers = layers_in_headers(entries);
+  if (c.num_hidden_layers > static_cast<int64_t>(entries.size()))
+    throw Error(config_path + ": \"num_hidden_layers\" is " + std::to_string(c.num_hidden_layers) + " but " + files +
+                " holds tensors for " + std::to_string(layers) + " layer" + (layers == 1 ? "" : "s"));
+  int64_t rows = 0;
+  for (const auto& [field, heads] : {std::pair<const char*, int64_t>{"num_attention_heads", c.num_attention_heads},
+                                     {"num_key_value_heads", c.num_key_value_heads}})
+    if (__builtin_mul_overflow(heads, c.head_dim, &rows))
+      throw Error(config_path + ": \"" + std::string(field) + "\" (" + std::to_string(heads) + ") times \"head_dim\" (" +
+                  std::to_string(c.head_dim) + ") does not fit in 64 bits: no file holds such a projection");
+}
+
 // Every header of files checked against config's layout (names, shapes, which shard), before any
 // model takes memory; converted_dtypes and had_lm_head are filled in. where: the folder or file
 // named when a tensor is missing from all of them.
 void check_weight_headers(const LlamaConfig& config, const std::vector<std::string>& files,
                           std::map<std::string, std::string>& shard_of, const std::string& where, HfLlamaInfo* info) {
+  std::vector<std::pair<std::string, std::vector<SafetensorsEntry>>> headers;
+  std::vector<SafetensorsEntry> all_entries;
+  for (const std::string& file : files) {
+    headers.push_back({file, safetensors_entries(file, weights_read_options(config))});
+    all_entries.insert(all_entries.end(), headers.back().second.begin(), headers.back().second.end());
+  }
+  check_config_fits(config, all_entries,
+                    files.size() == 1 ? std::filesystem::path(files.front()).filename().string()
+                                      : "the " + std::to_string(files.size()) + " shards",
+                    // where: the folder, or a weights file beside its config.json
+                    std::filesystem::is_directory(where) ? path_in(where, "config.json")
+                                                         : path_in(std::filesystem::path(where).parent_path().string(), "config.json"));
   const auto layout = hf_llama_layout(config);
   std::map<std::string, Shape> wanted(layout.begin(), layout.end());
   std::set<std::string> seen;
-  std::vector<SafetensorsEntry> all_entries;
-  for (const std::string& file : files) {
-    for (const SafetensorsEntry& e : safetensors_entries(file, weights_read_options(config))) {
-      all_entries.push_back(e);
+  for (const auto& [file, entries] : headers) {
+    for (const SafetensorsEntry& e : entries) {
       if (!shard_of.empty() && shard_of.count(e.name) && shard_of[e.name] != file)
         throw Error(file + ": tensor \"" + e.name + "\" is here, but " + kIndexFile + " puts it in " + shard_of[e.name]);
       if (passed_over(e.name, config)) {

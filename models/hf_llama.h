@@ -53,7 +53,8 @@ struct HfLlama {
   HfLlamaInfo info;
 };
 
-// True when dir/config.json's model_type is llama, qwen2 or qwen3.
+// True when dir/config.json's model_type is llama, qwen2 or qwen3 (models/hf_folder.h: a
+// config.json tapegrad cannot read at all is an Error naming the file).
 bool is_hf_llama_folder(const std::string& dir);
 
 // config.json's object -> LlamaConfig; path names the file in errors.

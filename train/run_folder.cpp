@@ -2,9 +2,9 @@
 #include "train/run_folder.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <optional>
 #include <sstream>
 #include <vector>
@@ -14,7 +14,9 @@
 #include "autograd/io/json.h"
 #include "autograd/ops.h"
 #include "autograd/io/safetensors.h"
+#include "autograd/io/user_file.h"
 #include "autograd/io/flags.h"
+#include "models/hf_folder.h"
 #include "models/hf_gpt2.h"
 #include "models/hf_llama.h"
 #include "models/lora_adapters.h"
@@ -31,14 +33,6 @@ namespace {
 // Every weight, adapter and optimizer state read back must be finite: one inf or nan makes every
 // output nan (the error names the file, the tensor and the index).
 const SafetensorsReadOptions kFiniteOnly{.finite_only = true};
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path + ": cannot read it");
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 std::string to_hex(const std::vector<uint8_t>& bytes) {
   static const char* digits = "0123456789abcdef";
@@ -130,10 +124,30 @@ void check_run_weights(const models::GPTConfig& c, const std::string& path) {
       throw Error(path + ": tensor \"" + name + "\" has shape " + shape_str(e->shape) + ", expected " + shape_str(shape) +
                   " (vocab_size, context_length and emb_dim of the run's config.json)");
   }
-  if (const int64_t blocks = models::blocks_in_file(file, "trf_blocks."); blocks < c.n_layers)
+  // (no more blocks than tensors, whatever block number a name claims)
+  if (const int64_t blocks = std::min<int64_t>(models::blocks_in_file(file, "trf_blocks."), std::ssize(file));
+      blocks < c.n_layers)
     throw Error(path + ": tensor \"trf_blocks." + std::to_string(blocks) + ".norm1.weight\" is missing (the run's " +
                 "config.json has n_layers " + std::to_string(c.n_layers) + "; the file has " + std::to_string(blocks) +
                 " blocks)");
+}
+
+// A message about flags with each "--name" written as the config.json field it came from:
+// --kv-heads -> "train.kv-heads" (section "train.").
+std::string flags_as_fields(const std::string& message, const std::string& section) {
+  std::string out;
+  for (size_t i = 0; i < message.size(); ++i) {
+    const bool flag = message.compare(i, 2, "--") == 0 && i + 2 < message.size() && std::islower(static_cast<unsigned char>(message[i + 2]));
+    if (!flag) {
+      out += message[i];
+      continue;
+    }
+    size_t end = i + 2;
+    while (end < message.size() && (std::islower(static_cast<unsigned char>(message[end])) || message[end] == '-')) ++end;
+    out += "\"" + section + message.substr(i + 2, end - i - 2) + "\"";
+    i = end - 1;
+  }
+  return out;
 }
 
 // config.json's train_gpt part: the whole file, or its "tapegrad" member in a run from GPT-2
@@ -293,7 +307,7 @@ FilePair newest_consistent_pair(const std::string& dir) {
 TrainOptions saved_options(const std::string& dir) {
   check_run_folder(dir);
   const std::string path = path_in(dir, "config.json");
-  const json::Value doc = json::parse(read_text(path), path);
+  const json::Value doc = json::parse(read_user_file(path), path);
   TrainOptions o;
   std::vector<std::string> args;
   for (const json::Member& m : run_section(doc)["train"].as_object()) {
@@ -309,6 +323,16 @@ TrainOptions saved_options(const std::string& dir) {
     parse_flags(option_fields(o), args, &help);
   } catch (const Error& e) {
     throw Error(path + ": " + e.what());
+  }
+  // The model's shape, checked as a new run's flags are, but named as the fields of the file they
+  // came from: these values were never given as flags (an edited config.json, say).
+  if (o.arch != "gpt2" && o.init_from.empty()) {
+    try {
+      llama_config(o, 1);
+    } catch (const Error& e) {
+      const std::string section = std::string(doc.contains(models::kTapegradSection) ? "tapegrad." : "") + "train.";
+      throw Error(path + ": " + flags_as_fields(e.what(), section));
+    }
   }
   return o;
 }
@@ -378,7 +402,7 @@ std::unique_ptr<Trainer> resume_trainer(const std::string& dir, const TrainOptio
     throw Error(dir + ": config.json's \"arch\" is " + options.arch + " but its model_type is " +
                 (llama ? "of the Llama family" : "not") + ": not a consistent run");
   const std::string config_path = path_in(dir, "config.json");
-  const json::Value config = json::parse(read_text(config_path), config_path);
+  const json::Value config = json::parse(read_user_file(config_path), config_path);
   if (lora != (options.lora_rank > 0))
     throw Error(dir + ": config.json's \"lora-rank\" is " + std::to_string(options.lora_rank) + " but " +
                 models::kAdapterConfigFile + " is " + (lora ? "there" : "missing") + ": not a consistent run");
@@ -420,7 +444,7 @@ std::unique_ptr<Trainer> resume_trainer(const std::string& dir, const TrainOptio
     trainer->set_hf_llama_source(config);
   } else {  // a run from scratch: the Trainer makes its model from the flags, as it did
     const std::string tokenizer_path = path_in(dir, "tokenizer.json");
-    const tokenizers::Tokenizer saved = tokenizers::Tokenizer::from_json(read_text(tokenizer_path), tokenizer_path);
+    const tokenizers::Tokenizer saved = tokenizers::Tokenizer::from_json(read_user_file(tokenizer_path), tokenizer_path);
     models::GPTConfig model = options.model;  // as the Trainer makes it: the flags' shape, the tokenizer's vocabulary
     model.vocab_size = saved.vocab_size();
     if (llama) models::check_hf_llama_weights(llama_config(options, model.vocab_size), model_path);
@@ -524,7 +548,9 @@ void add_run_adapters(Model& base, const Config& config, const models::AdapterCo
 SavedModel load_saved_model(const std::string& dir) {
   if (!std::filesystem::is_directory(dir)) throw Error(dir + ": no such folder");
   SavedModel saved;
-  if (is_lora_run(dir) && models::is_hf_llama_folder(dir)) {  // the base Llama / Qwen folder's model and the adapters
+  // config.json read once, first: what it is decides the reader (or is the error, naming the file)
+  const models::ModelFolderKind kind = models::model_folder_kind(dir);
+  if (is_lora_run(dir) && kind == models::ModelFolderKind::llama) {  // the base Llama / Qwen folder's model and the adapters
     const models::AdapterConfig adapters = adapters_of(dir);
     models::HfLlama base = models::load_hf_llama(adapters.base);
     saved.stop_token = single_eos_id(base.info.config);
@@ -541,30 +567,34 @@ SavedModel load_saved_model(const std::string& dir) {
     add_run_adapters(*base.model, saved.config, adapters, dir);
     saved.model = std::move(base.model);
     saved.tokenizer = tokenizers::load_tokenizer(dir);
-  } else if (models::is_hf_llama_folder(dir)) {  // a Llama / Qwen folder, or a llama or qwen3 run
+  } else if (kind == models::ModelFolderKind::llama) {  // a Llama / Qwen folder, or a llama or qwen3 run
     models::HfLlama hf = models::load_hf_llama(dir);
     saved.stop_token = single_eos_id(hf.info.config);
     saved.model = std::move(hf.model);
     saved.converted_dtypes = hf.info.converted_dtypes;
     if (std::filesystem::exists(path_in(dir, "tokenizer.json"))) saved.tokenizer = tokenizers::load_tokenizer(dir);
-  } else if (models::is_hf_gpt2_folder(dir)) {  // Hugging Face's layout (a GPT-2 folder, or a run from one)
+  } else if (kind == models::ModelFolderKind::gpt2) {  // Hugging Face's layout (a GPT-2 folder, or a run from one)
     models::HfGpt2 hf = models::load_hf_gpt2(dir);
     saved.config = hf.config;
     saved.model = std::move(hf.model);
     saved.converted_dtypes = hf.info.converted_dtypes;
     saved.tokenizer = tokenizers::load_tokenizer(dir);
   } else {
+    const bool has_weights = std::filesystem::exists(path_in(dir, "model.safetensors")) ||
+                             std::filesystem::exists(path_in(dir, "model.safetensors.index.json"));
+    if (kind == models::ModelFolderKind::none && has_weights)  // weights, sharded or not, and nothing to say what
+      throw Error(dir + ": not a model folder (config.json is missing)");
     for (const char* name : {"model.safetensors", "config.json", "tokenizer.json"})
       if (!std::filesystem::exists(path_in(dir, name)))
         throw Error(dir + ": not a model folder (" + std::string(name) + " is missing)");
     const std::string config_path = path_in(dir, "config.json"), tokenizer_path = path_in(dir, "tokenizer.json");
     const std::string weights_path = path_in(dir, "model.safetensors");
     try {
-      saved.config = model_config(json::parse(read_text(config_path), config_path)["model"]);
+      saved.config = model_config(json::parse(read_user_file(config_path), config_path)["model"]);
     } catch (const Error& e) {
       throw Error(config_path + ": " + e.what());
     }
-    saved.tokenizer = tokenizers::Tokenizer::from_json(read_text(tokenizer_path), tokenizer_path);
+    saved.tokenizer = tokenizers::Tokenizer::from_json(read_user_file(tokenizer_path), tokenizer_path);
     check_run_weights(saved.config, weights_path);  // before the model takes any memory
     const Activity building("building the model of " + config_path);
     std::unique_ptr<models::GPTModel> model;

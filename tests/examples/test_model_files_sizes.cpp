@@ -270,14 +270,13 @@ TEST(ModelFileSizes, AConfigJsonThatIsNotGpt2sSaysSoInsteadOfAMissingFile) {
   EXPECT_TRUE(has_part(error, "byte")) << error;
   EXPECT_FALSE(has_part(error, "is missing")) << error;
 
-  copy_base(llama.path);  // read as a Llama folder (models/hf_llama.h): GPT-2's names are not its weights
+  copy_base(llama.path);  // read as a Llama folder (models/hf_llama.h): its layers (llama's default 32) are not there
   set_field(llama.file("config.json"), "model_type", "\"llama\"");
   const std::string as_llama = error_of([&] { train::load_saved_model(llama.path); });
-  EXPECT_EQ(as_llama, llama.file("model.safetensors") +
-                          ": tensor \"transformer.wte.weight\" is not a weight of a llama model of this config.json");
+  EXPECT_EQ(as_llama, llama.file("config.json") + ": \"num_hidden_layers\" is 32 but model.safetensors holds tensors for 0 layers");
   set_field(llama.file("config.json"), "model_type", "\"mamba\"");
   EXPECT_EQ(error_of([&] { train::load_saved_model(llama.path); }),
-            llama.file("config.json") + ": \"model_type\" is \"mamba\": only \"gpt2\" is read");
+            llama.file("config.json") + ": \"model_type\" is \"mamba\": tapegrad reads \"gpt2\", \"llama\", \"qwen2\" and \"qwen3\"");
 }
 
 TEST(ModelFileSizes, ANegativeDropoutIsRefusedNamingItsField) {

@@ -193,7 +193,7 @@ TEST(HfGpt2, UnsupportedConfigFieldsAreErrorsNamingTheFieldAndTheFile) {
   const std::vector<std::string> messages = {
       "\"activation_function\" is \"relu\": tapegrad's GPT has the tanh GELU",
       "\"n_inner\" is 10: tapegrad's GPT has 4 * n_embd = 64 (or null)",
-      "\"model_type\" is \"llama\": only \"gpt2\" is read",
+      "\"model_type\" is \"llama\": this reader takes \"gpt2\"",
       "\"reorder_and_upcast_attn\" is true: unsupported by tapegrad",
       "\"scale_attn_by_inverse_layer_idx\" is true: unsupported by tapegrad",
       "\"n_layer\" must be an integer, got a string",

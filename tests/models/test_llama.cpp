@@ -6,6 +6,10 @@
 #include "models/llama.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <chrono>
 
 #include <cstdlib>
 #include <filesystem>
@@ -15,6 +19,7 @@
 #include "autograd/ops.h"
 #include "autograd/tape.h"
 #include "models/generate.h"
+#include "models/hf_folder.h"
 #include "models/hf_llama.h"
 #include "nn/init.h"
 #include "test_util.h"
@@ -244,7 +249,10 @@ TEST(HfLlama, BadConfigsAreErrorsNamingTheField) {
   config_error("qwen2", "\"hidden_act\"", "\"attention_bias\": true, \"hidden_act\"",
                {"\"attention_bias\" is set, but qwen2 has no such switch"});
   config_error("qwen3", "\"model_type\": \"qwen3\"", "\"model_type\": \"mistral\"",
-               {"\"model_type\" is \"mistral\": this reader takes \"llama\", \"qwen2\" and \"qwen3\""});
+               {"\"model_type\" is \"mistral\": tapegrad reads \"gpt2\", \"llama\", \"qwen2\" and \"qwen3\""});
+  config_error("qwen3", "\"model_type\": \"qwen3\"", "\"model_type\": \"Qwen3\"",
+               {"\"model_type\" is \"Qwen3\": model_type is case-sensitive; tapegrad reads \"gpt2\", \"llama\", "
+                "\"qwen2\" and \"qwen3\""});
   config_error("qwen3", "\"head_dim\": 12", "\"head_dim\": 7", {"head_dim must be positive and even"});
 }
 
@@ -281,6 +289,99 @@ TEST(HfLlama, BadWeightFilesAreErrorsNamingTheFileAndTheTensor) {
   }
   test::TempFolder empty;
   test::expect_error([&] { models::load_hf_llama(empty.path); }, {"config.json is missing"});
+}
+
+// A config.json's sizes are checked against the weight files' headers before anything is built
+// from them: 10^9 layers (or 2^62) is one line naming the file and the field, at once, not
+// gigabytes of layout; heads times head_dim past 64 bits likewise.
+TEST(HfLlama, HugeSizesInConfigJsonAreRefusedBeforeAnyLayoutIsBuilt) {
+  for (const std::string huge : {"1000000000", "2147483648", "4611686018427387904"}) {
+    for (const std::string folder : {"llama/f32", "qwen3/bf16"}) {
+      SCOPED_TRACE(folder + " " + huge);
+      EditedFolder f(folder);
+      const std::string config = test::read_bytes(f.dir.file("config.json"));
+      const size_t at = config.find("\"num_hidden_layers\": ");
+      const size_t end = config.find_first_of(",\n}", at);
+      test::write_bytes(f.dir.file("config.json"), config.substr(0, at) + "\"num_hidden_layers\": " + huge + config.substr(end));
+      const auto before = test::folder_listing(f.dir.path);
+      const auto start = std::chrono::steady_clock::now();
+      EXPECT_EQ(test::error_of([&] { models::load_hf_llama(f.dir.path); }),
+                f.dir.file("config.json") + ": \"num_hidden_layers\" is " + huge + " but " +
+                    (folder == "llama/f32" ? "model.safetensors" : "the 2 shards") + " holds tensors for 2 layers");
+      EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+      EXPECT_EQ(test::folder_listing(f.dir.path), before);
+    }
+  }
+  EditedFolder f("llama/f32");
+  f.replace("config.json", "\"num_key_value_heads\": 2", "\"num_key_value_heads\": 2, \"head_dim\": 4611686018427387904");
+  f.replace("config.json", "\"num_attention_heads\": 4", "\"num_attention_heads\": 2");
+  EXPECT_EQ(test::error_of([&] { models::load_hf_llama(f.dir.path); }),
+            f.dir.file("config.json") + ": \"num_attention_heads\" (2) times \"head_dim\" (4611686018427387904) does "
+                                        "not fit in 64 bits: no file holds such a projection");
+}
+
+// The index's shard names: one with a NUL (which would end the name where the system reads it, and
+// so name another shard) or another control character is refused, quoted; an index or a shard that
+// is a folder or a FIFO is called that.
+TEST(HfLlama, HostileShardNamesAndIndexesAreNamedForWhatTheyAre) {
+  {
+    EditedFolder f("qwen3/bf16");
+    f.replace("model.safetensors.index.json", "\"model-00002-of-00002.safetensors\"",
+              "\"model-00001-of-00002.safetensors\\u0000x\"");
+    const auto before = test::folder_listing(f.dir.path);
+    test::expect_error([&] { models::load_hf_llama(f.dir.path); },
+                       {"model.safetensors.index.json: \"weight_map\" entry ",
+                        " names \"model-00001-of-00002.safetensors\\u0000x\", not a file in the folder"});
+    EXPECT_EQ(test::folder_listing(f.dir.path), before);
+  }
+  {
+    EditedFolder f("qwen3/bf16");
+    std::filesystem::remove(f.dir.file("model.safetensors.index.json"));
+    std::filesystem::create_directory(f.dir.file("model.safetensors.index.json"));
+    EXPECT_EQ(test::error_of([&] { models::load_hf_llama(f.dir.path); }),
+              f.dir.file("model.safetensors.index.json") + ": is a folder, not a file");
+  }
+  {
+    EditedFolder f("qwen3/bf16");
+    std::filesystem::remove(f.dir.file("model-00002-of-00002.safetensors"));
+    ASSERT_EQ(::mkfifo(f.dir.file("model-00002-of-00002.safetensors").c_str(), 0600), 0);
+    test::expect_error([&] { models::load_hf_llama(f.dir.path); },
+                       {"\"weight_map\" names \"model-00002-of-00002.safetensors\", which is a FIFO (named pipe), not a file"});
+  }
+  {
+    EditedFolder f("qwen3/f32");
+    std::filesystem::remove(f.dir.file("model.safetensors"));
+    ASSERT_EQ(::mkfifo(f.dir.file("model.safetensors").c_str(), 0600), 0);
+    EXPECT_EQ(test::error_of([&] { models::load_hf_llama(f.dir.path); }),
+              "load_safetensors: " + f.dir.file("model.safetensors") + ": is a FIFO (named pipe), not a file");
+  }
+}
+
+// One reading of config.json says what a folder is, or what is wrong with its config.json.
+TEST(HfLlama, AConfigJsonThatIsNoModelsIsNamedForWhatItIs) {
+  auto kind_error = [](const std::string& config_text) {
+    EditedFolder f("qwen3/f32");
+    test::write_bytes(f.dir.file("config.json"), config_text);
+    return test::error_of([&] { models::model_folder_kind(f.dir.path); }).substr(f.dir.path.size() + 1);
+  };
+  const std::string read = "tapegrad reads \"gpt2\", \"llama\", \"qwen2\" and \"qwen3\"";
+  EXPECT_EQ(kind_error("{}"), "config.json: \"model_type\" is missing: a Hugging Face model's config.json names it (" +
+                                  read + "), a train_gpt run's has \"model\"");
+  EXPECT_EQ(kind_error("[]"), "config.json: must be a JSON object, got an array");
+  EXPECT_EQ(kind_error("{\"model_type\": \"Llama\"}"),
+            "config.json: \"model_type\" is \"Llama\": model_type is case-sensitive; " + read);
+  EXPECT_EQ(kind_error("{\"model_type\": \"mistral\"}"), "config.json: \"model_type\" is \"mistral\": " + read);
+  EXPECT_EQ(kind_error("{\"model_type\": 3}"), "config.json: \"model_type\" must be a string, got a number");
+  EditedFolder f("qwen3/f32");
+  std::filesystem::remove(f.dir.file("config.json"));
+  ASSERT_EQ(::mkfifo(f.dir.file("config.json").c_str(), 0600), 0);
+  EXPECT_EQ(test::error_of([&] { models::is_hf_llama_folder(f.dir.path); }),
+            f.dir.file("config.json") + ": is a FIFO (named pipe), not a file");
+  std::filesystem::remove(f.dir.file("config.json"));
+  std::filesystem::create_directory(f.dir.file("config.json"));
+  EXPECT_EQ(test::error_of([&] { models::is_hf_llama_folder(f.dir.path); }),
+            f.dir.file("config.json") + ": is a folder, not a file");
+  EXPECT_EQ(models::model_folder_kind(kFixtures + "/qwen3/f32"), models::ModelFolderKind::llama);
 }
 
 TEST(HfLlama, ReadingAFolderDrawsNoRandomNumbers) {

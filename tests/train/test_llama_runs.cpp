@@ -190,3 +190,26 @@ TEST(LlamaRuns, ARunFromAQwen3FolderKeepsItsConfigAndResumesBitForBit) {
 
 }  // namespace
 }  // namespace tg
+
+namespace tg {
+namespace {
+
+// A run's options come from its config.json: a shape that does not divide there (an edited file)
+// is an error naming the file and its fields, not flags that were never given.
+TEST(LlamaRuns, AnEditedConfigJsonsShapeIsNamedByItsFields) {
+  train::TrainOptions o = llama_options("llama");
+  o.model.n_layers = 1;
+  train::Trainer t(o, train::builtin_corpus(2000, 7));
+  TempFolder dir;
+  train::save_run(t, dir.path);
+  std::string config = test::read_bytes(dir.file("config.json"));
+  const size_t at = config.find("\"kv-heads\": 2");
+  ASSERT_NE(at, std::string::npos) << config;
+  test::write_bytes(dir.file("config.json"), config.replace(at, 13, "\"kv-heads\": 3"));
+  EXPECT_EQ(test::error_of([&] { train::saved_options(dir.path); }),
+            dir.file("config.json") + ": \"tapegrad.train.kv-heads\" (3) must divide \"tapegrad.train.heads\" (4): each "
+                                      "key/value head serves heads / kv-heads query heads");
+}
+
+}  // namespace
+}  // namespace tg

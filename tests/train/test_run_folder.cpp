@@ -3,6 +3,7 @@
 // checkpoints are clear errors.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -142,6 +143,62 @@ TEST(Checkpoint, DamagedOrForeignCheckpointsAreErrors) {
   const std::string bytes = test::read_bytes(model);
   test::write_bytes(model, bytes.substr(0, bytes.size() / 2));
   expect_error([&] { train::resume_trainer(dir.path, o, text()); }, {"model.safetensors"});
+}
+
+}  // namespace
+}  // namespace tg
+
+namespace tg {
+namespace {
+
+// A copy of one of tests/reference/hf_llama's folders, to spoil.
+struct CopiedLlamaFolder {
+  TempFolder dir;
+  explicit CopiedLlamaFolder(const std::string& from) {
+    for (const auto& f : std::filesystem::directory_iterator(std::string(TG_REFERENCE_DIR) + "/hf_llama/" + from))
+      std::filesystem::copy_file(f.path(), dir.file(f.path().filename().string()));
+  }
+};
+
+// load_saved_model reads config.json once and says what is wrong with the folder: not that
+// tokenizer.json (or model.safetensors) is missing when config.json is the problem.
+TEST(LoadSavedModel, AFolderWhoseConfigJsonIsWrongOrMissingIsNamedForIt) {
+  {  // a sharded folder without config.json
+    CopiedLlamaFolder f("qwen3/bf16");
+    std::filesystem::remove(f.dir.file("config.json"));
+    EXPECT_EQ(test::error_of([&] { train::load_saved_model(f.dir.path); }),
+              f.dir.path + ": not a model folder (config.json is missing)");
+  }
+  for (const std::string text : {"{}", "{\"vocab_size\": 61}"}) {  // no model_type
+    CopiedLlamaFolder f("qwen3/f32");
+    test::write_bytes(f.dir.file("config.json"), text);
+    EXPECT_EQ(test::error_of([&] { train::load_saved_model(f.dir.path); }),
+              f.dir.file("config.json") + ": \"model_type\" is missing: a Hugging Face model's config.json names it "
+                                          "(tapegrad reads \"gpt2\", \"llama\", \"qwen2\" and \"qwen3\"), a train_gpt "
+                                          "run's has \"model\"");
+  }
+  {
+    CopiedLlamaFolder f("qwen3/f32");
+    test::write_bytes(f.dir.file("config.json"), "[]");
+    EXPECT_EQ(test::error_of([&] { train::load_saved_model(f.dir.path); }),
+              f.dir.file("config.json") + ": must be a JSON object, got an array");
+  }
+  {
+    CopiedLlamaFolder f("qwen3/f32");
+    std::filesystem::remove(f.dir.file("config.json"));
+    ASSERT_EQ(::mkfifo(f.dir.file("config.json").c_str(), 0600), 0);
+    EXPECT_EQ(test::error_of([&] { train::load_saved_model(f.dir.path); }),
+              f.dir.file("config.json") + ": is a FIFO (named pipe), not a file");
+  }
+  {
+    CopiedLlamaFolder f("llama/f32");
+    std::string text = test::read_bytes(f.dir.file("config.json"));
+    text.replace(text.find("\"llama\""), 7, "\"Llama\"");
+    test::write_bytes(f.dir.file("config.json"), text);
+    EXPECT_EQ(test::error_of([&] { train::load_saved_model(f.dir.path); }),
+              f.dir.file("config.json") + ": \"model_type\" is \"Llama\": model_type is case-sensitive; tapegrad reads "
+                                          "\"gpt2\", \"llama\", \"qwen2\" and \"qwen3\"");
+  }
 }
 
 }  // namespace
