@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 #include <cstdlib>
 #include <filesystem>
 
@@ -208,6 +210,25 @@ TEST(HfGpt2, UnsupportedConfigFieldsAreErrorsNamingTheFieldAndTheFile) {
   test::TempFolder empty;
   EXPECT_TRUE(test::has_part(test::error_of([&] { models::load_hf_gpt2(empty.path); }),
                              "not a Hugging Face GPT-2 folder (config.json is missing)"));
+}
+
+}  // namespace
+}  // namespace tg
+
+namespace tg {
+namespace {
+
+// A name claiming block 10^9 does not stand in for 10^9 blocks: n_layer is bounded by the tensors
+// the file holds, before the layout of n_layer blocks is built.
+TEST(HfGpt2, AHugeBlockNumberInANameDoesNotLetAHugeNLayerThrough) {
+  BadFolder bad;
+  NamedTensors t = bad.tensors();
+  t.push_back({"transformer.h.999999999.ln_1.weight", zeros({16})});
+  bad.save(t);
+  bad.replace_in_config("\"n_layer\": 2", "\"n_layer\": 1000000000");
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_TRUE(test::has_part(bad.error(), "(config.json's n_layer is 1000000000; the file has ")) << bad.error();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
 }
 
 }  // namespace
