@@ -191,6 +191,9 @@ void Tokenizer::save(const std::string& dir) const {
   if (is_hf() && !std::get<HfTokenizer>(impl_).config_text().empty())
     write_file_atomically((std::filesystem::path(dir) / "tokenizer_config.json").string(),
                           std::get<HfTokenizer>(impl_).config_text(), "tokenizer");
+  if (is_hf() && !std::get<HfTokenizer>(impl_).chat_template_file().empty())
+    write_file_atomically((std::filesystem::path(dir) / "chat_template.jinja").string(),
+                          std::get<HfTokenizer>(impl_).chat_template_file(), "tokenizer");
   if (is_gpt2()) std::get<Gpt2Tokenizer>(impl_).save_files(dir);
 }
 

@@ -69,7 +69,8 @@ class Tokenizer {
   std::string decode(const std::vector<int64_t>& ids) const;
   int64_t vocab_size() const;
   std::string to_json() const;
-  // Writes tokenizer.json into dir, and for "gpt2" also vocab.json and merges.txt beside it.
+  // Writes tokenizer.json into dir, and for "gpt2" also vocab.json and merges.txt beside it (for
+  // Hugging Face's, the tokenizer_config.json and chat_template.jinja it was read with).
   void save(const std::string& dir) const;
   // The id of '\n' (a sample's first token), or fallback when the vocabulary has none.
   int64_t newline_or(int64_t fallback) const;
