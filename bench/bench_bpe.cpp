@@ -26,6 +26,7 @@
 #include "tokenizers/bpe.h"
 #include "train/corpus.h"
 #include "tokenizers/gpt2_tokenizer.h"
+#include "tokenizers/nfc.h"
 #include "tokenizers/tokenizer.h"
 
 using namespace tg;
@@ -54,9 +55,11 @@ double median_seconds(int64_t repeats, F f) {
 }
 
 // A loaded tokenizer (GPT-2's, or a Hugging Face one) encoding the text from a fresh copy (an empty
-// chunk cache) and warm, and decoding it: one JSON line.
+// chunk cache) and warm, and decoding it: one JSON line. The decoded ids must give back decoded_text:
+// the text itself, or its NFC form for a tokenizer that normalizes to NFC (Qwen's).
 template <class Loaded>
-int run_loaded(const BenchOptions& o, const std::string& text, const Loaded& loaded, const char* name) {
+int run_loaded(const BenchOptions& o, const std::string& text, const Loaded& loaded, const char* name,
+               const std::string& decoded_text) {
   const double mb = static_cast<double>(text.size()) / 1e6;
   std::vector<int64_t> ids;
   std::vector<Loaded> fresh(static_cast<size_t>(o.repeats), loaded);  // copied before the clock starts
@@ -65,7 +68,7 @@ int run_loaded(const BenchOptions& o, const std::string& text, const Loaded& loa
   const double warm_s = median_seconds(o.repeats, [&] { ids = loaded.encode(text); });
   std::string back;
   const double decode_s = median_seconds(o.repeats, [&] { back = loaded.decode(ids); });
-  if (back != text) throw tg::Error(std::string("bench_bpe: the round trip of ") + name + " lost bytes");
+  if (back != decoded_text) throw tg::Error(std::string("bench_bpe: the round trip of ") + name + " lost bytes");
   tg::json::Writer line;
   line.field("bench", name).field("bytes", text.size()).field("tokens", ids.size())
       .field("encode_mb_per_s", round_to(mb / encode_s, 1)).field("encode_warm_mb_per_s", round_to(mb / warm_s, 1))
@@ -78,11 +81,12 @@ int run_loaded(const BenchOptions& o, const std::string& text, const Loaded& loa
 int run(const BenchOptions& o) {
   const std::string text = train::read_data(o.data);
   if (!o.gpt2.empty())
-    return run_loaded(o, text, tokenizers::Gpt2Tokenizer::from_folder(o.gpt2), "tapegrad gpt2 tokenizer");
+    return run_loaded(o, text, tokenizers::Gpt2Tokenizer::from_folder(o.gpt2), "tapegrad gpt2 tokenizer", text);
   if (!o.hf.empty()) {
     const tokenizers::Tokenizer loaded = tokenizers::load_tokenizer(o.hf);
     if (!loaded.hf()) throw UsageError("--hf " + o.hf + ": not a Hugging Face tokenizer.json");
-    return run_loaded(o, text, *loaded.hf(), "tapegrad hf tokenizer.json");
+    const tokenizers::HfTokenizer& hf = *loaded.hf();
+    return run_loaded(o, text, hf, "tapegrad hf tokenizer.json", hf.normalizes_nfc() ? tokenizers::nfc(text) : text);
   }
   const double mb = static_cast<double>(text.size()) / 1e6;
   std::stringstream list(o.vocab_sizes);

@@ -3,7 +3,8 @@
 // mostly touches one cache line, and adding an entry allocates nothing but, now and then, a
 // table twice the size. std::unordered_map, one allocation and one pointer chase per node, made
 // GPT-2 encoding twice as slow.
-//   PairRanks   (left id, right id) -> merge index: BpeTokenizer's merges
+//   PairRanks   (left id, right id) -> merge index: BpeTokenizer's merges (and, as (node, byte) ->
+//               node, the trie of HfTokenizer's added tokens)
 //   ChunkCache  chunk bytes -> its ids: the chunks seen before, their bytes and ids kept in two
 //               arenas (one string, one vector) rather than one allocation per chunk
 #pragma once

@@ -89,6 +89,31 @@ std::string special_token_text(const json::Value& config, const char* field) {
   return "";
 }
 
+// tokenizer_config.json's "chat_template": a string, or transformers' list of named templates
+// [{"name": "default", "template": "..."}, {"name": "tool_use", ...}], of which a chat without tools
+// uses "default".
+std::string chat_template_of(const json::Value& chat, const std::string& config_source) {
+  if (chat.is_string()) return chat.as_string();
+  const std::string field = config_source + ": \"chat_template\"";
+  if (!chat.is_array())
+    throw Error(field + " is " + json::Value::kind_name(chat.kind()) +
+                ": expected a string or a list [{\"name\": ..., \"template\": ...}, ...]");
+  std::vector<std::string> names;
+  for (size_t i = 0; i < chat.size(); ++i) {
+    const json::Value& entry = chat[i];
+    const json::Value* name = entry.is_object() ? entry.find("name") : nullptr;
+    const json::Value* text = entry.is_object() ? entry.find("template") : nullptr;
+    if (!name || !name->is_string() || !text || !text->is_string())
+      throw Error(field + "[" + std::to_string(i) + "]: expected {\"name\": \"...\", \"template\": \"...\"}");
+    if (name->as_string() == "default") return text->as_string();
+    names.push_back(json::quote(name->as_string()));
+  }
+  std::string listed;
+  for (const std::string& n : names) listed += (listed.empty() ? "" : ", ") + n;
+  throw Error(field + " lists no \"default\" template (" + (listed.empty() ? std::string("none") : listed) +
+              "): which one a chat uses is unclear");
+}
+
 }  // namespace
 
 bool HfTokenizer::is_hf_document(const json::Value& doc) { return doc.is_object() && doc.contains("model"); }
@@ -118,6 +143,7 @@ HfTokenizer HfTokenizer::from_document(const json::Value& doc, const std::string
   if (!vocab || !vocab->is_object()) r.fail("\"model\" has no \"vocab\" object");
   int64_t largest = -1;
   std::string bytes;
+  std::unordered_map<int32_t, std::string> bytes_of;  // id -> bytes, then kept as token_bytes reads them
   for (const json::Member& m : vocab->as_object()) {
     if (!m.value.is_number()) r.fail("vocab: the id of token " + json::quote(m.key) + " is not a number");
     const int64_t id = m.value.as_int64();
@@ -127,10 +153,14 @@ HfTokenizer HfTokenizer::from_document(const json::Value& doc, const std::string
              ") has a character that stands for no byte (not a byte-level vocabulary)");
     if (!t.id_of_.emplace(bytes, static_cast<int32_t>(id)).second)
       r.fail("vocab: tokens " + json::quote(m.key) + " and another stand for the same bytes");
+    bytes_of.emplace(static_cast<int32_t>(id), bytes);  // two tokens of one id: the first decodes it
     largest = std::max(largest, id);
   }
   const json::Value* added = doc.find("added_tokens");
-  if (added && added->is_array()) {
+  if (added && !added->is_array())
+    r.fail(std::string("\"added_tokens\" is ") + json::Value::kind_name(added->kind()) +
+           ": expected a list [{\"id\": ..., \"content\": \"...\"}, ...]");
+  if (added) {
     for (size_t i = 0; i < added->size(); ++i) {
       const json::Value& a = (*added)[i];
       const std::string where = "added_tokens[" + std::to_string(i) + "]";
@@ -142,13 +172,17 @@ HfTokenizer HfTokenizer::from_document(const json::Value& doc, const std::string
       const int64_t id = a["id"].as_int64();
       if (id < 0 || id >= (int64_t{1} << 31)) r.fail(where + ": id " + std::to_string(id) + " is out of range");
       t.added_.push_back({a["content"].as_string(), static_cast<int32_t>(id), r.flag(a, "special", false)});
-      t.added_first_byte_[static_cast<unsigned char>(t.added_.back().content[0])] = true;
+      t.add_to_trie(static_cast<int32_t>(t.added_.size() - 1));
+      bytes_of[static_cast<int32_t>(id)] = t.added_.back().content;  // an added token's id may be a vocabulary token's
       largest = std::max(largest, id);
     }
   }
-  t.token_bytes_.assign(static_cast<size_t>(largest + 1), std::string());
-  for (const auto& [b, id] : t.id_of_) t.token_bytes_[static_cast<size_t>(id)] = b;
-  for (const AddedToken& a : t.added_) t.token_bytes_[static_cast<size_t>(a.id)] = a.content;
+  t.vocab_size_ = largest + 1;
+  t.dense_bytes_.resize(bytes_of.size());
+  for (auto& [id, b] : bytes_of) {
+    if (static_cast<size_t>(id) < t.dense_bytes_.size()) t.dense_bytes_[static_cast<size_t>(id)] = std::move(b);
+    else t.sparse_bytes_.emplace(id, std::move(b));
+  }
   for (int b = 0; b < 256; ++b) {
     const auto it = t.id_of_.find(std::string(1, static_cast<char>(b)));
     if (it == t.id_of_.end())
@@ -222,7 +256,8 @@ HfTokenizer HfTokenizer::from_document(const json::Value& doc, const std::string
       if (*id < 0) throw Error(config_source + ": \"" + field + "\" " + json::quote(token) + " is not a token of " + source);
     }
     if (const json::Value* add = config.find("add_bos_token"); add && add->is_bool()) t.add_bos_ = add->as_bool();
-    if (const json::Value* chat = config.find("chat_template"); chat && chat->is_string()) t.chat_template_ = chat->as_string();
+    if (const json::Value* chat = config.find("chat_template"); chat && !chat->is_null())
+      t.chat_template_ = chat_template_of(*chat, config_source);
   }
   if (t.add_bos_ && t.bos_id_ < 0) t.add_bos_ = false;  // nothing to add
   t.json_text_ = text;
@@ -231,9 +266,18 @@ HfTokenizer HfTokenizer::from_document(const json::Value& doc, const std::string
 }
 
 HfTokenizer HfTokenizer::from_document_at(const json::Value& doc, const std::string& text, const std::string& path) {
-  const std::string config = (std::filesystem::path(path).parent_path() / "tokenizer_config.json").string();
+  const std::filesystem::path folder = std::filesystem::path(path).parent_path();
+  const std::string config = (folder / "tokenizer_config.json").string();
   const bool has_config = std::filesystem::is_regular_file(config);
-  return from_document(doc, text, path, has_config ? read_input_file(config) : "", config);
+  HfTokenizer t = from_document(doc, text, path, has_config ? read_input_file(config) : "", config);
+  const std::string jinja = (folder / "chat_template.jinja").string();
+  if (std::filesystem::is_regular_file(jinja)) t.set_chat_template_file(read_input_file(jinja));
+  return t;
+}
+
+void HfTokenizer::set_chat_template_file(const std::string& jinja_text) {
+  chat_template_ = jinja_text;
+  chat_template_file_ = jinja_text;
 }
 
 HfTokenizer HfTokenizer::from_file(const std::string& path) {
@@ -250,21 +294,56 @@ const char* HfTokenizer::pre_split_name() const {
   return "gpt2";
 }
 
+const std::string& HfTokenizer::token_bytes(int64_t id) const {
+  static const std::string kNone;
+  if (id >= 0 && static_cast<size_t>(id) < dense_bytes_.size()) return dense_bytes_[static_cast<size_t>(id)];
+  const auto it = id >= 0 && id < vocab_size_ ? sparse_bytes_.find(static_cast<int32_t>(id)) : sparse_bytes_.end();
+  return it == sparse_bytes_.end() ? kNone : it->second;
+}
+
 int64_t HfTokenizer::token_id(std::string_view text) const {
-  for (const AddedToken& a : added_)
-    if (a.content == text) return a.id;
+  int32_t node = 0;
+  for (size_t i = 0; i < text.size() && node >= 0; ++i) node = added_next_.find(node, static_cast<unsigned char>(text[i]));
+  if (!text.empty() && node >= 0 && added_ending_[static_cast<size_t>(node)] >= 0)
+    return added_[static_cast<size_t>(added_ending_[static_cast<size_t>(node)])].id;
   const auto it = id_of_.find(std::string(text));
   return it == id_of_.end() ? -1 : it->second;
 }
 
-// --- encoding and decoding -------------------------------------------------------------------------
+// --- the added tokens' trie ------------------------------------------------------------------------
 
+void HfTokenizer::add_to_trie(int32_t index) {
+  const std::string& content = added_[static_cast<size_t>(index)].content;
+  added_first_byte_[static_cast<unsigned char>(content[0])] = true;
+  int32_t node = 0;
+  for (const char c : content) {
+    int32_t next = added_next_.find(node, static_cast<unsigned char>(c));
+    if (next < 0) {
+      next = static_cast<int32_t>(added_ending_.size());
+      added_ending_.push_back(-1);
+      added_next_.insert(node, static_cast<unsigned char>(c), next);
+    }
+    node = next;
+  }
+  int32_t& ending = added_ending_[static_cast<size_t>(node)];
+  if (ending < 0) ending = index;  // two tokens of the same content: the first in the file
+}
+
+// The longest added token that starts at text[i]: the trie walked along the text from there, the
+// last node passed where a token ends. Each step is one lookup, however many tokens share the
+// bytes so far.
 const HfTokenizer::AddedToken* HfTokenizer::added_at(std::string_view text, size_t i) const {
   const AddedToken* best = nullptr;
-  for (const AddedToken& a : added_)
-    if ((!best || a.content.size() > best->content.size()) && text.compare(i, a.content.size(), a.content) == 0) best = &a;
+  int32_t node = 0;
+  for (size_t j = i; j < text.size(); ++j) {
+    node = added_next_.find(node, static_cast<unsigned char>(text[j]));
+    if (node < 0) break;
+    if (const int32_t ending = added_ending_[static_cast<size_t>(node)]; ending >= 0) best = &added_[static_cast<size_t>(ending)];
+  }
   return best;
 }
+
+// --- encoding and decoding -------------------------------------------------------------------------
 
 size_t HfTokenizer::chunk_length(std::string_view text, size_t i) const {
   switch (pre_split_) {
@@ -326,10 +405,11 @@ std::vector<int64_t> HfTokenizer::encode(std::string_view text) const {
 std::string HfTokenizer::decode(const std::vector<int64_t>& ids) const {
   std::string out;
   for (int64_t id : ids) {
-    if (id < 0 || id >= vocab_size() || token_bytes_[static_cast<size_t>(id)].empty())
+    const std::string& bytes = token_bytes(id);
+    if (bytes.empty())
       throw Error(source_ + ": id " + std::to_string(id) + " is no token of this tokenizer (ids in [0, " +
                   std::to_string(vocab_size()) + "))");
-    out += token_bytes_[static_cast<size_t>(id)];
+    out += bytes;
   }
   return out;
 }

@@ -9,8 +9,10 @@
 //                       continuing_subword_prefix and end_of_word_suffix empty, no dropout, no
 //                       byte_fallback
 //   added_tokens        [{id, content, ...}]: each content is matched in the text as a whole
-//                       string before anything else (the longest at each position), and becomes
-//                       its id; the text between them goes through the steps below
+//                       string before anything else (the leftmost, and of those the longest, as
+//                       the library's Aho-Corasick matcher finds them; a trie of the contents
+//                       walks each position in the match's length, however many there are), and
+//                       becomes its id; the text between them goes through the steps below
 //   normalizer          null, or {"type": "NFC"} (Qwen's; nfc.h)
 //   pre_tokenizer       the chunks BPE works within: a Split on one of three patterns, matched by
 //                       hand (pre_split.h), followed by ByteLevel without its own regex
@@ -21,7 +23,11 @@
 //                       another pattern, or another kind of pre-tokenizer, is an error naming it
 //   decoder             ByteLevel (or none): a token's characters are its bytes, through GPT-2's
 //                       bytes_to_unicode table (gpt2_tokenizer.h)
-// Tokens are written in bytes_to_unicode's alphabet, and every byte must be a token.
+// Tokens are written in bytes_to_unicode's alphabet, and every byte must be a token. Ids may leave
+// gaps, as the library allows: the tokens are kept by id (the ids below the number of tokens in a
+// vector, the rest in a hash map), so memory goes with the number of tokens, not the largest id; vocab_size() is the largest id + 1,
+// the ids a model's embedding must cover (a model folder whose vocab_size is smaller is refused
+// where the two meet).
 //
 // Encoding a chunk: its bytes' tokens, then BPE's merges lowest rank first (bpe_merge.h); with
 // ignore_merges, a chunk that is a token is that token. Decoding: each id's bytes (an added
@@ -31,7 +37,9 @@
 // tokenizer_config.json, when it sits beside the file, gives bos_token and eos_token (a string or
 // {"content": ...}; null: none) and add_bos_token (else: whether tokenizer.json's post_processor
 // is a TemplateProcessing that begins with a special token); encode() never adds it, the caller
-// does (bos_id(), add_bos()).
+// does (bos_id(), add_bos()). Its "chat_template" is a string, or transformers' list of named
+// templates [{"name": "default", "template": ...}, ...] (the "default" one is used); a
+// chat_template.jinja beside the file (where newer versions of transformers save it) takes its place.
 //
 // encode() remembers each chunk's ids, so one tokenizer must not encode from two threads at once.
 #pragma once
@@ -64,16 +72,20 @@ class HfTokenizer {
   // The same from the parsed document (text: what it was parsed from, kept for saving).
   static HfTokenizer from_document(const json::Value& doc, const std::string& text, const std::string& source,
                                    const std::string& config_json = "", const std::string& config_source = "");
+  // Sets the chat template from a chat_template.jinja's text (it replaces tokenizer_config.json's,
+  // as in transformers), kept to be saved beside the tokenizer.
+  void set_chat_template_file(const std::string& jinja_text);
   // Whether a parsed tokenizer.json is Hugging Face's (it has "model"), not one of tapegrad's own.
   static bool is_hf_document(const json::Value& doc);
 
   std::vector<int64_t> encode(std::string_view text) const;
   std::string decode(const std::vector<int64_t>& ids) const;
-  int64_t vocab_size() const { return static_cast<int64_t>(token_bytes_.size()); }  // the largest id + 1
+  int64_t vocab_size() const { return vocab_size_; }  // the largest id + 1
   // The id of a token given as its text (an added token's content, or a vocabulary token's
   // bytes), or -1.
   int64_t token_id(std::string_view text) const;
-  const std::string& token_bytes(int64_t id) const { return token_bytes_.at(static_cast<size_t>(id)); }
+  // The bytes of the token with this id ("" for an id no token has).
+  const std::string& token_bytes(int64_t id) const;
   PreSplit pre_split() const { return pre_split_; }
   const char* pre_split_name() const;
   bool normalizes_nfc() const { return nfc_; }
@@ -91,8 +103,11 @@ class HfTokenizer {
   // The files as read: what a run folder saves (Tokenizer::save).
   std::string to_json() const { return json_text_; }
   const std::string& config_text() const { return config_text_; }
-  // tokenizer_config.json's "chat_template" (a Jinja program: tokenizers/chat_template.h), or "".
+  // The chat template (a Jinja program: tokenizers/chat_template.h): chat_template.jinja's, else
+  // tokenizer_config.json's "chat_template"; "" when there is none.
   const std::string& chat_template() const { return chat_template_; }
+  // chat_template.jinja as read, or "" when the template came from tokenizer_config.json.
+  const std::string& chat_template_file() const { return chat_template_file_; }
 
  private:
   void encode_ordinary(std::string_view text, std::vector<int64_t>& out) const;
@@ -100,16 +115,26 @@ class HfTokenizer {
   size_t chunk_length(std::string_view text, size_t i) const;
   // The added token that starts at text[i] (the longest), or nullptr.
   const AddedToken* added_at(std::string_view text, size_t i) const;
+  // Adds added_[index] to the trie of the added tokens' contents.
+  void add_to_trie(int32_t index);
 
-  std::string source_, json_text_, config_text_, chat_template_;
+  std::string source_, json_text_, config_text_, chat_template_, chat_template_file_;
   PreSplit pre_split_ = PreSplit::kGpt2;
   bool nfc_ = false, ignore_merges_ = false, add_bos_ = false;
-  std::vector<std::string> token_bytes_;               // id -> bytes ("" for an id no token has)
+  // id -> bytes, the vocabulary's and the added tokens': the ids below the number of tokens in a
+  // vector (all of them when there are no gaps), the few past it in a hash map
+  std::vector<std::string> dense_bytes_;
+  std::unordered_map<int32_t, std::string> sparse_bytes_;
+  int64_t vocab_size_ = 0;                             // the largest id + 1
   std::unordered_map<std::string, int32_t> id_of_;     // vocabulary bytes -> id
   std::array<int32_t, 256> byte_id_{};                 // byte -> its token's id
   PairRanks ranks_;                                    // (left id, right id) -> rank
   std::vector<int32_t> made_by_;                       // rank -> the id of the token it makes
   std::vector<AddedToken> added_;
+  // The trie of the added tokens' contents: node 0 is the root, (node, byte) -> the next node, and
+  // each node the index in added_ of the token that ends there (-1: none).
+  PairRanks added_next_;
+  std::vector<int32_t> added_ending_{-1};
   std::array<bool, 256> added_first_byte_{};           // whether an added token starts with this byte
   int64_t bos_id_ = -1, eos_id_ = -1;
   mutable ChunkCache cache_;

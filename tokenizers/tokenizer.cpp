@@ -151,38 +151,99 @@ Gpt2Tokenizer::FilePaths gpt2_files_named(const json::Value& doc, const std::str
 
 }  // namespace
 
+namespace {
+
+// A char or bpe tokenizer.json's "eos_token" (Tokenizer's header), or "" when it has none.
+std::string end_of_text_in(const json::Value& doc, const std::string& source) {
+  const json::Value* eos = doc.is_object() ? doc.find("eos_token") : nullptr;
+  if (!eos) return "";
+  if (!eos->is_string() || eos->as_string().empty())
+    throw Error(source + ": \"eos_token\" must be a token's text, such as \"<|endoftext|>\"; got " +
+                json::Value::kind_name(eos->kind()) + (eos->is_string() ? " (empty)" : ""));
+  return eos->as_string();
+}
+
+}  // namespace
+
 Tokenizer Tokenizer::from_json(const std::string& text, const std::string& source) {
   const json::Value doc = json::parse(text, source);
   if (HfTokenizer::is_hf_document(doc)) return HfTokenizer::from_document_at(doc, text, source);
   const json::Value* type = doc.is_object() ? doc.find("type") : nullptr;
-  if (type && type->is_string() && type->as_string() == "bpe") return BpeTokenizer::from_json(text, source);
+  const std::string end_of_text = end_of_text_in(doc, source);
+  auto with_special = [&](Tokenizer t) { return end_of_text.empty() ? t : std::move(t).with_end_of_text(end_of_text); };
+  if (type && type->is_string() && type->as_string() == "bpe") return with_special(BpeTokenizer::from_json(text, source));
   if (type && type->is_string() && type->as_string() == "gpt2") {
+    if (!end_of_text.empty())
+      throw Error(source + ": a \"gpt2\" tokenizer has its own end-of-text: \"eos_token\" is for char and bpe");
     const Gpt2Tokenizer::FilePaths files = gpt2_files_named(doc, source);
     return Gpt2Tokenizer::from_files(files.vocab, files.merges);
   }
   if (type && (!type->is_string() || type->as_string() != "char")) {
     throw Error(source + ": \"type\" must be \"char\", \"bpe\" or \"gpt2\"");
   }
-  return CharTokenizer::from_json(text, source);
+  return with_special(CharTokenizer::from_json(text, source));
+}
+
+Tokenizer Tokenizer::with_end_of_text(std::string_view text) && {
+  if (is_gpt2() || is_hf()) throw Error(std::string("a ") + type() + " tokenizer has its own special tokens");
+  end_of_text_ = std::string(text);
+  return std::move(*this);
+}
+
+int64_t Tokenizer::base_vocab_size() const {
+  return std::visit([](const auto& t) { return t.vocab_size(); }, impl_);
 }
 
 const char* Tokenizer::type() const { return is_hf() ? "hf" : is_gpt2() ? "gpt2" : is_bpe() ? "bpe" : "char"; }
 
-std::vector<int64_t> Tokenizer::encode(const std::string& text, bool allow_special) const {
+std::vector<int64_t> Tokenizer::encode_base(const std::string& text, bool allow_special) const {
   if (is_gpt2()) return std::get<Gpt2Tokenizer>(impl_).encode(text, allow_special);
   return std::visit([&](const auto& t) { return t.encode(text); }, impl_);
 }
 
-std::string Tokenizer::decode(const std::vector<int64_t>& ids) const {
-  return std::visit([&](const auto& t) { return t.decode(ids); }, impl_);
+// The special token, where it is allowed, cuts the text; each piece between is encoded as usual.
+std::vector<int64_t> Tokenizer::encode(const std::string& text, bool allow_special) const {
+  if (end_of_text_.empty() || !allow_special) return encode_base(text, allow_special);
+  std::vector<int64_t> ids;
+  size_t start = 0;
+  for (size_t at = text.find(end_of_text_); ; at = text.find(end_of_text_, start)) {
+    const std::string_view piece = std::string_view(text).substr(start, at == std::string::npos ? std::string::npos : at - start);
+    if (!piece.empty()) {
+      const std::vector<int64_t> piece_ids = encode_base(std::string(piece), allow_special);
+      ids.insert(ids.end(), piece_ids.begin(), piece_ids.end());
+    }
+    if (at == std::string::npos) return ids;
+    ids.push_back(base_vocab_size());
+    start = at + end_of_text_.size();
+  }
 }
 
-int64_t Tokenizer::vocab_size() const {
-  return std::visit([](const auto& t) { return t.vocab_size(); }, impl_);
+std::string Tokenizer::decode(const std::vector<int64_t>& ids) const {
+  auto decode_base = [&](const std::vector<int64_t>& some) { return std::visit([&](const auto& t) { return t.decode(some); }, impl_); };
+  if (end_of_text_.empty()) return decode_base(ids);
+  std::string out;
+  std::vector<int64_t> run;  // the ids since the last special token
+  for (const int64_t id : ids) {
+    if (id != base_vocab_size()) {
+      run.push_back(id);
+      continue;
+    }
+    out += decode_base(run) + end_of_text_;
+    run.clear();
+  }
+  return out + decode_base(run);
 }
+
+int64_t Tokenizer::vocab_size() const { return base_vocab_size() + (end_of_text_.empty() ? 0 : 1); }
 
 std::string Tokenizer::to_json() const {
-  return std::visit([](const auto& t) { return t.to_json(); }, impl_);
+  const std::string base = std::visit([](const auto& t) { return t.to_json(); }, impl_);
+  if (end_of_text_.empty()) return base;
+  json::Writer w;  // the tokenizer's own fields, then the special token
+  const json::Value fields = json::parse(base, "tokenizer");
+  for (const json::Member& m : fields.as_object()) w.field(m.key, m.value);
+  w.field("eos_token", end_of_text_);
+  return w.str() + "\n";
 }
 
 void Tokenizer::save(const std::string& dir) const {
@@ -191,6 +252,9 @@ void Tokenizer::save(const std::string& dir) const {
   if (is_hf() && !std::get<HfTokenizer>(impl_).config_text().empty())
     write_file_atomically((std::filesystem::path(dir) / "tokenizer_config.json").string(),
                           std::get<HfTokenizer>(impl_).config_text(), "tokenizer");
+  if (is_hf() && !std::get<HfTokenizer>(impl_).chat_template_file().empty())
+    write_file_atomically((std::filesystem::path(dir) / "chat_template.jinja").string(),
+                          std::get<HfTokenizer>(impl_).chat_template_file(), "tokenizer");
   if (is_gpt2()) std::get<Gpt2Tokenizer>(impl_).save_files(dir);
 }
 
@@ -206,12 +270,13 @@ int64_t Tokenizer::newline_or(int64_t fallback) const {
 
 int64_t Tokenizer::end_of_text_id() const {
   if (is_hf()) return std::get<HfTokenizer>(impl_).eos_id();
+  if (!end_of_text_.empty()) return base_vocab_size();
   return is_gpt2() ? std::get<Gpt2Tokenizer>(impl_).end_of_text_id() : -1;
 }
 
 std::vector<int64_t> Tokenizer::bytes_per_id() const {
   std::vector<int64_t> bytes(static_cast<size_t>(vocab_size()));
-  for (int64_t id = 0; id < vocab_size(); ++id) {
+  for (int64_t id = 0; id < base_vocab_size(); ++id) {
     int64_t n = 0;
     if (is_bpe()) n = static_cast<int64_t>(std::get<BpeTokenizer>(impl_).token_bytes(id).size());
     else if (is_gpt2()) n = static_cast<int64_t>(std::get<Gpt2Tokenizer>(impl_).token_bytes(id).size());
@@ -219,6 +284,7 @@ std::vector<int64_t> Tokenizer::bytes_per_id() const {
     else n = std::get<CharTokenizer>(impl_).bytes_of(id);
     bytes[static_cast<size_t>(id)] = n;
   }
+  if (!end_of_text_.empty()) bytes.back() = static_cast<int64_t>(end_of_text_.size());
   return bytes;
 }
 

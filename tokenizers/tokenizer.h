@@ -41,7 +41,11 @@ class CharTokenizer {
 };
 
 // The tokenizer of a train_gpt run: characters ("char"), byte-level BPE ("bpe") or GPT-2's
-// ("gpt2"). A "gpt2" tokenizer.json is {"type": "gpt2", "vocab": "vocab.json", "merges":
+// ("gpt2"). A char or bpe tokenizer made from instruction or chat data has one special token
+// after its vocabulary (its id the last), kEndOfText: what ends each response, so a model trained
+// from scratch learns to stop (generation stops there; the chat template writes it after each
+// assistant turn). Its tokenizer.json then has "eos_token": "<|endoftext|>" besides its own
+// fields; one made from plain text has none, its ids as they always were. A "gpt2" tokenizer.json is {"type": "gpt2", "vocab": "vocab.json", "merges":
 // "merges.txt"}: the names of GPT-2's two files, in the tokenizer.json's folder (relative paths
 // that stay inside it: "/etc/passwd" or "../x" is an error naming the key).
 class Tokenizer {
@@ -56,32 +60,41 @@ class Tokenizer {
   // (its files are read from the folder of `source`, the tokenizer.json's path), anything else
   // characters (the files of runs from before BPE have no "type").
   static Tokenizer from_json(const std::string& json, const std::string& source);
+  // GPT-2's end-of-text text, the special token with_end_of_text adds.
+  static constexpr std::string_view kEndOfText = Gpt2Tokenizer::kEndOfText;
+  // This char or bpe tokenizer with the special token `text` after its vocabulary (header).
+  Tokenizer with_end_of_text(std::string_view text = kEndOfText) &&;
 
   const char* type() const;
   bool is_bpe() const { return std::holds_alternative<BpeTokenizer>(impl_); }
   bool is_gpt2() const { return std::holds_alternative<Gpt2Tokenizer>(impl_); }
   bool is_hf() const { return std::holds_alternative<HfTokenizer>(impl_); }
   const HfTokenizer* hf() const { return std::get_if<HfTokenizer>(&impl_); }
-  // allow_special: GPT-2's "<|endoftext|>" in the text becomes its special token (char and bpe
-  // have no special tokens and ignore it; a Hugging Face tokenizer always matches its added tokens,
-  // as its library does).
+  // allow_special: "<|endoftext|>" in the text becomes its special token, for GPT-2's and for a char
+  // or bpe tokenizer that has one (without it, it is ordinary text); a Hugging Face tokenizer always
+  // matches its added tokens, as its library does.
   std::vector<int64_t> encode(const std::string& text, bool allow_special = false) const;
   std::string decode(const std::vector<int64_t>& ids) const;
   int64_t vocab_size() const;
   std::string to_json() const;
-  // Writes tokenizer.json into dir, and for "gpt2" also vocab.json and merges.txt beside it.
+  // Writes tokenizer.json into dir, and for "gpt2" also vocab.json and merges.txt beside it (for
+  // Hugging Face's, the tokenizer_config.json and chat_template.jinja it was read with).
   void save(const std::string& dir) const;
   // The id of '\n' (a sample's first token), or fallback when the vocabulary has none.
   int64_t newline_or(int64_t fallback) const;
   // GPT-2's "<|endoftext|>" id (what ends an instruction example's response), a Hugging Face
-  // tokenizer's eos_token, or -1: the char and bpe kinds have no special tokens.
+  // tokenizer's eos_token, a char or bpe tokenizer's special token, or -1 when it has none.
   int64_t end_of_text_id() const;
   // bytes (V): how many bytes of text each id stands for (bits per byte divide by their sum).
-  // GPT-2's "<|endoftext|>" counts as its 13 bytes, as decode writes them.
+  // "<|endoftext|>" counts as its 13 bytes, as decode writes them.
   std::vector<int64_t> bytes_per_id() const;
 
  private:
+  int64_t base_vocab_size() const;  // the ids of impl_ itself, without end_of_text_
+  std::vector<int64_t> encode_base(const std::string& text, bool allow_special) const;
+
   std::variant<CharTokenizer, BpeTokenizer, Gpt2Tokenizer, HfTokenizer> impl_;
+  std::string end_of_text_;  // char and bpe: the special token's text ("" = none); its id base_vocab_size()
 };
 
 // The tokenizer at path: a tapegrad tokenizer.json, or a folder holding one, or a folder with

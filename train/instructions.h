@@ -10,7 +10,8 @@
 //
 //   ids = encode(alpaca_prompt(instruction, input)) + encode(output) + [<|endoftext|>]
 //
-// the end-of-text token only when the tokenizer has one (GPT-2's), so the model learns to stop.
+// the end-of-text token only when the tokenizer has one (GPT-2's, a Hugging Face eos_token, or the
+// one a char or bpe tokenizer made from the examples gets: tokenizer.h), so the model learns to stop.
 // The two parts are encoded apart, so the boundary between them is exact whatever the tokenizer.
 //
 // A batch of examples (instruction_batch) is right-padded to its longest one, not to the context:

@@ -31,13 +31,15 @@ tokenizers::Tokenizer make_tokenizer(const TrainOptions& o, const std::string& d
   std::string text = data;
   size_t n = train_bytes(text);
   if (is_example_data(o)) text = examples_as_text(o.data_format, data, o.data, &n);  // as formatted, not their JSON
-  if (o.tokenizer == "char") return tokenizers::CharTokenizer::from_text(text);
+  // examples end each response in the end-of-text token, so that the model learns to stop
+  auto with_end = [&](tokenizers::Tokenizer t) { return is_example_data(o) ? std::move(t).with_end_of_text() : t; };
+  if (o.tokenizer == "char") return with_end(tokenizers::CharTokenizer::from_text(text));
   tokenizers::BpeTokenizer bpe = tokenizers::BpeTokenizer::train(std::string_view(text).substr(0, n), o.vocab_size);
   if (bpe.merges().empty()) {
     throw Error("--data: the training split (" + std::to_string(n) +
                 " bytes) is too small to learn any BPE merge: no pair of bytes occurs twice in it");
   }
-  return bpe;
+  return with_end(std::move(bpe));
 }
 
 // This machine's memory in bytes, or 0 where the system does not say.

@@ -125,6 +125,9 @@ def tokenizer_files(tokenizer):
 
 def tokenizer_from_json(doc, source):
     """tokenizer.json's object (source: its path; a "gpt2" one names files beside it)."""
+    if "eos_token" in doc:  # tapegrad's char or bpe tokenizer made from instruction or chat data
+        raise ValueError(f'{source}: a tokenizer with an end-of-text token ("eos_token", a run on instruction or '
+                         'chat data): these scripts read runs on plain text; use ./build/examples/generate')
     if doc.get("type") == "bpe":
         return BpeTokenizer(bpe.Tokenizer.from_json(json.dumps(doc), source))
     if doc.get("type") == "gpt2":

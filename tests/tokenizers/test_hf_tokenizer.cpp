@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -16,6 +17,7 @@
 #include "tokenizers/gpt2_tokenizer.h"
 #include "tokenizers/nfc.h"
 #include "tokenizers/pre_split.h"
+#include "tokenizers/tokenizer.h"
 #include "fetched_files.h"
 #include "test_util.h"
 
@@ -173,6 +175,91 @@ TEST(HfTokenizer, BadFilesAreErrorsNamingTheFieldOrMerge) {
            {"the Split pattern \"\\\\w+\" is none that tapegrad knows"});
   error_of(small_json(",\"byte_fallback\":true"), {"byte_fallback is true: unsupported"});
   error_of(R"({"model":{"type":"BPE","vocab":{"a":0},"merges":[]}})", {"vocab: no token for byte 0"});
+}
+
+// small_json with these added tokens in place of its one.
+std::string with_added(const std::string& added_tokens) {
+  std::string text = small_json();
+  const std::string one = R"([{"id":258,"content":"<|x|>","special":true}])";
+  return text.replace(text.find(one), one.size(), added_tokens);
+}
+
+TEST(HfTokenizer, AddedTokensMatchLeftmostThenLongest) {
+  // "<a" and "<ab" overlap "a<abc": at each position the longest that starts there wins, the
+  // leftmost position first; two tokens of one content: the first in the file
+  const auto tok = tokenizers::HfTokenizer::from_json(
+      with_added(R"([{"id":258,"content":"<a"},{"id":259,"content":"<ab"},{"id":260,"content":"b<"},)"
+                 R"({"id":261,"content":"<ab"},{"id":262,"content":"<abcd"}])"),
+      "t.json");
+  EXPECT_EQ(tok.encode("x<abc"), (std::vector<int64_t>{'x', 259, 'c'}));
+  EXPECT_EQ(tok.encode("<a<"), (std::vector<int64_t>{258, '<'}));
+  EXPECT_EQ(tok.encode("b<abc<abcd"), (std::vector<int64_t>{260, 257, 262}));  // "b<" starts first
+  EXPECT_EQ(tok.encode("<abc"), (std::vector<int64_t>{259, 'c'}));                  // "<abcd" not all there
+  EXPECT_EQ(tok.token_id("<ab"), 259);
+  EXPECT_EQ(tok.token_id("<"), '<');  // a prefix of added tokens is not one of them: the vocabulary's
+  EXPECT_EQ(tok.token_id("<abc"), -1);
+}
+
+TEST(HfTokenizer, ManyAddedTokensOfOneFirstByteEncodeAtSpeed) {
+  // 20,000 added tokens beginning with "e": each position walks the trie of their contents
+  std::string added = "[";
+  for (int i = 0; i < 20000; ++i)
+    added += (i ? "," : "") + std::string(R"({"id":)") + std::to_string(258 + i) + R"(,"content":"e_tok_)" + std::to_string(i) + "\"}";
+  const auto tok = tokenizers::HfTokenizer::from_json(with_added(added + "]"), "t.json");
+  std::string text;
+  while (text.size() < 2000000) text += "the e_tok_19999 of every eel, e_tok_7e_tok_ ";
+  const auto start = std::chrono::steady_clock::now();
+  const std::vector<int64_t> ids = tok.encode(text);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(tok.decode(ids), text);
+  EXPECT_EQ(std::vector<int64_t>(ids.begin() + 4, ids.begin() + 5), std::vector<int64_t>{258 + 19999});
+  EXPECT_LT(seconds, 5.0) << "2 MB took " << seconds << " s";  // a linear scan of the tokens: minutes
+}
+
+TEST(HfTokenizer, IdsWithGapsTakeMemoryByTheTokensNotTheLargestId) {
+  // an added token at 2^31 - 1: accepted as the library accepts it, held in a few bytes, and the
+  // ids a model must cover are up to it
+  const auto tok = tokenizers::HfTokenizer::from_json(with_added(R"([{"id":2147483647,"content":"<|far|>"}])"), "t.json");
+  EXPECT_EQ(tok.vocab_size(), int64_t{1} << 31);
+  EXPECT_EQ(tok.encode("ab<|far|>"), (std::vector<int64_t>{256, 2147483647}));
+  EXPECT_EQ(tok.decode({2147483647, 257}), "<|far|>abc");
+  EXPECT_EQ(tok.token_bytes(1000000), "");
+  test::expect_error([&] { tok.decode({1000000}); }, {"t.json: id 1000000 is no token of this tokenizer (ids in [0, 2147483648))"});
+}
+
+TEST(HfTokenizer, AddedTokensThatAreNotAListAreAnErrorNamingTheField) {
+  test::expect_error([] { tokenizers::HfTokenizer::from_json(with_added(R"({"<|im_end|>":258})"), "t.json"); },
+                     {"t.json: \"added_tokens\" is an object: expected a list [{\"id\": ..., \"content\": \"...\"}, ...]"});
+}
+
+TEST(HfTokenizer, TheChatTemplateIsReadAsAStringAListOrAJinjaFile) {
+  test::TempFolder dir;
+  test::write_bytes(dir.file("tokenizer.json"), small_json());
+  auto config = [&](const std::string& chat) {
+    test::write_bytes(dir.file("tokenizer_config.json"), R"({"eos_token":"<|x|>","chat_template":)" + chat + "}");
+  };
+  config(R"("one")");
+  EXPECT_EQ(tokenizers::HfTokenizer::from_file(dir.file("tokenizer.json")).chat_template(), "one");
+  config(R"([{"name":"tool_use","template":"tools"},{"name":"default","template":"plain"}])");
+  EXPECT_EQ(tokenizers::HfTokenizer::from_file(dir.file("tokenizer.json")).chat_template(), "plain");
+  config(R"([{"name":"tool_use","template":"tools"}])");
+  test::expect_error([&] { tokenizers::HfTokenizer::from_file(dir.file("tokenizer.json")); },
+                     {"tokenizer_config.json: \"chat_template\" lists no \"default\" template (\"tool_use\")"});
+  config(R"([{"name":"default"}])");
+  test::expect_error([&] { tokenizers::HfTokenizer::from_file(dir.file("tokenizer.json")); },
+                     {"tokenizer_config.json: \"chat_template\"[0]: expected {\"name\": \"...\", \"template\": \"...\"}"});
+  config("7");
+  test::expect_error([&] { tokenizers::HfTokenizer::from_file(dir.file("tokenizer.json")); },
+                     {"tokenizer_config.json: \"chat_template\" is a number: expected a string or a list"});
+  // chat_template.jinja takes the config's place, as in transformers, and a saved tokenizer keeps it
+  config(R"("one")");
+  test::write_bytes(dir.file("chat_template.jinja"), "{{ jinja }}");
+  const tokenizers::HfTokenizer tok = tokenizers::HfTokenizer::from_file(dir.file("tokenizer.json"));
+  EXPECT_EQ(tok.chat_template(), "{{ jinja }}");
+  test::TempFolder saved;
+  tokenizers::Tokenizer(tok).save(saved.path);
+  EXPECT_EQ(test::read_bytes(saved.file("chat_template.jinja")), "{{ jinja }}");
+  EXPECT_EQ(tokenizers::load_tokenizer(saved.path).hf()->chat_template(), "{{ jinja }}");
 }
 
 }  // namespace

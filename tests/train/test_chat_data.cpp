@@ -144,5 +144,55 @@ TEST(ChatData, ARunLearnsTheAssistantTurns) {
   EXPECT_LT(t.evaluate().val, before - 0.5);
 }
 
+// A run from scratch on conversations (char or bpe): its tokenizer gets the end-of-text token after
+// its vocabulary, each answer's targets end with it, it is saved and read back, and generation stops
+// there; a run on plain text keeps its vocabulary as it was.
+TEST(ChatData, AFromScratchRunsTokenizerEndsEachAnswerInItsEndOfText) {
+  std::string jsonl;
+  for (int i = 0; i < 3; ++i) jsonl += kChats;
+  for (const char* kind : {"char", "bpe"}) {
+    SCOPED_TRACE(kind);
+    train::TrainOptions o;
+    o.data_format = "chat";
+    o.data = "c.jsonl";
+    o.tokenizer = kind;
+    o.vocab_size = 300;
+    o.model.context_length = 512;
+    o.model.emb_dim = 8;
+    o.model.n_heads = 2;
+    o.model.n_layers = 1;
+    train::Trainer t(o, jsonl);
+    const tokenizers::Tokenizer& tok = t.tokenizer();
+    const int64_t end = tok.end_of_text_id();
+    ASSERT_EQ(end, tok.vocab_size() - 1);
+    EXPECT_EQ(tok.decode({end}), "<|endoftext|>");
+    EXPECT_EQ(tok.bytes_per_id().back(), 13);
+    EXPECT_EQ(tokenizers::chat_end_token(tokenizers::ChatFormat::kTapegrad, tok), end);  // generate --chat stops there
+    EXPECT_EQ(tok.encode("ox<|endoftext|>", true), (std::vector<int64_t>{tok.encode("o")[0], tok.encode("x")[0], end}))
+        << "with allow_special, the text is the token";
+    const std::vector<train::InstructionExample>& train = t.instructions()->train;
+    ASSERT_EQ(train.size(), 5u);
+    EXPECT_EQ(targets_of(train[1], tok), "[oxen<|endoftext|>][geese<|endoftext|>]");
+    EXPECT_EQ(train[1].ids.back(), end);
+    // saved and read back: the same tokenizer, the token named in its tokenizer.json
+    const std::string saved = tok.to_json();
+    EXPECT_NE(saved.find("\"eos_token\": \"<|endoftext|>\""), std::string::npos) << saved;
+    const tokenizers::Tokenizer back = tokenizers::Tokenizer::from_json(saved, "tokenizer.json");
+    EXPECT_EQ(back.to_json(), saved);
+    EXPECT_EQ(back.end_of_text_id(), end);
+    EXPECT_EQ(back.decode(train[1].ids), tok.decode(train[1].ids));
+    // plain text: no special token, the characters' ids alone
+    train::TrainOptions text_options = o;
+    text_options.data_format = "text";
+    text_options.data = "";
+    text_options.model.context_length = 16;
+    train::Trainer plain(text_options, jsonl + jsonl + jsonl);
+    EXPECT_EQ(plain.tokenizer().end_of_text_id(), -1);
+    EXPECT_EQ(plain.tokenizer().to_json().find("eos_token"), std::string::npos);
+  }
+  expect_error([] { tokenizers::Tokenizer::from_json(R"({"type":"char","kind":"utf8","symbols":[97],"eos_token":7})", "t.json"); },
+               {"t.json: \"eos_token\" must be a token's text, such as \"<|endoftext|>\"; got a number"});
+}
+
 }  // namespace
 }  // namespace tg

@@ -328,7 +328,10 @@ TEST(InstructionTraining, TheTokenizerLearnsTheFormattedExamplesNotTheirJson) {
   const std::string text = "{\"instruction\": \"Tab\\there\", \"output\": \"\\u00e9\"}\n"
                            "{\"instruction\": \"b\", \"output\": \"c\"}\n";
   train::Trainer t(instruction_options(1, 1, 0.0), text);
-  EXPECT_EQ(t.tokenizer().to_json(), chars_of(train::parse_instructions(text, "x")).to_json());
+  // the examples' characters, and the end-of-text token that ends each response
+  EXPECT_EQ(t.tokenizer().to_json(),
+            tokenizers::Tokenizer(chars_of(train::parse_instructions(text, "x"))).with_end_of_text().to_json());
+  EXPECT_EQ(t.instructions()->train[0].ids.back(), t.tokenizer().end_of_text_id());
   EXPECT_EQ(t.tokenizer().encode("\t\xc3\xa9").size(), 2u);  // the tab and the é, not '\\' and 't'
   train::TrainOptions no_data = instruction_options(1, 1, 0.0);
   no_data.data = "";
