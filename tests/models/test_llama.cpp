@@ -249,6 +249,9 @@ TEST(HfLlama, BadConfigsAreErrorsNamingTheField) {
   // positive, but RoPE's float32 tables overflow: inf frequencies, NaN logits
   config_error("qwen3", "\"rope_theta\": 1000000.0", "\"rope_theta\": 1e-300",
                {"config.json: LlamaConfig: rope_theta (1e-300) gives RoPE frequencies that are not finite"});
+  config_error("qwen3", "\"rope_theta\": 1000000.0", "\"rope_theta\": 1e-45",
+               {"config.json: LlamaConfig: rope_theta (1e-45) gives RoPE angles that are not finite by position 63 "
+                "(max_position_embeddings 64)"});
   config_error("llama", "\"rope_theta\": 500000.0", "\"rope_theta\": 1e-300",
                {"config.json: LlamaConfig: rope_theta (1e-300) gives RoPE frequencies that are not finite"});
   config_error("llama", "\"factor\": 8.0", "\"factor\": 1e-300",
