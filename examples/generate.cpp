@@ -12,7 +12,9 @@
 // --chat talks with the model in the terminal (models/chat_session.h): each line typed is a user
 // turn; the reply is written as it comes and ends at the chat template's end token (or --tokens);
 // the KV cache is kept across turns; /reset starts a new conversation, /quit (or end of input)
-// leaves. --chat-messages FILE.json replies once to a conversation (a JSON list of {"role",
+// leaves. A turn that leaves no room for a reply in the model's context is dropped with a note,
+// and a reply that reaches the end of the context stops there. Only ids the tokenizer can write
+// are sampled (a note says when the model's vocabulary is padded past them, as Qwen's is). --chat-messages FILE.json replies once to a conversation (a JSON list of {"role",
 // "content"} ending with a user turn, or {"messages": [...]}). The template is the folder's
 // (tokenizer_config.json's chat_template, tokenizers/chat_template.h), or --chat-format's; a
 // train_gpt run has tapegrad's instruction template.
