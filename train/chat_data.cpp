@@ -20,8 +20,9 @@ struct Piece {
 // The conversation's text cut into read-only and learnt pieces, as the header says, each handed
 // to emit as it is cut; once emit returns false (the example cannot fit) no more are cut. The
 // whole conversation is rendered once; each assistant turn renders the turns before it, so a
-// conversation of n turns costs the renderings up to the turn where it stops fitting, not n of
-// them: a line of 100,000 short turns stops after about context of them.
+// conversation of n turns costs one rendering of all n and those of the prefixes up to the turn
+// where it stops fitting (at most about context turns, each adding ids), not n prefixes: a line of
+// 100,000 short turns stops after the first few hundred.
 void cut_pieces(const Conversation& chat, const tokenizers::ChatSetup& setup, const std::string& end_text,
                 const std::function<bool(const Piece&)>& emit) {
   const std::vector<tokenizers::ChatMessage>& m = chat.messages;
