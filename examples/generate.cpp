@@ -12,7 +12,9 @@
 // --chat talks with the model in the terminal (models/chat_session.h): each line typed is a user
 // turn; the reply is written as it comes and ends at the chat template's end token (or --tokens);
 // the KV cache is kept across turns; /reset starts a new conversation, /quit (or end of input)
-// leaves. --chat-messages FILE.json replies once to a conversation (a JSON list of {"role",
+// leaves. A turn that leaves no room for a reply in the model's context is dropped with a note,
+// and a reply that reaches the end of the context stops there. Only ids the tokenizer can write
+// are sampled (a note says when the model's vocabulary is padded past them, as Qwen's is). --chat-messages FILE.json replies once to a conversation (a JSON list of {"role",
 // "content"} ending with a user turn, or {"messages": [...]}). The template is the folder's
 // (tokenizer_config.json's chat_template, tokenizers/chat_template.h), or --chat-format's; a
 // train_gpt run has tapegrad's instruction template.
@@ -36,6 +38,7 @@
 // the whole prompt in eval mode, to compare with another implementation's.
 #include <algorithm>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <iostream>
@@ -162,6 +165,37 @@ void write_generated_ids(const std::vector<std::vector<int64_t>>& samples, const
   file.commit();
 }
 
+// Says once that the ids the tokenizer cannot write are never sampled: Qwen2.5's and Qwen3's
+// embeddings are padded to 151,936 ids for 151,669 tokens (write_text and ChatSession leave them out).
+void note_ids_never_sampled(const train::SavedModel& loaded) {
+  if (!loaded.tokenizer) return;
+  const int64_t model_ids = loaded.model->vocab_size();
+  const size_t left_out = tg::models::ids_the_tokenizer_cannot_write(*loaded.tokenizer, model_ids).size();
+  if (left_out == 0) return;
+  std::cerr << "generate: note: the model has " << model_ids << " ids, its tokenizer " << loaded.tokenizer->vocab_size()
+            << ": the " << left_out << " ids the tokenizer cannot write are never sampled\n";
+}
+
+// After a reply: its line ends, and a note says when it stopped at the end of the context.
+void end_reply(const tg::models::ChatSession& session) {
+  std::cout << "\n";
+  if (session.reply_reached_context())
+    std::cerr << "generate: note: the reply stopped at the end of the model's context; /reset starts over\n";
+}
+
+// One turn of --chat: the reply printed as it comes; a turn that does not fit the context is
+// dropped with a note, and the session goes on.
+void chat_turn(tg::models::ChatSession& session, const std::string& line, tg::Generator& gen,
+               const std::function<void(const std::string&)>& print) {
+  try {
+    session.reply(line, gen, print);
+  } catch (const tg::models::ChatTurnTooLong& e) {
+    std::cerr << "generate: " << e.what() << "\n";
+    return;
+  }
+  end_reply(session);
+}
+
 // --chat and --chat-messages: a ChatSession over the model and its tokenizer.
 int run_chat(const GenerateOptions& o, train::SavedModel& loaded) {
   if (!loaded.tokenizer) throw UsageError("--chat: " + o.ckpt + " has no tokenizer.json to write the conversation with");
@@ -174,7 +208,7 @@ int run_chat(const GenerateOptions& o, train::SavedModel& loaded) {
     std::cerr << "generate: note: the tokenizer has no end-of-turn token for " << tokenizers::chat_format_name(format)
               << "; each reply runs to --tokens\n";
   tg::Generator gen(static_cast<uint64_t>(o.seed));
-  auto print = [](const std::string& text) { std::cout << text << std::flush; };
+  const std::function<void(const std::string&)> print = [](const std::string& text) { std::cout << text << std::flush; };
   if (!o.chat_messages.empty()) {
     const json::Value doc = json::parse(train::read_input(o.chat_messages, ""), o.chat_messages);
     const json::Value& list = doc.is_object() && doc.contains("messages") ? doc["messages"] : doc;
@@ -182,7 +216,7 @@ int run_chat(const GenerateOptions& o, train::SavedModel& loaded) {
     if (messages.back().role != "user") throw tg::Error(o.chat_messages + ": the last message must be the user's, to reply to");
     for (const auto& m : messages) session.add(m);
     session.reply_to_conversation(gen, print);
-    std::cout << "\n";
+    end_reply(session);
     return 0;
   }
   std::cerr << "generate: chatting with " << o.ckpt << " (" << tokenizers::chat_format_name(format)
@@ -195,9 +229,7 @@ int run_chat(const GenerateOptions& o, train::SavedModel& loaded) {
       std::cerr << "(a new conversation)\n";
       continue;
     }
-    if (line.empty()) continue;
-    session.reply(line, gen, print);
-    std::cout << "\n";
+    if (!line.empty()) chat_turn(session, line, gen, print);
   }
   return 0;
 }
@@ -224,6 +256,7 @@ int run(const GenerateOptions& o, const std::vector<std::string>& given) {
   if (o.chat && was_given("chat-messages")) throw UsageError("give --chat or --chat-messages, not both");
   if (o.threads > 0) tg::set_num_threads(static_cast<int>(o.threads));
   train::SavedModel loaded = train::load_saved_model(o.ckpt);  // any folder kind (train/run_folder.h)
+  note_ids_never_sampled(loaded);
   if (chat) return run_chat(o, loaded);
   const char* const prompt_flag = instruction_given ? "--instruction" : "--prompt";
   if (!ids_given && !loaded.tokenizer)

@@ -20,6 +20,8 @@ ChatSession::ChatSession(CausalLM& model, const tokenizers::Tokenizer& tokenizer
       max_new_tokens_(max_new_tokens),
       end_token_(tokenizers::chat_end_token(format, tokenizer)) {
   sampling_.validate();
+  for (int64_t id : ids_the_tokenizer_cannot_write(tokenizer, model.vocab_size()))  // the reply is decoded
+    sampling_.suppress_tokens.push_back(id);
 }
 
 void ChatSession::add(const tokenizers::ChatMessage& message) { messages_.push_back(message); }
@@ -33,16 +35,41 @@ void ChatSession::reset() {
 std::string ChatSession::reply(const std::string& user_text, Generator& gen,
                                const std::function<void(const std::string&)>& on_text) {
   messages_.push_back({"user", user_text, std::nullopt});
-  return reply_to_conversation(gen, on_text);
+  try {
+    return reply_to_conversation(gen, on_text);
+  } catch (const ChatTurnTooLong&) {
+    messages_.pop_back();  // the conversation as it was before the turn
+    throw;
+  }
+}
+
+std::vector<int64_t> ChatSession::prompt_ids() const {
+  tokenizers::ChatOptions prompted = options_;
+  prompted.add_generation_prompt = true;
+  auto ids_of = [&](const std::vector<tokenizers::ChatMessage>& messages) {
+    return static_cast<int64_t>(tokenizer_.encode(tokenizers::render_chat(format_, messages, prompted)).size());
+  };
+  std::vector<int64_t> ids = tokenizer_.encode(tokenizers::render_chat(format_, messages_, prompted));
+  const int64_t context = model_.context_length(), n = static_cast<int64_t>(ids.size());
+  if (n < context) return ids;  // room for at least one token of the reply, and its position
+  // the last turn with the system message (if any) alone: does /reset help?
+  std::vector<tokenizers::ChatMessage> alone;
+  if (messages_.size() > 1 && messages_.front().role == "system") alone.push_back(messages_.front());
+  alone.push_back(messages_.back());
+  const int64_t alone_ids = ids_of(alone);
+  const std::string sizes = "the conversation with it is " + std::to_string(n) + " tokens, and the model's context (" +
+                            std::to_string(context) + ") leaves no room for a reply";
+  if (alone_ids >= context || alone.size() == messages_.size())
+    throw ChatTurnTooLong("chat: the turn is dropped: " + sizes + "; even alone it is " + std::to_string(alone_ids) +
+                          " tokens: write a shorter one");
+  throw ChatTurnTooLong("chat: the turn is dropped: " + sizes + "; /reset starts over (alone it is " +
+                        std::to_string(alone_ids) + " tokens)");
 }
 
 std::string ChatSession::reply_to_conversation(Generator& gen, const std::function<void(const std::string&)>& on_text) {
-  options_.add_generation_prompt = true;
-  const std::vector<int64_t> ids = tokenizer_.encode(tokenizers::render_chat(format_, messages_, options_));
-  if (static_cast<int64_t>(ids.size()) + max_new_tokens_ > model_.context_length())
-    throw Error("chat: the conversation (" + std::to_string(ids.size()) + " tokens) and a reply of up to " +
-                std::to_string(max_new_tokens_) + " exceed the model's context (" +
-                std::to_string(model_.context_length()) + "); /reset starts over");
+  const std::vector<int64_t> ids = prompt_ids();
+  const int64_t context = model_.context_length();
+  reply_reached_context_ = false;
   NoGradGuard no_grad;
   // the cache keeps the prefix it shares with the conversation; at least one position is run
   size_t shared = 0;
@@ -55,7 +82,8 @@ std::string ChatSession::reply_to_conversation(Generator& gen, const std::functi
   std::vector<int64_t> written;
   std::string pending, text;  // the bytes not yet whole characters; the reply
   for (int64_t k = 0; k < max_new_tokens_; ++k) {
-    const int64_t next = sample_next_token(logits.select(1, logits.size(1) - 1), sampling_, &gen).item<int64_t>();
+    const int64_t position = static_cast<int64_t>(ids.size()) + k;  // of the token written now
+    const int64_t next = sample_next_token(logits.select(1, logits.size(1) - 1), sampling_, &gen, position - 1).item<int64_t>();
     if (next == end_token_) break;
     written.push_back(next);
     pending += tokenizer_.decode({next});
@@ -64,6 +92,10 @@ std::string ChatSession::reply_to_conversation(Generator& gen, const std::functi
     text += pending.substr(0, whole);
     pending.erase(0, whole);
     if (k + 1 == max_new_tokens_) break;
+    if (position >= context) {  // the context is full: no position to run this token at
+      reply_reached_context_ = true;
+      break;
+    }
     logits = model_.forward(from_vector(std::vector<int64_t>{next}, {1, 1}), cache_);
     cached_ids_.push_back(next);
   }

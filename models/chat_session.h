@@ -7,12 +7,19 @@
 // holds, the cache is cut back to the prefix they share, and only the rest is run. A template
 // that rewrites an earlier turn (Qwen3 drops the reasoning of earlier replies) costs the positions
 // from that turn on, not the whole conversation. reset() starts a new conversation.
+//
+// The context bounds the conversation: a user turn whose prompt (the conversation with it and the
+// generation prompt) leaves no room in the model's context is dropped, the conversation kept as it
+// was, and reply() throws ChatTurnTooLong saying the sizes; the session goes on. A reply that
+// reaches the end of the context stops there (reply_reached_context()), as one that reaches
+// max_new_tokens does. Only ids the tokenizer can write are sampled (ids_the_tokenizer_cannot_write).
 #pragma once
 #include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
 
+#include "autograd/error.h"
 #include "autograd/random/generator.h"
 #include "models/causal_lm.h"
 #include "models/generate.h"
@@ -20,6 +27,11 @@
 #include "tokenizers/tokenizer.h"
 
 namespace tg::models {
+
+// reply()'s turn did not fit the model's context: it was dropped, the session is as before it.
+struct ChatTurnTooLong : Error {
+  using Error::Error;
+};
 
 class ChatSession {
  public:
@@ -34,6 +46,9 @@ class ChatSession {
                     const std::function<void(const std::string&)>& on_text = {});
   // The reply to the conversation as it is (its last turn a user's).
   std::string reply_to_conversation(Generator& gen, const std::function<void(const std::string&)>& on_text = {});
+  // Whether the last reply stopped at the end of the model's context (not at its end token or
+  // max_new_tokens).
+  bool reply_reached_context() const { return reply_reached_context_; }
   void reset();
   const std::vector<tokenizers::ChatMessage>& messages() const { return messages_; }
   int64_t end_token() const { return end_token_; }
@@ -50,7 +65,11 @@ class ChatSession {
   std::vector<tokenizers::ChatMessage> messages_;
   GPTCache cache_;
   std::vector<int64_t> cached_ids_;  // the ids whose keys and values the cache holds
-};
+  bool reply_reached_context_ = false;
 
+  // The prompt's ids (the conversation with the generation prompt); ChatTurnTooLong when they
+  // leave no room for a reply.
+  std::vector<int64_t> prompt_ids() const;
+};
 
 }  // namespace tg::models

@@ -10,6 +10,7 @@
 #include "autograd/error.h"
 #include "autograd/ops.h"
 #include "autograd/tape.h"
+#include "tokenizers/hf_tokenizer.h"
 
 namespace tg::models {
 
@@ -28,16 +29,65 @@ void SamplingOptions::validate() const {
     throw Error("generate: keep_when_full must be >= 0 (0 = slide the window), got " + std::to_string(keep_when_full));
 }
 
-Tensor sample_next_token(const Tensor& logits, const SamplingOptions& options, Generator* gen) {
+namespace {
+
+// The ids' mask (V): true for each id of suppress_tokens (each in [0, V)).
+std::vector<bool> suppressed_mask(const std::vector<int64_t>& suppress_tokens, int64_t V) {
+  std::vector<bool> mask(static_cast<size_t>(V), false);
+  for (int64_t id : suppress_tokens) {
+    if (id < 0 || id >= V)
+      throw Error("generate: suppress_tokens holds id " + std::to_string(id) + ", outside the logits' [0, " +
+                  std::to_string(V) + ")");
+    mask[static_cast<size_t>(id)] = true;
+  }
+  return mask;
+}
+
+// Throws unless each row of logits (B,V) is a distribution to pick from: no NaN, no +inf, and
+// some id that is not suppressed above -inf. A model whose weights or RoPE tables overflowed
+// gives NaN everywhere, and argmax would write id 0 as if it were the answer.
+void check_finite(const Tensor& logits, const std::vector<bool>& suppressed, int64_t position) {
+  const Tensor values = logits.to(kFloat32).contiguous();  // (B,V)
+  const int64_t B = values.size(0), V = values.size(1);
+  const float* data = values.data_ptr<float>();
+  const std::string where = position >= 0 ? "at position " + std::to_string(position) + " " : "";
+  auto fail = [&](int64_t b, const std::string& what) {
+    throw Error("generate: the logits " + where + "are not finite (" + what + (B > 1 ? " in row " + std::to_string(b) : "") +
+                "): the model's weights or config overflow; no token is written");
+  };
+  for (int64_t b = 0; b < B; ++b) {
+    bool any_id = false;
+    for (int64_t v = 0; v < V; ++v) {
+      const float x = data[b * V + v];
+      if (std::isnan(x)) fail(b, "nan at id " + std::to_string(v));
+      if (x == kInf) fail(b, "inf at id " + std::to_string(v));
+      any_id = any_id || (x != -kInf && !suppressed[static_cast<size_t>(v)]);
+    }
+    if (!any_id) fail(b, "every id that may be written is -inf");
+  }
+}
+
+}  // namespace
+
+Tensor sample_next_token(const Tensor& logits, const SamplingOptions& options, Generator* gen, int64_t position) {
   options.validate();
   if (logits.dim() != 2 || !logits.is_floating_point()) {
     throw Error("generate: expected floating logits of shape (batch, vocab_size), got " + shape_str(logits.sizes()) +
                 " " + dtype_name(logits.dtype()));
   }
   NoGradGuard no_grad;
-  if (options.temperature == 0.0) return argmax(logits, -1, /*keepdim=*/true);  // (B,1)
-  Tensor scaled = logits / options.temperature;                                  // (B,V)
   const int64_t V = logits.size(1);
+  const std::vector<bool> suppressed = suppressed_mask(options.suppress_tokens, V);
+  check_finite(logits, suppressed, position);
+  Tensor allowed = logits;  // (B,V)
+  if (!options.suppress_tokens.empty()) {
+    Tensor mask = zeros({V}, kBool);
+    bool* m = mask.data_ptr<bool>();
+    for (int64_t v = 0; v < V; ++v) m[v] = suppressed[static_cast<size_t>(v)];
+    allowed = logits.masked_fill(mask, -kInf);
+  }
+  if (options.temperature == 0.0) return argmax(allowed, -1, /*keepdim=*/true);  // (B,1)
+  Tensor scaled = allowed / options.temperature;                                  // (B,V)
   if (options.top_k > 0 && options.top_k < V) {
     Tensor kth = topk(scaled, options.top_k, -1).values.narrow(1, options.top_k - 1, 1);  // (B,1)
     scaled = scaled.masked_fill(scaled < kth, -kInf);
@@ -51,6 +101,15 @@ Tensor sample_next_token(const Tensor& logits, const SamplingOptions& options, G
     probs = scatter_add(zeros_like(probs), -1, sorted.indices, kept);
   }
   return multinomial(probs, 1, gen);  // (B,1)
+}
+
+std::vector<int64_t> ids_the_tokenizer_cannot_write(const tokenizers::Tokenizer& tokenizer, int64_t vocabulary_size) {
+  const tokenizers::HfTokenizer* hf = tokenizer.hf();
+  const int64_t known = tokenizer.vocab_size();
+  std::vector<int64_t> ids;
+  for (int64_t id = 0; id < vocabulary_size; ++id)
+    if (id >= known || (hf && hf->token_bytes(id).empty())) ids.push_back(id);  // "": an id no token has
+  return ids;
 }
 
 namespace {
@@ -107,7 +166,7 @@ Tensor generate(CausalLM& model, const Tensor& idx, int64_t max_new_tokens, cons
     } else {
       logits = model.forward(out.narrow(1, T - 1, 1), cache);  // only the newest token
     }
-    const Tensor next = sample_next_token(logits.select(1, logits.size(1) - 1), options, gen);  // (B,1)
+    const Tensor next = sample_next_token(logits.select(1, logits.size(1) - 1), options, gen, T - 1);  // (B,1)
     if (T == out.size(1)) out = grown(out, prompt + max_new_tokens);
     out.narrow(1, T, 1).copy_(next);
     if (on_token) on_token(next);

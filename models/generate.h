@@ -40,13 +40,22 @@
 //
 // on_token, when given, is called after each step with the step's new tokens (B,1): to print
 // them as they come, or to time the steps.
+//
+// Two rules hold before any token is picked, greedy or sampled:
+//   - the ids of options.suppress_tokens get -inf (Hugging Face's suppress_tokens): a model whose
+//     vocabulary is padded past its tokenizer's (Qwen2.5's and Qwen3's 151,936 ids for 151,669
+//     tokens) never writes an id its tokenizer cannot decode (ids_the_tokenizer_cannot_write);
+//   - logits that are not finite (a NaN or +inf anywhere, or no id above -inf) are an error naming
+//     the position, never a token: argmax of NaNs would write id 0 as if it were the answer.
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <vector>
 
 #include "autograd/random/generator.h"
 #include "autograd/tensor.h"
 #include "models/causal_lm.h"
+#include "tokenizers/tokenizer.h"
 
 namespace tg::models {
 
@@ -62,11 +71,21 @@ struct SamplingOptions {
   bool use_kv_cache = true;  // incremental decoding (same tokens, less work)
   int64_t keep_when_full = 0;  // past the context: restart the window from this many tokens (0 = slide)
   int64_t stop_token = -1;     // stop once every row has written this id; -1 = never
+  std::vector<int64_t> suppress_tokens{};  // ids never written (their logits -> -inf)
   void validate() const;     // tg::Error naming the option that is out of range
 };
 
 // logits (B,V) -> next token ids (B,1) int64. gen = nullptr draws from the default generator.
-Tensor sample_next_token(const Tensor& logits, const SamplingOptions& options = {}, Generator* gen = nullptr);
+// position (>= 0): the index in the sequence of the token whose logits these are, for the error
+// on logits that are not finite ("generate: the logits at position 7 are not finite (nan at id 3)").
+Tensor sample_next_token(const Tensor& logits, const SamplingOptions& options = {}, Generator* gen = nullptr,
+                         int64_t position = -1);
+
+// The ids of a model's vocabulary_size that tokenizer cannot decode, ascending: those at or past
+// its vocab_size (a padded embedding) and the ids inside it that are no token (a hole in a Hugging
+// Face tokenizer's ids). Empty when it can write every id: what SamplingOptions::suppress_tokens
+// takes for text written with that tokenizer.
+std::vector<int64_t> ids_the_tokenizer_cannot_write(const tokenizers::Tokenizer& tokenizer, int64_t vocabulary_size);
 
 // idx (B,T) int64 -> (B, T + max_new_tokens): the prompt followed by the generated tokens (fewer
 // when options.stop_token stops it). The ids' buffer grows as tokens are written (doubling), so

@@ -7,6 +7,7 @@
 #include <limits>
 #include <numbers>
 #include <string>
+#include <vector>
 
 #include "autograd/checkpoint.h"
 #include "autograd/error.h"
@@ -26,6 +27,34 @@ void require(bool ok, const std::string& what) {
 
 std::string positive(const char* field, int64_t value) {
   return std::string(field) + " must be positive, got " + std::to_string(value);
+}
+
+std::vector<float> default_inv_freq(int64_t head_dim, double theta);
+void scale_llama3(std::vector<float>& inv, const RopeScaling& s);
+
+bool all_finite(const std::vector<float>& values) {
+  return std::all_of(values.begin(), values.end(), [](float v) { return std::isfinite(v); });
+}
+
+// A rope_theta or factor that passes "> 0" can still overflow float32, where RoPE's tables are
+// computed (1e-300 is 0 there): the frequencies become inf, the angles and every logit NaN. The
+// frequencies and the largest angle are checked as they will be computed, naming the field.
+void require_finite_rope(const LlamaConfig& c) {
+  std::vector<float> inv = default_inv_freq(c.head_dim, c.rope_theta);
+  const std::string theta = "rope_theta (" + nn::python_float(c.rope_theta) + ")";
+  require(all_finite(inv), theta + " gives RoPE frequencies that are not finite");
+  const RopeScaling& s = c.rope_scaling;
+  if (s.rope_type == "llama3") {
+    scale_llama3(inv, s);
+    require(all_finite(inv), "rope_scaling (factor " + nn::python_float(s.factor) + ", low_freq_factor " +
+                                 nn::python_float(s.low_freq_factor) + ", high_freq_factor " +
+                                 nn::python_float(s.high_freq_factor) + ") gives RoPE frequencies that are not finite");
+  }
+  const float fastest = *std::max_element(inv.begin(), inv.end());
+  const int64_t last = c.max_position_embeddings - 1;
+  require(std::isfinite(fastest * static_cast<float>(last)),
+          theta + " gives RoPE angles that are not finite by position " + std::to_string(last) +
+              " (max_position_embeddings " + std::to_string(c.max_position_embeddings) + ")");
 }
 
 }  // namespace
@@ -61,6 +90,7 @@ void LlamaConfig::validate() const {
     require(s.original_max_position_embeddings > 0,
             positive("rope_scaling's original_max_position_embeddings", s.original_max_position_embeddings));
   }
+  require_finite_rope(*this);
 }
 
 std::string LlamaConfig::class_prefix() const {

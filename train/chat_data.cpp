@@ -2,6 +2,7 @@
 #include "train/chat_data.h"
 
 #include <algorithm>
+#include <functional>
 
 #include "autograd/error.h"
 #include "autograd/io/json.h"
@@ -16,14 +17,19 @@ struct Piece {
   bool target;
 };
 
-// The conversation's text cut into read-only and learnt pieces, as the header says.
-std::vector<Piece> pieces_of(const Conversation& chat, const tokenizers::ChatSetup& setup, const std::string& end_text) {
+// The conversation's text cut into read-only and learnt pieces, as the header says, each handed
+// to emit as it is cut; once emit returns false (the example cannot fit) no more are cut. The
+// whole conversation is rendered once; each assistant turn renders the turns before it, so a
+// conversation of n turns costs one rendering of all n and those of the prefixes up to the turn
+// where it stops fitting (at most about context turns, each adding ids), not n prefixes: a line of
+// 100,000 short turns stops after the first few hundred.
+void cut_pieces(const Conversation& chat, const tokenizers::ChatSetup& setup, const std::string& end_text,
+                const std::function<bool(const Piece&)>& emit) {
   const std::vector<tokenizers::ChatMessage>& m = chat.messages;
   tokenizers::ChatOptions plain = setup.options, prompted = setup.options;
   plain.add_generation_prompt = false;
   prompted.add_generation_prompt = true;
   const std::string full = tokenizers::render_chat(setup.format, m, plain);
-  std::vector<Piece> pieces;
   size_t at = 0;  // the end of the pieces so far
   for (size_t k = 0; k < m.size(); ++k) {
     if (m[k].role != "assistant") continue;
@@ -48,12 +54,11 @@ std::vector<Piece> pieces_of(const Conversation& chat, const tokenizers::ChatSet
     }
     if (end == before.size())
       throw Error(turn + ": the assistant's turn is empty and the tokenizer has no end-of-turn token: nothing to learn");
-    if (before.size() > at) pieces.push_back({full.substr(at, before.size() - at), false});
-    pieces.push_back({full.substr(before.size(), end - before.size()), true});
+    if (before.size() > at && !emit({full.substr(at, before.size() - at), false})) return;
+    if (!emit({full.substr(before.size(), end - before.size()), true})) return;
     at = end;
   }
-  if (at < full.size()) pieces.push_back({full.substr(at), false});
-  return pieces;
+  if (at < full.size()) emit({full.substr(at), false});
 }
 
 }  // namespace
@@ -95,13 +100,15 @@ EncodedInstructions encode_chats(const std::vector<Conversation>& chats, const t
   for (const Conversation& c : chats) {
     InstructionExample x;
     x.line = c.line;
+    auto add = [&](const Piece& p) {  // false once the example is past context + 1 ids: it is skipped
+      const std::vector<int64_t> ids = tokenizer.encode(p.text, /*allow_special=*/true);  // "<|endoftext|>" too
+      if (p.target) x.prompt_tokens = static_cast<int64_t>(x.ids.size());  // the last response's start
+      x.ids.insert(x.ids.end(), ids.begin(), ids.end());
+      x.is_target.insert(x.is_target.end(), ids.size(), p.target ? 1 : 0);
+      return static_cast<int64_t>(x.ids.size()) <= context + 1;
+    };
     try {
-      for (const Piece& p : pieces_of(c, setup, end_text)) {
-        const std::vector<int64_t> ids = tokenizer.encode(p.text, /*allow_special=*/true);  // "<|endoftext|>" too
-        if (p.target) x.prompt_tokens = static_cast<int64_t>(x.ids.size());  // the last response's start
-        x.ids.insert(x.ids.end(), ids.begin(), ids.end());
-        x.is_target.insert(x.is_target.end(), ids.size(), p.target ? 1 : 0);
-      }
+      cut_pieces(c, setup, end_text, add);
     } catch (const Error& e) {
       throw Error(source + ": line " + std::to_string(c.line) + ": " + e.what());
     }

@@ -508,8 +508,10 @@ std::string write_text(models::CausalLM& model, const tokenizers::Tokenizer& tok
     print_whole(pending.size() - json::utf8_whole_prefix(pending));
   };
   if (stream) print_whole(pending.size() - json::utf8_whole_prefix(pending));
+  models::SamplingOptions writable = options;  // only ids the tokenizer decodes (a padded vocabulary's are not)
+  writable.suppress_tokens = models::ids_the_tokenizer_cannot_write(tokenizer, model.vocab_size());
   std::vector<int64_t> ids =
-      models::generate(model, idx, tokens, options, &gen, stream ? std::function<void(const Tensor&)>(on_token) : nullptr)
+      models::generate(model, idx, tokens, writable, &gen, stream ? std::function<void(const Tensor&)>(on_token) : nullptr)
           .tolist<int64_t>();
   if (stream) print_whole(0);
   if (options.stop_token >= 0) {  // generation stopped at it: cut it off

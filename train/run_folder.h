@@ -107,7 +107,8 @@ SavedModel load_saved_model(const std::string& dir);
 // options.stop_token, the text ends before the first one generated (an end-of-text). With a
 // stream, the same text is also written there as it is generated, flushed token by token, a
 // character split between tokens (byte-level BPE) once it is whole. ids, when given, receives
-// the ids of that text (the prompt's and the generated ones).
+// the ids of that text (the prompt's and the generated ones). Only ids the tokenizer can write are
+// sampled (models::ids_the_tokenizer_cannot_write: a padded vocabulary's are not).
 std::string write_text(models::CausalLM& model, const tokenizers::Tokenizer& tokenizer, const std::vector<int64_t>& prompt,
                        int64_t tokens, const models::SamplingOptions& options, Generator& gen,
                        std::ostream* stream = nullptr, std::vector<int64_t>* ids = nullptr);

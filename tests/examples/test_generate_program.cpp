@@ -14,6 +14,9 @@
 #include "autograd/ops.h"
 #include "autograd/tape.h"
 #include "autograd/io/json.h"
+#include "models/hf_llama.h"
+#include "models/llama.h"
+#include "tests/fetched_files.h"
 #include "train/run_folder.h"
 #include "train/instructions.h"
 #include "test_util.h"
@@ -224,6 +227,66 @@ TEST(GenerateProgram, SamplingFlagsOutOfRangeNameTheFlag) {
     EXPECT_TRUE(has_part(r.output, message)) << r.output;
     EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
   }
+}
+
+// A tiny Qwen3 folder with Qwen3's tokenizer files and a vocabulary padded past the tokenizer's
+// by 267 ids, as the real checkpoints (151,936 for 151,669), whose head makes those ids the
+// likeliest whatever the input; "" when the tokenizer files are missing.
+std::string padded_qwen_folder(const TempFolder& dir, int64_t context) {
+  const std::string tokenizer = std::string(TG_TOKENIZER_CACHE_DIR) + "/qwen3-tokenizer";
+  if (!fetched_file_ready(tokenizer + "/tokenizer.json")) return "";
+  const int64_t tokens = tokenizers::load_tokenizer(tokenizer).vocab_size();
+  models::LlamaConfig c;
+  c.model_type = "qwen3";
+  c.vocab_size = tokens + 267;
+  c.hidden_size = 8;
+  c.intermediate_size = 16;
+  c.num_hidden_layers = 1;
+  c.num_attention_heads = 2;
+  c.num_key_value_heads = 1;
+  c.head_dim = 4;
+  c.max_position_embeddings = context;
+  c.qk_norm = true;
+  manual_seed(5);
+  models::LlamaForCausalLM model(c);
+  {  // rows +-100 along each axis of the normed state (some axis is at least 1): a padded id wins
+    NoGradGuard no_grad;
+    model.lm_head->weight.mul_(0.01);
+    for (int64_t k = 0; k < c.hidden_size; ++k) {
+      model.lm_head->weight.select(0, tokens + 2 * k).select(0, k).fill_(100.0);
+      model.lm_head->weight.select(0, tokens + 2 * k + 1).select(0, k).fill_(-100.0);
+    }
+  }
+  const std::string folder = dir.file("qwen");
+  std::filesystem::create_directories(folder);
+  models::save_hf_llama(model, folder);
+  for (const char* name : {"tokenizer.json", "tokenizer_config.json"})
+    std::filesystem::copy_file(tokenizer + "/" + name, folder + "/" + name);
+  return folder;
+}
+
+// generate --chat on such a folder: the padded ids are never sampled (a note says so once); a
+// turn longer than the context is dropped with a note and the next line is read; the session
+// ends at /quit with exit 0.
+TEST(GenerateProgram, ChatSamplesOnlyWritableIdsAndDropsATurnPastTheContext) {
+  if (example_program("generate").empty()) GTEST_SKIP() << "the examples are not built";
+  TempFolder dir;
+  const std::string folder = padded_qwen_folder(dir, 40);
+  if (folder.empty()) return;  // skipped (or failed) by fetched_file_ready
+  std::string long_turn;
+  for (int k = 0; k < 40; ++k) long_turn += " word";
+  write_bytes(dir.file("input.txt"), long_turn + "\nHi\nAnd you?\n/quit\n");
+  const std::string command = "'" + example_program("generate") + "' --ckpt '" + folder +
+                              "' --chat --no-thinking --tokens 3 --temperature 0.7 < '" + dir.file("input.txt") + "'";
+  const ProgramRun r = run_program("/bin/sh", {"-c", command});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(has_part(r.output, "generate: note: the model has " + std::to_string(151669 + 267))) << r.output;
+  EXPECT_TRUE(has_part(r.output, ": the 267 ids the tokenizer cannot write are never sampled\n")) << r.output;
+  EXPECT_TRUE(has_part(r.output, "generate: chat: the turn is dropped: the conversation with it is ")) << r.output;
+  EXPECT_FALSE(has_part(r.output, "is no token of this tokenizer")) << r.output;
+  size_t prompts = 0;  // "> " before each line read (a reply may hold more)
+  for (size_t at = r.output.find("> "); at != std::string::npos; at = r.output.find("> ", at + 1)) ++prompts;
+  EXPECT_GE(prompts, 4u) << r.output;  // every line was read, /quit included
 }
 
 }  // namespace

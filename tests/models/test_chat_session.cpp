@@ -19,33 +19,51 @@
 namespace tg {
 namespace {
 
+// The head's rows past `first` become +-100 along each axis of the normed hidden state (whose
+// root mean square is 1, so some axis is at least 1): one of those ids outscores every real one
+// by about 100, whatever the input. The real rows are scaled down to keep their logits small.
+void bias_toward_padding(models::LlamaForCausalLM& model, int64_t first) {
+  NoGradGuard no_grad;
+  Tensor w = model.lm_head->weight;  // (V, C)
+  const int64_t C = w.size(1);
+  ASSERT_GE(w.size(0) - first, 2 * C);
+  w.mul_(0.01);
+  for (int64_t c = 0; c < C; ++c) {
+    w.select(0, first + 2 * c).select(0, c).fill_(100.0);
+    w.select(0, first + 2 * c + 1).select(0, c).fill_(-100.0);
+  }
+}
+
 struct QwenChat {
   tokenizers::Tokenizer tokenizer;
   std::unique_ptr<models::LlamaForCausalLM> model;
 };
 
-// nullptr (the test skipped, or failed under TG_REQUIRE_TOKENIZER_FILES=1) when the tokenizer files are missing
-std::unique_ptr<QwenChat> tiny_qwen_chat() {
+// nullptr (the test skipped, or failed under TG_REQUIRE_TOKENIZER_FILES=1) when the tokenizer files are missing.
+// padding > 0: the model's vocabulary is the tokenizer's and that many ids more (as Qwen's real
+// checkpoints), and those ids are made the likeliest whatever the input.
+std::unique_ptr<QwenChat> tiny_qwen_chat(int64_t context = 512, int64_t padding = 0) {
   const std::string dir = std::string(TG_TOKENIZER_CACHE_DIR) + "/qwen3-tokenizer";
   if (!test::fetched_file_ready(dir + "/tokenizer.json")) return nullptr;
   auto chat = std::make_unique<QwenChat>();
   chat->tokenizer = tokenizers::load_tokenizer(dir);
   models::LlamaConfig c;
   c.model_type = "qwen3";
-  c.vocab_size = chat->tokenizer.vocab_size();
+  c.vocab_size = chat->tokenizer.vocab_size() + padding;
   c.hidden_size = 8;
   c.intermediate_size = 16;
   c.num_hidden_layers = 2;
   c.num_attention_heads = 2;
   c.num_key_value_heads = 1;
   c.head_dim = 4;
-  c.max_position_embeddings = 512;
+  c.max_position_embeddings = context;
   c.qk_norm = true;
-  c.tie_word_embeddings = true;
+  c.tie_word_embeddings = padding == 0;
   c.initializer_range = 1.0;  // large weights: replies that vary with the prompt
   manual_seed(11);
   chat->model = std::make_unique<models::LlamaForCausalLM>(c);
   chat->model->eval();
+  if (padding > 0) bias_toward_padding(*chat->model, chat->tokenizer.vocab_size());
   return chat;
 }
 
@@ -100,6 +118,65 @@ TEST(ChatSession, TheCacheKeptAcrossTurnsGivesAFreshSessionsReplies) {
   kept.reset();
   EXPECT_TRUE(kept.messages().empty());
   EXPECT_EQ(kept.cached_positions(), 0);
+}
+
+// Qwen's vocabulary is padded past its tokenizer's ids: the reply never has one of those ids (decode
+// would stop the session with "id 151800 is no token of this tokenizer"), however likely.
+TEST(ChatSession, OnlyIdsTheTokenizerCanWriteAreSampled) {
+  auto chat = tiny_qwen_chat(512, 267);
+  if (!chat) return;  // skipped (or failed) by fetched_file_ready
+  EXPECT_EQ(models::ids_the_tokenizer_cannot_write(chat->tokenizer, chat->model->vocab_size()).size(), 267u);
+  {  // the model does prefer the padding: greedy on its own picks a padded id
+    NoGradGuard no_grad;
+    const Tensor logits = chat->model->forward(from_vector(std::vector<int64_t>{1, 2, 3}, {1, 3})).select(1, 2);
+    EXPECT_GE(models::sample_next_token(logits, {.temperature = 0.0}).item<int64_t>(), chat->tokenizer.vocab_size());
+  }
+  for (const double temperature : {0.0, 1.0}) {
+    tokenizers::ChatOptions options;
+    options.enable_thinking = false;
+    models::ChatSession session(*chat->model, chat->tokenizer, tokenizers::ChatFormat::kQwen3, options,
+                                {.temperature = temperature}, 8);
+    Generator gen(1);
+    EXPECT_NO_THROW(session.reply("Hello there!", gen)) << temperature;
+  }
+}
+
+// A turn that leaves no room for a reply in the context is dropped, the conversation kept as it
+// was, and the session goes on; a reply that reaches the end of the context stops there.
+TEST(ChatSession, ATurnPastTheContextIsDroppedAndTheSessionGoesOn) {
+  auto chat = tiny_qwen_chat(40);
+  if (!chat) return;  // skipped (or failed) by fetched_file_ready
+  tokenizers::ChatOptions options;
+  options.enable_thinking = false;
+  // the end token suppressed: each reply runs to max_new_tokens or the end of the context
+  const int64_t end = tokenizers::chat_end_token(tokenizers::ChatFormat::kQwen3, chat->tokenizer);
+  models::ChatSession session(*chat->model, chat->tokenizer, tokenizers::ChatFormat::kQwen3, options,
+                              {.temperature = 0.0, .suppress_tokens = {end}}, 4);
+  Generator gen(1);
+  std::string long_turn;
+  for (int k = 0; k < 40; ++k) long_turn += " word";
+  test::expect_error([&] { session.reply(long_turn, gen); },
+                     {"chat: the turn is dropped: the conversation with it is ", " tokens, and the model's context (40) "
+                      "leaves no room for a reply; even alone it is ", "write a shorter one"});
+  EXPECT_TRUE(session.messages().empty());
+  session.reply("Hi", gen);  // the session goes on: a prompt of about a dozen tokens, a reply of 4
+  ASSERT_EQ(session.messages().size(), 2u);
+  EXPECT_FALSE(session.reply_reached_context());
+  // the conversation so far and this turn do not fit, though the turn alone would: /reset helps
+  try {
+    for (int k = 0; k < 3; ++k) session.reply("And more?", gen);
+    ADD_FAILURE() << "the conversation never filled the context";
+  } catch (const models::ChatTurnTooLong& e) {
+    EXPECT_TRUE(test::has_part(e.what(), "; /reset starts over (alone it is ")) << e.what();
+  }
+  EXPECT_EQ(session.messages().back().role, "assistant");  // the dropped turn is not there
+  // a reply that runs into the end of the context stops there, its text kept
+  models::ChatSession filling(*chat->model, chat->tokenizer, tokenizers::ChatFormat::kQwen3, options,
+                              {.temperature = 0.0, .suppress_tokens = {end}}, 1000);
+  const std::string reply = filling.reply("Hi", gen);
+  EXPECT_TRUE(filling.reply_reached_context());
+  EXPECT_FALSE(reply.empty());
+  EXPECT_EQ(filling.cached_positions(), 40);
 }
 
 }  // namespace

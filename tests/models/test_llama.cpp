@@ -254,6 +254,63 @@ TEST(HfLlama, BadConfigsAreErrorsNamingTheField) {
                {"\"model_type\" is \"Qwen3\": model_type is case-sensitive; tapegrad reads \"gpt2\", \"llama\", "
                 "\"qwen2\" and \"qwen3\""});
   config_error("qwen3", "\"head_dim\": 12", "\"head_dim\": 7", {"head_dim must be positive and even"});
+  // positive, but RoPE's float32 tables overflow: inf frequencies, NaN logits
+  config_error("qwen3", "\"rope_theta\": 1000000.0", "\"rope_theta\": 1e-300",
+               {"config.json: LlamaConfig: rope_theta (1e-300) gives RoPE frequencies that are not finite"});
+  config_error("qwen3", "\"rope_theta\": 1000000.0", "\"rope_theta\": 1e-45",
+               {"config.json: LlamaConfig: rope_theta (1e-45) gives RoPE angles that are not finite by position 63 "
+                "(max_position_embeddings 64)"});
+  config_error("llama", "\"rope_theta\": 500000.0", "\"rope_theta\": 1e-300",
+               {"config.json: LlamaConfig: rope_theta (1e-300) gives RoPE frequencies that are not finite"});
+  config_error("llama", "\"factor\": 8.0", "\"factor\": 1e-300",
+               {"config.json: LlamaConfig: rope_scaling (factor 1e-300, low_freq_factor ",
+                ") gives RoPE frequencies that are not finite"});
+}
+
+// Logits that are not finite are an error naming the position, greedy or sampled: a NaN weight
+// makes every logit NaN, and argmax would write id 0 as if it were the answer.
+TEST(Llama, NanLogitsAreAnErrorNamingThePositionNotAToken) {
+  manual_seed(3);
+  models::LlamaForCausalLM model(tiny_qwen3(1, 2, 1, 4));
+  model.eval();
+  {
+    NoGradGuard no_grad;
+    model.model->norm->weight.fill_(std::nan(""));
+  }
+  const Tensor prompt = from_vector(std::vector<int64_t>{1, 2, 3}, {1, 3});
+  for (const double temperature : {0.0, 1.0}) {
+    SCOPED_TRACE(temperature);
+    for (const bool cache : {true, false}) {
+      test::expect_error([&] { models::generate(model, prompt, 4, {.temperature = temperature, .use_kv_cache = cache}); },
+                         {"generate: the logits at position 2 are not finite (nan at id 0)"});
+    }
+  }
+  const Tensor ninf = full({2, 5}, -kInf);
+  test::expect_error([&] { models::sample_next_token(ninf, {.temperature = 0.0}); },
+                     {"generate: the logits are not finite (every id that may be written is -inf in row 0)"});
+  const Tensor last_allowed_inf = from_vector(std::vector<double>{-kInf, -kInf, 1.0}, {1, 3});
+  test::expect_error([&] { models::sample_next_token(last_allowed_inf, {.temperature = 0.0, .suppress_tokens = {2}}); },
+                     {"every id that may be written is -inf"});
+  const Tensor plus_inf = from_vector(std::vector<double>{0.0, kInf, 1.0}, {1, 3});
+  test::expect_error([&] { models::sample_next_token(plus_inf, {}, nullptr, 9); },
+                     {"generate: the logits at position 9 are not finite (inf at id 1)"});
+}
+
+// The suppressed ids are never written, greedy or sampled, however likely the model makes them.
+TEST(Llama, SuppressedIdsAreNeverWritten) {
+  const Tensor logits = from_vector(std::vector<double>{0.0, 1.0, 50.0, 40.0, 2.0, 60.0}, {2, 3});
+  EXPECT_EQ(models::sample_next_token(logits, {.temperature = 0.0}).tolist<int64_t>(), (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(models::sample_next_token(logits, {.temperature = 0.0, .suppress_tokens = {2}}).tolist<int64_t>(),
+            (std::vector<int64_t>{1, 0}));
+  Generator gen(5);
+  for (int k = 0; k < 20; ++k) {
+    const std::vector<int64_t> ids =
+        models::sample_next_token(logits, {.temperature = 1.0, .top_k = 2, .suppress_tokens = {2}}, &gen).tolist<int64_t>();
+    EXPECT_NE(ids[0], 2);
+    EXPECT_NE(ids[1], 2);
+  }
+  test::expect_error([&] { models::sample_next_token(logits, {.suppress_tokens = {3}}); },
+                     {"generate: suppress_tokens holds id 3, outside the logits' [0, 3)"});
 }
 
 TEST(HfLlama, BadWeightFilesAreErrorsNamingTheFileAndTheTensor) {

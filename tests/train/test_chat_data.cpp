@@ -93,6 +93,28 @@ TEST(ChatData, WithCharactersTheAssistantTurnsAloneAreTargets) {
                {"s.jsonl: line 1: chat template tapegrad: it has no system turn"});
 }
 
+// A line of 100,000 turns is skipped once its pieces pass the context: the turns after that are
+// neither rendered one prefix at a time nor encoded (each assistant turn rendered the turns before
+// it, for the whole line: quadratic); the conversations that fit come out as they did.
+TEST(ChatData, ALineOfManyTurnsIsSkippedOnceItCannotFit) {
+  std::string many = "{\"messages\": [";
+  for (int k = 0; k < 50000; ++k)
+    many += std::string(k ? ", " : "") + "{\"role\": \"user\", \"content\": \"ox?\"}, {\"role\": \"assistant\", \"content\": \"oxen\"}";
+  many += "]}\n";
+  const std::vector<train::Conversation> chats = train::parse_chats(kChats + many, "c.jsonl");
+  ASSERT_EQ(chats.back().messages.size(), 100000u);
+  const tokenizers::Tokenizer chars = tokenizers::CharTokenizer::from_text(train::chats_as_text(chats));
+  const train::EncodedInstructions encoded = train::encode_chats(chats, chars, 1000, "c.jsonl");
+  EXPECT_EQ(encoded.skipped_lines, std::vector<int64_t>{4});
+  ASSERT_EQ(encoded.examples.size(), 2u);
+  const train::EncodedInstructions alone = train::encode_chats({chats[0], chats[1]}, chars, 1000, "c.jsonl");
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(encoded.examples[i].ids, alone.examples[i].ids);
+    EXPECT_EQ(encoded.examples[i].is_target, alone.examples[i].is_target);
+    EXPECT_EQ(encoded.examples[i].prompt_tokens, alone.examples[i].prompt_tokens);
+  }
+}
+
 // GPT-2's tokens: tapegrad's template with <|endoftext|> after each answer, learnt with it.
 TEST(ChatData, WithGpt2sTokensEachAnswerEndsInTheEndOfText) {
   const tokenizers::Tokenizer gpt2 = tokenizers::load_tokenizer(std::string(TG_REFERENCE_DIR) + "/lora/base");
