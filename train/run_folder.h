@@ -44,6 +44,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "tokenizers/tokenizer.h"
 #include "train/trainer.h"
@@ -126,6 +127,16 @@ bool is_lora_run(const std::string& dir);
 // two model files are written as a set. Refused with a UsageError: a run without adapters, out
 // being the run's folder or its base's; with an Error, writing nothing: a merged weight that is
 // not finite (finite adapters whose product overflows).
-void save_merged_model(const std::string& run, const std::string& out);
+// An out that holds a model already (model_files_in) is refused, before anything is read, with a
+// UsageError naming those files, unless overwrite: then the merged folder is written apart (a
+// folder beside out) and its files are moved in, the old model's files it does not write (shards,
+// their index, another model's files) removed first, so that out holds the merged model alone;
+// out's other files (a README, notes) stay.
+void save_merged_model(const std::string& run, const std::string& out, bool overwrite = false);
+
+// The files of dir that make up a model (a Hugging Face folder or a train_gpt run): config.json,
+// the tokenizer's files, adapter_config.json and every *.safetensors, *.bin and index, with their
+// .prev versions, by name, sorted; none when dir is no folder.
+std::vector<std::string> model_files_in(const std::string& dir);
 
 }  // namespace tg::train
