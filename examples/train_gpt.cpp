@@ -381,11 +381,17 @@ std::unique_ptr<train::Trainer> start_from_gpt2(train::TrainOptions& o, const st
 // (train::continued_schedule): the rate it goes on from, and where the decay now ends.
 void say_continued_schedule(const train::TrainOptions& planned, const train::TrainOptions& now, int64_t step) {
   if (now.decay_start == planned.decay_start && now.decay_lr == planned.decay_lr) return;
-  std::cout << "train_gpt: --steps " << now.steps << " where the run planned " << planned.steps
-            << ": the learning rate goes on from " << tg::nn::python_float(now.decay_lr) << " at step " << step
+  const std::string kept = " (no jump; config.json keeps it as decay-start " + std::to_string(now.decay_start) +
+                           ", decay-lr " + tg::nn::python_float(now.decay_lr) + ")\n";
+  std::cout << "train_gpt: --steps " << now.steps << " where the run planned " << planned.steps << ": ";
+  if (step >= planned.steps) {  // the decay had ended: the rate is --min-lr
+    std::cout << "the learning rate stays at --min-lr " << tg::nn::python_float(now.min_lr)
+              << ", where the run's cosine decay ended" << kept;
+    return;
+  }
+  std::cout << "the learning rate goes on from " << tg::nn::python_float(now.decay_lr) << " at step " << step
             << ", its cosine decay now ending at --min-lr " << tg::nn::python_float(now.min_lr) << " at step "
-            << now.steps << " (no jump; config.json keeps it as decay-start " << now.decay_start << ", decay-lr "
-            << tg::nn::python_float(now.decay_lr) << ")\n";
+            << now.steps << kept;
 }
 
 // The run to train: the one saved in --resume (its loss.csv so far into log), or a fresh one from
