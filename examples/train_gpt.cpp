@@ -114,9 +114,7 @@ std::vector<Flag> train_flags(train::TrainOptions& o) {
     {"threads", "threads for matrix products and loops (0 = all cores)"},
     {"out", "folder for the checkpoint, loss.csv, loss.svg, samples and summary (with --resume: the run's own "
             "folder when not given)"},
-    {"resume", "continue the run saved in this folder, with the flags in its config.json (only --steps, "
-               "--max-minutes, --out, --threads, --eval-every, --sample-tokens, --on-nonfinite, --precision, "
-               "--checkpoint-activations and --loss-chunk may change)"},
+    {"resume", "continue the run saved in this folder, with the flags in its config.json (only "},  // + the list
     {"data", "a text file to train on (default: the built-in corpus)"},
     {"data-format", "text; jsonl: --data holds instruction examples, one {\"instruction\", \"input\", \"output\"} "
                     "object a line (\"input\" may be left out), formatted with the Alpaca template; or chat: "
@@ -156,6 +154,8 @@ std::vector<Flag> train_flags(train::TrainOptions& o) {
   };
   std::vector<Flag> flags = train::option_fields(o);
   for (Flag& flag : flags) flag.help = help.at(flag.name);  // every option has its line (a test runs --help)
+  for (Flag& flag : flags)
+    if (flag.name == "resume") flag.help += train::resumable_flag_list() + " may change)";
   return flags;
 }
 

@@ -59,6 +59,14 @@ const std::vector<std::string>& resumable_flags() {
   return flags;
 }
 
+std::string resumable_flag_list() {
+  const std::vector<std::string>& resumable = resumable_flags();
+  std::string list;
+  for (size_t k = 0; k < resumable.size(); ++k)
+    list += (k == 0 ? "--" : k + 1 == resumable.size() ? " and --" : ", --") + resumable[k];
+  return list;
+}
+
 TrainOptions resumed_options(const TrainOptions& saved, TrainOptions typed, const std::vector<std::string>& given) {
   TrainOptions resumed = saved;
   const std::vector<Flag> now = option_fields(typed), before = option_fields(resumed);  // the same flags, in order
@@ -71,11 +79,8 @@ TrainOptions resumed_options(const TrainOptions& saved, TrainOptions typed, cons
     if (std::find(resumable.begin(), resumable.end(), flag) != resumable.end()) {
       std::visit([&](auto* from) { *std::get<decltype(from)>(before[i].value) = *from; }, now[i].value);
     } else if (!same_value(now[i], before[i])) {  // repeated as saved is fine
-      std::string list;  // "--steps, --max-minutes, ... and --loss-chunk"
-      for (size_t k = 0; k < resumable.size(); ++k)
-        list += (k == 0 ? "--" : k + 1 == resumable.size() ? " and --" : ", --") + resumable[k];
-      throw UsageError("--" + flag + " cannot change when resuming (the run keeps its configuration; only " + list +
-                       " can)");
+      throw UsageError("--" + flag + " cannot change when resuming (the run keeps its configuration; only " +
+                       resumable_flag_list() + " can)");
     }
   }
   resumed.resume = typed.resume;

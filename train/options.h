@@ -84,6 +84,8 @@ std::vector<Flag> option_fields(TrainOptions& o);
 // The flags a resumed run may change, in the order its refusal lists them; every other one comes
 // from its config.json. The modes (resume, eval-only, merge-lora, overwrite) are no saved options.
 const std::vector<std::string>& resumable_flags();
+// Those flags as text: "--steps, --max-minutes, ... and --loss-chunk".
+std::string resumable_flag_list();
 
 // The options of a resumed run: saved (its config.json), with each resumable flag in given (the
 // flags typed, by name) taken from typed; out is the run's own folder unless given. A flag in given that is not resumable and differs from its saved value is a UsageError
