@@ -497,6 +497,9 @@ def check_options(o, world=1):
         o.eval_every = min(250, max(1, o.steps // 5))
     if not o.resume and o.lr_schedule == "cosine" and o.warmup >= o.steps:
         raise ValueError(f"--warmup ({o.warmup}) must be smaller than --steps ({o.steps}) with the cosine schedule")
+    if o.lr_schedule == "cosine" and 0 < o.decay_start < o.warmup:
+        raise ValueError(f"--decay-start ({o.decay_start}) must be at least --warmup ({o.warmup}): the decay starts "
+                         "after the warmup (0: at its end)")
     if not 256 <= o.vocab_size <= 65536:
         raise ValueError(f"--vocab-size {o.vocab_size}: must be from 256 to 65536")
 
