@@ -231,7 +231,9 @@ TEST(LoraRuns, AResumedRunContinuesBitForBit) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   r = small_lora_run(kBase, dir.file("resumed"), 2);
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  // the cosine schedule is fixed at the start: the half run goes on with the straight run's --steps
+  // the half run as one of 4 steps stopped after 2 (the same rates so far: the warmup's and the
+  // cosine's first), resumed with the straight run's --steps
+  plan_steps(dir.file("resumed"), 4);
   r = train_gpt({"--resume", dir.file("resumed"), "--steps", "4"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
   for (const char* file : {"adapters.safetensors", "optimizer.safetensors"}) {
@@ -302,6 +304,7 @@ TEST(LoraRuns, AQwen3RunHasPeftsFilesResumesBitForBitAndMergesIntoAQwen3Folder) 
   EXPECT_EQ(json::parse_file(run + "/config.json")["model_type"].as_string(), "qwen3");
   EXPECT_FALSE(std::filesystem::exists(run + "/model.safetensors"));  // the adapters alone
 
+  plan_steps(run, 4);  // a run of 4 stopped after 2 (the same rates so far)
   r = train_gpt({"--resume", run, "--steps", "4"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
   for (const char* file : {"adapters.safetensors", "optimizer.safetensors"}) {

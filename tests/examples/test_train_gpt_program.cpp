@@ -228,6 +228,7 @@ TEST(TrainGptProgram, CheckpointActivationsKeepsTheNumbersAndReportsMemory) {
   r = train_gpt(with({"--out", switched, "--steps", "2", "--checkpoint-activations", "every"}));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(has_part(read_bytes(switched + "/config.json"), "\"checkpoint-activations\": \"every\""));
+  plan_steps(switched, 4);  // a run of 4 stopped after 2 (the same rates so far)
   r = run_program(example_program("train_gpt"), {"--resume", switched, "--steps", "4", "--checkpoint-activations", "ffn"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(has_part(r.output, "(--checkpoint-activations ffn, --loss-chunk 0)"));
@@ -370,6 +371,9 @@ TEST(TrainGptProgram, BadCommandLinesAreOneLineAndExitCode2) {
       {{"--on-nonfinite", "ignore"}, "train_gpt: --on-nonfinite: expected one of error|skip, got 'ignore'"},
       {{"--precision", "fp16"}, "train_gpt: --precision: expected one of fp32|bf16, got 'fp16'"},
       {{"--warmup", "3000"}, "train_gpt: --warmup (3000) must be smaller than --steps (1500)"},
+      {{"--warmup", "5", "--decay-start", "2"},
+       "train_gpt: --decay-start (2) must be at least --warmup (5): the decay starts after the warmup (0: at its end)"},
+      {{"--overwrite"}, "train_gpt: --overwrite goes with --merge-lora DIR"},
       {{"stray"}, "train_gpt: unexpected argument 'stray'"},
       // an empty name is not the flag left out (--write-corpus '' trained the default run)
       {{"--write-corpus", ""}, "train_gpt: --write-corpus: expected a file or folder name, got ''"},
