@@ -50,6 +50,7 @@
 #include "models/generate.h"
 #include "models/hf_gpt2.h"
 #include "models/hf_llama.h"
+#include "models/lora_adapters.h"
 
 using namespace tg;
 
@@ -63,13 +64,18 @@ extern "C" void on_interrupt(int) { g_interrupted = 1; }
 std::vector<Flag> train_flags(train::TrainOptions& o) {
   static const std::map<std::string, std::string> help = {
     {"steps", "training steps in all: with --resume, the run trains until it has done this many (the total, as "
-              "examples/pytorch/tapegrad_run.py train --steps; its --more-steps N counts N beyond the run's)"},
+              "examples/pytorch/tapegrad_run.py train --steps; its --more-steps N counts N beyond the run's); a "
+              "resumed run given another total goes on from the learning rate it had reached, its cosine decay "
+              "stretched (or squeezed) to end at --min-lr at the new --steps, and says so (--decay-start, "
+              "--decay-lr); the same total continues bit for bit"},
     {"max-minutes", "stop after the step that spends this much training time (a resumed run's earlier time counts); "
                     "0 = no limit"},
-    {"batch", "sequences per batch (per micro-batch with --grad-accum; jsonl: examples, padded to the longest)"},
+    {"batch", "sequences per batch (per micro-batch with --grad-accum; jsonl, chat: examples, padded to the "
+              "longest)"},
     {"grad-accum", "micro-batches of --batch sequences per step, their gradients averaged (= --batch N*B, in less "
-                   "memory; jsonl: the mean over all their response tokens)"},
-    {"context", "tokens per sequence (the model's context_length; jsonl: at most, longer examples are skipped)"},
+                   "memory; jsonl, chat: the mean over all their response tokens)"},
+    {"context", "tokens per sequence (the model's context_length; jsonl, chat: at most, longer examples are "
+                "skipped)"},
     {"emb-dim", "embedding width"},
     {"heads", "attention heads (must divide --emb-dim)"},
     {"layers", "transformer blocks"},
@@ -79,12 +85,17 @@ std::vector<Flag> train_flags(train::TrainOptions& o) {
              "folder of that model_type (a run from --init-from has the folder's)"},
     {"kv-heads", "llama, qwen2, qwen3: key/value heads of grouped-query attention, dividing --heads (not given: "
                  "--heads)"},
-    {"dropout", "dropout rate in [0, 1) (llama, qwen3: on the attention weights alone, their attention_dropout)"},
-    {"tie-weights", "the output layer's weight is the token embedding (GPT-2)"},
+    {"dropout", "dropout rate in [0, 1) (llama, qwen2, qwen3: on the attention weights alone, their "
+                "attention_dropout)"},
+    {"tie-weights", "the output layer's weight is the token embedding (GPT-2's; a Llama's tie_word_embeddings)"},
     {"lr", "peak learning rate (AdamW)"},
     {"min-lr", "learning rate at the end of the cosine decay"},
-    {"lr-schedule", "constant, or linear warmup then cosine decay to --min-lr"},
+    {"lr-schedule", "constant, or linear warmup to --lr then cosine decay to --min-lr at --steps"},
     {"warmup", "warmup steps of the cosine schedule (when not given: 50, at most --steps / 10)"},
+    {"decay-start", "the step the cosine decay starts at, the rate held at --lr from the warmup's end until then "
+                    "(0: at the warmup's end); a run resumed with another --steps sets it to the step it resumes at"},
+    {"decay-lr", "the rate the cosine decay starts from at --decay-start (below 0: --lr); a run resumed with "
+                 "another --steps sets it to the rate it had reached, so the rate goes on without a jump"},
     {"weight-decay", "AdamW weight decay (matrices and embeddings only)"},
     {"grad-clip", "clip the gradients' total norm to this (0 = off)"},
     {"on-nonfinite", "a step whose loss or gradient norm is inf or nan: stop with an error, or skip its update"},
@@ -96,13 +107,14 @@ std::vector<Flag> train_flags(train::TrainOptions& o) {
     {"loss-chunk", "compute the output layer and the loss this many rows (tokens) at a time, making each chunk's "
                    "logits again in backward: the batch's (tokens x vocabulary) logits are never whole in memory; "
                    "the same loss to rounding (0 = in one piece; may change when resuming)"},
-    {"seed", "seed of the model's initialisation, dropout and batches"},
+    {"seed", "seed of the model's initialisation (a LoRA run's: its adapters'), dropout and batches"},
     {"eval-every", "evaluate and save a checkpoint every this many steps, and after the last (when not given: 250, "
                    "at most --steps / 5; a resumed run keeps its saved value)"},
     {"eval-batches", "batches per split in each evaluation"},
     {"threads", "threads for matrix products and loops (0 = all cores)"},
-    {"out", "folder for the checkpoint, loss.csv, loss.svg, samples and summary"},
-    {"resume", "continue the run saved in this folder"},
+    {"out", "folder for the checkpoint, loss.csv, loss.svg, samples and summary (with --resume: the run's own "
+            "folder when not given)"},
+    {"resume", "continue the run saved in this folder, with the flags in its config.json (only "},  // + the list
     {"data", "a text file to train on (default: the built-in corpus)"},
     {"data-format", "text; jsonl: --data holds instruction examples, one {\"instruction\", \"input\", \"output\"} "
                     "object a line (\"input\" may be left out), formatted with the Alpaca template; or chat: "
@@ -119,13 +131,14 @@ std::vector<Flag> train_flags(train::TrainOptions& o) {
                   "--context 256 (at most the model's), --batch 4, --lr 1e-4, --min-lr 1e-5, --dropout as its "
                   "config.json"},
     {"vocab-size", "BPE's vocabulary: 256 bytes + merges (--tokenizer bpe)"},
-    {"sample-tokens", "tokens (characters, or BPE tokens) to write in each sample at the end (jsonl: answers to the "
-                      "first 3 val examples' prompts)"},
+    {"sample-tokens", "tokens (characters, or BPE tokens) to write in each sample at the end (jsonl, chat: answers "
+                      "to the first 3 val examples' prompts)"},
     {"write-corpus", "write the built-in corpus to this file and stop"},
-    {"eval-only", "with --resume DIR: print the saved model's loss, perplexity and bits per byte on the run's val "
-                  "split, or on all of --data FILE (jsonl: on the responses' tokens), and stop"},
-    {"lora-rank", "with --init-from: train LoRA adapters of this rank (at least 1) and freeze every weight of the "
-                  "model; the run saves the adapters alone, adapters.safetensors and adapter_config.json in peft's "
+    {"eval-only", "print a saved model's loss, perplexity and bits per byte, and stop: with --resume RUN, on the "
+                  "run's val split or on all of --data FILE; with --init-from DIR (a Hugging Face GPT-2, Llama or "
+                  "Qwen folder), on all of --data FILE (jsonl, chat: on the responses' tokens)"},
+    {"lora-rank", "with --init-from: train LoRA adapters of this rank (at least 1, at most the smallest adapted "
+                  "matrix's min(in, out), past which a rank adds nothing) and freeze every weight of the model; the run saves the adapters alone, adapters.safetensors and adapter_config.json in peft's "
                   "names, and reads its base model from the --init-from folder (not given: every weight trains)"},
     {"lora-alpha", "the adapters' update B A is scaled by alpha / rank (not given: alpha = rank, a scale of 1, as "
                    "peft's defaults r = lora_alpha = 8)"},
@@ -134,10 +147,15 @@ std::vector<Flag> train_flags(train::TrainOptions& o) {
                      "Llama's gate_proj, up_proj and down_proj), or attn,mlp"},
     {"merge-lora", "with --resume RUN (a LoRA run): write its base model with the adapters merged in (W + "
                    "alpha/rank B A) to this folder, a Hugging Face folder like the base (GPT-2 in its layout, or "
-                   "the Llama / Qwen model_type) with the tokenizer, and stop"},
+                   "the Llama / Qwen model_type) with the tokenizer, and stop; a folder that holds a model already is "
+                   "refused unless --overwrite"},
+    {"overwrite", "with --merge-lora DIR: replace the model DIR holds (its model files, shards and index included; "
+                  "its other files stay)"},
   };
   std::vector<Flag> flags = train::option_fields(o);
   for (Flag& flag : flags) flag.help = help.at(flag.name);  // every option has its line (a test runs --help)
+  for (Flag& flag : flags)
+    if (flag.name == "resume") flag.help += train::resumable_flag_list() + " may change)";
   return flags;
 }
 
@@ -317,12 +335,22 @@ void take_folder_defaults(train::TrainOptions& o, const std::vector<std::string>
   if (!was_given(given, "min-lr")) o.min_lr = 1e-5;
 }
 
+// --lora-rank against the folder's config (models::lora_rank_problem): a rank past the smallest
+// adapted matrix's min(in, out) is refused before the model or any adapter takes memory.
+template <class Config>
+void check_lora_rank(const train::TrainOptions& o, const Config& config) {
+  if (o.lora_rank < 1) return;
+  if (const std::string why = models::lora_rank_problem(config, train::lora_config(o)); !why.empty())
+    throw UsageError("--lora-rank " + std::to_string(o.lora_rank) + ": " + why);
+}
+
 // A fresh run from a Hugging Face Llama / Qwen folder (train::start_from_llama_folder), saved as a
 // folder of the same model_type.
 std::unique_ptr<train::Trainer> start_from_llama(train::TrainOptions& o, const std::vector<std::string>& given) {
   const std::string config_path = (std::filesystem::path(o.init_from) / "config.json").string();
   const tg::models::LlamaConfig config = models::hf_llama_config(tg::json::parse_file(config_path), config_path);
   take_folder_defaults(o, given, config.class_prefix(), config.max_position_embeddings, config.attention_dropout);
+  check_lora_rank(o, config);
   std::vector<std::string> converted;
   auto trainer = start_from_llama_folder(o, train::read_data(o.data), &converted);
   say_converted(converted, o.init_from);
@@ -339,6 +367,7 @@ std::unique_ptr<train::Trainer> start_from_gpt2(train::TrainOptions& o, const st
                     " with \"model_type\": \"gpt2\" is missing)");
   const tg::models::GPTConfig config = models::hf_gpt2_config(tg::json::parse_file(config_path), config_path);
   take_folder_defaults(o, given, "GPT-2", config.context_length, config.drop_rate);
+  check_lora_rank(o, config);
   std::vector<std::string> converted;
   auto trainer = start_from_gpt2_folder(o, train::read_data(o.data), &converted);
   say_converted(converted, o.init_from);
@@ -346,13 +375,34 @@ std::unique_ptr<train::Trainer> start_from_gpt2(train::TrainOptions& o, const st
   return trainer;
 }
 
+// The line a resumed run with another --steps prints when its decay is stretched
+// (train::continued_schedule): the rate it goes on from, and where the decay now ends.
+void say_continued_schedule(const train::TrainOptions& planned, const train::TrainOptions& now, int64_t step) {
+  if (now.decay_start == planned.decay_start && now.decay_lr == planned.decay_lr) return;
+  const std::string kept = " (no jump; config.json keeps it as decay-start " + std::to_string(now.decay_start) +
+                           ", decay-lr " + tg::nn::python_float(now.decay_lr) + ")\n";
+  std::cout << "train_gpt: --steps " << now.steps << " where the run planned " << planned.steps << ": ";
+  if (step >= planned.steps) {  // the decay had ended: the rate is --min-lr
+    std::cout << "the learning rate stays at --min-lr " << tg::nn::python_float(now.min_lr)
+              << ", where the run's cosine decay ended" << kept;
+    return;
+  }
+  std::cout << "the learning rate goes on from " << tg::nn::python_float(now.decay_lr) << " at step " << step
+            << ", its cosine decay now ending at --min-lr " << tg::nn::python_float(now.min_lr) << " at step "
+            << now.steps << kept;
+}
+
 // The run to train: the one saved in --resume (its loss.csv so far into log), or a fresh one from
 // scratch or from a GPT-2 folder (--init-from). o becomes the run's options.
 std::unique_ptr<train::Trainer> start_or_resume(train::TrainOptions& o, const std::vector<std::string>& given,
                                                 train::RunLog& log) {
   if (!o.resume.empty()) {
-    o = train::resumed_options(train::saved_options(o.resume), o, given);
+    const train::TrainOptions planned = train::saved_options(o.resume);
+    o = train::resumed_options(planned, o, given);
     std::unique_ptr<train::Trainer> trainer = resume_trainer(o.resume, o, train::read_data(o.data));
+    trainer->continue_schedule(planned);  // another --steps: the rate goes on from where it was
+    say_continued_schedule(planned, trainer->options(), trainer->step());
+    o = trainer->options();
     std::string no_log;  // a folder whose save was cut short before loss.csv: said, and resumed
     log = train::RunLog::read_for_resume(o.resume, trainer->step(), &no_log);
     if (!no_log.empty()) std::cout << no_log << "\n";
@@ -480,11 +530,13 @@ int run(train::TrainOptions o, const std::vector<std::string>& given) {
   require_names(given, {{"resume", o.resume}, {"init-from", o.init_from}, {"out", o.out}, {"write-corpus", o.write_corpus},
                         {"merge-lora", o.merge_lora}, {"tokenizer", o.tokenizer}});
   infer_data_format(o, given);
+  if (o.overwrite && o.merge_lora.empty())
+    throw UsageError("--overwrite goes with --merge-lora DIR (it replaces a model that DIR holds)");
   if (o.eval_only) return eval_only(o, given);
   if (!o.merge_lora.empty()) {  // train_gpt --resume RUN --merge-lora OUT
     if (o.resume.empty()) throw UsageError("--merge-lora OUT needs --resume RUN (the LoRA run whose adapters to merge)");
     if (o.threads > 0) tg::set_num_threads(static_cast<int>(o.threads));
-    train::save_merged_model(o.resume, o.merge_lora);
+    train::save_merged_model(o.resume, o.merge_lora, o.overwrite);
     std::cout << "train_gpt: wrote " << o.merge_lora << "/: " << o.resume
               << "'s base model with its LoRA adapters merged in (a Hugging Face "
               << tg::json::parse_file(o.merge_lora + "/config.json")["model_type"].as_string() << " folder)\n";
@@ -525,8 +577,10 @@ int main(int argc, char** argv) {
   train::TrainOptions o;
   std::vector<std::string> given;
   const Program program{"train_gpt",
-                        "Trains a small GPT (on characters, or byte-level BPE tokens) and writes text with it; with "
-                        "--init-from, fine-tunes GPT-2, on text or on instruction examples (--data-format jsonl).",
+                        "Trains a small GPT, or a Llama or Qwen model (--arch), on characters or byte-level BPE tokens, and "
+                        "writes text with it; with --init-from, fine-tunes a Hugging Face GPT-2, Llama, Qwen2 or Qwen3 "
+                        "folder, every weight or LoRA adapters (--lora-rank), on text, instruction examples or "
+                        "conversations (--data-format).",
                         train_flags(o)};
   return run_program(program, argc, argv, [&] { return run(o, given); }, &given);
 }

@@ -5,6 +5,7 @@
 
 #include "autograd/ops.h"
 #include "autograd/tape.h"
+#include "models/lora_adapters.h"
 #include "nn/lora.h"
 
 namespace tg::models {
@@ -22,6 +23,8 @@ std::shared_ptr<nn::LoRALinear> adapt(nn::Module& parent, const std::string& nam
 void apply_lora(GPTModel& model, const LoRAConfig& c) {
   if (!c.attn && !c.mlp) throw Error("apply_lora: no target (attn, mlp or both)");
   if (has_lora(model)) throw Error("apply_lora: the model has LoRA adapters already");
+  if (const std::string why = lora_rank_problem(model.config(), c); !why.empty())
+    throw Error("apply_lora: r = " + std::to_string(c.r) + ": " + why);
   // LoRA's constructor checks r and alpha; the first adapter made throws before anything changes
   for (const std::shared_ptr<TransformerBlock>& block : model.blocks()) {  // peft's order: c_attn, c_proj, c_fc, c_proj
     if (c.attn) {

@@ -1,6 +1,7 @@
 // models/llama_lora.cpp — adding LoRA adapters to a LlamaForCausalLM (table in models/llama_lora.h).
 #include "models/llama_lora.h"
 
+#include "models/lora_adapters.h"
 #include "nn/lora.h"
 
 namespace tg::models {
@@ -18,6 +19,8 @@ void adapt(nn::Module& parent, const std::string& name, std::shared_ptr<nn::Line
 void apply_lora(LlamaForCausalLM& model, const LoRAConfig& c) {
   if (!c.attn && !c.mlp) throw Error("apply_lora: no target (attn, mlp or both)");
   if (has_lora(model)) throw Error("apply_lora: the model has LoRA adapters already");
+  if (const std::string why = lora_rank_problem(model.config(), c); !why.empty())
+    throw Error("apply_lora: r = " + std::to_string(c.r) + ": " + why);
   // LoRA's constructor checks r and alpha; the first adapter made throws before anything changes
   for (const std::shared_ptr<LlamaDecoderLayer>& layer : model.model->decoder_layers) {
     if (c.attn) {  // peft's order: q, k, v, o, then gate, up, down

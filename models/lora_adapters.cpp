@@ -63,6 +63,19 @@ std::vector<AdapterSite> adapter_sites(const LlamaConfig& c, const LoRAConfig& l
   return out;
 }
 
+// Why lora.r is too large for the matrices at sites ("" when it fits): the smallest min(in, out)
+// of them bounds the rank of any update B A.
+std::string rank_problem(const std::vector<AdapterSite>& sites, const LoRAConfig& lora) {
+  const AdapterSite* smallest = nullptr;
+  for (const AdapterSite& s : sites)
+    if (!smallest || std::min(s.in, s.out) < std::min(smallest->in, smallest->out)) smallest = &s;
+  if (!smallest || lora.r <= std::min(smallest->in, smallest->out)) return "";
+  const std::string model_name = smallest->peft.substr(std::string("base_model.model.").size());  // the model's own name
+  return "above the smallest adapted matrix's min(in, out) = " + std::to_string(std::min(smallest->in, smallest->out)) +
+         " (" + model_name + ", " + std::to_string(smallest->in) + " in x " + std::to_string(smallest->out) +
+         " out): a rank past it adds nothing";
+}
+
 // A tensor the adapters file must have: peft's name, its shape.
 struct ExpectedAdapter {
   std::string peft;
@@ -141,6 +154,19 @@ NamedTensors peft_adapter_tensors(const CausalLM& model) {
   NamedTensors out;
   for (const AdapterName& a : adapter_names(model)) out.push_back({a.peft, a.tensor.detach()});
   return out;
+}
+
+// (every block has the same matrices: the first one's are looked at)
+std::string lora_rank_problem(const GPTConfig& config, const LoRAConfig& lora) {
+  GPTConfig one_block = config;
+  one_block.n_layers = std::min<int64_t>(config.n_layers, 1);
+  return rank_problem(adapter_sites(one_block, lora), lora);
+}
+
+std::string lora_rank_problem(const LlamaConfig& config, const LoRAConfig& lora) {
+  LlamaConfig one_layer = config;
+  one_layer.num_hidden_layers = std::min<int64_t>(config.num_hidden_layers, 1);
+  return rank_problem(adapter_sites(one_layer, lora), lora);
 }
 
 void check_peft_adapters(const std::string& path, const GPTConfig& config, const LoRAConfig& lora) {

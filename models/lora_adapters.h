@@ -63,6 +63,15 @@ void load_peft_adapters(CausalLM& model, const std::string& path);
 void check_peft_adapters(const std::string& path, const GPTConfig& config, const LoRAConfig& lora);
 void check_peft_adapters(const std::string& path, const LlamaConfig& config, const LoRAConfig& lora);
 
+// LoRA's rank against the matrices it adapts: an update B A of rank r on a (out, in) weight has
+// rank at most min(in, out), so an r above the smallest adapted matrix's min(in, out) adds
+// parameters (and memory) and nothing else. Returns "" when r fits, else why not, naming the
+// limit and that matrix: "above the smallest adapted matrix's min(in, out) = 16
+// (model.layers.0.self_attn.k_proj, 16 in x 16 out): a rank past it adds nothing". Reads the
+// config alone (nothing is allocated), so a program asks it before building the model.
+std::string lora_rank_problem(const GPTConfig& config, const LoRAConfig& lora);
+std::string lora_rank_problem(const LlamaConfig& config, const LoRAConfig& lora);
+
 // What adapter_config.json says.
 struct AdapterConfig {
   LoRAConfig lora;

@@ -174,6 +174,21 @@ inline void write_bytes(const std::string& path, const std::string& bytes) {
   if (!out) throw std::runtime_error("cannot write " + path);
 }
 
+// A run folder's config.json made to say that the run planned `steps` in all: a finished shorter
+// run becomes one stopped part way, as Ctrl-C or --max-minutes stop it, which --resume --steps
+// <steps> continues as planned (a resume with another total goes on from the rate the run had
+// reached instead: train::continued_schedule). For a run whose steps so far had the same rates
+// under either plan (the warmup, the cosine's first step), or a test of the checkpoint alone.
+inline void plan_steps(const std::string& run, int64_t steps) {
+  const std::string path = run + "/config.json", key = "\"steps\": ";
+  std::string config = read_bytes(path);
+  const size_t at = config.find(key);
+  if (at == std::string::npos) throw std::runtime_error(path + ": no \"steps\"");
+  const size_t digits = at + key.size(), end = config.find_first_not_of("0123456789", digits);
+  config.replace(digits, end - digits, std::to_string(steps));
+  write_bytes(path, config);
+}
+
 // A null device (the same device as /dev/null) made at path, so that a test writes to a device
 // without the system's own at stake. false where none can be made or opened there (not root,
 // or a folder on a nodev mount): the test then skips.

@@ -22,6 +22,8 @@ std::vector<Flag> option_fields(TrainOptions& o) {
       number_flag("min-lr", &o.min_lr, "", 0, 10),
       text_flag("lr-schedule", &o.lr_schedule, "", {"constant", "cosine"}),
       int_flag("warmup", &o.warmup, "", 0, kBig),
+      int_flag("decay-start", &o.decay_start, "", 0, kBig),
+      number_flag("decay-lr", &o.decay_lr, "", -1, 10),
       number_flag("weight-decay", &o.weight_decay, "", 0, 10),
       number_flag("grad-clip", &o.grad_clip, "", 0, kBig),
       text_flag("on-nonfinite", &o.on_nonfinite, "", {"error", "skip"}),
@@ -46,6 +48,7 @@ std::vector<Flag> option_fields(TrainOptions& o) {
       number_flag("lora-alpha", &o.lora_alpha, "", 0, 1e9),
       text_flag("lora-targets", &o.lora_targets, ""),
       text_flag("merge-lora", &o.merge_lora, ""),
+      switch_flag("overwrite", &o.overwrite, ""),
   };
 }
 
@@ -56,21 +59,28 @@ const std::vector<std::string>& resumable_flags() {
   return flags;
 }
 
+std::string resumable_flag_list() {
+  const std::vector<std::string>& resumable = resumable_flags();
+  std::string list;
+  for (size_t k = 0; k < resumable.size(); ++k)
+    list += (k == 0 ? "--" : k + 1 == resumable.size() ? " and --" : ", --") + resumable[k];
+  return list;
+}
+
 TrainOptions resumed_options(const TrainOptions& saved, TrainOptions typed, const std::vector<std::string>& given) {
   TrainOptions resumed = saved;
   const std::vector<Flag> now = option_fields(typed), before = option_fields(resumed);  // the same flags, in order
   const std::vector<std::string>& resumable = resumable_flags();
   for (const std::string& flag : given) {
     const auto i = std::find_if(now.begin(), now.end(), [&](const Flag& f) { return f.name == flag; }) - now.begin();
-    if (i == std::ssize(now) || flag == "resume" || flag == "eval-only" || flag == "merge-lora") continue;  // modes
+    if (i == std::ssize(now) || flag == "resume" || flag == "eval-only" || flag == "merge-lora" ||
+        flag == "overwrite")
+      continue;  // modes
     if (std::find(resumable.begin(), resumable.end(), flag) != resumable.end()) {
       std::visit([&](auto* from) { *std::get<decltype(from)>(before[i].value) = *from; }, now[i].value);
     } else if (!same_value(now[i], before[i])) {  // repeated as saved is fine
-      std::string list;  // "--steps, --max-minutes, ... and --loss-chunk"
-      for (size_t k = 0; k < resumable.size(); ++k)
-        list += (k == 0 ? "--" : k + 1 == resumable.size() ? " and --" : ", --") + resumable[k];
-      throw UsageError("--" + flag + " cannot change when resuming (the run keeps its configuration; only " + list +
-                       " can)");
+      throw UsageError("--" + flag + " cannot change when resuming (the run keeps its configuration; only " +
+                       resumable_flag_list() + " can)");
     }
   }
   resumed.resume = typed.resume;

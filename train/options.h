@@ -33,6 +33,12 @@ struct TrainOptions {
   double min_lr = 2e-4;
   std::string lr_schedule = "cosine";
   int64_t warmup = 50;
+  // The cosine's decay (learning_rate, trainer.h): from decay_lr (below 0: lr) at step decay_start
+  // (0: warmup) down to min_lr at steps, the rate held at lr between the two. A run resumed with
+  // another --steps sets both to the step it resumes at and the rate it had there
+  // (continued_schedule), so that the rate goes on without a jump; a second resume reads them back.
+  int64_t decay_start = 0;
+  double decay_lr = -1;
   double weight_decay = 0.1;
   double grad_clip = 1.0;  // 0 = off
   std::string on_nonfinite = "error";  // a non-finite loss or gradient norm: "error" or "skip" the step
@@ -67,6 +73,7 @@ struct TrainOptions {
   double lora_alpha = 0;              // the update's scale is alpha / rank; train_gpt's default: the rank
   std::string lora_targets = "attn";  // "attn", "mlp" or "attn,mlp"
   std::string merge_lora;  // with --resume: write the run's model with its adapters merged here, and stop
+  bool overwrite = false;  // --merge-lora into a folder that holds a model already: replace that model
 };
 
 // The options as flags: name, the field it sets, its range or choices, with no help (the program
@@ -75,8 +82,10 @@ struct TrainOptions {
 std::vector<Flag> option_fields(TrainOptions& o);
 
 // The flags a resumed run may change, in the order its refusal lists them; every other one comes
-// from its config.json. The modes (resume, eval-only, merge-lora) are no saved options.
+// from its config.json. The modes (resume, eval-only, merge-lora, overwrite) are no saved options.
 const std::vector<std::string>& resumable_flags();
+// Those flags as text: "--steps, --max-minutes, ... and --loss-chunk".
+std::string resumable_flag_list();
 
 // The options of a resumed run: saved (its config.json), with each resumable flag in given (the
 // flags typed, by name) taken from typed; out is the run's own folder unless given. A flag in given that is not resumable and differs from its saved value is a UsageError

@@ -627,29 +627,33 @@ const tokenizers::Tokenizer& SavedModel::the_tokenizer(const std::string& dir) c
 
 namespace tg::train {
 
-void save_merged_model(const std::string& run, const std::string& out) {
-  if (!std::filesystem::is_directory(run)) throw Error(run + ": no such folder");
-  if (!is_lora_run(run))
-    throw UsageError("--merge-lora: " + run + " has no LoRA adapters (" + models::kAdapterConfigFile +
-                     " is missing): its model.safetensors is the whole model already");
-  check_run_folder(run);
-  SavedModel saved = load_saved_model(run);
-  const std::string base = adapters_of(run).base;
+std::vector<std::string> model_files_in(const std::string& dir) {
+  static const std::vector<std::string> names = {
+      "config.json",          "generation_config.json", "tokenizer.json", "tokenizer_config.json", "tokenizer.model",
+      "special_tokens_map.json", "added_tokens.json",   "vocab.json",     "merges.txt",            models::kAdapterConfigFile};
+  static const std::vector<std::string> endings = {".safetensors", ".safetensors.prev", ".safetensors.index.json", ".bin",
+                                                   ".bin.index.json"};
+  std::vector<std::string> found;
   std::error_code ec;
-  for (const std::string& taken : {run, base})
-    if (std::filesystem::exists(out, ec) && std::filesystem::equivalent(out, taken, ec))
-      throw UsageError("--merge-lora " + out + ": that is the " + (taken == run ? "run's" : "base model's") +
-                       " folder; give a new one");
-  const auto* llama = dynamic_cast<const models::LlamaForCausalLM*>(saved.model.get());
-  NamedTensors state = llama ? models::merged_state_dict(*llama)
-                             : models::merged_state_dict(dynamic_cast<const models::GPTModel&>(*saved.model));
-  try {  // finite base and adapters can still overflow in W + (alpha / r) B A
-    check_finite(state, "the merged model");
-  } catch (const Error& e) {
-    throw Error("--merge-lora " + out + ": nothing written: " + e.what() + " (" + run + "'s adapters added to its base)");
+  if (!std::filesystem::is_directory(dir, ec)) return found;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    const bool model_file = std::find(names.begin(), names.end(), name) != names.end() ||
+                            std::any_of(endings.begin(), endings.end(), [&](const std::string& e) { return name.ends_with(e); });
+    if (model_file) found.push_back(name);
   }
-  const OutputFolder folder(out, "--merge-lora");  // removed again if the merge fails before writing into it
-  if (llama) {  // a folder of the base's model_type: its config.json's fields, the merged weights
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
+namespace {
+
+// The merged model of a LoRA run (saved: load_saved_model's, with the run's adapters; state: its
+// merged_state_dict) as a Hugging Face folder of its base's kind, written into out.
+void write_merged_folder(SavedModel& saved, NamedTensors& state, const std::string& run, const std::string& base,
+                         const std::string& out) {
+  if (const auto* llama = dynamic_cast<const models::LlamaForCausalLM*>(saved.model.get())) {
+    // a folder of the base's model_type: its config.json's fields, the merged weights
     std::unique_ptr<models::LlamaForCausalLM> merged;
     {
       const nn::init::SkipInitGuard no_draws;  // every weight is set next
@@ -674,6 +678,88 @@ void save_merged_model(const std::string& run, const std::string& out) {
   weights.prepare();
   weights.commit();
   config.commit();
+}
+
+// Puts the model written whole in staging in the place of the one in out (old: its model files):
+// first the old files the new model does not write are removed (an index whose shards would be
+// read in place of the new model.safetensors, the shards, another model's files), then each new
+// file is renamed over its namesake, config.json last (the name that makes the folder a model),
+// then staging is removed. Each rename is atomic; a program killed between them leaves config.json
+// of one model or the other beside files of both.
+void replace_model_files(const std::string& staging, const std::string& out, const std::vector<std::string>& old) {
+  std::vector<std::string> written = model_files_in(staging);
+  for (const std::string& name : old)
+    if (std::find(written.begin(), written.end(), name) == written.end()) {
+      std::error_code ec;
+      std::filesystem::remove(path_in(out, name), ec);
+      if (ec) throw Error("--merge-lora " + out + ": cannot remove the old model's " + name + ": " + ec.message());
+    }
+  std::stable_partition(written.begin(), written.end(), [](const std::string& name) { return name != "config.json"; });
+  for (const std::string& name : written) {
+    std::error_code ec;
+    std::filesystem::rename(path_in(staging, name), path_in(out, name), ec);
+    if (ec) throw Error("--merge-lora " + out + ": cannot move the merged " + name + " in: " + ec.message());
+  }
+  std::error_code ec;
+  std::filesystem::remove_all(staging, ec);
+}
+
+// A folder beside out for the merged model to be written whole before it replaces the one in out:
+// ".<out's name>.merging" (one a killed merge left is removed first).
+std::string staging_folder(const std::string& out) {
+  std::filesystem::path target = std::filesystem::absolute(out).lexically_normal();
+  if (!target.has_filename()) target = target.parent_path();  // "merged/" names the folder merged
+  std::filesystem::path staging = target;
+  staging.replace_filename(std::filesystem::path(".").concat(target.filename().native()).concat(".merging"));
+  std::error_code ec;
+  std::filesystem::remove_all(staging, ec);
+  return staging.string();
+}
+
+}  // namespace
+
+void save_merged_model(const std::string& run, const std::string& out, bool overwrite) {
+  if (!std::filesystem::is_directory(run)) throw Error(run + ": no such folder");
+  if (!is_lora_run(run))
+    throw UsageError("--merge-lora: " + run + " has no LoRA adapters (" + models::kAdapterConfigFile +
+                     " is missing): its model.safetensors is the whole model already");
+  check_run_folder(run);
+  const std::string base = adapters_of(run).base;
+  std::error_code ec;
+  for (const std::string& taken : {run, base})
+    if (std::filesystem::exists(out, ec) && std::filesystem::equivalent(out, taken, ec))
+      throw UsageError("--merge-lora " + out + ": that is the " + (taken == run ? "run's" : "base model's") +
+                       " folder; give a new one");
+  const std::vector<std::string> old = model_files_in(out);  // another model's, replaced only when asked
+  if (!old.empty() && !overwrite) {
+    std::string list;
+    for (const std::string& name : old) list += (list.empty() ? "" : ", ") + name;
+    throw UsageError("--merge-lora " + out + ": the folder holds a model already (" + list +
+                     "); give --overwrite to replace it, or a new folder");
+  }
+  SavedModel saved = load_saved_model(run);
+  const auto* llama = dynamic_cast<const models::LlamaForCausalLM*>(saved.model.get());
+  NamedTensors state = llama ? models::merged_state_dict(*llama)
+                             : models::merged_state_dict(dynamic_cast<const models::GPTModel&>(*saved.model));
+  try {  // finite base and adapters can still overflow in W + (alpha / r) B A
+    check_finite(state, "the merged model");
+  } catch (const Error& e) {
+    throw Error("--merge-lora " + out + ": nothing written: " + e.what() + " (" + run + "'s adapters added to its base)");
+  }
+  const OutputFolder folder(out, "--merge-lora");  // removed again if the merge fails before writing into it
+  if (old.empty()) {
+    write_merged_folder(saved, state, run, base, out);
+    return;
+  }
+  const std::string staging = staging_folder(out);
+  try {
+    const OutputFolder apart(staging, "--merge-lora");
+    write_merged_folder(saved, state, run, base, staging);
+  } catch (...) {
+    std::filesystem::remove_all(staging, ec);  // out is as it was
+    throw;
+  }
+  replace_model_files(staging, out, old);
 }
 
 }  // namespace tg::train

@@ -28,7 +28,9 @@
 // once, so before they are replaced their current versions are kept as model.safetensors.prev
 // and optimizer.safetensors.prev (hard links, so nothing is copied): a run killed anywhere in a
 // save leaves at least one pair of the same step, and resuming takes the newest such pair. A
-// resumed run continues bit for bit: N steps, save, resume, N steps equals 2N steps straight.
+// resumed run continues bit for bit: a run of 2N steps stopped after N (Ctrl-C, --max-minutes),
+// resumed, equals 2N steps straight. (Resumed with another --steps, its learning rate goes on from
+// where it was: train::continued_schedule.)
 //
 // Only finite values are saved and read: before a save replaces anything, every weight (or
 // adapter) and every optimizer state is checked, and one inf or nan is an Error naming the step,
@@ -44,6 +46,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "tokenizers/tokenizer.h"
 #include "train/trainer.h"
@@ -127,6 +130,16 @@ bool is_lora_run(const std::string& dir);
 // two model files are written as a set. Refused with a UsageError: a run without adapters, out
 // being the run's folder or its base's; with an Error, writing nothing: a merged weight that is
 // not finite (finite adapters whose product overflows).
-void save_merged_model(const std::string& run, const std::string& out);
+// An out that holds a model already (model_files_in) is refused, before anything is read, with a
+// UsageError naming those files, unless overwrite: then the merged folder is written apart (the
+// folder ".<out's name>.merging" beside out, removed after) and its files are moved in, the old
+// model's files it does not write (shards, their index, another model's files) removed first, so
+// that out holds the merged model alone; out's other files (a README, notes) stay.
+void save_merged_model(const std::string& run, const std::string& out, bool overwrite = false);
+
+// The files of dir that make up a model (a Hugging Face folder or a train_gpt run): config.json,
+// the tokenizer's files, adapter_config.json and every *.safetensors, *.bin and index, with their
+// .prev versions, by name, sorted; none when dir is no folder.
+std::vector<std::string> model_files_in(const std::string& dir);
 
 }  // namespace tg::train

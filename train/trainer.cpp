@@ -86,10 +86,25 @@ std::vector<Batch> Trainer::step_batches() {
   return micro;
 }
 
-double Trainer::lr_at(int64_t step) const {
-  if (options_.lr_schedule == "constant") return options_.lr;
-  const double min_factor = options_.lr > 0 ? options_.min_lr / options_.lr : 0.0;
-  return options_.lr * optim::warmup_cosine(options_.warmup, options_.steps, min_factor)(step);
+double learning_rate(const TrainOptions& o, int64_t step) {
+  if (o.lr_schedule == "constant") return o.lr;
+  const int64_t decay_start = o.decay_start > 0 ? o.decay_start : o.warmup;
+  const double decay_lr = o.decay_lr >= 0 ? o.decay_lr : o.lr;
+  if (step < o.warmup || (decay_start == o.warmup && decay_lr == o.lr))  // the plain schedule
+    return o.lr * optim::warmup_cosine(o.warmup, o.steps, o.lr > 0 ? o.min_lr / o.lr : 0.0)(step);
+  if (step < decay_start) return o.lr;  // held at the peak until the decay starts
+  // (a rounding may put decay_lr a hair below min_lr: the factor stays at most 1)
+  const double min_factor = decay_lr > 0 ? std::min(1.0, o.min_lr / decay_lr) : 1.0;
+  return decay_lr * optim::warmup_cosine(decay_start, o.steps, min_factor)(step);
+}
+
+TrainOptions continued_schedule(const TrainOptions& planned, TrainOptions resumed, int64_t step) {
+  const int64_t decay_start = planned.decay_start > 0 ? planned.decay_start : planned.warmup;
+  if (resumed.lr_schedule != "cosine" || resumed.steps == planned.steps || step <= decay_start || step >= resumed.steps)
+    return resumed;  // no step to come would change its rate
+  resumed.decay_lr = learning_rate(planned, step);
+  resumed.decay_start = step;
+  return resumed;
 }
 
 MemoryReport Trainer::memory_report() const {

@@ -72,6 +72,23 @@
 
 namespace tg::train {
 
+// The learning rate of step (0-based) under o's schedule: --lr with lr_schedule "constant"; else a
+// linear warmup from 0 to --lr over --warmup steps, then a half cosine down to --min-lr at --steps
+// (optim::warmup_cosine), and --min-lr after. With decay_start or decay_lr set (options.h), the
+// rate stays at --lr from --warmup to decay_start and the half cosine runs from decay_lr there:
+//   lr(s) = decay_lr * warmup_cosine(decay_start, steps, min_lr / decay_lr)(s)   for s >= decay_start
+// (examples/pytorch/train_gpt.py's lr_at is the same sums).
+double learning_rate(const TrainOptions& o, int64_t step);
+
+// A run planned as `planned` (its config.json), resumed at `step` with the options `resumed`: when
+// --steps differs from the plan and the decay has begun, the rest of the decay is stretched (or
+// squeezed) over the new steps from the rate the run has reached: decay_start = step, decay_lr =
+// learning_rate(planned, step), so that step's rate is the one it would have had and the next
+// ones go on from it without a jump, down to --min-lr at the new --steps. Otherwise (the same
+// --steps, a constant rate, a run still in its warmup or before its decay) resumed is returned
+// as it is, and the run goes on bit for bit as if never stopped.
+TrainOptions continued_schedule(const TrainOptions& planned, TrainOptions resumed, int64_t step);
+
 class Trainer {
  public:
   static constexpr uint64_t kEvalSeed = 2024;
@@ -110,7 +127,10 @@ class Trainer {
     double train_bpb, val_bpb;
   };
   Losses evaluate();
-  double lr_at(int64_t step) const;
+  double lr_at(int64_t step) const { return learning_rate(options_, step); }
+  // A resumed run whose --steps differs from the plan it was saved with: options().decay_start and
+  // decay_lr as continued_schedule(planned, options(), step()) says.
+  void continue_schedule(const TrainOptions& planned) { options_ = continued_schedule(planned, options_, step_); }
   // The memory of the steps so far (train/memory_report.h): parameters, gradients and
   // optimizer state as they are now, and the largest activations of any step.
   MemoryReport memory_report() const;

@@ -115,6 +115,9 @@ void Trainer::build(const std::string& text, const models::GPTConfig& config, co
                      std::to_string(options.steps) + ") with the cosine schedule");
   if (options.lr_schedule == "cosine" && options.min_lr > options.lr)
     throw UsageError("--min-lr must not be larger than --lr");
+  if (options.lr_schedule == "cosine" && options.decay_start > 0 && options.decay_start < options.warmup)
+    throw UsageError("--decay-start (" + std::to_string(options.decay_start) + ") must be at least --warmup (" +
+                     std::to_string(options.warmup) + "): the decay starts after the warmup (0: at its end)");
   config_ = config.vocab_size > 0 ? config : config_for(options, tokenizer_);
   if (!llama) config_.validate();  // a Llama's head_dim need not be emb_dim / heads
   if (config_.vocab_size < tokenizer_.vocab_size())

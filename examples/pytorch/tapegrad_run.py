@@ -47,7 +47,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import run_folder  # noqa: E402
 from gpt_model import generate  # noqa: E402
 from run_folder import RunError  # noqa: E402
-from train_gpt import Run, check_options, make_model, options, tokenizer_from_json, train_loop  # noqa: E402
+from train_gpt import Run, check_options, continued_schedule, make_model, options, tokenizer_from_json, train_loop  # noqa: E402
 
 
 def load_tokenizer(folder):
@@ -124,6 +124,7 @@ def plan(folder, data, steps, out, threads, nproc, device, total, precision=""):
         raise RunError("--device cuda: this PyTorch sees no CUDA device (torch.cuda.is_available() is False)")
     if os.path.realpath(out) == os.path.realpath(folder):
         raise RunError(f"--out {out}: give a new folder; the run in {folder} stays as it was")
+    continued_schedule(saved["steps"], o, step)  # another --steps: the rate goes on from where it was
     try:
         check_options(o, nproc)
     except ValueError as e:

@@ -158,19 +158,41 @@ def get_batch(data, batch, context, generator):
     return x, y
 
 
+def warmup_cosine(warmup, steps, min_factor, step):
+    """tapegrad's optim::warmup_cosine factor: linear warmup, then a half cosine down to min_factor."""
+    if step < warmup:
+        return step / warmup
+    if step >= steps:
+        return min_factor
+    progress = (step - warmup) / (steps - warmup)
+    return min_factor + (1.0 - min_factor) * 0.5 * (1.0 + math.cos(math.pi * progress))
+
+
 def lr_at(step, o):
-    """tapegrad's optim::warmup_cosine factor times the peak lr (or the constant lr)."""
+    """train_gpt's learning_rate (train/trainer.h): the constant lr, or the warmup and the cosine
+    decay, from --decay-lr at --decay-start when a resume with another --steps set them."""
     if o.lr_schedule == "constant":
         return o.lr
-    min_factor = o.min_lr / o.lr if o.lr > 0 else 0.0
-    if step < o.warmup:
-        factor = step / o.warmup
-    elif step >= o.steps:
-        factor = min_factor
-    else:
-        progress = (step - o.warmup) / (o.steps - o.warmup)
-        factor = min_factor + (1.0 - min_factor) * 0.5 * (1.0 + math.cos(math.pi * progress))
-    return o.lr * factor
+    decay_start = o.decay_start if o.decay_start > 0 else o.warmup
+    decay_lr = o.decay_lr if o.decay_lr >= 0 else o.lr
+    if step < o.warmup or (decay_start == o.warmup and decay_lr == o.lr):  # the plain schedule
+        return o.lr * warmup_cosine(o.warmup, o.steps, o.min_lr / o.lr if o.lr > 0 else 0.0, step)
+    if step < decay_start:  # held at the peak until the decay starts
+        return o.lr
+    min_factor = min(1.0, o.min_lr / decay_lr) if decay_lr > 0 else 1.0
+    return decay_lr * warmup_cosine(decay_start, o.steps, min_factor, step)
+
+
+def continued_schedule(planned_steps, o, step):
+    """train_gpt's continued_schedule: o resumed at step with another --steps than planned_steps,
+    after its decay began, decays from the rate it had reached there (o is changed)."""
+    decay_start = o.decay_start if o.decay_start > 0 else o.warmup
+    if o.lr_schedule != "cosine" or o.steps == planned_steps or step <= decay_start or step >= o.steps:
+        return
+    planned = argparse.Namespace(**vars(o))
+    planned.steps = planned_steps
+    o.decay_lr = lr_at(step, planned)
+    o.decay_start = step
 
 
 def weight_decay_groups(model, weight_decay):
@@ -394,6 +416,8 @@ def options(argv=None):
     p.add_argument("--min-lr", type=float, default=2e-4)
     p.add_argument("--lr-schedule", choices=["constant", "cosine"], default="cosine")
     p.add_argument("--warmup", type=int, default=None, help="default: 50, at most --steps / 10 (as train_gpt's)")
+    p.add_argument("--decay-start", type=int, default=0, help="the step the decay starts at (0: --warmup's end)")
+    p.add_argument("--decay-lr", type=float, default=-1.0, help="the rate the decay starts from (below 0: --lr)")
     p.add_argument("--weight-decay", type=float, default=0.1)
     p.add_argument("--grad-clip", type=float, default=1.0)
     p.add_argument("--seed", type=int, default=1337)
@@ -422,6 +446,7 @@ def options(argv=None):
                                                             "is the adapters' twin)")
     p.add_argument("--lora-alpha", type=float, default=0.0, help="carried in config.json (LoRA runs are train_gpt's)")
     p.add_argument("--lora-targets", default="attn", help="carried in config.json (LoRA runs are train_gpt's)")
+    p.add_argument("--overwrite", action="store_true", help="not here: goes with train_gpt --merge-lora")
     p.add_argument("--merge-lora", default="", help="not here: ./build/examples/train_gpt --resume RUN --merge-lora OUT")
     o = p.parse_args(argv)
     o.precision_given, o.precision = o.precision is not None, o.precision or "fp32"
@@ -475,6 +500,9 @@ def check_options(o, world=1):
         o.eval_every = min(250, max(1, o.steps // 5))
     if not o.resume and o.lr_schedule == "cosine" and o.warmup >= o.steps:
         raise ValueError(f"--warmup ({o.warmup}) must be smaller than --steps ({o.steps}) with the cosine schedule")
+    if o.lr_schedule == "cosine" and 0 < o.decay_start < o.warmup:
+        raise ValueError(f"--decay-start ({o.decay_start}) must be at least --warmup ({o.warmup}): the decay starts "
+                         "after the warmup (0: at its end)")
     if not 256 <= o.vocab_size <= 65536:
         raise ValueError(f"--vocab-size {o.vocab_size}: must be from 256 to 65536")
 

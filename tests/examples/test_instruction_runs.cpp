@@ -53,6 +53,7 @@ TEST(InstructionRuns, AFineTuneFromGpt2ResumesBitForBitAndAnswersAnInstruction) 
   EXPECT_EQ(config["tapegrad"]["train"]["data-format"].as_string(), "jsonl");  // inferred from .jsonl
   r = train_gpt(half);
   ASSERT_EQ(r.exit_code, 0) << r.output;
+  plan_steps(dir.file("resumed"), 4);  // a run of 4 stopped after 2 (the same rates so far)
   r = run_program(example_program("train_gpt"), {"--resume", dir.file("resumed"), "--steps", "4"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto a = safetensors_values(dir.file("straight") + "/model.safetensors");

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -230,7 +231,9 @@ TEST(LoraRuns, AResumedRunContinuesBitForBit) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   r = small_lora_run(kBase, dir.file("resumed"), 2);
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  // the cosine schedule is fixed at the start: the half run goes on with the straight run's --steps
+  // the half run as one of 4 steps stopped after 2 (the same rates so far: the warmup's and the
+  // cosine's first), resumed with the straight run's --steps
+  plan_steps(dir.file("resumed"), 4);
   r = train_gpt({"--resume", dir.file("resumed"), "--steps", "4"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
   for (const char* file : {"adapters.safetensors", "optimizer.safetensors"}) {
@@ -301,6 +304,7 @@ TEST(LoraRuns, AQwen3RunHasPeftsFilesResumesBitForBitAndMergesIntoAQwen3Folder) 
   EXPECT_EQ(json::parse_file(run + "/config.json")["model_type"].as_string(), "qwen3");
   EXPECT_FALSE(std::filesystem::exists(run + "/model.safetensors"));  // the adapters alone
 
+  plan_steps(run, 4);  // a run of 4 stopped after 2 (the same rates so far)
   r = train_gpt({"--resume", run, "--steps", "4"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
   for (const char* file : {"adapters.safetensors", "optimizer.safetensors"}) {
@@ -334,6 +338,89 @@ TEST(LoraRuns, AQwen3RunHasPeftsFilesResumesBitForBitAndMergesIntoAQwen3Folder) 
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_TRUE(has_part(r.output, "adapter_config.json: \"target_modules\" are GPT-2's but the run's config.json is a "
                                  "Llama / Qwen model's")) << r.output;
+}
+
+// The files of a folder, name -> bytes.
+std::map<std::string, std::string> files_of(const std::string& dir) {
+  std::map<std::string, std::string> out;
+  for (const auto& entry : std::filesystem::directory_iterator(dir))
+    out[entry.path().filename().string()] = read_bytes(entry.path().string());
+  return out;
+}
+
+// --merge-lora into a folder that holds another model (a sharded Qwen3's files): refused, naming
+// what would be replaced, with every byte left as it was; with --overwrite, the folder is the
+// merged model alone (no shard or index of the old one), its other files kept.
+TEST(LoraRuns, MergeLoraRefusesAFolderHoldingAModelUnlessOverwrite) {
+  SKIP_WITHOUT_EXAMPLES();
+  TempFolder dir;
+  const std::string run = dir.file("run"), fresh = dir.file("fresh"), other = dir.file("other");
+  ProgramRun r = small_lora_run(kBase, run, 2);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = train_gpt({"--resume", run, "--merge-lora", fresh});  // into a new folder: as before
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::filesystem::copy(kQwen3Base, other);
+  std::filesystem::rename(other + "/model.safetensors", other + "/model-00001-of-00001.safetensors");
+  write_bytes(other + "/model.safetensors.index.json",
+              "{\"metadata\": {}, \"weight_map\": {\"model.norm.weight\": \"model-00001-of-00001.safetensors\"}}");
+  write_bytes(other + "/README.md", "notes\n");
+  const std::map<std::string, std::string> before = files_of(other);
+
+  r = train_gpt({"--resume", run, "--merge-lora", other});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(has_part(r.output, "train_gpt: --merge-lora " + other + ": the folder holds a model already (config.json, "
+                                 "merges.txt, model-00001-of-00001.safetensors, model.safetensors.index.json, "
+                                 "vocab.json); give --overwrite to replace it, or a new folder")) << r.output;
+  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+  EXPECT_EQ(files_of(other), before);  // nothing changed
+
+  r = train_gpt({"--resume", run, "--merge-lora", other, "--overwrite"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::map<std::string, std::string> want = files_of(fresh);
+  want["README.md"] = "notes\n";
+  EXPECT_EQ(files_of(other), want);  // the merged model alone, and the notes
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path))  // no folder left beside it
+    EXPECT_FALSE(entry.path().filename().string().ends_with(".merging")) << entry.path();
+  EXPECT_TRUE(models::is_hf_gpt2_folder(other));
+
+  r = train_gpt({"--resume", run, "--overwrite"});  // --overwrite alone
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(has_part(r.output, "--overwrite goes with --merge-lora DIR")) << r.output;
+}
+
+// --lora-rank above the smallest adapted matrix's min(in, out) adds nothing: refused, naming the
+// limit and the matrix, before the model or an adapter takes memory (and nothing written).
+TEST(LoraRuns, ARankPastTheSmallestAdaptedMatrixIsRefused) {
+  SKIP_WITHOUT_EXAMPLES();
+  TempFolder dir;
+  struct Case {
+    std::string base, rank, targets, message;
+  };
+  const std::vector<Case> cases = {
+      {kBase, "1000000", "attn", "--lora-rank 1000000: above the smallest adapted matrix's min(in, out) = 16 "
+                                 "(transformer.h.0.attn.c_attn, 16 in x 48 out): a rank past it adds nothing"},
+      {kBase, "17", "mlp", "--lora-rank 17: above the smallest adapted matrix's min(in, out) = 16 "
+                           "(transformer.h.0.mlp.c_fc, 16 in x 64 out)"},
+      {kQwen3Base, "17", "attn,mlp", "--lora-rank 17: above the smallest adapted matrix's min(in, out) = 16 "
+                                     "(model.layers.0.self_attn.q_proj, 16 in x 32 out)"},
+  };
+  for (const Case& c : cases) {
+    const ProgramRun r = train_gpt({"--init-from", c.base, "--data", kText, "--lora-rank", c.rank, "--lora-targets",
+                                    c.targets, "--out", dir.file("out")});
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_TRUE(has_part(r.output, c.message)) << r.output;
+    EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+    EXPECT_FALSE(std::filesystem::exists(dir.file("out")));
+  }
+  ProgramRun r = train_gpt({"--init-from", kQwen3Base, "--data", kText, "--lora-rank", "16", "--steps", "1", "--batch",
+                            "2", "--context", "8", "--eval-batches", "1", "--sample-tokens", "1", "--threads", "1",
+                            "--out", dir.file("at_the_limit")});  // the limit itself trains
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  // the library refuses it too
+  models::HfGpt2 gpt = models::load_hf_gpt2(kBase);
+  expect_error([&] { models::apply_lora(*gpt.model, models::LoRAConfig{.r = 17, .alpha = 17.0, .attn = true}); },
+               {"apply_lora: r = 17: above the smallest adapted matrix's min(in, out) = 16"});
+  EXPECT_FALSE(models::has_lora(*gpt.model));
 }
 
 TEST(LoraRuns, AGoneBaseModelIsAnErrorNamingItsPath) {

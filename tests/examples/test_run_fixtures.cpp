@@ -89,6 +89,7 @@ TEST(RunFixtures, SavedRunFoldersResumeBitForBit) {
     TempFolder dir;
     const std::string run_dir = dir.file(name);
     std::filesystem::copy(kRuns + "/" + name, run_dir);
+    plan_steps(run_dir, 50);  // the 30-step run as one of 50 stopped at 30: its resume is the plain schedule's
     const ProgramRun run =
         run_program(example_program("train_gpt"), {"--resume", run_dir, "--steps", "50"}, fixture_environment());
     ASSERT_EQ(run.exit_code, 0) << run.output;

@@ -10,12 +10,14 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "autograd/io/json.h"
 #include "autograd/kernels/blis_kernels.h"
+#include "train/run_folder.h"
 #include "train/trainer.h"
 #include "test_util.h"
 
@@ -74,6 +76,74 @@ TEST(TrainGptProgram, ATinyRunWritesEveryFileAndResumes) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_TRUE(
       has_part(r.output, "generate: --prompt: tokenizer: character '#' (U+0023) at byte 0 is not in the vocabulary"));
+}
+
+// The learning rate of each loss.csv row (its fourth column), by step.
+std::map<int64_t, double> lr_by_step(const std::string& csv_path) {
+  std::map<int64_t, double> lr;
+  std::istringstream csv(read_bytes(csv_path));
+  std::string row;
+  std::getline(csv, row);  // the header
+  while (std::getline(csv, row)) {
+    std::vector<std::string> cells;
+    std::istringstream fields(row);
+    for (std::string cell; std::getline(fields, cell, ',');) cells.push_back(cell);
+    lr[std::stoll(cells.at(0))] = std::stod(cells.at(3));
+  }
+  return lr;
+}
+
+// A resume with another --steps goes on from the rate the run had reached, says so in one line,
+// and keeps it in config.json, so a second resume goes on from there too (the README's "--resume
+// runs/big --steps 8000 continues exactly where it stopped").
+TEST(TrainGptProgram, AResumeWithMoreStepsGoesOnFromTheLearningRateItHad) {
+  SKIP_WITHOUT_EXAMPLES();
+  TempFolder dir;
+  const std::string out = dir.file("run");
+  const std::vector<std::string> args = {"--steps", "10", "--warmup", "2", "--eval-every", "5", "--batch", "2",
+                                         "--context", "8", "--emb-dim", "8", "--heads", "2", "--layers", "1",
+                                         "--eval-batches", "1", "--sample-tokens", "1", "--threads", "1", "--out", out};
+  ProgramRun r = train_gpt(args, false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  // a run that had ended at --min-lr stays there (it had jumped to 5.05e-4 when --steps grew)
+  r = run_program(example_program("train_gpt"), {"--resume", out, "--steps", "20"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(has_part(r.output, "train_gpt: --steps 20 where the run planned 10: the learning rate stays at --min-lr "
+                                 "0.0002, where the run's cosine decay ended (no jump; config.json keeps it as "
+                                 "decay-start 10, decay-lr 0.0002)")) << r.output;
+  std::map<int64_t, double> lr = lr_by_step(out + "/loss.csv");
+  for (int64_t step = 11; step <= 20; ++step) EXPECT_NEAR(lr.at(step), 2e-4, 1e-12) << step;
+  EXPECT_TRUE(has_part(read_bytes(out + "/config.json"), "\"decay-start\": 10"));
+
+  // a run stopped half way through its decay (its config.json says it planned 40 steps) goes on
+  // from the rate it had, down to --min-lr at the new total, and a second resume from that
+  std::string config = read_bytes(out + "/config.json");
+  for (const auto& [from, to] : {std::pair<std::string, std::string>{"\"steps\": 20", "\"steps\": 40"},
+                                 {"\"decay-start\": 10", "\"decay-start\": 0"}, {"\"decay-lr\": 0.0002", "\"decay-lr\": -1"}}) {
+    ASSERT_NE(config.find(from), std::string::npos) << config;
+    config.replace(config.find(from), from.size(), to);
+  }
+  write_bytes(out + "/config.json", config);
+  train::TrainOptions planned = train::saved_options(out);
+  r = run_program(example_program("train_gpt"), {"--resume", out, "--steps", "60"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const double reached = train::learning_rate(planned, 20);
+  EXPECT_TRUE(has_part(r.output, "train_gpt: --steps 60 where the run planned 40: the learning rate goes on from " +
+                                     nn::python_float(reached) + " at step 20, its cosine decay now ending at --min-lr "
+                                     "0.0002 at step 60")) << r.output;
+  lr = lr_by_step(out + "/loss.csv");
+  EXPECT_NEAR(lr.at(21), reached, 1e-9);  // the rate of step 20 (0-based), as the plan had it
+  EXPECT_LT(lr.at(22), lr.at(21));
+  EXPECT_GT(lr.at(22), lr.at(21) - 2e-5);  // no jump either way
+  EXPECT_NEAR(lr.at(60), train::learning_rate(train::saved_options(out), 59), 1e-12);
+  r = run_program(example_program("train_gpt"), {"--resume", out, "--steps", "80"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(has_part(r.output, "the learning rate stays at --min-lr 0.0002")) << r.output;
+  EXPECT_NEAR(lr_by_step(out + "/loss.csv").at(80), 2e-4, 1e-12);
+  // the same --steps again: nothing to say, nothing changed
+  r = run_program(example_program("train_gpt"), {"--resume", out, "--steps", "80"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_FALSE(has_part(r.output, "where the run planned")) << r.output;
 }
 
 // A first short run needs no --warmup: the default (50) becomes a tenth of --steps, and is saved.
@@ -158,6 +228,7 @@ TEST(TrainGptProgram, CheckpointActivationsKeepsTheNumbersAndReportsMemory) {
   r = train_gpt(with({"--out", switched, "--steps", "2", "--checkpoint-activations", "every"}));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(has_part(read_bytes(switched + "/config.json"), "\"checkpoint-activations\": \"every\""));
+  plan_steps(switched, 4);  // a run of 4 stopped after 2 (the same rates so far)
   r = run_program(example_program("train_gpt"), {"--resume", switched, "--steps", "4", "--checkpoint-activations", "ffn"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(has_part(r.output, "(--checkpoint-activations ffn, --loss-chunk 0)"));
@@ -300,6 +371,9 @@ TEST(TrainGptProgram, BadCommandLinesAreOneLineAndExitCode2) {
       {{"--on-nonfinite", "ignore"}, "train_gpt: --on-nonfinite: expected one of error|skip, got 'ignore'"},
       {{"--precision", "fp16"}, "train_gpt: --precision: expected one of fp32|bf16, got 'fp16'"},
       {{"--warmup", "3000"}, "train_gpt: --warmup (3000) must be smaller than --steps (1500)"},
+      {{"--warmup", "5", "--decay-start", "2"},
+       "train_gpt: --decay-start (2) must be at least --warmup (5): the decay starts after the warmup (0: at its end)"},
+      {{"--overwrite"}, "train_gpt: --overwrite goes with --merge-lora DIR"},
       {{"stray"}, "train_gpt: unexpected argument 'stray'"},
       // an empty name is not the flag left out (--write-corpus '' trained the default run)
       {{"--write-corpus", ""}, "train_gpt: --write-corpus: expected a file or folder name, got ''"},
@@ -326,6 +400,18 @@ TEST(TrainGptProgram, BadCommandLinesAreOneLineAndExitCode2) {
   const ProgramRun help = train_gpt({"--help"}, false);
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_TRUE(has_part(help.output, "--grad-clip VALUE"));
+  // what the code does now: Llama / Qwen folders, --eval-only from a folder, the resumed schedule
+  for (const char* part : {"fine-tunes a Hugging Face GPT-2, Llama, Qwen2 or Qwen3 folder",
+                           "with --init-from DIR (a Hugging Face GPT-2, Llama or Qwen folder), on all of --data FILE",
+                           "a resumed run given another total goes on from the learning rate it had reached",
+                           "at most the smallest adapted matrix's min(in, out)", "unless --overwrite",
+                           "(llama, qwen2, qwen3: on the attention weights alone",
+                           "with the flags in its config.json (only --steps, --max-minutes, --out, --threads, "
+                           "--eval-every, --sample-tokens, --on-nonfinite, --precision, --checkpoint-activations and "
+                           "--loss-chunk may change)"})
+    EXPECT_TRUE(has_part(help.output, part)) << part;
+  for (const char* stale : {"fine-tunes GPT-2,", "with --resume DIR: print the saved model's loss"})
+    EXPECT_FALSE(has_part(help.output, stale)) << stale;
 }
 
 TEST(TrainGptProgram, BadInputsAreOneLineErrors) {
