@@ -200,6 +200,16 @@ int main(int argc, char** argv) {
                decode_flags};
   } else if (command == "render-chat") {
     program = {"bpe render-chat", "Prints a conversation as the chat template renders it (or its ids).", chat_flags};
+  } else if (command == "--help" || command == "-h") {
+    // Asked for, the overview is the answer: stdout and exit 0, as every program's --help.
+    std::printf(
+        "usage: bpe train|encode|decode|render-chat [flags]\n"
+        "  train        learns byte-level BPE merges from --data and writes them to --out\n"
+        "  encode FILE  prints FILE's token ids with --tokenizer\n"
+        "  decode FILE  writes the bytes of the ids in FILE with --tokenizer\n"
+        "  render-chat  prints a conversation (--messages) as the chat template renders it\n"
+        "bpe <command> --help lists the command's flags.\n");
+    return 0;
   } else {
     std::fprintf(stderr, "usage: bpe train|encode|decode|render-chat [flags] (bpe <command> --help lists them)%s\n",
                  command.empty() ? "" : ("; unknown command '" + command + "'").c_str());

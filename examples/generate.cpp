@@ -87,7 +87,8 @@ std::vector<Flag> generate_flags(GenerateOptions& o) {
   return {
       text_flag("ckpt", &o.ckpt,
                 "a train_gpt --out folder, a Hugging Face GPT-2 folder (config.json, model.safetensors, "
-                "vocab.json and merges.txt), or a Hugging Face Llama, Qwen2 or Qwen3 folder (with --prompt-ids)"),
+                "vocab.json and merges.txt), or a Hugging Face Llama, Qwen2 or Qwen3 folder (its tokenizer.json encodes --prompt; a folder "
+                "without one takes --prompt-ids)"),
       text_flag("prompt", &o.prompt, "the text to continue"),
       text_flag("prompt-ids", &o.prompt_ids, "the prompt as token ids, comma-separated (instead of --prompt)"),
       text_flag("instruction", &o.instruction,
@@ -99,13 +100,13 @@ std::vector<Flag> generate_flags(GenerateOptions& o) {
       text_flag("ids-out", &o.ids_out,
                 "write the ids generated after the prompt to this .json file (an array; one per sample with "
                 "--samples)"),
-      int_flag("tokens", &o.tokens, "tokens to write (characters, or BPE tokens)", 0, 1e9),
+      int_flag("tokens", &o.tokens, "tokens to write (the tokenizer's tokens: characters for a character run)", 0, 1e9),
       number_flag("temperature", &o.sampling.temperature,
                   "0 = greedy; else at least 0.0001 (below it the logits / temperature overflow float32); higher = "
                   "more surprising",
                   0, models::kMaxTemperature),
-      int_flag("top-k", &o.sampling.top_k, "sample among the k most likely characters (0 = all)", 0, 1e9),
-      number_flag("top-p", &o.sampling.top_p, "sample among the most likely characters whose probabilities sum to p",
+      int_flag("top-k", &o.sampling.top_k, "sample among the k most likely tokens (0 = all)", 0, 1e9),
+      number_flag("top-p", &o.sampling.top_p, "sample among the most likely tokens whose probabilities sum to p",
                   1e-9, 1),
       seed_flag(&o.seed, "seed of the sampling generator"),
       threads_flag(&o.threads),
