@@ -33,7 +33,8 @@ Each run is classified:
   unclear error exit 1 or 2 with another stderr (reported; does not fail the stage)
   accepted      exit 0 and the output passed the checks below
   crash         a signal, a sanitizer report, or any other exit code; or an error decoding an id the
-                model drew that its tokenizer lacks ("is no token of this tokenizer", no --prompt-ids)
+                model drew that its tokenizer lacks ("id N is no token of this tokenizer", N not one of
+                --prompt-ids)
   hang          ran past --timeout-s
   over 1 GiB    peak RSS (os.wait4's ru_maxrss) over 1 GiB, the sanitizer's memory cap hit, or tapegrad's
                 "cannot allocate N bytes" with N over 1 GiB (a tiny file asked for that much)
@@ -160,9 +161,18 @@ SANITIZER_MEMORY_CAP = ("AddressSanitizer: hard rss limit exhausted", "AddressSa
                         "AddressSanitizer: allocation-size-too-big", "AddressSanitizer: rss-limit-exceeded")
 # tapegrad's own message when an allocation fails (a clean error, but of a file that asked for over 1 GiB)
 ALLOCATION_FAILED = re.compile(r"cannot allocate (\d+) bytes")
-# decoding an id the tokenizer lacks: on ids the model drew (no --prompt-ids given), a program's own bug, as
-# when a vocabulary padded past the tokenizer (Qwen's) is sampled from
-NOT_A_TOKEN = "is no token of this tokenizer"
+# decoding an id the tokenizer lacks: on an id the model drew (not one of --prompt-ids), a program's own bug,
+# as when a vocabulary padded past the tokenizer (Qwen's) is sampled from
+NOT_A_TOKEN = re.compile(r"id (\d+) is no token of this tokenizer")
+
+
+def drawn_id_not_a_token(run):
+    """The id of a NOT_A_TOKEN error that is none of the run's --prompt-ids, or None."""
+    found = NOT_A_TOKEN.search(run.stderr)
+    if not found:
+        return None
+    given = run.command[run.command.index("--prompt-ids") + 1].split(",") if "--prompt-ids" in run.command else []
+    return None if found.group(1) in [i.strip() for i in given] else found.group(1)
 SANITIZER_REPORT = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:", "ERROR: UndefinedBehaviorSanitizer")
 
 
@@ -188,7 +198,7 @@ def classify(run, program, wrong):
         return "over 1 GiB", f"asked for {int(asked.group(1)) / 2 ** 30:.3g} GiB: " + last_line(run.stderr)
     if run.rc not in (0, 1, 2):
         return "crash", f"exit code {run.rc}: " + last_line(run.stderr)
-    if run.rc != 0 and NOT_A_TOKEN in run.stderr and "--prompt-ids" not in run.command:
+    if run.rc != 0 and drawn_id_not_a_token(run) is not None:
         return "crash", "an id the model drew is no token of its tokenizer: " + last_line(run.stderr)
     if wrong:
         return "silent wrong", "; ".join(wrong)
