@@ -994,7 +994,7 @@ def gen_run_config(base, mutant, rng, names=GPT_RUNS):
 def same_json(text, original):
     try:
         return strict_json(text) == strict_json(original)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past Python's stack
         return False
 
 
@@ -1050,15 +1050,20 @@ def gen_tokenizer(base, mutant, rng):
     on_run_folder(base, mutant, run, rng)
 
 
+def mutate_jsonl_line(rng, lines, name):
+    """One line of a JSONL file's lines changed as JSON (mutate_json_text), kept on one line: (text, description)."""
+    i = rng.randrange(len(lines) - 1)
+    lines[i], change = mutate_json_text(rng, lines[i], f"line {i + 1}")
+    lines[i] = lines[i].replace("\n", " ")
+    return "\n".join(lines), f"{name} {change}"
+
+
 def gen_jsonl(base, mutant, rng):
     data = mutant.folder / "data.jsonl"
     lines = base.jsonl.read_text().split("\n")
     roll = rng.random()
     if roll < 0.45:  # one example's JSON changed
-        i = rng.randrange(len(lines) - 1)
-        lines[i], change = mutate_json_text(rng, lines[i], f"line {i + 1}")
-        lines[i] = lines[i].replace("\n", " ")
-        text, mutant.description = "\n".join(lines), "data.jsonl " + change
+        text, mutant.description = mutate_jsonl_line(rng, lines, "data.jsonl")
     else:
         text, mutant.description = mutate_lines(rng, base.jsonl.read_text(), "data.jsonl")
     data.write_bytes(text.encode("utf-8", "surrogateescape"))
@@ -1218,10 +1223,11 @@ def gen_prompt(base, mutant, rng):
     mutant.watch, mutant.read_only = ckpt, True
 
 
-def output_target(rng, mutant, base):
-    """A path to write to, with something of the user's there or in the way: (path, description)."""
-    kind = rng.choice(["fifo", "fifo", "folder with a file", "regular file", "under a file", "missing folder",
-                       "empty name", "dangling link"])
+def output_target(rng, mutant, base, kind=None):
+    """A path to write to, with something of the user's there or in the way: (path, description); kind:
+    which (None: a random one)."""
+    kind = kind or rng.choice(["fifo", "fifo", "folder with a file", "regular file", "under a file", "missing folder",
+                               "empty name", "dangling link"])
     target = mutant.folder / "target"
     if kind == "fifo":
         os.mkfifo(target)
@@ -1552,10 +1558,7 @@ def gen_chat_jsonl(base, mutant, rng):
     lines = base.chats.read_text().split("\n")
     roll = rng.random()
     if roll < 0.4:  # one conversation's JSON changed
-        i = rng.randrange(len(lines) - 1)
-        lines[i], change = mutate_json_text(rng, lines[i], f"line {i + 1}")
-        lines[i] = lines[i].replace("\n", " ")
-        text, mutant.description = "\n".join(lines), "chats.jsonl " + change
+        text, mutant.description = mutate_jsonl_line(rng, lines, "chats.jsonl")
     elif roll < 0.7:
         i = rng.randrange(len(lines) - 1)
         chat = json.loads(lines[i])
@@ -1704,7 +1707,8 @@ def isolated_lora_run(base, mutant, name):
 
 
 MERGE_TARGETS = ["new", "another model", "another model", "fifo", "folder with a file", "regular file", "empty folder",
-                 "the run", "the base", "a link to the base", "inside the run", "dangling link", "under a file"]
+                 "the run", "the base", "a link to the base", "inside the run", "dangling link", "under a file",
+                 "missing folder"]
 
 
 def gen_merge_lora(base, mutant, rng, name=None, kind=None):
@@ -1712,20 +1716,10 @@ def gen_merge_lora(base, mutant, rng, name=None, kind=None):
     kind = kind or rng.choice(MERGE_TARGETS)
     run, base_copy = isolated_lora_run(base, mutant, name)
     target = mutant.folder / "target"
-    if kind == "another model":  # a folder holding a Hugging Face model already: replaced whole, or refused
-        other = rng.choice(["gpt2", "qwen2_sharded", "llama", "qwen3_sharded"])
+    if kind.startswith("another model"):  # a folder holding a Hugging Face model already: replaced whole, or refused
+        other = kind.split(":")[1] if ":" in kind else rng.choice(["gpt2", "qwen2_sharded", "llama", "qwen3_sharded"])
         shutil.copytree(base.folder(other), target)
-        kind += f" ({other})"
-    elif kind == "fifo":
-        os.mkfifo(target)
-        mutant.fifos.append(target)
-    elif kind == "folder with a file":
-        target.mkdir()
-        (target / "keep.txt").write_text("the user's notes")
-        mutant.user_files[target / "keep.txt"] = b"the user's notes"
-    elif kind == "regular file":
-        target.write_text("the user's file")
-        mutant.user_files[target] = b"the user's file"
+        kind = f"another model ({other})"
     elif kind == "empty folder":
         target.mkdir()
     elif kind == "the run":
@@ -1736,11 +1730,8 @@ def gen_merge_lora(base, mutant, rng, name=None, kind=None):
         os.symlink(str(base_copy), target)
     elif kind == "inside the run":
         target = run / "merged"
-    elif kind == "dangling link":
-        os.symlink(str(mutant.folder / "nowhere" / "x"), target)
-    elif kind == "under a file":
-        (mutant.folder / "file").write_text("a file")
-        target = mutant.folder / "file" / "target"
+    elif kind != "new":
+        target, kind = output_target(rng, mutant, base, kind)
     before = snapshot(target) if target.is_dir() and not target.is_symlink() else {}
     mutant.command = [base.runner.train_gpt, "--resume", str(run), "--merge-lora", str(target)]
     if kind not in ("the run", "the base", "a link to the base"):
