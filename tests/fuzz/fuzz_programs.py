@@ -1455,14 +1455,14 @@ def gen_hf_tokenizer(base, mutant, rng):
 CHAT_CKPTS = ["qwen3", "qwen2", "llama", "qwen3_chat_run", "char_run", "gpt2", "lora_run"]
 
 
-def chat_command(base, mutant, rng, name=None, temperature="0"):
-    """generate on a folder that chats: (command, folder name)."""
+def chat_command(base, mutant, rng, name=None, temperature="0", options=True):
+    """generate on a folder that chats: (command, folder name); options: maybe --chat-format and --no-thinking."""
     name = name or rng.choice(CHAT_CKPTS)
     ckpt = base.folder(name)
     command = [base.runner.generate, "--ckpt", str(ckpt), "--tokens", "3", "--temperature", temperature]
-    if rng.random() < 0.15:
+    if options and rng.random() < 0.15:
         command += ["--chat-format", rng.choice(["qwen3", "qwen2.5", "llama3", "llama3.1", "tapegrad", "chatml", ""])]
-    if rng.random() < 0.15:
+    if options and rng.random() < 0.15:
         command.append("--no-thinking")
     mutant.watch, mutant.read_only = ckpt, True
     return command, name
@@ -1998,8 +1998,8 @@ def fixed_tokenizer_from_scratch(name, change, description):
 
 def fixed_chat_stdin(name, data, description, temperature="0"):
     def make(base, mutant, rng):
-        command, _ = chat_command(base, mutant, random.Random(0), name, temperature)
-        mutant.command, mutant.stdin = command[:7] + ["--chat"], data
+        command, _ = chat_command(base, mutant, rng, name, temperature, options=False)
+        mutant.command, mutant.stdin = command + ["--chat"], data
         mutant.description = f"{name}: --chat --temperature {temperature} on {description}"
     return make
 
@@ -2008,8 +2008,8 @@ def fixed_chat_messages(name, messages, description):
     def make(base, mutant, rng):
         path = mutant.folder / "chat.json"
         path.write_bytes(messages if isinstance(messages, bytes) else json.dumps(messages).encode())
-        command, _ = chat_command(base, mutant, random.Random(0), name)
-        mutant.command = command[:7] + ["--chat-messages", str(path)]
+        command, _ = chat_command(base, mutant, rng, name, options=False)
+        mutant.command = command + ["--chat-messages", str(path)]
         mutant.description = f"{name}: chat.json {description}"
     return make
 
