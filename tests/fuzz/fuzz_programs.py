@@ -616,7 +616,8 @@ HF_CHAT_TEMPLATE = {
 
 
 def hf_tokenizer_files(family):
-    """(tokenizer.json, tokenizer_config.json) texts of a family: the 256 bytes, the merges, its special tokens."""
+    """tokenizer.json's and tokenizer_config.json's texts of a family (the 256 bytes, the merges, its special
+    tokens), and its number of tokens."""
     alphabet = bytes_to_unicode()
     vocab = {alphabet[b]: b for b in range(256)}
     for i, merge in enumerate(MERGES):
@@ -640,7 +641,7 @@ def hf_tokenizer_files(family):
               "eos_token": special[-1] if family == "llama" else "<|im_end|>", "pad_token": special[1 if family == "llama" else 0],
               "model_max_length": 256, "chat_template": HF_CHAT_TEMPLATE[family], "clean_up_tokenization_spaces": False,
               "tokenizer_class": "PreTrainedTokenizerFast"}
-    return (json.dumps(tokenizer, ensure_ascii=False, indent=2), json.dumps(config, indent=2)), len(vocab) + len(added)
+    return json.dumps(tokenizer, ensure_ascii=False, indent=2), json.dumps(config, indent=2), len(vocab) + len(added)
 
 
 def hf_llama_tensors(family, config, rng):
@@ -688,7 +689,7 @@ def write_tiny_hf_llama(folder, family, rng, sharded=False):
     positions; Qwen's vocabulary padded past the tokenizer's to a multiple of 32, as Qwen's models ship;
     sharded: the weights in two shards and model.safetensors.index.json."""
     folder.mkdir(parents=True)
-    (tokenizer, tokenizer_config), tokens = hf_tokenizer_files(family)
+    tokenizer, tokenizer_config, tokens = hf_tokenizer_files(family)
     (folder / "tokenizer.json").write_text(tokenizer, encoding="utf-8")
     (folder / "tokenizer_config.json").write_text(tokenizer_config, encoding="utf-8")
     special = HF_SPECIAL[family]
