@@ -1672,15 +1672,23 @@ MODEL_FILES = re.compile(r"^(config\.json|generation_config\.json|model.*\.safet
                          r"vocab\.json|merges\.txt|adapter.*)$")
 
 
+def file_identities(folder):
+    """{name: (inode, mtime)} of the files in folder: a file written again (AtomicFile: a new file renamed
+    over the old) has another identity even with the same bytes."""
+    if not os.path.isdir(folder) or os.path.islink(folder):
+        return {}
+    return {e.name: (e.stat().st_ino, e.stat().st_mtime_ns) for e in os.scandir(folder) if e.is_file()}
+
+
 def merged_folder_is_right(base, target, before, scratch):
-    """After --merge-lora exits 0: no file of what the folder held before left in it unchanged (a model
-    mixed with another), no non-finite weight, and generate reads the folder."""
+    """After --merge-lora exits 0: no model file of what the folder held before (before: file_identities)
+    left in it untouched (a model mixed with another), no non-finite weight, and generate reads the folder."""
     def check(run):
         found = []
         if not target.is_dir():
             return [f"--merge-lora exited 0 and {target.name} is no folder"]
-        stale = [p for p, (kind, digest) in before.items() if kind == "file" and MODEL_FILES.match(Path(p).name)
-                 and snapshot(target).get(p) == (kind, digest)]
+        after = file_identities(target)
+        stale = [name for name, identity in before.items() if MODEL_FILES.match(name) and after.get(name) == identity]
         if stale:
             found.append(f"the merged folder keeps the other model's {', '.join(sorted(stale)[:4])}: a mixed folder")
         found += run_folder_is_right(target)(run)
@@ -1733,7 +1741,7 @@ def gen_merge_lora(base, mutant, rng, name=None, kind=None):
         target = run / "merged"
     elif kind != "new":
         target, kind = output_target(rng, mutant, base, kind)
-    before = snapshot(target) if target.is_dir() and not target.is_symlink() else {}
+    before = file_identities(target)
     mutant.command = [base.runner.train_gpt, "--resume", str(run), "--merge-lora", str(target)]
     if kind not in ("the run", "the base", "a link to the base"):
         mutant.checks.append(merged_folder_is_right(base, target, before, mutant.folder))
