@@ -2350,7 +2350,7 @@ def main():
 
 
 def print_table(table):
-    widths = [12] + [max(8, len(c)) for c in ["mutants"] + CLASSES]
+    widths = [max(len(s) for s in SURFACES)] + [max(8, len(c)) for c in ["mutants"] + CLASSES]
     header = ["surface", "mutants"] + CLASSES
     print("  ".join(h.rjust(w) if i else h.ljust(w) for i, (h, w) in enumerate(zip(header, widths))))
     totals = {c: 0 for c in CLASSES}
