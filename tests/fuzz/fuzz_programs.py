@@ -8,20 +8,33 @@ real examples/train_gpt and examples/generate; each run must end in a clean erro
 It first makes the folders it mutates with the programs themselves (a character-level run, a BPE
 run, a run from GPT-2 and a LoRA run, each a few steps of train_gpt on a tiny model), plus a tiny
 Hugging Face GPT-2 folder that it writes itself (config.json, model.safetensors, vocab.json,
-merges.txt: the format is small enough to write with the standard library). Then, for each
-surface (below), N mutants: a copy of a folder with one thing changed, and one program run on it.
+merges.txt: the format is small enough to write with the standard library), tiny Llama, Qwen2 and
+Qwen3 folders (config.json, model.safetensors or two shards and model.safetensors.index.json, a
+byte-level BPE tokenizer.json and a tokenizer_config.json with a chat template; Qwen's vocabulary
+padded past its tokenizer as Qwen's models ship), and the runs of those (a Qwen3 run from scratch, a
+Qwen2 fine-tune, a Llama LoRA run, a Qwen3 LoRA run on conversations). Then, for each surface
+(below), N mutants: a copy of a folder with one thing changed, and one program run on it.
 
 Surfaces: gpt2-config (a GPT-2 folder's config.json), run-config (a run's config.json), tokenizer
 (vocab.json, merges.txt, encoder.json/vocab.bpe, tapegrad's tokenizer.json), jsonl (instruction
 data), adapters (adapter_config.json, adapters.safetensors), run-folder (files missing, extra,
 corrupt, non-finite weights, loss.csv, .prev, stale .tmp- files), prompt (--prompt, --prompt-ids,
---instruction), output (where the programs write: FIFOs, folders, files in the way).
+--instruction), output (where the programs write: FIFOs, folders, files in the way); and of the
+Llama / Qwen family: hf-config (a Llama / Qwen2 / Qwen3 config.json), hf-weights (model.safetensors,
+the shards and model.safetensors.index.json), hf-tokenizer (tokenizer.json, tokenizer_config.json),
+chat-messages (generate --chat-messages' file), chat-stdin (generate --chat on standard input: long
+lines, binary, /reset, /quit, end of input with or without a newline), chat-jsonl (conversations
+to fine-tune on or --eval-only), flags (--arch, --kv-heads, --lora-rank, --lora-alpha,
+--lora-targets), merge-lora (--merge-lora's targets: another model's folder, the run, the base, a
+FIFO, a user's file), hf-run-config (a Llama / Qwen run's config.json edited, then resumed).
 
 Each run is classified:
   clean error   exit 1 or 2, stderr one line "program: ..." (not an allocation of over 1 GiB refused)
   unclear error exit 1 or 2 with another stderr (reported; does not fail the stage)
   accepted      exit 0 and the output passed the checks below
-  crash         a signal, a sanitizer report, or any other exit code
+  crash         a signal, a sanitizer report, or any other exit code; or an error decoding an id the
+                model drew that its tokenizer lacks ("id N is no token of this tokenizer", N not one of
+                --prompt-ids)
   hang          ran past --timeout-s
   over 1 GiB    peak RSS (os.wait4's ru_maxrss) over 1 GiB, the sanitizer's memory cap hit, or tapegrad's
                 "cannot allocate N bytes" with N over 1 GiB (a tiny file asked for that much)
@@ -30,7 +43,11 @@ Each run is classified:
                 numbers; a written model, adapters or logits file with a non-finite value; an input
                 folder changed by a run that failed (or by generate / --eval-only at all); a FIFO or
                 a user's file replaced; a tokenizer whose files differ only in line ends (or names)
-                giving another token count than the original.
+                giving another token count than the original; a --merge-lora folder that keeps
+                files of the model it held before (a mixed folder), or that generate cannot read;
+                a generate --chat session that ends (exit 0 or an error) before it has read all of
+                its standard input or up to /quit: a bad turn is reported and the session goes on,
+                or the user's later turns are lost (the prompts "> " on standard error are counted).
 Memory cap: in a normal build, RLIMIT_AS (--mem-cap-mb, 3 GiB); under AddressSanitizer, which
 reserves terabytes of address space, ASAN_OPTIONS hard_rss_limit_mb=1024 and max_allocation_size_mb
 =1024 (the report is counted as "over 1 GiB"). Peak RSS is measured for every run either way.
@@ -63,7 +80,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 GIB_KB = 1024 * 1024  # ru_maxrss is in KiB on Linux
-SURFACES = ["gpt2-config", "run-config", "tokenizer", "jsonl", "adapters", "run-folder", "prompt", "output"]
+SURFACES = ["gpt2-config", "run-config", "tokenizer", "jsonl", "adapters", "run-folder", "prompt", "output",
+            "hf-config", "hf-weights", "hf-tokenizer", "chat-messages", "chat-stdin", "chat-jsonl", "flags", "merge-lora",
+            "hf-run-config"]
 CLASSES = ["clean error", "unclear error", "accepted", "crash", "hang", "over 1 GiB", "silent wrong"]
 FAILING = {"crash", "hang", "over 1 GiB", "silent wrong"}
 
@@ -110,11 +129,13 @@ class Runner:
             cap = self.mem_cap_mb * 1024 * 1024
             resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
 
-    def run(self, command, cwd, stdout_path, stderr_path):
-        """Runs command; its stdout and stderr go to files (no pipe to fill up)."""
+    def run(self, command, cwd, stdout_path, stderr_path, stdin_path=None):
+        """Runs command; its stdout and stderr go to files (no pipe to fill up), its standard input is
+        stdin_path's bytes (a file: read at the program's pace, then end of input) or nothing."""
         started = time.monotonic()
-        with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
-            process = subprocess.Popen(command, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+        with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err, \
+                open(stdin_path or os.devnull, "rb") as stdin:
+            process = subprocess.Popen(command, cwd=cwd, stdin=stdin, stdout=out, stderr=err,
                                        env=self.env, preexec_fn=self._limit_memory, start_new_session=True)
         timed_out = False
         while True:
@@ -140,6 +161,18 @@ SANITIZER_MEMORY_CAP = ("AddressSanitizer: hard rss limit exhausted", "AddressSa
                         "AddressSanitizer: allocation-size-too-big", "AddressSanitizer: rss-limit-exceeded")
 # tapegrad's own message when an allocation fails (a clean error, but of a file that asked for over 1 GiB)
 ALLOCATION_FAILED = re.compile(r"cannot allocate (\d+) bytes")
+# decoding an id the tokenizer lacks: on an id the model drew (not one of --prompt-ids), a program's own bug,
+# as when a vocabulary padded past the tokenizer (Qwen's) is sampled from
+NOT_A_TOKEN = re.compile(r"id (\d+) is no token of this tokenizer")
+
+
+def drawn_id_not_a_token(run):
+    """The id of a NOT_A_TOKEN error that is none of the run's --prompt-ids, or None."""
+    found = NOT_A_TOKEN.search(run.stderr)
+    if not found:
+        return None
+    given = run.command[run.command.index("--prompt-ids") + 1].split(",") if "--prompt-ids" in run.command else []
+    return None if found.group(1) in [i.strip() for i in given] else found.group(1)
 SANITIZER_REPORT = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:", "ERROR: UndefinedBehaviorSanitizer")
 
 
@@ -165,6 +198,8 @@ def classify(run, program, wrong):
         return "over 1 GiB", f"asked for {int(asked.group(1)) / 2 ** 30:.3g} GiB: " + last_line(run.stderr)
     if run.rc not in (0, 1, 2):
         return "crash", f"exit code {run.rc}: " + last_line(run.stderr)
+    if run.rc != 0 and drawn_id_not_a_token(run) is not None:
+        return "crash", "an id the model drew is no token of its tokenizer: " + last_line(run.stderr)
     if wrong:
         return "silent wrong", "; ".join(wrong)
     if run.rc == 0:
@@ -550,12 +585,160 @@ def write_tiny_gpt2(folder, rng):
     write_safetensors(folder / "model.safetensors", tensors, {"format": "pt"})
 
 
+# Hugging Face Llama / Qwen2 / Qwen3 folders (models/hf_llama.h), each with a byte-level BPE
+# tokenizer.json and a tokenizer_config.json with a chat template (tokenizers/hf_tokenizer.h,
+# tokenizers/chat_template.h): tiny, written with the standard library like the GPT-2 folder.
+
+HF_FAMILIES = ["llama", "qwen2", "qwen3"]
+HF_SPECIAL = {  # the added tokens, after the bytes and the merges
+    "llama": ["<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"],
+    "qwen2": ["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
+    "qwen3": ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>"],
+}
+# The Split patterns tapegrad reads (hf_tokenizer.cpp), as the real files spell them.
+LLAMA3_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|"
+                r"\s*[\r\n]+|\s+(?!\S)|\s+")
+QWEN2_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|"
+               r"\s*[\r\n]+|\s+(?!\S)|\s+")
+# Short chat templates with the parts chat_format_of_template recognises each family by.
+HF_CHAT_TEMPLATE = {
+    "llama": "{{ bos_token }}{% for m in messages %}{{ '<|start_header_id|>' + m['role'] + '<|end_header_id|>\\n\\n' "
+             "+ m['content'] | trim + '<|eot_id|>' }}{% endfor %}{% if add_generation_prompt %}"
+             "{{ '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}{% endif %}",
+    "qwen2": "{% for m in messages %}{% if loop.first and m['role'] != 'system' %}{{ '<|im_start|>system\\nYou are "
+             "Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\\n' }}{% endif %}"
+             "{{ '<|im_start|>' + m['role'] + '\\n' + m['content'] + '<|im_end|>\\n' }}{% endfor %}"
+             "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}",
+    "qwen3": "{% for m in messages %}{{ '<|im_start|>' + m['role'] + '\\n' + m['content'] + '<|im_end|>\\n' }}"
+             "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% if enable_thinking is "
+             "defined and enable_thinking is false %}{{ '<think>\\n\\n</think>\\n\\n' }}{% endif %}{% endif %}",
+}
+
+
+def hf_tokenizer_files(family):
+    """tokenizer.json's and tokenizer_config.json's texts of a family (the 256 bytes, the merges, its special
+    tokens), and its number of tokens."""
+    alphabet = bytes_to_unicode()
+    vocab = {alphabet[b]: b for b in range(256)}
+    for i, merge in enumerate(MERGES):
+        vocab[merge.replace(" ", "")] = 256 + i
+    added = [{"id": len(vocab) + i, "content": t, "single_word": False, "lstrip": False, "rstrip": False,
+              "normalized": False, "special": True} for i, t in enumerate(HF_SPECIAL[family])]
+    byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": False}
+    split = {"type": "Split", "pattern": {"Regex": LLAMA3_SPLIT if family == "llama" else QWEN2_SPLIT},
+             "behavior": "Isolated", "invert": False}
+    tokenizer = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": added,
+                 "normalizer": None if family == "llama" else {"type": "NFC"},
+                 "pre_tokenizer": {"type": "Sequence", "pretokenizers": [split, byte_level]},
+                 "post_processor": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False,
+                                    "use_regex": False},
+                 "decoder": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": False},
+                 "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": "",
+                           "end_of_word_suffix": "", "fuse_unk": False, "byte_fallback": False,
+                           "ignore_merges": family == "llama", "vocab": vocab, "merges": MERGES}}
+    special = HF_SPECIAL[family]
+    config = {"add_bos_token": family == "llama", "bos_token": special[0] if family == "llama" else None,
+              "eos_token": special[-1] if family == "llama" else "<|im_end|>", "pad_token": special[1 if family == "llama" else 0],
+              "model_max_length": 256, "chat_template": HF_CHAT_TEMPLATE[family], "clean_up_tokenization_spaces": False,
+              "tokenizer_class": "PreTrainedTokenizerFast"}
+    return json.dumps(tokenizer, ensure_ascii=False, indent=2), json.dumps(config, indent=2), len(vocab) + len(added)
+
+
+def hf_llama_tensors(family, config, rng):
+    """The weights in models/hf_llama.h's layout (hf_llama_layout): random, norms 1; the rows of ids past
+    the tokenizer (Qwen pads its vocabulary) are 0, so that a greedy choice never falls on one."""
+    C, I, L = config["hidden_size"], config["intermediate_size"], config["num_hidden_layers"]
+    hs = config.get("head_dim", C // config["num_attention_heads"])
+    q, kv, V = config["num_attention_heads"] * hs, config["num_key_value_heads"] * hs, config["vocab_size"]
+    used = config["tapegrad_fuzz_tokens"]
+
+    def tensor(name, shape, fill=None, padded=False):
+        count = math.prod(shape)
+        values = [fill] * count if fill is not None else [rng.gauss(0, 0.02) for _ in range(count)]
+        if padded:
+            values[used * shape[1]:] = [0.0] * ((V - used) * shape[1])
+        return (name, "F32", list(shape), array.array("f", values).tobytes())
+
+    tensors = [tensor("model.embed_tokens.weight", (V, C), padded=True)]
+    for i in range(L):
+        a = f"model.layers.{i}.self_attn."
+        tensors.append(tensor(a + "q_proj.weight", (q, C)))
+        if family == "qwen2":
+            tensors.append(tensor(a + "q_proj.bias", (q,)))
+        tensors.append(tensor(a + "k_proj.weight", (kv, C)))
+        if family == "qwen2":
+            tensors.append(tensor(a + "k_proj.bias", (kv,)))
+        tensors.append(tensor(a + "v_proj.weight", (kv, C)))
+        if family == "qwen2":
+            tensors.append(tensor(a + "v_proj.bias", (kv,)))
+        tensors.append(tensor(a + "o_proj.weight", (C, q)))
+        if family == "qwen3":
+            tensors += [tensor(a + "q_norm.weight", (hs,), 1.0), tensor(a + "k_norm.weight", (hs,), 1.0)]
+        m = f"model.layers.{i}."
+        tensors += [tensor(m + "mlp.gate_proj.weight", (I, C)), tensor(m + "mlp.up_proj.weight", (I, C)),
+                    tensor(m + "mlp.down_proj.weight", (C, I)), tensor(m + "input_layernorm.weight", (C,), 1.0),
+                    tensor(m + "post_attention_layernorm.weight", (C,), 1.0)]
+    tensors.append(tensor("model.norm.weight", (C,), 1.0))
+    if not config["tie_word_embeddings"]:
+        tensors.append(tensor("lm_head.weight", (V, C), padded=True))
+    return tensors
+
+
+def write_tiny_hf_llama(folder, family, rng, sharded=False):
+    """A Hugging Face folder of model_type family: 2 layers, width 16, 2 heads of 8 (1 key/value head), 256
+    positions; Qwen's vocabulary padded past the tokenizer's to a multiple of 32, as Qwen's models ship;
+    sharded: the weights in two shards and model.safetensors.index.json."""
+    folder.mkdir(parents=True)
+    tokenizer, tokenizer_config, tokens = hf_tokenizer_files(family)
+    (folder / "tokenizer.json").write_text(tokenizer, encoding="utf-8")
+    (folder / "tokenizer_config.json").write_text(tokenizer_config, encoding="utf-8")
+    special = HF_SPECIAL[family]
+    V = tokens if family == "llama" else -(-tokens // 32) * 32 + 32
+    eos = tokens - 1 if family == "llama" else 256 + len(MERGES) + special.index("<|im_end|>")
+    config = {"architectures": [{"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM",
+                                 "qwen3": "Qwen3ForCausalLM"}[family]],
+              "hidden_act": "silu", "hidden_size": 16, "intermediate_size": 32, "max_position_embeddings": 256,
+              "model_type": family, "num_attention_heads": 2, "num_hidden_layers": 2, "num_key_value_heads": 1,
+              "rms_norm_eps": 1e-6, "rope_theta": 1000000.0, "tie_word_embeddings": family != "qwen2",
+              "vocab_size": V, "bos_token_id": 256 + len(MERGES), "eos_token_id": eos, "torch_dtype": "float32"}
+    if family == "llama":
+        config.update(attention_bias=False, rope_theta=500000.0, initializer_range=0.02,
+                      rope_scaling={"factor": 8.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
+                                    "original_max_position_embeddings": 32, "rope_type": "llama3"})
+    elif family == "qwen2":
+        config.update(use_sliding_window=False, sliding_window=64, max_window_layers=2)
+    else:
+        config.update(attention_bias=False, head_dim=8, use_sliding_window=False, rope_scaling=None)
+    tensors = hf_llama_tensors(family, dict(config, tapegrad_fuzz_tokens=tokens), rng)
+    (folder / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+    if not sharded:
+        write_safetensors(folder / "model.safetensors", tensors, {"format": "pt"})
+        return
+    half = len(tensors) // 2
+    shards = {"model-00001-of-00002.safetensors": tensors[:half], "model-00002-of-00002.safetensors": tensors[half:]}
+    weight_map = {}
+    for file, part in shards.items():
+        write_safetensors(folder / file, part, {"format": "pt"})
+        weight_map.update({t[0]: file for t in part})
+    index = {"metadata": {"total_size": sum(len(t[3]) for t in tensors)}, "weight_map": weight_map}
+    (folder / "model.safetensors.index.json").write_text(json.dumps(index, indent=2) + "\n")
+
+
 INSTRUCTIONS = [
     {"instruction": "Give the plural of the word.", "input": "fox", "output": "foxes"},
     {"instruction": "Say what the owl saw.", "output": "the fox"},
     {"instruction": "Repeat the word.", "input": "owl", "output": "owl owl"},
     {"instruction": "Give the plural of the word.", "input": "owl", "output": "owls"},
 ]
+CHATS = [  # train_gpt --data-format chat: one conversation a line
+    {"messages": [{"role": "user", "content": "Give the plural of fox."}, {"role": "assistant", "content": "foxes"}]},
+    {"messages": [{"role": "system", "content": "Answer in one word."}, {"role": "user", "content": "What saw the owl?"},
+                  {"role": "assistant", "content": "the fox"}]},
+    {"messages": [{"role": "user", "content": "Repeat owl."}, {"role": "assistant", "content": "owl owl"},
+                  {"role": "user", "content": "Again."}, {"role": "assistant", "content": "owl owl"}]},
+]
+CHAT_MESSAGES = [{"role": "system", "content": "Answer in one word."}, {"role": "user", "content": "What saw the owl?"},
+                 {"role": "assistant", "content": "the fox"}, {"role": "user", "content": "And the fox?"}]
 
 
 class Base:
@@ -576,14 +759,45 @@ class Base:
                 ("gpt2_run", ["--init-from", str(self.gpt2), "--data", str(self.text)]),
                 ("lora_run", ["--init-from", str(self.gpt2), "--data", str(self.text), "--context", "8",
                               "--lora-rank", "2"])]
+        # Llama / Qwen2 / Qwen3 folders (one file, and sharded), a chat file, and their runs
+        self.hf = {f: base_dir / f for f in HF_FAMILIES}
+        self.hf_sharded = {f: base_dir / f"{f}_sharded" for f in HF_FAMILIES}
+        for i, family in enumerate(HF_FAMILIES):
+            write_tiny_hf_llama(self.hf[family], family, random.Random(11 + i))
+            write_tiny_hf_llama(self.hf_sharded[family], family, random.Random(11 + i), sharded=True)
+        self.chats = base_dir / "chats.jsonl"
+        self.chats.write_text("".join(json.dumps(c) + "\n" for c in CHATS * 4))
+        self.chat_messages = base_dir / "chat.json"
+        self.chat_messages.write_text(json.dumps(CHAT_MESSAGES, indent=2) + "\n")
+        # (no samples at the end from a Qwen folder: its ids past the tokenizer, Qwen's padding, can be drawn)
+        made += [("qwen3_run", SCRATCH + ["--arch", "qwen3", "--kv-heads", "1", "--data", str(self.text)]),
+                 ("qwen2_run", ["--init-from", str(self.hf["qwen2"]), "--data", str(self.text), "--context", "16",
+                                "--sample-tokens", "0"]),
+                 ("llama_lora_run", ["--init-from", str(self.hf["llama"]), "--data", str(self.text), "--context", "16",
+                                     "--lora-rank", "2", "--lora-targets", "attn,mlp"]),
+                 ("qwen3_chat_run", ["--init-from", str(self.hf_sharded["qwen3"]), "--data", str(self.chats),
+                                     "--lora-rank", "2", "--sample-tokens", "0"])]
         for name, flags in made:
             out = base_dir / name
-            self.must_succeed(runner, [runner.train_gpt] + flags + SMALL + ["--steps", "2", "--out", str(out)], name)
+            self.must_succeed(runner, [runner.train_gpt] + SMALL + flags + ["--steps", "2", "--out", str(out)], name)
             self.runs[name] = out
         # the token count of the text with the original tokenizer files
         r = self.must_succeed(runner, [runner.train_gpt, "--eval-only", "--init-from", str(self.gpt2), "--data",
                                        str(self.text)], "gpt2-eval")
         self.gpt2_tokens = json.loads(r.stdout.split("\n")[0])["tokens"]
+        self.hf_tokens = {}
+        for family in HF_FAMILIES:
+            r = self.must_succeed(runner, [runner.train_gpt, "--eval-only", "--init-from", str(self.hf[family]),
+                                           "--data", str(self.text)], f"{family}-eval")
+            self.hf_tokens[family] = json.loads(r.stdout.split("\n")[0])["tokens"]
+
+    def folder(self, name):
+        """A base folder by name: a run, "gpt2", "llama", "qwen2", "qwen3", or one of those three "_sharded"."""
+        if name in self.runs:
+            return self.runs[name]
+        if name == "gpt2":
+            return self.gpt2
+        return self.hf_sharded[name[:-len("_sharded")]] if name.endswith("_sharded") else self.hf[name]
 
     def must_succeed(self, runner, command, name):
         r = runner.run(command, self.dir, self.dir / f"{name}.out", self.dir / f"{name}.err")
@@ -608,11 +822,13 @@ class Mutant:
         self.fifos = []  # FIFOs given as outputs: drained while it runs; they must stay FIFOs
         self.user_files = {}  # path -> bytes a user had, which no run may change
         self.checks = []  # functions(run) -> list of findings
+        self.stdin = None  # bytes: generate --chat's standard input (its session is checked: chat_session_findings)
 
 
 def copy_base(base, name, mutant):
+    """A copy of a base folder in the mutant's: a run, "gpt2", or a Llama / Qwen folder ("qwen3", "qwen3_sharded")."""
     target = mutant.folder / name
-    shutil.copytree(base.runs[name] if name in base.runs else base.gpt2, target, symlinks=True)
+    shutil.copytree(base.folder(name), target, symlinks=True)
     return target
 
 
@@ -720,25 +936,34 @@ def on_run_folder(base, mutant, run, rng, what=None):
     mutant.watch = run
 
 
-def on_gpt2_folder(base, mutant, folder, rng, expected_tokens=None, what=None):
-    """One of the programs on a GPT-2 folder: --eval-only (the one when expected_tokens is given), a
-    fine-tune step, a LoRA step, or generate; what: which (None: a random one)."""
+def on_hf_folder(base, mutant, folder, rng, expected_tokens=None, what=None, chat=False):
+    """One of the programs on a Hugging Face folder (GPT-2's, or a Llama / Qwen one): --eval-only (the one
+    when expected_tokens is given), a fine-tune step, a LoRA step, or generate (on --prompt-ids); with chat
+    (a folder with a chat template) also generate on --prompt text, or --chat-messages; what: which (None:
+    a random one)."""
     t, g = base.runner.train_gpt, base.runner.generate
     if expected_tokens is not None:
         what = "eval"
-    what = what or rng.choice(["eval", "train", "generate", "lora"])
+    what = what or rng.choice(["eval", "train", "generate", "lora"] + (["text", "chat"] if chat else []))
+    logits = mutant.folder / "logits.safetensors"
     if what == "eval":
         mutant.command = [t, "--eval-only", "--init-from", str(folder), "--data", str(base.text)]
         mutant.checks.append(eval_json_is_right(expected_tokens))
     elif what in ("train", "lora"):
-        out = mutant.folder / "run"
+        out = mutant.folder / "run"  # a Llama / Qwen folder's context is 256 tokens: 32 are enough
         mutant.command = [t, "--init-from", str(folder), "--data", str(base.text), "--steps", "1", "--out", str(out)] + \
-            (["--lora-rank", "2"] if what == "lora" else []) + SMALL
+            (["--lora-rank", "2"] if what == "lora" else []) + SMALL + (["--context", "32"] if chat else [])
         mutant.checks.append(run_folder_is_right(out, "adapters.safetensors" if what == "lora" else "model.safetensors"))
-    else:
-        logits = mutant.folder / "logits.safetensors"
+    elif what == "generate":
         mutant.command = [g, "--ckpt", str(folder), "--prompt-ids", "1,2", "--tokens", "2", "--logits-out", str(logits)]
         mutant.checks.append(logits_are_finite(logits))
+    elif what == "text":  # the tokenizer's encoding (BOS first where it says so), then greedy steps
+        mutant.command = [g, "--ckpt", str(folder), "--prompt", "the fox saw", "--tokens", "2", "--temperature", "0",
+                          "--logits-out", str(logits)]
+        mutant.checks.append(logits_are_finite(logits))
+    else:
+        mutant.command = [g, "--ckpt", str(folder), "--chat-messages", str(base.chat_messages), "--tokens", "3",
+                          "--temperature", "0"]
     mutant.read_only = True
     mutant.watch = folder
 
@@ -751,11 +976,15 @@ def gen_gpt2_config(base, mutant, rng):
     config = folder / "config.json"
     text, mutant.description = mutate_json_text(rng, config.read_text(), "gpt2/config.json")
     config.write_bytes(text.encode("utf-8", "surrogateescape"))
-    on_gpt2_folder(base, mutant, folder, rng)
+    on_hf_folder(base, mutant, folder, rng)
 
 
-def gen_run_config(base, mutant, rng):
-    name = rng.choice(["char_run", "bpe_run", "gpt2_run", "lora_run"])
+GPT_RUNS = ["char_run", "bpe_run", "gpt2_run", "lora_run"]
+HF_RUNS = ["qwen3_run", "qwen2_run", "llama_lora_run", "qwen3_chat_run"]  # Llama / Qwen runs: HF config.json + "tapegrad"
+
+
+def gen_run_config(base, mutant, rng, names=GPT_RUNS):
+    name = rng.choice(names)
     run = copy_base(base, name, mutant)
     config = run / "config.json"
     text, mutant.description = mutate_json_text(rng, config.read_text(), f"{name}/config.json")
@@ -766,7 +995,7 @@ def gen_run_config(base, mutant, rng):
 def same_json(text, original):
     try:
         return strict_json(text) == strict_json(original)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past Python's stack
         return False
 
 
@@ -812,7 +1041,7 @@ def gen_tokenizer(base, mutant, rng):
                 mutant.description += ", then " + change
                 expected = None
         path.write_bytes(text.encode("utf-8", "surrogateescape"))
-        on_gpt2_folder(base, mutant, folder, rng, expected)
+        on_hf_folder(base, mutant, folder, rng, expected)
         return
     name = {"char tokenizer.json": "char_run", "bpe tokenizer.json": "bpe_run"}.get(what, "gpt2_run")
     run = copy_base(base, name, mutant)
@@ -822,15 +1051,20 @@ def gen_tokenizer(base, mutant, rng):
     on_run_folder(base, mutant, run, rng)
 
 
+def mutate_jsonl_line(rng, lines, name):
+    """One line of a JSONL file's lines changed as JSON (mutate_json_text), kept on one line: (text, description)."""
+    i = rng.randrange(len(lines) - 1)
+    lines[i], change = mutate_json_text(rng, lines[i], f"line {i + 1}")
+    lines[i] = lines[i].replace("\n", " ")
+    return "\n".join(lines), f"{name} {change}"
+
+
 def gen_jsonl(base, mutant, rng):
     data = mutant.folder / "data.jsonl"
     lines = base.jsonl.read_text().split("\n")
     roll = rng.random()
     if roll < 0.45:  # one example's JSON changed
-        i = rng.randrange(len(lines) - 1)
-        lines[i], change = mutate_json_text(rng, lines[i], f"line {i + 1}")
-        lines[i] = lines[i].replace("\n", " ")
-        text, mutant.description = "\n".join(lines), "data.jsonl " + change
+        text, mutant.description = mutate_jsonl_line(rng, lines, "data.jsonl")
     else:
         text, mutant.description = mutate_lines(rng, base.jsonl.read_text(), "data.jsonl")
     data.write_bytes(text.encode("utf-8", "surrogateescape"))
@@ -990,10 +1224,11 @@ def gen_prompt(base, mutant, rng):
     mutant.watch, mutant.read_only = ckpt, True
 
 
-def output_target(rng, mutant, base):
-    """A path to write to, with something of the user's there or in the way: (path, description)."""
-    kind = rng.choice(["fifo", "fifo", "folder with a file", "regular file", "under a file", "missing folder",
-                       "empty name", "dangling link"])
+def output_target(rng, mutant, base, kind=None):
+    """A path to write to, with something of the user's there or in the way: (path, description); kind:
+    which (None: a random one)."""
+    kind = kind or rng.choice(["fifo", "fifo", "folder with a file", "regular file", "under a file", "missing folder",
+                               "empty name", "dangling link"])
     target = mutant.folder / "target"
     if kind == "fifo":
         os.mkfifo(target)
@@ -1043,6 +1278,482 @@ def gen_output(base, mutant, rng):
 
 
 # ---------------------------------------------------------------------------------------------
+# Llama / Qwen2 / Qwen3 folders and what reads them: config.json, the weights (one file or shards and
+# their index), tokenizer.json and tokenizer_config.json, chat message files, generate --chat on
+# standard input, chat JSONL, --arch and the LoRA flags, --merge-lora's targets, a run's edited config.
+
+HF_CONFIG_VALUES = [("rope_theta 1e-300 (logits nan)", "rope_theta", "1e-300"),
+                    ("rope_scaling of rope_type yarn", "rope_scaling", '{"rope_type": "yarn", "factor": 4.0}'),
+                    ("rope_scaling factor 0", "rope_scaling",
+                     '{"rope_type": "llama3", "factor": 0, "low_freq_factor": 1, "high_freq_factor": 4, '
+                     '"original_max_position_embeddings": 32}'),
+                    ("model_type gpt2", "model_type", '"gpt2"'), ("model_type mistral", "model_type", '"mistral"'),
+                    ("hidden_act gelu", "hidden_act", '"gelu"'), ("head_dim 3", "head_dim", "3"),
+                    ("num_key_value_heads 3", "num_key_value_heads", "3"), ("vocab_size 10", "vocab_size", "10"),
+                    ("tie_word_embeddings flipped", "tie_word_embeddings", None),
+                    ("use_sliding_window true", "use_sliding_window", "true"), ("mlp_bias true", "mlp_bias", "true"),
+                    ("attention_bias true", "attention_bias", "true"),
+                    ("rope_parameters too", "rope_parameters", '{"rope_theta": 10.0, "rope_type": "default"}')]
+HF_CONFIG_FIELDS = ["vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+                    "num_key_value_heads", "head_dim", "max_position_embeddings", "rms_norm_eps", "rope_theta",
+                    "rope_scaling", "tie_word_embeddings", "bos_token_id", "eos_token_id", "torch_dtype"]
+
+
+def hf_folder_name(rng, sharded=None):
+    family = rng.choice(HF_FAMILIES)
+    return family + ("_sharded" if (rng.random() < 0.3 if sharded is None else sharded) else "")
+
+
+def edit_hf_config(rng, path, label):
+    """A change to a Llama / Qwen config.json: a field a user edits set to a bad or odd value, or any change
+    (mutate_json_text): description."""
+    if rng.random() < 0.5:
+        text, description = mutate_json_text(rng, path.read_text(), label)
+        path.write_bytes(text.encode("utf-8", "surrogateescape"))
+        return description
+    if rng.random() < 0.5:
+        what, field, raw = rng.choice(HF_CONFIG_VALUES)
+        if raw is None:
+            raw = "false" if '"tie_word_embeddings": true' in path.read_text() else "true"
+    else:
+        field = rng.choice(HF_CONFIG_FIELDS)
+        what, raw = bad_value(rng)
+    set_json_field(path, field, raw)
+    return f"{label}: {field} = {what}"
+
+
+def gen_hf_config(base, mutant, rng):
+    name = hf_folder_name(rng)
+    folder = copy_base(base, name, mutant)
+    mutant.description = edit_hf_config(rng, folder / "config.json", f"{name}/config.json")
+    on_hf_folder(base, mutant, folder, rng, chat=True)
+
+
+def shard_files(folder):
+    return sorted(p.name for p in folder.iterdir() if p.name.startswith("model-"))
+
+
+def gen_hf_weights(base, mutant, rng):
+    name = hf_folder_name(rng)
+    folder = copy_base(base, name, mutant)
+    index = folder / "model.safetensors.index.json"
+    weights = shard_files(folder) or ["model.safetensors"]
+    roll = rng.random()
+    if roll < 0.45:
+        victim = rng.choice(weights)
+        mutant.description = mutate_safetensors(rng, folder / victim, f"{name}/{victim}")
+    elif roll < 0.65 and index.exists():
+        text, mutant.description = mutate_json_text(rng, index.read_text(), f"{name}/model.safetensors.index.json")
+        index.write_bytes(text.encode("utf-8", "surrogateescape"))
+    else:
+        what = rng.choice(["missing", "empty", "a folder", "dangling link", "weight_map outside", "weight_map swapped",
+                           "both kinds", "index alone", "bf16"])
+        victim = rng.choice(weights)
+        if what == "missing":
+            (folder / victim).unlink()
+        elif what == "empty":
+            (folder / victim).write_bytes(b"")
+        elif what == "a folder":
+            (folder / victim).unlink()
+            (folder / victim).mkdir()
+        elif what == "dangling link":
+            (folder / victim).unlink()
+            os.symlink(str(base.dir / "nowhere"), folder / victim)
+        elif what in ("weight_map outside", "weight_map swapped") and index.exists():
+            root = json.loads(index.read_text())
+            names = sorted(root["weight_map"])
+            key = rng.choice(names)
+            if what == "weight_map outside":  # a shard outside the folder: another model's file
+                root["weight_map"][key] = rng.choice(["../" + name.split("_")[0] + "/model.safetensors",
+                                                      str(base.folder(name.split("_")[0]) / "model.safetensors"),
+                                                      "/dev/zero", "."])
+            else:  # a name put in the shard that does not hold it
+                other = [f for f in shard_files(folder) if f != root["weight_map"][key]]
+                root["weight_map"][key] = other[0] if other else "model.safetensors"
+            index.write_text(json.dumps(root, indent=2))
+            what += f" ({key})"
+        elif what == "both kinds":  # an index and a model.safetensors: of another family's model
+            other = rng.choice([f for f in HF_FAMILIES if not name.startswith(f)])
+            shutil.copy(base.folder(other) / "model.safetensors", folder / "model.safetensors")
+            if not index.exists():
+                shutil.copytree(base.folder(other + "_sharded"), mutant.folder / "other")
+                for f in ["model.safetensors.index.json"] + shard_files(mutant.folder / "other"):
+                    shutil.copy(mutant.folder / "other" / f, folder / f)
+            what += f" (the other one {other}'s)"
+        elif what == "index alone" and index.exists():
+            for f in shard_files(folder):
+                (folder / f).unlink()
+        else:  # a tensor stored in BF16 (its top 16 bits): read as float32, the same model to rounding
+            tensors, metadata = read_safetensors(folder / victim)
+            i = rng.randrange(len(tensors))
+            tname, _, shape, blob = tensors[i]
+            words = array.array("H", blob)
+            tensors[i] = (tname, "BF16", shape, array.array("H", words[1::2]).tobytes())
+            write_safetensors(folder / victim, tensors, metadata)
+            what += f" ({tname})"
+        mutant.description = f"{name}/{victim}: {what}"
+    on_hf_folder(base, mutant, folder, rng, chat=True)
+
+
+HF_TOKENIZER_CONFIG_VALUES = [("bos_token null", "bos_token", "null"), ("eos_token <|nothing|>", "eos_token", '"<|nothing|>"'),
+                              ("eos_token as an object", "eos_token", '{"content": "<|im_end|>", "special": true}'),
+                              ("add_bos_token true", "add_bos_token", "true"), ("chat_template empty", "chat_template", '""'),
+                              ("chat_template unknown", "chat_template", '"{{ messages }}"'),
+                              ("chat_template a list", "chat_template", '[{"name": "default", "template": "x"}]'),
+                              ("chat_template 1 MB", "chat_template", json.dumps("{{ x }}" * 150000))]
+
+
+def added_tokens(path, tokens):
+    """tokenizer.json's added_tokens made tokens: [(id, content)], after those there."""
+    root = parse_json(path.read_text(encoding="utf-8"))
+    i = next(i for i, (k, _) in enumerate(root) if k == "added_tokens")
+    entries = [json.dumps({"id": t, "content": c, "single_word": False, "lstrip": False, "rstrip": False,
+                           "normalized": False, "special": True}) for t, c in tokens]
+    root[i] = ("added_tokens", Raw(dump_json(root[i][1])[:-1] + "".join(", " + e for e in entries) + "]"))
+    path.write_bytes(dump_json(root).encode("utf-8", "surrogateescape"))
+
+
+def gen_hf_tokenizer(base, mutant, rng):
+    name = hf_folder_name(rng, sharded=False)
+    folder = copy_base(base, name, mutant)
+    expected = None
+    roll = rng.random()
+    if roll < 0.45:
+        path = folder / "tokenizer.json"
+        original = path.read_text(encoding="utf-8")
+        text, mutant.description = mutate_json_text(rng, original, f"{name}/tokenizer.json")
+        if same_json(text, original):  # only its white space changed: the same tokens
+            expected = base.hf_tokens[name]
+        path.write_bytes(text.encode("utf-8", "surrogateescape"))
+    elif roll < 0.8:
+        path = folder / "tokenizer_config.json"
+        if rng.random() < 0.5:
+            text, mutant.description = mutate_json_text(rng, path.read_text(encoding="utf-8"),
+                                                        f"{name}/tokenizer_config.json")
+            path.write_bytes(text.encode("utf-8", "surrogateescape"))
+        else:
+            what, field, raw = rng.choice(HF_TOKENIZER_CONFIG_VALUES)
+            set_json_field(path, field, raw)
+            mutant.description = f"{name}/tokenizer_config.json: {what}"
+    else:
+        what = rng.choice(["tokenizer_config.json missing", "tokenizer.json missing", "an added token's id taken",
+                           "an added token past vocab_size", "an added token of 0 bytes", "1000 added tokens"])
+        path = folder / "tokenizer.json"
+        if what.endswith("missing"):
+            (folder / what.split()[0]).unlink()
+        elif what == "an added token's id taken":
+            added_tokens(path, [(rng.choice([0, 100, 262, 263]), "<|taken|>")])
+        elif what == "an added token past vocab_size":
+            added_tokens(path, [(rng.choice([319, 320, 1000, 2 ** 31, -1]), "<|far|>")])
+        elif what == "an added token of 0 bytes":
+            added_tokens(path, [(270, "")])
+        else:
+            added_tokens(path, [(270 + i, f"<|x{i}|>") for i in range(1000)])
+        mutant.description = f"{name}: {what}"
+    on_hf_folder(base, mutant, folder, rng, expected, chat=True)
+
+
+CHAT_CKPTS = ["qwen3", "qwen2", "llama", "qwen3_chat_run", "char_run", "gpt2", "lora_run"]
+
+
+def chat_command(base, mutant, rng, name=None, temperature="0", options=True):
+    """generate on a folder that chats: (command, folder name); options: maybe --chat-format and --no-thinking."""
+    name = name or rng.choice(CHAT_CKPTS)
+    ckpt = base.folder(name)
+    command = [base.runner.generate, "--ckpt", str(ckpt), "--tokens", "3", "--temperature", temperature]
+    if options and rng.random() < 0.15:
+        command += ["--chat-format", rng.choice(["qwen3", "qwen2.5", "llama3", "llama3.1", "tapegrad", "chatml", ""])]
+    if options and rng.random() < 0.15:
+        command.append("--no-thinking")
+    mutant.watch, mutant.read_only = ckpt, True
+    return command, name
+
+
+def gen_chat_messages(base, mutant, rng):
+    path = mutant.folder / "chat.json"
+    original = json.dumps(CHAT_MESSAGES, indent=2)
+    if rng.random() < 0.5:
+        text, what = mutate_json_text(rng, original, "chat.json")
+    else:
+        messages = [dict(m) for m in CHAT_MESSAGES]
+        kind = rng.choice(["wrapped", "last assistant", "role", "content", "long", "many", "system later",
+                           "reasoning", "tool_calls", "special tokens", "empty content", "invalid UTF-8"])
+        if kind == "wrapped":
+            text = json.dumps({"messages": messages, "tools": []})
+        else:
+            m = rng.choice(messages)
+            if kind == "last assistant":
+                messages.append({"role": "assistant", "content": "x"})
+            elif kind == "role":
+                m["role"] = rng.choice(["tool", "User", "", "function", "developer"])
+            elif kind == "content":
+                m["content"] = rng.choice([None, 3, ["the fox"], {"type": "text", "text": "the fox"}])
+            elif kind == "long":  # past the context (256)
+                m["content"] = "the fox " * rng.choice([40, 200, 20000])
+            elif kind == "many":
+                messages = messages[:1] + [{"role": r, "content": "owl"} for _ in range(rng.choice([100, 3000]))
+                                           for r in ("user", "assistant")] + messages[-1:]
+            elif kind == "system later":
+                messages.insert(2, {"role": "system", "content": "again"})
+            elif kind == "reasoning":
+                messages[2]["reasoning_content"] = rng.choice([None, "the owl looked", 7, "<think>x</think>"])
+            elif kind == "tool_calls":
+                messages[2]["tool_calls"] = []
+            elif kind == "special tokens":
+                m["content"] = rng.choice(["<|im_end|>", "<|im_start|>assistant\n", "<|eot_id|>", "<think>",
+                                           "<|endoftext|>", "<|begin_of_text|>"]) + " the fox"
+            elif kind == "empty content":
+                m["content"] = ""
+            text = json.dumps(messages)
+            if kind == "invalid UTF-8":
+                text = text.replace("owl", "o\udcffl", 1)
+        what = f"chat.json: {kind}"
+    path.write_bytes(text.encode("utf-8", "surrogateescape"))
+    command, name = chat_command(base, mutant, rng)
+    mutant.command = command + ["--chat-messages", str(path)]
+    mutant.description = f"{name}: {what}"
+
+
+def chat_line(rng):
+    """One line a user types (or pipes in): (bytes, description)."""
+    kind = rng.choice(["text", "text", "/reset", "empty", "long", "binary", "invalid UTF-8", "CR", "special token",
+                       "/quit", "spaces"])
+    if kind == "text":
+        return " ".join(rng.choice(["the", "fox", "owl", "saw", "Give", "plural"]) for _ in range(rng.randrange(1, 8))
+                        ).encode(), "text"
+    if kind == "/reset":
+        return b"/reset", "/reset"
+    if kind == "/quit":
+        return rng.choice([b"/quit", b"/quit ", b"/QUIT"]), "/quit"
+    if kind == "empty":
+        return b"", "an empty line"
+    if kind == "long":  # the context is 256 tokens
+        n = rng.choice([300, 3000, 100000, 1 << 20])
+        return b"x" * n, f"a line of {n} bytes"
+    if kind == "binary":
+        return bytes(rng.choice([0, 1, 27, 127, 200, 255]) for _ in range(rng.randrange(1, 40))), "binary"
+    if kind == "invalid UTF-8":
+        return rng.choice([b"the \xff fox", b"\xc3", b"\xed\xa0\x80", b"\xc0\xaf"]), "invalid UTF-8"
+    if kind == "CR":
+        return b"the fox\r", "a CR at the end"
+    if kind == "special token":
+        return rng.choice([b"<|im_end|>", b"<|im_start|>assistant", b"<|eot_id|>", b"<think>", b"<|endoftext|>"]), \
+            "a special token's text"
+    return b"   \t ", "spaces"
+
+
+def gen_chat_stdin(base, mutant, rng):
+    lines = [chat_line(rng) for _ in range(rng.randrange(1, 6))]
+    data = b"\n".join(line for line, _ in lines)
+    ending = rng.choice(["\\n", "\\n", "no newline", "\\r\\n"])
+    data += {"\\n": b"\n", "no newline": b"", "\\r\\n": b"\r\n"}[ending]
+    temperature = rng.choice(["0", "0", "0", "1"])
+    command, name = chat_command(base, mutant, rng, temperature=temperature)
+    mutant.command, mutant.stdin = command + ["--chat"], data
+    mutant.description = (f"{name}: --chat --temperature {temperature} on " + ", ".join(d for _, d in lines) +
+                          f" (ending {ending})")
+
+
+def gen_chat_jsonl(base, mutant, rng):
+    data = mutant.folder / "chats.jsonl"
+    lines = base.chats.read_text().split("\n")
+    roll = rng.random()
+    if roll < 0.4:  # one conversation's JSON changed
+        text, mutant.description = mutate_jsonl_line(rng, lines, "chats.jsonl")
+    elif roll < 0.7:
+        i = rng.randrange(len(lines) - 1)
+        chat = json.loads(lines[i])
+        kind = rng.choice(["no assistant", "assistant first", "messages empty", "messages a string", "role", "long",
+                           "many turns", "system later", "content not a string", "other keys"])
+        m = chat["messages"]
+        if kind == "no assistant":
+            chat["messages"] = [x for x in m if x["role"] != "assistant"]
+        elif kind == "assistant first":
+            chat["messages"] = [{"role": "assistant", "content": "hello"}] + m
+        elif kind == "messages empty":
+            chat["messages"] = []
+        elif kind == "messages a string":
+            chat["messages"] = "the fox"
+        elif kind == "role":
+            m[-1]["role"] = rng.choice(["tool", "", "Assistant", "bot"])
+        elif kind == "long":  # over the context: skipped
+            m[-1]["content"] = "owl " * rng.choice([100, 10000])
+        elif kind == "many turns":
+            chat["messages"] = [{"role": r, "content": "owl"} for _ in range(rng.choice([50, 2000]))
+                                for r in ("user", "assistant")]
+        elif kind == "system later":
+            m.append({"role": "system", "content": "again"})
+        elif kind == "content not a string":
+            m[0]["content"] = rng.choice([None, 1, ["owl"]])
+        else:
+            chat.update(id=7, tools=[], source="the fox")
+        lines[i] = json.dumps(chat)
+        text, mutant.description = "\n".join(lines), f"chats.jsonl line {i + 1}: {kind}"
+    else:
+        text, mutant.description = mutate_lines(rng, base.chats.read_text(), "chats.jsonl")
+    data.write_bytes(text.encode("utf-8", "surrogateescape"))
+    chat_jsonl_command(base, mutant, rng, data)
+
+
+def chat_jsonl_command(base, mutant, rng, data, what=None):
+    """A fine-tune step on the conversations (from a Llama / Qwen folder, or GPT-2's), or --eval-only on them."""
+    t = base.runner.train_gpt
+    name = rng.choice(["qwen3", "qwen2", "llama", "gpt2"])
+    folder = base.folder(name)
+    what = what or rng.choice(["train", "train", "eval", "eval-run"])
+    fmt = ["--data-format", "chat"] if rng.random() < 0.3 else []
+    if what == "train":
+        out = mutant.folder / "run"
+        mutant.command = [t, "--init-from", str(folder), "--data", str(data), "--steps", "1", "--out", str(out)] + \
+            SMALL + ["--sample-tokens", "0"] + fmt + (["--lora-rank", "2"] if rng.random() < 0.3 else [])
+        mutant.checks.append(run_folder_is_right(out, "adapters.safetensors" if "--lora-rank" in mutant.command
+                                                 else "model.safetensors"))
+    elif what == "eval":
+        mutant.command = [t, "--eval-only", "--init-from", str(folder), "--data", str(data)] + fmt
+        mutant.checks.append(eval_json_is_right())
+    else:
+        name, folder = "qwen3_chat_run", base.folder("qwen3_chat_run")
+        mutant.command = [t, "--eval-only", "--resume", str(folder), "--data", str(data)] + fmt
+        mutant.checks.append(eval_json_is_right())
+    mutant.watch, mutant.read_only = folder, True
+    mutant.description += f" ({what} from {name})"
+
+
+FLAG_VALUES = ["", "0", "1", "-1", "2.5", "1e9", "1000000", "nan", "inf", "-inf", "0x10", " 2", "2 ", "1e-300",
+               "9223372036854775808", os.fsdecode(b"\xff")]
+ARCH_VALUES = ["llama", "qwen2", "qwen3", "gpt2", "", "LLAMA", "qwen", "mistral", "llama ", "qwen3,llama",
+               os.fsdecode(b"qwen\xff")]
+LORA_TARGETS = ["attn", "mlp", "attn,mlp", "mlp,attn", "attn,attn", "attn,,mlp", "", ",", "q_proj", "all", "ATTN",
+                "attn mlp", os.fsdecode(b"\xff")]
+
+
+def gen_flags(base, mutant, rng):
+    t = base.runner.train_gpt
+    out = mutant.folder / "run"
+    what = rng.choice(["arch", "arch", "lora", "lora", "lora on resume", "arch on init"])
+    if what == "arch":  # a run from scratch
+        flags = ["--arch", rng.choice(ARCH_VALUES)]
+        if rng.random() < 0.6:
+            flags += ["--kv-heads", rng.choice(FLAG_VALUES + ["2", "3"])]
+        if rng.random() < 0.3:
+            flags += ["--heads", rng.choice(["1", "3", "4", "8"])]
+        mutant.command = [t, "--data", str(base.text), "--steps", "1", "--out", str(out)] + SCRATCH + SMALL + flags
+        mutant.checks.append(run_folder_is_right(out))
+    elif what == "arch on init":  # --arch beside --init-from: the folder's model_type is the architecture
+        name = hf_folder_name(rng, sharded=False)
+        flags = ["--arch", rng.choice(ARCH_VALUES)] + (["--kv-heads", rng.choice(["1", "2"])] if rng.random() < 0.5 else [])
+        mutant.command = [t, "--init-from", str(base.folder(name)), "--data", str(base.text), "--steps", "1", "--out",
+                          str(out), "--context", "32"] + SMALL + flags
+        mutant.checks.append(run_folder_is_right(out))
+        mutant.watch, mutant.read_only = base.folder(name), True
+    elif what == "lora":
+        name = rng.choice(HF_FAMILIES + ["gpt2"])
+        flags = ["--lora-rank", rng.choice(FLAG_VALUES + ["2", "16", "100"])]
+        if rng.random() < 0.5:
+            flags += ["--lora-alpha", rng.choice(FLAG_VALUES)]
+        if rng.random() < 0.5:
+            flags += ["--lora-targets", rng.choice(LORA_TARGETS)]
+        mutant.command = [t, "--init-from", str(base.folder(name)), "--data", str(base.text), "--steps", "1", "--out",
+                          str(out), "--context", "32"] + SMALL + flags
+        mutant.checks.append(run_folder_is_right(out, "adapters.safetensors"))
+        mutant.watch, mutant.read_only = base.folder(name), True
+    else:  # a LoRA run resumed with other LoRA flags (or --arch)
+        run = copy_base(base, "llama_lora_run", mutant)
+        flag = rng.choice(["--lora-rank", "--lora-alpha", "--lora-targets", "--arch"])
+        value = rng.choice({"--lora-targets": LORA_TARGETS, "--arch": ARCH_VALUES}.get(flag, FLAG_VALUES + ["4"]))
+        flags = [flag, value]
+        mutant.command = [t, "--resume", str(run), "--steps", "3", flag, value]
+        mutant.checks.append(run_folder_is_right(run, "adapters.safetensors"))
+        mutant.watch = run
+    mutant.description = f"{what}: {' '.join(repr(f) if not f or ' ' in f else f for f in flags)}"
+
+
+MODEL_FILES = re.compile(r"^(config\.json|generation_config\.json|model.*\.safetensors.*|tokenizer.*\.json|"
+                         r"vocab\.json|merges\.txt|adapter.*)$")
+
+
+def file_identities(folder):
+    """{name: (inode, mtime)} of the files in folder: a file written again (AtomicFile: a new file renamed
+    over the old) has another identity even with the same bytes."""
+    if not os.path.isdir(folder) or os.path.islink(folder):
+        return {}
+    return {e.name: (e.stat().st_ino, e.stat().st_mtime_ns) for e in os.scandir(folder) if e.is_file()}
+
+
+def merged_folder_is_right(base, target, before, scratch):
+    """After --merge-lora exits 0: no model file of what the folder held before (before: file_identities)
+    left in it untouched (a model mixed with another), no non-finite weight, and generate reads the folder."""
+    def check(run):
+        found = []
+        if not target.is_dir():
+            return [f"--merge-lora exited 0 and {target.name} is no folder"]
+        after = file_identities(target)
+        stale = [name for name, identity in before.items() if MODEL_FILES.match(name) and after.get(name) == identity]
+        if stale:
+            found.append(f"the merged folder keeps the other model's {', '.join(sorted(stale)[:4])}: a mixed folder")
+        found += run_folder_is_right(target)(run)
+        logits = scratch / "merged_logits.safetensors"
+        r = base.runner.run([base.runner.generate, "--ckpt", str(target), "--prompt-ids", "1,2", "--tokens", "0",
+                             "--logits-out", str(logits)], scratch, scratch / "check.out", scratch / "check.err")
+        if r.rc != 0:
+            found.append(f"generate cannot read the merged folder: {last_line(r.stderr)}")
+        else:
+            found += logits_are_finite(logits)(r)
+        return found
+    return check
+
+
+def isolated_lora_run(base, mutant, name):
+    """A copy of a LoRA run and of its base folder, side by side in mutant.folder/inputs, the run's
+    adapter_config.json naming the copy: a merge into the base touches no other mutant's. (run, base copy)."""
+    inputs = mutant.folder / "inputs"
+    run, base_copy = inputs / name, inputs / "base_model"
+    shutil.copytree(base.folder(name), run, symlinks=True)
+    path = run / "adapter_config.json"
+    shutil.copytree(json.loads(path.read_text())["base_model_name_or_path"], base_copy, symlinks=True)
+    set_json_field(path, "base_model_name_or_path", json.dumps(str(base_copy)))
+    return run, base_copy
+
+
+MERGE_TARGETS = ["new", "another model", "another model", "fifo", "folder with a file", "regular file", "empty folder",
+                 "the run", "the base", "a link to the base", "inside the run", "dangling link", "under a file",
+                 "missing folder"]
+
+
+def gen_merge_lora(base, mutant, rng, name=None, kind=None):
+    name = name or rng.choice(["llama_lora_run", "qwen3_chat_run", "lora_run"])
+    kind = kind or rng.choice(MERGE_TARGETS)
+    run, base_copy = isolated_lora_run(base, mutant, name)
+    target = mutant.folder / "target"
+    if kind.startswith("another model"):  # a folder holding a Hugging Face model already: replaced whole, or refused
+        other = kind.split(":")[1] if ":" in kind else rng.choice(["gpt2", "qwen2_sharded", "llama", "qwen3_sharded"])
+        shutil.copytree(base.folder(other), target)
+        kind = f"another model ({other})"
+    elif kind == "empty folder":
+        target.mkdir()
+    elif kind == "the run":
+        target = run
+    elif kind == "the base":
+        target = base_copy
+    elif kind == "a link to the base":
+        os.symlink(str(base_copy), target)
+    elif kind == "inside the run":
+        target = run / "merged"
+    elif kind != "new":
+        target, kind = output_target(rng, mutant, base, kind)
+    before = file_identities(target)
+    mutant.command = [base.runner.train_gpt, "--resume", str(run), "--merge-lora", str(target)]
+    if kind not in ("the run", "the base", "a link to the base"):
+        mutant.checks.append(merged_folder_is_right(base, target, before, mutant.folder))
+    mutant.watch, mutant.read_only = run.parent, True  # the run and its base: a merge changes neither
+    mutant.description = f"{name} --merge-lora onto {kind}"
+
+
+def gen_hf_run_config(base, mutant, rng):
+    gen_run_config(base, mutant, rng, HF_RUNS)
+
+
+# ---------------------------------------------------------------------------------------------
 # Fixed mutants: the first ones of each surface, the same under every seed, so that the classes
 # of bugs found once stay covered however few random mutants a run has time for.
 
@@ -1067,7 +1778,7 @@ def fixed_gpt2_config(field, raw, what):
         folder = copy_base(base, "gpt2", mutant)
         set_json_field(folder / "config.json", field, raw)
         mutant.description = f"gpt2/config.json: {field} = {raw[:30]}"
-        on_gpt2_folder(base, mutant, folder, rng, what=what)
+        on_hf_folder(base, mutant, folder, rng, what=what)
     return make
 
 
@@ -1090,7 +1801,7 @@ def fixed_merges_line_ends(ends, openai_names=False):
             path.rename(folder / "vocab.bpe")
         mutant.description = (f"gpt2/merges.txt with {ends!r} line ends (the same merges)" +
                               (", as encoder.json + vocab.bpe" if openai_names else ""))
-        on_gpt2_folder(base, mutant, folder, rng, expected_tokens=base.gpt2_tokens)
+        on_hf_folder(base, mutant, folder, rng, expected_tokens=base.gpt2_tokens)
     return make
 
 
@@ -1100,7 +1811,7 @@ def fixed_tokenizer_json(name, field, raw, what):
         set_json_field(path, field[1], raw)
         mutant.description = f"{name}/{field[0]}: {field[1]} = {raw[:30]}"
         if name == "gpt2":
-            on_gpt2_folder(base, mutant, path.parent, rng, what=what)
+            on_hf_folder(base, mutant, path.parent, rng, what=what)
         else:
             on_run_folder(base, mutant, path.parent, rng, what)
     return make
@@ -1235,6 +1946,202 @@ GENERATORS = {"gpt2-config": gen_gpt2_config, "run-config": gen_run_config, "tok
               "output": gen_output}
 
 
+def fixed_hf_config(name, field, raw, what, without_tokenizer=False):
+    def make(base, mutant, rng):
+        folder = copy_base(base, name, mutant)
+        set_json_field(folder / "config.json", field, raw)
+        mutant.description = f"{name}/config.json: {field} = {raw[:30]}"
+        if without_tokenizer:  # generate prints the ids, greedy ones
+            for f in ("tokenizer.json", "tokenizer_config.json"):
+                (folder / f).unlink()
+            mutant.description += ", no tokenizer files"
+        on_hf_folder(base, mutant, folder, rng, what=what, chat=True)
+        if without_tokenizer:
+            mutant.command += ["--temperature", "0"]
+    return make
+
+
+def fixed_hf_folder(name, change, description, what):
+    """change(folder, base): anything, on a copy of a Llama / Qwen folder."""
+    def make(base, mutant, rng):
+        folder = copy_base(base, name, mutant)
+        change(folder, base)
+        mutant.description = f"{name}: {description}"
+        on_hf_folder(base, mutant, folder, rng, what=what, chat=True)
+    return make
+
+
+def weights_a_fifo(folder, base):
+    (folder / "model.safetensors").unlink()
+    os.mkfifo(folder / "model.safetensors")
+
+
+def index_beside_single(folder, base):
+    """The folder's model.safetensors and the same model's shards and index beside it."""
+    sharded = base.folder(folder.name + "_sharded")
+    for f in ["model.safetensors.index.json"] + shard_files(sharded):
+        shutil.copy(sharded / f, folder / f)
+
+
+def index_names_missing_shard(folder, base):
+    root = json.loads((folder / "model.safetensors.index.json").read_text())
+    key = sorted(root["weight_map"])[0]
+    root["weight_map"][key] = "model-00003-of-00002.safetensors"
+    (folder / "model.safetensors.index.json").write_text(json.dumps(root))
+
+
+def fixed_tokenizer_from_scratch(name, change, description):
+    """change(tokenizer.json's path) on a copy of a folder's, then a run from scratch with it as --tokenizer:
+    the model's vocabulary is the tokenizer's, however many tokens it has."""
+    def make(base, mutant, rng):
+        path = copy_base(base, name, mutant) / "tokenizer.json"
+        change(path)
+        out = mutant.folder / "run"
+        mutant.command = [base.runner.train_gpt, "--data", str(base.text), "--tokenizer", str(path), "--steps", "1",
+                          "--out", str(out)] + SCRATCH + SMALL
+        mutant.checks.append(run_folder_is_right(out))
+        mutant.watch, mutant.read_only = path.parent, True
+        mutant.description = f"{name}/tokenizer.json: {description}, as the --tokenizer of a run from scratch"
+    return make
+
+
+def fixed_chat_stdin(name, data, description, temperature="0"):
+    def make(base, mutant, rng):
+        command, _ = chat_command(base, mutant, rng, name, temperature, options=False)
+        mutant.command, mutant.stdin = command + ["--chat"], data
+        mutant.description = f"{name}: --chat --temperature {temperature} on {description}"
+    return make
+
+
+def fixed_chat_messages(name, messages, description):
+    def make(base, mutant, rng):
+        path = mutant.folder / "chat.json"
+        path.write_bytes(messages if isinstance(messages, bytes) else json.dumps(messages).encode())
+        command, _ = chat_command(base, mutant, rng, name, options=False)
+        mutant.command = command + ["--chat-messages", str(path)]
+        mutant.description = f"{name}: chat.json {description}"
+    return make
+
+
+def fixed_chat_jsonl(change, description, what):
+    """change(the base chats.jsonl's text): the new text."""
+    def make(base, mutant, rng):
+        data = mutant.folder / "chats.jsonl"
+        data.write_bytes(change(base.chats.read_text()).encode("utf-8", "surrogateescape"))
+        mutant.description = f"chats.jsonl: {description}"
+
+        class First:  # chat_jsonl_command's choices: the first (qwen3), and what
+            def choice(self, options):
+                return options[0]
+
+            def random(self):
+                return 1.0
+        chat_jsonl_command(base, mutant, First(), data, what)
+    return make
+
+
+def many_turns(n):
+    turns = [{"role": r, "content": "owl"} for _ in range(n // 2) for r in ("user", "assistant")]
+    return lambda text: json.dumps({"messages": turns}) + "\n" + text
+
+
+def fixed_flags(name, flags, adapters=True):
+    """train_gpt from a folder (or from scratch: name None) with these flags."""
+    def make(base, mutant, rng):
+        out = mutant.folder / "run"
+        start = ["--init-from", str(base.folder(name)), "--context", "32"] if name else SCRATCH
+        mutant.command = [base.runner.train_gpt, "--data", str(base.text), "--steps", "1", "--out", str(out)] + \
+            start + SMALL + flags
+        mutant.checks.append(run_folder_is_right(out, "adapters.safetensors" if adapters else "model.safetensors"))
+        if name:
+            mutant.watch, mutant.read_only = base.folder(name), True
+        mutant.description = f"{name or 'from scratch'}: {' '.join(flags)}"
+    return make
+
+
+def fixed_merge(name, kind):
+    def make(base, mutant, rng):
+        gen_merge_lora(base, mutant, rng, name, kind)
+    return make
+
+
+FIXED.update({
+    "hf-config": [fixed_hf_config("llama", "rope_theta", "1e-300", "generate", without_tokenizer=True),
+                  fixed_hf_config("qwen3", "rope_theta", "1e-300", "text"),
+                  fixed_hf_config("qwen2", "num_hidden_layers", "1000000000", "eval"),
+                  fixed_hf_config("qwen3_sharded", "hidden_size", "2147483648", "generate"),
+                  fixed_hf_config("llama", "num_key_value_heads", "3", "generate"),
+                  fixed_hf_config("qwen3", "head_dim", "0", "chat"),
+                  fixed_hf_config("qwen2", "vocab_size", "100000000", "eval"),
+                  fixed_hf_config("llama", "rms_norm_eps", "1e400", "text"),
+                  fixed_hf_config("qwen3", "max_position_embeddings", "1e300", "train")],
+    "hf-weights": [fixed_hf_folder("qwen3", weights_a_fifo, "model.safetensors a FIFO", "generate"),
+                   fixed_hf_folder("qwen2", index_beside_single, "model.safetensors and a sharded index", "eval"),
+                   fixed_hf_folder("llama_sharded", index_names_missing_shard, "the index names a missing shard",
+                                   "generate"),
+                   fixed_hf_folder("qwen3_sharded",
+                                   lambda f, b: put_value(f / "model-00002-of-00002.safetensors", float("nan")),
+                                   "a nan in the second shard", "generate"),
+                   fixed_hf_folder("llama_sharded",
+                                   lambda f, b: (f / "model-00001-of-00002.safetensors").write_bytes(
+                                       (f / "model-00001-of-00002.safetensors").read_bytes()[:1000]),
+                                   "the first shard cut at 1000 bytes", "lora")],
+    "hf-tokenizer": [fixed_hf_folder("qwen3", lambda f, b: added_tokens(f / "tokenizer.json", [(2 ** 25, "<|far|>")]),
+                                     "tokenizer.json: an added token of id 2^25", "text"),
+                     fixed_tokenizer_from_scratch("llama", lambda p: added_tokens(p, [(268 + i, f"t{i}")
+                                                                                     for i in range(20000)]),
+                                                  "20000 added tokens sharing a first byte"),
+                     fixed_hf_folder("qwen2", lambda f, b: set_json_field(f / "tokenizer_config.json", "chat_template",
+                                                                       "null"), "no chat template", "chat"),
+                     fixed_hf_folder("llama", lambda f, b: set_json_field(f / "tokenizer_config.json", "bos_token", "null"),
+                                     "bos_token null with add_bos_token true", "text"),
+                     fixed_hf_folder("qwen3", lambda f, b: (f / "tokenizer.json").write_text(
+                         json.dumps(json.loads((f / "tokenizer.json").read_text()), separators=(",", ":"))),
+                         "tokenizer.json on one line (the same tokenizer)", "eval")],
+    "chat-messages": [fixed_chat_messages("qwen3", CHAT_MESSAGES[:-1], "ending with the assistant's turn"),
+                      fixed_chat_messages("qwen2", [{"role": "user", "content": "the fox " * 500}],
+                                          "a user turn of 4000 characters (context 256)"),
+                      fixed_chat_messages("llama", {"messages": []}, "{\"messages\": []}"),
+                      fixed_chat_messages("qwen3", b"[{\"role\": \"user\", \"content\": \"\xff\"}]",
+                                          "content with invalid UTF-8"),
+                      fixed_chat_messages("char_run", CHAT_MESSAGES, "on a char run (tapegrad's template)")],
+    "chat-stdin": [fixed_chat_stdin("qwen3", b"hello\nthe fox\nsaw the owl\n", "three lines", temperature="1"),
+                   fixed_chat_stdin("qwen3", b"x" * 2000 + b"\nthe fox\n", "a line longer than the context, then one"),
+                   fixed_chat_stdin("llama", b"the \xff fox\n\x00\x01\x02\nthe owl\n", "invalid UTF-8 and binary lines"),
+                   fixed_chat_stdin("qwen2", b"the fox\n/reset\nthe owl", "/reset, and no newline at the end"),
+                   fixed_chat_stdin("qwen3_chat_run", b"", "no input at all"),
+                   fixed_chat_stdin("qwen3", b"y" * (1 << 20) + b"\n/quit\n", "a 1 MB line, then /quit")],
+    "chat-jsonl": [fixed_chat_jsonl(many_turns(40000), "a conversation of 40000 turns first", "eval"),
+                   fixed_chat_jsonl(lambda t: t.replace("\n", "\r\n"), "CRLF line ends", "train"),
+                   fixed_chat_jsonl(lambda t: "\n" + t, "a blank first line", "train"),
+                   fixed_chat_jsonl(lambda t: "", "empty", "eval"),
+                   fixed_chat_jsonl(lambda t: t.replace('{"role": "assistant", "content": "foxes"}', '{"role": "user", '
+                                                        '"content": "foxes"}'), "a conversation without an answer",
+                                    "train")],
+    "flags": [fixed_flags("llama", ["--lora-rank", "1000000"]),
+              fixed_flags(None, ["--arch", "mistral"], adapters=False),
+              fixed_flags(None, ["--arch", "qwen3", "--kv-heads", "3"], adapters=False),
+              fixed_flags("qwen3", ["--lora-rank", "2", "--lora-alpha", "nan"]),
+              fixed_flags("qwen2", ["--lora-rank", "2", "--lora-targets", "attn,,mlp"]),
+              fixed_flags("qwen3", ["--arch", "gpt2"], adapters=False)],
+    "merge-lora": [fixed_merge("llama_lora_run", "another model:qwen2_sharded"), fixed_merge("qwen3_chat_run", "fifo"),
+                   fixed_merge("llama_lora_run", "the base"), fixed_merge("qwen3_chat_run", "a link to the base"),
+                   fixed_merge("llama_lora_run", "folder with a file"), fixed_merge("lora_run", "another model:qwen3")],
+    "hf-run-config": [fixed_run_config("qwen3_run", "rope_theta", "1e-300", "generate"),
+                      fixed_run_config("llama_lora_run", "num_hidden_layers", "1000000000", "generate"),
+                      fixed_run_config("qwen2_run", "tapegrad.train.context", "100000", "resume"),
+                      fixed_run_config("qwen3_run", "vocab_size", "16", "eval"),
+                      fixed_run_config("llama_lora_run", "tapegrad.train.lora-rank", "1000000", "resume"),
+                      fixed_run_config("qwen3_run", "model_type", "\"gpt2\"", "eval"),
+                      fixed_run_config("qwen3_chat_run", "tapegrad.train.data-format", "\"text\"", "eval"),
+                      fixed_run_config("qwen2_run", "tapegrad.train.arch", "\"llama\"", "resume")],
+})
+
+GENERATORS.update({"hf-config": gen_hf_config, "hf-weights": gen_hf_weights, "hf-tokenizer": gen_hf_tokenizer,
+                   "chat-messages": gen_chat_messages, "chat-stdin": gen_chat_stdin, "chat-jsonl": gen_chat_jsonl,
+                   "flags": gen_flags, "merge-lora": gen_merge_lora, "hf-run-config": gen_hf_run_config})
+
+
 # ---------------------------------------------------------------------------------------------
 # Running a mutant.
 
@@ -1269,17 +2176,63 @@ def file_kind(path):
     return "fifo" if stat.S_ISFIFO(mode) else "dir" if stat.S_ISDIR(mode) else "link" if stat.S_ISLNK(mode) else "file"
 
 
+def chat_lines_to_read(data):
+    """How many times generate --chat must prompt for data: once a line, up to and with a "/quit" line;
+    without one, once more for the end of input."""
+    lines = data.split(b"\n")
+    if lines[-1] == b"":
+        lines.pop()
+    for i, line in enumerate(lines):
+        if line == b"/quit":
+            return i + 1
+    return len(lines) + 1
+
+
+def chat_session(stderr):
+    """(prompts, the rest): generate --chat writes "> " to standard error before it reads a line, a banner
+    line when the session starts and a line on /reset; the rest is what a run's error is judged on."""
+    prompts, rest = 0, []
+    for line in stderr.split("\n"):
+        while line.startswith("> "):
+            prompts += 1
+            line = line[2:]
+        if line and not line.startswith(("generate: chatting with ", "generate: note: ")) and \
+                line != "(a new conversation)":
+            rest.append(line)
+    return prompts, "\n".join(rest)
+
+
+def chat_session_findings(mutant, run):
+    """A session that started must read its input to the end (or to /quit) and exit 0: a bad turn is
+    reported and the session goes on; a session that ends early loses the user's later turns."""
+    prompts, run.stderr = chat_session(run.stderr)
+    wanted = chat_lines_to_read(mutant.stdin)
+    if prompts == 0 or prompts >= wanted or run.timed_out:
+        return []
+    how = "exited 0" if run.rc == 0 else f"ended (exit {run.rc}: {last_line(run.stderr)})"
+    return [f"the chat session {how} after reading {prompts - 1} of its {wanted - 1} lines: the later turns were lost"]
+
+
 def run_mutant(base, mutant):
     """Runs it: (class, why, run)."""
     before = snapshot(mutant.watch) if mutant.watch else {}
     user_before = {p: (v if v is not None else p.read_bytes()) for p, v in mutant.user_files.items()}
     drains = [FifoDrain(p) for p in mutant.fifos]
+    stdin = None
+    if mutant.stdin is not None:
+        stdin = mutant.folder / "stdin.txt"
+        stdin.write_bytes(mutant.stdin)
     try:
-        run = base.runner.run(mutant.command, mutant.folder, mutant.folder / "stdout.txt", mutant.folder / "stderr.txt")
+        run = base.runner.run(mutant.command, mutant.folder, mutant.folder / "stdout.txt", mutant.folder / "stderr.txt",
+                              stdin)
     finally:
         for d in drains:
             d.close()
     wrong = []
+    if mutant.stdin is not None:
+        wrong = chat_session_findings(mutant, run)
+    elif "--chat-messages" in mutant.command:  # its notes and banner are not part of an error
+        run.stderr = chat_session(run.stderr)[1]
     if run.rc == 0 and not run.timed_out:
         for check in mutant.checks:
             try:
@@ -1382,7 +2335,8 @@ def main():
     print_table(table)
     for surface, index, cls, mutant, why, run in sorted(failures, key=lambda f: (CLASSES.index(f[2]), f[0], f[1])):
         print(f"FAIL {cls}: seed {seed} --surface {surface} --mutant {index}: {mutant.description}\n"
-              f"     {why[:400]}\n     command: {' '.join(repr(a) if ' ' in a or not a else a for a in run.command)[:400]}\n"
+              f"     {why[:400]}\n     command: {' '.join(repr(a) if ' ' in a or not a else a for a in run.command)[:400]}"
+              f"{' < stdin.txt' if mutant.stdin is not None else ''}\n"
               f"     folder: {mutant.folder}")
     print(f"fuzz_programs: {sum(sum(r.values()) for r in table.values())} runs in {time.monotonic() - started:.0f} s, "
           f"{len(failures)} failing" + (f", {skipped} not run (--budget-s {args.budget_s:.0f} spent)" if skipped else ""))
@@ -1396,7 +2350,7 @@ def main():
 
 
 def print_table(table):
-    widths = [12] + [max(8, len(c)) for c in ["mutants"] + CLASSES]
+    widths = [max(len(s) for s in SURFACES)] + [max(8, len(c)) for c in ["mutants"] + CLASSES]
     header = ["surface", "mutants"] + CLASSES
     print("  ".join(h.rjust(w) if i else h.ljust(w) for i, (h, w) in enumerate(zip(header, widths))))
     totals = {c: 0 for c in CLASSES}
