@@ -29,7 +29,7 @@ std::string positive(const char* field, int64_t value) {
   return std::string(field) + " must be positive, got " + std::to_string(value);
 }
 
-std::vector<float> default_inv_freq(int64_t head_dim, double theta);
+float inv_freq_at(int64_t i, int64_t head_dim, double theta);
 void scale_llama3(std::vector<float>& inv, const RopeScaling& s);
 
 bool all_finite(const std::vector<float>& values) {
@@ -39,8 +39,13 @@ bool all_finite(const std::vector<float>& values) {
 // A rope_theta or factor that passes "> 0" can still overflow float32, where RoPE's tables are
 // computed (1e-300 is 0 there): the frequencies become inf, the angles and every logit NaN. The
 // frequencies and the largest angle are checked as they will be computed, naming the field.
+// The frequencies are monotone in i, so at most 4,097 of them, evenly spaced from the first to the
+// last, are read: a config's head_dim of 2^62 costs no memory here (the weights' headers refuse it).
 void require_finite_rope(const LlamaConfig& c) {
-  std::vector<float> inv = default_inv_freq(c.head_dim, c.rope_theta);
+  std::vector<float> inv;
+  const int64_t half = c.head_dim / 2, stride = std::max<int64_t>(1, half / 4096);
+  for (int64_t i = 0; i < half; i += stride) inv.push_back(inv_freq_at(i, c.head_dim, c.rope_theta));
+  if ((half - 1) % stride != 0) inv.push_back(inv_freq_at(half - 1, c.head_dim, c.rope_theta));
   const std::string theta = "rope_theta (" + nn::python_float(c.rope_theta) + ")";
   require(all_finite(inv), theta + " gives RoPE frequencies that are not finite");
   const RopeScaling& s = c.rope_scaling;
@@ -106,12 +111,14 @@ std::string LlamaConfig::class_prefix() const {
 namespace {
 
 // inv_freq_i = 1 / theta^(2i / hs), i < hs/2
+float inv_freq_at(int64_t i, int64_t head_dim, double theta) {
+  const float exponent = static_cast<float>(2 * i) / static_cast<float>(head_dim);
+  return 1.0f / std::pow(static_cast<float>(theta), exponent);
+}
+
 std::vector<float> default_inv_freq(int64_t head_dim, double theta) {
   std::vector<float> inv(static_cast<size_t>(head_dim / 2));
-  for (size_t i = 0; i < inv.size(); ++i) {
-    const float exponent = static_cast<float>(2 * i) / static_cast<float>(head_dim);
-    inv[i] = 1.0f / std::pow(static_cast<float>(theta), exponent);
-  }
+  for (size_t i = 0; i < inv.size(); ++i) inv[i] = inv_freq_at(static_cast<int64_t>(i), head_dim, theta);
   return inv;
 }
 
