@@ -148,6 +148,9 @@ void write_prompt_logits(tg::models::CausalLM& model, const std::vector<int64_t>
                      std::to_string(model.context_length()) + ")");
   tg::NoGradGuard no_grad;
   const tg::Tensor logits = model.forward(tg::from_vector(prompt, {1, T})).reshape({T, -1});  // (T,V)
+  if (const auto bad = tg::first_nonfinite(logits))  // a weight or config that overflows: no file of NaNs
+    throw tg::Error("--logits-out " + path + ": nothing written: the logits hold " + *bad +
+                    " (index [position, id]): the model's weights or config overflow");
   tg::save_safetensors(path, {{"logits", logits}}, {{"format", "pt"}});
   std::cerr << "generate: wrote the prompt's logits (" << T << ", " << logits.size(1) << ") to " << path << "\n";
 }
@@ -184,13 +187,13 @@ void end_reply(const tg::models::ChatSession& session) {
     std::cerr << "generate: note: the reply stopped at the end of the model's context; /reset starts over\n";
 }
 
-// One turn of --chat: the reply printed as it comes; a turn that does not fit the context is
-// dropped with a note, and the session goes on.
+// One turn of --chat: the reply printed as it comes; a turn the tokenizer cannot write, or one that
+// does not fit the context, is dropped with a note, and the session goes on.
 void chat_turn(tg::models::ChatSession& session, const std::string& line, tg::Generator& gen,
                const std::function<void(const std::string&)>& print) {
   try {
     session.reply(line, gen, print);
-  } catch (const tg::models::ChatTurnTooLong& e) {
+  } catch (const tg::models::ChatTurnDropped& e) {
     std::cerr << "generate: " << e.what() << "\n";
     return;
   }

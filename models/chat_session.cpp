@@ -37,7 +37,7 @@ std::string ChatSession::reply(const std::string& user_text, Generator& gen,
   messages_.push_back({"user", user_text, std::nullopt});
   try {
     return reply_to_conversation(gen, on_text);
-  } catch (const ChatTurnTooLong&) {
+  } catch (const ChatTurnDropped&) {
     messages_.pop_back();  // the conversation as it was before the turn
     throw;
   }
@@ -49,7 +49,12 @@ std::vector<int64_t> ChatSession::prompt_ids() const {
   auto ids_of = [&](const std::vector<tokenizers::ChatMessage>& messages) {
     return static_cast<int64_t>(tokenizer_.encode(tokenizers::render_chat(format_, messages, prompted)).size());
   };
-  std::vector<int64_t> ids = tokenizer_.encode(tokenizers::render_chat(format_, messages_, prompted));
+  std::vector<int64_t> ids;
+  try {  // the turns before the last were written already: an error here is the last turn's
+    ids = tokenizer_.encode(tokenizers::render_chat(format_, messages_, prompted));
+  } catch (const Error& e) {
+    throw ChatTurnDropped(std::string("chat: the turn is dropped: ") + e.what());
+  }
   const int64_t context = model_.context_length(), n = static_cast<int64_t>(ids.size());
   if (n < context) return ids;  // room for at least one token of the reply, and its position
   // the last turn with the system message (if any) alone: does /reset help?

@@ -28,9 +28,14 @@
 
 namespace tg::models {
 
-// reply()'s turn did not fit the model's context: it was dropped, the session is as before it.
-struct ChatTurnTooLong : Error {
+// reply()'s turn was dropped and the session is as before it: its text is none the tokenizer
+// writes (a character a character-level vocabulary lacks, bytes that are not UTF-8) ...
+struct ChatTurnDropped : Error {
   using Error::Error;
+};
+// ... or it did not fit the model's context.
+struct ChatTurnTooLong : ChatTurnDropped {
+  using ChatTurnDropped::ChatTurnDropped;
 };
 
 class ChatSession {

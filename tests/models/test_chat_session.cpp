@@ -12,7 +12,9 @@
 
 #include "autograd/ops.h"
 #include "autograd/tape.h"
+#include "models/gpt.h"
 #include "models/llama.h"
+#include "train/instructions.h"
 #include "fetched_files.h"
 #include "test_util.h"
 
@@ -177,6 +179,44 @@ TEST(ChatSession, ATurnPastTheContextIsDroppedAndTheSessionGoesOn) {
   EXPECT_TRUE(filling.reply_reached_context());
   EXPECT_FALSE(reply.empty());
   EXPECT_EQ(filling.cached_positions(), 40);
+}
+
+}  // namespace
+}  // namespace tg
+
+namespace tg {
+namespace {
+
+// A turn the tokenizer cannot write (a character a character-level vocabulary lacks, bytes that
+// are not UTF-8) is dropped as a turn too long is: the conversation as it was, the session goes on.
+TEST(ChatSession, ATurnTheTokenizerCannotWriteIsDroppedAndTheSessionGoesOn) {
+  manual_seed(7);
+  const tokenizers::Tokenizer tokenizer =
+      tokenizers::Tokenizer(tokenizers::CharTokenizer::from_text(train::alpaca_prompt("hi there", "") + "ok"))
+          .with_end_of_text();
+  models::GPTConfig config;
+  config.vocab_size = tokenizer.vocab_size();
+  config.context_length = 256;  // the template's prompt is about 150 characters
+  config.emb_dim = 8;
+  config.n_heads = 2;
+  config.n_layers = 1;
+  models::GPTModel model(config);
+  model.eval();
+  tokenizers::ChatOptions options;
+  options.eos_token = std::string(tokenizers::Tokenizer::kEndOfText);
+  models::ChatSession session(model, tokenizer, tokenizers::ChatFormat::kTapegrad, options, {.temperature = 0.0}, 2);
+  Generator gen(1);
+  for (const std::string turn : {std::string("ZZZ"), std::string("hi \xff there")}) {
+    SCOPED_TRACE(turn);
+    test::expect_error([&] { session.reply(turn, gen); }, {"chat: the turn is dropped: "});
+    EXPECT_TRUE(session.messages().empty());
+  }
+  try {
+    session.reply("hi there", gen);
+  } catch (const models::ChatTurnDropped& e) {
+    FAIL() << "a turn of the vocabulary's characters was dropped: " << e.what();
+  }
+  EXPECT_EQ(session.messages().size(), 2u);
 }
 
 }  // namespace
