@@ -11,18 +11,15 @@
 #include <sstream>
 #include <string>
 
+#include "test_util.h"
+
 namespace {
 
 namespace fs = std::filesystem;
 
 const fs::path kRoot = fs::path(TG_REFERENCE_DIR) / ".." / "..";
 
-std::string read_all(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+std::string read_all(const fs::path& path) { return tg::test::read_bytes(path.string()); }
 
 // Every match of `pattern`'s first group in `text`.
 std::set<std::string> matches(const std::string& text, const std::regex& pattern) {

@@ -29,18 +29,15 @@
 #include <string>
 #include <vector>
 
+#include "test_util.h"
+
 namespace {
 
 namespace fs = std::filesystem;
 
 const fs::path kRoot = fs::path(TG_REFERENCE_DIR) / ".." / "..";
 
-std::string read_all(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+std::string read_all(const fs::path& path) { return tg::test::read_bytes(path.string()); }
 
 struct CommandLine {
   int number = 0;    // the line in the file, from 1

@@ -26,18 +26,15 @@
 #include <utility>
 #include <vector>
 
+#include "test_util.h"
+
 namespace {
 
 namespace fs = std::filesystem;
 
 const fs::path kRoot = fs::path(TG_REFERENCE_DIR) / ".." / "..";
 
-std::string read_all(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+std::string read_all(const fs::path& path) { return tg::test::read_bytes(path.string()); }
 
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> lines;
