@@ -268,10 +268,12 @@ HfTokenizer HfTokenizer::from_document(const json::Value& doc, const std::string
 HfTokenizer HfTokenizer::from_document_at(const json::Value& doc, const std::string& text, const std::string& path) {
   const std::filesystem::path folder = std::filesystem::path(path).parent_path();
   const std::string config = (folder / "tokenizer_config.json").string();
-  const bool has_config = std::filesystem::is_regular_file(config);
+  // present but not a file (a folder, a FIFO): read_input_file names what it is, rather than skip it
+  std::error_code ec;
+  const bool has_config = std::filesystem::exists(config, ec);
   HfTokenizer t = from_document(doc, text, path, has_config ? read_input_file(config) : "", config);
   const std::string jinja = (folder / "chat_template.jinja").string();
-  if (std::filesystem::is_regular_file(jinja)) t.set_chat_template_file(read_input_file(jinja));
+  if (std::filesystem::exists(jinja, ec)) t.set_chat_template_file(read_input_file(jinja));
   return t;
 }
 

@@ -260,6 +260,11 @@ TEST(HfTokenizer, TheChatTemplateIsReadAsAStringAListOrAJinjaFile) {
   tokenizers::Tokenizer(tok).save(saved.path);
   EXPECT_EQ(test::read_bytes(saved.file("chat_template.jinja")), "{{ jinja }}");
   EXPECT_EQ(tokenizers::load_tokenizer(saved.path).hf()->chat_template(), "{{ jinja }}");
+  // a chat_template.jinja that is no file is named for what it is, not skipped
+  std::filesystem::remove(dir.file("chat_template.jinja"));
+  std::filesystem::create_directory(dir.file("chat_template.jinja"));
+  test::expect_error([&] { tokenizers::HfTokenizer::from_file(dir.file("tokenizer.json")); },
+                     {"chat_template.jinja: is a folder, not a file"});
 }
 
 }  // namespace
