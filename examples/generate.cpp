@@ -219,7 +219,15 @@ int run_chat(const GenerateOptions& o, train::SavedModel& loaded) {
     const auto messages = tokenizers::chat_messages_from_json(list, o.chat_messages);
     if (messages.back().role != "user") throw tg::Error(o.chat_messages + ": the last message must be the user's, to reply to");
     for (const auto& m : messages) session.add(m);
-    session.reply_to_conversation(gen, print);
+    try {
+      session.reply_to_conversation(gen, print);
+    } catch (const tg::models::ChatTurnTooLong& e) {  // a file, not a session: nothing to drop or /reset
+      throw tg::Error(o.chat_messages + ": the conversation is " + std::to_string(e.prompt_tokens) +
+                      " tokens with the generation prompt, and the model's context (" + std::to_string(e.context) +
+                      ") leaves no room for a reply: shorten it");
+    } catch (const tg::models::ChatTurnDropped& e) {
+      throw tg::Error(o.chat_messages + ": " + e.reason);
+    }
     end_reply(session);
     return 0;
   }

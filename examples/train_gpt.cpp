@@ -254,12 +254,16 @@ int eval_only(const train::TrainOptions& o, const std::vector<std::string>& give
   say_converted(saved.converted_dtypes, dir);
   const tokenizers::Tokenizer& tokenizer = saved.the_tokenizer(dir);
   std::string label;
-  // a folder's windows are its whole context (--context when given; at most 1024 positions: a
+  // a run's windows are its --context (a fine-tune's model may take more positions), --batch at a
+  // time; a folder's are its whole context (--context when given; at most 1024 positions: a
   // Qwen3's 40,960 would not fit in memory), one at a time unless --batch says more
-  const int64_t batch = o.resume.empty() ? (was_given(given, "batch") ? o.batch : 1) : train::saved_options(o.resume).batch;
-  const int64_t window = !o.resume.empty()              ? 0  // the run's context
-                         : was_given(given, "context") ? o.model.context_length
-                                                       : std::min<int64_t>(1024, saved.model->context_length());
+  int64_t batch = was_given(given, "batch") ? o.batch : 1;
+  int64_t window = was_given(given, "context") ? o.model.context_length : std::min<int64_t>(1024, saved.model->context_length());
+  if (!o.resume.empty()) {
+    const train::TrainOptions run = train::saved_options(o.resume);
+    batch = run.batch;
+    window = run.model.context_length;
+  }
   train::TextEval e;
   if (const std::optional<train::InstructionData> examples = eval_instructions(o, given, saved, &label)) {
     e = train::evaluate_instructions(*saved.model, tokenizer, examples->val, batch, examples->pad_id);
@@ -399,7 +403,14 @@ std::unique_ptr<train::Trainer> start_or_resume(train::TrainOptions& o, const st
   if (!o.resume.empty()) {
     const train::TrainOptions planned = train::saved_options(o.resume);
     o = train::resumed_options(planned, o, given);
-    std::unique_ptr<train::Trainer> trainer = resume_trainer(o.resume, o, train::read_data(o.data));
+    std::unique_ptr<train::Trainer> trainer;
+    try {
+      trainer = resume_trainer(o.resume, o, train::read_data(o.data));
+    } catch (const tg::Error& e) {  // a value the run's config.json gave, not this command line: named as its field
+      if (const std::optional<std::string> named = train::naming_saved_fields(e.what(), o.resume, given))
+        throw tg::Error(*named);
+      throw;
+    }
     trainer->continue_schedule(planned);  // another --steps: the rate goes on from where it was
     say_continued_schedule(planned, trainer->options(), trainer->step());
     o = trainer->options();

@@ -53,7 +53,7 @@ std::vector<int64_t> ChatSession::prompt_ids() const {
   try {  // the turns before the last were written already: an error here is the last turn's
     ids = tokenizer_.encode(tokenizers::render_chat(format_, messages_, prompted));
   } catch (const Error& e) {
-    throw ChatTurnDropped(std::string("chat: the turn is dropped: ") + e.what());
+    throw ChatTurnDropped(e.what());
   }
   const int64_t context = model_.context_length(), n = static_cast<int64_t>(ids.size());
   if (n < context) return ids;  // room for at least one token of the reply, and its position
@@ -65,10 +65,9 @@ std::vector<int64_t> ChatSession::prompt_ids() const {
   const std::string sizes = "the conversation with it is " + std::to_string(n) + " tokens, and the model's context (" +
                             std::to_string(context) + ") leaves no room for a reply";
   if (alone_ids >= context || alone.size() == messages_.size())
-    throw ChatTurnTooLong("chat: the turn is dropped: " + sizes + "; even alone it is " + std::to_string(alone_ids) +
-                          " tokens: write a shorter one");
-  throw ChatTurnTooLong("chat: the turn is dropped: " + sizes + "; /reset starts over (alone it is " +
-                        std::to_string(alone_ids) + " tokens)");
+    throw ChatTurnTooLong(sizes + "; even alone it is " + std::to_string(alone_ids) + " tokens: write a shorter one", n,
+                          context);
+  throw ChatTurnTooLong(sizes + "; /reset starts over (alone it is " + std::to_string(alone_ids) + " tokens)", n, context);
 }
 
 std::string ChatSession::reply_to_conversation(Generator& gen, const std::function<void(const std::string&)>& on_text) {

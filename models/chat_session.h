@@ -30,12 +30,17 @@ namespace tg::models {
 
 // reply()'s turn was dropped and the session is as before it: its text is none the tokenizer
 // writes (a character a character-level vocabulary lacks, bytes that are not UTF-8) ...
+// what() says so for a session that goes on; reason is why, for a caller with no session (a
+// conversation read from a file).
 struct ChatTurnDropped : Error {
-  using Error::Error;
+  explicit ChatTurnDropped(const std::string& why) : Error("chat: the turn is dropped: " + why), reason(why) {}
+  std::string reason;
 };
-// ... or it did not fit the model's context.
+// ... or it did not fit the model's context: the prompt's tokens leave none for a reply.
 struct ChatTurnTooLong : ChatTurnDropped {
-  using ChatTurnDropped::ChatTurnDropped;
+  ChatTurnTooLong(const std::string& why, int64_t prompt_tokens, int64_t context)
+      : ChatTurnDropped(why), prompt_tokens(prompt_tokens), context(context) {}
+  int64_t prompt_tokens, context;
 };
 
 class ChatSession {

@@ -2,6 +2,7 @@
 #include "train/run_folder.h"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cstdio>
 #include <filesystem>
@@ -133,21 +134,56 @@ void check_run_weights(const models::GPTConfig& c, const std::string& path) {
 }
 
 // A message about flags with each "--name" written as the config.json field it came from:
-// --kv-heads -> "train.kv-heads" (section "train.").
-std::string flags_as_fields(const std::string& message, const std::string& section) {
+// --kv-heads -> "train.kv-heads" (section "train."); the flags in keep (given on this command
+// line) stay flags. A "--" inside a word (a path's "my--run") is no flag.
+std::string flags_as_fields(const std::string& message, const std::string& section,
+                            const std::vector<std::string>& keep = {}) {
   std::string out;
   for (size_t i = 0; i < message.size(); ++i) {
-    const bool flag = message.compare(i, 2, "--") == 0 && i + 2 < message.size() && std::islower(static_cast<unsigned char>(message[i + 2]));
+    const bool after_word = i > 0 && message[i - 1] != ' ' && message[i - 1] != '(' && message[i - 1] != '"';
+    const bool flag = !after_word && message.compare(i, 2, "--") == 0 && i + 2 < message.size() &&
+                      std::islower(static_cast<unsigned char>(message[i + 2]));
     if (!flag) {
       out += message[i];
       continue;
     }
     size_t end = i + 2;
     while (end < message.size() && (std::islower(static_cast<unsigned char>(message[end])) || message[end] == '-')) ++end;
-    out += "\"" + section + message.substr(i + 2, end - i - 2) + "\"";
+    const std::string name = message.substr(i + 2, end - i - 2);
+    out += std::find(keep.begin(), keep.end(), name) != keep.end() ? "--" + name : "\"" + section + name + "\"";
     i = end - 1;
   }
   return out;
+}
+
+// A Llama / Qwen run from scratch is rebuilt from its flags (config.json's "tapegrad.train"); the
+// model config.json describes beside them must be that one. One that is not was edited, or is a
+// fine-tune whose "init-from" was lost (a fine-tune's model is its config.json's, not the flags').
+void check_same_model(const models::LlamaConfig& in_file, const models::LlamaConfig& made, const std::string& path) {
+  auto n = [](int64_t v) { return std::to_string(v); };
+  auto x = [](double v) { return nn::python_float(v); };
+  auto b = [](bool v) { return std::string(v ? "true" : "false"); };
+  const std::array<std::array<std::string, 3>, 14> fields{{
+      {"model_type", in_file.model_type, made.model_type},
+      {"vocab_size", n(in_file.vocab_size), n(made.vocab_size)},
+      {"hidden_size", n(in_file.hidden_size), n(made.hidden_size)},
+      {"intermediate_size", n(in_file.intermediate_size), n(made.intermediate_size)},
+      {"num_hidden_layers", n(in_file.num_hidden_layers), n(made.num_hidden_layers)},
+      {"num_attention_heads", n(in_file.num_attention_heads), n(made.num_attention_heads)},
+      {"num_key_value_heads", n(in_file.num_key_value_heads), n(made.num_key_value_heads)},
+      {"head_dim", n(in_file.head_dim), n(made.head_dim)},
+      {"max_position_embeddings", n(in_file.max_position_embeddings), n(made.max_position_embeddings)},
+      {"rms_norm_eps", x(in_file.rms_norm_eps), x(made.rms_norm_eps)},
+      {"rope_theta", x(in_file.rope_theta), x(made.rope_theta)},
+      {"rope_scaling", in_file.rope_scaling.rope_type, made.rope_scaling.rope_type},
+      {"tie_word_embeddings", b(in_file.tie_word_embeddings), b(made.tie_word_embeddings)},
+      {"attention_bias", b(in_file.qkv_bias || in_file.o_bias), b(made.qkv_bias || made.o_bias)}}};
+  for (const auto& [name, file_value, flags_value] : fields) {
+    if (file_value == flags_value) continue;
+    throw Error(path + ": " + name + " is " + file_value + ", but the run's \"tapegrad.train\" fields make a model " +
+                "with " + flags_value + ": a run from scratch (its \"init-from\" is empty) is rebuilt from them; a " +
+                "fine-tune names the folder it started from in \"tapegrad.train.init-from\"");
+  }
 }
 
 // config.json's train_gpt part: the whole file, or its "tapegrad" member in a run from GPT-2
@@ -318,23 +354,31 @@ TrainOptions saved_options(const std::string& dir) {
     args.push_back("--" + m.key);
     args.push_back(m.value.is_string() ? m.value.as_string() : m.value.number_text());
   }
+  // Values out of range, and the model's shape checked as a new run's flags are, named as the
+  // fields of the file they came from: they were never given as flags (an edited config.json, say).
+  const std::string section = std::string(doc.contains(models::kTapegradSection) ? "tapegrad." : "") + "train.";
   bool help = false;
   try {
     parse_flags(option_fields(o), args, &help);
+    if (o.arch != "gpt2" && o.init_from.empty()) llama_config(o, 1);
   } catch (const Error& e) {
-    throw Error(path + ": " + e.what());
-  }
-  // The model's shape, checked as a new run's flags are, but named as the fields of the file they
-  // came from: these values were never given as flags (an edited config.json, say).
-  if (o.arch != "gpt2" && o.init_from.empty()) {
-    try {
-      llama_config(o, 1);
-    } catch (const Error& e) {
-      const std::string section = std::string(doc.contains(models::kTapegradSection) ? "tapegrad." : "") + "train.";
-      throw Error(path + ": " + flags_as_fields(e.what(), section));
-    }
+    throw Error(path + ": " + flags_as_fields(e.what(), section));
   }
   return o;
+}
+
+std::optional<std::string> naming_saved_fields(const std::string& message, const std::string& dir,
+                                               const std::vector<std::string>& given) {
+  const std::string config_path = path_in(dir, "config.json");
+  std::string section = "train.";
+  try {
+    if (json::parse(read_user_file(config_path), config_path).contains(models::kTapegradSection)) section = "tapegrad.train.";
+  } catch (const Error&) {  // the file itself is the problem: the message says so already
+    return std::nullopt;
+  }
+  const std::string named = flags_as_fields(message, section, given);
+  if (named == message) return std::nullopt;
+  return named.starts_with(config_path) ? named : config_path + ": " + named;
 }
 
 std::unique_ptr<Trainer> start_from_gpt2_folder(TrainOptions o, const std::string& text,
@@ -429,7 +473,7 @@ std::unique_ptr<Trainer> resume_trainer(const std::string& dir, const TrainOptio
     }
     const Activity building("building the model of " + config_path);
     trainer = std::make_unique<Trainer>(options, text, tokenizers::load_tokenizer(dir), model);
-  } else if (llama && !options.init_from.empty()) {  // a run from a Llama / Qwen folder: config.json is its model
+  } else if (llama && (lora || !options.init_from.empty())) {  // from a Llama / Qwen folder: config.json is its model
     models::LlamaConfig model = models::hf_llama_config(config, config_path);
     model.attention_dropout = options.model.drop_rate;
     if (lora) {  // the base model's weights, then the adapters
@@ -445,13 +489,33 @@ std::unique_ptr<Trainer> resume_trainer(const std::string& dir, const TrainOptio
   } else {  // a run from scratch: the Trainer makes its model from the flags, as it did
     const std::string tokenizer_path = path_in(dir, "tokenizer.json");
     const tokenizers::Tokenizer saved = tokenizers::Tokenizer::from_json(read_user_file(tokenizer_path), tokenizer_path);
+    // char and bpe are learned from --data again, and must come out as saved: the same data; a
+    // tokenizer from a file is the run's own copy (the file it came from may be gone)
+    const bool learned = options.tokenizer == "char" || options.tokenizer == "bpe";
+    if (learned && is_example_data(options) && saved.end_of_text_id() < 0)
+      throw Error(tokenizer_path + ": the run was made before tapegrad gave a tokenizer learned from instruction or "
+                  "chat data an end-of-text token (its model never learned to stop): it cannot be resumed; train it "
+                  "again");
+    if (learned && options.tokenizer != saved.type())
+      throw Error(config_path + ": \"" + (config.contains(models::kTapegradSection) ? "tapegrad." : "") +
+                  "train.tokenizer\" is " + options.tokenizer + ", but " + tokenizer_path + " is a " + saved.type() +
+                  " tokenizer: not a consistent run");
     models::GPTConfig model = options.model;  // as the Trainer makes it: the flags' shape, the tokenizer's vocabulary
     model.vocab_size = saved.vocab_size();
-    if (llama) models::check_hf_llama_weights(llama_config(options, model.vocab_size), model_path);
-    else check_run_weights(model, model_path);
+    if (llama) {
+      const models::LlamaConfig made = llama_config(options, model.vocab_size);
+      check_same_model(models::hf_llama_config(config, config_path), made, config_path);
+      models::check_hf_llama_weights(made, model_path);
+    } else {
+      check_run_weights(model, model_path);
+    }
     const Activity building("building the model of " + config_path);
-    trainer = std::make_unique<Trainer>(options, text);
-    if (saved.to_json() != trainer->tokenizer().to_json())
+    if (!learned) {
+      trainer = std::make_unique<Trainer>(options, text, saved, models::GPTConfig{});
+    } else {
+      trainer = std::make_unique<Trainer>(options, text);
+    }
+    if (learned && saved.to_json() != trainer->tokenizer().to_json())
       throw Error(tokenizer_path + ": the tokenizer made from this --data (its " +
                   (trainer->tokenizer().type() == std::string("char") ? std::string("characters") : std::string("BPE merges")) +
                   ") differs from the checkpoint's: resume with the same --data");
@@ -611,8 +675,9 @@ SavedModel load_saved_model(const std::string& dir) {
     if (saved.tokenizer->end_of_text_id() >= 0) saved.stop_token = saved.tokenizer->end_of_text_id();
     // a model may have more ids than its tokenizer (a vocabulary padded to a round size), not fewer
     if (saved.tokenizer->vocab_size() > saved.model->vocab_size())
-      throw Error(dir + ": the tokenizer has " + std::to_string(saved.tokenizer->vocab_size()) +
-                  " tokens but config.json's vocab_size is " + std::to_string(saved.model->vocab_size()));
+      throw Error(dir + ": the tokenizer's largest id is " + std::to_string(saved.tokenizer->vocab_size() - 1) +
+                  " but config.json's vocab_size is " + std::to_string(saved.model->vocab_size()) + " (ids 0 to " +
+                  std::to_string(saved.model->vocab_size() - 1) + ")");
   }
   saved.model->eval();
   return saved;

@@ -65,6 +65,14 @@ TrainOptions saved_options(const std::string& dir);
 // --out, --threads, --eval-every or --sample-tokens.
 std::unique_ptr<Trainer> resume_trainer(const std::string& dir, const TrainOptions& options, const std::string& text);
 
+// An error message raised while the run in dir is rebuilt (resume_trainer, the data it reads),
+// with each "--flag" in it that was not given on this command line written as the field of
+// dir/config.json its value came from ("dir/config.json: ... \"train.context\" ..."): the user
+// never typed those. given: the flags that were, without "--". nullopt: the message names no
+// such flag, and stands as it is.
+std::optional<std::string> naming_saved_fields(const std::string& message, const std::string& dir,
+                                               const std::vector<std::string>& given);
+
 // A fresh run from the Hugging Face GPT-2 folder options.init_from: the model of its config.json
 // (options.model gives the sequence length, at most n_positions, and the dropout), its weights
 // (16-bit ones read as float32: *converted names their dtypes), the tokenizer options.tokenizer,

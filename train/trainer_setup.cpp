@@ -56,12 +56,18 @@ double physical_memory_bytes() {
 // --loss-chunk rows of them with it; none counted for instruction examples, padded to the longest).
 // A shape whose least is more than the machine's memory is refused before any of it is made,
 // naming the flags, instead of failing inside an allocation (or being killed) with no flag named.
-void check_run_fits_in_memory(const models::GPTConfig& c, const models::LlamaConfig* llama, const TrainOptions& o) {
+// shape_from_flags: --emb-dim and --layers made the model (a run from scratch); else its folder's
+// config.json did, and the message says so.
+void check_run_fits_in_memory(const models::GPTConfig& c, const models::LlamaConfig* llama, const TrainOptions& o,
+                              bool shape_from_flags) {
   const double memory = physical_memory_bytes();
   if (memory <= 0) return;
+  // T: the tokens one forward sees, --context (a fine-tune's model may take more positions: its
+  // position table, GPT's, is counted at the model's length)
+  const int64_t window = o.model.context_length > 0 ? std::min(o.model.context_length, c.context_length) : c.context_length;
   const auto C = static_cast<double>(c.emb_dim), V = static_cast<double>(c.vocab_size),
-             T = static_cast<double>(c.context_length), L = static_cast<double>(c.n_layers);
-  double weights = V * C * (c.tie_weights ? 1 : 2) + T * C + L * (12 * C * C + 13 * C);
+             T = static_cast<double>(window), L = static_cast<double>(c.n_layers);
+  double weights = V * C * (c.tie_weights ? 1 : 2) + static_cast<double>(c.context_length) * C + L * (12 * C * C + 13 * C);
   if (llama) {  // no position table; q, k, v, o of the heads' widths, the SwiGLU's three matrices
     const auto qo = static_cast<double>(llama->num_attention_heads * llama->head_dim),
                kv = static_cast<double>(llama->num_key_value_heads * llama->head_dim),
@@ -73,8 +79,11 @@ void check_run_fits_in_memory(const models::GPTConfig& c, const models::LlamaCon
   const double least = 4 * (weights + T * T + logit_rows * V);
   if (least <= memory) return;
   auto gib = [](double bytes) { return nn::python_float(std::round(bytes / 1073741824.0 * 10) / 10); };
-  throw UsageError("--batch " + std::to_string(o.batch) + ", --context " + std::to_string(c.context_length) +
-                   ", --emb-dim " + std::to_string(c.emb_dim) + ", --layers " + std::to_string(c.n_layers) +
+  const std::string shape = shape_from_flags ? ", --emb-dim " + std::to_string(c.emb_dim) + ", --layers " +
+                                                   std::to_string(c.n_layers)
+                                             : " and the model's " + std::to_string(c.n_layers) + " layers of width " +
+                                                   std::to_string(c.emb_dim) + " (its config.json)";
+  throw UsageError("--batch " + std::to_string(o.batch) + ", --context " + std::to_string(window) + shape +
                    ": the weights, an attention mask and one batch's logits alone take " + gib(least) +
                    " GiB, more than this machine's " + gib(memory) + " GiB; make them smaller");
 }
@@ -144,7 +153,7 @@ void Trainer::build(const std::string& text, const models::GPTConfig& config, co
   bytes_per_id_ = tokenizer_.bytes_per_id();
   if (llama) llama_ = *llama;
   else if (options.arch != "gpt2") llama_ = train::llama_config(options, config_.vocab_size);
-  check_run_fits_in_memory(config_, llama_ ? &*llama_ : nullptr, options);
+  check_run_fits_in_memory(config_, llama_ ? &*llama_ : nullptr, options, /*shape_from_flags=*/config.vocab_size <= 0);
   manual_seed(static_cast<uint64_t>(options.seed));
   if (llama) {  // its weights are read next: none drawn
     const nn::init::SkipInitGuard no_draws;

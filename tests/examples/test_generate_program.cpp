@@ -17,6 +17,7 @@
 #include "models/hf_llama.h"
 #include "models/llama.h"
 #include "tests/fetched_files.h"
+#include "tests/models/padded_vocabulary.h"
 #include "train/run_folder.h"
 #include "train/instructions.h"
 #include "test_util.h"
@@ -249,14 +250,7 @@ std::string padded_qwen_folder(const TempFolder& dir, int64_t context) {
   c.qk_norm = true;
   manual_seed(5);
   models::LlamaForCausalLM model(c);
-  {  // rows +-100 along each axis of the normed state (some axis is at least 1): a padded id wins
-    NoGradGuard no_grad;
-    model.lm_head->weight.mul_(0.01);
-    for (int64_t k = 0; k < c.hidden_size; ++k) {
-      model.lm_head->weight.select(0, tokens + 2 * k).select(0, k).fill_(100.0);
-      model.lm_head->weight.select(0, tokens + 2 * k + 1).select(0, k).fill_(-100.0);
-    }
-  }
+  bias_toward_padding(model, tokens);  // a padded id is the likeliest
   const std::string folder = dir.file("qwen");
   std::filesystem::create_directories(folder);
   models::save_hf_llama(model, folder);
@@ -267,7 +261,7 @@ std::string padded_qwen_folder(const TempFolder& dir, int64_t context) {
 
 // generate --chat on such a folder: the padded ids are never sampled (a note says so once); a
 // turn longer than the context is dropped with a note and the next line is read; the session
-// ends at /quit with exit 0.
+// ends at /quit with exit 0. The same turn in a --chat-messages file is an error.
 TEST(GenerateProgram, ChatSamplesOnlyWritableIdsAndDropsATurnPastTheContext) {
   if (example_program("generate").empty()) GTEST_SKIP() << "the examples are not built";
   TempFolder dir;
@@ -287,6 +281,17 @@ TEST(GenerateProgram, ChatSamplesOnlyWritableIdsAndDropsATurnPastTheContext) {
   size_t prompts = 0;  // "> " before each line read (a reply may hold more)
   for (size_t at = r.output.find("> "); at != std::string::npos; at = r.output.find("> ", at + 1)) ++prompts;
   EXPECT_GE(prompts, 4u) << r.output;  // every line was read, /quit included
+
+  // --chat-messages FILE replies once, with no session to go on: a conversation that leaves no
+  // room for a reply is an error naming the file and the sizes, not the interactive "/reset"
+  write_bytes(dir.file("chat.json"), "[{\"role\": \"user\", \"content\": \"" + long_turn + "\"}]");
+  const ProgramRun file = run_program(example_program("generate"),
+                                      {"--ckpt", folder, "--chat-messages", dir.file("chat.json"), "--no-thinking"});
+  EXPECT_EQ(file.exit_code, 1);
+  EXPECT_TRUE(has_part(file.output, "generate: " + dir.file("chat.json") + ": the conversation is ")) << file.output;
+  EXPECT_TRUE(has_part(file.output, " tokens with the generation prompt, and the model's context (40) leaves no room "
+                                    "for a reply: shorten it\n")) << file.output;
+  EXPECT_FALSE(has_part(file.output, "/reset")) << file.output;
 }
 
 }  // namespace

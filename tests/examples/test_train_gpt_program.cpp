@@ -78,6 +78,23 @@ TEST(TrainGptProgram, ATinyRunWritesEveryFileAndResumes) {
       has_part(r.output, "generate: --prompt: tokenizer: character '#' (U+0023) at byte 0 is not in the vocabulary"));
 }
 
+// A value that came from the run's config.json (an edited file) is named by its field, not as a
+// flag the user never typed; a flag given on this command line stays a flag.
+TEST(TrainGptProgram, AnEditedConfigJsonOnResumeIsNamedByItsFields) {
+  SKIP_WITHOUT_EXAMPLES();
+  TempFolder dir;
+  const std::string out = dir.file("run");
+  ASSERT_EQ(train_gpt({"--out", out}).exit_code, 0);
+  std::string config = read_bytes(out + "/config.json");
+  const size_t at = config.find("\"warmup\": 1");
+  ASSERT_NE(at, std::string::npos) << config;
+  write_bytes(out + "/config.json", config.replace(at, 11, "\"warmup\": 100"));
+  const ProgramRun r = run_program(example_program("train_gpt"), {"--resume", out, "--steps", "5"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(has_part(r.output, "train_gpt: " + out + "/config.json: \"train.warmup\" (100) must be smaller than "
+                                 "--steps (5) with the cosine schedule\n")) << r.output;
+}
+
 // The learning rate of each loss.csv row (its fourth column), by step.
 std::map<int64_t, double> lr_by_step(const std::string& csv_path) {
   std::map<int64_t, double> lr;

@@ -1630,7 +1630,7 @@ LORA_TARGETS = ["attn", "mlp", "attn,mlp", "mlp,attn", "attn,attn", "attn,,mlp",
 def gen_flags(base, mutant, rng):
     t = base.runner.train_gpt
     out = mutant.folder / "run"
-    what = rng.choice(["arch", "arch", "lora", "lora", "lora on resume", "arch on init"])
+    what = rng.choice(["arch", "arch", "lora", "lora", "lora on resume", "arch on init", "schedule", "schedule on resume"])
     if what == "arch":  # a run from scratch
         flags = ["--arch", rng.choice(ARCH_VALUES)]
         if rng.random() < 0.6:
@@ -1657,6 +1657,24 @@ def gen_flags(base, mutant, rng):
                           str(out), "--context", "32"] + SMALL + flags
         mutant.checks.append(run_folder_is_right(out, "adapters.safetensors"))
         mutant.watch, mutant.read_only = base.folder(name), True
+    elif what == "schedule":  # a run from scratch with the decay's start and rate given (and --overwrite, alone)
+        flags = ["--decay-start", rng.choice(FLAG_VALUES + ["1", "3"])]
+        if rng.random() < 0.6:
+            flags += ["--decay-lr", rng.choice(FLAG_VALUES + ["1e-3", "-2"])]
+        if rng.random() < 0.3:
+            flags += ["--overwrite"]
+        mutant.command = [t, "--data", str(base.text), "--steps", "3", "--out", str(out)] + SCRATCH + SMALL + flags
+        mutant.checks.append(run_folder_is_right(out))
+    elif what == "schedule on resume":  # another --steps, the decay flags given beside it (only --steps may change)
+        run = copy_base(base, rng.choice(["char_run", "qwen2_run", "llama_lora_run"]), mutant)
+        flags = ["--steps", rng.choice(["1", "2", "3", "8", "12", "0", "-1"])]
+        for flag, values in (("--decay-start", FLAG_VALUES + ["2"]), ("--decay-lr", FLAG_VALUES + ["1e-4"]),
+                             ("--overwrite", None)):
+            if rng.random() < 0.4:
+                flags += [flag] + ([rng.choice(values)] if values else [])
+        mutant.command = [t, "--resume", str(run)] + flags
+        mutant.checks.append(run_folder_is_right(run, "adapters.safetensors" if "lora" in run.name else "model.safetensors"))
+        mutant.watch = run
     else:  # a LoRA run resumed with other LoRA flags (or --arch)
         run = copy_base(base, "llama_lora_run", mutant)
         flag = rng.choice(["--lora-rank", "--lora-alpha", "--lora-targets", "--arch"])
@@ -1742,11 +1760,13 @@ def gen_merge_lora(base, mutant, rng, name=None, kind=None):
     elif kind != "new":
         target, kind = output_target(rng, mutant, base, kind)
     before = file_identities(target)
-    mutant.command = [base.runner.train_gpt, "--resume", str(run), "--merge-lora", str(target)]
+    overwrite = rng.random() < 0.4  # the model a folder holds replaced whole; the run, its base and a file never
+    mutant.command = [base.runner.train_gpt, "--resume", str(run), "--merge-lora", str(target)] + \
+        (["--overwrite"] if overwrite else [])
     if kind not in ("the run", "the base", "a link to the base"):
         mutant.checks.append(merged_folder_is_right(base, target, before, mutant.folder))
     mutant.watch, mutant.read_only = run.parent, True  # the run and its base: a merge changes neither
-    mutant.description = f"{name} --merge-lora onto {kind}"
+    mutant.description = f"{name} --merge-lora onto {kind}" + (" --overwrite" if overwrite else "")
 
 
 def gen_hf_run_config(base, mutant, rng):

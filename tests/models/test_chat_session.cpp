@@ -16,25 +16,13 @@
 #include "models/llama.h"
 #include "train/instructions.h"
 #include "fetched_files.h"
+#include "padded_vocabulary.h"
 #include "test_util.h"
 
 namespace tg {
 namespace {
 
-// The head's rows past `first` become +-100 along each axis of the normed hidden state (whose
-// root mean square is 1, so some axis is at least 1): one of those ids outscores every real one
-// by about 100, whatever the input. The real rows are scaled down to keep their logits small.
-void bias_toward_padding(models::LlamaForCausalLM& model, int64_t first) {
-  NoGradGuard no_grad;
-  Tensor w = model.lm_head->weight;  // (V, C)
-  const int64_t C = w.size(1);
-  ASSERT_GE(w.size(0) - first, 2 * C);
-  w.mul_(0.01);
-  for (int64_t c = 0; c < C; ++c) {
-    w.select(0, first + 2 * c).select(0, c).fill_(100.0);
-    w.select(0, first + 2 * c + 1).select(0, c).fill_(-100.0);
-  }
-}
+using test::bias_toward_padding;
 
 struct QwenChat {
   tokenizers::Tokenizer tokenizer;
@@ -206,7 +194,7 @@ TEST(ChatSession, ATurnTheTokenizerCannotWriteIsDroppedAndTheSessionGoesOn) {
   options.eos_token = std::string(tokenizers::Tokenizer::kEndOfText);
   models::ChatSession session(model, tokenizer, tokenizers::ChatFormat::kTapegrad, options, {.temperature = 0.0}, 2);
   Generator gen(1);
-  for (const std::string turn : {std::string("ZZZ"), std::string("hi \xff there")}) {
+  for (const std::string& turn : {std::string("ZZZ"), std::string("hi \xff there")}) {
     SCOPED_TRACE(turn);
     test::expect_error([&] { session.reply(turn, gen); }, {"chat: the turn is dropped: "});
     EXPECT_TRUE(session.messages().empty());

@@ -6,7 +6,6 @@
 
 #include <gtest/gtest.h>
 
-#include <chrono>
 
 #include <cstdlib>
 #include <filesystem>
@@ -226,9 +225,7 @@ TEST(HfGpt2, AHugeBlockNumberInANameDoesNotLetAHugeNLayerThrough) {
   t.push_back({"transformer.h.999999999.ln_1.weight", zeros({16})});
   bad.save(t);
   bad.replace_in_config("\"n_layer\": 2", "\"n_layer\": 1000000000");
-  const auto start = std::chrono::steady_clock::now();
   EXPECT_TRUE(test::has_part(bad.error(), "(config.json's n_layer is 1000000000; the file has ")) << bad.error();
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
 }
 
 }  // namespace

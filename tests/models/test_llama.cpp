@@ -9,7 +9,6 @@
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <chrono>
 
 #include <cstdlib>
 #include <filesystem>
@@ -361,11 +360,9 @@ TEST(HfLlama, HugeSizesInConfigJsonAreRefusedBeforeAnyLayoutIsBuilt) {
       const size_t end = config.find_first_of(",\n}", at);
       test::write_bytes(f.dir.file("config.json"), config.substr(0, at) + "\"num_hidden_layers\": " + huge + config.substr(end));
       const auto before = test::folder_listing(f.dir.path);
-      const auto start = std::chrono::steady_clock::now();
       EXPECT_EQ(test::error_of([&] { models::load_hf_llama(f.dir.path); }),
                 f.dir.file("config.json") + ": \"num_hidden_layers\" is " + huge + " but " +
                     (folder == "llama/f32" ? "model.safetensors" : "the 2 shards") + " holds tensors for 2 layers");
-      EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
       EXPECT_EQ(test::folder_listing(f.dir.path), before);
     }
   }

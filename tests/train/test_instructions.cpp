@@ -338,5 +338,20 @@ TEST(InstructionTraining, TheTokenizerLearnsTheFormattedExamplesNotTheirJson) {
   expect_error([&] { train::Trainer(no_data, text); }, {"--data-format jsonl needs --data FILE"});
 }
 
+// A run from scratch on instruction data made before a learned tokenizer had an end-of-text token
+// (its tokenizer.json the same characters, without "eos_token") is named for what it is: not
+// blamed on --data, which is the same.
+TEST(InstructionTraining, ARunMadeBeforeTheEndOfTextTokenIsNamedOnResume) {
+  const std::string text = examples_jsonl(30);
+  train::Trainer t(instruction_options(2, 1, 0.0), text);
+  test::TempFolder dir;
+  train::save_run(t, dir.path);
+  test::write_bytes(dir.file("tokenizer.json"),
+                    tokenizers::Tokenizer(chars_of(train::parse_instructions(text, "x"))).to_json());
+  expect_error([&] { train::resume_trainer(dir.path, train::saved_options(dir.path), text); },
+               {dir.file("tokenizer.json") + ": the run was made before tapegrad gave a tokenizer learned from "
+                "instruction or chat data an end-of-text token", "it cannot be resumed; train it again"});
+}
+
 }  // namespace
 }  // namespace tg

@@ -211,5 +211,103 @@ TEST(LlamaRuns, AnEditedConfigJsonsShapeIsNamedByItsFields) {
                                       "key/value head serves heads / kv-heads query heads");
 }
 
+
+// A Llama run from scratch of one layer (its char tokenizer learned from text()), saved in dir.
+void save_one_layer_run(const std::string& dir) {
+  train::TrainOptions o = llama_options("llama");
+  o.model.n_layers = 1;
+  train::Trainer t(o, text());
+  train::save_run(t, dir);
+}
+
+// A config.json field set to another JSON text (the first "name": value, as save_run writes it).
+void edit_config(const std::string& dir, const std::string& was, const std::string& now) {
+  const std::string path = dir + "/config.json";
+  std::string config = test::read_bytes(path);
+  const size_t at = config.find(was);
+  ASSERT_NE(at, std::string::npos) << was << " in " << config;
+  test::write_bytes(path, config.replace(at, was.size(), now));
+}
+
+// A fine-tune's model is its config.json's; a run from scratch is rebuilt from its flags. A
+// fine-tune whose "init-from" was deleted is not taken for a run from scratch and rebuilt wrong:
+// the model the flags make is not the file's, and the message names the field that differs and
+// the one that was lost. A LoRA run reads its base from adapter_config.json, and resumes.
+TEST(LlamaRuns, AFineTuneWithoutItsInitFromIsNotTakenForARunFromScratch) {
+  TempFolder base;  // a Qwen3 folder whose rope_theta no flag gives
+  {
+    train::Trainer t(llama_options("qwen3"), text());
+    train::save_run(t, base.path);
+    edit_config(base.path, "\"rope_theta\": 10000.0", "\"rope_theta\": 1000000.0");
+  }
+  for (const int64_t rank : {0, 2}) {
+    train::TrainOptions o = llama_options("qwen3");
+    o.init_from = o.tokenizer = base.path;
+    o.lora_rank = rank;
+    o.lora_alpha = 2;
+    TempFolder run;
+    {
+      const std::unique_ptr<train::Trainer> t = train::start_from_llama_folder(o, text(), nullptr);
+      t->train_step();
+      train::save_run(*t, run.path);
+    }
+    edit_config(run.path, "\"init-from\": \"" + base.path + "\"", "\"init-from\": \"\"");
+    const train::TrainOptions saved = train::saved_options(run.path);
+    if (rank == 0) {
+      EXPECT_EQ(test::error_of([&] { train::resume_trainer(run.path, saved, text()); }),
+                run.file("config.json") + ": rope_theta is 1000000.0, but the run's \"tapegrad.train\" fields make a "
+                "model with 10000.0: a run from scratch (its \"init-from\" is empty) is rebuilt from them; a fine-tune "
+                "names the folder it started from in \"tapegrad.train.init-from\"");
+    } else {
+      const std::unique_ptr<train::Trainer> resumed = train::resume_trainer(run.path, saved, text());
+      EXPECT_EQ(resumed->step(), 1);
+      EXPECT_EQ(resumed->llama().config().rope_theta, 1e6);
+    }
+  }
+}
+
+// A fine-tune's model may take more positions than the run's --context: the memory a step takes
+// follows --context, so a max_position_embeddings of 1e18 (an edited file) is no reason to refuse,
+// and the steps stay finite.
+TEST(LlamaRuns, AHugeMaxPositionEmbeddingsIsNotTakenForTheContext) {
+  TempFolder base;
+  {
+    train::Trainer t(llama_options("llama"), text());
+    train::save_run(t, base.path);
+  }
+  train::TrainOptions o = llama_options("llama");
+  o.init_from = o.tokenizer = base.path;
+  TempFolder run;
+  {
+    const std::unique_ptr<train::Trainer> t = train::start_from_llama_folder(o, text(), nullptr);
+    train::save_run(*t, run.path);
+  }
+  edit_config(run.path, "\"max_position_embeddings\": 16", "\"max_position_embeddings\": 1000000000000000000");
+  const std::unique_ptr<train::Trainer> resumed = train::resume_trainer(run.path, train::saved_options(run.path), text());
+  EXPECT_EQ(resumed->llama().config().max_position_embeddings, 1000000000000000000);
+  EXPECT_TRUE(std::isfinite(resumed->train_step().loss));
+}
+
+// A run from scratch learns its char or bpe tokenizer from --data again; config.json's "tokenizer"
+// edited to the other kind is named, not blamed on --data.
+TEST(LlamaRuns, AnEditedTokenizerKindIsNamedByItsField) {
+  TempFolder run;
+  save_one_layer_run(run.path);
+  edit_config(run.path, "\"tokenizer\": \"char\"", "\"tokenizer\": \"bpe\"");
+  EXPECT_EQ(test::error_of([&] { train::resume_trainer(run.path, train::saved_options(run.path), text()); }),
+            run.file("config.json") + ": \"tapegrad.train.tokenizer\" is bpe, but " + run.file("tokenizer.json") +
+                " is a char tokenizer: not a consistent run");
+}
+
+// An error raised while a run is rebuilt names config.json's fields for the values that came
+// from it, and keeps the flags given on the command line; a "--" inside a path is no flag.
+TEST(LlamaRuns, ErrorsOnResumeNameTheFieldsTheValuesCameFrom) {
+  TempFolder run;
+  save_one_layer_run(run.path);
+  EXPECT_EQ(train::naming_saved_fields("--warmup (100) must be smaller than --steps (4)", run.path, {"steps"}),
+            run.file("config.json") + ": \"tapegrad.train.warmup\" (100) must be smaller than --steps (4)");
+  EXPECT_EQ(train::naming_saved_fields("/tmp/my--run/x: no such file", run.path, {}), std::nullopt);
+  EXPECT_EQ(train::naming_saved_fields("--steps must be positive", run.path, {"steps"}), std::nullopt);
+}
 }  // namespace
 }  // namespace tg
