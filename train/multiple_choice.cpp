@@ -124,18 +124,23 @@ std::vector<double> choice_loglikelihoods(models::CausalLM& model, const ChoiceR
   const Tensor last = context_logits.narrow(0, C - 1, 1);                           // (1,V): predicts id 0
   if (tokens_run) *tokens_run += C;
   std::vector<double> out;
-  for (const auto& continuation : requests.continuations) {
-    const int64_t n = static_cast<int64_t>(continuation.size());
-    double ll = sum_log_probs(last, 0, continuation, 1);
-    if (n > 1) {  // ids 0..n-2 run after the context: their logits predict ids 1..n-1
-      const std::vector<int64_t> inputs(continuation.begin(), continuation.end() - 1);
-      const Tensor logits = model.forward(row_of(inputs), cache)[0];  // (n-1,V)
-      const std::vector<int64_t> targets(continuation.begin() + 1, continuation.end());
-      ll += sum_log_probs(logits, 0, targets, n - 1);
-      cache.truncate(C);
-      if (tokens_run) *tokens_run += n - 1;
-    }
-    out.push_back(ll);
+  for (const auto& continuation : requests.continuations) out.push_back(sum_log_probs(last, 0, continuation, 1));
+  if (longest < 2) return out;  // one id each (MMLU's letters): the context's logits were all
+  // Every choice's ids but its last, as one batch (K, longest - 1) after the context's cache repeated
+  // K times; a shorter row is padded on the right, which no earlier position attends to.
+  const int64_t K = static_cast<int64_t>(requests.continuations.size()), L = static_cast<int64_t>(longest) - 1;
+  std::vector<int64_t> inputs(static_cast<size_t>(K * L), 0);
+  for (int64_t k = 0; k < K; ++k) {
+    const auto& continuation = requests.continuations[static_cast<size_t>(k)];
+    std::copy(continuation.begin(), continuation.end() - 1, inputs.begin() + k * L);
+    if (tokens_run) *tokens_run += static_cast<int64_t>(continuation.size()) - 1;
+  }
+  cache.repeat_batch(K);
+  const Tensor logits = model.forward(from_vector(inputs, {K, L}), cache);  // (K,L,V)
+  for (int64_t k = 0; k < K; ++k) {
+    const auto& continuation = requests.continuations[static_cast<size_t>(k)];
+    const std::vector<int64_t> targets(continuation.begin() + 1, continuation.end());  // predicted by rows 0..n-2
+    out[static_cast<size_t>(k)] += sum_log_probs(logits[k], 0, targets, static_cast<int64_t>(targets.size()));
   }
   return out;
 }

@@ -19,8 +19,9 @@
 // and drops the last (the left of the context goes); so do we.
 //
 // The fast way (choice_loglikelihoods): the context runs once, filling a KV cache
-// (models/kv_cache.h); each choice's ids but its last then run from that cache, which is cut back
-// to the context after each. The plain way (choice_loglikelihoods_whole) runs each context +
+// (models/kv_cache.h); the cache is then repeated for the K choices and their ids but the last run
+// from it as one batch (K, longest - 1), each row padded on the right (causal attention: no real
+// position sees the padding; tokens_run counts the real ids alone). The plain way (choice_loglikelihoods_whole) runs each context +
 // continuation from scratch, as the harness does; it is the oracle the fast one is tested against,
 // and it is what a choice that does not fit the context takes.
 //
