@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "autograd/io/json.h"
 #include "autograd/random/generator.h"
 #include "models/gpt.h"
 #include "models/hf_llama.h"
@@ -182,6 +183,36 @@ TEST(MultipleChoiceRequests, TrailingSpacesMoveToTheContinuation) {
   EXPECT_EQ(r.continuations[1], tok.encode("  seven"));
   const train::ChoiceRequests plain = train::encode_choices(tok, "Two plus two is", {"four"});
   EXPECT_EQ(plain.continuations[0], tok.encode(" four"));
+}
+
+// A Hugging Face tokenizer.json of the 256 bytes and one special token, "<|x|>" (id 256), with a
+// tokenizer_config.json: config "" (none) or its text.
+tokenizers::Tokenizer byte_tokenizer(const test::TempFolder& dir, const std::string& config) {
+  std::string vocab;
+  for (int b = 0; b < 256; ++b)
+    vocab += (b ? "," : "") + json::quote(tokenizers::Gpt2Tokenizer::token_text(std::string(1, static_cast<char>(b)))) +
+             ":" + std::to_string(b);
+  test::write_bytes(dir.file("tokenizer.json"),
+                    R"({"added_tokens":[{"id":256,"content":"<|x|>","special":true}],"normalizer":null,)"
+                    R"("pre_tokenizer":{"type":"ByteLevel","add_prefix_space":false,"use_regex":true},)"
+                    R"("decoder":{"type":"ByteLevel"},"model":{"type":"BPE","vocab":{)" + vocab + R"(},"merges":[]}})");
+  if (!config.empty()) test::write_bytes(dir.file("tokenizer_config.json"), config);
+  return tokenizers::load_tokenizer(dir.file("tokenizer.json"));
+}
+
+TEST(MultipleChoiceRequests, TheBosTokenGoesFirstWhereTheTokenizerAddsOne) {
+  test::TempFolder with_bos, without;
+  const tokenizers::Tokenizer bos = byte_tokenizer(with_bos, R"({"bos_token":"<|x|>","add_bos_token":true})");
+  const train::ChoiceRequests r = train::encode_choices(bos, "Q:", {"ab"});
+  EXPECT_EQ(r.context, (std::vector<int64_t>{256, 'Q', ':'}));  // as Llama 3's <|begin_of_text|>
+  EXPECT_EQ(r.continuations[0], (std::vector<int64_t>{' ', 'a', 'b'}));
+  // an empty context: the prefix token alone (BOS, else the end-of-text), the continuation by itself
+  EXPECT_EQ(train::encode_choices(bos, "", {"ab"}).context, (std::vector<int64_t>{256}));
+  const tokenizers::Tokenizer plain = byte_tokenizer(without, R"({"eos_token":"<|x|>"})");
+  EXPECT_EQ(train::encode_choices(plain, "Q:", {"ab"}).context, (std::vector<int64_t>{'Q', ':'}));  // as GPT-2 and Qwen
+  const train::ChoiceRequests empty = train::encode_choices(plain, "", {"ab"});
+  EXPECT_EQ(empty.context, (std::vector<int64_t>{256}));
+  EXPECT_EQ(empty.continuations[0], (std::vector<int64_t>{' ', 'a', 'b'}));
 }
 
 TEST(MultipleChoiceScores, AccAndAccNormAsTheHarness) {
