@@ -160,8 +160,14 @@ ItemScore score_item(std::vector<double> loglikelihoods, const std::vector<std::
     const int64_t length = character_count(choices[i]);
     s.lengths.push_back(length);
     const double ll = loglikelihoods[i], norm = ll / static_cast<double>(length);  // an empty choice: -inf (numpy's)
-    if (i == 0 || ll > best) best = ll, s.pred = static_cast<int64_t>(i);
-    if (i == 0 || norm > best_norm) best_norm = norm, s.pred_norm = static_cast<int64_t>(i);
+    if (i == 0 || ll > best) {
+      best = ll;
+      s.pred = static_cast<int64_t>(i);
+    }
+    if (i == 0 || norm > best_norm) {
+      best_norm = norm;
+      s.pred_norm = static_cast<int64_t>(i);
+    }
   }
   s.loglikelihoods = std::move(loglikelihoods);
   return s;
