@@ -8,12 +8,11 @@
 #include "autograd/error.h"
 #include "autograd/ops.h"
 #include "autograd/tape.h"
+#include "train/task_formats.h"
 
 namespace tg::train {
 
 namespace {
-
-bool is_python_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r') || (c >= '\x1c' && c <= '\x1f'); }
 
 // log p(id) under one row of logits: logits[id] - logsumexp(logits), in float64.
 double log_prob(const float* logits, int64_t vocab, int64_t id) {

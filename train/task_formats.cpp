@@ -18,9 +18,6 @@ namespace {
 
 const char* const kFormats[] = {"hellaswag", "arc", "mmlu", "choices"};
 
-// Python's str.strip() for the whitespace a data set holds (ASCII's, and \x1c-\x1f as Python).
-bool is_python_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r') || (c >= '\x1c' && c <= '\x1f'); }
-
 std::string strip(const std::string& text) {
   size_t begin = 0, end = text.size();
   while (begin < end && is_python_space(text[begin])) ++begin;
@@ -205,6 +202,8 @@ std::vector<ChoiceItem> parse_mmlu(const std::string& text, const std::string& s
 }
 
 }  // namespace
+
+bool is_python_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r') || (c >= '\x1c' && c <= '\x1f'); }
 
 TaskFormat task_format_from_name(const std::string& name) {
   for (int i = 0; i < 4; ++i)

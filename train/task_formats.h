@@ -61,6 +61,10 @@ std::vector<ChoiceItem> read_task(TaskFormat format, const std::string& path);
 // The same from the file's text; source names the file in errors (and gives mmlu its subject).
 std::vector<ChoiceItem> parse_task(TaskFormat format, const std::string& text, const std::string& source);
 
+// What Python's str.strip() takes away, of the bytes a data set holds: ASCII's whitespace and
+// \x1c-\x1f (Unicode's other spaces are left).
+bool is_python_space(char c);
+
 // The harness's HellaSwag preprocess, and Python's str.capitalize (as above).
 std::string hellaswag_preprocess(const std::string& text);
 std::string python_capitalize(const std::string& text);
