@@ -9,7 +9,7 @@
 // It reads any folder generate reads (train/run_folder.h: load_saved_model): a train_gpt run, a
 // Hugging Face GPT-2, Llama, Qwen2 or Qwen3 folder, float32 or 16-bit weights. The formats and
 // prompts are train/task_formats.h's, the scoring train/multiple_choice.h's: the context runs once
-// per item and every choice continues from its KV cache.
+// per item, and its choices continue from its KV cache together, as one batch.
 //
 // The last line of stdout is one JSON object:
 //   {"task", "items", "acc", "acc_stderr", "acc_norm", "acc_norm_stderr", "tokens_per_s"}
