@@ -1,5 +1,5 @@
 // models/kv_cache.cpp — KVCache::append: a write after the cached positions, growing the
-// buffers by doubling when they are full.
+// buffers by doubling when they are full; repeat_batch: one prefix's cache for n rows.
 #include "models/kv_cache.h"
 
 #include <algorithm>
@@ -18,6 +18,13 @@ void KVCache::truncate(int64_t length) {
   if (length < 0 || length > length_)
     throw Error("KVCache: cannot keep " + std::to_string(length) + " positions of " + std::to_string(length_));
   length_ = length;
+}
+
+void KVCache::repeat_batch(int64_t n) {
+  if (!keys_.defined() || length_ == 0 || keys_.size(0) != 1 || n < 1)
+    throw Error("KVCache: repeat_batch(" + std::to_string(n) + ") needs a cache of batch 1 holding positions");
+  keys_ = keys_.expand({n, -1, -1, -1}).contiguous();  // (n, kvh, capacity, hs)
+  values_ = values_.expand({n, -1, -1, -1}).contiguous();
 }
 
 void KVCache::append(Tensor& keys, Tensor& values, int64_t max_length, const std::string& layer) {

@@ -26,6 +26,10 @@ class KVCache {
   // Keeps the first `length` positions (at most length()): a conversation that goes back to an
   // earlier point continues from there.
   void truncate(int64_t length);
+  // A cache of batch 1 becomes one of batch n holding the same positions in each row (a copy), so
+  // that n continuations of one prefix run as one batch (train/multiple_choice.h). An Error for a
+  // cache that is empty or not of batch 1.
+  void repeat_batch(int64_t n);
   // Writes keys and values (B, kvh, T, hs) after the cached positions and sets them to all of
   // them, (B, kvh, length() + T, hs): views of the buffers, no copy of the past. Under NoGradGuard
   // only. layer names the caller in errors ("MultiHeadAttention"): a cache of another batch size
@@ -45,6 +49,9 @@ struct GPTCache {
   }
   void truncate(int64_t length) {
     for (KVCache& layer : layers) layer.truncate(length);
+  }
+  void repeat_batch(int64_t n) {
+    for (KVCache& layer : layers) layer.repeat_batch(n);
   }
 };
 

@@ -306,6 +306,24 @@ TEST(GPTModel, KeyPaddingMaskLeavesRealPositionsAsTheUnpaddedRow) {
   expect_error([&] { model.forward(idx, zeros({1, 7}, kBool)); }, {"key_padding_mask must be bool of shape"});
 }
 
+// repeat_batch: one prompt's cache for n rows; each row then continues as that prompt would.
+TEST(KVCache, ARepeatedBatchContinuesEachRowAsItsOwnPrompt) {
+  manual_seed(5);
+  models::GPTModel model(models::GPTConfig{.vocab_size = 13, .context_length = 10, .emb_dim = 16, .n_heads = 4, .n_layers = 2});
+  model.eval();
+  NoGradGuard no_grad;
+  const Tensor prompt = randint(0, 13, {1, 4}), next = randint(0, 13, {3, 2});
+  models::GPTCache cache;
+  model.forward(prompt, cache);
+  cache.repeat_batch(3);
+  const Tensor batched = model.forward(next, cache);  // (3, 2, 13)
+  for (int64_t row = 0; row < 3; ++row) {
+    const Tensor whole = model.forward(cat({prompt, next.narrow(0, row, 1)}, 1)).narrow(1, 4, 2);  // (1, 2, 13)
+    EXPECT_TRUE(all_close(batched.narrow(0, row, 1), whole, 1e-6, 1e-5)) << "row " << row;
+  }
+  expect_error([&] { cache.repeat_batch(2); }, {"KVCache: repeat_batch(2) needs a cache of batch 1 holding positions"});
+}
+
 TEST(KVCache, MisuseIsAnError) {
   models::CausalSelfAttention att(models::GPTConfig{.vocab_size = 1, .context_length = 6, .emb_dim = 4, .n_heads = 2});
   models::KVCache cache;

@@ -1,0 +1,176 @@
+# evaluate.py — the PyTorch twin of examples/evaluate.cpp: the same multiple-choice data sets, the
+# same prompts and the same log-likelihoods, computed the way lm-evaluation-harness computes them:
+# each (context, continuation) pair run whole through the model, one forward per choice.
+#
+#     /usr/bin/python3 examples/pytorch/evaluate.py --ckpt gpt2 --task hellaswag --data hellaswag_val.jsonl --out items.jsonl
+#
+# It reads a tapegrad run (tapegrad_run.py), a GPT-2 folder (hf_gpt2.py with gpt2_tokenizer.py) or
+# a Llama / Qwen folder (hf_llama.py; its tokenizer.json needs the `tokenizers` package, which
+# Debian does not have: without it, such a folder is scored by ids through loglikelihood() alone, as
+# tests/reference/make_multiple_choice_reference.py does). Its prompts are written here from the
+# harness's task definitions, independently of train/task_formats.cpp, and its last line is the
+# same JSON object as evaluate's; --out writes the same JSON lines.
+import argparse
+import csv
+import json
+import math
+import os
+import re
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+
+def hellaswag_preprocess(text):
+    text = text.strip().replace(" [title]", ". ")
+    text = re.sub("\\[.*?\\]", "", text)
+    return text.replace("  ", " ")
+
+
+def read_items(task, path):
+    """[(description, query, choices, label)] of the file, as the harness's task yaml files make them."""
+    items = []
+    if task == "mmlu":
+        subject = re.sub("_(test|dev|val)$", "", os.path.splitext(os.path.basename(path))[0]).replace("_", " ")
+        description = f"The following are multiple choice questions (with answers) about {subject}.\n\n"
+        with open(path, newline="", encoding="utf-8") as f:
+            for row in csv.reader(f):
+                if not row:
+                    continue
+                query = row[0].strip() + "".join(f"\n{k}. {c}" for k, c in zip("ABCD", row[1:5])) + "\nAnswer:"
+                items.append((description, query, ["A", "B", "C", "D"], "ABCD".index(row[5])))
+        return items
+    for line in open(path, encoding="utf-8"):
+        if not line.strip():
+            continue
+        doc = json.loads(line)
+        if task == "hellaswag":
+            ctx = doc["ctx_a"] + " " + doc["ctx_b"].capitalize()
+            items.append(("", hellaswag_preprocess(doc["activity_label"] + ": " + ctx),
+                          [hellaswag_preprocess(e) for e in doc["endings"]], int(doc["label"])))
+        elif task == "arc":
+            q = doc["question"]
+            labels = [c["label"] for c in q["choices"]]
+            items.append(("", "Question: " + q["stem"] + "\nAnswer:", [c["text"] for c in q["choices"]],
+                          labels.index(doc["answerKey"])))
+        else:
+            items.append(("", doc["context"], doc["choices"], int(doc["label"])))
+    return items
+
+
+def item_context(items, index, shots, seed):
+    """evaluate's --shots draw: a partial Fisher-Yates shuffle of the other indices by mt19937_64."""
+    description, query, _, _ = items[index]
+    if shots == 0 or len(items) < 2:
+        return description + query
+    raise SystemExit("evaluate.py: --shots is evaluate's own draw (std::mt19937_64); the twin scores --shots 0")
+
+
+def load(folder):
+    """(model, encode, bos, eos, max_length): encode(text) -> ids without special tokens."""
+    config = json.load(open(os.path.join(folder, "config.json")))
+    model_type = config.get("model_type")
+    if model_type in ("llama", "qwen2", "qwen3"):
+        from hf_llama import LlamaForCausalLM
+        model = LlamaForCausalLM.from_pretrained(folder)
+        max_length = config["max_position_embeddings"]
+        try:
+            from tokenizers import Tokenizer
+        except ImportError:
+            return model, None, None, None, max_length
+        tok = Tokenizer.from_file(os.path.join(folder, "tokenizer.json"))
+        tok_config_path = os.path.join(folder, "tokenizer_config.json")
+        tok_config = json.load(open(tok_config_path)) if os.path.exists(tok_config_path) else {}
+
+        def token_id(key):
+            value = tok_config.get(key)
+            value = value.get("content") if isinstance(value, dict) else value
+            return tok.token_to_id(value) if value else None
+        bos = token_id("bos_token") if tok_config.get("add_bos_token", False) else None
+        return model, lambda text: tok.encode(text, add_special_tokens=False).ids, bos, token_id("eos_token"), max_length
+    if model_type == "gpt2" and "tapegrad" not in config:
+        from hf_gpt2 import GPT2LMHeadModel
+        from gpt2_tokenizer import Gpt2Tokenizer
+        tok = Gpt2Tokenizer.from_folder(folder)
+        model = GPT2LMHeadModel.from_pretrained(folder)
+        return model, lambda text: tok.encode(text.encode()), None, tok.end_of_text, config.get("n_positions", 1024)
+    from tapegrad_run import load_model
+    model, _, tok = load_model(folder)
+    return model, tok.encode, None, None, model.pos_emb.num_embeddings
+
+
+@torch.no_grad()
+def loglikelihood(model, context_ids, continuation_ids, max_length):
+    """The harness's _loglikelihood_tokens for one pair: (context + continuation)[-(max_length + 1):][:-1]
+    run whole, the continuation's log-probabilities summed (float64 log-softmax of the float32 logits)."""
+    ids = (context_ids + continuation_ids)[-(max_length + 1):][:-1]
+    logits = model(torch.tensor([ids]))
+    logits = logits[0] if not isinstance(logits, tuple) else logits[0][0]
+    logp = torch.log_softmax(logits.double(), dim=-1)[-len(continuation_ids):]
+    return float(logp.gather(1, torch.tensor(continuation_ids)[:, None]).sum())
+
+
+def encode_pair(encode, bos, eos, context, continuation):
+    """The harness's loglikelihood / _encode_pair for a decoder: ids of context, and of the continuation."""
+    if context == "":
+        prefix = bos if bos is not None else eos
+        cont = encode(continuation)
+        return ([prefix], cont) if cont[0] != prefix else (cont[:1], cont[1:])
+    n_spaces = len(context) - len(context.rstrip())
+    if n_spaces:
+        continuation, context = context[-n_spaces:] + continuation, context[:-n_spaces]
+    first = [bos] if bos is not None else []
+    whole, context_ids = first + encode(context + continuation), first + encode(context)
+    return context_ids, whole[len(context_ids):]
+
+
+def stderr(values):
+    if len(values) < 2:
+        return None
+    mean = sum(values) / len(values)
+    return math.sqrt(sum((x - mean) ** 2 for x in values) / (len(values) - 1) / len(values))
+
+
+def main():
+    p = argparse.ArgumentParser(description="Scores a model on a multiple-choice data set, each pair whole.")
+    p.add_argument("--ckpt", required=True)
+    p.add_argument("--task", required=True, choices=["hellaswag", "arc", "mmlu", "choices"])
+    p.add_argument("--data", required=True)
+    p.add_argument("--limit", type=int, default=0)
+    p.add_argument("--shots", type=int, default=0)
+    p.add_argument("--seed", type=int, default=1234)
+    p.add_argument("--out", default="")
+    p.add_argument("--threads", type=int, default=0)
+    a = p.parse_args()
+    if a.threads:
+        torch.set_num_threads(a.threads)
+    items = read_items(a.task, a.data)
+    items = items[:a.limit] if a.limit else items
+    model, encode, bos, eos, max_length = load(a.ckpt)
+    if encode is None:
+        raise SystemExit(f"evaluate.py: {a.ckpt}: reading its tokenizer.json needs the `tokenizers` package")
+    lines, acc, acc_norm = [], [], []
+    for index, (_, _, choices, label) in enumerate(items):
+        context = item_context(items, index, a.shots, a.seed)
+        lls = []
+        for choice in choices:
+            context_ids, continuation_ids = encode_pair(encode, bos, eos, context, " " + choice)
+            lls.append(loglikelihood(model, context_ids, continuation_ids, max_length))
+        lengths = [len(c) for c in choices]
+        pred = max(range(len(lls)), key=lambda i: (lls[i], -i))
+        pred_norm = max(range(len(lls)), key=lambda i: (lls[i] / lengths[i], -i))
+        acc.append(float(pred == label))
+        acc_norm.append(float(pred_norm == label))
+        lines.append(json.dumps({"index": index, "loglikelihoods": lls, "lengths": lengths, "pred": pred,
+                                 "pred_norm": pred_norm, "label": label}))
+    if a.out:
+        with open(a.out, "w") as f:
+            f.write("".join(line + "\n" for line in lines))
+    print(json.dumps({"task": a.task, "items": len(items), "acc": sum(acc) / len(acc), "acc_stderr": stderr(acc),
+                      "acc_norm": sum(acc_norm) / len(acc_norm), "acc_norm_stderr": stderr(acc_norm)}))
+
+
+if __name__ == "__main__":
+    main()
