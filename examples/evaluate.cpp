@@ -4,7 +4,7 @@
 //
 //   ./build/examples/evaluate --ckpt gpt2 --task hellaswag --data hellaswag_val.jsonl
 //   ./build/examples/evaluate --ckpt Qwen3-0.6B --task mmlu --data high_school_physics_test.csv --shots 5
-//   ./build/examples/evaluate --ckpt gpt_run --task choices --data examples/data/choices.jsonl --out items.jsonl
+//   ./build/examples/evaluate --ckpt gpt_run --task choices --data examples/data/choices_sample.jsonl --out items.jsonl
 //
 // It reads any folder generate reads (train/run_folder.h: load_saved_model): a train_gpt run, a
 // Hugging Face GPT-2, Llama, Qwen2 or Qwen3 folder, float32 or 16-bit weights. The formats and
