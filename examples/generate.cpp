@@ -53,6 +53,7 @@
 #include "train/run_folder.h"
 #include "train/corpus.h"
 #include "train/instructions.h"
+#include "train/multiple_choice.h"
 #include "autograd/io/flags.h"
 #include "models/generate.h"
 #include "models/chat_session.h"
@@ -278,10 +279,9 @@ int run(const GenerateOptions& o, const std::vector<std::string>& given) {
     if (ids_given) {
       prompt = parse_prompt_ids(o.prompt_ids, loaded.model->vocab_size());
     } else {
-      const tokenizers::HfTokenizer* hf = loaded.tokenizer->hf();
-      if (hf && hf->add_bos()) prompt.push_back(hf->bos_id());  // as the model was trained: <|begin_of_text|> first
-      const std::string text = instruction_given ? train::alpaca_prompt(o.instruction, o.input) : o.prompt;
-      for (int64_t id : loaded.tokenizer->encode(text)) prompt.push_back(id);
+      // as the model was trained: the BOS token first where the tokenizer adds one (<|begin_of_text|>)
+      prompt = train::encode_with_bos(*loaded.tokenizer,
+                                      instruction_given ? train::alpaca_prompt(o.instruction, o.input) : o.prompt);
     }
   } catch (const UsageError&) {
     throw;
