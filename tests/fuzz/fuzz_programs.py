@@ -25,8 +25,10 @@ the shards and model.safetensors.index.json), hf-tokenizer (tokenizer.json, toke
 chat-messages (generate --chat-messages' file), chat-stdin (generate --chat on standard input: long
 lines, binary, /reset, /quit, end of input with or without a newline), chat-jsonl (conversations
 to fine-tune on or --eval-only), flags (--arch, --kv-heads, --lora-rank, --lora-alpha,
---lora-targets), merge-lora (--merge-lora's targets: another model's folder, the run, the base, a
-FIFO, a user's file), hf-run-config (a Llama / Qwen run's config.json edited, then resumed).
+--lora-targets, --decay-start, --decay-lr, --overwrite), merge-lora (--merge-lora's targets, with and
+without --overwrite: another model's folder, the run, the base, a FIFO, a user's file), hf-run-config
+(a Llama / Qwen run's config.json edited, then resumed); and tasks (evaluate's HellaSwag, ARC, MMLU
+and choices files, examples/data/'s samples mutated, with --shots and --limit).
 
 Each run is classified:
   clean error   exit 1 or 2, stderr one line "program: ..." (not an allocation of over 1 GiB refused)
@@ -82,7 +84,7 @@ from pathlib import Path
 GIB_KB = 1024 * 1024  # ru_maxrss is in KiB on Linux
 SURFACES = ["gpt2-config", "run-config", "tokenizer", "jsonl", "adapters", "run-folder", "prompt", "output",
             "hf-config", "hf-weights", "hf-tokenizer", "chat-messages", "chat-stdin", "chat-jsonl", "flags", "merge-lora",
-            "hf-run-config"]
+            "hf-run-config", "tasks"]
 CLASSES = ["clean error", "unclear error", "accepted", "crash", "hang", "over 1 GiB", "silent wrong"]
 FAILING = {"crash", "hang", "over 1 GiB", "silent wrong"}
 
@@ -113,9 +115,11 @@ class Runner:
     def __init__(self, build_dir, timeout_s, mem_cap_mb):
         self.train_gpt = str(Path(build_dir).resolve() / "examples" / "train_gpt")
         self.generate = str(Path(build_dir).resolve() / "examples" / "generate")
-        for program in (self.train_gpt, self.generate):
+        self.evaluate = str(Path(build_dir).resolve() / "examples" / "evaluate")
+        for program in (self.train_gpt, self.generate, self.evaluate):
             if not os.access(program, os.X_OK):
-                sys.exit(f"fuzz_programs: {program} is not built (cmake --build {build_dir} --target train_gpt generate)")
+                sys.exit(f"fuzz_programs: {program} is not built (cmake --build {build_dir} --target train_gpt generate "
+                         "evaluate)")
         self.sanitized = sanitized(self.train_gpt)
         self.timeout_s, self.mem_cap_mb = timeout_s, mem_cap_mb
         self.env = dict(os.environ, OMP_NUM_THREADS="1", BLIS_NUM_THREADS="1")
@@ -2085,6 +2089,80 @@ def fixed_merge(name, kind):
     return make
 
 
+# evaluate's data files: the samples examples/data/ ships, one per format, mutated.
+TASK_SAMPLES = {"hellaswag": "hellaswag_sample.jsonl", "arc": "arc_sample.jsonl",
+                "mmlu": "high_school_physics_test.csv", "choices": "choices_sample.jsonl"}
+EXAMPLE_DATA = Path(__file__).resolve().parents[2] / "examples" / "data"
+
+
+def task_result_is_right(out):
+    """After evaluate exits 0: its last stdout line is JSON with items > 0 and acc, acc_norm in [0, 1], and
+    --out holds one JSON line per item, each with a log-likelihood per choice, all finite."""
+    def check(run):
+        lines = [l for l in run.stdout.split("\n") if l.strip()]
+        try:
+            summary = strict_json(lines[-1] if lines else "")
+        except ValueError as error:
+            return [f"evaluate's last line is not JSON ({error}): {(lines[-1] if lines else '')[:200]!r}"]
+        found = [f"evaluate's {k} is {summary.get(k)!r}" for k in ("acc", "acc_norm")
+                 if not isinstance(summary.get(k), (int, float)) or not 0 <= summary[k] <= 1]
+        items = summary.get("items")
+        if not isinstance(items, int) or items < 1:
+            return found + [f"evaluate's items is {items!r}"]
+        rows = out.read_text(errors="replace").splitlines() if out.is_file() else []
+        if len(rows) != items:
+            found.append(f"--out has {len(rows)} lines for {items} items")
+        for n, row in enumerate(rows[:items], start=1):
+            try:
+                lls = strict_json(row)["loglikelihoods"]
+            except (ValueError, KeyError, TypeError) as error:
+                found.append(f"--out line {n} is not an item ({error})")
+                break
+            if not lls or not all(isinstance(v, (int, float)) and math.isfinite(v) for v in lls):
+                found.append(f"--out line {n} has log-likelihoods {lls!r}")
+                break
+        return found
+    return check
+
+
+def fixed_task(task, change, what):
+    def make(base, mutant, rng):
+        name = TASK_SAMPLES[task]
+        data = mutant.folder / name
+        data.write_text(change((EXAMPLE_DATA / name).read_text(encoding="utf-8")), encoding="utf-8")
+        out = mutant.folder / "items.jsonl"
+        mutant.command = [base.runner.evaluate, "--ckpt", str(base.folder("gpt2")), "--task", task, "--data", str(data),
+                          "--out", str(out), "--threads", "1"]
+        mutant.checks.append(task_result_is_right(out))
+        mutant.watch, mutant.read_only = base.folder("gpt2"), True
+        mutant.description = f"{task}: {what}"
+    return make
+
+
+def gen_tasks(base, mutant, rng):
+    task = rng.choice(sorted(TASK_SAMPLES))
+    name = TASK_SAMPLES[task]
+    original = (EXAMPLE_DATA / name).read_text(encoding="utf-8")
+    if name.endswith(".jsonl") and rng.random() < 0.5:  # one item's JSON changed
+        text, mutant.description = mutate_jsonl_line(rng, original.split("\n"), name)
+    else:
+        text, mutant.description = mutate_lines(rng, original, name)
+    data = mutant.folder / name  # the name keeps MMLU's subject
+    data.write_bytes(text.encode("utf-8", "surrogateescape"))
+    model = rng.choice(["gpt2", "llama", "qwen3", "gpt2_run"])
+    out = mutant.folder / "items.jsonl"
+    flags = []
+    if rng.random() < 0.3:
+        flags += ["--shots", rng.choice(["1", "2", "100", "-1", "nan"])]
+    if rng.random() < 0.2:
+        flags += ["--limit", rng.choice(["1", "0", "3", "1e9", "x"])]
+    mutant.command = [base.runner.evaluate, "--ckpt", str(base.folder(model)), "--task", task, "--data", str(data),
+                      "--out", str(out), "--threads", "1"] + flags
+    mutant.checks.append(task_result_is_right(out))
+    mutant.watch, mutant.read_only = base.folder(model), True
+    mutant.description = f"{task} on {model}: {mutant.description}" + (f" {' '.join(flags)}" if flags else "")
+
+
 FIXED.update({
     "hf-config": [fixed_hf_config("llama", "rope_theta", "1e-300", "generate", without_tokenizer=True),
                   fixed_hf_config("qwen3", "rope_theta", "1e-300", "text"),
@@ -2155,11 +2233,16 @@ FIXED.update({
                       fixed_run_config("qwen3_run", "model_type", "\"gpt2\"", "eval"),
                       fixed_run_config("qwen3_chat_run", "tapegrad.train.data-format", "\"text\"", "eval"),
                       fixed_run_config("qwen2_run", "tapegrad.train.arch", "\"llama\"", "resume")],
+    "tasks": [fixed_task("mmlu", lambda t: t.replace("\n", ",extra\n", 1), "a first row of 7 columns"),
+              fixed_task("hellaswag", lambda t: t.replace('"label": ', '"label": 9, "was": ', 1), "a label of 9"),
+              fixed_task("arc", lambda t: t.replace("\n", "\n" + open(EXAMPLE_DATA / "hellaswag_sample.jsonl").readline(), 1),
+                         "a hellaswag line among ARC's")],
 })
 
 GENERATORS.update({"hf-config": gen_hf_config, "hf-weights": gen_hf_weights, "hf-tokenizer": gen_hf_tokenizer,
                    "chat-messages": gen_chat_messages, "chat-stdin": gen_chat_stdin, "chat-jsonl": gen_chat_jsonl,
-                   "flags": gen_flags, "merge-lora": gen_merge_lora, "hf-run-config": gen_hf_run_config})
+                   "flags": gen_flags, "merge-lora": gen_merge_lora, "hf-run-config": gen_hf_run_config,
+                   "tasks": gen_tasks})
 
 
 # ---------------------------------------------------------------------------------------------
