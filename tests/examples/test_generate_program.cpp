@@ -237,19 +237,8 @@ std::string padded_qwen_folder(const TempFolder& dir, int64_t context) {
   const std::string tokenizer = std::string(TG_TOKENIZER_CACHE_DIR) + "/qwen3-tokenizer";
   if (!fetched_file_ready(tokenizer + "/tokenizer.json")) return "";
   const int64_t tokens = tokenizers::load_tokenizer(tokenizer).vocab_size();
-  models::LlamaConfig c;
-  c.model_type = "qwen3";
-  c.vocab_size = tokens + 267;
-  c.hidden_size = 8;
-  c.intermediate_size = 16;
-  c.num_hidden_layers = 1;
-  c.num_attention_heads = 2;
-  c.num_key_value_heads = 1;
-  c.head_dim = 4;
-  c.max_position_embeddings = context;
-  c.qk_norm = true;
   manual_seed(5);
-  models::LlamaForCausalLM model(c);
+  models::LlamaForCausalLM model(tiny_qwen3_config(tokens + 267, context, 1));
   bias_toward_padding(model, tokens);  // a padded id is the likeliest
   const std::string folder = dir.file("qwen");
   std::filesystem::create_directories(folder);

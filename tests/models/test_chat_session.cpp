@@ -37,17 +37,7 @@ std::unique_ptr<QwenChat> tiny_qwen_chat(int64_t context = 512, int64_t padding 
   if (!test::fetched_file_ready(dir + "/tokenizer.json")) return nullptr;
   auto chat = std::make_unique<QwenChat>();
   chat->tokenizer = tokenizers::load_tokenizer(dir);
-  models::LlamaConfig c;
-  c.model_type = "qwen3";
-  c.vocab_size = chat->tokenizer.vocab_size() + padding;
-  c.hidden_size = 8;
-  c.intermediate_size = 16;
-  c.num_hidden_layers = 2;
-  c.num_attention_heads = 2;
-  c.num_key_value_heads = 1;
-  c.head_dim = 4;
-  c.max_position_embeddings = context;
-  c.qk_norm = true;
+  models::LlamaConfig c = test::tiny_qwen3_config(chat->tokenizer.vocab_size() + padding, context, 2);
   c.tie_word_embeddings = padding == 0;
   c.initializer_range = 1.0;  // large weights: replies that vary with the prompt
   manual_seed(11);
