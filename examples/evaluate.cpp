@@ -21,6 +21,7 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,10 @@
 #include "autograd/io/flags.h"
 #include "autograd/io/json.h"
 #include "autograd/runtime/parallel.h"
+#include "models/chat_session.h"
+#include "tokenizers/chat_template.h"
+#include "train/answer_scores.h"
+#include "train/corpus.h"
 #include "train/multiple_choice.h"
 #include "train/run_folder.h"
 #include "train/task_formats.h"
@@ -37,7 +42,8 @@ using namespace tg;
 namespace {
 
 struct EvaluateOptions {
-  std::string ckpt, task, data, out;
+  std::string ckpt, task, data, out, judge;
+  int64_t max_tokens = 256;  // instructions: the longest answer
   int64_t limit = 0;  // 0: every item
   int64_t shots = 0;
   int64_t seed = 1234;
@@ -49,10 +55,18 @@ std::vector<Flag> evaluate_flags(EvaluateOptions& o) {
       text_flag("ckpt", &o.ckpt,
                 "the model: a train_gpt --out folder, or a Hugging Face GPT-2, Llama, Qwen2 or Qwen3 folder with "
                 "its tokenizer"),
-      text_flag("task", &o.task, "the data's format and prompt", {"hellaswag", "arc", "mmlu", "choices"}),
+      text_flag("task", &o.task,
+                "the data's format and prompt; instructions: the model writes an answer to each example, scored "
+                "against the reference (exact match, F1)",
+                {"hellaswag", "arc", "mmlu", "choices", "instructions"}),
       text_flag("data", &o.data,
                 "hellaswag: hellaswag_val.jsonl; arc: ARC's jsonl; mmlu: a subject's CSV (subject_test.csv); "
-                "choices: JSONL of {\"context\", \"choices\", \"label\"}"),
+                "choices: JSONL of {\"context\", \"choices\", \"label\"}; instructions: the JSONL train_gpt "
+                "fine-tunes on ({\"instruction\", \"input\", \"output\"}, or {\"messages\": [...]})"),
+      int_flag("max-tokens", &o.max_tokens, "instructions: the longest answer, in tokens", 1, 1 << 20),
+      text_flag("judge", &o.judge,
+                "instructions: a model folder (a Qwen3 or Llama instruct model) that scores each answer from 0 to "
+                "100 with the prompt of LLMs from scratch's chapter 7; its mean is judge_score"),
       int_flag("limit", &o.limit, "score the first N items (0 = all)", 0, 1e12),
       int_flag("shots", &o.shots, "solved examples before each item, drawn from the same file (never the item)", 0,
                1000),
@@ -76,12 +90,14 @@ std::string clock_text(double seconds) {
 }
 
 // The bar on stderr, redrawn in place: items done, accuracy so far, tokens/s, time left.
-void draw_progress(int64_t done, int64_t total, int64_t correct, double tokens_per_s, double elapsed) {
+void draw_progress(int64_t done, int64_t total, int64_t correct, double tokens_per_s, double elapsed,
+                   const char* measure = "acc") {
   const int width = 24, filled = static_cast<int>(width * done / std::max<int64_t>(1, total));
   const double left = done > 0 ? elapsed / static_cast<double>(done) * static_cast<double>(total - done) : 0;
-  std::fprintf(stderr, "\r  %lld/%lld [%s%s] acc %.4f | %.0f tok/s | ETA %s   ", (long long)done, (long long)total,
-               std::string(filled, '#').c_str(), std::string(width - filled, '.').c_str(),
-               done > 0 ? static_cast<double>(correct) / static_cast<double>(done) : 0.0, tokens_per_s,
+  const std::string speed = tokens_per_s > 0 ? " | " + std::to_string(static_cast<long>(tokens_per_s)) + " tok/s" : "";
+  std::fprintf(stderr, "\r  %lld/%lld [%s%s] %s %.4f%s | ETA %s   ", (long long)done, (long long)total,
+               std::string(filled, '#').c_str(), std::string(width - filled, '.').c_str(), measure,
+               done > 0 ? static_cast<double>(correct) / static_cast<double>(done) : 0.0, speed.c_str(),
                clock_text(left).c_str());
   if (done == total) std::fprintf(stderr, "\n");
   std::fflush(stderr);
@@ -97,12 +113,116 @@ json::Writer item_line(int64_t index, const train::ItemScore& s) {
   return line;
 }
 
+// "chat" when the file's first line is a conversation ({"messages": ...}), else "jsonl"
+// (instructions), as train_gpt tells them apart.
+std::string example_format(const std::string& text) {
+  for (std::string_view line : train::text_lines(text)) {
+    if (line.find_first_not_of(" \t") == std::string_view::npos) continue;
+    try {
+      const json::Value first = json::parse(std::string(line), "first line");
+      return first.is_object() && first.contains("messages") ? "chat" : "jsonl";
+    } catch (const Error&) {
+      return "jsonl";  // reading the examples says what is wrong with it
+    }
+  }
+  return "jsonl";
+}
+
+// --task instructions: each example's greedy answer, its exact match and F1 against the reference
+// (train/answer_scores.h), and with --judge the judge's score.
+int run_instructions(const EvaluateOptions& o) {
+  const std::string text = train::read_input(o.data, "--data");
+  const std::string format = example_format(text);
+  train::SavedModel loaded = train::load_saved_model(o.ckpt);
+  const tokenizers::Tokenizer& tokenizer = loaded.the_tokenizer(o.ckpt);
+  const train::AnswerExamples read = train::read_answer_examples(format, text, o.data, tokenizer);
+  std::optional<train::SavedModel> judge;
+  std::optional<models::ChatSession> session;
+  if (!o.judge.empty()) {
+    judge = train::load_saved_model(o.judge);
+    const tokenizers::Tokenizer& judge_tokenizer = judge->the_tokenizer(o.judge);
+    tokenizers::ChatSetup setup = tokenizers::chat_setup(judge_tokenizer, "", "--judge " + o.judge);
+    setup.options.enable_thinking = false;  // the number alone
+    session.emplace(*judge->model, judge_tokenizer, setup.format, setup.options,
+                    models::SamplingOptions{.temperature = 0}, 16);
+  }
+  const int64_t total = o.limit > 0 ? std::min<int64_t>(o.limit, std::ssize(read.examples)) : std::ssize(read.examples);
+  const bool terminal = isatty(STDERR_FILENO) != 0;
+  const Activity answering("answering " + o.data);
+  loaded.model->eval();
+  std::vector<double> matches, f1s, judged;
+  std::vector<json::Writer> lines;
+  int64_t unparsed = 0, too_long_for_judge = 0;
+  Generator gen(static_cast<uint64_t>(o.seed));  // greedy: never drawn from
+  const double start = now_s();
+  for (int64_t i = 0; i < total; ++i) {
+    const train::AnswerExample& e = read.examples[static_cast<size_t>(i)];
+    const std::string answer = train::greedy_answer(*loaded.model, tokenizer, e.prompt, o.max_tokens, read.end_token);
+    matches.push_back(train::exact_match(answer, e.reference));
+    f1s.push_back(train::token_f1(answer, e.reference));
+    json::Writer line;
+    line.field("index", i).field("line", e.line).field("answer", answer).field("reference", e.reference);
+    line.field("exact_match", matches.back()).field("f1", f1s.back());
+    if (session) {
+      session->reset();
+      std::optional<std::string> reply;  // none: the prompt does not fit the judge's context
+      try {
+        reply = train::replacing_invalid_utf8(
+            session->reply(train::judge_prompt(e.judge_input, e.reference, answer), gen));
+      } catch (const models::ChatTurnTooLong& too_long) {
+        ++too_long_for_judge;
+      } catch (const models::ChatTurnDropped& dropped) {
+        throw Error("--judge " + o.judge + ": " + o.data + ": line " + std::to_string(e.line) + ": the judge cannot read "
+                    "the prompt: " + dropped.reason);
+      }
+      const std::optional<int64_t> score = reply ? train::judge_score(*reply) : std::nullopt;
+      if (score) judged.push_back(static_cast<double>(*score));
+      else ++unparsed;
+      line.field("judge_score", score ? std::optional<double>(static_cast<double>(*score)) : std::nullopt);
+      if (reply) line.field("judge_reply", *reply);
+      else line.field("judge_reply", nullptr);
+    }
+    lines.push_back(std::move(line));
+    if (terminal) {
+      const double elapsed = now_s() - start;
+      draw_progress(i + 1, total, static_cast<int64_t>(train::mean_of(matches) * static_cast<double>(i + 1) + 0.5), 0,
+                    elapsed, "exact match");
+    }
+  }
+  const double elapsed = now_s() - start;
+  if (too_long_for_judge > 0)
+    std::cerr << "evaluate: note: " << too_long_for_judge << " of " << total << " judge prompts did not fit --judge "
+              << o.judge << "'s context: counted as unparsed\n";
+  if (!o.out.empty()) {
+    AtomicFile file(o.out, "evaluate --out");
+    for (const json::Writer& line : lines) file.write(line.str() + "\n");
+    file.commit();
+  }
+  json::Writer summary;
+  summary.field("task", o.task).field("items", total).field("exact_match", train::mean_of(matches));
+  summary.field("exact_match_stderr", train::mean_stderr(matches)).field("f1", train::mean_of(f1s));
+  summary.field("f1_stderr", train::mean_stderr(f1s));
+  if (session) {
+    summary.field("judge_score", judged.empty() ? std::nullopt : std::optional<double>(train::mean_of(judged)));
+    summary.field("judge_score_stderr", train::mean_stderr(judged)).field("judge_unparsed", unparsed);
+  }
+  summary.field("items_per_s", json::round_to(elapsed > 0 ? static_cast<double>(total) / elapsed : 0.0, 2));
+  std::cout << summary.str() << std::endl;
+  return 0;
+}
+
 int run(const EvaluateOptions& o, const std::vector<std::string>& given) {
-  require_names(given, {{"ckpt", o.ckpt}, {"data", o.data}, {"out", o.out}});
+  require_names(given, {{"ckpt", o.ckpt}, {"data", o.data}, {"out", o.out}, {"judge", o.judge}});
   if (o.ckpt.empty()) throw UsageError("--ckpt: give the model's folder");
-  if (o.task.empty()) throw UsageError("--task: give hellaswag, arc, mmlu or choices");
+  if (o.task.empty()) throw UsageError("--task: give hellaswag, arc, mmlu, choices or instructions");
   if (o.data.empty()) throw UsageError("--data: give the task's file");
+  if (o.task != "instructions")
+    for (const char* flag : {"judge", "max-tokens"})
+      if (was_given(given, flag)) throw UsageError(std::string("--") + flag + " goes with --task instructions");
+  if (o.task == "instructions" && was_given(given, "shots"))
+    throw UsageError("--shots goes with the multiple-choice tasks (hellaswag, arc, mmlu, choices)");
   if (o.threads > 0) set_num_threads(static_cast<int>(o.threads));
+  if (o.task == "instructions") return run_instructions(o);
   const train::TaskFormat format = train::task_format_from_name(o.task);
   const std::vector<train::ChoiceItem> items = train::read_task(format, o.data);  // bad data: before the model loads
   train::SavedModel loaded = train::load_saved_model(o.ckpt);

@@ -4,7 +4,7 @@
 //   ./build/examples/plot_runs --runs runs/char,runs/bpe512 --names char,BPE-512 --y val_bpb --x elapsed_s --out cmp.svg
 //
 // Rows without the column (val_loss, train_bpb and val_bpb are there only where the run
-// evaluated) are left out. Runs of different tokenizers compare on bits per byte, not on loss.
+// evaluated; task_acc and task_acc_norm where it scored its --eval-task) are left out. Runs of different tokenizers compare on bits per byte, not on loss.
 #include <iostream>
 #include <optional>
 #include <sstream>
@@ -37,6 +37,8 @@ std::optional<double> column(const train::LossRow& r, const std::string& name) {
   if (name == "train_bpb") return r.train_bpb;
   if (name == "val_bpb") return r.val_bpb;
   if (name == "lr") return r.lr;
+  if (name == "task_acc") return r.task_acc;
+  if (name == "task_acc_norm") return r.task_acc_norm;
   return std::nullopt;
 }
 
@@ -57,7 +59,9 @@ int run(const PlotOptions& o) {
     Series s{names[i], {}};
     for (const train::LossRow& r : log.rows())
       if (const std::optional<double> y = column(r, o.y)) s.points.emplace_back(x_of(r, o.x), *y);
-    if (s.points.empty()) throw tg::Error(runs[i] + "/loss.csv: no row has " + o.y);
+    if (s.points.empty())
+      throw tg::Error(runs[i] + "/loss.csv: no row has " + o.y +
+                      (o.y.starts_with("task_") ? " (the run scored no task: train_gpt --eval-task FORMAT:FILE)" : ""));
     series.push_back(std::move(s));
   }
   const std::string x_label = o.x == "elapsed_s" ? "training time (s)" : "step";
@@ -75,7 +79,7 @@ int main(int argc, char** argv) {
                         {text_flag("runs", &o.runs, "run folders, separated by commas"),
                          text_flag("names", &o.names, "a name per run for the legend (default: the folders)"),
                          text_flag("y", &o.y, "the column to draw",
-                                   {"val_bpb", "train_bpb", "val_loss", "train_loss", "lr"}),
+                                   {"val_bpb", "train_bpb", "val_loss", "train_loss", "lr", "task_acc", "task_acc_norm"}),
                          text_flag("x", &o.x, "against steps or training time", {"step", "elapsed_s"}),
                          text_flag("title", &o.title, "the picture's title (default: the column)"),
                          text_flag("out", &o.out, "the SVG file to write")}};

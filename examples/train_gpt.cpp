@@ -45,6 +45,7 @@
 #include "train/corpus.h"
 #include "train/chat_data.h"
 #include "train/instructions.h"
+#include "train/multiple_choice.h"
 #include "train/run_log.h"
 #include "train/trainer.h"
 #include "models/generate.h"
@@ -111,6 +112,10 @@ std::vector<Flag> train_flags(train::TrainOptions& o) {
     {"eval-every", "evaluate and save a checkpoint every this many steps, and after the last (when not given: 250, "
                    "at most --steps / 5; a resumed run keeps its saved value)"},
     {"eval-batches", "batches per split in each evaluation"},
+    {"eval-task", "FORMAT:FILE: score a multiple-choice task at each evaluation, as evaluate does (FORMAT hellaswag, "
+                  "arc, mmlu or choices; zero shots), into loss.csv's task_acc and task_acc_norm (e.g. "
+                  "choices:examples/data/choices_sample.jsonl)"},
+    {"eval-task-limit", "score the task's first N items (0 = all)"},
     {"threads", "threads for matrix products and loops (0 = all cores)"},
     {"out", "folder for the checkpoint, loss.csv, loss.svg, samples and summary (with --resume: the run's own "
             "folder when not given)"},
@@ -136,7 +141,8 @@ std::vector<Flag> train_flags(train::TrainOptions& o) {
     {"write-corpus", "write the built-in corpus to this file and stop"},
     {"eval-only", "print a saved model's loss, perplexity and bits per byte, and stop: with --resume RUN, on the "
                   "run's val split or on all of --data FILE; with --init-from DIR (a Hugging Face GPT-2, Llama or "
-                  "Qwen folder), on all of --data FILE (jsonl, chat: on the responses' tokens)"},
+                  "Qwen folder), on all of --data FILE (jsonl, chat: on the responses' tokens); with the run's "
+                  "--eval-task or one given, its task_acc and task_acc_norm too"},
     {"lora-rank", "with --init-from: train LoRA adapters of this rank (at least 1, at most the smallest adapted "
                   "matrix's min(in, out), past which a rank adds nothing) and freeze every weight of the model; the run saves the adapters alone, adapters.safetensors and adapter_config.json in peft's "
                   "names, and reads its base model from the --init-from folder (not given: every weight trains)"},
@@ -179,10 +185,6 @@ std::vector<int64_t> eval_ids(const train::TrainOptions& o, const std::vector<st
     return tokenizer.encode(text.substr(static_cast<size_t>(train::train_count(std::ssize(text)))));
   const std::vector<int64_t> ids = tokenizer.encode(text);
   return {ids.begin() + train::train_count(std::ssize(ids)), ids.end()};
-}
-
-bool was_given(const std::vector<std::string>& given, const std::string& flag) {
-  return std::find(given.begin(), given.end(), flag) != given.end();
 }
 
 // --data-format not given: for a --data FILE.jsonl, chat when its first line is a conversation (has
@@ -259,11 +261,19 @@ int eval_only(const train::TrainOptions& o, const std::vector<std::string>& give
   // Qwen3's 40,960 would not fit in memory), one at a time unless --batch says more
   int64_t batch = was_given(given, "batch") ? o.batch : 1;
   int64_t window = was_given(given, "context") ? o.model.context_length : std::min<int64_t>(1024, saved.model->context_length());
+  std::string task_spec = o.eval_task;  // a run's own --eval-task unless one is given
+  int64_t task_limit = o.eval_task_limit;
   if (!o.resume.empty()) {
     const train::TrainOptions run = train::saved_options(o.resume);
     batch = run.batch;
     window = run.model.context_length;
+    if (!was_given(given, "eval-task")) task_spec = run.eval_task;
+    if (!was_given(given, "eval-task-limit")) task_limit = run.eval_task_limit;
   }
+  std::optional<train::EncodedTask> task;
+  if (!task_spec.empty())
+    task = train::encode_task(task_spec, train::read_eval_task(task_spec), task_limit, tokenizer,
+                              saved.model->context_length());
   train::TextEval e;
   if (const std::optional<train::InstructionData> examples = eval_instructions(o, given, saved, &label)) {
     e = train::evaluate_instructions(*saved.model, tokenizer, examples->val, batch, examples->pad_id);
@@ -275,12 +285,23 @@ int eval_only(const train::TrainOptions& o, const std::vector<std::string>& give
     throw tg::Error("--eval-only: " + label + ": the loss is " + tg::nn::python_float(e.loss) + " (perplexity " +
                     tg::nn::python_float(e.perplexity) + "): not a finite number; " + dir +
                     "'s weights are finite, but its outputs overflow on this text");
-  std::cout << tg::json::Writer().field("eval", label).field("loss", e.loss).field("perplexity", e.perplexity)
-                   .field("bpb", e.bpb).field("tokens", e.tokens).field("bytes", e.bytes).str()
-            << "\n";
+  tg::json::Writer line;
+  line.field("eval", label).field("loss", e.loss).field("perplexity", e.perplexity).field("bpb", e.bpb);
+  line.field("tokens", e.tokens).field("bytes", e.bytes);
+  std::optional<train::TaskScore> t;
+  if (task) {
+    t = train::score_task(*saved.model, *task);
+    line.field("task", task_spec).field("task_items", t->items).field("task_acc", t->acc);
+    line.field("task_acc_stderr", t->acc_stderr).field("task_acc_norm", t->acc_norm);
+    line.field("task_acc_norm_stderr", t->acc_norm_stderr);
+  }
+  std::cout << line.str() << "\n";
   std::printf("train_gpt --eval-only: %s: loss %.4f, perplexity %.3f, %.4f bits per byte (%lld tokens, %lld bytes)\n",
               label.c_str(), e.loss, e.perplexity, e.bpb, static_cast<long long>(e.tokens),
               static_cast<long long>(e.bytes));
+  if (t)
+    std::printf("train_gpt --eval-only: %s: acc %.4f, acc_norm %.4f (%lld items)\n", task_spec.c_str(), t->acc,
+                t->acc_norm, static_cast<long long>(t->items));
   return 0;
 }
 
@@ -462,7 +483,9 @@ void say_what_runs(train::Trainer& trainer, const train::TrainOptions& o, const 
 // The training loop. Each step adds a row to loss.csv; every --eval-every steps and after the last,
 // both splits are evaluated and the run is saved. Ctrl-C saves and stops (exit code 130), a spent
 // --max-minutes stops after its step. Returns 0 when the run goes on to its samples.
-int train_loop(train::Trainer& trainer, const train::TrainOptions& o, train::RunLog& log, train::Progress& progress) {
+// task: --eval-task's items, scored at each evaluation (nullptr: none).
+int train_loop(train::Trainer& trainer, const train::TrainOptions& o, train::RunLog& log, train::Progress& progress,
+               const train::EncodedTask* task) {
   auto save_all = [&] {
     train::save_run(trainer, o.out);
     log.write(o.out);
@@ -490,9 +513,14 @@ int train_loop(train::Trainer& trainer, const train::TrainOptions& o, train::Run
       row.eval_train_loss = e.train;
       row.train_bpb = e.train_bpb;
       row.val_bpb = e.val_bpb;
+      if (task) {
+        const train::TaskScore t = train::score_task(trainer.model(), *task, train::products_dtype(o));
+        row.task_acc = t.acc;
+        row.task_acc_norm = t.acc_norm;
+      }
       log.add(row);
       save_all();
-      progress.eval_line(row.step, e.train, e.val, e.val_bpb);
+      progress.eval_line(row);
     } else {
       log.add(row);
     }
@@ -558,9 +586,14 @@ int run(train::TrainOptions o, const std::vector<std::string>& given) {
     std::cout << "train_gpt: wrote the built-in corpus to " << o.write_corpus << "\n";
     return 0;
   }
+  if (!o.eval_task.empty()) train::read_eval_task(o.eval_task);  // a bad file: named before the model is built
   train::RunLog log;
   const std::unique_ptr<train::Trainer> trainer = start_or_resume(o, given, log);
   if (o.threads > 0) tg::set_num_threads(static_cast<int>(o.threads));
+  std::optional<train::EncodedTask> task;
+  if (!o.eval_task.empty())
+    task = train::encode_task(o.eval_task, train::read_eval_task(o.eval_task), o.eval_task_limit, trainer->tokenizer(),
+                              trainer->model().context_length());
   // asked before --out is touched: a bad TG_FAST_KERNELS, TG_BF16_KERNEL or BLIS_ARCH_TYPE stops the run there
   const std::string kernels = std::string(train::kernels_mode()) + " kernels, " + train::precision_mode(o.precision);
   const std::string kernels_in_use = tg::kernel_info();
@@ -570,7 +603,7 @@ int run(train::TrainOptions o, const std::vector<std::string>& given) {
   std::signal(SIGTERM, on_interrupt);
   train::Progress progress(o.steps, trainer->step(), log.elapsed_s(), isatty(STDOUT_FILENO));
   say_what_runs(*trainer, o, kernels_in_use, kernels);
-  if (const int code = train_loop(*trainer, o, log, progress); code != 0) return code;
+  if (const int code = train_loop(*trainer, o, log, progress, task ? &*task : nullptr); code != 0) return code;
   progress.finish();
   const train::MemoryReport memory = trainer->memory_report();
   std::cout << "train_gpt: " << memory.str() << " (--checkpoint-activations " << o.checkpoint_activations

@@ -5,10 +5,10 @@
 #include <algorithm>
 #include <cmath>
 
+#include "autograd/autocast.h"
 #include "autograd/error.h"
 #include "autograd/ops.h"
 #include "autograd/tape.h"
-#include "train/task_formats.h"
 
 namespace tg::train {
 
@@ -176,22 +176,81 @@ TaskScore summarize(const std::vector<ItemScore>& items) {
   TaskScore t;
   t.items = static_cast<int64_t>(items.size());
   if (items.empty()) return t;
-  const double n = static_cast<double>(items.size());
-  auto mean_and_stderr = [&](bool norm, double& mean, std::optional<double>& stderr_) {
-    double sum = 0;
-    for (const ItemScore& s : items) sum += (norm ? s.pred_norm : s.pred) == s.label ? 1.0 : 0.0;
-    mean = sum / n;
-    if (items.size() < 2) return;
-    double squares = 0;
-    for (const ItemScore& s : items) {
-      const double x = (norm ? s.pred_norm : s.pred) == s.label ? 1.0 : 0.0;
-      squares += (x - mean) * (x - mean);
-    }
-    stderr_ = std::sqrt(squares / (n - 1) / n);
-  };
-  mean_and_stderr(false, t.acc, t.acc_stderr);
-  mean_and_stderr(true, t.acc_norm, t.acc_norm_stderr);
+  std::vector<double> right, right_norm;
+  for (const ItemScore& s : items) {
+    right.push_back(s.pred == s.label ? 1.0 : 0.0);
+    right_norm.push_back(s.pred_norm == s.label ? 1.0 : 0.0);
+  }
+  t.acc = mean_of(right);
+  t.acc_norm = mean_of(right_norm);
+  t.acc_stderr = mean_stderr(right);
+  t.acc_norm_stderr = mean_stderr(right_norm);
   return t;
+}
+
+double mean_of(const std::vector<double>& values) {
+  double sum = 0;
+  for (double x : values) sum += x;
+  return values.empty() ? 0.0 : sum / static_cast<double>(values.size());
+}
+
+std::optional<double> mean_stderr(const std::vector<double>& values) {
+  if (values.size() < 2) return std::nullopt;
+  const double n = static_cast<double>(values.size()), m = mean_of(values);
+  double squares = 0;
+  for (double x : values) squares += (x - m) * (x - m);
+  return std::sqrt(squares / (n - 1) / n);
+}
+
+std::vector<ChoiceItem> read_eval_task(const std::string& spec) {
+  TaskSpec parsed;
+  try {
+    parsed = parse_task_spec(spec);
+  } catch (const Error& e) {
+    throw Error(std::string("--eval-task ") + e.what());
+  }
+  return read_task(parsed.format, parsed.path, "--eval-task");
+}
+
+EncodedTask encode_task(const std::string& spec, const std::vector<ChoiceItem>& items, int64_t limit,
+                        const tokenizers::Tokenizer& tokenizer, int64_t context_length) {
+  const size_t n = limit > 0 ? std::min(items.size(), static_cast<size_t>(limit)) : items.size();
+  EncodedTask task;
+  task.spec = spec;
+  for (size_t i = 0; i < n; ++i) {
+    const ChoiceItem& item = items[i];
+    const std::string where = "--eval-task " + spec + ": line " + std::to_string(item.line) + ": ";
+    try {
+      task.requests.push_back(encode_choices(tokenizer, item_context(items, i, 0, 0), item.choices));
+    } catch (const Error& e) {
+      throw Error(where + e.what());
+    }
+    const std::vector<std::vector<int64_t>>& continuations = task.requests.back().continuations;
+    for (size_t k = 0; k < continuations.size(); ++k)
+      if (static_cast<int64_t>(continuations[k].size()) > context_length)
+        throw Error(where + "choice " + std::to_string(k) + " is " + std::to_string(continuations[k].size()) +
+                    " tokens, more than the model's context (" + std::to_string(context_length) + ")");
+    task.choices.push_back(item.choices);
+    task.labels.push_back(item.label);
+    task.lines.push_back(item.line);
+  }
+  return task;
+}
+
+TaskScore score_task(models::CausalLM& model, const EncodedTask& task, ScalarType products) {
+  const bool was_training = model.is_training();
+  model.eval();
+  std::vector<ItemScore> scores;
+  try {
+    AutocastGuard autocast(products);
+    for (size_t i = 0; i < task.requests.size(); ++i)
+      scores.push_back(score_item(choice_loglikelihoods(model, task.requests[i]), task.choices[i], task.labels[i]));
+  } catch (...) {
+    model.train(was_training);
+    throw;
+  }
+  model.train(was_training);
+  return summarize(scores);
 }
 
 }  // namespace tg::train

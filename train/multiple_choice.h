@@ -37,8 +37,10 @@
 #include <string>
 #include <vector>
 
+#include "autograd/dtype.h"
 #include "models/causal_lm.h"
 #include "tokenizers/tokenizer.h"
+#include "train/task_formats.h"
 
 namespace tg::train {
 
@@ -77,5 +79,27 @@ struct TaskScore {
   std::optional<double> acc_stderr, acc_norm_stderr;  // none for a single item
 };
 TaskScore summarize(const std::vector<ItemScore>& items);
+// The values' mean (0 for none), and the harness's mean_stderr: sqrt(sample variance / n), none for
+// fewer than 2 values.
+double mean_of(const std::vector<double>& values);
+std::optional<double> mean_stderr(const std::vector<double>& values);
+
+// A task scored again at every evaluation of a training run (train_gpt --eval-task FORMAT:FILE):
+// its first `limit` items (0: all), zero shots, read and encoded once, before the run starts. A
+// text the tokenizer cannot encode (a character model knows only its training text's characters)
+// or a choice longer than the model's context is an Error naming the flag, the file and the line.
+struct EncodedTask {
+  std::string spec;  // FORMAT:FILE as given
+  std::vector<ChoiceRequests> requests;
+  std::vector<std::vector<std::string>> choices;
+  std::vector<int64_t> labels, lines;
+};
+// The spec's file read (train/task_formats.h), its errors naming --eval-task: before a model is built.
+std::vector<ChoiceItem> read_eval_task(const std::string& spec);
+EncodedTask encode_task(const std::string& spec, const std::vector<ChoiceItem>& items, int64_t limit,
+                        const tokenizers::Tokenizer& tokenizer, int64_t context_length);
+// acc and acc_norm over the task's items, the model in eval mode (put back as it was after) and its
+// matrix products in `products` (a bf16 run's evaluation is bf16 too).
+TaskScore score_task(models::CausalLM& model, const EncodedTask& task, ScalarType products = kFloat32);
 
 }  // namespace tg::train

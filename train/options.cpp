@@ -33,6 +33,8 @@ std::vector<Flag> option_fields(TrainOptions& o) {
       seed_flag(&o.seed, ""),
       int_flag("eval-every", &o.eval_every, "", 1, kBig),
       int_flag("eval-batches", &o.eval_batches, "", 1, 1 << 20),
+      text_flag("eval-task", &o.eval_task, ""),
+      int_flag("eval-task-limit", &o.eval_task_limit, "", 0, kBig),
       int_flag("threads", &o.threads, "", 0, 1024),
       text_flag("out", &o.out, ""),
       text_flag("resume", &o.resume, ""),
@@ -54,7 +56,7 @@ std::vector<Flag> option_fields(TrainOptions& o) {
 
 const std::vector<std::string>& resumable_flags() {
   static const std::vector<std::string> flags = {
-      "steps", "max-minutes", "out", "threads", "eval-every", "sample-tokens", "on-nonfinite", "precision",
+      "steps", "max-minutes", "out", "threads", "eval-every", "eval-task", "eval-task-limit", "sample-tokens", "on-nonfinite", "precision",
       "checkpoint-activations", "loss-chunk"};
   return flags;
 }

@@ -52,6 +52,10 @@ struct TrainOptions {
   int64_t seed = 1337;
   int64_t eval_every = 250;  // not given: default_eval_every(steps)
   int64_t eval_batches = 20;
+  // FORMAT:FILE: a multiple-choice task (train/task_formats.h) scored at every evaluation, its
+  // first eval_task_limit items (0: all), into loss.csv's task_acc and task_acc_norm; "" = none
+  std::string eval_task;
+  int64_t eval_task_limit = 200;
   int64_t threads = 0;  // 0 = all cores
   std::string out = "gpt_run";
   std::string resume;  // a run's --out folder to continue

@@ -1,6 +1,7 @@
 // train/run_log.cpp — loss.csv, summary.json and the progress display.
 #include "train/run_log.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -22,6 +23,9 @@ namespace tg::train {
 namespace {
 
 const char* const kHeader = "step,train_loss,val_loss,lr,tokens_per_s,elapsed_s,train_bpb,val_bpb";
+// the same with a task's score (--eval-task), written when any row has one
+const char* const kHeaderWithTask =
+    "step,train_loss,val_loss,lr,tokens_per_s,elapsed_s,train_bpb,val_bpb,task_acc,task_acc_norm";
 // loss.csv of runs from before bits per byte: read on resume, rewritten with the new columns
 const char* const kHeaderBeforeBpb = "step,train_loss,val_loss,lr,tokens_per_s,elapsed_s";
 
@@ -46,12 +50,15 @@ std::string clock_str(double seconds) {  // 1:05:09 or 5:09
 }  // namespace
 
 std::string RunLog::csv() const {
-  std::string out = std::string(kHeader) + "\n";
+  const bool task = std::any_of(rows_.begin(), rows_.end(), [](const LossRow& r) { return r.task_acc.has_value(); });
+  std::string out = std::string(task ? kHeaderWithTask : kHeader) + "\n";
   auto optional = [](std::optional<double> v) { return v ? fmt("%.9g", *v) : std::string(); };
   for (const LossRow& r : rows_) {
     out += std::to_string(r.step) + "," + fmt("%.9g", r.train_loss) + "," + optional(r.val_loss) + "," +
            fmt("%.9g", r.lr) + "," + fmt("%.1f", r.tokens_per_s) + "," + fmt("%.3f", r.elapsed_s) + "," +
-           optional(r.train_bpb) + "," + optional(r.val_bpb) + "\n";
+           optional(r.train_bpb) + "," + optional(r.val_bpb);
+    if (task) out += std::string(",") + optional(r.task_acc) + "," + optional(r.task_acc_norm);
+    out += "\n";
   }
   return out;
 }
@@ -84,6 +91,7 @@ RunLog RunLog::read(const std::string& dir, int64_t up_to_step) {
     if (!header_read) {
       header_read = true;
       if (line == kHeaderBeforeBpb) columns = 6;
+      else if (line == kHeaderWithTask) columns = 10;
       else if (line != kHeader)
         throw Error(path + ": line " + std::to_string(line_no) + ": expected the header " + std::string(kHeader));
       continue;
@@ -101,11 +109,14 @@ RunLog RunLog::read(const std::string& dir, int64_t up_to_step) {
       r.lr = std::stod(cells[3]);
       r.tokens_per_s = std::stod(cells[4]);
       r.elapsed_s = std::stod(cells[5]);
-      if (columns == 8 && !cells[6].empty()) r.train_bpb = std::stod(cells[6]);
-      if (columns == 8 && !cells[7].empty()) r.val_bpb = std::stod(cells[7]);
+      if (columns >= 8 && !cells[6].empty()) r.train_bpb = std::stod(cells[6]);
+      if (columns >= 8 && !cells[7].empty()) r.val_bpb = std::stod(cells[7]);
+      if (columns == 10 && !cells[8].empty()) r.task_acc = std::stod(cells[8]);
+      if (columns == 10 && !cells[9].empty()) r.task_acc_norm = std::stod(cells[9]);
       if (r.step <= up_to_step) log.rows_.push_back(r);
     } catch (const std::exception&) {
-      throw Error(path + ": line " + std::to_string(line_no) + ": expected " + kHeader + ", got '" + line + "'");
+      throw Error(path + ": line " + std::to_string(line_no) + ": expected " +
+                  (columns == 10 ? kHeaderWithTask : columns == 6 ? kHeaderBeforeBpb : kHeader) + ", got '" + line + "'");
     }
   }
   return log;
@@ -144,8 +155,10 @@ std::string bf16_speed_note(const std::string& precision) {
 }
 
 void RunLog::write_summary(const std::string& dir, const std::string& precision, const std::string& memory_json) const {
-  std::optional<double> train, val, train_bpb, val_bpb;
+  std::optional<double> train, val, train_bpb, val_bpb, task_acc, task_acc_norm;
   for (const LossRow& r : rows_) {
+    if (r.task_acc) task_acc = r.task_acc;
+    if (r.task_acc_norm) task_acc_norm = r.task_acc_norm;
     if (r.val_loss) val = r.val_loss;
     if (r.eval_train_loss) train = r.eval_train_loss;
     if (r.train_bpb) train_bpb = r.train_bpb;
@@ -163,7 +176,9 @@ void RunLog::write_summary(const std::string& dir, const std::string& precision,
       .field("final_train_loss", train)
       .field("final_val_loss", val)
       .field("final_train_bpb", train_bpb)
-      .field("final_val_bpb", val_bpb)
+      .field("final_val_bpb", val_bpb);
+  if (task_acc) summary.field("final_task_acc", task_acc).field("final_task_acc_norm", task_acc_norm);
+  summary
       .field("tokens_per_s", tokens_per_s)
       .field("elapsed_s", json::round_to(elapsed_s(), 3))
       .field("peak_rss_mb", json::round_to(peak_rss_mb(), 1))
@@ -203,11 +218,16 @@ void Progress::update(int64_t step, double loss) {
   }
 }
 
-void Progress::eval_line(int64_t step, double train_loss, double val_loss, double val_bpb) {
-  char line[128];
-  std::snprintf(line, sizeof line, "step %lld: train loss %.4f, val loss %.4f, val bpb %.4f (checkpoint saved)",
-                (long long)step, train_loss, val_loss, val_bpb);
-  message(line);
+void Progress::eval_line(const LossRow& r) {
+  char line[256];
+  std::snprintf(line, sizeof line, "step %lld: train loss %.4f, val loss %.4f, val bpb %.4f", (long long)r.step,
+                r.eval_train_loss.value_or(NAN), r.val_loss.value_or(NAN), r.val_bpb.value_or(NAN));
+  std::string text = line;
+  if (r.task_acc) {
+    std::snprintf(line, sizeof line, ", task acc %.4f, acc_norm %.4f", *r.task_acc, r.task_acc_norm.value_or(NAN));
+    text += line;
+  }
+  message(text + " (checkpoint saved)");
 }
 
 void Progress::message(const std::string& line) {

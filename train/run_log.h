@@ -2,9 +2,10 @@
 //
 //   loss.csv      a row per step: step,train_loss,val_loss,lr,tokens_per_s,elapsed_s,train_bpb,val_bpb
 //                 (train_loss is that step's batch loss; losses with 9 significant digits, so
-//                 runs compare bit for bit; val_loss is empty on rows without an evaluation)
+//                 runs compare bit for bit; val_loss is empty on rows without an evaluation),
+//                 then task_acc,task_acc_norm when the run scores a task (--eval-task)
 //   loss.svg      the train loss of every step and the val loss of every evaluation against step
-//   summary.json  final train and val loss, steps, tokens/s, elapsed seconds, peak RSS in MB,
+//   summary.json  final train and val loss (and task accuracy, with --eval-task), steps, tokens/s, elapsed seconds, peak RSS in MB,
 //                 which kernels ran (kernels_mode) and the precision of the products (fp32 or
 //                 bf16; on a resumed run, its last part's)
 //   the terminal  a progress bar (step, loss, tokens/s, elapsed, ETA) on a terminal; plain log
@@ -38,6 +39,7 @@ struct LossRow {
   double lr, tokens_per_s, elapsed_s;
   std::optional<double> eval_train_loss;  // the evaluation's train-split loss (summary only)
   std::optional<double> train_bpb, val_bpb;  // the evaluation's bits per byte (Trainer::Losses)
+  std::optional<double> task_acc, task_acc_norm;  // the evaluation's --eval-task score
 };
 
 class RunLog {
@@ -69,7 +71,7 @@ class Progress {
   void add_tokens(int64_t tokens);          // a step's tokens (batches of examples vary in length)
   double tokens_per_s() const;              // over this process's steps
   void update(int64_t step, double loss);   // redraw the bar (terminal) or log every so often
-  void eval_line(int64_t step, double train_loss, double val_loss, double val_bpb);
+  void eval_line(const LossRow& evaluated);  // its step, losses, bits per byte and task score
   void message(const std::string& line);    // a line of its own, above the bar on a terminal
   void finish();
 

@@ -312,8 +312,22 @@ std::vector<ChoiceItem> parse_task(TaskFormat format, const std::string& text, c
   return items;
 }
 
-std::vector<ChoiceItem> read_task(TaskFormat format, const std::string& path) {
-  return parse_task(format, read_input_file(path, "--data " + path), path);
+TaskSpec parse_task_spec(const std::string& spec) {
+  const size_t colon = spec.find(':');
+  if (colon == std::string::npos)
+    throw Error(json::quote(spec) + ": expected FORMAT:FILE, the format hellaswag, arc, mmlu or choices (choices:items.jsonl)");
+  TaskFormat format;
+  try {
+    format = task_format_from_name(spec.substr(0, colon));
+  } catch (const Error& e) {
+    throw Error(json::quote(spec) + ": " + e.what());
+  }
+  if (colon + 1 == spec.size()) throw Error(json::quote(spec) + ": no file after the ':' (FORMAT:FILE)");
+  return {format, spec.substr(colon + 1)};
+}
+
+std::vector<ChoiceItem> read_task(TaskFormat format, const std::string& path, const std::string& flag) {
+  return parse_task(format, read_input_file(path, flag + " " + path), path);
 }
 
 std::string item_context(const std::vector<ChoiceItem>& items, size_t index, int64_t shots, uint64_t seed) {

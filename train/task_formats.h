@@ -56,8 +56,17 @@ struct ChoiceItem {
   int64_t line = 0;                  // 1-based, the item's (first) line in its file
 };
 
-// The items of the file at path (read through read_input_file); at least one.
-std::vector<ChoiceItem> read_task(TaskFormat format, const std::string& path);
+// train_gpt's --eval-task FORMAT:FILE, split at its first ':' ("hellaswag:hellaswag_val.jsonl"); a
+// spec without a ':', an unknown format or no file is an Error saying what to give.
+struct TaskSpec {
+  TaskFormat format;
+  std::string path;
+};
+TaskSpec parse_task_spec(const std::string& spec);
+
+// The items of the file at path (read through read_input_file; its errors name `flag` and the
+// file); at least one.
+std::vector<ChoiceItem> read_task(TaskFormat format, const std::string& path, const std::string& flag = "--data");
 // The same from the file's text; source names the file in errors (and gives mmlu its subject).
 std::vector<ChoiceItem> parse_task(TaskFormat format, const std::string& text, const std::string& source);
 

@@ -250,6 +250,10 @@ void make_folders(const std::string& dir, const std::string& flag, std::vector<s
 
 }  // namespace
 
+bool was_given(const std::vector<std::string>& given, const std::string& flag) {
+  return std::find(given.begin(), given.end(), flag) != given.end();
+}
+
 void require_names(const std::vector<std::string>& given, const std::vector<std::pair<std::string, std::string>>& flags) {
   for (const auto& [name, value] : flags)
     if (value.empty() && std::find(given.begin(), given.end(), name) != given.end())

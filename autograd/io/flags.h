@@ -77,6 +77,9 @@ bool same_value(const Flag& a, const Flag& b);
 void parse_flags(const std::vector<Flag>& flags, const std::vector<std::string>& args, bool* help,
                  std::vector<std::string>* given = nullptr);
 
+// Whether the flag (its name without "--") is among those parse_flags says were given.
+bool was_given(const std::vector<std::string>& given, const std::string& flag);
+
 // Flags that name a file or folder, each as {name, value}: one given as "" is a UsageError naming
 // it ("--resume: expected a file or folder name, got ''"). Left as it is, an empty name reads as the
 // flag left out: train_gpt --resume '' would start a new run, --write-corpus '' train the default.

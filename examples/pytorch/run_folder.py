@@ -10,6 +10,7 @@
 #                          "precision" is then "fp32"), which reading fills in
 #   tokenizer.json         characters or BPE merges (examples/pytorch/train_gpt.py reads both)
 #   loss.csv               step,train_loss,val_loss,lr,tokens_per_s,elapsed_s,train_bpb,val_bpb
+#                          (then task_acc,task_acc_norm for a run with --eval-task)
 #
 # A run from GPT-2 (train_gpt --init-from) is in Hugging Face's layout, and read and written so:
 # model.safetensors has GPT-2's names (gpt2_layout.py maps them to GPTModel's and back, with or
@@ -224,11 +225,12 @@ def flags_of(train_config, skip=()):
 # ---- loss.csv -------------------------------------------------------------------------------------
 
 def read_loss_rows(path, up_to_step):
-    """loss.csv's rows (as lists of 8 strings) up to and including up_to_step."""
+    """loss.csv's rows (as lists of 8 strings) up to and including up_to_step; a run's --eval-task
+    columns (task_acc, task_acc_norm) are left out: the twin scores no task while it trains."""
     rows = []
     with open(path) as f:
         lines = f.read().splitlines()
-    if not lines or lines[0] not in (CSV_HEADER, CSV_HEADER.rsplit(",", 2)[0]):
+    if not lines or lines[0] not in (CSV_HEADER, CSV_HEADER.rsplit(",", 2)[0], CSV_HEADER + ",task_acc,task_acc_norm"):
         raise RunError(f"{path}: line 1: expected the header {CSV_HEADER}")
     for number, line in enumerate(lines[1:], start=2):
         cells = line.split(",")

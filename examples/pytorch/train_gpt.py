@@ -424,6 +424,9 @@ def options(argv=None):
     p.add_argument("--eval-every", type=int, default=None,
                    help="default: 250, at most --steps / 5 (at least 1), as train_gpt's; with --resume: the run's")
     p.add_argument("--eval-batches", type=int, default=20)
+    p.add_argument("--eval-task", default="", help="carried in config.json (train_gpt scores the task while it "
+                                                   "trains; examples/pytorch/evaluate.py scores a saved run)")
+    p.add_argument("--eval-task-limit", type=int, default=200, help="carried in config.json (as --eval-task)")
     p.add_argument("--threads", type=int, default=0)
     p.add_argument("--tokenizer", default="char", help="char or bpe (a path: a resumed run's, from GPT-2)")
     p.add_argument("--init-from", default="", help="a resumed run's (to start from GPT-2: ./build/examples/train_gpt "

@@ -2095,6 +2095,27 @@ TASK_SAMPLES = {"hellaswag": "hellaswag_sample.jsonl", "arc": "arc_sample.jsonl"
 EXAMPLE_DATA = Path(__file__).resolve().parents[2] / "examples" / "data"
 
 
+def task_columns_are_right(run_dir):
+    """After a train_gpt --eval-task run exits 0: loss.csv ends in task_acc,task_acc_norm, and every
+    evaluated row (val_loss given) has both in [0, 1]."""
+    def check(run):
+        lines = (run_dir / "loss.csv").read_text(errors="replace").splitlines() if (run_dir / "loss.csv").is_file() else []
+        if not lines or not lines[0].endswith(",task_acc,task_acc_norm"):
+            return [f"loss.csv's header is {(lines[0] if lines else None)!r}: no task columns"]
+        for n, line in enumerate(lines[1:], start=2):
+            cells = line.split(",")
+            if len(cells) != 10 or not cells[2]:
+                continue
+            try:
+                values = [float(cells[8]), float(cells[9])]
+            except ValueError:
+                return [f"loss.csv line {n}: task columns {cells[8:]!r}"]
+            if not all(0 <= v <= 1 for v in values):
+                return [f"loss.csv line {n}: task columns {values!r} outside [0, 1]"]
+        return []
+    return check
+
+
 def task_result_is_right(out):
     """After evaluate exits 0: its last stdout line is JSON with items > 0 and acc, acc_norm in [0, 1], and
     --out holds one JSON line per item, each with a log-likelihood per choice, all finite."""
@@ -2149,6 +2170,20 @@ def gen_tasks(base, mutant, rng):
         text, mutant.description = mutate_lines(rng, original, name)
     data = mutant.folder / name  # the name keeps MMLU's subject
     data.write_bytes(text.encode("utf-8", "surrogateescape"))
+    if rng.random() < 0.25:  # the same file as a fine-tune's --eval-task, scored at each evaluation
+        model = rng.choice(["gpt2", "qwen3"])
+        run = mutant.folder / "run"
+        flags = ["--eval-task", rng.choice([f"{task}:{data}", f"{task}:{data}", f"{task}:{data}", f"{task}{data}",
+                                            f"{task}:", f"piqa:{data}"])]
+        if rng.random() < 0.4:
+            flags += ["--eval-task-limit", rng.choice(["1", "0", "3", "-1", "1e9", "x"])]
+        mutant.command = [base.runner.train_gpt, "--init-from", str(base.folder(model)), "--data", str(base.text),
+                          "--steps", "2", "--out", str(run), "--context", "32"] + SMALL + flags
+        mutant.checks.append(run_folder_is_right(run))
+        mutant.checks.append(task_columns_are_right(run))
+        mutant.watch, mutant.read_only = base.folder(model), True
+        mutant.description = f"{task} as --eval-task of a {model} fine-tune: {mutant.description} {' '.join(flags)}"
+        return
     model = rng.choice(["gpt2", "llama", "qwen3", "gpt2_run"])
     out = mutant.folder / "items.jsonl"
     flags = []
