@@ -1,10 +1,14 @@
 // examples/evaluate.cpp — how often a model picks the right answer of a multiple-choice data set,
 // scored as lm-evaluation-harness scores it: each choice's log-likelihood after the task's prompt,
-// acc (the most likely choice) and acc_norm (the most likely per character).
+// acc (the most likely choice) and acc_norm (the most likely per character). With --task
+// instructions, the model answers the examples of an instruction or chat JSONL instead, scored
+// against their references by exact match and F1 (train/answer_scores.h), and by a judge model
+// with --judge DIR.
 //
 //   ./build/examples/evaluate --ckpt gpt2 --task hellaswag --data hellaswag_val.jsonl
 //   ./build/examples/evaluate --ckpt Qwen3-0.6B --task mmlu --data high_school_physics_test.csv --shots 5
 //   ./build/examples/evaluate --ckpt gpt_run --task choices --data examples/data/choices_sample.jsonl --out items.jsonl
+//   ./build/examples/evaluate --ckpt runs/gpt2-instruct --task instructions --data examples/data/instructions.jsonl
 //
 // It reads any folder generate reads (train/run_folder.h: load_saved_model): a train_gpt run, a
 // Hugging Face GPT-2, Llama, Qwen2 or Qwen3 folder, float32 or 16-bit weights. The formats and
@@ -14,8 +18,11 @@
 // The last line of stdout is one JSON object:
 //   {"task", "items", "acc", "acc_stderr", "acc_norm", "acc_norm_stderr", "tokens_per_s"}
 // --out FILE writes a JSON line per item, {"index", "loglikelihoods", "lengths", "pred",
-// "pred_norm", "label"}, once every item is scored (nothing when anything fails). On a terminal, a
-// progress bar with the time left goes to stderr.
+// "pred_norm", "label"}, once every item is scored (nothing when anything fails). With --task
+// instructions the last line is {"task", "items", "exact_match", "exact_match_stderr", "f1",
+// "f1_stderr", ("judge_score", "judge_score_stderr", "judge_unparsed",) "items_per_s"}, and --out's
+// lines {"index", "line", "answer", "reference", "exact_match", "f1", ("judge_score",
+// "judge_reply")}. On a terminal, a progress bar with the time left goes to stderr.
 #include <unistd.h>
 
 #include <chrono>
