@@ -1,0 +1,189 @@
+// train/classification_data.cpp — labelled texts read, their classes, the balanced 70/10/20 split
+// (see the header).
+#include "train/classification_data.h"
+
+#include <algorithm>
+#include <map>
+#include <random>
+
+#include "autograd/error.h"
+#include "autograd/io/json.h"
+#include "autograd/io/user_file.h"
+#include "train/corpus.h"
+#include "train/instructions.h"
+#include "train/task_formats.h"
+
+namespace tg::train {
+
+namespace {
+
+std::string lower(std::string text) {
+  for (char& c : text) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  return text;
+}
+
+bool is_integer(const std::string& text) {  // up to 18 digits, so that stoll reads it
+  const size_t start = !text.empty() && text[0] == '-' ? 1 : 0;
+  return text.size() > start && text.size() - start <= 18 &&
+         text.find_first_not_of("0123456789", start) == std::string::npos;
+}
+
+std::string join(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& name : names) out += (out.empty() ? "" : ", ") + name;
+  return out;
+}
+
+// The rows of a CSV or TSV text: fields and the line each starts on.
+std::vector<CsvRow> table_rows(const std::string& content, const std::string& source, bool tabs) {
+  if (!tabs) return parse_csv(content, source);
+  std::vector<CsvRow> rows;
+  int64_t line = 0;
+  for (const std::string_view text : text_lines(content)) {
+    ++line;
+    if (text.find_first_not_of(" \t") == std::string_view::npos) continue;
+    CsvRow row;
+    row.line = line;
+    for (size_t start = 0;;) {
+      const size_t tab = text.find('\t', start);
+      row.fields.emplace_back(text.substr(start, tab == std::string_view::npos ? std::string_view::npos : tab - start));
+      if (tab == std::string_view::npos) break;
+      start = tab + 1;
+    }
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+std::vector<LabelledText> parse_table(const std::string& content, const std::string& source,
+                                      std::vector<std::string> columns, bool tabs) {
+  const std::vector<CsvRow> rows = table_rows(content, source, tabs);
+  size_t first = 0;
+  if (columns.empty()) {  // the header row names them
+    if (rows.empty()) throw Error(source + ": no rows (every line is blank)");
+    for (const std::string& name : rows[0].fields) columns.push_back(lower(name));
+    for (const char* needed : {"text", "label"})
+      if (std::count(columns.begin(), columns.end(), needed) != 1)
+        throw Error(source + ": line " + std::to_string(rows[0].line) + ": the header names " +
+                    (std::count(columns.begin(), columns.end(), needed) == 0 ? "no" : "more than one") + " \"" +
+                    needed + "\" column (it has: " + join(rows[0].fields) +
+                    "; a file without a header row takes --columns, e.g. --columns label,text)");
+    first = 1;
+  }
+  const size_t text_column = std::find(columns.begin(), columns.end(), "text") - columns.begin();
+  const size_t label_column = std::find(columns.begin(), columns.end(), "label") - columns.begin();
+  std::vector<LabelledText> out;
+  for (size_t r = first; r < rows.size(); ++r) {
+    const CsvRow& row = rows[r];
+    const std::string where = source + ": line " + std::to_string(row.line);
+    if (row.fields.size() != columns.size())
+      throw Error(where + ": " + std::to_string(row.fields.size()) + (row.fields.size() == 1 ? " column" : " columns") +
+                  ", expected " + std::to_string(columns.size()) + " (" + join(columns) + ")");
+    out.push_back({row.fields[text_column], row.fields[label_column], row.line});
+  }
+  return out;
+}
+
+std::vector<LabelledText> parse_jsonl(const std::string& content, const std::string& source) {
+  std::vector<LabelledText> out;
+  for_each_jsonl_object(content, source, "{\"text\": ..., \"label\": ...}",
+                        [&](const json::Value& object, const std::string& where, int64_t line) {
+    if (!object.contains("text")) throw Error(where + ": \"text\" is missing");
+    if (!object.contains("label")) throw Error(where + ": \"label\" is missing");
+    const json::Value& text = object["text"];
+    const json::Value& label = object["label"];
+    if (!text.is_string())
+      throw Error(where + ": \"text\" must be a string, got " + std::string(json::Value::kind_name(text.kind())));
+    std::string name;
+    if (label.is_string()) name = label.as_string();
+    else if (label.is_number() && is_integer(label.number_text())) name = label.number_text();
+    else
+      throw Error(where + ": \"label\" must be a string or an integer, got " +
+                  (label.is_number() ? label.number_text() : std::string(json::Value::kind_name(label.kind()))));
+    out.push_back({text.as_string(), name, line});
+  });
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> parse_columns(const std::string& columns) {
+  std::vector<std::string> names;
+  size_t start = 0;
+  for (size_t comma; (comma = columns.find(',', start)) != std::string::npos; start = comma + 1)
+    names.push_back(lower(columns.substr(start, comma - start)));
+  names.push_back(lower(columns.substr(start)));
+  for (const char* needed : {"text", "label"})
+    if (std::count(names.begin(), names.end(), needed) != 1)
+      throw Error("--columns " + json::quote(columns) + ": name the \"" + needed +
+                  "\" column once (the columns in order, e.g. label,text; any other name skips a column)");
+  return names;
+}
+
+std::vector<LabelledText> parse_labelled_text(const std::string& content, const std::string& source,
+                                              const std::vector<std::string>& columns) {
+  const bool jsonl = source.ends_with(".jsonl");
+  if (jsonl && !columns.empty()) throw Error(source + ": a JSONL file names its fields (\"text\", \"label\"): no --columns");
+  const std::vector<std::string_view> lines = text_lines(content);
+  const std::string_view first_line = lines.empty() ? std::string_view() : lines[0];
+  std::vector<LabelledText> out = jsonl ? parse_jsonl(content, source)
+                                        : parse_table(content, source, columns, first_line.find('\t') != std::string_view::npos);
+  if (out.empty()) throw Error(source + ": no labelled texts");
+  for (const LabelledText& t : out) {
+    const std::string where = source + ": line " + std::to_string(t.line);
+    if (t.label.empty()) throw Error(where + ": the label is empty");
+    if (t.text.empty()) throw Error(where + ": the text is empty");
+  }
+  return out;
+}
+
+std::vector<LabelledText> read_labelled_text(const std::string& path, const std::vector<std::string>& columns) {
+  return parse_labelled_text(read_input_file(path, "--data " + path), path, columns);
+}
+
+std::vector<std::string> class_names(const std::vector<LabelledText>& texts, const std::string& source) {
+  std::vector<std::string> names;
+  for (const LabelledText& t : texts)
+    if (std::find(names.begin(), names.end(), t.label) == names.end()) names.push_back(t.label);
+  if (names.size() < 2)
+    throw Error(source + ": only one class (" + json::quote(names.empty() ? "" : names[0]) +
+                "): a classifier needs two or more");
+  if (std::all_of(names.begin(), names.end(), is_integer))
+    std::sort(names.begin(), names.end(), [](const std::string& a, const std::string& b) { return std::stoll(a) < std::stoll(b); });
+  else
+    std::sort(names.begin(), names.end());
+  return names;
+}
+
+LabelledSplits split_labelled(std::vector<LabelledText> texts, bool balance, uint64_t seed) {
+  std::mt19937_64 gen(seed);
+  // i + a draw below n - i: the partial Fisher-Yates step (the same on every standard library)
+  auto shuffle_first = [&](std::vector<LabelledText>& v, size_t k) {
+    for (size_t i = 0; i < k && i + 1 < v.size(); ++i) std::swap(v[i], v[i + static_cast<size_t>(gen() % (v.size() - i))]);
+  };
+  if (balance) {
+    std::map<std::string, std::vector<LabelledText>> by_class;
+    for (LabelledText& t : texts) by_class[t.label].push_back(std::move(t));
+    size_t fewest = texts.size();
+    for (const auto& [label, members] : by_class) fewest = std::min(fewest, members.size());
+    texts.clear();
+    for (auto& [label, members] : by_class) {  // a random `fewest` of each class, in file order
+      shuffle_first(members, fewest);
+      members.resize(fewest);
+      std::sort(members.begin(), members.end(), [](const LabelledText& a, const LabelledText& b) { return a.line < b.line; });
+      for (LabelledText& t : members) texts.push_back(std::move(t));
+    }
+    std::sort(texts.begin(), texts.end(), [](const LabelledText& a, const LabelledText& b) { return a.line < b.line; });
+  }
+  shuffle_first(texts, texts.size());
+  // int(n * 0.7) and int(n * 0.1) in float64, as Python's int(len(df) * 0.7) rounds them
+  const size_t n = texts.size(), train_end = static_cast<size_t>(static_cast<double>(n) * 0.7);
+  const size_t val_end = train_end + static_cast<size_t>(static_cast<double>(n) * 0.1);
+  LabelledSplits s;
+  s.train.assign(texts.begin(), texts.begin() + static_cast<std::ptrdiff_t>(train_end));
+  s.val.assign(texts.begin() + static_cast<std::ptrdiff_t>(train_end), texts.begin() + static_cast<std::ptrdiff_t>(val_end));
+  s.test.assign(texts.begin() + static_cast<std::ptrdiff_t>(val_end), texts.end());
+  return s;
+}
+
+}  // namespace tg::train
