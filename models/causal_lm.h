@@ -8,6 +8,8 @@
 //                         NoGradGuard only.
 //   forward(idx, mask)    with key_padding_mask bool (B,T), true = padded: no position attends
 //                         to a padded one (undefined: none)
+//   hidden_states(idx, mask)  the same without the output head: (B,T,C), for a head of one's own
+//                         (models/sequence_classification.h)
 //   loss(idx, targets, mask, loss_chunk)   the training loss: the mean cross entropy over the
 //                         targets (B,T) that are not -100; loss_chunk > 0: the head and the loss
 //                         that many rows at a time (nn/chunked_loss.h)
@@ -41,6 +43,8 @@ class CausalLM : public nn::Module {
   using nn::Module::forward;
   virtual Tensor forward(const Tensor& idx, GPTCache& cache) = 0;
   virtual Tensor forward(const Tensor& idx, const Tensor& key_padding_mask) = 0;
+  // forward without the output head: the final norm's output (B,T,C)
+  virtual Tensor hidden_states(const Tensor& idx, const Tensor& key_padding_mask) = 0;
   virtual Tensor loss(const Tensor& idx, const Tensor& targets, const Tensor& key_padding_mask = Tensor(),
                       int64_t loss_chunk = 0) = 0;
   virtual void set_checkpointing(Checkpointing mode) = 0;

@@ -129,7 +129,7 @@ class GPTModel : public CausalLM {
   Tensor forward(const Tensor& idx, const Tensor& key_padding_mask) override;
   // forward without the head: final_norm's output (B,T,C), for a loss that applies out_head
   // itself a chunk at a time (nn/chunked_loss.h). forward(idx, mask) = out_head(hidden_states(idx, mask)).
-  Tensor hidden_states(const Tensor& idx, const Tensor& key_padding_mask = Tensor());
+  Tensor hidden_states(const Tensor& idx, const Tensor& key_padding_mask = Tensor()) override;
   // The training loss: cross_entropy(forward(idx, mask) as (B*T,V), targets as (B*T)), its mean
   // over the targets that are not -100; with loss_chunk > 0 the head and the loss run that many
   // rows at a time (nn/chunked_loss.h), and the (B*T,V) logits are never whole in memory.

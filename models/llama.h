@@ -158,7 +158,7 @@ class LlamaForCausalLM : public CausalLM {
   Tensor forward(const Tensor& idx) override;                          // (B,T) -> (B,T,V)
   Tensor forward(const Tensor& idx, GPTCache& cache) override;         // the tokens after the cache's
   Tensor forward(const Tensor& idx, const Tensor& key_padding_mask) override;  // bool (B,T), true = padded
-  Tensor hidden_states(const Tensor& idx, const Tensor& key_padding_mask = Tensor());  // (B,T,C)
+  Tensor hidden_states(const Tensor& idx, const Tensor& key_padding_mask = Tensor()) override;  // (B,T,C)
   // The mean cross entropy over the targets that are not -100 (with loss_chunk > 0 the head and
   // the loss a chunk of rows at a time), as GPTModel::loss.
   Tensor loss(const Tensor& idx, const Tensor& targets, const Tensor& key_padding_mask = Tensor(),
