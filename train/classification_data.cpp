@@ -9,8 +9,10 @@
 #include "autograd/error.h"
 #include "autograd/io/json.h"
 #include "autograd/io/user_file.h"
+#include "autograd/ops.h"
 #include "train/corpus.h"
 #include "train/instructions.h"
+#include "train/multiple_choice.h"
 #include "train/task_formats.h"
 
 namespace tg::train {
@@ -184,6 +186,46 @@ LabelledSplits split_labelled(std::vector<LabelledText> texts, bool balance, uin
   s.val.assign(texts.begin() + static_cast<std::ptrdiff_t>(train_end), texts.begin() + static_cast<std::ptrdiff_t>(val_end));
   s.test.assign(texts.begin() + static_cast<std::ptrdiff_t>(val_end), texts.end());
   return s;
+}
+
+std::vector<ClassificationExample> encode_labelled(const std::vector<LabelledText>& texts,
+                                                   const std::vector<std::string>& classes,
+                                                   const tokenizers::Tokenizer& tokenizer, int64_t context,
+                                                   const std::string& source) {
+  std::vector<ClassificationExample> out;
+  for (const LabelledText& t : texts) {
+    const std::string where = source + ": line " + std::to_string(t.line);
+    const auto place = std::find(classes.begin(), classes.end(), t.label);
+    if (place == classes.end())
+      throw Error(where + ": the label " + json::quote(t.label) + " is none of the classes (" + join(classes) + ")");
+    ClassificationExample e;
+    try {
+      e.ids = encode_with_bos(tokenizer, t.text);
+    } catch (const Error& error) {
+      throw Error(where + ": " + error.what());
+    }
+    if (e.ids.empty()) throw Error(where + ": the text has no tokens");
+    if (std::ssize(e.ids) > context) e.ids.resize(static_cast<size_t>(context));
+    e.label = place - classes.begin();
+    e.line = t.line;
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+Batch classification_batch(const std::vector<ClassificationExample>& examples, const std::vector<int64_t>& which,
+                           int64_t pad_id) {
+  const int64_t B = std::ssize(which);
+  int64_t L = 0;
+  for (int64_t i : which) L = std::max(L, std::ssize(examples.at(static_cast<size_t>(i)).ids));
+  std::vector<int64_t> x(static_cast<size_t>(B * L), pad_id), padded(static_cast<size_t>(B * L), 1), labels;
+  for (int64_t b = 0; b < B; ++b) {
+    const ClassificationExample& e = examples[static_cast<size_t>(which[static_cast<size_t>(b)])];
+    std::copy(e.ids.begin(), e.ids.end(), x.begin() + b * L);
+    std::fill(padded.begin() + b * L, padded.begin() + b * L + std::ssize(e.ids), 0);
+    labels.push_back(e.label);
+  }
+  return {from_vector(x, {B, L}), from_vector(labels, {B}), from_vector(padded, {B, L}) == 1};
 }
 
 }  // namespace tg::train

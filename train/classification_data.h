@@ -31,6 +31,9 @@
 #include <string>
 #include <vector>
 
+#include "tokenizers/tokenizer.h"
+#include "train/data.h"
+
 namespace tg::train {
 
 struct LabelledText {
@@ -54,5 +57,24 @@ struct LabelledSplits {
   std::vector<LabelledText> train, val, test;
 };
 LabelledSplits split_labelled(std::vector<LabelledText> texts, bool balance, uint64_t seed);
+
+// A text as the classifier reads it: its ids (the BOS token first where the tokenizer adds one,
+// as encode_with_bos; cut to the first `context` ids, as the book truncates to max_length) and its
+// class, the label's place in classes.
+struct ClassificationExample {
+  std::vector<int64_t> ids;
+  int64_t label = 0;
+  int64_t line = 0;
+};
+// Errors name source and the line: a label that is none of the classes, a text the tokenizer
+// cannot encode (a character a character vocabulary lacks) or one with no tokens.
+std::vector<ClassificationExample> encode_labelled(const std::vector<LabelledText>& texts,
+                                                   const std::vector<std::string>& classes,
+                                                   const tokenizers::Tokenizer& tokenizer, int64_t context,
+                                                   const std::string& source);
+// The examples which[0], which[1], ... as one batch: x (B, L) the ids padded on the right with
+// pad_id to the longest, key_padding_mask (B, L) true on the padding, y (B) the labels.
+Batch classification_batch(const std::vector<ClassificationExample>& examples, const std::vector<int64_t>& which,
+                           int64_t pad_id);
 
 }  // namespace tg::train

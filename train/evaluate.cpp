@@ -46,4 +46,35 @@ TextEval evaluate_text(models::CausalLM& model, const tokenizers::Tokenizer& tok
   return r;
 }
 
+ClassifierEval evaluate_classifier(models::ModelForSequenceClassification& model,
+                                   const std::vector<ClassificationExample>& examples, int64_t batch, int64_t pad_id) {
+  if (examples.empty()) throw Error("evaluate_classifier: no examples");
+  NoGradGuard no_grad;
+  model.eval();
+  const int64_t L = model.num_labels();
+  ClassifierEval r;
+  r.confusion.assign(static_cast<size_t>(L), std::vector<int64_t>(static_cast<size_t>(L), 0));
+  double nats = 0;
+  int64_t right = 0;
+  for (int64_t first = 0; first < std::ssize(examples); first += batch) {
+    std::vector<int64_t> which;
+    for (int64_t i = first; i < std::min(first + batch, std::ssize(examples)); ++i) which.push_back(i);
+    const Batch b = classification_batch(examples, which, pad_id);
+    const Tensor logits = model.forward(b.x, b.key_padding_mask).contiguous();  // (B, L)
+    nats += cross_entropy(logits, b.y, "sum").item<double>();
+    const float* rows = logits.data_ptr<float>();
+    for (size_t k = 0; k < which.size(); ++k) {
+      const float* row = rows + static_cast<int64_t>(k) * L;
+      const int64_t predicted = std::max_element(row, row + L) - row;
+      const int64_t label = examples[static_cast<size_t>(which[k])].label;
+      right += predicted == label;
+      ++r.confusion[static_cast<size_t>(label)][static_cast<size_t>(predicted)];
+    }
+  }
+  r.examples = std::ssize(examples);
+  r.loss = nats / static_cast<double>(r.examples);
+  r.acc = static_cast<double>(right) / static_cast<double>(r.examples);
+  return r;
+}
+
 }  // namespace tg::train

@@ -12,6 +12,8 @@
 
 #include "tokenizers/tokenizer.h"
 #include "models/causal_lm.h"
+#include "models/sequence_classification.h"
+#include "train/classification_data.h"
 
 namespace tg::train {
 
@@ -25,5 +27,18 @@ struct TextEval {
 // than a CPU's memory holds at once).
 TextEval evaluate_text(models::CausalLM& model, const tokenizers::Tokenizer& tokenizer, const std::vector<int64_t>& ids,
                        int64_t batch, int64_t context = 0);
+
+// A classifier on labelled examples (train/classification_data.h), `batch` at a time in order, in
+// eval mode without a tape:
+//   loss       the mean cross entropy of the logits against the labels
+//   acc        the share whose most likely class (the first of equal ones) is the label
+//   confusion  confusion[label][predicted]: how many examples of each class went to each class
+struct ClassifierEval {
+  double loss = 0, acc = 0;
+  std::vector<std::vector<int64_t>> confusion;
+  int64_t examples = 0;
+};
+ClassifierEval evaluate_classifier(models::ModelForSequenceClassification& model,
+                                   const std::vector<ClassificationExample>& examples, int64_t batch, int64_t pad_id);
 
 }  // namespace tg::train

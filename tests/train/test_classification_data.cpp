@@ -11,6 +11,13 @@
 #include <vector>
 
 #include "autograd/error.h"
+#include "autograd/ops.h"
+#include "autograd/tape.h"
+#include "autograd/random/generator.h"
+#include "models/gpt.h"
+#include "models/sequence_classification.h"
+#include "tokenizers/tokenizer.h"
+#include "train/evaluate.h"
 #include "test_util.h"
 
 namespace tg::test {
@@ -126,6 +133,57 @@ TEST(ClassificationData, BadFilesNameTheFileTheLineAndTheField) {
   } catch (const Error& e) {
     EXPECT_TRUE(has_part(e.what(), "--columns \"label,body\": name the \"text\" column once")) << e.what();
   }
+}
+
+TEST(ClassificationData, ExamplesAreEncodedCutAndBatchedOnTheRight) {
+  const tokenizers::Tokenizer chars = tokenizers::CharTokenizer::from_text("abcdefgh ");
+  const std::vector<LabelledText> texts = {{"abc", "spam", 2}, {"h", "ham", 3}, {"abcdefgh", "ham", 4}};
+  const auto examples = train::encode_labelled(texts, {"ham", "spam"}, chars, 5, "m.tsv");
+  ASSERT_EQ(examples.size(), 3u);
+  EXPECT_EQ(examples[0].ids, chars.encode("abc"));
+  EXPECT_EQ(examples[0].label, 1);
+  EXPECT_EQ(examples[2].ids, chars.encode("abcde"));  // the first 5 ids of 8
+  const train::Batch b = train::classification_batch(examples, {1, 0}, 99);
+  EXPECT_EQ(b.x.tolist<int64_t>(), (std::vector<int64_t>{chars.encode("h")[0], 99, 99, chars.encode("a")[0],
+                                                          chars.encode("b")[0], chars.encode("c")[0]}));
+  EXPECT_EQ(b.key_padding_mask.to(kInt64).tolist<int64_t>(), (std::vector<int64_t>{0, 1, 1, 0, 0, 0}));
+  EXPECT_EQ(b.y.tolist<int64_t>(), (std::vector<int64_t>{0, 1}));
+  auto error_of = [&](const std::vector<LabelledText>& bad) {
+    try {
+      train::encode_labelled(bad, {"ham", "spam"}, chars, 5, "m.tsv");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error_of({{"abc", "eggs", 7}}), "m.tsv: line 7: the label \"eggs\" is none of the classes (ham, spam)");
+  EXPECT_TRUE(has_part(error_of({{"xyz", "ham", 8}}), "m.tsv: line 8: tokenizer: character 'x'"));
+}
+
+TEST(ClassificationData, EvaluatingInBatchesIsEvaluatingOneByOne) {
+  manual_seed(5);
+  auto gpt = std::make_shared<models::GPTModel>(
+      models::GPTConfig{.vocab_size = 9, .context_length = 8, .emb_dim = 8, .n_heads = 2, .n_layers = 1});
+  models::ModelForSequenceClassification model(gpt, 8, 3);
+  std::vector<train::ClassificationExample> examples = {
+      {{1, 2, 3}, 0, 1}, {{4}, 1, 2}, {{5, 6, 7, 8, 1}, 2, 3}, {{2, 2}, 2, 4}, {{3, 1, 4, 1}, 0, 5}};
+  const train::ClassifierEval batched = train::evaluate_classifier(model, examples, 2, 0);
+  double nats = 0;
+  int64_t right = 0;
+  std::vector<std::vector<int64_t>> confusion(3, std::vector<int64_t>(3, 0));
+  for (const auto& e : examples) {  // each alone: no padding at all
+    NoGradGuard no_grad;
+    const Tensor logits = model.forward(from_vector(e.ids, {1, std::ssize(e.ids)}));  // (1, 3)
+    nats += cross_entropy(logits, from_vector(std::vector<int64_t>{e.label}, {1})).item<double>();
+    const std::vector<float> row = logits.tolist<float>();
+    const int64_t predicted = std::max_element(row.begin(), row.end()) - row.begin();
+    right += predicted == e.label;
+    ++confusion[static_cast<size_t>(e.label)][static_cast<size_t>(predicted)];
+  }
+  EXPECT_EQ(batched.examples, 5);
+  EXPECT_NEAR(batched.loss, nats / 5, 1e-6);
+  EXPECT_DOUBLE_EQ(batched.acc, static_cast<double>(right) / 5);
+  EXPECT_EQ(batched.confusion, confusion);
 }
 
 }  // namespace
