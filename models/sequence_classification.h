@@ -25,7 +25,8 @@ class ModelForSequenceClassification : public nn::Module {
   // idx (B,T) int64; key_padding_mask bool (B,T), true = padding, only at the end of a row
   // (undefined: no padding) -> logits (B, num_labels). A row of padding alone, or padding before a
   // token, is an Error naming the row.
-  Tensor forward(const Tensor& idx, const Tensor& key_padding_mask = Tensor());
+  Tensor forward(const Tensor& idx, const Tensor& key_padding_mask);
+  Tensor forward(const Tensor& idx) override { return forward(idx, Tensor()); }  // no padding
   int64_t num_labels() const { return num_labels_; }
 
   std::shared_ptr<CausalLM> body;
