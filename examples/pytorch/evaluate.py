@@ -9,7 +9,8 @@
 # Debian does not have: without it, such a folder is scored by ids through loglikelihood() alone, as
 # tests/reference/make_multiple_choice_reference.py does). Its prompts are written here from the
 # harness's task definitions, independently of train/task_formats.cpp, and its last line is the
-# same JSON object as evaluate's; --out writes the same JSON lines.
+# same JSON object as evaluate's; --out writes the same JSON lines. --shots draws the same solved
+# items as evaluate's (C++'s std::mt19937_64, written out below), from the whole file whatever --limit.
 import argparse
 import csv
 import json
@@ -60,12 +61,47 @@ def read_items(task, path):
     return items
 
 
+class Mt19937_64:
+    """C++'s std::mt19937_64 (Matsumoto and Nishimura's 64-bit Mersenne Twister), which evaluate's
+    --shots draw uses: the same numbers for the same seed (the 10,000th of seed 5489 is
+    9981545732273789042, as the C++ standard requires)."""
+    MASK = (1 << 64) - 1
+
+    def __init__(self, seed):
+        self.state = [seed & self.MASK]
+        for i in range(1, 312):
+            previous = self.state[-1]
+            self.state.append((6364136223846793005 * (previous ^ (previous >> 62)) + i) & self.MASK)
+        self.index = 312
+
+    def __call__(self):
+        if self.index == 312:
+            for i in range(312):
+                y = (self.state[i] & 0xFFFFFFFF80000000) | (self.state[(i + 1) % 312] & 0x7FFFFFFF)
+                self.state[i] = self.state[(i + 156) % 312] ^ (y >> 1) ^ (0xB5026F5AA96619E9 if y & 1 else 0)
+            self.index = 0
+        y = self.state[self.index]
+        self.index += 1
+        y ^= (y >> 29) & 0x5555555555555555
+        y ^= (y << 17) & 0x71D67FFFEDA60000
+        y ^= (y << 37) & 0xFFF7EEE000000000
+        return (y ^ (y >> 43)) & self.MASK
+
+
 def item_context(items, index, shots, seed):
-    """evaluate's --shots draw: a partial Fisher-Yates shuffle of the other indices by mt19937_64."""
+    """evaluate's --shots draw: for item `index`, a partial Fisher-Yates shuffle of the other items'
+    indices by mt19937_64 seeded with seed + index; each shot is its query, " ", its answer, "\n\n"."""
     description, query, _, _ = items[index]
-    if shots == 0 or len(items) < 2:
-        return description + query
-    raise SystemExit("evaluate.py: --shots is evaluate's own draw (std::mt19937_64); the twin scores --shots 0")
+    context = description
+    if shots > 0 and len(items) > 1:
+        others = [i for i in range(len(items)) if i != index]
+        gen = Mt19937_64(seed + index)
+        for i in range(min(shots, len(others))):
+            j = i + gen() % (len(others) - i)
+            others[i], others[j] = others[j], others[i]
+            _, shot_query, shot_choices, shot_label = items[others[i]]
+            context += shot_query + " " + shot_choices[shot_label] + "\n\n"
+    return context + query
 
 
 def load(folder):
@@ -146,13 +182,13 @@ def main():
     a = p.parse_args()
     if a.threads:
         torch.set_num_threads(a.threads)
-    items = read_items(a.task, a.data)
-    items = items[:a.limit] if a.limit else items
+    items = read_items(a.task, a.data)  # all of them: the shots are drawn from the whole file
+    scored = items[:a.limit] if a.limit else items
     model, encode, bos, eos, max_length = load(a.ckpt)
     if encode is None:
         raise SystemExit(f"evaluate.py: {a.ckpt}: reading its tokenizer.json needs the `tokenizers` package")
     lines, acc, acc_norm = [], [], []
-    for index, (_, _, choices, label) in enumerate(items):
+    for index, (_, _, choices, label) in enumerate(scored):
         context = item_context(items, index, a.shots, a.seed)
         lls = []
         for choice in choices:
@@ -168,7 +204,7 @@ def main():
     if a.out:
         with open(a.out, "w") as f:
             f.write("".join(line + "\n" for line in lines))
-    print(json.dumps({"task": a.task, "items": len(items), "acc": sum(acc) / len(acc), "acc_stderr": stderr(acc),
+    print(json.dumps({"task": a.task, "items": len(scored), "acc": sum(acc) / len(acc), "acc_stderr": stderr(acc),
                       "acc_norm": sum(acc_norm) / len(acc_norm), "acc_norm_stderr": stderr(acc_norm)}))
 
 

@@ -1,7 +1,8 @@
 // examples/evaluate as a user runs it, end to end from text: on the small GPT-2 folder
 // tests/reference/instruct and each sample file of examples/data/, every choice's log-likelihood
 // in --out equals the PyTorch twin's (examples/pytorch/evaluate.py, its own prompts and GPT-2
-// tokenizer; tests/reference/multiple_choice_torch.json's "end_to_end") within 1e-5 relative, and
+// tokenizer and its own mt19937_64 draw of --shots; tests/reference/multiple_choice_torch.json's
+// "end_to_end": each file with no shots, MMLU's with 2 and ARC's with 3) within 1e-5 relative, and
 // the last line of stdout is the summary. Bad data is one line naming the file, the line and the
 // field, exit 1, and --out is not written; --help exits 0.
 #include <gtest/gtest.h>
@@ -34,9 +35,11 @@ TEST(EvaluateProgram, EachSampleFilesLogLikelihoodsAreTheTwins) {
   for (const json::Member& task : reference["end_to_end"].as_object()) {
     SCOPED_TRACE(task.key);
     TempFolder dir;
-    const ProgramRun r = run_program(evaluate, {"--ckpt", kModel, "--task", task.key, "--data",
+    const ProgramRun r = run_program(evaluate, {"--ckpt", kModel, "--task", task.value["task"].as_string(), "--data",
                                                 kRoot + "/" + task.value["data"].as_string(), "--out",
-                                                dir.file("items.jsonl"), "--threads", "1"});
+                                                dir.file("items.jsonl"), "--threads", "1", "--shots",
+                                                std::to_string(task.value["shots"].as_int64()), "--seed",
+                                                std::to_string(task.value["seed"].as_int64())});
     ASSERT_EQ(r.exit_code, 0) << r.output;
     const json::Value summary = json::parse(last_line(r.output), "stdout");
     for (const char* key : {"task", "items", "acc", "acc_stderr", "acc_norm", "acc_norm_stderr", "tokens_per_s"})

@@ -11,10 +11,11 @@
 # item's context is longer than the model's context, so the harness's cut of its left is checked.
 # And end to end, text to score: the twin's prompts, GPT-2 tokens and log-likelihoods of each
 # sample file of examples/data/ on the small GPT-2 folder tests/reference/instruct (its own BPE
-# vocabulary in GPT-2's files), for tests/examples/test_evaluate_program.cpp.
+# vocabulary in GPT-2's files), with no shots and with --shots 2 and 3 (the twin's own mt19937_64
+# draw, evaluate.py's Mt19937_64), for tests/examples/test_evaluate_program.cpp.
 # Written to tests/reference/multiple_choice_torch.json: {"gpt_config", "models": {name:
-# [{"context", "continuations", "loglikelihoods"}]}, "end_to_end": {task: {"data", "loglikelihoods":
-# [[per choice] per item]}}}, the log-likelihoods as Python's repr of the float64 (exact).
+# [{"context", "continuations", "loglikelihoods"}]}, "end_to_end": {name: {"task", "data", "shots", "seed",
+# "loglikelihoods": [[per choice] per item]}}}, the log-likelihoods as Python's repr of the float64 (exact).
 import json
 import os
 import sys
@@ -23,11 +24,12 @@ import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "examples", "pytorch"))
-from evaluate import encode_pair, load, loglikelihood, read_items  # noqa: E402
+from evaluate import encode_pair, item_context, load, loglikelihood, read_items  # noqa: E402
 from gpt_model import GPTModel  # noqa: E402
 from hf_gpt2 import GPT2LMHeadModel  # noqa: E402
 from hf_llama import LlamaForCausalLM  # noqa: E402
 
+SEED = 1234  # evaluate's default --seed, the shots' draw
 GPT_CONFIG = dict(vocab_size=53, context_length=24, emb_dim=16, n_heads=2, n_layers=2, drop_rate=0.0, qkv_bias=False)
 
 
@@ -60,12 +62,19 @@ def main():
         out["models"][name] = cases
     model, encode, bos, eos, max_length = load(os.path.join(HERE, "instruct"))
     out["end_to_end"] = {}
-    for task, name in (("hellaswag", "hellaswag_sample.jsonl"), ("arc", "arc_sample.jsonl"),
-                       ("mmlu", "high_school_physics_test.csv"), ("choices", "choices_sample.jsonl")):
+    for key, task, name, shots in (("hellaswag", "hellaswag", "hellaswag_sample.jsonl", 0),
+                                   ("arc", "arc", "arc_sample.jsonl", 0),
+                                   ("mmlu", "mmlu", "high_school_physics_test.csv", 0),
+                                   ("choices", "choices", "choices_sample.jsonl", 0),
+                                   ("mmlu --shots 2", "mmlu", "high_school_physics_test.csv", 2),
+                                   ("arc --shots 3", "arc", "arc_sample.jsonl", 3)):
         data = os.path.join(HERE, "..", "..", "examples", "data", name)
-        lls = [[loglikelihood(model, *encode_pair(encode, bos, eos, description + query, " " + c), max_length)
-                for c in choices] for description, query, choices, _ in read_items(task, data)]
-        out["end_to_end"][task] = {"data": "examples/data/" + name, "loglikelihoods": lls}
+        items = read_items(task, data)
+        lls = [[loglikelihood(model, *encode_pair(encode, bos, eos, item_context(items, i, shots, SEED), " " + c),
+                              max_length)
+                for c in choices] for i, (_, _, choices, _) in enumerate(items)]
+        out["end_to_end"][key] = {"task": task, "data": "examples/data/" + name, "shots": shots, "seed": SEED,
+                                  "loglikelihoods": lls}
     with open(os.path.join(HERE, "multiple_choice_torch.json"), "w") as f:
         json.dump(out, f)
         f.write("\n")
