@@ -114,7 +114,7 @@ std::vector<Flag> train_flags(train::TrainOptions& o) {
     {"eval-batches", "batches per split in each evaluation"},
     {"eval-task", "FORMAT:FILE: score a multiple-choice task at each evaluation, as evaluate does (FORMAT hellaswag, "
                   "arc, mmlu or choices; zero shots), into loss.csv's task_acc and task_acc_norm (e.g. "
-                  "choices:examples/data/choices_sample.jsonl)"},
+                  "choices:examples/data/stories_choices.jsonl, a task on the built-in corpus)"},
     {"eval-task-limit", "score the task's first N items (0 = all)"},
     {"threads", "threads for matrix products and loops (0 = all cores)"},
     {"out", "folder for the checkpoint, loss.csv, loss.svg, samples and summary (with --resume: the run's own "
