@@ -2160,7 +2160,64 @@ def fixed_task(task, change, what):
     return make
 
 
+def answers_result_is_right(out):
+    """After evaluate --task instructions exits 0: its last stdout line is JSON with items > 0 and
+    exact_match, f1 in [0, 1], and --out holds one JSON line per item with its answer and scores."""
+    def check(run):
+        lines = [l for l in run.stdout.split("\n") if l.strip()]
+        try:
+            summary = strict_json(lines[-1] if lines else "")
+        except ValueError as error:
+            return [f"evaluate's last line is not JSON ({error}): {(lines[-1] if lines else '')[:200]!r}"]
+        found = [f"evaluate's {k} is {summary.get(k)!r}" for k in ("exact_match", "f1")
+                 if not isinstance(summary.get(k), (int, float)) or not 0 <= summary[k] <= 1]
+        items = summary.get("items")
+        if not isinstance(items, int) or items < 1:
+            return found + [f"evaluate's items is {items!r}"]
+        rows = out.read_text(errors="replace").splitlines() if out.is_file() else []
+        if len(rows) != items:
+            found.append(f"--out has {len(rows)} lines for {items} items")
+        for n, row in enumerate(rows[:items], start=1):
+            try:
+                item = strict_json(row)
+                ok = isinstance(item["answer"], str) and item["exact_match"] in (0, 1) and 0 <= item["f1"] <= 1
+            except (ValueError, KeyError, TypeError) as error:
+                found.append(f"--out line {n} is not an answer ({error})")
+                break
+            if not ok:
+                found.append(f"--out line {n}: {row[:200]}")
+                break
+        return found
+    return check
+
+
+def gen_answers(base, mutant, rng):
+    """evaluate --task instructions on a mutated instruction or chat file."""
+    name = rng.choice(["instructions.jsonl", "chats.jsonl"])
+    original = (EXAMPLE_DATA / name).read_text(encoding="utf-8")
+    if rng.random() < 0.5:
+        text, mutant.description = mutate_jsonl_line(rng, original.split("\n"), name)
+    else:
+        text, mutant.description = mutate_lines(rng, original, name)
+    data = mutant.folder / name
+    data.write_bytes(text.encode("utf-8", "surrogateescape"))
+    model = rng.choice(["gpt2", "qwen3", "gpt2_run"])
+    out = mutant.folder / "answers.jsonl"
+    flags = ["--limit", rng.choice(["2", "3", "1"])]
+    if rng.random() < 0.4:
+        flags += ["--max-tokens", rng.choice(["1", "4", "0", "-1", "x"])]
+    if rng.random() < 0.3:
+        flags += ["--judge", str(base.folder(rng.choice(["qwen3", "gpt2"])))]
+    mutant.command = [base.runner.evaluate, "--ckpt", str(base.folder(model)), "--task", "instructions", "--data",
+                      str(data), "--out", str(out), "--threads", "1", "--max-tokens", "6"] + flags
+    mutant.checks.append(answers_result_is_right(out))
+    mutant.watch, mutant.read_only = base.folder(model), True
+    mutant.description = f"instructions on {model}: {mutant.description} {' '.join(flags)}"
+
+
 def gen_tasks(base, mutant, rng):
+    if rng.random() < 0.2:
+        return gen_answers(base, mutant, rng)
     task = rng.choice(sorted(TASK_SAMPLES))
     name = TASK_SAMPLES[task]
     original = (EXAMPLE_DATA / name).read_text(encoding="utf-8")
