@@ -53,7 +53,6 @@
 #include "train/run_folder.h"
 #include "train/corpus.h"
 #include "train/instructions.h"
-#include "train/multiple_choice.h"
 #include "autograd/io/flags.h"
 #include "models/generate.h"
 #include "models/chat_session.h"
@@ -280,8 +279,8 @@ int run(const GenerateOptions& o, const std::vector<std::string>& given) {
       prompt = parse_prompt_ids(o.prompt_ids, loaded.model->vocab_size());
     } else {
       // as the model was trained: the BOS token first where the tokenizer adds one (<|begin_of_text|>)
-      prompt = train::encode_with_bos(*loaded.tokenizer,
-                                      instruction_given ? train::alpaca_prompt(o.instruction, o.input) : o.prompt);
+      prompt = loaded.tokenizer->encode_with_bos(instruction_given ? train::alpaca_prompt(o.instruction, o.input)
+                                                                   : o.prompt);
     }
   } catch (const UsageError&) {
     throw;

@@ -201,6 +201,13 @@ std::vector<int64_t> Tokenizer::encode_base(const std::string& text, bool allow_
   return std::visit([&](const auto& t) { return t.encode(text); }, impl_);
 }
 
+std::vector<int64_t> Tokenizer::encode_with_bos(const std::string& text) const {
+  std::vector<int64_t> ids;
+  if (const HfTokenizer* bos = hf(); bos && bos->add_bos()) ids.push_back(bos->bos_id());
+  for (int64_t id : encode(text)) ids.push_back(id);
+  return ids;
+}
+
 // The special token, where it is allowed, cuts the text; each piece between is encoded as usual.
 std::vector<int64_t> Tokenizer::encode(const std::string& text, bool allow_special) const {
   if (end_of_text_.empty() || !allow_special) return encode_base(text, allow_special);

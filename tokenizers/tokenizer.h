@@ -74,6 +74,10 @@ class Tokenizer {
   // or bpe tokenizer that has one (without it, it is ordinary text); a Hugging Face tokenizer always
   // matches its added tokens, as its library does.
   std::vector<int64_t> encode(const std::string& text, bool allow_special = false) const;
+  // A whole text as a model reads it, as transformers' tokenizer.encode makes it: the BOS token
+  // first where the tokenizer adds one (a Hugging Face tokenizer whose tokenizer_config.json says
+  // so: Llama 3's <|begin_of_text|>; GPT-2's, Qwen's and tapegrad's own add none), then encode(text).
+  std::vector<int64_t> encode_with_bos(const std::string& text) const;
   std::string decode(const std::vector<int64_t>& ids) const;
   int64_t vocab_size() const;
   std::string to_json() const;

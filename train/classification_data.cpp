@@ -12,7 +12,6 @@
 #include "autograd/ops.h"
 #include "train/corpus.h"
 #include "train/instructions.h"
-#include "train/multiple_choice.h"
 #include "train/task_formats.h"
 
 namespace tg::train {
@@ -200,7 +199,7 @@ std::vector<ClassificationExample> encode_labelled(const std::vector<LabelledTex
       throw Error(where + ": the label " + json::quote(t.label) + " is none of the classes (" + join(classes) + ")");
     ClassificationExample e;
     try {
-      e.ids = encode_with_bos(tokenizer, t.text);
+      e.ids = tokenizer.encode_with_bos(t.text);
     } catch (const Error& error) {
       throw Error(where + ": " + error.what());
     }

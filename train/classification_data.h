@@ -58,9 +58,9 @@ struct LabelledSplits {
 };
 LabelledSplits split_labelled(std::vector<LabelledText> texts, bool balance, uint64_t seed);
 
-// A text as the classifier reads it: its ids (the BOS token first where the tokenizer adds one,
-// as encode_with_bos; cut to the first `context` ids, as the book truncates to max_length) and its
-// class, the label's place in classes.
+// A text as the classifier reads it: its ids (Tokenizer::encode_with_bos: the BOS token first where
+// the tokenizer adds one), cut to the first `context` ids as the book truncates to max_length, and
+// its class, the label's place in classes.
 struct ClassificationExample {
   std::vector<int64_t> ids;
   int64_t label = 0;

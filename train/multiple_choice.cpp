@@ -63,14 +63,6 @@ double whole_loglikelihood(models::CausalLM& model, const std::vector<int64_t>& 
 
 }  // namespace
 
-std::vector<int64_t> encode_with_bos(const tokenizers::Tokenizer& tokenizer, const std::string& text) {
-  std::vector<int64_t> ids;
-  const tokenizers::HfTokenizer* hf = tokenizer.hf();
-  if (hf && hf->add_bos()) ids.push_back(hf->bos_id());
-  for (int64_t id : tokenizer.encode(text)) ids.push_back(id);
-  return ids;
-}
-
 ChoiceRequests encode_choices(const tokenizers::Tokenizer& tokenizer, const std::string& context_text,
                               const std::vector<std::string>& choices) {
   ChoiceRequests out;
@@ -92,9 +84,9 @@ ChoiceRequests encode_choices(const tokenizers::Tokenizer& tokenizer, const std:
     }
     return out;
   }
-  out.context = encode_with_bos(tokenizer, context);
+  out.context = tokenizer.encode_with_bos(context);
   for (const std::string& choice : choices) {
-    const std::vector<int64_t> whole = encode_with_bos(tokenizer, context + moved + " " + choice);
+    const std::vector<int64_t> whole = tokenizer.encode_with_bos(context + moved + " " + choice);
     if (whole.size() <= out.context.size())
       throw Error("multiple choice: the choice \"" + choice + "\" adds no tokens to the context");
     out.continuations.emplace_back(whole.begin() + static_cast<std::ptrdiff_t>(out.context.size()), whole.end());

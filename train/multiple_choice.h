@@ -6,9 +6,9 @@
 // the front of the continuation. Then, as _encode_pair does for a decoder:
 //   context_ids      = encode(context)
 //   continuation_ids = encode(context + continuation)[len(context_ids):]
-// encode puts the BOS token first where the tokenizer adds one (a Hugging Face tokenizer whose
-// tokenizer_config.json says so: Llama 3's <|begin_of_text|>; GPT-2's and Qwen's add none), as
-// transformers' tokenizer.encode does for the harness. An empty context is the harness's prefix
+// encode is Tokenizer::encode_with_bos: the BOS token first where the tokenizer adds one (Llama 3's
+// <|begin_of_text|>; GPT-2's and Qwen's add none), as transformers' tokenizer.encode does for the
+// harness. An empty context is the harness's prefix
 // token alone: BOS, else the end-of-text token (GPT-2's <|endoftext|>), with the continuation
 // encoded by itself.
 //
@@ -48,9 +48,6 @@ struct ChoiceRequests {
   std::vector<int64_t> context;                      // at least one id
   std::vector<std::vector<int64_t>> continuations;  // one per choice, each at least one id
 };
-
-// The ids of the text as the harness's tok_encode makes them: BOS first where the tokenizer adds it.
-std::vector<int64_t> encode_with_bos(const tokenizers::Tokenizer& tokenizer, const std::string& text);
 
 // The harness's requests for one item (above). A continuation with no ids is an Error.
 ChoiceRequests encode_choices(const tokenizers::Tokenizer& tokenizer, const std::string& context,
