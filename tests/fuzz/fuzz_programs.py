@@ -2116,16 +2116,16 @@ def task_columns_are_right(run_dir):
     return check
 
 
-def task_result_is_right(out):
-    """After evaluate exits 0: its last stdout line is JSON with items > 0 and acc, acc_norm in [0, 1], and
-    --out holds one JSON line per item, each with a log-likelihood per choice, all finite."""
+def evaluate_result_is_right(out, shares, row_problem):
+    """After evaluate exits 0: its last stdout line is JSON with items > 0 and each of shares in [0, 1],
+    and --out holds one JSON line per item; row_problem(item) says what is wrong with one (None: nothing)."""
     def check(run):
         lines = [l for l in run.stdout.split("\n") if l.strip()]
         try:
             summary = strict_json(lines[-1] if lines else "")
         except ValueError as error:
             return [f"evaluate's last line is not JSON ({error}): {(lines[-1] if lines else '')[:200]!r}"]
-        found = [f"evaluate's {k} is {summary.get(k)!r}" for k in ("acc", "acc_norm")
+        found = [f"evaluate's {k} is {summary.get(k)!r}" for k in shares
                  if not isinstance(summary.get(k), (int, float)) or not 0 <= summary[k] <= 1]
         items = summary.get("items")
         if not isinstance(items, int) or items < 1:
@@ -2135,15 +2135,24 @@ def task_result_is_right(out):
             found.append(f"--out has {len(rows)} lines for {items} items")
         for n, row in enumerate(rows[:items], start=1):
             try:
-                lls = strict_json(row)["loglikelihoods"]
+                problem = row_problem(strict_json(row))
             except (ValueError, KeyError, TypeError) as error:
-                found.append(f"--out line {n} is not an item ({error})")
-                break
-            if not lls or not all(isinstance(v, (int, float)) and math.isfinite(v) for v in lls):
-                found.append(f"--out line {n} has log-likelihoods {lls!r}")
+                problem = f"not an item ({error})"
+            if problem:
+                found.append(f"--out line {n}: {problem}")
                 break
         return found
     return check
+
+
+def task_result_is_right(out):
+    """evaluate_result_is_right for a multiple-choice task: acc and acc_norm, and each item a finite
+    log-likelihood per choice."""
+    def row_problem(item):
+        lls = item["loglikelihoods"]
+        ok = lls and all(isinstance(v, (int, float)) and math.isfinite(v) for v in lls)
+        return None if ok else f"log-likelihoods {lls!r}"
+    return evaluate_result_is_right(out, ("acc", "acc_norm"), row_problem)
 
 
 def fixed_task(task, change, what):
@@ -2161,34 +2170,12 @@ def fixed_task(task, change, what):
 
 
 def answers_result_is_right(out):
-    """After evaluate --task instructions exits 0: its last stdout line is JSON with items > 0 and
-    exact_match, f1 in [0, 1], and --out holds one JSON line per item with its answer and scores."""
-    def check(run):
-        lines = [l for l in run.stdout.split("\n") if l.strip()]
-        try:
-            summary = strict_json(lines[-1] if lines else "")
-        except ValueError as error:
-            return [f"evaluate's last line is not JSON ({error}): {(lines[-1] if lines else '')[:200]!r}"]
-        found = [f"evaluate's {k} is {summary.get(k)!r}" for k in ("exact_match", "f1")
-                 if not isinstance(summary.get(k), (int, float)) or not 0 <= summary[k] <= 1]
-        items = summary.get("items")
-        if not isinstance(items, int) or items < 1:
-            return found + [f"evaluate's items is {items!r}"]
-        rows = out.read_text(errors="replace").splitlines() if out.is_file() else []
-        if len(rows) != items:
-            found.append(f"--out has {len(rows)} lines for {items} items")
-        for n, row in enumerate(rows[:items], start=1):
-            try:
-                item = strict_json(row)
-                ok = isinstance(item["answer"], str) and item["exact_match"] in (0, 1) and 0 <= item["f1"] <= 1
-            except (ValueError, KeyError, TypeError) as error:
-                found.append(f"--out line {n} is not an answer ({error})")
-                break
-            if not ok:
-                found.append(f"--out line {n}: {row[:200]}")
-                break
-        return found
-    return check
+    """evaluate_result_is_right for --task instructions: exact_match and f1, and each item an answer
+    with its scores."""
+    def row_problem(item):
+        ok = isinstance(item["answer"], str) and item["exact_match"] in (0, 1) and 0 <= item["f1"] <= 1
+        return None if ok else f"answer {item!r}"[:200]
+    return evaluate_result_is_right(out, ("exact_match", "f1"), row_problem)
 
 
 def gen_answers(base, mutant, rng):
