@@ -9,6 +9,7 @@
 //   ./build/examples/evaluate --ckpt Qwen3-0.6B --task mmlu --data high_school_physics_test.csv --shots 5
 //   ./build/examples/evaluate --ckpt gpt_run --task choices --data examples/data/choices_sample.jsonl --out items.jsonl
 //   ./build/examples/evaluate --ckpt runs/gpt2-instruct --task instructions --data examples/data/instructions.jsonl
+//   ./build/examples/evaluate --ckpt spam_run --task classify --data examples/data/messages.tsv --split test
 //
 // It reads any folder generate reads (train/run_folder.h: load_saved_model): a train_gpt run, a
 // Hugging Face GPT-2, Llama, Qwen2 or Qwen3 folder, float32 or 16-bit weights. The formats and
@@ -22,10 +23,15 @@
 // instructions the last line is {"task", "items", "exact_match", "exact_match_stderr", "f1",
 // "f1_stderr", ("judge_score", "judge_score_stderr", "judge_unparsed",) "items_per_s"}, and --out's
 // lines {"index", "line", "answer", "reference", "exact_match", "f1", ("judge_score",
-// "judge_reply")}. On a terminal, a progress bar with the time left goes to stderr.
+// "judge_reply")}. With --task classify (a classifier's folder: train/run_folder.h's
+// load_saved_classifier) it prints the accuracy and the confusion matrix, and the last line is
+// {"task", "split", "items", "acc", "acc_stderr", "loss", "labels", "confusion"} (confusion[label][given]);
+// --out's lines {"index", "line", "label", "pred", "probabilities"}. On a terminal, a progress bar with the time left goes to stderr.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <cstdio>
 #include <iostream>
 #include <optional>
@@ -35,11 +41,15 @@
 #include "autograd/io/atomic_file.h"
 #include "autograd/io/flags.h"
 #include "autograd/io/json.h"
+#include "autograd/ops.h"
 #include "autograd/runtime/parallel.h"
+#include "autograd/tape.h"
 #include "models/chat_session.h"
 #include "tokenizers/chat_template.h"
 #include "train/answer_scores.h"
+#include "train/classification_data.h"
 #include "train/corpus.h"
+#include "train/evaluate.h"
 #include "train/multiple_choice.h"
 #include "train/run_folder.h"
 #include "train/task_formats.h"
@@ -50,6 +60,7 @@ namespace {
 
 struct EvaluateOptions {
   std::string ckpt, task, data, out, judge;
+  std::string columns, split = "all";  // classify: a headerless file's columns; which texts of --data
   int64_t max_tokens = 256;  // instructions: the longest answer
   int64_t limit = 0;  // 0: every item
   int64_t shots = 0;
@@ -65,11 +76,19 @@ std::vector<Flag> evaluate_flags(EvaluateOptions& o) {
       text_flag("task", &o.task,
                 "the data's format and prompt; instructions: the model writes an answer to each example, scored "
                 "against the reference (exact match, F1)",
-                {"hellaswag", "arc", "mmlu", "choices", "instructions"}),
+                {"hellaswag", "arc", "mmlu", "choices", "instructions", "classify"}),
       text_flag("data", &o.data,
                 "hellaswag: hellaswag_val.jsonl; arc: ARC's jsonl; mmlu: a subject's CSV (subject_test.csv); "
                 "choices: JSONL of {\"context\", \"choices\", \"label\"}; instructions: the JSONL train_gpt "
-                "fine-tunes on ({\"instruction\", \"input\", \"output\"}, or {\"messages\": [...]})"),
+                "fine-tunes on ({\"instruction\", \"input\", \"output\"}, or {\"messages\": [...]}); classify: "
+                "labelled texts (CSV, TSV or JSONL, as train_gpt --task classify reads them)"),
+      text_flag("columns", &o.columns,
+                "classify, a file without a header row: its columns in order, e.g. label,text (a train_gpt run's "
+                "own when not given)"),
+      text_flag("split", &o.split,
+                "classify: all of --data, or the train, val or test split a train_gpt --task classify run made of it "
+                "(the run's --seed, --balance and --columns)",
+                {"all", "train", "val", "test"}),
       int_flag("max-tokens", &o.max_tokens, "instructions: the longest answer, in tokens", 1, 1 << 20),
       text_flag("judge", &o.judge,
                 "instructions: a model folder (a Qwen3 or Llama instruct model) that scores each answer from 0 to "
@@ -218,10 +237,96 @@ int run_instructions(const EvaluateOptions& o) {
   return 0;
 }
 
+// --task classify: a classifier's accuracy on labelled texts, with the confusion matrix (rows: the
+// label, columns: the class predicted).
+int run_classify(const EvaluateOptions& o, const std::vector<std::string>& given) {
+  for (const char* flag : {"shots", "judge", "max-tokens"})
+    if (was_given(given, flag)) throw UsageError(std::string("--") + flag + " does not go with --task classify");
+  const std::string text = train::read_input(o.data, "--data");
+  train::SavedClassifier loaded = train::load_saved_classifier(o.ckpt);
+  if (!loaded.tokenizer) throw UsageError("--task classify: " + o.ckpt + " has no tokenizer.json to read the texts with");
+  const bool run = std::filesystem::exists(std::filesystem::path(o.ckpt) / "optimizer.safetensors");
+  const std::optional<train::TrainOptions> saved = run ? std::optional(train::saved_options(o.ckpt)) : std::nullopt;
+  if (o.split != "all" && !(saved && train::is_classification(*saved)))
+    throw UsageError("--split " + o.split + ": " + o.ckpt + " is no train_gpt --task classify run, whose split to remake; "
+                     "leave --split out to score all of --data");
+  const std::string columns = was_given(given, "columns") || !saved ? o.columns : saved->columns;
+  const std::vector<std::string> column_list = columns.empty() ? std::vector<std::string>() : train::parse_columns(columns);
+  std::vector<train::ClassificationExample> examples;
+  const auto& classes = loaded.config.id2label;
+  if (o.split == "all") {
+    examples = train::encode_labelled(train::parse_labelled_text(text, o.data, column_list), classes, *loaded.tokenizer,
+                                      loaded.context, o.data);
+  } else {
+    const train::ClassificationData data = train::load_classification_data(
+        text, o.data, column_list, saved->balance, static_cast<uint64_t>(saved->seed), *loaded.tokenizer, loaded.context);
+    if (data.classes != classes)
+      throw Error(o.data + ": its classes differ from " + o.ckpt + "'s id2label: not the file the run was trained on");
+    examples = o.split == "train" ? data.train : o.split == "val" ? data.val : data.test;
+  }
+  if (o.limit > 0 && std::ssize(examples) > o.limit) examples.resize(static_cast<size_t>(o.limit));
+  if (examples.empty()) throw Error(o.data + ": no labelled text to score");
+  const Activity scoring("classifying " + o.data);
+  const int64_t pad_id = std::max<int64_t>(0, loaded.config.pad_token_id);
+  const double start = now_s();
+  const train::ClassifierEval e = train::evaluate_classifier(*loaded.model, examples, 8, pad_id);
+  const double elapsed = now_s() - start;
+  if (!o.out.empty()) {  // each text's label and the class it was given, with every class's probability
+    AtomicFile file(o.out, "evaluate --out");
+    for (size_t i = 0; i < examples.size(); ++i) {
+      const train::Batch b = train::classification_batch(examples, {static_cast<int64_t>(i)}, pad_id);
+      NoGradGuard no_grad;
+      const std::vector<double> p =
+          softmax(loaded.model->forward(b.x, b.key_padding_mask).to(kFloat64), -1).contiguous().tolist<double>();
+      json::Writer probabilities = json::Writer::array();
+      for (double v : p) probabilities.item(v);
+      json::Writer line;
+      line.field("index", static_cast<int64_t>(i)).field("line", examples[i].line);
+      line.field("label", classes[static_cast<size_t>(examples[i].label)]);
+      line.field("pred", classes[static_cast<size_t>(std::max_element(p.begin(), p.end()) - p.begin())]);
+      line.field("probabilities", probabilities);
+      file.write(line.str() + "\n");
+    }
+    file.commit();
+  }
+  std::printf("evaluate: %s (%s): acc %.4f, loss %.4f on %lld texts; rows: the label, columns: the class given\n",
+              o.data.c_str(), o.split.c_str(), e.acc, e.loss, static_cast<long long>(e.examples));
+  size_t width = 5;
+  for (const std::string& c : classes) width = std::max(width, c.size());
+  std::printf("  %*s", static_cast<int>(width), "");
+  for (const std::string& c : classes) std::printf(" %*s", static_cast<int>(width), c.c_str());
+  std::printf("\n");
+  json::Writer confusion = json::Writer::array(), labels = json::Writer::array();
+  for (size_t r = 0; r < classes.size(); ++r) {
+    std::printf("  %*s", static_cast<int>(width), classes[r].c_str());
+    json::Writer row = json::Writer::array();
+    for (int64_t n : e.confusion[r]) {
+      std::printf(" %*lld", static_cast<int>(width), static_cast<long long>(n));
+      row.item(n);
+    }
+    std::printf("\n");
+    confusion.item(row);
+    labels.item(classes[r]);
+  }
+  std::vector<double> right;
+  for (size_t r = 0; r < classes.size(); ++r)
+    for (size_t c = 0; c < classes.size(); ++c) right.insert(right.end(), static_cast<size_t>(e.confusion[r][c]), r == c ? 1.0 : 0.0);
+  json::Writer summary;
+  summary.field("task", o.task).field("split", o.split).field("items", e.examples).field("acc", e.acc);
+  summary.field("acc_stderr", train::mean_stderr(right)).field("loss", e.loss).field("labels", labels);
+  summary.field("confusion", confusion);
+  summary.field("items_per_s", json::round_to(elapsed > 0 ? static_cast<double>(e.examples) / elapsed : 0.0, 2));
+  std::cout << summary.str() << std::endl;
+  return 0;
+}
+
 int run(const EvaluateOptions& o, const std::vector<std::string>& given) {
   require_names(given, {{"ckpt", o.ckpt}, {"data", o.data}, {"out", o.out}, {"judge", o.judge}});
   if (o.ckpt.empty()) throw UsageError("--ckpt: give the model's folder");
-  if (o.task.empty()) throw UsageError("--task: give hellaswag, arc, mmlu, choices or instructions");
+  if (o.task.empty()) throw UsageError("--task: give hellaswag, arc, mmlu, choices, instructions or classify");
+  if (o.task != "classify")
+    for (const char* flag : {"columns", "split"})
+      if (was_given(given, flag)) throw UsageError(std::string("--") + flag + " goes with --task classify");
   if (o.data.empty()) throw UsageError("--data: give the task's file");
   if (o.task != "instructions")
     for (const char* flag : {"judge", "max-tokens"})
@@ -230,6 +335,7 @@ int run(const EvaluateOptions& o, const std::vector<std::string>& given) {
     throw UsageError("--shots goes with the multiple-choice tasks (hellaswag, arc, mmlu, choices)");
   if (o.threads > 0) set_num_threads(static_cast<int>(o.threads));
   if (o.task == "instructions") return run_instructions(o);
+  if (o.task == "classify") return run_classify(o, given);
   const train::TaskFormat format = train::task_format_from_name(o.task);
   const std::vector<train::ChoiceItem> items = train::read_task(format, o.data);  // bad data: before the model loads
   train::SavedModel loaded = train::load_saved_model(o.ckpt);

@@ -37,6 +37,7 @@
 // --logits-out writes the prompt's logits, key "logits", shape (T, vocab), float32: one forward of
 // the whole prompt in eval mode, to compare with another implementation's.
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -52,6 +53,7 @@
 #include "autograd/tape.h"
 #include "train/run_folder.h"
 #include "train/corpus.h"
+#include "train/evaluate.h"
 #include "train/instructions.h"
 #include "autograd/io/flags.h"
 #include "models/generate.h"
@@ -71,6 +73,7 @@ struct GenerateOptions {
   std::string logits_out;  // a .safetensors file for the prompt's logits
   std::string ids_out;     // a .json file for the generated ids
   std::string instruction, input;  // an instruction prompt (alpaca_prompt) instead of --prompt
+  std::string classify;  // a text for a classifier (train_gpt --task classify) to label
   int64_t tokens = 200;
   tg::models::SamplingOptions sampling{.temperature = 0.8};
   int64_t seed = 1337;
@@ -95,6 +98,9 @@ std::vector<Flag> generate_flags(GenerateOptions& o) {
                 "instead of --prompt: an instruction, written with the Alpaca template that train_gpt --data-format "
                 "jsonl trains on; the answer stops at <|endoftext|> when the tokenizer has it (GPT-2's)"),
       text_flag("input", &o.input, "with --instruction: the template's input part (left out when empty)"),
+      text_flag("classify", &o.classify,
+                "with a classifier (a train_gpt --task classify run, or a Hugging Face *ForSequenceClassification "
+                "folder): print this text's class and its probability, then a JSON line of every class's"),
       text_flag("logits-out", &o.logits_out,
                 "write the prompt's logits to this .safetensors file (key \"logits\", (T, vocab), float32)"),
       text_flag("ids-out", &o.ids_out,
@@ -246,6 +252,31 @@ int run_chat(const GenerateOptions& o, train::SavedModel& loaded) {
   return 0;
 }
 
+// --classify TEXT: the classifier's class for the text, and the probability of each class.
+int run_classify(const GenerateOptions& o, const std::vector<std::string>& given) {
+  for (const char* flag : {"prompt", "prompt-ids", "instruction", "input", "chat", "chat-messages", "logits-out", "ids-out",
+                           "samples", "tokens", "temperature", "top-k"})
+    if (std::find(given.begin(), given.end(), flag) != given.end())
+      throw UsageError(std::string("--") + flag + " does not go with --classify (a classifier writes no text)");
+  if (o.threads > 0) tg::set_num_threads(static_cast<int>(o.threads));
+  train::SavedClassifier loaded = train::load_saved_classifier(o.ckpt);
+  if (!loaded.tokenizer) throw UsageError("--classify: " + o.ckpt + " has no tokenizer.json to read the text with");
+  std::vector<double> p;
+  try {
+    p = train::class_probabilities(*loaded.model, *loaded.tokenizer, o.classify, loaded.context);
+  } catch (const tg::Error& e) {
+    throw tg::Error(std::string("--classify: ") + e.what());
+  }
+  const auto& classes = loaded.config.id2label;
+  const size_t best = static_cast<size_t>(std::max_element(p.begin(), p.end()) - p.begin());
+  std::printf("%s (probability %.4f)\n", classes[best].c_str(), p[best]);
+  json::Writer all;
+  for (size_t k = 0; k < classes.size(); ++k) all.field(classes[k], p[k]);
+  std::cout << json::Writer().field("label", classes[best]).field("probability", p[best]).field("probabilities", all).str()
+            << "\n";
+  return 0;
+}
+
 int run(const GenerateOptions& o, const std::vector<std::string>& given) {
   require_names(given, {{"ckpt", o.ckpt}, {"logits-out", o.logits_out}, {"ids-out", o.ids_out}});
   auto was_given = [&](const char* flag) { return std::find(given.begin(), given.end(), flag) != given.end(); };
@@ -254,6 +285,7 @@ int run(const GenerateOptions& o, const std::vector<std::string>& given) {
   if (instruction_given && (ids_given || was_given("prompt")))
     throw UsageError("--instruction makes the prompt: leave --prompt and --prompt-ids out");
   if (was_given("input") && !instruction_given) throw UsageError("--input goes with --instruction");
+  if (was_given("classify")) return run_classify(o, given);
   const double temperature = o.sampling.temperature;
   if (temperature > 0 && temperature < tg::models::kMinTemperature) {
     std::ostringstream least;  // "0.0001"

@@ -40,10 +40,12 @@
 #include "autograd/io/user_file.h"
 #include "autograd/ops.h"
 #include "autograd/runtime/parallel.h"
+#include "autograd/tape.h"
 #include "train/run_folder.h"
 #include "train/evaluate.h"
 #include "train/corpus.h"
 #include "train/chat_data.h"
+#include "train/classification_data.h"
 #include "train/instructions.h"
 #include "train/multiple_choice.h"
 #include "train/run_log.h"
@@ -131,6 +133,18 @@ std::vector<Flag> train_flags(train::TrainOptions& o) {
     {"tokenizer", "char (the text's characters), bpe (byte-level BPE learned from the training split), or a path: "
                   "a tokenizer.json, or a folder with one or with GPT-2's vocab.json and merges.txt (--init-from's "
                   "by default; a folder with a tokenizer.json and GPT-2's files it does not name is refused)"},
+    {"task", "lm: learn to write --data (the next token); classify: --data holds labelled texts (a CSV or TSV "
+             "whose header row names a text and a label column, a file without one read by --columns, or a JSONL of "
+             "{\"text\", \"label\"}), split 70/10/20 with --seed, and the model becomes a classifier: a linear head "
+             "on the last token's hidden state (a Hugging Face *ForSequenceClassification folder); loss.csv gets "
+             "train_acc and val_acc, summary.json the test split's accuracy"},
+    {"columns", "--task classify, a file without a header row: its columns in order, e.g. label,text for the SMS "
+                "Spam Collection's \"ham<TAB>text\" lines (other names: columns skipped)"},
+    {"balance", "--task classify: cut every class down to the smallest one's count, a random subset of each, before "
+                "the split (the book undersamples the larger class)"},
+    {"train-layers", "--task classify: the body weights that train beside the head: all, last (the last block and the "
+                     "final norm, as the book trains GPT-2) or lora (--lora-rank's adapters) (when not given: last with "
+                     "--init-from, else all)"},
     {"init-from", "start from the weights of a Hugging Face folder: GPT-2's (config.json, model.safetensors), or a "
                   "Llama, Qwen2 or Qwen3 one (model.safetensors or its shards), with its tokenizer; not given: "
                   "--context 256 (at most the model's), --batch 4, --lr 1e-4, --min-lr 1e-5, --dropout as its "
@@ -190,7 +204,7 @@ std::vector<int64_t> eval_ids(const train::TrainOptions& o, const std::vector<st
 // --data-format not given: for a --data FILE.jsonl, chat when its first line is a conversation (has
 // "messages"), else jsonl.
 void infer_data_format(train::TrainOptions& o, const std::vector<std::string>& given) {
-  if (was_given(given, "data-format") || !o.data.ends_with(".jsonl")) return;
+  if (was_given(given, "data-format") || !o.data.ends_with(".jsonl") || train::is_classification(o)) return;
   o.data_format = "jsonl";
   const std::string first = tg::UserFile(o.data, "--data " + o.data).read_first_line();
   try {
@@ -265,6 +279,9 @@ int eval_only(const train::TrainOptions& o, const std::vector<std::string>& give
   int64_t task_limit = o.eval_task_limit;
   if (!o.resume.empty()) {
     const train::TrainOptions run = train::saved_options(o.resume);
+    if (train::is_classification(run))
+      throw UsageError("--eval-only: " + o.resume + " is a classifier (--task classify): score it with evaluate --ckpt " +
+                       o.resume + " --task classify --data FILE");
     batch = run.batch;
     window = run.model.context_length;
     if (!was_given(given, "eval-task")) task_spec = run.eval_task;
@@ -321,6 +338,26 @@ void check_lora_flags(train::TrainOptions& o, const std::vector<std::string>& gi
   if (!was_given(given, "lora-alpha")) o.lora_alpha = static_cast<double>(o.lora_rank);
   if (!(o.lora_alpha > 0)) throw UsageError("--lora-alpha must be positive, got " + tg::nn::python_float(o.lora_alpha));
   lora_config(o);  // a bad --lora-targets: a UsageError naming it
+}
+
+// A fresh run's --task classify and the flags that go with it; --train-layers not given: last from
+// a folder (the book's recipe), all from scratch.
+void check_classify_flags(train::TrainOptions& o, const std::vector<std::string>& given) {
+  if (!train::is_classification(o)) {
+    for (const char* flag : {"columns", "balance", "train-layers"})
+      if (was_given(given, flag)) throw UsageError(std::string("--") + flag + " goes with --task classify");
+    return;
+  }
+  if (was_given(given, "data-format"))
+    throw UsageError("--data-format goes with --task lm: --task classify reads labelled texts (CSV, TSV or JSONL)");
+  if (o.data.empty()) throw UsageError("--task classify needs --data FILE (labelled texts: CSV, TSV or JSONL)");
+  if (!o.columns.empty()) train::parse_columns(o.columns);  // a bad list: named before any work
+  if (!was_given(given, "train-layers")) o.train_layers = o.init_from.empty() ? "all" : "last";
+  if (o.train_layers == "lora")
+    throw UsageError("--train-layers lora: LoRA adapters on a classifier are not available yet; use --train-layers "
+                     "last or all");
+  if (was_given(given, "lora-rank"))
+    throw UsageError("--lora-rank goes with --task lm (a classifier trains --train-layers last or all)");
 }
 
 // A fresh run's --arch and the flags that go with it (--kv-heads is llama's and qwen3's).
@@ -444,6 +481,7 @@ std::unique_ptr<train::Trainer> start_or_resume(train::TrainOptions& o, const st
   if (!was_given(given, "warmup")) o.warmup = train::default_warmup(o.steps);
   if (!was_given(given, "eval-every")) o.eval_every = train::default_eval_every(o.steps);  // 150 steps: every 30
   check_arch_flags(o, given);
+  check_classify_flags(o, given);
   check_lora_flags(o, given);
   const Activity building("building the model");
   if (o.init_from.empty()) return std::make_unique<train::Trainer>(o, train::read_data(o.data));
@@ -471,6 +509,17 @@ void say_what_runs(train::Trainer& trainer, const train::TrainOptions& o, const 
             << (o.grad_accum > 1 ? " x " + std::to_string(o.grad_accum) + " micro-batches" : std::string()) << ", "
             << kernels << "; writing to " << o.out << "/\n";
   if (const std::string note = train::bf16_speed_note(o.precision); !note.empty()) std::cout << note << "\n";
+  if (const train::ClassificationData* data = trainer.classification()) {
+    int64_t trained = 0;
+    for (const auto& [name, p] : tg::nn::trainable_parameters(trainer.trained_model())) trained += p.numel();
+    std::string classes;
+    for (const std::string& c : data->classes) classes += (classes.empty() ? "" : ", ") + tg::json::quote(c);
+    std::cout << "train_gpt: " << o.data << ": " << data->train.size() << " training, " << data->val.size()
+              << " validation and " << data->test.size() << " test texts of " << data->classes.size() << " classes ("
+              << classes << "); a head on the last token, " << trained << " of the "
+              << trainer.trained_model().num_parameters() << " parameters train (--train-layers " << o.train_layers
+              << ")\n";
+  }
   if (const train::InstructionData* data = trainer.instructions()) {
     std::cout << "train_gpt: " << o.data << ": " << data->train.size() << " training and " << data->val.size()
               << " validation examples; the loss counts their responses' tokens\n";
@@ -511,8 +560,10 @@ int train_loop(train::Trainer& trainer, const train::TrainOptions& o, train::Run
       const train::Trainer::Losses e = trainer.evaluate();
       row.val_loss = e.val;
       row.eval_train_loss = e.train;
-      row.train_bpb = e.train_bpb;
-      row.val_bpb = e.val_bpb;
+      if (!std::isnan(e.val_bpb)) row.train_bpb = e.train_bpb;  // nan: a classifier's, which has none
+      if (!std::isnan(e.val_bpb)) row.val_bpb = e.val_bpb;
+      row.train_acc = e.train_acc;
+      row.val_acc = e.val_acc;
       if (task) {
         const train::TaskScore t = train::score_task(trainer.model(), *task, train::products_dtype(o));
         row.task_acc = t.acc;
@@ -564,6 +615,42 @@ std::string write_samples(train::Trainer& trainer, const train::TrainOptions& o)
   return samples;
 }
 
+// A classifier's end of run: the whole test split scored (loss, accuracy, confusion matrix: summary.json's
+// "test"), and its first 3 texts with the class the model gives them and that class's probability
+// (samples.txt).
+struct TestReport {
+  std::string json, line, samples;
+};
+TestReport test_classifier(train::Trainer& trainer) {
+  const train::ClassificationData& data = *trainer.classification();
+  tg::models::ModelForSequenceClassification& model = *trainer.classifier();
+  const train::ClassifierEval e = train::evaluate_classifier(model, data.test, trainer.options().batch, data.pad_id);
+  TestReport r;
+  tg::json::Writer confusion = tg::json::Writer::array();
+  for (const std::vector<int64_t>& row : e.confusion) {
+    tg::json::Writer counts = tg::json::Writer::array();
+    for (int64_t n : row) counts.item(n);
+    confusion.item(counts);
+  }
+  r.json = tg::json::Writer().field("examples", e.examples).field("loss", e.loss).field("acc", e.acc)
+               .field("confusion", confusion).str();
+  char line[160];
+  std::snprintf(line, sizeof line, "train_gpt: test split: acc %.4f, loss %.4f (%lld texts)\n", e.acc, e.loss,
+                static_cast<long long>(e.examples));
+  r.line = line;
+  tg::NoGradGuard no_grad;
+  for (size_t k = 0; k < std::min<size_t>(3, data.test.size()); ++k) {
+    const train::Batch b = train::classification_batch(data.test, {static_cast<int64_t>(k)}, data.pad_id);
+    const std::vector<float> p = tg::softmax(model.forward(b.x, b.key_padding_mask), -1).contiguous().tolist<float>();
+    const int64_t best = std::max_element(p.begin(), p.end()) - p.begin();
+    std::snprintf(line, sizeof line, "%.4f", p[static_cast<size_t>(best)]);
+    r.samples += "--- test text " + std::to_string(k + 1) + " ---\n" + trainer.tokenizer().decode(data.test[k].ids) +
+                 "\nlabel " + data.classes[static_cast<size_t>(data.test[k].label)] + ", predicted " +
+                 data.classes[static_cast<size_t>(best)] + " (probability " + line + ")\n";
+  }
+  return r;
+}
+
 // o: the flags as given; given: their names, in order.
 int run(train::TrainOptions o, const std::vector<std::string>& given) {
   require_names(given, {{"resume", o.resume}, {"init-from", o.init_from}, {"out", o.out}, {"write-corpus", o.write_corpus},
@@ -608,6 +695,13 @@ int run(train::TrainOptions o, const std::vector<std::string>& given) {
   const train::MemoryReport memory = trainer->memory_report();
   std::cout << "train_gpt: " << memory.str() << " (--checkpoint-activations " << o.checkpoint_activations
             << ", --loss-chunk " << o.loss_chunk << ")\n";
+  if (trainer->classifier()) {  // a classifier: the test split, kept apart until now
+    const TestReport test = test_classifier(*trainer);
+    tg::write_file_atomically((std::filesystem::path(o.out) / "samples.txt").string(), test.samples, "train_gpt");
+    log.write_summary(o.out, o.precision, memory.json(), test.json);
+    std::cout << test.samples << test.line;
+    return 0;
+  }
   const std::string samples = write_samples(*trainer, o);
   tg::write_file_atomically((std::filesystem::path(o.out) / "samples.txt").string(), samples, "train_gpt");
   log.write_summary(o.out, o.precision, memory.json());

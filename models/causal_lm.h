@@ -51,6 +51,7 @@ class CausalLM : public nn::Module {
   virtual Checkpointing checkpointing() const = 0;
   virtual int64_t context_length() const = 0;
   virtual int64_t vocab_size() const = 0;
+  virtual int64_t hidden_size() const = 0;  // the width of hidden_states (C)
 };
 
 }  // namespace tg::models

@@ -138,6 +138,7 @@ class GPTModel : public CausalLM {
   const GPTConfig& config() const { return config_; }
   int64_t context_length() const override { return config_.context_length; }
   int64_t vocab_size() const override { return config_.vocab_size; }
+  int64_t hidden_size() const override { return config_.emb_dim; }
   // trf_blocks' children, typed
   const std::vector<std::shared_ptr<TransformerBlock>>& blocks() const { return blocks_; }
   // Every block's checkpointing (see Checkpointing); none by default.

@@ -5,7 +5,8 @@
 // from the file's header alone, before a model is built (check_hf_gpt2_weights): the prefix is
 // decided by whether any name starts with "transformer.", the config's n_layer is compared with
 // the file's blocks (before a layout of 12 names a block is made), then every name must be in the
-// layout, an ignored buffer (its shape checked, its data never read) or lm_head.weight; every
+// layout, an ignored buffer (its shape checked, its data never read), lm_head.weight or a
+// sequence classifier's score.weight (read by models/sequence_classification.h); every
 // layout name must be there with its shape. Then each HF tensor is cut (c_attn into q, k, v) and
 // transposed (Conv1D) into tapegrad's names and copied into the model's parameter.
 // Writing: tapegrad's tensors fused and transposed the other way, in the layout's order.
@@ -137,6 +138,7 @@ void check_hf_entries(const std::vector<SafetensorsEntry>& file, const GPTConfig
         throw Error(path + ": tensor \"" + name + "\" has dtype " + dtype_name(e.dtype) +
                     "; GPT-2 weights are F32, F16 or BF16");
     };
+    if (name == "score.weight") continue;  // a sequence classifier's head (models/sequence_classification.h)
     if (name == "lm_head.weight") {
       check_dtype();
       info.had_lm_head = true;
@@ -242,7 +244,7 @@ void load_hf_gpt2_weights(GPTModel& model, const std::string& weights_path, HfGp
   const SafetensorsReadOptions read{.float16_to_float32 = true,
                                     .finite_only = true,  // an inf or nan: an Error naming it
                                     .skip = [&](const std::string& name) {
-                                      return is_ignored_buffer(unprefixed(name), c.n_layers);
+                                      return name == "score.weight" || is_ignored_buffer(unprefixed(name), c.n_layers);
                                     }};
   // One tensor at a time, copied into the model's own and let go: the model plus one tensor of the
   // file in memory at once, never the whole file beside it.

@@ -197,9 +197,11 @@ namespace {
 
 // A tensor a file may hold that is read past: a buffer older files carry, which tapegrad computes
 // (model.rotary_emb.inv_freq, model.layers.i.self_attn.rotary_emb.inv_freq), and a tied model's
-// lm_head.weight (the head is embed_tokens.weight).
+// lm_head.weight (the head is embed_tokens.weight), and a sequence classifier's score.weight (read by
+// models/sequence_classification.h).
 bool passed_over(const std::string& name, const LlamaConfig& c) {
-  return name.ends_with("rotary_emb.inv_freq") || (name == "lm_head.weight" && c.tie_word_embeddings);
+  return name.ends_with("rotary_emb.inv_freq") || (name == "lm_head.weight" && c.tie_word_embeddings) ||
+         name == "score.weight";
 }
 
 // 16-bit weights read as float32, every value finite, the passed-over ones skipped.

@@ -165,6 +165,7 @@ class LlamaForCausalLM : public CausalLM {
               int64_t loss_chunk = 0) override;
   int64_t context_length() const override { return config_.max_position_embeddings; }
   int64_t vocab_size() const override { return config_.vocab_size; }
+  int64_t hidden_size() const override { return config_.hidden_size; }
   const LlamaConfig& config() const { return config_; }
   void set_checkpointing(Checkpointing mode) override;
   Checkpointing checkpointing() const override;

@@ -12,7 +12,10 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <vector>
 
+#include "autograd/io/json.h"
 #include "models/causal_lm.h"
 #include "nn/layers.h"
 
@@ -38,5 +41,35 @@ class ModelForSequenceClassification : public nn::Module {
 
 // Each row's last token: the number of positions before its first padded one, less one (above).
 std::vector<int64_t> last_token_positions(const Tensor& key_padding_mask, int64_t batch, int64_t length);
+
+// Which of the body's weights train beside the head (train_gpt --train-layers):
+//   "all"   every weight the classifier's forward reads (the body's own output head, untied, is
+//           never read, so it stays frozen)
+//   "last"  the last block and the final norm, as the book's chapter 6 trains GPT-2
+//   "none"  the head alone (a LoRA run: its adapters are added after this)
+// An unknown name, or a body that is neither a GPT nor a Llama / Qwen model, is an Error.
+void set_trained_layers(ModelForSequenceClassification& model, const std::string& which);
+
+// The classifier's part of a Hugging Face config.json (GPT2ForSequenceClassification,
+// LlamaForSequenceClassification, Qwen3ForSequenceClassification ...): the classes by id (id2label,
+// label2id and num_labels) and the id that pads a batch (pad_token_id; -1: null).
+struct ClassifierConfig {
+  std::vector<std::string> id2label;
+  int64_t pad_token_id = -1;
+};
+// Those members as JSON text: {"architectures": [architecture], "id2label": {"0": ..., ...},
+// "label2id": {...}, "num_labels": n, "pad_token_id": ...}.
+std::string classifier_config_json(const ClassifierConfig& config, const std::string& architecture);
+// A config.json whose "architectures" names a *ForSequenceClassification class.
+bool is_classifier_config(const json::Value& config);
+// config.json's classifier: id2label with the ids 0..n-1 each once (num_labels and label2id, when
+// there, must agree), pad_token_id; an Error naming path and the field otherwise.
+ClassifierConfig read_classifier_config(const json::Value& config, const std::string& path);
+
+// The head's weight in a weights file of such a folder: "score.weight" (num_labels, hidden).
+inline constexpr const char* kScoreWeight = "score.weight";
+// Read score.weight from the safetensors file at path into model.score (its shape checked, every
+// value finite), all or nothing; an Error naming the file when it is missing or wrong.
+void load_score_weight(ModelForSequenceClassification& model, const std::string& path);
 
 }  // namespace tg::models

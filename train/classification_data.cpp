@@ -227,4 +227,30 @@ Batch classification_batch(const std::vector<ClassificationExample>& examples, c
   return {from_vector(x, {B, L}), from_vector(labels, {B}), from_vector(padded, {B, L}) == 1};
 }
 
+ClassificationData load_classification_data(const std::string& content, const std::string& source,
+                                            const std::vector<std::string>& columns, bool balance, uint64_t seed,
+                                            const tokenizers::Tokenizer& tokenizer, int64_t context) {
+  const std::vector<LabelledText> texts = parse_labelled_text(content, source, columns);
+  ClassificationData data;
+  data.classes = class_names(texts, source);
+  const LabelledSplits splits = split_labelled(texts, balance, seed);
+  if (splits.train.empty() || splits.val.empty() || splits.test.empty())
+    throw Error(source + ": " + std::to_string(splits.train.size() + splits.val.size() + splits.test.size()) +
+                " texts" + (balance ? " after --balance" : "") + " make a split of " + std::to_string(splits.train.size()) +
+                " training, " + std::to_string(splits.val.size()) + " validation and " +
+                std::to_string(splits.test.size()) + " test texts: each split needs one at least (10 texts or more)");
+  data.train = encode_labelled(splits.train, data.classes, tokenizer, context, source);
+  data.val = encode_labelled(splits.val, data.classes, tokenizer, context, source);
+  data.test = encode_labelled(splits.test, data.classes, tokenizer, context, source);
+  data.pad_id = std::max<int64_t>(0, tokenizer.end_of_text_id());
+  return data;
+}
+
+std::string labelled_texts_as_text(const std::string& content, const std::string& source,
+                                   const std::vector<std::string>& columns) {
+  std::string text;
+  for (const LabelledText& t : parse_labelled_text(content, source, columns)) text += t.text + "\n";
+  return text;
+}
+
 }  // namespace tg::train

@@ -77,4 +77,20 @@ std::vector<ClassificationExample> encode_labelled(const std::vector<LabelledTex
 Batch classification_batch(const std::vector<ClassificationExample>& examples, const std::vector<int64_t>& which,
                            int64_t pad_id);
 
+// A classification run's data (train_gpt --task classify): the file's classes and its three splits
+// (split_labelled), encoded; pad_id pads a batch on the right (the tokenizer's end-of-text, else 0).
+struct ClassificationData {
+  std::vector<std::string> classes;
+  std::vector<ClassificationExample> train, val, test;
+  int64_t pad_id = 0;
+};
+// content: the file source's text; columns as parse_columns gives them (empty: a header row). The
+// split draws from seed. An Error names source when a split is empty (too few texts).
+ClassificationData load_classification_data(const std::string& content, const std::string& source,
+                                            const std::vector<std::string>& columns, bool balance, uint64_t seed,
+                                            const tokenizers::Tokenizer& tokenizer, int64_t context);
+// The file's texts one a line: what a tokenizer learned from the data (char, bpe) is learned from.
+std::string labelled_texts_as_text(const std::string& content, const std::string& source,
+                                   const std::vector<std::string>& columns);
+
 }  // namespace tg::train

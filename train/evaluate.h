@@ -41,4 +41,10 @@ struct ClassifierEval {
 ClassifierEval evaluate_classifier(models::ModelForSequenceClassification& model,
                                    const std::vector<ClassificationExample>& examples, int64_t batch, int64_t pad_id);
 
+// The class probabilities of one text: softmax of the classifier's logits for its ids
+// (Tokenizer::encode_with_bos, cut to the first `context`), in eval mode without a tape. An empty
+// text, or one the tokenizer cannot encode, is an Error saying so.
+std::vector<double> class_probabilities(models::ModelForSequenceClassification& model,
+                                        const tokenizers::Tokenizer& tokenizer, const std::string& text, int64_t context);
+
 }  // namespace tg::train

@@ -63,6 +63,15 @@ struct TrainOptions {
   // "jsonl": --data holds instruction examples (train/instructions.h); "chat": conversations
   // (train/chat_data.h); both are fine-tuning examples, only their responses learnt
   std::string data_format = "text";
+  // "lm": learn the next token of --data; "classify": --data holds labelled texts
+  // (train/classification_data.h) and the model becomes a classifier of them
+  // (models/sequence_classification.h: a head on the last token's hidden state)
+  std::string task = "lm";
+  std::string columns;  // classify: a file without a header row, its columns in order ("label,text")
+  bool balance = false;  // classify: every class cut down to the smallest one's count (the book's undersampling)
+  // classify: which body weights train beside the head: "all", "last" (the last block and the final
+  // norm) or "lora" (--lora-rank's adapters); train_gpt's default: last with --init-from, else all
+  std::string train_layers = "all";
   std::string init_from;  // a Hugging Face GPT-2 folder: the run starts from its weights and tokenizer
   // "char": the text's characters; "bpe": byte-level BPE learned from it; else a path: a
   // tokenizer.json, or a folder with one or with GPT-2's files (tokenizers/tokenizer.h)
@@ -122,6 +131,9 @@ inline int64_t swiglu_width(int64_t C) { return (8 * C / 3 + 7) / 8 * 8; }
 
 // --data-format jsonl or chat: the data are examples (padded batches, masked targets), not a text.
 inline bool is_example_data(const TrainOptions& o) { return o.data_format == "jsonl" || o.data_format == "chat"; }
+
+// --task classify: the data are labelled texts and the model a classifier.
+inline bool is_classification(const TrainOptions& o) { return o.task == "classify"; }
 
 // kBFloat16 for precision "bf16", else kFloat32: what the forward's AutocastGuard is given.
 ScalarType products_dtype(const TrainOptions& o);

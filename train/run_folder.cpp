@@ -17,6 +17,7 @@
 #include "autograd/io/safetensors.h"
 #include "autograd/io/user_file.h"
 #include "autograd/io/flags.h"
+#include "models/hf_config_reader.h"
 #include "models/hf_folder.h"
 #include "models/hf_gpt2.h"
 #include "models/hf_llama.h"
@@ -34,6 +35,10 @@ namespace {
 // Every weight, adapter and optimizer state read back must be finite: one inf or nan makes every
 // output nan (the error names the file, the tensor and the index).
 const SafetensorsReadOptions kFiniteOnly{.finite_only = true};
+// A classifier's body in tapegrad's layout: its file holds the head's score.weight beside it
+// (read by models::load_score_weight).
+const SafetensorsReadOptions kClassifierBody{.finite_only = true,
+                                             .skip = [](const std::string& name) { return name == models::kScoreWeight; }};
 
 std::string to_hex(const std::vector<uint8_t>& bytes) {
   static const char* digits = "0123456789abcdef";
@@ -265,10 +270,12 @@ void save_run(Trainer& trainer, const std::string& dir) {
   const models::HfGpt2Info* hf = lora ? nullptr : trainer.hf_gpt2_layout();  // a run from GPT-2: its layout and names
   const models::LlamaConfig* llama = trainer.llama_config();  // a llama or qwen3 run: Hugging Face's layout
   const std::string weights_path = path_in(dir, lora ? models::kAdaptersFile : "model.safetensors");
-  const NamedTensors weights = lora    ? models::peft_adapter_tensors(trainer.model())
-                               : hf    ? models::hf_gpt2_tensors(trainer.gpt(), hf->prefixed)
-                               : llama ? models::hf_llama_tensors(trainer.llama())
-                                       : trainer.model().state_dict();
+  NamedTensors weights = lora    ? models::peft_adapter_tensors(trainer.model())
+                         : hf    ? models::hf_gpt2_tensors(trainer.gpt(), hf->prefixed)
+                         : llama ? models::hf_llama_tensors(trainer.llama())
+                                 : trainer.model().state_dict();
+  models::ModelForSequenceClassification* classifier = trainer.classifier();
+  if (classifier) weights.emplace_back(models::kScoreWeight, classifier->score->weight.detach());  // beside the body's
   const NamedTensors optimizer_state = trainer.optimizer().state_dict();
   try {  // a non-finite checkpoint would replace the last good one, and could not be resumed
     check_finite(weights, weights_path);
@@ -286,9 +293,17 @@ void save_run(Trainer& trainer, const std::string& dir) {
                     {"batch_generator", to_hex(trainer.batch_generator().get_state())}});
   files.emplace_back(path_in(dir, "config.json"), "train_gpt");
   const std::string run_config = config_json(trainer.config(), trainer.options(), !llama);
-  files.back().write(hf      ? models::hf_gpt2_config_json(trainer.config(), hf->config, run_config)
-                     : llama ? models::hf_llama_config_json(*llama, trainer.hf_llama_source(), run_config)
-                             : run_config + "\n");
+  std::string config = hf      ? models::hf_gpt2_config_json(trainer.config(), hf->config, run_config)
+                       : llama ? models::hf_llama_config_json(*llama, trainer.hf_llama_source(), run_config)
+                               : run_config + "\n";
+  if (classifier) {  // a *ForSequenceClassification folder: its classes and padding id
+    const std::string architecture = std::string(hf ? "GPT2" : llama ? llama->class_prefix() : "GPT") + "ForSequenceClassification";
+    const models::ClassifierConfig classes{trainer.classification()->classes, trainer.classification()->pad_id};
+    const json::Value fields = json::parse(models::classifier_config_json(classes, architecture), "classifier fields");
+    config = models::merged_config_json(json::parse(config, "config.json"), fields, [](const std::string&) { return false; },
+                                        hf || llama ? run_config : "");
+  }
+  files.back().write(config);
   if (lora) {
     files.emplace_back(path_in(dir, models::kAdapterConfigFile), "train_gpt");
     files.back().write(models::adapter_config_json(*lora));
@@ -400,6 +415,7 @@ std::unique_ptr<Trainer> start_from_gpt2_folder(TrainOptions o, const std::strin
   auto trainer = std::make_unique<Trainer>(o, text, tokenizers::load_tokenizer(o.tokenizer), config);
   models::load_hf_gpt2_weights(trainer->gpt(), weights_path, &layout);
   if (converted) *converted = layout.converted_dtypes;
+  if (is_classification(o)) layout.prefixed = true;  // GPT2ForSequenceClassification's names: transformer.*
   trainer->set_hf_gpt2_layout(layout);
   // LoRA: the folder stays the base, named by its absolute path in the run's adapter_config.json
   if (o.lora_rank > 0) trainer->apply_lora(std::filesystem::absolute(o.init_from).lexically_normal().string());
@@ -537,7 +553,12 @@ std::unique_ptr<Trainer> resume_trainer(const std::string& dir, const TrainOptio
   } else if (llama) {
     models::load_hf_llama_weights(trainer->llama(), model_path);  // checks every name, shape and value
   } else {
-    load(trainer->model(), model_path, kFiniteOnly);  // checks every name, shape, dtype and value; all or nothing
+    // checks every name, shape, dtype and value; all or nothing
+    load(trainer->model(), model_path, trainer->classifier() ? kClassifierBody : kFiniteOnly);
+  }
+  if (models::ModelForSequenceClassification* classifier = trainer->classifier()) {
+    if (lora) throw Error(dir + ": a classification run with LoRA adapters cannot be resumed yet");
+    models::load_score_weight(*classifier, model_path);
   }
   const NamedTensors opt_state = load_safetensors(opt_path, kFiniteOnly);  // nan moments would make nan weights
   try {
@@ -668,7 +689,8 @@ SavedModel load_saved_model(const std::string& dir) {
       const nn::init::SkipInitGuard no_draws;  // every weight is read next (load is strict: all are in the file)
       model = std::make_unique<models::GPTModel>(saved.config);
     }
-    load(*model, weights_path, kFiniteOnly);
+    const bool classifier = models::is_classifier_config(json::parse(read_user_file(config_path), config_path));
+    load(*model, weights_path, classifier ? kClassifierBody : kFiniteOnly);
     saved.model = std::move(model);
   }
   if (saved.tokenizer) {
@@ -686,6 +708,43 @@ SavedModel load_saved_model(const std::string& dir) {
 const tokenizers::Tokenizer& SavedModel::the_tokenizer(const std::string& dir) const {
   if (!tokenizer) throw Error(dir + ": no tokenizer.json beside the model: give token ids (--prompt-ids), not text");
   return *tokenizer;
+}
+
+SavedClassifier load_saved_classifier(const std::string& dir) {
+  const std::string config_path = path_in(dir, "config.json");
+  if (!std::filesystem::is_directory(dir)) throw Error(dir + ": no such folder");
+  if (std::filesystem::exists(config_path)) {
+    const json::Value config = json::parse(read_user_file(config_path), config_path);
+    if (!models::is_classifier_config(config))
+      throw Error(config_path + ": \"architectures\" names no *ForSequenceClassification model: " + dir +
+                  " is not a classifier (train one with train_gpt --task classify)");
+  }
+  if (is_lora_run(dir)) throw Error(dir + ": a classification run with LoRA adapters cannot be read yet");
+  SavedModel saved = load_saved_model(dir);  // the body (score.weight passed over), or the error naming the folder
+  SavedClassifier out;
+  out.config = models::read_classifier_config(json::parse(read_user_file(config_path), config_path), config_path);
+  out.tokenizer = saved.tokenizer;
+  // the head's weight: in model.safetensors, or the shard the index puts it in
+  std::string weights = path_in(dir, "model.safetensors");
+  if (!std::filesystem::exists(weights) && std::filesystem::exists(path_in(dir, "model.safetensors.index.json"))) {
+    const std::string index_path = path_in(dir, "model.safetensors.index.json");
+    const json::Value index = json::parse(read_user_file(index_path), index_path);
+    const json::Value* map = index.find("weight_map");
+    const json::Value* shard = map && map->is_object() ? map->find(models::kScoreWeight) : nullptr;
+    if (!shard || !shard->is_string())
+      throw Error(index_path + ": \"weight_map\" does not name \"" + models::kScoreWeight + "\" (the classifier's head)");
+    weights = path_in(dir, shard->as_string());
+  }
+  const int64_t hidden = saved.model->hidden_size();
+  const int64_t classes = std::ssize(out.config.id2label);
+  out.model = std::make_shared<models::ModelForSequenceClassification>(std::shared_ptr<models::CausalLM>(std::move(saved.model)),
+                                                                       hidden, classes);
+  models::load_score_weight(*out.model, weights);
+  out.model->eval();
+  out.context = std::min<int64_t>(1024, out.model->body->context_length());
+  if (std::filesystem::exists(path_in(dir, "optimizer.safetensors")))  // a train_gpt run: the texts as it cut them
+    out.context = std::min(out.context, saved_options(dir).model.context_length);
+  return out;
 }
 
 }  // namespace tg::train

@@ -52,6 +52,7 @@
 #include "train/trainer.h"
 #include "models/generate.h"
 #include "models/gpt.h"
+#include "models/sequence_classification.h"
 
 namespace tg::train {
 
@@ -113,6 +114,19 @@ struct SavedModel {
   const tokenizers::Tokenizer& the_tokenizer(const std::string& dir) const;
 };
 SavedModel load_saved_model(const std::string& dir);
+
+// A saved classifier (train_gpt --task classify, or a Hugging Face *ForSequenceClassification
+// folder of GPT-2, Llama or Qwen): the body as load_saved_model reads it, the head from
+// score.weight, the classes and pad_token_id from config.json (models/sequence_classification.h).
+// A folder of another kind is an Error saying it is no classifier.
+struct SavedClassifier {
+  std::shared_ptr<models::ModelForSequenceClassification> model;  // in eval mode
+  std::optional<tokenizers::Tokenizer> tokenizer;
+  models::ClassifierConfig config;
+  // the tokens a text is cut to: a train_gpt run's --context, else the model's positions (at most 1024)
+  int64_t context = 0;
+};
+SavedClassifier load_saved_classifier(const std::string& dir);
 
 // The prompt followed by `tokens` generated characters, as text (models/generate.h). With
 // options.stop_token, the text ends before the first one generated (an end-of-text). With a

@@ -23,11 +23,18 @@ namespace tg::train {
 namespace {
 
 const char* const kHeader = "step,train_loss,val_loss,lr,tokens_per_s,elapsed_s,train_bpb,val_bpb";
-// the same with a task's score (--eval-task), written when any row has one
-const char* const kHeaderWithTask =
-    "step,train_loss,val_loss,lr,tokens_per_s,elapsed_s,train_bpb,val_bpb,task_acc,task_acc_norm";
 // loss.csv of runs from before bits per byte: read on resume, rewritten with the new columns
 const char* const kHeaderBeforeBpb = "step,train_loss,val_loss,lr,tokens_per_s,elapsed_s";
+// The columns after kHeader's, each written when any row has a value for it, in this order: a
+// task's score (--eval-task), a classifier's accuracies (--task classify).
+struct OptionalColumn {
+  const char* name;
+  std::optional<double> LossRow::*value;
+};
+const OptionalColumn kOptionalColumns[] = {{"task_acc", &LossRow::task_acc},
+                                           {"task_acc_norm", &LossRow::task_acc_norm},
+                                           {"train_acc", &LossRow::train_acc},
+                                           {"val_acc", &LossRow::val_acc}};
 
 std::string fmt(const char* format, double v) {
   char buf[64];
@@ -50,14 +57,19 @@ std::string clock_str(double seconds) {  // 1:05:09 or 5:09
 }  // namespace
 
 std::string RunLog::csv() const {
-  const bool task = std::any_of(rows_.begin(), rows_.end(), [](const LossRow& r) { return r.task_acc.has_value(); });
-  std::string out = std::string(task ? kHeaderWithTask : kHeader) + "\n";
+  std::vector<const OptionalColumn*> extra;  // the optional columns some row has
+  for (const OptionalColumn& c : kOptionalColumns)
+    if (std::any_of(rows_.begin(), rows_.end(), [&](const LossRow& r) { return (r.*c.value).has_value(); }))
+      extra.push_back(&c);
+  std::string out = kHeader;
+  for (const OptionalColumn* c : extra) out += std::string(",") + c->name;
+  out += "\n";
   auto optional = [](std::optional<double> v) { return v ? fmt("%.9g", *v) : std::string(); };
   for (const LossRow& r : rows_) {
     out += std::to_string(r.step) + "," + fmt("%.9g", r.train_loss) + "," + optional(r.val_loss) + "," +
            fmt("%.9g", r.lr) + "," + fmt("%.1f", r.tokens_per_s) + "," + fmt("%.3f", r.elapsed_s) + "," +
            optional(r.train_bpb) + "," + optional(r.val_bpb);
-    if (task) out += std::string(",") + optional(r.task_acc) + "," + optional(r.task_acc_norm);
+    for (const OptionalColumn* c : extra) out += "," + optional(r.*c->value);
     out += "\n";
   }
   return out;
@@ -82,6 +94,8 @@ RunLog RunLog::read(const std::string& dir, int64_t up_to_step) {
   std::string line;
   int line_no = 0;
   size_t columns = 8;
+  std::string header = kHeader;
+  std::vector<const OptionalColumn*> extra;  // the header's optional columns, in its order
   bool header_read = false;
   while (std::getline(in, line)) {
     ++line_no;
@@ -90,10 +104,30 @@ RunLog RunLog::read(const std::string& dir, int64_t up_to_step) {
     if (line.empty()) continue;
     if (!header_read) {
       header_read = true;
-      if (line == kHeaderBeforeBpb) columns = 6;
-      else if (line == kHeaderWithTask) columns = 10;
-      else if (line != kHeader)
-        throw Error(path + ": line " + std::to_string(line_no) + ": expected the header " + std::string(kHeader));
+      header = line;
+      if (line == kHeaderBeforeBpb) {
+        columns = 6;
+        continue;
+      }
+      std::vector<std::string> names;
+      std::stringstream ss(line);
+      for (std::string name; std::getline(ss, name, ',');) names.push_back(name);
+      std::string base;
+      for (size_t k = 0; k < std::min<size_t>(8, names.size()); ++k) base += (k ? "," : "") + names[k];
+      // kHeader, then optional columns in kOptionalColumns's order, each once
+      size_t next = 0;
+      bool known = base == kHeader;
+      for (size_t k = 8; known && k < names.size(); ++k) {
+        while (next < std::size(kOptionalColumns) && names[k] != kOptionalColumns[next].name) ++next;
+        known = next < std::size(kOptionalColumns);
+        if (known) extra.push_back(&kOptionalColumns[next++]);
+      }
+      if (!known) {
+        std::string expected = kHeader;
+        for (const OptionalColumn& c : kOptionalColumns) expected += std::string("[,") + c.name + "]";
+        throw Error(path + ": line " + std::to_string(line_no) + ": expected the header " + expected + ", got '" + line + "'");
+      }
+      columns = names.size();
       continue;
     }
     std::vector<std::string> cells;
@@ -111,12 +145,11 @@ RunLog RunLog::read(const std::string& dir, int64_t up_to_step) {
       r.elapsed_s = std::stod(cells[5]);
       if (columns >= 8 && !cells[6].empty()) r.train_bpb = std::stod(cells[6]);
       if (columns >= 8 && !cells[7].empty()) r.val_bpb = std::stod(cells[7]);
-      if (columns == 10 && !cells[8].empty()) r.task_acc = std::stod(cells[8]);
-      if (columns == 10 && !cells[9].empty()) r.task_acc_norm = std::stod(cells[9]);
+      for (size_t k = 0; k < extra.size(); ++k)
+        if (!cells[8 + k].empty()) r.*extra[k]->value = std::stod(cells[8 + k]);
       if (r.step <= up_to_step) log.rows_.push_back(r);
     } catch (const std::exception&) {
-      throw Error(path + ": line " + std::to_string(line_no) + ": expected " +
-                  (columns == 10 ? kHeaderWithTask : columns == 6 ? kHeaderBeforeBpb : kHeader) + ", got '" + line + "'");
+      throw Error(path + ": line " + std::to_string(line_no) + ": expected " + header + ", got '" + line + "'");
     }
   }
   return log;
@@ -154,9 +187,12 @@ std::string bf16_speed_note(const std::string& precision) {
   return line;
 }
 
-void RunLog::write_summary(const std::string& dir, const std::string& precision, const std::string& memory_json) const {
-  std::optional<double> train, val, train_bpb, val_bpb, task_acc, task_acc_norm;
+void RunLog::write_summary(const std::string& dir, const std::string& precision, const std::string& memory_json,
+                           const std::string& test_json) const {
+  std::optional<double> train, val, train_bpb, val_bpb, task_acc, task_acc_norm, train_acc, val_acc;
   for (const LossRow& r : rows_) {
+    if (r.train_acc) train_acc = r.train_acc;
+    if (r.val_acc) val_acc = r.val_acc;
     if (r.task_acc) task_acc = r.task_acc;
     if (r.task_acc_norm) task_acc_norm = r.task_acc_norm;
     if (r.val_loss) val = r.val_loss;
@@ -178,6 +214,8 @@ void RunLog::write_summary(const std::string& dir, const std::string& precision,
       .field("final_train_bpb", train_bpb)
       .field("final_val_bpb", val_bpb);
   if (task_acc) summary.field("final_task_acc", task_acc).field("final_task_acc_norm", task_acc_norm);
+  if (train_acc) summary.field("final_train_acc", train_acc).field("final_val_acc", val_acc);
+  if (!test_json.empty()) summary.embed("test", test_json);
   summary
       .field("tokens_per_s", tokens_per_s)
       .field("elapsed_s", json::round_to(elapsed_s(), 3))
@@ -220,8 +258,14 @@ void Progress::update(int64_t step, double loss) {
 
 void Progress::eval_line(const LossRow& r) {
   char line[256];
-  std::snprintf(line, sizeof line, "step %lld: train loss %.4f, val loss %.4f, val bpb %.4f", (long long)r.step,
-                r.eval_train_loss.value_or(NAN), r.val_loss.value_or(NAN), r.val_bpb.value_or(NAN));
+  if (r.val_acc) {  // a classifier: accuracies, no bits per byte
+    std::snprintf(line, sizeof line, "step %lld: train loss %.4f, val loss %.4f, train acc %.4f, val acc %.4f",
+                  (long long)r.step, r.eval_train_loss.value_or(NAN), r.val_loss.value_or(NAN),
+                  r.train_acc.value_or(NAN), *r.val_acc);
+  } else {
+    std::snprintf(line, sizeof line, "step %lld: train loss %.4f, val loss %.4f, val bpb %.4f", (long long)r.step,
+                  r.eval_train_loss.value_or(NAN), r.val_loss.value_or(NAN), r.val_bpb.value_or(NAN));
+  }
   std::string text = line;
   if (r.task_acc) {
     std::snprintf(line, sizeof line, ", task acc %.4f, acc_norm %.4f", *r.task_acc, r.task_acc_norm.value_or(NAN));

@@ -3,7 +3,8 @@
 //   loss.csv      a row per step: step,train_loss,val_loss,lr,tokens_per_s,elapsed_s,train_bpb,val_bpb
 //                 (train_loss is that step's batch loss; losses with 9 significant digits, so
 //                 runs compare bit for bit; val_loss is empty on rows without an evaluation),
-//                 then task_acc,task_acc_norm when the run scores a task (--eval-task)
+//                 then task_acc,task_acc_norm when the run scores a task (--eval-task), and
+//                 train_acc,val_acc for a classifier (--task classify)
 //   loss.svg      the train loss of every step and the val loss of every evaluation against step
 //   summary.json  final train and val loss (and task accuracy, with --eval-task), steps, tokens/s, elapsed seconds, peak RSS in MB,
 //                 which kernels ran (kernels_mode) and the precision of the products (fp32 or
@@ -40,6 +41,7 @@ struct LossRow {
   std::optional<double> eval_train_loss;  // the evaluation's train-split loss (summary only)
   std::optional<double> train_bpb, val_bpb;  // the evaluation's bits per byte (Trainer::Losses)
   std::optional<double> task_acc, task_acc_norm;  // the evaluation's --eval-task score
+  std::optional<double> train_acc, val_acc;  // a classifier's accuracies (--task classify)
 };
 
 class RunLog {
@@ -56,8 +58,10 @@ class RunLog {
   const std::vector<LossRow>& rows() const { return rows_; }
   double elapsed_s() const { return rows_.empty() ? 0.0 : rows_.back().elapsed_s; }
   void write(const std::string& dir) const;  // loss.csv and loss.svg (each atomically)
-  // summary.json (atomically); memory_json, when given, is its "memory" member (MemoryReport::json)
-  void write_summary(const std::string& dir, const std::string& precision, const std::string& memory_json = "") const;
+  // summary.json (atomically); memory_json, when given, is its "memory" member (MemoryReport::json),
+  // test_json its "test" member (a classifier's test split: {"examples", "loss", "acc", "confusion"})
+  void write_summary(const std::string& dir, const std::string& precision, const std::string& memory_json = "",
+                     const std::string& test_json = "") const;
   std::string csv() const;
 
  private:

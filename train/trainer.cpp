@@ -12,6 +12,7 @@
 #include "autograd/tape.h"
 #include "optim/clip_grad.h"
 #include "optim/lr_scheduler.h"
+#include "train/evaluate.h"
 
 namespace tg::train {
 
@@ -31,7 +32,7 @@ Trainer::StepResult Trainer::train_step() {
   std::vector<int64_t> targets;  // each micro-batch's, and their sum
   for (const Batch& b : micro) targets.push_back(count_targets(b.y));
   const int64_t all_targets = std::accumulate(targets.begin(), targets.end(), int64_t{0});
-  model_->train();
+  trained_model().train();
   optimizer_->zero_grad(true);
   const int64_t between_steps = memory_stats().live_bytes;  // parameters, optimizer state, data
   reset_peak_memory_stats();
@@ -71,6 +72,15 @@ Trainer::StepResult Trainer::train_step() {
 std::vector<Batch> Trainer::step_batches() {
   const int64_t B = options_.batch, N = options_.grad_accum;
   std::vector<Batch> micro;
+  if (classification_) {  // N*B texts, each micro-batch padded to its longest
+    const Tensor ix = randint(0, std::ssize(classification_->train), {N * B}, &batch_gen_);
+    const std::vector<int64_t> picked = ix.tolist<int64_t>();
+    for (int64_t k = 0; k < N; ++k) {
+      const std::vector<int64_t> which(picked.begin() + k * B, picked.begin() + (k + 1) * B);
+      micro.push_back(classification_batch(classification_->train, which, classification_->pad_id));
+    }
+    return micro;
+  }
   if (instructions_) {  // N*B examples, each micro-batch padded to its longest
     const Tensor ix = randint(0, static_cast<int64_t>(instructions_->train.size()), {N * B}, &batch_gen_);
     const std::vector<int64_t> picked = ix.tolist<int64_t>();
@@ -109,7 +119,7 @@ TrainOptions continued_schedule(const TrainOptions& planned, TrainOptions resume
 
 MemoryReport Trainer::memory_report() const {
   MemoryReport m;
-  for (const Tensor& p : model_->parameters()) {  // a tied weight is listed once
+  for (const Tensor& p : classifier_ ? classifier_->parameters() : model_->parameters()) {  // a tied weight is listed once
     m.parameters += static_cast<int64_t>(p.nbytes());
     if (p.grad().defined()) m.gradients += static_cast<int64_t>(p.grad().nbytes());
   }
@@ -120,6 +130,7 @@ MemoryReport Trainer::memory_report() const {
 }
 
 Tensor Trainer::mean_loss(const Tensor& x, const Tensor& y, const Tensor& key_padding_mask) {
+  if (classifier_) return cross_entropy(classifier_->forward(x, key_padding_mask), y);  // y: (B) labels
   return model_->loss(x, y, key_padding_mask, options_.loss_chunk);
 }
 
@@ -142,6 +153,19 @@ Trainer::Losses Trainer::evaluate() {
   NoGradGuard no_grad;
   model_->eval();
   Losses l;
+  if (classification_) {  // the first eval_batches * batch texts of each split, in order
+    AutocastGuard autocast(products_dtype(options_));
+    auto first = [&](const std::vector<ClassificationExample>& split) {
+      const size_t n = std::min(split.size(), static_cast<size_t>(options_.eval_batches * options_.batch));
+      return evaluate_classifier(*classifier_, {split.begin(), split.begin() + static_cast<std::ptrdiff_t>(n)},
+                                 options_.batch, classification_->pad_id);
+    };
+    const ClassifierEval train = first(classification_->train), val = first(classification_->val);
+    const double none = std::nan("");
+    l = {train.loss, val.loss, none, none, train.acc, val.acc};
+    classifier_->train();
+    return l;
+  }
   if (instructions_) {  // the first eval_batches * batch examples of each split, in order
     AutocastGuard autocast(products_dtype(options_));
     auto first = [&](const std::vector<InstructionExample>& split) {

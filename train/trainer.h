@@ -43,6 +43,18 @@
 // Evaluation (model in eval mode, no tape) draws eval_batches batches from each split with a
 // generator seeded kEvalSeed every time, so val losses compare between steps and between runs.
 //
+// With task "classify" (a classification fine-tune, the book's chapter 6) the data are labelled
+// texts (train/classification_data.h: split 70/10/20 with --seed), and the model is the body (the
+// GPT or Llama / Qwen model above, drawn or read as it would be) with a head drawn right after it
+// from the same generator, as torch.nn.Linear(C, n, bias=False) draws it:
+//     model = ModelForSequenceClassification(body, C, n)      (models/sequence_classification.h)
+// --train-layers says which body weights train beside the head (set_trained_layers). A step draws
+// ix = randint(0, n_train, (grad_accum * batch,), gen) as instruction runs do, each micro-batch its
+// texts padded on the right, and loss = cross_entropy(model(x, key_padding_mask), labels). Evaluation
+// takes the first eval_batches * batch texts of the train and val splits, in order: their mean loss
+// and their accuracy (Losses::train_acc, val_acc; no bits per byte). The test split is only read
+// by evaluate and at the end of a run.
+//
 // LoRA (lora_rank > 0, a run from a GPT-2 or Llama / Qwen folder): after the base weights are loaded, apply_lora reseeds
 // the default generator with --seed and adds the adapters, as `torch.manual_seed(seed);
 // get_peft_model(model, config)` would; the optimizer then holds the adapters alone
@@ -57,6 +69,7 @@
 
 #include "autograd/io/json.h"
 #include "autograd/random/generator.h"
+#include "train/classification_data.h"
 #include "train/data.h"
 #include "models/hf_gpt2.h"
 #include "train/instructions.h"
@@ -68,6 +81,7 @@
 #include "models/gpt_lora.h"
 #include "models/llama_lora.h"
 #include "models/llama.h"
+#include "models/sequence_classification.h"
 #include "optim/adam.h"
 
 namespace tg::train {
@@ -124,7 +138,8 @@ class Trainer {
   //   bpb = sum of the batches' token losses / ln 2 / the bytes of their target tokens
   struct Losses {
     double train, val;
-    double train_bpb, val_bpb;
+    double train_bpb, val_bpb;  // nan for a classification run
+    std::optional<double> train_acc, val_acc;  // a classification run's accuracies
   };
   Losses evaluate();
   double lr_at(int64_t step) const { return learning_rate(options_, step); }
@@ -140,6 +155,11 @@ class Trainer {
   void set_step(int64_t step) { step_ = step; }
   Generator& batch_generator() { return batch_gen_; }
   models::CausalLM& model() { return *model_; }
+  // What trains: the classifier of a classification run, else model().
+  nn::Module& trained_model() { return classifier_ ? static_cast<nn::Module&>(*classifier_) : *model_; }
+  // A classification run's classifier and data; nullptr otherwise.
+  models::ModelForSequenceClassification* classifier() { return classifier_.get(); }
+  const ClassificationData* classification() const { return classification_ ? &*classification_ : nullptr; }
   // The model as the GPT it is (GPT-2's folders); an Error for a llama or qwen3 run.
   models::GPTModel& gpt();
   // The model as the LlamaForCausalLM it is; an Error for a GPT run.
@@ -185,9 +205,11 @@ class Trainer {
   std::vector<int64_t> bytes_per_id_;  // (V): the text bytes each token stands for
   Split data_;                                 // text runs
   std::optional<InstructionData> instructions_;  // instruction runs
+  std::optional<ClassificationData> classification_;  // classification runs
   models::GPTConfig config_;
   std::optional<models::LlamaConfig> llama_;  // --arch llama or qwen3
-  std::unique_ptr<models::CausalLM> model_;
+  std::shared_ptr<models::CausalLM> model_;
+  std::shared_ptr<models::ModelForSequenceClassification> classifier_;  // classification runs: model_ is its body
   std::unique_ptr<optim::AdamW> optimizer_;
   std::vector<Tensor> trained_;  // the parameters the optimizer updates (all, or the adapters)
   Generator batch_gen_;

@@ -20,6 +20,10 @@ size_t train_bytes(const std::string& text) { return static_cast<size_t>(train_c
 
 // Examples come from a file: --data-format jsonl or chat without --data is a usage error.
 void check_data_format(const TrainOptions& o) {
+  if (is_classification(o) && o.data.empty())
+    throw UsageError("--task classify needs --data FILE (labelled texts: CSV, TSV or JSONL)");
+  if (is_classification(o) && is_example_data(o))
+    throw UsageError("--task classify reads labelled texts, not --data-format " + o.data_format + " examples");
   if (is_example_data(o) && o.data.empty())
     throw UsageError("--data-format " + o.data_format + " needs --data FILE (the built-in corpus is text)");
 }
@@ -31,8 +35,15 @@ tokenizers::Tokenizer make_tokenizer(const TrainOptions& o, const std::string& d
   std::string text = data;
   size_t n = train_bytes(text);
   if (is_example_data(o)) text = examples_as_text(o.data_format, data, o.data, &n);  // as formatted, not their JSON
-  // examples end each response in the end-of-text token, so that the model learns to stop
-  auto with_end = [&](tokenizers::Tokenizer t) { return is_example_data(o) ? std::move(t).with_end_of_text() : t; };
+  if (is_classification(o)) {  // the texts alone, not their labels or the file's layout
+    text = labelled_texts_as_text(data, o.data, o.columns.empty() ? std::vector<std::string>() : parse_columns(o.columns));
+    n = text.size();
+  }
+  // examples end each response in the end-of-text token, so that the model learns to stop; a
+  // classifier's batches are padded with it
+  auto with_end = [&](tokenizers::Tokenizer t) {
+    return is_example_data(o) || is_classification(o) ? std::move(t).with_end_of_text() : t;
+  };
   if (o.tokenizer == "char") return with_end(tokenizers::CharTokenizer::from_text(text));
   tokenizers::BpeTokenizer bpe = tokenizers::BpeTokenizer::train(std::string_view(text).substr(0, n), o.vocab_size);
   if (bpe.merges().empty()) {
@@ -74,7 +85,7 @@ void check_run_fits_in_memory(const models::GPTConfig& c, const models::LlamaCon
                I = static_cast<double>(llama->intermediate_size);
     weights = V * C * (c.tie_weights ? 1 : 2) + L * (2 * C * qo + 2 * C * kv + 3 * C * I + 2 * C) + C;
   }
-  double logit_rows = is_example_data(o) ? 0 : static_cast<double>(o.batch) * T;
+  double logit_rows = is_example_data(o) || is_classification(o) ? 0 : static_cast<double>(o.batch) * T;
   if (o.loss_chunk > 0) logit_rows = std::min(logit_rows, static_cast<double>(o.loss_chunk));
   const double least = 4 * (weights + T * T + logit_rows * V);
   if (least <= memory) return;
@@ -135,7 +146,13 @@ void Trainer::build(const std::string& text, const models::GPTConfig& config, co
   if (options.model.context_length > config_.context_length)
     throw UsageError("--context (" + std::to_string(options.model.context_length) +
                      ") is longer than the model's context_length (" + std::to_string(config_.context_length) + ")");
-  if (is_example_data(options)) {  // instruction examples or conversations (instructions.h, chat_data.h)
+  if (is_classification(options)) {  // labelled texts (classification_data.h)
+    check_data_format(options);
+    classification_ = load_classification_data(text, options.data,
+                                               options.columns.empty() ? std::vector<std::string>() : parse_columns(options.columns),
+                                               options.balance, static_cast<uint64_t>(options.seed), tokenizer_,
+                                               options.model.context_length);
+  } else if (is_example_data(options)) {  // instruction examples or conversations (instructions.h, chat_data.h)
     check_data_format(options);
     instructions_ = load_example_data(options.data_format, text, options.data, tokenizer_, options.model.context_length);
   } else if (tokenizer_.type() != std::string("char")) {  // byte-level: the splits are cut in the text's bytes
@@ -146,7 +163,7 @@ void Trainer::build(const std::string& text, const models::GPTConfig& config, co
   } else {
     data_ = split_train_val(tokenizer_.encode(text));
   }
-  if (!instructions_) {
+  if (!instructions_ && !classification_) {
     check_split_length(data_.train, options.model.context_length, "training");  // both splits, before any work
     check_split_length(data_.val, options.model.context_length, "validation");
   }
@@ -157,13 +174,18 @@ void Trainer::build(const std::string& text, const models::GPTConfig& config, co
   manual_seed(static_cast<uint64_t>(options.seed));
   if (llama) {  // its weights are read next: none drawn
     const nn::init::SkipInitGuard no_draws;
-    model_ = std::make_unique<models::LlamaForCausalLM>(*llama_);
+    model_ = std::make_shared<models::LlamaForCausalLM>(*llama_);
   } else if (llama_) {
-    model_ = std::make_unique<models::LlamaForCausalLM>(*llama_);
+    model_ = std::make_shared<models::LlamaForCausalLM>(*llama_);
   } else {
-    model_ = std::make_unique<models::GPTModel>(config_);
+    model_ = std::make_shared<models::GPTModel>(config_);
   }
   model_->set_checkpointing(models::checkpointing_from_name(options.checkpoint_activations));
+  if (classification_) {  // the head, drawn next from the same generator
+    classifier_ = std::make_shared<models::ModelForSequenceClassification>(model_, model_->hidden_size(),
+                                                                           std::ssize(classification_->classes));
+    models::set_trained_layers(*classifier_, options.train_layers == "lora" ? "none" : options.train_layers);
+  }
   make_optimizer();
 }
 
@@ -180,7 +202,7 @@ models::LlamaForCausalLM& Trainer::llama() {
 }
 
 void Trainer::make_optimizer() {
-  const NamedTensors trained = nn::trainable_parameters(*model_);
+  const NamedTensors trained = nn::trainable_parameters(trained_model());
   trained_.clear();
   for (const auto& [name, p] : trained) trained_.push_back(p);
   optim::AdamOptions adamw;

@@ -449,6 +449,12 @@ def options(argv=None):
                                                             "is the adapters' twin)")
     p.add_argument("--lora-alpha", type=float, default=0.0, help="carried in config.json (LoRA runs are train_gpt's)")
     p.add_argument("--lora-targets", default="attn", help="carried in config.json (LoRA runs are train_gpt's)")
+    p.add_argument("--task", choices=["lm", "classify"], default="lm",
+                   help="lm only here (classify, a classification fine-tune: ./build/examples/train_gpt --task classify)")
+    p.add_argument("--columns", default="", help="carried in config.json (goes with train_gpt --task classify)")
+    p.add_argument("--balance", action="store_true", help="carried in config.json (goes with train_gpt --task classify)")
+    p.add_argument("--train-layers", choices=["all", "last", "lora"], default="all",
+                   help="carried in config.json (goes with train_gpt --task classify)")
     p.add_argument("--overwrite", action="store_true", help="not here: goes with train_gpt --merge-lora")
     p.add_argument("--merge-lora", default="", help="not here: ./build/examples/train_gpt --resume RUN --merge-lora OUT")
     o = p.parse_args(argv)
@@ -470,6 +476,10 @@ def check_options(o, world=1):
         raise ValueError(f"--data-format {o.data_format}: instruction fine-tuning (loss masks, padded batches) runs "
                          "in tapegrad only: ./build/examples/train_gpt --data-format jsonl (--resume continues it); "
                          "examples/pytorch trains on text")
+    if o.task != "lm":
+        raise ValueError(f"--task {o.task}: classification fine-tuning (a head on the last token, labelled texts) runs "
+                         "in tapegrad only: ./build/examples/train_gpt --task classify (--resume continues it); "
+                         "examples/pytorch trains language models")
     if o.arch == "gpt2" and o.kv_heads:
         raise ValueError("--kv-heads: --arch gpt2 has no grouped-query attention; it goes with --arch llama or qwen3")
     if o.arch != "gpt2" and not o.resume:
