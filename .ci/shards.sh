@@ -1,5 +1,32 @@
 # shellcheck shell=bash
-# Sourced by .ci/run (reference mode), .ci/kernel-classes, .ci/clang-libcxx and .ci/arm64:
+# Sourced by .ci/run (reference mode), .ci/kernel-classes, .ci/clang-libcxx and .ci/arm64.
+#
+# machine_independent_tests prints the test files (under tests/) whose code does not depend on the
+# machine: the programs (tests/examples), the run folders and data (tests/train but TrainParity's
+# file), the tokenizers, the docs and the chat templates over the models (tests/models/
+# test_chat_session.cpp). The models they run are tested on their own by autograd/, nn/, optim/ and
+# models/'s files. The stages that prove kernels of another class or machine (.ci/kernel-classes,
+# .ci/arm64) run the rest; the x86-64 runs of the whole suite run these.
+# kernel_suites_filter prints a --gtest_filter that leaves their test suites out of the whole binary.
+machine_independent_tests() {
+  local f
+  for f in tests/examples/*.cpp tests/tokenizers/*.cpp tests/docs/*.cpp tests/train/*.cpp tests/models/test_chat_session.cpp; do
+    [[ $f == tests/train/test_train_parity.cpp ]] || echo "$f"
+  done
+}
+suites_of() { xargs grep -hoE '^(TEST|TEST_F|TEST_P)\( *[A-Za-z0-9_]+' | sed -E 's/.*\( *//' | sort -u; }
+kernel_suites_filter() {
+  local suites
+  # the suites of those files (TEST, TEST_F, TEST_P) that no other file has a test of; a
+  # parameterized one is "Prefix/Suite"
+  mapfile -t suites < <(comm -23 <(machine_independent_tests | suites_of) \
+                                 <(find tests -name '*.cpp' | sort | comm -23 - <(machine_independent_tests | sort) | suites_of))
+  local filter=-
+  for s in "${suites[@]}"; do filter+="$s.*:*/$s.*:"; done
+  echo "${filter%:}"
+}
+
+# run_shards:
 # run_shards runs a GoogleTest binary as two processes per core, each a shard of the tests
 # (GTEST_TOTAL_SHARDS), prints each shard's summary and, for a shard that failed, the end of its
 # output; it returns 1 when one failed. Two a core, not one: GoogleTest deals the tests out in

@@ -174,7 +174,7 @@ Trainer::Losses Trainer::evaluate() {
                                    options_.batch, instructions_->pad_id);
     };
     const TextEval train = first(instructions_->train), val = first(instructions_->val);
-    l = {train.loss, val.loss, train.bpb, val.bpb};
+    l = {train.loss, val.loss, train.bpb, val.bpb, std::nullopt, std::nullopt};
     model_->train();
     return l;
   }
