@@ -28,7 +28,9 @@ to fine-tune on or --eval-only), flags (--arch, --kv-heads, --lora-rank, --lora-
 --lora-targets, --decay-start, --decay-lr, --overwrite), merge-lora (--merge-lora's targets, with and
 without --overwrite: another model's folder, the run, the base, a FIFO, a user's file), hf-run-config
 (a Llama / Qwen run's config.json edited, then resumed); and tasks (evaluate's HellaSwag, ARC, MMLU
-and choices files, examples/data/'s samples mutated, with --shots and --limit).
+and choices files, examples/data/'s samples mutated, with --shots and --limit; instruction answers;
+--eval-task fine-tunes; and classification: train_gpt --task classify on a mutated messages.tsv
+with mutated --columns, --balance and --train-layers, or evaluate --task classify reading it).
 
 Each run is classified:
   clean error   exit 1 or 2, stderr one line "program: ..." (not an allocation of over 1 GiB refused)
@@ -780,7 +782,9 @@ class Base:
                  ("llama_lora_run", ["--init-from", str(self.hf["llama"]), "--data", str(self.text), "--context", "16",
                                      "--lora-rank", "2", "--lora-targets", "attn,mlp"]),
                  ("qwen3_chat_run", ["--init-from", str(self.hf_sharded["qwen3"]), "--data", str(self.chats),
-                                     "--lora-rank", "2", "--sample-tokens", "0"])]
+                                     "--lora-rank", "2", "--sample-tokens", "0"]),
+                 ("classify_run", SCRATCH + ["--task", "classify", "--data", str(EXAMPLE_DATA / "messages.tsv"),
+                                             "--columns", "label,text"])]
         for name, flags in made:
             out = base_dir / name
             self.must_succeed(runner, [runner.train_gpt] + SMALL + flags + ["--steps", "2", "--out", str(out)], name)
@@ -2202,9 +2206,55 @@ def gen_answers(base, mutant, rng):
     mutant.description = f"instructions on {model}: {mutant.description} {' '.join(flags)}"
 
 
+def classify_result_is_right(out):
+    """evaluate_result_is_right for --task classify: acc, and each text a label, a class given and a
+    probability per class that sum to 1."""
+    def row_problem(item):
+        p = item["probabilities"]
+        ok = p and all(isinstance(v, (int, float)) and 0 <= v <= 1 for v in p) and abs(sum(p) - 1) < 1e-6
+        return None if ok else f"probabilities {p!r}"
+    return evaluate_result_is_right(out, ("acc",), row_problem)
+
+
+def gen_classify(base, mutant, rng):
+    """A classification fine-tune (train_gpt --task classify) on a mutated messages.tsv, from scratch or
+    from GPT-2 or Qwen3, its flags mutated too; half the time evaluate --task classify reads the run."""
+    name = "messages.tsv"
+    text, mutant.description = mutate_lines(rng, (EXAMPLE_DATA / name).read_text(encoding="utf-8"), name)
+    data = mutant.folder / name
+    data.write_bytes(text.encode("utf-8", "surrogateescape"))
+    columns = rng.choice(["label,text", "label,text", "label,text", "text,label", "label", "label,text,x", "",
+                          "label,label", "x,text"])
+    flags = ["--columns", columns] if columns or rng.random() < 0.5 else []
+    if rng.random() < 0.5:
+        flags.append("--balance")
+    if rng.random() < 0.4:
+        flags += ["--train-layers", rng.choice(["last", "all", "lora", "none", ""])]
+    model = rng.choice(["scratch", "gpt2", "qwen3"])
+    start = SCRATCH if model == "scratch" else ["--init-from", str(base.folder(model)), "--context", "32"]
+    run = mutant.folder / "run"
+    mutant.command = [base.runner.train_gpt, "--task", "classify", "--data", str(data), "--steps", "2",
+                      "--out", str(run)] + start + SMALL + flags
+    mutant.checks.append(run_folder_is_right(run))
+    mutant.description = f"classify from {model}: {mutant.description} {' '.join(flags)}"
+    if model != "scratch":
+        mutant.watch, mutant.read_only = base.folder(model), True
+    if rng.random() < 0.5:  # the file scored by the base classifier (trained on the shipped one)
+        out = mutant.folder / "items.jsonl"
+        split = ["--split", rng.choice(["test", "val", "train", "all", "x"])] if rng.random() < 0.3 else []
+        mutant.command = [base.runner.evaluate, "--ckpt", str(base.folder("classify_run")), "--task", "classify",
+                          "--data", str(data), "--out", str(out), "--threads", "1"] + split + \
+            (flags[:2] if flags[:1] == ["--columns"] else [])
+        mutant.checks = [classify_result_is_right(out)]
+        mutant.watch, mutant.read_only = base.folder("classify_run"), True
+        mutant.description = f"classify: evaluate on {mutant.description} {' '.join(split)}"
+
+
 def gen_tasks(base, mutant, rng):
     if rng.random() < 0.2:
         return gen_answers(base, mutant, rng)
+    if rng.random() < 0.25:
+        return gen_classify(base, mutant, rng)
     task = rng.choice(sorted(TASK_SAMPLES))
     name = TASK_SAMPLES[task]
     original = (EXAMPLE_DATA / name).read_text(encoding="utf-8")
