@@ -187,6 +187,11 @@ def check_config(config, path):
 
 
 def check_run_section(config, path, has_model=True):
+    section = config.get("tapegrad", config)
+    if isinstance(section, dict) and isinstance(section.get("train"), dict) and section["train"].get("task", "lm") != "lm":
+        raise RunError(f"{path}: a train_gpt --task {section['train']['task']} run (a classifier): examples/pytorch "
+                       "trains and reads language models; continue it with ./build/examples/train_gpt --resume, "
+                       "score it with ./build/examples/evaluate --task classify")
     keys = declared_keys()
     known_train = set(keys["train"]["math"]) | set(keys["train"]["carried"])
     top = keys["top"] if has_model else [key for key in keys["top"] if key != "model"]
