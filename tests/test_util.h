@@ -247,6 +247,18 @@ inline ProgramRun run_program(const std::string& program, const std::vector<std:
   return run;
 }
 
+// A program's summary: the last line of its output, parsed; lines after it that are notes on
+// stderr ("evaluate: note: ...", which the merged output may put last) are passed over.
+inline json::Value last_json_line(const std::string& output) {
+  std::string text = output;
+  for (;;) {
+    while (!text.empty() && text.back() == '\n') text.pop_back();
+    const size_t begin = text.rfind('\n') + 1;  // npos + 1 == 0: the only line
+    if (text.find(": note: ", begin) == std::string::npos) return json::parse(text.substr(begin), "the program's last line");
+    text.erase(begin);
+  }
+}
+
 // The path of an example program (tests/CMakeLists.txt passes the folder), or "" when it was
 // not built (TG_BUILD_EXAMPLES=OFF): tests that need it then skip.
 inline std::string example_program(const std::string& name) {

@@ -32,12 +32,6 @@ ProgramRun train_gpt(std::vector<std::string> args, bool from_folder = false) {
   return run_program(example_program("train_gpt"), all);
 }
 
-json::Value last_json_line(const std::string& output) {
-  std::string text = output;
-  while (!text.empty() && text.back() == '\n') text.pop_back();
-  return json::parse(text.substr(text.rfind('\n') + 1), "the program's last line");
-}
-
 // loss.csv's rows, each cut to the columns that do not depend on time (step, train_loss, val_loss,
 // lr and the accuracies).
 std::vector<std::string> timeless_rows(const std::string& csv) {

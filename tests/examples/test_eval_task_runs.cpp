@@ -43,12 +43,6 @@ std::vector<std::vector<std::string>> csv_rows(const std::string& csv) {
   return rows;
 }
 
-json::Value last_json_line(const std::string& output) {
-  std::string text = output;
-  while (!text.empty() && text.back() == '\n') text.pop_back();
-  return json::parse(text.substr(text.rfind('\n') + 1), "the program's last line");
-}
-
 #define SKIP_WITHOUT_EXAMPLES() \
   if (example_program("train_gpt").empty() || example_program("evaluate").empty()) GTEST_SKIP() << "examples not built"
 

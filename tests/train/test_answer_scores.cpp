@@ -69,15 +69,6 @@ std::vector<json::Value> json_lines(const std::string& text) {
   return out;
 }
 
-// The summary: the last line of stdout (a note on stderr may come after it in output).
-json::Value last_json_line(const std::string& output) {
-  std::string text = output;
-  while (!text.empty() && text.back() == '\n') text.pop_back();
-  size_t begin = text.rfind('\n') + 1;
-  while (text[begin] != '{' && begin > 1) begin = text.rfind('\n', begin - 2) + 1;
-  return json::parse(text.substr(begin, text.find('\n', begin) - begin), "the summary line");
-}
-
 TEST(EvaluateInstructions, AnswersAreScoredAgainstTheReferencesAndByAJudge) {
   const std::string evaluate = example_program("evaluate");
   if (evaluate.empty()) GTEST_SKIP() << "the examples are not built";
