@@ -41,9 +41,7 @@
 #include "autograd/io/atomic_file.h"
 #include "autograd/io/flags.h"
 #include "autograd/io/json.h"
-#include "autograd/ops.h"
 #include "autograd/runtime/parallel.h"
-#include "autograd/tape.h"
 #include "models/chat_session.h"
 #include "tokenizers/chat_template.h"
 #include "train/answer_scores.h"
@@ -251,7 +249,7 @@ int run_classify(const EvaluateOptions& o, const std::vector<std::string>& given
     throw UsageError("--split " + o.split + ": " + o.ckpt + " is no train_gpt --task classify run, whose split to remake; "
                      "leave --split out to score all of --data");
   const std::string columns = was_given(given, "columns") || !saved ? o.columns : saved->columns;
-  const std::vector<std::string> column_list = columns.empty() ? std::vector<std::string>() : train::parse_columns(columns);
+  const std::vector<std::string> column_list = train::parse_columns(columns);
   std::vector<train::ClassificationExample> examples;
   const auto& classes = loaded.config.id2label;
   if (o.split == "all") {
@@ -274,10 +272,7 @@ int run_classify(const EvaluateOptions& o, const std::vector<std::string>& given
   if (!o.out.empty()) {  // each text's label and the class it was given, with every class's probability
     AtomicFile file(o.out, "evaluate --out");
     for (size_t i = 0; i < examples.size(); ++i) {
-      const train::Batch b = train::classification_batch(examples, {static_cast<int64_t>(i)}, pad_id);
-      NoGradGuard no_grad;
-      const std::vector<double> p =
-          softmax(loaded.model->forward(b.x, b.key_padding_mask).to(kFloat64), -1).contiguous().tolist<double>();
+      const std::vector<double> p = train::class_probabilities(*loaded.model, examples[i].ids);
       json::Writer probabilities = json::Writer::array();
       for (double v : p) probabilities.item(v);
       json::Writer line;

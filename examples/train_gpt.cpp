@@ -40,7 +40,6 @@
 #include "autograd/io/user_file.h"
 #include "autograd/ops.h"
 #include "autograd/runtime/parallel.h"
-#include "autograd/tape.h"
 #include "train/run_folder.h"
 #include "train/evaluate.h"
 #include "train/corpus.h"
@@ -351,7 +350,7 @@ void check_classify_flags(train::TrainOptions& o, const std::vector<std::string>
   if (was_given(given, "data-format"))
     throw UsageError("--data-format goes with --task lm: --task classify reads labelled texts (CSV, TSV or JSONL)");
   if (o.data.empty()) throw UsageError("--task classify needs --data FILE (labelled texts: CSV, TSV or JSONL)");
-  if (!o.columns.empty()) train::parse_columns(o.columns);  // a bad list: named before any work
+  train::parse_columns(o.columns);  // a bad list: named before any work
   if (!was_given(given, "train-layers")) o.train_layers = o.init_from.empty() ? "all" : "last";
   if (o.train_layers == "lora")
     throw UsageError("--train-layers lora: LoRA adapters on a classifier are not available yet; use --train-layers "
@@ -638,10 +637,8 @@ TestReport test_classifier(train::Trainer& trainer) {
   std::snprintf(line, sizeof line, "train_gpt: test split: acc %.4f, loss %.4f (%lld texts)\n", e.acc, e.loss,
                 static_cast<long long>(e.examples));
   r.line = line;
-  tg::NoGradGuard no_grad;
   for (size_t k = 0; k < std::min<size_t>(3, data.test.size()); ++k) {
-    const train::Batch b = train::classification_batch(data.test, {static_cast<int64_t>(k)}, data.pad_id);
-    const std::vector<float> p = tg::softmax(model.forward(b.x, b.key_padding_mask), -1).contiguous().tolist<float>();
+    const std::vector<double> p = train::class_probabilities(model, data.test[k].ids);
     const int64_t best = std::max_element(p.begin(), p.end()) - p.begin();
     std::snprintf(line, sizeof line, "%.4f", p[static_cast<size_t>(best)]);
     r.samples += "--- test text " + std::to_string(k + 1) + " ---\n" + trainer.tokenizer().decode(data.test[k].ids) +

@@ -109,6 +109,7 @@ std::vector<LabelledText> parse_jsonl(const std::string& content, const std::str
 }  // namespace
 
 std::vector<std::string> parse_columns(const std::string& columns) {
+  if (columns.empty()) return {};  // the file names them in its header row
   std::vector<std::string> names;
   size_t start = 0;
   for (size_t comma; (comma = columns.find(',', start)) != std::string::npos; start = comma + 1)

@@ -41,7 +41,8 @@ struct LabelledText {
   int64_t line = 0;  // 1-based, where its record starts
 };
 
-// "label,text" -> {"label", "text"}; both must be named once (an Error saying so otherwise).
+// "label,text" -> {"label", "text"}; both must be named once (an Error saying so otherwise). "" -> {}:
+// the file has a header row.
 std::vector<std::string> parse_columns(const std::string& columns);
 
 // The texts of the file's content; columns: empty when the file has a header row, else the

@@ -36,7 +36,7 @@ tokenizers::Tokenizer make_tokenizer(const TrainOptions& o, const std::string& d
   size_t n = train_bytes(text);
   if (is_example_data(o)) text = examples_as_text(o.data_format, data, o.data, &n);  // as formatted, not their JSON
   if (is_classification(o)) {  // the texts alone, not their labels or the file's layout
-    text = labelled_texts_as_text(data, o.data, o.columns.empty() ? std::vector<std::string>() : parse_columns(o.columns));
+    text = labelled_texts_as_text(data, o.data, parse_columns(o.columns));
     n = text.size();
   }
   // examples end each response in the end-of-text token, so that the model learns to stop; a
@@ -149,7 +149,7 @@ void Trainer::build(const std::string& text, const models::GPTConfig& config, co
   if (is_classification(options)) {  // labelled texts (classification_data.h)
     check_data_format(options);
     classification_ = load_classification_data(text, options.data,
-                                               options.columns.empty() ? std::vector<std::string>() : parse_columns(options.columns),
+                                               parse_columns(options.columns),
                                                options.balance, static_cast<uint64_t>(options.seed), tokenizer_,
                                                options.model.context_length);
   } else if (is_example_data(options)) {  // instruction examples or conversations (instructions.h, chat_data.h)
