@@ -347,14 +347,8 @@ void check_classify_flags(train::TrainOptions& o, const std::vector<std::string>
       if (was_given(given, flag)) throw UsageError(std::string("--") + flag + " goes with --task classify");
     return;
   }
-  if (was_given(given, "data-format"))
-    throw UsageError("--data-format goes with --task lm: --task classify reads labelled texts (CSV, TSV or JSONL)");
-  if (o.data.empty()) throw UsageError("--task classify needs --data FILE (labelled texts: CSV, TSV or JSONL)");
-  train::parse_columns(o.columns);  // a bad list: named before any work
+  // (--data, --data-format, --columns and --train-layers lora are the Trainer's to check: train/trainer_setup.cpp)
   if (!was_given(given, "train-layers")) o.train_layers = o.init_from.empty() ? "all" : "last";
-  if (o.train_layers == "lora")
-    throw UsageError("--train-layers lora: LoRA adapters on a classifier are not available yet; use --train-layers "
-                     "last or all");
   if (was_given(given, "lora-rank"))
     throw UsageError("--lora-rank goes with --task lm (a classifier trains --train-layers last or all)");
 }

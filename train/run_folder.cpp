@@ -676,8 +676,10 @@ SavedModel load_saved_model(const std::string& dir) {
         throw Error(dir + ": not a model folder (" + std::string(name) + " is missing)");
     const std::string config_path = path_in(dir, "config.json"), tokenizer_path = path_in(dir, "tokenizer.json");
     const std::string weights_path = path_in(dir, "model.safetensors");
+    json::Value config;
     try {
-      saved.config = model_config(json::parse(read_user_file(config_path), config_path)["model"]);
+      config = json::parse(read_user_file(config_path), config_path);
+      saved.config = model_config(config["model"]);
     } catch (const Error& e) {
       throw Error(config_path + ": " + e.what());
     }
@@ -689,8 +691,7 @@ SavedModel load_saved_model(const std::string& dir) {
       const nn::init::SkipInitGuard no_draws;  // every weight is read next (load is strict: all are in the file)
       model = std::make_unique<models::GPTModel>(saved.config);
     }
-    const bool classifier = models::is_classifier_config(json::parse(read_user_file(config_path), config_path));
-    load(*model, weights_path, classifier ? kClassifierBody : kFiniteOnly);
+    load(*model, weights_path, models::is_classifier_config(config) ? kClassifierBody : kFiniteOnly);
     saved.model = std::move(model);
   }
   if (saved.tokenizer) {
@@ -713,16 +714,15 @@ const tokenizers::Tokenizer& SavedModel::the_tokenizer(const std::string& dir) c
 SavedClassifier load_saved_classifier(const std::string& dir) {
   const std::string config_path = path_in(dir, "config.json");
   if (!std::filesystem::is_directory(dir)) throw Error(dir + ": no such folder");
-  if (std::filesystem::exists(config_path)) {
-    const json::Value config = json::parse(read_user_file(config_path), config_path);
-    if (!models::is_classifier_config(config))
-      throw Error(config_path + ": \"architectures\" names no *ForSequenceClassification model: " + dir +
-                  " is not a classifier (train one with train_gpt --task classify)");
-  }
+  if (!std::filesystem::exists(config_path)) throw Error(dir + ": not a model folder (config.json is missing)");
+  const json::Value config = json::parse(read_user_file(config_path), config_path);
+  if (!models::is_classifier_config(config))
+    throw Error(config_path + ": \"architectures\" names no *ForSequenceClassification model: " + dir +
+                " is not a classifier (train one with train_gpt --task classify)");
   if (is_lora_run(dir)) throw Error(dir + ": a classification run with LoRA adapters cannot be read yet");
-  SavedModel saved = load_saved_model(dir);  // the body (score.weight passed over), or the error naming the folder
   SavedClassifier out;
-  out.config = models::read_classifier_config(json::parse(read_user_file(config_path), config_path), config_path);
+  out.config = models::read_classifier_config(config, config_path);  // before the body takes any memory
+  SavedModel saved = load_saved_model(dir);  // the body (score.weight passed over), or the error naming the folder
   out.tokenizer = saved.tokenizer;
   // the head's weight: in model.safetensors, or the shard the index puts it in
   std::string weights = path_in(dir, "model.safetensors");

@@ -119,7 +119,7 @@ TrainOptions continued_schedule(const TrainOptions& planned, TrainOptions resume
 
 MemoryReport Trainer::memory_report() const {
   MemoryReport m;
-  for (const Tensor& p : classifier_ ? classifier_->parameters() : model_->parameters()) {  // a tied weight is listed once
+  for (const Tensor& p : trained_model().parameters()) {  // a tied weight is listed once
     m.parameters += static_cast<int64_t>(p.nbytes());
     if (p.grad().defined()) m.gradients += static_cast<int64_t>(p.grad().nbytes());
   }

@@ -157,6 +157,7 @@ class Trainer {
   models::CausalLM& model() { return *model_; }
   // What trains: the classifier of a classification run, else model().
   nn::Module& trained_model() { return classifier_ ? static_cast<nn::Module&>(*classifier_) : *model_; }
+  const nn::Module& trained_model() const { return classifier_ ? static_cast<const nn::Module&>(*classifier_) : *model_; }
   // A classification run's classifier and data; nullptr otherwise.
   models::ModelForSequenceClassification* classifier() { return classifier_.get(); }
   const ClassificationData* classification() const { return classification_ ? &*classification_ : nullptr; }

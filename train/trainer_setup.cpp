@@ -22,8 +22,13 @@ size_t train_bytes(const std::string& text) { return static_cast<size_t>(train_c
 void check_data_format(const TrainOptions& o) {
   if (is_classification(o) && o.data.empty())
     throw UsageError("--task classify needs --data FILE (labelled texts: CSV, TSV or JSONL)");
-  if (is_classification(o) && is_example_data(o))
-    throw UsageError("--task classify reads labelled texts, not --data-format " + o.data_format + " examples");
+  if (is_classification(o) && o.data_format != "text")
+    throw UsageError("--data-format goes with --task lm: --task classify reads labelled texts (CSV, TSV or JSONL), "
+                     "not --data-format " + o.data_format + " examples");
+  if (is_classification(o)) parse_columns(o.columns);  // a bad list: named before any work
+  if (is_classification(o) && o.train_layers == "lora")
+    throw UsageError("--train-layers lora: LoRA adapters on a classifier are not available yet; use --train-layers "
+                     "last or all");
   if (is_example_data(o) && o.data.empty())
     throw UsageError("--data-format " + o.data_format + " needs --data FILE (the built-in corpus is text)");
 }
