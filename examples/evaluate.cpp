@@ -267,7 +267,8 @@ int run_classify(const EvaluateOptions& o, const std::vector<std::string>& given
   const Activity scoring("classifying " + o.data);
   const int64_t pad_id = std::max<int64_t>(0, loaded.config.pad_token_id);
   const double start = now_s();
-  const train::ClassifierEval e = train::evaluate_classifier(*loaded.model, examples, 8, pad_id);
+  // a run's own --batch, so that its texts are padded as the run padded them (its summary.json's figure)
+  const train::ClassifierEval e = train::evaluate_classifier(*loaded.model, examples, saved ? saved->batch : 8, pad_id);
   const double elapsed = now_s() - start;
   if (!o.out.empty()) {  // each text's label and the class it was given, with every class's probability
     AtomicFile file(o.out, "evaluate --out");

@@ -8,6 +8,7 @@
 //   ./build/examples/generate --ckpt Qwen3-0.6B --prompt-ids 785,6722 --tokens 20 --temperature 0 --ids-out ids.json
 //   ./build/examples/generate --ckpt Qwen3-0.6B --chat --no-thinking
 //   ./build/examples/generate --ckpt Qwen3-0.6B --chat-messages chat.json --temperature 0
+//   ./build/examples/generate --ckpt spam_run --classify "You have won a prize, call now"
 //
 // --chat talks with the model in the terminal (models/chat_session.h): each line typed is a user
 // turn; the reply is written as it comes and ends at the chat template's end token (or --tokens);
@@ -36,6 +37,10 @@
 //
 // --logits-out writes the prompt's logits, key "logits", shape (T, vocab), float32: one forward of
 // the whole prompt in eval mode, to compare with another implementation's.
+//
+// --classify TEXT, with a classifier's folder (train_gpt --task classify, or a Hugging Face
+// *ForSequenceClassification folder: train/run_folder.h's load_saved_classifier), writes no text:
+// it prints the class the model gives TEXT and its probability, then a JSON line of every class's.
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>

@@ -15,6 +15,9 @@
 //                                                   LoRA: adapters alone train (models/gpt_lora.h; from a
 //                                                   Llama / Qwen folder: models/llama_lora.h)
 //   ./build/examples/train_gpt --resume lora_run --merge-lora merged     the adapters merged into a GPT-2 folder
+//   ./build/examples/train_gpt --init-from gpt2 --task classify --data sms.tsv --columns label,text --balance
+//                                                   a classifier of labelled texts (the book's chapter 6:
+//                                                   models/sequence_classification.h)
 //
 // The loop is train/trainer.h (the same steps as examples/pytorch/train_gpt.py); the run
 // folder is train/run_folder.h, plus loss.csv, loss.svg, samples.txt and summary.json.

@@ -9,6 +9,8 @@
 // The last token is the only one that has read the whole text (causal attention), so its hidden
 // state is what the head reads. The body's own output head (the logits over the vocabulary) is
 // not used; its weights stay where they are. Training takes cross_entropy(logits, labels).
+// Beside the model: which body weights train (set_trained_layers), and what a Hugging Face folder
+// of this kind holds beyond its body (the classes in config.json, score.weight in the weights).
 #pragma once
 #include <cstdint>
 #include <memory>

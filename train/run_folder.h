@@ -23,6 +23,12 @@
 //                          resuming reads "model" and "train", and either mode may continue)
 //   tokenizer.json         the character vocabulary (tokenizers/tokenizer.h)
 //
+// A classification run (train_gpt --task classify) is saved as a Hugging Face *ForSequenceClassification
+// folder of its layout (GPT2..., with GPT-2's names under "transformer."; Llama..., Qwen2...,
+// Qwen3...; GPTForSequenceClassification in tapegrad's own): score.weight beside the body's
+// weights, and config.json's architectures, id2label, label2id, num_labels and pad_token_id
+// (models/sequence_classification.h).
+//
 // The four files are saved as one set: each is written to a temporary name and synced first,
 // then renamed. model and optimizer must be of the same step, and the renames cannot happen at
 // once, so before they are replaced their current versions are kept as model.safetensors.prev
