@@ -66,10 +66,14 @@ class GPTModel(nn.Module):
             self.out_head.weight = self.tok_emb.weight
 
     def forward(self, idx):
+        return self.out_head(self.hidden_states(idx))
+
+    def hidden_states(self, idx):
+        """The final norm's output (B, T, C)."""
         T = idx.shape[1]
         x = self.tok_emb(idx) + self.pos_emb(torch.arange(T, device=idx.device))
         x = self.trf_blocks(self.drop_emb(x))
-        return self.out_head(self.final_norm(x))
+        return self.final_norm(x)
 
 
 @torch.no_grad()

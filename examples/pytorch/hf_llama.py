@@ -210,6 +210,12 @@ class LlamaForCausalLM(nn.Module):
                     p.normal_(0.0, config_dict.get("initializer_range", 0.02))
 
     def forward(self, idx, past_key_values=None, use_cache=False):
+        hidden, presents = self.hidden_states(idx, past_key_values)
+        logits = self.lm_head(hidden)
+        return (logits, presents) if use_cache else logits
+
+    def hidden_states(self, idx, past_key_values=None):
+        """The final norm's output (B, T, C), and each layer's (k, v) of all positions."""
         past = 0 if past_key_values is None else past_key_values[0][0].shape[2]
         x = self.model.embed_tokens(idx)
         cos, sin = rope_cos_sin(self.model.inv_freq, past, idx.shape[1], x.dtype)
@@ -221,8 +227,7 @@ class LlamaForCausalLM(nn.Module):
             else:
                 x, present = layer(x, cos, sin, layer_past)
             presents.append(present)
-        logits = self.lm_head(self.model.norm(x))
-        return (logits, presents) if use_cache else logits
+        return self.model.norm(x), presents
 
     def hf_state(self):
         """The state_dict as the files hold it: lm_head.weight left out when tied."""

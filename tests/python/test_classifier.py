@@ -1,0 +1,61 @@
+# test_classifier.py — classifier folders saved by train_gpt --task classify read by the PyTorch twin
+# (examples/pytorch/classifier.py): tapegrad's own GPT layout, a Qwen3 run from scratch, a run from
+# the tests' tiny GPT-2 folder (GPT2ForSequenceClassification, names under "transformer.") and one
+# from the tests' tiny Qwen3 folder. For texts of examples/data/messages.tsv, the twin's class
+# probabilities equal generate --classify's within 1e-6, and its classes are the same.
+#
+#     /usr/bin/python3 tests/python/test_classifier.py [build/examples]
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "examples", "pytorch"))
+from classifier import class_probabilities, load_classifier  # noqa: E402
+
+MESSAGES = os.path.join(ROOT, "examples", "data", "messages.tsv")
+REFERENCE = os.path.join(ROOT, "tests", "reference")
+DATA = ["--task", "classify", "--data", MESSAGES, "--columns", "label,text", "--balance", "--steps", "20",
+        "--batch", "8", "--threads", "1"]
+SHAPE = ["--emb-dim", "32", "--heads", "2", "--layers", "1", "--context", "48"]
+RUNS = {"gpt": SHAPE, "qwen3": SHAPE + ["--arch", "qwen3", "--kv-heads", "1"],
+        "gpt2_folder": ["--init-from", os.path.join(REFERENCE, "lora", "base")],
+        "qwen3_folder": ["--init-from", os.path.join(REFERENCE, "lora", "qwen3_base")]}
+
+
+def fail(what):
+    sys.exit(f"test_classifier: FAILED: {what}")
+
+
+def main():
+    examples = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build", "examples")
+    texts = [line.split("\t", 1)[1] for line in open(MESSAGES, encoding="utf-8").read().splitlines()[:8]]
+    texts.append("Claim your FREE prize now")
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, flags in RUNS.items():
+            run = os.path.join(tmp, name)
+            subprocess.run([os.path.join(examples, "train_gpt")] + DATA + flags + ["--out", run], check=True,
+                           stdout=subprocess.DEVNULL)
+            model, classes, tokenizer, context = load_classifier(run)
+            if classes != ["ham", "spam"]:
+                fail(f"{name}: classes {classes}")
+            worst = 0.0
+            for text in texts:
+                out = subprocess.run([os.path.join(examples, "generate"), "--ckpt", run, "--classify", text],
+                                     check=True, capture_output=True, text=True).stdout
+                theirs = json.loads(out.strip().split("\n")[-1])
+                ours = class_probabilities(model, tokenizer.encode(text)[:context])
+                for c, p in zip(classes, ours):
+                    worst = max(worst, abs(p - theirs["probabilities"][c]))
+                if classes[max(range(len(ours)), key=lambda k: ours[k])] != theirs["label"]:
+                    fail(f"{name}: {text!r}: the twin's class differs from generate's ({theirs['label']})")
+            if worst > 1e-6:
+                fail(f"{name}: a class probability differs from generate --classify's by {worst:.2e}")
+            print(f"test_classifier: {name}: {len(texts)} texts, the same classes, largest difference {worst:.1e}")
+
+
+if __name__ == "__main__":
+    main()
