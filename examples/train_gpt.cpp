@@ -145,7 +145,8 @@ std::vector<Flag> train_flags(train::TrainOptions& o) {
     {"balance", "--task classify: cut every class down to the smallest one's count, a random subset of each, before "
                 "the split (the book undersamples the larger class)"},
     {"train-layers", "--task classify: the body weights that train beside the head: all, last (the last block and the "
-                     "final norm, as the book trains GPT-2) or lora (--lora-rank's adapters) (when not given: last with "
+                     "final norm, as the book trains GPT-2) or lora (--lora-rank's adapters; the run saves them and the "
+                     "head in peft's files, task_type SEQ_CLS) (when not given: lora with --lora-rank, last with "
                      "--init-from, else all)"},
     {"init-from", "start from the weights of a Hugging Face folder: GPT-2's (config.json, model.safetensors), or a "
                   "Llama, Qwen2 or Qwen3 one (model.safetensors or its shards), with its tokenizer; not given: "
@@ -351,9 +352,8 @@ void check_classify_flags(train::TrainOptions& o, const std::vector<std::string>
     return;
   }
   // (--data, --data-format, --columns and --train-layers lora are the Trainer's to check: train/trainer_setup.cpp)
-  if (!was_given(given, "train-layers")) o.train_layers = o.init_from.empty() ? "all" : "last";
-  if (was_given(given, "lora-rank"))
-    throw UsageError("--lora-rank goes with --task lm (a classifier trains --train-layers last or all)");
+  if (!was_given(given, "train-layers"))
+    o.train_layers = was_given(given, "lora-rank") ? "lora" : o.init_from.empty() ? "all" : "last";
 }
 
 // A fresh run's --arch and the flags that go with it (--kv-heads is llama's and qwen3's).

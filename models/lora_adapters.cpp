@@ -1,5 +1,6 @@
 // models/lora_adapters.cpp — adapters to peft's names and back, adapter_config.json.
 #include "models/lora_adapters.h"
+#include "models/sequence_classification.h"
 
 #include <algorithm>
 #include <cmath>
@@ -88,6 +89,7 @@ void check_adapter_entries(const std::string& path, const std::vector<ExpectedAd
   const std::vector<SafetensorsEntry> file = safetensors_entries(path);
   std::set<std::string> found;
   for (const SafetensorsEntry& e : file) {
+    if (e.name == kPeftScoreWeight) continue;  // a classifier's head (models/sequence_classification.h)
     const auto match = std::find_if(expected.begin(), expected.end(), [&](const ExpectedAdapter& a) { return a.peft == e.name; });
     if (match == expected.end())
       throw Error(path + ": unknown tensor \"" + e.name + "\" (not a LoRA adapter of this model's blocks and targets)");
@@ -199,8 +201,11 @@ std::string adapter_config_json(const AdapterConfig& config) {
   const double alpha = config.lora.alpha;  // an integer without a point, as peft writes lora_alpha 16
   if (alpha == std::floor(alpha) && std::abs(alpha) < 1e15) w.field("lora_alpha", static_cast<int64_t>(alpha));
   else w.field("lora_alpha", alpha);
-  w.field("lora_dropout", 0.0).field("modules_to_save", nullptr).field("peft_type", "LORA").field("r", config.lora.r)
-      .field("target_modules", targets).field("task_type", "CAUSAL_LM");
+  w.field("lora_dropout", 0.0);
+  if (config.classifier) w.field("modules_to_save", json::Writer::array().item("score"));
+  else w.field("modules_to_save", nullptr);
+  w.field("peft_type", "LORA").field("r", config.lora.r).field("target_modules", targets)
+      .field("task_type", config.classifier ? "SEQ_CLS" : "CAUSAL_LM");
   return w.str() + "\n";
 }
 
@@ -214,6 +219,7 @@ AdapterConfig read_adapter_config(const std::string& path) {
   out.lora.r = doc["r"].as_int64();
   out.lora.alpha = doc["lora_alpha"].as_double();
   out.base = doc["base_model_name_or_path"].as_string();
+  out.classifier = doc.contains("task_type") && doc["task_type"].is_string() && doc["task_type"].as_string() == "SEQ_CLS";
   std::set<std::string> targets;
   for (const json::Value& t : doc["target_modules"].as_array()) targets.insert(t.as_string());
   bool matched = false;

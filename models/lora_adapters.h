@@ -77,6 +77,9 @@ struct AdapterConfig {
   LoRAConfig lora;
   std::string base;  // base_model_name_or_path
   LoraFamily family = LoraFamily::gpt2;
+  // a classifier's adapters (task_type "SEQ_CLS"): the head trains whole beside them, peft's
+  // modules_to_save ["score"], its weight in the adapters file as kPeftScoreWeight
+  bool classifier = false;
 };
 std::string adapter_config_json(const AdapterConfig& config);
 // path: the file; errors name it and the field (an r below 1, a lora_alpha that is not positive or

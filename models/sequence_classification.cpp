@@ -141,22 +141,22 @@ ClassifierConfig read_classifier_config(const json::Value& config, const std::st
   return out;
 }
 
-void load_score_weight(ModelForSequenceClassification& model, const std::string& path) {
+void load_score_weight(ModelForSequenceClassification& model, const std::string& path, const std::string& name) {
   const Shape wanted = model.score->weight.shape();
   const SafetensorsReadOptions read{.float16_to_float32 = true, .finite_only = true,
-                                    .skip = [](const std::string& name) { return name != kScoreWeight; }};
+                                    .skip = [&](const std::string& entry) { return entry != name; }};
   bool found = false;
   for (const SafetensorsEntry& e : safetensors_entries(path, read)) {
-    if (e.name != kScoreWeight) continue;
+    if (e.name != name) continue;
     if (e.shape != wanted)
-      throw Error(path + ": tensor \"" + kScoreWeight + "\" has shape " + shape_str(e.shape) + ", expected " +
+      throw Error(path + ": tensor \"" + name + "\" has shape " + shape_str(e.shape) + ", expected " +
                   shape_str(wanted) + " (num_labels x hidden size)");
     if (e.dtype != kFloat32)
-      throw Error(path + ": tensor \"" + kScoreWeight + "\" has dtype " + e.file_dtype + "; expected F32, F16 or BF16");
+      throw Error(path + ": tensor \"" + name + "\" has dtype " + e.file_dtype + "; expected F32, F16 or BF16");
     found = true;
   }
   if (!found)
-    throw Error(path + ": tensor \"" + kScoreWeight + "\" is missing: a sequence-classification folder keeps its head there");
+    throw Error(path + ": tensor \"" + name + "\" is missing: a sequence-classification folder keeps its head there");
   NoGradGuard no_grad;
   for_each_safetensor(path, read, [&](const std::string&, Tensor t) { model.score->weight.copy_(t); });
 }

@@ -70,8 +70,12 @@ ClassifierConfig read_classifier_config(const json::Value& config, const std::st
 
 // The head's weight in a weights file of such a folder: "score.weight" (num_labels, hidden).
 inline constexpr const char* kScoreWeight = "score.weight";
-// Read score.weight from the safetensors file at path into model.score (its shape checked, every
-// value finite), all or nothing; an Error naming the file when it is missing or wrong.
-void load_score_weight(ModelForSequenceClassification& model, const std::string& path);
+// ... and in a LoRA run's adapters file, where peft keeps modules_to_save ["score"] whole.
+inline constexpr const char* kPeftScoreWeight = "base_model.model.score.weight";
+// Read the head's weight (name: kScoreWeight, or kPeftScoreWeight from an adapters file) from the
+// safetensors file at path into model.score (its shape checked, every value finite), all or
+// nothing; an Error naming the file when it is missing or wrong.
+void load_score_weight(ModelForSequenceClassification& model, const std::string& path,
+                       const std::string& name = kScoreWeight);
 
 }  // namespace tg::models

@@ -275,7 +275,8 @@ void save_run(Trainer& trainer, const std::string& dir) {
                          : llama ? models::hf_llama_tensors(trainer.llama())
                                  : trainer.model().state_dict();
   models::ModelForSequenceClassification* classifier = trainer.classifier();
-  if (classifier) weights.emplace_back(models::kScoreWeight, classifier->score->weight.detach());  // beside the body's
+  if (classifier)  // beside the body's weights (a LoRA run's: beside the adapters, as peft's modules_to_save)
+    weights.emplace_back(lora ? models::kPeftScoreWeight : models::kScoreWeight, classifier->score->weight.detach());
   const NamedTensors optimizer_state = trainer.optimizer().state_dict();
   try {  // a non-finite checkpoint would replace the last good one, and could not be resumed
     check_finite(weights, weights_path);
@@ -297,7 +298,11 @@ void save_run(Trainer& trainer, const std::string& dir) {
                        : llama ? models::hf_llama_config_json(*llama, trainer.hf_llama_source(), run_config)
                                : run_config + "\n";
   if (classifier) {  // a *ForSequenceClassification folder: its classes and padding id
-    const std::string architecture = std::string(hf ? "GPT2" : llama ? llama->class_prefix() : "GPT") + "ForSequenceClassification";
+    const std::string architecture =
+        std::string(llama                                                              ? llama->class_prefix()
+                    : trainer.hf_gpt2_layout() || (lora && lora->family == models::LoraFamily::gpt2) ? "GPT2"
+                                                                                                     : "GPT") +
+        "ForSequenceClassification";
     const models::ClassifierConfig classes{trainer.classification()->classes, trainer.classification()->pad_id};
     const json::Value fields = json::parse(models::classifier_config_json(classes, architecture), "classifier fields");
     config = models::merged_config_json(json::parse(config, "config.json"), fields, [](const std::string&) { return false; },
@@ -556,10 +561,8 @@ std::unique_ptr<Trainer> resume_trainer(const std::string& dir, const TrainOptio
     // checks every name, shape, dtype and value; all or nothing
     load(trainer->model(), model_path, trainer->classifier() ? kClassifierBody : kFiniteOnly);
   }
-  if (models::ModelForSequenceClassification* classifier = trainer->classifier()) {
-    if (lora) throw Error(dir + ": a classification run with LoRA adapters cannot be resumed yet");
-    models::load_score_weight(*classifier, model_path);
-  }
+  if (models::ModelForSequenceClassification* classifier = trainer->classifier())
+    models::load_score_weight(*classifier, model_path, lora ? models::kPeftScoreWeight : models::kScoreWeight);
   const NamedTensors opt_state = load_safetensors(opt_path, kFiniteOnly);  // nan moments would make nan weights
   try {
     trainer->optimizer().load_state(opt_state);
@@ -719,13 +722,13 @@ SavedClassifier load_saved_classifier(const std::string& dir) {
   if (!models::is_classifier_config(config))
     throw Error(config_path + ": \"architectures\" names no *ForSequenceClassification model: " + dir +
                 " is not a classifier (train one with train_gpt --task classify)");
-  if (is_lora_run(dir)) throw Error(dir + ": a classification run with LoRA adapters cannot be read yet");
   SavedClassifier out;
   out.config = models::read_classifier_config(config, config_path);  // before the body takes any memory
   SavedModel saved = load_saved_model(dir);  // the body (score.weight passed over), or the error naming the folder
   out.tokenizer = saved.tokenizer;
-  // the head's weight: in model.safetensors, or the shard the index puts it in
-  std::string weights = path_in(dir, "model.safetensors");
+  // the head's weight: in model.safetensors, or the shard the index puts it in, or a LoRA run's adapters file
+  const bool lora = is_lora_run(dir);
+  std::string weights = path_in(dir, lora ? models::kAdaptersFile : "model.safetensors");
   if (!std::filesystem::exists(weights) && std::filesystem::exists(path_in(dir, "model.safetensors.index.json"))) {
     const std::string index_path = path_in(dir, "model.safetensors.index.json");
     const json::Value index = json::parse(read_user_file(index_path), index_path);
@@ -739,7 +742,7 @@ SavedClassifier load_saved_classifier(const std::string& dir) {
   const int64_t classes = std::ssize(out.config.id2label);
   out.model = std::make_shared<models::ModelForSequenceClassification>(std::shared_ptr<models::CausalLM>(std::move(saved.model)),
                                                                        hidden, classes);
-  models::load_score_weight(*out.model, weights);
+  models::load_score_weight(*out.model, weights, lora ? models::kPeftScoreWeight : models::kScoreWeight);
   out.model->eval();
   out.context = std::min<int64_t>(1024, out.model->body->context_length());
   if (std::filesystem::exists(path_in(dir, "optimizer.safetensors")))  // a train_gpt run: the texts as it cut them

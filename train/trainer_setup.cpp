@@ -26,9 +26,10 @@ void check_data_format(const TrainOptions& o) {
     throw UsageError("--data-format goes with --task lm: --task classify reads labelled texts (CSV, TSV or JSONL), "
                      "not --data-format " + o.data_format + " examples");
   if (is_classification(o)) parse_columns(o.columns);  // a bad list: named before any work
-  if (is_classification(o) && o.train_layers == "lora")
-    throw UsageError("--train-layers lora: LoRA adapters on a classifier are not available yet; use --train-layers "
-                     "last or all");
+  if (is_classification(o) && (o.train_layers == "lora") != (o.lora_rank > 0))
+    throw UsageError(o.lora_rank > 0 ? "--lora-rank on a classifier goes with --train-layers lora (its adapters and the "
+                                       "head train, every other weight is frozen)"
+                                     : "--train-layers lora needs --lora-rank R (the adapters' rank) and --init-from DIR");
   if (is_example_data(o) && o.data.empty())
     throw UsageError("--data-format " + o.data_format + " needs --data FILE (the built-in corpus is text)");
 }
@@ -223,7 +224,8 @@ void Trainer::apply_lora(const std::string& base) {
   if (llama) models::apply_lora(*llama, config);  // q, k, v, o / gate, up, down (models/llama_lora.h)
   else models::apply_lora(gpt(), config);         // c_attn, c_proj / c_fc, c_proj (models/gpt_lora.h)
   make_optimizer();  // the adapters alone
-  lora_ = models::AdapterConfig{config, base, llama ? models::LoraFamily::llama : models::LoraFamily::gpt2};
+  lora_ = models::AdapterConfig{config, base, llama ? models::LoraFamily::llama : models::LoraFamily::gpt2,
+                                /*classifier=*/classifier_ != nullptr};
 }
 
 

@@ -7,6 +7,9 @@
 #   logits = h[b, last real token of b] @ score.weight.T
 #
 # Rows padded on the right need no attention mask for their last real token: attention is causal.
+# A LoRA run (--train-layers lora) holds its adapters alone, in peft's files: the body is its base
+# folder's (adapter_config.json's base_model_name_or_path) with the adapters put on (lora.py), and the
+# head is the adapters file's base_model.model.score.weight (peft's modules_to_save).
 #
 #   /usr/bin/python3 examples/pytorch/classifier.py RUN --text "Claim your prize now" [--text ...]
 #
@@ -23,10 +26,12 @@ import torch.nn as nn
 import gpt_model
 import hf_gpt2
 import hf_llama
+import lora
 from run_folder import RunError, read_safetensors
 from train_gpt import tokenizer_from_json
 
 SCORE = "score.weight"
+PEFT_SCORE = lora.PEFT_PREFIX + SCORE  # in a LoRA run's adapters file
 
 
 def read_weights(folder):
@@ -89,11 +94,26 @@ def load_classifier(folder):
     if not any(str(a).endswith("ForSequenceClassification") for a in config.get("architectures", [])):
         raise RunError(f"{path}: \"architectures\" names no *ForSequenceClassification model")
     classes = [config["id2label"][str(i)] for i in range(len(config["id2label"]))]
-    tensors = read_weights(folder)
-    if SCORE not in tensors:
-        raise RunError(f"{folder}: tensor \"{SCORE}\" is missing")
-    score = tensors.pop(SCORE)
-    body, hidden_states = body_of(config, tensors, folder)
+    adapter_path = os.path.join(folder, "adapter_config.json")
+    if os.path.exists(adapter_path):  # the base folder's body, the run's adapters on it
+        adapter = json.load(open(adapter_path))
+        base = adapter["base_model_name_or_path"]
+        body, hidden_states = body_of(json.load(open(os.path.join(base, "config.json"))), read_weights(base), base)
+        named = adapter["target_modules"]  # peft's names: "c_attn", "attn.c_proj", "q_proj", ...
+        targets = [key for key, modules in lora.TARGETS[lora.family(body)].items()
+                   if all(any(m == t or m.endswith("." + t) for t in named) for m in modules)]
+        lora.apply_lora(body, adapter["r"], adapter["lora_alpha"], targets)
+        tensors = read_safetensors(os.path.join(folder, "adapters.safetensors"))[0]
+        if PEFT_SCORE not in tensors:
+            raise RunError(f"{folder}/adapters.safetensors: tensor \"{PEFT_SCORE}\" is missing")
+        score = tensors.pop(PEFT_SCORE).float()
+        lora.load_adapters(body, tensors)
+    else:
+        tensors = read_weights(folder)
+        if SCORE not in tensors:
+            raise RunError(f"{folder}: tensor \"{SCORE}\" is missing")
+        score = tensors.pop(SCORE)
+        body, hidden_states = body_of(config, tensors, folder)
     model = SequenceClassifier(body, hidden_states, score).eval()
     run = config.get("tapegrad", config)
     context = run["train"]["context"] if isinstance(run.get("train"), dict) else None

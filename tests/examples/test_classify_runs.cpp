@@ -1,6 +1,7 @@
 // train_gpt --task classify: a classifier learns the shipped messages (spam or not) well above
-// chance, resumes bit for bit, and saves Hugging Face *ForSequenceClassification folders that
-// evaluate --task classify and generate --classify read; bad input is one line naming it.
+// chance, resumes bit for bit, and saves Hugging Face *ForSequenceClassification folders (a LoRA
+// run: its adapters and head in peft's files) that evaluate --task classify and generate
+// --classify read; bad input is one line naming it.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -185,6 +186,45 @@ TEST(ClassifyRuns, FoldersAreHuggingFaceSequenceClassifiers) {
   }
 }
 
+TEST(ClassifyRuns, ALoraClassifierKeepsAdaptersAndHeadInPeftsFilesAndResumesBitForBit) {
+  SKIP_WITHOUT_EXAMPLES();
+  TempFolder dir;
+  const std::vector<std::string> lora = {"--init-from", kGpt2Base, "--lora-rank", "4", "--lr", "1e-2", "--lr-schedule",
+                                         "constant", "--eval-every", "5", "--dropout", "0.1"};
+  auto with = [&](std::vector<std::string> args) {
+    args.insert(args.end(), lora.begin(), lora.end());
+    return args;
+  };
+  ProgramRun straight = train_gpt(with({"--steps", "10", "--out", dir.file("straight")}), /*from_folder=*/true);
+  ASSERT_EQ(straight.exit_code, 0) << straight.output;
+  EXPECT_TRUE(has_part(straight.output, "(--train-layers lora)")) << straight.output;
+  const std::string run = dir.file("straight");
+  const json::Value adapter = json::parse_file(run + "/adapter_config.json");
+  EXPECT_EQ(adapter["task_type"].as_string(), "SEQ_CLS");
+  EXPECT_EQ(adapter["modules_to_save"][0].as_string(), "score");
+  const std::vector<std::string> names = tensor_names(run + "/adapters.safetensors");
+  ASSERT_FALSE(names.empty());
+  EXPECT_EQ(names.back(), "base_model.model.score.weight");
+  EXPECT_FALSE(std::filesystem::exists(run + "/model.safetensors")) << "the base's weights stay in the base folder";
+  EXPECT_EQ(json::parse_file(run + "/config.json")["architectures"][0].as_string(), "GPT2ForSequenceClassification");
+
+  ProgramRun first = train_gpt(with({"--steps", "5", "--out", dir.file("parts")}), /*from_folder=*/true);
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  plan_steps(dir.file("parts"), 10);
+  ProgramRun rest = run_program(example_program("train_gpt"), {"--resume", dir.file("parts")});
+  ASSERT_EQ(rest.exit_code, 0) << rest.output;
+  EXPECT_EQ(read_bytes(dir.file("parts") + "/adapters.safetensors"), read_bytes(run + "/adapters.safetensors"));
+  EXPECT_EQ(timeless_rows(read_bytes(dir.file("parts") + "/loss.csv")), timeless_rows(read_bytes(run + "/loss.csv")));
+
+  ProgramRun e = run_program(example_program("evaluate"),
+                             {"--ckpt", run, "--task", "classify", "--data", kMessages, "--split", "test"});
+  ASSERT_EQ(e.exit_code, 0) << e.output;
+  EXPECT_EQ(last_json_line(e.output)["acc"].as_double(),
+            json::parse_file(run + "/summary.json")["test"]["acc"].as_double());
+  ProgramRun g = run_program(example_program("generate"), {"--ckpt", run, "--classify", "see you at lunch"});
+  EXPECT_EQ(g.exit_code, 0) << g.output;
+}
+
 TEST(ClassifyRuns, BadInputIsOneLineNamingIt) {
   SKIP_WITHOUT_EXAMPLES();
   TempFolder dir;
@@ -204,6 +244,11 @@ TEST(ClassifyRuns, BadInputIsOneLineNamingIt) {
       {train, {"--task", "classify", "--data", kMessages, "--columns", "label,label"}, "--columns"},
       {train, {"--task", "classify", "--data", kMessages, "--columns", "label,text", "--data-format", "jsonl"},
        "--data-format goes with --task lm"},
+      {train, {"--task", "classify", "--data", kMessages, "--init-from", kGpt2Base, "--train-layers", "lora"},
+       "--train-layers lora needs --lora-rank"},
+      {train, {"--task", "classify", "--data", kMessages, "--init-from", kGpt2Base, "--lora-rank", "2", "--train-layers",
+               "last"},
+       "goes with --train-layers lora"},
       {evaluate, {"--ckpt", kGpt2Base, "--task", "classify", "--data", kMessages}, "is not a classifier"},
       {evaluate, {"--ckpt", kGpt2Base, "--task", "arc", "--data", kMessages, "--split", "test"},
        "--split goes with --task classify"},

@@ -1,7 +1,8 @@
 # test_classifier.py — classifier folders saved by train_gpt --task classify read by the PyTorch twin
 # (examples/pytorch/classifier.py): tapegrad's own GPT layout, a Qwen3 run from scratch, a run from
 # the tests' tiny GPT-2 folder (GPT2ForSequenceClassification, names under "transformer.") and one
-# from the tests' tiny Qwen3 folder. For texts of examples/data/messages.tsv, the twin's class
+# from the tests' tiny Qwen3 folder, and LoRA runs from both folders (adapters and head in peft's
+# files, the body the base folder's). For texts of examples/data/messages.tsv, the twin's class
 # probabilities equal generate --classify's within 1e-6, and its classes are the same.
 #
 #     /usr/bin/python3 tests/python/test_classifier.py [build/examples]
@@ -23,7 +24,10 @@ DATA = ["--task", "classify", "--data", MESSAGES, "--columns", "label,text", "--
 SHAPE = ["--emb-dim", "32", "--heads", "2", "--layers", "1", "--context", "48"]
 RUNS = {"gpt": SHAPE, "qwen3": SHAPE + ["--arch", "qwen3", "--kv-heads", "1"],
         "gpt2_folder": ["--init-from", os.path.join(REFERENCE, "lora", "base")],
-        "qwen3_folder": ["--init-from", os.path.join(REFERENCE, "lora", "qwen3_base")]}
+        "qwen3_folder": ["--init-from", os.path.join(REFERENCE, "lora", "qwen3_base")],
+        "gpt2_lora": ["--init-from", os.path.join(REFERENCE, "lora", "base"), "--lora-rank", "4", "--lr", "1e-2"],
+        "qwen3_lora": ["--init-from", os.path.join(REFERENCE, "lora", "qwen3_base"), "--lora-rank", "2",
+                       "--lora-targets", "attn,mlp", "--lr", "1e-2"]}
 
 
 def fail(what):
