@@ -257,7 +257,8 @@ int run_classify(const EvaluateOptions& o, const std::vector<std::string>& given
                                       loaded.context, o.data);
   } else {
     const train::ClassificationData data = train::load_classification_data(
-        text, o.data, column_list, saved->balance, static_cast<uint64_t>(saved->seed), *loaded.tokenizer, loaded.context);
+        text, o.data, column_list, saved->balance, static_cast<uint64_t>(saved->seed), *loaded.tokenizer, loaded.context,
+        {saved->val_data, saved->test_data});
     if (data.classes != classes)
       throw Error(o.data + ": its classes differ from " + o.ckpt + "'s id2label: not the file the run was trained on");
     examples = o.split == "train" ? data.train : o.split == "val" ? data.val : data.test;

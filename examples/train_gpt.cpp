@@ -142,6 +142,9 @@ std::vector<Flag> train_flags(train::TrainOptions& o) {
              "train_acc and val_acc, summary.json the test split's accuracy"},
     {"columns", "--task classify, a file without a header row: its columns in order, e.g. label,text for the SMS "
                 "Spam Collection's \"ham<TAB>text\" lines (other names: columns skipped)"},
+    {"val-data", "--task classify: the validation split's file (with --test-data; then --data trains whole, and "
+                 "the classes are the three files' labels)"},
+    {"test-data", "--task classify: the test split's file (with --val-data)"},
     {"balance", "--task classify: cut every class down to the smallest one's count, a random subset of each, before "
                 "the split (the book undersamples the larger class)"},
     {"train-layers", "--task classify: the body weights that train beside the head: all, last (the last block and the "
@@ -347,7 +350,7 @@ void check_lora_flags(train::TrainOptions& o, const std::vector<std::string>& gi
 // a folder (the book's recipe), all from scratch.
 void check_classify_flags(train::TrainOptions& o, const std::vector<std::string>& given) {
   if (!train::is_classification(o)) {
-    for (const char* flag : {"columns", "balance", "train-layers"})
+    for (const char* flag : {"columns", "balance", "train-layers", "val-data", "test-data"})
       if (was_given(given, flag)) throw UsageError(std::string("--") + flag + " goes with --task classify");
     return;
   }

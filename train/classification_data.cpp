@@ -7,6 +7,7 @@
 #include <random>
 
 #include "autograd/error.h"
+#include "autograd/io/flags.h"
 #include "autograd/io/json.h"
 #include "autograd/io/user_file.h"
 #include "autograd/ops.h"
@@ -157,27 +158,36 @@ std::vector<std::string> class_names(const std::vector<LabelledText>& texts, con
   return names;
 }
 
+namespace {
+
+// i + a draw below n - i, for i < k: the partial Fisher-Yates shuffle (the same on every standard library)
+void shuffle_first(std::vector<LabelledText>& v, size_t k, std::mt19937_64& gen) {
+  for (size_t i = 0; i < k && i + 1 < v.size(); ++i) std::swap(v[i], v[i + static_cast<size_t>(gen() % (v.size() - i))]);
+}
+
+// Every class cut down to the smallest one's count, a random subset of each (drawn from gen), in
+// file order.
+void balance_classes(std::vector<LabelledText>& texts, std::mt19937_64& gen) {
+  std::map<std::string, std::vector<LabelledText>> by_class;
+  for (LabelledText& t : texts) by_class[t.label].push_back(std::move(t));
+  size_t fewest = texts.size();
+  for (const auto& [label, members] : by_class) fewest = std::min(fewest, members.size());
+  texts.clear();
+  for (auto& [label, members] : by_class) {  // a random `fewest` of each class, in file order
+    shuffle_first(members, fewest, gen);
+    members.resize(fewest);
+    std::sort(members.begin(), members.end(), [](const LabelledText& a, const LabelledText& b) { return a.line < b.line; });
+    for (LabelledText& t : members) texts.push_back(std::move(t));
+  }
+  std::sort(texts.begin(), texts.end(), [](const LabelledText& a, const LabelledText& b) { return a.line < b.line; });
+}
+
+}  // namespace
+
 LabelledSplits split_labelled(std::vector<LabelledText> texts, bool balance, uint64_t seed) {
   std::mt19937_64 gen(seed);
-  // i + a draw below n - i: the partial Fisher-Yates step (the same on every standard library)
-  auto shuffle_first = [&](std::vector<LabelledText>& v, size_t k) {
-    for (size_t i = 0; i < k && i + 1 < v.size(); ++i) std::swap(v[i], v[i + static_cast<size_t>(gen() % (v.size() - i))]);
-  };
-  if (balance) {
-    std::map<std::string, std::vector<LabelledText>> by_class;
-    for (LabelledText& t : texts) by_class[t.label].push_back(std::move(t));
-    size_t fewest = texts.size();
-    for (const auto& [label, members] : by_class) fewest = std::min(fewest, members.size());
-    texts.clear();
-    for (auto& [label, members] : by_class) {  // a random `fewest` of each class, in file order
-      shuffle_first(members, fewest);
-      members.resize(fewest);
-      std::sort(members.begin(), members.end(), [](const LabelledText& a, const LabelledText& b) { return a.line < b.line; });
-      for (LabelledText& t : members) texts.push_back(std::move(t));
-    }
-    std::sort(texts.begin(), texts.end(), [](const LabelledText& a, const LabelledText& b) { return a.line < b.line; });
-  }
-  shuffle_first(texts, texts.size());
+  if (balance) balance_classes(texts, gen);
+  shuffle_first(texts, texts.size(), gen);
   // int(n * 0.7) and int(n * 0.1) in float64, as Python's int(len(df) * 0.7) rounds them
   const size_t n = texts.size(), train_end = static_cast<size_t>(static_cast<double>(n) * 0.7);
   const size_t val_end = train_end + static_cast<size_t>(static_cast<double>(n) * 0.1);
@@ -230,27 +240,49 @@ Batch classification_batch(const std::vector<ClassificationExample>& examples, c
 
 ClassificationData load_classification_data(const std::string& content, const std::string& source,
                                             const std::vector<std::string>& columns, bool balance, uint64_t seed,
-                                            const tokenizers::Tokenizer& tokenizer, int64_t context) {
-  const std::vector<LabelledText> texts = parse_labelled_text(content, source, columns);
+                                            const tokenizers::Tokenizer& tokenizer, int64_t context,
+                                            const SplitFiles& files) {
+  const bool given = !files.val.empty() || !files.test.empty();
+  if (given && (files.val.empty() || files.test.empty()))
+    throw UsageError("--val-data and --test-data go together: give both files, or neither to split --data 70/10/20");
+  std::vector<LabelledText> texts = parse_labelled_text(content, source, columns);
   ClassificationData data;
-  data.classes = class_names(texts, source);
-  const LabelledSplits splits = split_labelled(texts, balance, seed);
+  LabelledSplits splits;
+  if (given) {  // the files are the splits
+    splits.val = read_labelled_text(files.val, columns);
+    splits.test = read_labelled_text(files.test, columns);
+    std::vector<LabelledText> all = texts;
+    all.insert(all.end(), splits.val.begin(), splits.val.end());
+    all.insert(all.end(), splits.test.begin(), splits.test.end());
+    data.classes = class_names(all, source + ", " + files.val + " and " + files.test);
+    if (balance) {
+      std::mt19937_64 gen(seed);
+      balance_classes(texts, gen);
+    }
+    splits.train = std::move(texts);
+  } else {
+    data.classes = class_names(texts, source);
+    splits = split_labelled(std::move(texts), balance, seed);
+  }
   if (splits.train.empty() || splits.val.empty() || splits.test.empty())
     throw Error(source + ": " + std::to_string(splits.train.size() + splits.val.size() + splits.test.size()) +
                 " texts" + (balance ? " after --balance" : "") + " make a split of " + std::to_string(splits.train.size()) +
                 " training, " + std::to_string(splits.val.size()) + " validation and " +
                 std::to_string(splits.test.size()) + " test texts: each split needs one at least (10 texts or more)");
   data.train = encode_labelled(splits.train, data.classes, tokenizer, context, source);
-  data.val = encode_labelled(splits.val, data.classes, tokenizer, context, source);
-  data.test = encode_labelled(splits.test, data.classes, tokenizer, context, source);
+  data.val = encode_labelled(splits.val, data.classes, tokenizer, context, given ? files.val : source);
+  data.test = encode_labelled(splits.test, data.classes, tokenizer, context, given ? files.test : source);
   data.pad_id = std::max<int64_t>(0, tokenizer.end_of_text_id());
   return data;
 }
 
 std::string labelled_texts_as_text(const std::string& content, const std::string& source,
-                                   const std::vector<std::string>& columns) {
+                                   const std::vector<std::string>& columns, const SplitFiles& splits) {
   std::string text;
   for (const LabelledText& t : parse_labelled_text(content, source, columns)) text += t.text + "\n";
+  for (const std::string& file : {splits.val, splits.test})
+    if (!file.empty())
+      for (const LabelledText& t : read_labelled_text(file, columns)) text += t.text + "\n";
   return text;
 }
 

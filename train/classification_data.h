@@ -87,11 +87,19 @@ struct ClassificationData {
 };
 // content: the file source's text; columns as parse_columns gives them (empty: a header row). The
 // split draws from seed. An Error names source when a split is empty (too few texts).
+// splits: the validation and test splits' files, when the splits are given (train_gpt --val-data,
+// --test-data; both or neither): then all of content trains (--balance cuts its classes alone), and
+// the classes are those of the three files together.
+struct SplitFiles {
+  std::string val, test;
+};
 ClassificationData load_classification_data(const std::string& content, const std::string& source,
                                             const std::vector<std::string>& columns, bool balance, uint64_t seed,
-                                            const tokenizers::Tokenizer& tokenizer, int64_t context);
-// The file's texts one a line: what a tokenizer learned from the data (char, bpe) is learned from.
+                                            const tokenizers::Tokenizer& tokenizer, int64_t context,
+                                            const SplitFiles& splits = {});
+// The texts one a line (content's, then the split files'): what a tokenizer learned from the data
+// (char, bpe) is learned from.
 std::string labelled_texts_as_text(const std::string& content, const std::string& source,
-                                   const std::vector<std::string>& columns);
+                                   const std::vector<std::string>& columns, const SplitFiles& splits = {});
 
 }  // namespace tg::train

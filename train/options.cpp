@@ -44,6 +44,8 @@ std::vector<Flag> option_fields(TrainOptions& o) {
       text_flag("task", &o.task, "", {"lm", "classify"}),
       text_flag("columns", &o.columns, ""),
       switch_flag("balance", &o.balance, ""),
+      text_flag("val-data", &o.val_data, ""),
+      text_flag("test-data", &o.test_data, ""),
       text_flag("train-layers", &o.train_layers, "", {"all", "last", "lora"}),
       text_flag("init-from", &o.init_from, ""),
       int_flag("vocab-size", &o.vocab_size, "", 256, 65536),

@@ -69,6 +69,9 @@ struct TrainOptions {
   std::string task = "lm";
   std::string columns;  // classify: a file without a header row, its columns in order ("label,text")
   bool balance = false;  // classify: every class cut down to the smallest one's count (the book's undersampling)
+  // classify: the validation and test splits as files of their own (both, or neither: --data split
+  // 70/10/20); --data is then the training split whole
+  std::string val_data, test_data;
   // classify: which body weights train beside the head: "all", "last" (the last block and the final
   // norm) or "lora" (--lora-rank's adapters); train_gpt's default: last with --init-from, else all
   std::string train_layers = "all";

@@ -42,7 +42,7 @@ tokenizers::Tokenizer make_tokenizer(const TrainOptions& o, const std::string& d
   size_t n = train_bytes(text);
   if (is_example_data(o)) text = examples_as_text(o.data_format, data, o.data, &n);  // as formatted, not their JSON
   if (is_classification(o)) {  // the texts alone, not their labels or the file's layout
-    text = labelled_texts_as_text(data, o.data, parse_columns(o.columns));
+    text = labelled_texts_as_text(data, o.data, parse_columns(o.columns), {o.val_data, o.test_data});
     n = text.size();
   }
   // examples end each response in the end-of-text token, so that the model learns to stop; a
@@ -157,7 +157,7 @@ void Trainer::build(const std::string& text, const models::GPTConfig& config, co
     classification_ = load_classification_data(text, options.data,
                                                parse_columns(options.columns),
                                                options.balance, static_cast<uint64_t>(options.seed), tokenizer_,
-                                               options.model.context_length);
+                                               options.model.context_length, {options.val_data, options.test_data});
   } else if (is_example_data(options)) {  // instruction examples or conversations (instructions.h, chat_data.h)
     check_data_format(options);
     instructions_ = load_example_data(options.data_format, text, options.data, tokenizer_, options.model.context_length);

@@ -453,6 +453,8 @@ def options(argv=None):
                    help="lm only here (classify, a classification fine-tune: ./build/examples/train_gpt --task classify)")
     p.add_argument("--columns", default="", help="carried in config.json (goes with train_gpt --task classify)")
     p.add_argument("--balance", action="store_true", help="carried in config.json (goes with train_gpt --task classify)")
+    p.add_argument("--val-data", default="", help="carried in config.json (goes with train_gpt --task classify)")
+    p.add_argument("--test-data", default="", help="carried in config.json (goes with train_gpt --task classify)")
     p.add_argument("--train-layers", choices=["all", "last", "lora"], default="all",
                    help="carried in config.json (goes with train_gpt --task classify)")
     p.add_argument("--overwrite", action="store_true", help="not here: goes with train_gpt --merge-lora")

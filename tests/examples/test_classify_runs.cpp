@@ -225,6 +225,23 @@ TEST(ClassifyRuns, ALoraClassifierKeepsAdaptersAndHeadInPeftsFilesAndResumesBitF
   EXPECT_EQ(g.exit_code, 0) << g.output;
 }
 
+TEST(ClassifyRuns, GivenSplitFilesAreTheRunsSplits) {
+  SKIP_WITHOUT_EXAMPLES();
+  TempFolder dir;
+  const std::string run = dir.file("run");
+  write_bytes(dir.file("val.tsv"), "spam\tWIN a FREE prize, call now\nham\tsee you at lunch\n");
+  write_bytes(dir.file("test.tsv"), "ham\tok thanks\nspam\tClaim your FREE entry now\nham\ton my way\n");
+  ProgramRun r = train_gpt({"--steps", "4", "--out", run, "--val-data", dir.file("val.tsv"), "--test-data", dir.file("test.tsv")});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(has_part(r.output, "116 training, 2 validation and 3 test texts")) << r.output;  // --balance: 58 of each
+  EXPECT_EQ(json::parse_file(run + "/summary.json")["test"]["examples"].as_int64(), 3);
+  ProgramRun e = run_program(example_program("evaluate"),
+                             {"--ckpt", run, "--task", "classify", "--data", kMessages, "--split", "test"});
+  ASSERT_EQ(e.exit_code, 0) << e.output;
+  EXPECT_EQ(last_json_line(e.output)["items"].as_int64(), 3);
+  EXPECT_EQ(last_json_line(e.output)["acc"].as_double(), json::parse_file(run + "/summary.json")["test"]["acc"].as_double());
+}
+
 TEST(ClassifyRuns, BadInputIsOneLineNamingIt) {
   SKIP_WITHOUT_EXAMPLES();
   TempFolder dir;
@@ -238,6 +255,9 @@ TEST(ClassifyRuns, BadInputIsOneLineNamingIt) {
   write_bytes(dir.file("one_class.jsonl"), "{\"text\": \"a\", \"label\": \"x\"}\n{\"text\": \"b\", \"label\": \"x\"}\n");
   const std::vector<Case> cases = {
       {train, {"--columns", "label,text"}, "--columns goes with --task classify"},
+      {train, {"--test-data", kMessages}, "--test-data goes with --task classify"},
+      {train, {"--task", "classify", "--data", kMessages, "--columns", "label,text", "--val-data", kMessages},
+       "--val-data and --test-data go together"},
       {train, {"--task", "classify"}, "--task classify needs --data FILE"},
       {train, {"--task", "classify", "--data", dir.file("no_label.csv")}, "no_label.csv: line 1"},
       {train, {"--task", "classify", "--data", dir.file("one_class.jsonl")}, "only one class"},

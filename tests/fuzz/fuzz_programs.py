@@ -30,7 +30,7 @@ without --overwrite: another model's folder, the run, the base, a FIFO, a user's
 (a Llama / Qwen run's config.json edited, then resumed); and tasks (evaluate's HellaSwag, ARC, MMLU
 and choices files, examples/data/'s samples mutated, with --shots and --limit; instruction answers;
 --eval-task fine-tunes; and classification: train_gpt --task classify on a mutated messages.tsv
-with mutated --columns, --balance, --train-layers and --lora-rank, or evaluate --task classify reading it).
+with mutated --columns, --balance, --train-layers, --lora-rank and the split files, or evaluate --task classify reading it).
 
 Each run is classified:
   clean error   exit 1 or 2, stderr one line "program: ..." (not an allocation of over 1 GiB refused)
@@ -2232,6 +2232,10 @@ def gen_classify(base, mutant, rng):
         flags += ["--train-layers", rng.choice(["last", "all", "lora", "none", ""])]
     model = rng.choice(["scratch", "gpt2", "qwen3"])
     start = SCRATCH if model == "scratch" else ["--init-from", str(base.folder(model)), "--context", "32"]
+    if rng.random() < 0.2:  # the splits as files: the mutated file, the shipped one, a missing one
+        shipped, missing = str(EXAMPLE_DATA / name), str(mutant.folder / "none.tsv")
+        flags += rng.choice([["--val-data", str(data), "--test-data", shipped], ["--val-data", shipped],
+                             ["--test-data", str(data), "--val-data", missing]])
     if rng.random() < 0.3:  # LoRA on the classifier (--train-layers lora when not given)
         flags += ["--lora-rank", rng.choice(["2", "2", "0", "-1", "100000"])]
     run = mutant.folder / "run"

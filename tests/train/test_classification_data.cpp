@@ -111,6 +111,40 @@ TEST(ClassificationData, TheSplitIsSeventyTenTwentyAndBalancedOnRequest) {
   EXPECT_EQ(train::split_labelled(ninety, false, 1).train.size(), 62u);
 }
 
+TEST(ClassificationData, GivenSplitFilesAreTheSplitsAndTheirLabelsAreClasses) {
+  TempFolder dir;
+  write_bytes(dir.file("val.csv"), "text,label\nbc,b\n");
+  write_bytes(dir.file("test.csv"), "label,text\nc,ab\na,ba\n");  // its own column order; a class train lacks
+  const std::string train = "text,label\na,a\naa,a\naaa,a\nb,b\n";
+  const tokenizers::Tokenizer chars =
+      tokenizers::CharTokenizer::from_text(train::labelled_texts_as_text(train, "train.csv", {}, {dir.file("val.csv"),
+                                                                                                   dir.file("test.csv")}));
+  EXPECT_EQ(chars.vocab_size(), 4);  // a, b, c and the newline: the split files' characters too
+  const train::ClassificationData data =
+      train::load_classification_data(train, "train.csv", {}, false, 1, chars, 8, {dir.file("val.csv"), dir.file("test.csv")});
+  EXPECT_EQ(data.classes, (std::vector<std::string>{"a", "b", "c"}));
+  ASSERT_EQ(data.train.size(), 4u);  // all of --data, in its order
+  EXPECT_EQ(data.train[3].label, 1);
+  ASSERT_EQ(data.val.size(), 1u);
+  EXPECT_EQ(data.val[0].ids, chars.encode("bc"));
+  ASSERT_EQ(data.test.size(), 2u);
+  EXPECT_EQ(data.test[0].label, 2);
+  // --balance cuts the training file's classes alone: one "a" is kept, at random, and the "b"
+  const train::ClassificationData balanced =
+      train::load_classification_data(train, "train.csv", {}, true, 1, chars, 8, {dir.file("val.csv"), dir.file("test.csv")});
+  ASSERT_EQ(balanced.train.size(), 2u);
+  EXPECT_EQ(balanced.train[0].label, 0);
+  EXPECT_EQ(balanced.train[1].label, 1);
+  EXPECT_EQ(balanced.test.size(), 2u);
+  // both files or neither; a label in a split file is named with that file and its line
+  expect_error([&] { train::load_classification_data(train, "train.csv", {}, false, 1, chars, 8, {dir.file("val.csv"), ""}); },
+               {"--val-data and --test-data go together"});
+  write_bytes(dir.file("bad.csv"), "text,label\nab,\n");
+  expect_error([&] {
+    train::load_classification_data(train, "train.csv", {}, false, 1, chars, 8, {dir.file("val.csv"), dir.file("bad.csv")});
+  }, {"bad.csv", "line 2"});
+}
+
 TEST(ClassificationData, BadFilesNameTheFileTheLineAndTheField) {
   EXPECT_TRUE(has_part(error_of("id,review\n1,good\n", "r.csv", {}),
                        "r.csv: line 1: the header names no \"text\" column (it has: id, review; a file without a "
