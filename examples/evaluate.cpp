@@ -45,6 +45,7 @@
 #include "models/chat_session.h"
 #include "tokenizers/chat_template.h"
 #include "train/answer_scores.h"
+#include "train/chat_data.h"
 #include "train/classification_data.h"
 #include "train/corpus.h"
 #include "train/evaluate.h"
@@ -137,26 +138,11 @@ json::Writer item_line(int64_t index, const train::ItemScore& s) {
   return line;
 }
 
-// "chat" when the file's first line is a conversation ({"messages": ...}), else "jsonl"
-// (instructions), as train_gpt tells them apart.
-std::string example_format(const std::string& text) {
-  for (std::string_view line : train::text_lines(text)) {
-    if (line.find_first_not_of(" \t") == std::string_view::npos) continue;
-    try {
-      const json::Value first = json::parse(std::string(line), "first line");
-      return first.is_object() && first.contains("messages") ? "chat" : "jsonl";
-    } catch (const Error&) {
-      return "jsonl";  // reading the examples says what is wrong with it
-    }
-  }
-  return "jsonl";
-}
-
 // --task instructions: each example's greedy answer, its exact match and F1 against the reference
 // (train/answer_scores.h), and with --judge the judge's score.
 int run_instructions(const EvaluateOptions& o) {
   const std::string text = train::read_input(o.data, "--data");
-  const std::string format = example_format(text);
+  const std::string format = train::example_format(text);
   train::SavedModel loaded = train::load_saved_model(o.ckpt);
   const tokenizers::Tokenizer& tokenizer = loaded.the_tokenizer(o.ckpt);
   const train::AnswerExamples read = train::read_answer_examples(format, text, o.data, tokenizer);

@@ -306,6 +306,9 @@ int run(const GenerateOptions& o, const std::vector<std::string>& given) {
   if (o.threads > 0) tg::set_num_threads(static_cast<int>(o.threads));
   train::SavedModel loaded = train::load_saved_model(o.ckpt);  // any folder kind (train/run_folder.h)
   note_ids_never_sampled(loaded);
+  if (loaded.classifier)
+    std::cerr << "generate: note: " << o.ckpt << " is a classifier: the text below is its body's, which was trained "
+              << "for classes, not text; --classify TEXT gives a text's class\n";
   if (chat) return run_chat(o, loaded);
   const char* const prompt_flag = instruction_given ? "--instruction" : "--prompt";
   if (!ids_given && !loaded.tokenizer)

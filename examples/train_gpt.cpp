@@ -211,13 +211,7 @@ std::vector<int64_t> eval_ids(const train::TrainOptions& o, const std::vector<st
 // "messages"), else jsonl.
 void infer_data_format(train::TrainOptions& o, const std::vector<std::string>& given) {
   if (was_given(given, "data-format") || !o.data.ends_with(".jsonl") || train::is_classification(o)) return;
-  o.data_format = "jsonl";
-  const std::string first = tg::UserFile(o.data, "--data " + o.data).read_first_line();
-  try {
-    const tg::json::Value line = tg::json::parse(first, o.data);
-    if (line.is_object() && line.contains("messages")) o.data_format = "chat";
-  } catch (const tg::Error&) {  // not JSON: reading the examples says where
-  }
+  o.data_format = train::example_format(tg::UserFile(o.data, "--data " + o.data).read_first_line());
 }
 
 // What --eval-only scores when it is instruction examples (else nullopt: text): all the examples of
@@ -670,13 +664,14 @@ int run(train::TrainOptions o, const std::vector<std::string>& given) {
     std::cout << "train_gpt: wrote the built-in corpus to " << o.write_corpus << "\n";
     return 0;
   }
-  if (!o.eval_task.empty()) train::read_eval_task(o.eval_task);  // a bad file: named before the model is built
+  std::vector<train::ChoiceItem> task_items;  // read before the model is built: a bad file is named first
+  if (!o.eval_task.empty()) task_items = train::read_eval_task(o.eval_task);
   train::RunLog log;
   const std::unique_ptr<train::Trainer> trainer = start_or_resume(o, given, log);
   if (o.threads > 0) tg::set_num_threads(static_cast<int>(o.threads));
   std::optional<train::EncodedTask> task;
   if (!o.eval_task.empty())
-    task = train::encode_task(o.eval_task, train::read_eval_task(o.eval_task), o.eval_task_limit, trainer->tokenizer(),
+    task = train::encode_task(o.eval_task, task_items, o.eval_task_limit, trainer->tokenizer(),
                               trainer->model().context_length());
   // asked before --out is touched: a bad TG_FAST_KERNELS, TG_BF16_KERNEL or BLIS_ARCH_TYPE stops the run there
   const std::string kernels = std::string(train::kernels_mode()) + " kernels, " + train::precision_mode(o.precision);

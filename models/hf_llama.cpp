@@ -19,6 +19,7 @@
 #include "autograd/tape.h"
 #include "models/hf_config_reader.h"
 #include "models/hf_folder.h"
+#include "models/sequence_classification.h"
 #include "nn/init.h"
 
 namespace tg::models {
@@ -282,10 +283,12 @@ void check_config_fits(const LlamaConfig& c, const std::vector<SafetensorsEntry>
 }
 
 // Every header of files checked against config's layout (names, shapes, which shard), before any
-// model takes memory; converted_dtypes and had_lm_head are filled in. where: the folder or file
-// named when a tensor is missing from all of them.
+// model takes memory; converted_dtypes, had_lm_head and lm_head_missing are filled in. where: the
+// folder or file named when a tensor is missing from all of them. head_optional: an untied
+// lm_head.weight may be missing (a classifier's folder, which transformers saves without it).
 void check_weight_headers(const LlamaConfig& config, const std::vector<std::string>& files,
-                          std::map<std::string, std::string>& shard_of, const std::string& where, HfLlamaInfo* info) {
+                          std::map<std::string, std::string>& shard_of, const std::string& where, HfLlamaInfo* info,
+                          bool head_optional) {
   std::vector<std::pair<std::string, std::vector<SafetensorsEntry>>> headers;
   std::vector<SafetensorsEntry> all_entries;
   for (const std::string& file : files) {
@@ -319,18 +322,24 @@ void check_weight_headers(const LlamaConfig& config, const std::vector<std::stri
       if (!seen.insert(e.name).second) throw Error(file + ": tensor \"" + e.name + "\" is in two files");
     }
   }
-  for (const auto& [name, shape] : layout)
+  for (const auto& [name, shape] : layout) {
+    if (!seen.count(name) && head_optional && name == "lm_head.weight") {
+      info->lm_head_missing = true;
+      continue;
+    }
     if (!seen.count(name))
       throw Error(where + ": tensor \"" + name + "\" " + shape_str(shape) + " is missing from " +
                   (shard_of.empty() ? std::filesystem::path(files.front()).filename().string() : shard_of.count(name) ? shard_of[name] : std::string("every shard")));
+  }
   for (const auto& [name, file] : shard_of)
     if (!seen.count(name) && !passed_over(name, config))
       throw Error(path_in(where, kIndexFile) + ": \"weight_map\" names \"" + name + "\", which " + file + " does not hold");
   info->converted_dtypes = widened_dtypes(all_entries);
 }
 
-// The files' tensors copied into the model's own (their headers checked first).
-void read_weights(LlamaForCausalLM& model, const std::vector<std::string>& files) {
+// The files' tensors copied into the model's own (their headers checked first); a missing
+// lm_head.weight (info.lm_head_missing) is zeros.
+void read_weights(LlamaForCausalLM& model, const std::vector<std::string>& files, const HfLlamaInfo& info) {
   const NamedTensors parameters = model.named_parameters();
   const std::map<std::string, Tensor> targets(parameters.begin(), parameters.end());
   SafetensorsReadOptions options = weights_read_options(model.config());
@@ -342,6 +351,7 @@ void read_weights(LlamaForCausalLM& model, const std::vector<std::string>& files
     const Activity reading("reading " + file);
     for_each_safetensor(file, options, [](const std::string&, const Tensor&) {});
   }
+  if (info.lm_head_missing) Tensor(targets.at("lm_head.weight")).zero_();  // a handle to the same storage
 }
 
 }  // namespace
@@ -355,14 +365,14 @@ HfLlama load_hf_llama(const std::string& dir) {
   out.config = hf_llama_config(out.info.config, config_path);
   std::map<std::string, std::string> shard_of;
   out.info.weight_files = weight_files(dir, &shard_of);
-  check_weight_headers(out.config, out.info.weight_files, shard_of, dir, &out.info);
+  check_weight_headers(out.config, out.info.weight_files, shard_of, dir, &out.info, is_classifier_config(out.info.config));
 
   const Activity building("building the model of " + config_path);
   {
     const nn::init::SkipInitGuard no_draws;  // every weight is read below
     out.model = std::make_unique<LlamaForCausalLM>(out.config);
   }
-  read_weights(*out.model, out.info.weight_files);
+  read_weights(*out.model, out.info.weight_files, out.info);
   out.model->eval();
   return out;
 }
@@ -370,14 +380,16 @@ HfLlama load_hf_llama(const std::string& dir) {
 HfLlamaInfo check_hf_llama_weights(const LlamaConfig& config, const std::string& path) {
   std::map<std::string, std::string> shard_of;  // a folder's index: name -> shard
   HfLlamaInfo info;
-  info.weight_files = std::filesystem::is_directory(path) ? weight_files(path, &shard_of) : std::vector{path};
-  check_weight_headers(config, info.weight_files, shard_of, path, &info);
+  const bool folder = std::filesystem::is_directory(path);
+  info.weight_files = folder ? weight_files(path, &shard_of) : std::vector{path};
+  const bool classifier = folder && is_classifier_config(json::parse_file(path_in(path, "config.json")));
+  check_weight_headers(config, info.weight_files, shard_of, path, &info, classifier);
   return info;
 }
 
 HfLlamaInfo load_hf_llama_weights(LlamaForCausalLM& model, const std::string& path) {
   HfLlamaInfo info = check_hf_llama_weights(model.config(), path);
-  read_weights(model, info.weight_files);
+  read_weights(model, info.weight_files, info);
   return info;
 }
 

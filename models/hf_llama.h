@@ -20,7 +20,9 @@
 // model.norm.weight, lm_head.weight. With tie_word_embeddings, lm_head.weight is usually left
 // out; when a file has it, it is read past (the head is embed_tokens.weight, as in transformers).
 // model.rotary_emb.inv_freq and model.layers.i.self_attn.rotary_emb.inv_freq (older files) are
-// buffers tapegrad computes: read past. Any other name is an Error naming it and its file, as are
+// buffers tapegrad computes: read past. A *ForSequenceClassification folder may leave an untied
+// lm_head.weight out (transformers saves the body and score.weight): the head is then zeros and
+// HfLlamaInfo::lm_head_missing says so. Any other name is an Error naming it and its file, as are
 // a missing name, a shape other than the model's (both in the message), an index naming a
 // missing shard, and a name the index puts in one shard but which is not there. F32, BF16 and F16
 // weights are read as float32 (exactly); HfLlamaInfo::converted_dtypes says which were.
@@ -44,6 +46,9 @@ struct HfLlamaInfo {
   std::vector<std::string> converted_dtypes;  // "F16", "BF16": read as float32
   std::vector<std::string> weight_files;      // model.safetensors, or the shards in index order
   bool had_lm_head = false;                   // a tied model's file had lm_head.weight
+  // an untied model's lm_head.weight was not there, as in a *ForSequenceClassification folder
+  // (the classifier reads score.weight instead): the head is zeros, and writes no text
+  bool lm_head_missing = false;
   json::Value config;                         // config.json as read (null for a model of tapegrad's)
 };
 

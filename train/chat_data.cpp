@@ -6,6 +6,7 @@
 
 #include "autograd/error.h"
 #include "autograd/io/json.h"
+#include "train/corpus.h"
 
 namespace tg::train {
 
@@ -134,6 +135,19 @@ InstructionData load_example_data(const std::string& format, const std::string& 
                                   const tokenizers::Tokenizer& tokenizer, int64_t context) {
   return format == "chat" ? load_chat_data(text, source, tokenizer, context)
                           : load_instruction_data(text, source, tokenizer, context);
+}
+
+std::string example_format(std::string_view text) {
+  for (std::string_view line : text_lines(text)) {
+    if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
+    try {
+      const json::Value first = json::parse(std::string(line), "first line");
+      return first.is_object() && first.contains("messages") ? "chat" : "jsonl";
+    } catch (const Error&) {
+      return "jsonl";
+    }
+  }
+  return "jsonl";
 }
 
 EncodedInstructions encode_example_file(const std::string& format, const std::string& text, const std::string& source,

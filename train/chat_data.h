@@ -24,6 +24,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tokenizers/chat_template.h"
@@ -61,6 +62,11 @@ InstructionData load_chat_data(const std::string& jsonl, const std::string& sour
                                int64_t context);
 
 // --- either kind of example data: --data-format jsonl (instructions.h) or chat (above) --------------
+
+// "chat" when the text's first line that is not blank is a conversation (an object with
+// "messages"), else "jsonl": how train_gpt and evaluate tell the two files apart. A first line
+// that is not JSON is "jsonl" (reading the examples then says what is wrong with it).
+std::string example_format(std::string_view text);
 
 // The fine-tuning run's data of that format, split.
 InstructionData load_example_data(const std::string& format, const std::string& text, const std::string& source,

@@ -443,7 +443,10 @@ std::unique_ptr<Trainer> start_from_llama_folder(TrainOptions o, const std::stri
   o.kv_heads = config.num_key_value_heads;
   models::LlamaConfig run_config = config;
   run_config.attention_dropout = o.model.drop_rate;  // --dropout: the run's
-  models::check_hf_llama_weights(config, o.init_from);  // before the model takes any memory
+  // before the model takes any memory
+  if (models::check_hf_llama_weights(config, o.init_from).lm_head_missing && o.task != "classify")
+    throw Error("--init-from " + o.init_from + ": a classifier without lm_head.weight (its body and score.weight): it has "
+                "no head to write text with; fine-tune it with --task classify, or start from the model it was made from");
   std::unique_ptr<Trainer> trainer;
   {
     const Activity building("building the model of " + config_path);
@@ -633,9 +636,15 @@ void add_run_adapters(Model& base, const Config& config, const models::AdapterCo
   models::load_peft_adapters(base, adapters_path);
 }
 
-}  // namespace
+// A LoRA run's config.json (beside its adapters) names a *ForSequenceClassification model.
+bool lora_run_is_classifier(const std::string& dir) {
+  const std::string config_path = path_in(dir, "config.json");
+  return std::filesystem::exists(config_path) &&
+         models::is_classifier_config(json::parse(read_user_file(config_path), config_path));
+}
 
-SavedModel load_saved_model(const std::string& dir) {
+// load_saved_model's folder, a classifier's body without its output head included (lm_head_missing).
+SavedModel load_saved_body(const std::string& dir, bool* lm_head_missing) {
   if (!std::filesystem::is_directory(dir)) throw Error(dir + ": no such folder");
   SavedModel saved;
   // config.json read once, first: what it is decides the reader (or is the error, naming the file)
@@ -644,6 +653,8 @@ SavedModel load_saved_model(const std::string& dir) {
     const models::AdapterConfig adapters = adapters_of(dir);
     models::HfLlama base = models::load_hf_llama(adapters.base);
     saved.stop_token = single_eos_id(base.info.config);
+    *lm_head_missing = base.info.lm_head_missing;
+    saved.classifier = lora_run_is_classifier(dir);
     saved.converted_dtypes = base.info.converted_dtypes;
     add_run_adapters(*base.model, base.config, adapters, dir);
     saved.model = std::move(base.model);
@@ -652,6 +663,7 @@ SavedModel load_saved_model(const std::string& dir) {
     const models::AdapterConfig adapters = adapters_of(dir);
     models::HfGpt2 base = models::load_hf_gpt2(adapters.base);
     saved.config = base.config;
+    saved.classifier = lora_run_is_classifier(dir);
     saved.converted_dtypes = base.info.converted_dtypes;
     saved.base_layout = base.info;
     add_run_adapters(*base.model, saved.config, adapters, dir);
@@ -660,12 +672,15 @@ SavedModel load_saved_model(const std::string& dir) {
   } else if (kind == models::ModelFolderKind::llama) {  // a Llama / Qwen folder, or a llama or qwen3 run
     models::HfLlama hf = models::load_hf_llama(dir);
     saved.stop_token = single_eos_id(hf.info.config);
+    *lm_head_missing = hf.info.lm_head_missing;
+    saved.classifier = models::is_classifier_config(hf.info.config);
     saved.model = std::move(hf.model);
     saved.converted_dtypes = hf.info.converted_dtypes;
     if (std::filesystem::exists(path_in(dir, "tokenizer.json"))) saved.tokenizer = tokenizers::load_tokenizer(dir);
   } else if (kind == models::ModelFolderKind::gpt2) {  // Hugging Face's layout (a GPT-2 folder, or a run from one)
     models::HfGpt2 hf = models::load_hf_gpt2(dir);
     saved.config = hf.config;
+    saved.classifier = models::is_classifier_config(hf.info.config);
     saved.model = std::move(hf.model);
     saved.converted_dtypes = hf.info.converted_dtypes;
     saved.tokenizer = tokenizers::load_tokenizer(dir);
@@ -694,7 +709,8 @@ SavedModel load_saved_model(const std::string& dir) {
       const nn::init::SkipInitGuard no_draws;  // every weight is read next (load is strict: all are in the file)
       model = std::make_unique<models::GPTModel>(saved.config);
     }
-    load(*model, weights_path, models::is_classifier_config(config) ? kClassifierBody : kFiniteOnly);
+    saved.classifier = models::is_classifier_config(config);
+    load(*model, weights_path, saved.classifier ? kClassifierBody : kFiniteOnly);
     saved.model = std::move(model);
   }
   if (saved.tokenizer) {
@@ -706,6 +722,17 @@ SavedModel load_saved_model(const std::string& dir) {
                   std::to_string(saved.model->vocab_size() - 1) + ")");
   }
   saved.model->eval();
+  return saved;
+}
+
+}  // namespace
+
+SavedModel load_saved_model(const std::string& dir) {
+  bool lm_head_missing = false;
+  SavedModel saved = load_saved_body(dir, &lm_head_missing);
+  if (lm_head_missing)
+    throw Error(dir + ": a classifier without lm_head.weight (a Hugging Face Llama / Qwen classifier keeps its body and "
+                      "score.weight): it writes and scores no text; give it to generate --classify or evaluate --task classify");
   return saved;
 }
 
@@ -724,7 +751,8 @@ SavedClassifier load_saved_classifier(const std::string& dir) {
                 " is not a classifier (train one with train_gpt --task classify)");
   SavedClassifier out;
   out.config = models::read_classifier_config(config, config_path);  // before the body takes any memory
-  SavedModel saved = load_saved_model(dir);  // the body (score.weight passed over), or the error naming the folder
+  bool lm_head_missing = false;  // the body's own head is not read here
+  SavedModel saved = load_saved_body(dir, &lm_head_missing);  // score.weight passed over, or the error naming the folder
   out.tokenizer = saved.tokenizer;
   // the head's weight: in model.safetensors, or the shard the index puts it in, or a LoRA run's adapters file
   const bool lora = is_lora_run(dir);

@@ -107,6 +107,8 @@ std::unique_ptr<Trainer> start_from_llama_folder(TrainOptions options, const std
 // dir: a train_gpt run folder, a Hugging Face GPT-2 folder (models/hf_gpt2.h) with GPT-2's
 // tokenizer files beside the model (a fine-tuned run from GPT-2 is one too), or a Llama / Qwen
 // folder (models/hf_llama.h: a llama or qwen3 run is one too), whose tokenizer files are optional.
+// A classifier's folder gives its body; one without the body's output head (a Hugging Face Llama /
+// Qwen classifier's has no lm_head.weight) is an Error: it writes no text.
 struct SavedModel {
   models::GPTConfig config;  // a GPT's (empty for a Llama / Qwen model)
   std::optional<tokenizers::Tokenizer> tokenizer;  // none: a Llama / Qwen folder without tokenizer.json
@@ -116,6 +118,8 @@ struct SavedModel {
   int64_t stop_token = -1;
   std::vector<std::string> converted_dtypes;  // a Hugging Face folder's 16-bit weights, read as float32 ("F16")
   models::HfGpt2Info base_layout;  // a LoRA run's base folder as read (its names' prefix, its config.json)
+  // config.json names a *ForSequenceClassification model: the model here is its body
+  bool classifier = false;
   // The tokenizer, or an Error naming dir when the folder has none.
   const tokenizers::Tokenizer& the_tokenizer(const std::string& dir) const;
 };

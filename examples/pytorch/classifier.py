@@ -60,6 +60,8 @@ def body_of(config, tensors, folder):
         state = {k: v for k, v in tensors.items() if not k.endswith("rotary_emb.inv_freq")}
         if body.config.tie_word_embeddings:
             state["lm_head.weight"] = state["model.embed_tokens.weight"]
+        elif "lm_head.weight" not in state:  # transformers saves a classifier's body without it: never read here
+            state["lm_head.weight"] = torch.zeros_like(body.lm_head.weight)
         body.load_state_dict(state, strict=True)
         return body, lambda idx: body.hidden_states(idx)[0]
     if "model" in config:  # tapegrad's own GPT layout (a run from scratch with --arch gpt2)

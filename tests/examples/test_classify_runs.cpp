@@ -242,6 +242,55 @@ TEST(ClassifyRuns, GivenSplitFilesAreTheRunsSplits) {
   EXPECT_EQ(last_json_line(e.output)["acc"].as_double(), json::parse_file(run + "/summary.json")["test"]["acc"].as_double());
 }
 
+// transformers saves an untied Llama / Qwen classifier as its body and score.weight, without
+// lm_head.weight: such a folder classifies as the run it came from, and a fine-tune of it starts
+// from it, while writing text from it is one line naming the missing head.
+TEST(ClassifyRuns, AHuggingFaceClassifierWithoutTheBodysHeadClassifiesButWritesNoText) {
+  SKIP_WITHOUT_EXAMPLES();
+  TempFolder dir;
+  const std::string run = dir.file("run"), hf = dir.file("hf");
+  ProgramRun r = train_gpt({"--arch", "qwen3", "--kv-heads", "1", "--steps", "4", "--eval-every", "2", "--out", run});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::filesystem::create_directory(hf);
+  for (const char* name : {"config.json", "tokenizer.json"}) std::filesystem::copy_file(run + "/" + name, hf + "/" + name);
+  NamedTensors kept;
+  for (auto& [name, tensor] : load_safetensors(run + "/model.safetensors"))
+    if (name != "lm_head.weight") kept.push_back({name, tensor});
+  ASSERT_EQ(kept.size() + 1, load_safetensors(run + "/model.safetensors").size()) << "an untied head to leave out";
+  save_safetensors(hf + "/model.safetensors", kept, {{"format", "pt"}});
+
+  const std::string text = "WIN a FREE prize";
+  ProgramRun from_run = run_program(example_program("generate"), {"--ckpt", run, "--classify", text});
+  ProgramRun from_hf = run_program(example_program("generate"), {"--ckpt", hf, "--classify", text});
+  ASSERT_EQ(from_run.exit_code, 0) << from_run.output;
+  ASSERT_EQ(from_hf.exit_code, 0) << from_hf.output;
+  const json::Value want = last_json_line(from_run.output), got = last_json_line(from_hf.output);
+  EXPECT_EQ(got["label"].as_string(), want["label"].as_string());
+  for (const char* label : {"ham", "spam"})  // the same weights, the same sums
+    EXPECT_EQ(got["probabilities"][label].as_double(), want["probabilities"][label].as_double()) << label;
+
+  // text: the run (its head was saved) writes with a note; the folder without it is refused
+  ProgramRun with_head = run_program(example_program("generate"), {"--ckpt", run, "--prompt", "see", "--tokens", "3"});
+  EXPECT_EQ(with_head.exit_code, 0) << with_head.output;
+  EXPECT_TRUE(has_part(with_head.output, "is a classifier: the text below is its body's")) << with_head.output;
+  write_bytes(dir.file("c.jsonl"), "{\"context\": \"a\", \"choices\": [\"b\", \"c\"], \"label\": 0}\n");
+  for (const std::string program : {"generate", "evaluate"}) {
+    std::vector<std::string> args = {"--ckpt", hf, "--prompt", "see"};
+    if (program == "evaluate") args = {"--ckpt", hf, "--task", "choices", "--data", dir.file("c.jsonl")};
+    ProgramRun refused = run_program(example_program(program), args);
+    EXPECT_NE(refused.exit_code, 0) << refused.output;
+    EXPECT_TRUE(has_part(refused.output, hf + ": a classifier without lm_head.weight")) << program << "\n" << refused.output;
+  }
+  ProgramRun lm = run_program(example_program("train_gpt"), {"--init-from", hf, "--data", kMessages, "--steps", "1",
+                                                             "--out", dir.file("lm")});
+  EXPECT_NE(lm.exit_code, 0) << lm.output;
+  EXPECT_TRUE(has_part(lm.output, "a classifier without lm_head.weight")) << lm.output;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("lm")));
+  ProgramRun again = train_gpt({"--init-from", hf, "--steps", "2", "--eval-every", "2", "--out", dir.file("again")},
+                               /*from_folder=*/true);
+  EXPECT_EQ(again.exit_code, 0) << again.output;
+}
+
 TEST(ClassifyRuns, BadInputIsOneLineNamingIt) {
   SKIP_WITHOUT_EXAMPLES();
   TempFolder dir;

@@ -2,12 +2,14 @@
 # (examples/pytorch/classifier.py): tapegrad's own GPT layout, a Qwen3 run from scratch, a run from
 # the tests' tiny GPT-2 folder (GPT2ForSequenceClassification, names under "transformer.") and one
 # from the tests' tiny Qwen3 folder, and LoRA runs from both folders (adapters and head in peft's
-# files, the body the base folder's). For texts of examples/data/messages.tsv, the twin's class
+# files, the body the base folder's), and the Qwen3 run as transformers saves a classifier (without
+# the body's untied lm_head.weight). For texts of examples/data/messages.tsv, the twin's class
 # probabilities equal generate --classify's within 1e-6, and its classes are the same.
 #
 #     /usr/bin/python3 tests/python/test_classifier.py [build/examples]
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -16,6 +18,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "examples", "pytorch"))
 from classifier import class_probabilities, load_classifier  # noqa: E402
+from run_folder import read_safetensors, safetensors_bytes  # noqa: E402
 
 MESSAGES = os.path.join(ROOT, "examples", "data", "messages.tsv")
 REFERENCE = os.path.join(ROOT, "tests", "reference")
@@ -34,15 +37,32 @@ def fail(what):
     sys.exit(f"test_classifier: FAILED: {what}")
 
 
+def without_lm_head(run, folder):
+    """run's model as transformers saves a classifier: config.json, tokenizer.json and the weights
+    without lm_head.weight."""
+    os.makedirs(folder)
+    for name in ("config.json", "tokenizer.json"):
+        shutil.copy(os.path.join(run, name), folder)
+    tensors, metadata = read_safetensors(os.path.join(run, "model.safetensors"))
+    if "lm_head.weight" not in tensors:
+        fail(f"{run}: no untied lm_head.weight to leave out")
+    del tensors["lm_head.weight"]
+    with open(os.path.join(folder, "model.safetensors"), "wb") as f:
+        f.write(safetensors_bytes(tensors, metadata))
+
+
 def main():
     examples = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build", "examples")
     texts = [line.split("\t", 1)[1] for line in open(MESSAGES, encoding="utf-8").read().splitlines()[:8]]
     texts.append("Claim your FREE prize now")
     with tempfile.TemporaryDirectory() as tmp:
-        for name, flags in RUNS.items():
+        for name, flags in list(RUNS.items()) + [("qwen3_without_lm_head", None)]:
             run = os.path.join(tmp, name)
-            subprocess.run([os.path.join(examples, "train_gpt")] + DATA + flags + ["--out", run], check=True,
-                           stdout=subprocess.DEVNULL)
+            if flags is None:
+                without_lm_head(os.path.join(tmp, "qwen3"), run)
+            else:
+                subprocess.run([os.path.join(examples, "train_gpt")] + DATA + flags + ["--out", run], check=True,
+                               stdout=subprocess.DEVNULL)
             model, classes, tokenizer, context = load_classifier(run)
             if classes != ["ham", "spam"]:
                 fail(f"{name}: classes {classes}")
