@@ -14,15 +14,10 @@
 #include <cstdint>
 #include <memory>
 
+#include "autograd/runtime/memory.h"  // Buffer, allocate_storage, release_storage
 #include "autograd/tensor.h"
 
 namespace tg {
-
-// A tensor buffer as the allocator hands it out: `capacity` bytes, at least what was asked.
-struct Buffer {
-  void* data = nullptr;
-  size_t capacity = 0;
-};
 
 struct Storage {
   explicit Storage(size_t nbytes);
@@ -61,12 +56,6 @@ struct TensorImpl : std::enable_shared_from_this<TensorImpl> {
   std::shared_ptr<TensorImpl> view_base;
   uint64_t base_history = 0;
 };
-
-// Where Storage gets its buffer and gives it back (autograd/runtime/memory.cpp): 64-byte aligned, from
-// the cache of freed buffers when one of about that size is there. allocate_storage throws
-// "out of memory: cannot allocate N bytes".
-Buffer allocate_storage(size_t nbytes);
-void release_storage(const Buffer& buffer, size_t nbytes);
 
 // Give a view whose base was written in place since its grad_fn was made the base's new
 // history (autograd/tape_inplace.cpp).

@@ -22,8 +22,7 @@ set(TG_PUBLIC_HEADERS
   autograd/random/generator.h autograd/runtime/parallel.h
   autograd/io/safetensors.h autograd/io/atomic_file.h autograd/io/json.h autograd/io/flags.h
   autograd/io/svg.h autograd/io/plots.h
-  # moved in 0.2: these forward to the new paths for one release
-  autograd/generator.h autograd/parallel.h autograd/safetensors.h autograd/atomic_file.h)
+  autograd/kernels/adam_step.h)  # AdamStep, which optim/optim_loops.h's plain loops take
 foreach(header ${TG_PUBLIC_HEADERS})
   get_filename_component(dir ${header} DIRECTORY)
   install(FILES ${PROJECT_SOURCE_DIR}/${header} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/tapegrad/${dir})

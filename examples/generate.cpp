@@ -33,7 +33,7 @@
 // printed; --ignore-eos writes all --tokens, the end-of-text tokens included.
 //
 // --instruction (and --input) writes the prompt with the template instruction fine-tuning trains on
-// (train/instructions.h: alpaca_prompt).
+// (tokenizers/chat_template.h: alpaca_prompt).
 //
 // --logits-out writes the prompt's logits, key "logits", shape (T, vocab), float32: one forward of
 // the whole prompt in eval mode, to compare with another implementation's.
@@ -59,7 +59,7 @@
 #include "train/run_folder.h"
 #include "train/corpus.h"
 #include "train/evaluate.h"
-#include "train/instructions.h"
+#include "tokenizers/chat_template.h"
 #include "autograd/io/flags.h"
 #include "models/generate.h"
 #include "models/chat_session.h"
@@ -319,7 +319,7 @@ int run(const GenerateOptions& o, const std::vector<std::string>& given) {
       prompt = parse_prompt_ids(o.prompt_ids, loaded.model->vocab_size());
     } else {
       // as the model was trained: the BOS token first where the tokenizer adds one (<|begin_of_text|>)
-      prompt = loaded.tokenizer->encode_with_bos(instruction_given ? train::alpaca_prompt(o.instruction, o.input)
+      prompt = loaded.tokenizer->encode_with_bos(instruction_given ? tokenizers::alpaca_prompt(o.instruction, o.input)
                                                                    : o.prompt);
     }
   } catch (const UsageError&) {

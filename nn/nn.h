@@ -1,11 +1,9 @@
-// nn/nn.h — everything in tg::nn: Module, the layers, attention, the GPT model, LoRA adapters,
-// initialisation, gradcheck of a module; and tg::save / tg::load.
+// nn/nn.h — everything in tg::nn: Module, the layers, attention, LoRA adapters, initialisation,
+// gradcheck of a module; and tg::save / tg::load. The models built of them are in models/
+// (models/gpt.h, models/llama.h), a floor above.
 #pragma once
 #include "nn/init.h"
 #include "nn/attention.h"
-#include "models/generate.h"
-#include "models/gpt.h"
-#include "models/gpt_lora.h"
 #include "nn/gradcheck.h"
 #include "nn/layers.h"
 #include "nn/lora.h"

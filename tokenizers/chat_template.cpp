@@ -8,9 +8,17 @@
 #include "autograd/error.h"
 #include "autograd/io/flags.h"
 #include "tokenizers/unicode_classes.h"
-#include "train/instructions.h"
 
 namespace tg::tokenizers {
+
+std::string alpaca_prompt(const std::string& instruction, const std::string& input) {
+  std::string prompt =
+      "Below is an instruction that describes a task. Write a response that appropriately completes the request."
+      "\n\n### Instruction:\n" +
+      instruction;
+  if (!input.empty()) prompt += "\n\n### Input:\n" + input;
+  return prompt + "\n\n### Response:\n";
+}
 
 namespace {
 
@@ -143,7 +151,7 @@ std::string render_tapegrad(const std::vector<ChatMessage>& messages, const Chat
   std::string out;
   for (const ChatMessage& m : messages) {
     if (m.role == "system") throw Error("chat template tapegrad: it has no system turn (its prompt is fixed)");
-    out += m.role == "user" ? train::alpaca_prompt(m.content, "") : m.content + o.eos_token;
+    out += m.role == "user" ? alpaca_prompt(m.content, "") : m.content + o.eos_token;
   }
   return out;  // a user turn ends in "### Response:\n": the generation prompt is there already
 }

@@ -14,7 +14,7 @@
 //   llama3.1  Llama 3.1 / 3.2 Instruct's: bos_token, a system turn that always comes, with
 //             "Cutting Knowledge Date: December 2023\nToday Date: {date}\n\n" before the system
 //             message (trimmed), then the turns as llama3's, and the assistant header when asked
-//   tapegrad  tapegrad's instruction template (train/instructions.h's alpaca_prompt): each user turn
+//   tapegrad  tapegrad's instruction template (alpaca_prompt, below): each user turn
 //             as its "### Instruction:" prompt, each assistant turn its text and the eos token
 //
 // The template is chosen from the chat_template text by what it writes (chat_format_of_template);
@@ -31,6 +31,14 @@
 #include "tokenizers/tokenizer.h"
 
 namespace tg::tokenizers {
+
+// The prompt of an instruction, up to where the response starts: the one template of the
+// project (train_gpt's instruction data, train/instructions.h; the tapegrad chat format):
+//   "Below is an instruction that describes a task. Write a response that appropriately completes
+//    the request.\n\n### Instruction:\n{instruction}"
+//   + "\n\n### Input:\n{input}"   only when input is not empty
+//   + "\n\n### Response:\n"
+std::string alpaca_prompt(const std::string& instruction, const std::string& input);
 
 enum class ChatFormat { kQwen3, kQwen25, kLlama3, kLlama31, kTapegrad };
 

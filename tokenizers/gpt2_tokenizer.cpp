@@ -14,7 +14,6 @@
 #include "autograd/io/json.h"
 #include "autograd/io/flags.h"
 #include "autograd/io/user_file.h"
-#include "train/corpus.h"
 
 namespace tg::tokenizers {
 
@@ -119,7 +118,7 @@ Gpt2Tokenizer Gpt2Tokenizer::from_texts(std::string vocab_json, const std::strin
   std::set<std::pair<int32_t, int32_t>> seen;
   std::string left, right;
   bool blank_seen = false;
-  const std::vector<std::string_view> lines = train::text_lines(merges_text);  // "\n", "\r\n" or "\r" line ends
+  const std::vector<std::string_view> lines = text_lines(merges_text);  // "\n", "\r\n" or "\r" line ends
   for (int64_t line_number = 1; line_number <= std::ssize(lines); ++line_number) {
     const std::string_view line = lines[static_cast<size_t>(line_number - 1)];
     const std::string where = merges_name + ": line " + std::to_string(line_number) + ": ";

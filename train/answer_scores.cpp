@@ -100,7 +100,7 @@ AnswerExamples read_answer_examples(const std::string& format, const std::string
   } else {
     const std::string response_header = "\n\n### Response:\n";
     for (const Instruction& e : parse_instructions(text, source)) {
-      const std::string prompt = alpaca_prompt(e.instruction, e.input);
+      const std::string prompt = tokenizers::alpaca_prompt(e.instruction, e.input);
       references.emplace_back(prompt.substr(0, prompt.size() - response_header.size()), e.output);
     }
     out.end_token = tokenizer.end_of_text_id();

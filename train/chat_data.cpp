@@ -6,7 +6,7 @@
 
 #include "autograd/error.h"
 #include "autograd/io/json.h"
-#include "train/corpus.h"
+#include "autograd/io/user_file.h"
 
 namespace tg::train {
 

@@ -96,16 +96,4 @@ std::string read_input(const std::string& path, const std::string& flag) {
   return read_input_file(path, flag.empty() ? path : flag + " " + path);
 }
 
-std::vector<std::string_view> text_lines(std::string_view text) {
-  std::vector<std::string_view> lines;
-  size_t start = 0;
-  while (start < text.size()) {
-    const size_t end = std::min(text.find_first_of("\r\n", start), text.size());
-    lines.push_back(text.substr(start, end - start));
-    start = end + 1;
-    if (end + 1 < text.size() && text[end] == '\r' && text[end + 1] == '\n') ++start;  // "\r\n" is one line end
-  }
-  return lines;
-}
-
 }  // namespace tg::train

@@ -28,11 +28,4 @@ std::string read_data(const std::string& path);
 // (tg::read_input_file: a folder, a FIFO or a device is refused before it is opened).
 std::string read_input(const std::string& path, const std::string& flag);
 
-// The lines of a text file's bytes as Python's text mode reads them (universal newlines): "\n",
-// "\r\n" and a lone "\r" each end a line and are not part of it, and a last line without one is a
-// line too: "a\rb", "a\r\nb\r\n" and "a\nb" are all {"a", "b"}. Every line-based file a user
-// hands in (merges.txt, vocab.bpe, JSONL examples) is split here, so a file saved with old Mac or
-// Windows line ends reads as the same lines, never as one long line.
-std::vector<std::string_view> text_lines(std::string_view text);
-
 }  // namespace tg::train

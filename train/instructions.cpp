@@ -7,20 +7,11 @@
 
 #include "autograd/error.h"
 #include "autograd/io/json.h"
+#include "autograd/io/user_file.h"
 #include "autograd/ops.h"
 #include "autograd/tape.h"
-#include "train/corpus.h"
 
 namespace tg::train {
-
-std::string alpaca_prompt(const std::string& instruction, const std::string& input) {
-  std::string prompt =
-      "Below is an instruction that describes a task. Write a response that appropriately completes the request."
-      "\n\n### Instruction:\n" +
-      instruction;
-  if (!input.empty()) prompt += "\n\n### Input:\n" + input;
-  return prompt + "\n\n### Response:\n";
-}
 
 namespace {
 
@@ -85,7 +76,7 @@ std::vector<Instruction> parse_instructions(const std::string& text, const std::
 
 std::string instructions_as_text(const std::vector<Instruction>& examples) {
   std::string text;
-  for (const Instruction& e : examples) text += alpaca_prompt(e.instruction, e.input) + e.output + "\n";
+  for (const Instruction& e : examples) text += tokenizers::alpaca_prompt(e.instruction, e.input) + e.output + "\n";
   return text;
 }
 
@@ -101,7 +92,7 @@ EncodedInstructions encode_instructions(const std::vector<Instruction>& examples
     InstructionExample x;
     x.line = e.line;
     try {
-      x.ids = tokenizer.encode(alpaca_prompt(e.instruction, e.input));
+      x.ids = tokenizer.encode(tokenizers::alpaca_prompt(e.instruction, e.input));
       x.prompt_tokens = static_cast<int64_t>(x.ids.size());
       const std::vector<int64_t> response = tokenizer.encode(e.output);
       x.ids.insert(x.ids.end(), response.begin(), response.end());

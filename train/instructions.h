@@ -5,8 +5,8 @@
 //
 // "instruction" and "output" are strings and must be there; "input" is a string or left out (left
 // out = empty); other keys are ignored; blank lines are skipped; lines end in "\n", "\r\n" or "\r"
-// (text_lines, train/corpus.h). Each example becomes one token
-// sequence, the prompt (alpaca_prompt, below) and then the response:
+// (text_lines, autograd/io/user_file.h). Each example becomes one token
+// sequence, the prompt (alpaca_prompt, tokenizers/chat_template.h) and then the response:
 //
 //   ids = encode(alpaca_prompt(instruction, input)) + encode(output) + [<|endoftext|>]
 //
@@ -37,17 +37,11 @@
 #include "autograd/io/json.h"
 #include "train/data.h"
 #include "train/evaluate.h"
+#include "tokenizers/chat_template.h"  // alpaca_prompt
 #include "tokenizers/tokenizer.h"
 #include "models/causal_lm.h"
 
 namespace tg::train {
-
-// The prompt of an example, up to where the response starts (the one template of the project):
-//   "Below is an instruction that describes a task. Write a response that appropriately completes
-//    the request.\n\n### Instruction:\n{instruction}"
-//   + "\n\n### Input:\n{input}"   only when input is not empty
-//   + "\n\n### Response:\n"
-std::string alpaca_prompt(const std::string& instruction, const std::string& input);
 
 struct Instruction {
   std::string instruction, input, output;

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -102,6 +103,18 @@ std::string read_input_file(const std::string& path, const std::string& who) {
   std::string bytes = read_user_file(path, who);
   if (bytes.empty()) throw Error((who.empty() ? path : who) + ": the file is empty");
   return bytes;
+}
+
+std::vector<std::string_view> text_lines(std::string_view text) {
+  std::vector<std::string_view> lines;
+  size_t start = 0;
+  while (start < text.size()) {
+    const size_t end = std::min(text.find_first_of("\r\n", start), text.size());
+    lines.push_back(text.substr(start, end - start));
+    start = end + 1;
+    if (end + 1 < text.size() && text[end] == '\r' && text[end + 1] == '\n') ++start;  // "\r\n" is one line end
+  }
+  return lines;
 }
 
 }  // namespace tg

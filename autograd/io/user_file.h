@@ -16,6 +16,8 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace tg {
 
@@ -54,5 +56,12 @@ std::string read_user_file(const std::string& path, const std::string& who = "")
 // The same for a file handed in as input (training text, a tokenizer, chat messages), which must
 // hold something: an empty one is an Error "<who>: the file is empty".
 std::string read_input_file(const std::string& path, const std::string& who = "");
+
+// The lines of a text file's bytes as Python's text mode reads them (universal newlines): "\n",
+// "\r\n" and a lone "\r" each end a line and are not part of it, and a last line without one is a
+// line too: "a\rb", "a\r\nb\r\n" and "a\nb" are all {"a", "b"}. Every line-based file a user
+// hands in (merges.txt, vocab.bpe, JSONL examples) is split here, so a file saved with old Mac or
+// Windows line ends reads as the same lines, never as one long line.
+std::vector<std::string_view> text_lines(std::string_view text);
 
 }  // namespace tg

@@ -2,7 +2,7 @@
 // gradient 2-norm, compiled again for AVX2+FMA (eight floats a step) when the CPU has it.
 //
 // They speed up adam_step_reference (optim/adam.cpp) and sum_of_squares_reference
-// (optim/clip_grad.cpp), their test oracles, declared with AdamStep in optim/optim_loops.h, and
+// (optim/clip_grad.cpp), their test oracles, declared in optim/optim_loops.h, and
 // give the same bits: the same correctly rounded operations (fma, sqrt, +, *, /) in the same
 // order. Only the compiled code differs: the references are compiled for baseline x86-64, where
 // std::fma is a call into libm per element and nothing is vectorised.
@@ -17,7 +17,7 @@
 #include <cstdint>
 
 #include "autograd/kernels/isa.h"
-#include "optim/optim_loops.h"  // AdamStep and the plain loops these copies match
+#include "autograd/kernels/adam_step.h"  // AdamStep: what the plain loops (optim/optim_loops.h) take too
 
 namespace tg::kernels {
 

@@ -15,7 +15,6 @@
 #include <vector>
 
 #include "autograd/error.h"
-#include "autograd/internal.h"
 #include "autograd/runtime/environment.h"
 
 namespace tg {

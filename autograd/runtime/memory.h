@@ -46,9 +46,22 @@
 // The whole process: peak_rss_mb() is the most resident memory it has had (tensors, the
 // allocator's cache, BLIS's buffers, the program itself), as the benchmarks and train_gpt report it.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 
 namespace tg {
+
+// A tensor buffer as the allocator hands it out: `capacity` bytes, at least what was asked.
+struct Buffer {
+  void* data = nullptr;
+  size_t capacity = 0;
+};
+
+// Where Storage gets its buffer and gives it back (memory.cpp): 64-byte aligned, from
+// the cache of freed buffers when one of about that size is there. allocate_storage throws
+// "out of memory: cannot allocate N bytes".
+Buffer allocate_storage(size_t nbytes);
+void release_storage(const Buffer& buffer, size_t nbytes);
 
 struct MemoryStats {
   int64_t live_storages = 0;

@@ -32,8 +32,8 @@
 #include <omp.h>
 #endif
 
+#include "autograd/error.h"
 #include "autograd/kernels/blis_kernels.h"
-#include "autograd/tensor.h"
 
 namespace tg {
 

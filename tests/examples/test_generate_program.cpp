@@ -204,7 +204,7 @@ TEST(GenerateProgram, StopsAtTheEndOfTextTokenUnlessIgnoreEos) {
   EXPECT_EQ(r.output, "--- sample 1 ---\n" + three + "--- sample 2 ---\n" + three);
   r = run_program(example_program("generate"), {"--ckpt", ends, "--instruction", "Say hi.", "--tokens", "5"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_EQ(r.output, train::alpaca_prompt("Say hi.", "") + "\n");
+  EXPECT_EQ(r.output, tokenizers::alpaca_prompt("Say hi.", "") + "\n");
 }
 
 // A sampling flag out of its range is one line naming the flag, before any model is read: a

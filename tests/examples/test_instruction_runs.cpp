@@ -62,7 +62,7 @@ TEST(InstructionRuns, AFineTuneFromGpt2ResumesBitForBitAndAnswersAnInstruction) 
   EXPECT_EQ(read_bytes(dir.file("straight") + "/samples.txt"), read_bytes(dir.file("resumed") + "/samples.txt"));
   // the sample answers the val example's prompt
   EXPECT_TRUE(has_part(read_bytes(dir.file("straight") + "/samples.txt"),
-                       train::alpaca_prompt("Translate to English.", "caf\xc3\xa9 cr\xc3\xa8me")));
+                       tokenizers::alpaca_prompt("Translate to English.", "caf\xc3\xa9 cr\xc3\xa8me")));
 
   // --eval-only: the run's val split, or all of a --data, scored on the responses' tokens
   r = run_program(example_program("train_gpt"), {"--eval-only", "--resume", dir.file("straight")});
@@ -83,7 +83,7 @@ TEST(InstructionRuns, AFineTuneFromGpt2ResumesBitForBitAndAnswersAnInstruction) 
                                                 "Give the plural of the word.", "--input", "box", "--tokens", "3"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(r.output.substr(0, r.output.find("### Response:\n") + 14),
-            train::alpaca_prompt("Give the plural of the word.", "box"));
+            tokenizers::alpaca_prompt("Give the plural of the word.", "box"));
 }
 
 // examples/data/instructions.jsonl, docs/fine-tune-on-a-laptop.md's small set: every line an
@@ -106,7 +106,7 @@ TEST(InstructionRuns, TheExampleSetTrainsARunFromScratchOnCharacters) {
   r = run_program(example_program("generate"), {"--ckpt", dir.file("run"), "--instruction",
                                                 "Give the plural of the word.", "--input", "box", "--tokens", "2"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_TRUE(has_part(r.output, train::alpaca_prompt("Give the plural of the word.", "box"))) << r.output;
+  EXPECT_TRUE(has_part(r.output, tokenizers::alpaca_prompt("Give the plural of the word.", "box"))) << r.output;
 }
 
 TEST(InstructionRuns, ExamplesLongerThanTheContextAreSkippedAndCounted) {

@@ -170,7 +170,7 @@ namespace {
 TEST(ChatSession, ATurnTheTokenizerCannotWriteIsDroppedAndTheSessionGoesOn) {
   manual_seed(7);
   const tokenizers::Tokenizer tokenizer =
-      tokenizers::Tokenizer(tokenizers::CharTokenizer::from_text(train::alpaca_prompt("hi there", "") + "ok"))
+      tokenizers::Tokenizer(tokenizers::CharTokenizer::from_text(tokenizers::alpaca_prompt("hi there", "") + "ok"))
           .with_end_of_text();
   models::GPTConfig config;
   config.vocab_size = tokenizer.vocab_size();

@@ -13,6 +13,9 @@
 #include "autograd/ops.h"
 #include "autograd/tape.h"
 #include "nn/nn.h"
+#include "models/gpt_lora.h"
+#include "models/gpt.h"
+#include "models/generate.h"
 #include "test_util.h"
 
 namespace tg::nn {

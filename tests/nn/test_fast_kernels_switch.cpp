@@ -15,6 +15,8 @@
 #include "autograd/random/generator.h"
 #include "autograd/tape.h"
 #include "nn/nn.h"
+#include "models/gpt.h"
+#include "models/generate.h"
 #include "test_util.h"
 
 namespace tg::nn {

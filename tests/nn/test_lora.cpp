@@ -15,6 +15,8 @@
 #include "autograd/tape.h"
 #include "models/llama_lora.h"
 #include "nn/nn.h"
+#include "models/gpt_lora.h"
+#include "models/gpt.h"
 #include "test_util.h"
 
 namespace tg::nn {

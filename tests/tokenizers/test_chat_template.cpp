@@ -63,7 +63,7 @@ TEST(ChatTemplate, TapegradsOwnIsTheInstructionPromptAndTheAnswer) {
   tokenizers::ChatOptions options;
   options.eos_token = "<|endoftext|>";
   EXPECT_EQ(tokenizers::render_chat(tokenizers::ChatFormat::kTapegrad, messages, options),
-            train::alpaca_prompt("Give the plural of mouse.", "") + "mice<|endoftext|>" + train::alpaca_prompt("Of goose?", ""));
+            tokenizers::alpaca_prompt("Give the plural of mouse.", "") + "mice<|endoftext|>" + tokenizers::alpaca_prompt("Of goose?", ""));
 }
 
 TEST(ChatTemplate, BadMessagesAreErrorsNamingTheMessage) {

@@ -72,11 +72,11 @@ TEST(ChatData, WithCharactersTheAssistantTurnsAloneAreTargets) {
   EXPECT_EQ(targets_of(encoded.examples[0], chars), "[mice]");
   EXPECT_EQ(targets_of(encoded.examples[1], chars), "[oxen][geese]");
   const train::InstructionExample& e = encoded.examples[1];
-  EXPECT_EQ(chars.decode(e.ids), train::alpaca_prompt("Plural of ox?", "") + "oxen" +
-                                     train::alpaca_prompt("And goose?", "") + "geese");
+  EXPECT_EQ(chars.decode(e.ids), tokenizers::alpaca_prompt("Plural of ox?", "") + "oxen" +
+                                     tokenizers::alpaca_prompt("And goose?", "") + "geese");
   // a sample is prompted with everything before the last answer
   EXPECT_EQ(chars.decode({e.ids.begin(), e.ids.begin() + e.prompt_tokens}),
-            train::alpaca_prompt("Plural of ox?", "") + "oxen" + train::alpaca_prompt("And goose?", ""));
+            tokenizers::alpaca_prompt("Plural of ox?", "") + "oxen" + tokenizers::alpaca_prompt("And goose?", ""));
   // the batch's targets: the next id where it is a target, -100 elsewhere
   const train::Batch b = train::instruction_batch(encoded.examples, {1}, 0);
   const std::vector<int64_t> y = b.y.tolist<int64_t>();

@@ -14,6 +14,7 @@
 
 #include "autograd/io/json.h"
 #include "autograd/io/safetensors.h"
+#include "autograd/io/user_file.h"
 #include "autograd/ops.h"
 #include "autograd/tape.h"
 #include "train/run_folder.h"
@@ -37,8 +38,8 @@ TEST(Instructions, TheTemplateIsChapter7s) {
   const std::string head =
       "Below is an instruction that describes a task. Write a response that appropriately completes the request.\n\n"
       "### Instruction:\nGive the plural of the word.";
-  EXPECT_EQ(train::alpaca_prompt("Give the plural of the word.", "mouse"), head + "\n\n### Input:\nmouse\n\n### Response:\n");
-  EXPECT_EQ(train::alpaca_prompt("Give the plural of the word.", ""), head + "\n\n### Response:\n");  // no input part
+  EXPECT_EQ(tokenizers::alpaca_prompt("Give the plural of the word.", "mouse"), head + "\n\n### Input:\nmouse\n\n### Response:\n");
+  EXPECT_EQ(tokenizers::alpaca_prompt("Give the plural of the word.", ""), head + "\n\n### Response:\n");  // no input part
 }
 
 TEST(Instructions, ReadsTheFieldsSkipsBlankLinesAndKeepsLineNumbers) {
@@ -72,12 +73,12 @@ TEST(Instructions, LfCrAndCrlfLineEndsGiveTheSameExamples) {
 
 TEST(Instructions, TextLinesSplitsAsPythonsTextModeDoes) {
   using Lines = std::vector<std::string_view>;
-  EXPECT_EQ(train::text_lines("a\nb"), (Lines{"a", "b"}));
-  EXPECT_EQ(train::text_lines("a\r\nb\r\n"), (Lines{"a", "b"}));
-  EXPECT_EQ(train::text_lines("a\rb\r"), (Lines{"a", "b"}));
-  EXPECT_EQ(train::text_lines("a\r\r\nb\n\rc"), (Lines{"a", "", "b", "", "c"}));  // "\n\r": two line ends
-  EXPECT_EQ(train::text_lines("\n"), (Lines{""}));
-  EXPECT_EQ(train::text_lines(""), (Lines{}));
+  EXPECT_EQ(text_lines("a\nb"), (Lines{"a", "b"}));
+  EXPECT_EQ(text_lines("a\r\nb\r\n"), (Lines{"a", "b"}));
+  EXPECT_EQ(text_lines("a\rb\r"), (Lines{"a", "b"}));
+  EXPECT_EQ(text_lines("a\r\r\nb\n\rc"), (Lines{"a", "", "b", "", "c"}));  // "\n\r": two line ends
+  EXPECT_EQ(text_lines("\n"), (Lines{""}));
+  EXPECT_EQ(text_lines(""), (Lines{}));
 }
 
 TEST(Instructions, BadLinesNameTheFileAndTheLine) {
@@ -116,8 +117,8 @@ TEST(Instructions, ABatchIsPaddedToItsLongestExampleWithTargetsOnTheResponseOnly
   ASSERT_EQ(encoded.examples.size(), 2u);
   const train::InstructionExample& short_one = encoded.examples[0];
   const int64_t p = short_one.prompt_tokens, n = p + 2;  // "hi", no end-of-text among characters
-  EXPECT_EQ(chars.decode({short_one.ids.begin(), short_one.ids.begin() + p}), train::alpaca_prompt("Say hi.", ""));
-  EXPECT_EQ(chars.decode(short_one.ids), train::alpaca_prompt("Say hi.", "") + "hi");
+  EXPECT_EQ(chars.decode({short_one.ids.begin(), short_one.ids.begin() + p}), tokenizers::alpaca_prompt("Say hi.", ""));
+  EXPECT_EQ(chars.decode(short_one.ids), tokenizers::alpaca_prompt("Say hi.", "") + "hi");
   const int64_t long_n = static_cast<int64_t>(encoded.examples[1].ids.size());
 
   const train::Batch b = instruction_batch(encoded.examples, {0, 1}, 0);
