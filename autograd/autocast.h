@@ -6,7 +6,20 @@
 //   }
 //   loss.backward();                                // each op's backward uses its forward's mode
 //
-// While a guard is alive on a thread, matmul and the ops made of it (linear, feed_forward,
+// Read AutocastGuard below for what is rounded and what stays float32; the bfloat16 products
+// themselves are in kernels/bf16_gemm.h.
+#pragma once
+#include "autograd/dtype.h"
+
+namespace tg {
+
+// kBFloat16 under an AutocastGuard(kBFloat16) on this thread, else kFloat32.
+ScalarType autocast_dtype();
+
+// While alive, this thread's matrix products run in `dtype`: kBFloat16 turns autocast on,
+// kFloat32 turns it off (inside an outer guard). Any other dtype is an Error.
+//
+// Under kBFloat16, matmul and the ops made of it (linear, feed_forward,
 // masked_scaled_attention) round their float32 inputs to bfloat16 and sum the products in float32
 // (kernels/bf16_gemm.h), in forward and in backward, as PyTorch's CPU autocast runs its matmuls.
 // Their gradients round the incoming gradient to bfloat16 too: da = bf16(g) @ bf16(b)^T.
@@ -24,16 +37,6 @@
 //
 // The mode is per thread, like NoGradGuard. Ops that run their work on several threads carry the
 // caller's mode into them.
-#pragma once
-#include "autograd/dtype.h"
-
-namespace tg {
-
-// kBFloat16 under an AutocastGuard(kBFloat16) on this thread, else kFloat32.
-ScalarType autocast_dtype();
-
-// While alive, this thread's matrix products run in `dtype`: kBFloat16 turns autocast on,
-// kFloat32 turns it off (inside an outer guard). Any other dtype is an Error.
 class AutocastGuard {
  public:
   explicit AutocastGuard(ScalarType dtype);

@@ -13,6 +13,14 @@
 //             backpropagates dL/dy through that fresh graph: the parameters fn uses get their
 //             gradients there (added to their .grad as usual), and the entry returns dL/dx.
 //             The generator is then put back as it was, so nothing after notices the replay.
+#pragma once
+#include <functional>
+
+#include "autograd/tensor.h"
+
+namespace tg {
+
+// y = fn(x), keeping only x on the tape for fn's piece of the graph (see the top of the file).
 //
 // Memory: the tape keeps x instead of everything fn's backward would need; while the entry's
 // backward runs, fn's activations exist once more, for that piece alone. Compute: fn's forward
@@ -25,13 +33,6 @@
 //   * only x gets a gradient through the entry; parameters reached inside fn get theirs from the
 //     replay. When grad mode is off, or x does not require grad, fn(x) simply runs as it is
 //     (recorded if anything in it requires grad): nothing to save, no replay.
-#pragma once
-#include <functional>
-
-#include "autograd/tensor.h"
-
-namespace tg {
-
 Tensor checkpoint(const std::function<Tensor(const Tensor&)>& fn, const Tensor& x);
 
 }  // namespace tg

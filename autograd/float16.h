@@ -4,6 +4,13 @@
 // and load_safetensors converts it to float32 when asked (autograd/io/safetensors.h). Every
 // float16 value is a float32 value, so the conversion is exact. bfloat16, which tapegrad has as
 // a dtype, converts in autograd/dtype.h (BFloat16's operator float).
+#pragma once
+#include <bit>
+#include <cstdint>
+
+namespace tg {
+
+// The float32 value of the float16 with bits `half`.
 //
 // The 16 bits: sign (1), exponent (5, bias 15), mantissa (10). To float32's sign (1), exponent
 // (8, bias 127), mantissa (23):
@@ -14,12 +21,6 @@
 //   exponent 31      mantissa 0: ±inf; otherwise NaN: its payload kept (mantissa << 13) and the
 //                    quiet bit (float32 bit 22) set, as PyTorch's Tensor.to(torch.float32) gives
 //                    (a signalling NaN comes out quiet; tests/reference/float16_torch.json)
-#pragma once
-#include <bit>
-#include <cstdint>
-
-namespace tg {
-
 inline float float16_bits_to_float(uint16_t half) {
   const uint32_t sign = static_cast<uint32_t>(half & 0x8000u) << 16;
   const uint32_t exponent = (half >> 10) & 0x1Fu;

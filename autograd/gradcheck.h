@@ -1,47 +1,13 @@
 // autograd/gradcheck.h — does an op's backward agree with its forward? (as torch.autograd.gradcheck)
 //
-// For a function y = fn(x_0, ..., x_k) and every input x that requires grad, two Jacobians
-// J[j][i] = d y_i / d x_j (row j: input element j, column i: output element i, both flat in
-// row-major order of the logical shape) are compared:
-//
-//   numerical   central finite differences in float64:
-//                 J[j][i] = (fn(x + eps e_j)_i - fn(x - eps e_j)_i) / (2 eps)
-//               x is perturbed in place, through the input's own strides and offset, so a
-//               transposed or sliced input is checked as the view it is.
-//   analytical  from the tape: one backward per output element i with the one-hot gradient
-//               e_i (retain_graph between them); row j of column i is x.grad()[j].
-//
-// An element fails when |analytical - numerical| > atol + rtol * |numerical|.
-//
-// Inputs should be float64 (finite differences in float32 are useless at eps = 1e-6). Float32
-// inputs are checked as float64 copies with the same strides; the report says so.
-//
-// Tensors fn reads without taking them as arguments (a module's parameters) can be checked
-// too: pass them as `captured`, by name. They must be float64 leaves that require grad; they
-// are perturbed in place (and restored bit for bit), their .grad is used and then cleared.
-// The fuzzer varies the inputs only; captured tensors keep their shape and layout.
-// tg::nn::gradcheck (nn/gradcheck.h) checks a whole module this way.
-//
-// Random numbers: every evaluation of fn starts from the default generator's state at the
-// call, so random ops inside fn (dropout in training) draw the same numbers each time and
-// every perturbed evaluation sees the same mask; afterwards the generator is back at that
-// state, as if gradcheck had not run.
-//
-// Fuzzing (options.fuzz = N) reruns the check N more times on random variations of the inputs:
-// floating inputs get broadcastable shapes (some dims shrunk to 1, leading dims dropped; a
-// variation fn rejects with a tg::Error, or where fn's output is not finite though it is on the
-// given inputs -- the op is undefined there, as unbiased var over one element -- is replaced by
-// the original shapes, and the run's description says so) and strided
-// layouts (transposed storage, slices with a step, a storage offset). Run r uses a
-// std::mt19937 seeded with fuzz_seed + r. To replay a failing run alone, take the run seed
-// from the report and check again with
-//     options.fuzz = 1; options.fuzz_seed = <run seed>;
-// or, without recompiling, set the environment variable TG_GRADCHECK_SEED=<run seed> (it
-// replaces options.fuzz_seed whenever options.fuzz > 0).
-//
 //   GradcheckResult r = gradcheck([](const std::vector<Tensor>& x) { return mul(x[0], x[1]); },
 //                                 {a, b});
 //   EXPECT_TRUE(r.passed) << r;        // or: assert_gradcheck(fn, {a, b});
+//
+// For every input x of y = fn(x_0, ..., x_k) that requires grad, the Jacobian d y_i / d x_j from
+// central finite differences in float64 is compared with the one the tape gives; an element fails
+// when |analytical - numerical| > atol + rtol * |numerical|. Read gradcheck() first: its comment
+// says how each Jacobian is made, what `captured` tensors, random ops and fuzzing do.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -61,7 +27,7 @@ struct GradcheckOptions {
   double atol = 1e-5;  // tolerance: |a - n| <= atol + rtol * |n|   (PyTorch's defaults)
   double rtol = 1e-3;
   int fuzz = 0;               // extra runs on random shapes and layouts (0 = only the given inputs)
-  uint32_t fuzz_seed = 1;     // run r uses std::mt19937(fuzz_seed + r); see the header comment
+  uint32_t fuzz_seed = 1;     // run r uses std::mt19937(fuzz_seed + r); see gradcheck()
   bool fuzz_shapes = true;    // vary the shapes of floating inputs (broadcastable ones)
   bool fuzz_layouts = true;   // vary the strides of floating inputs (transposed, sliced)
   int worst_shown = 5;        // worst elements kept per input
@@ -129,13 +95,53 @@ struct GradcheckResult {
 };
 std::ostream& operator<<(std::ostream& os, const GradcheckResult& result);
 
-// Compare analytical and numerical Jacobians of fn at `inputs` (see the header comment).
+// Compare analytical and numerical Jacobians of fn at `inputs`.
+//
+// For a function y = fn(x_0, ..., x_k) and every input x that requires grad, two Jacobians
+// J[j][i] = d y_i / d x_j (row j: input element j, column i: output element i, both flat in
+// row-major order of the logical shape) are compared:
+//
+//   numerical   central finite differences in float64:
+//                 J[j][i] = (fn(x + eps e_j)_i - fn(x - eps e_j)_i) / (2 eps)
+//               x is perturbed in place, through the input's own strides and offset, so a
+//               transposed or sliced input is checked as the view it is.
+//   analytical  from the tape: one backward per output element i with the one-hot gradient
+//               e_i (retain_graph between them); row j of column i is x.grad()[j].
+//
+// An element fails when |analytical - numerical| > atol + rtol * |numerical|.
+//
+// Inputs should be float64 (finite differences in float32 are useless at eps = 1e-6). Float32
+// inputs are checked as float64 copies with the same strides; the report says so.
+//
+// Tensors fn reads without taking them as arguments (a module's parameters) can be checked
+// too: pass them as `captured`, by name. They must be float64 leaves that require grad; they
+// are perturbed in place (and restored bit for bit), their .grad is used and then cleared.
+// The fuzzer varies the inputs only; captured tensors keep their shape and layout.
+// tg::nn::gradcheck (nn/gradcheck.h) checks a whole module this way.
+//
+// Random numbers: every evaluation of fn starts from the default generator's state at the
+// call, so random ops inside fn (dropout in training) draw the same numbers each time and
+// every perturbed evaluation sees the same mask; afterwards the generator is back at that
+// state, as if gradcheck had not run.
+//
+// Fuzzing (options.fuzz = N) reruns the check N more times on random variations of the inputs:
+// floating inputs get broadcastable shapes (some dims shrunk to 1, leading dims dropped; a
+// variation fn rejects with a tg::Error, or where fn's output is not finite though it is on the
+// given inputs -- the op is undefined there, as unbiased var over one element -- is replaced by
+// the original shapes, and the run's description says so) and strided
+// layouts (transposed storage, slices with a step, a storage offset). Run r uses a
+// std::mt19937 seeded with fuzz_seed + r. To replay a failing run alone, take the run seed
+// from the report and check again with
+//     options.fuzz = 1; options.fuzz_seed = <run seed>;
+// or, without recompiling, set the environment variable TG_GRADCHECK_SEED=<run seed> (it
+// replaces options.fuzz_seed whenever options.fuzz > 0).
+//
 // Throws tg::Error if no input requires grad, if an input requiring grad has overlapping
 // memory (stride 0, as after expand), or if fn's output is not floating point.
 GradcheckResult gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs,
                           GradcheckOptions options = {});
 
-// The same, also with respect to tensors fn reads on its own (see the header comment). Throws
+// The same, also with respect to tensors fn reads on its own (`captured`, above). Throws
 // tg::Error if a captured tensor is not a float64 leaf that requires grad, or if nothing at
 // all (input or captured) requires grad.
 using NamedTensorList = std::vector<std::pair<std::string, Tensor>>;

@@ -8,18 +8,8 @@
 //   tensor([[0.4300, 0.1500],
 //           [0.5500, 0.8700]], dtype=torch.float64, requires_grad=True)
 //
-// The rules (each is spelled out where it is implemented, in print_format.cpp):
-//   * one element format per tensor, chosen from the values that will be shown:
-//     integer mode ("2.") when every finite value is a whole number, fixed mode ("0.4300")
-//     otherwise, scientific ("1.0000e-05") when the nonzero finite magnitudes span more than
-//     1000x, exceed 1e8, or (outside integer mode) go below 1e-4;
-//   * every element is right-aligned to the widest one;
-//   * nested brackets, one line per row, blank lines between blocks of 3-d and deeper tensors;
-//   * more than `threshold` elements: only `edgeitems` at each end of every dimension, with "...";
-//   * long rows wrap at `linewidth`;
-//   * suffixes go after ", " or, when the line would get too long, on a new indented line.
+// Read format_repr first; the formatting rules it follows are listed above it.
 #pragma once
-#include "autograd/error.h"
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -65,6 +55,17 @@ struct PrintOptions {
 // "size=(2, 0, 3)" in front of the caller's suffixes itself. Everything else (the dtype, the
 // grad_fn / requires_grad) is the caller's to pass, in PyTorch's order; see shows_dtype.
 // Throws tg::Error when the values do not match the shape or kind.
+//
+// The rules (each is spelled out where it is implemented, in print_format.cpp):
+//   * one element format per tensor, chosen from the values that will be shown:
+//     integer mode ("2.") when every finite value is a whole number, fixed mode ("0.4300")
+//     otherwise, scientific ("1.0000e-05") when the nonzero finite magnitudes span more than
+//     1000x, exceed 1e8, or (outside integer mode) go below 1e-4;
+//   * every element is right-aligned to the widest one;
+//   * nested brackets, one line per row, blank lines between blocks of 3-d and deeper tensors;
+//   * more than `threshold` elements: only `edgeitems` at each end of every dimension, with "...";
+//   * long rows wrap at `linewidth`;
+//   * suffixes go after ", " or, when the line would get too long, on a new indented line.
 std::string format_repr(const Values& values, const std::vector<std::string>& suffixes,
                         const PrintOptions& options = {});
 

@@ -8,17 +8,8 @@
 // entries that produced them (or into .grad of leaf tensors). Walked entries are then
 // released, so the tape is empty after a training step.
 //
-// Ownership: an output tensor owns its entry (grad_fn); an entry owns the entries of its
-// inputs (edges). The tape itself only holds weak references, in order, so a graph nobody
-// can reach any more (say, an eval-mode forward) frees itself.
-//
 // This header is what a user of the tape sees: grad mode, anomaly mode, and the tape for
 // reading. How an op records itself (record, begin_inplace, ...) is autograd/record.h.
-//
-// Threads: each thread records onto its own tape, and grad mode and anomaly mode are per
-// thread. Execution order is one counter for the whole process, and backward follows the
-// edges from the root, so a graph may be backpropagated from any thread — but one graph must
-// not be used by two threads at the same time.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -64,6 +55,9 @@ struct BackwardArgs {
 };
 using BackwardFn = std::function<Grads(const BackwardArgs&)>;
 
+// One entry of the tape. Ownership: an output tensor owns its entry (grad_fn); an entry owns the
+// entries of its inputs (edges). The tape itself only holds weak references, in order, so a graph
+// nobody can reach any more (say, an eval-mode forward) frees itself.
 class Node {
  public:
   // One edge per op input: where its gradient goes.
@@ -100,8 +94,12 @@ class Node {
 };
 
 // Run backward from `root` with dL/droot = grad (see Tensor::backward). The entries the root
-// depends on are run in reverse execution order, so it works from any thread; one graph must
-// not be used by two threads at once.
+// depends on are run in reverse execution order.
+//
+// Threads: each thread records onto its own tape, and grad mode and anomaly mode are per
+// thread. Execution order is one counter for the whole process, and backward follows the
+// edges from the root, so a graph may be backpropagated from any thread — but one graph must
+// not be used by two threads at the same time.
 void run_backward(const Tensor& root, const Tensor& grad, bool retain_graph);
 
 // --- grad mode ---------------------------------------------------------------------------------

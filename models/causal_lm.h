@@ -1,22 +1,8 @@
 // models/causal_lm.h — what every decoder-only language model of tapegrad offers: the GPT of
 // models/gpt.h and the Llama / Qwen family of models/llama.h. Generation (models/generate.h)
-// takes any of them.
+// takes any of them, and train::Trainer trains any of them with the same loop.
 //
-//   forward(idx)          idx (B,T) int64 token ids -> logits (B,T,V)
-//   forward(idx, cache)   the tokens after the cache's (B,T) -> logits (B,T,V); each layer's keys
-//                         and values are appended to its KVCache (models/kv_cache.h). Under
-//                         NoGradGuard only.
-//   forward(idx, mask)    with key_padding_mask bool (B,T), true = padded: no position attends
-//                         to a padded one (undefined: none)
-//   hidden_states(idx, mask)  the same without the output head: (B,T,C), for a head of one's own
-//                         (models/sequence_classification.h)
-//   loss(idx, targets, mask, loss_chunk)   the training loss: the mean cross entropy over the
-//                         targets (B,T) that are not -100; loss_chunk > 0: the head and the loss
-//                         that many rows at a time (nn/chunked_loss.h)
-//   set_checkpointing(mode)   what every block recomputes in backward (Checkpointing, below)
-//   context_length()      the most positions a forward may see
-//   vocab_size()          V
-// train::Trainer trains any of them with the same loop.
+// Read first: class CausalLM, whose comment lists what a model offers; then Checkpointing.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -37,6 +23,22 @@ enum class Checkpointing { none, every, ffn };
 Checkpointing checkpointing_from_name(const std::string& name);
 std::string checkpointing_name(Checkpointing mode);
 
+// A decoder-only language model:
+//
+//   forward(idx)          idx (B,T) int64 token ids -> logits (B,T,V)
+//   forward(idx, cache)   the tokens after the cache's (B,T) -> logits (B,T,V); each layer's keys
+//                         and values are appended to its KVCache (models/kv_cache.h). Under
+//                         NoGradGuard only.
+//   forward(idx, mask)    with key_padding_mask bool (B,T), true = padded: no position attends
+//                         to a padded one (undefined: none)
+//   hidden_states(idx, mask)  the same without the output head: (B,T,C), for a head of one's own
+//                         (models/sequence_classification.h)
+//   loss(idx, targets, mask, loss_chunk)   the training loss: the mean cross entropy over the
+//                         targets (B,T) that are not -100; loss_chunk > 0: the head and the loss
+//                         that many rows at a time (nn/chunked_loss.h)
+//   set_checkpointing(mode)   what every block recomputes in backward (Checkpointing, above)
+//   context_length()      the most positions a forward may see
+//   vocab_size()          V
 class CausalLM : public nn::Module {
  public:
   using nn::Module::Module;

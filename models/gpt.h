@@ -1,7 +1,6 @@
-// models/gpt.h — a small GPT (decoder-only transformer), the model the training program trains.
-//
-// The same classes, names and creation order as the usual PyTorch GPT of the book (so the same
-// seed gives the same weights and the state_dict moves both ways with strict=True):
+// models/gpt.h — a small GPT (decoder-only transformer), the model the training program trains,
+// with the classes, names and creation order of the book's usual PyTorch GPT (so the same seed
+// gives the same weights and the state_dict moves both ways with strict=True):
 //
 //   GPTModel
 //     tok_emb        Embedding(vocab_size, emb_dim)          idx (B,T) -> (B,T,C)
@@ -12,29 +11,9 @@
 //                      x = x + drop_shortcut(ff(norm2(x)))        ff.layers: Linear(C,4C), GELU(tanh), Linear(4C,C)
 //     final_norm     LayerNorm(emb_dim, layer_norm_eps), as norm1 and norm2
 //     out_head       Linear(emb_dim, vocab_size, bias=false)  (B,T,C) -> logits (B,T,V)
-//                    with tie_weights, its weight is tok_emb.weight (V,C): one tensor, listed
-//                    under both names in the state_dict (as PyTorch lists it), once in parameters()
 //
-// Incremental decoding: forward(idx, &cache) takes only the new tokens; their positions continue
-// after cache.length(), and each layer's attention reads the keys and values it cached before
-// (models/kv_cache.h). Only under NoGradGuard; models/generate.h uses it.
-//
-// Activation checkpointing (model.set_checkpointing(Checkpointing::every)): the blocks keep less
-// for backward and run part of their forward again in backward (autograd/checkpoint.h). The
-// gradients are bit for bit the same, dropout included.
-//
-// Padded batches: forward(idx, key_padding_mask) takes a bool (B,T) mask, true where idx holds
-// padding; every layer's attention masks those keys (nn/attention.h's key_padding_mask), so no
-// position attends to a padded one (instruction fine-tuning pads examples of several lengths to
-// the longest, train/instructions.h). Right padding under the causal mask leaves the real
-// positions' outputs as they are without it.
-//
-// LoRA (models/gpt_lora.h) adds adapters by name: the attention's fused-qkv update (qkv_lora,
-// below) and LoRALinears swapped in for out_proj and ff.layers.0/.2 with replace_module.
-//
-// Read top to bottom, as nanoGPT's model.py: the config, the attention, the feed-forward, the
-// block, the model with its forward and loss. Letters in shape comments: B batch, T tokens,
-// C = emb_dim, V = vocab_size, h heads, hs = C / h.
+// Read top to bottom, as nanoGPT's model.py: config, attention, feed-forward, block, the model with
+// its forward and loss. Shape letters: B batch, T tokens, C = emb_dim, V = vocab_size, h heads, hs = C / h.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -58,7 +37,9 @@ struct GPTConfig {
   int64_t n_layers = 0;
   double drop_rate = 0.0;
   bool qkv_bias = false;
-  bool tie_weights = false;  // out_head.weight is tok_emb.weight (GPT-2's weight tying)
+  // GPT-2's weight tying: out_head.weight is tok_emb.weight (V,C), one tensor, listed under both
+  // names in the state_dict (as PyTorch lists it) and once in parameters()
+  bool tie_weights = false;
   double layer_norm_eps = 1e-5;  // every LayerNorm's (norm1, norm2, final_norm); GPT-2 has 1e-5 too
 
   // Throws tg::Error naming the first field that is out of range (sizes positive, emb_dim
@@ -117,15 +98,24 @@ class TransformerBlock : public nn::Module {
   Tensor forward_body(const Tensor& x, KVCache* cache, const Tensor& key_padding_mask);
 };
 
+// The model of the tree at the top of this file. LoRA (models/gpt_lora.h) adds adapters by name:
+// the attention's fused-qkv update (CausalSelfAttention::qkv_lora) and LoRALinears swapped in for
+// out_proj and ff.layers.0/.2 with replace_module.
 class GPTModel : public CausalLM {
  public:
   explicit GPTModel(const GPTConfig& config);
   // idx (B,T) int64 token ids, T <= context_length, each in [0, vocab_size) -> logits (B,T,V)
   Tensor forward(const Tensor& idx) override;
-  // idx (B,T): the tokens after the cache's; cache.length() + T <= context_length -> (B,T,V)
+  // Incremental decoding. idx (B,T): the tokens after the cache's; cache.length() + T <=
+  // context_length -> (B,T,V). Their positions continue after cache.length(), and each layer's
+  // attention reads the keys and values it cached before (models/kv_cache.h). Only under
+  // NoGradGuard; models/generate.h uses it.
   Tensor forward(const Tensor& idx, GPTCache& cache) override;
-  // idx (B,T) with key_padding_mask bool (B,T), true = padded: no position attends to a padded
-  // one -> logits (B,T,V). An undefined mask is the plain forward.
+  // Padded batches. idx (B,T) with key_padding_mask bool (B,T), true = padded: no position attends
+  // to a padded one -> logits (B,T,V). An undefined mask is the plain forward. Every layer's
+  // attention masks those keys (nn/attention.h's key_padding_mask); instruction fine-tuning pads
+  // examples of several lengths to the longest (train/instructions.h). Right padding under the
+  // causal mask leaves the real positions' outputs as they are without it.
   Tensor forward(const Tensor& idx, const Tensor& key_padding_mask) override;
   // forward without the head: final_norm's output (B,T,C), for a loss that applies out_head
   // itself a chunk at a time (nn/chunked_loss.h). forward(idx, mask) = out_head(hidden_states(idx, mask)).
@@ -141,7 +131,9 @@ class GPTModel : public CausalLM {
   int64_t hidden_size() const override { return config_.emb_dim; }
   // trf_blocks' children, typed
   const std::vector<std::shared_ptr<TransformerBlock>>& blocks() const { return blocks_; }
-  // Every block's checkpointing (see Checkpointing); none by default.
+  // Every block's checkpointing (see Checkpointing); none by default. With Checkpointing::every the
+  // blocks keep less for backward and run part of their forward again in backward
+  // (autograd/checkpoint.h); the gradients are bit for bit the same, dropout included.
   void set_checkpointing(Checkpointing mode) override;
   Checkpointing checkpointing() const override;
 

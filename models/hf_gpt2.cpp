@@ -240,7 +240,7 @@ void load_hf_gpt2_weights(GPTModel& model, const std::string& weights_path, HfGp
   const GPTConfig& c = model.config();
   check_hf_gpt2_weights(c, weights_path, info);  // every name and shape, before any data is read
   const Activity reading("reading " + weights_path);
-  // the ignored buffers are never read: an attn.bias is a (P, P) mask, 2 GiB for n_positions 16384
+  // the ignored buffers are never read: an attn.bias is a (P, P) mask, 2^28 entries for n_positions 16384
   const SafetensorsReadOptions read{.float16_to_float32 = true,
                                     .finite_only = true,  // an inf or nan: an Error naming it
                                     .skip = [&](const std::string& name) {

@@ -1,42 +1,9 @@
 // models/hf_gpt2.h — Hugging Face GPT-2 folders (config.json + model.safetensors, as
-// save_pretrained writes them) read into an GPTModel, and the model written back as one.
+// save_pretrained writes them) read into a GPTModel, and the model written back as one.
 //
-// config.json, HF's field -> GPTConfig's (a missing field takes HF's GPT2Config default):
-//   vocab_size (50257) -> vocab_size        n_positions (1024) -> context_length
-//   n_embd (768) -> emb_dim                 n_layer (12) -> n_layers        n_head (12) -> n_heads
-//   layer_norm_epsilon (1e-5) -> layer_norm_eps
-//   resid_pdrop, embd_pdrop, attn_pdrop (0.1 each) -> drop_rate, the largest of the three
-//       (tapegrad has one rate for the embeddings, the residual branches and the attention;
-//       each must be in [0, 1))
-//   qkv_bias = true, tie_weights = true (GPT-2's architecture)
-// Refused, with an Error naming the file and the field: model_type other than "gpt2";
-// activation_function other than the tanh GELU (gelu_new, gelu_pytorch_tanh, gelu_fast); n_inner
-// other than null or 4 * n_embd; scale_attn_weights false; scale_attn_by_inverse_layer_idx or
-// reorder_and_upcast_attn true; tie_word_embeddings false.
-//
-// model.safetensors, HF's names (C = n_embd, V = vocab_size, P = n_positions), each with or
-// without "transformer." in front (the file decides; all the same way):
-//   wte.weight (V,C) -> tok_emb.weight (and out_head.weight, tied)   wpe.weight (P,C) -> pos_emb.weight
-//   h.i.ln_1.{weight,bias} (C) -> trf_blocks.i.norm1     h.i.ln_2 -> norm2     ln_f -> final_norm
-//   h.i.attn.c_attn.weight (C,3C), bias (3C): the columns [0,C), [C,2C), [2C,3C) are q, k, v;
-//       each transposed is att.W_query / W_key / W_value.weight (C,C), the bias split the same way
-//   h.i.attn.c_proj.weight (C,C) transposed -> att.out_proj.weight
-//   h.i.mlp.c_fc.weight (C,4C) transposed -> ff.layers.0.weight (4C,C)
-//   h.i.mlp.c_proj.weight (4C,C) transposed -> ff.layers.2.weight (C,4C)          biases as they are
-// HF's Conv1D keeps its weight as (in, out) and computes x W + b; nn::Linear keeps (out, in) and
-// computes x W^T + b: hence the transposes. "lm_head.weight" (never prefixed) may be present: it
-// must equal wte.weight (HF ties them; save_pretrained omits it). The attention's buffers
-// h.i.attn.bias and h.i.attn.masked_bias (older files have them) are ignored: their data is never
-// read, but attn.bias must have HF's shape (1,1,P,P) and masked_bias be a scalar, each BOOL or
-// floating point. Any other name is an
-// Error naming it and the file, as is a missing name or a shape other than the one above (both
-// shapes in the message). Weights may be F32, F16 or BF16: 16-bit ones are read as float32
-// (exactly) and HfGpt2Info::converted_dtypes says which were.
-//
-// Writing is the reverse: the names above in HF's state_dict order (prefixed or not), fused c_attn,
-// Conv1D orientation, no lm_head (tied), float32, metadata {"format": "pt"}; and a config.json that
-// keeps every field of the one read, updated where tapegrad's config differs, with
-// "architectures": ["GPT2LMHeadModel"], "model_type": "gpt2" and "torch_dtype": "float32".
+// Read first: hf_gpt2_config (config.json's fields, what is refused), then load_hf_gpt2
+// (model.safetensors' names, why they are transposed); write_hf_gpt2 and save_hf_gpt2 write a
+// folder back. kGpt2Block is the one table of GPT-2's names and tapegrad's.
 #pragma once
 #include <memory>
 #include <string>
@@ -100,11 +67,42 @@ bool is_hf_gpt2_folder(const std::string& dir);
 int64_t blocks_in_file(const std::vector<SafetensorsEntry>& file, const std::string& before);
 
 // config.json's object -> GPTConfig; path names the file in errors.
+//
+// config.json, HF's field -> GPTConfig's (a missing field takes HF's GPT2Config default):
+//   vocab_size (50257) -> vocab_size        n_positions (1024) -> context_length
+//   n_embd (768) -> emb_dim                 n_layer (12) -> n_layers        n_head (12) -> n_heads
+//   layer_norm_epsilon (1e-5) -> layer_norm_eps
+//   resid_pdrop, embd_pdrop, attn_pdrop (0.1 each) -> drop_rate, the largest of the three
+//       (tapegrad has one rate for the embeddings, the residual branches and the attention;
+//       each must be in [0, 1))
+//   qkv_bias = true, tie_weights = true (GPT-2's architecture)
+// Refused, with an Error naming the file and the field: model_type other than "gpt2";
+// activation_function other than the tanh GELU (gelu_new, gelu_pytorch_tanh, gelu_fast); n_inner
+// other than null or 4 * n_embd; scale_attn_weights false; scale_attn_by_inverse_layer_idx or
+// reorder_and_upcast_attn true; tie_word_embeddings false.
 GPTConfig hf_gpt2_config(const json::Value& config, const std::string& path);
 
 // Read dir/config.json and dir/model.safetensors (the file checked against the config before the
 // model is built; the model is built without drawing its weights, nn::init::SkipInitGuard, so
 // the default generator is left as it was).
+//
+// model.safetensors, HF's names (C = n_embd, V = vocab_size, P = n_positions), each with or
+// without "transformer." in front (the file decides; all the same way):
+//   wte.weight (V,C) -> tok_emb.weight (and out_head.weight, tied)   wpe.weight (P,C) -> pos_emb.weight
+//   h.i.ln_1.{weight,bias} (C) -> trf_blocks.i.norm1     h.i.ln_2 -> norm2     ln_f -> final_norm
+//   h.i.attn.c_attn.weight (C,3C), bias (3C): the columns [0,C), [C,2C), [2C,3C) are q, k, v;
+//       each transposed is att.W_query / W_key / W_value.weight (C,C), the bias split the same way
+//   h.i.attn.c_proj.weight (C,C) transposed -> att.out_proj.weight
+//   h.i.mlp.c_fc.weight (C,4C) transposed -> ff.layers.0.weight (4C,C)
+//   h.i.mlp.c_proj.weight (4C,C) transposed -> ff.layers.2.weight (C,4C)          biases as they are
+// HF's Conv1D keeps its weight as (in, out) and computes x W + b; nn::Linear keeps (out, in) and
+// computes x W^T + b: hence the transposes. "lm_head.weight" (never prefixed) may be present: it
+// must equal wte.weight (HF ties them; save_pretrained omits it). The attention's buffers
+// h.i.attn.bias and h.i.attn.masked_bias (older files have them) are ignored: their data is never
+// read, but attn.bias must have HF's shape (1,1,P,P) and masked_bias be a scalar, each BOOL or
+// floating point. Any other name is an Error naming it and the file, as is a missing name or a
+// shape other than the one above (both shapes in the message). Weights may be F32, F16 or BF16:
+// 16-bit ones are read as float32 (exactly) and HfGpt2Info::converted_dtypes says which were.
 HfGpt2 load_hf_gpt2(const std::string& dir);
 
 // The header of an HF model.safetensors (names, shapes, dtypes; no data read) checked against
@@ -130,6 +128,12 @@ std::string hf_gpt2_config_json(const GPTConfig& config, const json::Value& orig
 
 // The two files of a folder into files being written as a set (atomic_file.h): the caller
 // prepares and commits them, with files of its own if it likes.
+//
+// Writing is the reverse: load_hf_gpt2's names (above) in HF's state_dict order (prefixed or
+// not), fused c_attn, Conv1D orientation, no lm_head (tied), float32, metadata {"format": "pt"};
+// and a config.json that keeps every field of the one read, updated where tapegrad's config
+// differs, with "architectures": ["GPT2LMHeadModel"], "model_type": "gpt2" and "torch_dtype":
+// "float32".
 void write_hf_gpt2(const GPTModel& model, const HfGpt2Info& from, AtomicFile& config_json,
                    AtomicFile& model_safetensors);
 

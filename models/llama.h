@@ -1,35 +1,18 @@
 // models/llama.h — the Llama / Qwen family of decoder models (Llama 3.2, SmolLM2, Qwen2.5,
-// Qwen3): the GPT of models/gpt.h with today's blocks.
-//
-// The modules carry Hugging Face's names, so that state_dict() is a Hugging Face checkpoint's
-// (models/hf_llama.h reads and writes those folders):
+// Qwen3): the GPT of models/gpt.h with today's blocks. The modules carry Hugging Face's names, so
+// that state_dict() is a Hugging Face checkpoint's (models/hf_llama.h reads and writes those folders):
 //
 //   LlamaForCausalLM                     (Qwen2ForCausalLM, Qwen3ForCausalLM: the same classes)
 //     model.embed_tokens    Embedding(V, C)                         idx (B,T) -> (B,T,C)
 //     model.layers.i        LlamaDecoderLayer, num_hidden_layers of them:
-//                             x = x + self_attn(input_layernorm(x))
-//                             x = x + mlp(post_attention_layernorm(x))
-//       self_attn           LlamaAttention: grouped-query attention with RoPE
-//         q_proj            Linear(C, h*hs)      k_proj, v_proj  Linear(C, kvh*hs)
-//         o_proj            Linear(h*hs, C)      biases: see LlamaConfig
-//         q_norm, k_norm    RMSNorm(hs), Qwen3 only (QK-norm: each head's q and k, before RoPE)
-//       mlp                 LlamaMLP, SwiGLU: down_proj(silu(gate_proj(x)) * up_proj(x)), no biases
-//       input_layernorm, post_attention_layernorm   RMSNorm(C)
+//                             x = x + self_attn(input_layernorm(x))       LlamaAttention: GQA, RoPE
+//                             x = x + mlp(post_attention_layernorm(x))    LlamaMLP: SwiGLU
 //     model.norm            RMSNorm(C)
 //     lm_head               Linear(C, V, bias=false); tied: it is embed_tokens.weight
 //
-// No position embedding is added to x: RoPE turns each head's queries and keys by angles that
-// grow with the position (RotaryEmbedding, below; the op is tg::apply_rotary_pos_emb), so
-// q_m . k_n depends on m - n alone.
-//
-// Grouped-query attention: h query heads share kvh <= h key/value heads; query head j reads kv
-// head j / (h / kvh). Only the kvh heads are projected and cached (models/kv_cache.h), and each
-// is repeated h / kvh times for the product, as Hugging Face's repeat_kv.
-//
-// The model_type (llama, qwen2, qwen3) only decides the biases and the QK-norm: the forward is
-// one. Letters in shape comments: B batch, T tokens, C = hidden_size, V = vocab_size, h heads,
-// kvh key/value heads, hs = head_dim (not always C / h: Qwen3-0.6B has C 1024, h 16, hs 128),
-// I = intermediate_size.
+// Read top to bottom: the config, RoPE, the attention, the MLP, the layer, the model. Letters in
+// shape comments: B batch, T tokens, C = hidden_size, V = vocab_size, h heads, kvh key/value heads,
+// hs = head_dim (not always C / h: Qwen3-0.6B has C 1024, h 16, hs 128), I = intermediate_size.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -53,6 +36,7 @@ struct RopeScaling {
   bool operator==(const RopeScaling&) const = default;
 };
 
+// The model_type (llama, qwen2, qwen3) only decides the biases and the QK-norm: the forward is one.
 struct LlamaConfig {
   std::string model_type = "llama";  // "llama", "qwen2" or "qwen3"
   int64_t vocab_size = 0;
@@ -79,6 +63,9 @@ struct LlamaConfig {
   std::string class_prefix() const;
 };
 
+// No position embedding is added to x: RoPE turns each head's queries and keys by angles that
+// grow with the position (the op is tg::apply_rotary_pos_emb), so q_m . k_n depends on m - n alone.
+//
 // The angles of RoPE: inv_freq_i = theta^(-2i/hs) for i < hs/2 (with llama3 scaling: the long
 // wavelengths divided by factor, the middle ones blended), and for position p the angle
 // p * inv_freq_i, used by feature i of both halves. As Hugging Face computes them: inv_freq and
@@ -95,6 +82,13 @@ class RotaryEmbedding {
   Tensor cos_, sin_;  // (n, hs) float32
 };
 
+// Grouped-query attention (GQA) with RoPE:
+//   q_proj            Linear(C, h*hs)      k_proj, v_proj  Linear(C, kvh*hs)
+//   o_proj            Linear(h*hs, C)      biases: see LlamaConfig
+//   q_norm, k_norm    RMSNorm(hs), Qwen3 only (QK-norm: each head's q and k, before RoPE)
+// h query heads share kvh <= h key/value heads; query head j reads kv head j / (h / kvh). Only the
+// kvh heads are projected and cached (models/kv_cache.h), and each is repeated h / kvh times for
+// the product, as Hugging Face's repeat_kv.
 class LlamaAttention : public nn::Module {
  public:
   explicit LlamaAttention(const LlamaConfig& config);
@@ -113,7 +107,8 @@ class LlamaAttention : public nn::Module {
   std::shared_ptr<nn::RMSNorm> q_norm, k_norm;  // nullptr unless the config has qk_norm
 };
 
-// SwiGLU: down_proj(silu(gate_proj(x)) * up_proj(x)), x (B,T,C) -> (B,T,C), hidden (B,T,I).
+// SwiGLU: down_proj(silu(gate_proj(x)) * up_proj(x)), x (B,T,C) -> (B,T,C), hidden (B,T,I); no
+// biases.
 class LlamaMLP : public nn::Module {
  public:
   LlamaMLP(int64_t hidden_size, int64_t intermediate_size, const std::string& prefix = "Llama");
@@ -121,6 +116,8 @@ class LlamaMLP : public nn::Module {
   std::shared_ptr<nn::Linear> gate_proj, up_proj, down_proj;
 };
 
+// x = x + self_attn(input_layernorm(x)), then x = x + mlp(post_attention_layernorm(x)); both norms
+// are RMSNorm(C).
 class LlamaDecoderLayer : public nn::Module {
  public:
   explicit LlamaDecoderLayer(const LlamaConfig& config);

@@ -12,25 +12,23 @@
 // module's name with ".lora." in it: model.layers.0.self_attn.q_proj.lora.lora_A.weight is peft's
 // base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight (models/lora_adapters.h).
 //
-// apply_lora adds them layer by layer in that order, the order of the model's named_modules()
-// in which peft walks it, each drawing its A from the default generator as peft does; then
-// freezes every other weight (embeddings, norms, the head, biases). Qwen3-0.6B (C 1024, h 16,
-// kvh 8, hs 128, I 3072, 28 layers) with r = 8 on attn and mlp adds 180,224 parameters a layer,
-// 5,046,272 in all, to its 596,049,920 (0.85%).
-//
-// merged_state_dict: the plain model's state_dict with every adapted W replaced by
-// W + (alpha / r) B A (models/lora_config.h), which Hugging Face's layout writes as it is.
+// Read first: apply_lora, then merged_state_dict; what every model shares: models/lora_config.h.
 #pragma once
 #include "models/llama.h"
 #include "models/lora_config.h"
 
 namespace tg::models {
 
-// Adds the adapters and freezes the rest (see the header). Throws tg::Error for a bad r or alpha,
-// no target, or a model that has adapters already.
+// Adds the adapters of the table at the top of this file layer by layer in that order, the order
+// of the model's named_modules() in which peft walks it, each drawing its A from the default generator as peft
+// does; then freezes every other weight (embeddings, norms, the head, biases). Qwen3-0.6B (C 1024,
+// h 16, kvh 8, hs 128, I 3072, 28 layers) with r = 8 on attn and mlp adds 180,224 parameters a
+// layer, 5,046,272 in all, to its 596,049,920 (0.85%). Throws tg::Error for a bad r or alpha, no
+// target, or a model that has adapters already.
 void apply_lora(LlamaForCausalLM& model, const LoRAConfig& config);
 
-// The plain model's state_dict with the adapters merged in; model is unchanged.
+// The plain model's state_dict with every adapted W replaced by W + (alpha / r) B A
+// (models/lora_config.h), which Hugging Face's layout writes as it is; model is unchanged.
 NamedTensors merged_state_dict(const LlamaForCausalLM& model);
 
 }  // namespace tg::models

@@ -7,14 +7,66 @@
 //   weights = softmax(scores / sqrt(d_k)), then dropout (training only)
 //   context = weights @ values
 //
-//   SelfAttention_v1(d_in, d_out)             raw Parameters from rand (d_in, d_out); x (T, d_in)
-//   SelfAttention_v2(d_in, d_out, qkv_bias)   Linear layers; x (T, d_in)
-//   CausalAttention(d_in, d_out, context_length, dropout, qkv_bias)          x (b, T, d_in), T <= context_length
-//   MultiHeadAttentionWrapper(d_in, d_out, context_length, dropout, num_heads, qkv_bias)   heads.i, concatenated
-//   MultiHeadAttention(d_in, d_out, context_length, dropout, num_heads, qkv_bias)          split heads, out_proj
-//
-// MultiHeadAttention::forward(x, options) adds what a transformer beyond the notebook needs
+// Read the classes in the notebook's order, SelfAttention_v1 to MultiHeadAttention, with their
+// forwards in nn/attention.cpp; attend (at the end) holds the steps every head goes through. The GPT
+// of models/gpt.h builds its attention on MultiHeadAttention: a KV cache for generation and
+// GPT-2's fused-qkv LoRA update are its own, around attend().
+#pragma once
+#include <cstdint>
+#include <memory>
+
+#include "nn/layers.h"
+#include "nn/module.h"
+
+namespace tg::nn {
+
+// Raw Parameters W_query, W_key, W_value drawn by rand (d_in, d_out); x (T, d_in).
+// In every class here, keep_attention_weights = true keeps the last forward's weights in
+// attention_weights (for teaching and heatmaps); off, nothing is kept.
+class SelfAttention_v1 : public Module {
+ public:
+  SelfAttention_v1(int64_t d_in, int64_t d_out);
+  Tensor forward(const Tensor& x) override;
+  Tensor W_query, W_key, W_value;
+  bool keep_attention_weights = false;
+  Tensor attention_weights;
+};
+
+// Linear layers (bias when qkv_bias); x (T, d_in).
+class SelfAttention_v2 : public Module {
+ public:
+  SelfAttention_v2(int64_t d_in, int64_t d_out, bool qkv_bias = false);
+  Tensor forward(const Tensor& x) override;
+  std::shared_ptr<Linear> W_query, W_key, W_value;
+  bool keep_attention_weights = false;
+  Tensor attention_weights;
+};
+
+// The causal mask and dropout on the weights; x (b, T, d_in), T <= context_length.
+class CausalAttention : public Module {
+ public:
+  CausalAttention(int64_t d_in, int64_t d_out, int64_t context_length, double dropout, bool qkv_bias = false);
+  Tensor forward(const Tensor& x) override;
+  int64_t d_out, context_length;
+  std::shared_ptr<Linear> W_query, W_key, W_value;
+  std::shared_ptr<Dropout> dropout;
+  Tensor mask;  // (context_length, context_length): 1 above the diagonal
+  bool keep_attention_weights = false;
+  Tensor attention_weights;
+};
+
+// num_heads CausalAttention heads (heads.i), run one after another, their outputs concatenated.
+class MultiHeadAttentionWrapper : public Module {
+ public:
+  MultiHeadAttentionWrapper(int64_t d_in, int64_t d_out, int64_t context_length, double dropout, int64_t num_heads,
+                            bool qkv_bias = false);
+  Tensor forward(const Tensor& x) override;
+  std::shared_ptr<ModuleList> heads;
+};
+
+// What MultiHeadAttention::forward(x, options) adds for a transformer beyond the notebook
 // (forward(x) is forward(x, {})):
+//   mha.forward(x, {.kv = encoded, .causal = false, .key_padding_mask = padded});
 //
 //   .kv                (b, T_k, d_in): queries come from x (b, T_q, d_in), keys and values from
 //                      kv (cross-attention); undefined: from x, T_k = T_q
@@ -35,67 +87,14 @@
 // forward or backward. softmax itself stays PyTorch's (a row of all -inf is NaN): the layer
 // leaves such a row unmasked and zeroes its weights after the softmax, as the fused
 // tg::masked_scaled_softmax does (it runs with tg::fast_kernels() on, with the same bits).
-//
-// Set keep_attention_weights = true to keep the last forward's weights in attention_weights
-// (for teaching and heatmaps); off, nothing is kept.
-//
-// The GPT of models/gpt.h builds its attention on this class: a KV cache for generation and
-// GPT-2's fused-qkv LoRA update are its own, around attend().
-#pragma once
-#include <cstdint>
-#include <memory>
-
-#include "nn/layers.h"
-#include "nn/module.h"
-
-namespace tg::nn {
-
-class SelfAttention_v1 : public Module {
- public:
-  SelfAttention_v1(int64_t d_in, int64_t d_out);
-  Tensor forward(const Tensor& x) override;
-  Tensor W_query, W_key, W_value;
-  bool keep_attention_weights = false;
-  Tensor attention_weights;
-};
-
-class SelfAttention_v2 : public Module {
- public:
-  SelfAttention_v2(int64_t d_in, int64_t d_out, bool qkv_bias = false);
-  Tensor forward(const Tensor& x) override;
-  std::shared_ptr<Linear> W_query, W_key, W_value;
-  bool keep_attention_weights = false;
-  Tensor attention_weights;
-};
-
-class CausalAttention : public Module {
- public:
-  CausalAttention(int64_t d_in, int64_t d_out, int64_t context_length, double dropout, bool qkv_bias = false);
-  Tensor forward(const Tensor& x) override;
-  int64_t d_out, context_length;
-  std::shared_ptr<Linear> W_query, W_key, W_value;
-  std::shared_ptr<Dropout> dropout;
-  Tensor mask;  // (context_length, context_length): 1 above the diagonal
-  bool keep_attention_weights = false;
-  Tensor attention_weights;
-};
-
-class MultiHeadAttentionWrapper : public Module {
- public:
-  MultiHeadAttentionWrapper(int64_t d_in, int64_t d_out, int64_t context_length, double dropout, int64_t num_heads,
-                            bool qkv_bias = false);
-  Tensor forward(const Tensor& x) override;
-  std::shared_ptr<ModuleList> heads;
-};
-
-// What MultiHeadAttention::forward(x, options) adds (see the header comment):
-//   mha.forward(x, {.kv = encoded, .causal = false, .key_padding_mask = padded});
 struct AttentionOptions {
   Tensor kv{};                // (b, T_k, d_in); undefined: keys and values from x
   bool causal = true;         // query i sees keys 0..i only
   Tensor key_padding_mask{};  // bool (b, T_k), true = padded; undefined: nothing padded
 };
 
+// The heads split from one projection of d_out (head_dim = d_out / num_heads each), joined by
+// out_proj.
 class MultiHeadAttention : public Module {
  public:
   MultiHeadAttention(int64_t d_in, int64_t d_out, int64_t context_length, double dropout, int64_t num_heads,
@@ -128,7 +127,7 @@ class MultiHeadAttention : public Module {
 //   weights = softmax(masked(queries @ keys^T) / sqrt(hs)), dropout, context = weights @ values
 // queries (b, h, T_q, hs), keys and values (b, h, T_k, hs) -> context (b, h, T_q, hs). Query i
 // sits at position past + i among the keys (past > 0: a caller with cached keys). A query that
-// sees no key gets zero weights (see the header comment).
+// sees no key gets zero weights (see AttentionOptions, above).
 struct AttendOptions {
   Tensor key_padding_mask{};       // bool (b, T_k), true = padded; undefined: none
   bool causal = true;              // query i sees keys 0..past + i only

@@ -4,18 +4,8 @@
 //
 // is cross_entropy(head.forward(hidden), targets) (the mean over the rows whose target is not
 // ignore_index), with the same gradients up to float32 rounding, but the (N, V) logits are never
-// whole in memory: each chunk of rows is a checkpoint (autograd/checkpoint.h),
-//
-//   loss = (sum over chunks k of  cross_entropy(head(hidden[k]), targets[k], "sum")) / count
-//
-// whose forward keeps only its rows of hidden, and whose backward makes that chunk's logits again
-// and backpropagates through them. For GPT-2 at T = 1024 the logits, their softmax and their
-// gradient are 3 x 206 MB; in chunks of 128 rows, 3 x 26 MB. The price: the head's product runs
-// once more in backward (about a tenth of a GPT-2 124M step).
-//
-// It differs from the plain composition in the order of some float32 sums (the loss adds up per
-// chunk; the head's weight gradient adds up chunk by chunk), so the two agree to rounding, not bit
-// for bit. Letters: N rows (B*T), C width, V vocabulary.
+// whole in memory: each chunk of rows is a checkpoint. Read autograd/checkpoint.h first, then
+// nn/chunked_loss.cpp. Letters: N rows (B*T), C width, V vocabulary.
 #pragma once
 #include <cstdint>
 
@@ -24,7 +14,18 @@
 
 namespace tg::nn {
 
-// hidden (N, C), targets (N) int64, chunk_rows > 0 -> 0-d loss.
+// hidden (N, C), targets (N) int64, chunk_rows > 0 -> 0-d loss:
+//
+//   loss = (sum over chunks k of  cross_entropy(head(hidden[k]), targets[k], "sum")) / count
+//
+// Each chunk's forward keeps only its rows of hidden, and its backward makes that chunk's logits
+// again and backpropagates through them. For GPT-2 at T = 1024 the logits, their softmax and
+// their gradient are 3 x 206 MB; in chunks of 128 rows, 3 x 26 MB. The price: the head's product
+// runs once more in backward (measured in docs/performance.md).
+//
+// It differs from the plain composition in the order of some float32 sums (the loss adds up per
+// chunk; the head's weight gradient adds up chunk by chunk), so the two agree to rounding, not
+// bit for bit.
 Tensor chunked_cross_entropy(Linear& head, const Tensor& hidden, const Tensor& targets, int64_t chunk_rows,
                              int64_t ignore_index = -100);
 

@@ -4,6 +4,16 @@
 //   tg::Tensor x = tg::randn({4, 3}).requires_grad_();
 //   std::cout << tg::nn::gradcheck(fc, {x});   // w.r.t. fc.weight, fc.bias and x
 //
+// It is tg::gradcheck (autograd/gradcheck.h) applied to a module: read that first, then
+// nn/gradcheck.cpp.
+#pragma once
+#include <vector>
+
+#include "autograd/gradcheck.h"
+#include "nn/module.h"
+
+namespace tg::nn {
+
 // What is checked: every parameter of the module that requires grad (trainable_parameters(), by
 // their dotted names; a frozen one is a constant of the function) and every input that requires
 // grad, as tg::gradcheck (autograd/gradcheck.h) checks a function: central differences in
@@ -25,14 +35,6 @@
 // Dropout in training: the default generator is replayed, so every evaluation (each perturbed
 // one and the one backward goes through) draws the same mask; the generator ends where it
 // started. The module's train/eval mode is left as it is.
-#pragma once
-#include <vector>
-
-#include "autograd/gradcheck.h"
-#include "nn/module.h"
-
-namespace tg::nn {
-
 GradcheckResult gradcheck(Module& module, const std::vector<Tensor>& inputs, const GradcheckFn& forward = {},
                           GradcheckOptions options = {});
 GradcheckResult gradcheck(Module& module, const std::vector<Tensor>& inputs, GradcheckOptions options);

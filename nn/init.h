@@ -1,6 +1,6 @@
 // nn/init.h — parameter initialisation, drawing exactly what PyTorch 1.13's nn.init and module
-// constructors draw (§8 in autograd/random/random_kernels.h), so a model seeded like a PyTorch one starts from
-// the same weights, bit for bit.
+// constructors draw (§8 in autograd/random/random_kernels.h), so a model seeded like a PyTorch one
+// starts from the same weights, bit for bit. Read nn/init.cpp beside that section.
 //
 //   uniform_(w, a, b)         w ~ U(a, b)                                   (§3)
 //   normal_(w, mean, std)     w ~ N(mean, std^2)                            (§4)
@@ -12,16 +12,6 @@
 //                             THEN b (out) ~ U(-1/sqrt(in), 1/sqrt(in)); b may be undefined
 //   embedding_init_(W, pad)   nn.Embedding.reset_parameters: W (N, d) ~ N(0, 1), then row pad
 //                             (if given; negative counts from the end) set to 0
-//
-// All of them run under no-grad, so they work on parameters that require grad; they write in
-// place (the tensor's storage version is bumped) and return the tensor they were given.
-// gen = nullptr draws from tg::default_generator().
-//
-// SkipInitGuard: while one is alive on a thread, uniform_ and normal_ (and so every initialiser
-// above, and the layers' constructors) draw nothing and write zeros: for a model whose weights
-// are all read from a file right after it is built (models/hf_llama.h), where drawing them would
-// take longer than reading them (12 s for 135M parameters). The generator is left as it was, so
-// what is drawn after the guard differs from what a model built without it would be followed by.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -31,6 +21,12 @@
 
 namespace tg::nn::init {
 
+// While a SkipInitGuard is alive on a thread, uniform_ and normal_ (and so every initialiser
+// here, and the layers' constructors) draw nothing and write zeros: for a model whose weights
+// are all read from a file right after it is built (models/hf_llama.h), where drawing them would
+// take longer than reading them (measured in docs/performance.md). The generator is left as it
+// was, so what is drawn after the guard differs from what a model built without it would be
+// followed by.
 class SkipInitGuard {
  public:
   SkipInitGuard();
@@ -43,6 +39,9 @@ class SkipInitGuard {
   bool previous_;
 };
 
+// All the initialisers run under no-grad, so they work on parameters that require grad; they
+// write in place (the tensor's storage version is bumped) and return the tensor they were given.
+// gen = nullptr draws from tg::default_generator().
 Tensor uniform_(const Tensor& w, double a = 0.0, double b = 1.0, Generator* gen = nullptr);
 Tensor normal_(const Tensor& w, double mean = 0.0, double std = 1.0, Generator* gen = nullptr);
 Tensor kaiming_uniform_(const Tensor& w, double a = 0.0, Generator* gen = nullptr);

@@ -8,21 +8,9 @@
 //   LoRA(in, out, r, alpha)      the update alone, (alpha / r) · (x A^T) B^T: for an adapter on
 //                                outputs that are not one Linear's (models/gpt_lora.h: GPT-2's fused q, k, v)
 //
-// A and B are peft's lora_A and lora_B, nn.Linear(in, r, bias=False) and nn.Linear(r, out,
-// bias=False), initialised as peft's LoraLayer.update_layer does it, drawing the same random
-// numbers in the same order (so the same seed gives peft's A):
-//   lora_A = Linear(in, r, bias=false)      a kaiming-uniform draw of A (nn.Linear's own init)
-//   lora_B = Linear(r, out, bias=false)     a draw of B (thrown away below)
-//   kaiming_uniform_(A, a = sqrt(5))        A drawn again: U(-1/sqrt(in), 1/sqrt(in))
-//   B = 0                                   so at the start y is the base layer's output exactly
-//
-// Only A and B get gradients: dA = scale · B^T g^T x summed over rows, dB = scale · g^T (x A^T);
-// the autograd ops of the two Linears and the product by the scale give them (nn/ builds
-// modules from autograd ops only). Memory: A and B have r · (in + out) numbers against W's
-// in · out, and an optimizer given trainable_parameters() (nn/module.h) keeps state for them alone.
-//
-// Merging: W' = W + (alpha / r) · B A (delta_weight()) is the weight of a plain Linear that
-// computes the same y (to float rounding): merged_weight().
+// Memory: A and B have r · (in + out) numbers against W's in · out, and an optimizer given
+// trainable_parameters() (nn/module.h) keeps state for them alone. Read LoRALinear's constructor
+// and forward in nn/lora.cpp first.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -41,8 +29,18 @@ class LoRA : public Module {
  public:
   // r >= 1; alpha > 0, with alpha / r a float32 (lora_scale_fits_float32). Throws tg::Error naming
   // the bad argument.
+  //
+  // A and B are peft's lora_A and lora_B, nn.Linear(in, r, bias=False) and nn.Linear(r, out,
+  // bias=False), initialised as peft's LoraLayer.update_layer does it, drawing the same random
+  // numbers in the same order (so the same seed gives peft's A):
+  //   lora_A = Linear(in, r, bias=false)      a kaiming-uniform draw of A (nn.Linear's own init)
+  //   lora_B = Linear(r, out, bias=false)     a draw of B (thrown away below)
+  //   kaiming_uniform_(A, a = sqrt(5))        A drawn again: U(-1/sqrt(in), 1/sqrt(in))
+  //   B = 0                                   so at the start y is the base layer's output exactly
   LoRA(int64_t in_features, int64_t out_features, int64_t r, double alpha);
-  // x (..., in) -> (alpha / r) · (x A^T) B^T (..., out)
+  // x (..., in) -> (alpha / r) · (x A^T) B^T (..., out). Only A and B get gradients:
+  // dA = scale · B^T g^T x summed over rows, dB = scale · g^T (x A^T); the autograd ops of the two
+  // Linears and the product by the scale give them (nn/ builds modules from autograd ops only).
   Tensor forward(const Tensor& x) override;
   // (alpha / r) · B A, (out, in), computed without the tape
   Tensor delta_weight() const;
@@ -58,7 +56,8 @@ class LoRALinear : public Linear {
   // r, alpha). The caller puts it where base was (Module::replace_module).
   LoRALinear(const Linear& base, int64_t r, double alpha);
   Tensor forward(const Tensor& x) override;  // x W^T + b + lora(x)
-  // W + (alpha / r) · B A: a plain Linear with this weight (and bias) gives the same outputs
+  // W + (alpha / r) · B A (delta_weight()): a plain Linear with this weight (and bias) gives the
+  // same outputs, to float rounding
   Tensor merged_weight() const;
   std::string extra_repr() const override;
   std::shared_ptr<LoRA> lora;

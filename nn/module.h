@@ -3,18 +3,8 @@
 // A module owns named parameters (tensors that require grad), named buffers (tensors that are
 // state but not trained, such as an attention mask) and named submodules, each in the order it
 // was registered. From them it derives PyTorch's dotted names ("heads.0.W_query.weight"),
-// parameters(), state_dict() and how it prints. A user's module is a class deriving from Module
-// that registers its parts in its constructor, in the order the PyTorch class creates them (so
-// the same seed gives the same weights), and defines forward:
-//
-//   struct TwoLayer : tg::nn::Module {
-//     std::shared_ptr<tg::nn::Linear> fc1, fc2;
-//     TwoLayer() : Module("TwoLayer") {
-//       fc1 = register_module("fc1", std::make_shared<tg::nn::Linear>(4, 8));
-//       fc2 = register_module("fc2", std::make_shared<tg::nn::Linear>(8, 2));
-//     }
-//     tg::Tensor forward(const tg::Tensor& x) override { return fc2->forward(tg::relu(fc1->forward(x))); }
-//   };
+// parameters(), state_dict() and how it prints. Read the example above class Module first, then
+// the layers of nn/layers.h, each built that way.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -33,6 +23,18 @@ using NamedTensors = tg::NamedTensors;  // autograd/tensor.h
 // A fresh leaf with t's values that requires grad, as nn.Parameter(t).
 Tensor Parameter(const Tensor& t);
 
+// A user's module is a class deriving from Module that registers its parts in its constructor,
+// in the order the PyTorch class creates them (so the same seed gives the same weights), and
+// defines forward:
+//
+//   struct TwoLayer : tg::nn::Module {
+//     std::shared_ptr<tg::nn::Linear> fc1, fc2;
+//     TwoLayer() : Module("TwoLayer") {
+//       fc1 = register_module("fc1", std::make_shared<tg::nn::Linear>(4, 8));
+//       fc2 = register_module("fc2", std::make_shared<tg::nn::Linear>(8, 2));
+//     }
+//     tg::Tensor forward(const tg::Tensor& x) override { return fc2->forward(tg::relu(fc1->forward(x))); }
+//   };
 class Module {
  public:
   explicit Module(std::string type_name) : type_name_(std::move(type_name)) {}

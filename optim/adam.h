@@ -8,13 +8,9 @@
 //   v_max = max(v_max, v)                         (amsgrad; v_max replaces v below)
 //   p = p - lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
 //
-// Defaults as PyTorch's: lr 1e-3, betas (0.9, 0.999), eps 1e-8, weight_decay 0 for Adam and
-// 0.01 for AdamW (an unset weight_decay takes the class's default).
-//
-// State per parameter: "step" (a float32 scalar, as torch 1.13 keeps it), "exp_avg" (m),
-// "exp_avg_sq" (v) and, with amsgrad, "max_exp_avg_sq" (v_max).
-//
 //   tg::optim::AdamW opt(model.named_parameters(), {.lr = 4e-4, .weight_decay = 0.1});
+//
+// Read adam_step_reference in optim/adam.cpp next: the update above, one loop over a parameter.
 #pragma once
 #include <optional>
 #include <utility>
@@ -24,6 +20,8 @@
 
 namespace tg::optim {
 
+// Defaults as PyTorch's: lr 1e-3, betas (0.9, 0.999), eps 1e-8, weight_decay 0 for Adam and
+// 0.01 for AdamW (an unset weight_decay takes the class's default).
 struct AdamOptions {
   double lr = 1e-3;
   std::pair<double, double> betas{0.9, 0.999};
@@ -33,6 +31,8 @@ struct AdamOptions {
   bool maximize = false;
 };
 
+// State per parameter: "step" (a float32 scalar, as torch 1.13 keeps it), "exp_avg" (m),
+// "exp_avg_sq" (v) and, with amsgrad, "max_exp_avg_sq" (v_max).
 class Adam : public Optimizer {
  public:
   Adam(std::vector<ParamGroup> groups, AdamOptions options = {}) : Adam("Adam", std::move(groups), options, false) {}

@@ -8,13 +8,6 @@
 //   tg::optim::AdamW opt(model.named_parameters(), {.lr = 5e-4, .weight_decay = 0.1});
 //   tg::optim::LambdaLR sched(opt, tg::optim::warmup_cosine(100, 2000, 0.1));
 //   for (...) { ...; opt.step(); sched.step(); }
-//
-// The factors (each a plain function of the step, so a training loop may also call it):
-//   constant()                      1
-//   warmup_cosine(W, S, min_factor) s / W for s < W (linear warmup from 0), then a half cosine
-//                                   from 1 down to min_factor at step S, and min_factor after:
-//                                   min_factor + (1 - min_factor) * (1 + cos(pi * (s - W) / (S - W))) / 2
-//   any std::function<double(int64_t)> of your own, as LambdaLR's lr_lambda.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -24,8 +17,13 @@
 
 namespace tg::optim {
 
+// The factors (each a plain function of the step, so a training loop may also call it):
+//   constant()                      1
+//   warmup_cosine(W, S, min_factor) s / W for s < W (linear warmup from 0), then a half cosine
+//                                   from 1 down to min_factor at step S, and min_factor after:
+//                                   min_factor + (1 - min_factor) * (1 + cos(pi * (s - W) / (S - W))) / 2
+//   any std::function<double(int64_t)> of your own, as LambdaLR's lr_lambda.
 using LRFactor = std::function<double(int64_t step)>;
-
 LRFactor constant();
 LRFactor warmup_cosine(int64_t warmup_steps, int64_t total_steps, double min_factor = 0.0);
 

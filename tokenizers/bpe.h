@@ -1,5 +1,6 @@
 // tokenizers/bpe.h — byte-level BPE (byte pair encoding), as GPT-2 tokenizes, specified so
-// that any implementation gives the same ids (the Python twin: examples/pytorch/bpe.py).
+// that any implementation gives the same ids (the Python twin: examples/pytorch/bpe.py). The
+// steps, which bpe.cpp follows in this order:
 //
 // 1. Pre-split. The text's bytes are cut into chunks, exactly the matches of Python's
 //    re.findall for GPT-2's pattern on bytes, with every byte >= 0x80 counted as a letter
@@ -12,9 +13,6 @@
 // 3. Encoding applies the merges to each chunk in rank order: of the adjacent pairs that are
 //    merges, the one with the lowest index, all its occurrences left to right; and again.
 // 4. Decoding concatenates the tokens' bytes: lossless for any bytes, invalid UTF-8 included.
-//
-// Saved as tokenizer.json: {"type": "bpe", "pattern": "gpt2-bytes", "vocab_size": N,
-// "merges": [[left, right], ...]}.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -53,6 +51,8 @@ class BpeTokenizer {
   int64_t vocab_size() const { return static_cast<int64_t>(token_bytes_.size()); }
   const std::vector<Merge>& merges() const { return merges_; }
   const std::string& token_bytes(int64_t id) const { return token_bytes_.at(static_cast<size_t>(id)); }
+  // tapegrad's tokenizer.json: {"type": "bpe", "pattern": "gpt2-bytes", "vocab_size": N,
+  // "merges": [[left, right], ...]}.
   std::string to_json() const;
 
  private:

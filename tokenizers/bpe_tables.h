@@ -1,8 +1,8 @@
 // tokenizers/bpe_tables.h — the two lookups BPE encoding does for every chunk, as flat hash
 // tables (open addressing, linear probing, power-of-two sizes kept at most half full): a lookup
 // mostly touches one cache line, and adding an entry allocates nothing but, now and then, a
-// table twice the size. std::unordered_map, one allocation and one pointer chase per node, made
-// GPT-2 encoding twice as slow.
+// table twice the size. std::unordered_map costs one allocation and one pointer chase per node
+// (the two compared in docs/performance.md).
 //   PairRanks   (left id, right id) -> merge index: BpeTokenizer's merges (and, as (node, byte) ->
 //               node, the trie of HfTokenizer's added tokens)
 //   ChunkCache  chunk bytes -> its ids: the chunks seen before, their bytes and ids kept in two

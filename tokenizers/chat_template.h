@@ -1,27 +1,11 @@
 // tokenizers/chat_template.h — conversations rendered as text the way a model family's chat
 // template (tokenizer_config.json's "chat_template", a Jinja program) renders them, written out by
-// hand for the templates tapegrad knows:
+// hand for the templates tapegrad knows (ChatFormat, below). Each is tested against the real
+// template run by a Jinja engine (tests/reference/make_chat_reference.mjs, @huggingface/jinja) on
+// the files of tests/reference/chat_reference.json. Tools and tool calls (and the "tool" turns
+// that answer them) are not rendered: a message with tool_calls is an error.
 //
-//   qwen3     ChatML: "<|im_start|>{role}\n{content}<|im_end|>\n" per turn. An assistant turn after
-//             the last user query shows its reasoning as "<think>\n{reasoning}\n</think>\n\n", the
-//             earlier ones only their answer (a "<think>...</think>" written in the content is cut
-//             out); the generation prompt "<|im_start|>assistant\n", and with enable_thinking
-//             false an empty "<think>\n\n</think>\n\n" after it
-//   qwen2.5   ChatML with Qwen2.5's default system turn ("You are Qwen, created by Alibaba Cloud.
-//             You are a helpful assistant.") when the conversation has none
-//   llama3    Llama 3's: bos_token, then "<|start_header_id|>{role}<|end_header_id|>\n\n{content,
-//             trimmed}<|eot_id|>" per turn, and always the assistant header at the end
-//   llama3.1  Llama 3.1 / 3.2 Instruct's: bos_token, a system turn that always comes, with
-//             "Cutting Knowledge Date: December 2023\nToday Date: {date}\n\n" before the system
-//             message (trimmed), then the turns as llama3's, and the assistant header when asked
-//   tapegrad  tapegrad's instruction template (alpaca_prompt, below): each user turn
-//             as its "### Instruction:" prompt, each assistant turn its text and the eos token
-//
-// The template is chosen from the chat_template text by what it writes (chat_format_of_template);
-// a template of none of these is an error naming them, and --chat-format names one. Each is
-// tested against the real template run by a Jinja engine (tests/reference/make_chat_reference.mjs,
-// @huggingface/jinja) on the files of tests/reference/chat_reference.json. Tools and tool calls
-// (and the "tool" turns that answer them) are not rendered: a message with tool_calls is an error.
+// Read chat_setup (what a model chats with) and render_chat in chat_template.cpp first.
 #pragma once
 #include <optional>
 #include <string>
@@ -40,6 +24,21 @@ namespace tg::tokenizers {
 //   + "\n\n### Response:\n"
 std::string alpaca_prompt(const std::string& instruction, const std::string& input);
 
+// The templates tapegrad renders, by name:
+//   qwen3     ChatML: "<|im_start|>{role}\n{content}<|im_end|>\n" per turn. An assistant turn after
+//             the last user query shows its reasoning as "<think>\n{reasoning}\n</think>\n\n", the
+//             earlier ones only their answer (a "<think>...</think>" written in the content is cut
+//             out); the generation prompt "<|im_start|>assistant\n", and with enable_thinking
+//             false an empty "<think>\n\n</think>\n\n" after it
+//   qwen2.5   ChatML with Qwen2.5's default system turn ("You are Qwen, created by Alibaba Cloud.
+//             You are a helpful assistant.") when the conversation has none
+//   llama3    Llama 3's: bos_token, then "<|start_header_id|>{role}<|end_header_id|>\n\n{content,
+//             trimmed}<|eot_id|>" per turn, and always the assistant header at the end
+//   llama3.1  Llama 3.1 / 3.2 Instruct's: bos_token, a system turn that always comes, with
+//             "Cutting Knowledge Date: December 2023\nToday Date: {date}\n\n" before the system
+//             message (trimmed), then the turns as llama3's, and the assistant header when asked
+//   tapegrad  tapegrad's instruction template (alpaca_prompt, above): each user turn
+//             as its "### Instruction:" prompt, each assistant turn its text and the eos token
 enum class ChatFormat { kQwen3, kQwen25, kLlama3, kLlama31, kTapegrad };
 
 struct ChatMessage {
@@ -60,7 +59,8 @@ struct ChatOptions {
 // listing them.
 ChatFormat chat_format_from_name(const std::string& name);
 const char* chat_format_name(ChatFormat format);
-// The format of a chat_template text, or an Error naming source and the formats tapegrad renders.
+// The format of a chat_template text, chosen by what the template writes, or an Error naming
+// source and the formats tapegrad renders (--chat-format then names one).
 ChatFormat chat_format_of_template(const std::string& chat_template, const std::string& source);
 
 // A JSON array of {"role": ..., "content": ..., ["reasoning_content": ...]}: roles system (first

@@ -5,26 +5,9 @@
 // bench/make_multilingual_text.py; it can differ where its regex engine's classes do
 // (JavaScript's \s has U+FEFF and lacks U+0085; letters newer than Unicode 14.0, our table's).
 //
-// It reads the two files GPT-2 ships, under either pair of names (same contents):
-//   vocab.json  (Hugging Face) = encoder.json (OpenAI): {token: id}, 50257 entries
-//   merges.txt  (Hugging Face) = vocab.bpe   (OpenAI): "#version: 0.2", then one merge a line,
-//                                                      "left right", the line order is the rank
-//                                                      (lines end in "\n", "\r\n" or "\r": text_lines)
-// Tokens are written in bytes_to_unicode's alphabet: each of the 256 bytes is one printable
-// character (the printable Latin-1 bytes themselves, the other 68 bytes U+0100 onwards, in
-// order), so a token's bytes are its characters read back through that table.
-//
-// Encoding: the pre-split (gpt2_split, pre_split.h), then byte-level BPE on each chunk with
-// the merges in rank order — BpeTokenizer's merge step (bpe.h, with tapegrad's ids: byte b is
-// b, merge i is 256 + i), mapped to GPT-2's ids through the vocabulary (checked, not assumed to
-// be 256 + rank). "<|endoftext|>" (50256) is the one special token: encode() turns the text
-// "<|endoftext|>" into it only with allow_special (tiktoken's allowed_special); by default that
-// text is encoded as ordinary text (tiktoken's encode_ordinary), its pieces split around it.
-// Decoding concatenates the ids' bytes: lossless for any ids in range, and any bytes encoded,
-// invalid UTF-8 included, decode back to themselves.
-//
-// encode() remembers each chunk's ids (BpeTokenizer's cache), so one tokenizer must not encode
-// from two threads at once.
+// Encoding is the pre-split (gpt2_split, pre_split.h), then byte-level BPE on each chunk with
+// the merges in rank order. Read from_texts and encode in gpt2_tokenizer.cpp first; the merge
+// itself is BpeTokenizer's (bpe.h).
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -36,6 +19,10 @@
 
 namespace tg::tokenizers {
 
+// Tokens are written in bytes_to_unicode's alphabet: each of the 256 bytes is one printable
+// character (the printable Latin-1 bytes themselves, the other 68 bytes U+0100 onwards, in
+// order), so a token's bytes are its characters read back through that table.
+//
 // A token as GPT-2's files (and Hugging Face's byte-level tokenizer.json) write it, read back
 // into its bytes through bytes_to_unicode; false when a character stands for no byte (or the
 // token is empty). Gpt2Tokenizer::token_text is the other way.
@@ -45,7 +32,12 @@ class Gpt2Tokenizer {
  public:
   static constexpr std::string_view kEndOfText = "<|endoftext|>";
 
-  // The vocabulary (vocab.json or encoder.json) and merges (merges.txt or vocab.bpe) files.
+  // The vocabulary (vocab.json or encoder.json) and merges (merges.txt or vocab.bpe) files, the
+  // two GPT-2 ships, under either pair of names (same contents):
+  //   vocab.json  (Hugging Face) = encoder.json (OpenAI): {token: id}, 50257 entries
+  //   merges.txt  (Hugging Face) = vocab.bpe   (OpenAI): "#version: 0.2", then one merge a line,
+  //                                                      "left right", the line order is the rank
+  //                                                      (lines end in "\n", "\r\n" or "\r": text_lines)
   // Every error names the file and what is wrong with it (the line of a merge).
   static Gpt2Tokenizer from_files(const std::string& vocab_path, const std::string& merges_path);
   // The same from the files' texts; the names are for messages.
@@ -63,8 +55,16 @@ class Gpt2Tokenizer {
   };
   static std::optional<FilePaths> files_in(const std::string& dir);
 
+  // The pre-split, then BpeTokenizer's merge step on each chunk (bpe.h, with tapegrad's ids: byte
+  // b is b, merge i is 256 + i), mapped to GPT-2's ids through the vocabulary (checked, not
+  // assumed to be 256 + rank). "<|endoftext|>" (50256) is the one special token: the text
+  // "<|endoftext|>" becomes it only with allow_special (tiktoken's allowed_special); by default
+  // that text is encoded as ordinary text (tiktoken's encode_ordinary), its pieces split around it.
+  // encode() remembers each chunk's ids (BpeTokenizer's cache), so one tokenizer must not encode
+  // from two threads at once.
   std::vector<int64_t> encode(std::string_view text, bool allow_special = false) const;
-  // Errors name an id outside [0, vocab_size()).
+  // The ids' bytes, concatenated: lossless for any ids in range, and any bytes encoded, invalid
+  // UTF-8 included, decode back to themselves. Errors name an id outside [0, vocab_size()).
   std::string decode(const std::vector<int64_t>& ids) const;
   int64_t vocab_size() const { return static_cast<int64_t>(token_bytes_.size()); }
   const std::string& token_bytes(int64_t id) const { return token_bytes_.at(static_cast<size_t>(id)); }

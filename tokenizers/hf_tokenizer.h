@@ -2,46 +2,11 @@
 // ships beside Llama 3, Qwen2, Qwen3 and GPT-2 checkpoints, read and run as the `tokenizers`
 // library runs it (encode with add_special_tokens=False: no BOS added).
 //
-// What is read from tokenizer.json:
-//   model               "type": "BPE": "vocab" {token: id}, "merges" as "a b" strings or ["a", "b"]
-//                       pairs (the list order is the rank), "ignore_merges" (Llama 3: a chunk that
-//                       is a token of the vocabulary is that token, merged or not);
-//                       continuing_subword_prefix and end_of_word_suffix empty, no dropout, no
-//                       byte_fallback
-//   added_tokens        [{id, content, ...}]: each content is matched in the text as a whole
-//                       string before anything else (the leftmost, and of those the longest, as
-//                       the library's Aho-Corasick matcher finds them; a trie of the contents
-//                       walks each position in the match's length, however many there are), and
-//                       becomes its id; the text between them goes through the steps below
-//   normalizer          null, or {"type": "NFC"} (Qwen's; nfc.h)
-//   pre_tokenizer       the chunks BPE works within: a Split on one of three patterns, matched by
-//                       hand (pre_split.h), followed by ByteLevel without its own regex
-//                         GPT-2's    's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
-//                                    (also as ByteLevel with use_regex true, GPT-2's own file)
-//                         Llama 3's  (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|...
-//                         Qwen2's    the same with \p{N} (one digit a chunk)
-//                       another pattern, or another kind of pre-tokenizer, is an error naming it
-//   decoder             ByteLevel (or none): a token's characters are its bytes, through GPT-2's
-//                       bytes_to_unicode table (gpt2_tokenizer.h)
-// Tokens are written in bytes_to_unicode's alphabet, and every byte must be a token. Ids may leave
-// gaps, as the library allows: the tokens are kept by id (the ids below the number of tokens in a
-// vector, the rest in a hash map), so memory goes with the number of tokens, not the largest id; vocab_size() is the largest id + 1,
-// the ids a model's embedding must cover (a model folder whose vocab_size is smaller is refused
-// where the two meet).
-//
-// Encoding a chunk: its bytes' tokens, then BPE's merges lowest rank first (bpe_merge.h); with
-// ignore_merges, a chunk that is a token is that token. Decoding: each id's bytes (an added
-// token's content as it is), concatenated: the bytes exactly, as GPT-2's tokenizer does, where
-// Hugging Face's decode replaces bytes that are not UTF-8 by U+FFFD.
-//
-// tokenizer_config.json, when it sits beside the file, gives bos_token and eos_token (a string or
-// {"content": ...}; null: none) and add_bos_token (else: whether tokenizer.json's post_processor
-// is a TemplateProcessing that begins with a special token); encode() never adds it, the caller
-// does (bos_id(), add_bos()). Its "chat_template" is a string, or transformers' list of named
-// templates [{"name": "default", "template": ...}, ...] (the "default" one is used); a
-// chat_template.jinja beside the file (where newer versions of transformers save it) takes its place.
-//
-// encode() remembers each chunk's ids, so one tokenizer must not encode from two threads at once.
+// Encoding matches the added tokens first; the text between them is normalized (NFC or not at
+// all, nfc.h), cut into chunks (pre_split.h) and each chunk merged by BPE (bpe_merge.h).
+// Decoding concatenates the ids' bytes. Read from_document in hf_tokenizer.cpp first (what each
+// field of the files means, beside from_json below), then encode. A run's tokenizer picks this
+// class or another: Tokenizer in tokenizer.h.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -61,7 +26,31 @@ class HfTokenizer {
   enum class PreSplit { kGpt2, kLlama3, kQwen2 };
 
   // tokenizer.json's text; source names it in errors. config_json: tokenizer_config.json's text,
-  // or "" when there is none.
+  // or "" when there is none. What is read from tokenizer.json:
+  //   model               "type": "BPE": "vocab" {token: id}, "merges" as "a b" strings or ["a", "b"]
+  //                       pairs (the list order is the rank), "ignore_merges" (Llama 3: a chunk that
+  //                       is a token of the vocabulary is that token, merged or not);
+  //                       continuing_subword_prefix and end_of_word_suffix empty, no dropout, no
+  //                       byte_fallback
+  //   added_tokens        [{id, content, ...}]: each content is matched in the text as a whole
+  //                       string before anything else (the leftmost, and of those the longest, as
+  //                       the library's Aho-Corasick matcher finds them; a trie of the contents
+  //                       walks each position in the match's length, however many there are), and
+  //                       becomes its id; the text between them goes through the steps below
+  //   normalizer          null, or {"type": "NFC"} (Qwen's; nfc.h)
+  //   pre_tokenizer       the chunks BPE works within: a Split on one of three patterns, matched by
+  //                       hand (pre_split.h), followed by ByteLevel without its own regex; another
+  //                       pattern, or another kind of pre-tokenizer, is an error naming it
+  //     GPT-2's    's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
+  //                (also as ByteLevel with use_regex true, GPT-2's own file)
+  //     Llama 3's  (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|...
+  //     Qwen2's    the same with \p{N} (one digit a chunk)
+  //   decoder             ByteLevel (or none): a token's characters are its bytes, through GPT-2's
+  //                       bytes_to_unicode table (gpt2_tokenizer.h)
+  // Tokens are written in bytes_to_unicode's alphabet, and every byte must be a token.
+  // tokenizer_config.json gives bos_token and eos_token (a string or {"content": ...}; null: none),
+  // add_bos_token (else: whether tokenizer.json's post_processor is a TemplateProcessing that
+  // begins with a special token) and chat_template (see chat_template() below).
   static HfTokenizer from_json(const std::string& text, const std::string& source, const std::string& config_json = "",
                                const std::string& config_source = "");
   // A tokenizer.json file, with the tokenizer_config.json beside it if there is one.
@@ -78,9 +67,17 @@ class HfTokenizer {
   // Whether a parsed tokenizer.json is Hugging Face's (it has "model"), not one of tapegrad's own.
   static bool is_hf_document(const json::Value& doc);
 
+  // A chunk's ids: its bytes' tokens, then BPE's merges lowest rank first (bpe_merge.h); with
+  // ignore_merges, a chunk that is a token is that token. encode() remembers each chunk's ids, so
+  // one tokenizer must not encode from two threads at once.
   std::vector<int64_t> encode(std::string_view text) const;
+  // Each id's bytes (an added token's content as it is), concatenated: the bytes exactly, as
+  // GPT-2's tokenizer does, where Hugging Face's decode replaces bytes that are not UTF-8 by U+FFFD.
   std::string decode(const std::vector<int64_t>& ids) const;
-  int64_t vocab_size() const { return vocab_size_; }  // the largest id + 1
+  // The largest id + 1: the ids a model's embedding must cover (a model folder whose vocab_size is
+  // smaller is refused where the two meet). Ids may leave gaps, as the library allows; memory goes
+  // with the number of tokens, not the largest id (dense_bytes_ and sparse_bytes_, below).
+  int64_t vocab_size() const { return vocab_size_; }
   // The id of a token given as its text (an added token's content, or a vocabulary token's
   // bytes), or -1.
   int64_t token_id(std::string_view text) const;
@@ -89,6 +86,8 @@ class HfTokenizer {
   PreSplit pre_split() const { return pre_split_; }
   const char* pre_split_name() const;
   bool normalizes_nfc() const { return nfc_; }
+  // tokenizer_config.json's bos_token and eos_token. encode() never adds the BOS; the caller does,
+  // when add_bos().
   int64_t bos_id() const { return bos_id_; }  // -1: none
   int64_t eos_id() const { return eos_id_; }  // -1: none
   bool add_bos() const { return add_bos_; }
@@ -103,8 +102,10 @@ class HfTokenizer {
   // The files as read: what a run folder saves (Tokenizer::save).
   std::string to_json() const { return json_text_; }
   const std::string& config_text() const { return config_text_; }
-  // The chat template (a Jinja program: tokenizers/chat_template.h): chat_template.jinja's, else
-  // tokenizer_config.json's "chat_template"; "" when there is none.
+  // The chat template (a Jinja program: tokenizers/chat_template.h): chat_template.jinja's (beside
+  // the file, where newer versions of transformers save it), else tokenizer_config.json's
+  // "chat_template": a string, or transformers' list of named templates [{"name": "default",
+  // "template": ...}, ...] (the "default" one is used); "" when there is none.
   const std::string& chat_template() const { return chat_template_; }
   // chat_template.jinja as read, or "" when the template came from tokenizer_config.json.
   const std::string& chat_template_file() const { return chat_template_file_; }

@@ -7,25 +7,8 @@
 //          quotes), a header row as CSV's
 //   JSONL  {"text": str, "label": str or integer} a line; other keys ignored
 //
-// The format: JSONL for a name ending in .jsonl; else TSV when the first line holds a tab; else CSV.
-// A file without a header row (the SMS Spam Collection: "ham<TAB>Go until jurong point...") is
-// read with columns given in order, as train_gpt --columns label,text says; a column named
-// anything else is skipped. Blank lines are skipped; "\r\n" ends a line as "\n" does.
-//
-// Labels are names ("spam") or integers ("1"). The classes (id2label) are the labels' sorted
-// names, as Python's sorted() orders them, or, when every label is an integer, in numeric order: a
-// file labelled 0..n-1 keeps its numbers as ids.
-//
-// The split (split_labelled): with balance, every class is cut down to the smallest class's count,
-// a random subset of each (the book undersamples "ham" to the 747 "spam"); then the examples are
-// shuffled (Fisher-Yates, std::mt19937_64 seeded with seed, a draw below k taken as gen() % k) and
-// cut 70/10/20: train is the first int(0.7 n), validation the next int(0.1 n) (n * 0.7 in float64,
-// as the book's random_split computes it), test the rest.
-//
-// Errors name the file, the line and the field: "sms.tsv: line 7: 1 column, expected 2 (--columns
-// label,text)", "reviews.csv: line 1: the header names no \"label\" column (it has: id, review;
-// a file without a header takes --columns)", "data.jsonl: line 3: \"label\" must be a string or an
-// integer, got [1]", "...: only one class (\"ham\"): a classifier needs two".
+// Read first: parse_labelled_text (how a file is read, its errors), class_names (the classes),
+// split_labelled (the split), then load_classification_data, which a run calls.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -47,16 +30,33 @@ std::vector<std::string> parse_columns(const std::string& columns);
 
 // The texts of the file's content; columns: empty when the file has a header row, else the
 // columns in order (parse_columns). source names the file in errors.
+//
+// The format: JSONL for a name ending in .jsonl; else TSV when the first line holds a tab; else CSV.
+// A file without a header row (the SMS Spam Collection: "ham<TAB>Go until jurong point...") is
+// read with columns given in order, as train_gpt --columns label,text says; a column named
+// anything else is skipped. Blank lines are skipped; "\r\n" ends a line as "\n" does.
+//
+// Errors name the file, the line and the field: "sms.tsv: line 7: 1 column, expected 2 (--columns
+// label,text)", "reviews.csv: line 1: the header names no \"label\" column (it has: id, review;
+// a file without a header takes --columns)", "data.jsonl: line 3: \"label\" must be a string or an
+// integer, got [1]", "...: only one class (\"ham\"): a classifier needs two".
 std::vector<LabelledText> parse_labelled_text(const std::string& content, const std::string& source,
                                               const std::vector<std::string>& columns);
 std::vector<LabelledText> read_labelled_text(const std::string& path, const std::vector<std::string>& columns);
 
-// id2label: the classes in id order (above); at least two.
+// id2label: the classes in id order; at least two. Labels are names ("spam") or integers ("1"). The
+// classes are the labels' sorted names, as Python's sorted() orders them, or, when every label is
+// an integer, in numeric order: a file labelled 0..n-1 keeps its numbers as ids.
 std::vector<std::string> class_names(const std::vector<LabelledText>& texts, const std::string& source);
 
 struct LabelledSplits {
   std::vector<LabelledText> train, val, test;
 };
+// The split: with balance, every class is cut down to the smallest class's count, a random subset
+// of each (the book undersamples "ham" to the 747 "spam"); then the examples are shuffled
+// (Fisher-Yates, std::mt19937_64 seeded with seed, a draw below k taken as gen() % k) and cut
+// 70/10/20: train is the first int(0.7 n), validation the next int(0.1 n) (n * 0.7 in float64, as
+// the book's random_split computes it), test the rest.
 LabelledSplits split_labelled(std::vector<LabelledText> texts, bool balance, uint64_t seed);
 
 // A text as the classifier reads it: its ids (Tokenizer::encode_with_bos: the BOS token first where

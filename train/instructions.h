@@ -3,31 +3,9 @@
 //
 //   {"instruction": "Give the plural of mouse.", "input": "", "output": "mice"}
 //
-// "instruction" and "output" are strings and must be there; "input" is a string or left out (left
-// out = empty); other keys are ignored; blank lines are skipped; lines end in "\n", "\r\n" or "\r"
-// (text_lines, autograd/io/user_file.h). Each example becomes one token
-// sequence, the prompt (alpaca_prompt, tokenizers/chat_template.h) and then the response:
-//
-//   ids = encode(alpaca_prompt(instruction, input)) + encode(output) + [<|endoftext|>]
-//
-// the end-of-text token only when the tokenizer has one (GPT-2's, a Hugging Face eos_token, or the
-// one a char or bpe tokenizer made from the examples gets: tokenizer.h), so the model learns to stop.
-// The two parts are encoded apart, so the boundary between them is exact whatever the tokenizer.
-//
-// A batch of examples (instruction_batch) is right-padded to its longest one, not to the context:
-//
-//   x[t] = ids[t]                                   t < n - 1, else the padding id
-//   y[t] = ids[t + 1] if is_target[t + 1]           the response's tokens and the end-of-text
-//          else -100                                the prompt's, and the padding (ignore_index)
-//   key_padding_mask[t] = t >= n - 1                true = padded: no position attends to it
-//
-// so cross_entropy(logits, y) (ignore_index -100) is the mean loss over the response's tokens and
-// the prompt gets no gradient from it. An example fits a context of T tokens when it has at most
-// T + 1 ids (the model reads all but the last); longer ones are skipped and counted.
-//
-// The split (load_instruction_data) is by position in the file, as the text's 90/10 split: of the
-// file's n examples, the first int(0.9 n) train and the rest validate (shuffle the file first if
-// its order means something); then each split drops its examples that do not fit.
+// Read first: parse_instructions (what a line may hold), encode_instructions (an example's ids
+// and which are learnt), instruction_batch (the padded batch and its targets), then
+// load_instruction_data (the split).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -53,7 +31,10 @@ struct Instruction {
 void for_each_jsonl_object(const std::string& text, const std::string& source, const std::string& shape,
                            const std::function<void(const json::Value&, const std::string&, int64_t)>& on_object);
 
-// The examples of a JSONL text; source (the file's name) starts every message, with the line:
+// The examples of a JSONL text. "instruction" and "output" are strings and must be there; "input"
+// is a string or left out (left out = empty); other keys are ignored; blank lines are skipped;
+// lines end in "\n", "\r\n" or "\r" (text_lines, autograd/io/user_file.h). source (the file's
+// name) starts every message, with the line:
 // "data.jsonl: line 3: not JSON: ...", "...: line 4: not a JSON object (got an array)",
 // "...: line 5: \"output\" is missing", "...: line 6: \"input\" must be a string, got null".
 // A text with no example (blank lines only) is an error too.
@@ -78,17 +59,30 @@ struct EncodedInstructions {
   std::vector<InstructionExample> examples;  // the ones that fit, in file order
   std::vector<int64_t> skipped_lines;        // the lines of the ones longer than context + 1 tokens
 };
+// Each example becomes one token sequence, the prompt (alpaca_prompt, tokenizers/chat_template.h)
+// and then the response:
+//
+//   ids = encode(alpaca_prompt(instruction, input)) + encode(output) + [<|endoftext|>]
+//
+// the end-of-text token only when the tokenizer has one (GPT-2's, a Hugging Face eos_token, or the
+// one a char or bpe tokenizer made from the examples gets: tokenizers/tokenizer.h), so the model
+// learns to stop. The two parts are encoded apart, so the boundary between them is exact whatever
+// the tokenizer. An example fits a context of T tokens when it has at most T + 1 ids (the model
+// reads all but the last); longer ones are skipped and counted.
 // Errors name source and the line: a character the tokenizer lacks, or an empty output with a
 // tokenizer that has no end-of-text (nothing would be learnt).
 EncodedInstructions encode_instructions(const std::vector<Instruction>& examples, const tokenizers::Tokenizer& tokenizer,
                                         int64_t context, const std::string& source);
 
-// A fine-tuning run's data: the split of the header, encoded.
+// A fine-tuning run's data: the split below, encoded.
 struct InstructionData {
   std::vector<InstructionExample> train, val;
   std::vector<int64_t> skipped_lines;  // both splits' examples that did not fit, by line
   int64_t pad_id = 0;                  // x's padding: the end-of-text id, else 0 (never read: masked)
 };
+// The split is by position in the file, as the text's 90/10 split: of the file's n examples, the
+// first int(0.9 n) train and the rest validate (shuffle the file first if its order means
+// something); then each split drops its examples that do not fit.
 // Errors: the parse's and the encoding's above, fewer than 2 examples, or a split left empty by the
 // skipping (naming how many were skipped and --context).
 InstructionData load_instruction_data(const std::string& jsonl, const std::string& source, const tokenizers::Tokenizer& tokenizer,
@@ -104,8 +98,17 @@ InstructionData split_examples(int64_t n, const std::function<EncodedInstruction
 // 4, 17, 90", at most the first 5 lines listed; "" when none was skipped.
 std::string skipped_examples_note(const std::vector<int64_t>& skipped_lines, int64_t examples, int64_t context);
 
-// The batch of the header from examples[which[0]], examples[which[1]], ...: x, y (B, L) int64 and
-// key_padding_mask (B, L) bool, L the longest example's length - 1.
+// The batch of examples[which[0]], examples[which[1]], ...: x, y (B, L) int64 and
+// key_padding_mask (B, L) bool, L the longest example's length - 1. It is right-padded to its
+// longest example, not to the context:
+//
+//   x[t] = ids[t]                                   t < n - 1, else the padding id
+//   y[t] = ids[t + 1] if is_target[t + 1]           the response's tokens and the end-of-text
+//          else -100                                the prompt's, and the padding (ignore_index)
+//   key_padding_mask[t] = t >= n - 1                true = padded: no position attends to it
+//
+// so cross_entropy(logits, y) (ignore_index -100) is the mean loss over the response's tokens and
+// the prompt gets no gradient from it.
 Batch instruction_batch(const std::vector<InstructionExample>& examples, const std::vector<int64_t>& which,
                         int64_t pad_id);
 

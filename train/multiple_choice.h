@@ -1,36 +1,9 @@
 // train/multiple_choice.h — scoring multiple choice by log-likelihood, as lm-evaluation-harness
 // does (lm_eval/api/model.py: loglikelihood, _encode_pair; api/task.py: process_results).
 //
-// The requests. Each choice c of an item is the continuation " " + c (the target delimiter) of the
-// item's context (train/task_formats.h: item_context). Whitespace that ends the context moves to
-// the front of the continuation. Then, as _encode_pair does for a decoder:
-//   context_ids      = encode(context)
-//   continuation_ids = encode(context + continuation)[len(context_ids):]
-// encode is Tokenizer::encode_with_bos: the BOS token first where the tokenizer adds one (Llama 3's
-// <|begin_of_text|>; GPT-2's and Qwen's add none), as transformers' tokenizer.encode does for the
-// harness. An empty context is the harness's prefix
-// token alone: BOS, else the end-of-text token (GPT-2's <|endoftext|>), with the continuation
-// encoded by itself.
-//
-// The score. loglikelihood(choice) = sum over the continuation's ids of log p(id | the ids before
-// it): the id at continuation position 0 is predicted by the logits of the context's last
-// position. The log-softmax is taken in float64 over the model's float32 logits. When context +
-// continuation is more than the model's context + 1 ids, the harness keeps the last context + 1
-// and drops the last (the left of the context goes); so do we.
-//
-// The fast way (choice_loglikelihoods): the context runs once, filling a KV cache
-// (models/kv_cache.h); the cache is then repeated for the K choices and their ids but the last run
-// from it as one batch (K, longest - 1), each row padded on the right (causal attention: no real
-// position sees the padding; tokens_run counts the real ids alone). The plain way (choice_loglikelihoods_whole) runs each context +
-// continuation from scratch, as the harness does; it is the oracle the fast one is tested against,
-// and it is what a choice that does not fit the context takes.
-//
-// The metrics (per item, then their mean over the items, with the standard error of the mean,
-// sqrt(sample variance / n), as the harness's mean_stderr):
-//   acc       1 when argmax loglikelihood is the label (the first of equal ones, as numpy's argmax)
-//   acc_norm  the same with loglikelihood / len(choice), choice's length in characters (Unicode
-//             code points, Python's len) without the " " before it, as the harness counts it.
-//             llm.c's HellaSwag script divides by the ending's tokens instead.
+// Read first: encode_choices (an item's requests), choice_loglikelihoods (the score, and the fast
+// and the plain way to compute it), score_item and summarize (acc, acc_norm); score_task is what a
+// training run's --eval-task calls.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -49,17 +22,47 @@ struct ChoiceRequests {
   std::vector<std::vector<int64_t>> continuations;  // one per choice, each at least one id
 };
 
-// The harness's requests for one item (above). A continuation with no ids is an Error.
+// The harness's requests for one item. Each choice c of an item is the continuation " " + c (the
+// target delimiter) of the item's context (train/task_formats.h: item_context). Whitespace that
+// ends the context moves to the front of the continuation. Then, as _encode_pair does for a decoder:
+//   context_ids      = encode(context)
+//   continuation_ids = encode(context + continuation)[len(context_ids):]
+// encode is Tokenizer::encode_with_bos: the BOS token first where the tokenizer adds one (Llama 3's
+// <|begin_of_text|>; GPT-2's and Qwen's add none), as transformers' tokenizer.encode does for the
+// harness. An empty context is the harness's prefix token alone: BOS, else the end-of-text token
+// (GPT-2's <|endoftext|>), with the continuation encoded by itself. A continuation with no ids is
+// an Error.
 ChoiceRequests encode_choices(const tokenizers::Tokenizer& tokenizer, const std::string& context,
                               const std::vector<std::string>& choices);
 
-// Each choice's log-likelihood (above), under NoGradGuard, the model in eval mode. tokens_run,
-// when given, grows by the ids the model ran.
+// Each choice's log-likelihood, under NoGradGuard, the model in eval mode. tokens_run, when given,
+// grows by the ids the model ran.
+//
+//   loglikelihood(choice) = sum over the continuation's ids of log p(id | the ids before it)
+//
+// The id at continuation position 0 is predicted by the logits of the context's last position.
+// The log-softmax is taken in float64 over the model's float32 logits. When context +
+// continuation is more than the model's context + 1 ids, the harness keeps the last context + 1
+// and drops the last (the left of the context goes); so do we.
+//
+// The fast way (choice_loglikelihoods): the context runs once, filling a KV cache
+// (models/kv_cache.h); the cache is then repeated for the K choices and their ids but the last run
+// from it as one batch (K, longest - 1), each row padded on the right (causal attention: no real
+// position sees the padding; tokens_run counts the real ids alone). The plain way
+// (choice_loglikelihoods_whole) runs each context + continuation from scratch, as the harness
+// does; it is the oracle the fast one is tested against, and it is what a choice that does not
+// fit the context takes.
 std::vector<double> choice_loglikelihoods(models::CausalLM& model, const ChoiceRequests& requests,
                                           int64_t* tokens_run = nullptr);
 std::vector<double> choice_loglikelihoods_whole(models::CausalLM& model, const ChoiceRequests& requests,
                                                 int64_t* tokens_run = nullptr);
 
+// The metrics (per item, then their mean over the items, with the standard error of the mean,
+// sqrt(sample variance / n), as the harness's mean_stderr):
+//   acc       1 when argmax loglikelihood is the label (the first of equal ones, as numpy's argmax)
+//   acc_norm  the same with loglikelihood / len(choice), choice's length in characters (Unicode
+//             code points, Python's len) without the " " before it, as the harness counts it.
+//             llm.c's HellaSwag script divides by the ending's tokens instead.
 struct ItemScore {
   std::vector<double> loglikelihoods;
   std::vector<int64_t> lengths;  // each choice's characters

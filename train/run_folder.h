@@ -1,17 +1,26 @@
 // train/run_folder.h — a training run's folder (train_gpt --out DIR), saved and resumed.
 //
-// A LoRA run (train_gpt --init-from DIR --lora-rank r) keeps its adapters alone, in peft's files
-// (models/lora_adapters.h): adapters.safetensors (peft's names; metadata "format" and "step")
-// takes the place of model.safetensors, with the same .prev pairing, and adapter_config.json
-// names the base folder (base_model_name_or_path, absolute), from which resuming, generate and
-// --eval-only read the base weights before the adapters (an Error naming the path if it is gone).
-// Its config.json is train_gpt's own (no Hugging Face fields: the folder is no GPT-2 model), its
-// optimizer.safetensors holds the adapters' moments alone, and GPT-2's tokenizer files are there.
-//
-// A run from GPT-2 (train_gpt --init-from) keeps Hugging Face's layout, so that
-// GPT2LMHeadModel.from_pretrained reads the folder (models/hf_gpt2.h): model.safetensors
-// has GPT-2's names, config.json is Hugging Face's with train_gpt's own object below as its
-// member "tapegrad", and GPT-2's vocab.json and merges.txt sit beside tokenizer.json.
+// Read first: save_run, whose comment lists the folder's files and how a save survives being
+// killed, then resume_trainer, which reads them back. start_from_gpt2_folder and
+// start_from_llama_folder begin a run from a Hugging Face folder; load_saved_model and
+// load_saved_classifier read a folder for writing text and for evaluation; save_merged_model
+// writes a LoRA run as a plain model.
+#pragma once
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "tokenizers/tokenizer.h"
+#include "train/trainer.h"
+#include "models/generate.h"
+#include "models/gpt.h"
+#include "models/sequence_classification.h"
+
+namespace tg::train {
+
+// Saves the trainer's run, at its step, into dir. The folder's files:
 //
 //   model.safetensors      the model's state_dict (PyTorch's names), metadata
 //                          {"format": "pt", "step": "<steps done>"}
@@ -22,6 +31,19 @@
 //                          "fast" or "reference", the code that last saved it (a report only:
 //                          resuming reads "model" and "train", and either mode may continue)
 //   tokenizer.json         the character vocabulary (tokenizers/tokenizer.h)
+//
+// A run from GPT-2 (train_gpt --init-from) keeps Hugging Face's layout, so that
+// GPT2LMHeadModel.from_pretrained reads the folder (models/hf_gpt2.h): model.safetensors
+// has GPT-2's names, config.json is Hugging Face's with train_gpt's own object below as its
+// member "tapegrad", and GPT-2's vocab.json and merges.txt sit beside tokenizer.json.
+//
+// A LoRA run (train_gpt --init-from DIR --lora-rank r) keeps its adapters alone, in peft's files
+// (models/lora_adapters.h): adapters.safetensors (peft's names; metadata "format" and "step")
+// takes the place of model.safetensors, with the same .prev pairing, and adapter_config.json
+// names the base folder (base_model_name_or_path, absolute), from which resuming, generate and
+// --eval-only read the base weights before the adapters (an Error naming the path if it is gone).
+// Its config.json is train_gpt's own (no Hugging Face fields: the folder is no GPT-2 model), its
+// optimizer.safetensors holds the adapters' moments alone, and GPT-2's tokenizer files are there.
 //
 // A classification run (train_gpt --task classify) is saved as a Hugging Face *ForSequenceClassification
 // folder of its layout (GPT2..., with GPT-2's names under "transformer."; Llama..., Qwen2...,
@@ -47,21 +69,6 @@
 // optimizer.safetensors.
 // What a killed save leaves besides (temporary files "<file>.tmp-1a2b3c4d", "<file>.prev.tmp")
 // is removed by resuming and by the next save: those names of the folder's files alone.
-#pragma once
-#include <memory>
-#include <optional>
-#include <ostream>
-#include <string>
-#include <vector>
-
-#include "tokenizers/tokenizer.h"
-#include "train/trainer.h"
-#include "models/generate.h"
-#include "models/gpt.h"
-#include "models/sequence_classification.h"
-
-namespace tg::train {
-
 void save_run(Trainer& trainer, const std::string& dir);
 
 // The options a run was saved with (config.json's "train").

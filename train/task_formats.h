@@ -2,6 +2,17 @@
 // item's prompt and choices exactly as lm-evaluation-harness's task definitions write them
 // (lm_eval/tasks/hellaswag/utils.py, arc/arc_easy.yaml, mmlu/default/_default_template_yaml).
 //
+// Read first: TaskFormat (each data set's file, query and choices), then item_context (the prompt
+// an item is scored with, its shots); read_task reads a file.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tg::train {
+
+// The formats, each file as its authors publish it, and the harness's query and choices:
+//
 //   hellaswag  hellaswag_val.jsonl: {"ctx_a", "ctx_b", "activity_label", "endings": [4], "label"}
 //              query   = preprocess(activity_label + ": " + ctx_a + " " + capitalize(ctx_b))
 //              choices = preprocess(ending), each
@@ -18,31 +29,6 @@
 //              choices = "A", "B", "C", "D"
 //   choices    a generic JSONL: {"context": str, "choices": [str, ...], "label": int}; the query is
 //              the context as given
-//
-// The prompt of an item (item_context) is the description, then --shots solved examples, each
-// query + " " + its answer + "\n\n" (the harness's target and few-shot delimiters), then the
-// item's query. The shots come from the same file, never the item itself: for item i, a partial
-// Fisher-Yates shuffle of the other items' indices by std::mt19937_64 seeded with seed + i. The
-// harness draws them from another split instead (HellaSwag and ARC: the train split, at random
-// with its own seed; MMLU: the dev split's first K), so a --shots score is comparable with itself,
-// not with a published few-shot figure.
-//
-// Python's str.capitalize upper-cases the first character and lower-cases all the rest; here
-// that is done for ASCII and Latin-1 letters (what HellaSwag holds); other letters stay as
-// written.
-//
-// Bad input is one tg::Error naming the file, the line and the field:
-//   hellaswag_val.jsonl: line 3: "label" 4 is out of range [0, 4)
-//   arc.jsonl: line 2: "question.choices" is empty: no choices
-//   hellaswag_val.jsonl: line 5: an ARC line ("question", "answerKey"), not a hellaswag one: the file mixes formats
-//   high_school_physics_test.csv: line 7: 5 columns, expected 6 (question, A, B, C, D, answer)
-#pragma once
-#include <cstdint>
-#include <string>
-#include <vector>
-
-namespace tg::train {
-
 enum class TaskFormat { hellaswag, arc, mmlu, choices };
 // "hellaswag", "arc", "mmlu", "choices" <-> the enum; another name is an Error listing the four.
 TaskFormat task_format_from_name(const std::string& name);
@@ -66,6 +52,11 @@ TaskSpec parse_task_spec(const std::string& spec);
 
 // The items of the file at path (read through read_input_file; its errors name `flag` and the
 // file); at least one.
+// Bad input is one tg::Error naming the file, the line and the field:
+//   hellaswag_val.jsonl: line 3: "label" 4 is out of range [0, 4)
+//   arc.jsonl: line 2: "question.choices" is empty: no choices
+//   hellaswag_val.jsonl: line 5: an ARC line ("question", "answerKey"), not a hellaswag one: the file mixes formats
+//   high_school_physics_test.csv: line 7: 5 columns, expected 6 (question, A, B, C, D, answer)
 std::vector<ChoiceItem> read_task(TaskFormat format, const std::string& path, const std::string& flag = "--data");
 // The same from the file's text; source names the file in errors (and gives mmlu its subject).
 std::vector<ChoiceItem> parse_task(TaskFormat format, const std::string& text, const std::string& source);
@@ -74,7 +65,9 @@ std::vector<ChoiceItem> parse_task(TaskFormat format, const std::string& text, c
 // \x1c-\x1f (Unicode's other spaces are left).
 bool is_python_space(char c);
 
-// The harness's HellaSwag preprocess, and Python's str.capitalize (as above).
+// The harness's HellaSwag preprocess (TaskFormat, above), and Python's str.capitalize, which
+// upper-cases the first character and lower-cases all the rest; here that is done for ASCII and
+// Latin-1 letters (what HellaSwag holds); other letters stay as written.
 std::string hellaswag_preprocess(const std::string& text);
 std::string python_capitalize(const std::string& text);
 // "dir/high_school_physics_test.csv" -> "high school physics" (a _test, _dev or _val suffix goes).
@@ -88,8 +81,14 @@ struct CsvRow {
 };
 std::vector<CsvRow> parse_csv(const std::string& text, const std::string& source);
 
-// The text the model reads before item `index`'s choices: description, `shots` solved other items
-// (drawn with seed, as above; fewer when the file has fewer others), the query.
+// The text the model reads before item `index`'s choices (the prompt of an item): the description,
+// then `shots` (--shots) solved other items, each query + " " + its answer + "\n\n" (the harness's
+// target and few-shot delimiters; fewer when the file has fewer others), then the item's query.
+// The shots come from the same file, never the item itself: for item i, a partial Fisher-Yates
+// shuffle of the other items' indices by std::mt19937_64 seeded with seed + i. The harness draws
+// them from another split instead (HellaSwag and ARC: the train split, at random with its own
+// seed; MMLU: the dev split's first K), so a --shots score is comparable with itself, not with a
+// published few-shot figure.
 std::string item_context(const std::vector<ChoiceItem>& items, size_t index, int64_t shots, uint64_t seed);
 
 }  // namespace tg::train

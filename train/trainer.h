@@ -1,64 +1,11 @@
-// train/trainer.h — the training loop of train_gpt, step by step as the usual PyTorch
-// loop (examples/pytorch/train_gpt.py does the same in PyTorch; a test checks they agree):
+// train/trainer.h — the training loop of train_gpt, step by step as the usual PyTorch loop
+// (examples/pytorch/train_gpt.py does the same in PyTorch; a test checks they agree). One Trainer
+// runs a text run, an instruction fine-tune (data_format "jsonl", train/instructions.h), a
+// classification fine-tune (task "classify", train/classification_data.h) or a LoRA run.
 //
-//   manual_seed(seed); model = GPTModel(config)        init draws from the default generator
-//                      (--arch llama, qwen3: LlamaForCausalLM(llama_config(options)), models/llama.h)
-//   opt = AdamW(weight_decay_groups(model), lr, weight_decay)
-//   gen = Generator(seed)                              batches draw from their own generator
-//   each step s:  every group's lr = lr_at(s)
-//                 x, y = get_batch(train, grad_accum * batch, context, gen)
-//                 opt.zero_grad()
-//                 for each of the grad_accum micro-batches xk, yk (batch sequences each, in order):
-//                     with autocast (precision bf16 only: autograd/autocast.h):
-//                         loss_k = cross_entropy(model(xk).flatten(0, 1), yk.flatten())
-//                     (loss_k / grad_accum).backward()            the gradients add up
-//                 clip_grad_norm_ (if grad_clip > 0); opt.step()
-// With grad_accum N a step draws the N*B sequences that --batch N*B would, and its gradient is
-// their mean loss's: the same step in a fraction of the activations' memory. The step's loss is
-// the micro-batches' mean.
-//
-// With data_format "jsonl" (instruction fine-tuning, train/instructions.h) the data are
-// examples, not windows of a text: a step draws grad_accum * batch of the training examples,
-// ix = randint(0, n_train, (grad_accum * batch,), gen), with replacement and from the same
-// generator (so a resumed run goes on bit for bit); each micro-batch is its batch examples padded
-// to the longest of them, run with the key padding mask, and y is -100 on the prompt and the
-// padding. The step's loss is the mean over the response tokens of all its micro-batches:
-//     loss = sum over k of loss_k * (targets_k / targets),   loss_k the mean of micro-batch k
-// so --grad-accum N trains as --batch N*B would (for text windows, where every micro-batch has
-// as many targets, this is the plain loss_k / N). Evaluation takes the first eval_batches * batch
-// examples of each split, in order (all of them when fewer), and reports the mean loss over their
-// response tokens.
-//
-// A step whose loss or gradients' total norm is inf or nan never reaches the model: with
-// on_nonfinite "error" train_step throws (the model, the optimizer and the last checkpoint stay
-// as they were), with "skip" it drops that step's update and goes on (the batch is used up).
-// Weights or optimizer state that an update itself makes inf or nan (finite gradients, a step that
-// overflows) are caught when the run saves: save_run refuses a non-finite checkpoint
-// whatever on_nonfinite says, since skipping later steps cannot mend them (train/run_folder.h).
-//
-// With precision "bf16" the matrix products of the forward, and so of the backward, take bfloat16
-// inputs and sum in float32; the parameters, their gradients and AdamW stay float32, so a run may
-// switch precision when it resumes. Evaluation runs in the run's precision too.
-//
-// Evaluation (model in eval mode, no tape) draws eval_batches batches from each split with a
-// generator seeded kEvalSeed every time, so val losses compare between steps and between runs.
-//
-// With task "classify" (a classification fine-tune, the book's chapter 6) the data are labelled
-// texts (train/classification_data.h: split 70/10/20 with --seed), and the model is the body (the
-// GPT or Llama / Qwen model above, drawn or read as it would be) with a head drawn right after it
-// from the same generator, as torch.nn.Linear(C, n, bias=False) draws it:
-//     model = ModelForSequenceClassification(body, C, n)      (models/sequence_classification.h)
-// --train-layers says which body weights train beside the head (set_trained_layers). A step draws
-// ix = randint(0, n_train, (grad_accum * batch,), gen) as instruction runs do, each micro-batch its
-// texts padded on the right, and loss = cross_entropy(model(x, key_padding_mask), labels). Evaluation
-// takes the first eval_batches * batch texts of the train and val splits, in order: their mean loss
-// and their accuracy (Losses::train_acc, val_acc; no bits per byte). The test split is only read
-// by evaluate and at the end of a run.
-//
-// LoRA (lora_rank > 0, a run from a GPT-2 or Llama / Qwen folder): after the base weights are loaded, apply_lora reseeds
-// the default generator with --seed and adds the adapters, as `torch.manual_seed(seed);
-// get_peft_model(model, config)` would; the optimizer then holds the adapters alone
-// (opt = AdamW(weight_decay_groups(trainable parameters))), and clipping sees only their gradients.
+// Read first: the loop above class Trainer, then train_step (one step: the micro-batches, the
+// non-finite check, bf16) and evaluate (the losses a run reports). learning_rate and
+// continued_schedule are the learning-rate schedule; train/run_folder.h saves and resumes a run.
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -103,11 +50,32 @@ double learning_rate(const TrainOptions& o, int64_t step);
 // as it is, and the run goes on bit for bit as if never stopped.
 TrainOptions continued_schedule(const TrainOptions& planned, TrainOptions resumed, int64_t step);
 
+// One training run, as the usual PyTorch loop:
+//
+//   manual_seed(seed); model = GPTModel(config)        init draws from the default generator
+//                      (--arch llama, qwen3: LlamaForCausalLM(llama_config(options)), models/llama.h)
+//   opt = AdamW(weight_decay_groups(model), lr, weight_decay)
+//   gen = Generator(seed)                              batches draw from their own generator
+//   each step s:  every group's lr = lr_at(s)
+//                 x, y = get_batch(train, grad_accum * batch, context, gen)
+//                 opt.zero_grad()
+//                 for each of the grad_accum micro-batches xk, yk (batch sequences each, in order):
+//                     with autocast (precision bf16 only: autograd/autocast.h):
+//                         loss_k = cross_entropy(model(xk).flatten(0, 1), yk.flatten())
+//                     (loss_k / grad_accum).backward()            the gradients add up
+//                 clip_grad_norm_ (if grad_clip > 0); opt.step()
+//
+// With task "classify" (a classification fine-tune, the book's chapter 6) the data are labelled
+// texts (train/classification_data.h: split 70/10/20 with --seed), and the model is the body (the
+// GPT or Llama / Qwen model above, drawn or read as it would be) with a head drawn right after it
+// from the same generator, as torch.nn.Linear(C, n, bias=False) draws it:
+//     model = ModelForSequenceClassification(body, C, n)      (models/sequence_classification.h)
+// --train-layers says which body weights train beside the head (set_trained_layers).
 class Trainer {
  public:
   static constexpr uint64_t kEvalSeed = 2024;
 
-  // A fresh run on text: tokenizer, split, model and optimizer as the header describes. A BPE
+  // A fresh run on text: tokenizer, split, model and optimizer as the loop above describes. A BPE
   // tokenizer learns its merges from the first 90% of the text's bytes, the training split, and
   // the two splits are encoded apart; characters are taken from the whole text, which is
   // encoded and then split at 90% of its ids. With data_format "jsonl", text is the JSONL file's
@@ -132,7 +100,33 @@ class Trainer {
     bool skipped;      // non-finite loss or norm, update dropped (on_nonfinite "skip")
     int64_t tokens;    // the positions its forwards ran, padding included (for tokens per second)
   };
-  StepResult train_step();  // one step at step()
+  // One step at step(). With grad_accum N a step draws the N*B sequences that --batch N*B would,
+  // and its gradient is their mean loss's: the same step in a fraction of the activations' memory.
+  // The step's loss is the micro-batches' mean.
+  //
+  // With data_format "jsonl" (instruction fine-tuning, train/instructions.h) the data are
+  // examples, not windows of a text: a step draws grad_accum * batch of the training examples,
+  // ix = randint(0, n_train, (grad_accum * batch,), gen), with replacement and from the same
+  // generator (so a resumed run goes on bit for bit); each micro-batch is its batch examples padded
+  // to the longest of them, run with the key padding mask, and y is -100 on the prompt and the
+  // padding. The step's loss is the mean over the response tokens of all its micro-batches:
+  //     loss = sum over k of loss_k * (targets_k / targets),   loss_k the mean of micro-batch k
+  // so --grad-accum N trains as --batch N*B would (for text windows, where every micro-batch has
+  // as many targets, this is the plain loss_k / N). A classification step draws ix the same way,
+  // each micro-batch its texts padded on the right, and loss = cross_entropy(model(x,
+  // key_padding_mask), labels).
+  //
+  // A step whose loss or gradients' total norm is inf or nan never reaches the model: with
+  // on_nonfinite "error" train_step throws (the model, the optimizer and the last checkpoint stay
+  // as they were), with "skip" it drops that step's update and goes on (the batch is used up).
+  // Weights or optimizer state that an update itself makes inf or nan (finite gradients, a step
+  // that overflows) are caught when the run saves: save_run refuses a non-finite checkpoint
+  // whatever on_nonfinite says, since skipping later steps cannot mend them (train/run_folder.h).
+  //
+  // With precision "bf16" the matrix products of the forward, and so of the backward, take
+  // bfloat16 inputs and sum in float32; the parameters, their gradients and AdamW stay float32, so
+  // a run may switch precision when it resumes.
+  StepResult train_step();
   // Mean loss (nats per token) of each split, and bits per byte: the same loss per byte of the
   // text the targets stand for, in bits, so that char and BPE runs compare on one scale:
   //   bpb = sum of the batches' token losses / ln 2 / the bytes of their target tokens
@@ -141,6 +135,14 @@ class Trainer {
     double train_bpb, val_bpb;  // nan for a classification run
     std::optional<double> train_acc, val_acc;  // a classification run's accuracies
   };
+  // Evaluation (model in eval mode, no tape, in the run's precision) draws eval_batches batches
+  // from each split with a generator seeded kEvalSeed every time, so val losses compare between
+  // steps and between runs. An instruction run takes the first eval_batches * batch examples of
+  // each split, in order (all of them when fewer), and reports the mean loss over their response
+  // tokens. A classification run takes the first eval_batches * batch texts of the train and val
+  // splits, in order: their mean loss and their accuracy (train_acc, val_acc; no bits per byte);
+  // its test split is read only by the evaluate program (examples/evaluate.cpp) and at the end of
+  // a run.
   Losses evaluate();
   double lr_at(int64_t step) const { return learning_rate(options_, step); }
   // A resumed run whose --steps differs from the plan it was saved with: options().decay_start and
@@ -182,10 +184,13 @@ class Trainer {
   // (the prefix of the names, config.json's fields). nullptr: tapegrad's own layout.
   const models::HfGpt2Info* hf_gpt2_layout() const { return hf_layout_ ? &*hf_layout_ : nullptr; }
   void set_hf_gpt2_layout(models::HfGpt2Info layout) { hf_layout_ = std::move(layout); }
-  // A LoRA run (options().lora_rank > 0), once the base weights are loaded: reseeds the default
-  // generator with --seed, adds the adapters (models::apply_lora: their A drawn as peft draws it,
-  // every other parameter frozen) and remakes the optimizer over the adapters alone. base: the
-  // base model's folder, for adapter_config.json (models/lora_adapters.h).
+  // A LoRA run (options().lora_rank > 0, a run from a GPT-2 or Llama / Qwen folder), once the base
+  // weights are loaded: reseeds the default generator with --seed, adds the adapters
+  // (models::apply_lora: their A drawn as peft draws it, every other parameter frozen), as
+  // `torch.manual_seed(seed); get_peft_model(model, config)` would, and remakes the optimizer over
+  // the adapters alone (opt = AdamW(weight_decay_groups(trainable parameters))), so clipping sees
+  // only their gradients. base: the base model's folder, for adapter_config.json
+  // (models/lora_adapters.h).
   void apply_lora(const std::string& base);
   // What adapter_config.json says of a LoRA run; nullptr for a run that trains every weight.
   const models::AdapterConfig* lora() const { return lora_ ? &*lora_ : nullptr; }

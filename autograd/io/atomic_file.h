@@ -5,11 +5,18 @@
 // flushes it to disk (fsync), renames it over the target and syncs the folder, so the rename is
 // on disk too. Until commit, a file already under the target's name is untouched; if the
 // writer is destroyed without commit (an error, an exception) the temporary file is removed.
-// A program killed half-way leaves the old file (or none) and at worst a stray .tmp- file,
-// never a truncated target; the next write of the same target removes such strays (a writer
-// holds a lock, flock, on its temporary file for as long as it lives: one that nobody holds is
-// a killed write's, and only names of exactly that pattern are looked at).
 //
+//   tg::AtomicFile f("model.safetensors", "save_safetensors");
+//   f.write(header.data(), header.size());
+//   f.commit();
+//
+// Read the class AtomicFile first, then its constructor and commit() in atomic_file.cpp.
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace tg {
+
 // What is under the target's name decides where the bytes go:
 //   nothing, or a regular file   the atomic write above
 //   a symbolic link              the link stays; the file it points to (followed through every
@@ -22,21 +29,12 @@
 //   a folder                     an Error: "<target>: is a folder, not a file"
 //   a block device or a socket   an Error: nothing is written over it
 //
-// Several files that belong together (a checkpoint) are written with prepare() on each first
-// (all data on disk under temporary names), then commit() on each: the renames are all that is
-// left between the old set and the new one.
-//
-//   tg::AtomicFile f("model.safetensors", "save_safetensors");
-//   f.write(header.data(), header.size());
-//   f.commit();
+// A program killed half-way leaves the old file (or none) and at worst a stray .tmp- file,
+// never a truncated target; the next write of the same target removes such strays (a writer
+// holds a lock, flock, on its temporary file for as long as it lives: one that nobody holds is
+// a killed write's, and only names of exactly that pattern are looked at).
 //
 // Errors are tg::Error "<who>: <target>: <what failed>: <reason>".
-#pragma once
-#include <cstdint>
-#include <string>
-
-namespace tg {
-
 class AtomicFile {
  public:
   AtomicFile(const std::string& target, const std::string& who);
@@ -48,6 +46,9 @@ class AtomicFile {
 
   void write(const void* data, uint64_t count);
   void write(const std::string& bytes) { write(bytes.data(), bytes.size()); }
+  // Several files that belong together (a checkpoint) are written with prepare() on each first
+  // (all data on disk under temporary names), then commit() on each: the renames are all that is
+  // left between the old set and the new one.
   void prepare();  // fsync the temporary file (commit does it when not done); no write after it
   void commit();   // rename over the target, then sync the folder (a stream: close it)
   const std::string& target() const { return target_; }

@@ -11,14 +11,7 @@
 //                        argc, argv, [&] { return run(o); });
 //   }
 //
-// Exit codes, the same for every program:
-//   0  success (or --help, which prints the table)
-//   2  a usage error: an unknown flag, a bad or missing value, flags that do not go together.
-//      One line: "demo: --steps: expected an integer, got 'ten' (see --help)"
-//   1  a failure while running (any other tg::Error): "demo: input.txt: no such file"; memory
-//      running out (std::bad_alloc, or a tensor the allocator cannot make) names what the
-//      program was doing, as an Activity says it: "demo: out of memory while building the model
-//      of run/config.json"; any other exception: "demo: unexpected error: ...". Never an abort.
+// Read run_program (a program's main, near the end) first, then parse_flags.
 #pragma once
 #include <cstdint>
 #include <exception>
@@ -112,10 +105,16 @@ struct Program {
 };
 
 // A program's main(): parses argv into program.flags (given, optional, receives the names of
-// the flags set), then returns run()'s exit code. --help prints the usage and the table (with
-// the defaults) and returns 0; a UsageError returns 2 and any other tg::Error 1, each printed
-// as one line "<name>: <message>" on stderr; so does any other exception (1), std::bad_alloc
-// as "<name>: out of memory while <failed_activity()>".
+// the flags set), then returns run()'s exit code. Each error is one line "<name>: <message>" on
+// stderr. Exit codes, the same for every program:
+//   0  success (or --help, which prints the usage and the table, with the defaults)
+//   2  a usage error (UsageError): an unknown flag, a bad or missing value, flags that do not go
+//      together. One line: "demo: --steps: expected an integer, got 'ten' (see --help)"
+//   1  a failure while running (any other tg::Error): "demo: input.txt: no such file"; memory
+//      running out (std::bad_alloc, or a tensor the allocator cannot make) names what the
+//      program was doing, as an Activity says it (failed_activity()): "demo: out of memory while
+//      building the model of run/config.json"; any other exception: "demo: unexpected error: ...".
+//      Never an abort.
 int run_program(const Program& program, int argc, char** argv, const std::function<int()>& run,
                 std::vector<std::string>* given = nullptr);
 

@@ -6,13 +6,6 @@
 // beyond 2^53 (seeds such as 18446744073709551615) are read without loss by as_int64() /
 // as_uint64().
 //
-// Every Value remembers where it came from ("rng.json: vectors[3].seed") and the byte offset of its
-// first character, and every error is a tg::Error (autograd/error.h) that says where and what:
-//   json: tests/x.json: byte 1043: expected ',' or ']' after array element, got '}'
-//   json: tests/x.json: vectors[3].seed: expected a number, got a string
-// Strings must be valid UTF-8 (RFC 8259 section 8.1); hostile input (deep nesting, huge numbers,
-// broken escapes or UTF-8) is a clean error, never a crash.
-//
 // The writing side is Writer (at the end): every JSON file and line tapegrad writes is built by
 // one, so that every number in them has the one format of number().
 #pragma once
@@ -31,6 +24,10 @@ namespace tg::json {
 
 struct Member;
 
+// Every Value remembers where it came from ("rng.json: vectors[3].seed") and the byte offset of its
+// first character, and every error is a tg::Error (autograd/error.h) that says where and what:
+//   json: tests/x.json: byte 1043: expected ',' or ']' after array element, got '}'
+//   json: tests/x.json: vectors[3].seed: expected a number, got a string
 class Value {
  public:
   enum class Kind { Null, Bool, Number, String, Array, Object };
@@ -102,7 +99,9 @@ struct ParseError : Error {
 };
 
 // Parse a whole JSON text. source_name is only used in messages (typically the file name).
-// Throws ParseError on any syntax error, naming the source and the byte offset.
+// Throws ParseError on any syntax error, naming the source and the byte offset. Strings must be
+// valid UTF-8 (RFC 8259 section 8.1); hostile input (deep nesting, huge numbers, broken escapes
+// or UTF-8) is a clean error, never a crash.
 Value parse(std::string_view text, std::string_view source_name);
 // Read and parse a file; the path is the source name. A path that is not a regular file is an
 // Error before anything is opened (autograd/io/user_file.h): "x.json: is a folder, not a file".

@@ -1,7 +1,6 @@
 // autograd/io/safetensors.h — named tensors to and from .safetensors files, the format PyTorch users
 // share weights in (Hugging Face's safetensors; read and written by PyTorch, JAX, numpy, ...).
-//
-// The file, byte by byte:
+// Read save_safetensors and load_safetensors first. The file, byte by byte:
 //   bytes 0 .. 7        N, the length of the header: an unsigned 64-bit little-endian integer
 //   bytes 8 .. 8+N-1    the header: UTF-8 JSON text, one object with a member per tensor
 //                         {"wte.weight":{"dtype":"F32","shape":[65,128],"data_offsets":[0,33280]},
@@ -12,32 +11,6 @@
 //                       the bytes [begin, end) of data_offsets, counted from the start of the
 //                       data (byte 8+N). end - begin = numel * element size, and the ranges tile
 //                       the data exactly: no gap, no overlap, nothing after the last one.
-//
-// dtypes: F32, F64, I64, BOOL (one byte, 0 or 1) and BF16 (bfloat16's 16 bits) are tapegrad's
-// float32, float64, int64, bool and bfloat16. F16 (IEEE half precision) has no tapegrad dtype:
-// it is refused, unless the caller asks for 16-bit floats as float32
-// (SafetensorsReadOptions::float16_to_float32, for checkpoints saved in half precision such as
-// Hugging Face's); then F16 and BF16 tensors are both read as float32, exactly (autograd/float16.h,
-// BFloat16 in autograd/dtype.h). The request is explicit so that a state_dict file of another
-// dtype is never widened behind load_state_dict's back. The format's other dtypes (I32, I16, I8,
-// U8, ...) are recognised and refused with an error naming the tensor, the dtype and the file.
-//
-// The canonical layout save_safetensors writes (tests/reference/make_safetensors_reference.py
-// writes the same, so a model saved from either side has the same bytes):
-//   - "__metadata__" first when there is metadata, its keys in the order given;
-//   - the tensors in the order given (a state_dict's order), their data in that order, back to
-//     back, and each tensor's logical values (a transposed or sliced view is saved as it reads);
-//   - JSON without spaces, members in the order dtype, shape, data_offsets; strings written by
-//     json::quote (only '"', '\' and control characters escaped);
-//   - spaces after the JSON up to a multiple of 8 bytes of header.
-//
-// Saving is atomic: the file is written under a temporary name in the same folder, flushed to
-// disk, then renamed over the target; on any error the temporary file is removed and a file
-// already under the target's name is left as it was.
-//
-// Loading checks everything before it trusts it, and reads no byte outside the file. Every
-// problem is a tg::Error naming the file and the byte offset in it:
-//   load_safetensors: model.safetensors: byte 45: tensor "w": dtype "Q8" is not a safetensors dtype
 #pragma once
 #include <functional>
 #include <optional>
@@ -53,7 +26,19 @@ namespace tg {
 // The header's "__metadata__": string keys and values, in file order.
 using SafetensorsMetadata = std::vector<std::pair<std::string, std::string>>;
 
-// Write tensors (names unique, non-empty, not "__metadata__") and metadata to path, atomically.
+// Write tensors (names unique, non-empty, not "__metadata__") and metadata to path, atomically:
+// the file is written under a temporary name in the same folder, flushed to disk, then renamed
+// over the target; on any error the temporary file is removed and a file already under the
+// target's name is left as it was.
+//
+// The canonical layout it writes (tests/reference/make_safetensors_reference.py writes the same,
+// so a model saved from either side has the same bytes):
+//   - "__metadata__" first when there is metadata, its keys in the order given;
+//   - the tensors in the order given (a state_dict's order), their data in that order, back to
+//     back, and each tensor's logical values (a transposed or sliced view is saved as it reads);
+//   - JSON without spaces, members in the order dtype, shape, data_offsets; strings written by
+//     json::quote (only '"', '\' and control characters escaped);
+//   - spaces after the JSON up to a multiple of 8 bytes of header.
 void save_safetensors(const std::string& path, const NamedTensors& tensors,
                       const SafetensorsMetadata& metadata = {});
 
@@ -62,6 +47,19 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors,
 void save_safetensors(AtomicFile& file, const NamedTensors& tensors, const SafetensorsMetadata& metadata = {});
 
 // Read every tensor of the file, in header order, as new contiguous tensors (not requiring grad).
+//
+// dtypes: F32, F64, I64, BOOL (one byte, 0 or 1) and BF16 (bfloat16's 16 bits) are tapegrad's
+// float32, float64, int64, bool and bfloat16. F16 (IEEE half precision) has no tapegrad dtype:
+// it is refused, unless the caller asks for 16-bit floats as float32
+// (SafetensorsReadOptions::float16_to_float32, for checkpoints saved in half precision such as
+// Hugging Face's); then F16 and BF16 tensors are both read as float32, exactly (autograd/float16.h,
+// BFloat16 in autograd/dtype.h). The request is explicit so that a state_dict file of another
+// dtype is never widened behind load_state_dict's back. The format's other dtypes (I32, I16, I8,
+// U8, ...) are recognised and refused with an error naming the tensor, the dtype and the file.
+//
+// Loading checks everything before it trusts it, and reads no byte outside the file. Every
+// problem is a tg::Error naming the file and the byte offset in it:
+//   load_safetensors: model.safetensors: byte 45: tensor "w": dtype "Q8" is not a safetensors dtype
 NamedTensors load_safetensors(const std::string& path);
 
 struct SafetensorsReadOptions {

@@ -11,15 +11,7 @@
 //   AVX512_BF16 tile reads them where they lie (RowsOfA)
 // with K2 = ceil(K / 2), zeros past N and past M.
 //
-// The loops, outermost first (the GotoBLAS/BLIS order):
-//   threads          each takes a fixed range of row tiles (the k loop is never split, so every
-//                    c[i][j] is summed by one thread in one order, whatever the thread count)
-//   row blocks       kBlockTiles row tiles of A at a time
-//   k blocks         up to kMaxBlockPairs pairs, equal in size: pack A's block (it stays in L2)
-//   column panels    kTileCols columns of packed B: one k-block of a panel stays in L1
-//   row tiles        the register tile: kTileRows x kTileCols sums in registers over the k-block,
-//                    loaded from C when an earlier k-block has stored them (float32 in memory is
-//                    exact, so the sums are the same as in one pass)
+// Read gemm() at the bottom first, then multiply_row_tiles (the loops) and the register tiles.
 #include "autograd/kernels/bf16_gemm.h"
 
 #include <algorithm>
@@ -379,9 +371,9 @@ using FmaTile = void (*)(float*, int64_t, const uint32_t*, const uint32_t*, int6
 #if TG_X86_KERNELS
 // On x86-64 the CPU flushes for free: MXCSR's DAZ (denormal inputs read as zero) and FTZ
 // (denormal results written as zero) while the AVX2 tile runs, the thread's previous mode restored
-// afterwards. Written out per fma, the same rule halved the AVX2 tile's speed (medium GPT bf16, 1
-// thread: 575 -> 248 tokens/s), so the x86 copy keeps the CPU's mode; the portable copy, which
-// arm64 runs, flushes in plain code. Both give the same bits.
+// afterwards. Written out per fma, the same rule halved the AVX2 tile's speed (docs/performance.md),
+// so the x86 copy keeps the CPU's mode; the portable copy, which arm64 runs, flushes in plain code.
+// Both give the same bits.
 class FlushDenormalsMode {
  public:
   FlushDenormalsMode() : saved_(_mm_getcsr()) { _mm_setcsr(saved_ | 0x8040u); }
@@ -463,6 +455,16 @@ void add_bias_rows(float* c, int64_t ldc, const float* bias, int64_t i0, int64_t
 }
 
 // --- the loops ---------------------------------------------------------------------------------
+
+// The loops, outermost first (the GotoBLAS/BLIS order):
+//   threads          each takes a fixed range of row tiles (the k loop is never split, so every
+//                    c[i][j] is summed by one thread in one order, whatever the thread count)
+//   row blocks       kBlockTiles row tiles of A at a time
+//   k blocks         up to kMaxBlockPairs pairs, equal in size: pack A's block (it stays in L2)
+//   column panels    kTileCols columns of packed B: one k-block of a panel stays in L1
+//   row tiles        the register tile: kTileRows x kTileCols sums in registers over the k-block,
+//                    loaded from C when an earlier k-block has stored them (float32 in memory is
+//                    exact, so the sums are the same as in one pass)
 
 // Rows [t0 kTileRows, t1 kTileRows) of C (clipped to M), from A (packed here, a block at a time)
 // and B (packed whole, bp), plus the bias when given.

@@ -9,18 +9,7 @@
 //     c[i][j] += a[i][k+1] * b[k+1][j]            the product of two bfloat16 is exact in float32,
 //     c[i][j] += a[i][k]   * b[k][j]              so each step is one float32 rounding
 //   with denormal inputs and sums flushed to zero (the instruction's DAZ and FTZ).
-// Two kernels run it:
-//   kAvx512Bf16  AVX512_BF16's vdpbf16ps: 16 lanes, two products and two sums per lane per
-//                instruction (Zen 4 and 5, Cooper Lake, Sapphire Rapids)
-//   kFma         the same sums on float32 fused multiply-adds (fma(a, b, c) = round(a*b + c), with
-//                a*b exact), flushing denormals in plain code as the instruction does, not through
-//                a CPU mode: the same bits on any CPU, x86-64 (AVX2 or portable copy) or arm64
-//
-// Arguments: outputs, inputs, sizes. A (M,K) and B (K,N) are read by strides (a transposed view is
-// a stride swap, a broadcast one a stride of 0: no copy), each float32 (rounded as it is packed)
-// or already bfloat16 (autocast's saved activations); C (M,N) row-major with leading dim ldc,
-// overwritten. Threads split the columns in fixed panels, and each c[i][j] is summed by one thread
-// in the order above, so any thread count gives the same bits.
+// gemm() at the bottom is the entry point; Kernel names the two copies that compute it.
 #pragma once
 #include <cstdint>
 
@@ -28,6 +17,12 @@
 
 namespace tg::kernels::bf16_gemm {
 
+// The two kernels that compute the sums at the top of the file:
+//   kAvx512Bf16  AVX512_BF16's vdpbf16ps: 16 lanes, two products and two sums per lane per
+//                instruction (Zen 4 and 5, Cooper Lake, Sapphire Rapids)
+//   kFma         the same sums on float32 fused multiply-adds (fma(a, b, c) = round(a*b + c), with
+//                a*b exact), flushing denormals in plain code as the instruction does, not through
+//                a CPU mode: the same bits on any CPU, x86-64 (AVX2 or portable copy) or arm64
 enum class Kernel { kAvx512Bf16, kFma };
 
 // True when this CPU runs the kernel (kFma runs everywhere).
@@ -53,6 +48,12 @@ bool sums_may_underflow(const Operand& a, const Operand& b, int64_t M, int64_t N
 // c = a @ b. With a bias (N floats, or null), c[i][j] = that sum + bias[j]: the float32 add
 // linear makes after its product, made on the sums before they are stored (one pass over c
 // fewer, the same bits).
+//
+// Arguments: outputs, inputs, sizes. A (M,K) and B (K,N) are read by strides (a transposed view is
+// a stride swap, a broadcast one a stride of 0: no copy), each float32 (rounded as it is packed)
+// or already bfloat16 (autocast's saved activations); C (M,N) row-major with leading dim ldc,
+// overwritten. Threads split the columns in fixed panels, and each c[i][j] is summed by one thread
+// in the order at the top of the file, so any thread count gives the same bits.
 void gemm(float* c, int64_t ldc, const Operand& a, const Operand& b, int64_t M, int64_t N, int64_t K, Kernel kernel,
           const float* bias = nullptr);
 

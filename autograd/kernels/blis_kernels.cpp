@@ -1,52 +1,11 @@
 // autograd/kernels/blis_kernels.cpp — which of BLIS's kernels run our matrix products.
 //
-// BLIS picks its kernels once, as it starts, from the CPU's identity (frame/base/bli_cpuid.c in
-// its sources), unless BLIS_ARCH_TYPE names them. Every BLIS release up to 2.1 (0.9 is Debian
-// 12's, 1.1 Debian 13's, 2.0 Homebrew's) makes the same x86 pick, and it can leave much of the
-// CPU unused:
-//   - AMD: BLIS knows families 0x15 to 0x19 and gives family 0x19 (Zen 3 and Zen 4) its zen3
-//     kernels (AVX2), so Zen 4's AVX-512 goes unused; a later family (Zen 5 is 0x1A) gets its
-//     generic C kernels, about 6 times slower (measured on a Zen 5: 18 GFLOP/s on one core,
-//     against 110-140 with the AVX-512 kernels the same CPU runs fine).
-//   - Intel: an AVX-512 CPU gets skx's kernels only when BLIS counts two AVX-512 FMA units, which
-//     it reads from the brand string, with a table of models that ends at Cascade Lake (and an
-//     "Intel(R) Xeon(R)" it must find spelled so: Emerald Rapids' brand string is in capitals).
-//     Later AVX-512 CPUs, which have two units, mostly get haswell's AVX2 kernels, half the
-//     arithmetic (reported: the medium GPT 1.65 times slower on an Emerald Rapids than with skx).
-//   - Any other vendor (Hygon, Zhaoxin, a VM's made-up one) gets the generic kernels.
-// AMD's own BLIS (AOCL, built with zen4 and zen5 kernels) gives every AVX-512 CPU zen4 or zen5
-// and every AVX2 CPU zen3 or an older Zen's kernels: it leaves nothing unused.
-//
-// The rule. When the user has not set BLIS_ARCH_TYPE, and BLIS's own pick (modelled in
-// blis_own_pick below: BLIS cannot be asked without starting it) computes with narrower vectors
-// than the CPU has, tapegrad names, in BLIS_ARCH_TYPE before BLIS starts, the kernels that use
-// the whole CPU: skx for AVX-512 (F, DQ, CD, BW, VL), zen3 (or haswell, in a BLIS without zen3)
-// for AVX2 with FMA. By case:
-//   CPU                                      BLIS's own pick          tapegrad names
-//   Intel with AVX2 (Haswell .. Alder Lake)  haswell                  - (it fits)
-//   Intel Skylake-SP/X, Cascade Lake (6/55)  skx or haswell           - (BLIS's table covers these:
-//                                                                       haswell on one-unit parts,
-//                                                                       where AVX-512 is no wider)
-//   Intel AVX-512 after those (Ice Lake,     haswell or skx           skx (on a one-unit part,
-//     Sapphire/Emerald Rapids, Xeon 6 ...)                              Xeon E-2300 say, skx is as
-//                                                                       wide as haswell)
-//   AMD Zen, Zen 2, Zen 3 (0x17, 0x19)       zen, zen2, zen3          -
-//   AMD Zen 4 (0x19 with AVX-512)            zen3                     skx (as AOCL's zen4 kernels
-//                                                                       are AVX-512; not measured)
-//   AMD Zen 5 and later (0x1A on)            generic                  skx (zen3 without AVX-512)
-//   another vendor with AVX2 or AVX-512      generic                  zen3 or skx
-//   a CPU without AVX2                       penryn, sandybridge,     - (nothing wider to give)
-//                                            a bulldozer kin, generic
-//   any CPU, with a BLIS built with zen4/5   zen5, zen4, zen3 ...     -
-//   not x86-64 (arm64)                       its own                  - (nothing is named)
-// The kernels agree to float rounding (each has its own order of multiply-adds), which the
-// PyTorch parity tests' tolerances cover. (PyTorch on the same BLIS reads the same variable:
-// give it the same value to compare them.)
-//
-// A user's BLIS_ARCH_TYPE always wins; "-1" asks for BLIS's own pick, and an empty one is unset
-// (BLIS would read it as 0). But BLIS aborts on a number it has no kernels for and crashes with
-// an illegal instruction on kernels the CPU cannot run, so the value is checked first and a bad
-// one is a tg::Error (checked_blis_arch_type) at the first op, as other bad settings are.
+// BLIS picks its kernels once, as it starts, from the CPU's identity, and that pick can leave much
+// of the CPU unused; where it does, and the user has not set BLIS_ARCH_TYPE, tapegrad names the
+// kernels that use the whole CPU in BLIS_ARCH_TYPE before BLIS starts. Read in this order: why
+// BLIS's own pick falls short (the section "BLIS's own pick" below), the rule, by case (above
+// kernels_to_name), what a user's BLIS_ARCH_TYPE may be (above checked_blis_arch_type), and
+// choose_blis_kernels at the bottom, which applies them.
 #include "autograd/kernels/blis_kernels.h"
 
 #include <blis.h>
@@ -134,6 +93,23 @@ bool is_configured(const BlisBuild& blis, const std::string& arch) {
 }
 
 // ---- BLIS's own pick, as its sources make it --------------------------------------------------
+
+// BLIS picks its kernels once, as it starts, from the CPU's identity (frame/base/bli_cpuid.c in
+// its sources), unless BLIS_ARCH_TYPE names them. Every BLIS release up to 2.1 (0.9 is Debian
+// 12's, 1.1 Debian 13's, 2.0 Homebrew's) makes the same x86 pick, and it can leave much of the
+// CPU unused:
+//   - AMD: BLIS knows families 0x15 to 0x19 and gives family 0x19 (Zen 3 and Zen 4) its zen3
+//     kernels (AVX2), so Zen 4's AVX-512 goes unused; a later family (Zen 5 is 0x1A) gets its
+//     generic C kernels, about 6 times slower than the AVX-512 kernels the same CPU runs fine
+//     (docs/performance.md).
+//   - Intel: an AVX-512 CPU gets skx's kernels only when BLIS counts two AVX-512 FMA units, which
+//     it reads from the brand string, with a table of models that ends at Cascade Lake (and an
+//     "Intel(R) Xeon(R)" it must find spelled so: Emerald Rapids' brand string is in capitals).
+//     Later AVX-512 CPUs, which have two units, mostly get haswell's AVX2 kernels, half the
+//     arithmetic.
+//   - Any other vendor (Hygon, Zhaoxin, a VM's made-up one) gets the generic kernels.
+// AMD's own BLIS (AOCL, built with zen4 and zen5 kernels) gives every AVX-512 CPU zen4 or zen5
+// and every AVX2 CPU zen3 or an older Zen's kernels: it leaves nothing unused.
 
 BlisPick pick(const std::string& arch) { return {arch, tier_of(arch)}; }
 
@@ -271,6 +247,31 @@ BlisPick blis_own_pick(const CpuIdentity& cpu, const BlisBuild& blis) {
   return has_zen4_or_zen5(blis) ? aocl_pick(cpu, blis) : upstream_pick(cpu, blis);
 }
 
+// The rule. When the user has not set BLIS_ARCH_TYPE, and BLIS's own pick (modelled in
+// blis_own_pick above: BLIS cannot be asked without starting it) computes with narrower vectors
+// than the CPU has, tapegrad names, in BLIS_ARCH_TYPE before BLIS starts, the kernels that use
+// the whole CPU: skx for AVX-512 (F, DQ, CD, BW, VL), zen3 (or haswell, in a BLIS without zen3)
+// for AVX2 with FMA. By case:
+//   CPU                                      BLIS's own pick          tapegrad names
+//   Intel with AVX2 (Haswell .. Alder Lake)  haswell                  - (it fits)
+//   Intel Skylake-SP/X, Cascade Lake (6/55)  skx or haswell           - (BLIS's table covers these:
+//                                                                       haswell on one-unit parts,
+//                                                                       where AVX-512 is no wider)
+//   Intel AVX-512 after those (Ice Lake,     haswell or skx           skx (on a one-unit part,
+//     Sapphire/Emerald Rapids, Xeon 6 ...)                              Xeon E-2300 say, skx is as
+//                                                                       wide as haswell)
+//   AMD Zen, Zen 2, Zen 3 (0x17, 0x19)       zen, zen2, zen3          -
+//   AMD Zen 4 (0x19 with AVX-512)            zen3                     skx (as AOCL's zen4 kernels
+//                                                                       are AVX-512; not measured)
+//   AMD Zen 5 and later (0x1A on)            generic                  skx (zen3 without AVX-512)
+//   another vendor with AVX2 or AVX-512      generic                  zen3 or skx
+//   a CPU without AVX2                       penryn, sandybridge,     - (nothing wider to give)
+//                                            a bulldozer kin, generic
+//   any CPU, with a BLIS built with zen4/5   zen5, zen4, zen3 ...     -
+//   not x86-64 (arm64)                       its own                  - (nothing is named)
+// The kernels agree to float rounding (each has its own order of multiply-adds), which the
+// PyTorch parity tests' tolerances cover. (PyTorch on the same BLIS reads the same variable:
+// give it the same value to compare them.)
 std::string kernels_to_name(const CpuIdentity& cpu, const BlisBuild& blis) {
   if (!cpu.x86_64) return "";
   const BlisPick own = blis_own_pick(cpu, blis);
@@ -281,6 +282,10 @@ std::string kernels_to_name(const CpuIdentity& cpu, const BlisBuild& blis) {
   return "";
 }
 
+// A user's BLIS_ARCH_TYPE always wins; "-1" asks for BLIS's own pick, and an empty one is unset
+// (BLIS would read it as 0). But BLIS aborts on a number it has no kernels for and crashes with
+// an illegal instruction on kernels the CPU cannot run, so the value is checked first and a bad
+// one is a tg::Error (checked_blis_arch_type) at the first op, as other bad settings are.
 int checked_blis_arch_type(const std::string& value, const CpuIdentity& cpu, const BlisBuild& blis) {
   if (value == "-1") return -1;
   const int id = arch_number(value, blis);

@@ -1,6 +1,6 @@
 // autograd/kernels/blis_kernels.h — which of BLIS's kernels run our matrix products: BLIS's own
 // pick, kernels tapegrad names where that pick leaves part of the CPU unused, and the check of
-// a BLIS_ARCH_TYPE the user set. The rule, and why, is at the top of blis_kernels.cpp.
+// a BLIS_ARCH_TYPE the user set. The rule, and why, is in blis_kernels.cpp (its opening says where).
 //
 // The decisions are pure functions of a CPU (CpuIdentity) and a BLIS (BlisBuild), so a test can
 // ask them about any CPU and any BLIS version; this_cpu() and this_blis() give the real ones.

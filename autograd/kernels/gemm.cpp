@@ -155,11 +155,11 @@ void gemv(double* y, int64_t incy, const double* a, const double* x, int64_t m, 
 }
 
 // b (K, N) stored by columns (rs = 1) with few rows: a transposed view such as a LoRA's B^T,
-// (r, out) for rank r. BLIS multiplies by such a b slowly: (1024, 8) @ (8, 2304) took 2.5 ms on
-// 2 threads with b a transposed view and 0.5 ms with b row-major (AMD EPYC, BLIS 0.9; 1.4 to 9
-// times for K = 4 to 64, the same at K = 128). Copying b into row-major order costs K * N
-// elements, 1/M of the product's work, so up to this K such a b is copied first, into a
-// 64-byte-aligned buffer: BLIS read an unaligned copy almost as slowly as the view.
+// (r, out) for rank r. BLIS multiplies by such a b slowly: several times slower than by the same b
+// stored by rows for K up to 64, as fast at K = 128 (measured in docs/performance.md). Copying b
+// into row-major order costs K * N elements, 1/M of the product's work, so up to this K such a b
+// is copied first, into a 64-byte-aligned buffer: BLIS read an unaligned copy almost as slowly as
+// the view.
 constexpr int64_t kCopyColumnStoredBUpToK = 64;
 
 template <class T>
@@ -185,12 +185,10 @@ void blis_gemm_with_row_major_b(T* c, int64_t ldc, const T* a, const T* b, int64
 
 // A few rows times a large weight read transposed (x @ w^T, w (N, K) with contiguous rows): one
 // decode step of a batch of M sequences. small_gemm would copy the whole of w into panels for M
-// uses of each element; gemv.h's kernel for several vectors reads w once, in place. Measured on
-// an Intel Xeon (Emerald Rapids) guest, 1 thread, the same weight multiplied call after call, so
-// it stayed in the caches (the worse case for gemv, whose gain is reading w once from memory):
-// for 2 to 4 rows it was 1.2-3.8x as fast as small_gemm from a 1 MiB weight on (GPT-2's head
-// 2.1-2.4x), 0.3-1.0x below it (where the weight is in the cache, small_gemm's register blocks
-// win); from 6 rows on, small_gemm caught up.
+// uses of each element; gemv.h's kernel for several vectors reads w once, in place. For 2 to 4
+// rows it is the faster one from a 1 MiB weight on; below that the weight is in the cache and
+// small_gemm's register blocks win, and from 6 rows on small_gemm catches up (measured in
+// docs/performance.md).
 constexpr int64_t kManyVectorsUpToRows = 4;
 constexpr int64_t kManyVectorsFromBytes = int64_t{1} << 20;
 

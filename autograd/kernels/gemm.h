@@ -10,18 +10,9 @@
 // swapped, and a batch dim of stride 0 (broadcast) just hands the same pointer to every gemm.
 // An operand is copied only when BLIS cannot read its layout (see blis_can_read in gemm.cpp).
 //
-// Under autocast (autograd/autocast.h), batched_gemm_bf16 runs the same batches on bf16_gemm.h's
+// Read batched_gemm first: the comment above it says which kernel runs which product. Under
+// autocast (autograd/autocast.h), batched_gemm_bf16 runs the same batches on bf16_gemm.h's
 // kernels instead: bfloat16 inputs, float32 sums.
-//
-// Which kernel runs one (M,K) @ (K,N) product (gemm.cpp: gemm):
-//   M = 1 or N = 1           a matrix-vector product, the matrix read in place (no packing):
-//                            gemv.h's row-by-row kernel when its rows are contiguous, else BLIS's
-//   float32, M <= 4 rows     gemv.h's kernel for several vectors: a batch's decode step, x @ w^T
-//   times a weight of 1 MiB  with w (N, K) of contiguous rows, reads the weight once, in place
-//   or more, read as w^T
-//   float32, small enough    small_gemm.h's register blocks (BLIS's fixed cost per call is more
-//                            than the arithmetic: attention's per-head products)
-//   anything else            BLIS's gemm, threaded for large products
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -34,6 +25,16 @@ namespace tg::kernels {
 // out (batch.., M, N) contiguous = a (batch_a.., M, K) @ b (batch_b.., K, N), where the batch
 // dims of a and b broadcast to `batch`. a and b are matrices (1-D operands already promoted),
 // float32 or float64 like out.
+//
+// Which kernel runs one (M,K) @ (K,N) product (gemm.cpp: gemm):
+//   M = 1 or N = 1           a matrix-vector product, the matrix read in place (no packing):
+//                            gemv.h's row-by-row kernel when its rows are contiguous, else BLIS's
+//   float32, M <= 4 rows     gemv.h's kernel for several vectors: a batch's decode step, x @ w^T
+//   times a weight of 1 MiB  with w (N, K) of contiguous rows, reads the weight once, in place
+//   or more, read as w^T
+//   float32, small enough    small_gemm.h's register blocks (BLIS's fixed cost per call is more
+//                            than the arithmetic: attention's per-head products)
+//   anything else            BLIS's gemm, threaded for large products
 void batched_gemm(const Tensor& out, const Tensor& a, const Tensor& b, const Shape& batch, int64_t M, int64_t N,
                   int64_t K);
 

@@ -5,37 +5,11 @@
 //
 // Why it exists: writing one token, every linear layer and the output head multiply a weight
 // (out, in), stored row by row, by one vector. Each weight is read once per token and used once,
-// so the token's time is the time to read the weights from memory. BLIS's gemv reads several
-// rows at a time (a stream per row); on the machines measured (AMD EPYC, 1 thread) it read at
-// 15-16 GB/s where one loop reading the same bytes front to back read at 22-27. This kernel reads
-// the matrix in that order, one row after the other, so the hardware prefetcher sees one stream.
-// The loop also asks for the bytes 2 KiB ahead of where it reads (__builtin_prefetch, a hint that
-// changes no result): on an AMD Zen 5 core the hardware alone kept a 593 MiB matrix's read at
-// 14-15 GB/s, with the hint 24-25 GB/s, as fast as a loop that only sums the bytes (Qwen3-0.6B's
-// shape, 1 thread: 110-120 -> 86-89 ms a token; 2 threads: 71-73 -> 56-58). The hint asks for
-// the lines into every cache level (locality 3, x86's prefetcht0), not as non-temporal data
-// (locality 0, prefetchnta): on an Intel Xeon (Emerald Rapids) guest the non-temporal hint
-// halved the read, 5.4-6.6 GB/s a core against 16-17 (bench_threads' read_gbps, 1 thread;
-// 10.3-10.7 against 23.6-24.2 on 2), slower than no hint at all (9.3).
-//
-// The sum: lane j (of kLanes) takes the products k = j, j + kLanes, ... in k order, each product
-// rounded and then added (no fma: the project builds with -ffp-contract=off); then the lanes are
-// added as a binary tree (lane j += lane j + w for w = kLanes/2, ..., 1). It is one loop written
-// once, compiled for each instruction set (isa.h): every copy gives the same bits, at any vector
-// width, and a row's result does not depend on the other rows or on the thread count.
-//
-// Threads: the matrix is cut into bands of whole rows, one per thread, each read front to back,
-// each at least autograd/runtime/work_split.h's bytes a thread (a few hundred kB: every weight of
-// GPT-2 124M is split). One core does not use all of the memory's bandwidth: GPT-2 124M's shape
-// wrote 36-49 tokens/s on one thread, 65-82 on two when only matrices of 8 MiB or more were split
-// (attention's two products on one thread), 69-99 with every one split (AMD EPYC Zen 5 guest, 2
-// cores, interleaved). A matrix smaller than two bands runs on the calling thread, where a wake-up
-// and join would cost more than it saves.
-//
-// The plain reference and test oracle is matmul_reference (autograd/ops/matmul.cpp), which sums
-// in double: the two agree to float rounding. kernels/gemm.h picks this kernel for a product with
-// one row or one column when the matrix's rows and the vector are contiguous, and BLIS's gemv
-// otherwise.
+// so the token's time is the time to read the weights from memory; sgemv_rows says how this
+// kernel reads them faster than BLIS's gemv. The plain reference and test oracle is
+// matmul_reference (autograd/ops/matmul.cpp), which sums in double: the two agree to float
+// rounding. kernels/gemm.h picks this kernel for a product with one row or one column when the
+// matrix's rows and the vector are contiguous, and BLIS's gemv otherwise.
 #pragma once
 #include <cstdint>
 
@@ -51,6 +25,28 @@ constexpr int kLanes = 32;  // four AVX2 registers of sums, two AVX-512 ones
 inline Isa best_isa() { return kernels::best_isa(Isa::kAvx512); }
 
 // y (M), y[i * incy] = a (M, K) @ x (K); a[i, k] = a[i * lda + k], x contiguous. M, K >= 0.
+//
+// The read: BLIS's gemv reads several rows at a time (a stream per row), at about two thirds the
+// rate of one loop reading the same bytes front to back. This kernel reads the matrix in that
+// order, one row after the other, so the hardware prefetcher sees one stream. The loop also asks
+// for the bytes 2 KiB ahead of where it reads (__builtin_prefetch, a hint that changes no result):
+// with it a large matrix reads about 1.7 times as fast as with the hardware alone, as fast as a
+// loop that only sums the bytes. The hint asks for the lines into every cache level (locality 3,
+// x86's prefetcht0), not as non-temporal data (locality 0, prefetchnta): on an Intel Xeon the
+// non-temporal hint halved the read, slower than no hint at all. (Measured in docs/performance.md.)
+//
+// The sum: lane j (of kLanes) takes the products k = j, j + kLanes, ... in k order, each product
+// rounded and then added (no fma: the project builds with -ffp-contract=off); then the lanes are
+// added as a binary tree (lane j += lane j + w for w = kLanes/2, ..., 1). It is one loop written
+// once, compiled for each instruction set (isa.h): every copy gives the same bits, at any vector
+// width, and a row's result does not depend on the other rows or on the thread count.
+//
+// Threads: the matrix is cut into bands of whole rows, one per thread, each read front to back,
+// each at least autograd/runtime/work_split.h's bytes a thread (a few hundred kB: every weight of
+// GPT-2 124M is split). One core does not use all of the memory's bandwidth: two threads with
+// every matrix split write close to twice the tokens of one (docs/performance.md). A matrix
+// smaller than two bands runs on the calling thread, where a wake-up and join would cost more than
+// it saves.
 void sgemv_rows(float* y, int64_t incy, const float* a, int64_t lda, const float* x, int64_t M, int64_t K,
                 Isa isa = best_isa());
 

@@ -7,13 +7,6 @@
 // Every copy of a kernel gives the same bits (each kernel's header says why), so a test can run
 // all the copies this CPU has and compare them.
 //
-// The x86 copies exist only in an x86-64 build: code with x86 intrinsics or target attributes
-// sits inside `#if TG_X86_KERNELS`, and elsewhere best_isa() is always kPortable.
-//
-// TG_MAX_ISA=avx512|avx2|portable caps the sets tapegrad picks (as oneDNN's ONEDNN_MAX_CPU_ISA
-// does), so any x86-64 machine can run the code paths of an older CPU. A cap above what the CPU
-// has caps nothing (one note on stderr says so); any other value is an Error naming the variable.
-//
 // Two ways a kernel uses this file:
 //   * a loop written once as an always-inline body, compiled for each set by run_on below:
 //       return kernels::run_on<softmax_row_body>(isa, y, x, n);
@@ -22,6 +15,8 @@
 #pragma once
 #include <cstdint>
 
+// The x86 copies exist only in an x86-64 build: code with x86 intrinsics or target attributes
+// sits inside `#if TG_X86_KERNELS`, and elsewhere best_isa() is always kPortable.
 #if defined(__x86_64__) || defined(_M_X64)
 #define TG_X86_KERNELS 1
 #else
@@ -39,6 +34,10 @@ enum class Isa { kPortable, kAvx2, kAvx512 };
 // True when this CPU runs the set, its OS saves the wider registers, and TG_MAX_ISA allows it
 // (tapegrad's kernels' CPU check, made once; a bad TG_MAX_ISA throws from the first call. BLIS's
 // own choice of kernels is modelled apart, in kernels/blis_kernels.h).
+//
+// TG_MAX_ISA=avx512|avx2|portable caps the sets tapegrad picks (as oneDNN's ONEDNN_MAX_CPU_ISA
+// does), so any x86-64 machine can run the code paths of an older CPU. A cap above what the CPU
+// has caps nothing (one note on stderr says so); any other value is an Error naming the variable.
 bool isa_available(Isa isa);
 
 // The widest set available, up to `widest` (a kernel with no AVX-512 copy asks up to kAvx2).

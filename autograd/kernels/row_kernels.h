@@ -8,7 +8,18 @@
 // Buffers are contiguous; outputs first, then inputs, then sizes; gradients prefixed d.
 //   layer_norm  as nn_loops.h: mean, rstd (R) per row; dweight, dbias (C) summed over rows
 //   column_sums out (C) = sum_r inp (R,C)
-//
+#pragma once
+#include <cstdint>
+
+#include "autograd/kernels/isa.h"
+
+namespace tg::row_kernels {
+
+using kernels::Isa;
+
+// The copy the rows run: AVX2 when this CPU has it.
+inline Isa best_isa() { return kernels::best_isa(Isa::kAvx2); }
+
 // What makes them fast, and what keeps their results fixed:
 //   * a row's sums run in kLanes float lanes (lane j takes elements j, j + 8, ...), the lanes
 //     added in order 0..7, then the elements past the last whole block of eight one by one.
@@ -22,18 +33,6 @@
 //     on one thread; the block boundaries are fixed, so no result depends on the thread count;
 //   * compiled for each instruction set (isa.h), picked at run time; the copies give the same
 //     bits (the same operations in the same order; nothing is fused).
-#pragma once
-#include <cstdint>
-
-#include "autograd/kernels/isa.h"
-
-namespace tg::row_kernels {
-
-using kernels::Isa;
-
-// The copy the rows run: AVX2 when this CPU has it.
-inline Isa best_isa() { return kernels::best_isa(Isa::kAvx2); }
-
 constexpr int kLanes = 8;
 constexpr int64_t kRowBlock = 64;
 

@@ -234,16 +234,10 @@ void sgemm_columns(const Kernel& kernel, float* c, int64_t ldc, const float* a, 
 
 }  // namespace
 
-// Measured on one core of an AVX-512 server (thread CPU time) against BLIS 0.9's skx kernels,
-// GFLOP/s, BLIS / here, for (M,K) @ (K,N) as M x N x K:
-//   attention:  64x64x16 14 / 100,  128x32x128 68 / 139
-//   linear:     1024x64x64 124 / 206,  2048x128x128 180 / 214,  2048x128x512 169 / 202
-//   weight gradients (a transposed): 64x64x1024 111 / 151,  128x512x2048 141 / 170,
-//               512x128x2048 169 / 138,  1536x384x2048 173 / 117
-//   square:     1024x1024x1024 182 / 129
-// Below 128^3 multiply-adds BLIS's fixed cost per call dominates, for either kernel here. Above,
-// the AVX-512 kernel wins while a block of a (M rows, 256 of k) stays in the second-level cache
-// as the panels of b go by: K <= 256, or a itself under 1 MiB. Beyond that, BLIS's blocking for
+// The crossover, measured on one core against BLIS's skx kernels (docs/performance.md): below
+// 128^3 multiply-adds BLIS's fixed cost per call dominates, for either kernel here. Above, the
+// AVX-512 kernel wins while a block of a (M rows, 256 of k) stays in the second-level cache as
+// the panels of b go by: K <= 256, or a itself under 1 MiB. Beyond that, BLIS's blocking for
 // every level of cache wins.
 bool worth_it(int64_t M, int64_t N, int64_t K) {
   const Isa isa = best_isa_for(N);

@@ -5,7 +5,19 @@
 //   e^r - 1 = r + r^2 (1/2! + r/3! + ... + r^5/7!)            Taylor to degree 7 on |r| <= 0.35
 //   tanh x  = u / (u + 2)             u = e^2|x| - 1 = 2^n (1 + (e^r - 1)) - 1 >= 0, sign of x
 //
-// How a loop over them stays vectorisable, with the project's -ffp-contract=off and without
+// Read exp and tanh at the bottom first. The rules that keep a loop over them vectorisable are
+// above select; how accurate they are is above exp.
+#pragma once
+#include <bit>
+#include <cmath>
+#include <cstdint>
+
+namespace tg::vec_math {
+
+inline uint32_t bits_of(float x) { return std::bit_cast<uint32_t>(x); }
+inline float float_of(uint32_t bits) { return std::bit_cast<float>(bits); }
+
+// How a loop over exp and tanh stays vectorisable, with the project's -ffp-contract=off and without
 // -ffast-math:
 //   * no branches: a choice is select(c, a, b), a bit mask, never `c ? a : b` on floats (under
 //     -ftrapping-math, g++ will not turn a branch whose arms do float arithmetic into a vector
@@ -18,26 +30,6 @@
 //     a loop gives the same bits compiled for SSE2, for AVX2 or as scalar code. (No FMA is
 //     written anywhere here; the compiler adds none under -ffp-contract=off.)
 //
-// Accuracy against the correctly rounded result (std::exp / std::tanh in double, rounded to
-// float), measured over every 7th float of the whole line (613 million inputs); the test suite
-// (tests/autograd/test_vec_math.cpp) re-checks every 401st float of [-10, 10] for tanh and of
-// [-104, 89] for exp, a coarse sample of the whole line, and the edges:
-//   exp   <= 1 ulp for every float, subnormal results included (there 1 ulp = 2^-149);
-//         exp(x) = inf above 88.7228 (and for +inf), 0 below -103.98 (and for -inf), nan for nan.
-//   tanh  <= 2 ulp for every float (2 ulp only for some |x| in [2^-14, 0.5), 1 float in ~3300
-//         of the whole line); tanh(+-inf) = +-1, tanh(+-0) = +-0, tanh(nan) = nan.
-// The error terms: e^r - 1's polynomial (under 0.2 ulp) and its rounding, the reduction's
-// rounding of r, then for tanh u + 2 and the division, rounding once each.
-#pragma once
-#include <bit>
-#include <cmath>
-#include <cstdint>
-
-namespace tg::vec_math {
-
-inline uint32_t bits_of(float x) { return std::bit_cast<uint32_t>(x); }
-inline float float_of(uint32_t bits) { return std::bit_cast<float>(bits); }
-
 // c ? a : b, by masking bits: no branch, so a loop around it vectorises.
 inline float select(bool c, float a, float b) {
   const uint32_t mask = 0u - static_cast<uint32_t>(c);  // all ones when c
@@ -85,6 +77,17 @@ inline float expm1_reduced(float r) {
   return r + (r * r) * q;
 }
 
+// Accuracy against the correctly rounded result (std::exp / std::tanh in double, rounded to
+// float), measured over every 7th float of the whole line (613 million inputs); the test suite
+// (tests/autograd/test_vec_math.cpp) re-checks every 401st float of [-10, 10] for tanh and of
+// [-104, 89] for exp, a coarse sample of the whole line, and the edges:
+//   exp   <= 1 ulp for every float, subnormal results included (there 1 ulp = 2^-149);
+//         exp(x) = inf above 88.7228 (and for +inf), 0 below -103.98 (and for -inf), nan for nan.
+//   tanh  <= 2 ulp for every float (2 ulp only for some |x| in [2^-14, 0.5), 1 float in ~3300
+//         of the whole line); tanh(+-inf) = +-1, tanh(+-0) = +-0, tanh(nan) = nan.
+// The error terms: e^r - 1's polynomial (under 0.2 ulp) and its rounding, the reduction's
+// rounding of r, then for tanh u + 2 and the division, rounding once each.
+//
 // e^x for float. x is clamped to [-104, 89] (outside it the result is 0 or inf anyway), so
 // n is in [-150, 128]; 2^n is applied as 2^(n/2) * 2^(n - n/2), both normal, so a result in
 // the subnormal range or just below the overflow threshold rounds once, at the last multiply.
@@ -98,10 +101,10 @@ inline float exp(float x) {
   return (e_r * pow2(n_half)) * pow2(s.n - n_half);
 }
 
-// tanh x for float. tanh is odd: computed for |x| and given x's sign (copysign: -0 stays -0).
-// |x| is clamped to 9.1, past which tanh rounds to 1 in float (1 - tanh 9.1 < 2^-25); then
-// u = e^2|x| - 1 < 2^27, n <= 27, and u / (u + 2) never divides inf by inf. A nan passes the
-// clamp and stays nan.
+// tanh x for float (its accuracy is above exp). tanh is odd: computed for |x| and given x's sign
+// (copysign: -0 stays -0). |x| is clamped to 9.1, past which tanh rounds to 1 in float
+// (1 - tanh 9.1 < 2^-25); then u = e^2|x| - 1 < 2^27, n <= 27, and u / (u + 2) never divides
+// inf by inf. A nan passes the clamp and stays nan.
 inline float tanh(float x) {
   const float a = select(std::fabs(x) > 9.1f, 9.1f, std::fabs(x));
   const Ln2Split s = split_ln2(2.0f * a);

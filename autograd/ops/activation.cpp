@@ -8,14 +8,7 @@
 //   gelu tanh  y = x/2 (1 + tanh(k (x + 0.044715 x^3))),  k = sqrt(2/pi)
 //              dx = g * (0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3*0.044715 x^2))
 //
-// Two paths each for tanh, sigmoid and gelu(tanh):
-//   * the plain one: the `_reference` element functions below, on std::exp and std::tanh, one
-//     element at a time, for any dtype and strides (integers computed in float32);
-//   * with the fast kernels on (fast_kernels.h), a contiguous float32 tensor (what a model
-//     passes) runs the vectorised loops of autograd/kernels/activation_kernels.h instead: the
-//     same formulas on vec_math's exp and tanh, tested against the `_reference` functions.
-// Every backward is one elementwise pass computing g * y' directly (no temporary y', no
-// separate multiply).
+// tanh, sigmoid and gelu(tanh) also have a fast float32 path: fast_f32 below says when it runs.
 #include <cmath>
 #include <numbers>
 #include <optional>
@@ -72,6 +65,13 @@ namespace {
 bool contiguous_f32(const Tensor& t) { return t.dtype() == kFloat32 && t.is_contiguous(); }
 
 // The vectorised float32 loops run for x: the fast kernels are on and x is contiguous float32.
+//
+// Two paths each for tanh, sigmoid and gelu(tanh):
+//   * the plain one: the `_reference` element functions above, on std::exp and std::tanh, one
+//     element at a time, for any dtype and strides (integers computed in float32);
+//   * with the fast kernels on (fast_kernels.h), a contiguous float32 tensor (what a model
+//     passes) runs the vectorised loops of autograd/kernels/activation_kernels.h instead: the
+//     same formulas on vec_math's exp and tanh, tested against the `_reference` functions.
 bool fast_f32(const Tensor& x) { return fast_kernels() && contiguous_f32(x); }
 
 // y = f(x) by a float32 loop of activation_kernels (x contiguous float32), split over the
@@ -87,7 +87,8 @@ Tensor fast_unary(const Tensor& x, Loop loop) {
 }
 
 // dx = g * dydx(v) elementwise in one pass, in g's floating dtype: the backward of an op whose
-// derivative is a function of the tensor v it saved (its input or its output).
+// derivative is a function of the tensor v it saved (its input or its output). Every backward
+// here computes g * y' directly (no temporary y', no separate multiply).
 template <class F>
 Tensor grad_times(const Tensor& grad_out, const Tensor& saved, const char* op, F dydx) {
   const Tensor v = saved.dtype() == grad_out.dtype() ? saved : saved.to(grad_out.dtype());

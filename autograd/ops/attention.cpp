@@ -7,26 +7,12 @@
 //   forward   y_j = exp(z_j - m) / s  for the keys not masked,  m = max z_j,  s = sum_j exp(z_j - m)
 //             y_j = 0 where masked, and on a row whose keys are all masked (not softmax's NaN)
 //   backward  dscores_j = y_j (g_j - sum_k g_k y_k) / sqrt(d_k)  where not masked, else 0
-// Saved for backward: the output y and the caller's mask (no copy); the causal rule is
-// recomputed from the positions.
-//
-// Bit for bit, this is the composition it replaces, masked_scaled_softmax_reference (at the end
-// of this file, the test oracle): masked_fill(masked, -inf), / sqrt(d_k), softmax(-1), the rows
-// with every key masked left out of the mask and zeroed afterwards. Every key not masked goes
-// through the same operations in the same order, because both run softmax's own row loops: z
-// in T, then for float32 softmax_kernels.h's row (vectorised exp, s in 16 double lanes by
-// position), for float64 the plain row of nn_loops (std::exp, s from the left); y =
-// T(e * (1/s)); backward s = the sum of double(g) * double(y) the same way, then dscores =
-// T(T(y (g - s)) / T(sqrt(d_k))). A masked key adds exactly 0 to either sum there (exp(-inf) =
-// 0, and g * 0 = +-0 for a finite g) and gets +0 in both directions (NaN forward when the
-// row's sum is NaN), so leaving it out changes no bit: not the keys after a causal row's last
-// visible one (a lane sum of a row is that of its prefix when the rest adds 0), nor a hidden
-// key inside it (its term here is 0 * y). (Only a gradient that is inf or NaN at a masked key
-// differs: there the composition spreads NaN over the row's gradient, and this op keeps it out.)
+// Saved for backward: the output y and the caller's mask (no copy); the causal rule is recomputed.
 //
 // What the fusion saves: one output buffer instead of four intermediates, one pass back instead
 // of three; and with the causal rule, the part of a row above the diagonal (half of the scores
-// in self-attention) is neither read nor exponentiated, only written with zeros.
+// in self-attention) is neither read nor exponentiated, only written with zeros. Why its bits
+// are the composition's: above masked_scaled_softmax_reference, the test oracle, at the end.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -284,6 +270,19 @@ void masked_scaled_softmax_backward_into(const Tensor& dinp, const Tensor& dout,
 
 // The plain reference: the ops the fused one replaces, as nn/attention.cpp composes them. It runs
 // when the fast kernels are off, and it is the fused op's test oracle.
+//
+// Bit for bit, the fused op is this composition: masked_fill(masked, -inf), / sqrt(d_k),
+// softmax(-1), the rows with every key masked left out of the mask and zeroed afterwards. Every key
+// not masked goes through the same operations in the same order, because both run softmax's own row
+// loops: z in T, then for float32 softmax_kernels.h's row (vectorised exp, s in 16 double lanes by
+// position), for float64 the plain row of nn_loops (std::exp, s from the left); y = T(e * (1/s));
+// backward s = the sum of double(g) * double(y) the same way, then dscores = T(T(y (g - s)) /
+// T(sqrt(d_k))). A masked key adds exactly 0 to either sum there (exp(-inf) = 0, and g * 0 = +-0
+// for a finite g) and gets +0 in both directions (NaN forward when the row's sum is NaN), so
+// leaving it out changes no bit: not the keys after a causal row's last visible one (a lane sum of
+// a row is that of its prefix when the rest adds 0), nor a hidden key inside it (its term here is
+// 0 * y). (Only a gradient that is inf or NaN at a masked key differs: there the composition spreads
+// NaN over the row's gradient, and this op keeps it out.)
 Tensor masked_scaled_softmax_reference(const Tensor& scores, const Tensor& mask, int64_t d_k,
                                       const MaskedSoftmaxOptions& options) {
   check_attention_inputs(scores, mask, d_k, "masked_scaled_softmax_reference");

@@ -10,42 +10,9 @@
 //             dq = dS @ k           dk = (q^T @ dS)^T
 // Saved for backward: q, k, v and the mask (no copies; under autocast bfloat16 copies of q, k and
 // v, see kept_for_product); P is recomputed from q and k.
-// Each product writes where its result belongs (matmul_into): out, dq, dk and dv in place, S and
-// dP into one (T_q, keys) buffer each, where the softmax and its backward turn them into P and dS
-// in place. No result is made only to be copied (that was 8% of this op's time at T = 256).
 //
-// Why: the weights are the largest activation of a transformer block, (B, NH, T, T) against
-// (B, T, C) for the others. Composed of matmul, masked_scaled_softmax and matmul, the tape keeps
-// them until backward; here each batch index's (T_q, T_k) matrices live only while that index is
-// computed, forward and backward. The price is computing S and P twice (one more q @ k^T and
-// softmax per layer). Without dropout on the weights this is what the composition computes: the
-// attention layers use it when their dropout is off (p = 0, or eval) and the weights are not
-// kept for inspection.
-//
-// With the causal rule, a query sees only the keys up to its own position, so about half of S,
-// P, dP and dS is zero: the products here skip what they can of it, in blocks of kBlockRows
-// queries (or keys) from kMinBlockedQueries queries on, else as one block. Query rows [r0, r1)
-// see keys [0, n), n = query_offset + r1 (at most T_k):
-//   S, P, out, dP, dS and dq of those rows: the same ops on q[r0:r1] and k[:n], v[:n], with the
-//   rule's query_offset moved on by r0 (a smaller attention, the same one for those rows);
-//   dv and dk of keys [c0, c1): the sums over the queries that see them, rows r >= c0 - query_offset.
-// Self-attention with T = 256 and blocks of 64 computes 10 of 16 blocks: 62.5% of the products.
-//
-// This is the composition, masked_scaled_attention_reference (at the end of this file; it runs
-// when the fast kernels are off, and it is the test oracle), bit for bit where every product is
-// summed as one chain in k order (below), and within a sum's rounding elsewhere: every matrix goes
-// through the same ops, one batch index at a time instead of all at once (matmul runs one gemm
-// per batch index either way, and the softmax works row by row). What the causal blocks leave
-// out adds nothing: a weight of 0 times a finite value is a zero term, and every kernel sums each
-// element as one chain in k order (small_gemm.h, bf16_gemm.h), so a chain without its zero
-// terms, at its end (S, out, dP, dq) or at its start (dv, dk, from a sum of +0), ends on the same
-// value, up to the sign of a zero. (BLIS's skx gemm is that chain up to K = 256; past it, it adds
-// partial sums of blocks of k, so dv and dk skip leading queries only while T_q <= kOneChainK.
-// BLIS's other kernels, haswell's and generic ones and its small-matrix path, may order a sum by
-// the product's shape: the float64 products, and float32 ones that small_gemm leaves to BLIS, then
-// agree with the composition's within rounding; tests/autograd/test_masked_scaled_attention.cpp.)
-// Only an inf or NaN in k, v or dout where the weight is 0 differs: the composition's 0 * inf
-// spreads NaN, and here it is never read (as masked_scaled_softmax keeps such a gradient out).
+// Read masked_scaled_attention first, then kBlockRows (what the causal rule lets it skip) and
+// masked_scaled_attention_reference (why its results are the composition's).
 #include <algorithm>
 #include <utility>
 #include <vector>
@@ -141,12 +108,20 @@ Tensor empty_in_joined_layout(const Shape& sizes, ScalarType dtype) {
   return empty({sizes[0], sizes[2], sizes[1], sizes[3]}, dtype).transpose(1, 2);
 }
 
-// The causal blocks (see the top of this file): 64 rows keep the products large enough to run
-// near their peak, and skip 37.5% of them at T = 256 (44% at T = 1024). Each block costs calls
-// of its own (products, softmax, copies): with fewer queries than kMinBlockedQueries, the rows
-// stay one block (that still skips the keys no query sees). Measured on one core, forward and
-// backward: T = 256, hs = 64: 8% faster in bfloat16, 3% in float32; T = 128, hs = 32, in blocks:
-// 20% slower.
+// With the causal rule, a query sees only the keys up to its own position, so about half of S,
+// P, dP and dS is zero: the products here skip what they can of it, in blocks of kBlockRows
+// queries (or keys) from kMinBlockedQueries queries on, else as one block. Query rows [r0, r1)
+// see keys [0, n), n = query_offset + r1 (at most T_k):
+//   S, P, out, dP, dS and dq of those rows: the same ops on q[r0:r1] and k[:n], v[:n], with the
+//   rule's query_offset moved on by r0 (a smaller attention, the same one for those rows);
+//   dv and dk of keys [c0, c1): the sums over the queries that see them, rows r >= c0 - query_offset.
+// Self-attention with T = 256 and blocks of 64 computes 10 of 16 blocks: 62.5% of the products.
+//
+// The causal blocks: 64 rows keep the products large enough to run near their peak, and skip
+// 37.5% of them at T = 256 (44% at T = 1024). Each block costs calls of its own (products,
+// softmax, copies): with fewer queries than kMinBlockedQueries, the rows stay one block (that
+// still skips the keys no query sees). In blocks, T = 256 runs faster and T = 128 slower than as
+// one block (measured in docs/performance.md).
 constexpr int64_t kBlockRows = 64;
 constexpr int64_t kMinBlockedQueries = 256;
 // The largest k whose sums every float32 kernel runs as one chain (small_gemm.h).
@@ -205,6 +180,17 @@ Tensor block_of(const Tensor& buffer, const QueryBlock& b) {
 
 }  // namespace
 
+// Why: the weights are the largest activation of a transformer block, (B, NH, T, T) against
+// (B, T, C) for the others. Composed of matmul, masked_scaled_softmax and matmul, the tape keeps
+// them until backward; here each batch index's (T_q, T_k) matrices live only while that index is
+// computed, forward and backward. The price is computing S and P twice (one more q @ k^T and
+// softmax per layer). Without dropout on the weights this is what the composition computes: the
+// attention layers use it when their dropout is off (p = 0, or eval) and the weights are not
+// kept for inspection.
+//
+// Each product writes where its result belongs (matmul_into): out, dq, dk and dv in place, S and
+// dP into one (T_q, keys) buffer each, where the softmax and its backward turn them into P and dS
+// in place. No result is made only to be copied (that was 8% of this op's time at T = 256).
 Tensor masked_scaled_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask, int64_t d_k,
                                const MaskedSoftmaxOptions& options) {
   check_inputs(q, k, v);
@@ -248,7 +234,7 @@ Tensor masked_scaled_attention(const Tensor& q, const Tensor& k, const Tensor& v
            const std::vector<QueryBlock> blocks = query_blocks(T_q, T_k, options);
            const int64_t keys_seen = keys_seen_by(blocks);  // keys past it: dk = dv = 0
            const int64_t key_step = blocks.size() > 1 ? kBlockRows : std::max<int64_t>(keys_seen, 1);  // keys as queries
-           const bool skip_leading_queries = T_q <= kOneChainK;  // see the top of this file
+           const bool skip_leading_queries = T_q <= kOneChainK;  // see masked_scaled_attention_reference
            // S again, dP, dq, dk and dv: T_q x keys_seen x (3 hs + 2 hs_v) multiply-adds; q, k, v
            // and dout read, dq, dk and dv written
            const int64_t hs = q.size(-1), hs_v = v.size(-1), element = static_cast<int64_t>(element_size(q.dtype()));
@@ -287,6 +273,22 @@ Tensor masked_scaled_attention(const Tensor& q, const Tensor& k, const Tensor& v
 }
 
 // The plain reference: scores, weights and context as three ops, the weights kept by the tape.
+// It runs when the fast kernels are off, and it is the test oracle.
+//
+// masked_scaled_attention is this composition, bit for bit where every product is summed as one
+// chain in k order (below), and within a sum's rounding elsewhere: every matrix goes through the
+// same ops, one batch index at a time instead of all at once (matmul runs one gemm per batch
+// index either way, and the softmax works row by row). What the causal blocks leave
+// out adds nothing: a weight of 0 times a finite value is a zero term, and every kernel sums each
+// element as one chain in k order (small_gemm.h, bf16_gemm.h), so a chain without its zero
+// terms, at its end (S, out, dP, dq) or at its start (dv, dk, from a sum of +0), ends on the same
+// value, up to the sign of a zero. (BLIS's skx gemm is that chain up to K = 256; past it, it adds
+// partial sums of blocks of k, so dv and dk skip leading queries only while T_q <= kOneChainK.
+// BLIS's other kernels, haswell's and generic ones and its small-matrix path, may order a sum by
+// the product's shape: the float64 products, and float32 ones that small_gemm leaves to BLIS, then
+// agree with the composition's within rounding; tests/autograd/test_masked_scaled_attention.cpp.)
+// Only an inf or NaN in k, v or dout where the weight is 0 differs: the composition's 0 * inf
+// spreads NaN, and here it is never read (as masked_scaled_softmax keeps such a gradient out).
 Tensor masked_scaled_attention_reference(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
                                          int64_t d_k, const MaskedSoftmaxOptions& options) {
   check_inputs(q, k, v);

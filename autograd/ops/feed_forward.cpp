@@ -13,22 +13,6 @@
 //             dw1 = dh^T x
 //             db1 = sum dh
 //             dx  = dh w1
-// Saved for backward: x, h and the weights, not a (under autocast x as its bfloat16 copy, see
-// kept_for_product; h stays float32, gelu' reads it). The composition it replaces,
-// linear(gelu(linear(x, w1, b1)), w2, b2), keeps both h (for gelu') and a (for dw2): two
-// (..., H) buffers per layer until backward. Here a is made again from h, one vectorised gelu
-// pass over a buffer that backward then frees at once.
-//
-// Bit for bit, this is that composition (feed_forward_reference, at the end of this file, the
-// test oracle), forward and every gradient, in float32 and float64, at any thread count. The
-// forward runs the same ops (linear, gelu, linear) with the tape off, so the same kernels see
-// the same operands. The backward calls the functions the composition's tape entries call
-// (ops/derivatives.h: matmul's da and db, gelu's dx) with the same operands (the weights as
-// transposed views, as linear passes them), and hands the bias gradients to the tape as dy and
-// dh, which the tape sums to (C_out) and (H) by its own sum_to, as it does behind add's entry.
-// a = gelu(h) recomputed is the forward's a exactly: the same element formula on the same h, and
-// for "tanh" one pass gives both a and dh (one tanh per element instead of two, and no buffer
-// for gelu'(h)), the bits of gelu and gelu_backward.
 #include <optional>
 #include <string>
 #include <utility>
@@ -120,6 +104,11 @@ Tensor linear_part(const Tensor& x, const Tensor& w, const Tensor& b) {
 
 }  // namespace
 
+// Saved for backward: x, h and the weights, not a (under autocast x as its bfloat16 copy, see
+// kept_for_product; h stays float32, gelu' reads it). The composition it replaces,
+// linear(gelu(linear(x, w1, b1)), w2, b2), keeps both h (for gelu') and a (for dw2): two
+// (..., H) buffers per layer until backward. Here a is made again from h, one vectorised gelu
+// pass over a buffer that backward then frees at once.
 Tensor feed_forward(const Tensor& x, const Tensor& w1, const Tensor& b1, const Tensor& w2, const Tensor& b2,
                     const std::string& approximate) {
   if (!fast_kernels()) return feed_forward_reference(x, w1, b1, w2, b2, approximate);
@@ -162,6 +151,17 @@ Tensor feed_forward(const Tensor& x, const Tensor& w1, const Tensor& b1, const T
 
 // The plain reference: the ops the fused one replaces, as nn's FeedForward composes them. It runs
 // when the fast kernels are off, and it is the fused op's test oracle.
+//
+// Bit for bit, feed_forward is this composition, forward and every gradient, in float32 and
+// float64, at any thread count. The forward runs the same ops (linear, gelu, linear) with the tape
+// off, so the same kernels see the same operands. The backward calls the functions the
+// composition's tape entries call (ops/derivatives.h: matmul's da and db, gelu's dx) with the same
+// operands (the weights as transposed views, as linear passes them), and hands the bias gradients
+// to the tape as dy and dh, which the tape sums to (C_out) and (H) by its own sum_to, as it does
+// behind add's entry.
+// a = gelu(h) recomputed is the forward's a exactly: the same element formula on the same h, and
+// for "tanh" one pass gives both a and dh (one tanh per element instead of two, and no buffer
+// for gelu'(h)), the bits of gelu and gelu_backward.
 Tensor feed_forward_reference(const Tensor& x, const Tensor& w1, const Tensor& b1, const Tensor& w2, const Tensor& b2,
                              const std::string& approximate) {
   check_feed_forward_inputs(x, w1, b1, w2, b2, approximate);

@@ -6,8 +6,7 @@
 //   backward  dnorm = g * w   (g when there is no weight)
 //             dx    = rstd * (dnorm - mean_c(dnorm) - norm * mean_c(dnorm * norm))
 //             dw_c  = sum_r g_rc * norm_rc         db_c = sum_r g_rc
-// (the llm.c formula). Saved for backward: x, w, and mean (R), rstd (R) in x's dtype; norm is
-// recomputed.
+// (the llm.c formula). Saved for backward: x, w, and mean (R), rstd (R) in x's dtype; norm is recomputed.
 //
 // The plain loops below (layer_norm_forward_reference, _backward_reference), whose row
 // statistics and dw, db sums accumulate in double, run float64, and float32 when the fast

@@ -6,23 +6,13 @@
 // Batch dims (all but the last two) broadcast as in elementwise ops; a gradient is summed over
 // the batch dims its input was broadcast along (by the tape's sum_to, or on the fast path
 // folded into one product).
-// A 1-D operand is promoted as PyTorch does: a (K) is read as (1,K), b (K) as (K,1), and that
-// added dim is dropped from the result. So 1-D @ 1-D is a dot product (0-d result), 2-D @ 1-D
-// a matrix-vector product, and so on.
 //
 // The forward runs matmul_reference (plain loops, at the end of this file) with fast_kernels()
 // off, and for int64; on, the fast path of kernels/gemm.h: BLIS and small register-blocked
 // kernels, reading transposed and broadcast views in place.
 //
-// Saved for backward: a if b needs its gradient, b if a needs its gradient.
-//
-// Under autocast (autograd/autocast.h: AutocastGuard(kBFloat16)), float32 operands are rounded to
-// bfloat16 and the products summed in float32; the result stays float32. The fast path runs
-// kernels/bf16_gemm.h, the reference path matmul_reference on the rounded inputs. An operand that
-// is saved and is not a leaf (an activation) is saved as its bfloat16 copy, half the memory
-// (kept_for_product, in ops/matmul_autocast.cpp with the rest of autocast's bookkeeping).
-// The backward runs under its forward's mode (the tape sees to it), so da and db are bfloat16
-// products as well, of the gradient rounded once.
+// Saved for backward: a if b needs its gradient, b if a needs its gradient. Under autocast the
+// products run in bfloat16 (autograd/autocast.h); the comment above matmul says how.
 #include <algorithm>
 #include <optional>
 #include <type_traits>
@@ -63,6 +53,9 @@ namespace {
 
 // --- shapes ------------------------------------------------------------------------------------
 
+// A 1-D operand is promoted as PyTorch does: a (K) is read as (1,K), b (K) as (K,1), and that
+// added dim is dropped from the result. So 1-D @ 1-D is a dot product (0-d result), 2-D @ 1-D
+// a matrix-vector product, and so on.
 struct MatmulShapes {
   Shape batch;          // broadcast batch dims of the output
   int64_t M, N, K;      // a (.., M, K) @ b (.., K, N), after promoting 1-D operands
@@ -179,6 +172,13 @@ Tensor rounded_to_bf16(const Tensor& t) { return t.detach().to(kBFloat16).to(kFl
 
 }  // namespace
 
+// Under autocast (autograd/autocast.h: AutocastGuard(kBFloat16)), float32 operands are rounded to
+// bfloat16 and the products summed in float32; the result stays float32. The fast path runs
+// kernels/bf16_gemm.h, the reference path matmul_reference on the rounded inputs. An operand that
+// is saved and is not a leaf (an activation) is saved as its bfloat16 copy, half the memory
+// (kept_for_product, in ops/matmul_autocast.cpp with the rest of autocast's bookkeeping).
+// The backward runs under its forward's mode (the tape sees to it), so da and db are bfloat16
+// products as well, of the gradient rounded once.
 Tensor matmul(const Tensor& a, const Tensor& b) {
   check_matmul_operands(a, b);
   const MatmulShapes s = matmul_shapes(a, b);

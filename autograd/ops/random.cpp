@@ -2,28 +2,8 @@
 // 1.13's CPU generator (AVX2 variant). The number crunching is in autograd/random/random_kernels.h;
 // this file decides, per op, which kernel runs on which elements and in which order.
 //
-// Path table (§ as in autograd/random/random_kernels.h; n = numel; "memory order" = increasing address, which is
-// row-major order for a contiguous tensor, §10):
-//
-//   op                        path                               values, one per element
-//   rand / uniform_(a, b)     always, memory order               fma(U, b - a, a)            §3
-//   randn / normal_(m, s)     contiguous and n >= 16             normal_fill_f32 / _f64      §4.3-4.4
-//                             n < 16 or not contiguous           fma(Box-Muller z, s, m),    §4.2
-//                                                                cached normal, memory order
-//   randint / random_(lo, hi) memory order                       (v mod (hi - lo)) + lo      §5
-//   randperm(n)               one buffer                         forward Fisher-Yates        §7.2
-//   bernoulli_(p)             memory order                       U53 < p ? 1 : 0             §6.1
-//   exponential_(lambda)      memory order                       -log(1 - U53) / lambda      §7.1
-//   multinomial(probs, 1)     Exp(1) noise laid out like probs   argmax_i probs_i / noise_i  §7.1
-//   multinomial(probs, k)     the same noise                     topk_i probs_i / noise_i    §7.1
-//     without replacement
-//   multinomial(probs, k,     U53 per sample, row by row         first i with cum_i >= U53
-//     replacement = true)     (cum: running sums / total, in the probs' dtype; any k, 1 too)
-//   rand_like / randn_like    a new tensor laid out like t when t is dense (torch's
-//                             empty_like keeps a transpose's strides), then as rand / randn
-//
-// Arguments are checked before the first draw, so a rejected call leaves the generator as it
-// was. A null Generator* means default_generator().
+// Read the path table first (under "factories", below): for each op, which kernel draws which
+// values, on which elements and in which order.
 #include <algorithm>
 #include <array>
 #include <charconv>
@@ -43,6 +23,7 @@
 namespace tg {
 namespace {
 
+// A null Generator* means default_generator().
 Generator& generator_or_default(Generator* gen) { return gen ? *gen : default_generator(); }
 
 // Shortest text that reads back as the same double: 2.0 -> "2", 1.5 -> "1.5".
@@ -101,6 +82,7 @@ void fill_in_memory_order(const Tensor& t, Draw draw) {
 }
 
 // --- argument checks (before any draw) --------------------------------------------------------
+// Arguments are checked before the first draw, so a rejected call leaves the generator as it was.
 
 void check_floating_dtype(ScalarType dtype, const char* op) {
   if (!is_floating(dtype)) {
@@ -263,6 +245,27 @@ void check_probability_rows(const T* pc, int64_t rows, int64_t n) {
 }  // namespace
 
 // --- factories ------------------------------------------------------------------------------------
+
+// Path table, for the factories below and the in-place fills at the end (§ as in
+// autograd/random/random_kernels.h; n = numel; "memory order" = increasing address, which is
+// row-major order for a contiguous tensor, §10):
+//
+//   op                        path                               values, one per element
+//   rand / uniform_(a, b)     always, memory order               fma(U, b - a, a)            §3
+//   randn / normal_(m, s)     contiguous and n >= 16             normal_fill_f32 / _f64      §4.3-4.4
+//                             n < 16 or not contiguous           fma(Box-Muller z, s, m),    §4.2
+//                                                                cached normal, memory order
+//   randint / random_(lo, hi) memory order                       (v mod (hi - lo)) + lo      §5
+//   randperm(n)               one buffer                         forward Fisher-Yates        §7.2
+//   bernoulli_(p)             memory order                       U53 < p ? 1 : 0             §6.1
+//   exponential_(lambda)      memory order                       -log(1 - U53) / lambda      §7.1
+//   multinomial(probs, 1)     Exp(1) noise laid out like probs   argmax_i probs_i / noise_i  §7.1
+//   multinomial(probs, k)     the same noise                     topk_i probs_i / noise_i    §7.1
+//     without replacement
+//   multinomial(probs, k,     U53 per sample, row by row         first i with cum_i >= U53
+//     replacement = true)     (cum: running sums / total, in the probs' dtype; any k, 1 too)
+//   rand_like / randn_like    a new tensor laid out like t when t is dense (torch's
+//                             empty_like keeps a transpose's strides), then as rand / randn
 
 Tensor rand(const Shape& shape, Generator* gen, ScalarType dtype) {
   check_floating_dtype(dtype, "rand");

@@ -7,18 +7,10 @@
 // (sums along dim). Saved for backward: the output y only, not the input: both backward formulas
 // read y alone (log_softmax's as exp(y)), so x can be freed after the forward.
 //
-// A tensor is seen as x (B,N,I) with the dim of size N in the middle: B = product of the sizes
-// before dim, I = product of those after. When dim is the last one (I == 1) each row of N is
-// one contiguous pass, in both directions; otherwise the kernel walks the I columns of a (N,I)
-// block side by side.
-// The plain loops below (softmax_forward_reference, softmax_backward_reference) compute float32
-// in float with the row sums in double, so results match PyTorch to ~1e-6. With the fast kernels
-// on (fast_kernels.h), a float32 tensor along its last dim runs softmax_kernels.h's rows instead
-// (a vectorised exp, the sums in fixed lanes; log_softmax's backward excepted), the rows split
-// over the threads and tested against the loops here.
-//
 // -inf entries (masked attention) give exp(-inf) = 0: they get probability 0 (log-prob -inf).
 // A row of all -inf has m = -inf and x - m = NaN, so the whole row is NaN, as in PyTorch.
+//
+// Read softmax_op at the end first: it picks the plain loops (nn_loops, first) or the fast rows.
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -36,6 +28,12 @@ namespace tg {
 namespace nn_loops {
 
 // --- the plain reference ------------------------------------------------------------------------------
+
+// The plain loops (softmax_forward_reference, softmax_backward_reference) compute float32
+// in float with the row sums in double, so results match PyTorch to ~1e-6. With the fast kernels
+// on (fast_kernels.h), a float32 tensor along its last dim runs softmax_kernels.h's rows instead
+// (a vectorised exp, the sums in fixed lanes; log_softmax's backward excepted), the rows split
+// over the threads and tested against the loops here.
 
 // y (n) = softmax(x (n)), one contiguous row of softmax_forward_reference below, returning 1/s.
 // y may be x.
@@ -55,6 +53,11 @@ double softmax_row_reference(T* y, const T* x, int64_t n) {
 }
 
 // out (B,N,I) = softmax (or log_softmax when log_space) over N of inp (B,N,I); both contiguous.
+//
+// A tensor is seen as x (B,N,I) with the dim of size N in the middle: B = product of the sizes
+// before dim, I = product of those after. When dim is the last one (I == 1) each row of N is
+// one contiguous pass, in both directions; otherwise the kernel walks the I columns of a (N,I)
+// block side by side.
 template <class T>
 void softmax_forward_reference(T* out, const T* inp, int64_t B, int64_t N, int64_t I, bool log_space) {
   if (I == 1) {

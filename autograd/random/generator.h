@@ -7,17 +7,7 @@
 //      (random_kernels.cpp, normal_scalar);
 //   3. a cached float normal, which no CPU kernel reads or writes; it is only carried along so
 //      that a state saved by PyTorch round-trips unchanged.
-//
-// Seeding takes the low 32 bits of the 64-bit seed (seeds 5 and 5 + 2^32 give the same stream),
-// and, as in PyTorch, the first draw after seeding twists the block. The stream is therefore
-// exactly std::mt19937 constructed with uint32_t(seed). We write the engine out ourselves so its
-// state can be read and written in torch.get_rng_state()'s byte layout.
-//
-// A Generator is a plain value: copying one saves its whole state (engine and caches), and
-// assigning the copy back restores it. It is not thread-safe; share one across threads only
-// behind a lock.
 #pragma once
-#include "autograd/error.h"
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -29,6 +19,9 @@
 
 namespace tg {
 
+// A Generator is a plain value: copying one saves its whole state (engine and caches), and
+// assigning the copy back restores it. It is not thread-safe; share one across threads only
+// behind a lock.
 class Generator {
  public:
   static constexpr uint64_t kDefaultSeed = 67280421310721ULL;  // torch.Generator()'s seed
@@ -39,6 +32,11 @@ class Generator {
 
   // Re-seed the engine (low 32 bits of seed) and clear both cached normals. A negative
   // Python seed arrives here wrapped to uint64 (-1 is 2^64 - 1), as torch.manual_seed does.
+  //
+  // Seeding takes the low 32 bits of the 64-bit seed (seeds 5 and 5 + 2^32 give the same stream),
+  // and, as in PyTorch, the first draw after seeding twists the block. The stream is therefore
+  // exactly std::mt19937 constructed with uint32_t(seed). We write the engine out ourselves so its
+  // state can be read and written in torch.get_rng_state()'s byte layout.
   void manual_seed(uint64_t seed);
   // The full 64-bit seed given to the last manual_seed (torch.initial_seed()).
   uint64_t initial_seed() const { return seed_; }

@@ -12,8 +12,18 @@
 //   §4 randn / normal_ and its three paths    §9 which results depend on glibc's libm
 //   §5 randint / random_                      §10 element order, and draws per call
 //
-// Which function a tensor op uses (n = numel; "memory order" = increasing address, which for a
-// contiguous tensor is row-major order, §10):
+// Read the table "which function a tensor op uses", below, first.
+#pragma once
+#include <cstdint>
+
+#include "autograd/random/generator.h"
+
+namespace tg::rng {
+
+// ---- Which function a tensor op uses ------------------------------------------------------------
+
+// n = numel; "memory order" = increasing address, which for a contiguous tensor is row-major
+// order (§10):
 //
 //   op                                   path                          function(s), per element
 //   ----------------------------------   ---------------------------   --------------------------
@@ -39,12 +49,6 @@
 //                                                                      kaiming_uniform_bound(in), then
 //                                                                      bias: linear_bias_bound(in)
 //   nn.Embedding(N, d) init              float32                       randn of N*d elements
-#pragma once
-#include <cstdint>
-
-#include "autograd/random/generator.h"
-
-namespace tg::rng {
 
 // ---- §2 Unit uniforms -------------------------------------------------------------------------
 

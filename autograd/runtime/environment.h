@@ -13,9 +13,6 @@
 //   BLIS_ARCH_TYPE     BLIS's kernels by number  BLIS's own variable, checked before BLIS starts:
 //                      (-1: BLIS's own pick)     kernels it or this CPU cannot run are an Error
 //                                                (kernels/blis_kernels.h)
-//
-// Unset and empty mean the same: the default. Each is read when it is first needed (the first op,
-// the first bfloat16 product), so the Error reaches the caller there, as any other bad input does.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -24,6 +21,9 @@
 
 namespace tg {
 
+// Unset and empty mean the same: the default. Each is read when it is first needed (the first op,
+// the first bfloat16 product), so the Error reaches the caller there, as any other bad input does.
+//
 // The value of the variable `name`, one of `allowed`; nullopt when it is unset or empty.
 // Anything else throws: "TG_FAST_KERNELS=off: expected 0 or 1 (or leave it unset)".
 std::optional<std::string> environment_choice(const char* name, const std::vector<std::string>& allowed);

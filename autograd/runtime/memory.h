@@ -10,41 +10,7 @@
 //   m.cache_limit_bytes  the most the cache may hold now (below): the peak of live memory since
 //                     the process began (reset_peak_memory_stats leaves it), or TG_CACHE_LIMIT_MB
 //
-// A training step that frees what it no longer needs leaves live_bytes the same after every step
-// (once the optimizer has made its state): the tape is released by backward, and with it every
-// activation it kept.
-//
-// The cache: a freed buffer is kept, by size, and the next tensor of that size takes it. A
-// training step asks for the same sizes every time, so after the first steps its buffers come
-// from the cache (all of them for a small model; see the margin below): no calls to the system
-// allocator, no fresh pages to fault in (the system hands
-// big blocks back to the kernel on free, and zero-fills them again on the next touch). With no
-// buffer of its size cached, a tensor takes the smallest cached one up to 1.5 times its size:
-// backward frees the activations while it makes the gradients, which have other sizes, and
-// without this the two would each keep buffers of their own. A buffer more than 1.5 times too
-// big is left for a tensor of its own size, which the next step will ask for again.
-//
-// The cache lifts what the process holds at most a sixteenth (or 32 MiB) above what its tensors
-// once needed. Before a buffer is taken from the system, cached buffers (the biggest first) go
-// back until the live buffers, the cache and the new one fit in the most the live buffers ever
-// took (or take with the new one) plus that margin. So at the end of a training step's
-// backward, when the gradients are made while the activations sit freed in the cache, a big
-// model's cache gives way instead of adding its activations to the peak, and those buffers come
-// from the system again in the next step (GPT-2 124M, 1 x 1024 tokens, checkpointing every
-// block: 2404 MiB resident at most for 2049 MiB of tensors). A small model's whole step stays
-// cached. m.reserved_bytes is what the allocator holds: the live buffers' sizes as allocated
-// (a reused buffer can be up to 1.5 times its tensor) plus the cache. Buffers of 1 MiB or more are
-// mapped from the kernel and unmapped when freed (memory.cpp says why), so what the cache gives
-// back leaves the process at once; from 4 MiB they ask Linux for transparent huge pages (a
-// weight read front to back then crosses a page boundary every 2 MiB, not every 4 KiB).
-// The cache also never holds more than the peak of live memory (at least 32 MiB), so a loop
-// whose sizes keep changing (generation with a growing context) stays bounded.
-// TG_CACHE_LIMIT_MB=N caps the cache at N MiB instead (0: no cache): less memory, and fresh pages
-// to fault in on each step. empty_cache() gives everything cached back. Built with
-// AddressSanitizer the cache is off, so a use after free is still caught.
-//
-// The whole process: peak_rss_mb() is the most resident memory it has had (tensors, the
-// allocator's cache, BLIS's buffers, the program itself), as the benchmarks and train_gpt report it.
+// Read allocate_storage next: the comment above it says how the cache reuses freed buffers.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -60,9 +26,41 @@ struct Buffer {
 // Where Storage gets its buffer and gives it back (memory.cpp): 64-byte aligned, from
 // the cache of freed buffers when one of about that size is there. allocate_storage throws
 // "out of memory: cannot allocate N bytes".
+//
+// The cache: a freed buffer is kept, by size, and the next tensor of that size takes it. A training
+// step asks for the same sizes every time, so after the first steps its buffers come from the cache
+// (all of them for a small model; see the margin below): no calls to the system allocator, no fresh
+// pages to fault in (the system hands big blocks back to the kernel on free, and zero-fills them
+// again on the next touch). With no buffer of its size cached, a tensor takes the smallest cached
+// one up to 1.5 times its size: backward frees the activations while it makes the gradients, which
+// have other sizes, and without this the two would each keep buffers of their own. A buffer more
+// than 1.5 times too big is left for a tensor of its own size, which the next step will ask for
+// again.
+//
+// The cache lifts what the process holds at most a sixteenth (or 32 MiB) above what its tensors
+// once needed. Before a buffer is taken from the system, cached buffers (the biggest first) go back
+// until the live buffers, the cache and the new one fit in the most the live buffers ever took (or
+// take with the new one) plus that margin. So at the end of a training step's backward, when the
+// gradients are made while the activations sit freed in the cache, a big model's cache gives way
+// instead of adding its activations to the peak, and those buffers come from the system again in
+// the next step (docs/performance.md has a measured example). A small model's whole step stays
+// cached. m.reserved_bytes is what the allocator holds: the live buffers' sizes as allocated (a
+// reused buffer can be up to 1.5 times its tensor) plus the cache. Buffers of 1 MiB or more are
+// mapped from the kernel and unmapped when freed (memory.cpp says why), so what the cache gives
+// back leaves the process at once; from 4 MiB they ask Linux for transparent huge pages (a weight
+// read front to back then crosses a page boundary every 2 MiB, not every 4 KiB). The cache also
+// never holds more than the peak of live memory (at least 32 MiB), so a loop whose sizes keep
+// changing (generation with a growing context) stays bounded. TG_CACHE_LIMIT_MB=N caps the cache at
+// N MiB instead (0: no cache): less memory, and fresh pages to fault in on each step. empty_cache()
+// gives everything cached back. Built with AddressSanitizer the cache is off, so a use after free
+// is still caught.
 Buffer allocate_storage(size_t nbytes);
 void release_storage(const Buffer& buffer, size_t nbytes);
 
+// What memory_stats() returns; the fields are described at the top of the file. A training step
+// that frees what it no longer needs leaves live_bytes the same after every step (once the
+// optimizer has made its state): the tape is released by backward, and with it every activation
+// it kept.
 struct MemoryStats {
   int64_t live_storages = 0;
   int64_t live_bytes = 0;
@@ -77,6 +75,8 @@ MemoryStats memory_stats();
 void reset_peak_memory_stats();  // peak_bytes = live_bytes
 void empty_cache();              // free every cached buffer
 
+// The whole process: the most resident memory it has had (tensors, the allocator's cache, BLIS's
+// buffers, the program itself), as the benchmarks and train_gpt report it.
 double peak_rss_mb();  // the process's peak resident memory in MiB (getrusage's ru_maxrss)
 
 // Whether tapegrad was built under AddressSanitizer (TG_SANITIZE=ON, or -fsanitize=address given by

@@ -11,9 +11,6 @@
 //     comes sooner), then sleep, so they leave the cores to BLIS's threads.
 // Both run the same chunks (the split below), so every result is the same with either, at every
 // thread count.
-//
-// BLIS 0.9 keeps its thread count process-wide (later versions keep one per application
-// thread), so we set it once, at first use, and again on every set_num_threads.
 #include "autograd/runtime/parallel.h"
 
 #include <blis.h>
@@ -52,6 +49,8 @@ void after_fork_in_child() {
   bli_thread_set_num_threads(1);
 }
 
+// BLIS 0.9 keeps its thread count process-wide (later versions keep one per application
+// thread), so we set it once, at first use, and again on every set_num_threads.
 int& thread_count() {
   static int count = [] {
     kernels::choose_blis_kernels();  // before BLIS starts (it picks its kernels once); may throw

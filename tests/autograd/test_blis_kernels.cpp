@@ -1,5 +1,5 @@
-// autograd/kernels/blis_kernels.h: which BLIS kernels tapegrad names for a CPU (the rule at the top
-// of blis_kernels.cpp, asked about CPUs and BLIS versions this machine is not), the check of a
+// autograd/kernels/blis_kernels.h: which BLIS kernels tapegrad names for a CPU (the rule above
+// kernels_to_name in blis_kernels.cpp, asked about CPUs and BLIS versions this machine is not), the check of a
 // user's BLIS_ARCH_TYPE, and what this machine's BLIS reports. The program-level checks (train_gpt
 // with a bad BLIS_ARCH_TYPE) are in tests/examples/test_train_gpt_program.cpp.
 #include <gtest/gtest.h>
