@@ -1,5 +1,5 @@
 # cmake/tapegradInstall.cmake — what `cmake --install build [--prefix DIR]` puts where:
-#   lib/libtapegrad.a
+#   lib/libtapegrad_{autograd,nn,optim,tokenizers,models,train}.a   a library a folder (tapegrad::tapegrad links them all)
 #   include/tapegrad/{autograd,nn,optim,models,tokenizers,train}/...h   the public headers (so #include "autograd/ops.h" works as in the tree;
 #                                               the tapegrad/ folder keeps generic names such as
 #                                               nn/ out of the prefix's shared include folder)
@@ -9,7 +9,7 @@ include(CMakePackageConfigHelpers)
 
 set(TG_PACKAGE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/tapegrad)
 
-install(TARGETS tapegrad EXPORT tapegradTargets
+install(TARGETS tapegrad ${TG_FOLDER_LIBRARIES} EXPORT tapegradTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 
