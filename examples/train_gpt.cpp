@@ -51,6 +51,7 @@
 #include "train/instructions.h"
 #include "train/multiple_choice.h"
 #include "train/run_log.h"
+#include "train/train_loop.h"
 #include "train/trainer.h"
 #include "models/generate.h"
 #include "models/hf_gpt2.h"
@@ -207,13 +208,6 @@ std::vector<int64_t> eval_ids(const train::TrainOptions& o, const std::vector<st
   return {ids.begin() + train::train_count(std::ssize(ids)), ids.end()};
 }
 
-// --data-format not given: for a --data FILE.jsonl, chat when its first line is a conversation (has
-// "messages"), else jsonl.
-void infer_data_format(train::TrainOptions& o, const std::vector<std::string>& given) {
-  if (was_given(given, "data-format") || !o.data.ends_with(".jsonl") || train::is_classification(o)) return;
-  o.data_format = train::example_format(tg::UserFile(o.data, "--data " + o.data).read_first_line());
-}
-
 // What --eval-only scores when it is instruction examples (else nullopt: text): all the examples of
 // a --data in jsonl, else a jsonl run's val split. Their responses' tokens are scored; the examples
 // that do not fit the context (the run's, or the GPT-2 folder's) are skipped and counted.
@@ -322,90 +316,13 @@ int eval_only(const train::TrainOptions& o, const std::vector<std::string>& give
   return 0;
 }
 
-// A fresh run's --lora-* flags, checked before any work (each refusal names its flag); --lora-alpha
-// not given becomes the rank.
-void check_lora_flags(train::TrainOptions& o, const std::vector<std::string>& given) {
-  const bool lora = was_given(given, "lora-rank");
-  for (const char* flag : {"lora-alpha", "lora-targets"})
-    if (was_given(given, flag) && !lora) throw UsageError(std::string("--") + flag + " needs --lora-rank R (LoRA's rank)");
-  if (!lora) return;
-  if (o.lora_rank < 1)
-    throw UsageError("--lora-rank " + std::to_string(o.lora_rank) +
-                     ": the rank must be at least 1 (leave --lora-rank out to train every weight)");
-  if (o.init_from.empty())
-    throw UsageError("--lora-rank needs --init-from DIR: LoRA adapts the weights of a Hugging Face GPT-2, Llama or "
-                     "Qwen folder");
-  if (!was_given(given, "lora-alpha")) o.lora_alpha = static_cast<double>(o.lora_rank);
-  if (!(o.lora_alpha > 0)) throw UsageError("--lora-alpha must be positive, got " + tg::nn::python_float(o.lora_alpha));
-  lora_config(o);  // a bad --lora-targets: a UsageError naming it
-}
-
-// A fresh run's --task classify and the flags that go with it; --train-layers not given: last from
-// a folder (the book's recipe), all from scratch.
-void check_classify_flags(train::TrainOptions& o, const std::vector<std::string>& given) {
-  if (!train::is_classification(o)) {
-    for (const char* flag : {"columns", "balance", "train-layers", "val-data", "test-data"})
-      if (was_given(given, flag)) throw UsageError(std::string("--") + flag + " goes with --task classify");
-    return;
-  }
-  // (--data, --data-format, --columns and --train-layers lora are the Trainer's to check: train/trainer_setup.cpp)
-  if (!was_given(given, "train-layers"))
-    o.train_layers = was_given(given, "lora-rank") ? "lora" : o.init_from.empty() ? "all" : "last";
-}
-
-// A fresh run's --arch and the flags that go with it (--kv-heads is llama's and qwen3's).
-void check_arch_flags(const train::TrainOptions& o, const std::vector<std::string>& given) {
-  if (!o.init_from.empty()) {  // the folder's model_type and config.json say all of it
-    for (const char* flag : {"arch", "kv-heads"})
-      if (was_given(given, flag))
-        throw UsageError(std::string("--") + flag + " comes from the --init-from folder's config.json: leave it out");
-    return;
-  }
-  if (o.arch == "gpt2") {
-    if (was_given(given, "kv-heads"))
-      throw UsageError("--kv-heads: --arch gpt2 has no grouped-query attention (every head has its own keys and "
-                       "values); it goes with --arch llama, qwen2 or qwen3");
-    return;
-  }
-  train::llama_config(o, 256);  // a size that does not divide: a UsageError naming the flags
-}
-
-// What a fresh run from a Hugging Face folder (GPT-2's, or a Llama / Qwen one) takes from it: its
-// shape (those flags are refused) and, unless --tokenizer PATH, its tokenizer; and the defaults of
-// a fine-tune, where a run from scratch has others. model: "GPT-2", "Qwen3", ...; dropout: the
-// folder's config's.
-void take_folder_defaults(train::TrainOptions& o, const std::vector<std::string>& given, const std::string& model,
-                          int64_t context, double dropout) {
-  for (const char* flag : {"emb-dim", "heads", "layers", "tie-weights", "vocab-size"})
-    if (was_given(given, flag))
-      throw UsageError(std::string("--") + flag + " comes from the --init-from folder's config.json: leave it out");
-  if (was_given(given, "tokenizer") && (o.tokenizer == "char" || o.tokenizer == "bpe"))
-    throw UsageError("--tokenizer " + o.tokenizer + ": " + model + " reads its own tokens; give a path to its files, "
-                     "or leave --tokenizer out to use the --init-from folder's");
-  if (!was_given(given, "tokenizer")) o.tokenizer = o.init_from;
-  if (!was_given(given, "dropout")) o.model.drop_rate = dropout;
-  if (!was_given(given, "context")) o.model.context_length = std::min<int64_t>(256, context);
-  if (!was_given(given, "batch")) o.batch = 4;
-  if (!was_given(given, "lr")) o.lr = 1e-4;
-  if (!was_given(given, "min-lr")) o.min_lr = 1e-5;
-}
-
-// --lora-rank against the folder's config (models::lora_rank_problem): a rank past the smallest
-// adapted matrix's min(in, out) is refused before the model or any adapter takes memory.
-template <class Config>
-void check_lora_rank(const train::TrainOptions& o, const Config& config) {
-  if (o.lora_rank < 1) return;
-  if (const std::string why = models::lora_rank_problem(config, train::lora_config(o)); !why.empty())
-    throw UsageError("--lora-rank " + std::to_string(o.lora_rank) + ": " + why);
-}
-
 // A fresh run from a Hugging Face Llama / Qwen folder (train::start_from_llama_folder), saved as a
 // folder of the same model_type.
 std::unique_ptr<train::Trainer> start_from_llama(train::TrainOptions& o, const std::vector<std::string>& given) {
   const std::string config_path = (std::filesystem::path(o.init_from) / "config.json").string();
   const tg::models::LlamaConfig config = models::hf_llama_config(tg::json::parse_file(config_path), config_path);
-  take_folder_defaults(o, given, config.class_prefix(), config.max_position_embeddings, config.attention_dropout);
-  check_lora_rank(o, config);
+  train::take_folder_defaults(o, given, config.class_prefix(), config.max_position_embeddings, config.attention_dropout);
+  train::check_lora_rank(o, config);
   std::vector<std::string> converted;
   auto trainer = start_from_llama_folder(o, train::read_data(o.data), &converted);
   say_converted(converted, o.init_from);
@@ -421,8 +338,8 @@ std::unique_ptr<train::Trainer> start_from_gpt2(train::TrainOptions& o, const st
     throw tg::Error("--init-from " + o.init_from + ": not a Hugging Face GPT-2 folder (" + config_path +
                     " with \"model_type\": \"gpt2\" is missing)");
   const tg::models::GPTConfig config = models::hf_gpt2_config(tg::json::parse_file(config_path), config_path);
-  take_folder_defaults(o, given, "GPT-2", config.context_length, config.drop_rate);
-  check_lora_rank(o, config);
+  train::take_folder_defaults(o, given, "GPT-2", config.context_length, config.drop_rate);
+  train::check_lora_rank(o, config);
   std::vector<std::string> converted;
   auto trainer = start_from_gpt2_folder(o, train::read_data(o.data), &converted);
   say_converted(converted, o.init_from);
@@ -470,12 +387,7 @@ std::unique_ptr<train::Trainer> start_or_resume(train::TrainOptions& o, const st
     if (!no_log.empty()) std::cout << no_log << "\n";
     return trainer;
   }
-  // --warmup not given: 50 steps, or a tenth of a short run's (--steps 20 warms up for 2)
-  if (!was_given(given, "warmup")) o.warmup = train::default_warmup(o.steps);
-  if (!was_given(given, "eval-every")) o.eval_every = train::default_eval_every(o.steps);  // 150 steps: every 30
-  check_arch_flags(o, given);
-  check_classify_flags(o, given);
-  check_lora_flags(o, given);
+  train::check_fresh_run(o, given);  // the flags against each other, and the defaults that follow from them
   const Activity building("building the model");
   if (o.init_from.empty()) return std::make_unique<train::Trainer>(o, train::read_data(o.data));
   return models::is_hf_llama_folder(o.init_from) ? start_from_llama(o, given) : start_from_gpt2(o, given);
@@ -520,68 +432,6 @@ void say_what_runs(train::Trainer& trainer, const train::TrainOptions& o, const 
     const std::string note = train::skipped_examples_note(data->skipped_lines, all, o.model.context_length);
     if (!note.empty()) std::cout << "train_gpt: " << o.data << ": " << note << "\n";
   }
-}
-
-// The training loop. Each step adds a row to loss.csv; every --eval-every steps and after the last,
-// both splits are evaluated and the run is saved. Ctrl-C saves and stops (exit code 130), a spent
-// --max-minutes stops after its step. Returns 0 when the run goes on to its samples.
-// task: --eval-task's items, scored at each evaluation (nullptr: none).
-int train_loop(train::Trainer& trainer, const train::TrainOptions& o, train::RunLog& log, train::Progress& progress,
-               const train::EncodedTask* task) {
-  auto save_all = [&] {
-    train::save_run(trainer, o.out);
-    log.write(o.out);
-  };
-  while (trainer.step() < o.steps) {
-    const Activity training("training step " + std::to_string(trainer.step() + 1));
-    train::LossRow row;
-    row.lr = trainer.lr_at(trainer.step());
-    const train::Trainer::StepResult result = trainer.train_step();
-    row.step = trainer.step();
-    row.train_loss = result.loss;
-    if (result.skipped) {
-      progress.message("step " + std::to_string(row.step) + ": loss " + tg::nn::python_float(result.loss) +
-                       ", gradient norm " + tg::nn::python_float(result.grad_norm) +
-                       ": not finite, update skipped (--on-nonfinite skip)");
-    }
-    progress.add_tokens(result.tokens);
-    row.tokens_per_s = progress.tokens_per_s();
-    row.elapsed_s = progress.elapsed_s();
-    const bool out_of_time = o.max_minutes > 0 && progress.elapsed_s() >= 60.0 * o.max_minutes;
-    const bool evaluate = row.step % o.eval_every == 0 || row.step == o.steps || out_of_time;
-    if (evaluate) {
-      const train::Trainer::Losses e = trainer.evaluate();
-      row.val_loss = e.val;
-      row.eval_train_loss = e.train;
-      if (!std::isnan(e.val_bpb)) row.train_bpb = e.train_bpb;  // nan: a classifier's, which has none
-      if (!std::isnan(e.val_bpb)) row.val_bpb = e.val_bpb;
-      row.train_acc = e.train_acc;
-      row.val_acc = e.val_acc;
-      if (task) {
-        const train::TaskScore t = train::score_task(trainer.model(), *task, train::products_dtype(o));
-        row.task_acc = t.acc;
-        row.task_acc_norm = t.acc_norm;
-      }
-      log.add(row);
-      save_all();
-      progress.eval_line(row);
-    } else {
-      log.add(row);
-    }
-    progress.update(row.step, result.loss);
-    if (g_interrupted) {
-      if (!evaluate) save_all();
-      std::cout << "\ntrain_gpt: interrupted; checkpoint saved at step " << row.step << " in " << o.out
-                << "/ (continue with --resume " << o.out << ")\n";
-      return 130;
-    }
-    if (out_of_time) {
-      progress.message("train_gpt: the time budget (--max-minutes " + tg::nn::python_float(o.max_minutes) +
-                       ") is spent: stopped after step " + std::to_string(row.step));
-      break;
-    }
-  }
-  return 0;
 }
 
 // Samples: the model writes from a newline (or, if the text has none, its first character); an
@@ -646,7 +496,7 @@ TestReport test_classifier(train::Trainer& trainer) {
 int run(train::TrainOptions o, const std::vector<std::string>& given) {
   require_names(given, {{"resume", o.resume}, {"init-from", o.init_from}, {"out", o.out}, {"write-corpus", o.write_corpus},
                         {"merge-lora", o.merge_lora}, {"tokenizer", o.tokenizer}});
-  infer_data_format(o, given);
+  train::infer_data_format(o, given);
   if (o.overwrite && o.merge_lora.empty())
     throw UsageError("--overwrite goes with --merge-lora DIR (it replaces a model that DIR holds)");
   if (o.eval_only) return eval_only(o, given);
@@ -682,7 +532,18 @@ int run(train::TrainOptions o, const std::vector<std::string>& given) {
   std::signal(SIGTERM, on_interrupt);
   train::Progress progress(o.steps, trainer->step(), log.elapsed_s(), isatty(STDOUT_FILENO));
   say_what_runs(*trainer, o, kernels_in_use, kernels);
-  if (const int code = train_loop(*trainer, o, log, progress, task ? &*task : nullptr); code != 0) return code;
+  switch (train::train_loop(*trainer, o, log, progress, task ? &*task : nullptr, g_interrupted)) {
+    case train::LoopEnd::interrupted:
+      std::cout << "\ntrain_gpt: interrupted; checkpoint saved at step " << trainer->step() << " in " << o.out
+                << "/ (continue with --resume " << o.out << ")\n";
+      return 130;
+    case train::LoopEnd::out_of_time:
+      progress.message("train_gpt: the time budget (--max-minutes " + tg::nn::python_float(o.max_minutes) +
+                       ") is spent: stopped after step " + std::to_string(trainer->step()));
+      break;
+    case train::LoopEnd::finished:
+      break;
+  }
   progress.finish();
   const train::MemoryReport memory = trainer->memory_report();
   std::cout << "train_gpt: " << memory.str() << " (--checkpoint-activations " << o.checkpoint_activations

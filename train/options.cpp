@@ -1,5 +1,16 @@
-// train/options.cpp — the options' fields, the flags a resumed run may change.
+// train/options.cpp — the options' fields, the flags a resumed run may change, and the policy
+// of a fresh run's flags (check_fresh_run, take_folder_defaults).
 #include "train/options.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "autograd/io/flags.h"
+#include "autograd/io/user_file.h"
+#include "models/lora_adapters.h"
+#include "nn/module.h"  // python_float
+#include "train/chat_data.h"
 
 namespace tg::train {
 
@@ -136,6 +147,98 @@ models::LoRAConfig lora_config(const TrainOptions& o) {
     throw UsageError(std::string("--lora-targets: ") + e.what());
   }
   return c;
+}
+
+namespace {
+
+// A fresh run's --lora-* flags, checked before any work (each refusal names its flag); --lora-alpha
+// not given becomes the rank.
+void check_lora_flags(TrainOptions& o, const std::vector<std::string>& given) {
+  const bool lora = was_given(given, "lora-rank");
+  for (const char* flag : {"lora-alpha", "lora-targets"})
+    if (was_given(given, flag) && !lora) throw UsageError(std::string("--") + flag + " needs --lora-rank R (LoRA's rank)");
+  if (!lora) return;
+  if (o.lora_rank < 1)
+    throw UsageError("--lora-rank " + std::to_string(o.lora_rank) +
+                     ": the rank must be at least 1 (leave --lora-rank out to train every weight)");
+  if (o.init_from.empty())
+    throw UsageError("--lora-rank needs --init-from DIR: LoRA adapts the weights of a Hugging Face GPT-2, Llama or "
+                     "Qwen folder");
+  if (!was_given(given, "lora-alpha")) o.lora_alpha = static_cast<double>(o.lora_rank);
+  if (!(o.lora_alpha > 0)) throw UsageError("--lora-alpha must be positive, got " + nn::python_float(o.lora_alpha));
+  lora_config(o);  // a bad --lora-targets: a UsageError naming it
+}
+
+// A fresh run's --task classify and the flags that go with it; --train-layers not given: last from
+// a folder (the book's recipe), all from scratch.
+void check_classify_flags(TrainOptions& o, const std::vector<std::string>& given) {
+  if (!is_classification(o)) {
+    for (const char* flag : {"columns", "balance", "train-layers", "val-data", "test-data"})
+      if (was_given(given, flag)) throw UsageError(std::string("--") + flag + " goes with --task classify");
+    return;
+  }
+  // (--data, --data-format, --columns and --train-layers lora are the Trainer's to check: train/trainer_setup.cpp)
+  if (!was_given(given, "train-layers"))
+    o.train_layers = was_given(given, "lora-rank") ? "lora" : o.init_from.empty() ? "all" : "last";
+}
+
+// A fresh run's --arch and the flags that go with it (--kv-heads is llama's and qwen3's).
+void check_arch_flags(const TrainOptions& o, const std::vector<std::string>& given) {
+  if (!o.init_from.empty()) {  // the folder's model_type and config.json say all of it
+    for (const char* flag : {"arch", "kv-heads"})
+      if (was_given(given, flag))
+        throw UsageError(std::string("--") + flag + " comes from the --init-from folder's config.json: leave it out");
+    return;
+  }
+  if (o.arch == "gpt2") {
+    if (was_given(given, "kv-heads"))
+      throw UsageError("--kv-heads: --arch gpt2 has no grouped-query attention (every head has its own keys and "
+                       "values); it goes with --arch llama, qwen2 or qwen3");
+    return;
+  }
+  llama_config(o, 256);  // a size that does not divide: a UsageError naming the flags
+}
+
+template <class Config>
+void check_lora_rank_of(const TrainOptions& o, const Config& config) {
+  if (o.lora_rank < 1) return;
+  if (const std::string why = models::lora_rank_problem(config, lora_config(o)); !why.empty())
+    throw UsageError("--lora-rank " + std::to_string(o.lora_rank) + ": " + why);
+}
+
+}  // namespace
+
+void check_fresh_run(TrainOptions& o, const std::vector<std::string>& given) {
+  // --warmup not given: 50 steps, or a tenth of a short run's (--steps 20 warms up for 2)
+  if (!was_given(given, "warmup")) o.warmup = default_warmup(o.steps);
+  if (!was_given(given, "eval-every")) o.eval_every = default_eval_every(o.steps);  // 150 steps: every 30
+  check_arch_flags(o, given);
+  check_classify_flags(o, given);
+  check_lora_flags(o, given);
+}
+
+void check_lora_rank(const TrainOptions& o, const models::GPTConfig& config) { check_lora_rank_of(o, config); }
+void check_lora_rank(const TrainOptions& o, const models::LlamaConfig& config) { check_lora_rank_of(o, config); }
+
+void infer_data_format(TrainOptions& o, const std::vector<std::string>& given) {
+  if (was_given(given, "data-format") || !o.data.ends_with(".jsonl") || is_classification(o)) return;
+  o.data_format = example_format(UserFile(o.data, "--data " + o.data).read_first_line());
+}
+
+void take_folder_defaults(TrainOptions& o, const std::vector<std::string>& given, const std::string& model,
+                          int64_t context, double dropout) {
+  for (const char* flag : {"emb-dim", "heads", "layers", "tie-weights", "vocab-size"})
+    if (was_given(given, flag))
+      throw UsageError(std::string("--") + flag + " comes from the --init-from folder's config.json: leave it out");
+  if (was_given(given, "tokenizer") && (o.tokenizer == "char" || o.tokenizer == "bpe"))
+    throw UsageError("--tokenizer " + o.tokenizer + ": " + model + " reads its own tokens; give a path to its files, "
+                     "or leave --tokenizer out to use the --init-from folder's");
+  if (!was_given(given, "tokenizer")) o.tokenizer = o.init_from;
+  if (!was_given(given, "dropout")) o.model.drop_rate = dropout;
+  if (!was_given(given, "context")) o.model.context_length = std::min<int64_t>(256, context);
+  if (!was_given(given, "batch")) o.batch = 4;
+  if (!was_given(given, "lr")) o.lr = 1e-4;
+  if (!was_given(given, "min-lr")) o.min_lr = 1e-5;
 }
 
 }  // namespace tg::train

@@ -145,4 +145,28 @@ ScalarType products_dtype(const TrainOptions& o);
 // --lora-targets is an Error naming it.
 models::LoRAConfig lora_config(const TrainOptions& o);
 
+// --- the policy of train_gpt's flags: what they mean together. given: the flags typed, by name ---
+
+// A fresh run's flags against each other, before any work (each refusal a UsageError naming its
+// flag): --arch and --kv-heads, --task classify's flags, the --lora-* flags; and the defaults
+// that follow from others: --warmup and --eval-every from --steps, --lora-alpha the rank,
+// --train-layers lora with --lora-rank, last with --init-from, else all.
+void check_fresh_run(TrainOptions& o, const std::vector<std::string>& given);
+
+// --data-format not given: for a --data FILE.jsonl, "chat" when its first line is a conversation
+// (has "messages"), else "jsonl" (train/chat_data.h: example_format).
+void infer_data_format(TrainOptions& o, const std::vector<std::string>& given);
+
+// What a fresh run from a Hugging Face folder (GPT-2's, or a Llama / Qwen one) takes from it: its
+// shape (those flags are refused) and, unless --tokenizer PATH, its tokenizer; and a fine-tune's
+// defaults (--context at most 256, --batch 4, --lr 1e-4, --min-lr 1e-5). model: "GPT-2",
+// "Qwen3", ... for the messages; context and dropout: the folder's config's.
+void take_folder_defaults(TrainOptions& o, const std::vector<std::string>& given, const std::string& model,
+                          int64_t context, double dropout);
+
+// --lora-rank against the folder's config (models::lora_rank_problem): a rank past the smallest
+// adapted matrix's min(in, out) is a UsageError, before the model or any adapter takes memory.
+void check_lora_rank(const TrainOptions& o, const models::GPTConfig& config);
+void check_lora_rank(const TrainOptions& o, const models::LlamaConfig& config);
+
 }  // namespace tg::train

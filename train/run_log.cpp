@@ -69,7 +69,7 @@ std::string RunLog::csv() const {
     out += std::to_string(r.step) + "," + fmt("%.9g", r.train_loss) + "," + optional(r.val_loss) + "," +
            fmt("%.9g", r.lr) + "," + fmt("%.1f", r.tokens_per_s) + "," + fmt("%.3f", r.elapsed_s) + "," +
            optional(r.train_bpb) + "," + optional(r.val_bpb);
-    for (const OptionalColumn* c : extra) out += "," + optional(r.*c->value);
+    for (const OptionalColumn* c : extra) out.append(",").append(optional(r.*c->value));
     out += "\n";
   }
   return out;
