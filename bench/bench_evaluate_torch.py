@@ -3,11 +3,11 @@
 # forward of context + ending[:-1] per choice), the log-softmax and the sum of the ending's
 # log-probabilities, under torch.no_grad() and model.eval().
 #
-#     /usr/bin/python3 bench/bench_evaluate_torch.py --threads 1 --items 20
-#     /usr/bin/python3 bench/bench_evaluate_torch.py --init-from gpt2 --threads 2
+#     PYTHONPATH=examples/pytorch /usr/bin/python3 bench/bench_evaluate_torch.py --threads 1 --items 20
+#     PYTHONPATH=examples/pytorch /usr/bin/python3 bench/bench_evaluate_torch.py --init-from gpt2 --threads 2
 #
-# The model: GPT-2 124M's shape in Hugging Face's layout (examples/pytorch/hf_gpt2.py), random
-# (torch.manual_seed(--seed)), or a GPT-2 folder's (--init-from). The items: HellaSwag's shape,
+# The model: GPT-2 124M's shape in Hugging Face's layout (examples/pytorch/tapegrad_twin/hf_gpt2.py),
+# random (torch.manual_seed(--seed)), or a GPT-2 folder's (--init-from). The items: HellaSwag's shape,
 # random ids (torch.randint) — other ids than bench_evaluate's, the same shapes. One untimed item
 # first. The thread count goes into OMP_NUM_THREADS before torch is imported. Fields as
 # bench_evaluate's (mode "whole").
@@ -15,11 +15,7 @@ import argparse
 import json
 import os
 import statistics
-import sys
 import time
-
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(REPO, "examples", "pytorch"))
 
 
 def main():
@@ -36,8 +32,8 @@ def main():
     os.environ["OMP_NUM_THREADS"] = str(threads)
     import torch
     torch.set_num_threads(threads)
-    from evaluate import loglikelihood
-    from hf_gpt2 import GPT2LMHeadModel
+    from tapegrad_twin.hf_gpt2 import GPT2LMHeadModel
+    from tapegrad_twin.multiple_choice import loglikelihood
     torch.manual_seed(a.seed)
     if a.init_from:
         model = GPT2LMHeadModel.from_pretrained(a.init_from)

@@ -1,9 +1,9 @@
 # bench_generate_torch.py — bench/bench_generate.cpp in PyTorch: the same untrained model
-# (examples/pytorch/gpt_model.py from the same seed, so the same weights), the same prompt and
-# vocabulary, greedy decoding, the same flags and JSON line.
+# (examples/pytorch/tapegrad_twin/gpt_model.py from the same seed, so the same weights), the same
+# prompt and vocabulary, greedy decoding, the same flags and JSON line.
 #
-#     /usr/bin/python3 bench/bench_generate_torch.py --config medium --threads 1 --new-tokens 500
-#     /usr/bin/python3 bench/bench_generate_torch.py --init-from DIR --threads 1 --prompt-tokens 100 --new-tokens 200
+#     PYTHONPATH=examples/pytorch /usr/bin/python3 bench/bench_generate_torch.py --config medium --threads 1 --new-tokens 500
+#     PYTHONPATH=examples/pytorch /usr/bin/python3 bench/bench_generate_torch.py --init-from DIR --threads 1 --prompt-tokens 100 --new-tokens 200
 #
 # The loop is the notebooks' recompute-the-context one (generate_text_simple): under
 # torch.no_grad() and model.eval(), each step runs the model on the window, takes the last
@@ -13,13 +13,13 @@
 # PyTorch has no KV cache in this model: every step recomputes the window.
 #
 # With --init-from DIR, bench_generate --init-from's twin: the Hugging Face GPT-2 folder's model
-# in the HF layout twin (examples/pytorch/hf_gpt2.py), the prompt the first P tokens of the
-# built-in corpus in GPT-2's tokens (examples/pytorch/gpt2_tokenizer.py), and with --mode cache
+# in the HF layout twin (tapegrad_twin/hf_gpt2.py), the prompt the first P tokens of the built-in
+# corpus in GPT-2's tokens (tapegrad_twin/gpt2_tokenizer.py), and with --mode cache
 # (the default there) HF's KV cache: the prompt's forward with use_cache, then one position per
 # step with past_key_values, as transformers' generate runs it. Once the window is full it
 # restarts from the last --keep tokens (default n_positions / 2), as tapegrad's cache does, so
 # the ids equal bench_generate --init-from's. A Llama / Qwen folder is read by the twin
-# examples/pytorch/hf_llama.py (its cache keeps the kv heads, concatenated step by step as
+# tapegrad_twin/hf_llama.py (its cache keeps the kv heads, concatenated step by step as
 # transformers' DynamicCache does), the prompt the corpus's first P bytes as ids, as bench_generate's.
 #
 # The vocabulary is the built-in corpus's characters, which it gets from the build
@@ -35,11 +35,9 @@ import struct
 import sys
 import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(REPO, "examples", "pytorch"))
-sys.path.insert(0, os.path.join(REPO, "bench"))
+from bench_gpt_torch import CONFIGS, blas_description, builtin_corpus, import_torch  # beside this script
 
-from bench_gpt_torch import CONFIGS, blas_description, builtin_corpus, import_torch  # noqa: E402
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def flags(argv=None):
@@ -70,7 +68,7 @@ def flags(argv=None):
 
 
 def generate_text_simple(torch, model, idx, max_new_tokens, context, keep, on_token=None):
-    """idx (1,P) -> (1, P + max_new_tokens), greedy; the window idx[:, start:] as models/generate.h's."""
+    """idx (1,P) -> (1, P + max_new_tokens), greedy; the window idx[:, start:] as models/generation/generate.h's."""
     start = max(0, idx.shape[1] - context)
     for _ in range(max_new_tokens):
         T = idx.shape[1]
@@ -140,8 +138,8 @@ def main():
     torch, threads = import_torch(o.threads)
     if o.init_from:
         return main_init_from(o, torch, threads)
-    from gpt_model import GPTModel  # examples/pytorch/gpt_model.py
-    from train_gpt import char_vocab
+    from tapegrad_twin.gpt_model import GPTModel
+    from tapegrad_twin.training import char_vocab
 
     c = CONFIGS[o.config]
     text = builtin_corpus(o.build)
@@ -170,9 +168,9 @@ def main():
 
 
 def main_init_from(o, torch, threads):
-    from gpt2_tokenizer import Gpt2Tokenizer
-    from hf_gpt2 import GPT2LMHeadModel
-    from hf_llama import FAMILY, LlamaForCausalLM
+    from tapegrad_twin.gpt2_tokenizer import Gpt2Tokenizer
+    from tapegrad_twin.hf_gpt2 import GPT2LMHeadModel
+    from tapegrad_twin.hf_llama import FAMILY, LlamaForCausalLM
 
     with open(os.path.join(o.init_from, "config.json")) as f:
         llama = json.load(f).get("model_type") in FAMILY

@@ -1,25 +1,26 @@
-# bench_gpt_torch.py — bench/bench_gpt.cpp in PyTorch: the same model (examples/pytorch/gpt_model.py),
-# the same training loop (examples/pytorch/train_gpt.py: seed, batches, AdamW groups, schedule,
-# clipping), the same flags and the same JSON line, so the two compare field for field.
+# bench_gpt_torch.py — bench/bench_gpt.cpp in PyTorch: the same model (tapegrad_twin/gpt_model.py),
+# the same training loop (tapegrad_twin/training.py: seed, batches, AdamW groups, schedule,
+# clipping), the same flags and the same JSON line, so the two compare field for field. The twins
+# are the package examples/pytorch/tapegrad_twin/, found through PYTHONPATH:
 #
-#     /usr/bin/python3 bench/bench_gpt_torch.py --config small --threads 2 --steps 50 [--precision bf16]
-#     /usr/bin/python3 bench/bench_gpt_torch.py --init-from DIR --data input.txt --batch 1 --context 1024
+#     PYTHONPATH=examples/pytorch /usr/bin/python3 bench/bench_gpt_torch.py --config small --threads 2 --steps 50 [--precision bf16]
+#     PYTHONPATH=examples/pytorch /usr/bin/python3 bench/bench_gpt_torch.py --init-from DIR --data input.txt --batch 1 --context 1024
 #         [--checkpoint-activations every] [--lora-rank 8 --lora-targets attn,mlp]
 #
 # With --init-from, bench_gpt --init-from's twin: the Hugging Face GPT-2 folder's model in the HF
-# layout twin (examples/pytorch/hf_gpt2.py, dropout 0), the text in GPT-2's tokens
-# (examples/pytorch/gpt2_tokenizer.py), and the same step: random windows, AdamW (lr 1e-4, weight
+# layout twin (tapegrad_twin/hf_gpt2.py, dropout 0), the text in GPT-2's tokens
+# (tapegrad_twin/gpt2_tokenizer.py), and the same step: random windows, AdamW (lr 1e-4, weight
 # decay 0.1 on matrices), clipping at 1. --checkpoint-activations every wraps each block in
 # torch.utils.checkpoint (use_reentrant=False: with LoRA the embeddings are frozen, and the
 # reentrant form would need the block's input to require grad); --lora-rank adds peft's adapters
-# (examples/pytorch/lora.py) and trains only them. A Llama / Qwen folder is read by
-# examples/pytorch/hf_llama.py, its text encoded by tapegrad's own `bpe encode --tokenizer DIR`
+# (tapegrad_twin/lora.py) and trains only them. A Llama / Qwen folder is read by
+# tapegrad_twin/hf_llama.py, its text encoded by tapegrad's own `bpe encode --tokenizer DIR`
 # (<--build>/examples/bpe: the twin has no tokenizer.json reader), every layer checkpointed the same
 # way; the loss is computed on the whole (tokens x vocabulary) logits, as transformers computes it.
 #
 # --precision bf16 runs each step's forward pass and loss under torch.autocast("cpu",
-# dtype=torch.bfloat16), as train_gpt.py --precision bf16 (its header says how that differs from
-# tapegrad's bf16); the backward pass, AdamW and the parameters stay float32.
+# dtype=torch.bfloat16), as train_gpt.py --precision bf16 (tapegrad_twin/training.py's header says
+# how that differs from tapegrad's bf16); the backward pass, AdamW and the parameters stay float32.
 #
 # Without --data it trains on tapegrad's built-in corpus, which it gets from the build
 # (<--build>/examples/train_gpt --write-corpus). The thread count goes into OMP_NUM_THREADS and
@@ -46,7 +47,6 @@ import tempfile
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(REPO, "examples", "pytorch"))
 
 CONFIGS = {  # the table at the top of bench/bench_gpt.cpp
     "tiny": dict(emb_dim=64, heads=4, layers=2, context=64, batch=16),
@@ -72,7 +72,7 @@ def flags(argv=None):
     p.add_argument("--checkpoint-activations", choices=["none", "every"], default="none",
                    help="--init-from: each block recomputed in backward (torch.utils.checkpoint), as bench_gpt's every")
     p.add_argument("--lora-rank", type=int, default=0, help="--init-from: LoRA adapters of this rank train "
-                   "(examples/pytorch/lora.py, peft's), the model frozen (0 = none)")
+                   "(examples/pytorch/tapegrad_twin/lora.py, peft's), the model frozen (0 = none)")
     p.add_argument("--lora-alpha", type=float, default=0.0, help="the adapters' scale is alpha / rank (0 = the rank)")
     p.add_argument("--lora-targets", default="attn", help="attn, mlp or attn,mlp")
     p.add_argument("--build", default=os.path.join(REPO, "build"),
@@ -149,16 +149,16 @@ class FolderRun:
 
     def __init__(self, torch, folder, text, batch, context, seed, checkpointing=False, lora_rank=0, lora_alpha=0.0,
                  lora_targets=("attn",), precision="fp32", build=""):
-        from gpt2_tokenizer import Gpt2Tokenizer
-        from hf_gpt2 import GPT2LMHeadModel
-        from hf_llama import FAMILY, LlamaForCausalLM
-        import train_gpt
+        from tapegrad_twin.gpt2_tokenizer import Gpt2Tokenizer
+        from tapegrad_twin.hf_gpt2 import GPT2LMHeadModel
+        from tapegrad_twin.hf_llama import FAMILY, LlamaForCausalLM
+        from tapegrad_twin import training
 
         self.torch, self.batch, self.context, self.bf16 = torch, batch, context, precision == "bf16"
         with open(os.path.join(folder, "config.json")) as f:
             llama = json.load(f).get("model_type") in FAMILY
         ids = llama_ids(folder, text, build) if llama else Gpt2Tokenizer.from_folder(folder).encode(text.encode("utf-8"))
-        self.train_ids = torch.tensor(train_gpt.split_train_val(ids)[0], dtype=torch.long)
+        self.train_ids = torch.tensor(training.split_train_val(ids)[0], dtype=torch.long)
         torch.manual_seed(seed)
         self.model = (LlamaForCausalLM if llama else GPT2LMHeadModel).from_pretrained(folder)
         for m in self.model.modules():
@@ -167,12 +167,12 @@ class FolderRun:
         self.model.train()
         (self.model.model if llama else self.model.transformer).gradient_checkpointing = checkpointing
         if lora_rank:
-            from lora import apply_lora
+            from tapegrad_twin.lora import apply_lora
             torch.manual_seed(seed)  # as train_gpt --seed does before the adapters
             apply_lora(self.model, lora_rank, lora_alpha or lora_rank, lora_targets)
-        self.opt = torch.optim.AdamW(train_gpt.weight_decay_groups(self.model, 0.1), lr=1e-4)
+        self.opt = torch.optim.AdamW(training.weight_decay_groups(self.model, 0.1), lr=1e-4)
         self.gen = torch.Generator().manual_seed(seed)
-        self.get_batch = train_gpt.get_batch
+        self.get_batch = training.get_batch
 
     def train_step(self):
         torch = self.torch
@@ -203,7 +203,7 @@ def llama_ids(folder, text, build):
 def main():
     o = flags()
     torch, threads = import_torch(o.threads)
-    import train_gpt  # examples/pytorch/train_gpt.py (imports torch)
+    from tapegrad_twin import training  # imports torch
 
     if o.init_from:
         return main_init_from(o, torch, threads)
@@ -218,11 +218,11 @@ def main():
         text = builtin_corpus(o.build)
     # train_gpt's defaults (its 1500-step cosine schedule among them) with the config's shape,
     # dropout 0 ("--data -" only fills a required flag: the text is read above)
-    t = train_gpt.options(["--data", "-", "--emb-dim", str(c["emb_dim"]), "--heads", str(c["heads"]), "--layers",
+    t = training.options(["--data", "-", "--emb-dim", str(c["emb_dim"]), "--heads", str(c["heads"]), "--layers",
                            str(c["layers"]), "--context", str(c["context"]), "--batch", str(c["batch"]),
                            "--dropout", "0", "--seed", str(o.seed), "--threads", str(threads),
                            "--precision", o.precision])
-    run = train_gpt.Run(t, text)
+    run = training.Run(t, text)
 
     seconds, cpu_seconds, first_loss, loss = [], [], None, None
     for s in range(o.warmup + o.steps):

@@ -32,7 +32,8 @@
 # the same model: recompute's should all match; the cache's window restarts once full (see
 # bench/bench_generate.cpp), so its ids match up to that point, the first context - prompt + 1).
 #
-# Python's standard library only. The PyTorch side runs with --python (Debian's torch 1.13).
+# Python's standard library only. The PyTorch side runs with --python (Debian's torch 1.13), with
+# examples/pytorch on its PYTHONPATH (the twins' package, tapegrad_twin): no PYTHONPATH to give here.
 import argparse
 import datetime
 import json
@@ -126,15 +127,21 @@ def run_one(command, env=None):
 
 
 def pytorch_environment(o):
-    """PyTorch runs on the same BLIS library, but BLIS picks its own kernels there: tapegrad names
+    """The environment of PyTorch's runs. examples/pytorch goes first on PYTHONPATH: the twins'
+    package (tapegrad_twin) that bench_gpt_torch.py and bench_generate_torch.py import is there.
+    PyTorch runs on the same BLIS library, but BLIS picks its own kernels there: tapegrad names
     them itself where BLIS's pick is narrower than the CPU (autograd/kernels/blis_kernels.cpp). So
     PyTorch's runs get BLIS_ARCH_TYPE set to the number of the kernels tapegrad runs (a one-step
     bench_gpt run says it), unless the user set BLIS_ARCH_TYPE for both."""
+    pythonpath = os.path.join(REPO, "examples", "pytorch")
+    if os.environ.get("PYTHONPATH"):
+        pythonpath += os.pathsep + os.environ["PYTHONPATH"]
+    env = dict(os.environ, PYTHONPATH=pythonpath)
     if os.environ.get("BLIS_ARCH_TYPE"):
-        return None
+        return env
     probe = run_one([os.path.join(o.build, "bench", "bench_gpt"), "--config", "tiny", "--threads", "1", "--steps",
                      "1", "--warmup", "0"])
-    return {**os.environ, "BLIS_ARCH_TYPE": str(probe["blis_arch_type"])}
+    return dict(env, BLIS_ARCH_TYPE=str(probe["blis_arch_type"]))
 
 
 def commands(o, config, threads):

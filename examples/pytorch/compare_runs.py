@@ -2,7 +2,7 @@
 #
 #     python3 examples/pytorch/compare_runs.py tg_run torch_run --rtol 1e-5 [--from-step 1501]
 #
-# Reads each folder's loss.csv (run_folder.py), pairs the rows of the steps both have (from
+# Reads each folder's loss.csv (tapegrad_twin/run_folder.py), pairs the rows of the steps both have (from
 # --from-step on), and prints how many there are and the worst relative difference of the batch
 # loss (and of the val loss where both evaluated). Exits with 1 when a difference passes --rtol,
 # when no step is shared, or when a folder has no loss.csv. Needs no torch.

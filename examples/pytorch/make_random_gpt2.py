@@ -1,6 +1,6 @@
-# make_random_gpt2.py — a Hugging Face GPT-2 folder with random weights, initialised as GPT-2 is
-# initialised (GPT2PreTrainedModel._init_weights, as documented), for runs and benchmarks of
-# GPT-2's shape where the real weights cannot be downloaded:
+# make_random_gpt2.py — a Hugging Face GPT-2 folder with random weights (tapegrad_twin/hf_gpt2.py's
+# GPT2LMHeadModel), initialised as GPT-2 is initialised (GPT2PreTrainedModel._init_weights, as
+# documented), for runs and benchmarks of GPT-2's shape where the real weights cannot be downloaded:
 #   every Conv1D weight and both embeddings ~ N(0, 0.02); biases 0; LayerNorms weight 1, bias 0;
 #   the residual projections (attn.c_proj, mlp.c_proj) ~ N(0, 0.02 / sqrt(2 * n_layer)).
 # The tokenizer files (vocab.json + merges.txt, or encoder.json + vocab.bpe) are copied from
@@ -16,7 +16,7 @@ import shutil
 
 import torch
 
-from hf_gpt2 import GPT2LMHeadModel
+from tapegrad_twin.hf_gpt2 import GPT2LMHeadModel
 
 TOKENIZER_PAIRS = (("vocab.json", "merges.txt"), ("encoder.json", "vocab.bpe"))
 # where .ci/install-deps.sh fetches GPT-2's tokenizer files

@@ -1,6 +1,7 @@
 # make_random_llama.py — a Hugging Face Llama / Qwen folder of a real small model's shape with
-# random weights (hf_llama.py's LlamaForCausalLM: Hugging Face's _init_weights, every Linear and
-# the embedding ~ N(0, 0.02), norms 1), for benchmarks where the real weights are not at hand.
+# random weights (tapegrad_twin/hf_llama.py's LlamaForCausalLM: Hugging Face's _init_weights, every
+# Linear and the embedding ~ N(0, 0.02), norms 1), for benchmarks where the real weights are not at
+# hand.
 # config.json is the hub model's (its sizes, rope_theta, rope_scaling, tie_word_embeddings), the
 # weights are written as BF16 (as the hub ships them), and a tokenizer folder's files are copied
 # beside them when one is given or the model's is in .cache/ (.ci/install-deps.sh fetches Qwen3's
@@ -15,7 +16,7 @@ import shutil
 
 import torch
 
-from hf_llama import LlamaForCausalLM
+from tapegrad_twin.hf_llama import LlamaForCausalLM
 
 CACHE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".cache")
 # the hub's config.json fields that shape each model, and where install-deps.sh puts its tokenizer

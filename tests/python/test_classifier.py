@@ -1,12 +1,12 @@
 # test_classifier.py — classifier folders saved by train_gpt --task classify read by the PyTorch twin
-# (examples/pytorch/classifier.py): tapegrad's own GPT layout, a Qwen3 run from scratch, a run from
+# (examples/pytorch/tapegrad_twin/classifier.py): tapegrad's own GPT layout, a Qwen3 run from scratch, a run from
 # the tests' tiny GPT-2 folder (GPT2ForSequenceClassification, names under "transformer.") and one
 # from the tests' tiny Qwen3 folder, and LoRA runs from both folders (adapters and head in peft's
 # files, the body the base folder's), and the Qwen3 run as transformers saves a classifier (without
 # the body's untied lm_head.weight). For texts of examples/data/messages.tsv, the twin's class
 # probabilities equal generate --classify's within 1e-6, and its classes are the same.
 #
-#     /usr/bin/python3 tests/python/test_classifier.py [build/examples]
+#     PYTHONPATH=examples/pytorch /usr/bin/python3 tests/python/test_classifier.py [build/examples]
 import json
 import os
 import shutil
@@ -14,11 +14,11 @@ import subprocess
 import sys
 import tempfile
 
+from tapegrad_twin.classifier import class_probabilities, load_classifier
+from tapegrad_twin.run_folder import read_safetensors, safetensors_bytes
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
-sys.path.insert(0, os.path.join(ROOT, "examples", "pytorch"))
-from classifier import class_probabilities, load_classifier  # noqa: E402
-from run_folder import read_safetensors, safetensors_bytes  # noqa: E402
 
 MESSAGES = os.path.join(ROOT, "examples", "data", "messages.tsv")
 REFERENCE = os.path.join(ROOT, "tests", "reference")

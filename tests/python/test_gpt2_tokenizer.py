@@ -1,4 +1,4 @@
-# test_gpt2_tokenizer.py — examples/pytorch/gpt2_tokenizer.py gives tapegrad's ids:
+# test_gpt2_tokenizer.py — examples/pytorch/tapegrad_twin/gpt2_tokenizer.py gives tapegrad's ids:
 #
 #   1. with GPT-2's files (.cache/gpt2-tokenizer, fetched by .ci/install-deps.sh; skipped with a
 #      line saying so when they are absent): js-tiktoken's ids for every text of
@@ -9,7 +9,7 @@
 #      with and without --allow-special; and every text decodes back to its bytes;
 #   3. merges.txt with "\r" or "\r\n" line ends gives the same ids as with "\n".
 #
-#     /usr/bin/python3 tests/python/test_gpt2_tokenizer.py [build/examples/bpe]
+#     PYTHONPATH=examples/pytorch /usr/bin/python3 tests/python/test_gpt2_tokenizer.py [build/examples/bpe]
 import json
 import os
 import random
@@ -17,11 +17,11 @@ import subprocess
 import sys
 import tempfile
 
+from tapegrad_twin.gpt2_tokenizer import END_OF_TEXT, Gpt2Tokenizer
+from tapegrad_twin.small_gpt2_vocab import write_small_vocab
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
-sys.path.insert(0, os.path.join(ROOT, "examples", "pytorch"))
-from gpt2_tokenizer import END_OF_TEXT, Gpt2Tokenizer  # noqa: E402
-from make_tiny_gpt2 import write_small_vocab  # noqa: E402
 
 GPT2_FILES = os.path.join(ROOT, ".cache", "gpt2-tokenizer")
 REFERENCE = os.path.join(ROOT, "tests", "reference", "gpt2_tokenizer_reference.json")

@@ -1,5 +1,5 @@
-# test_hf_gpt2.py — a Hugging Face GPT-2 folder saved by tapegrad (models/hf_gpt2.h) read by
-# the PyTorch twin in HF's layout (examples/pytorch/hf_gpt2.py), as a user of transformers would.
+# test_hf_gpt2.py — a Hugging Face GPT-2 folder saved by tapegrad (models/hf/hf_gpt2.h) read by
+# the PyTorch twin in HF's layout (examples/pytorch/tapegrad_twin/hf_gpt2.py), as a user of transformers would.
 #
 #   1. the test binary reads tests/reference/hf_gpt2/f16 (F16, no prefix, lm_head) and saves it
 #      back into a temporary folder (HfGpt2.SavesTheF16FolderIntoTheFolderNamedByTgHfGpt2Out);
@@ -9,7 +9,7 @@
 #   4. the twin reads the F16 folder and save_pretrained writes it (float32, no prefix): the same
 #      bytes as tapegrad's model.safetensors and config.json.
 #
-#     /usr/bin/python3 tests/python/test_hf_gpt2.py [build/tests/tapegrad_tests]
+#     PYTHONPATH=examples/pytorch /usr/bin/python3 tests/python/test_hf_gpt2.py [build/tests/tapegrad_tests]
 import os
 import subprocess
 import sys
@@ -17,11 +17,11 @@ import tempfile
 
 import torch
 
+from tapegrad_twin.hf_gpt2 import GPT2LMHeadModel
+from tapegrad_twin.run_folder import read_safetensors
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
-sys.path.insert(0, os.path.join(ROOT, "examples", "pytorch"))
-from hf_gpt2 import GPT2LMHeadModel  # noqa: E402
-from run_folder import read_safetensors  # noqa: E402
 
 FIXTURES = os.path.join(ROOT, "tests", "reference", "hf_gpt2")
 TEST = "HfGpt2.SavesTheF16FolderIntoTheFolderNamedByTgHfGpt2Out"

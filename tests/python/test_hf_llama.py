@@ -1,5 +1,5 @@
-# test_hf_llama.py — Llama, Qwen2 and Qwen3 folders saved by tapegrad (models/hf_llama.h) read by
-# the PyTorch twin in Hugging Face's layout (examples/pytorch/hf_llama.py), as a user of
+# test_hf_llama.py — Llama, Qwen2 and Qwen3 folders saved by tapegrad (models/hf/hf_llama.h) read by
+# the PyTorch twin in Hugging Face's layout (examples/pytorch/tapegrad_twin/hf_llama.py), as a user of
 # transformers would.
 #
 #   1. the test binary reads each type's sharded BF16 folder of tests/reference/hf_llama and saves it
@@ -11,7 +11,7 @@
 #      run's folder is read by from_pretrained as it is, and its logits and greedy ids are the ones
 #      generate --ckpt RUN writes (--logits-out, --ids-out).
 #
-#     /usr/bin/python3 tests/python/test_hf_llama.py [build/tests/tapegrad_tests]
+#     PYTHONPATH=examples/pytorch /usr/bin/python3 tests/python/test_hf_llama.py [build/tests/tapegrad_tests]
 import json
 import os
 import subprocess
@@ -20,11 +20,11 @@ import tempfile
 
 import torch
 
+from tapegrad_twin.hf_llama import LlamaForCausalLM, greedy
+from tapegrad_twin.run_folder import read_safetensors
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
-sys.path.insert(0, os.path.join(ROOT, "examples", "pytorch"))
-from hf_llama import LlamaForCausalLM, greedy  # noqa: E402
-from run_folder import read_safetensors  # noqa: E402
 
 FIXTURES = os.path.join(ROOT, "tests", "reference", "hf_llama")
 TEST = "HfLlama.SavesEachBF16FolderIntoTheFolderNamedByTgHfLlamaOut"

@@ -1,5 +1,5 @@
-# test_lora.py — LoRA runs of train_gpt (their adapters in peft's files, models/lora_adapters.h)
-# read by the PyTorch twin (examples/pytorch/lora.py on hf_gpt2.py and hf_llama.py), as a peft
+# test_lora.py — LoRA runs of train_gpt (their adapters in peft's files, models/lora/lora_adapters.h)
+# read by the PyTorch twin (examples/pytorch/tapegrad_twin/lora.py on hf_gpt2.py and hf_llama.py), as a peft
 # user would, for a GPT-2 base and a Qwen3 base (tests/reference/lora/base, qwen3_base):
 #
 #   1. train_gpt --init-from BASE --lora-rank 4 --lora-targets attn,mlp, 3 steps;
@@ -10,7 +10,7 @@
 #      does the twin's own merge_and_unload;
 #   4. tapegrad_run.py refuses the LoRA run in one line.
 #
-#     /usr/bin/python3 tests/python/test_lora.py [build/examples]
+#     PYTHONPATH=examples/pytorch /usr/bin/python3 tests/python/test_lora.py [build/examples]
 import json
 import os
 import subprocess
@@ -19,13 +19,13 @@ import tempfile
 
 import torch
 
+from tapegrad_twin.hf_gpt2 import GPT2LMHeadModel
+from tapegrad_twin.hf_llama import LlamaForCausalLM
+from tapegrad_twin.lora import apply_lora, load_adapters, merge_and_unload
+from tapegrad_twin.run_folder import read_safetensors
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
-sys.path.insert(0, os.path.join(ROOT, "examples", "pytorch"))
-from hf_gpt2 import GPT2LMHeadModel  # noqa: E402
-from hf_llama import LlamaForCausalLM  # noqa: E402
-from lora import apply_lora, load_adapters, merge_and_unload  # noqa: E402
-from run_folder import read_safetensors  # noqa: E402
 
 BASES = {"GPT-2": (os.path.join(ROOT, "tests", "reference", "lora", "base"), GPT2LMHeadModel),
          "Qwen3": (os.path.join(ROOT, "tests", "reference", "lora", "qwen3_base"), LlamaForCausalLM)}

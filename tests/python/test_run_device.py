@@ -1,5 +1,6 @@
-# test_run_device.py — examples/pytorch's training loop keeps every tensor it hands to the model,
-# the loss and the collectives on the run's device (tapegrad_run.py train --device cuda).
+# test_run_device.py — examples/pytorch's training loop (tapegrad_twin/training.py) keeps every
+# tensor it hands to the model, the loss and the collectives on the run's device (tapegrad_run.py
+# train --device cuda).
 #
 # There is no GPU here, so the run goes to PyTorch's lazy tensor device (its TorchScript backend):
 # a device other than the CPU that computes on the CPU. An op that meets a CPU tensor among lazy
@@ -15,10 +16,11 @@
 #
 # Dropout is off: the lazy device draws its masks from a generator of its own, as a GPU does.
 #
-#     /usr/bin/python3 tests/python/test_run_device.py
+#     PYTHONPATH=examples/pytorch /usr/bin/python3 tests/python/test_run_device.py
 import ast
 import contextlib
 import faulthandler
+import importlib.util
 import io
 import math
 import os
@@ -26,10 +28,6 @@ import subprocess
 import sys
 import tempfile
 import warnings
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-EXAMPLES = os.path.normpath(os.path.join(HERE, "..", "..", "examples", "pytorch"))
-sys.path.insert(0, EXAMPLES)
 
 TEXT = "The old fox sat by the river and watched the boats go by, one by one, until the sun went down.\n" * 30
 TINY = ["--batch", "2", "--grad-accum", "2", "--context", "8", "--emb-dim", "16", "--heads", "2", "--layers", "1",
@@ -49,7 +47,7 @@ def losses(rows, after=0):
 
 
 def quietly(loop, *args):
-    """train_gpt.train_loop without its lines on stdout."""
+    """training.train_loop without its lines on stdout."""
     with contextlib.redirect_stdout(io.StringIO()):
         return loop(*args)
 
@@ -72,30 +70,29 @@ def check_close(what, got, want, rtol=1e-5):
 
 
 def fresh_run(device, folder):
-    import train_gpt
-    o = train_gpt.options(TINY + ["--steps", "2", "--out", folder])
-    run = train_gpt.Run(o, TEXT, device=device)
-    return quietly(train_gpt.train_loop, run, o, folder, train_gpt.fresh_config(o, run))
+    from tapegrad_twin import training
+    o = training.options(TINY + ["--steps", "2", "--out", folder])
+    run = training.Run(o, TEXT, device=device)
+    return quietly(training.train_loop, run, o, folder, training.fresh_config(o, run))
 
 
 def resumed_run(device, source, folder):
-    import run_folder
-    import train_gpt
-    o = train_gpt.options(TINY + ["--steps", "4", "--resume", source, "--out", folder])
+    from tapegrad_twin import run_folder, training
+    o = training.options(TINY + ["--steps", "4", "--resume", source, "--out", folder])
     step, model_state, optimizer_tensors, metadata, _ = run_folder.load_checkpoint(source)
-    run = train_gpt.Run(o, TEXT, device=device)
+    run = training.Run(o, TEXT, device=device)
     run.load_state(step, model_state, optimizer_tensors, metadata, source)
     for p in run.model.parameters():
         state = run.optimizer.state[p]
         if state["exp_avg"].device.type != device or state["exp_avg_sq"].device.type != device:
             fail(f"the resumed AdamW moments are on {state['exp_avg'].device}, the run on {device}")
-    return quietly(train_gpt.train_loop, run, o, folder, run_folder.read_config(source),
+    return quietly(training.train_loop, run, o, folder, run_folder.read_config(source),
                    run_folder.read_loss_rows(os.path.join(source, "loss.csv"), step))
 
 
 def check_the_loop_on_the_lazy_device(work):
     import torch
-    import run_folder
+    from tapegrad_twin import run_folder
     cpu_rows = fresh_run("cpu", os.path.join(work, "cpu2"))
     lazy_rows = fresh_run("lazy", os.path.join(work, "lazy2"))
     check_close("a fresh run, 2 steps and an evaluation", losses(lazy_rows), losses(cpu_rows))
@@ -138,15 +135,19 @@ def functions(path, names):
     return [(n, found[n]) for n in names]
 
 
+def source_of(module):
+    """The file of a tapegrad_twin module, found without importing it (nor torch)."""
+    return importlib.util.find_spec(f"tapegrad_twin.{module}").origin
+
+
 def check_where_tensors_are_made():
     bad = []
     # the loop: every tensor through run.on_device (get_batch draws on the CPU, and the loop moves its batches)
-    train_gpt_py = os.path.join(EXAMPLES, "train_gpt.py")
-    for name, f in functions(train_gpt_py, ["Run.train_step", "Run.evaluate", "train_loop"]):
-        bad += [f"train_gpt.py:{line}: {name} makes a tensor with torch.{call}; make it with Run.on_device"
+    for name, f in functions(source_of("training"), ["Run.train_step", "Run.evaluate", "train_loop"]):
+        bad += [f"training.py:{line}: {name} makes a tensor with torch.{call}; make it with Run.on_device"
                 for line, call, _ in factory_calls(f)]
     # the model: its own tensors on its input's device
-    for name, f in functions(os.path.join(EXAMPLES, "gpt_model.py"), ["GPTModel.forward"]):
+    for name, f in functions(source_of("gpt_model"), ["GPTModel.forward"]):
         bad += [f"gpt_model.py:{line}: {name} calls torch.{call} without device= (give it the input's device)"
                 for line, call, keywords in factory_calls(f) if "device" not in keywords]
     for b in bad:

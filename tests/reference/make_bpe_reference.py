@@ -3,14 +3,14 @@
 
 Run from the repository root (standard library only):
 
-    /usr/bin/python3 tests/reference/make_bpe_reference.py
+    PYTHONPATH=examples/pytorch /usr/bin/python3 tests/reference/make_bpe_reference.py
 
 The output is committed; tests/tokenizers/test_bpe.cpp reads it and never runs Python. Every text
 is generated here from fixed seeds (no file is read). Byte strings are stored as hex.
   split_cases    inputs that stress the pre-split and their chunks, by re.findall itself
   training_text  ~30 KB of English-like text (words, capitals, digits, contractions, runs of
                  spaces, newlines, UTF-8 words)
-  trainings      the merges examples/pytorch/bpe.py learns from it at vocab 300, 500 and 65536
+  trainings      the merges examples/pytorch/tapegrad_twin/bpe.py learns from it at vocab 300, 500 and 65536
                  (the last stops early, when no pair occurs twice)
   encode_text    another ~5 KB, with unseen words and random high bytes; encodings: its ids at
                  vocab 500
@@ -18,12 +18,10 @@ is generated here from fixed seeds (no file is read). Byte strings are stored as
 import json
 import os
 import random
-import re
-import sys
+
+from tapegrad_twin import bpe
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "examples", "pytorch"))
-import bpe  # noqa: E402
 
 WORDS = ("the of and to a in is it you that he was for on are with as I his they be at one have this from or "
          "had by not word but what some we can out other were all there when up use your how said an each she "

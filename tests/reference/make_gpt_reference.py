@@ -1,8 +1,8 @@
-# make_gpt_reference.py — PyTorch 1.13's GPT (examples/pytorch/gpt_model.py) from a seed: the
+# make_gpt_reference.py — PyTorch 1.13's GPT (examples/pytorch/tapegrad_twin/gpt_model.py) from a seed: the
 # state_dict, the logits and cross-entropy loss on given token ids, and every parameter's
 # gradient, as test data for tests/models/test_gpt.cpp.
 #
-#     /usr/bin/python3 tests/reference/make_gpt_reference.py
+#     PYTHONPATH=examples/pytorch /usr/bin/python3 tests/reference/make_gpt_reference.py
 #
 # Writes tests/reference/gpt_torch.json. Floating values are the 16 hex digits of each value's
 # float64 bit pattern (float32 widened exactly). Token ids come from torch.randint after
@@ -10,14 +10,13 @@
 import json
 import os
 import struct
-import sys
 
 import torch
 import torch.nn.functional as F
 
+from tapegrad_twin.gpt_model import GPTModel, generate
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "examples", "pytorch"))
-from gpt_model import GPTModel, generate  # noqa: E402
 
 
 def enc(t):

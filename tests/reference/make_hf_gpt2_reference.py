@@ -1,9 +1,9 @@
 # make_hf_gpt2_reference.py — a tiny random GPT-2 in Hugging Face's layout, as test data for
-# models/hf_gpt2.h (tests/models/test_hf_gpt2.cpp).
+# models/hf/hf_gpt2.h (tests/models/test_hf_gpt2.cpp).
 #
-#     /usr/bin/python3 tests/reference/make_hf_gpt2_reference.py
+#     PYTHONPATH=examples/pytorch /usr/bin/python3 tests/reference/make_hf_gpt2_reference.py
 #
-# The model is examples/pytorch/hf_gpt2.py's GPT2LMHeadModel: vocab 97, n_positions 32, n_embd 16,
+# The model is examples/pytorch/tapegrad_twin/hf_gpt2.py's GPT2LMHeadModel: vocab 97, n_positions 32, n_embd 16,
 # n_layer 2, n_head 4, layer_norm_epsilon 1e-4 (not the default), every weight, bias and LayerNorm
 # parameter drawn at random from torch.manual_seed(2024) (so a mix-up of any two shows). n_embd is
 # 16, not 48, to keep the three folders small (35 KB in F32). It writes, under tests/reference/hf_gpt2/:
@@ -15,14 +15,13 @@
 #           the folder read back by GPT2LMHeadModel.from_pretrained (16-bit weights widened to
 #           float32) and run in float32
 import os
-import sys
 
 import torch
 
+from tapegrad_twin.hf_gpt2 import GPT2LMHeadModel
+from tapegrad_twin.run_folder import safetensors_bytes
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "examples", "pytorch"))
-from hf_gpt2 import GPT2LMHeadModel  # noqa: E402
-from run_folder import safetensors_bytes  # noqa: E402
 
 OUT = os.path.join(HERE, "hf_gpt2")
 CONFIG = {"activation_function": "gelu_new", "architectures": ["GPT2LMHeadModel"], "attn_pdrop": 0.1,

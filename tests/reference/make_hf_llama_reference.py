@@ -1,9 +1,9 @@
 # make_hf_llama_reference.py — tiny random models of the Llama / Qwen family in Hugging Face's
-# layout, as test data for models/llama.h and models/hf_llama.h (tests/models/test_llama.cpp).
+# layout, as test data for models/llama.h and models/hf/hf_llama.h (tests/models/test_llama.cpp).
 #
-#     /usr/bin/python3 tests/reference/make_hf_llama_reference.py
+#     PYTHONPATH=examples/pytorch /usr/bin/python3 tests/reference/make_hf_llama_reference.py
 #
-# The models are examples/pytorch/hf_llama.py's LlamaForCausalLM, every weight, bias and norm
+# The models are examples/pytorch/tapegrad_twin/hf_llama.py's LlamaForCausalLM, every weight, bias and norm
 # weight drawn at random from torch.manual_seed(2025) (so a mix-up of any two shows), one of each
 # type, each with what sets it apart:
 #   llama   grouped-query (4 heads, 2 kv heads), head_dim from hidden_size / heads (8), tied head,
@@ -21,14 +21,13 @@
 #           the KV cache
 import json
 import os
-import sys
 
 import torch
 
+from tapegrad_twin.hf_llama import LlamaForCausalLM, greedy
+from tapegrad_twin.run_folder import read_safetensors, safetensors_bytes
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "examples", "pytorch"))
-from hf_llama import LlamaForCausalLM, greedy  # noqa: E402
-from run_folder import read_safetensors, safetensors_bytes  # noqa: E402
 
 OUT = os.path.join(HERE, "hf_llama")
 CONFIGS = {

@@ -1,8 +1,8 @@
 # make_hf_llama_transformers_reference.py — Hugging Face transformers itself on the Llama / Qwen
-# test folders: a check of examples/pytorch/hf_llama.py (the twin tapegrad's tests compare with),
-# and folders that transformers writes, for tapegrad to read.
+# test folders: a check of examples/pytorch/tapegrad_twin/hf_llama.py (the twin tapegrad's tests
+# compare with), and folders that transformers writes, for tapegrad to read.
 #
-#     python3 tests/reference/make_hf_llama_transformers_reference.py OUT
+#     PYTHONPATH=examples/pytorch python3 tests/reference/make_hf_llama_transformers_reference.py OUT
 #
 # Needs pip's torch 2.x and transformers (not Debian packages: this script is not part of CI; its
 # output, tests/reference/hf_llama/transformers/, is committed, as every reference is).
@@ -24,9 +24,9 @@ import transformers
 from safetensors.torch import load_file, save_file
 from transformers import AutoConfig, AutoModelForCausalLM
 
+from make_hf_llama_reference import CONFIGS, IDS, NEW_TOKENS  # beside this script
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-from make_hf_llama_reference import CONFIGS, IDS, NEW_TOKENS  # noqa: E402
 
 FIXTURES = os.path.join(HERE, "hf_llama")
 

@@ -1,14 +1,14 @@
 # make_instruct_reference.py — an instruction fine-tuning batch and its loss in PyTorch, as test
 # data for train/instructions.h (tests/train/test_instructions.cpp).
 #
-#     /usr/bin/python3 tests/reference/make_instruct_reference.py
+#     PYTHONPATH=examples/pytorch /usr/bin/python3 tests/reference/make_instruct_reference.py
 #
 # Written apart from the C++ (its own template, padding and targets, as chapter 7 of "LLMs from
-# scratch" writes them), with examples/pytorch/gpt2_tokenizer.py and hf_gpt2.py as the twins of
+# scratch" writes them), with examples/pytorch/tapegrad_twin/gpt2_tokenizer.py and hf_gpt2.py as the twins of
 # the tokenizer and the model. It writes, under tests/reference/instruct/:
 #   config.json, model.safetensors   a tiny GPT-2 (hf_gpt2.py's GPT2LMHeadModel): 2 layers, width 16,
 #                                    2 heads, 256 positions, random weights from torch.manual_seed(11)
-#   vocab.json, merges.txt           tests/python/make_tiny_gpt2.py's small vocabulary (the 256 bytes,
+#   vocab.json, merges.txt           tapegrad_twin/small_gpt2_vocab.py's small vocabulary (the 256 bytes,
 #                                    20 merges, "<|endoftext|>")
 #   examples.jsonl                   EXAMPLES below, one object a line
 #   batch.safetensors                the batch of all the examples, in file order:
@@ -21,18 +21,16 @@
 #     "wte_grad" (V, C)          d loss / d transformer.wte.weight (tied to lm_head), float32
 import json
 import os
-import sys
 
 import torch
 import torch.nn.functional as F
 
+from tapegrad_twin.gpt2_tokenizer import Gpt2Tokenizer
+from tapegrad_twin.hf_gpt2 import GPT2LMHeadModel
+from tapegrad_twin.run_folder import safetensors_bytes
+from tapegrad_twin.small_gpt2_vocab import write_small_vocab
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "examples", "pytorch"))
-sys.path.insert(0, os.path.join(HERE, "..", "python"))
-from gpt2_tokenizer import Gpt2Tokenizer  # noqa: E402
-from hf_gpt2 import GPT2LMHeadModel  # noqa: E402
-from make_tiny_gpt2 import write_small_vocab  # noqa: E402
-from run_folder import safetensors_bytes  # noqa: E402
 
 OUT = os.path.join(HERE, "instruct")
 EXAMPLES = [

@@ -1,13 +1,14 @@
-# make_lora_reference.py — PyTorch 1.13 trains peft-style LoRA adapters (examples/pytorch/lora.py) on
-# a tiny GPT-2 (examples/pytorch/hf_gpt2.py) and on a tiny Qwen3 (examples/pytorch/hf_llama.py)
-# with train_gpt's loop (examples/pytorch/train_gpt.py's Run: the same batches, schedule, AdamW
-# groups and clipping), as test data for tests/examples/test_lora_runs.cpp and tests/nn/test_lora.cpp.
+# make_lora_reference.py — PyTorch 1.13 trains peft-style LoRA adapters (tapegrad_twin/lora.py) on a
+# tiny GPT-2 (tapegrad_twin/hf_gpt2.py) and on a tiny Qwen3 (tapegrad_twin/hf_llama.py) with
+# train_gpt's loop (tapegrad_twin/training.py's Run: the same batches, schedule, AdamW groups and
+# clipping), as test data for tests/examples/test_lora_runs.cpp and tests/nn/test_lora.cpp. The
+# package is examples/pytorch/tapegrad_twin/.
 #
-#     /usr/bin/python3 tests/reference/make_lora_reference.py
+#     PYTHONPATH=examples/pytorch /usr/bin/python3 tests/reference/make_lora_reference.py
 #
 # Writes, under tests/reference/lora/:
 #   base/        a Hugging Face GPT-2 folder: config.json (dropout 0), model.safetensors ("transformer."
-#                names), vocab.json and merges.txt of tests/python/make_tiny_gpt2.py's small vocabulary
+#                names), vocab.json and merges.txt of tapegrad_twin/small_gpt2_vocab.py's small vocabulary
 #                (277 tokens), 2 layers of width 16, 32 positions, random weights (seed 4)
 #   qwen3_base/  a Hugging Face Qwen3 folder: config.json, model.safetensors, the same vocabulary's
 #                vocab.json and merges.txt; 2 layers, hidden 16, 4 heads on 2 kv heads of head_dim 8
@@ -26,22 +27,19 @@ import json
 import os
 import shutil
 import struct
-import sys
 
 import torch
 import torch.nn as nn
 
+from tapegrad_twin import gpt2_tokenizer
+from tapegrad_twin.hf_gpt2 import GPT2LMHeadModel
+from tapegrad_twin.hf_llama import LlamaForCausalLM
+from tapegrad_twin.lora import adapter_tensors, apply_lora
+from tapegrad_twin.run_folder import safetensors_bytes
+from tapegrad_twin.small_gpt2_vocab import write_small_vocab
+from tapegrad_twin.training import Gpt2FilesTokenizer, Run, options, weight_decay_groups
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.join(HERE, "..", "..")
-sys.path.insert(0, os.path.join(ROOT, "examples", "pytorch"))
-sys.path.insert(0, os.path.join(ROOT, "tests", "python"))
-import gpt2_tokenizer  # noqa: E402
-from hf_gpt2 import GPT2LMHeadModel  # noqa: E402
-from hf_llama import LlamaForCausalLM  # noqa: E402
-from lora import adapter_tensors, apply_lora  # noqa: E402
-from make_tiny_gpt2 import write_small_vocab  # noqa: E402
-from run_folder import safetensors_bytes  # noqa: E402
-from train_gpt import Gpt2FilesTokenizer, Run, options, weight_decay_groups  # noqa: E402
 
 OUT = os.path.join(HERE, "lora")
 STEPS = 6

@@ -1,10 +1,10 @@
 # make_multiple_choice_reference.py — choices' log-likelihoods from the PyTorch twin
-# (examples/pytorch/evaluate.py: loglikelihood, each context + continuation run whole, as
+# (examples/pytorch/tapegrad_twin/multiple_choice.py: loglikelihood, each context + continuation run whole, as
 # lm-evaluation-harness runs it), as test data for tests/train/test_multiple_choice_torch.cpp.
 #
-#     /usr/bin/python3 tests/reference/make_multiple_choice_reference.py
+#     PYTHONPATH=examples/pytorch /usr/bin/python3 tests/reference/make_multiple_choice_reference.py
 #
-# Four small random models: the book's GPT (examples/pytorch/gpt_model.py) from torch.manual_seed(11),
+# Four small random models: the book's GPT (examples/pytorch/tapegrad_twin/gpt_model.py) from torch.manual_seed(11),
 # which tapegrad's GPTModel makes bit for bit from the same seed, and the committed folders
 # hf_gpt2/f32, hf_llama/llama/f32 and hf_llama/qwen3/f32. For each, a few items of token ids (from
 # torch.randint after manual_seed(5)): a context and four continuations of 1 to 7 ids; the last
@@ -18,16 +18,15 @@
 # "loglikelihoods": [[per choice] per item]}}}, the log-likelihoods as Python's repr of the float64 (exact).
 import json
 import os
-import sys
 
 import torch
 
+from tapegrad_twin.gpt_model import GPTModel
+from tapegrad_twin.hf_gpt2 import GPT2LMHeadModel
+from tapegrad_twin.hf_llama import LlamaForCausalLM
+from tapegrad_twin.multiple_choice import encode_pair, item_context, load, loglikelihood, read_items
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "examples", "pytorch"))
-from evaluate import encode_pair, item_context, load, loglikelihood, read_items  # noqa: E402
-from gpt_model import GPTModel  # noqa: E402
-from hf_gpt2 import GPT2LMHeadModel  # noqa: E402
-from hf_llama import LlamaForCausalLM  # noqa: E402
 
 SEED = 1234  # evaluate's default --seed, the shots' draw
 GPT_CONFIG = dict(vocab_size=53, context_length=24, emb_dim=16, n_heads=2, n_layers=2, drop_rate=0.0, qkv_bias=False)

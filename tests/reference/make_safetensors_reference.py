@@ -15,7 +15,7 @@
 #    torch's file.
 #
 # Debian has no safetensors package for Python, so the format is read and written by hand below,
-# in tapegrad's canonical layout (autograd/io/safetensors.h): "__metadata__" first, then the tensors
+# in tapegrad's canonical layout (nn/safetensors.h): "__metadata__" first, then the tensors
 # in state_dict order with their data back to back in that order, JSON without spaces, the header
 # padded with spaces to a multiple of 8 bytes. Any safetensors reader reads these files.
 import collections

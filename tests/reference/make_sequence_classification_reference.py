@@ -1,7 +1,7 @@
 # make_sequence_classification_reference.py — a classifier's forward and backward in PyTorch, as
 # test data for models/sequence_classification.h (tests/models/test_sequence_classification.cpp).
 #
-#     /usr/bin/python3 tests/reference/make_sequence_classification_reference.py
+#     PYTHONPATH=examples/pytorch /usr/bin/python3 tests/reference/make_sequence_classification_reference.py
 #
 # Written apart from the C++, as Hugging Face's GPT2ForSequenceClassification computes it: the
 # tiny GPT-2 of tests/reference/instruct (hf_gpt2.py's twin), its transformer's final-norm output,
@@ -14,16 +14,15 @@
 #   "loss" (1) float64                   F.cross_entropy(logits, labels)
 #   "score_grad" (3, 16), "wte_grad" (V, 16), "ln_f_grad" (16)   d loss / d each
 import os
-import sys
 
 import torch
 import torch.nn.functional as F
 
+from tapegrad_twin.gpt2_tokenizer import Gpt2Tokenizer
+from tapegrad_twin.hf_gpt2 import GPT2LMHeadModel
+from tapegrad_twin.run_folder import safetensors_bytes
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "examples", "pytorch"))
-from gpt2_tokenizer import Gpt2Tokenizer  # noqa: E402
-from hf_gpt2 import GPT2LMHeadModel  # noqa: E402
-from run_folder import safetensors_bytes  # noqa: E402
 
 MODEL = os.path.join(HERE, "instruct")
 TEXTS = ["Win a FREE prize now!", "See you at 6", "Is the cafe open tonight? I need milk."]

@@ -1,8 +1,8 @@
-# make_train_reference.py — PyTorch 1.13 trains the GPT with examples/pytorch/train_gpt.py (the
+# make_train_reference.py — PyTorch 1.13 trains the GPT with examples/pytorch/tapegrad_twin/training.py (the
 # procedure of tapegrad's Trainer) on tests/reference/parity_corpus.txt; the loss of every step
 # and the final evaluation are test data for tests/train/test_train_parity.cpp.
 #
-#     /usr/bin/python3 tests/reference/make_train_reference.py
+#     PYTHONPATH=examples/pytorch /usr/bin/python3 tests/reference/make_train_reference.py
 #
 # parity_corpus.txt is tapegrad's built-in corpus, builtin_corpus(20000, 7) (a test checks that
 # they are equal). Writes tests/reference/train_torch.json; losses are the 16 hex digits of each
@@ -10,13 +10,12 @@
 import json
 import os
 import struct
-import sys
 
 import torch
 
+from tapegrad_twin.training import Run, options
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "examples", "pytorch"))
-from train_gpt import Run, options  # noqa: E402
 
 RUNS = []
 

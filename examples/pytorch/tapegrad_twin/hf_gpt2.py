@@ -29,7 +29,7 @@ import torch
 import torch.utils.checkpoint
 import torch.nn as nn
 
-from run_folder import read_safetensors, safetensors_bytes, write_atomically
+from .run_folder import read_safetensors, safetensors_bytes, write_atomically
 
 DEFAULTS = dict(vocab_size=50257, n_positions=1024, n_embd=768, n_layer=12, n_head=12, layer_norm_epsilon=1e-5,
                 resid_pdrop=0.1, embd_pdrop=0.1, attn_pdrop=0.1, activation_function="gelu_new", n_inner=None)

@@ -31,7 +31,18 @@ import torch
 import torch.nn as nn
 import torch.utils.checkpoint
 
-from run_folder import read_safetensors, safetensors_bytes, write_atomically
+from .run_folder import read_safetensors, safetensors_bytes, write_atomically
+
+
+def read_weights(folder):
+    """Every tensor of the folder's model.safetensors, or of the shards its index names, as float32."""
+    index = os.path.join(folder, "model.safetensors.index.json")
+    files = (sorted(set(json.load(open(index))["weight_map"].values())) if os.path.exists(index)
+             else ["model.safetensors"])
+    tensors = {}
+    for f in files:
+        tensors.update(read_safetensors(os.path.join(folder, f))[0])
+    return {k: v.float() for k, v in tensors.items()}
 
 FAMILY = ("llama", "qwen2", "qwen3")
 
@@ -239,14 +250,8 @@ class LlamaForCausalLM(nn.Module):
     @classmethod
     def from_pretrained(cls, folder):
         config = json.load(open(os.path.join(folder, "config.json")))
-        index = os.path.join(folder, "model.safetensors.index.json")
-        files = (sorted(set(json.load(open(index))["weight_map"].values())) if os.path.exists(index)
-                 else ["model.safetensors"])
-        tensors = {}
-        for f in files:
-            tensors.update(read_safetensors(os.path.join(folder, f))[0])
         model = cls(config)
-        state = {k: v.to(torch.float32) for k, v in tensors.items() if not k.endswith("rotary_emb.inv_freq")}
+        state = {k: v for k, v in read_weights(folder).items() if not k.endswith("rotary_emb.inv_freq")}
         if model.config.tie_word_embeddings:
             state.pop("lm_head.weight", None)
             state["lm_head.weight"] = state["model.embed_tokens.weight"]

@@ -8,7 +8,7 @@
 #   config.json            {"model": ..., "train": every train_gpt flag, "kernels": who saved it}; a run
 #                          of an older train_gpt may lack a key of config_keys.json's "older_runs" (its
 #                          "precision" is then "fp32"), which reading fills in
-#   tokenizer.json         characters or BPE merges (examples/pytorch/train_gpt.py reads both)
+#   tokenizer.json         characters or BPE merges (training.py's tokenizer_from_json reads both)
 #   loss.csv               step,train_loss,val_loss,lr,tokens_per_s,elapsed_s,train_bpb,val_bpb
 #                          (then task_acc,task_acc_norm for a run with --eval-task)
 #
@@ -30,9 +30,10 @@ import struct
 
 import torch
 
-import gpt2_layout
+from . import gpt2_layout
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+# examples/pytorch/config_keys.json, beside the package (tests/examples/test_config_keys.cpp reads it there)
+CONFIG_KEYS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "config_keys.json")
 DTYPES = {"F32": torch.float32, "F64": torch.float64, "I64": torch.int64, "BOOL": torch.bool,
           "F16": torch.float16, "BF16": torch.bfloat16}  # the last two for Hugging Face folders (hf_gpt2.py)
 NAMES = {v: k for k, v in DTYPES.items()}
@@ -122,7 +123,7 @@ def keep_previous_version(path):
 def declared_keys():
     """config_keys.json: what examples/pytorch knows of config.json (tests/examples/test_config_keys.cpp
     checks it against train_gpt)."""
-    with open(os.path.join(HERE, "config_keys.json")) as f:
+    with open(CONFIG_KEYS) as f:
         return json.load(f)
 
 
@@ -177,10 +178,10 @@ def check_config(config, path):
     the math."""
     if isinstance(config, dict) and config.get("model_type") == "gpt2" and not is_gpt2_layout(config):
         raise RunError(f"{path}: a Hugging Face GPT-2 folder, not a run: start one with ./build/examples/train_gpt "
-                       "--init-from DIR (examples/pytorch/hf_gpt2.py's from_pretrained loads the model)")
+                       "--init-from DIR (examples/pytorch/tapegrad_twin/hf_gpt2.py's from_pretrained loads the model)")
     if isinstance(config, dict) and config.get("model_type") in LLAMA_FAMILY and not is_llama_layout(config):
-        raise RunError(f"{path}: a Hugging Face {config['model_type']} folder, not a run: examples/pytorch/hf_llama.py's "
-                       "from_pretrained loads its model")
+        raise RunError(f"{path}: a Hugging Face {config['model_type']} folder, not a run: "
+                       "examples/pytorch/tapegrad_twin/hf_llama.py's from_pretrained loads its model")
     hf = is_gpt2_layout(config) or is_llama_layout(config)
     where = f"{path} (its \"{TAPEGRAD_SECTION}\" member)" if hf else path
     check_run_section(run_section(config), where, has_model=not is_llama_layout(config))

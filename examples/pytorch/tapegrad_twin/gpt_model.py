@@ -78,7 +78,7 @@ class GPTModel(nn.Module):
 
 @torch.no_grad()
 def sample_next_token(logits, temperature=1.0, top_k=0, top_p=1.0, generator=None):
-    """logits (B,V) -> next ids (B,1), the procedure of tapegrad's models/generate.h."""
+    """logits (B,V) -> next ids (B,1), the procedure of tapegrad's models/generation/generate.h."""
     if temperature == 0:
         return logits.argmax(dim=-1, keepdim=True)
     logits = logits / temperature
@@ -96,7 +96,7 @@ def sample_next_token(logits, temperature=1.0, top_k=0, top_p=1.0, generator=Non
 @torch.no_grad()
 def generate(model, idx, max_new_tokens, temperature=1.0, top_k=0, top_p=1.0, generator=None, stop_token=-1):
     """idx (B,T) -> (B, T + max_new_tokens); the window slides past the context length. stop_token >= 0:
-    it stops after the step in which every row has written that id (models/generate.h's stop_token)."""
+    it stops after the step in which every row has written that id (models/generation/generate.h's stop_token)."""
     # the positions a forward may see: GPTModel's position table, a Llama's max_position_embeddings
     context = model.pos_emb.weight.shape[0] if hasattr(model, "pos_emb") else model.config.max_position_embeddings
     stopped = torch.zeros(idx.shape[0], dtype=torch.bool, device=idx.device)

@@ -1,5 +1,5 @@
 # gpt2_layout.py — GPT-2's Hugging Face tensor names and orientation <-> gpt_model.py's GPTModel
-# state_dict, the table of models/hf_gpt2.h (C = n_embd):
+# state_dict, the table of models/hf/hf_gpt2.h (C = n_embd):
 #
 #   wte.weight -> tok_emb.weight (and out_head.weight, tied)     wpe.weight -> pos_emb.weight
 #   h.i.ln_1 / ln_2 -> trf_blocks.i.norm1 / norm2                 ln_f -> final_norm

@@ -1,6 +1,6 @@
 # lora.py — LoRA as PyTorch's peft adds it, written out (peft is not a Debian package) for
 # hf_gpt2.py's GPT2LMHeadModel and hf_llama.py's LlamaForCausalLM (Llama, Qwen2, Qwen3): the twin
-# of tapegrad's models/gpt_lora.h, models/llama_lora.h and train_gpt --lora-rank.
+# of tapegrad's models/lora/gpt_lora.h, models/lora/llama_lora.h and train_gpt --lora-rank.
 #
 #   LoraLayer(base, r, alpha)    y = base(x) + lora_B(lora_A(x)) * (alpha / r), peft's lora.Linear:
 #                                base_layer (frozen), lora_A nn.Linear(in, r, bias=False), lora_B
@@ -27,7 +27,7 @@ import math
 import torch
 import torch.nn as nn
 
-from hf_gpt2 import Conv1D
+from .hf_gpt2 import Conv1D
 
 PEFT_PREFIX = "base_model.model."
 TARGETS = {
