@@ -10,7 +10,7 @@
 # kernel_suites_filter prints a --gtest_filter that leaves their test suites out of the whole binary.
 machine_independent_tests() {
   local f
-  for f in tests/examples/*.cpp tests/tokenizers/*.cpp tests/docs/*.cpp tests/train/*.cpp tests/models/test_chat_session.cpp; do
+  for f in tests/examples/*.cpp tests/io/*.cpp tests/tokenizers/*.cpp tests/docs/*.cpp tests/train/*.cpp tests/models/test_chat_session.cpp; do
     [[ $f == tests/train/test_train_parity.cpp ]] || echo "$f"
   done
 }

@@ -1,7 +1,7 @@
 // autograd/float16.h — IEEE 754 half precision (float16, safetensors' "F16") read as float32.
 //
 // float16 is not a tensor dtype of tapegrad: it only comes in files (Hugging Face checkpoints),
-// and load_safetensors converts it to float32 when asked (autograd/io/safetensors.h). Every
+// and load_safetensors converts it to float32 when asked (nn/safetensors.h). Every
 // float16 value is a float32 value, so the conversion is exact. bfloat16, which tapegrad has as
 // a dtype, converts in autograd/dtype.h (BFloat16's operator float).
 #pragma once

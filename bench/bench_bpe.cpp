@@ -21,8 +21,8 @@
 #include <string>
 #include <vector>
 
-#include "autograd/io/flags.h"
-#include "autograd/io/json.h"
+#include "io/flags.h"
+#include "io/json.h"
 #include "tokenizers/bpe.h"
 #include "train/corpus.h"
 #include "tokenizers/gpt2_tokenizer.h"

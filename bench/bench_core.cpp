@@ -19,7 +19,7 @@
 #include "autograd/runtime/parallel.h"
 #include "autograd/tape.h"
 #include "bench/bench_util.h"
-#include "autograd/io/flags.h"
+#include "io/flags.h"
 
 using namespace tg;
 using namespace tg::bench;

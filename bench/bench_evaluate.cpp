@@ -26,12 +26,12 @@
 #include <vector>
 
 #include "autograd/fast_kernels.h"
-#include "autograd/io/flags.h"
-#include "autograd/io/json.h"
+#include "io/flags.h"
+#include "io/json.h"
 #include "autograd/random/generator.h"
 #include "bench_util.h"
 #include "models/gpt.h"
-#include "models/hf_gpt2.h"
+#include "models/hf/hf_gpt2.h"
 #include "train/multiple_choice.h"
 
 using namespace tg;

@@ -6,9 +6,9 @@
 //                                (one run, one line, per thread count: each line's copy_gbps and
 //                                fraction_of_limit are measured on that count's threads)
 //
-// With --init-from the model is a Hugging Face GPT-2 folder's (models/hf_gpt2.h), and the
+// With --init-from the model is a Hugging Face GPT-2 folder's (models/hf/hf_gpt2.h), and the
 // prompt is the first P tokens of the built-in corpus in its tokenizer's tokens; or a Llama /
-// Qwen folder's (models/hf_llama.h, 16-bit weights read as float32), and the prompt is the
+// Qwen folder's (models/hf/hf_llama.h, 16-bit weights read as float32), and the prompt is the
 // corpus's first P bytes as ids (a folder of random weights has no tokenizer to need).
 //
 // The model: the config's shape (bench_gpt's table), the built-in corpus's characters as the
@@ -22,7 +22,7 @@
 // generate of --warmup tokens comes first (BLIS's buffers, the allocator).
 //
 // The window. N + P is more than the context (500 new tokens, context 256), so the window must
-// move (models/generate.h):
+// move (models/generation/generate.h):
 //   --mode recompute   every step runs the whole window: the last context_length tokens past
 //                      the context, as PyTorch's recompute loop (idx[:, -context_length:])
 //   --mode cache       the KV cache: a step costs one position. Once the window is full it
@@ -64,18 +64,18 @@
 #include <vector>
 
 #include "autograd/fast_kernels.h"
-#include "autograd/io/json.h"
+#include "io/json.h"
 #include "autograd/ops.h"
 #include "autograd/random/generator.h"
 #include "autograd/runtime/memory.h"
 #include "bench/bench_util.h"
-#include "autograd/io/flags.h"
+#include "io/flags.h"
 #include "train/corpus.h"
-#include "models/hf_gpt2.h"
-#include "models/hf_llama.h"
+#include "models/hf/hf_gpt2.h"
+#include "models/hf/hf_llama.h"
 #include "train/run_log.h"
 #include "tokenizers/tokenizer.h"
-#include "models/generate.h"
+#include "models/generation/generate.h"
 
 using namespace tg;
 
@@ -224,11 +224,8 @@ int run(const BenchOptions& b) {
       .field("fraction_of_limit", round_to(tokens_per_s / limit, 3))
       .field("decode_fraction_of_limit", round_to(decode_tokens_per_s / limit, 3))
       .field("ids_hash", fnv1a_hex(ids)).field("first_ids", json_ids(ids, 16))
-      .field("ids", json_ids(ids, ids.size()))
-      .field("blas", tg::kernel_info())
-      .field("blis_arch_type", tg::bench::blis_arch_type());
-  std::cout << line.str() << std::endl;
-  return 0;
+      .field("ids", json_ids(ids, ids.size()));
+  return tg::bench::print_run_line(line);
 }
 
 }  // namespace

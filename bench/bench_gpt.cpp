@@ -57,7 +57,7 @@
 //                       (their sum), peak_rss_mb
 //   checkpoint_activations  none, every or ffn (train_gpt's flag): what the blocks recompute
 //   lora                "none", or "r=R alpha=A attn,mlp": LoRA adapters (train_gpt's --lora-* flags,
-//                       models/gpt_lora.h) on the config's model, which is then frozen; the model is the
+//                       models/lora/gpt_lora.h) on the config's model, which is then frozen; the model is the
 //                       config's fresh one, not a GPT-2 (the time and memory are the same)
 //   params_trained      the parameters the optimizer updates (all of them without LoRA); mfu's
 //                       flops_per_token counts the whole backward even then (a frozen weight's
@@ -82,13 +82,13 @@
 #include <vector>
 
 #include "autograd/fast_kernels.h"
-#include "autograd/io/json.h"
+#include "io/json.h"
 #include "autograd/kernels/gemm.h"
 #include "autograd/runtime/memory.h"
 #include "autograd/runtime/parallel.h"
 #include "bench/bench_util.h"
-#include "autograd/io/flags.h"
-#include "models/hf_llama.h"
+#include "io/flags.h"
+#include "models/hf/hf_llama.h"
 #include "train/run_folder.h"
 #include "train/corpus.h"
 #include "train/run_log.h"
@@ -268,11 +268,8 @@ int run(const BenchOptions& b) {
       .field("checkpoint_activations", b.checkpoint_activations)
       .field("lora", lora).field("params_trained", n_trained)
       .field("cached_mb", round_to(static_cast<double>(memory.cached_bytes) / (1 << 20), 1)).field("first_loss", first_loss)
-      .field("final_loss", loss)
-      .field("blas", tg::kernel_info())
-      .field("blis_arch_type", tg::bench::blis_arch_type());
-  std::cout << line.str() << std::endl;
-  return 0;
+      .field("final_loss", loss);
+  return tg::bench::print_run_line(line);
 }
 
 }  // namespace

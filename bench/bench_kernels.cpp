@@ -63,7 +63,7 @@
 #include "autograd/runtime/parallel.h"
 #include "autograd/tape.h"
 #include "bench/bench_util.h"
-#include "autograd/io/flags.h"
+#include "io/flags.h"
 #include "models/gpt.h"
 #include "optim/adam.h"
 

@@ -29,7 +29,7 @@
 #include <thread>
 #include <vector>
 
-#include "autograd/io/flags.h"
+#include "io/flags.h"
 #include "autograd/kernels/gemv.h"
 #include "autograd/ops.h"
 #include "autograd/runtime/parallel.h"

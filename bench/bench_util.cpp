@@ -9,10 +9,12 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <random>
 #include <thread>
 
 #include "autograd/error.h"
+#include "autograd/fast_kernels.h"
 #include "autograd/kernels/gemm.h"
 #include "autograd/ops.h"
 #include "autograd/runtime/parallel.h"
@@ -99,6 +101,12 @@ void raw_sgemm(float* c, const float* a, const float* b, int64_t M, int64_t N, i
 int blis_arch_type() {
   get_num_threads();  // tapegrad chooses BLIS's kernels before BLIS starts
   return static_cast<int>(bli_arch_query_id());
+}
+
+int print_run_line(json::Writer& line) {
+  line.field("blas", kernel_info()).field("blis_arch_type", blis_arch_type());
+  std::cout << line.str() << std::endl;
+  return 0;
 }
 
 namespace {

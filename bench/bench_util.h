@@ -12,7 +12,8 @@
 #include <vector>
 
 #include "autograd/tensor.h"
-#include "autograd/io/flags.h"
+#include "io/flags.h"
+#include "io/json.h"
 #include "models/gpt.h"
 
 namespace tg::bench {
@@ -41,6 +42,10 @@ void raw_sgemm(float* c, const float* a, const float* b, int64_t M, int64_t N, i
 // The number of the BLIS kernels this process runs (BLIS's arch_t, as BLIS_ARCH_TYPE takes it),
 // after tapegrad has chosen them: compare_gpt.py gives PyTorch the same kernels by this number.
 int blis_arch_type();
+
+// A run's JSON line to stdout, after the kernels that ran: "blas" (tg::kernel_info) and
+// "blis_arch_type". Returns 0, the run's exit status.
+int print_run_line(json::Writer& line);
 
 // The compute limit: GFLOP/s (2*n^3 per call) of raw bli_sgemm on n x n row-major matrices, on
 // the threads BLIS has now (tg::set_num_threads sets them), best of `repeats` timed repeats.

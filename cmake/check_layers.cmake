@@ -17,7 +17,7 @@ endif()
 if(NOT TG_LAYERS)
   set(TG_LAYERS "${TG_ROOT}/cmake/layers.txt")
 endif()
-set(checked_folders autograd nn optim tokenizers models train examples bench)
+set(checked_folders autograd io nn optim tokenizers models train examples bench)
 
 # The message as written (FATAL_ERROR's own text is wrapped at 80 columns), then the stop.
 function(fail text)

@@ -1,6 +1,6 @@
 # cmake/tapegradInstall.cmake — what `cmake --install build [--prefix DIR]` puts where:
-#   lib/libtapegrad_{autograd,nn,optim,tokenizers,models,train}.a   a library a folder (tapegrad::tapegrad links them all)
-#   include/tapegrad/{autograd,nn,optim,models,tokenizers,train}/...h   the public headers (so #include "autograd/ops.h" works as in the tree;
+#   lib/libtapegrad_{autograd,io,nn,optim,tokenizers,models,train}.a   a library a folder (tapegrad::tapegrad links them all)
+#   include/tapegrad/{autograd,io,nn,optim,models,tokenizers,train}/...h   the public headers (so #include "autograd/ops.h" works as in the tree;
 #                                               the tapegrad/ folder keeps generic names such as
 #                                               nn/ out of the prefix's shared include folder)
 #   lib/cmake/tapegrad/  tapegradConfig.cmake, tapegradConfigVersion.cmake, tapegradTargets*.cmake,
@@ -14,21 +14,19 @@ install(TARGETS tapegrad ${TG_FOLDER_LIBRARIES} EXPORT tapegradTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 
 # The public headers only: what a program using tapegrad includes. The internals (how ops are
-# written, the fast kernels, json, the tensor's insides) stay in the source tree. A header listed
+# written, the fast kernels, the tensor's insides) stay in the source tree. A header listed
 # here must include listed headers only; .ci/run compiles each installed header on its own.
 set(TG_PUBLIC_HEADERS
   autograd/ops.h autograd/tensor.h autograd/dtype.h autograd/error.h autograd/tape.h autograd/autocast.h
   autograd/gradcheck.h autograd/graph_dot.h autograd/fast_kernels.h autograd/record.h
   autograd/random/generator.h autograd/runtime/parallel.h
-  autograd/io/safetensors.h autograd/io/atomic_file.h autograd/io/json.h autograd/io/flags.h
-  autograd/io/svg.h autograd/io/plots.h
   autograd/kernels/adam_step.h)  # AdamStep, which optim/optim_loops.h's plain loops take
 foreach(header ${TG_PUBLIC_HEADERS})
   get_filename_component(dir ${header} DIRECTORY)
   install(FILES ${PROJECT_SOURCE_DIR}/${header} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/tapegrad/${dir})
 endforeach()
-# nn/, optim/ and what is built on them (models/, tokenizers/, train/) are public whole.
-foreach(dir nn optim models tokenizers train)
+# io/, nn/, optim/ and what is built on them (models/, tokenizers/, train/) are public whole.
+foreach(dir io nn optim models tokenizers train)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/${dir}
     DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/tapegrad
     FILES_MATCHING PATTERN "*.h"

@@ -23,13 +23,13 @@
 #include <string>
 #include <vector>
 
-#include "autograd/io/atomic_file.h"
-#include "autograd/io/flags.h"
+#include "io/atomic_file.h"
+#include "io/flags.h"
 #include "tokenizers/bpe.h"
 #include "train/corpus.h"
 #include "tokenizers/chat_template.h"
 #include "tokenizers/tokenizer.h"
-#include "autograd/io/json.h"
+#include "io/json.h"
 
 using namespace tg;
 

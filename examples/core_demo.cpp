@@ -14,9 +14,9 @@
 #include "autograd/graph_dot.h"
 #include "autograd/ops.h"
 #include "autograd/tape.h"
-#include "autograd/io/flags.h"
-#include "autograd/io/atomic_file.h"
-#include "autograd/io/plots.h"
+#include "io/flags.h"
+#include "io/atomic_file.h"
+#include "io/plots.h"
 #include "examples/your_journey.h"
 
 using tg::Tensor;

@@ -38,11 +38,11 @@
 #include <string>
 #include <vector>
 
-#include "autograd/io/atomic_file.h"
-#include "autograd/io/flags.h"
-#include "autograd/io/json.h"
+#include "io/atomic_file.h"
+#include "io/flags.h"
+#include "io/json.h"
 #include "autograd/runtime/parallel.h"
-#include "models/chat_session.h"
+#include "models/generation/chat_session.h"
 #include "tokenizers/chat_template.h"
 #include "train/answer_scores.h"
 #include "train/chat_data.h"
@@ -50,6 +50,7 @@
 #include "train/corpus.h"
 #include "train/evaluate.h"
 #include "train/multiple_choice.h"
+#include "models/saved_model.h"
 #include "train/run_folder.h"
 #include "train/task_formats.h"
 
@@ -143,13 +144,13 @@ json::Writer item_line(int64_t index, const train::ItemScore& s) {
 int run_instructions(const EvaluateOptions& o) {
   const std::string text = train::read_input(o.data, "--data");
   const std::string format = train::example_format(text);
-  train::SavedModel loaded = train::load_saved_model(o.ckpt);
+  models::SavedModel loaded = models::load_saved_model(o.ckpt);
   const tokenizers::Tokenizer& tokenizer = loaded.the_tokenizer(o.ckpt);
   const train::AnswerExamples read = train::read_answer_examples(format, text, o.data, tokenizer);
-  std::optional<train::SavedModel> judge;
+  std::optional<models::SavedModel> judge;
   std::optional<models::ChatSession> session;
   if (!o.judge.empty()) {
-    judge = train::load_saved_model(o.judge);
+    judge = models::load_saved_model(o.judge);
     const tokenizers::Tokenizer& judge_tokenizer = judge->the_tokenizer(o.judge);
     tokenizers::ChatSetup setup = tokenizers::chat_setup(judge_tokenizer, "", "--judge " + o.judge);
     setup.options.enable_thinking = false;  // the number alone
@@ -227,7 +228,7 @@ int run_classify(const EvaluateOptions& o, const std::vector<std::string>& given
   for (const char* flag : {"shots", "judge", "max-tokens"})
     if (was_given(given, flag)) throw UsageError(std::string("--") + flag + " does not go with --task classify");
   const std::string text = train::read_input(o.data, "--data");
-  train::SavedClassifier loaded = train::load_saved_classifier(o.ckpt);
+  models::SavedClassifier loaded = models::load_saved_classifier(o.ckpt);
   if (!loaded.tokenizer) throw UsageError("--task classify: " + o.ckpt + " has no tokenizer.json to read the texts with");
   const bool run = std::filesystem::exists(std::filesystem::path(o.ckpt) / "optimizer.safetensors");
   const std::optional<train::TrainOptions> saved = run ? std::optional(train::saved_options(o.ckpt)) : std::nullopt;
@@ -260,7 +261,7 @@ int run_classify(const EvaluateOptions& o, const std::vector<std::string>& given
   if (!o.out.empty()) {  // each text's label and the class it was given, with every class's probability
     AtomicFile file(o.out, "evaluate --out");
     for (size_t i = 0; i < examples.size(); ++i) {
-      const std::vector<double> p = train::class_probabilities(*loaded.model, examples[i].ids);
+      const std::vector<double> p = models::class_probabilities(*loaded.model, examples[i].ids);
       json::Writer probabilities = json::Writer::array();
       for (double v : p) probabilities.item(v);
       json::Writer line;
@@ -321,7 +322,7 @@ int run(const EvaluateOptions& o, const std::vector<std::string>& given) {
   if (o.task == "classify") return run_classify(o, given);
   const train::TaskFormat format = train::task_format_from_name(o.task);
   const std::vector<train::ChoiceItem> items = train::read_task(format, o.data);  // bad data: before the model loads
-  train::SavedModel loaded = train::load_saved_model(o.ckpt);
+  models::SavedModel loaded = models::load_saved_model(o.ckpt);
   const tokenizers::Tokenizer& tokenizer = loaded.the_tokenizer(o.ckpt);
   const int64_t total = o.limit > 0 ? std::min<int64_t>(o.limit, static_cast<int64_t>(items.size()))
                                     : static_cast<int64_t>(items.size());

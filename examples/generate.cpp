@@ -1,6 +1,6 @@
 // examples/generate.cpp — write text with a model saved by train_gpt (or converted from PyTorch
-// by examples/pytorch/run_folder.py), with a Hugging Face GPT-2 folder, or with a Hugging Face
-// Llama / Qwen2 / Qwen3 folder (models/hf_llama.h).
+// by examples/pytorch/tapegrad_twin/run_folder.py), with a Hugging Face GPT-2 folder, or with a Hugging Face
+// Llama / Qwen2 / Qwen3 folder (models/hf/hf_llama.h).
 //
 //   ./build/examples/generate --ckpt gpt_run --prompt "The old fox" --tokens 200 --temperature 0.8
 //   ./build/examples/generate --ckpt gpt2 --prompt-ids 464,1468,21831 --tokens 0 --logits-out logits.safetensors
@@ -10,7 +10,7 @@
 //   ./build/examples/generate --ckpt Qwen3-0.6B --chat-messages chat.json --temperature 0
 //   ./build/examples/generate --ckpt spam_run --classify "You have won a prize, call now"
 //
-// --chat talks with the model in the terminal (models/chat_session.h): each line typed is a user
+// --chat talks with the model in the terminal (models/generation/chat_session.h): each line typed is a user
 // turn; the reply is written as it comes and ends at the chat template's end token (or --tokens);
 // the KV cache is kept across turns; /reset starts a new conversation, /quit (or end of input)
 // leaves. A turn that leaves no room for a reply in the model's context is dropped with a note,
@@ -39,7 +39,7 @@
 // the whole prompt in eval mode, to compare with another implementation's.
 //
 // --classify TEXT, with a classifier's folder (train_gpt --task classify, or a Hugging Face
-// *ForSequenceClassification folder: train/run_folder.h's load_saved_classifier), writes no text:
+// *ForSequenceClassification folder: models/saved_model.h's load_saved_classifier), writes no text:
 // it prints the class the model gives TEXT and its probability, then a JSON line of every class's.
 #include <algorithm>
 #include <cstdio>
@@ -52,20 +52,20 @@
 #include <string>
 #include <vector>
 
-#include "autograd/io/safetensors.h"
+#include "nn/safetensors.h"
 #include "autograd/ops.h"
 #include "autograd/runtime/parallel.h"
 #include "autograd/tape.h"
-#include "train/run_folder.h"
-#include "train/corpus.h"
-#include "train/evaluate.h"
+#include "models/saved_model.h"
+#include "models/sequence_classification.h"
+#include "io/user_file.h"
 #include "tokenizers/chat_template.h"
-#include "autograd/io/flags.h"
-#include "models/generate.h"
-#include "models/chat_session.h"
-#include "models/hf_llama.h"
-#include "autograd/io/atomic_file.h"
-#include "autograd/io/json.h"
+#include "io/flags.h"
+#include "models/generation/generate.h"
+#include "models/generation/chat_session.h"
+#include "models/hf/hf_llama.h"
+#include "io/atomic_file.h"
+#include "io/json.h"
 
 using namespace tg;
 
@@ -182,7 +182,7 @@ void write_generated_ids(const std::vector<std::vector<int64_t>>& samples, const
 
 // Says once that the ids the tokenizer cannot write are never sampled: Qwen2.5's and Qwen3's
 // embeddings are padded to 151,936 ids for 151,669 tokens (write_text and ChatSession leave them out).
-void note_ids_never_sampled(const train::SavedModel& loaded) {
+void note_ids_never_sampled(const models::SavedModel& loaded) {
   if (!loaded.tokenizer) return;
   const int64_t model_ids = loaded.model->vocab_size();
   const size_t left_out = tg::models::ids_the_tokenizer_cannot_write(*loaded.tokenizer, model_ids).size();
@@ -212,7 +212,7 @@ void chat_turn(tg::models::ChatSession& session, const std::string& line, tg::Ge
 }
 
 // --chat and --chat-messages: a ChatSession over the model and its tokenizer.
-int run_chat(const GenerateOptions& o, train::SavedModel& loaded) {
+int run_chat(const GenerateOptions& o, models::SavedModel& loaded) {
   if (!loaded.tokenizer) throw UsageError("--chat: " + o.ckpt + " has no tokenizer.json to write the conversation with");
   tokenizers::ChatSetup setup = tokenizers::chat_setup(*loaded.tokenizer, o.chat_format, "--chat: " + o.ckpt);
   setup.options.enable_thinking = !o.no_thinking;
@@ -225,7 +225,7 @@ int run_chat(const GenerateOptions& o, train::SavedModel& loaded) {
   tg::Generator gen(static_cast<uint64_t>(o.seed));
   const std::function<void(const std::string&)> print = [](const std::string& text) { std::cout << text << std::flush; };
   if (!o.chat_messages.empty()) {
-    const json::Value doc = json::parse(train::read_input(o.chat_messages, ""), o.chat_messages);
+    const json::Value doc = json::parse(read_input_file(o.chat_messages, o.chat_messages), o.chat_messages);
     const json::Value& list = doc.is_object() && doc.contains("messages") ? doc["messages"] : doc;
     const auto messages = tokenizers::chat_messages_from_json(list, o.chat_messages);
     if (messages.back().role != "user") throw tg::Error(o.chat_messages + ": the last message must be the user's, to reply to");
@@ -264,11 +264,11 @@ int run_classify(const GenerateOptions& o, const std::vector<std::string>& given
     if (std::find(given.begin(), given.end(), flag) != given.end())
       throw UsageError(std::string("--") + flag + " does not go with --classify (a classifier writes no text)");
   if (o.threads > 0) tg::set_num_threads(static_cast<int>(o.threads));
-  train::SavedClassifier loaded = train::load_saved_classifier(o.ckpt);
+  models::SavedClassifier loaded = models::load_saved_classifier(o.ckpt);
   if (!loaded.tokenizer) throw UsageError("--classify: " + o.ckpt + " has no tokenizer.json to read the text with");
   std::vector<double> p;
   try {
-    p = train::class_probabilities(*loaded.model, *loaded.tokenizer, o.classify, loaded.context);
+    p = models::class_probabilities(*loaded.model, *loaded.tokenizer, o.classify, loaded.context);
   } catch (const tg::Error& e) {
     throw tg::Error(std::string("--classify: ") + e.what());
   }
@@ -304,7 +304,7 @@ int run(const GenerateOptions& o, const std::vector<std::string>& given) {
                      "--prompt-ids, --instruction, --logits-out and --ids-out");
   if (o.chat && was_given("chat-messages")) throw UsageError("give --chat or --chat-messages, not both");
   if (o.threads > 0) tg::set_num_threads(static_cast<int>(o.threads));
-  train::SavedModel loaded = train::load_saved_model(o.ckpt);  // any folder kind (train/run_folder.h)
+  models::SavedModel loaded = models::load_saved_model(o.ckpt);  // any folder kind (models/saved_model.h)
   note_ids_never_sampled(loaded);
   if (loaded.classifier)
     std::cerr << "generate: note: " << o.ckpt << " is a classifier: the text below is its body's, which was trained "
@@ -338,7 +338,7 @@ int run(const GenerateOptions& o, const std::vector<std::string>& given) {
     if (o.samples > 1) std::cout << "--- sample " << k + 1 << " ---\n";
     std::vector<int64_t> ids;  // the prompt's and the new ones, cut at the end-of-text
     if (loaded.tokenizer) {
-      train::write_text(*loaded.model, *loaded.tokenizer, prompt, o.tokens, sampling, gen, &std::cout, &ids);  // printed as it comes
+      models::write_text(*loaded.model, *loaded.tokenizer, prompt, o.tokens, sampling, gen, &std::cout, &ids);  // printed as it comes
       ids.erase(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(prompt.size()));
     } else {  // no tokenizer: the ids, comma-separated
       const tg::Tensor idx = tg::from_vector(prompt, {1, static_cast<int64_t>(prompt.size())});

@@ -30,7 +30,7 @@
 
 #include "autograd/random/generator.h"
 #include "autograd/ops.h"
-#include "autograd/io/flags.h"
+#include "io/flags.h"
 #include "models/llama.h"
 #include "nn/gradcheck.h"
 #include "nn/nn.h"

@@ -36,8 +36,8 @@
 
 #include "autograd/random/generator.h"
 #include "autograd/ops.h"
-#include "autograd/io/flags.h"
-#include "autograd/io/plots.h"
+#include "io/flags.h"
+#include "io/plots.h"
 #include "examples/your_journey.h"
 #include "examples/notebook_cells.h"
 #include "nn/attention.h"
@@ -546,7 +546,7 @@ static int run(const std::string& svg) {
 }
 
 int main(int argc, char** argv) {
-  // --svg DIR: the attention weights below as heatmaps (autograd/io/plots.h)
+  // --svg DIR: the attention weights below as heatmaps (io/plots.h)
   return tg::run_program_with_svg("notebook_000_attention_step_by_step",
       "Attention built up step by step, the notebook's cells in order; --svg draws the weights.", argc, argv, run);
 }

@@ -21,8 +21,8 @@
 
 #include "autograd/random/generator.h"
 #include "autograd/ops.h"
-#include "autograd/io/flags.h"
-#include "autograd/io/plots.h"
+#include "io/flags.h"
+#include "io/plots.h"
 #include "examples/notebook_cells.h"
 #include "nn/layers.h"
 #include "nn/module.h"

@@ -21,7 +21,7 @@
 
 #include "autograd/random/generator.h"
 #include "autograd/ops.h"
-#include "autograd/io/flags.h"
+#include "io/flags.h"
 #include "examples/notebook_cells.h"
 #include "nn/layers.h"
 #include "nn/module.h"

@@ -22,8 +22,8 @@
 
 #include "autograd/random/generator.h"
 #include "autograd/ops.h"
-#include "autograd/io/flags.h"
-#include "autograd/io/plots.h"
+#include "io/flags.h"
+#include "io/plots.h"
 #include "examples/notebook_cells.h"
 #include "nn/attention.h"
 
@@ -178,7 +178,7 @@ static int run(const std::string& svg) {
 }
 
 int main(int argc, char** argv) {
-  // --svg DIR: attention weights as heatmaps (autograd/io/plots.h)
+  // --svg DIR: attention weights as heatmaps (io/plots.h)
   return tg::run_program_with_svg("notebook_003_mha_line_by_line",
       "Multi-head attention line by line, the notebook's cells in order; --svg draws the weights.", argc, argv, run);
 }

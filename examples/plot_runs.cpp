@@ -1,5 +1,5 @@
 // examples/plot_runs.cpp — several train_gpt runs in one picture: a column of their loss.csv
-// against steps or training time, as one SVG line plot (autograd/io/plots.h).
+// against steps or training time, as one SVG line plot (io/plots.h).
 //
 //   ./build/examples/plot_runs --runs runs/char,runs/bpe512 --names char,BPE-512 --y val_bpb --x elapsed_s --out cmp.svg
 //
@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "autograd/error.h"
-#include "autograd/io/flags.h"
-#include "autograd/io/plots.h"
+#include "io/flags.h"
+#include "io/plots.h"
 #include "train/run_log.h"
 
 using namespace tg;

@@ -12,8 +12,8 @@
 //   ./build/examples/train_gpt --init-from gpt2 --data chats.jsonl --steps 200     conversations, the loss on
 //                                                   the assistant's turns (train/chat_data.h)
 //   ./build/examples/train_gpt --init-from gpt2 --data input.txt --lora-rank 8 --lora-targets attn,mlp --out lora_run
-//                                                   LoRA: adapters alone train (models/gpt_lora.h; from a
-//                                                   Llama / Qwen folder: models/llama_lora.h)
+//                                                   LoRA: adapters alone train (models/lora/gpt_lora.h; from a
+//                                                   Llama / Qwen folder: models/lora/llama_lora.h)
 //   ./build/examples/train_gpt --resume lora_run --merge-lora merged     the adapters merged into a GPT-2 folder
 //   ./build/examples/train_gpt --init-from gpt2 --task classify --data sms.tsv --columns label,text --balance
 //                                                   a classifier of labelled texts (the book's chapter 6:
@@ -38,11 +38,12 @@
 #include <vector>
 
 #include "autograd/fast_kernels.h"
-#include "autograd/io/atomic_file.h"
-#include "autograd/io/json.h"
-#include "autograd/io/user_file.h"
+#include "io/atomic_file.h"
+#include "io/json.h"
+#include "io/user_file.h"
 #include "autograd/ops.h"
 #include "autograd/runtime/parallel.h"
+#include "models/saved_model.h"
 #include "train/run_folder.h"
 #include "train/evaluate.h"
 #include "train/corpus.h"
@@ -53,10 +54,10 @@
 #include "train/run_log.h"
 #include "train/train_loop.h"
 #include "train/trainer.h"
-#include "models/generate.h"
-#include "models/hf_gpt2.h"
-#include "models/hf_llama.h"
-#include "models/lora_adapters.h"
+#include "models/generation/generate.h"
+#include "models/hf/hf_gpt2.h"
+#include "models/hf/hf_llama.h"
+#include "models/lora/lora_adapters.h"
 
 using namespace tg;
 
@@ -212,7 +213,7 @@ std::vector<int64_t> eval_ids(const train::TrainOptions& o, const std::vector<st
 // a --data in jsonl, else a jsonl run's val split. Their responses' tokens are scored; the examples
 // that do not fit the context (the run's, or the GPT-2 folder's) are skipped and counted.
 std::optional<train::InstructionData> eval_instructions(const train::TrainOptions& o, const std::vector<std::string>& given,
-                                                 const train::SavedModel& saved, std::string* label) {
+                                                 const models::SavedModel& saved, std::string* label) {
   const bool data_given = was_given(given, "data");
   const train::TrainOptions run = o.resume.empty() ? o : train::saved_options(o.resume);
   const std::string& format = data_given ? o.data_format : run.data_format;
@@ -260,7 +261,7 @@ int eval_only(const train::TrainOptions& o, const std::vector<std::string>& give
                        "--eval-only --resume RUN: its base model and adapters)");
   if (o.threads > 0) tg::set_num_threads(static_cast<int>(o.threads));
   const std::string dir = o.resume.empty() ? o.init_from : o.resume;
-  train::SavedModel saved = train::load_saved_model(dir);
+  models::SavedModel saved = models::load_saved_model(dir);
   say_converted(saved.converted_dtypes, dir);
   const tokenizers::Tokenizer& tokenizer = saved.the_tokenizer(dir);
   std::string label;
@@ -316,37 +317,6 @@ int eval_only(const train::TrainOptions& o, const std::vector<std::string>& give
   return 0;
 }
 
-// A fresh run from a Hugging Face Llama / Qwen folder (train::start_from_llama_folder), saved as a
-// folder of the same model_type.
-std::unique_ptr<train::Trainer> start_from_llama(train::TrainOptions& o, const std::vector<std::string>& given) {
-  const std::string config_path = (std::filesystem::path(o.init_from) / "config.json").string();
-  const tg::models::LlamaConfig config = models::hf_llama_config(tg::json::parse_file(config_path), config_path);
-  train::take_folder_defaults(o, given, config.class_prefix(), config.max_position_embeddings, config.attention_dropout);
-  train::check_lora_rank(o, config);
-  std::vector<std::string> converted;
-  auto trainer = start_from_llama_folder(o, train::read_data(o.data), &converted);
-  say_converted(converted, o.init_from);
-  o = trainer->options();  // the model's shape from the folder, as the run saves it
-  return trainer;
-}
-
-// A fresh run from a Hugging Face GPT-2 folder: its shape, weights and (unless --tokenizer PATH)
-// tokenizer; the run is saved in the same layout (train/run_folder.h).
-std::unique_ptr<train::Trainer> start_from_gpt2(train::TrainOptions& o, const std::vector<std::string>& given) {
-  const std::string config_path = (std::filesystem::path(o.init_from) / "config.json").string();
-  if (!models::is_hf_gpt2_folder(o.init_from))
-    throw tg::Error("--init-from " + o.init_from + ": not a Hugging Face GPT-2 folder (" + config_path +
-                    " with \"model_type\": \"gpt2\" is missing)");
-  const tg::models::GPTConfig config = models::hf_gpt2_config(tg::json::parse_file(config_path), config_path);
-  train::take_folder_defaults(o, given, "GPT-2", config.context_length, config.drop_rate);
-  train::check_lora_rank(o, config);
-  std::vector<std::string> converted;
-  auto trainer = start_from_gpt2_folder(o, train::read_data(o.data), &converted);
-  say_converted(converted, o.init_from);
-  o = trainer->options();  // the model's shape from the folder, as the run saves it
-  return trainer;
-}
-
 // The line a resumed run with another --steps prints when its decay is stretched
 // (train::continued_schedule): the rate it goes on from, and where the decay now ends.
 void say_continued_schedule(const train::TrainOptions& planned, const train::TrainOptions& now, int64_t step) {
@@ -390,7 +360,10 @@ std::unique_ptr<train::Trainer> start_or_resume(train::TrainOptions& o, const st
   train::check_fresh_run(o, given);  // the flags against each other, and the defaults that follow from them
   const Activity building("building the model");
   if (o.init_from.empty()) return std::make_unique<train::Trainer>(o, train::read_data(o.data));
-  return models::is_hf_llama_folder(o.init_from) ? start_from_llama(o, given) : start_from_gpt2(o, given);
+  std::vector<std::string> converted;  // a fresh run from a Hugging Face folder
+  auto trainer = train::start_from_folder(o, given, &converted);
+  say_converted(converted, o.init_from);
+  return trainer;
 }
 
 // The lines before the first step: the kernels, LoRA's adapters, the model and the run's shape, the
@@ -398,7 +371,7 @@ std::unique_ptr<train::Trainer> start_or_resume(train::TrainOptions& o, const st
 void say_what_runs(train::Trainer& trainer, const train::TrainOptions& o, const std::string& kernels_in_use,
                    const std::string& kernels) {
   std::cout << "train_gpt: " << kernels_in_use << "\n";
-  if (const models::AdapterConfig* lora = trainer.lora()) {
+  if (const std::optional<models::AdapterConfig>& lora = trainer.origin.lora) {
     int64_t trained = 0;
     for (const auto& [name, p] : tg::nn::trainable_parameters(trainer.model())) trained += p.numel();
     std::cout << "train_gpt: LoRA r=" << lora->lora.r << ", alpha=" << tg::nn::python_float(lora->lora.alpha) << " on "
@@ -453,7 +426,7 @@ std::string write_samples(train::Trainer& trainer, const train::TrainOptions& o)
   const tg::models::SamplingOptions sampling{.temperature = 0.8, .stop_token = stop};
   for (size_t k = 0; k < starts.size(); ++k) {
     samples += "--- sample " + std::to_string(k + 1) + " ---\n" +
-               train::write_text(trainer.model(), trainer.tokenizer(), starts[k], o.sample_tokens, sampling, gen) + "\n";
+               models::write_text(trainer.model(), trainer.tokenizer(), starts[k], o.sample_tokens, sampling, gen) + "\n";
   }
   return samples;
 }
@@ -482,7 +455,7 @@ TestReport test_classifier(train::Trainer& trainer) {
                 static_cast<long long>(e.examples));
   r.line = line;
   for (size_t k = 0; k < std::min<size_t>(3, data.test.size()); ++k) {
-    const std::vector<double> p = train::class_probabilities(model, data.test[k].ids);
+    const std::vector<double> p = models::class_probabilities(model, data.test[k].ids);
     const int64_t best = std::max_element(p.begin(), p.end()) - p.begin();
     std::snprintf(line, sizeof line, "%.4f", p[static_cast<size_t>(best)]);
     r.samples += "--- test text " + std::to_string(k + 1) + " ---\n" + trainer.tokenizer().decode(data.test[k].ids) +

@@ -1,5 +1,5 @@
 // models/causal_lm.h — what every decoder-only language model of tapegrad offers: the GPT of
-// models/gpt.h and the Llama / Qwen family of models/llama.h. Generation (models/generate.h)
+// models/gpt.h and the Llama / Qwen family of models/llama.h. Generation (models/generation/generate.h)
 // takes any of them, and train::Trainer trains any of them with the same loop.
 //
 // Read first: class CausalLM, whose comment lists what a model offers; then Checkpointing.
@@ -22,6 +22,13 @@ enum class Checkpointing { none, every, ffn };
 // "none", "every", "ffn" <-> the enum; an unknown name throws tg::Error listing the three.
 Checkpointing checkpointing_from_name(const std::string& name);
 std::string checkpointing_name(Checkpointing mode);
+
+// The ids a model's forward takes: int64 (B,T), whose positions past .. past+T-1 (the cached ones
+// first) fit in the model's `context` (config.json's field `context_field` says it), and a
+// key_padding_mask, when defined, bool of the ids' shape. Each is an Error naming `model` and what
+// was given.
+void check_token_ids(const Tensor& idx, int64_t past, int64_t context, const std::string& context_field,
+                     const std::string& model, const Tensor& key_padding_mask = Tensor());
 
 // A decoder-only language model:
 //

@@ -159,18 +159,11 @@ Tensor GPTModel::loss(const Tensor& idx, const Tensor& targets, const Tensor& ke
 
 // The tokens of idx sit at positions past .. past+T-1 -> final_norm's output (B,T,C).
 Tensor GPTModel::forward_from(const Tensor& idx, int64_t past, GPTCache* cache, const Tensor& key_padding_mask) {
-  if (idx.dim() != 2 || idx.dtype() != ScalarType::Int64) {
-    throw Error("GPTModel: expected token ids of shape (batch, num_tokens) and dtype int64, got shape " +
-                shape_str(idx.sizes()) + " and dtype " + std::string(dtype_name(idx.dtype())));
-  }
+  check_token_ids(idx, past, config_.context_length, "context_length", "GPTModel");
   const int64_t T = idx.size(1);
-  if (past + T > config_.context_length) {
-    throw Error("GPTModel: num_tokens (" + std::to_string(past + T) + (past ? ", cached ones included" : "") +
-                ") exceeds context_length (" + std::to_string(config_.context_length) + ")");
-  }
   Tensor x = tok_emb->forward(idx) + pos_emb->forward(arange(past, past + T));  // (B,T,C) + (T,C)
   x = drop_emb->forward(x);
-  // With frozen embeddings (LoRA, models/gpt_lora.h) x needs no gradient, and a checkpointed block
+  // With frozen embeddings (LoRA, models/lora/gpt_lora.h) x needs no gradient, and a checkpointed block
   // keeps its input only when it does (else it runs as it is): x is made to require grad, as
   // Hugging Face's enable_input_require_grads does. Its gradient, (B,T,C), is computed and dropped.
   if (checkpointing() != Checkpointing::none && grad_mode_enabled() && !x.requires_grad()) x.requires_grad_(true);

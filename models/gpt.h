@@ -98,7 +98,7 @@ class TransformerBlock : public nn::Module {
   Tensor forward_body(const Tensor& x, KVCache* cache, const Tensor& key_padding_mask);
 };
 
-// The model of the tree at the top of this file. LoRA (models/gpt_lora.h) adds adapters by name:
+// The model of the tree at the top of this file. LoRA (models/lora/gpt_lora.h) adds adapters by name:
 // the attention's fused-qkv update (CausalSelfAttention::qkv_lora) and LoRALinears swapped in for
 // out_proj and ff.layers.0/.2 with replace_module.
 class GPTModel : public CausalLM {
@@ -109,7 +109,7 @@ class GPTModel : public CausalLM {
   // Incremental decoding. idx (B,T): the tokens after the cache's; cache.length() + T <=
   // context_length -> (B,T,V). Their positions continue after cache.length(), and each layer's
   // attention reads the keys and values it cached before (models/kv_cache.h). Only under
-  // NoGradGuard; models/generate.h uses it.
+  // NoGradGuard; models/generation/generate.h uses it.
   Tensor forward(const Tensor& idx, GPTCache& cache) override;
   // Padded batches. idx (B,T) with key_padding_mask bool (B,T), true = padded: no position attends
   // to a padded one -> logits (B,T,V). An undefined mask is the plain forward. Every layer's

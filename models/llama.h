@@ -1,6 +1,6 @@
 // models/llama.h — the Llama / Qwen family of decoder models (Llama 3.2, SmolLM2, Qwen2.5,
 // Qwen3): the GPT of models/gpt.h with today's blocks. The modules carry Hugging Face's names, so
-// that state_dict() is a Hugging Face checkpoint's (models/hf_llama.h reads and writes those folders):
+// that state_dict() is a Hugging Face checkpoint's (models/hf/hf_llama.h reads and writes those folders):
 //
 //   LlamaForCausalLM                     (Qwen2ForCausalLM, Qwen3ForCausalLM: the same classes)
 //     model.embed_tokens    Embedding(V, C)                         idx (B,T) -> (B,T,C)
@@ -10,7 +10,9 @@
 //     model.norm            RMSNorm(C)
 //     lm_head               Linear(C, V, bias=false); tied: it is embed_tokens.weight
 //
-// Read top to bottom: the config, RoPE, the attention, the MLP, the layer, the model. Letters in
+// Read top to bottom: RoPE, the attention, the MLP, the layer, the model. Beside it: the config,
+// its checks and RoPE's frequencies (models/llama_config.h), the decode-only attention and the
+// load-time tied head (models/llama_fast_paths.h), the folders (models/hf/hf_llama.h). Letters in
 // shape comments: B batch, T tokens, C = hidden_size, V = vocab_size, h heads, kvh key/value heads,
 // hs = head_dim (not always C / h: Qwen3-0.6B has C 1024, h 16, hs 128), I = intermediate_size.
 #pragma once
@@ -21,47 +23,11 @@
 #include <vector>
 
 #include "models/causal_lm.h"
+#include "models/llama_config.h"
 #include "nn/layers.h"
 #include "nn/module.h"
 
 namespace tg::models {
-
-// rope_scaling of config.json: none, or Llama 3.1's "llama3" stretch of the long wavelengths.
-struct RopeScaling {
-  std::string rope_type;  // "" (none) or "llama3"
-  double factor = 8.0;
-  double low_freq_factor = 1.0;
-  double high_freq_factor = 4.0;
-  int64_t original_max_position_embeddings = 8192;
-  bool operator==(const RopeScaling&) const = default;
-};
-
-// The model_type (llama, qwen2, qwen3) only decides the biases and the QK-norm: the forward is one.
-struct LlamaConfig {
-  std::string model_type = "llama";  // "llama", "qwen2" or "qwen3"
-  int64_t vocab_size = 0;
-  int64_t hidden_size = 0;          // C
-  int64_t intermediate_size = 0;    // I, the SwiGLU's width
-  int64_t num_hidden_layers = 0;
-  int64_t num_attention_heads = 0;  // h
-  int64_t num_key_value_heads = 0;  // kvh; divides h
-  int64_t head_dim = 0;             // hs
-  int64_t max_position_embeddings = 0;
-  double rms_norm_eps = 1e-6;
-  double rope_theta = 10000.0;
-  RopeScaling rope_scaling;
-  bool qkv_bias = false;     // q_proj, k_proj, v_proj have biases (Qwen2; attention_bias in Llama's and Qwen3's)
-  bool o_bias = false;       // o_proj has one (attention_bias in Llama's and Qwen3's)
-  bool qk_norm = false;      // Qwen3's q_norm and k_norm
-  bool tie_word_embeddings = false;
-  double attention_dropout = 0.0;  // on the attention weights, when training
-  double initializer_range = 0.02;  // the weights' std at creation (Hugging Face's _init_weights)
-
-  // Throws tg::Error naming the first field that is out of range.
-  void validate() const;
-  // "Llama", "Qwen2", "Qwen3": the prefix of the modules' printed names.
-  std::string class_prefix() const;
-};
 
 // No position embedding is added to x: RoPE turns each head's queries and keys by angles that
 // grow with the position (the op is tg::apply_rotary_pos_emb), so q_m . k_n depends on m - n alone.

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "autograd/error.h"
-#include "autograd/io/safetensors.h"
+#include "nn/safetensors.h"
 #include "autograd/ops.h"
 #include "autograd/tape.h"
 #include "models/gpt.h"
@@ -159,6 +159,21 @@ void load_score_weight(ModelForSequenceClassification& model, const std::string&
     throw Error(path + ": tensor \"" + name + "\" is missing: a sequence-classification folder keeps its head there");
   NoGradGuard no_grad;
   for_each_safetensor(path, read, [&](const std::string&, Tensor t) { model.score->weight.copy_(t); });
+}
+
+std::vector<double> class_probabilities(ModelForSequenceClassification& model,
+                                        const tokenizers::Tokenizer& tokenizer, const std::string& text, int64_t context) {
+  std::vector<int64_t> ids = tokenizer.encode_with_bos(text);
+  if (ids.empty()) throw Error("the text has no tokens");
+  if (std::ssize(ids) > context) ids.resize(static_cast<size_t>(context));
+  return class_probabilities(model, ids);
+}
+
+std::vector<double> class_probabilities(ModelForSequenceClassification& model, const std::vector<int64_t>& ids) {
+  NoGradGuard no_grad;
+  model.eval();
+  const Tensor logits = model.forward(from_vector(ids, {1, std::ssize(ids)}));  // (1, n)
+  return softmax(logits.to(kFloat64), -1).contiguous().tolist<double>();
 }
 
 }  // namespace tg::models

@@ -17,9 +17,10 @@
 #include <string>
 #include <vector>
 
-#include "autograd/io/json.h"
+#include "io/json.h"
 #include "models/causal_lm.h"
 #include "nn/layers.h"
+#include "tokenizers/tokenizer.h"
 
 namespace tg::models {
 
@@ -77,5 +78,13 @@ inline constexpr const char* kPeftScoreWeight = "base_model.model.score.weight";
 // nothing; an Error naming the file when it is missing or wrong.
 void load_score_weight(ModelForSequenceClassification& model, const std::string& path,
                        const std::string& name = kScoreWeight);
+
+// The class probabilities of one text's ids (at least one): softmax of the classifier's logits, in
+// float64, in eval mode without a tape.
+std::vector<double> class_probabilities(ModelForSequenceClassification& model, const std::vector<int64_t>& ids);
+// The same for a text: its ids (Tokenizer::encode_with_bos), cut to the first `context`. An empty
+// text, or one the tokenizer cannot encode, is an Error saying so.
+std::vector<double> class_probabilities(ModelForSequenceClassification& model,
+                                        const tokenizers::Tokenizer& tokenizer, const std::string& text, int64_t context);
 
 }  // namespace tg::models

@@ -5,14 +5,14 @@
 //   weights = softmax(scores / sqrt(d_k), -1), then dropout
 //   context = weights @ values
 //
-// With tg::fast_kernels() on, two visible branches per forward run the same steps as fused ops
-// (autograd/ops/attention.cpp), with the same bits: when dropout is the identity and the
-// weights are not kept, masked_scaled_attention does every step from the scores to the product
-// with the values, without keeping the weights for backward; else masked_scaled_softmax does
-// the masking, the scaling and the softmax in one pass. Those apply the causal rule from the
-// positions (key j > query i + past is masked), the rule the buffer `mask` holds; the steps
-// written out make the same mask from the positions too (causal_mask), so MultiHeadAttention's
-// (context_length, context_length) buffer is made only when something reads it.
+// With tg::fast_kernels() on, when dropout is the identity and the weights are not kept, one
+// visible branch at the top of each forward runs its steps as one fused op
+// (masked_scaled_attention, autograd/ops/attention.cpp), with the same bits, without keeping
+// the weights for backward. It applies the causal rule from the positions (key j > query i is
+// masked), the rule the buffer `mask` holds; MultiHeadAttention's steps make the same mask from
+// the positions too (causal_mask), so its (context_length, context_length) buffer is made only
+// when something reads it. attend (at the end) is the same steps for the models' attention, which
+// adds cached positions and a second fused op (masked_scaled_softmax) for training with dropout.
 #include "nn/attention.h"
 
 #include <cmath>
@@ -72,6 +72,28 @@ Tensor causal_mask(int64_t past, int64_t T_q, int64_t T_k) {
   return triu(ones({T_q, T_k}), past + 1).to(kBool);  // (T_q, T_k)
 }
 
+// key_padding_mask (b, T_k) as (b, 1, 1, T_k), to broadcast over the heads and the queries;
+// undefined when there is none.
+Tensor padded_keys(const Tensor& key_padding_mask) {
+  if (!key_padding_mask.defined()) return Tensor();
+  return key_padding_mask.view({key_padding_mask.size(0), 1, 1, key_padding_mask.size(1)});
+}
+
+// The keys no query may see: the causal mask (T_q, T_k) when causal, or'd with padded
+// (b, 1, 1, T_k) when given; undefined when nothing is hidden.
+Tensor hidden_keys(bool causal, int64_t past, int64_t T_q, int64_t T_k, const Tensor& padded) {
+  Tensor hidden = causal ? causal_mask(past, T_q, T_k) : Tensor();
+  if (padded.defined()) hidden = hidden.defined() ? logical_or(hidden, padded) : padded;
+  return hidden;
+}
+
+// The queries whose every key is hidden (every key they may see is padded), (..., T_q, 1):
+// softmax of a row of -inf is NaN, so such a row is left unmasked and its weights zeroed after
+// the softmax (it attends to nothing; no NaN reaches the output or any gradient).
+Tensor sees_no_key(const Tensor& hidden, int64_t T_k) {
+  return hidden.defined() ? hidden.sum(-1, /*keepdim=*/true) == T_k : Tensor();
+}
+
 // The buffer both attentions register: (n, n), 1 above the diagonal.
 Tensor causal_buffer(int64_t n) { return triu(ones({n, n}), 1); }
 
@@ -126,14 +148,9 @@ Tensor CausalAttention::forward(const Tensor& x) {
   const int64_t T = x.size(1), d_k = keys.size(-1);
   if (fast_kernels() && dropout_is_identity(*dropout) && !keep_attention_weights)  // the steps below as one op
     return masked_scaled_attention(queries, keys, values, Tensor(), d_k, {.causal = true});
-  Tensor scores = queries.matmul(keys.transpose(1, 2));  // (b, T, T)
-  Tensor weights;                                        // (b, T, T)
-  if (fast_kernels()) {  // the else branch's steps in one pass, the same bits
-    weights = masked_scaled_softmax(scores, Tensor(), d_k, {.causal = true});
-  } else {
-    scores = scores.masked_fill(causal_mask(0, T, T), -kInf);
-    weights = softmax(scores / sqrt_d_k(d_k), -1);
-  }
+  Tensor scores = queries.matmul(keys.transpose(1, 2));                      // (b, T, T)
+  scores = scores.masked_fill(mask.to(kBool).narrow(0, 0, T).narrow(1, 0, T), -kInf);  // mask.bool()[:T, :T]
+  Tensor weights = softmax(scores / sqrt_d_k(d_k), -1);                     // (b, T, T)
   weights = dropout->forward(weights);
   if (keep_attention_weights) attention_weights = weights.detach();
   return weights.matmul(values);  // (b, T, d_out)
@@ -179,8 +196,22 @@ Tensor MultiHeadAttention::forward(const Tensor& x, const AttentionOptions& opti
   keys = split_heads(keys);                                                                    // (b, h, T_k, hs)
   queries = split_heads(queries);                                                              // (b, h, T_q, hs)
   values = split_heads(values);                                                                // (b, h, T_k, hs)
-  Tensor context = attend(queries, keys, values, options.key_padding_mask, options.causal, 0);  // (b, h, T_q, hs)
-  return out_proj->forward(join_heads(context));                                               // (b, T_q, d_out)
+  const int64_t T_q = queries.size(2), T_k = keys.size(2);
+  const Tensor padded = padded_keys(options.key_padding_mask);  // (b, 1, 1, T_k), or undefined
+  if (fast_kernels() && dropout_is_identity(*dropout) && !keep_attention_weights)  // the steps below as one op
+    return out_proj->forward(join_heads(
+        masked_scaled_attention(queries, keys, values, padded, head_dim, {.causal = options.causal})));
+  Tensor scores = queries.matmul(keys.transpose(2, 3));  // (b, h, T_q, T_k)
+  // the causal mask (the buffer's mask.bool()[:T_q, :T_k]), and the padded keys
+  const Tensor hidden = hidden_keys(options.causal, 0, T_q, T_k, padded);
+  const Tensor blind = sees_no_key(hidden, T_k);  // those rows stay unmasked, then get zero weights
+  if (hidden.defined()) scores = scores.masked_fill(logical_and(hidden, logical_not(blind)), -kInf);
+  Tensor weights = softmax(scores / sqrt_d_k(head_dim), -1);  // (b, h, T_q, T_k)
+  if (blind.defined()) weights = weights.masked_fill(blind, 0.0);
+  weights = dropout->forward(weights);
+  if (keep_attention_weights) attention_weights = weights.detach();
+  Tensor context = weights.matmul(values);         // (b, h, T_q, hs)
+  return out_proj->forward(join_heads(context));  // (b, T_q, d_out)
 }
 
 Tensor MultiHeadAttention::attend(const Tensor& queries, const Tensor& keys, const Tensor& values,
@@ -213,22 +244,19 @@ void MultiHeadAttention::check_inputs(const Tensor& x, const Tensor& kv, const T
 // The notebook's steps from the scores to @ values, every head at once; query i sits at position
 // past + i (past > 0 only for a caller that keeps earlier keys, such as a KV cache).
 Tensor attend(const Tensor& queries, const Tensor& keys, const Tensor& values, const AttendOptions& o) {
-  const int64_t b = queries.size(0), T_q = queries.size(2), T_k = keys.size(2), head_dim = queries.size(3);
-  const Tensor padded_keys = o.key_padding_mask.defined() ? o.key_padding_mask.view({b, 1, 1, T_k}) : Tensor();
+  const int64_t T_q = queries.size(2), T_k = keys.size(2), head_dim = queries.size(3);
+  const Tensor padded = padded_keys(o.key_padding_mask);
   const MaskedSoftmaxOptions rule{.causal = o.causal, .query_offset = o.past};
   const bool no_dropout = o.dropout_p == 0.0 || !o.training;  // as tg::dropout decides
   if (fast_kernels() && no_dropout && !o.keep_weights)  // the steps below as one op
-    return masked_scaled_attention(queries, keys, values, padded_keys, head_dim, rule);
+    return masked_scaled_attention(queries, keys, values, padded, head_dim, rule);
   Tensor scores = queries.matmul(keys.transpose(2, 3));  // (b, h, T_q, T_k)
   Tensor weights;                                        // (b, h, T_q, T_k)
   if (fast_kernels()) {  // the else branch's steps in one pass, the same bits
-    weights = masked_scaled_softmax(scores, padded_keys, head_dim, rule);
+    weights = masked_scaled_softmax(scores, padded, head_dim, rule);
   } else {
-    Tensor hidden = o.causal ? causal_mask(o.past, T_q, T_k) : Tensor();  // (T_q, T_k)
-    if (padded_keys.defined()) hidden = hidden.defined() ? logical_or(hidden, padded_keys) : padded_keys;
-    // A query that sees no key (all padded) would get softmax's NaN: its row is left unmasked
-    // here, and its weights are zeroed after the softmax (it attends to nothing).
-    const Tensor blind = hidden.defined() ? hidden.sum(-1, /*keepdim=*/true) == T_k : Tensor();
+    const Tensor hidden = hidden_keys(o.causal, o.past, T_q, T_k, padded);
+    const Tensor blind = sees_no_key(hidden, T_k);
     if (hidden.defined()) scores = scores.masked_fill(logical_and(hidden, logical_not(blind)), -kInf);
     weights = softmax(scores / sqrt_d_k(head_dim), -1);
     if (blind.defined()) weights = weights.masked_fill(blind, 0.0);

@@ -8,9 +8,10 @@
 //   context = weights @ values
 //
 // Read the classes in the notebook's order, SelfAttention_v1 to MultiHeadAttention, with their
-// forwards in nn/attention.cpp; attend (at the end) holds the steps every head goes through. The GPT
-// of models/gpt.h builds its attention on MultiHeadAttention: a KV cache for generation and
-// GPT-2's fused-qkv LoRA update are its own, around attend().
+// forwards in nn/attention.cpp: each writes the notebook's steps, the fused op behind one branch
+// at its top. attend (at the end) is the same steps for the models: the GPT of models/gpt.h builds
+// its attention on MultiHeadAttention (a KV cache for generation and GPT-2's fused-qkv LoRA
+// update are its own, around attend()), and models/llama.h's grouped-query attention calls it.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -122,8 +123,8 @@ class MultiHeadAttention : public Module {
   void check_inputs(const Tensor& x, const Tensor& kv, const Tensor& key_padding_mask, int64_t past) const;
 };
 
-// The notebook's steps from the scores to @ values, every head at once (MultiHeadAttention's, and
-// the grouped-query attention of models/llama.h):
+// MultiHeadAttention's steps from the scores to @ values, every head at once, for the models (the
+// GPT's attention, and the grouped-query attention of models/llama.h), which add cached positions:
 //   weights = softmax(masked(queries @ keys^T) / sqrt(hs)), dropout, context = weights @ values
 // queries (b, h, T_q, hs), keys and values (b, h, T_k, hs) -> context (b, h, T_q, hs). Query i
 // sits at position past + i among the keys (past > 0: a caller with cached keys). A query that

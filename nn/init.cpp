@@ -25,17 +25,13 @@ bool SkipInitGuard::active() { return skip_init; }
 Tensor uniform_(const Tensor& w, double a, double b, Generator* gen) {
   NoGradGuard no_grad;
   Tensor t = w;
-  if (skip_init) return t.zero_();
-  t.uniform_(a, b, gen);
-  return t;
+  return skip_init ? t.zero_() : t.uniform_(a, b, gen);
 }
 
 Tensor normal_(const Tensor& w, double mean, double std, Generator* gen) {
   NoGradGuard no_grad;
   Tensor t = w;
-  if (skip_init) return t.zero_();
-  t.normal_(mean, std, gen);
-  return t;
+  return skip_init ? t.zero_() : t.normal_(mean, std, gen);
 }
 
 // torch.nn.init._calculate_fan_in_and_fan_out: fan_in = size(1) * prod(sizes[2:]).

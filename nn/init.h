@@ -23,7 +23,7 @@ namespace tg::nn::init {
 
 // While a SkipInitGuard is alive on a thread, uniform_ and normal_ (and so every initialiser
 // here, and the layers' constructors) draw nothing and write zeros: for a model whose weights
-// are all read from a file right after it is built (models/hf_llama.h), where drawing them would
+// are all read from a file right after it is built (models/hf/hf_llama.h), where drawing them would
 // take longer than reading them (measured in docs/performance.md). The generator is left as it
 // was, so what is drawn after the guard differs from what a model built without it would be
 // followed by.

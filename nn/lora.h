@@ -6,7 +6,7 @@
 //       lora.lora_A.weight (r, in)     A, trained
 //       lora.lora_B.weight (out, r)    B, trained
 //   LoRA(in, out, r, alpha)      the update alone, (alpha / r) · (x A^T) B^T: for an adapter on
-//                                outputs that are not one Linear's (models/gpt_lora.h: GPT-2's fused q, k, v)
+//                                outputs that are not one Linear's (models/lora/gpt_lora.h: GPT-2's fused q, k, v)
 //
 // Memory: A and B have r · (in + out) numbers against W's in · out, and an optimizer given
 // trainable_parameters() (nn/module.h) keeps state for them alone. Read LoRALinear's constructor

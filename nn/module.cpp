@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "autograd/internal.h"
-#include "autograd/io/json.h"
+#include "io/json.h"
 #include "autograd/ops.h"
 #include "autograd/record.h"
 

@@ -1,7 +1,7 @@
 // nn/serialize.cpp — tg::save and tg::load: a state_dict through a safetensors file.
 #include "nn/serialize.h"
 
-#include "autograd/io/safetensors.h"
+#include "nn/safetensors.h"
 
 namespace tg {
 

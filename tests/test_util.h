@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "autograd/io/json.h"
+#include "io/json.h"
 #include "autograd/ops.h"
 #include "autograd/runtime/parallel.h"
 

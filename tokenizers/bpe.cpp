@@ -11,7 +11,7 @@
 #include <utility>
 
 #include "autograd/error.h"
-#include "autograd/io/json.h"
+#include "io/json.h"
 
 namespace tg::tokenizers {
 

@@ -6,7 +6,7 @@
 #include <ctime>
 
 #include "autograd/error.h"
-#include "autograd/io/flags.h"
+#include "io/flags.h"
 #include "tokenizers/unicode_classes.h"
 
 namespace tg::tokenizers {

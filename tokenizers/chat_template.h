@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "autograd/io/json.h"
+#include "io/json.h"
 #include "tokenizers/tokenizer.h"
 
 namespace tg::tokenizers {

@@ -10,10 +10,10 @@
 #include <utility>
 
 #include "autograd/error.h"
-#include "autograd/io/atomic_file.h"
-#include "autograd/io/json.h"
-#include "autograd/io/flags.h"
-#include "autograd/io/user_file.h"
+#include "io/atomic_file.h"
+#include "io/json.h"
+#include "io/flags.h"
+#include "io/user_file.h"
 
 namespace tg::tokenizers {
 

@@ -6,12 +6,12 @@
 #include <filesystem>
 
 #include "autograd/error.h"
-#include "autograd/io/json.h"
+#include "io/json.h"
 #include "tokenizers/bpe_merge.h"
 #include "tokenizers/gpt2_tokenizer.h"
 #include "tokenizers/nfc.h"
 #include "tokenizers/pre_split.h"
-#include "autograd/io/user_file.h"
+#include "io/user_file.h"
 
 namespace tg::tokenizers {
 

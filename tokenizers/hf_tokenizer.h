@@ -16,7 +16,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "autograd/io/json.h"
+#include "io/json.h"
 #include "tokenizers/bpe_tables.h"
 
 namespace tg::tokenizers {

@@ -6,7 +6,7 @@
 #include <iterator>
 #include <vector>
 
-#include "autograd/io/json.h"
+#include "io/json.h"
 
 namespace tg::tokenizers {
 

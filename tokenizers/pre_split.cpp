@@ -15,7 +15,7 @@
 
 #include <cstdint>
 
-#include "autograd/io/json.h"
+#include "io/json.h"
 #include "tokenizers/unicode_classes.h"
 
 namespace tg::tokenizers {

@@ -1,5 +1,5 @@
 // tokenizers/tokenizer.cpp — characters <-> ids. UTF-8 is read and written by json's
-// decode_utf8 and append_utf8 (autograd/io/json.h), the project's one UTF-8 code.
+// decode_utf8 and append_utf8 (io/json.h), the project's one UTF-8 code.
 #include "tokenizers/tokenizer.h"
 
 #include <algorithm>
@@ -8,10 +8,10 @@
 #include <set>
 
 #include "autograd/error.h"
-#include "autograd/io/atomic_file.h"
-#include "autograd/io/json.h"
-#include "autograd/io/flags.h"
-#include "autograd/io/user_file.h"
+#include "io/atomic_file.h"
+#include "io/json.h"
+#include "io/flags.h"
+#include "io/user_file.h"
 
 namespace tg::tokenizers {
 

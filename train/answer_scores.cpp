@@ -7,9 +7,9 @@
 #include <sstream>
 
 #include "autograd/error.h"
-#include "autograd/io/json.h"
+#include "io/json.h"
 #include "autograd/ops.h"
-#include "models/generate.h"
+#include "models/generation/generate.h"
 #include "tokenizers/chat_template.h"
 #include "train/chat_data.h"
 #include "train/instructions.h"

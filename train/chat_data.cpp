@@ -5,8 +5,8 @@
 #include <functional>
 
 #include "autograd/error.h"
-#include "autograd/io/json.h"
-#include "autograd/io/user_file.h"
+#include "io/json.h"
+#include "io/user_file.h"
 
 namespace tg::train {
 

@@ -7,9 +7,9 @@
 #include <random>
 
 #include "autograd/error.h"
-#include "autograd/io/flags.h"
-#include "autograd/io/json.h"
-#include "autograd/io/user_file.h"
+#include "io/flags.h"
+#include "io/json.h"
+#include "io/user_file.h"
 #include "autograd/ops.h"
 #include "train/corpus.h"
 #include "train/instructions.h"

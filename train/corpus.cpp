@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "autograd/error.h"
-#include "autograd/io/user_file.h"
+#include "io/user_file.h"
 
 namespace tg::train {
 

@@ -77,19 +77,4 @@ ClassifierEval evaluate_classifier(models::ModelForSequenceClassification& model
   return r;
 }
 
-std::vector<double> class_probabilities(models::ModelForSequenceClassification& model,
-                                        const tokenizers::Tokenizer& tokenizer, const std::string& text, int64_t context) {
-  std::vector<int64_t> ids = tokenizer.encode_with_bos(text);
-  if (ids.empty()) throw Error("the text has no tokens");
-  if (std::ssize(ids) > context) ids.resize(static_cast<size_t>(context));
-  return class_probabilities(model, ids);
-}
-
-std::vector<double> class_probabilities(models::ModelForSequenceClassification& model, const std::vector<int64_t>& ids) {
-  NoGradGuard no_grad;
-  model.eval();
-  const Tensor logits = model.forward(from_vector(ids, {1, std::ssize(ids)}));  // (1, n)
-  return softmax(logits.to(kFloat64), -1).contiguous().tolist<double>();
-}
-
 }  // namespace tg::train

@@ -41,12 +41,4 @@ struct ClassifierEval {
 ClassifierEval evaluate_classifier(models::ModelForSequenceClassification& model,
                                    const std::vector<ClassificationExample>& examples, int64_t batch, int64_t pad_id);
 
-// The class probabilities of one text's ids (at least one): softmax of the classifier's logits, in
-// float64, in eval mode without a tape.
-std::vector<double> class_probabilities(models::ModelForSequenceClassification& model, const std::vector<int64_t>& ids);
-// The same for a text: its ids (Tokenizer::encode_with_bos), cut to the first `context`. An empty
-// text, or one the tokenizer cannot encode, is an Error saying so.
-std::vector<double> class_probabilities(models::ModelForSequenceClassification& model,
-                                        const tokenizers::Tokenizer& tokenizer, const std::string& text, int64_t context);
-
 }  // namespace tg::train

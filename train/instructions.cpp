@@ -6,8 +6,8 @@
 #include <tuple>
 
 #include "autograd/error.h"
-#include "autograd/io/json.h"
-#include "autograd/io/user_file.h"
+#include "io/json.h"
+#include "io/user_file.h"
 #include "autograd/ops.h"
 #include "autograd/tape.h"
 

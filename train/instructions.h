@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "autograd/io/json.h"
+#include "io/json.h"
 #include "train/data.h"
 #include "train/evaluate.h"
 #include "tokenizers/chat_template.h"  // alpaca_prompt
@@ -33,7 +33,7 @@ void for_each_jsonl_object(const std::string& text, const std::string& source, c
 
 // The examples of a JSONL text. "instruction" and "output" are strings and must be there; "input"
 // is a string or left out (left out = empty); other keys are ignored; blank lines are skipped;
-// lines end in "\n", "\r\n" or "\r" (text_lines, autograd/io/user_file.h). source (the file's
+// lines end in "\n", "\r\n" or "\r" (text_lines, io/user_file.h). source (the file's
 // name) starts every message, with the line:
 // "data.jsonl: line 3: not JSON: ...", "...: line 4: not a JSON object (got an array)",
 // "...: line 5: \"output\" is missing", "...: line 6: \"input\" must be a string, got null".

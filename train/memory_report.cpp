@@ -1,7 +1,7 @@
 // train/memory_report.cpp — the memory split, as a line and as JSON.
 #include "train/memory_report.h"
 
-#include "autograd/io/json.h"
+#include "io/json.h"
 #include "autograd/tape.h"
 
 namespace tg::train {

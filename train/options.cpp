@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "autograd/io/flags.h"
-#include "autograd/io/user_file.h"
-#include "models/lora_adapters.h"
+#include "io/flags.h"
+#include "io/user_file.h"
+#include "models/lora/lora_adapters.h"
 #include "nn/module.h"  // python_float
 #include "train/chat_data.h"
 

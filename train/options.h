@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "autograd/dtype.h"
-#include "autograd/io/flags.h"
+#include "io/flags.h"
 #include "models/gpt.h"
-#include "models/gpt_lora.h"
+#include "models/lora/gpt_lora.h"
 #include "models/llama.h"
 
 namespace tg::train {
@@ -84,7 +84,7 @@ struct TrainOptions {
   std::string write_corpus;  // write the built-in corpus to this file and stop
   bool eval_only = false;    // evaluate the --resume run's model (on --data, or its val split) and stop
   // LoRA (a run from GPT-2): adapters of this rank on lora_targets train instead of the weights
-  // (models/gpt_lora.h); 0 = none, every weight trains
+  // (models/lora/gpt_lora.h); 0 = none, every weight trains
   int64_t lora_rank = 0;
   double lora_alpha = 0;              // the update's scale is alpha / rank; train_gpt's default: the rank
   std::string lora_targets = "attn";  // "attn", "mlp" or "attn,mlp"

@@ -10,36 +10,29 @@
 #include <sstream>
 #include <vector>
 
-#include "autograd/io/atomic_file.h"
+#include "io/atomic_file.h"
 #include "autograd/random/generator.h"
-#include "autograd/io/json.h"
+#include "io/json.h"
 #include "autograd/ops.h"
-#include "autograd/io/safetensors.h"
-#include "autograd/io/user_file.h"
-#include "autograd/io/flags.h"
-#include "models/hf_config_reader.h"
-#include "models/hf_folder.h"
-#include "models/hf_gpt2.h"
-#include "models/hf_llama.h"
-#include "models/lora_adapters.h"
+#include "nn/safetensors.h"
+#include "io/user_file.h"
+#include "io/flags.h"
+#include "models/hf/hf_config_reader.h"
+#include "models/hf/hf_folder.h"
+#include "models/hf/hf_gpt2.h"
+#include "models/hf/hf_llama.h"
+#include "models/lora/lora_adapters.h"
+#include "models/saved_model.h"
+#include "train/corpus.h"
 #include "train/run_log.h"
-#include "models/gpt_lora.h"
-#include "models/llama_lora.h"
+#include "models/lora/gpt_lora.h"
+#include "models/lora/llama_lora.h"
 #include "nn/init.h"
 #include "nn/serialize.h"
 
 namespace tg::train {
 
 namespace {
-
-// Every weight, adapter and optimizer state read back must be finite: one inf or nan makes every
-// output nan (the error names the file, the tensor and the index).
-const SafetensorsReadOptions kFiniteOnly{.finite_only = true};
-// A classifier's body in tapegrad's layout: its file holds the head's score.weight beside it
-// (read by models::load_score_weight).
-const SafetensorsReadOptions kClassifierBody{.finite_only = true,
-                                             .skip = [](const std::string& name) { return name == models::kScoreWeight; }};
-
 std::string to_hex(const std::vector<uint8_t>& bytes) {
   static const char* digits = "0123456789abcdef";
   std::string out;
@@ -98,46 +91,6 @@ std::string config_json(const models::GPTConfig& c, TrainOptions options, bool g
   return config.str();
 }
 
-models::GPTConfig model_config(const json::Value& m) {
-  models::GPTConfig c;
-  c.vocab_size = m["vocab_size"].as_int64();
-  c.context_length = m["context_length"].as_int64();
-  c.emb_dim = m["emb_dim"].as_int64();
-  c.n_heads = m["n_heads"].as_int64();
-  c.n_layers = m["n_layers"].as_int64();
-  c.drop_rate = m["drop_rate"].as_double();
-  c.qkv_bias = m["qkv_bias"].as_bool();
-  c.tie_weights = m.contains("tie_weights") && m["tie_weights"].as_bool();  // runs from before tying have none
-  c.layer_norm_eps = m.contains("layer_norm_eps") ? m["layer_norm_eps"].as_double() : 1e-5;  // older runs: 1e-5
-  c.validate();
-  return c;
-}
-
-// A train_gpt model.safetensors's header (no data read) against the config a model is about to be
-// built from: the tensors that carry its sizes, tok_emb.weight (V, C) and pos_emb.weight (P, C),
-// and the blocks' count, so that a config.json that disagrees with the file is refused before the
-// model takes any memory (load() checks every name, shape and dtype once it is built).
-void check_run_weights(const models::GPTConfig& c, const std::string& path) {
-  const std::vector<SafetensorsEntry> file = safetensors_entries(path);
-  const std::pair<std::string, Shape> sized[] = {{"tok_emb.weight", {c.vocab_size, c.emb_dim}},
-                                                 {"pos_emb.weight", {c.context_length, c.emb_dim}}};
-  for (const auto& sized_tensor : sized) {  // (no structured binding: a lambda below uses the name)
-    const std::string& name = sized_tensor.first;
-    const Shape& shape = sized_tensor.second;
-    const auto e = std::find_if(file.begin(), file.end(), [&](const SafetensorsEntry& f) { return f.name == name; });
-    if (e == file.end()) throw Error(path + ": tensor \"" + name + "\" is missing");
-    if (e->shape != shape)
-      throw Error(path + ": tensor \"" + name + "\" has shape " + shape_str(e->shape) + ", expected " + shape_str(shape) +
-                  " (vocab_size, context_length and emb_dim of the run's config.json)");
-  }
-  // (no more blocks than tensors, whatever block number a name claims)
-  if (const int64_t blocks = std::min<int64_t>(models::blocks_in_file(file, "trf_blocks."), std::ssize(file));
-      blocks < c.n_layers)
-    throw Error(path + ": tensor \"trf_blocks." + std::to_string(blocks) + ".norm1.weight\" is missing (the run's " +
-                "config.json has n_layers " + std::to_string(c.n_layers) + "; the file has " + std::to_string(blocks) +
-                " blocks)");
-}
-
 // A message about flags with each "--name" written as the config.json field it came from:
 // --kv-heads -> "train.kv-heads" (section "train."); the flags in keep (given on this command
 // line) stay flags. A "--" inside a word (a path's "my--run") is no flag.
@@ -191,42 +144,11 @@ void check_same_model(const models::LlamaConfig& in_file, const models::LlamaCon
   }
 }
 
-// config.json's train_gpt part: the whole file, or its "tapegrad" member in a run from GPT-2
-// (whose config.json is Hugging Face's).
-const json::Value& run_section(const json::Value& doc) {
-  const json::Value* section = doc.is_object() ? doc.find(models::kTapegradSection) : nullptr;
-  return section ? *section : doc;
-}
-
-}  // namespace
-
-bool is_lora_run(const std::string& dir) { return std::filesystem::exists(path_in(dir, models::kAdapterConfigFile)); }
-
-namespace {
-
-// The trained weights' file: the whole model's, or a LoRA run's adapters.
-std::string weights_file(const std::string& dir) { return is_lora_run(dir) ? models::kAdaptersFile : "model.safetensors"; }
-
-// A LoRA run's adapter_config.json: its base folder checked to be there, and its target_modules
-// to be of the run's model (a Llama's config.json beside GPT-2's adapters is no run).
-models::AdapterConfig adapters_of(const std::string& dir) {
-  const std::string path = path_in(dir, models::kAdapterConfigFile);
-  models::AdapterConfig adapters = models::read_adapter_config(path);
-  const models::LoraFamily model = models::is_hf_llama_folder(dir) ? models::LoraFamily::llama : models::LoraFamily::gpt2;
-  if (adapters.family != model)
-    throw Error(path + ": \"target_modules\" are " + models::family_name(adapters.family) + "'s but the run's config.json is a " +
-                models::family_name(model) + " model's: not a consistent run");
-  if (!std::filesystem::is_directory(adapters.base))
-    throw Error(path + ": the base model " + adapters.base + " (base_model_name_or_path) is gone: the run holds its "
-                "adapters alone; put the base model's folder back there");
-  return adapters;
-}
-
 }  // namespace
 
 void check_run_folder(const std::string& dir) {
   if (!std::filesystem::is_directory(dir)) throw Error(dir + ": no such folder");
-  for (const std::string& name : {weights_file(dir), std::string("optimizer.safetensors"), std::string("config.json"),
+  for (const std::string& name : {models::run_weights_file(dir), std::string("optimizer.safetensors"), std::string("config.json"),
                                   std::string("tokenizer.json")})
     if (!std::filesystem::exists(path_in(dir, name)))
       throw Error(dir + ": not a train_gpt checkpoint folder (" + name + " is missing)");
@@ -266,9 +188,10 @@ void remove_killed_saves(const std::string& dir) {
 void save_run(Trainer& trainer, const std::string& dir) {
   const std::string step = std::to_string(trainer.step());
   std::vector<AtomicFile> files;
-  const models::AdapterConfig* lora = trainer.lora();  // a LoRA run saves its adapters alone, in peft's names
-  const models::HfGpt2Info* hf = lora ? nullptr : trainer.hf_gpt2_layout();  // a run from GPT-2: its layout and names
-  const models::LlamaConfig* llama = trainer.llama_config();  // a llama or qwen3 run: Hugging Face's layout
+  const models::AdapterConfig* lora = trainer.origin.lora ? &*trainer.origin.lora : nullptr;  // a LoRA run saves its adapters alone, in peft's names
+  const models::HfGpt2Info* hf = lora || !trainer.origin.gpt2_layout ? nullptr : &*trainer.origin.gpt2_layout;  // a run from GPT-2: its layout and names
+  const auto* llama_model = dynamic_cast<const models::LlamaForCausalLM*>(&trainer.model());
+  const models::LlamaConfig* llama = llama_model ? &llama_model->config() : nullptr;  // a llama or qwen3 run: Hugging Face's layout
   const std::string weights_path = path_in(dir, lora ? models::kAdaptersFile : "model.safetensors");
   NamedTensors weights = lora    ? models::peft_adapter_tensors(trainer.model())
                          : hf    ? models::hf_gpt2_tensors(trainer.gpt(), hf->prefixed)
@@ -295,14 +218,12 @@ void save_run(Trainer& trainer, const std::string& dir) {
   files.emplace_back(path_in(dir, "config.json"), "train_gpt");
   const std::string run_config = config_json(trainer.config(), trainer.options(), !llama);
   std::string config = hf      ? models::hf_gpt2_config_json(trainer.config(), hf->config, run_config)
-                       : llama ? models::hf_llama_config_json(*llama, trainer.hf_llama_source(), run_config)
+                       : llama ? models::hf_llama_config_json(*llama, trainer.origin.llama_config, run_config)
                                : run_config + "\n";
   if (classifier) {  // a *ForSequenceClassification folder: its classes and padding id
+    const bool gpt2 = trainer.origin.gpt2_layout || (lora && lora->family == models::LoraFamily::gpt2);
     const std::string architecture =
-        std::string(llama                                                              ? llama->class_prefix()
-                    : trainer.hf_gpt2_layout() || (lora && lora->family == models::LoraFamily::gpt2) ? "GPT2"
-                                                                                                     : "GPT") +
-        "ForSequenceClassification";
+        std::string(llama ? llama->class_prefix() : gpt2 ? "GPT2" : "GPT") + "ForSequenceClassification";
     const models::ClassifierConfig classes{trainer.classification()->classes, trainer.classification()->pad_id};
     const json::Value fields = json::parse(models::classifier_config_json(classes, architecture), "classifier fields");
     config = models::merged_config_json(json::parse(config, "config.json"), fields, [](const std::string&) { return false; },
@@ -333,7 +254,7 @@ struct FilePair {
   std::string model, optimizer, step;
 };
 FilePair newest_consistent_pair(const std::string& dir) {
-  const std::string model = path_in(dir, weights_file(dir)), opt = path_in(dir, "optimizer.safetensors");
+  const std::string model = path_in(dir, models::run_weights_file(dir)), opt = path_in(dir, "optimizer.safetensors");
   auto step_of = [](const std::string& path) -> std::optional<int64_t> {
     std::error_code ec;
     if (!std::filesystem::exists(path, ec)) return std::nullopt;
@@ -351,7 +272,7 @@ FilePair newest_consistent_pair(const std::string& dir) {
     }
   }
   if (!best) {
-    throw Error(dir + ": " + weights_file(dir) + " (step " + metadata_value(load_safetensors_metadata(model), "step", model) +
+    throw Error(dir + ": " + models::run_weights_file(dir) + " (step " + metadata_value(load_safetensors_metadata(model), "step", model) +
                 ") and optimizer.safetensors (step " + metadata_value(load_safetensors_metadata(opt), "step", opt) +
                 ") are of different steps and no earlier pair matches: the checkpoint is inconsistent");
   }
@@ -366,7 +287,7 @@ TrainOptions saved_options(const std::string& dir) {
   const json::Value doc = json::parse(read_user_file(path), path);
   TrainOptions o;
   std::vector<std::string> args;
-  for (const json::Member& m : run_section(doc)["train"].as_object()) {
+  for (const json::Member& m : models::run_section(doc)["train"].as_object()) {
     if (m.value.is_bool()) {  // a switch: given when true
       if (m.value.as_bool()) args.push_back("--" + m.key);
       continue;
@@ -421,7 +342,7 @@ std::unique_ptr<Trainer> start_from_gpt2_folder(TrainOptions o, const std::strin
   models::load_hf_gpt2_weights(trainer->gpt(), weights_path, &layout);
   if (converted) *converted = layout.converted_dtypes;
   if (is_classification(o)) layout.prefixed = true;  // GPT2ForSequenceClassification's names: transformer.*
-  trainer->set_hf_gpt2_layout(layout);
+  trainer->origin.gpt2_layout = layout;
   // LoRA: the folder stays the base, named by its absolute path in the run's adapter_config.json
   if (o.lora_rank > 0) trainer->apply_lora(std::filesystem::absolute(o.init_from).lexically_normal().string());
   return trainer;
@@ -455,9 +376,31 @@ std::unique_ptr<Trainer> start_from_llama_folder(TrainOptions o, const std::stri
   const Activity reading("reading the weights of " + o.init_from);
   const models::HfLlamaInfo read = models::load_hf_llama_weights(trainer->llama(), o.init_from);  // checked first
   if (converted) *converted = read.converted_dtypes;
-  trainer->set_hf_llama_source(std::move(source));
+  trainer->origin.llama_config = std::move(source);
   // LoRA: the folder stays the base, named by its absolute path in the run's adapter_config.json
   if (o.lora_rank > 0) trainer->apply_lora(std::filesystem::absolute(o.init_from).lexically_normal().string());
+  return trainer;
+}
+
+std::unique_ptr<Trainer> start_from_folder(TrainOptions& o, const std::vector<std::string>& given,
+                                           std::vector<std::string>* converted) {
+  const std::string config_path = path_in(o.init_from, "config.json");
+  std::unique_ptr<Trainer> trainer;
+  if (models::is_hf_llama_folder(o.init_from)) {
+    const models::LlamaConfig config = models::hf_llama_config(json::parse_file(config_path), config_path);
+    take_folder_defaults(o, given, config.class_prefix(), config.max_position_embeddings, config.attention_dropout);
+    check_lora_rank(o, config);
+    trainer = start_from_llama_folder(o, read_data(o.data), converted);
+  } else {
+    if (!models::is_hf_gpt2_folder(o.init_from))
+      throw Error("--init-from " + o.init_from + ": not a Hugging Face GPT-2 folder (" + config_path +
+                  " with \"model_type\": \"gpt2\" is missing)");
+    const models::GPTConfig config = models::hf_gpt2_config(json::parse_file(config_path), config_path);
+    take_folder_defaults(o, given, "GPT-2", config.context_length, config.drop_rate);
+    check_lora_rank(o, config);
+    trainer = start_from_gpt2_folder(o, read_data(o.data), converted);
+  }
+  o = trainer->options();  // the model's shape from the folder, as the run saves it
   return trainer;
 }
 
@@ -465,7 +408,7 @@ std::unique_ptr<Trainer> resume_trainer(const std::string& dir, const TrainOptio
   check_run_folder(dir);
   remove_killed_saves(dir);
   const bool llama = models::is_hf_llama_folder(dir);  // a llama or qwen3 run (Hugging Face's layout)
-  const bool lora = is_lora_run(dir), from_gpt2 = !llama && (lora || models::is_hf_gpt2_folder(dir));
+  const bool lora = models::is_lora_run(dir), from_gpt2 = !llama && (lora || models::is_hf_gpt2_folder(dir));
   if (llama != (options.arch != "gpt2"))
     throw Error(dir + ": config.json's \"arch\" is " + options.arch + " but its model_type is " +
                 (llama ? "of the Llama family" : "not") + ": not a consistent run");
@@ -486,9 +429,9 @@ std::unique_ptr<Trainer> resume_trainer(const std::string& dir, const TrainOptio
   models::HfGpt2Info layout;  // a run from GPT-2: its layout and names
   layout.config = config;
   if (from_gpt2) {  // a run from GPT-2: its tokenizer (the files beside the model) and shape are its own
-    const models::GPTConfig model = model_config(run_section(config)["model"]);
+    const models::GPTConfig model = models::run_gpt_config(models::run_section(config)["model"]);
     if (lora) {  // the base model's weights, then the adapters
-      adapters = adapters_of(dir);
+      adapters = models::run_adapters(dir);
       models::HfGpt2Info base;
       models::check_hf_gpt2_weights(model, path_in(adapters->base, "model.safetensors"), &base);
       models::check_peft_adapters(model_path, model, adapters->lora);
@@ -501,7 +444,7 @@ std::unique_ptr<Trainer> resume_trainer(const std::string& dir, const TrainOptio
     models::LlamaConfig model = models::hf_llama_config(config, config_path);
     model.attention_dropout = options.model.drop_rate;
     if (lora) {  // the base model's weights, then the adapters
-      adapters = adapters_of(dir);
+      adapters = models::run_adapters(dir);
       models::check_hf_llama_weights(model, adapters->base);
       models::check_peft_adapters(model_path, model, adapters->lora);
     } else {
@@ -509,7 +452,7 @@ std::unique_ptr<Trainer> resume_trainer(const std::string& dir, const TrainOptio
     }
     const Activity building("building the model of " + config_path);
     trainer = std::make_unique<Trainer>(options, text, tokenizers::load_tokenizer(dir), model);
-    trainer->set_hf_llama_source(config);
+    trainer->origin.llama_config = config;
   } else {  // a run from scratch: the Trainer makes its model from the flags, as it did
     const std::string tokenizer_path = path_in(dir, "tokenizer.json");
     const tokenizers::Tokenizer saved = tokenizers::Tokenizer::from_json(read_user_file(tokenizer_path), tokenizer_path);
@@ -531,7 +474,7 @@ std::unique_ptr<Trainer> resume_trainer(const std::string& dir, const TrainOptio
       check_same_model(models::hf_llama_config(config, config_path), made, config_path);
       models::check_hf_llama_weights(made, model_path);
     } else {
-      check_run_weights(model, model_path);
+      models::check_run_weights(model, model_path);
     }
     const Activity building("building the model of " + config_path);
     if (!learned) {
@@ -557,16 +500,16 @@ std::unique_ptr<Trainer> resume_trainer(const std::string& dir, const TrainOptio
     models::load_peft_adapters(trainer->model(), model_path);  // all or nothing
   } else if (from_gpt2) {
     models::load_hf_gpt2_weights(trainer->gpt(), model_path, &layout);  // all or nothing
-    trainer->set_hf_gpt2_layout(layout);
+    trainer->origin.gpt2_layout = layout;
   } else if (llama) {
     models::load_hf_llama_weights(trainer->llama(), model_path);  // checks every name, shape and value
   } else {
     // checks every name, shape, dtype and value; all or nothing
-    load(trainer->model(), model_path, trainer->classifier() ? kClassifierBody : kFiniteOnly);
+    load(trainer->model(), model_path, trainer->classifier() ? models::kClassifierBody : models::kFiniteOnly);
   }
   if (models::ModelForSequenceClassification* classifier = trainer->classifier())
     models::load_score_weight(*classifier, model_path, lora ? models::kPeftScoreWeight : models::kScoreWeight);
-  const NamedTensors opt_state = load_safetensors(opt_path, kFiniteOnly);  // nan moments would make nan weights
+  const NamedTensors opt_state = load_safetensors(opt_path, models::kFiniteOnly);  // nan moments would make nan weights
   try {
     trainer->optimizer().load_state(opt_state);
   } catch (const Error& e) {
@@ -577,210 +520,6 @@ std::unique_ptr<Trainer> resume_trainer(const std::string& dir, const TrainOptio
   trainer->set_step(parse_step(step, model_path));
   return trainer;
 }
-
-std::string write_text(models::CausalLM& model, const tokenizers::Tokenizer& tokenizer, const std::vector<int64_t>& prompt,
-                       int64_t tokens, const models::SamplingOptions& options, Generator& gen, std::ostream* stream,
-                       std::vector<int64_t>* ids_out) {
-  const Tensor idx = from_vector(prompt, {1, static_cast<int64_t>(prompt.size())});  // (1, T)
-  // streamed: each token's text as it comes (a token's bytes: decode is byte for byte), whole
-  // characters only, the rest held back until they are whole; the end-of-text is never printed
-  std::string pending = stream ? tokenizer.decode(prompt) : std::string();
-  bool ended = false;
-  auto print_whole = [&](size_t keep_back) {
-    const size_t n = pending.size() - keep_back;
-    stream->write(pending.data(), static_cast<std::streamsize>(n)).flush();
-    pending.erase(0, n);
-  };
-  auto on_token = [&](const Tensor& next) {  // (1,1)
-    const int64_t id = next.item<int64_t>();
-    ended = ended || id == options.stop_token;
-    if (ended) return;
-    pending += tokenizer.decode({id});
-    print_whole(pending.size() - json::utf8_whole_prefix(pending));
-  };
-  if (stream) print_whole(pending.size() - json::utf8_whole_prefix(pending));
-  models::SamplingOptions writable = options;  // only ids the tokenizer decodes (a padded vocabulary's are not)
-  writable.suppress_tokens = models::ids_the_tokenizer_cannot_write(tokenizer, model.vocab_size());
-  std::vector<int64_t> ids =
-      models::generate(model, idx, tokens, writable, &gen, stream ? std::function<void(const Tensor&)>(on_token) : nullptr)
-          .tolist<int64_t>();
-  if (stream) print_whole(0);
-  if (options.stop_token >= 0) {  // generation stopped at it: cut it off
-    const auto stop = std::find(ids.begin() + static_cast<std::ptrdiff_t>(prompt.size()), ids.end(), options.stop_token);
-    ids.erase(stop, ids.end());
-  }
-  if (ids_out) *ids_out = ids;
-  return tokenizer.decode(ids);
-}
-
-namespace {
-
-// config.json's eos_token_id when it is one number (a list, as Llama 3 instruct's, is no single
-// stop token: -1, none).
-int64_t single_eos_id(const json::Value& config) {
-  const json::Value* eos = config.is_object() ? config.find("eos_token_id") : nullptr;
-  return eos && eos->is_number() ? eos->as_int64() : -1;
-}
-
-// The LoRA run dir's adapters added to base, its base model (a GPTModel or a LlamaForCausalLM of
-// config): the adapters file checked against config first, before the adapters take memory; the
-// default generator is left as it was (A's draws are overwritten by the file's).
-template <class Model, class Config>
-void add_run_adapters(Model& base, const Config& config, const models::AdapterConfig& adapters, const std::string& dir) {
-  const std::string adapters_path = path_in(dir, models::kAdaptersFile);
-  models::check_peft_adapters(adapters_path, config, adapters.lora);
-  const Activity adding("adding the LoRA adapters of " + path_in(dir, models::kAdapterConfigFile));
-  const std::vector<uint8_t> generator = default_generator().get_state();
-  models::apply_lora(base, adapters.lora);
-  default_generator().set_state(generator);
-  models::load_peft_adapters(base, adapters_path);
-}
-
-// A LoRA run's config.json (beside its adapters) names a *ForSequenceClassification model.
-bool lora_run_is_classifier(const std::string& dir) {
-  const std::string config_path = path_in(dir, "config.json");
-  return std::filesystem::exists(config_path) &&
-         models::is_classifier_config(json::parse(read_user_file(config_path), config_path));
-}
-
-// load_saved_model's folder, a classifier's body without its output head included (lm_head_missing).
-SavedModel load_saved_body(const std::string& dir, bool* lm_head_missing) {
-  if (!std::filesystem::is_directory(dir)) throw Error(dir + ": no such folder");
-  SavedModel saved;
-  // config.json read once, first: what it is decides the reader (or is the error, naming the file)
-  const models::ModelFolderKind kind = models::model_folder_kind(dir);
-  if (is_lora_run(dir) && kind == models::ModelFolderKind::llama) {  // the base Llama / Qwen folder's model and the adapters
-    const models::AdapterConfig adapters = adapters_of(dir);
-    models::HfLlama base = models::load_hf_llama(adapters.base);
-    saved.stop_token = single_eos_id(base.info.config);
-    *lm_head_missing = base.info.lm_head_missing;
-    saved.classifier = lora_run_is_classifier(dir);
-    saved.converted_dtypes = base.info.converted_dtypes;
-    add_run_adapters(*base.model, base.config, adapters, dir);
-    saved.model = std::move(base.model);
-    if (std::filesystem::exists(path_in(dir, "tokenizer.json"))) saved.tokenizer = tokenizers::load_tokenizer(dir);
-  } else if (is_lora_run(dir)) {  // the base GPT-2 folder's model with the run's adapters
-    const models::AdapterConfig adapters = adapters_of(dir);
-    models::HfGpt2 base = models::load_hf_gpt2(adapters.base);
-    saved.config = base.config;
-    saved.classifier = lora_run_is_classifier(dir);
-    saved.converted_dtypes = base.info.converted_dtypes;
-    saved.base_layout = base.info;
-    add_run_adapters(*base.model, saved.config, adapters, dir);
-    saved.model = std::move(base.model);
-    saved.tokenizer = tokenizers::load_tokenizer(dir);
-  } else if (kind == models::ModelFolderKind::llama) {  // a Llama / Qwen folder, or a llama or qwen3 run
-    models::HfLlama hf = models::load_hf_llama(dir);
-    saved.stop_token = single_eos_id(hf.info.config);
-    *lm_head_missing = hf.info.lm_head_missing;
-    saved.classifier = models::is_classifier_config(hf.info.config);
-    saved.model = std::move(hf.model);
-    saved.converted_dtypes = hf.info.converted_dtypes;
-    if (std::filesystem::exists(path_in(dir, "tokenizer.json"))) saved.tokenizer = tokenizers::load_tokenizer(dir);
-  } else if (kind == models::ModelFolderKind::gpt2) {  // Hugging Face's layout (a GPT-2 folder, or a run from one)
-    models::HfGpt2 hf = models::load_hf_gpt2(dir);
-    saved.config = hf.config;
-    saved.classifier = models::is_classifier_config(hf.info.config);
-    saved.model = std::move(hf.model);
-    saved.converted_dtypes = hf.info.converted_dtypes;
-    saved.tokenizer = tokenizers::load_tokenizer(dir);
-  } else {
-    const bool has_weights = std::filesystem::exists(path_in(dir, "model.safetensors")) ||
-                             std::filesystem::exists(path_in(dir, "model.safetensors.index.json"));
-    if (kind == models::ModelFolderKind::none && has_weights)  // weights, sharded or not, and nothing to say what
-      throw Error(dir + ": not a model folder (config.json is missing)");
-    for (const char* name : {"model.safetensors", "config.json", "tokenizer.json"})
-      if (!std::filesystem::exists(path_in(dir, name)))
-        throw Error(dir + ": not a model folder (" + std::string(name) + " is missing)");
-    const std::string config_path = path_in(dir, "config.json"), tokenizer_path = path_in(dir, "tokenizer.json");
-    const std::string weights_path = path_in(dir, "model.safetensors");
-    json::Value config;
-    try {
-      config = json::parse(read_user_file(config_path), config_path);
-      saved.config = model_config(config["model"]);
-    } catch (const Error& e) {
-      throw Error(config_path + ": " + e.what());
-    }
-    saved.tokenizer = tokenizers::Tokenizer::from_json(read_user_file(tokenizer_path), tokenizer_path);
-    check_run_weights(saved.config, weights_path);  // before the model takes any memory
-    const Activity building("building the model of " + config_path);
-    std::unique_ptr<models::GPTModel> model;
-    {
-      const nn::init::SkipInitGuard no_draws;  // every weight is read next (load is strict: all are in the file)
-      model = std::make_unique<models::GPTModel>(saved.config);
-    }
-    saved.classifier = models::is_classifier_config(config);
-    load(*model, weights_path, saved.classifier ? kClassifierBody : kFiniteOnly);
-    saved.model = std::move(model);
-  }
-  if (saved.tokenizer) {
-    if (saved.tokenizer->end_of_text_id() >= 0) saved.stop_token = saved.tokenizer->end_of_text_id();
-    // a model may have more ids than its tokenizer (a vocabulary padded to a round size), not fewer
-    if (saved.tokenizer->vocab_size() > saved.model->vocab_size())
-      throw Error(dir + ": the tokenizer's largest id is " + std::to_string(saved.tokenizer->vocab_size() - 1) +
-                  " but config.json's vocab_size is " + std::to_string(saved.model->vocab_size()) + " (ids 0 to " +
-                  std::to_string(saved.model->vocab_size() - 1) + ")");
-  }
-  saved.model->eval();
-  return saved;
-}
-
-}  // namespace
-
-SavedModel load_saved_model(const std::string& dir) {
-  bool lm_head_missing = false;
-  SavedModel saved = load_saved_body(dir, &lm_head_missing);
-  if (lm_head_missing)
-    throw Error(dir + ": a classifier without lm_head.weight (a Hugging Face Llama / Qwen classifier keeps its body and "
-                      "score.weight): it writes and scores no text; give it to generate --classify or evaluate --task classify");
-  return saved;
-}
-
-const tokenizers::Tokenizer& SavedModel::the_tokenizer(const std::string& dir) const {
-  if (!tokenizer) throw Error(dir + ": no tokenizer.json beside the model: give token ids (--prompt-ids), not text");
-  return *tokenizer;
-}
-
-SavedClassifier load_saved_classifier(const std::string& dir) {
-  const std::string config_path = path_in(dir, "config.json");
-  if (!std::filesystem::is_directory(dir)) throw Error(dir + ": no such folder");
-  if (!std::filesystem::exists(config_path)) throw Error(dir + ": not a model folder (config.json is missing)");
-  const json::Value config = json::parse(read_user_file(config_path), config_path);
-  if (!models::is_classifier_config(config))
-    throw Error(config_path + ": \"architectures\" names no *ForSequenceClassification model: " + dir +
-                " is not a classifier (train one with train_gpt --task classify)");
-  SavedClassifier out;
-  out.config = models::read_classifier_config(config, config_path);  // before the body takes any memory
-  bool lm_head_missing = false;  // the body's own head is not read here
-  SavedModel saved = load_saved_body(dir, &lm_head_missing);  // score.weight passed over, or the error naming the folder
-  out.tokenizer = saved.tokenizer;
-  // the head's weight: in model.safetensors, or the shard the index puts it in, or a LoRA run's adapters file
-  const bool lora = is_lora_run(dir);
-  std::string weights = path_in(dir, lora ? models::kAdaptersFile : "model.safetensors");
-  if (!std::filesystem::exists(weights) && std::filesystem::exists(path_in(dir, "model.safetensors.index.json"))) {
-    const std::string index_path = path_in(dir, "model.safetensors.index.json");
-    const json::Value index = json::parse(read_user_file(index_path), index_path);
-    const json::Value* map = index.find("weight_map");
-    const json::Value* shard = map && map->is_object() ? map->find(models::kScoreWeight) : nullptr;
-    if (!shard || !shard->is_string())
-      throw Error(index_path + ": \"weight_map\" does not name \"" + models::kScoreWeight + "\" (the classifier's head)");
-    weights = path_in(dir, shard->as_string());
-  }
-  const int64_t hidden = saved.model->hidden_size();
-  const int64_t classes = std::ssize(out.config.id2label);
-  out.model = std::make_shared<models::ModelForSequenceClassification>(std::shared_ptr<models::CausalLM>(std::move(saved.model)),
-                                                                       hidden, classes);
-  models::load_score_weight(*out.model, weights, lora ? models::kPeftScoreWeight : models::kScoreWeight);
-  out.model->eval();
-  out.context = std::min<int64_t>(1024, out.model->body->context_length());
-  if (std::filesystem::exists(path_in(dir, "optimizer.safetensors")))  // a train_gpt run: the texts as it cut them
-    out.context = std::min(out.context, saved_options(dir).model.context_length);
-  return out;
-}
-
-}  // namespace tg::train
-
-namespace tg::train {
 
 std::vector<std::string> model_files_in(const std::string& dir) {
   static const std::vector<std::string> names = {
@@ -805,7 +544,7 @@ namespace {
 
 // The merged model of a LoRA run (saved: load_saved_model's, with the run's adapters; state: its
 // merged_state_dict) as a Hugging Face folder of its base's kind, written into out.
-void write_merged_folder(SavedModel& saved, NamedTensors& state, const std::string& run, const std::string& base,
+void write_merged_folder(models::SavedModel& saved, NamedTensors& state, const std::string& run, const std::string& base,
                          const std::string& out) {
   if (const auto* llama = dynamic_cast<const models::LlamaForCausalLM*>(saved.model.get())) {
     // a folder of the base's model_type: its config.json's fields, the merged weights
@@ -875,11 +614,11 @@ std::string staging_folder(const std::string& out) {
 
 void save_merged_model(const std::string& run, const std::string& out, bool overwrite) {
   if (!std::filesystem::is_directory(run)) throw Error(run + ": no such folder");
-  if (!is_lora_run(run))
+  if (!models::is_lora_run(run))
     throw UsageError("--merge-lora: " + run + " has no LoRA adapters (" + models::kAdapterConfigFile +
                      " is missing): its model.safetensors is the whole model already");
   check_run_folder(run);
-  const std::string base = adapters_of(run).base;
+  const std::string base = models::run_adapters(run).base;
   std::error_code ec;
   for (const std::string& taken : {run, base})
     if (std::filesystem::exists(out, ec) && std::filesystem::equivalent(out, taken, ec))
@@ -892,7 +631,7 @@ void save_merged_model(const std::string& run, const std::string& out, bool over
     throw UsageError("--merge-lora " + out + ": the folder holds a model already (" + list +
                      "); give --overwrite to replace it, or a new folder");
   }
-  SavedModel saved = load_saved_model(run);
+  models::SavedModel saved = models::load_saved_model(run);
   const auto* llama = dynamic_cast<const models::LlamaForCausalLM*>(saved.model.get());
   NamedTensors state = llama ? models::merged_state_dict(*llama)
                              : models::merged_state_dict(dynamic_cast<const models::GPTModel&>(*saved.model));

@@ -2,9 +2,9 @@
 //
 // Read first: save_run, whose comment lists the folder's files and how a save survives being
 // killed, then resume_trainer, which reads them back. start_from_gpt2_folder and
-// start_from_llama_folder begin a run from a Hugging Face folder; load_saved_model and
-// load_saved_classifier read a folder for writing text and for evaluation; save_merged_model
-// writes a LoRA run as a plain model.
+// start_from_llama_folder begin a run from a Hugging Face folder; save_merged_model writes a LoRA
+// run as a plain model. Reading a run's model back for writing text, scoring or classifying is
+// the models' (models/saved_model.h), so that a program which only uses a model needs nothing here.
 #pragma once
 #include <memory>
 #include <optional>
@@ -12,11 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "tokenizers/tokenizer.h"
 #include "train/trainer.h"
-#include "models/generate.h"
-#include "models/gpt.h"
-#include "models/sequence_classification.h"
 
 namespace tg::train {
 
@@ -33,12 +29,12 @@ namespace tg::train {
 //   tokenizer.json         the character vocabulary (tokenizers/tokenizer.h)
 //
 // A run from GPT-2 (train_gpt --init-from) keeps Hugging Face's layout, so that
-// GPT2LMHeadModel.from_pretrained reads the folder (models/hf_gpt2.h): model.safetensors
+// GPT2LMHeadModel.from_pretrained reads the folder (models/hf/hf_gpt2.h): model.safetensors
 // has GPT-2's names, config.json is Hugging Face's with train_gpt's own object below as its
 // member "tapegrad", and GPT-2's vocab.json and merges.txt sit beside tokenizer.json.
 //
 // A LoRA run (train_gpt --init-from DIR --lora-rank r) keeps its adapters alone, in peft's files
-// (models/lora_adapters.h): adapters.safetensors (peft's names; metadata "format" and "step")
+// (models/lora/lora_adapters.h): adapters.safetensors (peft's names; metadata "format" and "step")
 // takes the place of model.safetensors, with the same .prev pairing, and adapter_config.json
 // names the base folder (base_model_name_or_path, absolute), from which resuming, generate and
 // --eval-only read the base weights before the adapters (an Error naming the path if it is gone).
@@ -65,7 +61,7 @@ namespace tg::train {
 // the file and the tensor, with the folder left as it was (a step whose loss or gradients are not
 // finite never reaches the model: trainer.h's on_nonfinite; this catches what an update itself
 // overflows). Resuming, generate and --eval-only refuse such a file in the same words
-// (check_finite, autograd/io/safetensors.h): the weights of a run or a GPT-2 folder, the adapters,
+// (check_finite, nn/safetensors.h): the weights of a run or a GPT-2 folder, the adapters,
 // optimizer.safetensors.
 // What a killed save leaves besides (temporary files "<file>.tmp-1a2b3c4d", "<file>.prev.tmp")
 // is removed by resuming and by the next save: those names of the folder's files alone.
@@ -87,85 +83,40 @@ std::unique_ptr<Trainer> resume_trainer(const std::string& dir, const TrainOptio
 std::optional<std::string> naming_saved_fields(const std::string& message, const std::string& dir,
                                                const std::vector<std::string>& given);
 
+// A fresh run from the Hugging Face folder options.init_from, GPT-2's or a Llama / Qwen one (train_gpt
+// --init-from): the flags not in given (without "--") take the folder's context and dropout
+// (take_folder_defaults), --lora-rank is checked against its config, then start_from_gpt2_folder or
+// start_from_llama_folder (below) builds the run on --data's text. options becomes the run's (the
+// model's shape from the folder); *converted: the folder's 16-bit dtypes, read as float32.
+std::unique_ptr<Trainer> start_from_folder(TrainOptions& options, const std::vector<std::string>& given,
+                                           std::vector<std::string>* converted);
+
 // A fresh run from the Hugging Face GPT-2 folder options.init_from: the model of its config.json
 // (options.model gives the sequence length, at most n_positions, and the dropout), its weights
 // (16-bit ones read as float32: *converted names their dtypes), the tokenizer options.tokenizer,
-// and LoRA adapters when options.lora_rank > 0 (models/gpt_lora.h). The run is saved in the
+// and LoRA adapters when options.lora_rank > 0 (models/lora/gpt_lora.h). The run is saved in the
 // folder's layout. train_gpt --init-from and bench_gpt --init-from start this way.
 std::unique_ptr<Trainer> start_from_gpt2_folder(TrainOptions options, const std::string& text,
                                                 std::vector<std::string>* converted);
 
 // A fresh run from the Hugging Face Llama / Qwen folder options.init_from (model_type llama, qwen2,
-// qwen3; models/hf_llama.h): the model of its config.json (options.model gives the sequence
+// qwen3; models/hf/hf_llama.h): the model of its config.json (options.model gives the sequence
 // length, at most max_position_embeddings, and the attention's dropout), its weights (single file
 // or shards; 16-bit ones read as float32: *converted names their dtypes), the tokenizer
-// options.tokenizer, and LoRA adapters when options.lora_rank > 0 (models/llama_lora.h). The run
+// options.tokenizer, and LoRA adapters when options.lora_rank > 0 (models/lora/llama_lora.h). The run
 // is saved as a folder of the same model_type whose config.json keeps the folder's fields (a LoRA
 // run: and its adapters in peft's files). train_gpt --init-from starts this way when the folder is one.
 std::unique_ptr<Trainer> start_from_llama_folder(TrainOptions options, const std::string& text,
                                                  std::vector<std::string>* converted);
 
-// Every way of building a model from a folder here (start_from_gpt2_folder, resume_trainer,
-// load_saved_model, save_merged_model) first compares the config with the weights file's header
-// (and a LoRA run's r with its adapters file's): a config.json asking for more than the file holds
-// is an Error naming the file and the tensor before any model or adapter takes memory.
-//
-// A saved model for writing text: the model, its tokenizer and its end-of-text token.
-// dir: a train_gpt run folder, a Hugging Face GPT-2 folder (models/hf_gpt2.h) with GPT-2's
-// tokenizer files beside the model (a fine-tuned run from GPT-2 is one too), or a Llama / Qwen
-// folder (models/hf_llama.h: a llama or qwen3 run is one too), whose tokenizer files are optional.
-// A classifier's folder gives its body; one without the body's output head (a Hugging Face Llama /
-// Qwen classifier's has no lm_head.weight) is an Error: it writes no text.
-struct SavedModel {
-  models::GPTConfig config;  // a GPT's (empty for a Llama / Qwen model)
-  std::optional<tokenizers::Tokenizer> tokenizer;  // none: a Llama / Qwen folder without tokenizer.json
-  std::unique_ptr<models::CausalLM> model;          // in eval mode
-  // The id that ends a text: the tokenizer's end-of-text, else config.json's eos_token_id when it
-  // is one number; -1: none.
-  int64_t stop_token = -1;
-  std::vector<std::string> converted_dtypes;  // a Hugging Face folder's 16-bit weights, read as float32 ("F16")
-  models::HfGpt2Info base_layout;  // a LoRA run's base folder as read (its names' prefix, its config.json)
-  // config.json names a *ForSequenceClassification model: the model here is its body
-  bool classifier = false;
-  // The tokenizer, or an Error naming dir when the folder has none.
-  const tokenizers::Tokenizer& the_tokenizer(const std::string& dir) const;
-};
-SavedModel load_saved_model(const std::string& dir);
-
-// A saved classifier (train_gpt --task classify, or a Hugging Face *ForSequenceClassification
-// folder of GPT-2, Llama or Qwen): the body as load_saved_model reads it, the head from
-// score.weight, the classes and pad_token_id from config.json (models/sequence_classification.h).
-// A folder of another kind is an Error saying it is no classifier.
-struct SavedClassifier {
-  std::shared_ptr<models::ModelForSequenceClassification> model;  // in eval mode
-  std::optional<tokenizers::Tokenizer> tokenizer;
-  models::ClassifierConfig config;
-  // the tokens a text is cut to: a train_gpt run's --context, else the model's positions (at most 1024)
-  int64_t context = 0;
-};
-SavedClassifier load_saved_classifier(const std::string& dir);
-
-// The prompt followed by `tokens` generated characters, as text (models/generate.h). With
-// options.stop_token, the text ends before the first one generated (an end-of-text). With a
-// stream, the same text is also written there as it is generated, flushed token by token, a
-// character split between tokens (byte-level BPE) once it is whole. ids, when given, receives
-// the ids of that text (the prompt's and the generated ones). Only ids the tokenizer can write are
-// sampled (models::ids_the_tokenizer_cannot_write: a padded vocabulary's are not).
-std::string write_text(models::CausalLM& model, const tokenizers::Tokenizer& tokenizer, const std::vector<int64_t>& prompt,
-                       int64_t tokens, const models::SamplingOptions& options, Generator& gen,
-                       std::ostream* stream = nullptr, std::vector<int64_t>* ids = nullptr);
-
 // "path: what is wrong" when dir is not a checkpoint folder (a file missing).
 void check_run_folder(const std::string& dir);
-
-// A LoRA run's folder: it has an adapter_config.json.
-bool is_lora_run(const std::string& dir);
 
 // train_gpt --resume RUN --merge-lora OUT: the LoRA run's model with its adapters merged in
 // (models::merged_state_dict), written to out (made if needed) as a Hugging Face folder of its
 // base's kind with the run's tokenizer files, so that generate --ckpt OUT and from_pretrained read
 // it: GPT-2 in its base's layout (config.json: the base's; model.safetensors: its names and
-// prefix), a Llama / Qwen in Hugging Face's (config.json: the base's fields, models/hf_llama.h). The
+// prefix), a Llama / Qwen in Hugging Face's (config.json: the base's fields, models/hf/hf_llama.h). The
 // two model files are written as a set. Refused with a UsageError: a run without adapters, out
 // being the run's folder or its base's; with an Error, writing nothing: a merged weight that is
 // not finite (finite adapters whose product overflows).

@@ -9,14 +9,14 @@
 #include <iostream>
 #include <sstream>
 
-#include "autograd/io/atomic_file.h"
+#include "io/atomic_file.h"
 #include "autograd/error.h"
 #include "autograd/fast_kernels.h"
-#include "autograd/io/json.h"
+#include "io/json.h"
 #include "autograd/kernels/gemm.h"
 #include "autograd/runtime/memory.h"
-#include "autograd/io/plots.h"
-#include "autograd/io/user_file.h"
+#include "io/plots.h"
+#include "io/user_file.h"
 
 namespace tg::train {
 

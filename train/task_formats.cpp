@@ -8,8 +8,8 @@
 #include <random>
 
 #include "autograd/error.h"
-#include "autograd/io/json.h"
-#include "autograd/io/user_file.h"
+#include "io/json.h"
+#include "io/user_file.h"
 #include "train/instructions.h"
 
 namespace tg::train {

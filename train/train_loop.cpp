@@ -4,7 +4,7 @@
 #include <cmath>
 #include <string>
 
-#include "autograd/io/flags.h"  // Activity
+#include "io/flags.h"  // Activity
 #include "nn/module.h"         // python_float
 #include "train/run_folder.h"
 
@@ -19,7 +19,7 @@ LoopEnd train_loop(Trainer& trainer, const TrainOptions& o, RunLog& log, Progres
   while (trainer.step() < o.steps) {
     const Activity training("training step " + std::to_string(trainer.step() + 1));
     LossRow row;
-    row.lr = trainer.lr_at(trainer.step());
+    row.lr = learning_rate(trainer.options(), trainer.step());
     const Trainer::StepResult result = trainer.train_step();
     row.step = trainer.step();
     row.train_loss = result.loss;

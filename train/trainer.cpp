@@ -27,7 +27,7 @@ int64_t count_targets(const Tensor& y) {
 }  // namespace
 
 Trainer::StepResult Trainer::train_step() {
-  for (auto& group : optimizer_->param_groups()) group.lr = lr_at(step_);
+  for (auto& group : optimizer_->param_groups()) group.lr = learning_rate(options_, step_);
   const std::vector<Batch> micro = step_batches();
   std::vector<int64_t> targets;  // each micro-batch's, and their sum
   for (const Batch& b : micro) targets.push_back(count_targets(b.y));
@@ -149,18 +149,25 @@ std::pair<double, double> Trainer::mean_loss_and_bpb(const Tensor& split, const 
   return {total / static_cast<double>(options_.eval_batches), nats / std::log(2.0) / static_cast<double>(bytes)};
 }
 
+namespace {
+
+// The first n examples of a split, in order: what evaluate reads of each.
+template <class Example>
+std::vector<Example> first_of(const std::vector<Example>& split, int64_t n) {
+  return {split.begin(), split.begin() + std::min<std::ptrdiff_t>(std::ssize(split), n)};
+}
+
+}  // namespace
+
 Trainer::Losses Trainer::evaluate() {
   NoGradGuard no_grad;
   model_->eval();
   Losses l;
   if (classification_) {  // the first eval_batches * batch texts of each split, in order
     AutocastGuard autocast(products_dtype(options_));
-    auto first = [&](const std::vector<ClassificationExample>& split) {
-      const size_t n = std::min(split.size(), static_cast<size_t>(options_.eval_batches * options_.batch));
-      return evaluate_classifier(*classifier_, {split.begin(), split.begin() + static_cast<std::ptrdiff_t>(n)},
-                                 options_.batch, classification_->pad_id);
-    };
-    const ClassifierEval train = first(classification_->train), val = first(classification_->val);
+    const int64_t n = options_.eval_batches * options_.batch, pad = classification_->pad_id;
+    const ClassifierEval train = evaluate_classifier(*classifier_, first_of(classification_->train, n), options_.batch, pad);
+    const ClassifierEval val = evaluate_classifier(*classifier_, first_of(classification_->val, n), options_.batch, pad);
     const double none = std::nan("");
     l = {train.loss, val.loss, none, none, train.acc, val.acc};
     classifier_->train();
@@ -168,12 +175,9 @@ Trainer::Losses Trainer::evaluate() {
   }
   if (instructions_) {  // the first eval_batches * batch examples of each split, in order
     AutocastGuard autocast(products_dtype(options_));
-    auto first = [&](const std::vector<InstructionExample>& split) {
-      const size_t n = std::min(split.size(), static_cast<size_t>(options_.eval_batches * options_.batch));
-      return evaluate_instructions(*model_, tokenizer_, {split.begin(), split.begin() + static_cast<std::ptrdiff_t>(n)},
-                                   options_.batch, instructions_->pad_id);
-    };
-    const TextEval train = first(instructions_->train), val = first(instructions_->val);
+    const int64_t n = options_.eval_batches * options_.batch, pad = instructions_->pad_id;
+    const TextEval train = evaluate_instructions(*model_, tokenizer_, first_of(instructions_->train, n), options_.batch, pad);
+    const TextEval val = evaluate_instructions(*model_, tokenizer_, first_of(instructions_->val, n), options_.batch, pad);
     l = {train.loss, val.loss, train.bpb, val.bpb, std::nullopt, std::nullopt};
     model_->train();
     return l;

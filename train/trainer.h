@@ -14,19 +14,19 @@
 #include <string>
 #include <vector>
 
-#include "autograd/io/json.h"
+#include "io/json.h"
 #include "autograd/random/generator.h"
 #include "train/classification_data.h"
 #include "train/data.h"
-#include "models/hf_gpt2.h"
+#include "models/hf/hf_gpt2.h"
 #include "train/instructions.h"
-#include "models/lora_adapters.h"
+#include "models/lora/lora_adapters.h"
 #include "train/memory_report.h"
 #include "train/options.h"
 #include "tokenizers/tokenizer.h"
 #include "models/gpt.h"
-#include "models/gpt_lora.h"
-#include "models/llama_lora.h"
+#include "models/lora/gpt_lora.h"
+#include "models/lora/llama_lora.h"
 #include "models/llama.h"
 #include "models/sequence_classification.h"
 #include "optim/adam.h"
@@ -144,7 +144,6 @@ class Trainer {
   // its test split is read only by the evaluate program (examples/evaluate.cpp) and at the end of
   // a run.
   Losses evaluate();
-  double lr_at(int64_t step) const { return learning_rate(options_, step); }
   // A resumed run whose --steps differs from the plan it was saved with: options().decay_start and
   // decay_lr as continued_schedule(planned, options(), step()) says.
   void continue_schedule(const TrainOptions& planned) { options_ = continued_schedule(planned, options_, step_); }
@@ -167,12 +166,6 @@ class Trainer {
   models::GPTModel& gpt();
   // The model as the LlamaForCausalLM it is; an Error for a GPT run.
   models::LlamaForCausalLM& llama();
-  // A llama or qwen3 run's LlamaConfig (its model is a LlamaForCausalLM); nullptr for a GPT.
-  const models::LlamaConfig* llama_config() const { return llama_ ? &*llama_ : nullptr; }
-  // A run from a Hugging Face Llama / Qwen folder: the config.json it read, whose fields the run's
-  // config.json keeps (rope_scaling, eos_token_id, ...); null for a run from scratch.
-  const json::Value& hf_llama_source() const { return hf_llama_source_; }
-  void set_hf_llama_source(json::Value config) { hf_llama_source_ = std::move(config); }
   optim::AdamW& optimizer() { return *optimizer_; }
   const tokenizers::Tokenizer& tokenizer() const { return tokenizer_; }
   // The GPT's config; for a llama or qwen3 run, the size flags' shape with the vocabulary.
@@ -180,20 +173,28 @@ class Trainer {
   const TrainOptions& options() const { return options_; }
   // An instruction run's examples (data_format "jsonl"), or nullptr.
   const InstructionData* instructions() const { return instructions_ ? &*instructions_ : nullptr; }
-  // A run from GPT-2 is saved in Hugging Face's layout (train/run_folder.h): what was read
-  // (the prefix of the names, config.json's fields). nullptr: tapegrad's own layout.
-  const models::HfGpt2Info* hf_gpt2_layout() const { return hf_layout_ ? &*hf_layout_ : nullptr; }
-  void set_hf_gpt2_layout(models::HfGpt2Info layout) { hf_layout_ = std::move(layout); }
   // A LoRA run (options().lora_rank > 0, a run from a GPT-2 or Llama / Qwen folder), once the base
   // weights are loaded: reseeds the default generator with --seed, adds the adapters
   // (models::apply_lora: their A drawn as peft draws it, every other parameter frozen), as
   // `torch.manual_seed(seed); get_peft_model(model, config)` would, and remakes the optimizer over
   // the adapters alone (opt = AdamW(weight_decay_groups(trainable parameters))), so clipping sees
   // only their gradients. base: the base model's folder, for adapter_config.json
-  // (models/lora_adapters.h).
+  // (models/lora/lora_adapters.h).
   void apply_lora(const std::string& base);
-  // What adapter_config.json says of a LoRA run; nullptr for a run that trains every weight.
-  const models::AdapterConfig* lora() const { return lora_ ? &*lora_ : nullptr; }
+
+  // Where a run from a folder came from: what saving it in that folder's layout needs
+  // (train/run_folder.h). Set when the run starts from the folder or resumes.
+  struct Origin {
+    // a run from GPT-2 is saved in Hugging Face's layout: what was read (the prefix of the names,
+    // config.json's fields); none: tapegrad's own layout
+    std::optional<models::HfGpt2Info> gpt2_layout;
+    // a run from a Llama / Qwen folder: the config.json it read, whose fields the run's config.json
+    // keeps (rope_scaling, eos_token_id, ...); null for a run from scratch
+    json::Value llama_config;
+    // a LoRA run: what its adapter_config.json says (set by apply_lora); none: every weight trains
+    std::optional<models::AdapterConfig> lora;
+  };
+  Origin origin;
 
  private:
   // The mean cross_entropy of a batch over its targets, x and y (B,T): the head and the loss in one
@@ -220,9 +221,6 @@ class Trainer {
   std::vector<Tensor> trained_;  // the parameters the optimizer updates (all, or the adapters)
   Generator batch_gen_;
   int64_t step_ = 0;
-  std::optional<models::HfGpt2Info> hf_layout_;
-  json::Value hf_llama_source_;
-  std::optional<models::AdapterConfig> lora_;
   int64_t peak_activations_ = 0;  // bytes: the most any step's activations took (memory_report)
 };
 

@@ -221,10 +221,10 @@ void Trainer::apply_lora(const std::string& base) {
   if (config.r < 1) throw Error("apply_lora: this run has no --lora-rank");
   manual_seed(static_cast<uint64_t>(options_.seed));  // the adapters' A: torch.manual_seed(seed); get_peft_model(...)
   auto* llama = dynamic_cast<models::LlamaForCausalLM*>(model_.get());
-  if (llama) models::apply_lora(*llama, config);  // q, k, v, o / gate, up, down (models/llama_lora.h)
-  else models::apply_lora(gpt(), config);         // c_attn, c_proj / c_fc, c_proj (models/gpt_lora.h)
+  if (llama) models::apply_lora(*llama, config);  // q, k, v, o / gate, up, down (models/lora/llama_lora.h)
+  else models::apply_lora(gpt(), config);         // c_attn, c_proj / c_fc, c_proj (models/lora/gpt_lora.h)
   make_optimizer();  // the adapters alone
-  lora_ = models::AdapterConfig{config, base, llama ? models::LoraFamily::llama : models::LoraFamily::gpt2,
+  origin.lora = models::AdapterConfig{config, base, llama ? models::LoraFamily::llama : models::LoraFamily::gpt2,
                                 /*classifier=*/classifier_ != nullptr};
 }
 

@@ -8,12 +8,12 @@
 #include <string>
 #include <vector>
 
-#include "autograd/io/atomic_file.h"
-#include "autograd/io/safetensors.h"
+#include "io/atomic_file.h"
+#include "nn/safetensors.h"
 #include "autograd/ops.h"
 #include "autograd/tape.h"
-#include "models/hf_gpt2.h"
-#include "models/lora_adapters.h"
+#include "models/hf/hf_gpt2.h"
+#include "models/lora/lora_adapters.h"
 #include "optim/adam.h"
 #include "tokenizers/tokenizer.h"
 

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "autograd/random/generator.h"
-#include "autograd/io/json.h"
+#include "io/json.h"
 #include "autograd/random/random_kernels.h"
 
 #ifndef TG_REFERENCE_DIR

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "autograd/autocast.h"
-#include "autograd/io/json.h"
+#include "io/json.h"
 #include "autograd/ops.h"
 #include "test_util.h"
 

@@ -8,7 +8,7 @@
 #include <limits>
 
 #include "autograd/random/generator.h"
-#include "autograd/io/json.h"
+#include "io/json.h"
 #include "autograd/ops.h"
 #include "autograd/print_format.h"
 #include "autograd/random/random_kernels.h"

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "autograd/random/generator.h"
-#include "autograd/io/json.h"
+#include "io/json.h"
 #include "autograd/ops.h"
 #include "autograd/tape.h"
 #include "test_util.h"

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "autograd/io/json.h"
-#include "autograd/io/safetensors.h"
+#include "io/json.h"
+#include "nn/safetensors.h"
 #include "test_util.h"
 
 namespace tg {

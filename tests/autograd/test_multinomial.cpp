@@ -7,7 +7,7 @@
 #include <string>
 
 #include "autograd/random/generator.h"
-#include "autograd/io/json.h"
+#include "io/json.h"
 #include "autograd/ops.h"
 
 namespace tg {

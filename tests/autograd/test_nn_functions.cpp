@@ -28,7 +28,7 @@
 
 #include "autograd/random/generator.h"
 #include "autograd/gradcheck.h"
-#include "autograd/io/json.h"
+#include "io/json.h"
 #include "autograd/ops.h"
 #include "autograd/random/random_kernels.h"
 #include "autograd/tape.h"

@@ -21,7 +21,7 @@
 #include <map>
 #include <sstream>
 
-#include "autograd/io/json.h"
+#include "io/json.h"
 #include "autograd/ops.h"
 #include "autograd/tape.h"
 

@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "autograd/io/json.h"
+#include "io/json.h"
 #include "autograd/print_format.h"
 
 namespace {

@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "autograd/io/json.h"
-#include "autograd/io/safetensors.h"
+#include "io/json.h"
+#include "nn/safetensors.h"
 #include "tokenizers/gpt2_tokenizer.h"
 
 namespace tg::test {

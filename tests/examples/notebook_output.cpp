@@ -13,7 +13,7 @@
 #include <sstream>
 
 #include "autograd/error.h"
-#include "autograd/io/json.h"
+#include "io/json.h"
 #include "test_util.h"
 
 #ifndef TG_EXAMPLES_DIR

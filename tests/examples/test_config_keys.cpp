@@ -8,7 +8,7 @@
 #include <set>
 #include <string>
 
-#include "autograd/io/json.h"
+#include "io/json.h"
 #include "train/run_folder.h"
 #include "train/corpus.h"
 #include "test_util.h"

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "autograd/io/json.h"
+#include "io/json.h"
 #include "test_util.h"
 
 namespace tg::test {

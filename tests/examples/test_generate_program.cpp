@@ -10,14 +10,16 @@
 #include <string>
 #include <vector>
 
-#include "autograd/io/safetensors.h"
+#include "nn/safetensors.h"
 #include "autograd/ops.h"
 #include "autograd/tape.h"
-#include "autograd/io/json.h"
-#include "models/hf_llama.h"
+#include "io/json.h"
+#include "models/hf/hf_llama.h"
 #include "models/llama.h"
 #include "tests/fetched_files.h"
 #include "tests/models/padded_vocabulary.h"
+#include "models/generation/generate.h"
+#include "models/saved_model.h"
 #include "train/run_folder.h"
 #include "train/instructions.h"
 #include "test_util.h"
@@ -49,7 +51,7 @@ TEST(GenerateProgram, LogitsOutHoldsThePromptsLogitsFromPromptIds) {
   ASSERT_EQ(saved.size(), 1u);
   EXPECT_EQ(saved[0].first, "logits");
 
-  train::SavedModel model = train::load_saved_model(run);
+  models::SavedModel model = models::load_saved_model(run);
   NoGradGuard no_grad;
   const Tensor expected = model.model->forward(from_vector(std::vector<int64_t>{1, 2, 3, 1}, {1, 4})).reshape({4, -1});
   ASSERT_EQ(saved[0].second.sizes(), expected.sizes());
@@ -120,12 +122,12 @@ TEST(GenerateProgram, PrintsWhatWriteTextReturns) {
   const ProgramRun r = run_program(example_program("generate"), {"--ckpt", run, "--prompt", "The ", "--tokens", "40",
                                                                  "--temperature", "1.5", "--seed", "3", "--samples", "2"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  train::SavedModel saved = train::load_saved_model(run);
+  models::SavedModel saved = models::load_saved_model(run);
   Generator gen(3);
   std::string want;
   for (int k = 1; k <= 2; ++k) {
     want += "--- sample " + std::to_string(k) + " ---\n" +
-            train::write_text(*saved.model, *saved.tokenizer, saved.tokenizer->encode("The "), 40,
+            models::write_text(*saved.model, *saved.tokenizer, saved.tokenizer->encode("The "), 40,
                                  {.temperature = 1.5}, gen) +
             "\n";
   }
@@ -146,13 +148,13 @@ TEST(GenerateProgram, StreamedTextIsTheReturnedTextFlushedOnWholeCharacters) {
     }
   } flushes;
   std::ostream stream(&flushes);
-  train::SavedModel saved = train::load_saved_model(kGpt2);
+  models::SavedModel saved = models::load_saved_model(kGpt2);
   Generator gen(11), again(11);
   const std::vector<int64_t> prompt = saved.tokenizer->encode("caf\xc3\xa9 ");
   const models::SamplingOptions options{.temperature = 100.0};
-  const std::string text = train::write_text(*saved.model, *saved.tokenizer, prompt, 60, options, gen, &stream);
+  const std::string text = models::write_text(*saved.model, *saved.tokenizer, prompt, 60, options, gen, &stream);
   EXPECT_EQ(flushes.str(), text);
-  EXPECT_EQ(text, train::write_text(*saved.model, *saved.tokenizer, prompt, 60, options, again));
+  EXPECT_EQ(text, models::write_text(*saved.model, *saved.tokenizer, prompt, 60, options, again));
   ASSERT_GT(flushes.seen.size(), 2u);
   EXPECT_EQ(flushes.seen.back(), text);
   std::vector<bool> inside(text.size() + 1, false);  // offsets within a character (a well-formed sequence)

@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "autograd/io/json.h"
-#include "autograd/io/safetensors.h"
+#include "io/json.h"
+#include "nn/safetensors.h"
 #include "autograd/ops.h"
-#include "models/hf_gpt2.h"
+#include "models/hf/hf_gpt2.h"
 #include "examples/gpt2_test_files.h"
 #include "test_util.h"
 

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "autograd/io/json.h"
-#include "autograd/io/safetensors.h"
+#include "io/json.h"
+#include "nn/safetensors.h"
 #include "train/instructions.h"
 #include "examples/gpt2_test_files.h"
 #include "test_util.h"

@@ -1,5 +1,5 @@
 // LoRA runs (train_gpt --init-from DIR --lora-rank r), as a user runs them: against the PyTorch
-// twin (examples/pytorch/lora.py on hf_gpt2.py and hf_llama.py, tests/reference/make_lora_reference.py)
+// twin (examples/pytorch/tapegrad_twin/lora.py on hf_gpt2.py and hf_llama.py, tests/reference/make_lora_reference.py)
 // step for step; the base weights untouched and the optimizer holding the adapters alone; the
 // folder in peft's files, read back by generate and --eval-only, resumed bit for bit; --merge-lora's
 // folder giving the adapted model's logits; and bad command lines as one-line errors.
@@ -15,15 +15,16 @@
 #include <string>
 #include <vector>
 
-#include "autograd/io/json.h"
-#include "autograd/io/safetensors.h"
+#include "io/json.h"
+#include "nn/safetensors.h"
 #include "autograd/ops.h"
 #include "autograd/random/generator.h"
 #include "autograd/tape.h"
+#include "models/saved_model.h"
 #include "train/run_folder.h"
-#include "models/hf_gpt2.h"
-#include "models/hf_llama.h"
-#include "models/lora_adapters.h"
+#include "models/hf/hf_gpt2.h"
+#include "models/hf/hf_llama.h"
+#include "models/lora/lora_adapters.h"
 #include "tokenizers/tokenizer.h"
 #include "train/trainer.h"
 #include "test_util.h"
@@ -140,7 +141,7 @@ TEST(LoraRuns, TrainsAsThePyTorchTwinStepForStep) {
   expect_twins_run(kBase, "losses", "", "LoRA r=4, alpha=8.0 on attn,mlp: 2048 of the ");
 }
 
-// A Qwen3's adapters (models/llama_lora.h): A drawn as peft draws it, on q, k, v, o, gate, up and
+// A Qwen3's adapters (models/lora/llama_lora.h): A drawn as peft draws it, on q, k, v, o, gate, up and
 // down in peft's order, then trained as the twin trains them.
 TEST(LoraRuns, OnAQwen3TheAdaptersStartAsPeftDrawsThemAndTrainAsTheTwinStepForStep) {
   models::HfLlama base = models::load_hf_llama(kQwen3Base);
@@ -274,7 +275,7 @@ TEST(LoraRuns, MergeLoraWritesAGpt2FolderWithTheAdaptedModelsLogits) {
   const models::HfGpt2 plain = models::load_hf_gpt2(merged);  // a Hugging Face GPT-2 folder
   EXPECT_TRUE(plain.info.prefixed);                               // in the base's layout
   EXPECT_EQ(json::parse_file(merged + "/config.json")["n_embd"].as_int64(), 16);
-  train::SavedModel adapted = train::load_saved_model(run);
+  models::SavedModel adapted = models::load_saved_model(run);
   const Tensor ids = from_vector(std::vector<int64_t>{3, 17, 256, 40, 9, 270, 12, 5}, {1, 8});
   NoGradGuard no_grad;
   const Tensor want = adapted.model->forward(ids), got = plain.model->forward(ids);
@@ -321,7 +322,7 @@ TEST(LoraRuns, AQwen3RunHasPeftsFilesResumesBitForBitAndMergesIntoAQwen3Folder) 
   EXPECT_EQ(json::parse_file(merged + "/config.json")["head_dim"].as_int64(), 8);  // the base's fields
   EXPECT_FALSE(json::parse_file(merged + "/config.json").contains("tapegrad"));
   EXPECT_EQ(read_bytes(merged + "/vocab.json"), read_bytes(kQwen3Base + "/vocab.json"));
-  train::SavedModel adapted = train::load_saved_model(run);
+  models::SavedModel adapted = models::load_saved_model(run);
   const Tensor ids = from_vector(std::vector<int64_t>{3, 17, 256, 40, 9, 270, 12, 5}, {1, 8});
   NoGradGuard no_grad;
   const Tensor want = adapted.model->forward(ids), got = plain.model->forward(ids);

@@ -16,14 +16,15 @@
 #include <string>
 #include <vector>
 
-#include "autograd/io/json.h"
+#include "io/json.h"
 #include "autograd/ops.h"
 #include "autograd/runtime/memory.h"
 #include "autograd/tape.h"
-#include "autograd/io/flags.h"
+#include "io/flags.h"
+#include "models/saved_model.h"
 #include "train/run_folder.h"
 #include "train/corpus.h"
-#include "models/hf_gpt2.h"
+#include "models/hf/hf_gpt2.h"
 #include "train/trainer.h"
 #include "examples/tiny_train_options.h"
 #include "test_util.h"
@@ -133,7 +134,7 @@ TEST(ModelFileSizes, AGpt2ConfigLargerThanItsWeightsIsRefusedBeforeAnyModelIsBui
     copy_base(dir.path);
     set_field(dir.file("config.json"), c.field, c.value);
     for (const auto& load : {std::function<void()>([&] { models::load_hf_gpt2(dir.path); }),
-                             std::function<void()>([&] { train::load_saved_model(dir.path); })}) {
+                             std::function<void()>([&] { models::load_saved_model(dir.path); })}) {
       const Outcome o = outcome_of(load);
       EXPECT_TRUE(has_part(o.error, c.message)) << o.error;
       EXPECT_LT(o.peak, kSmall) << c.field;  // no model of that config was made
@@ -222,7 +223,7 @@ TEST(ModelFileSizes, ARunsConfigLargerThanItsWeightsIsRefusedBeforeAnyModelIsBui
   const std::string config = dir.file("config.json"), weights = dir.file("model.safetensors");
   const std::string original = read_bytes(config);
   set_field(config, "n_layers", "1000000000");  // "model": what generate and --eval-only build
-  Outcome o = outcome_of([&] { train::load_saved_model(dir.path); });
+  Outcome o = outcome_of([&] { models::load_saved_model(dir.path); });
   EXPECT_EQ(o.error, weights + ": tensor \"trf_blocks.2.norm1.weight\" is missing (the run's config.json has n_layers "
                                "1000000000; the file has 2 blocks)");
   EXPECT_LT(o.peak, kSmall);
@@ -253,7 +254,7 @@ TEST(ModelFileSizes, AnAdapterRankLargerThanTheAdaptersFileIsRefusedBeforeAnyAda
   const std::string message = dir.file("adapters.safetensors") +
                               ": tensor \"base_model.model.transformer.h.0.attn.c_attn.lora_A.weight\" is float32 of "
                               "shape (2,16), expected float32 of shape (1000000,16) (this run's r and model)";
-  Outcome o = outcome_of([&] { train::load_saved_model(dir.path); });  // generate, --eval-only, --merge-lora
+  Outcome o = outcome_of([&] { models::load_saved_model(dir.path); });  // generate, --eval-only, --merge-lora
   EXPECT_EQ(o.error, message);
   EXPECT_LT(o.peak, kSmall);
   o = outcome_of([&] { train::resume_trainer(dir.path, train::saved_options(dir.path), text()); });
@@ -265,17 +266,17 @@ TEST(ModelFileSizes, AConfigJsonThatIsNotGpt2sSaysSoInsteadOfAMissingFile) {
   TempFolder broken, llama;
   copy_base(broken.path);
   write_bytes(broken.file("config.json"), "{\"model_type\": \"gpt2\",, }");
-  const std::string error = error_of([&] { train::load_saved_model(broken.path); });
+  const std::string error = error_of([&] { models::load_saved_model(broken.path); });
   EXPECT_TRUE(has_part(error, broken.file("config.json"))) << error;
   EXPECT_TRUE(has_part(error, "byte")) << error;
   EXPECT_FALSE(has_part(error, "is missing")) << error;
 
-  copy_base(llama.path);  // read as a Llama folder (models/hf_llama.h): its layers (llama's default 32) are not there
+  copy_base(llama.path);  // read as a Llama folder (models/hf/hf_llama.h): its layers (llama's default 32) are not there
   set_field(llama.file("config.json"), "model_type", "\"llama\"");
-  const std::string as_llama = error_of([&] { train::load_saved_model(llama.path); });
+  const std::string as_llama = error_of([&] { models::load_saved_model(llama.path); });
   EXPECT_EQ(as_llama, llama.file("config.json") + ": \"num_hidden_layers\" is 32 but model.safetensors holds tensors for 0 layers");
   set_field(llama.file("config.json"), "model_type", "\"mamba\"");
-  EXPECT_EQ(error_of([&] { train::load_saved_model(llama.path); }),
+  EXPECT_EQ(error_of([&] { models::load_saved_model(llama.path); }),
             llama.file("config.json") + ": \"model_type\" is \"mamba\": tapegrad reads \"gpt2\", \"llama\", \"qwen2\" and \"qwen3\"");
 }
 
@@ -289,7 +290,7 @@ TEST(ModelFileSizes, ANegativeDropoutIsRefusedNamingItsField) {
   }
 }
 
-// run_program (autograd/io/flags.h) ends every program: memory running out, or any other
+// run_program (io/flags.h) ends every program: memory running out, or any other
 // exception, is one line and exit code 1, naming what the program was doing.
 TEST(ModelFileSizes, OutOfMemoryIsOneLineNamingWhatWasBeingDone) {
   char name[] = "demo";

@@ -1,4 +1,4 @@
-// Files that hold an inf or a nan (autograd/io/safetensors.h's check_finite, train/run_folder.h):
+// Files that hold an inf or a nan (nn/safetensors.h's check_finite, train/run_folder.h):
 // a GPT-2 folder's weights, a run's weights, its LoRA adapters and its optimizer state are refused
 // when read, naming the file, the tensor and the first bad index, before anything is written; a
 // checkpoint is saved only when it is finite, the files already there left byte for byte; a
@@ -13,14 +13,15 @@
 #include <string>
 #include <vector>
 
-#include "autograd/io/json.h"
-#include "autograd/io/safetensors.h"
+#include "io/json.h"
+#include "nn/safetensors.h"
 #include "autograd/ops.h"
 #include "autograd/tape.h"
+#include "models/saved_model.h"
 #include "train/run_folder.h"
 #include "train/corpus.h"
-#include "models/hf_gpt2.h"
-#include "models/lora_adapters.h"
+#include "models/hf/hf_gpt2.h"
+#include "models/lora/lora_adapters.h"
 #include "train/trainer.h"
 #include "examples/tiny_train_options.h"
 #include "test_util.h"
@@ -185,7 +186,7 @@ TEST(NonFiniteFiles, ARunWithANanWeightIsRefusedWhenResumedOrRead) {
   const std::string message =
       dir.file("model.safetensors") + ": tensor \"trf_blocks.0.att.W_query.weight\" has a non-finite value (inf) at index [1, 2]";
   expect_error([&] { train::resume_trainer(dir.path, train::saved_options(dir.path), corpus()); }, {message});
-  expect_error([&] { train::load_saved_model(dir.path); }, {message});
+  expect_error([&] { models::load_saved_model(dir.path); }, {message});
   EXPECT_EQ(folder_bytes(dir.path), before);
 }
 
@@ -254,7 +255,7 @@ TEST(NonFiniteFiles, NanAdaptersAreRefusedAndMergeLoraWritesNothing) {
   const auto before = folder_bytes(dir.path);
   const std::string message =
       run + "/adapters.safetensors: tensor \"" + adapter + "\" has a non-finite value (nan) at index [7, 1]";
-  expect_error([&] { train::load_saved_model(run); }, {message});
+  expect_error([&] { models::load_saved_model(run); }, {message});
   expect_error([&] { train::resume_trainer(run, train::saved_options(run), read_bytes(kText)); }, {message});
   expect_error([&] { train::save_merged_model(run, merged); }, {message});
   EXPECT_EQ(folder_bytes(dir.path), before);
@@ -290,7 +291,7 @@ TEST(NonFiniteFiles, ALoraAlphaWhoseScaleOverflowsIsRefusedNamingTheField) {
   const std::string message = config + ": \"lora_alpha\" / \"r\" = 5e+307, the adapters' scale, is beyond float32's "
                               "range: \"lora_alpha\" is too large";
   expect_error([&] { models::read_adapter_config(config); }, {message});
-  expect_error([&] { train::load_saved_model(run); }, {message});
+  expect_error([&] { models::load_saved_model(run); }, {message});
   expect_error([&] { train::save_merged_model(run, merged); }, {message});
   EXPECT_EQ(folder_bytes(dir.path), before);
   EXPECT_FALSE(fs::exists(merged));

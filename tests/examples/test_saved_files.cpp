@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "autograd/io/safetensors.h"
-#include "autograd/io/flags.h"
+#include "nn/safetensors.h"
+#include "io/flags.h"
 #include "train/run_folder.h"
 #include "train/corpus.h"
 #include "test_util.h"

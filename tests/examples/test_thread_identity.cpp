@@ -17,7 +17,7 @@
 #include "autograd/ops.h"
 #include "autograd/runtime/parallel.h"
 #include "autograd/tape.h"
-#include "models/generate.h"
+#include "models/generation/generate.h"
 #include "models/gpt.h"
 #include "train/corpus.h"
 #include "train/trainer.h"

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "autograd/io/json.h"
+#include "io/json.h"
 #include "autograd/kernels/blis_kernels.h"
 #include "train/run_folder.h"
 #include "train/trainer.h"

@@ -591,7 +591,7 @@ def write_tiny_gpt2(folder, rng):
     write_safetensors(folder / "model.safetensors", tensors, {"format": "pt"})
 
 
-# Hugging Face Llama / Qwen2 / Qwen3 folders (models/hf_llama.h), each with a byte-level BPE
+# Hugging Face Llama / Qwen2 / Qwen3 folders (models/hf/hf_llama.h), each with a byte-level BPE
 # tokenizer.json and a tokenizer_config.json with a chat template (tokenizers/hf_tokenizer.h,
 # tokenizers/chat_template.h): tiny, written with the standard library like the GPT-2 folder.
 
@@ -651,7 +651,7 @@ def hf_tokenizer_files(family):
 
 
 def hf_llama_tensors(family, config, rng):
-    """The weights in models/hf_llama.h's layout (hf_llama_layout): random, norms 1; the rows of ids past
+    """The weights in models/hf/hf_llama.h's layout (hf_llama_layout): random, norms 1; the rows of ids past
     the tokenizer (Qwen pads its vocabulary) are 0, so that a greedy choice never falls on one."""
     C, I, L = config["hidden_size"], config["intermediate_size"], config["num_hidden_layers"]
     hs = config.get("head_dim", C // config["num_attention_heads"])

@@ -1,8 +1,8 @@
-// ChatSession (models/chat_session.h) with Qwen3's real tokenizer and chat template and a tiny
+// ChatSession (models/generation/chat_session.h) with Qwen3's real tokenizer and chat template and a tiny
 // random Qwen3 of its vocabulary: a reply is what greedy generation writes after the rendered
 // conversation, up to <|im_end|>; the KV cache kept across turns gives the replies a fresh session
 // gives; /reset forgets. The tokenizer files come from .ci/install-deps.sh (skipped without them).
-#include "models/chat_session.h"
+#include "models/generation/chat_session.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // tg::models::GPTModel against PyTorch 1.13 (tests/reference/gpt_torch.json, made by
-// make_gpt_reference.py from examples/pytorch/gpt_model.py): from the same seed, the same
+// make_gpt_reference.py from examples/pytorch/tapegrad_twin/gpt_model.py): from the same seed, the same
 // state_dict (names, order, values), printing, logits, loss and every parameter's gradient,
 // with and without dropout; and its bad inputs.
 #include <gtest/gtest.h>
@@ -9,13 +9,13 @@
 #include <vector>
 
 #include "autograd/random/generator.h"
-#include "autograd/io/json.h"
+#include "io/json.h"
 #include "autograd/ops.h"
 #include "autograd/tape.h"
 #include "nn/nn.h"
-#include "models/gpt_lora.h"
+#include "models/lora/gpt_lora.h"
 #include "models/gpt.h"
-#include "models/generate.h"
+#include "models/generation/generate.h"
 #include "test_util.h"
 
 namespace tg::nn {

@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <string>
 
-#include "autograd/io/safetensors.h"
+#include "nn/safetensors.h"
 #include "autograd/ops.h"
 #include "models/gpt.h"
 #include "nn/serialize.h"

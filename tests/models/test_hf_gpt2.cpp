@@ -1,8 +1,8 @@
-// Hugging Face GPT-2 folders (models/hf_gpt2.h) against the PyTorch twin in HF's layout
-// (tests/reference/make_hf_gpt2_reference.py, examples/pytorch/hf_gpt2.py): the logits of the F32,
+// Hugging Face GPT-2 folders (models/hf/hf_gpt2.h) against the PyTorch twin in HF's layout
+// (tests/reference/make_hf_gpt2_reference.py, examples/pytorch/tapegrad_twin/hf_gpt2.py): the logits of the F32,
 // F16 and BF16 folders, saving back (the same tensors and config.json), load -> save -> load,
 // and each kind of bad folder an error naming what is wrong.
-#include "models/hf_gpt2.h"
+#include "models/hf/hf_gpt2.h"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "autograd/io/safetensors.h"
+#include "nn/safetensors.h"
 #include "autograd/ops.h"
 #include "autograd/tape.h"
 #include "test_util.h"

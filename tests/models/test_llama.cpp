@@ -1,6 +1,6 @@
-// The Llama / Qwen family (models/llama.h) and its Hugging Face folders (models/hf_llama.h), against
+// The Llama / Qwen family (models/llama.h) and its Hugging Face folders (models/hf/hf_llama.h), against
 // the PyTorch twin in Hugging Face's layout (tests/reference/make_hf_llama_reference.py,
-// examples/pytorch/hf_llama.py): each type's logits and greedy ids from its F32 folder and its
+// examples/pytorch/tapegrad_twin/hf_llama.py): each type's logits and greedy ids from its F32 folder and its
 // sharded BF16 one, the KV cache against the full forward, saving back, and each kind of bad
 // folder an error naming what is wrong.
 #include "models/llama.h"
@@ -14,12 +14,12 @@
 #include <filesystem>
 #include <string>
 
-#include "autograd/io/safetensors.h"
+#include "nn/safetensors.h"
 #include "autograd/ops.h"
 #include "autograd/tape.h"
-#include "models/generate.h"
-#include "models/hf_folder.h"
-#include "models/hf_llama.h"
+#include "models/generation/generate.h"
+#include "models/hf/hf_folder.h"
+#include "models/hf/hf_llama.h"
 #include "nn/init.h"
 #include "test_util.h"
 

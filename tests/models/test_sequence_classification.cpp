@@ -10,11 +10,11 @@
 #include <string>
 
 #include "autograd/error.h"
-#include "autograd/io/safetensors.h"
+#include "nn/safetensors.h"
 #include "autograd/ops.h"
 #include "autograd/random/generator.h"
 #include "models/gpt.h"
-#include "models/hf_gpt2.h"
+#include "models/hf/hf_gpt2.h"
 #include "models/llama.h"
 #include "nn/gradcheck.h"
 #include "padded_vocabulary.h"

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "autograd/random/generator.h"
-#include "autograd/io/json.h"
+#include "io/json.h"
 #include "autograd/ops.h"
 #include "autograd/tape.h"
 #include "nn/gradcheck.h"

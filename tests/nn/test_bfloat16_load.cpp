@@ -2,7 +2,7 @@
 // with a message that says how to convert, and loaded once the tensors are converted.
 #include <gtest/gtest.h>
 
-#include "autograd/io/safetensors.h"
+#include "nn/safetensors.h"
 #include "nn/nn.h"
 #include "test_util.h"
 

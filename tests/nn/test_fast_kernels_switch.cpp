@@ -16,7 +16,7 @@
 #include "autograd/tape.h"
 #include "nn/nn.h"
 #include "models/gpt.h"
-#include "models/generate.h"
+#include "models/generation/generate.h"
 #include "test_util.h"
 
 namespace tg::nn {

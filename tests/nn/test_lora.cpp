@@ -1,4 +1,4 @@
-// LoRA (nn/lora.h), LoRA on a GPTModel (models/gpt_lora.h) and on a Llama (models/llama_lora.h): A drawn as peft draws it (against
+// LoRA (nn/lora.h), LoRA on a GPTModel (models/lora/gpt_lora.h) and on a Llama (models/lora/llama_lora.h): A drawn as peft draws it (against
 // tests/reference/lora/lora_torch.json, make_lora_reference.py), a LoRALinear that starts as its
 // base layer and whose gradients check in float64, the attention's fused q, k, v adapter checked
 // too, only the adapters trainable, the same numbers in both kernel modes, and the merged model's
@@ -9,13 +9,13 @@
 #include <vector>
 
 #include "autograd/fast_kernels.h"
-#include "autograd/io/json.h"
+#include "io/json.h"
 #include "autograd/ops.h"
 #include "autograd/random/generator.h"
 #include "autograd/tape.h"
-#include "models/llama_lora.h"
+#include "models/lora/llama_lora.h"
 #include "nn/nn.h"
-#include "models/gpt_lora.h"
+#include "models/lora/gpt_lora.h"
 #include "models/gpt.h"
 #include "test_util.h"
 

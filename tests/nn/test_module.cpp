@@ -12,7 +12,7 @@
 #include <string>
 
 #include "autograd/random/generator.h"
-#include "autograd/io/json.h"
+#include "io/json.h"
 #include "autograd/ops.h"
 #include "nn/nn.h"
 #include "test_util.h"

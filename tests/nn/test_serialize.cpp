@@ -14,7 +14,7 @@
 
 #include "autograd/random/generator.h"
 #include "autograd/ops.h"
-#include "autograd/io/safetensors.h"
+#include "nn/safetensors.h"
 #include "nn/nn.h"
 #include "test_util.h"
 

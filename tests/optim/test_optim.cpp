@@ -13,7 +13,7 @@
 #include <string>
 
 #include "autograd/fast_kernels.h"
-#include "autograd/io/json.h"
+#include "io/json.h"
 #include "autograd/ops.h"
 #include "optim/optim.h"
 #include "test_util.h"

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "autograd/error.h"
-#include "autograd/io/json.h"
+#include "io/json.h"
 #include "tokenizers/bpe.h"
 #include "test_util.h"
 

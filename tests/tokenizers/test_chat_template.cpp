@@ -11,7 +11,7 @@
 #include <filesystem>
 #include <string>
 
-#include "autograd/io/json.h"
+#include "io/json.h"
 #include "fetched_files.h"
 #include "test_util.h"
 #include "train/instructions.h"

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "autograd/error.h"
-#include "autograd/io/json.h"
+#include "io/json.h"
 #include "tokenizers/gpt2_tokenizer.h"
 #include "tokenizers/tokenizer.h"
 #include "examples/gpt2_test_files.h"

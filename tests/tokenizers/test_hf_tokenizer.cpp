@@ -12,7 +12,7 @@
 #include <map>
 #include <string>
 
-#include "autograd/io/json.h"
+#include "io/json.h"
 #include "tokenizers/gpt2_tokenizer.h"
 #include "tokenizers/nfc.h"
 #include "tokenizers/pre_split.h"

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "autograd/io/json.h"
+#include "io/json.h"
 #include "autograd/ops.h"
 #include "train/corpus.h"
 #include "train/data.h"

@@ -1,7 +1,7 @@
 // Instruction fine-tuning's data (train/instructions.h) and its training step: the Alpaca
 // template, the JSONL reader (its line ends, its errors: file and line), padding to the longest
 // example with a key padding mask, targets on the response only, the batch and its loss against PyTorch's
-// (tests/reference/instruct, made by make_instruct_reference.py with examples/pytorch/hf_gpt2.py),
+// (tests/reference/instruct, made by make_instruct_reference.py with examples/pytorch/tapegrad_twin/hf_gpt2.py),
 // the split and the skipping, and the Trainer's steps: --grad-accum trains as one big batch, and
 // a resumed run goes on bit for bit.
 #include <gtest/gtest.h>
@@ -12,14 +12,14 @@
 #include <string>
 #include <vector>
 
-#include "autograd/io/json.h"
-#include "autograd/io/safetensors.h"
-#include "autograd/io/user_file.h"
+#include "io/json.h"
+#include "nn/safetensors.h"
+#include "io/user_file.h"
 #include "autograd/ops.h"
 #include "autograd/tape.h"
 #include "train/run_folder.h"
 #include "train/corpus.h"
-#include "models/hf_gpt2.h"
+#include "models/hf/hf_gpt2.h"
 #include "train/instructions.h"
 #include "train/trainer.h"
 #include "test_util.h"

@@ -7,12 +7,13 @@
 #include <string>
 #include <vector>
 
-#include "autograd/io/json.h"
-#include "autograd/io/safetensors.h"
+#include "io/json.h"
+#include "nn/safetensors.h"
 #include "autograd/ops.h"
 #include "autograd/tape.h"
-#include "models/hf_llama.h"
+#include "models/hf/hf_llama.h"
 #include "train/corpus.h"
+#include "models/saved_model.h"
 #include "train/run_folder.h"
 #include "test_util.h"
 #include "train/resumed_run.h"
@@ -107,7 +108,7 @@ TEST(LlamaRuns, AQwen3RunTrainsAndItsFolderIsAHuggingFaceFolder) {
   t.model().eval();
   EXPECT_TRUE(same_bytes(hf.model->forward(idx), t.model().forward(idx)));
   // generate --ckpt and --eval-only read it with its tokenizer
-  train::SavedModel saved = train::load_saved_model(dir.path);
+  models::SavedModel saved = models::load_saved_model(dir.path);
   ASSERT_TRUE(saved.tokenizer.has_value());
   EXPECT_EQ(saved.tokenizer->to_json(), t.tokenizer().to_json());
   EXPECT_TRUE(same_bytes(saved.model->forward(idx), t.model().forward(idx)));

@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "autograd/io/json.h"
+#include "io/json.h"
 #include "autograd/random/generator.h"
 #include "models/gpt.h"
-#include "models/hf_llama.h"
+#include "models/hf/hf_llama.h"
 #include "test_util.h"
 #include "train/multiple_choice.h"
 #include "train/task_formats.h"

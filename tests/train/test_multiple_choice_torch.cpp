@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
-#include "autograd/io/json.h"
+#include "io/json.h"
 #include "autograd/random/generator.h"
 #include "models/gpt.h"
-#include "models/hf_gpt2.h"
-#include "models/hf_llama.h"
+#include "models/hf/hf_gpt2.h"
+#include "models/hf/hf_llama.h"
 #include "train/multiple_choice.h"
 
 namespace tg {

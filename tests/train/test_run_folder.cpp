@@ -15,7 +15,8 @@
 
 #include "autograd/random/generator.h"
 #include "autograd/ops.h"
-#include "autograd/io/safetensors.h"
+#include "nn/safetensors.h"
+#include "models/saved_model.h"
 #include "train/run_folder.h"
 #include "train/corpus.h"
 #include "test_util.h"
@@ -66,7 +67,7 @@ TEST(Checkpoint, SavedOptionsComeBack) {
   EXPECT_EQ(back.data, o.data);
   EXPECT_EQ(back.model.drop_rate, o.model.drop_rate);
   EXPECT_EQ(back.model.n_layers, o.model.n_layers);
-  const train::SavedModel saved = train::load_saved_model(dir.path);
+  const models::SavedModel saved = models::load_saved_model(dir.path);
   EXPECT_EQ(saved.config.n_layers, 2);
   EXPECT_FALSE(saved.model->is_training());
 }
@@ -80,7 +81,7 @@ TEST(Checkpoint, LoadingARunsModelDrawsNothingAndReadsEveryWeight) {
   manual_seed(11);
   const Tensor expected = randn({4});
   manual_seed(11);
-  const train::SavedModel saved = train::load_saved_model(dir.path);
+  const models::SavedModel saved = models::load_saved_model(dir.path);
   EXPECT_TRUE(test::all_close(randn({4}), expected, 0.0, 0.0));
   const NamedTensors want = t.model().named_parameters(), got = saved.model->named_parameters();
   ASSERT_EQ(got.size(), want.size());
@@ -166,13 +167,13 @@ TEST(LoadSavedModel, AFolderWhoseConfigJsonIsWrongOrMissingIsNamedForIt) {
   {  // a sharded folder without config.json
     CopiedLlamaFolder f("qwen3/bf16");
     std::filesystem::remove(f.dir.file("config.json"));
-    EXPECT_EQ(test::error_of([&] { train::load_saved_model(f.dir.path); }),
+    EXPECT_EQ(test::error_of([&] { models::load_saved_model(f.dir.path); }),
               f.dir.path + ": not a model folder (config.json is missing)");
   }
   for (const std::string text : {"{}", "{\"vocab_size\": 61}"}) {  // no model_type
     CopiedLlamaFolder f("qwen3/f32");
     test::write_bytes(f.dir.file("config.json"), text);
-    EXPECT_EQ(test::error_of([&] { train::load_saved_model(f.dir.path); }),
+    EXPECT_EQ(test::error_of([&] { models::load_saved_model(f.dir.path); }),
               f.dir.file("config.json") + ": \"model_type\" is missing: a Hugging Face model's config.json names it "
                                           "(tapegrad reads \"gpt2\", \"llama\", \"qwen2\" and \"qwen3\"), a train_gpt "
                                           "run's has \"model\"");
@@ -180,14 +181,14 @@ TEST(LoadSavedModel, AFolderWhoseConfigJsonIsWrongOrMissingIsNamedForIt) {
   {
     CopiedLlamaFolder f("qwen3/f32");
     test::write_bytes(f.dir.file("config.json"), "[]");
-    EXPECT_EQ(test::error_of([&] { train::load_saved_model(f.dir.path); }),
+    EXPECT_EQ(test::error_of([&] { models::load_saved_model(f.dir.path); }),
               f.dir.file("config.json") + ": must be a JSON object, got an array");
   }
   {
     CopiedLlamaFolder f("qwen3/f32");
     std::filesystem::remove(f.dir.file("config.json"));
     ASSERT_EQ(::mkfifo(f.dir.file("config.json").c_str(), 0600), 0);
-    EXPECT_EQ(test::error_of([&] { train::load_saved_model(f.dir.path); }),
+    EXPECT_EQ(test::error_of([&] { models::load_saved_model(f.dir.path); }),
               f.dir.file("config.json") + ": is a FIFO (named pipe), not a file");
   }
   {
@@ -195,7 +196,7 @@ TEST(LoadSavedModel, AFolderWhoseConfigJsonIsWrongOrMissingIsNamedForIt) {
     std::string text = test::read_bytes(f.dir.file("config.json"));
     text.replace(text.find("\"llama\""), 7, "\"Llama\"");
     test::write_bytes(f.dir.file("config.json"), text);
-    EXPECT_EQ(test::error_of([&] { train::load_saved_model(f.dir.path); }),
+    EXPECT_EQ(test::error_of([&] { models::load_saved_model(f.dir.path); }),
               f.dir.file("config.json") + ": \"model_type\" is \"Llama\": model_type is case-sensitive; tapegrad reads "
                                           "\"gpt2\", \"llama\", \"qwen2\" and \"qwen3\"");
   }

@@ -11,7 +11,7 @@
 #include <sstream>
 #include <string>
 
-#include "autograd/io/json.h"
+#include "io/json.h"
 #include "autograd/runtime/parallel.h"
 #include "train/corpus.h"
 #include "train/trainer.h"

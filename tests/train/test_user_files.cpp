@@ -1,4 +1,4 @@
-// User files (autograd/io/user_file.h): a path that is not a regular file is refused before it is
+// User files (io/user_file.h): a path that is not a regular file is refused before it is
 // opened, with one line naming the path and what it is, by every reader of user files: a FIFO never
 // blocks the program, a character device (a link to one too) is never read, a folder is called a
 // folder. Each case is tried on each reader; none of them changes anything in the folder.
@@ -15,9 +15,9 @@
 #include <thread>
 #include <vector>
 
-#include "autograd/io/json.h"
-#include "autograd/io/safetensors.h"
-#include "autograd/io/user_file.h"
+#include "io/json.h"
+#include "nn/safetensors.h"
+#include "io/user_file.h"
 #include "test_util.h"
 #include "tokenizers/tokenizer.h"
 #include "train/corpus.h"
