@@ -196,6 +196,9 @@ Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> m
 Tensor tanh(const Tensor& x);
 Tensor sigmoid(const Tensor& x);
 Tensor silu(const Tensor& x);  // x * sigmoid(x), as F.silu
+// SwiGLU's product silu(gate) * up as one op (ops/activation.cpp), the values of the two to the
+// bit: gate and up of one shape and dtype.
+Tensor swiglu(const Tensor& gate, const Tensor& up);
 Tensor relu(const Tensor& x);
 // approximate = "none" (exact, with erf) or "tanh"
 Tensor gelu(const Tensor& x, const std::string& approximate = "none");

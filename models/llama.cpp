@@ -117,8 +117,10 @@ LlamaMLP::LlamaMLP(int64_t hidden_size, int64_t intermediate_size, const std::st
 }
 
 Tensor LlamaMLP::forward(const Tensor& x) {
+  const Tensor gate = gate_proj->forward(x), up = up_proj->forward(x);  // (B,T,I) each
+  if (fast_kernels()) return down_proj->forward(swiglu(gate, up));      // the line below as one op, the same bits
   // the gate's silu opens or closes each of up's I features
-  return down_proj->forward(silu(gate_proj->forward(x)) * up_proj->forward(x));  // (B,T,I) -> (B,T,C)
+  return down_proj->forward(silu(gate) * up);  // (B,T,I) -> (B,T,C)
 }
 
 // --- the decoder layer -------------------------------------------------------------------------------

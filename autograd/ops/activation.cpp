@@ -1,8 +1,9 @@
-// autograd/ops/activation.cpp — tanh, sigmoid, silu, relu, gelu.
+// autograd/ops/activation.cpp — tanh, sigmoid, silu, relu, gelu, and SwiGLU's product.
 //
 //   tanh     y = tanh x                    dx = g * (1 - y^2)
 //   sigmoid  y = 1 / (1 + e^-x)            dx = g * y * (1 - y)
 //   silu     y = x / (1 + e^-x) = x s(x)   dx = g * s (1 + x (1 - s)),  s = sigmoid(x)
+//   swiglu   y = silu(a) * b               da = (g * b) * s (1 + a (1 - s)),  db = g * silu(a),  s = sigmoid(a)
 //   relu     y = max(x, 0)                 dx = g * (y > 0)
 //   gelu     y = x * Phi(x)                dx = g * (Phi(x) + x * phi(x))
 //   gelu tanh  y = x/2 (1 + tanh(k (x + 0.044715 x^3))),  k = sqrt(2/pi)
@@ -48,6 +49,36 @@ template <class T>
 T gelu_tanh_derivative_reference(T x) {
   return K::gelu_tanh_derivative(x, [](T v) { return std::tanh(v); });
 }
+
+// SwiGLU's product, the gate of Llama's and Qwen's feed-forward: y = silu(gate) * up, element by
+// element, n of them. Each element's steps are silu's and mul's, in their order, so the values
+// are those of silu(gate) * up to the bit (tests/autograd/test_swiglu.cpp holds them so).
+template <class T>
+void swiglu_forward_reference(T* out, const T* gate, const T* up, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const T a = gate[i];
+    const T silu_a = a / (T(1) + std::exp(-a));
+    out[i] = silu_a * up[i];
+  }
+}
+
+// dgate = (g * up) * s (1 + gate (1 - s)) and dup = g * silu(gate), s = sigmoid(gate): mul's
+// backward, then silu's.
+template <class T>
+void swiglu_backward_reference(T* dgate, T* dup, const T* dout, const T* gate, const T* up, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const T a = gate[i], g = dout[i];
+    const T silu_a = a / (T(1) + std::exp(-a));
+    const T s = sigmoid_reference(a);
+    dgate[i] = static_cast<T>((g * up[i]) * (s * (1 + a * (1 - s))));
+    dup[i] = g * silu_a;
+  }
+}
+
+template void swiglu_forward_reference<float>(float*, const float*, const float*, int64_t);
+template void swiglu_forward_reference<double>(double*, const double*, const double*, int64_t);
+template void swiglu_backward_reference<float>(float*, float*, const float*, const float*, const float*, int64_t);
+template void swiglu_backward_reference<double>(double*, double*, const double*, const double*, const double*, int64_t);
 
 template float tanh_reference<float>(float);
 template double tanh_reference<double>(double);
@@ -132,6 +163,48 @@ Tensor silu(const Tensor& x) {
       const auto s = nn_loops::sigmoid_reference(v);
       return s * (1 + v * (1 - s));
     })};
+  });
+  return y;
+}
+
+// silu(gate) * up as one op: one pass each way instead of silu's and mul's two, and only gate and
+// up kept for backward (not silu's output besides). The loops are the plain ones above, split
+// over the threads by elements (which never changes a result).
+Tensor swiglu(const Tensor& gate, const Tensor& up) {
+  check_defined(gate, "swiglu", "gate");
+  check_defined(up, "swiglu", "up");
+  if (gate.sizes() != up.sizes() || gate.dtype() != up.dtype()) {
+    throw Error("swiglu: expected gate and up of one shape and dtype, got " + shape_str(gate.sizes()) + " " +
+                dtype_name(gate.dtype()) + " and " + shape_str(up.sizes()) + " " + dtype_name(up.dtype()));
+  }
+  const Tensor a = gate.contiguous(), b = up.contiguous();
+  Tensor y = make_empty(a.sizes(), a.dtype());
+  visit_floating(a.dtype(), "swiglu", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* out = y.data_ptr<T>();
+    const T* pa = a.data_ptr<T>();
+    const T* pb = b.data_ptr<T>();
+    for_elements(a.numel(), [&](int64_t begin, int64_t end) {
+      nn_loops::swiglu_forward_reference<T>(out + begin, pa + begin, pb + begin, end - begin);
+    });
+  });
+  record("SwigluBackward0", {gate, up}, y, {a, b}, [](const BackwardArgs& ctx) {
+    const Tensor g = ctx.grad_out.contiguous();
+    const Tensor& a = ctx.saved[0];
+    const Tensor& b = ctx.saved[1];
+    Tensor da = make_empty(a.sizes(), a.dtype()), db = make_empty(b.sizes(), b.dtype());
+    visit_floating(g.dtype(), "swiglu_backward", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      T* pda = da.data_ptr<T>();
+      T* pdb = db.data_ptr<T>();
+      const T* pg = g.data_ptr<T>();
+      const T* pa = a.data_ptr<T>();
+      const T* pb = b.data_ptr<T>();
+      for_elements(g.numel(), [&](int64_t begin, int64_t end) {
+        nn_loops::swiglu_backward_reference<T>(pda + begin, pdb + begin, pg + begin, pa + begin, pb + begin, end - begin);
+      });
+    });
+    return Grads{da, db};
   });
   return y;
 }

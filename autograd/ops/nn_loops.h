@@ -34,6 +34,12 @@ T gelu_tanh_reference(T x);
 template <class T>
 T gelu_tanh_derivative_reference(T x);  // d/dx gelu_tanh_reference
 
+// activation.cpp: SwiGLU's product, n elements
+template <class T>
+void swiglu_forward_reference(T* out, const T* gate, const T* up, int64_t n);
+template <class T>
+void swiglu_backward_reference(T* dgate, T* dup, const T* dout, const T* gate, const T* up, int64_t n);
+
 // loss.cpp
 template <class T>
 void cross_entropy_forward_reference(T* loss, double* lse, const T* logits, const int64_t* targets, int64_t N, int64_t C);

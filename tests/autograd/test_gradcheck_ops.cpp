@@ -158,6 +158,8 @@ std::vector<OpCheck> elementwise_checks() {
       {"tanh", [](X x) { return tanh(x[0]); }, [] { return std::vector{in({3, 4}, 66)}; }, fuzz},
       {"sigmoid", [](X x) { return sigmoid(x[0]); }, [] { return std::vector{in_sliced({3, 4}, 67)}; }, fuzz},
       {"silu", [](X x) { return silu(x[0]); }, [] { return std::vector{in({3, 4}, 81)}; }, fuzz},
+      {"swiglu", [](X x) { return swiglu(x[0], x[1]); },
+       [] { return std::vector{in({3, 4}, 82), in_transposed({3, 4}, 83)}; }, fuzz},
       {"relu", [](X x) { return relu(x[0]); }, [] { return std::vector{in({3, 4}, 68, Domain::AwayFromZero)}; }, fuzz},
       {"gelu_none", [](X x) { return gelu(x[0], "none"); }, [] { return std::vector{in({3, 4}, 69)}; }, fuzz},
       {"gelu_tanh", [](X x) { return gelu(x[0], "tanh"); }, [] { return std::vector{in_transposed({3, 4}, 70)}; }, fuzz},

@@ -207,6 +207,7 @@ const std::map<std::string, OpFn>& op_table() {
       {"tanh", [](X x, A) { return one(tanh(x[0])); }},
       {"sigmoid", [](X x, A) { return one(sigmoid(x[0])); }},
       {"silu", [](X x, A) { return one(silu(x[0])); }},
+      {"swiglu", [](X x, A) { return one(swiglu(x[0], x[1])); }},
       {"relu", [](X x, A) { return one(relu(x[0])); }},
       {"gelu", [](X x, A a) { return one(gelu(x[0], a["approximate"].as_string())); }},
       // comparisons, where, masked_fill

@@ -468,6 +468,11 @@ def nn_cases():
          [In([6, 4], layout="transposed"), table([6, 4]), table([6, 4])])
     both_dtypes("rope_head_dim", "apply_rotary_pos_emb", rope,
                 lambda d: [In([2, 4, 3, 16], dtype=d), table([3, 16], d), table([3, 16], d)])
+    # SwiGLU's product, the gate of Llama's and Qwen's feed-forward: F.silu(gate) * up
+    both_dtypes("swiglu", "swiglu", lambda x, a: F.silu(x[0]) * x[1],
+                lambda d: [In([3, 7], dtype=d), In([3, 7], dtype=d)])
+    case("swiglu_transposed_gate", "swiglu", lambda x, a: F.silu(x[0]) * x[1],
+         [In([5, 4], layout="transposed"), In([5, 4])])
 
 
 # --- ops added for sampling and losses: scans, sorting, indexing, elementwise extremes ----------
