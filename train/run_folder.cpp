@@ -322,12 +322,21 @@ std::optional<std::string> naming_saved_fields(const std::string& message, const
   return named.starts_with(config_path) ? named : config_path + ": " + named;
 }
 
+namespace {
+
+// --init-from DIR must be a Hugging Face GPT-2 folder (its config.json's model_type "gpt2").
+void require_gpt2_folder(const std::string& dir) {
+  if (!models::is_hf_gpt2_folder(dir))
+    throw Error("--init-from " + dir + ": not a Hugging Face GPT-2 folder (" + path_in(dir, "config.json") +
+                " with \"model_type\": \"gpt2\" is missing)");
+}
+
+}  // namespace
+
 std::unique_ptr<Trainer> start_from_gpt2_folder(TrainOptions o, const std::string& text,
                                                 std::vector<std::string>* converted) {
   const std::string config_path = path_in(o.init_from, "config.json");
-  if (!models::is_hf_gpt2_folder(o.init_from))
-    throw Error("--init-from " + o.init_from + ": not a Hugging Face GPT-2 folder (" + config_path +
-                " with \"model_type\": \"gpt2\" is missing)");
+  require_gpt2_folder(o.init_from);
   models::HfGpt2Info layout;  // what the run keeps of the folder to save in its layout
   layout.config = json::parse_file(config_path);
   models::GPTConfig config = models::hf_gpt2_config(layout.config, config_path);
@@ -392,9 +401,7 @@ std::unique_ptr<Trainer> start_from_folder(TrainOptions& o, const std::vector<st
     check_lora_rank(o, config);
     trainer = start_from_llama_folder(o, read_data(o.data), converted);
   } else {
-    if (!models::is_hf_gpt2_folder(o.init_from))
-      throw Error("--init-from " + o.init_from + ": not a Hugging Face GPT-2 folder (" + config_path +
-                  " with \"model_type\": \"gpt2\" is missing)");
+    require_gpt2_folder(o.init_from);
     const models::GPTConfig config = models::hf_gpt2_config(json::parse_file(config_path), config_path);
     take_folder_defaults(o, given, "GPT-2", config.context_length, config.drop_rate);
     check_lora_rank(o, config);

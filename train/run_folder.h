@@ -1,10 +1,11 @@
 // train/run_folder.h — a training run's folder (train_gpt --out DIR), saved and resumed.
 //
 // Read first: save_run, whose comment lists the folder's files and how a save survives being
-// killed, then resume_trainer, which reads them back. start_from_gpt2_folder and
-// start_from_llama_folder begin a run from a Hugging Face folder; save_merged_model writes a LoRA
-// run as a plain model. Reading a run's model back for writing text, scoring or classifying is
-// the models' (models/saved_model.h), so that a program which only uses a model needs nothing here.
+// killed, then resume_trainer, which reads them back. start_from_folder (through
+// start_from_gpt2_folder or start_from_llama_folder) begins a run from a Hugging Face folder;
+// save_merged_model writes a LoRA run as a plain model. Reading a run's model back for writing
+// text, scoring or classifying is the models' (models/saved_model.h), so that a program which only
+// uses a model needs nothing here.
 #pragma once
 #include <memory>
 #include <optional>
