@@ -237,6 +237,75 @@ void gemm(T* c, int64_t ldc, const T* a, const T* b, int64_t M, int64_t N, int64
   blis_gemm(c, ldc, a, b, M, N, K, la, lb);
 }
 
+// --- a float32 a times a bfloat16 b: a checkpoint's 16-bit weight, widened as it is read -------
+//
+// A frozen weight kept in its checkpoint's bfloat16 (ops/matmul.cpp says when) is widened to
+// float32 as it is read. Widening is exact, so this product gives the bits the float32 gemm above
+// gives the widened weight: each case runs that gemm's kernel for the shape, on b as it can read it.
+//   one row times w^T (a token)     gemv.h's row kernel, which widens each element as it reads it:
+//   2 to 4 rows times a big w^T     a token's time is the weight's bytes, and they are halved
+//   small_gemm's products           small_gemm on bands of b's columns widened into a buffer of at
+//                                   most kWidenedBandBytes (each element of c is one fma chain
+//                                   wherever its band falls: small_gemm.h)
+//   the rest (BLIS's)               b widened whole into a buffer, then the float32 gemm: BLIS picks
+//                                   its kernels and blocking from the shape and the layout it is
+//                                   given, so only the same call is sure to give the same bits. The
+//                                   buffer is one weight's float32 copy, for the call's duration.
+constexpr int64_t kWidenedBandBytes = int64_t{4} << 20;
+
+float widened(BFloat16 v) { return static_cast<float>(v); }
+
+// b's columns [j0, j0 + n) widened into to (K, n), row-major.
+void widen_columns(float* to, const BFloat16* b, const MatrixLayout& lb, int64_t j0, int64_t n, int64_t K) {
+  parallel_for(0, n, work_split::grain_for(K * int64_t{sizeof(float)}), [&](int64_t first, int64_t last) {
+    for (int64_t j = first; j < last; ++j)
+      for (int64_t k = 0; k < K; ++k) to[k * n + j] = widened(b[k * lb.rs + (j0 + j) * lb.cs]);
+  });
+}
+
+// All of b (K, N) widened into `to`, in b's orientation: stored by columns (rs = 1, as a weight's
+// w^T) stays stored by columns, anything else becomes row-major. Returns the copy's layout.
+MatrixLayout widen_whole(std::vector<float>& to, const BFloat16* b, const MatrixLayout& lb) {
+  const int64_t K = lb.rows, N = lb.cols;
+  to.resize(static_cast<size_t>(K * N));
+  const bool by_columns = lb.rs == 1 && lb.cs != 1;
+  const MatrixLayout out = by_columns ? MatrixLayout{K, N, 1, K} : MatrixLayout{K, N, N, 1};
+  const int64_t lines = by_columns ? N : K, length = by_columns ? K : N;  // each line contiguous in `to`
+  parallel_for(0, lines, work_split::grain_for(length * int64_t{sizeof(float)}), [&](int64_t first, int64_t last) {
+    for (int64_t l = first; l < last; ++l)
+      for (int64_t e = 0; e < length; ++e) {
+        const int64_t k = by_columns ? e : l, j = by_columns ? l : e;
+        to[l * length + e] = widened(b[k * lb.rs + j * lb.cs]);
+      }
+  });
+  return out;
+}
+
+// c (M,N) = a (M,K) float32 @ b (K,N) bfloat16, with the bits of gemm<float> on b widened.
+void gemm(float* c, int64_t ldc, const float* a, const BFloat16* b, int64_t M, int64_t N, int64_t K,
+          const MatrixLayout& la, const MatrixLayout& lb) {
+  if (M == 0 || N == 0) return;
+  if (K > 0 && M == 1 && lb.rs == 1 && la.cs == 1) return gemv::sgemv_rows(c, 1, b, lb.cs, a, N, K);
+  if (K > 0 && M > 1 && N > 1) {  // the float32 gemm's cases past its matrix-vector ones, in its order
+    if (few_rows_times_big_weight(M, N, K, la, lb)) return gemv::sgemv_rows_many(c, ldc, 1, b, lb.cs, a, la.rs, M, N, K);
+    if (small_gemm::worth_it(M, N, K)) {
+      const kernels::Isa isa = small_gemm::best_isa_for(N);  // the kernel the whole product would get
+      const int64_t band = std::max<int64_t>(32, kWidenedBandBytes / int64_t{sizeof(float)} / K / 32 * 32);
+      thread_local std::vector<float> buffer;
+      for (int64_t j0 = 0; j0 < N; j0 += band) {
+        const int64_t n = std::min(band, N - j0);
+        buffer.resize(static_cast<size_t>(K * n));
+        widen_columns(buffer.data(), b, lb, j0, n, K);
+        small_gemm::sgemm(c + j0, ldc, a, la.rs, la.cs, buffer.data(), n, 1, M, n, K, isa);
+      }
+      return;
+    }
+  }
+  std::vector<float> whole;
+  const MatrixLayout lw = widen_whole(whole, b, lb);
+  gemm<float>(c, ldc, a, whole.data(), M, N, K, la, lw);
+}
+
 // Element offsets of each batch's a and b matrix, batches in row-major order, for operands whose
 // batch dims broadcast to `batch` (a stride of 0 where one is broadcast).
 std::vector<std::array<int64_t, 2>> batch_offsets(const Tensor& a, const Tensor& b, const Shape& batch, int64_t M,
@@ -284,12 +353,13 @@ std::optional<Tensor> rows_of_shared_product(const Tensor& a, const Tensor& b) {
   return std::nullopt;
 }
 
-template <class T>
+// T: a's and out's type; TB: b's, T or (a frozen 16-bit weight's) BFloat16.
+template <class T, class TB = T>
 void batched_gemm_typed(const Tensor& out, const Tensor& a, const Tensor& b, const Shape& batch, int64_t M,
                         int64_t N, int64_t K) {
   get_num_threads();  // BLIS gets our thread count before its first call
   if (const std::optional<Tensor> rows = rows_of_shared_product(a, b)) {
-    return batched_gemm_typed<T>(out, *rows, b, {}, rows->size(0), N, K);
+    return batched_gemm_typed<T, TB>(out, *rows, b, {}, rows->size(0), N, K);
   }
   const Tensor ar = blis_operand(a);
   const Tensor br = blis_operand(b);
@@ -297,7 +367,7 @@ void batched_gemm_typed(const Tensor& out, const Tensor& a, const Tensor& b, con
   const std::vector<std::array<int64_t, 2>> offsets = batch_offsets(ar, br, batch, M, N, K);
   T* o = out.data_ptr<T>();
   const T* pa = ar.data_ptr<T>();
-  const T* pb = br.data_ptr<T>();
+  const TB* pb = br.data_ptr<TB>();
   run_batches(static_cast<int64_t>(offsets.size()), M, N, K, [&](int64_t i) {
     gemm(o + i * M * N, N, pa + offsets[i][0], pb + offsets[i][1], M, N, K, la, lb);
   });
@@ -317,6 +387,9 @@ bf16_gemm::Operand bf16_operand(const Tensor& t, const MatrixLayout& l, int64_t 
 
 void batched_gemm(const Tensor& out, const Tensor& a, const Tensor& b, const Shape& batch, int64_t M, int64_t N,
                   int64_t K) {
+  // a frozen 16-bit weight (ops/matmul.cpp): b read as it is, a (rarer) widened first
+  if (a.dtype() == kBFloat16) return batched_gemm(out, a.to(kFloat32), b, batch, M, N, K);
+  if (b.dtype() == kBFloat16) return batched_gemm_typed<float, BFloat16>(out, a, b, batch, M, N, K);
   visit_floating(out.dtype(), "matmul", [&](auto tag) {
     using T = typename decltype(tag)::type;
     batched_gemm_typed<T>(out, a, b, batch, M, N, K);

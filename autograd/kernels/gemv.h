@@ -1,5 +1,6 @@
 // autograd/kernels/gemv.h — a float32 matrix-vector product over a matrix whose rows are
-// contiguous: the one-token linear layer of generation with the KV cache.
+// contiguous: the one-token linear layer of generation with the KV cache. The matrix may be
+// bfloat16 (a checkpoint's 16-bit weight), widened exactly as it is read.
 //
 //   y[i] = sum_k a[i, k] x[k]        a (M, K) with rows lda apart, x (K), y (M) incy apart
 //
@@ -13,6 +14,7 @@
 #pragma once
 #include <cstdint>
 
+#include "autograd/dtype.h"
 #include "autograd/kernels/isa.h"
 
 namespace tg::gemv {
@@ -49,6 +51,12 @@ inline Isa best_isa() { return kernels::best_isa(Isa::kAvx512); }
 // it saves.
 void sgemv_rows(float* y, int64_t incy, const float* a, int64_t lda, const float* x, int64_t M, int64_t K,
                 Isa isa = best_isa());
+// The same product of a bfloat16 matrix: a frozen 16-bit weight (a checkpoint's, kept in its own
+// dtype). Each element is widened to float32 as it is read (its 16 bits, then 16 zero bits: its
+// exact value), then multiplied and summed in the order above, so y has the bits the float32 copy
+// of a gives, from half the bytes: a token's time is those bytes (gemv.cpp: widen).
+void sgemv_rows(float* y, int64_t incy, const BFloat16* a, int64_t lda, const float* x, int64_t M, int64_t K,
+                Isa isa = best_isa());
 
 // The same product for R vectors at once: y[r * ldy + i * incy] = a (M, K) @ x_r (K), with
 // x_r = x + r * ldx contiguous. Writing a batch of B sequences, each decode step's linear layers
@@ -57,5 +65,7 @@ void sgemv_rows(float* y, int64_t incy, const float* a, int64_t lda, const float
 // weights; every element gets the bits sgemv_rows gives that vector alone (the same row loop).
 void sgemv_rows_many(float* y, int64_t ldy, int64_t incy, const float* a, int64_t lda, const float* x, int64_t ldx,
                      int64_t R, int64_t M, int64_t K, Isa isa = best_isa());
+void sgemv_rows_many(float* y, int64_t ldy, int64_t incy, const BFloat16* a, int64_t lda, const float* x,
+                     int64_t ldx, int64_t R, int64_t M, int64_t K, Isa isa = best_isa());
 
 }  // namespace tg::gemv

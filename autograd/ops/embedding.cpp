@@ -3,7 +3,8 @@
 //   forward   out[n, :] = weight[idx[n], :]            idx flattened to (N), out (N,C)
 //   backward  dweight[v, :] = sum_{n : idx[n] = v} g[n, :]   (a scatter-add: repeated indices add)
 //
-// The output has shape (*indices.shape, C). Saved for backward: the indices only (the weight's
+// The output has shape (*indices.shape, C). A bfloat16 weight (a checkpoint's, kept 16-bit and
+// frozen) gives float32 rows, widened exactly. Saved for backward: the indices only (the weight's
 // values are not needed, only its row count V).
 #include <cstring>
 #include <string>
@@ -34,6 +35,15 @@ void embedding_backward(T* dweight, const T* dout, const int64_t* idx, int64_t N
     T* dw = dweight + idx[n] * C;  // dw (C)
     const T* g = dout + n * C;     // g (C)
     for (int64_t c = 0; c < C; ++c) dw[c] += g[c];
+  }
+}
+
+// The same rows of a bfloat16 table (a checkpoint's frozen 16-bit weight), each element widened
+// to float32 (exact: its 16 bits, then 16 zero bits).
+void embedding_forward_widened(float* out, const BFloat16* weight, const int64_t* idx, int64_t N, int64_t C) {
+  for (int64_t n = 0; n < N; ++n) {
+    const BFloat16* row = weight + idx[n] * C;
+    for (int64_t c = 0; c < C; ++c) out[n * C + c] = static_cast<float>(row[c]);
   }
 }
 
@@ -91,6 +101,14 @@ Tensor embedding(const Tensor& weight, const Tensor& indices) {
   const Tensor wc = weight.is_contiguous() ? weight : weight.detach().contiguous();
   Shape out_shape = indices.sizes();
   out_shape.push_back(C);
+  if (weight.dtype() == kBFloat16) {  // a frozen 16-bit table: float32 rows out, nothing to train
+    if (weight.requires_grad() && grad_mode_enabled())
+      throw Error("embedding: a bfloat16 weight is a frozen 16-bit table, widened to float32 as it is read, and it "
+                  "requires grad here; train a float32 copy of it (.to(tg::kFloat32)), or freeze it");
+    Tensor out = make_empty(out_shape, kFloat32);
+    nn_loops::embedding_forward_widened(out.data_ptr<float>(), wc.data_ptr<BFloat16>(), idx.data_ptr<int64_t>(), N, C);
+    return out;
+  }
   Tensor out = make_empty(out_shape, weight.dtype());
   visit_floating(weight.dtype(), "embedding", [&](auto tag) {
     using T = typename decltype(tag)::type;

@@ -27,8 +27,16 @@
 
 namespace tg {
 
-// Both defined, at least 1-D, of one dtype that matmul multiplies (internal.h); matmul_into
-// checks its operands with it too.
+// A float32 operand and a bfloat16 one, outside autocast: the bfloat16 one is a frozen 16-bit
+// weight (a checkpoint's, kept in its own dtype to halve its memory and the bytes a token reads).
+// It is widened to float32 as it is read, which is exact, so the product is float32's product of
+// the widened weight, to the bit (kernels/gemm.h reads it without a float32 copy where it can).
+bool widens_bf16(const Tensor& a, const Tensor& b) {
+  return (a.dtype() == kFloat32 && b.dtype() == kBFloat16) || (a.dtype() == kBFloat16 && b.dtype() == kFloat32);
+}
+
+// Both defined, at least 1-D, of one dtype that matmul multiplies, or a float32 one and a frozen
+// bfloat16 weight (internal.h); matmul_into checks its operands with it too.
 void check_matmul_operands(const Tensor& a, const Tensor& b) {
   check_defined(a, "matmul", "input");
   check_defined(b, "matmul", "other");
@@ -37,10 +45,18 @@ void check_matmul_operands(const Tensor& a, const Tensor& b) {
                 "D and " + std::to_string(b.dim()) + "D");
   }
   if (autocast_applies(a, b)) return;  // float32 or bfloat16, rounded to bfloat16 either way
+  if (widens_bf16(a, b)) {
+    const Tensor& weight = a.dtype() == kBFloat16 ? a : b;
+    if (weight.requires_grad() && grad_mode_enabled())
+      throw Error("matmul: a bfloat16 operand times a float32 one is a frozen 16-bit weight, widened to float32 as it is "
+                  "read, and it requires grad here; train a float32 copy of it (.to(tg::kFloat32)), or freeze it "
+                  "(requires_grad_(false))");
+    return;
+  }
   if (a.dtype() == kBFloat16 || b.dtype() == kBFloat16) {
     throw Error(std::string("matmul: bfloat16 operands (got ") + dtype_name(a.dtype()) + " and " +
-                dtype_name(b.dtype()) + ") are multiplied only under autocast (tg::AutocastGuard autocast(tg::kBFloat16)); "
-                "or convert them with .to(tg::kFloat32)");
+                dtype_name(b.dtype()) + ") are multiplied only under autocast (tg::AutocastGuard autocast(tg::kBFloat16)), "
+                "or a bfloat16 one by a float32 one (a frozen 16-bit weight); or convert them with .to(tg::kFloat32)");
   }
   if (a.dtype() != b.dtype()) {
     throw Error(std::string("matmul: expected both operands to have the same dtype, got ") + dtype_name(a.dtype()) +
@@ -195,8 +211,10 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     kernels::batched_gemm_bf16(out, as_left_matrices(a_in), as_right_matrices(b_in), s.batch, s.M, s.N, s.K);
   } else if (bf16) {
     out = matmul_reference(rounded_to_bf16(a_in), rounded_to_bf16(b_in));
+  } else if (widens_bf16(a, b) && !fast_kernels()) {
+    out = matmul_reference(a.to(kFloat32), b.to(kFloat32));  // the weight widened: exact
   } else if (fast_kernels() && a.dtype() != kInt64) {  // BLIS has no integer gemm: int64 takes the reference
-    out = make_empty(s.out, a.dtype());
+    out = make_empty(s.out, promote_types(a.dtype(), b.dtype()));
     kernels::batched_gemm(out, as_left_matrices(a), as_right_matrices(b), s.batch, s.M, s.N, s.K);
   } else {
     out = matmul_reference(a, b);

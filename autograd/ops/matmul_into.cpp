@@ -3,7 +3,8 @@
 // masked_scaled_attention) write their products in place this way, with no result to allocate
 // and copy. On the fast path it hands the destination to kernels/gemm.h (kernels/bf16_gemm.h
 // under autocast); on the plain path it is matmul's own result copied in, so its bits are
-// matmul's either way. It records nothing.
+// matmul's either way. A frozen bfloat16 weight times float32 (ops/matmul.cpp: widens_bf16) is
+// matmul's result copied in on either path. It records nothing.
 #include "autograd/fast_kernels.h"
 #include "autograd/internal.h"
 #include "autograd/kernels/gemm.h"
@@ -20,7 +21,8 @@ void check_into(const Tensor& dst, const Tensor& a, const Tensor& b, bool bf16) 
   const bool fits = a.dim() == 2 && b.dim() == 2 && dst.dim() == 2 && a.size(1) == b.size(0) &&
                     dst.size(0) == a.size(0) && dst.size(1) == b.size(1) &&
                     (dst.size(1) <= 1 || dst.stride(1) == 1);  // rows contiguous
-  if (!fits || dst.dtype() != (bf16 ? kFloat32 : a.dtype())) {
+  const bool float32_product = bf16 || a.dtype() == kBFloat16 || b.dtype() == kBFloat16;  // autocast's, or widened
+  if (!fits || dst.dtype() != (float32_product ? kFloat32 : a.dtype())) {
     throw Error("matmul_into: expected dst (M, N) with contiguous rows, of the product's dtype, for a (M, K) @ b (K, N); "
                 "got dst " + shape_str(dst.sizes()) + " " + dtype_name(dst.dtype()) + ", a " + shape_str(a.sizes()) +
                 ", b " + shape_str(b.sizes()));
@@ -35,8 +37,8 @@ void matmul_into(const Tensor& dst, const Tensor& a, const Tensor& b) {
   check_into(dst, a, b, bf16);
   if (bf16 && fast_kernels()) {
     kernels::gemm_bf16_into(dst, a, b);
-  } else if (!bf16 && fast_kernels() && a.dtype() != kInt64) {
-    kernels::gemm_into(dst, a, b);
+  } else if (!bf16 && fast_kernels() && a.dtype() == b.dtype() && a.dtype() != kInt64) {
+    kernels::gemm_into(dst, a, b);  // (a frozen 16-bit weight, widened, takes matmul's own path below)
   } else {
     NoGradGuard no_grad;
     copy_values(dst, matmul(a, b), "matmul_into");  // the reference path: matmul's own result

@@ -9,6 +9,7 @@
 #pragma once
 #include <cstdint>
 
+#include "autograd/dtype.h"
 #include "autograd/random/generator.h"
 
 namespace tg::nn_loops {
@@ -49,6 +50,7 @@ void cross_entropy_backward_reference(T* dlogits, const T* dloss, const T* logit
 // embedding.cpp
 template <class T>
 void embedding_forward(T* out, const T* weight, const int64_t* idx, int64_t N, int64_t C);
+void embedding_forward_widened(float* out, const BFloat16* weight, const int64_t* idx, int64_t N, int64_t C);
 template <class T>
 void embedding_backward(T* dweight, const T* dout, const int64_t* idx, int64_t N, int64_t V, int64_t C);
 

@@ -286,7 +286,11 @@ TEST(Autocast, TheGuardTakesBfloat16OrFloat32Only) {
 
 TEST(Autocast, Bfloat16OperandsNeedAutocast) {
   const Tensor a = normal_tensor({3, 4}, 50, kFloat32), b = normal_tensor({4, 2}, 51, kFloat32);
-  expect_error([&] { matmul(a.to(kBFloat16), b); }, {"matmul", "bfloat16", "AutocastGuard", ".to(tg::kFloat32)"});
+  expect_error([&] { matmul(a.to(kBFloat16), b.to(kBFloat16)); },
+               {"matmul", "bfloat16", "AutocastGuard", ".to(tg::kFloat32)"});
+  // one bfloat16 operand outside autocast is a frozen 16-bit weight, widened exactly
+  // (tests/autograd/test_bf16_weights.cpp)
+  EXPECT_TRUE(same_bytes(matmul(a.to(kBFloat16), b), matmul(a.to(kBFloat16).to(kFloat32), b)));
   AutocastGuard autocast(kBFloat16);
   EXPECT_TRUE(same_bytes(matmul(a.to(kBFloat16), b), matmul(a, b)));  // rounded either way
 }

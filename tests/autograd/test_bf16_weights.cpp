@@ -1,0 +1,141 @@
+// tests/autograd/test_bf16_weights.cpp — a frozen bfloat16 weight times float32 activations
+// (ops/matmul.cpp: widens_bf16), as a checkpoint's 16-bit weights are used without a float32 copy:
+//   * matmul and linear give, to the bit, what the same weight widened to float32 gives: for every
+//     kernel gemm.h picks (a token's row kernel, the several-vectors kernel, small_gemm's bands,
+//     BLIS's whole copy), both orientations of the weight, batched activations, at 1, 2 and 7
+//     threads, and on the plain path;
+//   * the gradient reaching the activations is the float32 weight's, to the bit;
+//   * gemv.h's kernel over bfloat16 rows gives the bits of its float32 copy, on every instruction
+//     set this CPU has;
+//   * embedding's rows of a bfloat16 table are its float32 rows;
+//   * a bfloat16 weight that requires grad, and two bfloat16 operands, are Errors that say so.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "autograd/fast_kernels.h"
+#include "autograd/kernels/gemv.h"
+#include "autograd/ops.h"
+#include "autograd/tape.h"
+#include "autograd/runtime/parallel.h"
+#include "test_util.h"
+
+namespace {
+
+using namespace tg;
+using test::expect_error;
+using test::normal_tensor;
+using test::same_bytes;
+
+// A (rows, cols) weight of bfloat16 values: normal draws rounded.
+Tensor bf16_weight(int64_t rows, int64_t cols, uint64_t seed) {
+  return normal_tensor({rows, cols}, seed, kFloat32).to(kBFloat16);
+}
+
+// Restores the thread count a test changed.
+struct ThreadsGuard {
+  int saved = get_num_threads();
+  ~ThreadsGuard() { set_num_threads(saved); }
+};
+
+struct Product {
+  int64_t M, N, K;
+};
+
+// Shapes that reach each of gemm.h's kernels for x (M, K) @ w^T, w (N, K): one row (M = 1), a
+// few rows times a weight of 1 MiB or more (N * K * 4 >= 2^20), small_gemm's sizes, and products
+// past small_gemm's (BLIS), with K above and below small_gemm's 256 and N not a multiple of 32.
+const std::vector<Product> kProducts = {
+    {1, 7, 5},      {1, 300, 130},   {1, 2048, 130},  {2, 2048, 128}, {4, 4096, 96}, {3, 100, 40},
+    {5, 77, 33},    {8, 2050, 128},  {64, 96, 300},   {7, 1, 50},     {1, 1, 9},     {300, 333, 257},
+    {129, 520, 600}, {40, 3000, 200}, {6, 4100, 1030}, {3, 5, 0}, {600, 130, 520}, {520, 64, 40},
+};
+
+TEST(Bf16Weights, LinearIsTheWidenedWeightsProductToTheBit) {
+  ThreadsGuard threads;
+  for (const int n : {1, 2, 7}) {
+    set_num_threads(n);
+    for (const Product& p : kProducts) {
+      const Tensor x = normal_tensor({p.M, p.K}, 100 + p.M, kFloat32);
+      const Tensor w16 = bf16_weight(p.N, p.K, 200 + p.N);
+      const Tensor w32 = w16.to(kFloat32);
+      const Tensor bias = normal_tensor({p.N}, 300, kFloat32);
+      SCOPED_TRACE("threads " + std::to_string(n) + ", x (" + std::to_string(p.M) + ", " + std::to_string(p.K) +
+                   ") @ w^T, w (" + std::to_string(p.N) + ", " + std::to_string(p.K) + ")");
+      EXPECT_TRUE(same_bytes(linear(x, w16), linear(x, w32)));
+      EXPECT_TRUE(same_bytes(linear(x, w16, bias), linear(x, w32, bias)));
+      // the weight stored (K, N), read by rows: x @ w
+      const Tensor wt16 = bf16_weight(p.K, p.N, 400 + p.N);
+      EXPECT_TRUE(same_bytes(matmul(x, wt16), matmul(x, wt16.to(kFloat32))));
+      // the 16-bit operand on the left: w (N, K) @ x^T
+      EXPECT_TRUE(same_bytes(matmul(w16, x.t()), matmul(w32, x.t())));
+    }
+  }
+}
+
+TEST(Bf16Weights, BatchedActivationsAndThePlainPath) {
+  const Tensor x = normal_tensor({3, 5, 64}, 1, kFloat32);
+  const Tensor w16 = bf16_weight(48, 64, 2);
+  EXPECT_TRUE(same_bytes(linear(x, w16), linear(x, w16.to(kFloat32))));
+  // a weight per batch (batch dims on both sides), and a broadcast one
+  const Tensor wb16 = normal_tensor({3, 64, 20}, 3, kFloat32).to(kBFloat16);
+  EXPECT_TRUE(same_bytes(matmul(x, wb16), matmul(x, wb16.to(kFloat32))));
+  EXPECT_TRUE(same_bytes(matmul(x, wb16.narrow(0, 0, 1).expand({3, 64, 20})),
+                         matmul(x, wb16.narrow(0, 0, 1).to(kFloat32).expand({3, 64, 20}))));
+  const FastKernelsGuard plain(false);
+  EXPECT_TRUE(same_bytes(linear(x, w16), linear(x, w16.to(kFloat32))));
+}
+
+TEST(Bf16Weights, TheActivationsGradientIsTheFloat32WeightsToTheBit) {
+  for (const Product& p : std::vector<Product>{{1, 300, 130}, {4, 4096, 96}, {64, 96, 300}, {300, 333, 257}}) {
+    const Tensor w16 = bf16_weight(p.N, p.K, 7);
+    const Tensor w32 = w16.to(kFloat32);
+    const Tensor g = normal_tensor({p.M, p.N}, 8, kFloat32);
+    const Tensor x16 = normal_tensor({p.M, p.K}, 9, kFloat32).requires_grad_(true);
+    const Tensor x32 = x16.detach().clone().requires_grad_(true);
+    (linear(x16, w16) * g).sum().backward();
+    (linear(x32, w32) * g).sum().backward();
+    EXPECT_TRUE(same_bytes(x16.grad(), x32.grad())) << p.M << " " << p.N << " " << p.K;
+  }
+}
+
+TEST(Bf16Weights, TheRowKernelWidensToTheFloat32Bits) {
+  const int64_t M = 37, K = 1000;
+  const Tensor w16 = bf16_weight(M, K, 11), x = normal_tensor({4, K}, 12, kFloat32);
+  const Tensor w32 = w16.to(kFloat32);
+  for (const kernels::Isa isa : {kernels::Isa::kPortable, kernels::Isa::kAvx2, kernels::Isa::kAvx512}) {
+    if (!kernels::isa_available(isa)) continue;
+    std::vector<float> y16(4 * M), y32(4 * M);
+    gemv::sgemv_rows(y16.data(), 1, w16.data_ptr<BFloat16>(), K, x.data_ptr<float>(), M, K, isa);
+    gemv::sgemv_rows(y32.data(), 1, w32.data_ptr<float>(), K, x.data_ptr<float>(), M, K, isa);
+    EXPECT_EQ(y16, y32) << kernels::isa_name(isa);
+    gemv::sgemv_rows_many(y16.data(), M, 1, w16.data_ptr<BFloat16>(), K, x.data_ptr<float>(), K, 4, M, K, isa);
+    gemv::sgemv_rows_many(y32.data(), M, 1, w32.data_ptr<float>(), K, x.data_ptr<float>(), K, 4, M, K, isa);
+    EXPECT_EQ(y16, y32) << kernels::isa_name(isa);
+  }
+}
+
+TEST(Bf16Weights, EmbeddingRowsAreTheFloat32Rows) {
+  const Tensor table = bf16_weight(50, 24, 13);
+  const Tensor ids = from_vector(std::vector<int64_t>{3, 0, 49, 3, 7, 12}, {2, 3});
+  const Tensor rows = embedding(table, ids);
+  EXPECT_EQ(rows.dtype(), kFloat32);
+  EXPECT_TRUE(same_bytes(rows, embedding(table.to(kFloat32), ids)));
+}
+
+TEST(Bf16Weights, ATrainedOrDoubleSixteenBitProductIsAnError) {
+  const Tensor x = normal_tensor({2, 8}, 14, kFloat32);
+  const Tensor w16 = bf16_weight(4, 8, 15).requires_grad_(true);
+  expect_error([&] { linear(x, w16); }, {"matmul", "bfloat16", "frozen", "requires grad", ".to(tg::kFloat32)"});
+  expect_error([&] { embedding(w16, from_vector(std::vector<int64_t>{1}, {1})); },
+               {"embedding", "bfloat16", "requires grad"});
+  {
+    const NoGradGuard no_grad;  // generation: nothing is trained, so nothing is refused
+    EXPECT_TRUE(same_bytes(linear(x, w16), linear(x, w16.detach().to(kFloat32))));
+  }
+  expect_error([&] { matmul(x.to(kBFloat16), w16.detach().t()); }, {"matmul", "bfloat16", "AutocastGuard"});
+  expect_error([&] { matmul(x.to(kFloat64), w16.detach().t()); }, {"matmul", "float64", "bfloat16"});
+}
+
+}  // namespace
