@@ -186,6 +186,19 @@ void convert_in_place(const Tensor& t, ScalarType dtype) {
 
 }  // namespace
 
+void make_frozen_bfloat16(const Tensor& t) {
+  if (!t.defined() || t.dtype() == kBFloat16) return;
+  const Tensor fresh = make_empty(t.sizes(), kBFloat16);  // contiguous, unset: the loader reads it
+  TensorImpl& impl = impl_of(t);
+  mark_written(t);  // the old storage: entries that saved t refuse it
+  impl.storage = impl_of(fresh).storage;
+  impl.dtype = kBFloat16;
+  impl.strides = fresh.strides();
+  impl.offset = 0;
+  impl.grad = nullptr;
+  impl.requires_grad = false;
+}
+
 Module& Module::to(ScalarType dtype) {
   if (!is_floating(dtype) || dtype == kBFloat16) {
     throw Error(type_name_ + ".to: only floating point dtypes (float32, float64), got " + dtype_name(dtype) +

@@ -23,6 +23,12 @@ using NamedTensors = tg::NamedTensors;  // autograd/tensor.h
 // A fresh leaf with t's values that requires grad, as nn.Parameter(t).
 Tensor Parameter(const Tensor& t);
 
+// Makes parameter t a frozen bfloat16 tensor of its shape, for a loader about to read a 16-bit
+// checkpoint's values into it (models/hf/hf_llama.h): every handle to t (Linear::weight, the
+// module's own) sees the new storage, whose values are unset until read, and it no longer
+// requires grad. matmul and embedding widen such a weight exactly as they read it.
+void make_frozen_bfloat16(const Tensor& t);
+
 // A user's module is a class deriving from Module that registers its parts in its constructor,
 // in the order the PyTorch class creates them (so the same seed gives the same weights), and
 // defines forward:

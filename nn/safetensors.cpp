@@ -214,8 +214,10 @@ class Reader {
     }
   }
 
-  bool widened(const SafetensorsDtype& d) const {
+  // Read as float32 (every entry named `tensor` of this dtype, when tensor is empty).
+  bool widened(const SafetensorsDtype& d, const std::string& tensor = "") const {
     const std::string name = d.name;
+    if (name == "BF16" && !tensor.empty() && options_.keep_bfloat16 && options_.keep_bfloat16(tensor)) return false;
     return options_.float16_to_float32 && (name == "F16" || name == "BF16");
   }
 
@@ -275,7 +277,7 @@ class Reader {
     entry.name = name;
     const SafetensorsDtype& dtype = read_dtype(field("dtype"), tensor);
     entry.in_file = &dtype;
-    entry.dtype = widened(dtype) ? kFloat32 : *dtype.type;
+    entry.dtype = widened(dtype, name) ? kFloat32 : *dtype.type;
     uint64_t nbytes = read_shape(field("shape"), tensor, dtype.size, entry.shape);
 
     const json::Value& offsets = field("data_offsets");

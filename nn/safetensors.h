@@ -65,6 +65,9 @@ NamedTensors load_safetensors(const std::string& path);
 struct SafetensorsReadOptions {
   // F16 and BF16 tensors read as float32 (F16 is otherwise refused, BF16 read as bfloat16).
   bool float16_to_float32 = false;
+  // With float16_to_float32: the BF16 tensors for which keep_bfloat16(name) is true are read as
+  // bfloat16 all the same (a checkpoint's matrices kept at their own size: models/hf/hf_llama.h).
+  std::function<bool(const std::string& name)> keep_bfloat16 = nullptr;
   // Refuse a floating-point tensor that holds an inf or a nan (check_finite, below), each tensor
   // checked as it is read: for weights, adapters and optimizer state, where one such value makes
   // every later output nan without a word.

@@ -22,6 +22,12 @@ std::string lower(std::string s) {
 
 }  // namespace
 
+WeightsDtype weights_dtype_from_flag(const std::string& value, const std::string& flag) {
+  if (value == "float32") return WeightsDtype::kFloat32;
+  if (value == "auto") return WeightsDtype::kCheckpoint;
+  throw Error(flag + " " + json::quote(value) + ": expected auto (the checkpoint's own dtype) or float32");
+}
+
 std::string model_type_problem(const std::string& model_type) {
   for (const char* read : {"gpt2", "llama", "qwen2", "qwen3"}) {
     if (model_type == read) return "";

@@ -338,25 +338,43 @@ void check_weight_headers(const LlamaConfig& config, const std::vector<std::stri
 }
 
 // The files' tensors copied into the model's own (their headers checked first); a missing
-// lm_head.weight (info.lm_head_missing) is zeros.
-void read_weights(LlamaForCausalLM& model, const std::vector<std::string>& files, const HfLlamaInfo& info) {
+// lm_head.weight (info.lm_head_missing) is zeros. With kCheckpoint, each matrix a file holds as
+// BF16 becomes a frozen bfloat16 tensor first (nn::make_frozen_bfloat16), read without widening.
+void read_weights(LlamaForCausalLM& model, const std::vector<std::string>& files, const HfLlamaInfo& info,
+                  WeightsDtype dtype) {
   const NamedTensors parameters = model.named_parameters();
   const std::map<std::string, Tensor> targets(parameters.begin(), parameters.end());
   SafetensorsReadOptions options = weights_read_options(model.config());
+  if (dtype == WeightsDtype::kCheckpoint)  // the matrices: every linear layer's weight and the embedding
+    options.keep_bfloat16 = [&](const std::string& name) { return targets.count(name) && targets.at(name).dim() == 2; };
   // each weight read straight into the model's own tensor (passed_over ones are skipped): no copy
   // of any is held at once, a 16-bit file's included
   options.read_into = [&](const std::string& name) { return targets.at(name); };
   NoGradGuard no_grad;
   for (const std::string& file : files) {
     const Activity reading("reading " + file);
+    if (options.keep_bfloat16)
+      for (const SafetensorsEntry& e : safetensors_entries(file, options))
+        if (e.dtype == kBFloat16 && targets.count(e.name)) nn::make_frozen_bfloat16(targets.at(e.name));
     for_each_safetensor(file, options, [](const std::string&, const Tensor&) {});
   }
   if (info.lm_head_missing) Tensor(targets.at("lm_head.weight")).zero_();  // a handle to the same storage
 }
 
+// What a kCheckpoint read widened: BF16 leaves the list when the model kept any weight bfloat16 (a
+// folder's norms, a few kB, are still read as float32).
+std::vector<std::string> converted_by(const LlamaForCausalLM& model, std::vector<std::string> converted) {
+  for (const auto& [name, p] : model.named_parameters())
+    if (p.dtype() == kBFloat16) {
+      std::erase(converted, std::string("BF16"));
+      break;
+    }
+  return converted;
+}
+
 }  // namespace
 
-HfLlama load_hf_llama(const std::string& dir) {
+HfLlama load_hf_llama(const std::string& dir, WeightsDtype dtype) {
   if (!std::filesystem::is_directory(dir)) throw Error(dir + ": no such folder");
   const std::string config_path = path_in(dir, "config.json");
   if (!std::filesystem::exists(config_path)) throw Error(dir + ": not a Hugging Face model folder (config.json is missing)");
@@ -372,7 +390,8 @@ HfLlama load_hf_llama(const std::string& dir) {
     const nn::init::SkipInitGuard no_draws;  // every weight is read below
     out.model = std::make_unique<LlamaForCausalLM>(out.config);
   }
-  read_weights(*out.model, out.info.weight_files, out.info);
+  read_weights(*out.model, out.info.weight_files, out.info, dtype);
+  if (dtype == WeightsDtype::kCheckpoint) out.info.converted_dtypes = converted_by(*out.model, out.info.converted_dtypes);
   out.model->eval();
   return out;
 }
@@ -387,9 +406,10 @@ HfLlamaInfo check_hf_llama_weights(const LlamaConfig& config, const std::string&
   return info;
 }
 
-HfLlamaInfo load_hf_llama_weights(LlamaForCausalLM& model, const std::string& path) {
+HfLlamaInfo load_hf_llama_weights(LlamaForCausalLM& model, const std::string& path, WeightsDtype dtype) {
   HfLlamaInfo info = check_hf_llama_weights(model.config(), path);
-  read_weights(model, info.weight_files, info);
+  read_weights(model, info.weight_files, info, dtype);
+  if (dtype == WeightsDtype::kCheckpoint) info.converted_dtypes = converted_by(model, info.converted_dtypes);
   return info;
 }
 

@@ -12,6 +12,7 @@
 #include "io/atomic_file.h"
 #include "io/json.h"
 #include "autograd/tensor.h"
+#include "models/hf/hf_folder.h"
 #include "models/llama.h"
 
 namespace tg::models {
@@ -76,16 +77,20 @@ std::vector<std::pair<std::string, Shape>> hf_llama_layout(const LlamaConfig& co
 // HfLlamaInfo::lm_head_missing says so. Any other name is an Error naming it and its file, as are
 // a missing name, a shape other than the model's (both in the message), an index naming a
 // missing shard, and a name the index puts in one shard but which is not there. F32, BF16 and F16
-// weights are read as float32 (exactly); HfLlamaInfo::converted_dtypes says which were.
-HfLlama load_hf_llama(const std::string& dir);
+// weights are read as float32 (exactly); HfLlamaInfo::converted_dtypes says which were. With
+// WeightsDtype::kCheckpoint a BF16 file's matrices stay bfloat16, frozen (models/hf/hf_folder.h:
+// the logits are the same, to the bit), and converted_dtypes leaves BF16 out when nothing was.
+HfLlama load_hf_llama(const std::string& dir, WeightsDtype dtype = WeightsDtype::kFloat32);
 
 // The weights at path against config, every name and shape as load_hf_llama checks them (an Error
 // naming the file and the tensor), nothing read: path is one file (a train_gpt run's
 // model.safetensors, or its .prev), or a folder (model.safetensors, or the index and its shards).
 // Returns the files and what they hold (converted_dtypes, had_lm_head).
 HfLlamaInfo check_hf_llama_weights(const LlamaConfig& config, const std::string& path);
-// The weights at path into model's own tensors, after check_hf_llama_weights.
-HfLlamaInfo load_hf_llama_weights(LlamaForCausalLM& model, const std::string& path);
+// The weights at path into model's own tensors, after check_hf_llama_weights; kCheckpoint as
+// load_hf_llama's (a LoRA's frozen base).
+HfLlamaInfo load_hf_llama_weights(LlamaForCausalLM& model, const std::string& path,
+                                  WeightsDtype dtype = WeightsDtype::kFloat32);
 
 // The tensors a Hugging Face file holds, in hf_llama_layout's names and order, as float32.
 NamedTensors hf_llama_tensors(const LlamaForCausalLM& model);

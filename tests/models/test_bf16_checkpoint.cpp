@@ -1,0 +1,141 @@
+// A bfloat16 checkpoint kept at its own size (models/hf/hf_folder.h: WeightsDtype::kCheckpoint):
+// its matrices stay bfloat16 and frozen, the norms float32, and every logit is the float32 path's
+// to the bit, on a full forward, a cached decode of one sequence and of a batch, at 1, 2 and 7
+// threads. The model is sized so that every kernel of gemm.h runs: one token's rows, a batch's
+// few rows times weights of 1 MiB or more, and the prompt's many rows (small_gemm or BLIS).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "autograd/ops.h"
+#include "autograd/runtime/parallel.h"
+#include "autograd/tape.h"
+#include "models/hf/hf_llama.h"
+#include "models/kv_cache.h"
+#include "nn/safetensors.h"
+#include "test_util.h"
+
+namespace tg {
+namespace {
+
+// A Qwen3 of 2 layers, width 256, a SwiGLU of 1,024 and 1,100 ids (its head 1.1 MiB as float32),
+// drawn from seed 7, written as a BF16 folder into dir (every value then a bfloat16 exactly).
+void write_bf16_folder(const std::string& dir, bool tied) {
+  models::LlamaConfig c;
+  c.model_type = "qwen3";
+  c.vocab_size = 1100;
+  c.hidden_size = 256;
+  c.intermediate_size = 1024;
+  c.num_hidden_layers = 2;
+  c.num_attention_heads = 8;
+  c.num_key_value_heads = 2;
+  c.head_dim = 32;
+  c.max_position_embeddings = 512;
+  c.qk_norm = true;
+  c.tie_word_embeddings = tied;
+  c.initializer_range = 0.1;
+  manual_seed(7);
+  models::LlamaForCausalLM model(c);
+  NamedTensors tensors = models::hf_llama_tensors(model);
+  for (auto& [name, t] : tensors) t = t.to(kBFloat16);
+  std::filesystem::create_directories(dir);
+  save_safetensors(dir + "/model.safetensors", tensors, {{"format", "pt"}});
+  std::ofstream(dir + "/config.json") << models::hf_llama_config_json(c, json::Value());
+}
+
+struct Outputs {
+  Tensor full;                  // a forward of the whole prompt (B=1, 300 positions)
+  std::vector<Tensor> decoded;  // then each next token's logits, one sequence, with the cache
+  std::vector<Tensor> batch;    // a batch of 3 sequences' prompts, then their next tokens' logits
+};
+
+Outputs run(models::CausalLM& model) {
+  NoGradGuard no_grad;
+  Outputs out;
+  std::vector<int64_t> prompt;
+  for (int64_t i = 0; i < 300; ++i) prompt.push_back((i * 37 + 11) % 1100);
+  const Tensor ids = from_vector(prompt, {1, 300});
+  out.full = model.forward(ids);
+  models::GPTCache cache;
+  Tensor logits = model.forward(ids.narrow(1, 0, 20), cache);
+  for (int step = 0; step < 4; ++step) {
+    const Tensor next = logits.select(1, logits.size(1) - 1).argmax(-1, true);  // (1,1)
+    logits = model.forward(next, cache);
+    out.decoded.push_back(logits);
+  }
+  models::GPTCache batch_cache;
+  Tensor batch = model.forward(from_vector(std::vector<int64_t>(prompt.begin(), prompt.begin() + 24), {3, 8}), batch_cache);
+  out.batch.push_back(batch);
+  for (int step = 0; step < 3; ++step) {
+    batch = model.forward(batch.select(1, batch.size(1) - 1).argmax(-1, true), batch_cache);
+    out.batch.push_back(batch);
+  }
+  return out;
+}
+
+void expect_same(const Outputs& a, const Outputs& b) {
+  EXPECT_TRUE(test::same_bytes(a.full, b.full));
+  ASSERT_EQ(a.decoded.size(), b.decoded.size());
+  for (size_t i = 0; i < a.decoded.size(); ++i) EXPECT_TRUE(test::same_bytes(a.decoded[i], b.decoded[i])) << "step " << i;
+  ASSERT_EQ(a.batch.size(), b.batch.size());
+  for (size_t i = 0; i < a.batch.size(); ++i) EXPECT_TRUE(test::same_bytes(a.batch[i], b.batch[i])) << "batch step " << i;
+}
+
+struct ThreadsGuard {
+  int saved = get_num_threads();
+  ~ThreadsGuard() { set_num_threads(saved); }
+};
+
+TEST(Bf16Checkpoint, LogitsAreTheFloat32PathsToTheBitAtAnyThreadCount) {
+  ThreadsGuard threads;
+  for (const bool tied : {true, false}) {
+    SCOPED_TRACE(tied ? "tied head" : "own head");
+    const test::TempFolder folder;
+    const std::string dir = folder.path;
+    write_bf16_folder(dir, tied);
+    models::HfLlama wide = models::load_hf_llama(dir, models::WeightsDtype::kFloat32);
+    models::HfLlama kept = models::load_hf_llama(dir, models::WeightsDtype::kCheckpoint);
+    for (const int n : {1, 2, 7}) {
+      SCOPED_TRACE("threads " + std::to_string(n));
+      set_num_threads(n);
+      expect_same(run(*kept.model), run(*wide.model));
+    }
+  }
+}
+
+TEST(Bf16Checkpoint, TheMatricesStayBfloat16AndFrozenTheNormsFloat32) {
+  const test::TempFolder folder;
+  const std::string dir = folder.path;
+  write_bf16_folder(dir, false);
+  const models::HfLlama wide = models::load_hf_llama(dir);
+  const models::HfLlama kept = models::load_hf_llama(dir, models::WeightsDtype::kCheckpoint);
+  int64_t wide_bytes = 0, kept_bytes = 0;
+  for (const auto& [name, p] : kept.model->named_parameters()) {
+    SCOPED_TRACE(name);
+    EXPECT_EQ(p.dtype(), p.dim() == 2 ? kBFloat16 : kFloat32);
+    EXPECT_EQ(p.requires_grad(), p.dim() != 2);
+    kept_bytes += static_cast<int64_t>(p.nbytes());
+  }
+  for (const auto& [name, p] : wide.model->named_parameters()) {
+    EXPECT_EQ(p.dtype(), kFloat32) << name;
+    wide_bytes += static_cast<int64_t>(p.nbytes());
+  }
+  EXPECT_LT(kept_bytes, wide_bytes * 51 / 100);  // half, and the norms' few kB
+  EXPECT_EQ(wide.info.converted_dtypes, std::vector<std::string>{"BF16"});
+  EXPECT_TRUE(kept.info.converted_dtypes.empty());
+  // a float32 folder is float32 either way
+  const std::string f32_dir = std::string(TG_REFERENCE_DIR) + "/hf_llama/qwen2/f32";
+  for (const auto& [name, p] : models::load_hf_llama(f32_dir, models::WeightsDtype::kCheckpoint).model->named_parameters())
+    EXPECT_EQ(p.dtype(), kFloat32) << name;
+}
+
+TEST(Bf16Checkpoint, TheDtypeFlagsValues) {
+  EXPECT_EQ(models::weights_dtype_from_flag("auto"), models::WeightsDtype::kCheckpoint);
+  EXPECT_EQ(models::weights_dtype_from_flag("float32"), models::WeightsDtype::kFloat32);
+  test::expect_error([] { models::weights_dtype_from_flag("bf16"); }, {"--dtype", "\"bf16\"", "auto", "float32"});
+}
+
+}  // namespace
+}  // namespace tg
