@@ -8,8 +8,9 @@
 //
 // With --init-from the model is a Hugging Face GPT-2 folder's (models/hf/hf_gpt2.h), and the
 // prompt is the first P tokens of the built-in corpus in its tokenizer's tokens; or a Llama /
-// Qwen folder's (models/hf/hf_llama.h, 16-bit weights read as float32), and the prompt is the
-// corpus's first P bytes as ids (a folder of random weights has no tokenizer to need).
+// Qwen folder's (models/hf/hf_llama.h), and the prompt is the corpus's first P bytes as ids (a
+// folder of random weights has no tokenizer to need). A BF16 folder's matrices stay bfloat16
+// (--dtype auto, models/hf/hf_folder.h), or are widened to float32 as before (--dtype float32).
 //
 // The model: the config's shape (bench_gpt's table), the built-in corpus's characters as the
 // vocabulary (as bench_gpt's), initialised from --seed and not trained, in eval mode. The
@@ -43,6 +44,8 @@
 //   ms_per_token_max      the slowest step (with --mode cache: a refill of the window)
 //   seconds_total         the N steps
 //   peak_rss_mb           getrusage's ru_maxrss
+//   resident_mib          the resident memory after the run (runtime/memory.h: resident_mb)
+//   weights_mib           the parameters' bytes, in their dtypes (a tied weight once)
 //   ids_hash              FNV-1a (64 bits) of the N new ids as little-endian int64, in hex
 //   first_ids, ids        the first 16 new ids, all N
 //   weight_bytes_per_token  the bytes of weights one new token reads: every parameter once, but
@@ -97,6 +100,7 @@ struct BenchOptions {
   int64_t warmup = 4;
   int64_t seed = 1337;
   std::string init_from;  // a Hugging Face GPT-2 folder: its model and tokenizer instead of --config's
+  std::string dtype = "auto";  // a Llama / Qwen folder's weights: the checkpoint's dtype, or float32
 };
 
 std::vector<Flag> bench_flags(BenchOptions& o) {
@@ -116,6 +120,9 @@ std::vector<Flag> bench_flags(BenchOptions& o) {
       text_flag("init-from", &o.init_from,
                 "a Hugging Face GPT-2 folder (its model and tokenizer) or Llama / Qwen folder (its model, the "
                 "corpus's bytes as the prompt's ids) instead of --config's"),
+      text_flag("dtype", &o.dtype,
+                "a Llama / Qwen folder's weights: auto keeps a BF16 file's matrices bfloat16, float32 widens them",
+                {"auto", "float32"}),
   };
 }
 
@@ -141,6 +148,13 @@ tg::json::Writer json_ids(const std::vector<int64_t>& ids, size_t n) {
   return out;
 }
 
+// The parameters' bytes in MiB, each tensor once: what the weights take, in their dtypes.
+double weights_mib(const NamedTensors& parameters) {
+  double bytes = 0;
+  for (const auto& [name, p] : parameters) bytes += static_cast<double>(p.nbytes());
+  return bytes / (1024.0 * 1024.0);
+}
+
 int run(const BenchOptions& b) {
   const int threads = tg::bench::use_threads(b.threads);
   const std::string text = train::builtin_corpus();
@@ -159,7 +173,7 @@ int run(const BenchOptions& b) {
     if (static_cast<int64_t>(prompt.size()) < b.prompt_tokens)
       throw UsageError("--prompt-tokens " + std::to_string(b.prompt_tokens) + ": the corpus has " +
                        std::to_string(text.size()) + " bytes");
-    model = std::move(models::load_hf_llama(b.init_from).model);
+    model = std::move(models::load_hf_llama(b.init_from, models::weights_dtype_from_flag(b.dtype)).model);
   } else {  // a GPT-2 folder's model, and the corpus in its tokens
     prompt = tokenizers::load_tokenizer(b.init_from).encode(text);
     if (static_cast<int64_t>(prompt.size()) < b.prompt_tokens)
@@ -190,7 +204,7 @@ int run(const BenchOptions& b) {
     last = now;
   });
   const double total = std::chrono::duration<double>(last - start).count();
-  const double rss = tg::peak_rss_mb();
+  const double rss = tg::peak_rss_mb(), resident = tg::resident_mb();
   // The memory-bandwidth limit: a token reads every weight once, at best at the copy loop's rate.
   const NamedTensors parameters = model->named_parameters();  // a tied weight is listed once
   const bool tied = tg::bench::head_is_tied(parameters);
@@ -219,6 +233,7 @@ int run(const BenchOptions& b) {
       .field("ms_per_token_median", round_to(tg::bench::median(seconds) * 1e3, 3))
       .field("ms_per_token_max", round_to(*std::max_element(seconds.begin(), seconds.end()) * 1e3, 3))
       .field("seconds_total", round_to(total, 3)).field("peak_rss_mb", round_to(rss, 1))
+      .field("resident_mib", round_to(resident, 1)).field("weights_mib", round_to(weights_mib(parameters), 1))
       .field("weight_bytes_per_token", weight_bytes).field("copy_gbps", round_to(copy_gbps, 2))
       .field("bandwidth_limit_tokens_per_s", round_to(limit, 1))
       .field("fraction_of_limit", round_to(tokens_per_s / limit, 3))

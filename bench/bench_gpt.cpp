@@ -122,6 +122,7 @@ struct BenchOptions {
   int64_t context = 0;    // 0 = the config's (--init-from: 256, at most the model's)
   double dropout = 0;
   int64_t loss_chunk = 0;
+  std::string dtype = "auto";  // a Llama / Qwen LoRA base's weights: the checkpoint's dtype, or float32
 };
 
 std::vector<Flag> bench_flags(BenchOptions& o) {
@@ -149,6 +150,9 @@ std::vector<Flag> bench_flags(BenchOptions& o) {
       number_flag("dropout", &o.dropout, "dropout rate (default 0)", 0, 0.999999),
       int_flag("loss-chunk", &o.loss_chunk, "the head and the loss this many rows at a time (train_gpt's flag; 0 = off)",
                0, 1 << 30),
+      text_flag("dtype", &o.dtype,
+                "a Llama / Qwen LoRA base's frozen weights: auto keeps a BF16 file's matrices bfloat16, float32 "
+                "widens them (train_gpt's flag)", {"auto", "float32"}),
   };
 }
 
@@ -167,6 +171,7 @@ train::TrainOptions train_options(const BenchOptions& b) {
   o.lora_alpha = b.lora_alpha > 0 ? b.lora_alpha : static_cast<double>(b.lora_rank);
   o.lora_targets = b.lora_targets;
   o.loss_chunk = b.loss_chunk;
+  o.dtype = b.dtype;
   o.model.drop_rate = b.dropout;
   if (!b.init_from.empty()) {  // train_gpt --init-from's defaults; the shape comes from the folder
     o.init_from = o.tokenizer = b.init_from;
@@ -262,7 +267,7 @@ int run(const BenchOptions& b) {
       .field("flops_per_token", static_cast<int64_t>(flops_per_token))  // a whole count
       .field("peak_gflops", round_to(peak, 1)).field("peak_source", peak_source)
       .field("mfu", round_to(flops_per_token * tokens_per_s / (peak * 1e9), 4))
-      .field("peak_rss_mb", round_to(split.peak_rss_mb, 1))
+      .field("peak_rss_mb", round_to(split.peak_rss_mb, 1)).field("dtype", b.dtype)
       .field("peak_tensor_mb", round_to(static_cast<double>(split.peak_tensors()) / (1 << 20), 1))
       .embed("memory", split.json())
       .field("checkpoint_activations", b.checkpoint_activations)

@@ -89,6 +89,7 @@ struct GenerateOptions {
   std::string chat_format;    // instead of the folder's template
   bool no_thinking = false;   // Qwen3's enable_thinking false
   int64_t threads = 0;        // 0 = all cores
+  std::string dtype = "auto";  // a Llama / Qwen folder's weights: the checkpoint's dtype, or float32
 };
 
 std::vector<Flag> generate_flags(GenerateOptions& o) {
@@ -121,6 +122,9 @@ std::vector<Flag> generate_flags(GenerateOptions& o) {
                   1e-9, 1),
       seed_flag(&o.seed, "seed of the sampling generator"),
       threads_flag(&o.threads),
+      text_flag("dtype", &o.dtype,
+                "a Llama / Qwen folder's weights: auto keeps a BF16 file's matrices bfloat16 (half the memory, "
+                "the same logits), float32 widens them", {"auto", "float32"}),
       int_flag("samples", &o.samples, "how many texts to write", 1, 1000),
       switch_flag("chat", &o.chat, "talk with the model: a line a user turn, /reset, /quit"),
       text_flag("chat-messages", &o.chat_messages,
@@ -264,7 +268,7 @@ int run_classify(const GenerateOptions& o, const std::vector<std::string>& given
     if (std::find(given.begin(), given.end(), flag) != given.end())
       throw UsageError(std::string("--") + flag + " does not go with --classify (a classifier writes no text)");
   if (o.threads > 0) tg::set_num_threads(static_cast<int>(o.threads));
-  models::SavedClassifier loaded = models::load_saved_classifier(o.ckpt);
+  models::SavedClassifier loaded = models::load_saved_classifier(o.ckpt, models::weights_dtype_from_flag(o.dtype));
   if (!loaded.tokenizer) throw UsageError("--classify: " + o.ckpt + " has no tokenizer.json to read the text with");
   std::vector<double> p;
   try {
@@ -304,7 +308,7 @@ int run(const GenerateOptions& o, const std::vector<std::string>& given) {
                      "--prompt-ids, --instruction, --logits-out and --ids-out");
   if (o.chat && was_given("chat-messages")) throw UsageError("give --chat or --chat-messages, not both");
   if (o.threads > 0) tg::set_num_threads(static_cast<int>(o.threads));
-  models::SavedModel loaded = models::load_saved_model(o.ckpt);  // any folder kind (models/saved_model.h)
+  models::SavedModel loaded = models::load_saved_model(o.ckpt, models::weights_dtype_from_flag(o.dtype));  // any folder kind (models/saved_model.h)
   note_ids_never_sampled(loaded);
   if (loaded.classifier)
     std::cerr << "generate: note: " << o.ckpt << " is a classifier: the text below is its body's, which was trained "

@@ -108,6 +108,9 @@ std::vector<Flag> train_flags(train::TrainOptions& o) {
     {"on-nonfinite", "a step whose loss or gradient norm is inf or nan: stop with an error, or skip its update"},
     {"precision", "matrix products in float32, or with bfloat16 inputs and float32 sums (mixed precision; may "
                   "change when resuming)"},
+    {"dtype", "a Llama / Qwen --init-from folder's frozen weights (a LoRA run's base, --eval-only's model): auto "
+              "keeps a BF16 file's matrices bfloat16 (half the memory, the same numbers), float32 widens them; "
+              "trained weights are float32 either way (may change when resuming)"},
     {"checkpoint-activations", "what the blocks recompute in backward instead of keeping: nothing, every block (keeps only each "
                                "block's input), or the feed-forward's pre-activation (ffn); the same numbers bit for bit, less "
                                "memory, more time (may change when resuming)"},
@@ -261,7 +264,7 @@ int eval_only(const train::TrainOptions& o, const std::vector<std::string>& give
                        "--eval-only --resume RUN: its base model and adapters)");
   if (o.threads > 0) tg::set_num_threads(static_cast<int>(o.threads));
   const std::string dir = o.resume.empty() ? o.init_from : o.resume;
-  models::SavedModel saved = models::load_saved_model(dir);
+  models::SavedModel saved = models::load_saved_model(dir, models::weights_dtype_from_flag(o.dtype));
   say_converted(saved.converted_dtypes, dir);
   const tokenizers::Tokenizer& tokenizer = saved.the_tokenizer(dir);
   std::string label;

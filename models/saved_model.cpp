@@ -120,14 +120,14 @@ bool lora_run_is_classifier(const std::string& dir) {
 }
 
 // load_saved_model's folder, a classifier's body without its output head included (lm_head_missing).
-SavedModel load_saved_body(const std::string& dir, bool* lm_head_missing) {
+SavedModel load_saved_body(const std::string& dir, bool* lm_head_missing, WeightsDtype dtype) {
   if (!std::filesystem::is_directory(dir)) throw Error(dir + ": no such folder");
   SavedModel saved;
   // config.json read once, first: what it is decides the reader (or is the error, naming the file)
   const ModelFolderKind kind = model_folder_kind(dir);
   if (is_lora_run(dir) && kind == ModelFolderKind::llama) {  // the base Llama / Qwen folder's model and the adapters
     const AdapterConfig adapters = run_adapters(dir);
-    HfLlama base = load_hf_llama(adapters.base);
+    HfLlama base = load_hf_llama(adapters.base, dtype);
     saved.stop_token = single_eos_id(base.info.config);
     *lm_head_missing = base.info.lm_head_missing;
     saved.classifier = lora_run_is_classifier(dir);
@@ -146,7 +146,7 @@ SavedModel load_saved_body(const std::string& dir, bool* lm_head_missing) {
     saved.model = std::move(base.model);
     saved.tokenizer = tokenizers::load_tokenizer(dir);
   } else if (kind == ModelFolderKind::llama) {  // a Llama / Qwen folder, or a llama or qwen3 run
-    HfLlama hf = load_hf_llama(dir);
+    HfLlama hf = load_hf_llama(dir, dtype);
     saved.stop_token = single_eos_id(hf.info.config);
     *lm_head_missing = hf.info.lm_head_missing;
     saved.classifier = is_classifier_config(hf.info.config);
@@ -203,9 +203,9 @@ SavedModel load_saved_body(const std::string& dir, bool* lm_head_missing) {
 
 }  // namespace
 
-SavedModel load_saved_model(const std::string& dir) {
+SavedModel load_saved_model(const std::string& dir, WeightsDtype dtype) {
   bool lm_head_missing = false;
-  SavedModel saved = load_saved_body(dir, &lm_head_missing);
+  SavedModel saved = load_saved_body(dir, &lm_head_missing, dtype);
   if (lm_head_missing)
     throw Error(dir + ": a classifier without lm_head.weight (a Hugging Face Llama / Qwen classifier keeps its body and "
                       "score.weight): it writes and scores no text; give it to generate --classify or evaluate --task classify");
@@ -217,7 +217,7 @@ const tokenizers::Tokenizer& SavedModel::the_tokenizer(const std::string& dir) c
   return *tokenizer;
 }
 
-SavedClassifier load_saved_classifier(const std::string& dir) {
+SavedClassifier load_saved_classifier(const std::string& dir, WeightsDtype dtype) {
   const std::string config_path = path_in(dir, "config.json");
   if (!std::filesystem::is_directory(dir)) throw Error(dir + ": no such folder");
   if (!std::filesystem::exists(config_path)) throw Error(dir + ": not a model folder (config.json is missing)");
@@ -228,7 +228,7 @@ SavedClassifier load_saved_classifier(const std::string& dir) {
   SavedClassifier out;
   out.config = read_classifier_config(config, config_path);  // before the body takes any memory
   bool lm_head_missing = false;  // the body's own head is not read here
-  SavedModel saved = load_saved_body(dir, &lm_head_missing);  // score.weight passed over, or the error naming the folder
+  SavedModel saved = load_saved_body(dir, &lm_head_missing, dtype);  // score.weight passed over, or the error naming the folder
   out.tokenizer = saved.tokenizer;
   // the head's weight: in model.safetensors, or the shard the index puts it in, or a LoRA run's adapters file
   const bool lora = is_lora_run(dir);

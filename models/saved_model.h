@@ -15,6 +15,7 @@
 #include "io/json.h"
 #include "models/causal_lm.h"
 #include "models/gpt.h"
+#include "models/hf/hf_folder.h"
 #include "models/hf/hf_gpt2.h"
 #include "models/lora/lora_adapters.h"
 #include "models/sequence_classification.h"
@@ -41,14 +42,17 @@ struct SavedModel {
   // The id that ends a text: the tokenizer's end-of-text, else config.json's eos_token_id when it
   // is one number; -1: none.
   int64_t stop_token = -1;
-  std::vector<std::string> converted_dtypes;  // a Hugging Face folder's 16-bit weights, read as float32 ("F16")
+  std::vector<std::string> converted_dtypes;  // a Hugging Face folder's 16-bit weights read as float32 ("F16", "BF16")
   HfGpt2Info base_layout;  // a LoRA run's base folder as read (its names' prefix, its config.json)
   // config.json names a *ForSequenceClassification model: the model here is its body
   bool classifier = false;
   // The tokenizer, or an Error naming dir when the folder has none.
   const tokenizers::Tokenizer& the_tokenizer(const std::string& dir) const;
 };
-SavedModel load_saved_model(const std::string& dir);
+// dtype: the weights' dtype for a Llama / Qwen folder, or the base of a LoRA run on one
+// (models/hf/hf_folder.h: kCheckpoint keeps a BF16 file's matrices bfloat16, the same logits);
+// every other folder is read as float32.
+SavedModel load_saved_model(const std::string& dir, WeightsDtype dtype = WeightsDtype::kFloat32);
 
 // A saved classifier (train_gpt --task classify, or a Hugging Face *ForSequenceClassification
 // folder of GPT-2, Llama or Qwen): the body as load_saved_model reads it, the head from
@@ -61,7 +65,7 @@ struct SavedClassifier {
   // the tokens a text is cut to: a train_gpt run's --context, else the model's positions (at most 1024)
   int64_t context = 0;
 };
-SavedClassifier load_saved_classifier(const std::string& dir);
+SavedClassifier load_saved_classifier(const std::string& dir, WeightsDtype dtype = WeightsDtype::kFloat32);
 
 // --- the parts of a train_gpt run's folder that a model is read from (train/run_folder.h saves them)
 

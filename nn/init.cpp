@@ -16,22 +16,32 @@ namespace tg::nn::init {
 
 namespace {
 thread_local bool skip_init = false;
+thread_local SkipInit skip_what = SkipInit::kWriteZeros;
+
+// t under a SkipInitGuard: zeros, or left as it is.
+Tensor skipped(Tensor& t) { return skip_what == SkipInit::kWriteZeros ? t.zero_() : t; }
 }  // namespace
 
-SkipInitGuard::SkipInitGuard() : previous_(skip_init) { skip_init = true; }
-SkipInitGuard::~SkipInitGuard() { skip_init = previous_; }
+SkipInitGuard::SkipInitGuard(SkipInit what) : previous_(skip_init), previous_what_(skip_what) {
+  skip_init = true;
+  skip_what = what;
+}
+SkipInitGuard::~SkipInitGuard() {
+  skip_init = previous_;
+  skip_what = previous_what_;
+}
 bool SkipInitGuard::active() { return skip_init; }
 
 Tensor uniform_(const Tensor& w, double a, double b, Generator* gen) {
   NoGradGuard no_grad;
   Tensor t = w;
-  return skip_init ? t.zero_() : t.uniform_(a, b, gen);
+  return skip_init ? skipped(t) : t.uniform_(a, b, gen);
 }
 
 Tensor normal_(const Tensor& w, double mean, double std, Generator* gen) {
   NoGradGuard no_grad;
   Tensor t = w;
-  return skip_init ? t.zero_() : t.normal_(mean, std, gen);
+  return skip_init ? skipped(t) : t.normal_(mean, std, gen);
 }
 
 // torch.nn.init._calculate_fan_in_and_fan_out: fan_in = size(1) * prod(sizes[2:]).

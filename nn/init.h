@@ -27,9 +27,15 @@ namespace tg::nn::init {
 // take longer than reading them (measured in docs/performance.md). The generator is left as it
 // was, so what is drawn after the guard differs from what a model built without it would be
 // followed by.
+//
+// With kLeaveUnset they write nothing either: the values are whatever the memory held, for a
+// loader that reads every one of them next. A fresh buffer's pages are then never touched, so a
+// weight that a loader makes bfloat16 before reading it (models/hf/hf_llama.h, kCheckpoint) never
+// holds float32 pages: the model is never resident at float32's size.
+enum class SkipInit { kWriteZeros, kLeaveUnset };
 class SkipInitGuard {
  public:
-  SkipInitGuard();
+  explicit SkipInitGuard(SkipInit what = SkipInit::kWriteZeros);
   ~SkipInitGuard();
   SkipInitGuard(const SkipInitGuard&) = delete;
   SkipInitGuard& operator=(const SkipInitGuard&) = delete;
@@ -37,6 +43,7 @@ class SkipInitGuard {
 
  private:
   bool previous_;
+  SkipInit previous_what_;
 };
 
 // All the initialisers run under no-grad, so they work on parameters that require grad; they

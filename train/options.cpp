@@ -39,6 +39,7 @@ std::vector<Flag> option_fields(TrainOptions& o) {
       number_flag("grad-clip", &o.grad_clip, "", 0, kBig),
       text_flag("on-nonfinite", &o.on_nonfinite, "", {"error", "skip"}),
       text_flag("precision", &o.precision, "", {"fp32", "bf16"}),
+      text_flag("dtype", &o.dtype, "", {"auto", "float32"}),
       text_flag("checkpoint-activations", &o.checkpoint_activations, "", {"none", "every", "ffn"}),
       int_flag("loss-chunk", &o.loss_chunk, "", 0, 1 << 30),
       seed_flag(&o.seed, ""),
@@ -74,7 +75,7 @@ std::vector<Flag> option_fields(TrainOptions& o) {
 const std::vector<std::string>& resumable_flags() {
   static const std::vector<std::string> flags = {
       "steps", "max-minutes", "out", "threads", "eval-every", "eval-task", "eval-task-limit", "sample-tokens", "on-nonfinite", "precision",
-      "checkpoint-activations", "loss-chunk"};
+      "checkpoint-activations", "loss-chunk", "dtype"};
   return flags;
 }
 

@@ -383,7 +383,10 @@ std::unique_ptr<Trainer> start_from_llama_folder(TrainOptions o, const std::stri
     trainer = std::make_unique<Trainer>(o, text, tokenizers::load_tokenizer(o.tokenizer), run_config);
   }
   const Activity reading("reading the weights of " + o.init_from);
-  const models::HfLlamaInfo read = models::load_hf_llama_weights(trainer->llama(), o.init_from);  // checked first
+  // a LoRA's base is frozen: kept in the file's dtype (--dtype); weights to train are float32
+  const models::WeightsDtype dtype =
+      o.lora_rank > 0 ? models::weights_dtype_from_flag(o.dtype) : models::WeightsDtype::kFloat32;
+  const models::HfLlamaInfo read = models::load_hf_llama_weights(trainer->llama(), o.init_from, dtype);  // checked first
   if (converted) *converted = read.converted_dtypes;
   trainer->origin.llama_config = std::move(source);
   // LoRA: the folder stays the base, named by its absolute path in the run's adapter_config.json

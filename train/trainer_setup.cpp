@@ -178,8 +178,8 @@ void Trainer::build(const std::string& text, const models::GPTConfig& config, co
   else if (options.arch != "gpt2") llama_ = train::llama_config(options, config_.vocab_size);
   check_run_fits_in_memory(config_, llama_ ? &*llama_ : nullptr, options, /*shape_from_flags=*/config.vocab_size <= 0);
   manual_seed(static_cast<uint64_t>(options.seed));
-  if (llama) {  // its weights are read next: none drawn
-    const nn::init::SkipInitGuard no_draws;
+  if (llama) {  // its weights are read next: none drawn or written (a BF16 base's are never float32)
+    const nn::init::SkipInitGuard no_draws(nn::init::SkipInit::kLeaveUnset);
     model_ = std::make_shared<models::LlamaForCausalLM>(*llama_);
   } else if (llama_) {
     model_ = std::make_shared<models::LlamaForCausalLM>(*llama_);

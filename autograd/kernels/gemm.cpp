@@ -255,28 +255,19 @@ constexpr int64_t kWidenedBandBytes = int64_t{4} << 20;
 
 float widened(BFloat16 v) { return static_cast<float>(v); }
 
-// b's columns [j0, j0 + n) widened into to (K, n), row-major.
-void widen_columns(float* to, const BFloat16* b, const MatrixLayout& lb, int64_t j0, int64_t n, int64_t K) {
-  parallel_for(0, n, work_split::grain_for(K * int64_t{sizeof(float)}), [&](int64_t first, int64_t last) {
-    for (int64_t j = first; j < last; ++j)
-      for (int64_t k = 0; k < K; ++k) to[k * n + j] = widened(b[k * lb.rs + (j0 + j) * lb.cs]);
-  });
-}
-
-// All of b (K, N) widened into `to`, in b's orientation: stored by columns (rs = 1, as a weight's
-// w^T) stays stored by columns, anything else becomes row-major. Returns the copy's layout.
-MatrixLayout widen_whole(std::vector<float>& to, const BFloat16* b, const MatrixLayout& lb) {
+// b (K, N) widened into `to`, in b's orientation: stored by columns (rs = 1, as a weight's w^T:
+// each of its rows one column) stays stored by columns, anything else becomes row-major; each line
+// of `to` is read and written front to back. Returns the copy's layout.
+MatrixLayout widen(std::vector<float>& to, const BFloat16* b, const MatrixLayout& lb) {
   const int64_t K = lb.rows, N = lb.cols;
   to.resize(static_cast<size_t>(K * N));
   const bool by_columns = lb.rs == 1 && lb.cs != 1;
   const MatrixLayout out = by_columns ? MatrixLayout{K, N, 1, K} : MatrixLayout{K, N, N, 1};
   const int64_t lines = by_columns ? N : K, length = by_columns ? K : N;  // each line contiguous in `to`
+  const int64_t line_step = by_columns ? lb.cs : lb.rs, element_step = by_columns ? lb.rs : lb.cs;
   parallel_for(0, lines, work_split::grain_for(length * int64_t{sizeof(float)}), [&](int64_t first, int64_t last) {
     for (int64_t l = first; l < last; ++l)
-      for (int64_t e = 0; e < length; ++e) {
-        const int64_t k = by_columns ? e : l, j = by_columns ? l : e;
-        to[l * length + e] = widened(b[k * lb.rs + j * lb.cs]);
-      }
+      for (int64_t e = 0; e < length; ++e) to[l * length + e] = widened(b[l * line_step + e * element_step]);
   });
   return out;
 }
@@ -294,15 +285,14 @@ void gemm(float* c, int64_t ldc, const float* a, const BFloat16* b, int64_t M, i
       thread_local std::vector<float> buffer;
       for (int64_t j0 = 0; j0 < N; j0 += band) {
         const int64_t n = std::min(band, N - j0);
-        buffer.resize(static_cast<size_t>(K * n));
-        widen_columns(buffer.data(), b, lb, j0, n, K);
-        small_gemm::sgemm(c + j0, ldc, a, la.rs, la.cs, buffer.data(), n, 1, M, n, K, isa);
+        const MatrixLayout lw = widen(buffer, b + j0 * lb.cs, MatrixLayout{K, n, lb.rs, lb.cs});
+        small_gemm::sgemm(c + j0, ldc, a, la.rs, la.cs, buffer.data(), lw.rs, lw.cs, M, n, K, isa);
       }
       return;
     }
   }
   std::vector<float> whole;
-  const MatrixLayout lw = widen_whole(whole, b, lb);
+  const MatrixLayout lw = widen(whole, b, lb);
   gemm<float>(c, ldc, a, whole.data(), M, N, K, la, lw);
 }
 

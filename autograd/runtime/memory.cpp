@@ -4,9 +4,14 @@
 
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <unistd.h>
+#if defined(__APPLE__)
+#include <mach/mach.h>
+#endif
 
 #include <algorithm>
 #include <cstdlib>
+#include <fstream>
 #include <iterator>
 #include <map>
 #include <mutex>
@@ -193,6 +198,21 @@ double peak_rss_mb() {
 #else
   return static_cast<double>(r.ru_maxrss) / 1024.0;  // Linux (and the BSDs) in KiB
 #endif
+}
+
+double resident_mb() {
+#if defined(__APPLE__)
+  mach_task_basic_info info{};
+  mach_msg_type_number_t count = MACH_TASK_BASIC_INFO_COUNT;
+  if (task_info(mach_task_self(), MACH_TASK_BASIC_INFO, reinterpret_cast<task_info_t>(&info), &count) == KERN_SUCCESS)
+    return static_cast<double>(info.resident_size) / (1024.0 * 1024.0);
+#else
+  std::ifstream statm("/proc/self/statm");  // pages: the program's size, then its resident part
+  long long size = 0, resident = 0;
+  if (statm >> size >> resident)
+    return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) / (1024.0 * 1024.0);
+#endif
+  return peak_rss_mb();
 }
 
 }  // namespace tg

@@ -78,6 +78,9 @@ void empty_cache();              // free every cached buffer
 // The whole process: the most resident memory it has had (tensors, the allocator's cache, BLIS's
 // buffers, the program itself), as the benchmarks and train_gpt report it.
 double peak_rss_mb();  // the process's peak resident memory in MiB (getrusage's ru_maxrss)
+// The process's resident memory now, in MiB (Linux: /proc/self/statm; macOS: the task's
+// resident_size); where neither is there, the peak.
+double resident_mb();
 
 // Whether tapegrad was built under AddressSanitizer (TG_SANITIZE=ON, or -fsanitize=address given by
 // hand). Then the cache is off, so that every free reaches the sanitizer. Asked at run time, so the

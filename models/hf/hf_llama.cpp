@@ -387,7 +387,8 @@ HfLlama load_hf_llama(const std::string& dir, WeightsDtype dtype) {
 
   const Activity building("building the model of " + config_path);
   {
-    const nn::init::SkipInitGuard no_draws;  // every weight is read below
+    // every weight is read below (or zeroed: lm_head_missing), so none is written first
+    const nn::init::SkipInitGuard no_draws(nn::init::SkipInit::kLeaveUnset);
     out.model = std::make_unique<LlamaForCausalLM>(out.config);
   }
   read_weights(*out.model, out.info.weight_files, out.info, dtype);

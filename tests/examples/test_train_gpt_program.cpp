@@ -424,8 +424,8 @@ TEST(TrainGptProgram, BadCommandLinesAreOneLineAndExitCode2) {
                            "at most the smallest adapted matrix's min(in, out)", "unless --overwrite",
                            "(llama, qwen2, qwen3: on the attention weights alone",
                            "with the flags in its config.json (only --steps, --max-minutes, --out, --threads, "
-                           "--eval-every, --eval-task, --eval-task-limit, --sample-tokens, --on-nonfinite, --precision, --checkpoint-activations and "
-                           "--loss-chunk may change)"})
+                           "--eval-every, --eval-task, --eval-task-limit, --sample-tokens, --on-nonfinite, --precision, --checkpoint-activations, "
+                           "--loss-chunk and --dtype may change)"})
     EXPECT_TRUE(has_part(help.output, part)) << part;
   for (const char* stale : {"fine-tunes GPT-2,", "with --resume DIR: print the saved model's loss"})
     EXPECT_FALSE(has_part(help.output, stale)) << stale;

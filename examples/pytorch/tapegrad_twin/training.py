@@ -444,6 +444,8 @@ def options(argv=None):
     p.add_argument("--checkpoint-activations", choices=["none", "every", "ffn"], default="none",
                    help="carried in config.json (train_gpt's recomputation; the numbers are the same)")
     p.add_argument("--loss-chunk", type=int, default=0, help="carried in config.json (train_gpt's chunked loss)")
+    p.add_argument("--dtype", choices=["auto", "float32"], default="auto",
+                   help="carried in config.json (train_gpt's frozen 16-bit weights; the numbers are the same)")
     p.add_argument("--lora-rank", type=int, default=0, help="0 only: LoRA runs are train_gpt's (tapegrad_twin/lora.py is "
                                                             "the adapters' twin)")
     p.add_argument("--lora-alpha", type=float, default=0.0, help="carried in config.json (LoRA runs are train_gpt's)")
