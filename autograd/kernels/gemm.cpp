@@ -249,9 +249,16 @@ void gemm(T* c, int64_t ldc, const T* a, const T* b, int64_t M, int64_t N, int64
 //                                   wherever its band falls: small_gemm.h)
 //   the rest (BLIS's)               b widened whole into a buffer, then the float32 gemm: BLIS picks
 //                                   its kernels and blocking from the shape and the layout it is
-//                                   given, so only the same call is sure to give the same bits. The
-//                                   buffer is one weight's float32 copy, for the call's duration.
+//                                   given, so only the same call is sure to give the same bits.
+//                                   Past kWidenedWholeBytes (a vocabulary-wide head times a prompt of
+//                                   hundreds of rows, or its gradient in training), b is widened
+//                                   and multiplied in bands of columns of at most that size: BLIS
+//                                   then runs one call a band, whose sums are the whole call's up
+//                                   to BLIS's choice of kernel for the narrower shape (rounding).
+// The buffers are each thread's own and kept: a prompt's or a training step's products widen
+// the same weights again and again, and fresh pages for each would cost more than the widening.
 constexpr int64_t kWidenedBandBytes = int64_t{4} << 20;
+constexpr int64_t kWidenedWholeBytes = int64_t{32} << 20;
 
 float widened(BFloat16 v) { return static_cast<float>(v); }
 
@@ -291,9 +298,13 @@ void gemm(float* c, int64_t ldc, const float* a, const BFloat16* b, int64_t M, i
       return;
     }
   }
-  std::vector<float> whole;
-  const MatrixLayout lw = widen(whole, b, lb);
-  gemm<float>(c, ldc, a, whole.data(), M, N, K, la, lw);
+  thread_local std::vector<float> widened_b;
+  const int64_t band = std::max<int64_t>(16, kWidenedWholeBytes / int64_t{sizeof(float)} / std::max<int64_t>(K, 1) / 16 * 16);
+  for (int64_t j0 = 0; j0 < N; j0 += band) {  // one band: all of b, up to kWidenedWholeBytes
+    const int64_t n = std::min(band, N - j0);
+    const MatrixLayout lw = widen(widened_b, b + j0 * lb.cs, MatrixLayout{K, n, lb.rs, lb.cs});
+    gemm<float>(c + j0, ldc, a, widened_b.data(), M, n, K, la, lw);
+  }
 }
 
 // Element offsets of each batch's a and b matrix, batches in row-major order, for operands whose
