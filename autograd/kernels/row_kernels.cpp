@@ -3,7 +3,8 @@
 //
 // Each loop is written once, as an always-inlined function of a block of rows, and compiled for
 // every instruction set by kernels::run_on (isa.h); the rows run the AVX2 copy at most. They run
-// layer_norm three to four times as fast as the double loops (measured in docs/performance.md).
+// layer_norm three to four times as fast as the double loops (measured in docs/performance.md);
+// rms_norm's are layer_norm's without the mean and the bias.
 #include "autograd/kernels/row_kernels.h"
 
 #include <algorithm>
@@ -93,6 +94,42 @@ float mean_of(float s, int64_t C) { return static_cast<float>(static_cast<double
   }
 }
 
+// Rows [r0, r1) of rms_norm's forward; w is never null here (ones stand in).
+[[gnu::always_inline]] inline void rms_forward_rows(float* out, float* rstd, const float* inp, const float* w,
+                                                    int64_t r0, int64_t r1, int64_t C, double eps) {
+  for (int64_t r = r0; r < r1; ++r) {
+    const float* x = inp + r * C;  // x (C)
+    float* y = out + r * C;        // y (C)
+    const float mean_square = mean_of(lane_sum(C, [&](int64_t c) { return x[c] * x[c]; }), C);
+    const float rs = static_cast<float>(1.0 / std::sqrt(static_cast<double>(mean_square) + eps));
+    for (int64_t c = 0; c < C; ++c) y[c] = x[c] * rs * w[c];
+    rstd[r] = rs;
+  }
+}
+
+// Row blocks [k0, k1) of rms_norm's backward, as backward_blocks: dinp row by row, block k's sum
+// of g * norm to dw_blocks when it is not null. w is never null.
+[[gnu::always_inline]] inline void rms_backward_blocks(float* dinp, double* dw_blocks, const float* dout,
+                                                       const float* inp, const float* w, const float* rstd, int64_t k0,
+                                                       int64_t k1, int64_t R, int64_t C) {
+  for (int64_t k = k0; k < k1; ++k) {
+    double* dw = dw_blocks ? dw_blocks + k * C : nullptr;  // dw (C), this block's sum
+    if (dw) std::fill(dw, dw + C, 0.0);
+    for (int64_t r = k * kRowBlock; r < std::min(R, (k + 1) * kRowBlock); ++r) {
+      const float* g = dout + r * C;  // g (C)
+      const float* x = inp + r * C;   // x (C)
+      const float rs = rstd[r];
+      if (dinp) {
+        float* dx = dinp + r * C;  // dx (C)
+        const float dnorm_norm_mean = mean_of(lane_sum(C, [&](int64_t c) { return g[c] * w[c] * (x[c] * rs); }), C);
+        for (int64_t c = 0; c < C; ++c) dx[c] = rs * (g[c] * w[c] - (x[c] * rs) * dnorm_norm_mean);
+      }
+      if (dw)
+        for (int64_t c = 0; c < C; ++c) dw[c] += static_cast<double>(g[c] * (x[c] * rs));
+    }
+  }
+}
+
 // Row blocks [k0, k1) of column_sums: block k's column sums, in double, to sums (blocks, C).
 [[gnu::always_inline]] inline void column_sum_blocks(double* sums, const float* inp, int64_t k0, int64_t k1, int64_t R,
                                                      int64_t C) {
@@ -150,6 +187,30 @@ void layer_norm_backward(float* dinp, float* dweight, float* dbias, const float*
   });
   if (dweight) add_blocks(dweight, dw, C);
   if (dbias) add_blocks(dbias, db, C);
+}
+
+void rms_norm_forward(float* out, float* rstd, const float* inp, const float* weight, int64_t R, int64_t C, double eps,
+                      Isa isa) {
+  if (R == 0 || C == 0) return;
+  const std::vector<float> ones(weight ? 0 : static_cast<size_t>(C), 1.0f);  // (C) for a null weight
+  const float* w = weight ? weight : ones.data();
+  parallel_for(0, R, row_grain(C), [&](int64_t r0, int64_t r1) {
+    kernels::run_on<rms_forward_rows>(isa, out, rstd, inp, w, r0, r1, C, eps);
+  });
+}
+
+void rms_norm_backward(float* dinp, float* dweight, const float* dout, const float* inp, const float* weight,
+                       const float* rstd, int64_t R, int64_t C, Isa isa) {
+  if (C == 0) return;
+  const int64_t blocks = blocks_of(R);
+  std::vector<double> dw(dweight ? static_cast<size_t>(blocks * C) : 0);  // dw (blocks, C)
+  const std::vector<float> ones(weight ? 0 : static_cast<size_t>(C), 1.0f);
+  const float* w = weight ? weight : ones.data();
+  double* pdw = dweight ? dw.data() : nullptr;
+  parallel_for(0, blocks, block_grain(C), [&](int64_t k0, int64_t k1) {
+    kernels::run_on<rms_backward_blocks>(isa, dinp, pdw, dout, inp, w, rstd, k0, k1, R, C);
+  });
+  if (dweight) add_blocks(dweight, dw, C);
 }
 
 void column_sums(float* out, const float* inp, int64_t R, int64_t C, Isa isa) {

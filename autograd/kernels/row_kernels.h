@@ -1,12 +1,13 @@
 // autograd/kernels/row_kernels.h — float32 loops over the rows of an (R,C) matrix: layer_norm's
-// forward and backward (autograd/ops/layer_norm.cpp) and the column sums that give a bias its
-// gradient (sum_to, autograd/ops/reduce.cpp). Their plain references, the test oracles and
-// what runs when the fast kernels are off, are the double-precision loops of
-// autograd/ops/layer_norm.cpp (nn_loops::layer_norm_forward_reference, _backward_reference)
-// and sum over one dim.
+// and rms_norm's forward and backward (autograd/ops/layer_norm.cpp, rms_norm.cpp) and the column
+// sums that give a bias its gradient (sum_to, autograd/ops/reduce.cpp). Their plain references,
+// the test oracles and what runs when the fast kernels are off, are the double-precision loops
+// of those op files (nn_loops::layer_norm_forward_reference, rms_norm_forward_reference, their
+// _backward_reference) and sum over one dim.
 //
 // Buffers are contiguous; outputs first, then inputs, then sizes; gradients prefixed d.
 //   layer_norm  as nn_loops.h: mean, rstd (R) per row; dweight, dbias (C) summed over rows
+//   rms_norm    as nn_loops.h: rstd (R) per row; dweight (C) summed over rows
 //   column_sums out (C) = sum_r inp (R,C)
 #pragma once
 #include <cstdint>
@@ -46,6 +47,16 @@ void layer_norm_forward(float* out, float* mean, float* rstd, const float* inp, 
 void layer_norm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                          const float* weight, const float* mean, const float* rstd, int64_t R, int64_t C,
                          Isa isa = best_isa());
+
+// rms_norm: out (R,C), rstd (R) from inp (R,C), weight (C) or null (taken as 1); the mean of the
+// squares is one lane sum (no mean to subtract, so nothing cancels), rstd = 1 / sqrt(it + eps).
+void rms_norm_forward(float* out, float* rstd, const float* inp, const float* weight, int64_t R, int64_t C, double eps,
+                      Isa isa = best_isa());
+
+// dinp (R,C), dweight (C) from dout (R,C), inp (R,C), weight (C), rstd (R). dinp or dweight may be
+// null (not wanted); weight may be null (taken as 1).
+void rms_norm_backward(float* dinp, float* dweight, const float* dout, const float* inp, const float* weight,
+                       const float* rstd, int64_t R, int64_t C, Isa isa = best_isa());
 
 // out (C) = sum over the R rows of inp (R,C).
 void column_sums(float* out, const float* inp, int64_t R, int64_t C, Isa isa = best_isa());

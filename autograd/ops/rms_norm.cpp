@@ -12,13 +12,19 @@
 //
 // The loops below keep their row sums and the dw sums over rows in double, in float32 and float64
 // alike; PyTorch's twin of Hugging Face's LlamaRMSNorm sums in float32, which the tests allow for.
+// They are the plain path and the test oracle: with the fast kernels on, float32 runs
+// kernels/row_kernels.h's rows instead (float lanes, the rows split over the threads), as
+// layer_norm does.
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
+#include "autograd/fast_kernels.h"
+#include "autograd/kernels/row_kernels.h"
 #include "autograd/ops.h"
 #include "autograd/loops.h"
 #include "autograd/ops/nn_loops.h"
@@ -127,6 +133,13 @@ Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& we
   Tensor rstd = make_empty({R}, x.dtype());  // rstd (R)
   visit_floating(x.dtype(), "rms_norm", [&](auto tag) {
     using T = typename decltype(tag)::type;
+    if constexpr (std::is_same_v<T, float>) {
+      if (fast_kernels()) {
+        row_kernels::rms_norm_forward(y.data_ptr<T>(), rstd.data_ptr<T>(), xc.data_ptr<T>(), data_or_null<T>(wc), R, C,
+                                      eps);
+        return;
+      }
+    }
     nn_loops::rms_norm_forward_reference<T>(y.data_ptr<T>(), rstd.data_ptr<T>(), xc.data_ptr<T>(), data_or_null<T>(wc),
                                             R, C, eps);
   });
@@ -139,6 +152,13 @@ Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& we
     visit_floating(xs.dtype(), "rms_norm_backward", [&](auto tag) {
       using T = typename decltype(tag)::type;
       auto out_ptr = [](const Tensor& t) { return t.defined() ? t.data_ptr<T>() : nullptr; };
+      if constexpr (std::is_same_v<T, float>) {
+        if (fast_kernels()) {
+          row_kernels::rms_norm_backward(out_ptr(dx), out_ptr(dw), g.data_ptr<T>(), xs.data_ptr<T>(),
+                                         data_or_null<T>(ctx.saved[1]), ctx.saved[2].data_ptr<T>(), R, C);
+          return;
+        }
+      }
       nn_loops::rms_norm_backward_reference<T>(out_ptr(dx), out_ptr(dw), g.data_ptr<T>(), xs.data_ptr<T>(),
                                                data_or_null<T>(ctx.saved[1]), ctx.saved[2].data_ptr<T>(), R, C);
     });

@@ -1,6 +1,7 @@
 // tests/autograd/test_row_kernels.cpp — the float32 row loops (autograd/kernels/row_kernels.h:
-// layer_norm forward and backward, column sums) against their plain twins, the loops that
-// accumulate in double (nn_loops::layer_norm_forward_reference / _backward, tg::sum over dim 0).
+// layer_norm and rms_norm forward and backward, column sums) against their plain twins, the loops
+// that accumulate in double (nn_loops::layer_norm_forward_reference / _backward, rms_norm's,
+// tg::sum over dim 0); rms_norm's op runs the rows with the fast kernels on and the twin off.
 //
 //   * fast vs twin, |fast - twin| <= atol + rtol * |twin| elementwise, on rows of 1, 7, 8, 9,
 //     17, 128 and 1000 columns and 1 to 130 rows, with and without weight and bias, on inputs
@@ -17,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "autograd/fast_kernels.h"
 #include "autograd/ops.h"
 #include "autograd/ops/nn_loops.h"
 #include "autograd/kernels/row_kernels.h"
@@ -184,6 +186,80 @@ TEST(RowKernels, SumToALeadingDimsShapeTakesColumnSumsAndStillRecordsWhenAsked) 
   EXPECT_TRUE(test::all_close(xr.grad(), ones({3, 70, 9}), 0, 0));
 }
 
+// Everything one rms_norm case reads and writes: the fast rows, or the double twin.
+struct RmsNormRun {
+  std::vector<float> y, rstd, dx, dw;
+};
+
+RmsNormRun run_rms(const Case& c, const std::vector<float>& x, const std::vector<float>& g, const float* w, bool fast,
+                   Isa isa = row_kernels::best_isa()) {
+  RmsNormRun r{std::vector<float>(x.size()), std::vector<float>(c.R), std::vector<float>(x.size()),
+               std::vector<float>(c.C)};
+  if (fast) {
+    K::rms_norm_forward(r.y.data(), r.rstd.data(), x.data(), w, c.R, c.C, 1e-6, isa);
+    K::rms_norm_backward(r.dx.data(), r.dw.data(), g.data(), x.data(), w, r.rstd.data(), c.R, c.C, isa);
+  } else {
+    nn_loops::rms_norm_forward_reference<float>(r.y.data(), r.rstd.data(), x.data(), w, c.R, c.C, 1e-6);
+    nn_loops::rms_norm_backward_reference<float>(r.dx.data(), r.dw.data(), g.data(), x.data(), w, r.rstd.data(), c.R,
+                                                 c.C);
+  }
+  return r;
+}
+
+TEST(RowKernels, RmsNormMatchesDoubleTwinOnManyShapesAndScales) {
+  for (const Case& c : cases()) {
+    const int64_t n = c.R * c.C;
+    const std::vector<float> x = draws(n, 1, c.center, c.scale), g = draws(n, 2, 0.0, 1.0);
+    const std::vector<float> w = draws(c.C, 3, 1.0, 0.5);
+    for (bool affine : {true, false}) {
+      const float* pw = affine ? w.data() : nullptr;
+      const RmsNormRun twin = run_rms(c, x, g, pw, false);
+      for (Isa isa : isas()) {
+        const RmsNormRun fast = run_rms(c, x, g, pw, true, isa);
+        const std::string what = name_of(c, "rms_norm") + (affine ? " weight " : " plain ") + isa_label(isa);
+        // x * rstd is O(1), |w| about 1: a few float roundings of the mean square and of y (no
+        // mean to subtract, so a row far from zero loses nothing)
+        expect_close(what + ": y", fast.y, twin.y, 2e-6, 1e-5);
+        expect_close(what + ": rstd", fast.rstd, twin.rstd, 0, 2e-6);
+        // dx = rstd * (g w - norm * a row mean): scale of |g w| times the largest rstd (a row of one
+        // small x has a large one, and dx is then the difference of two nearly equal terms)
+        const double rs = *std::max_element(twin.rstd.begin(), twin.rstd.end());
+        expect_close(what + ": dx", fast.dx, twin.dx, 2e-6 * rs * std::sqrt(c.C), 1e-5);
+        expect_close(what + ": dweight", fast.dw, twin.dw, 2e-6 * std::sqrt(static_cast<double>(c.R)), 1e-5);
+      }
+    }
+  }
+}
+
+TEST(RowKernels, RmsNormOpRunsTheRowsWithTheFastKernelsAndItsTwinWithout) {
+  auto float32 = [](const std::vector<float>& v, const Shape& shape) {
+    return from_vector(std::vector<double>(v.begin(), v.end()), shape, kFloat32);
+  };
+  const Tensor x = float32(draws(6 * 40, 14, 0.5, 2.0), {2, 3, 40}).requires_grad_();
+  const Tensor w = float32(draws(40, 15, 1.0, 0.5), {40}).requires_grad_();
+  const Tensor g = float32(draws(6 * 40, 16, 0.0, 1.0), {2, 3, 40});
+  auto run = [&] {
+    x.zero_grad();
+    w.zero_grad();
+    const Tensor y = rms_norm(x, {40}, w, 1e-6);
+    (y * g).sum().backward();
+    return std::vector<Tensor>{y.detach(), x.grad(), w.grad()};
+  };
+  const std::vector<Tensor> fast = run();
+  std::vector<Tensor> plain;
+  {
+    const FastKernelsGuard off(false);
+    plain = run();
+  }
+  const Case c{6, 40, 0.5, 2.0};
+  const std::vector<float> xs = x.detach().tolist<float>(), gs = g.tolist<float>(), ws = w.detach().tolist<float>();
+  const RmsNormRun rows = run_rms(c, xs, gs, ws.data(), true), twin = run_rms(c, xs, gs, ws.data(), false);
+  EXPECT_TRUE(same_bits(fast[0].tolist<float>(), rows.y) && same_bits(fast[1].tolist<float>(), rows.dx) &&
+              same_bits(fast[2].tolist<float>(), rows.dw));
+  EXPECT_TRUE(same_bits(plain[0].tolist<float>(), twin.y) && same_bits(plain[1].tolist<float>(), twin.dx) &&
+              same_bits(plain[2].tolist<float>(), twin.dw));
+}
+
 TEST(RowKernels, PortableAndAvx2AndThreadCountsGiveTheSameBits) {
   const int threads_before = get_num_threads();
   for (const Case& c : {Case{2048 + 37, 128, 0.0, 1.0}, Case{300, 1000, 3.0, 2.0}, Case{129, 9, 0.0, 1.0}}) {
@@ -193,6 +269,7 @@ TEST(RowKernels, PortableAndAvx2AndThreadCountsGiveTheSameBits) {
     const LayerNormRun ref = run_fast(c, x, g, w.data(), b.data(), Isa::kPortable);
     std::vector<float> ref_sums(static_cast<size_t>(c.C));
     K::column_sums(ref_sums.data(), x.data(), c.R, c.C, Isa::kPortable);
+    const RmsNormRun ref_rms = run_rms(c, x, g, w.data(), true, Isa::kPortable);
     for (int threads : {1, 2, 3}) {
       set_num_threads(threads);
       for (Isa isa : isas()) {
@@ -205,6 +282,9 @@ TEST(RowKernels, PortableAndAvx2AndThreadCountsGiveTheSameBits) {
         std::vector<float> sums(static_cast<size_t>(c.C));
         K::column_sums(sums.data(), x.data(), c.R, c.C, isa);
         EXPECT_TRUE(same_bits(sums, ref_sums)) << what << ": column sums";
+        const RmsNormRun rms = run_rms(c, x, g, w.data(), true, isa);
+        EXPECT_TRUE(same_bits(rms.y, ref_rms.y) && same_bits(rms.rstd, ref_rms.rstd)) << what << ": rms_norm y, rstd";
+        EXPECT_TRUE(same_bits(rms.dx, ref_rms.dx) && same_bits(rms.dw, ref_rms.dw)) << what << ": rms_norm dx, dweight";
       }
     }
   }
