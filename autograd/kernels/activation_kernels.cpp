@@ -32,6 +32,12 @@ struct GeluTanhGrad {
 struct Sigmoid {
   float operator()(float x) const { return sigmoid_value(x, FastExp{}); }
 };
+struct Silu {
+  float operator()(float x) const { return silu_value(x, FastExp{}); }
+};
+struct SiluGrad {
+  float operator()(float g, float x) const { return g * silu_derivative(x, FastExp{}); }
+};
 
 // out[i] = F()(a[i]) and out[i] = F()(a[i], b[i]): one loop each, vectorised for each set.
 template <class F>
@@ -57,6 +63,19 @@ template <class Out>
     const float x = inp[i], t = vec_math::tanh(gelu_tanh_inner(x));
     store(out[i], gelu_tanh_value_at(x, t));
     dinp[i] = dinp[i] * gelu_tanh_derivative_at(x, t);
+  }
+}
+
+[[gnu::always_inline]] inline void swiglu_forward_loop(float* out, const float* gate, const float* up, int64_t N) {
+  for (int64_t i = 0; i < N; ++i) out[i] = Silu{}(gate[i]) * up[i];
+}
+
+[[gnu::always_inline]] inline void swiglu_backward_loop(float* dgate, float* dup, const float* dout, const float* gate,
+                                                        const float* up, int64_t N) {
+  for (int64_t i = 0; i < N; ++i) {
+    const float g = dout[i], a = gate[i];
+    dgate[i] = SiluGrad{}(g * up[i], a);
+    dup[i] = g * Silu{}(a);
   }
 }
 
@@ -86,6 +105,23 @@ void tanh_forward(float* out, const float* inp, int64_t N, Isa isa) {
 
 void sigmoid_forward(float* out, const float* inp, int64_t N, Isa isa) {
   kernels::run_on<map_unary<Sigmoid>>(isa, out, inp, N);
+}
+
+void silu_forward(float* out, const float* inp, int64_t N, Isa isa) {
+  kernels::run_on<map_unary<Silu>>(isa, out, inp, N);
+}
+
+void silu_backward(float* dinp, const float* dout, const float* inp, int64_t N, Isa isa) {
+  kernels::run_on<map_binary<SiluGrad>>(isa, dinp, dout, inp, N);
+}
+
+void swiglu_forward(float* out, const float* gate, const float* up, int64_t N, Isa isa) {
+  kernels::run_on<swiglu_forward_loop>(isa, out, gate, up, N);
+}
+
+void swiglu_backward(float* dgate, float* dup, const float* dout, const float* gate, const float* up, int64_t N,
+                     Isa isa) {
+  kernels::run_on<swiglu_backward_loop>(isa, dgate, dup, dout, gate, up, N);
 }
 
 }  // namespace tg::activation_kernels

@@ -1,12 +1,14 @@
-// autograd/kernels/activation_kernels.h — the float32 loops behind tanh, sigmoid and gelu(tanh)
-// (autograd/ops/activation.cpp) and the element formulas they share with the plain
-// `_reference` functions there.
+// autograd/kernels/activation_kernels.h — the float32 loops behind tanh, sigmoid, gelu(tanh),
+// silu and SwiGLU's product (autograd/ops/activation.cpp) and the element formulas they share with
+// the plain `_reference` functions there.
 //
 // Buffers are contiguous, N elements; outputs first, then inputs; gradients prefixed d.
 //   gelu tanh  out = x/2 (1 + tanh(k (x + c x^3)))                     k = sqrt(2/pi), c = 0.044715
 //              dinp = dout * (1/2 (1 + t) + x/2 (1 - t^2) k (1 + 3 c x^2))     t = tanh(k (x + c x^3))
 //   tanh       out = tanh x
 //   sigmoid    out = 1 / (1 + e^-x)
+//   silu       out = x / (1 + e^-x)        dinp = dout * s (1 + x (1 - s)),  s = sigmoid(x)
+//   swiglu     out = silu(gate) * up       dgate = (dout * up) * silu'(gate), dup = dout * silu(gate)
 // (tanh's and sigmoid's backward need no exp or tanh: activation.cpp runs them as one fused
 // elementwise pass for every dtype.) The fast loops differ from the `_reference` functions only in
 // exp and tanh: vec_math's (<= 1 and 2 ulp, and vectorised) in place of std::exp and std::tanh. The
@@ -64,6 +66,18 @@ T sigmoid_value(T x, Exp exp) {
   return static_cast<T>(1) / (static_cast<T>(1) + exp(-x));
 }
 
+// silu(x) = x / (1 + e^-x), as PyTorch's kernel writes it, and its derivative s (1 + x (1 - s)),
+// s = sigmoid(x); swiglu's steps are these and a multiply (autograd/ops/activation.cpp).
+template <class T, class Exp>
+T silu_value(T x, Exp exp) {
+  return x / (static_cast<T>(1) + exp(-x));
+}
+template <class T, class Exp>
+T silu_derivative(T x, Exp exp) {
+  const T s = sigmoid_value(x, exp);
+  return s * (static_cast<T>(1) + x * (static_cast<T>(1) - s));
+}
+
 // --- float32 loops ------------------------------------------------------------------------------
 
 void gelu_tanh_forward(float* out, const float* inp, int64_t N, Isa isa = best_isa());
@@ -78,5 +92,12 @@ void gelu_tanh_value_and_backward(float* out, float* dinp, const float* inp, int
 void gelu_tanh_value_and_backward(BFloat16* out, float* dinp, const float* inp, int64_t N, Isa isa = best_isa());
 void tanh_forward(float* out, const float* inp, int64_t N, Isa isa = best_isa());
 void sigmoid_forward(float* out, const float* inp, int64_t N, Isa isa = best_isa());
+void silu_forward(float* out, const float* inp, int64_t N, Isa isa = best_isa());
+void silu_backward(float* dinp, const float* dout, const float* inp, int64_t N, Isa isa = best_isa());
+// swiglu: out = silu(gate) * up; dgate = (dout * up) * silu'(gate), dup = dout * silu(gate): the
+// bits of silu_forward then a multiply, and of a multiply's backward then silu_backward.
+void swiglu_forward(float* out, const float* gate, const float* up, int64_t N, Isa isa = best_isa());
+void swiglu_backward(float* dgate, float* dup, const float* dout, const float* gate, const float* up, int64_t N,
+                     Isa isa = best_isa());
 
 }  // namespace tg::activation_kernels

@@ -9,10 +9,12 @@
 //   gelu tanh  y = x/2 (1 + tanh(k (x + 0.044715 x^3))),  k = sqrt(2/pi)
 //              dx = g * (0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3*0.044715 x^2))
 //
-// tanh, sigmoid and gelu(tanh) also have a fast float32 path: fast_f32 below says when it runs.
+// tanh, sigmoid, gelu(tanh), silu and swiglu also have a fast float32 path: fast_f32 below says
+// when it runs.
 #include <cmath>
 #include <numbers>
 #include <optional>
+#include <type_traits>
 
 #include "autograd/ops.h"
 #include "autograd/kernels/activation_kernels.h"
@@ -97,7 +99,7 @@ bool contiguous_f32(const Tensor& t) { return t.dtype() == kFloat32 && t.is_cont
 
 // The vectorised float32 loops run for x: the fast kernels are on and x is contiguous float32.
 //
-// Two paths each for tanh, sigmoid and gelu(tanh):
+// Two paths each for tanh, sigmoid, gelu(tanh), silu and swiglu:
 //   * the plain one: the `_reference` element functions above, on std::exp and std::tanh, one
 //     element at a time, for any dtype and strides (integers computed in float32);
 //   * with the fast kernels on (fast_kernels.h), a contiguous float32 tensor (what a model
@@ -154,12 +156,29 @@ Tensor sigmoid(const Tensor& x) {
 }
 
 // silu (swish): the gate of Llama's and Qwen's SwiGLU feed-forward. Written x / (1 + e^-x), as
-// PyTorch's kernel; plain code only.
+// PyTorch's kernel; float32 takes activation_kernels' loops with the fast kernels on.
 Tensor silu(const Tensor& x) {
   check_defined(x, "silu", "input");
-  Tensor y = elementwise_unary(x, "silu", [](auto v) { return v / (decltype(v)(1) + std::exp(-v)); });
+  // any float32 layout takes the fast loops (a copy first when strided), so that swiglu, which
+  // reads its inputs contiguous, keeps silu's bits
+  const bool fast = fast_kernels() && x.dtype() == kFloat32;
+  Tensor y = fast ? fast_unary(x.contiguous(), K::silu_forward)
+                  : elementwise_unary(x, "silu", [](auto v) { return v / (decltype(v)(1) + std::exp(-v)); });
   record("SiluBackward0", {x}, y, {x}, [](const BackwardArgs& ctx) {
-    return Grads{grad_times(ctx.grad_out, ctx.saved[0], "silu", [](auto v) {
+    const Tensor& saved = ctx.saved[0];
+    if (fast_kernels() && saved.dtype() == kFloat32 && ctx.grad_out.dtype() == kFloat32 &&
+        ctx.grad_out.sizes() == saved.sizes()) {
+      const Tensor x = saved.contiguous(), g = ctx.grad_out.contiguous();
+      Tensor dx = make_empty(x.sizes(), kFloat32);
+      float* dinp = dx.data_ptr<float>();
+      const float* dout = g.data_ptr<float>();
+      const float* inp = x.data_ptr<float>();
+      for_elements(x.numel(), [&](int64_t begin, int64_t end) {
+        K::silu_backward(dinp + begin, dout + begin, inp + begin, end - begin);
+      });
+      return Grads{dx};
+    }
+    return Grads{grad_times(ctx.grad_out, saved, "silu", [](auto v) {
       const auto s = nn_loops::sigmoid_reference(v);
       return s * (1 + v * (1 - s));
     })};
@@ -168,8 +187,10 @@ Tensor silu(const Tensor& x) {
 }
 
 // silu(gate) * up as one op: one pass each way instead of silu's and mul's two, and only gate and
-// up kept for backward (not silu's output besides). The loops are the plain ones above, split
-// over the threads by elements (which never changes a result).
+// up kept for backward (not silu's output besides). The loops are the plain ones above, or for
+// float32 with the fast kernels on, activation_kernels' (vec_math's exp, as silu's own fast path:
+// still silu(gate) * up to the bit); split over the threads by elements (which never changes a
+// result).
 Tensor swiglu(const Tensor& gate, const Tensor& up) {
   check_defined(gate, "swiglu", "gate");
   check_defined(up, "swiglu", "up");
@@ -184,7 +205,11 @@ Tensor swiglu(const Tensor& gate, const Tensor& up) {
     T* out = y.data_ptr<T>();
     const T* pa = a.data_ptr<T>();
     const T* pb = b.data_ptr<T>();
+    const bool fast = std::is_same_v<T, float> && fast_kernels();
     for_elements(a.numel(), [&](int64_t begin, int64_t end) {
+      if constexpr (std::is_same_v<T, float>) {
+        if (fast) return K::swiglu_forward(out + begin, pa + begin, pb + begin, end - begin);
+      }
       nn_loops::swiglu_forward_reference<T>(out + begin, pa + begin, pb + begin, end - begin);
     });
   });
@@ -200,7 +225,11 @@ Tensor swiglu(const Tensor& gate, const Tensor& up) {
       const T* pg = g.data_ptr<T>();
       const T* pa = a.data_ptr<T>();
       const T* pb = b.data_ptr<T>();
+      const bool fast = std::is_same_v<T, float> && fast_kernels();
       for_elements(g.numel(), [&](int64_t begin, int64_t end) {
+        if constexpr (std::is_same_v<T, float>) {
+          if (fast) return K::swiglu_backward(pda + begin, pdb + begin, pg + begin, pa + begin, pb + begin, end - begin);
+        }
         nn_loops::swiglu_backward_reference<T>(pda + begin, pdb + begin, pg + begin, pa + begin, pb + begin, end - begin);
       });
     });
