@@ -245,7 +245,11 @@ TEST(RowKernels, RmsNormOpRunsTheRowsWithTheFastKernelsAndItsTwinWithout) {
     (y * g).sum().backward();
     return std::vector<Tensor>{y.detach(), x.grad(), w.grad()};
   };
-  const std::vector<Tensor> fast = run();
+  std::vector<Tensor> fast;
+  {
+    const FastKernelsGuard on(true);  // whatever TG_FAST_KERNELS says (the reference-mode run sets it off)
+    fast = run();
+  }
   std::vector<Tensor> plain;
   {
     const FastKernelsGuard off(false);
