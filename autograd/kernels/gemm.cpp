@@ -279,6 +279,21 @@ MatrixLayout widen(std::vector<float>& to, const BFloat16* b, const MatrixLayout
   return out;
 }
 
+// b's columns in bands of at most `bytes` widened (a whole number of `step` columns, at least one
+// step), each band handed to multiply(j0, its widened copy, the copy's layout): the buffer is the
+// thread's own and kept (above).
+template <class Multiply>
+void for_widened_bands(std::vector<float>& buffer, const BFloat16* b, const MatrixLayout& lb, int64_t bytes,
+                       int64_t step, const Multiply& multiply) {
+  const int64_t K = lb.rows, N = lb.cols;
+  const int64_t band = std::max<int64_t>(step, bytes / int64_t{sizeof(float)} / std::max<int64_t>(K, 1) / step * step);
+  for (int64_t j0 = 0; j0 < N; j0 += band) {
+    const int64_t n = std::min(band, N - j0);
+    const MatrixLayout lw = widen(buffer, b + j0 * lb.cs, MatrixLayout{K, n, lb.rs, lb.cs});
+    multiply(j0, buffer.data(), lw);
+  }
+}
+
 // c (M,N) = a (M,K) float32 @ b (K,N) bfloat16, with the bits of gemm<float> on b widened.
 void gemm(float* c, int64_t ldc, const float* a, const BFloat16* b, int64_t M, int64_t N, int64_t K,
           const MatrixLayout& la, const MatrixLayout& lb) {
@@ -288,23 +303,17 @@ void gemm(float* c, int64_t ldc, const float* a, const BFloat16* b, int64_t M, i
     if (few_rows_times_big_weight(M, N, K, la, lb)) return gemv::sgemv_rows_many(c, ldc, 1, b, lb.cs, a, la.rs, M, N, K);
     if (small_gemm::worth_it(M, N, K)) {
       const kernels::Isa isa = small_gemm::best_isa_for(N);  // the kernel the whole product would get
-      const int64_t band = std::max<int64_t>(32, kWidenedBandBytes / int64_t{sizeof(float)} / K / 32 * 32);
-      thread_local std::vector<float> buffer;
-      for (int64_t j0 = 0; j0 < N; j0 += band) {
-        const int64_t n = std::min(band, N - j0);
-        const MatrixLayout lw = widen(buffer, b + j0 * lb.cs, MatrixLayout{K, n, lb.rs, lb.cs});
-        small_gemm::sgemm(c + j0, ldc, a, la.rs, la.cs, buffer.data(), lw.rs, lw.cs, M, n, K, isa);
-      }
+      thread_local std::vector<float> panels;
+      for_widened_bands(panels, b, lb, kWidenedBandBytes, 32, [&](int64_t j0, const float* w, const MatrixLayout& lw) {
+        small_gemm::sgemm(c + j0, ldc, a, la.rs, la.cs, w, lw.rs, lw.cs, M, lw.cols, K, isa);
+      });
       return;
     }
   }
-  thread_local std::vector<float> widened_b;
-  const int64_t band = std::max<int64_t>(16, kWidenedWholeBytes / int64_t{sizeof(float)} / std::max<int64_t>(K, 1) / 16 * 16);
-  for (int64_t j0 = 0; j0 < N; j0 += band) {  // one band: all of b, up to kWidenedWholeBytes
-    const int64_t n = std::min(band, N - j0);
-    const MatrixLayout lw = widen(widened_b, b + j0 * lb.cs, MatrixLayout{K, n, lb.rs, lb.cs});
-    gemm<float>(c + j0, ldc, a, widened_b.data(), M, n, K, la, lw);
-  }
+  thread_local std::vector<float> widened_b;  // one band: all of b, up to kWidenedWholeBytes
+  for_widened_bands(widened_b, b, lb, kWidenedWholeBytes, 16, [&](int64_t j0, const float* w, const MatrixLayout& lw) {
+    gemm<float>(c + j0, ldc, a, w, M, lw.cols, K, la, lw);
+  });
 }
 
 // Element offsets of each batch's a and b matrix, batches in row-major order, for operands whose

@@ -119,6 +119,20 @@ Tensor fast_unary(const Tensor& x, Loop loop) {
   return y;
 }
 
+// dx = loop(g, x) by a float32 loop of activation_kernels (the backward of fast_unary's ops),
+// g and x float32 of one shape (copied contiguous first when they are not), split as fast_unary.
+template <class Loop>
+Tensor fast_backward(const Tensor& grad_out, const Tensor& saved, Loop loop) {
+  const Tensor g = grad_out.contiguous(), x = saved.contiguous();
+  Tensor dx = make_empty(x.sizes(), kFloat32);
+  float* dinp = dx.data_ptr<float>();
+  const float* dout = g.data_ptr<float>();
+  const float* inp = x.data_ptr<float>();
+  const K::Isa isa = K::best_isa();
+  for_elements(x.numel(), [&](int64_t begin, int64_t end) { loop(dinp + begin, dout + begin, inp + begin, end - begin, isa); });
+  return dx;
+}
+
 // dx = g * dydx(v) elementwise in one pass, in g's floating dtype: the backward of an op whose
 // derivative is a function of the tensor v it saved (its input or its output). Every backward
 // here computes g * y' directly (no temporary y', no separate multiply).
@@ -167,17 +181,8 @@ Tensor silu(const Tensor& x) {
   record("SiluBackward0", {x}, y, {x}, [](const BackwardArgs& ctx) {
     const Tensor& saved = ctx.saved[0];
     if (fast_kernels() && saved.dtype() == kFloat32 && ctx.grad_out.dtype() == kFloat32 &&
-        ctx.grad_out.sizes() == saved.sizes()) {
-      const Tensor x = saved.contiguous(), g = ctx.grad_out.contiguous();
-      Tensor dx = make_empty(x.sizes(), kFloat32);
-      float* dinp = dx.data_ptr<float>();
-      const float* dout = g.data_ptr<float>();
-      const float* inp = x.data_ptr<float>();
-      for_elements(x.numel(), [&](int64_t begin, int64_t end) {
-        K::silu_backward(dinp + begin, dout + begin, inp + begin, end - begin);
-      });
-      return Grads{dx};
-    }
+        ctx.grad_out.sizes() == saved.sizes())
+      return Grads{fast_backward(ctx.grad_out, saved, K::silu_backward)};
     return Grads{grad_times(ctx.grad_out, saved, "silu", [](auto v) {
       const auto s = nn_loops::sigmoid_reference(v);
       return s * (1 + v * (1 - s));
@@ -256,16 +261,8 @@ Tensor relu(const Tensor& x) {
 
 Tensor gelu_backward(const Tensor& grad_out, const Tensor& x, const std::string& approximate) {
   if (approximate == "tanh") {
-    if (fast_f32(x) && contiguous_f32(grad_out) && grad_out.sizes() == x.sizes()) {
-      Tensor dx = make_empty(x.sizes(), kFloat32);
-      float* dinp = dx.data_ptr<float>();
-      const float* dout = grad_out.data_ptr<float>();
-      const float* inp = x.data_ptr<float>();
-      for_elements(x.numel(), [&](int64_t begin, int64_t end) {
-        K::gelu_tanh_backward(dinp + begin, dout + begin, inp + begin, end - begin);
-      });
-      return dx;
-    }
+    if (fast_f32(x) && contiguous_f32(grad_out) && grad_out.sizes() == x.sizes())
+      return fast_backward(grad_out, x, K::gelu_tanh_backward);
     return grad_times(grad_out, x, "gelu", [](auto v) { return nn_loops::gelu_tanh_derivative_reference(v); });
   }
   return grad_times(grad_out, x, "gelu", [](auto v) {
