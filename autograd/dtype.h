@@ -10,7 +10,7 @@
 
 namespace tg {
 
-enum class ScalarType : uint8_t { Float32, Float64, Int64, Bool, BFloat16 };
+enum class ScalarType : uint8_t { Float32, Float64, Int64, Bool, BFloat16, Int8 };
 
 inline constexpr ScalarType kFloat32 = ScalarType::Float32;  // the default dtype
 inline constexpr ScalarType kFloat = ScalarType::Float32;
@@ -20,6 +20,9 @@ inline constexpr ScalarType kInt64 = ScalarType::Int64;      // token ids, targe
 inline constexpr ScalarType kLong = ScalarType::Int64;
 inline constexpr ScalarType kBool = ScalarType::Bool;        // masks
 inline constexpr ScalarType kBFloat16 = ScalarType::BFloat16;  // half the bytes of float32 (below)
+// int8 is storage only: the values of a weight quantized to 8 bits (autograd/ops/quantize.cpp), which
+// the quantized ops read with their scales. The other ops refuse it (loops.h: visit_dtype).
+inline constexpr ScalarType kInt8 = ScalarType::Int8;
 
 // bfloat16: the top 16 bits of a float32 (sign, the same 8 exponent bits, 7 of the 23 mantissa
 // bits), so it has float32's range with about 3 significant decimal digits. A float32 becomes a
@@ -58,11 +61,12 @@ inline size_t element_size(ScalarType t) {
     case ScalarType::Int64: return 8;
     case ScalarType::Bool: return 1;
     case ScalarType::BFloat16: return 2;
+    case ScalarType::Int8: return 1;
   }
   return 0;
 }
 
-// "float32", "float64", "int64", "bool", "bfloat16" — as PyTorch prints them after "torch."
+// "float32", "float64", "int64", "bool", "bfloat16", "int8" — as PyTorch prints them after "torch."
 inline const char* dtype_name(ScalarType t) {
   switch (t) {
     case ScalarType::Float32: return "float32";
@@ -70,6 +74,7 @@ inline const char* dtype_name(ScalarType t) {
     case ScalarType::Int64: return "int64";
     case ScalarType::Bool: return "bool";
     case ScalarType::BFloat16: return "bfloat16";
+    case ScalarType::Int8: return "int8";
   }
   return "?";
 }
@@ -77,14 +82,15 @@ inline const char* dtype_name(ScalarType t) {
 inline bool is_floating(ScalarType t) { return t == kFloat32 || t == kFloat64 || t == kBFloat16; }
 
 // PyTorch's promotion between two tensors: the "wider" kind wins,
-// bool < int64 < bfloat16 < float32 < float64.
+// bool < int8 < int64 < bfloat16 < float32 < float64.
 inline int promotion_rank(ScalarType t) {
   switch (t) {
     case ScalarType::Bool: return 0;
-    case ScalarType::Int64: return 1;
-    case ScalarType::BFloat16: return 2;
-    case ScalarType::Float32: return 3;
-    case ScalarType::Float64: return 4;
+    case ScalarType::Int8: return 1;
+    case ScalarType::Int64: return 2;
+    case ScalarType::BFloat16: return 3;
+    case ScalarType::Float32: return 4;
+    case ScalarType::Float64: return 5;
   }
   return 0;
 }
@@ -99,6 +105,7 @@ template <> constexpr ScalarType dtype_of<double>() { return kFloat64; }
 template <> constexpr ScalarType dtype_of<int64_t>() { return kInt64; }
 template <> constexpr ScalarType dtype_of<bool>() { return kBool; }
 template <> constexpr ScalarType dtype_of<BFloat16>() { return kBFloat16; }
+template <> constexpr ScalarType dtype_of<int8_t>() { return kInt8; }
 
 // float, double or BFloat16: the element types that hold fractions, inf and nan.
 template <class T>

@@ -24,6 +24,11 @@ void throw_bfloat16_unsupported(const char* op) {
               "elementwise arithmetic); convert with .to(tg::kFloat32) first");
 }
 
+void throw_int8_unsupported() {
+  throw Error("int8 tensors hold a quantized weight's values and are read only by the quantized ops with their "
+              "scales (autograd/ops/quantize.cpp); tg::dequantize_int8 gives the float32 weight");
+}
+
 void check_floating(const Tensor& t, const char* op) {
   check_defined(t, op, "input");
   if (!is_floating(t.dtype())) {

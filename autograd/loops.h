@@ -39,8 +39,11 @@ template <class F> decltype(auto) visit_floating(ScalarType dtype, const char* o
   }
 }
 
-// Call f(TypeTag<T>{}) for any dtype: float, double, int64_t, bool or BFloat16 (which converts
-// to and from float; code that only moves or converts elements takes it as it is).
+// "int8 tensors hold a quantized weight's values ...": int8 is storage for the quantized ops alone.
+[[noreturn]] void throw_int8_unsupported();
+
+// Call f(TypeTag<T>{}) for any dtype but int8: float, double, int64_t, bool or BFloat16 (which
+// converts to and from float; code that only moves or converts elements takes it as it is).
 template <class F> decltype(auto) visit_dtype(ScalarType dtype, F&& f) {
   switch (dtype) {
     case kFloat32: return f(TypeTag<float>{});
@@ -48,6 +51,7 @@ template <class F> decltype(auto) visit_dtype(ScalarType dtype, F&& f) {
     case kInt64: return f(TypeTag<int64_t>{});
     case kBool: return f(TypeTag<bool>{});
     case kBFloat16: return f(TypeTag<BFloat16>{});
+    case kInt8: throw_int8_unsupported();
   }
   throw Error("visit_dtype: unknown dtype " + std::to_string(static_cast<int>(dtype)));
 }

@@ -286,6 +286,25 @@ Tensor matmul(const Tensor& a, const Tensor& b);
 // x W^T + b, as F.linear: x (*, in), weight (out, in), bias (out) or undefined.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
 
+// --- weights quantized to int8 (ops/quantize.cpp), as llama.cpp's Q8_0 ------------------------
+// A weight W (rows, cols) as int8 values and one float32 scale per group of consecutive elements
+// of a row: Ŵ = values * the group's scale. Frozen: nothing trains it.
+struct QuantizedInt8 {
+  Tensor values;  // int8 (rows, cols)
+  Tensor scales;  // float32 (rows, cols / group)
+};
+// The group quantize_int8 uses for rows of cols elements: the largest divisor of cols <= asked.
+int64_t int8_group_size(int64_t cols, int64_t asked);
+// weight float32 or bfloat16 (rows, cols), every value finite; |w - ŵ| <= scale * (1/2 + 2^-16).
+QuantizedInt8 quantize_int8(const Tensor& weight, int64_t group_size = 32);
+// Ŵ, float32 (rows, cols).
+Tensor dequantize_int8(const Tensor& values, const Tensor& scales);
+// x Ŵ^T + b, as linear on the dequantized weight: x (*, cols) float32 or float64, bias (rows) or
+// undefined. Backward gives x's gradient (and the bias's).
+Tensor linear_int8(const Tensor& x, const Tensor& values, const Tensor& scales, const Tensor& bias = Tensor());
+// Rows of Ŵ picked by int64 indices of any shape: float32 (*indices.shape, cols).
+Tensor embedding_int8(const Tensor& values, const Tensor& scales, const Tensor& indices);
+
 // --- neural-network functions (ops/softmax.cpp, loss.cpp, embedding.cpp, layer_norm.cpp, rms_norm.cpp, dropout.cpp, rope.cpp)
 Tensor softmax(const Tensor& x, int64_t dim);
 Tensor log_softmax(const Tensor& x, int64_t dim);

@@ -179,6 +179,7 @@ template double* Tensor::data_ptr<double>() const;
 template int64_t* Tensor::data_ptr<int64_t>() const;
 template bool* Tensor::data_ptr<bool>() const;
 template BFloat16* Tensor::data_ptr<BFloat16>() const;
+template int8_t* Tensor::data_ptr<int8_t>() const;
 
 void* Tensor::raw_data() const {
   return static_cast<char*>(impl().storage->data) + impl().offset * static_cast<int64_t>(element_size(dtype()));

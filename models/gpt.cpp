@@ -69,7 +69,9 @@ FeedForward::FeedForward(int64_t emb_dim) : Module("FeedForward") {
 
 Tensor FeedForward::forward(const Tensor& x) {
   // feed_forward fuses the Linears made here; modules swapped in for them run as themselves
-  const bool own_layers = (*layers)[0] == expand && (*layers)[2] == project;
+  // (float weights only: an int8 one, nn/quantize.h, runs through its Linear)
+  const bool own_layers = (*layers)[0] == expand && (*layers)[2] == project && !expand->weight_scale.defined() &&
+                          !project->weight_scale.defined();
   if (fast_kernels() && own_layers && x.dim() > 0 && x.size(-1) == expand->in_features)  // the three layers as one op, the same numbers
     return feed_forward(x, expand->weight, expand->bias, project->weight, project->bias, gelu->approximate);
   return layers->forward(x);  // Linear -> GELU -> Linear (a bad x gets Linear's message)

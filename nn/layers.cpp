@@ -33,8 +33,11 @@ Tensor Linear::forward(const Tensor& x) {
     throw Error("Linear: input of shape " + shape_str(x.sizes()) + " must end in in_features = " +
                 std::to_string(in_features));
   }
+  if (weight_scale.defined()) return linear_int8(x, weight, weight_scale, bias);  // quantized: nn/quantize.h
   return linear(x, weight, bias);
 }
+
+void Linear::use_int8_weight(const Tensor& scales) { weight_scale = register_buffer("weight_scale", scales); }
 
 std::string Linear::extra_repr() const {
   return "in_features=" + std::to_string(in_features) + ", out_features=" + std::to_string(out_features) +
@@ -48,7 +51,12 @@ Embedding::Embedding(int64_t n, int64_t d) : Module("Embedding"), num_embeddings
   init::embedding_init_(weight);
 }
 
-Tensor Embedding::forward(const Tensor& indices) { return embedding(weight, indices); }
+Tensor Embedding::forward(const Tensor& indices) {
+  if (weight_scale.defined()) return embedding_int8(weight, weight_scale, indices);  // quantized: nn/quantize.h
+  return embedding(weight, indices);
+}
+
+void Embedding::use_int8_weight(const Tensor& scales) { weight_scale = register_buffer("weight_scale", scales); }
 
 std::string Embedding::extra_repr() const {
   return std::to_string(num_embeddings) + ", " + std::to_string(embedding_dim);

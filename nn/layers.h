@@ -29,8 +29,12 @@ class Linear : public Module {
   // (the same tensors, nothing drawn), printed as type_name: nn/lora.h's LoRALinear, and a head
   // made on its embedding's tensor (models/llama.h).
   Linear(std::string type_name, const Tensor& weight, const Tensor& bias);
+  // Quantized (nn/quantize.h): weight holds int8 values, and weight_scale, registered as a buffer
+  // of that name, their scales.
+  void use_int8_weight(const Tensor& scales);
   int64_t in_features, out_features;
   Tensor weight, bias;  // bias undefined without one
+  Tensor weight_scale;  // an int8 weight's scales; undefined otherwise
 };
 
 class Embedding : public Module {
@@ -38,8 +42,10 @@ class Embedding : public Module {
   Embedding(int64_t num_embeddings, int64_t embedding_dim);
   Tensor forward(const Tensor& indices) override;
   std::string extra_repr() const override;
+  void use_int8_weight(const Tensor& scales);  // as Linear's
   int64_t num_embeddings, embedding_dim;
   Tensor weight;
+  Tensor weight_scale;
 };
 
 class LayerNorm : public Module {

@@ -199,6 +199,19 @@ void make_frozen_bfloat16(const Tensor& t) {
   impl.requires_grad = false;
 }
 
+void make_frozen_int8(const Tensor& t, const Tensor& values) {
+  if (!t.defined() || values.dtype() != kInt8 || values.sizes() != t.sizes() || !values.is_contiguous())
+    throw Error("make_frozen_int8: expected contiguous int8 values of the weight's shape");
+  TensorImpl& impl = impl_of(t);
+  mark_written(t);  // the old storage: entries that saved t refuse it
+  impl.storage = impl_of(values).storage;
+  impl.dtype = kInt8;
+  impl.strides = values.strides();
+  impl.offset = values.storage_offset();
+  impl.grad = nullptr;
+  impl.requires_grad = false;
+}
+
 Module& Module::to(ScalarType dtype) {
   if (!is_floating(dtype) || dtype == kBFloat16) {
     throw Error(type_name_ + ".to: only floating point dtypes (float32, float64), got " + dtype_name(dtype) +

@@ -28,6 +28,9 @@ Tensor Parameter(const Tensor& t);
 // module's own) sees the new storage, whose values are unset until read, and it no longer
 // requires grad. matmul and embedding widen such a weight exactly as they read it.
 void make_frozen_bfloat16(const Tensor& t);
+// Makes parameter t the int8 tensor `values` of its shape (a quantized weight's, nn/quantize.h):
+// every handle to t sees values' storage, t's own storage is let go, and it no longer requires grad.
+void make_frozen_int8(const Tensor& t, const Tensor& values);
 
 // A user's module is a class deriving from Module that registers its parts in its constructor,
 // in the order the PyTorch class creates them (so the same seed gives the same weights), and

@@ -237,13 +237,16 @@ void gemm(T* c, int64_t ldc, const T* a, const T* b, int64_t M, int64_t N, int64
   blis_gemm(c, ldc, a, b, M, N, K, la, lb);
 }
 
-// --- a float32 a times a bfloat16 b: a checkpoint's 16-bit weight, widened as it is read -------
+// --- a float32 a times a weight in fewer bits: widened (bfloat16) or dequantized (int8) as read ----
 //
-// A frozen weight kept in its checkpoint's bfloat16 (ops/matmul.cpp says when) is widened to
-// float32 as it is read. Widening is exact, so this product gives the bits the float32 gemm above
-// gives the widened weight: each case runs that gemm's kernel for the shape, on b as it can read it.
+// A frozen weight kept in its checkpoint's bfloat16 (ops/matmul.cpp says when), or quantized to
+// int8 with a scale per group (ops/quantize.cpp), is made float32 as it is read. Widening is exact,
+// and dequantizing rounds each element once, to the value dequantize_int8 gives it; so this product
+// gives the bits the float32 gemm above gives the widened (dequantized) weight: each case runs that
+// gemm's kernel for the shape, on b as it can read it.
 //   one row times w^T (a token)     gemv.h's row kernel, which widens each element as it reads it:
-//   2 to 4 rows times a big w^T     a token's time is the weight's bytes, and they are halved
+//   2 to 4 rows times a big w^T     a token's time is the weight's bytes, and they are halved (a
+//                                   bit over a quarter for int8)
 //   small_gemm's products           small_gemm on bands of b's columns widened into a buffer of at
 //                                   most kWidenedBandBytes (each element of c is one fma chain
 //                                   wherever its band falls: small_gemm.h)
@@ -260,60 +263,103 @@ void gemm(T* c, int64_t ldc, const T* a, const T* b, int64_t M, int64_t N, int64
 constexpr int64_t kWidenedBandBytes = int64_t{4} << 20;
 constexpr int64_t kWidenedWholeBytes = int64_t{32} << 20;
 
-float widened(BFloat16 v) { return static_cast<float>(v); }
+// b (K, N), bfloat16, read through its layout.
+struct Bf16Weight {
+  const BFloat16* b;
+  MatrixLayout lb;
 
-// b (K, N) widened into `to`, in b's orientation: stored by columns (rs = 1, as a weight's w^T:
-// each of its rows one column) stays stored by columns, anything else becomes row-major; each line
-// of `to` is read and written front to back. Returns the copy's layout.
-MatrixLayout widen(std::vector<float>& to, const BFloat16* b, const MatrixLayout& lb) {
-  const int64_t K = lb.rows, N = lb.cols;
-  to.resize(static_cast<size_t>(K * N));
-  const bool by_columns = lb.rs == 1 && lb.cs != 1;
-  const MatrixLayout out = by_columns ? MatrixLayout{K, N, 1, K} : MatrixLayout{K, N, N, 1};
-  const int64_t lines = by_columns ? N : K, length = by_columns ? K : N;  // each line contiguous in `to`
-  const int64_t line_step = by_columns ? lb.cs : lb.rs, element_step = by_columns ? lb.rs : lb.cs;
-  parallel_for(0, lines, work_split::grain_for(length * int64_t{sizeof(float)}), [&](int64_t first, int64_t last) {
-    for (int64_t l = first; l < last; ++l)
-      for (int64_t e = 0; e < length; ++e) to[l * length + e] = widened(b[l * line_step + e * element_step]);
-  });
-  return out;
-}
+  // Its rows are a weight's (out, in) rows when b is stored by columns (b = w^T).
+  bool rows_contiguous() const { return lb.rs == 1; }
+  // c[r * ldc + j] = a_r . column j of b, for R rows of a (la.rs apart): gemv.h's row kernel
+  void rows_times(float* c, int64_t ldc, const float* a, int64_t lda, int64_t R) const {
+    if (R == 1) return gemv::sgemv_rows(c, 1, b, lb.cs, a, lb.cols, lb.rows);
+    gemv::sgemv_rows_many(c, ldc, 1, b, lb.cs, a, lda, R, lb.cols, lb.rows);
+  }
+  // Columns [j0, j0 + n) widened into `to`, in b's orientation: stored by columns (rs = 1, as a
+  // weight's w^T: each of its rows one column) stays stored by columns, anything else becomes
+  // row-major; each line of `to` is read and written front to back. Returns the copy's layout.
+  MatrixLayout widen(std::vector<float>& to, int64_t j0, int64_t n) const {
+    const int64_t K = lb.rows;
+    to.resize(static_cast<size_t>(K * n));
+    const bool by_columns = lb.rs == 1 && lb.cs != 1;
+    const MatrixLayout out = by_columns ? MatrixLayout{K, n, 1, K} : MatrixLayout{K, n, n, 1};
+    const int64_t lines = by_columns ? n : K, length = by_columns ? K : n;  // each line contiguous in `to`
+    const int64_t line_step = by_columns ? lb.cs : lb.rs, element_step = by_columns ? lb.rs : lb.cs;
+    const BFloat16* from = b + j0 * lb.cs;
+    parallel_for(0, lines, work_split::grain_for(length * int64_t{sizeof(float)}), [&](int64_t first, int64_t last) {
+      for (int64_t l = first; l < last; ++l)
+        for (int64_t e = 0; e < length; ++e) to[l * length + e] = static_cast<float>(from[l * line_step + e * element_step]);
+    });
+    return out;
+  }
+};
+
+// b (K, N) = w^T for an int8 weight w (N, K) with its scales (gemv.h: Int8Matrix).
+struct Int8Weight {
+  gemv::Int8Matrix w;
+  int64_t K, N;
+
+  bool rows_contiguous() const { return true; }
+  void rows_times(float* c, int64_t ldc, const float* a, int64_t lda, int64_t R) const {
+    gemv::sgemv_rows_many(c, ldc, 1, w, a, lda, R, N, K);
+  }
+  // Rows [j0, j0 + n) of w dequantized into `to` (n, K): b's columns, stored by columns.
+  MatrixLayout widen(std::vector<float>& to, int64_t j0, int64_t n) const {
+    to.resize(static_cast<size_t>(K * n));
+    const int64_t groups = K / w.group;
+    parallel_for(0, n, work_split::grain_for(K * int64_t{sizeof(float)}), [&](int64_t first, int64_t last) {
+      for (int64_t i = first; i < last; ++i) {
+        const int8_t* q = w.values + (j0 + i) * K;
+        const float* scale = w.scales + (j0 + i) * groups;
+        for (int64_t k = 0; k < K; ++k) to[i * K + k] = static_cast<float>(q[k]) * scale[k / w.group];
+      }
+    });
+    return MatrixLayout{K, n, 1, K};
+  }
+};
 
 // b's columns in bands of at most `bytes` widened (a whole number of `step` columns, at least one
 // step), each band handed to multiply(j0, its widened copy, the copy's layout): the buffer is the
 // thread's own and kept (above).
-template <class Multiply>
-void for_widened_bands(std::vector<float>& buffer, const BFloat16* b, const MatrixLayout& lb, int64_t bytes,
-                       int64_t step, const Multiply& multiply) {
-  const int64_t K = lb.rows, N = lb.cols;
+template <class Weight, class Multiply>
+void for_widened_bands(std::vector<float>& buffer, const Weight& b, int64_t K, int64_t N, int64_t bytes, int64_t step,
+                       const Multiply& multiply) {
   const int64_t band = std::max<int64_t>(step, bytes / int64_t{sizeof(float)} / std::max<int64_t>(K, 1) / step * step);
   for (int64_t j0 = 0; j0 < N; j0 += band) {
     const int64_t n = std::min(band, N - j0);
-    const MatrixLayout lw = widen(buffer, b + j0 * lb.cs, MatrixLayout{K, n, lb.rs, lb.cs});
+    const MatrixLayout lw = b.widen(buffer, j0, n);
     multiply(j0, buffer.data(), lw);
   }
 }
 
-// c (M,N) = a (M,K) float32 @ b (K,N) bfloat16, with the bits of gemm<float> on b widened.
-void gemm(float* c, int64_t ldc, const float* a, const BFloat16* b, int64_t M, int64_t N, int64_t K,
-          const MatrixLayout& la, const MatrixLayout& lb) {
+// c (M,N) = a (M,K) float32 @ b (K,N) in fewer bits, with the bits of gemm<float> on b widened.
+template <class Weight>
+void gemm_widened(float* c, int64_t ldc, const float* a, const Weight& b, int64_t M, int64_t N, int64_t K,
+                  const MatrixLayout& la) {
   if (M == 0 || N == 0) return;
-  if (K > 0 && M == 1 && lb.rs == 1 && la.cs == 1) return gemv::sgemv_rows(c, 1, b, lb.cs, a, N, K);
+  const MatrixLayout lb_rows{K, N, 1, K};  // b's layout as few_rows_times_big_weight asks it (w^T)
+  if (K > 0 && M == 1 && b.rows_contiguous() && la.cs == 1) return b.rows_times(c, ldc, a, la.rs, 1);
   if (K > 0 && M > 1 && N > 1) {  // the float32 gemm's cases past its matrix-vector ones, in its order
-    if (few_rows_times_big_weight(M, N, K, la, lb)) return gemv::sgemv_rows_many(c, ldc, 1, b, lb.cs, a, la.rs, M, N, K);
+    if (b.rows_contiguous() && few_rows_times_big_weight(M, N, K, la, lb_rows)) return b.rows_times(c, ldc, a, la.rs, M);
     if (small_gemm::worth_it(M, N, K)) {
       const kernels::Isa isa = small_gemm::best_isa_for(N);  // the kernel the whole product would get
       thread_local std::vector<float> panels;
-      for_widened_bands(panels, b, lb, kWidenedBandBytes, 32, [&](int64_t j0, const float* w, const MatrixLayout& lw) {
+      for_widened_bands(panels, b, K, N, kWidenedBandBytes, 32, [&](int64_t j0, const float* w, const MatrixLayout& lw) {
         small_gemm::sgemm(c + j0, ldc, a, la.rs, la.cs, w, lw.rs, lw.cs, M, lw.cols, K, isa);
       });
       return;
     }
   }
   thread_local std::vector<float> widened_b;  // one band: all of b, up to kWidenedWholeBytes
-  for_widened_bands(widened_b, b, lb, kWidenedWholeBytes, 16, [&](int64_t j0, const float* w, const MatrixLayout& lw) {
+  for_widened_bands(widened_b, b, K, N, kWidenedWholeBytes, 16, [&](int64_t j0, const float* w, const MatrixLayout& lw) {
     gemm<float>(c + j0, ldc, a, w, M, lw.cols, K, la, lw);
   });
+}
+
+// c (M,N) = a (M,K) float32 @ b (K,N) bfloat16.
+void gemm(float* c, int64_t ldc, const float* a, const BFloat16* b, int64_t M, int64_t N, int64_t K,
+          const MatrixLayout& la, const MatrixLayout& lb) {
+  gemm_widened(c, ldc, a, Bf16Weight{b, lb}, M, N, K, la);
 }
 
 // Element offsets of each batch's a and b matrix, batches in row-major order, for operands whose
@@ -404,6 +450,13 @@ void batched_gemm(const Tensor& out, const Tensor& a, const Tensor& b, const Sha
     using T = typename decltype(tag)::type;
     batched_gemm_typed<T>(out, a, b, batch, M, N, K);
   });
+}
+
+void gemm_int8_weight(const Tensor& out, const Tensor& x, const Tensor& values, const Tensor& scales) {
+  get_num_threads();  // BLIS gets our thread count before its first call
+  const int64_t R = x.size(0), K = x.size(1), N = values.size(0);
+  const Int8Weight w{{values.data_ptr<int8_t>(), scales.data_ptr<float>(), K / std::max<int64_t>(scales.size(1), 1)}, K, N};
+  gemm_widened(out.data_ptr<float>(), N, x.data_ptr<float>(), w, R, N, K, MatrixLayout{R, K, K, 1});
 }
 
 std::optional<Tensor> fold_leading_dims(const Tensor& t) {

@@ -42,6 +42,11 @@ void batched_gemm(const Tensor& out, const Tensor& a, const Tensor& b, const Sha
 // out float32; a and b float32 or bfloat16, any strides.
 void batched_gemm_bf16(const Tensor& out, const Tensor& a, const Tensor& b, const Shape& batch, int64_t M,
                        int64_t N, int64_t K);
+// out (R, N) = x (R, K) @ w^T for an int8 weight w (N, K) with its scales (N, K / group)
+// (ops/quantize.cpp): the bits batched_gemm gives x times the dequantized weight's transpose, the
+// weight dequantized as it is read (gemm.cpp: gemm_widened). x and out contiguous float32.
+void gemm_int8_weight(const Tensor& out, const Tensor& x, const Tensor& values, const Tensor& scales);
+
 // One product written into a block of a larger matrix: out (M, N) = a (M, K) @ b (K, N), all
 // 2-D, out's rows contiguous (stride(1) == 1) at any row stride. The same kernel and the same sums
 // as batched_gemm (gemm_bf16_into: batched_gemm_bf16) on one matrix, without a result to copy.

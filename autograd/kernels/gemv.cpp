@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <vector>
 
 #include "autograd/runtime/parallel.h"
 #include "autograd/runtime/work_split.h"
@@ -24,6 +25,14 @@ namespace {
 constexpr int64_t kPrefetchAheadBytes = 2048;
 constexpr int64_t kCacheLine = 64;
 
+// The lanes added as a binary tree: lane j += lane j + w for w = kLanes/2, ..., 1.
+[[gnu::always_inline]] inline float tree_sum(float (&lanes)[kLanes]) {
+#pragma GCC unroll 8  // each step's width a constant: the compiler adds whole registers (the same order)
+  for (int width = kLanes / 2; width >= 1; width /= 2)
+    for (int j = 0; j < width; ++j) lanes[j] += lanes[j + width];
+  return lanes[0];
+}
+
 // out[r] = sum_k row[k] x_r[k] for the kVectors vectors x_r = x + r * ldx: for each vector, lanes
 // of sums along the row, then a tree over the lanes. The vectors share each load of the row.
 template <int kVectors, class W>
@@ -39,11 +48,31 @@ template <int kVectors, class W>
   }
   for (int r = 0; r < kVectors; ++r) {
     for (int j = 0; k + j < K; ++j) lanes[r][j] += widen(row[k + j]) * x[r * ldx + k + j];  // the last partial block
-#pragma GCC unroll 8  // each step's width a constant: the compiler adds whole registers (the same order)
-    for (int width = kLanes / 2; width >= 1; width /= 2)
-      for (int j = 0; j < width; ++j) lanes[r][j] += lanes[r][j + width];
-    out[r] = lanes[r][0];
+    out[r] = tree_sum(lanes[r]);
   }
+}
+
+// An int8 row with a scale for each `group` elements: element k is float(q[k]) * scale[k / group].
+// With whole blocks of kLanes in a group, one scale serves each block, and the block's elements are
+// dequantized, multiplied and added in row_dots's order (the bits of the dequantized float32 row).
+// Any other group: the row is dequantized into a buffer first, then read as a float32 row.
+template <int kVectors>
+[[gnu::always_inline]] inline void int8_row_dots(float* out, const int8_t* q, const float* scale, int64_t group,
+                                                 const float* x, int64_t ldx, int64_t K) {
+  if (group % kLanes != 0) {
+    thread_local std::vector<float> row;
+    row.resize(static_cast<size_t>(K));
+    for (int64_t k = 0; k < K; ++k) row[k] = static_cast<float>(q[k]) * scale[k / group];
+    return row_dots<kVectors>(out, row.data(), x, ldx, K);
+  }
+  float lanes[kVectors][kLanes] = {};
+  for (int64_t k = 0; k < K; k += kLanes) {  // K is a whole number of groups, so of blocks
+    __builtin_prefetch(q + k + kPrefetchAheadBytes, 0, 3);
+    const float s = scale[k / group];
+    for (int r = 0; r < kVectors; ++r)
+      for (int j = 0; j < kLanes; ++j) lanes[r][j] += static_cast<float>(q[k + j]) * s * x[r * ldx + k + j];
+  }
+  for (int r = 0; r < kVectors; ++r) out[r] = tree_sum(lanes[r]);
 }
 
 // y[r * ldy + i * incy] for rows i in [0, M) and vectors r in [0, R): each row of a is read from
@@ -62,6 +91,26 @@ template <class W>
       else if (n == 2) row_dots<2>(out, row, xr, ldx, K);
       else row_dots<1>(out, row, xr, ldx, K);
       for (int64_t q = 0; q < n; ++q) y[(r + q) * ldy + i * incy] = out[q];
+    }
+  }
+}
+
+// rows_body for an int8 matrix: row i's values and its scales.
+[[gnu::always_inline]] inline void int8_rows_body(float* y, int64_t ldy, int64_t incy, Int8Matrix a, const float* x,
+                                                  int64_t ldx, int64_t R, int64_t M, int64_t K) {
+  const int64_t groups = K / a.group;
+  for (int64_t i = 0; i < M; ++i) {
+    const int8_t* q = a.values + i * K;
+    const float* scale = a.scales + i * groups;
+    for (int64_t r = 0; r < R; r += 4) {
+      float out[4];
+      const float* xr = x + r * ldx;
+      const int64_t n = std::min<int64_t>(4, R - r);
+      if (n == 4) int8_row_dots<4>(out, q, scale, a.group, xr, ldx, K);
+      else if (n == 3) int8_row_dots<3>(out, q, scale, a.group, xr, ldx, K);
+      else if (n == 2) int8_row_dots<2>(out, q, scale, a.group, xr, ldx, K);
+      else int8_row_dots<1>(out, q, scale, a.group, xr, ldx, K);
+      for (int64_t v = 0; v < n; ++v) y[(r + v) * ldy + i * incy] = out[v];
     }
   }
 }
@@ -86,6 +135,15 @@ void sgemv_rows_many(float* y, int64_t ldy, int64_t incy, const float* a, int64_
 void sgemv_rows_many(float* y, int64_t ldy, int64_t incy, const BFloat16* a, int64_t lda, const float* x,
                      int64_t ldx, int64_t R, int64_t M, int64_t K, Isa isa) {
   rows_many(y, ldy, incy, a, lda, x, ldx, R, M, K, isa);
+}
+
+void sgemv_rows_many(float* y, int64_t ldy, int64_t incy, const Int8Matrix& a, const float* x, int64_t ldx, int64_t R,
+                     int64_t M, int64_t K, Isa isa) {
+  const int64_t groups = a.group > 0 ? K / a.group : 0;
+  parallel_for(0, M, work_split::grain_for(K + 4 * groups), [&](int64_t r0, int64_t r1) {
+    const Int8Matrix band{a.values + r0 * K, a.scales + r0 * groups, a.group};
+    kernels::run_on<int8_rows_body>(isa, y + r0 * incy, ldy, incy, band, x, ldx, R, r1 - r0, K);
+  });
 }
 
 void sgemv_rows(float* y, int64_t incy, const float* a, int64_t lda, const float* x, int64_t M, int64_t K, Isa isa) {

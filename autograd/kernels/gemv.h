@@ -1,6 +1,7 @@
 // autograd/kernels/gemv.h — a float32 matrix-vector product over a matrix whose rows are
 // contiguous: the one-token linear layer of generation with the KV cache. The matrix may be
-// bfloat16 (a checkpoint's 16-bit weight), widened exactly as it is read.
+// bfloat16 (a checkpoint's 16-bit weight), widened exactly as it is read, or int8 with a scale
+// per group of a row (a weight quantized at load time), dequantized as it is read.
 //
 //   y[i] = sum_k a[i, k] x[k]        a (M, K) with rows lda apart, x (K), y (M) incy apart
 //
@@ -67,5 +68,18 @@ void sgemv_rows_many(float* y, int64_t ldy, int64_t incy, const float* a, int64_
                      int64_t R, int64_t M, int64_t K, Isa isa = best_isa());
 void sgemv_rows_many(float* y, int64_t ldy, int64_t incy, const BFloat16* a, int64_t lda, const float* x,
                      int64_t ldx, int64_t R, int64_t M, int64_t K, Isa isa = best_isa());
+
+// An int8 matrix (M, K) with one float32 scale per `group` elements of a row (ops/quantize.cpp):
+// a[i, k] = values[i * K + k] * scales[i * (K / group) + k / group], group dividing K. Each element
+// is dequantized to float32 as it is read (that product, rounded once), then multiplied and summed
+// in the order above: the bits the dequantized float32 matrix gives, from 1 + 4 / group bytes an
+// element instead of 4.
+struct Int8Matrix {
+  const int8_t* values;  // (M, K), rows contiguous
+  const float* scales;   // (M, K / group)
+  int64_t group;
+};
+void sgemv_rows_many(float* y, int64_t ldy, int64_t incy, const Int8Matrix& a, const float* x, int64_t ldx, int64_t R,
+                     int64_t M, int64_t K, Isa isa = best_isa());
 
 }  // namespace tg::gemv

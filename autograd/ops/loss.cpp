@@ -142,6 +142,7 @@ const char* torch_type_name(ScalarType t) {
     case kInt64: return "Long";
     case kBool: return "Bool";
     case kBFloat16: return "BFloat16";
+    case kInt8: return "Char";
   }
   return "?";
 }

@@ -16,6 +16,7 @@
 #include "models/kv_cache.h"
 #include "nn/safetensors.h"
 #include "test_util.h"
+#include "models/decode_outputs.h"
 
 namespace tg {
 namespace {
@@ -45,44 +46,6 @@ void write_bf16_folder(const std::string& dir, bool tied) {
   std::ofstream(dir + "/config.json") << models::hf_llama_config_json(c, json::Value());
 }
 
-struct Outputs {
-  Tensor full;                  // a forward of the whole prompt (B=1, 300 positions)
-  std::vector<Tensor> decoded;  // then each next token's logits, one sequence, with the cache
-  std::vector<Tensor> batch;    // a batch of 3 sequences' prompts, then their next tokens' logits
-};
-
-Outputs run(models::CausalLM& model) {
-  NoGradGuard no_grad;
-  Outputs out;
-  std::vector<int64_t> prompt;
-  for (int64_t i = 0; i < 300; ++i) prompt.push_back((i * 37 + 11) % 1100);
-  const Tensor ids = from_vector(prompt, {1, 300});
-  out.full = model.forward(ids);
-  models::GPTCache cache;
-  Tensor logits = model.forward(ids.narrow(1, 0, 20), cache);
-  for (int step = 0; step < 4; ++step) {
-    const Tensor next = logits.select(1, logits.size(1) - 1).argmax(-1, true);  // (1,1)
-    logits = model.forward(next, cache);
-    out.decoded.push_back(logits);
-  }
-  models::GPTCache batch_cache;
-  Tensor batch = model.forward(from_vector(std::vector<int64_t>(prompt.begin(), prompt.begin() + 24), {3, 8}), batch_cache);
-  out.batch.push_back(batch);
-  for (int step = 0; step < 3; ++step) {
-    batch = model.forward(batch.select(1, batch.size(1) - 1).argmax(-1, true), batch_cache);
-    out.batch.push_back(batch);
-  }
-  return out;
-}
-
-void expect_same(const Outputs& a, const Outputs& b) {
-  EXPECT_TRUE(test::same_bytes(a.full, b.full));
-  ASSERT_EQ(a.decoded.size(), b.decoded.size());
-  for (size_t i = 0; i < a.decoded.size(); ++i) EXPECT_TRUE(test::same_bytes(a.decoded[i], b.decoded[i])) << "step " << i;
-  ASSERT_EQ(a.batch.size(), b.batch.size());
-  for (size_t i = 0; i < a.batch.size(); ++i) EXPECT_TRUE(test::same_bytes(a.batch[i], b.batch[i])) << "batch step " << i;
-}
-
 struct ThreadsGuard {
   int saved = get_num_threads();
   ~ThreadsGuard() { set_num_threads(saved); }
@@ -100,7 +63,7 @@ TEST(Bf16Checkpoint, LogitsAreTheFloat32PathsToTheBitAtAnyThreadCount) {
     for (const int n : {1, 2, 7}) {
       SCOPED_TRACE("threads " + std::to_string(n));
       set_num_threads(n);
-      expect_same(run(*kept.model), run(*wide.model));
+      test::expect_same(test::decode_outputs(*kept.model, 1100), test::decode_outputs(*wide.model, 1100));
     }
   }
 }
