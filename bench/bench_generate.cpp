@@ -11,6 +11,7 @@
 // Qwen folder's (models/hf/hf_llama.h), and the prompt is the corpus's first P bytes as ids (a
 // folder of random weights has no tokenizer to need). A BF16 folder's matrices stay bfloat16
 // (--dtype auto, models/hf/hf_folder.h), or are widened to float32 as before (--dtype float32).
+// --quantize int8 then makes every matrix int8 with a scale per 32 (nn/quantize.h), any model.
 //
 // The model: the config's shape (bench_gpt's table), the built-in corpus's characters as the
 // vocabulary (as bench_gpt's), initialised from --seed and not trained, in eval mode. The
@@ -37,6 +38,7 @@
 //
 // The line's fields:
 //   kernels               "fast", or "reference" under TG_FAST_KERNELS=0 (as bench_gpt's)
+//   quantize              "none" or "int8" (--quantize)
 //   tokens_per_s          N / seconds_total
 //   decode_tokens_per_s   (N - 1) / the steps after the first: the first step also runs the prompt
 //                         through the model (compute, not memory, bound), the others one token each
@@ -45,7 +47,8 @@
 //   seconds_total         the N steps
 //   peak_rss_mb           getrusage's ru_maxrss
 //   resident_mib          the resident memory after the run (runtime/memory.h: resident_mb)
-//   weights_mib           the parameters' bytes, in their dtypes (a tied weight once)
+//   weights_mib           the parameters' bytes, in their dtypes (a tied weight once), and an int8
+//                         weight's scales
 //   ids_hash              FNV-1a (64 bits) of the N new ids as little-endian int64, in hex
 //   first_ids, ids        the first 16 new ids, all N
 //   weight_bytes_per_token  the bytes of weights one new token reads: every parameter once, but
@@ -79,6 +82,7 @@
 #include "train/run_log.h"
 #include "tokenizers/tokenizer.h"
 #include "models/generation/generate.h"
+#include "nn/quantize.h"
 
 using namespace tg;
 
@@ -101,6 +105,7 @@ struct BenchOptions {
   int64_t seed = 1337;
   std::string init_from;  // a Hugging Face GPT-2 folder: its model and tokenizer instead of --config's
   std::string dtype = "auto";  // a Llama / Qwen folder's weights: the checkpoint's dtype, or float32
+  std::string quantize = "none";  // int8: nn/quantize.h
 };
 
 std::vector<Flag> bench_flags(BenchOptions& o) {
@@ -123,6 +128,9 @@ std::vector<Flag> bench_flags(BenchOptions& o) {
       text_flag("dtype", &o.dtype,
                 "a Llama / Qwen folder's weights: auto keeps a BF16 file's matrices bfloat16, float32 widens them",
                 {"auto", "float32"}),
+      text_flag("quantize", &o.quantize,
+                "int8: every matrix int8 with one scale per 32 weights of a row, made at load time (nn/quantize.h)",
+                {"none", "int8"}),
   };
 }
 
@@ -148,10 +156,22 @@ tg::json::Writer json_ids(const std::vector<int64_t>& ids, size_t n) {
   return out;
 }
 
+// The int8 weights' scales (nn/quantize.h), each tensor once: a tied pair's are one.
+NamedTensors weight_scales(const tg::nn::Module& model) {
+  NamedTensors out;
+  for (const auto& [name, t] : model.named_buffers()) {
+    bool seen = false;
+    for (const auto& [n, s] : out) seen = seen || s.raw_data() == t.raw_data();
+    if (name.ends_with("weight_scale") && !seen) out.emplace_back(name, t);
+  }
+  return out;
+}
+
 // The parameters' bytes in MiB, each tensor once: what the weights take, in their dtypes.
-double weights_mib(const NamedTensors& parameters) {
+double weights_mib(const NamedTensors& parameters, const NamedTensors& scales) {
   double bytes = 0;
   for (const auto& [name, p] : parameters) bytes += static_cast<double>(p.nbytes());
+  for (const auto& [name, s] : scales) bytes += static_cast<double>(s.nbytes());
   return bytes / (1024.0 * 1024.0);
 }
 
@@ -182,6 +202,7 @@ int run(const BenchOptions& b) {
     prompt.resize(static_cast<size_t>(b.prompt_tokens));
     model = std::move(models::load_hf_gpt2(b.init_from).model);
   }
+  if (b.quantize == "int8") tg::nn::quantize_int8_(*model);
   model->eval();
   const int64_t context = model->context_length();
   if (b.keep > context)
@@ -213,6 +234,11 @@ int run(const BenchOptions& b) {
     const bool one_row = name == "pos_emb.weight" || (tg::bench::is_token_table(name) && !tied);
     weight_bytes += one_row ? p.size(1) * static_cast<int64_t>(tg::element_size(p.dtype())) : static_cast<int64_t>(p.nbytes());
   }
+  const NamedTensors scales = weight_scales(*model);
+  for (const auto& [name, s] : scales) {  // an int8 weight's: read with it (one row's for a table's row)
+    const bool one_row = name == "pos_emb.weight_scale" || (tg::bench::is_token_table(name.substr(0, name.size() - 6)) && !tied);
+    weight_bytes += one_row ? s.size(1) * 4 : static_cast<int64_t>(s.nbytes());
+  }
   const double copy_gbps = tg::bench::stream_gbps(tg::bench::Stream::Copy);
   const double limit = copy_gbps * 1e9 / static_cast<double>(weight_bytes);
   const double tokens_per_s = static_cast<double>(b.new_tokens) / total;
@@ -224,7 +250,7 @@ int run(const BenchOptions& b) {
   tg::json::Writer line;
   line.field("bench", "tapegrad").field("kernels", train::kernels_mode())
       .field("config", b.init_from.empty() ? b.config : "init-from " + b.init_from)
-      .field("mode", b.mode).field("threads", threads)
+      .field("mode", b.mode).field("quantize", b.quantize).field("threads", threads)
       .field("prompt_tokens", prompt.size()).field("new_tokens", b.new_tokens)
       .field("context", context).field("keep", options.keep_when_full)
       .field("vocab_size", model->vocab_size()).field("params", model->num_parameters())
@@ -233,7 +259,7 @@ int run(const BenchOptions& b) {
       .field("ms_per_token_median", round_to(tg::bench::median(seconds) * 1e3, 3))
       .field("ms_per_token_max", round_to(*std::max_element(seconds.begin(), seconds.end()) * 1e3, 3))
       .field("seconds_total", round_to(total, 3)).field("peak_rss_mb", round_to(rss, 1))
-      .field("resident_mib", round_to(resident, 1)).field("weights_mib", round_to(weights_mib(parameters), 1))
+      .field("resident_mib", round_to(resident, 1)).field("weights_mib", round_to(weights_mib(parameters, scales), 1))
       .field("weight_bytes_per_token", weight_bytes).field("copy_gbps", round_to(copy_gbps, 2))
       .field("bandwidth_limit_tokens_per_s", round_to(limit, 1))
       .field("fraction_of_limit", round_to(tokens_per_s / limit, 3))

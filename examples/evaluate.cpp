@@ -3,13 +3,15 @@
 // acc (the most likely choice) and acc_norm (the most likely per character). With --task
 // instructions, the model answers the examples of an instruction or chat JSONL instead, scored
 // against their references by exact match and F1 (train/answer_scores.h), and by a judge model
-// with --judge DIR.
+// with --judge DIR. With --task perplexity, it scores a whole text: the model's loss on each of its
+// tokens, as perplexity and bits per byte.
 //
 //   ./build/examples/evaluate --ckpt gpt2 --task hellaswag --data hellaswag_val.jsonl
 //   ./build/examples/evaluate --ckpt Qwen3-0.6B --task mmlu --data high_school_physics_test.csv --shots 5
 //   ./build/examples/evaluate --ckpt gpt_run --task choices --data examples/data/choices_sample.jsonl --out items.jsonl
 //   ./build/examples/evaluate --ckpt runs/gpt2-instruct --task instructions --data examples/data/instructions.jsonl
 //   ./build/examples/evaluate --ckpt spam_run --task classify --data examples/data/messages.tsv --split test
+//   ./build/examples/evaluate --ckpt Qwen3-0.6B --task perplexity --data held_out.txt --quantize int8
 //
 // It reads any folder generate reads (train/run_folder.h: load_saved_model): a train_gpt run, a
 // Hugging Face GPT-2, Llama, Qwen2 or Qwen3 folder, float32 or 16-bit weights. The formats and
@@ -26,11 +28,13 @@
 // "judge_reply")}. With --task classify (a classifier's folder: train/run_folder.h's
 // load_saved_classifier) it prints the accuracy and the confusion matrix, and the last line is
 // {"task", "split", "items", "acc", "acc_stderr", "loss", "labels", "confusion"} (confusion[label][given]);
-// --out's lines {"index", "line", "label", "pred", "probabilities"}. On a terminal, a progress bar with the time left goes to stderr.
+// --out's lines {"index", "line", "label", "pred", "probabilities"}. With --task perplexity the last
+// line is {"task", "tokens", "bytes", "loss", "perplexity", "bits_per_byte", "tokens_per_s"}. On a terminal, a progress bar with the time left goes to stderr.
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <cstdio>
 #include <iostream>
@@ -41,6 +45,7 @@
 #include "io/atomic_file.h"
 #include "io/flags.h"
 #include "io/json.h"
+#include "nn/quantize.h"
 #include "autograd/runtime/parallel.h"
 #include "models/generation/chat_session.h"
 #include "tokenizers/chat_template.h"
@@ -67,6 +72,7 @@ struct EvaluateOptions {
   int64_t seed = 1234;
   int64_t threads = 0;
   std::string dtype = "auto";  // a Llama / Qwen folder's weights: the checkpoint's dtype, or float32
+  std::string quantize = "none";  // int8: nn/quantize.h
 };
 
 std::vector<Flag> evaluate_flags(EvaluateOptions& o) {
@@ -77,12 +83,12 @@ std::vector<Flag> evaluate_flags(EvaluateOptions& o) {
       text_flag("task", &o.task,
                 "the data's format and prompt; instructions: the model writes an answer to each example, scored "
                 "against the reference (exact match, F1)",
-                {"hellaswag", "arc", "mmlu", "choices", "instructions", "classify"}),
+                {"hellaswag", "arc", "mmlu", "choices", "instructions", "classify", "perplexity"}),
       text_flag("data", &o.data,
                 "hellaswag: hellaswag_val.jsonl; arc: ARC's jsonl; mmlu: a subject's CSV (subject_test.csv); "
                 "choices: JSONL of {\"context\", \"choices\", \"label\"}; instructions: the JSONL train_gpt "
                 "fine-tunes on ({\"instruction\", \"input\", \"output\"}, or {\"messages\": [...]}); classify: "
-                "labelled texts (CSV, TSV or JSONL, as train_gpt --task classify reads them)"),
+                "labelled texts (CSV, TSV or JSONL, as train_gpt --task classify reads them); perplexity: any text file"),
       text_flag("columns", &o.columns,
                 "classify, a file without a header row: its columns in order, e.g. label,text (a train_gpt run's "
                 "own when not given)"),
@@ -94,7 +100,7 @@ std::vector<Flag> evaluate_flags(EvaluateOptions& o) {
       text_flag("judge", &o.judge,
                 "instructions: a model folder (a Qwen3 or Llama instruct model) that scores each answer from 0 to "
                 "100 with the prompt of LLMs from scratch's chapter 7; its mean is judge_score"),
-      int_flag("limit", &o.limit, "score the first N items (0 = all)", 0, 1e12),
+      int_flag("limit", &o.limit, "score the first N items (0 = all); perplexity: the text's first N tokens", 0, 1e12),
       int_flag("shots", &o.shots, "solved examples before each item, drawn from the same file (never the item)", 0,
                1000),
       seed_flag(&o.seed, "seed of the --shots draw"),
@@ -105,6 +111,9 @@ std::vector<Flag> evaluate_flags(EvaluateOptions& o) {
       text_flag("dtype", &o.dtype,
                 "a Llama / Qwen folder's weights: auto keeps a BF16 file's matrices bfloat16 (half the memory, "
                 "the same log-likelihoods), float32 widens them", {"auto", "float32"}),
+      text_flag("quantize", &o.quantize,
+                "int8: every matrix int8 with one scale per 32 weights of a row, made at load time (nn/quantize.h); "
+                "the judge's too", {"none", "int8"}),
   };
 }
 
@@ -149,12 +158,14 @@ int run_instructions(const EvaluateOptions& o) {
   const std::string text = train::read_input(o.data, "--data");
   const std::string format = train::example_format(text);
   models::SavedModel loaded = models::load_saved_model(o.ckpt, models::weights_dtype_from_flag(o.dtype));
+  if (o.quantize == "int8") nn::quantize_int8_(*loaded.model);
   const tokenizers::Tokenizer& tokenizer = loaded.the_tokenizer(o.ckpt);
   const train::AnswerExamples read = train::read_answer_examples(format, text, o.data, tokenizer);
   std::optional<models::SavedModel> judge;
   std::optional<models::ChatSession> session;
   if (!o.judge.empty()) {
     judge = models::load_saved_model(o.judge, models::weights_dtype_from_flag(o.dtype));
+    if (o.quantize == "int8") nn::quantize_int8_(*judge->model);
     const tokenizers::Tokenizer& judge_tokenizer = judge->the_tokenizer(o.judge);
     tokenizers::ChatSetup setup = tokenizers::chat_setup(judge_tokenizer, "", "--judge " + o.judge);
     setup.options.enable_thinking = false;  // the number alone
@@ -233,6 +244,7 @@ int run_classify(const EvaluateOptions& o, const std::vector<std::string>& given
     if (was_given(given, flag)) throw UsageError(std::string("--") + flag + " does not go with --task classify");
   const std::string text = train::read_input(o.data, "--data");
   models::SavedClassifier loaded = models::load_saved_classifier(o.ckpt, models::weights_dtype_from_flag(o.dtype));
+  if (o.quantize == "int8") nn::quantize_int8_(*loaded.model);
   if (!loaded.tokenizer) throw UsageError("--task classify: " + o.ckpt + " has no tokenizer.json to read the texts with");
   const bool run = std::filesystem::exists(std::filesystem::path(o.ckpt) / "optimizer.safetensors");
   const std::optional<train::TrainOptions> saved = run ? std::optional(train::saved_options(o.ckpt)) : std::nullopt;
@@ -308,10 +320,48 @@ int run_classify(const EvaluateOptions& o, const std::vector<std::string>& given
   return 0;
 }
 
+// --task perplexity: the model's loss on every token of a text but the first (train/evaluate.h:
+// evaluate_text, in windows of the model's context, at most 1,024 positions, one after another):
+//   loss = the mean of -log p(token | the tokens before it in its window), in nats
+//   perplexity = exp(loss)        bits_per_byte = the summed loss / ln 2 / the text's bytes
+// Bits per byte compare models with different tokenizers; perplexity only models that share one.
+int run_perplexity(const EvaluateOptions& o) {
+  const std::string text = train::read_input(o.data, "--data");
+  models::SavedModel loaded = models::load_saved_model(o.ckpt, models::weights_dtype_from_flag(o.dtype));
+  if (o.quantize == "int8") nn::quantize_int8_(*loaded.model);
+  const tokenizers::Tokenizer& tokenizer = loaded.the_tokenizer(o.ckpt);
+  std::vector<int64_t> ids;
+  try {
+    ids = tokenizer.encode(text);
+  } catch (const Error& e) {  // a character a character-level run's vocabulary lacks
+    throw Error("--data " + o.data + ": " + e.what());
+  }
+  if (o.limit > 0 && std::ssize(ids) > o.limit) ids.resize(static_cast<size_t>(o.limit));
+  if (ids.size() < 2)
+    throw UsageError("--data " + o.data + ": " + std::to_string(ids.size()) +
+                     " token(s); perplexity needs at least 2 (each token is predicted from those before it)");
+  const int64_t window = std::min<int64_t>(1024, loaded.model->context_length());
+  const double start = now_s();
+  const train::TextEval e = [&] {
+    const Activity scoring("scoring " + o.data);
+    return train::evaluate_text(*loaded.model, tokenizer, ids, 1, window);
+  }();
+  const double elapsed = now_s() - start;
+  if (!std::isfinite(e.loss))  // JSON has no inf or nan
+    throw Error("--task perplexity: the loss on " + o.data + " is " + nn::python_float(e.loss) + ": " + o.ckpt +
+                "'s outputs overflow on this text");
+  json::Writer summary;
+  summary.field("task", o.task).field("tokens", e.tokens).field("bytes", e.bytes).field("loss", e.loss);
+  summary.field("perplexity", e.perplexity).field("bits_per_byte", e.bpb);
+  summary.field("tokens_per_s", json::round_to(elapsed > 0 ? static_cast<double>(e.tokens) / elapsed : 0.0, 1));
+  std::cout << summary.str() << std::endl;
+  return 0;
+}
+
 int run(const EvaluateOptions& o, const std::vector<std::string>& given) {
   require_names(given, {{"ckpt", o.ckpt}, {"data", o.data}, {"out", o.out}, {"judge", o.judge}});
   if (o.ckpt.empty()) throw UsageError("--ckpt: give the model's folder");
-  if (o.task.empty()) throw UsageError("--task: give hellaswag, arc, mmlu, choices, instructions or classify");
+  if (o.task.empty()) throw UsageError("--task: give hellaswag, arc, mmlu, choices, instructions, classify or perplexity");
   if (o.task != "classify")
     for (const char* flag : {"columns", "split"})
       if (was_given(given, flag)) throw UsageError(std::string("--") + flag + " goes with --task classify");
@@ -324,9 +374,15 @@ int run(const EvaluateOptions& o, const std::vector<std::string>& given) {
   if (o.threads > 0) set_num_threads(static_cast<int>(o.threads));
   if (o.task == "instructions") return run_instructions(o);
   if (o.task == "classify") return run_classify(o, given);
+  if (o.task == "perplexity") {
+    for (const char* flag : {"shots", "out"})
+      if (was_given(given, flag)) throw UsageError(std::string("--") + flag + " does not go with --task perplexity");
+    return run_perplexity(o);
+  }
   const train::TaskFormat format = train::task_format_from_name(o.task);
   const std::vector<train::ChoiceItem> items = train::read_task(format, o.data);  // bad data: before the model loads
   models::SavedModel loaded = models::load_saved_model(o.ckpt, models::weights_dtype_from_flag(o.dtype));
+  if (o.quantize == "int8") nn::quantize_int8_(*loaded.model);
   const tokenizers::Tokenizer& tokenizer = loaded.the_tokenizer(o.ckpt);
   const int64_t total = o.limit > 0 ? std::min<int64_t>(o.limit, static_cast<int64_t>(items.size()))
                                     : static_cast<int64_t>(items.size());

@@ -93,6 +93,30 @@ TEST(GenerateProgram, ALlamaOrQwenFolderWritesTheTwinsGreedyIdsAndLogits) {
       << text.output;
 }
 
+// --quantize int8 (nn/quantize.h): the same folder writes from int8 weights; the prompt's logits
+// move from the float32 path's, by less than 5% of the largest (the weights move by at most half a
+// group's step); --quantize takes none or int8.
+TEST(GenerateProgram, QuantizedToInt8TheLogitsMoveLittle) {
+  if (example_program("generate").empty()) GTEST_SKIP() << "the examples are not built";
+  const std::string folder = std::string(TG_REFERENCE_DIR) + "/hf_llama/qwen3/bf16";
+  TempFolder dir;
+  Tensor logits[2];
+  for (int q = 0; q < 2; ++q) {
+    const std::string path = dir.file("logits" + std::to_string(q) + ".safetensors");
+    const ProgramRun r = run_program(example_program("generate"),
+                                     {"--ckpt", folder, "--prompt-ids", "3,1,4,1,5,9,2,6", "--tokens", "4",
+                                      "--temperature", "0", "--quantize", q ? "int8" : "none", "--logits-out", path});
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    logits[q] = load_safetensors(path)[0].second;
+  }
+  EXPECT_FALSE(test::same_bytes(logits[1], logits[0]));
+  const double spread = logits[0].abs().max().item<double>(), moved = (logits[1] - logits[0]).abs().max().item<double>();
+  EXPECT_LT(moved, 0.05 * spread) << moved << " of " << spread;
+  const ProgramRun bad = run_program(example_program("generate"), {"--ckpt", folder, "--prompt-ids", "1", "--quantize", "int4"});
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_TRUE(has_part(bad.output, "--quantize")) << bad.output;
+}
+
 TEST(GenerateProgram, BadPromptIdsAreOneLineUsageErrors) {
   if (example_program("generate").empty()) GTEST_SKIP() << "the examples are not built";
   TempFolder dir;
