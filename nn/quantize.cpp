@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "autograd/ops.h"
+#include "autograd/runtime/memory.h"
 #include "nn/layers.h"
 #include "nn/safetensors.h"
 
@@ -58,6 +59,9 @@ int64_t quantize_int8_(Module& model, int64_t group_size) {
     }
     use_scales(l.layer, scales);
   }
+  // The float weights let go sit in the allocator's cache of freed buffers (autograd/runtime/
+  // memory.h), which no tensor of their sizes will ask for again: give them back to the system.
+  empty_cache();
   return static_cast<int64_t>(scales_of.size());
 }
 

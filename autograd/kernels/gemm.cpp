@@ -311,7 +311,8 @@ struct Int8Weight {
       for (int64_t i = first; i < last; ++i) {
         const int8_t* q = w.values + (j0 + i) * K;
         const float* scale = w.scales + (j0 + i) * groups;
-        for (int64_t k = 0; k < K; ++k) to[i * K + k] = static_cast<float>(q[k]) * scale[k / w.group];
+        for (int64_t g = 0; g < groups; ++g)  // each group's elements times its scale
+          for (int64_t k = g * w.group; k < (g + 1) * w.group; ++k) to[i * K + k] = static_cast<float>(q[k]) * scale[g];
       }
     });
     return MatrixLayout{K, n, 1, K};

@@ -9,6 +9,10 @@
 #include "autograd/runtime/parallel.h"
 #include "autograd/runtime/work_split.h"
 
+#if TG_X86_KERNELS  // the int8 rows' AVX2 and AVX-512 blocks (isa.h)
+#include <immintrin.h>
+#endif
+
 namespace tg::gemv {
 
 namespace {
@@ -52,11 +56,68 @@ template <int kVectors, class W>
   }
 }
 
+#if TG_X86_KERNELS
+// The whole blocks of int8_row_dots below in AVX2 (8 floats a register) and AVX-512 (16): the
+// same dequantize (one product of the element and its scale), multiply and add, lane by lane, so
+// the same bits. Why they exist: compilers vectorise the plain loop's int8 -> float32 widening in
+// two steps (int8 -> int16 -> int32) on 8-float registers, and a token's int8 rows then take as long
+// as bfloat16's twice the bytes; one widening instruction a register reads them at memory's rate.
+// Each is called once a row (not inlined: a copy compiled for its set, called from the row loop).
+template <int kVectors>
+[[gnu::target("avx2,fma")]] void int8_blocks_avx2(float (&lanes)[kVectors][kLanes], const int8_t* q,
+                                                  const float* scale, int64_t group, const float* x, int64_t ldx,
+                                                  int64_t K) {
+  __m256 acc[kVectors][4];
+  for (int r = 0; r < kVectors; ++r)
+    for (int v = 0; v < 4; ++v) acc[r][v] = _mm256_loadu_ps(lanes[r] + 8 * v);
+  for (int64_t k = 0, g = 0; k < K; ++g) {
+    const __m256 s = _mm256_set1_ps(scale[g]);
+    for (const int64_t group_end = k + group; k < group_end; k += kLanes) {
+      __builtin_prefetch(q + k + kPrefetchAheadBytes, 0, 3);
+      for (int v = 0; v < 4; ++v) {
+        const __m128i eight = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(q + k + 8 * v));
+        const __m256 w = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(eight)), s);
+        for (int r = 0; r < kVectors; ++r)
+          acc[r][v] = _mm256_add_ps(acc[r][v], _mm256_mul_ps(w, _mm256_loadu_ps(x + r * ldx + k + 8 * v)));
+      }
+    }
+  }
+  for (int r = 0; r < kVectors; ++r)
+    for (int v = 0; v < 4; ++v) _mm256_storeu_ps(lanes[r] + 8 * v, acc[r][v]);
+}
+
+template <int kVectors>
+[[gnu::target("avx512f,avx512dq,avx512cd,avx512bw,avx512vl,avx2,fma")]] void int8_blocks_avx512(
+    float (&lanes)[kVectors][kLanes], const int8_t* q, const float* scale, int64_t group, const float* x, int64_t ldx,
+    int64_t K) {
+  __m512 acc[kVectors][2];
+  for (int r = 0; r < kVectors; ++r)
+    for (int v = 0; v < 2; ++v) acc[r][v] = _mm512_loadu_ps(lanes[r] + 16 * v);
+  for (int64_t k = 0, g = 0; k < K; ++g) {
+    const __m512 s = _mm512_set1_ps(scale[g]);
+    for (const int64_t group_end = k + group; k < group_end; k += kLanes) {
+      __builtin_prefetch(q + k + kPrefetchAheadBytes, 0, 3);
+      for (int v = 0; v < 2; ++v) {
+        const __m128i sixteen = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q + k + 16 * v));
+        // (the zero-masked forms: GCC 12 warns that the unmasked ones read an undefined register)
+        const __m512i widened = _mm512_maskz_cvtepi8_epi32(__mmask16(0xFFFF), sixteen);
+        const __m512 w = _mm512_mul_ps(_mm512_maskz_cvtepi32_ps(__mmask16(0xFFFF), widened), s);
+        for (int r = 0; r < kVectors; ++r)
+          acc[r][v] = _mm512_add_ps(acc[r][v], _mm512_mul_ps(w, _mm512_loadu_ps(x + r * ldx + k + 16 * v)));
+      }
+    }
+  }
+  for (int r = 0; r < kVectors; ++r)
+    for (int v = 0; v < 2; ++v) _mm512_storeu_ps(lanes[r] + 16 * v, acc[r][v]);
+}
+#endif
+
 // An int8 row with a scale for each `group` elements: element k is float(q[k]) * scale[k / group].
 // With whole blocks of kLanes in a group, one scale serves each block, and the block's elements are
-// dequantized, multiplied and added in row_dots's order (the bits of the dequantized float32 row).
-// Any other group: the row is dequantized into a buffer first, then read as a float32 row.
-template <int kVectors>
+// dequantized, multiplied and added in row_dots's order (the bits of the dequantized float32 row):
+// the plain loop, or its AVX2 or AVX-512 copy above. Any other group: the row is dequantized into a
+// buffer first, then read as a float32 row.
+template <int kVectors, Isa kBlocks>
 [[gnu::always_inline]] inline void int8_row_dots(float* out, const int8_t* q, const float* scale, int64_t group,
                                                  const float* x, int64_t ldx, int64_t K) {
   if (group % kLanes != 0) {
@@ -66,11 +127,19 @@ template <int kVectors>
     return row_dots<kVectors>(out, row.data(), x, ldx, K);
   }
   float lanes[kVectors][kLanes] = {};
-  for (int64_t k = 0; k < K; k += kLanes) {  // K is a whole number of groups, so of blocks
-    __builtin_prefetch(q + k + kPrefetchAheadBytes, 0, 3);
-    const float s = scale[k / group];
-    for (int r = 0; r < kVectors; ++r)
-      for (int j = 0; j < kLanes; ++j) lanes[r][j] += static_cast<float>(q[k + j]) * s * x[r * ldx + k + j];
+#if TG_X86_KERNELS
+  if constexpr (kBlocks == Isa::kAvx512) int8_blocks_avx512<kVectors>(lanes, q, scale, group, x, ldx, K);
+  if constexpr (kBlocks == Isa::kAvx2) int8_blocks_avx2<kVectors>(lanes, q, scale, group, x, ldx, K);
+#endif
+  if constexpr (kBlocks == Isa::kPortable) {
+    for (int64_t k = 0, g = 0; k < K; ++g) {  // K is a whole number of groups, so of blocks
+      const float s = scale[g];
+      for (const int64_t group_end = k + group; k < group_end; k += kLanes) {
+        __builtin_prefetch(q + k + kPrefetchAheadBytes, 0, 3);
+        for (int r = 0; r < kVectors; ++r)
+          for (int j = 0; j < kLanes; ++j) lanes[r][j] += static_cast<float>(q[k + j]) * s * x[r * ldx + k + j];
+      }
+    }
   }
   for (int r = 0; r < kVectors; ++r) out[r] = tree_sum(lanes[r]);
 }
@@ -96,6 +165,7 @@ template <class W>
 }
 
 // rows_body for an int8 matrix: row i's values and its scales.
+template <Isa kBlocks>
 [[gnu::always_inline]] inline void int8_rows_body(float* y, int64_t ldy, int64_t incy, Int8Matrix a, const float* x,
                                                   int64_t ldx, int64_t R, int64_t M, int64_t K) {
   const int64_t groups = K / a.group;
@@ -106,10 +176,10 @@ template <class W>
       float out[4];
       const float* xr = x + r * ldx;
       const int64_t n = std::min<int64_t>(4, R - r);
-      if (n == 4) int8_row_dots<4>(out, q, scale, a.group, xr, ldx, K);
-      else if (n == 3) int8_row_dots<3>(out, q, scale, a.group, xr, ldx, K);
-      else if (n == 2) int8_row_dots<2>(out, q, scale, a.group, xr, ldx, K);
-      else int8_row_dots<1>(out, q, scale, a.group, xr, ldx, K);
+      if (n == 4) int8_row_dots<4, kBlocks>(out, q, scale, a.group, xr, ldx, K);
+      else if (n == 3) int8_row_dots<3, kBlocks>(out, q, scale, a.group, xr, ldx, K);
+      else if (n == 2) int8_row_dots<2, kBlocks>(out, q, scale, a.group, xr, ldx, K);
+      else int8_row_dots<1, kBlocks>(out, q, scale, a.group, xr, ldx, K);
       for (int64_t v = 0; v < n; ++v) y[(r + v) * ldy + i * incy] = out[v];
     }
   }
@@ -142,7 +212,14 @@ void sgemv_rows_many(float* y, int64_t ldy, int64_t incy, const Int8Matrix& a, c
   const int64_t groups = a.group > 0 ? K / a.group : 0;
   parallel_for(0, M, work_split::grain_for(K + 4 * groups), [&](int64_t r0, int64_t r1) {
     const Int8Matrix band{a.values + r0 * K, a.scales + r0 * groups, a.group};
-    kernels::run_on<int8_rows_body>(isa, y + r0 * incy, ldy, incy, band, x, ldx, R, r1 - r0, K);
+    float* const y_band = y + r0 * incy;
+#if TG_X86_KERNELS  // the blocks in intrinsics: AVX-512's in the AVX-512 copy, AVX2's in the AVX2 one
+    if (isa == Isa::kAvx512)
+      return kernels::run_on_avx512<int8_rows_body<Isa::kAvx512>>(y_band, ldy, incy, band, x, ldx, R, r1 - r0, K);
+    if (isa == Isa::kAvx2)
+      return kernels::run_on_avx2<int8_rows_body<Isa::kAvx2>>(y_band, ldy, incy, band, x, ldx, R, r1 - r0, K);
+#endif
+    kernels::run_on_portable<int8_rows_body<Isa::kPortable>>(y_band, ldy, incy, band, x, ldx, R, r1 - r0, K);
   });
 }
 

@@ -77,30 +77,37 @@ QuantizedInt8 quantize_int8(const Tensor& weight, int64_t group_size) {
                 std::string(dtype_name(weight.dtype())) + " of shape " + shape_str(weight.sizes()));
   const int64_t rows = weight.size(0), cols = weight.size(1);
   const int64_t group = int8_group_size(cols, group_size), groups = cols / group;
-  const Tensor w = weight.detach().to(kFloat32).contiguous();  // a bfloat16 weight widened (exact)
-  const float* pw = w.data_ptr<float>();
-  // first, so that nothing is half made: a weight that is not finite has no scale
-  for (int64_t i = 0; i < rows * cols; ++i)
-    if (!std::isfinite(pw[i]))
-      throw Error("quantize_int8: the weight has a non-finite value (" + number_str(pw[i]) + ") at [" +
-                  std::to_string(i / cols) + ", " + std::to_string(i % cols) + "]");
+  const Tensor w = weight.detach().contiguous();
   QuantizedInt8 out{make_empty({rows, cols}, kInt8), make_empty({rows, groups}, kFloat32)};
-  int8_t* q = out.values.data_ptr<int8_t>();
-  float* d = out.scales.data_ptr<float>();
-  parallel_for(0, rows, work_split::grain_for(cols * int64_t{sizeof(float)}), [&](int64_t first, int64_t last) {
-    for (int64_t r = first; r < last; ++r) {
-      for (int64_t g = 0; g < groups; ++g) {
-        const float* x = pw + r * cols + g * group;
-        float largest = 0;
-        for (int64_t k = 0; k < group; ++k) largest = std::max(largest, std::abs(x[k]));
-        const float scale = largest / 127.0f;
-        d[r * groups + g] = scale;
-        int8_t* qg = q + r * cols + g * group;
-        for (int64_t k = 0; k < group; ++k)
-          qg[k] = scale == 0 ? int8_t{0} : static_cast<int8_t>(std::clamp(std::round(x[k] / scale), -127.0f, 127.0f));
+  // each element read as float32: a bfloat16 one widened as it is read (exact), with no float32 copy
+  auto quantize = [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* pw = w.data_ptr<T>();
+    // first, so that nothing is half made: a weight that is not finite has no scale
+    for (int64_t i = 0; i < rows * cols; ++i)
+      if (!std::isfinite(static_cast<float>(pw[i])))
+        throw Error("quantize_int8: the weight has a non-finite value (" + number_str(static_cast<float>(pw[i])) +
+                    ") at [" + std::to_string(i / cols) + ", " + std::to_string(i % cols) + "]");
+    int8_t* q = out.values.data_ptr<int8_t>();
+    float* d = out.scales.data_ptr<float>();
+    parallel_for(0, rows, work_split::grain_for(cols * int64_t{sizeof(float)}), [&](int64_t first, int64_t last) {
+      for (int64_t r = first; r < last; ++r) {
+        for (int64_t g = 0; g < groups; ++g) {
+          const T* x = pw + r * cols + g * group;
+          float largest = 0;
+          for (int64_t k = 0; k < group; ++k) largest = std::max(largest, std::abs(static_cast<float>(x[k])));
+          const float scale = largest / 127.0f;
+          d[r * groups + g] = scale;
+          int8_t* qg = q + r * cols + g * group;
+          for (int64_t k = 0; k < group; ++k)
+            qg[k] = scale == 0 ? int8_t{0}
+                               : static_cast<int8_t>(std::clamp(std::round(static_cast<float>(x[k]) / scale), -127.0f, 127.0f));
+        }
       }
-    }
-  });
+    });
+  };
+  if (w.dtype() == kBFloat16) quantize(TypeTag<BFloat16>{});
+  else quantize(TypeTag<float>{});
   return out;
 }
 
@@ -112,7 +119,8 @@ Tensor dequantize_int8(const Tensor& values, const Tensor& scales) {
   const float* d = scales.data_ptr<float>();
   float* w = out.data_ptr<float>();
   for (int64_t r = 0; r < rows; ++r)
-    for (int64_t k = 0; k < cols; ++k) w[r * cols + k] = static_cast<float>(q[r * cols + k]) * d[r * groups + k / group];
+    for (int64_t g = 0; g < groups; ++g)  // ŵ = q * d, d the group's scale
+      for (int64_t k = g * group; k < (g + 1) * group; ++k) w[r * cols + k] = static_cast<float>(q[r * cols + k]) * d[r * groups + g];
   return out;
 }
 
@@ -163,7 +171,9 @@ Tensor embedding_int8(const Tensor& values, const Tensor& scales, const Tensor& 
   const float* d = scales.data_ptr<float>();
   float* o = out.data_ptr<float>();
   for (int64_t n = 0; n < idx.numel(); ++n)  // out[n, :] = Ŵ[idx[n], :]
-    for (int64_t k = 0; k < C; ++k) o[n * C + k] = static_cast<float>(q[p[n] * C + k]) * d[p[n] * groups + k / group];
+    for (int64_t g = 0; g < groups; ++g)
+      for (int64_t k = g * group; k < (g + 1) * group; ++k)
+        o[n * C + k] = static_cast<float>(q[p[n] * C + k]) * d[p[n] * groups + g];
   return out;
 }
 
