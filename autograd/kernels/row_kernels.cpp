@@ -158,6 +158,45 @@ void add_blocks(float* out, const std::vector<double>& blocks, int64_t C) {
   }
 }
 
+// RoPE's blocks p0..p1 of (T, hs), block p = b * H + h: each row's two halves turn together.
+// kBackward: the backward's formula (rope.cpp: rope_backward_reference), else the forward's.
+template <bool kBackward>
+[[gnu::always_inline]] inline void rope_blocks(float* out, const float* x, const float* cos, const float* sin,
+                                               RopeShape s, int64_t p0, int64_t p1) {
+  const int64_t half = s.hs / 2;
+  for (int64_t p = p0; p < p1; ++p) {
+    const float* xp = x + (p / s.H) * s.stride_b + (p % s.H) * s.stride_h;  // block p of x
+    float* op = out + p * s.T * s.hs;                                        // block p of out
+    for (int64_t t = 0; t < s.T; ++t) {
+      const float* xr = xp + t * s.stride_t;  // x1 = xr[:half], x2 = xr[half:]
+      float* o = op + t * s.hs;
+      const float* c = cos + t * s.hs;
+      const float* sn = sin + t * s.hs;
+      for (int64_t i = 0; i < half; ++i) {
+        const float x1 = xr[i], x2 = xr[i + half];
+        if constexpr (kBackward) {  // dx1 = g1 c1 + g2 s2,  dx2 = g2 c2 - g1 s1
+          const float from_first = x1 * c[i], from_second = x2 * sn[i + half];
+          const float back_second = x2 * c[i + half], back_first = -x1 * sn[i];
+          o[i] = from_first + from_second;
+          o[i + half] = back_second + back_first;
+        } else {  // y1 = x1 c1 - x2 s1,  y2 = x2 c2 + x1 s2
+          const float first = x1 * c[i], first_turned = -x2 * sn[i];
+          const float second = x2 * c[i + half], second_turned = x1 * sn[i + half];
+          o[i] = first + first_turned;
+          o[i + half] = second + second_turned;
+        }
+      }
+    }
+  }
+}
+
+template <bool kBackward>
+void rope(float* out, const float* x, const float* cos, const float* sin, const RopeShape& s, Isa isa) {
+  parallel_for(0, s.B * s.H, row_grain(s.T * s.hs), [&](int64_t p0, int64_t p1) {
+    kernels::run_on<rope_blocks<kBackward>>(isa, out, x, cos, sin, s, p0, p1);
+  });
+}
+
 }  // namespace
 
 void layer_norm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight, const float* bias,
@@ -221,6 +260,14 @@ void column_sums(float* out, const float* inp, int64_t R, int64_t C, Isa isa) {
     kernels::run_on<column_sum_blocks>(isa, sums.data(), inp, k0, k1, R, C);
   });
   add_blocks(out, sums, C);
+}
+
+void rope_forward(float* out, const float* x, const float* cos, const float* sin, const RopeShape& shape, Isa isa) {
+  rope<false>(out, x, cos, sin, shape, isa);
+}
+
+void rope_backward(float* out, const float* dy, const float* cos, const float* sin, const RopeShape& shape, Isa isa) {
+  rope<true>(out, dy, cos, sin, shape, isa);
 }
 
 }  // namespace tg::row_kernels

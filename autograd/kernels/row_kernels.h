@@ -1,9 +1,11 @@
 // autograd/kernels/row_kernels.h — float32 loops over the rows of an (R,C) matrix: layer_norm's
 // and rms_norm's forward and backward (autograd/ops/layer_norm.cpp, rms_norm.cpp) and the column
-// sums that give a bias its gradient (sum_to, autograd/ops/reduce.cpp). Their plain references,
+// sums that give a bias its gradient (sum_to, autograd/ops/reduce.cpp), and RoPE's rotation of
+// each head's rows (autograd/ops/rope.cpp). Their plain references,
 // the test oracles and what runs when the fast kernels are off, are the double-precision loops
 // of those op files (nn_loops::layer_norm_forward_reference, rms_norm_forward_reference, their
-// _backward_reference) and sum over one dim.
+// _backward_reference), sum over one dim, and rope.cpp's rope_forward_reference and
+// rope_backward_reference.
 //
 // Buffers are contiguous; outputs first, then inputs, then sizes; gradients prefixed d.
 //   layer_norm  as nn_loops.h: mean, rstd (R) per row; dweight, dbias (C) summed over rows
@@ -60,5 +62,21 @@ void rms_norm_backward(float* dinp, float* dweight, const float* dout, const flo
 
 // out (C) = sum over the R rows of inp (R,C).
 void column_sums(float* out, const float* inp, int64_t R, int64_t C, Isa isa = best_isa());
+
+// RoPE on x seen as (B, H, T, hs): the last dim contiguous, the other three at any strides, so a
+// head's queries are read straight from the projection's (B, T, H, hs) output, transposed by its
+// strides, with no copy first. out (B, H, T, hs) contiguous; cos and sin (T, hs) contiguous.
+//   rope_forward   out = x * cos + rotate_half(x) * sin
+//   rope_backward  out = dx from x = dy: dy * cos + rotate_half^T(dy * sin)
+// Each element is rope.cpp's reference formula, in its order (two products, then their sum), so
+// the same bits; (B * H) blocks of (T, hs) split over the threads.
+struct RopeShape {
+  int64_t B, H, T, hs;
+  int64_t stride_b, stride_h, stride_t;  // x's, in elements
+};
+void rope_forward(float* out, const float* x, const float* cos, const float* sin, const RopeShape& shape,
+                  Isa isa = best_isa());
+void rope_backward(float* out, const float* dy, const float* cos, const float* sin, const RopeShape& shape,
+                   Isa isa = best_isa());
 
 }  // namespace tg::row_kernels

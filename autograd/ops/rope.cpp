@@ -12,8 +12,14 @@
 // cos and sin are constants (tables of the positions): they get no gradient, and one that
 // requires grad is refused rather than silently left without one.
 // Saved for backward: cos and sin.
+// With the fast kernels on, float32 x is read through its strides (kernels/row_kernels.h:
+// rope_forward), so a head's queries or keys, a transposed view of the projection's output, are
+// turned without a copy first; the same formula per element, so the same bits.
+#include <optional>
 #include <string>
 
+#include "autograd/fast_kernels.h"
+#include "autograd/kernels/row_kernels.h"
 #include "autograd/loops.h"
 #include "autograd/ops.h"
 #include "autograd/ops/nn_loops.h"
@@ -107,24 +113,49 @@ void check_rope(const Tensor& x, const Tensor& cos, const Tensor& sin) {
   }
 }
 
+// t as (B, H, T, hs) for the row kernels: at most 4 dims (fewer get leading dims of size 1), the
+// last one contiguous; else nullopt.
+std::optional<row_kernels::RopeShape> rope_shape(const Tensor& t) {
+  if (t.dim() > 4 || t.stride(-1) != 1) return std::nullopt;
+  int64_t size[4] = {1, 1, 1, 1}, stride[4] = {0, 0, 0, 1};
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    size[4 - t.dim() + d] = t.size(d);
+    stride[4 - t.dim() + d] = t.stride(d);
+  }
+  return row_kernels::RopeShape{size[0], size[1], size[2], size[3], stride[0], stride[1], stride[2]};
+}
+
 }  // namespace
 
 Tensor apply_rotary_pos_emb(const Tensor& x, const Tensor& cos, const Tensor& sin) {
   check_rope(x, cos, sin);
   const int64_t T = x.size(-2), hs = x.size(-1);
   const int64_t R = T * hs == 0 ? 0 : x.numel() / (T * hs);
-  const Tensor xc = x.contiguous(), cc = cos.contiguous(), sc = sin.contiguous();
+  const Tensor cc = cos.contiguous(), sc = sin.contiguous();
   Tensor y = make_empty(x.sizes(), x.dtype());
-  visit_floating(x.dtype(), "apply_rotary_pos_emb", [&](auto tag) {
-    using F = typename decltype(tag)::type;
-    nn_loops::rope_forward_reference<F>(y.data_ptr<F>(), xc.data_ptr<F>(), cc.data_ptr<F>(), sc.data_ptr<F>(), R, T, hs);
-  });
+  const bool fast = fast_kernels() && x.dtype() == kFloat32;
+  if (const std::optional<row_kernels::RopeShape> shape = fast ? rope_shape(x) : std::nullopt) {
+    row_kernels::rope_forward(y.data_ptr<float>(), x.data_ptr<float>(), cc.data_ptr<float>(), sc.data_ptr<float>(), *shape);
+  } else {
+    const Tensor xc = x.contiguous();
+    visit_floating(x.dtype(), "apply_rotary_pos_emb", [&](auto tag) {
+      using F = typename decltype(tag)::type;
+      nn_loops::rope_forward_reference<F>(y.data_ptr<F>(), xc.data_ptr<F>(), cc.data_ptr<F>(), sc.data_ptr<F>(), R, T, hs);
+    });
+  }
   record("RotaryEmbeddingBackward0", {x}, y, {cc, sc}, [R, T, hs](const BackwardArgs& ctx) {
-    const Tensor g = ctx.grad_out.contiguous();
+    const Tensor& g = ctx.grad_out;
     Tensor dx = make_empty(g.sizes(), g.dtype());
+    const bool fast_backward = fast_kernels() && g.dtype() == kFloat32;
+    if (const std::optional<row_kernels::RopeShape> shape = fast_backward ? rope_shape(g) : std::nullopt) {
+      row_kernels::rope_backward(dx.data_ptr<float>(), g.data_ptr<float>(), ctx.saved[0].data_ptr<float>(),
+                                 ctx.saved[1].data_ptr<float>(), *shape);
+      return Grads{dx};
+    }
+    const Tensor gc = g.contiguous();
     visit_floating(g.dtype(), "apply_rotary_pos_emb_backward", [&](auto tag) {
       using F = typename decltype(tag)::type;
-      nn_loops::rope_backward_reference<F>(dx.data_ptr<F>(), g.data_ptr<F>(), ctx.saved[0].data_ptr<F>(),
+      nn_loops::rope_backward_reference<F>(dx.data_ptr<F>(), gc.data_ptr<F>(), ctx.saved[0].data_ptr<F>(),
                                            ctx.saved[1].data_ptr<F>(), R, T, hs);
     });
     return Grads{dx};

@@ -264,6 +264,48 @@ TEST(RowKernels, RmsNormOpRunsTheRowsWithTheFastKernelsAndItsTwinWithout) {
               same_bits(plain[2].tolist<float>(), twin.dw));
 }
 
+// RoPE's rows read x through its strides (a head's transposed view of the projection's output,
+// and any layout with a contiguous last dim): the forward and x's gradient have the bits of the
+// reference loops on a contiguous copy, on every ISA and thread count; 5-d x takes the reference.
+TEST(RowKernels, RopeReadsStridedHeadsWithTheReferencesBits) {
+  const int saved_threads = get_num_threads();
+  struct Layout {
+    Shape stored;   // x as the projection writes it
+    bool transpose;  // then viewed as (B, H, T, hs)
+  };
+  for (const Layout& l : std::vector<Layout>{{{2, 7, 3, 16}, true}, {{3, 5, 8}, false}, {{5, 4}, false},
+                                             {{2, 2, 3, 4, 6}, false}, {{1, 9, 2, 32}, true}}) {
+    Tensor stored = test::normal_tensor(l.stored, 21, kFloat32);
+    const Tensor x = l.transpose ? stored.transpose(1, 2) : stored;
+    const int64_t T = x.size(-2), hs = x.size(-1);
+    const Tensor cos = test::normal_tensor({T, hs}, 22, kFloat32), sin = test::normal_tensor({T, hs}, 23, kFloat32);
+    const Tensor g = test::normal_tensor(x.sizes(), 24, kFloat32);
+    auto run = [&](bool fast_kernels_on, int threads) {
+      const FastKernelsGuard guard(fast_kernels_on);
+      set_num_threads(threads);
+      const Tensor leaf = fast_kernels_on ? x.detach().requires_grad_(true) : x.contiguous().detach().requires_grad_(true);
+      const Tensor y = apply_rotary_pos_emb(leaf, cos, sin);
+      (y * g).sum().backward();
+      return std::pair{y.detach(), leaf.grad()};
+    };
+    const auto [want_y, want_dx] = run(false, 1);
+    for (const int threads : {1, 2, 7}) {
+      const auto [y, dx] = run(true, threads);
+      EXPECT_TRUE(test::same_bytes(y, want_y)) << shape_str(l.stored) << ", " << threads << " threads";
+      EXPECT_TRUE(test::same_bytes(dx.contiguous(), want_dx)) << shape_str(l.stored) << ", " << threads << " threads";
+    }
+    if (x.dim() != 4) continue;
+    for (const Isa isa : {Isa::kPortable, Isa::kAvx2}) {  // the kernel's copies, straight
+      if (!kernels::isa_available(isa)) continue;
+      Tensor y = empty(x.sizes());
+      const K::RopeShape shape{x.size(0), x.size(1), T, hs, x.stride(0), x.stride(1), x.stride(2)};
+      K::rope_forward(y.data_ptr<float>(), x.data_ptr<float>(), cos.data_ptr<float>(), sin.data_ptr<float>(), shape, isa);
+      EXPECT_TRUE(test::same_bytes(y, want_y)) << kernels::isa_name(isa);
+    }
+  }
+  set_num_threads(saved_threads);
+}
+
 TEST(RowKernels, PortableAndAvx2AndThreadCountsGiveTheSameBits) {
   const int threads_before = get_num_threads();
   for (const Case& c : {Case{2048 + 37, 128, 0.0, 1.0}, Case{300, 1000, 3.0, 2.0}, Case{129, 9, 0.0, 1.0}}) {

@@ -933,7 +933,8 @@ def on_run_folder(base, mutant, run, rng, what=None):
         mutant.checks.append(run_folder_is_right(out, weights))
     elif what == "generate":
         logits = mutant.folder / "logits.safetensors"
-        mutant.command = [g, "--ckpt", str(run), "--prompt-ids", "1,2", "--tokens", "2", "--logits-out", str(logits)]
+        mutant.command = [g, "--ckpt", str(run), "--prompt-ids", "1,2", "--tokens", "2", "--logits-out", str(logits)] + \
+            weights_flags(rng)
         mutant.read_only = True
         mutant.checks.append(logits_are_finite(logits))
     else:
@@ -942,6 +943,12 @@ def on_run_folder(base, mutant, run, rng, what=None):
         mutant.read_only = True
         mutant.checks.append(run_folder_is_right(merged))
     mutant.watch = run
+
+
+def weights_flags(rng):
+    """How generate holds the weights it reads: as the folder has them (a BF16 folder's stay bfloat16),
+    widened to float32, or quantized to int8 (a non-finite weight must then be a clean error)."""
+    return rng.choice([[], ["--dtype", "float32"], ["--quantize", "int8"]])
 
 
 def on_hf_folder(base, mutant, folder, rng, expected_tokens=None, what=None, chat=False):
@@ -963,7 +970,8 @@ def on_hf_folder(base, mutant, folder, rng, expected_tokens=None, what=None, cha
             (["--lora-rank", "2"] if what == "lora" else []) + SMALL + (["--context", "32"] if chat else [])
         mutant.checks.append(run_folder_is_right(out, "adapters.safetensors" if what == "lora" else "model.safetensors"))
     elif what == "generate":
-        mutant.command = [g, "--ckpt", str(folder), "--prompt-ids", "1,2", "--tokens", "2", "--logits-out", str(logits)]
+        mutant.command = [g, "--ckpt", str(folder), "--prompt-ids", "1,2", "--tokens", "2", "--logits-out", str(logits)] + \
+            weights_flags(rng)
         mutant.checks.append(logits_are_finite(logits))
     elif what == "text":  # the tokenizer's encoding (BOS first where it says so), then greedy steps
         mutant.command = [g, "--ckpt", str(folder), "--prompt", "the fox saw", "--tokens", "2", "--temperature", "0",
