@@ -5,7 +5,7 @@
 //   * linear_int8 gives, to the bit, what linear gives the dequantized weight: for every kernel
 //     gemm.h picks (a token's rows, a few rows times a big weight, small_gemm's bands, BLIS's whole
 //     copy), groups of 32, 64 and of sizes that are not a multiple of the row kernel's 32 lanes, at
-//     1, 2 and 7 threads, on the fast path and on the plain one;
+//     1 thread, one shape of each kernel at 2 and 7 threads, on the fast path and on the plain one;
 //   * a layer's output moves from the float32 weight's by at most the bound carried through the sum;
 //   * the gradient reaching x is the dequantized weight's, and passes finite differences in float64;
 //   * gemv.h's int8 rows give the dequantized float32 rows' bits on every instruction set here;
@@ -107,12 +107,17 @@ const std::vector<Product> kProducts = {
     {300, 333, 256, 32}, {129, 520, 600, 40}, {40, 3000, 200, 40}, {6, 4100, 1024, 32}, {1, 2049, 120, 40},
     {2, 3000, 120, 40},
 };
+// One of each kernel, for 2 and 7 threads: how the work is split is the kernel's, not the shape's.
+const std::vector<Product> kThreadedProducts = {
+    {1, 2048, 160, 32}, {1, 2049, 120, 40}, {2, 2048, 128, 64}, {4, 4096, 96, 32},
+    {5, 77, 56, 7},     {64, 96, 320, 64},  {300, 333, 256, 32},
+};
 
 TEST(Int8Weights, LinearIsTheDequantizedWeightsProductToTheBit) {
   ThreadsGuard threads;
   for (const int n : {1, 2, 7}) {
     set_num_threads(n);
-    for (const Product& p : kProducts) {
+    for (const Product& p : n == 1 ? kProducts : kThreadedProducts) {
       const Tensor x = normal_tensor({p.M, p.K}, 100 + static_cast<uint32_t>(p.M), kFloat32);
       const QuantizedInt8 q = quantize_int8(normal_tensor({p.N, p.K}, 200 + static_cast<uint32_t>(p.N), kFloat32), p.group);
       const Tensor w = dequantize_int8(q.values, q.scales);
