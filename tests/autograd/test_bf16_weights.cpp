@@ -81,11 +81,12 @@ TEST(Bf16Weights, LinearIsTheWidenedWeightsProductToTheBit) {
 // Past 32 MiB widened, a product BLIS runs is widened and multiplied in bands of columns
 // (gemm.cpp: kWidenedWholeBytes): the whole call's sums up to BLIS's kernel for a narrower shape.
 TEST(Bf16Weights, AWeightOfOver32MiBIsMultipliedInBandsWithinRounding) {
-  const Tensor x = normal_tensor({300, 1100}, 21, kFloat32);
-  const Tensor w16 = bf16_weight(8000, 1100, 22);  // 35 MB as float32
+  // M * K past 2^18 in both products, so that small_gemm leaves them to BLIS (small_gemm.cpp: worth_it)
+  const Tensor x = normal_tensor({100, 3200}, 21, kFloat32);
+  const Tensor w16 = bf16_weight(2800, 3200, 22);  // 35.8 MB as float32
   const Tensor got = linear(x, w16), want = linear(x, w16.to(kFloat32));
   EXPECT_TRUE(test::all_close(got, want, 1e-5, 1e-5));
-  const Tensor g = normal_tensor({300, 8000}, 23, kFloat32);  // the activations' gradient: g @ w, K = 8000
+  const Tensor g = normal_tensor({100, 2800}, 23, kFloat32);  // the activations' gradient: g @ w, K = 2800
   EXPECT_TRUE(test::all_close(matmul(g, w16), matmul(g, w16.to(kFloat32)), 1e-5, 1e-5));
 }
 
