@@ -21,16 +21,18 @@
 namespace tg {
 namespace {
 
-// A Qwen3 of 2 layers, width 256, a SwiGLU of 1,024 and 1,100 ids (its head 1.1 MiB as float32),
-// drawn from seed 7, written as a BF16 folder into dir (every value then a bfloat16 exactly).
+// A Qwen3 of 2 layers, width 128, a SwiGLU of 512 and 2,100 ids (its head 1.03 MiB as float32,
+// past the few-rows kernel's 1 MiB), drawn from seed 7, written as a BF16 folder into dir (every
+// value then a bfloat16 exactly).
+constexpr int64_t kVocab = 2100;
 void write_bf16_folder(const std::string& dir, bool tied) {
   models::LlamaConfig c;
   c.model_type = "qwen3";
-  c.vocab_size = 1100;
-  c.hidden_size = 256;
-  c.intermediate_size = 1024;
+  c.vocab_size = kVocab;
+  c.hidden_size = 128;
+  c.intermediate_size = 512;
   c.num_hidden_layers = 2;
-  c.num_attention_heads = 8;
+  c.num_attention_heads = 4;
   c.num_key_value_heads = 2;
   c.head_dim = 32;
   c.max_position_embeddings = 512;
@@ -63,7 +65,7 @@ TEST(Bf16Checkpoint, LogitsAreTheFloat32PathsToTheBitAtAnyThreadCount) {
     for (const int n : {1, 2, 7}) {
       SCOPED_TRACE("threads " + std::to_string(n));
       set_num_threads(n);
-      test::expect_same(test::decode_outputs(*kept.model, 1100), test::decode_outputs(*wide.model, 1100));
+      test::expect_same(test::decode_outputs(*kept.model, kVocab), test::decode_outputs(*wide.model, kVocab));
     }
   }
 }
