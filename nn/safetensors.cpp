@@ -5,8 +5,10 @@
 // entry checked), then the data ranges checked to tile the data section, and only then the data,
 // tensor by tensor, straight into each new tensor's storage. Nothing is allocated for a tensor
 // before its byte count is known to fit inside the file.
-// Non-finite values (first_nonfinite, check_finite): one pass over a tensor's elements, after
-// it is read (so a 16-bit one is checked as the float32 it becomes), nothing allocated.
+// Non-finite values (first_nonfinite, check_finite): a tensor is read in slices of 1 MiB, and with
+// finite_only each slice's infs and nans are counted while it is in the cache (a 16-bit value
+// widened is counted as the float32 it becomes); only a tensor that had one is searched again, for
+// the first one's index. Nothing is allocated.
 // Writing: the whole header is built (and every name checked) before the file is touched; the
 // bytes go to a temporary file that is synced and renamed over the target.
 #include "nn/safetensors.h"
@@ -59,6 +61,35 @@ std::string hex_byte(unsigned char c) {
   char hex[8];
   std::snprintf(hex, sizeof hex, "0x%02X", c);
   return hex;
+}
+
+// ---- non-finite values: the element test ----------------------------------------------------
+
+// inf and nan are the values whose exponent bits are all ones: a test on the element's bits, with
+// no branch, which the compiler runs on a vector of elements at a time.
+bool exponent_all_ones(float v) { return (std::bit_cast<uint32_t>(v) & 0x7f800000u) == 0x7f800000u; }
+bool exponent_all_ones(double v) {
+  return (std::bit_cast<uint64_t>(v) & 0x7ff0000000000000u) == 0x7ff0000000000000u;
+}
+bool exponent_all_ones(BFloat16 v) { return (v.bits & 0x7f80u) == 0x7f80u; }
+
+// How many of n contiguous elements are inf or nan: no early exit, so it runs in vector registers.
+// A count, not an or of bools: GCC vectorises a sum.
+template <class T>
+int64_t count_nonfinite(const T* p, int64_t n) {
+  int64_t found = 0;
+  for (int64_t i = 0; i < n; ++i) found += exponent_all_ones(p[i]);
+  return found;
+}
+
+// The same count over a tensor's raw bytes, for the floating dtypes (0 for the others).
+int64_t count_nonfinite_bytes(ScalarType dtype, const void* data, uint64_t bytes) {
+  switch (dtype) {
+    case kFloat32: return count_nonfinite(static_cast<const float*>(data), static_cast<int64_t>(bytes / 4));
+    case kFloat64: return count_nonfinite(static_cast<const double*>(data), static_cast<int64_t>(bytes / 8));
+    case kBFloat16: return count_nonfinite(static_cast<const BFloat16*>(data), static_cast<int64_t>(bytes / 2));
+    default: return 0;
+  }
 }
 
 // ---- reading --------------------------------------------------------------------------------
@@ -127,6 +158,9 @@ class Reader {
     return header;
   }
 
+  // With options_.finite_only: whether an inf or nan has been read so far (read_in_slices).
+  bool read_a_nonfinite_value() const { return nonfinite_read_ > 0; }
+
   // The entry's data as a new tensor, or read into `into` (contiguous, of its shape and dtype).
   Tensor read_tensor(const Header& header, const Entry& entry, Tensor into = Tensor()) {
     uint64_t start = header.data_start + entry.begin;
@@ -146,7 +180,7 @@ class Reader {
       read_widened(start, entry, t);
       return t;
     }
-    if (entry.end > entry.begin) read_exact(start, t.raw_data(), entry.end - entry.begin);
+    read_in_slices(start, static_cast<unsigned char*>(t.raw_data()), entry.end - entry.begin, entry.dtype);
     if (entry.dtype == kBool) {
       const unsigned char* bytes = static_cast<const unsigned char*>(t.raw_data());
       for (uint64_t i = 0; i < entry.end - entry.begin; ++i) {
@@ -172,6 +206,19 @@ class Reader {
 
   void read_exact(uint64_t offset, void* destination, uint64_t count) {
     if (!file_.read_at(offset, destination, count)) fail(offset, "the file ended early (was it changed while being read?)");
+  }
+
+  // Why slices: with options_.finite_only each slice is checked for inf and nan while it is still
+  // in the cache, not in a second pass over the whole tensor from memory (a fifth of a large
+  // checkpoint's load). The check only counts; for_each_safetensor finds and names the element.
+  void read_in_slices(uint64_t offset, unsigned char* destination, uint64_t count, ScalarType dtype) {
+    constexpr uint64_t kSlice = uint64_t{1} << 20;  // 1 MiB: a slice stays in the cache
+    for (uint64_t done = 0; done < count;) {
+      const uint64_t n = std::min(count - done, kSlice);
+      read_exact(offset + done, destination + done, n);
+      if (options_.finite_only) nonfinite_read_ += count_nonfinite_bytes(dtype, destination + done, n);
+      done += n;
+    }
   }
 
   SafetensorsMetadata read_metadata(const json::Value& v) {
@@ -210,6 +257,7 @@ class Reader {
       read_exact(start + 2 * done, bits.data(), 2 * n);
       for (uint64_t i = 0; i < n; ++i)
         out[done + i] = is_f16 ? float16_bits_to_float(bits[i]) : static_cast<float>(BFloat16::from_bits(bits[i]));
+      if (options_.finite_only) nonfinite_read_ += count_nonfinite(out + done, static_cast<int64_t>(n));
       done += n;
     }
   }
@@ -337,6 +385,7 @@ class Reader {
   UserFile file_;  // checked to be a regular file before it was opened
   uint64_t file_size_ = 0;
   uint64_t data_start_ = 0;  // 8 + N, once the length is read
+  int64_t nonfinite_read_ = 0;  // with options_.finite_only: the infs and nans read so far
 };
 
 // ---- writing --------------------------------------------------------------------------------
@@ -454,7 +503,8 @@ void for_each_safetensor(const std::string& path, const SafetensorsReadOptions& 
   for (const Entry& entry : header.entries) {
     if (options.skip && options.skip(entry.name)) continue;  // left unread
     Tensor t = reader.read_tensor(header, entry, options.read_into ? options.read_into(entry.name) : Tensor());
-    if (options.finite_only) check_finite({{entry.name, t}}, path);
+    // counted as it was read; check_finite finds and names the first one
+    if (options.finite_only && reader.read_a_nonfinite_value()) check_finite({{entry.name, t}}, path);
     fn(entry.name, std::move(t));
   }
 }
@@ -464,13 +514,22 @@ void for_each_safetensor(const std::string& path, const SafetensorsReadOptions& 
 namespace {
 
 // The flat (row-major) index of the first inf or nan among n contiguous elements, or -1; value gets it.
+// Why blocks: a loop that stops at the first non-finite element tests one element at a time. A
+// whole block's test has no early exit, so it runs in vector registers (a checkpoint's weights
+// are checked at each load, and a weight again before it is quantized); only a block that holds
+// a non-finite element is searched one element at a time.
 template <class T>
 int64_t first_nonfinite_index(const T* p, int64_t n, double& value) {
-  for (int64_t i = 0; i < n; ++i) {
-    const double v = static_cast<double>(p[i]);  // float and bfloat16 widen exactly
-    if (!std::isfinite(v)) {
-      value = v;
-      return i;
+  constexpr int64_t kBlock = 4096;
+  for (int64_t start = 0; start < n; start += kBlock) {
+    const int64_t end = std::min(n, start + kBlock);
+    if (count_nonfinite(p + start, end - start) == 0) continue;
+    for (int64_t i = start; i < end; ++i) {
+      const double v = static_cast<double>(p[i]);  // float and bfloat16 widen exactly
+      if (!std::isfinite(v)) {
+        value = v;
+        return i;
+      }
     }
   }
   return -1;

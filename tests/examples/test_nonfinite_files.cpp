@@ -129,6 +129,43 @@ TEST(NonFiniteFiles, TheReaderKeepsEveryValueUnlessAskedForFiniteOnes) {
                {path + ": tensor \"mask\" has a non-finite value (-inf) at index [0, 0]"});
 }
 
+// The reader counts infs and nans slice by slice (1 MiB) as it reads them: one in a later slice,
+// in the very last element, in a float64, in a bfloat16 kept as it is and in one widened to
+// float32 is each found and named, after a finite tensor of three slices read whole.
+TEST(NonFiniteFiles, EveryValueOfALargeTensorIsCheckedWhereverItLies) {
+  TempFolder dir;
+  const std::string path = dir.file("big.safetensors");
+  const int64_t rows = 700, cols = 1000;  // 2.8 MB as float32: three slices
+  struct Case {
+    ScalarType dtype;
+    int64_t row, col;
+    double value;
+    std::string shown;
+  };
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  for (const Case& c : {Case{kFloat32, 500, 3, nan, "nan"}, Case{kFloat32, rows - 1, cols - 1, inf, "inf"},
+                        Case{kFloat64, 300, 0, -inf, "-inf"}, Case{kBFloat16, rows - 1, cols - 2, nan, "nan"}}) {
+    SCOPED_TRACE(std::string(dtype_name(c.dtype)) + " " + c.shown);
+    const Tensor w = zeros({rows, cols}, c.dtype);
+    set_at(w, {c.row, c.col}, c.value);
+    save_safetensors(path, {{"a_finite_one", ones({rows, cols})}, {"w", w}});
+    const std::string message = path + ": tensor \"w\" has a non-finite value (" + c.shown + ") at index [" +
+                                std::to_string(c.row) + ", " + std::to_string(c.col) + "]";
+    expect_error([&] { load_safetensors(path, {.finite_only = true}); }, {message});
+    if (c.dtype == kBFloat16) {  // read widened to float32, and kept bfloat16
+      expect_error([&] { load_safetensors(path, {.float16_to_float32 = true, .finite_only = true}); }, {message});
+      expect_error([&] {
+        load_safetensors(path, {.float16_to_float32 = true,
+                                .keep_bfloat16 = [](const std::string&) { return true; },
+                                .finite_only = true});
+      }, {message});
+    }
+    EXPECT_EQ(load_safetensors(path).size(), 2u);  // without finite_only every value is read as it is
+  }
+  save_safetensors(path, {{"a_finite_one", ones({rows, cols})}, {"w", full({rows, cols}, 3.4e38)}});
+  EXPECT_EQ(load_safetensors(path, {.finite_only = true}).size(), 2u);
+}
+
 // --- a GPT-2 folder --------------------------------------------------------------------------
 
 TEST(NonFiniteFiles, AGpt2FolderWithANanWeightIsRefusedByEveryReader) {
