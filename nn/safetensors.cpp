@@ -525,9 +525,8 @@ int64_t first_nonfinite_index(const T* p, int64_t n, double& value) {
     const int64_t end = std::min(n, start + kBlock);
     if (count_nonfinite(p + start, end - start) == 0) continue;
     for (int64_t i = start; i < end; ++i) {
-      const double v = static_cast<double>(p[i]);  // float and bfloat16 widen exactly
-      if (!std::isfinite(v)) {
-        value = v;
+      if (exponent_all_ones(p[i])) {
+        value = static_cast<double>(p[i]);  // float and bfloat16 widen exactly
         return i;
       }
     }
