@@ -24,7 +24,10 @@
 // float32 kernels give x times Ŵ, from 1 + 4 / group bytes an element instead of 4, which is what
 // a token's time is while writing (generation reads every weight once a token).
 #include <algorithm>
+#include <atomic>
+#include <bit>
 #include <cmath>
+#include <limits>
 #include <string>
 
 #include "autograd/fast_kernels.h"
@@ -68,6 +71,18 @@ int64_t check_int8_weight(const Tensor& values, const Tensor& scales, const char
   return cols / groups;
 }
 
+// q = round(v) clamped to [-127, 127], rounding a half away from zero as std::round does, for a
+// finite v (here w / d, at most 127 and a rounding). std::round is a library call a compiler does
+// not vectorise, and a checkpoint has a billion weights to round; these steps vectorise: the whole
+// part of |v| by truncation (exact), the rest |v| - whole (exact: Sterbenz), one more for a rest of
+// a half or more, and v's sign.
+inline int8_t round_to_int8(float v) {
+  const float a = std::abs(v);
+  const auto whole = static_cast<int32_t>(a);
+  const int32_t rounded = std::min(whole + (a - static_cast<float>(whole) >= 0.5f ? 1 : 0), 127);
+  return static_cast<int8_t>(v < 0 ? -rounded : rounded);
+}
+
 }  // namespace
 
 QuantizedInt8 quantize_int8(const Tensor& weight, int64_t group_size) {
@@ -79,32 +94,46 @@ QuantizedInt8 quantize_int8(const Tensor& weight, int64_t group_size) {
   const int64_t group = int8_group_size(cols, group_size), groups = cols / group;
   const Tensor w = weight.detach().contiguous();
   QuantizedInt8 out{make_empty({rows, cols}, kInt8), make_empty({rows, groups}, kFloat32)};
-  // each element read as float32: a bfloat16 one widened as it is read (exact), with no float32 copy
+  // Each element is read as float32 (a bfloat16 one widened as it is read: exact, with no float32
+  // copy), the groups' rows split over the threads. A group holding an inf or a nan is noted and
+  // the weight refused afterwards, with its first such element named: nothing is returned half made.
   auto quantize = [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* pw = w.data_ptr<T>();
-    // first, so that nothing is half made: a weight that is not finite has no scale
-    for (int64_t i = 0; i < rows * cols; ++i)
-      if (!std::isfinite(static_cast<float>(pw[i])))
-        throw Error("quantize_int8: the weight has a non-finite value (" + number_str(static_cast<float>(pw[i])) +
-                    ") at [" + std::to_string(i / cols) + ", " + std::to_string(i % cols) + "]");
     int8_t* q = out.values.data_ptr<int8_t>();
     float* d = out.scales.data_ptr<float>();
+    std::atomic<bool> nonfinite{false};
     parallel_for(0, rows, work_split::grain_for(cols * int64_t{sizeof(float)}), [&](int64_t first, int64_t last) {
+      // locals, not the captures: an int8 store may alias any variable the loop reads through a
+      // reference, which would stop the compiler vectorising the loops
+      const int64_t n = group, row_groups = groups, row_cols = cols;
       for (int64_t r = first; r < last; ++r) {
-        for (int64_t g = 0; g < groups; ++g) {
-          const T* x = pw + r * cols + g * group;
-          float largest = 0;
-          for (int64_t k = 0; k < group; ++k) largest = std::max(largest, std::abs(static_cast<float>(x[k])));
-          const float scale = largest / 127.0f;
-          d[r * groups + g] = scale;
-          int8_t* qg = q + r * cols + g * group;
-          for (int64_t k = 0; k < group; ++k)
-            qg[k] = scale == 0 ? int8_t{0}
-                               : static_cast<int8_t>(std::clamp(std::round(static_cast<float>(x[k]) / scale), -127.0f, 127.0f));
+        for (int64_t g = 0; g < row_groups; ++g) {
+          const T* x = pw + r * row_cols + g * n;
+          // the largest |x| by its bits: the magnitude bits of floats order as the floats do, and an
+          // inf's are 0x7F800000, a nan's more, so the same sweep says whether the group is finite
+          uint32_t largest_bits = 0;
+          for (int64_t k = 0; k < n; ++k)
+            largest_bits = std::max(largest_bits, std::bit_cast<uint32_t>(static_cast<float>(x[k])) & 0x7FFFFFFFu);
+          const bool finite = largest_bits < 0x7F800000u;
+          if (!finite) nonfinite = true;
+          const float scale = std::bit_cast<float>(largest_bits) / 127.0f;
+          d[r * row_groups + g] = scale;
+          int8_t* qg = q + r * row_cols + g * n;
+          if (scale == 0 || !finite) {
+            std::fill(qg, qg + n, int8_t{0});
+            continue;
+          }
+          for (int64_t k = 0; k < n; ++k) qg[k] = round_to_int8(static_cast<float>(x[k]) / scale);
         }
       }
     });
+    if (nonfinite) {
+      for (int64_t i = 0; i < rows * cols; ++i)
+        if (!std::isfinite(static_cast<float>(pw[i])))
+          throw Error("quantize_int8: the weight has a non-finite value (" + number_str(static_cast<float>(pw[i])) +
+                      ") at [" + std::to_string(i / cols) + ", " + std::to_string(i % cols) + "]");
+    }
   };
   if (w.dtype() == kBFloat16) quantize(TypeTag<BFloat16>{});
   else quantize(TypeTag<float>{});

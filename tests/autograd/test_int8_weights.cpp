@@ -12,6 +12,7 @@
 //   * embedding_int8 gives the dequantized rows; bad operands are Errors that name what is wrong.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -92,6 +93,50 @@ TEST(Int8Weights, ZerosBfloat16AndTheGroupRule) {
   EXPECT_EQ(int8_group_size(97, 32), 1);
   EXPECT_EQ(int8_group_size(20, 32), 20);
   EXPECT_EQ(quantize_int8(normal_tensor({3, 48}, 5, kFloat32)).scales.size(1), 2);
+}
+
+// q is std::round(w / d) clamped to ±127 (a half away from zero), element by element: on normal
+// weights of every sign and size, and on quotients that are exact halves, just under a half, and
+// one float under and over each (the largest of each group is 127, so d = 1 there and w / d = w).
+TEST(Int8Weights, EachValueIsTheRoundedQuotientHalvesAwayFromZero) {
+  std::vector<float> w = normal_tensor({8, 256}, 21, kFloat32).tolist<float>();
+  for (float& v : w) v *= 40;
+  const std::vector<float> edges = {0.5f, -0.5f, 1.5f, -2.5f, 126.5f, -126.5f, 0.49999997f, -0.49999997f,
+                                    std::nextafter(2.5f, 0.0f), std::nextafter(2.5f, 3.0f), 3.0f, -0.0f,
+                                    std::nextafter(0.5f, 1.0f), 1e-30f, -7.4999995f, 126.49999f};
+  for (size_t i = 0; i < edges.size(); ++i) {  // the edges in row 0's groups, each group with a 127
+    w[i] = edges[i];
+    w[32 * (i / 32) + 31] = 127;
+  }
+  for (size_t g = 0; g < 8; ++g) w[32 * g + 31] = 127;
+  const Tensor weight = from_vector(std::vector<double>(w.begin(), w.end()), {8, 256}, kFloat32);
+  for (const Tensor& t : {weight, weight.to(kBFloat16)}) {
+    const std::vector<float> values = t.to(kFloat32).tolist<float>();
+    const QuantizedInt8 q = quantize_int8(t, 32);
+    const int8_t* pq = q.values.data_ptr<int8_t>();
+    const float* pd = q.scales.data_ptr<float>();
+    for (int64_t i = 0; i < 8 * 256; ++i) {
+      const float d = pd[i / 32];
+      const float expected = d == 0 ? 0 : std::clamp(std::round(values[i] / d), -127.0f, 127.0f);
+      ASSERT_EQ(pq[i], static_cast<int8_t>(expected)) << "element " << i << ", w = " << values[i] << ", d = " << d;
+    }
+    if (t.dtype() == kFloat32) {  // (bfloat16 rounds some edges to other values; the loop above holds for both)
+      EXPECT_EQ(pq[0], 1);   // 0.5
+      EXPECT_EQ(pq[1], -1);  // -0.5
+      EXPECT_EQ(pq[3], -3);  // -2.5
+      EXPECT_EQ(pq[6], 0);   // 0.49999997, whose sum with 0.5 rounds to 1 in float32
+    }
+  }
+  // an inf in a later group and a nan after it: the first is named, whichever thread saw which
+  ThreadsGuard threads;
+  for (const int n : {1, 2, 7}) {
+    set_num_threads(n);
+    std::vector<float> bad = w;
+    bad[5 * 256 + 100] = INFINITY;
+    bad[7 * 256 + 3] = std::nanf("");
+    expect_error([&] { quantize_int8(from_vector(std::vector<double>(bad.begin(), bad.end()), {8, 256}, kFloat32)); },
+                 {"quantize_int8", "non-finite", "inf", "[5, 100]"});
+  }
 }
 
 struct Product {
