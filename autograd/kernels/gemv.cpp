@@ -28,6 +28,11 @@ namespace {
 // which neither changes a result nor faults past the matrix's end.
 constexpr int64_t kPrefetchAheadBytes = 2048;
 constexpr int64_t kCacheLine = 64;
+// An int8 row asks 4 KiB ahead: its loop spends more time on each byte (a widening, a conversion
+// and a product with the scale), so the same distance in bytes is less time ahead of the read.
+// Measured on Zen 5: 4 KiB read an 8192² int8 matrix at 19.7 GB/s on one thread, against 18.2 at
+// 2 KiB (8 KiB: no better than 4), and wrote SmolLM2-135M's and Qwen3-0.6B's tokens 4-5% faster.
+constexpr int64_t kInt8PrefetchAheadBytes = 4096;
 
 // The lanes added as a binary tree: lane j += lane j + w for w = kLanes/2, ..., 1.
 [[gnu::always_inline]] inline float tree_sum(float (&lanes)[kLanes]) {
@@ -73,7 +78,7 @@ template <int kVectors>
   for (int64_t k = 0, g = 0; k < K; ++g) {
     const __m256 s = _mm256_set1_ps(scale[g]);
     for (const int64_t group_end = k + group; k < group_end; k += kLanes) {
-      __builtin_prefetch(q + k + kPrefetchAheadBytes, 0, 3);
+      __builtin_prefetch(q + k + kInt8PrefetchAheadBytes, 0, 3);
       for (int v = 0; v < 4; ++v) {
         const __m128i eight = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(q + k + 8 * v));
         const __m256 w = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(eight)), s);
@@ -96,7 +101,7 @@ template <int kVectors>
   for (int64_t k = 0, g = 0; k < K; ++g) {
     const __m512 s = _mm512_set1_ps(scale[g]);
     for (const int64_t group_end = k + group; k < group_end; k += kLanes) {
-      __builtin_prefetch(q + k + kPrefetchAheadBytes, 0, 3);
+      __builtin_prefetch(q + k + kInt8PrefetchAheadBytes, 0, 3);
       for (int v = 0; v < 2; ++v) {
         const __m128i sixteen = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q + k + 16 * v));
         // (the zero-masked forms: GCC 12 warns that the unmasked ones read an undefined register)
@@ -135,7 +140,7 @@ template <int kVectors, Isa kBlocks>
     for (int64_t k = 0, g = 0; k < K; ++g) {  // K is a whole number of groups, so of blocks
       const float s = scale[g];
       for (const int64_t group_end = k + group; k < group_end; k += kLanes) {
-        __builtin_prefetch(q + k + kPrefetchAheadBytes, 0, 3);
+        __builtin_prefetch(q + k + kInt8PrefetchAheadBytes, 0, 3);
         for (int r = 0; r < kVectors; ++r)
           for (int j = 0; j < kLanes; ++j) lanes[r][j] += static_cast<float>(q[k + j]) * s * x[r * ldx + k + j];
       }
