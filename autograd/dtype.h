@@ -8,9 +8,11 @@
 #include <string>
 #include <type_traits>
 
+#include "autograd/float16.h"
+
 namespace tg {
 
-enum class ScalarType : uint8_t { Float32, Float64, Int64, Bool, BFloat16, Int8 };
+enum class ScalarType : uint8_t { Float32, Float64, Int64, Bool, BFloat16, Int8, Float16 };
 
 inline constexpr ScalarType kFloat32 = ScalarType::Float32;  // the default dtype
 inline constexpr ScalarType kFloat = ScalarType::Float32;
@@ -23,6 +25,11 @@ inline constexpr ScalarType kBFloat16 = ScalarType::BFloat16;  // half the bytes
 // int8 is storage only: the values of a weight quantized to 8 bits (autograd/ops/quantize.cpp), which
 // the quantized ops read with their scales. The other ops refuse it (loops.h: visit_dtype).
 inline constexpr ScalarType kInt8 = ScalarType::Int8;
+// float16 is storage only too: a checkpoint's frozen 16-bit weight (an F16 file's), kept in its own
+// bytes and widened to float32 as the weight products and embeddings read it (exactly: below).
+// The other ops refuse it; .to(tg::kFloat32) widens a whole tensor.
+inline constexpr ScalarType kFloat16 = ScalarType::Float16;
+inline constexpr ScalarType kHalf = ScalarType::Float16;
 
 // bfloat16: the top 16 bits of a float32 (sign, the same 8 exponent bits, 7 of the 23 mantissa
 // bits), so it has float32's range with about 3 significant decimal digits. A float32 becomes a
@@ -54,6 +61,20 @@ struct BFloat16 {
   }
 };
 
+// float16 (IEEE 754 half precision): sign (1 bit), exponent (5, bias 15), mantissa (10). Every
+// float16 is a float32 value, so widening is exact; autograd/float16.h says how, in steps a
+// compiler vectorises, and the weight kernels widen each element so as they read it.
+struct Float16 {
+  uint16_t bits = 0;
+
+  static Float16 from_bits(uint16_t b) {
+    Float16 out;
+    out.bits = b;
+    return out;
+  }
+  operator float() const { return float16_bits_to_float(bits); }  // NOLINT: implicit, as a bfloat16's
+};
+
 inline size_t element_size(ScalarType t) {
   switch (t) {
     case ScalarType::Float32: return 4;
@@ -62,11 +83,12 @@ inline size_t element_size(ScalarType t) {
     case ScalarType::Bool: return 1;
     case ScalarType::BFloat16: return 2;
     case ScalarType::Int8: return 1;
+    case ScalarType::Float16: return 2;
   }
   return 0;
 }
 
-// "float32", "float64", "int64", "bool", "bfloat16", "int8" — as PyTorch prints them after "torch."
+// "float32", "float64", "int64", "bool", "bfloat16", "int8", "float16" — as PyTorch prints them after "torch."
 inline const char* dtype_name(ScalarType t) {
   switch (t) {
     case ScalarType::Float32: return "float32";
@@ -75,6 +97,7 @@ inline const char* dtype_name(ScalarType t) {
     case ScalarType::Bool: return "bool";
     case ScalarType::BFloat16: return "bfloat16";
     case ScalarType::Int8: return "int8";
+    case ScalarType::Float16: return "float16";
   }
   return "?";
 }
@@ -89,6 +112,7 @@ inline int promotion_rank(ScalarType t) {
     case ScalarType::Int8: return 1;
     case ScalarType::Int64: return 2;
     case ScalarType::BFloat16: return 3;
+    case ScalarType::Float16: return 3;
     case ScalarType::Float32: return 4;
     case ScalarType::Float64: return 5;
   }
@@ -106,6 +130,7 @@ template <> constexpr ScalarType dtype_of<int64_t>() { return kInt64; }
 template <> constexpr ScalarType dtype_of<bool>() { return kBool; }
 template <> constexpr ScalarType dtype_of<BFloat16>() { return kBFloat16; }
 template <> constexpr ScalarType dtype_of<int8_t>() { return kInt8; }
+template <> constexpr ScalarType dtype_of<Float16>() { return kFloat16; }
 
 // float, double or BFloat16: the element types that hold fractions, inf and nan.
 template <class T>

@@ -1,9 +1,8 @@
-// autograd/float16.h — IEEE 754 half precision (float16, safetensors' "F16") read as float32.
+// autograd/float16.h — IEEE 754 half precision (float16, safetensors' "F16") widened to float32.
 //
-// float16 is not a tensor dtype of tapegrad: it only comes in files (Hugging Face checkpoints),
-// and load_safetensors converts it to float32 when asked (nn/safetensors.h). Every
-// float16 value is a float32 value, so the conversion is exact. bfloat16, which tapegrad has as
-// a dtype, converts in autograd/dtype.h (BFloat16's operator float).
+// float16 is a storage dtype of tapegrad (autograd/dtype.h: Float16): an F16 checkpoint's frozen
+// weights keep their 16 bits, and the weight products and embeddings widen each element as they
+// read it. Every float16 value is a float32 value, so widening is exact.
 #pragma once
 #include <bit>
 #include <cstdint>
@@ -14,33 +13,23 @@ namespace tg {
 //
 // The 16 bits: sign (1), exponent (5, bias 15), mantissa (10). To float32's sign (1), exponent
 // (8, bias 127), mantissa (23):
-//   exponent 1..30   normal: exponent + 112 (= 127 - 15), mantissa << 13
-//   exponent 0       zero (mantissa 0): a signed zero; subnormal: mantissa * 2^-24, which is a
-//                    normal float32: shift the mantissa left until its top bit reaches bit 10
-//                    (that bit becomes the implicit one), one exponent step down per shift
+//   exponent 1..30   normal (1 + m 2^-10) 2^(e - 15)
+//   exponent 0       zero, or subnormal m 2^-24
 //   exponent 31      mantissa 0: ±inf; otherwise NaN: its payload kept (mantissa << 13) and the
 //                    quiet bit (float32 bit 22) set, as PyTorch's Tensor.to(torch.float32) gives
 //                    (a signalling NaN comes out quiet; tests/reference/float16_torch.json)
+// The first two in one step: exponent and mantissa shifted left by 13 are the bits of a float32
+// whose value is the half's times 2^-112 (its exponent field read with bias 127, not 15, and a
+// subnormal half landing on a subnormal float32), so multiplying by 2^112, exact, gives the half's
+// value. No branch and no loop: a compiler vectorises it, and a weight kernel widens a row with it.
+// (It assumes subnormal float32 inputs are not flushed to zero, the default on x86 and Arm.)
 inline float float16_bits_to_float(uint16_t half) {
   const uint32_t sign = static_cast<uint32_t>(half & 0x8000u) << 16;
-  const uint32_t exponent = (half >> 10) & 0x1Fu;
-  uint32_t mantissa = half & 0x3FFu;
-  uint32_t bits;
-  if (exponent == 0x1F) {
-    bits = sign | 0x7F800000u | (mantissa ? 0x00400000u : 0u) | (mantissa << 13);
-  } else if (exponent != 0) {
-    bits = sign | ((exponent + 112) << 23) | (mantissa << 13);
-  } else if (mantissa == 0) {
-    bits = sign;
-  } else {
-    uint32_t float_exponent = 113;  // 2^-14, float16's smallest normal exponent, before the shifts
-    while ((mantissa & 0x400u) == 0) {
-      mantissa <<= 1;
-      --float_exponent;
-    }
-    bits = sign | (float_exponent << 23) | ((mantissa & 0x3FFu) << 13);
-  }
-  return std::bit_cast<float>(bits);
+  const uint32_t magnitude = half & 0x7FFFu;
+  const uint32_t mantissa = half & 0x3FFu;
+  const uint32_t finite = std::bit_cast<uint32_t>(std::bit_cast<float>(magnitude << 13) * 0x1p112f);
+  const uint32_t special = 0x7F800000u | (mantissa << 13) | (mantissa != 0 ? 0x00400000u : 0u);  // inf, nan
+  return std::bit_cast<float>(sign | (magnitude >= 0x7C00u ? special : finite));
 }
 
 }  // namespace tg

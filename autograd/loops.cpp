@@ -29,6 +29,12 @@ void throw_int8_unsupported() {
               "scales (autograd/ops/quantize.cpp); tg::dequantize_int8 gives the float32 weight");
 }
 
+void throw_float16_unsupported() {
+  throw Error("float16 tensors hold a checkpoint's frozen 16-bit weights and are read only by the weight products "
+              "(matmul and linear, a float32 operand times a float16 weight) and embedding; convert one with "
+              ".to(tg::kFloat32) (exact)");
+}
+
 void check_floating(const Tensor& t, const char* op) {
   check_defined(t, op, "input");
   if (!is_floating(t.dtype())) {

@@ -42,7 +42,11 @@ template <class F> decltype(auto) visit_floating(ScalarType dtype, const char* o
 // "int8 tensors hold a quantized weight's values ...": int8 is storage for the quantized ops alone.
 [[noreturn]] void throw_int8_unsupported();
 
-// Call f(TypeTag<T>{}) for any dtype but int8: float, double, int64_t, bool or BFloat16 (which
+// "float16 tensors hold a checkpoint's frozen 16-bit weights ...": float16 is storage for the weight
+// products and embedding alone (autograd/dtype.h).
+[[noreturn]] void throw_float16_unsupported();
+
+// Call f(TypeTag<T>{}) for any dtype but int8 and float16: float, double, int64_t, bool or BFloat16 (which
 // converts to and from float; code that only moves or converts elements takes it as it is).
 template <class F> decltype(auto) visit_dtype(ScalarType dtype, F&& f) {
   switch (dtype) {
@@ -52,6 +56,7 @@ template <class F> decltype(auto) visit_dtype(ScalarType dtype, F&& f) {
     case kBool: return f(TypeTag<bool>{});
     case kBFloat16: return f(TypeTag<BFloat16>{});
     case kInt8: throw_int8_unsupported();
+    case kFloat16: throw_float16_unsupported();
   }
   throw Error("visit_dtype: unknown dtype " + std::to_string(static_cast<int>(dtype)));
 }

@@ -180,6 +180,7 @@ template int64_t* Tensor::data_ptr<int64_t>() const;
 template bool* Tensor::data_ptr<bool>() const;
 template BFloat16* Tensor::data_ptr<BFloat16>() const;
 template int8_t* Tensor::data_ptr<int8_t>() const;
+template Float16* Tensor::data_ptr<Float16>() const;
 
 void* Tensor::raw_data() const {
   return static_cast<char*>(impl().storage->data) + impl().offset * static_cast<int64_t>(element_size(dtype()));
@@ -326,9 +327,50 @@ void copy_in_tiles(T* d, int64_t d_rs, int64_t d_cs, const T* s, int64_t s_rs, i
 
 }  // namespace
 
+namespace {
+
+// fn(i, offset) for each element of t in row-major order i, at element offset `offset` from t's
+// first: an odometer over the dims, for float16's few copies (no loop of loops.h takes float16).
+template <class F>
+void for_each_offset(const Tensor& t, F&& fn) {
+  const int64_t n = t.numel();
+  if (t.is_contiguous()) {
+    parallel_for(0, n, kElementwiseGrain, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) fn(i, i);
+    });
+    return;
+  }
+  std::vector<int64_t> index(static_cast<size_t>(t.dim()), 0);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t offset = 0;
+    for (int64_t d = 0; d < t.dim(); ++d) offset += index[d] * t.stride(d);
+    fn(i, offset);
+    for (int64_t d = t.dim() - 1; d >= 0 && ++index[d] == t.size(d); --d) index[d] = 0;
+  }
+}
+
+// A float16 tensor (a checkpoint's frozen weight: storage only) widened to float32, exactly, in
+// row-major order whatever its strides. No gradient: nothing trains a float16 tensor.
+Tensor widen_float16(const Tensor& t) {
+  Tensor out = make_empty(t.sizes(), kFloat32, "to");
+  const Float16* in = t.data_ptr<Float16>();
+  float* o = out.data_ptr<float>();
+  for_each_offset(t, [&](int64_t i, int64_t offset) { o[i] = static_cast<float>(in[offset]); });
+  return out;
+}
+
+}  // namespace
+
 // Copy src (broadcast to dst's shape) into dst, converting the dtype; dst may be strided. A
 // floating value an integer dtype cannot hold is an error naming op, the value and its index.
 void copy_values(const Tensor& dst, const Tensor& src, const char* op) {
+  if (dst.dtype() == kFloat16 && src.dtype() == kFloat16 && dst.is_contiguous() && src.sizes() == dst.sizes()) {
+    // a float16 weight's copy (contiguous() of a view): its bits as they are, element by element
+    Float16* d = dst.data_ptr<Float16>();
+    const Float16* s = src.data_ptr<Float16>();
+    for_each_offset(src, [&](int64_t i, int64_t offset) { d[i] = s[offset]; });
+    return;
+  }
   const Shape ss = broadcast_strides(src, dst.sizes());
   visit_dtype(dst.dtype(), [&](auto dtag) {
     using D = typename decltype(dtag)::type;
@@ -406,6 +448,10 @@ void copy_values(const Tensor& dst, const Tensor& src, const char* op) {
 
 Tensor Tensor::to(ScalarType target) const {
   if (target == dtype()) return *this;
+  if (dtype() == kFloat16) return widen_float16(*this).to(target);
+  if (target == kFloat16)
+    throw Error(std::string("to: float16 is a storage dtype, read from F16 checkpoints and widened from; tapegrad does not "
+                            "round ") + dtype_name(dtype()) + " to it (keep float32, or bfloat16: .to(tg::kBFloat16))");
   Tensor out = make_empty(sizes(), target, "to");
   copy_values(out, *this, "to");
   if (is_floating(target)) {

@@ -126,7 +126,7 @@ std::vector<Flag> bench_flags(BenchOptions& o) {
                 "a Hugging Face GPT-2 folder (its model and tokenizer) or Llama / Qwen folder (its model, the "
                 "corpus's bytes as the prompt's ids) instead of --config's"),
       text_flag("dtype", &o.dtype,
-                "a Llama / Qwen folder's weights: auto keeps a BF16 file's matrices bfloat16, float32 widens them",
+                "a Llama / Qwen folder's weights: auto keeps a BF16 or F16 file's matrices 16-bit, float32 widens them",
                 {"auto", "float32"}),
       text_flag("quantize", &o.quantize,
                 "int8: every matrix int8 with one scale per 32 weights of a row, made at load time (nn/quantize.h)",

@@ -151,7 +151,7 @@ std::vector<Flag> bench_flags(BenchOptions& o) {
       int_flag("loss-chunk", &o.loss_chunk, "the head and the loss this many rows at a time (train_gpt's flag; 0 = off)",
                0, 1 << 30),
       text_flag("dtype", &o.dtype,
-                "a Llama / Qwen LoRA base's frozen weights: auto keeps a BF16 file's matrices bfloat16, float32 "
+                "a Llama / Qwen LoRA base's frozen weights: auto keeps a BF16 or F16 file's matrices 16-bit, float32 "
                 "widens them (train_gpt's flag)", {"auto", "float32"}),
   };
 }

@@ -17,7 +17,7 @@ install(TARGETS tapegrad ${TG_FOLDER_LIBRARIES} EXPORT tapegradTargets
 # written, the fast kernels, the tensor's insides) stay in the source tree. A header listed
 # here must include listed headers only; .ci/run compiles each installed header on its own.
 set(TG_PUBLIC_HEADERS
-  autograd/ops.h autograd/tensor.h autograd/dtype.h autograd/error.h autograd/tape.h autograd/autocast.h
+  autograd/ops.h autograd/tensor.h autograd/dtype.h autograd/float16.h autograd/error.h autograd/tape.h autograd/autocast.h
   autograd/gradcheck.h autograd/graph_dot.h autograd/fast_kernels.h autograd/record.h
   autograd/random/generator.h autograd/runtime/parallel.h
   autograd/kernels/adam_step.h)  # AdamStep, which optim/optim_loops.h's plain loops take

@@ -109,7 +109,7 @@ std::vector<Flag> evaluate_flags(EvaluateOptions& o) {
                 "\"lengths\", \"pred\", \"pred_norm\", \"label\"})"),
       threads_flag(&o.threads),
       text_flag("dtype", &o.dtype,
-                "a Llama / Qwen folder's weights: auto keeps a BF16 file's matrices bfloat16 (half the memory, "
+                "a Llama / Qwen folder's weights: auto keeps a BF16 or F16 file's matrices 16-bit (half the memory, "
                 "the same log-likelihoods), float32 widens them", {"auto", "float32"}),
       text_flag("quantize", &o.quantize,
                 "int8: every matrix int8 with one scale per 32 weights of a row, made at load time (nn/quantize.h); "

@@ -125,7 +125,7 @@ std::vector<Flag> generate_flags(GenerateOptions& o) {
       seed_flag(&o.seed, "seed of the sampling generator"),
       threads_flag(&o.threads),
       text_flag("dtype", &o.dtype,
-                "a Llama / Qwen folder's weights: auto keeps a BF16 file's matrices bfloat16 (half the memory, "
+                "a Llama / Qwen folder's weights: auto keeps a BF16 or F16 file's matrices 16-bit (half the memory, "
                 "the same logits), float32 widens them", {"auto", "float32"}),
       text_flag("quantize", &o.quantize,
                 "int8: every matrix int8 with one scale per 32 weights of a row, made at load time (about a quarter "

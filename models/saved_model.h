@@ -50,7 +50,7 @@ struct SavedModel {
   const tokenizers::Tokenizer& the_tokenizer(const std::string& dir) const;
 };
 // dtype: the weights' dtype for a Llama / Qwen folder, or the base of a LoRA run on one
-// (models/hf/hf_folder.h: kCheckpoint keeps a BF16 file's matrices bfloat16, the same logits);
+// (models/hf/hf_folder.h: kCheckpoint keeps a BF16 or F16 file's matrices 16-bit, the same logits);
 // every other folder is read as float32.
 SavedModel load_saved_model(const std::string& dir, WeightsDtype dtype = WeightsDtype::kFloat32);
 

@@ -186,13 +186,15 @@ void convert_in_place(const Tensor& t, ScalarType dtype) {
 
 }  // namespace
 
-void make_frozen_bfloat16(const Tensor& t) {
-  if (!t.defined() || t.dtype() == kBFloat16) return;
-  const Tensor fresh = make_empty(t.sizes(), kBFloat16);  // contiguous, unset: the loader reads it
+void make_frozen_16bit(const Tensor& t, ScalarType dtype) {
+  if (dtype != kBFloat16 && dtype != kFloat16)
+    throw Error(std::string("make_frozen_16bit: expected bfloat16 or float16, got ") + dtype_name(dtype));
+  if (!t.defined() || t.dtype() == dtype) return;
+  const Tensor fresh = make_empty(t.sizes(), dtype);  // contiguous, unset: the loader reads it
   TensorImpl& impl = impl_of(t);
   mark_written(t);  // the old storage: entries that saved t refuse it
   impl.storage = impl_of(fresh).storage;
-  impl.dtype = kBFloat16;
+  impl.dtype = dtype;
   impl.strides = fresh.strides();
   impl.offset = 0;
   impl.grad = nullptr;
@@ -268,7 +270,10 @@ void Module::load_state_dict(const NamedTensors& dict, bool strict, const std::s
       problems.push_back("'" + name + "' has shape " + shape_str(src->sizes()) + ", expected " + shape_str(dst.sizes()));
     } else if (src->dtype() != dst.dtype()) {
       problems.push_back("'" + name + "' has dtype " + dtype_name(src->dtype()) + ", expected " + dtype_name(dst.dtype()) +
-                         (src->dtype() == kBFloat16 ? " (convert the bfloat16 tensors first: t = t.to(tg::kFloat32))" : ""));
+                         (src->dtype() == kBFloat16 || src->dtype() == kFloat16
+                              ? std::string(" (convert the ") + dtype_name(src->dtype()) +
+                                    " tensors first: t = t.to(tg::kFloat32))"
+                              : std::string()));
     } else {
       copies.push_back({dst, *src});
     }

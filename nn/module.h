@@ -23,11 +23,11 @@ using NamedTensors = tg::NamedTensors;  // autograd/tensor.h
 // A fresh leaf with t's values that requires grad, as nn.Parameter(t).
 Tensor Parameter(const Tensor& t);
 
-// Makes parameter t a frozen bfloat16 tensor of its shape, for a loader about to read a 16-bit
-// checkpoint's values into it (models/hf/hf_llama.h): every handle to t (Linear::weight, the
-// module's own) sees the new storage, whose values are unset until read, and it no longer
-// requires grad. matmul and embedding widen such a weight exactly as they read it.
-void make_frozen_bfloat16(const Tensor& t);
+// Makes parameter t a frozen tensor of its shape in dtype (bfloat16 or float16), for a loader about
+// to read a 16-bit checkpoint's values into it (models/hf/hf_llama.h): every handle to t
+// (Linear::weight, the module's own) sees the new storage, whose values are unset until read, and
+// it no longer requires grad. matmul and embedding widen such a weight exactly as they read it.
+void make_frozen_16bit(const Tensor& t, ScalarType dtype);
 // Makes parameter t the int8 tensor `values` of its shape (a quantized weight's, nn/quantize.h):
 // every handle to t sees values' storage, t's own storage is let go, and it no longer requires grad.
 void make_frozen_int8(const Tensor& t, const Tensor& values);

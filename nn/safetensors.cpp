@@ -46,7 +46,7 @@ struct SafetensorsDtype {
 
 constexpr SafetensorsDtype kDtypes[] = {
     {"F32", 4, kFloat32}, {"F64", 8, kFloat64},   {"I64", 8, kInt64},         {"BOOL", 1, kBool},
-    {"F16", 2, {}},       {"BF16", 2, kBFloat16},        {"I32", 4, {}},             {"I16", 2, {}},
+    {"F16", 2, kFloat16}, {"BF16", 2, kBFloat16},        {"I32", 4, {}},             {"I16", 2, {}},
     {"I8", 1, {}},        {"U8", 1, {}},          {"U16", 2, {}},             {"U32", 4, {}},
     {"U64", 8, {}},       {"F8_E4M3", 1, {}},     {"F8_E5M2", 1, {}},
 };
@@ -72,6 +72,7 @@ bool exponent_all_ones(double v) {
   return (std::bit_cast<uint64_t>(v) & 0x7ff0000000000000u) == 0x7ff0000000000000u;
 }
 bool exponent_all_ones(BFloat16 v) { return (v.bits & 0x7f80u) == 0x7f80u; }
+bool exponent_all_ones(Float16 v) { return (v.bits & 0x7c00u) == 0x7c00u; }
 
 // How many of n contiguous elements are inf or nan: no early exit, so it runs in vector registers.
 // A count, not an or of bools: GCC vectorises a sum.
@@ -88,6 +89,7 @@ int64_t count_nonfinite_bytes(ScalarType dtype, const void* data, uint64_t bytes
     case kFloat32: return count_nonfinite(static_cast<const float*>(data), static_cast<int64_t>(bytes / 4));
     case kFloat64: return count_nonfinite(static_cast<const double*>(data), static_cast<int64_t>(bytes / 8));
     case kBFloat16: return count_nonfinite(static_cast<const BFloat16*>(data), static_cast<int64_t>(bytes / 2));
+    case kFloat16: return count_nonfinite(static_cast<const Float16*>(data), static_cast<int64_t>(bytes / 2));
     default: return 0;
   }
 }
@@ -97,7 +99,7 @@ int64_t count_nonfinite_bytes(ScalarType dtype, const void* data, uint64_t bytes
 struct Entry {
   std::string name;
   ScalarType dtype;                  // the tensor's
-  const SafetensorsDtype* in_file;   // the file's (F16 or BF16 when converted to float32)
+  const SafetensorsDtype* in_file;   // the file's (F16 or BF16 when widened to float32)
   Shape shape;
   uint64_t begin, end;    // data_offsets, relative to the start of the data
   uint64_t offsets_byte;  // where data_offsets is written in the file (for messages)
@@ -265,7 +267,8 @@ class Reader {
   // Read as float32 (every entry named `tensor` of this dtype, when tensor is empty).
   bool widened(const SafetensorsDtype& d, const std::string& tensor = "") const {
     const std::string name = d.name;
-    if (name == "BF16" && !tensor.empty() && options_.keep_bfloat16 && options_.keep_bfloat16(tensor)) return false;
+    if ((name == "BF16" || name == "F16") && !tensor.empty() && options_.keep_16bit && options_.keep_16bit(tensor))
+      return false;
     return options_.float16_to_float32 && (name == "F16" || name == "BF16");
   }
 
@@ -274,9 +277,7 @@ class Reader {
     for (const SafetensorsDtype& d : kDtypes) {
       if (v.as_string() != d.name) continue;
       if (!d.type && !widened(d)) {
-        fail(at(v), tensor + ": dtype " + d.name + " is not supported by tapegrad (it reads F32, F64, I64, BOOL, BF16)" +
-                        (std::string(d.name) == "F16" ? "; it reads F16 as float32 when asked to "
-                                                        "(SafetensorsReadOptions::float16_to_float32)" : ""));
+        fail(at(v), tensor + ": dtype " + d.name + " is not supported by tapegrad (it reads F32, F64, I64, BOOL, BF16, F16)");
       }
       return d;
     }
@@ -526,7 +527,7 @@ int64_t first_nonfinite_index(const T* p, int64_t n, double& value) {
     if (count_nonfinite(p + start, end - start) == 0) continue;
     for (int64_t i = start; i < end; ++i) {
       if (exponent_all_ones(p[i])) {
-        value = static_cast<double>(p[i]);  // float and bfloat16 widen exactly
+        value = static_cast<double>(static_cast<float>(p[i]));  // each widens exactly
         return i;
       }
     }
@@ -549,13 +550,14 @@ std::string index_in(int64_t flat, const Shape& shape) {
 }  // namespace
 
 std::optional<std::string> first_nonfinite(const Tensor& t) {
-  if (!is_floating(t.dtype()) || t.numel() == 0) return std::nullopt;
-  const Tensor c = t.detach().contiguous();
+  if (!(is_floating(t.dtype()) || t.dtype() == kFloat16) || t.numel() == 0) return std::nullopt;
+  const Tensor c = t.dtype() == kFloat16 && !t.is_contiguous() ? t.to(kFloat32) : t.detach().contiguous();
   double value = 0;
   int64_t flat = -1;
   switch (c.dtype()) {
     case kFloat32: flat = first_nonfinite_index(c.data_ptr<float>(), c.numel(), value); break;
     case kFloat64: flat = first_nonfinite_index(c.data_ptr<double>(), c.numel(), value); break;
+    case kFloat16: flat = first_nonfinite_index(c.data_ptr<Float16>(), c.numel(), value); break;
     default: flat = first_nonfinite_index(c.data_ptr<BFloat16>(), c.numel(), value); break;
   }
   if (flat < 0) return std::nullopt;

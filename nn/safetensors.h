@@ -48,9 +48,9 @@ void save_safetensors(AtomicFile& file, const NamedTensors& tensors, const Safet
 
 // Read every tensor of the file, in header order, as new contiguous tensors (not requiring grad).
 //
-// dtypes: F32, F64, I64, BOOL (one byte, 0 or 1) and BF16 (bfloat16's 16 bits) are tapegrad's
-// float32, float64, int64, bool and bfloat16. F16 (IEEE half precision) has no tapegrad dtype:
-// it is refused, unless the caller asks for 16-bit floats as float32
+// dtypes: F32, F64, I64, BOOL (one byte, 0 or 1), BF16 (bfloat16's 16 bits) and F16 (IEEE half
+// precision) are tapegrad's float32, float64, int64, bool, bfloat16 and float16 (float16 is a
+// storage dtype: autograd/dtype.h). The caller may ask for 16-bit floats as float32
 // (SafetensorsReadOptions::float16_to_float32, for checkpoints saved in half precision such as
 // Hugging Face's); then F16 and BF16 tensors are both read as float32, exactly (autograd/float16.h,
 // BFloat16 in autograd/dtype.h). The request is explicit so that a state_dict file of another
@@ -63,11 +63,12 @@ void save_safetensors(AtomicFile& file, const NamedTensors& tensors, const Safet
 NamedTensors load_safetensors(const std::string& path);
 
 struct SafetensorsReadOptions {
-  // F16 and BF16 tensors read as float32 (F16 is otherwise refused, BF16 read as bfloat16).
+  // F16 and BF16 tensors read as float32 (otherwise as float16 and bfloat16).
   bool float16_to_float32 = false;
-  // With float16_to_float32: the BF16 tensors for which keep_bfloat16(name) is true are read as
-  // bfloat16 all the same (a checkpoint's matrices kept at their own size: models/hf/hf_llama.h).
-  std::function<bool(const std::string& name)> keep_bfloat16 = nullptr;
+  // With float16_to_float32: the F16 and BF16 tensors for which keep_16bit(name) is true are read
+  // as float16 and bfloat16 all the same (a checkpoint's matrices kept at their own size:
+  // models/hf/hf_llama.h).
+  std::function<bool(const std::string& name)> keep_16bit = nullptr;
   // Refuse a floating-point tensor that holds an inf or a nan (check_finite, below), each tensor
   // checked as it is read: for weights, adapters and optimizer state, where one such value makes
   // every later output nan without a word.

@@ -77,6 +77,32 @@ inline Tensor normal_tensor(const Shape& shape, uint32_t seed, ScalarType dtype 
   return from_vector(values, shape, dtype);
 }
 
+// t's values as a float16 tensor, each the nearest float16 (searched among every finite half; a tie
+// takes either): tapegrad widens float16 but never rounds to it (autograd/dtype.h), and tests need
+// float16 weights. Widening the result back (.to(kFloat32)) gives its exact values.
+inline Tensor nearest_float16(const Tensor& t) {
+  static const std::vector<std::pair<float, uint16_t>> halves = [] {
+    std::vector<std::pair<float, uint16_t>> sorted;
+    for (uint32_t bits = 0; bits < 65536; ++bits) {
+      const float v = float16_bits_to_float(static_cast<uint16_t>(bits));
+      if (std::isfinite(v)) sorted.push_back({v, static_cast<uint16_t>(bits)});
+    }
+    std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    return sorted;
+  }();
+  const std::vector<float> values = t.to(kFloat32).contiguous().reshape({-1}).tolist<float>();
+  Tensor out = empty(t.sizes(), kFloat16);
+  Float16* o = out.data_ptr<Float16>();
+  for (size_t i = 0; i < values.size(); ++i) {
+    auto above = std::lower_bound(halves.begin(), halves.end(), values[i],
+                                  [](const auto& h, float v) { return h.first < v; });
+    if (above == halves.end() || (above != halves.begin() && values[i] - std::prev(above)->first < above->first - values[i]))
+      --above;
+    o[i] = Float16::from_bits(above->second);
+  }
+  return out;
+}
+
 // A fresh leaf that requires grad, with t's values (and storage).
 inline Tensor leaf(const Tensor& t) {
   Tensor x = t.detach();

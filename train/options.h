@@ -44,7 +44,7 @@ struct TrainOptions {
   std::string on_nonfinite = "error";  // a non-finite loss or gradient norm: "error" or "skip" the step
   std::string precision = "fp32";  // "bf16": the forward (and so the backward) under AutocastGuard(kBFloat16)
   // A Llama / Qwen folder's frozen weights (a LoRA run's base; --eval-only's model): "auto" keeps a
-  // BF16 file's matrices bfloat16 (models/hf/hf_folder.h: the same numbers, half the memory),
+  // BF16 or F16 file's matrices 16-bit (models/hf/hf_folder.h: the same numbers, half the memory),
   // "float32" widens them. Weights being trained are float32 either way.
   std::string dtype = "auto";
   // "none", "every" or "ffn": what the blocks recompute in backward instead of keeping

@@ -239,7 +239,7 @@ void gemm(T* c, int64_t ldc, const T* a, const T* b, int64_t M, int64_t N, int64
 
 // --- a float32 a times a weight in fewer bits: widened (bfloat16) or dequantized (int8) as read ----
 //
-// A frozen weight kept in its checkpoint's bfloat16 (ops/matmul.cpp says when), or quantized to
+// A frozen weight kept in its checkpoint's bfloat16 or float16 (ops/matmul.cpp says when), or quantized to
 // int8 with a scale per group (ops/quantize.cpp), is made float32 as it is read. Widening is exact,
 // and dequantizing rounds each element once, to the value dequantize_int8 gives it; so this product
 // gives the bits the float32 gemm above gives the widened (dequantized) weight: each case runs that
@@ -263,9 +263,10 @@ void gemm(T* c, int64_t ldc, const T* a, const T* b, int64_t M, int64_t N, int64
 constexpr int64_t kWidenedBandBytes = int64_t{4} << 20;
 constexpr int64_t kWidenedWholeBytes = int64_t{32} << 20;
 
-// b (K, N), bfloat16, read through its layout.
-struct Bf16Weight {
-  const BFloat16* b;
+// b (K, N), bfloat16 or float16 (W), read through its layout.
+template <class W>
+struct SixteenBitWeight {
+  const W* b;
   MatrixLayout lb;
 
   // Its rows are a weight's (out, in) rows when b is stored by columns (b = w^T).
@@ -285,7 +286,7 @@ struct Bf16Weight {
     const MatrixLayout out = by_columns ? MatrixLayout{K, n, 1, K} : MatrixLayout{K, n, n, 1};
     const int64_t lines = by_columns ? n : K, length = by_columns ? K : n;  // each line contiguous in `to`
     const int64_t line_step = by_columns ? lb.cs : lb.rs, element_step = by_columns ? lb.rs : lb.cs;
-    const BFloat16* from = b + j0 * lb.cs;
+    const W* from = b + j0 * lb.cs;
     parallel_for(0, lines, work_split::grain_for(length * int64_t{sizeof(float)}), [&](int64_t first, int64_t last) {
       for (int64_t l = first; l < last; ++l)
         for (int64_t e = 0; e < length; ++e) to[l * length + e] = static_cast<float>(from[l * line_step + e * element_step]);
@@ -357,10 +358,14 @@ void gemm_widened(float* c, int64_t ldc, const float* a, const Weight& b, int64_
   });
 }
 
-// c (M,N) = a (M,K) float32 @ b (K,N) bfloat16.
+// c (M,N) = a (M,K) float32 @ b (K,N) bfloat16 or float16.
 void gemm(float* c, int64_t ldc, const float* a, const BFloat16* b, int64_t M, int64_t N, int64_t K,
           const MatrixLayout& la, const MatrixLayout& lb) {
-  gemm_widened(c, ldc, a, Bf16Weight{b, lb}, M, N, K, la);
+  gemm_widened(c, ldc, a, SixteenBitWeight<BFloat16>{b, lb}, M, N, K, la);
+}
+void gemm(float* c, int64_t ldc, const float* a, const Float16* b, int64_t M, int64_t N, int64_t K,
+          const MatrixLayout& la, const MatrixLayout& lb) {
+  gemm_widened(c, ldc, a, SixteenBitWeight<Float16>{b, lb}, M, N, K, la);
 }
 
 // Element offsets of each batch's a and b matrix, batches in row-major order, for operands whose
@@ -410,7 +415,7 @@ std::optional<Tensor> rows_of_shared_product(const Tensor& a, const Tensor& b) {
   return std::nullopt;
 }
 
-// T: a's and out's type; TB: b's, T or (a frozen 16-bit weight's) BFloat16.
+// T: a's and out's type; TB: b's, T or (a frozen 16-bit weight's) BFloat16 or Float16.
 template <class T, class TB = T>
 void batched_gemm_typed(const Tensor& out, const Tensor& a, const Tensor& b, const Shape& batch, int64_t M,
                         int64_t N, int64_t K) {
@@ -445,8 +450,9 @@ bf16_gemm::Operand bf16_operand(const Tensor& t, const MatrixLayout& l, int64_t 
 void batched_gemm(const Tensor& out, const Tensor& a, const Tensor& b, const Shape& batch, int64_t M, int64_t N,
                   int64_t K) {
   // a frozen 16-bit weight (ops/matmul.cpp): b read as it is, a (rarer) widened first
-  if (a.dtype() == kBFloat16) return batched_gemm(out, a.to(kFloat32), b, batch, M, N, K);
+  if (a.dtype() == kBFloat16 || a.dtype() == kFloat16) return batched_gemm(out, a.to(kFloat32), b, batch, M, N, K);
   if (b.dtype() == kBFloat16) return batched_gemm_typed<float, BFloat16>(out, a, b, batch, M, N, K);
+  if (b.dtype() == kFloat16) return batched_gemm_typed<float, Float16>(out, a, b, batch, M, N, K);
   visit_floating(out.dtype(), "matmul", [&](auto tag) {
     using T = typename decltype(tag)::type;
     batched_gemm_typed<T>(out, a, b, batch, M, N, K);

@@ -1,6 +1,6 @@
 // autograd/kernels/gemv.h — a float32 matrix-vector product over a matrix whose rows are
 // contiguous: the one-token linear layer of generation with the KV cache. The matrix may be
-// bfloat16 (a checkpoint's 16-bit weight), widened exactly as it is read, or int8 with a scale
+// bfloat16 or float16 (a checkpoint's 16-bit weight), widened exactly as it is read, or int8 with a scale
 // per group of a row (a weight quantized at load time), dequantized as it is read.
 //
 //   y[i] = sum_k a[i, k] x[k]        a (M, K) with rows lda apart, x (K), y (M) incy apart
@@ -58,6 +58,10 @@ void sgemv_rows(float* y, int64_t incy, const float* a, int64_t lda, const float
 // of a gives, from half the bytes: a token's time is those bytes (gemv.cpp: widen).
 void sgemv_rows(float* y, int64_t incy, const BFloat16* a, int64_t lda, const float* x, int64_t M, int64_t K,
                 Isa isa = best_isa());
+// The same of a float16 matrix (an F16 checkpoint's weight): each element widened exactly as it is
+// read (autograd/float16.h, in steps that vectorise), so again the float32 copy's bits.
+void sgemv_rows(float* y, int64_t incy, const Float16* a, int64_t lda, const float* x, int64_t M, int64_t K,
+                Isa isa = best_isa());
 
 // The same product for R vectors at once: y[r * ldy + i * incy] = a (M, K) @ x_r (K), with
 // x_r = x + r * ldx contiguous. Writing a batch of B sequences, each decode step's linear layers
@@ -67,6 +71,8 @@ void sgemv_rows(float* y, int64_t incy, const BFloat16* a, int64_t lda, const fl
 void sgemv_rows_many(float* y, int64_t ldy, int64_t incy, const float* a, int64_t lda, const float* x, int64_t ldx,
                      int64_t R, int64_t M, int64_t K, Isa isa = best_isa());
 void sgemv_rows_many(float* y, int64_t ldy, int64_t incy, const BFloat16* a, int64_t lda, const float* x,
+                     int64_t ldx, int64_t R, int64_t M, int64_t K, Isa isa = best_isa());
+void sgemv_rows_many(float* y, int64_t ldy, int64_t incy, const Float16* a, int64_t lda, const float* x,
                      int64_t ldx, int64_t R, int64_t M, int64_t K, Isa isa = best_isa());
 
 // An int8 matrix (M, K) with one float32 scale per `group` elements of a row (ops/quantize.cpp):

@@ -7,6 +7,10 @@
 
 #include "autograd/runtime/environment.h"
 
+#if TG_X86_KERNELS
+#include <cpuid.h>
+#endif
+
 namespace tg::kernels {
 
 namespace {
@@ -21,7 +25,11 @@ CpuSets check_cpu() {
   CpuSets sets;
 #if TG_X86_KERNELS
   __builtin_cpu_init();
-  sets.avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  // F16C (float16 <-> float32, gemv.cpp's float16 rows) came before AVX2 on every CPU that has
+  // both; it is asked of cpuid itself (Clang's __builtin_cpu_supports does not know its name)
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C);
+  sets.avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c;
   sets.avx512 = sets.avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
                 __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512bw") &&
                 __builtin_cpu_supports("avx512vl");

@@ -38,14 +38,17 @@ void embedding_backward(T* dweight, const T* dout, const int64_t* idx, int64_t N
   }
 }
 
-// The same rows of a bfloat16 table (a checkpoint's frozen 16-bit weight), each element widened
-// to float32 (exact: its 16 bits, then 16 zero bits).
-void embedding_forward_widened(float* out, const BFloat16* weight, const int64_t* idx, int64_t N, int64_t C) {
+// The same rows of a bfloat16 or float16 table (a checkpoint's frozen 16-bit weight), each element
+// widened to float32 (exact: a bfloat16's 16 bits, then 16 zero bits; a float16: autograd/float16.h).
+template <class W>
+void embedding_forward_widened(float* out, const W* weight, const int64_t* idx, int64_t N, int64_t C) {
   for (int64_t n = 0; n < N; ++n) {
-    const BFloat16* row = weight + idx[n] * C;
+    const W* row = weight + idx[n] * C;
     for (int64_t c = 0; c < C; ++c) out[n * C + c] = static_cast<float>(row[c]);
   }
 }
+template void embedding_forward_widened<BFloat16>(float*, const BFloat16*, const int64_t*, int64_t, int64_t);
+template void embedding_forward_widened<Float16>(float*, const Float16*, const int64_t*, int64_t, int64_t);
 
 template void embedding_forward<float>(float*, const float*, const int64_t*, int64_t, int64_t);
 template void embedding_forward<double>(double*, const double*, const int64_t*, int64_t, int64_t);
@@ -71,7 +74,7 @@ std::string position_str(int64_t k, const Shape& shape) {
 // idx (N): the indices flattened, each checked to be a row of weight (V,C).
 Tensor checked_indices(const Tensor& weight, const Tensor& indices) {
   const char* op = "embedding";
-  check_floating(weight, op);
+  if (!weight.defined() || weight.dtype() != kFloat16) check_floating(weight, op);  // float16: a frozen table (below)
   check_defined(indices, op, "indices");
   if (indices.dtype() != kInt64) {
     throw Error(std::string(op) + ": expected indices of dtype int64 (Long), got " + dtype_name(indices.dtype()));
@@ -101,12 +104,16 @@ Tensor embedding(const Tensor& weight, const Tensor& indices) {
   const Tensor wc = weight.is_contiguous() ? weight : weight.detach().contiguous();
   Shape out_shape = indices.sizes();
   out_shape.push_back(C);
-  if (weight.dtype() == kBFloat16) {  // a frozen 16-bit table: float32 rows out, nothing to train
+  if (weight.dtype() == kBFloat16 || weight.dtype() == kFloat16) {  // a frozen 16-bit table: float32 rows out
     if (weight.requires_grad() && grad_mode_enabled())
-      throw Error("embedding: a bfloat16 weight is a frozen 16-bit table, widened to float32 as it is read, and it "
-                  "requires grad here; train a float32 copy of it (.to(tg::kFloat32)), or freeze it");
+      throw Error(std::string("embedding: a ") + dtype_name(weight.dtype()) + " weight is a frozen 16-bit table, widened "
+                  "to float32 as it is read, and it requires grad here; train a float32 copy of it "
+                  "(.to(tg::kFloat32)), or freeze it");
     Tensor out = make_empty(out_shape, kFloat32);
-    nn_loops::embedding_forward_widened(out.data_ptr<float>(), wc.data_ptr<BFloat16>(), idx.data_ptr<int64_t>(), N, C);
+    if (weight.dtype() == kBFloat16)
+      nn_loops::embedding_forward_widened(out.data_ptr<float>(), wc.data_ptr<BFloat16>(), idx.data_ptr<int64_t>(), N, C);
+    else
+      nn_loops::embedding_forward_widened(out.data_ptr<float>(), wc.data_ptr<Float16>(), idx.data_ptr<int64_t>(), N, C);
     return out;
   }
   Tensor out = make_empty(out_shape, weight.dtype());

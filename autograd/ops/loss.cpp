@@ -143,6 +143,7 @@ const char* torch_type_name(ScalarType t) {
     case kBool: return "Bool";
     case kBFloat16: return "BFloat16";
     case kInt8: return "Char";
+    case kFloat16: return "Half";
   }
   return "?";
 }

@@ -27,12 +27,13 @@
 
 namespace tg {
 
-// A float32 operand and a bfloat16 one, outside autocast: the bfloat16 one is a frozen 16-bit
+// A float32 operand and a bfloat16 or float16 one, outside autocast: the 16-bit one is a frozen
 // weight (a checkpoint's, kept in its own dtype to halve its memory and the bytes a token reads).
 // It is widened to float32 as it is read, which is exact, so the product is float32's product of
 // the widened weight, to the bit (kernels/gemm.h reads it without a float32 copy where it can).
-bool widens_bf16(const Tensor& a, const Tensor& b) {
-  return (a.dtype() == kFloat32 && b.dtype() == kBFloat16) || (a.dtype() == kBFloat16 && b.dtype() == kFloat32);
+bool is_16bit(ScalarType t) { return t == kBFloat16 || t == kFloat16; }
+bool widens_16bit(const Tensor& a, const Tensor& b) {
+  return (a.dtype() == kFloat32 && is_16bit(b.dtype())) || (is_16bit(a.dtype()) && b.dtype() == kFloat32);
 }
 
 // Both defined, at least 1-D, of one dtype that matmul multiplies, or a float32 one and a frozen
@@ -45,13 +46,18 @@ void check_matmul_operands(const Tensor& a, const Tensor& b) {
                 "D and " + std::to_string(b.dim()) + "D");
   }
   if (autocast_applies(a, b)) return;  // float32 or bfloat16, rounded to bfloat16 either way
-  if (widens_bf16(a, b)) {
-    const Tensor& weight = a.dtype() == kBFloat16 ? a : b;
+  if (widens_16bit(a, b)) {
+    const Tensor& weight = is_16bit(a.dtype()) ? a : b;
     if (weight.requires_grad() && grad_mode_enabled())
-      throw Error("matmul: a bfloat16 operand times a float32 one is a frozen 16-bit weight, widened to float32 as it is "
-                  "read, and it requires grad here; train a float32 copy of it (.to(tg::kFloat32)), or freeze it "
-                  "(requires_grad_(false))");
+      throw Error(std::string("matmul: a ") + dtype_name(weight.dtype()) + " operand times a float32 one is a frozen "
+                  "16-bit weight, widened to float32 as it is read, and it requires grad here; train a float32 copy "
+                  "of it (.to(tg::kFloat32)), or freeze it (requires_grad_(false))");
     return;
+  }
+  if (a.dtype() == kFloat16 || b.dtype() == kFloat16) {
+    throw Error(std::string("matmul: a float16 operand (got ") + dtype_name(a.dtype()) + " and " + dtype_name(b.dtype()) +
+                ") is a checkpoint's frozen weight, multiplied only by a float32 one; or convert it with "
+                ".to(tg::kFloat32)");
   }
   if (a.dtype() == kBFloat16 || b.dtype() == kBFloat16) {
     throw Error(std::string("matmul: bfloat16 operands (got ") + dtype_name(a.dtype()) + " and " +
@@ -211,7 +217,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     kernels::batched_gemm_bf16(out, as_left_matrices(a_in), as_right_matrices(b_in), s.batch, s.M, s.N, s.K);
   } else if (bf16) {
     out = matmul_reference(rounded_to_bf16(a_in), rounded_to_bf16(b_in));
-  } else if (widens_bf16(a, b) && !fast_kernels()) {
+  } else if (widens_16bit(a, b) && !fast_kernels()) {
     out = matmul_reference(a.to(kFloat32), b.to(kFloat32));  // the weight widened: exact
   } else if (fast_kernels() && a.dtype() != kInt64) {  // BLIS has no integer gemm: int64 takes the reference
     out = make_empty(s.out, promote_types(a.dtype(), b.dtype()));

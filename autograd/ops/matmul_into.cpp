@@ -3,7 +3,7 @@
 // masked_scaled_attention) write their products in place this way, with no result to allocate
 // and copy. On the fast path it hands the destination to kernels/gemm.h (kernels/bf16_gemm.h
 // under autocast); on the plain path it is matmul's own result copied in, so its bits are
-// matmul's either way. A frozen bfloat16 weight times float32 (ops/matmul.cpp: widens_bf16) is
+// matmul's either way. A frozen bfloat16 weight times float32 (ops/matmul.cpp: widens_16bit) is
 // matmul's result copied in on either path. It records nothing.
 #include "autograd/fast_kernels.h"
 #include "autograd/internal.h"
@@ -21,7 +21,8 @@ void check_into(const Tensor& dst, const Tensor& a, const Tensor& b, bool bf16) 
   const bool fits = a.dim() == 2 && b.dim() == 2 && dst.dim() == 2 && a.size(1) == b.size(0) &&
                     dst.size(0) == a.size(0) && dst.size(1) == b.size(1) &&
                     (dst.size(1) <= 1 || dst.stride(1) == 1);  // rows contiguous
-  const bool float32_product = bf16 || a.dtype() == kBFloat16 || b.dtype() == kBFloat16;  // autocast's, or widened
+  const bool float32_product = bf16 || a.dtype() == kBFloat16 || b.dtype() == kBFloat16 || a.dtype() == kFloat16 ||
+                               b.dtype() == kFloat16;  // autocast's, or widened
   if (!fits || dst.dtype() != (float32_product ? kFloat32 : a.dtype())) {
     throw Error("matmul_into: expected dst (M, N) with contiguous rows, of the product's dtype, for a (M, K) @ b (K, N); "
                 "got dst " + shape_str(dst.sizes()) + " " + dtype_name(dst.dtype()) + ", a " + shape_str(a.sizes()) +

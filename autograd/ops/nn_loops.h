@@ -50,7 +50,8 @@ void cross_entropy_backward_reference(T* dlogits, const T* dloss, const T* logit
 // embedding.cpp
 template <class T>
 void embedding_forward(T* out, const T* weight, const int64_t* idx, int64_t N, int64_t C);
-void embedding_forward_widened(float* out, const BFloat16* weight, const int64_t* idx, int64_t N, int64_t C);
+template <class W>  // BFloat16 or Float16
+void embedding_forward_widened(float* out, const W* weight, const int64_t* idx, int64_t N, int64_t C);
 template <class T>
 void embedding_backward(T* dweight, const T* dout, const int64_t* idx, int64_t N, int64_t V, int64_t C);
 

@@ -87,14 +87,14 @@ inline int8_t round_to_int8(float v) {
 
 QuantizedInt8 quantize_int8(const Tensor& weight, int64_t group_size) {
   check_defined(weight, "quantize_int8", "weight");
-  if (weight.dim() != 2 || !(weight.dtype() == kFloat32 || weight.dtype() == kBFloat16))
-    throw Error("quantize_int8: expected a 2-d float32 or bfloat16 weight (rows, cols), got " +
+  if (weight.dim() != 2 || !(weight.dtype() == kFloat32 || weight.dtype() == kBFloat16 || weight.dtype() == kFloat16))
+    throw Error("quantize_int8: expected a 2-d float32, bfloat16 or float16 weight (rows, cols), got " +
                 std::string(dtype_name(weight.dtype())) + " of shape " + shape_str(weight.sizes()));
   const int64_t rows = weight.size(0), cols = weight.size(1);
   const int64_t group = int8_group_size(cols, group_size), groups = cols / group;
   const Tensor w = weight.detach().contiguous();
   QuantizedInt8 out{make_empty({rows, cols}, kInt8), make_empty({rows, groups}, kFloat32)};
-  // Each element is read as float32 (a bfloat16 one widened as it is read: exact, with no float32
+  // Each element is read as float32 (a 16-bit one widened as it is read: exact, with no float32
   // copy), the groups' rows split over the threads. A group holding an inf or a nan is noted and
   // the weight refused afterwards, with its first such element named: nothing is returned half made.
   auto quantize = [&](auto tag) {
@@ -136,6 +136,7 @@ QuantizedInt8 quantize_int8(const Tensor& weight, int64_t group_size) {
     }
   };
   if (w.dtype() == kBFloat16) quantize(TypeTag<BFloat16>{});
+  else if (w.dtype() == kFloat16) quantize(TypeTag<Float16>{});
   else quantize(TypeTag<float>{});
   return out;
 }

@@ -17,12 +17,12 @@ enum class ModelFolderKind {
 // The dtype a reader keeps a folder's weights in:
 //   kFloat32     every weight float32: a 16-bit file's are widened as they are read. What training
 //                needs (its weights are float32 masters), and what --dtype float32 asks for.
-//   kCheckpoint  a BF16 file's matrices (each linear layer's weight, the token embedding, an untied
-//                head) stay bfloat16, frozen: half the memory, and half the bytes each token reads
-//                while generating. matmul and embedding widen them exactly as they read them, so
-//                every logit is the float32 model's, to the bit (autograd/ops/matmul.cpp:
-//                widens_bf16). The norms' weights and the biases, a few kB, are float32. F16 files
-//                are still widened to float32 (tapegrad has no float16 dtype).
+//   kCheckpoint  a BF16 or F16 file's matrices (each linear layer's weight, the token embedding, an
+//                untied head) stay bfloat16 or float16, frozen: half the memory, and half the bytes
+//                each token reads while generating. matmul and embedding widen them exactly as they
+//                read them, so every logit is the float32 model's, to the bit
+//                (autograd/ops/matmul.cpp: widens_16bit). The norms' weights and the biases, a few
+//                kB, are float32.
 enum class WeightsDtype { kFloat32, kCheckpoint };
 
 // "float32" -> kFloat32, "auto" -> kCheckpoint (transformers' torch_dtype="auto": the checkpoint's

@@ -339,36 +339,37 @@ void check_weight_headers(const LlamaConfig& config, const std::vector<std::stri
 
 // The files' tensors copied into the model's own (their headers checked first); a missing
 // lm_head.weight (info.lm_head_missing) is zeros. With kCheckpoint, each matrix a file holds as
-// BF16 becomes a frozen bfloat16 tensor first (nn::make_frozen_bfloat16), read without widening.
+// BF16 or F16 becomes a frozen bfloat16 or float16 tensor first (nn::make_frozen_16bit), read
+// without widening.
 void read_weights(LlamaForCausalLM& model, const std::vector<std::string>& files, const HfLlamaInfo& info,
                   WeightsDtype dtype) {
   const NamedTensors parameters = model.named_parameters();
   const std::map<std::string, Tensor> targets(parameters.begin(), parameters.end());
   SafetensorsReadOptions options = weights_read_options(model.config());
   if (dtype == WeightsDtype::kCheckpoint)  // the matrices: every linear layer's weight and the embedding
-    options.keep_bfloat16 = [&](const std::string& name) { return targets.count(name) && targets.at(name).dim() == 2; };
+    options.keep_16bit = [&](const std::string& name) { return targets.count(name) && targets.at(name).dim() == 2; };
   // each weight read straight into the model's own tensor (passed_over ones are skipped): no copy
   // of any is held at once, a 16-bit file's included
   options.read_into = [&](const std::string& name) { return targets.at(name); };
   NoGradGuard no_grad;
   for (const std::string& file : files) {
     const Activity reading("reading " + file);
-    if (options.keep_bfloat16)
+    if (options.keep_16bit)
       for (const SafetensorsEntry& e : safetensors_entries(file, options))
-        if (e.dtype == kBFloat16 && targets.count(e.name)) nn::make_frozen_bfloat16(targets.at(e.name));
+        if ((e.dtype == kBFloat16 || e.dtype == kFloat16) && targets.count(e.name))
+          nn::make_frozen_16bit(targets.at(e.name), e.dtype);
     for_each_safetensor(file, options, [](const std::string&, const Tensor&) {});
   }
   if (info.lm_head_missing) Tensor(targets.at("lm_head.weight")).zero_();  // a handle to the same storage
 }
 
-// What a kCheckpoint read widened: BF16 leaves the list when the model kept any weight bfloat16 (a
-// folder's norms, a few kB, are still read as float32).
+// What a kCheckpoint read widened: BF16 (F16) leaves the list when the model kept any weight
+// bfloat16 (float16); a folder's norms, a few kB, are still read as float32.
 std::vector<std::string> converted_by(const LlamaForCausalLM& model, std::vector<std::string> converted) {
-  for (const auto& [name, p] : model.named_parameters())
-    if (p.dtype() == kBFloat16) {
-      std::erase(converted, std::string("BF16"));
-      break;
-    }
+  for (const auto& [name, p] : model.named_parameters()) {
+    if (p.dtype() == kBFloat16) std::erase(converted, std::string("BF16"));
+    if (p.dtype() == kFloat16) std::erase(converted, std::string("F16"));
+  }
   return converted;
 }
 

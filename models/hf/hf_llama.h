@@ -78,8 +78,9 @@ std::vector<std::pair<std::string, Shape>> hf_llama_layout(const LlamaConfig& co
 // a missing name, a shape other than the model's (both in the message), an index naming a
 // missing shard, and a name the index puts in one shard but which is not there. F32, BF16 and F16
 // weights are read as float32 (exactly); HfLlamaInfo::converted_dtypes says which were. With
-// WeightsDtype::kCheckpoint a BF16 file's matrices stay bfloat16, frozen (models/hf/hf_folder.h:
-// the logits are the same, to the bit), and converted_dtypes leaves BF16 out when nothing was.
+// WeightsDtype::kCheckpoint a BF16 (F16) file's matrices stay bfloat16 (float16), frozen
+// (models/hf/hf_folder.h: the logits are the same, to the bit), and converted_dtypes leaves BF16
+// (F16) out when nothing was.
 HfLlama load_hf_llama(const std::string& dir, WeightsDtype dtype = WeightsDtype::kFloat32);
 
 // The weights at path against config, every name and shape as load_hf_llama checks them (an Error

@@ -1,5 +1,5 @@
 // tests/autograd/test_bf16_weights.cpp — a frozen bfloat16 weight times float32 activations
-// (ops/matmul.cpp: widens_bf16), as a checkpoint's 16-bit weights are used without a float32 copy:
+// (ops/matmul.cpp: widens_16bit), as a checkpoint's 16-bit weights are used without a float32 copy:
 //   * matmul and linear give, to the bit, what the same weight widened to float32 gives: for every
 //     kernel gemm.h picks (a token's row kernel, the several-vectors kernel, small_gemm's bands,
 //     BLIS's whole copy), both orientations of the weight, batched activations, at 1 thread (one
@@ -8,9 +8,13 @@
 //   * gemv.h's kernel over bfloat16 rows gives the bits of its float32 copy, on every instruction
 //     set this CPU has;
 //   * embedding's rows of a bfloat16 table are its float32 rows;
-//   * a bfloat16 weight that requires grad, and two bfloat16 operands, are Errors that say so.
+//   * a bfloat16 weight that requires grad, and two bfloat16 operands, are Errors that say so;
+//   * a float16 weight (an F16 checkpoint's) gives the same: its widened float32 copy's bits on one
+//     shape of each kernel and on every instruction set, in the gradient and in embedding.
 #include <gtest/gtest.h>
 
+#include <bit>
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -168,6 +172,104 @@ TEST(Bf16Weights, ATrainedOrDoubleSixteenBitProductIsAnError) {
   }
   expect_error([&] { matmul(x.to(kBFloat16), w16.detach().t()); }, {"matmul", "bfloat16", "AutocastGuard"});
   expect_error([&] { matmul(x.to(kFloat64), w16.detach().t()); }, {"matmul", "float64", "bfloat16"});
+}
+
+// --- float16 weights: the same kernels, each element widened as autograd/float16.h says --------------
+
+// A (rows, cols) weight of float16 values: normal draws, each the nearest float16, times 4 so that
+// some are float16 subnormals and some are large.
+Tensor f16_weight(int64_t rows, int64_t cols, uint32_t seed) {
+  Tensor w = normal_tensor({rows, cols}, seed, kFloat32) * 4.0;
+  w.data_ptr<float>()[0] = 3e-7f;  // a subnormal half (2^-24 is the smallest)
+  return test::nearest_float16(w);
+}
+
+TEST(F16Weights, LinearIsTheWidenedWeightsProductToTheBit) {
+  ThreadsGuard threads;
+  for (const int n : {1, 2, 7}) {
+    set_num_threads(n);
+    for (const Product& p : kThreadedProducts) {  // one shape of each kernel: they are bfloat16's kernels
+      const Tensor x = normal_tensor({p.M, p.K}, 100 + p.M, kFloat32);
+      const Tensor w16 = f16_weight(p.N, std::max<int64_t>(p.K, 1), 200 + p.N).narrow(1, 0, p.K);
+      const Tensor w32 = w16.to(kFloat32);
+      SCOPED_TRACE("threads " + std::to_string(n) + ", x (" + std::to_string(p.M) + ", " + std::to_string(p.K) +
+                   ") @ w^T, w (" + std::to_string(p.N) + ", " + std::to_string(p.K) + ")");
+      ASSERT_EQ(w16.dtype(), kFloat16);
+      EXPECT_TRUE(same_bytes(linear(x, w16), linear(x, w32)));
+      const Tensor wt16 = f16_weight(std::max<int64_t>(p.K, 1), p.N, 400 + p.N).narrow(0, 0, p.K);
+      EXPECT_TRUE(same_bytes(matmul(x, wt16), matmul(x, wt16.to(kFloat32))));
+      EXPECT_TRUE(same_bytes(matmul(w16, x.t()), matmul(w32, x.t())));
+    }
+  }
+  const FastKernelsGuard plain(false);
+  const Tensor x = normal_tensor({3, 5, 64}, 1, kFloat32), w16 = f16_weight(48, 64, 2);
+  EXPECT_TRUE(same_bytes(linear(x, w16), linear(x, w16.to(kFloat32))));
+}
+
+TEST(F16Weights, TheRowKernelTheGradientAndEmbeddingAreTheFloat32Weights) {
+  const int64_t M = 37, K = 1000;
+  const Tensor w16 = f16_weight(M, K, 11), x = normal_tensor({4, K}, 12, kFloat32);
+  const Tensor w32 = w16.to(kFloat32);
+  for (const kernels::Isa isa : {kernels::Isa::kPortable, kernels::Isa::kAvx2, kernels::Isa::kAvx512}) {
+    if (!kernels::isa_available(isa)) continue;
+    std::vector<float> y16(4 * M), y32(4 * M);
+    gemv::sgemv_rows(y16.data(), 1, w16.data_ptr<Float16>(), K, x.data_ptr<float>(), M, K, isa);
+    gemv::sgemv_rows(y32.data(), 1, w32.data_ptr<float>(), K, x.data_ptr<float>(), M, K, isa);
+    EXPECT_EQ(y16, y32) << kernels::isa_name(isa);
+    gemv::sgemv_rows_many(y16.data(), M, 1, w16.data_ptr<Float16>(), K, x.data_ptr<float>(), K, 4, M, K, isa);
+    gemv::sgemv_rows_many(y32.data(), M, 1, w32.data_ptr<float>(), K, x.data_ptr<float>(), K, 4, M, K, isa);
+    EXPECT_EQ(y16, y32) << kernels::isa_name(isa);
+  }
+  const Tensor g = normal_tensor({4, M}, 8, kFloat32);
+  const Tensor x16 = x.detach().clone().requires_grad_(true), x32 = x.detach().clone().requires_grad_(true);
+  (linear(x16, w16) * g).sum().backward();
+  (linear(x32, w32) * g).sum().backward();
+  EXPECT_TRUE(same_bytes(x16.grad(), x32.grad()));
+  const Tensor ids = from_vector(std::vector<int64_t>{3, 0, 36, 3}, {2, 2});
+  EXPECT_TRUE(same_bytes(embedding(w16, ids), embedding(w32, ids)));
+}
+
+// Every one of the 65,536 halves, widened by the row kernel of each instruction set (the AVX2 and
+// AVX-512 copies with the CPU's own conversion), is float16_bits_to_float's value: row i holds half i
+// and zeros, x is one then zeros, so y[i] is the widened half times 1 plus zeros (a nan: a nan; -0
+// plus the other lanes' +0 is +0, so a zero compares by value).
+TEST(F16Weights, TheRowKernelWidensEveryHalfAsTheReferenceDoes) {
+  const int64_t M = 65536, K = 40;  // a whole block of 32 and a partial one
+  for (const int64_t first : {int64_t{0}, int64_t{35}}) {  // in the whole block, and in the partial one
+    Tensor h = empty({M, K}, kFloat16);
+    Float16* pw = h.data_ptr<Float16>();
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t k = 0; k < K; ++k) pw[i * K + k] = Float16::from_bits(k == first ? static_cast<uint16_t>(i) : 0);
+    std::vector<float> x(K, 0.0f), y(M);
+    x[first] = 1.0f;
+    for (const kernels::Isa isa : {kernels::Isa::kPortable, kernels::Isa::kAvx2, kernels::Isa::kAvx512}) {
+      if (!kernels::isa_available(isa)) continue;
+      gemv::sgemv_rows(y.data(), 1, pw, K, x.data(), M, K, isa);
+      int64_t wrong = 0;
+      for (int64_t i = 0; i < M; ++i) {
+        const float want = float16_bits_to_float(static_cast<uint16_t>(i));
+        wrong += std::isnan(want) ? !std::isnan(y[i])
+                 : want == 0      ? y[i] != 0
+                                  : std::bit_cast<uint32_t>(y[i]) != std::bit_cast<uint32_t>(want);
+      }
+      EXPECT_EQ(wrong, 0) << kernels::isa_name(isa) << ", column " << first;
+    }
+  }
+}
+
+TEST(F16Weights, Float16IsStorageTheOpsRefuseAndToWidens) {
+  const Tensor w16 = f16_weight(4, 8, 15);
+  expect_error([&] { w16 + w16; }, {"float16", "frozen 16-bit weights", ".to(tg::kFloat32)"});
+  expect_error([&] { normal_tensor({2, 8}, 1, kFloat32).to(kFloat16); }, {"to", "float16", "storage"});
+  expect_error([&] { matmul(w16.to(kFloat32).to(kBFloat16), w16.t()); }, {"matmul", "float16", "float32"});
+  expect_error([&] { w16.detach().requires_grad_(true); }, {"requires_grad_", "float16"});  // nothing trains one
+  // .to widens any layout exactly: a transposed view's elements in its own order
+  const Tensor t = w16.t();
+  const std::vector<float> widened = t.to(kFloat32).reshape({-1}).tolist<float>();
+  const Tensor w32 = w16.to(kFloat32);
+  for (int64_t i = 0; i < 8; ++i)
+    for (int64_t j = 0; j < 4; ++j) EXPECT_EQ(widened[i * 4 + j], w32.at<float>({j, i}));
+  EXPECT_EQ(w32.at<float>({0, 0}), float16_bits_to_float(w16.data_ptr<Float16>()[0].bits));
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // float16 read as float32: tg::float16_bits_to_float against PyTorch's conversion of all 65536
 // half values (tests/reference/float16_torch.json, hashed per row of 1024), and safetensors
-// files with F16 and BF16 tensors read as float32 only when asked.
+// files with F16 and BF16 tensors read as float32 when asked, as float16 and bfloat16 otherwise.
 #include "autograd/float16.h"
 
 #include <gtest/gtest.h>
@@ -64,7 +64,7 @@ std::string sixteen_bit_file() {
   return bytes;
 }
 
-TEST(Safetensors, ReadsF16AndBF16AsFloat32OnlyWhenAsked) {
+TEST(Safetensors, ReadsF16AndBF16AsFloat32WhenAskedAndAsTheirOwnDtypesOtherwise) {
   test::TempFolder folder;
   const std::string path = folder.file("half.safetensors");
   test::write_bytes(path, sixteen_bit_file());
@@ -80,9 +80,20 @@ TEST(Safetensors, ReadsF16AndBF16AsFloat32OnlyWhenAsked) {
   EXPECT_EQ(got[1].second.tolist<float>(), (std::vector<float>{1.0f, 3.140625f, -INFINITY}));
   EXPECT_EQ(got[2].second.tolist<float>(), (std::vector<float>{0.5f}));
 
-  EXPECT_TRUE(test::has_part(test::error_of([&] { load_safetensors(path); }),
-                             path + ": byte 22: tensor \"h\": dtype F16 is not supported by tapegrad (it reads F32, "
-                                    "F64, I64, BOOL, BF16); it reads F16 as float32 when asked to"));
+  // not asked: F16 is read as float16 (a storage dtype: its 16 bits as they are), BF16 as bfloat16
+  const NamedTensors kept = load_safetensors(path);
+  ASSERT_EQ(kept.size(), 3u);
+  EXPECT_EQ(kept[0].second.dtype(), kFloat16);
+  EXPECT_EQ(kept[1].second.dtype(), kBFloat16);
+  const Float16* h = kept[0].second.data_ptr<Float16>();
+  EXPECT_EQ(h[0].bits, 0x3C00);
+  EXPECT_EQ(h[3].bits, 0x7C00);
+  EXPECT_TRUE(test::same_bytes(kept[0].second.to(kFloat32), got[0].second));  // widened: the same values
+  // and with keep_16bit, a kept F16 tensor is float16 while the rest is widened
+  const NamedTensors some = load_safetensors(
+      path, SafetensorsReadOptions{.float16_to_float32 = true, .keep_16bit = [](const std::string& n) { return n == "h"; }});
+  EXPECT_EQ(some[0].second.dtype(), kFloat16);
+  EXPECT_EQ(some[1].second.dtype(), kFloat32);
 }
 
 TEST(Safetensors, WithoutF16TheRequestKeepsBF16AsFloat32AndTheRestAsTheyAre) {

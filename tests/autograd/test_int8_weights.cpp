@@ -85,6 +85,11 @@ TEST(Int8Weights, ZerosBfloat16AndTheGroupRule) {
   const QuantizedInt8 a = quantize_int8(w16), b = quantize_int8(w16.to(kFloat32));
   EXPECT_TRUE(same_bytes(a.scales, b.scales));
   EXPECT_EQ(0, std::memcmp(a.values.data_ptr<int8_t>(), b.values.data_ptr<int8_t>(), 5 * 96));
+  // so does a float16 one (an F16 checkpoint's)
+  const Tensor h16 = test::nearest_float16(normal_tensor({5, 96}, 4, kFloat32));
+  const QuantizedInt8 c = quantize_int8(h16), e = quantize_int8(h16.to(kFloat32));
+  EXPECT_TRUE(same_bytes(c.scales, e.scales));
+  EXPECT_EQ(0, std::memcmp(c.values.data_ptr<int8_t>(), e.values.data_ptr<int8_t>(), 5 * 96));
   // the group: the largest divisor of the row's length at most the size asked
   EXPECT_EQ(int8_group_size(2048, 32), 32);
   EXPECT_EQ(int8_group_size(576, 64), 64);

@@ -156,7 +156,7 @@ TEST(NonFiniteFiles, EveryValueOfALargeTensorIsCheckedWhereverItLies) {
       expect_error([&] { load_safetensors(path, {.float16_to_float32 = true, .finite_only = true}); }, {message});
       expect_error([&] {
         load_safetensors(path, {.float16_to_float32 = true,
-                                .keep_bfloat16 = [](const std::string&) { return true; },
+                                .keep_16bit = [](const std::string&) { return true; },
                                 .finite_only = true});
       }, {message});
     }
