@@ -19,7 +19,7 @@ std::vector<Out> edge_values(const Tensor& t, const print::PrintOptions& options
   const Shape kept = print::summary_sizes(t.sizes(), options);
   std::vector<Out> out;
   out.reserve(static_cast<size_t>(shape_numel(kept)));
-  visit_dtype(t.dtype(), [&](auto tag) {
+  const auto read = [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* base = t.data_ptr<T>();
     // entry i of dim d (i < kept[d]) is position i, or for the tail of a cut dim, size - kept + i
@@ -36,7 +36,9 @@ std::vector<Out> edge_values(const Tensor& t, const print::PrintOptions& options
       for (; d >= 0 && ++index[d] == kept[d]; --d) index[d] = 0;
       if (d < 0) break;
     }
-  });
+  };
+  if (t.dtype() == kFloat16) read(TypeTag<Float16>{});  // a checkpoint's float16 weight: shown widened
+  else visit_dtype(t.dtype(), read);
   return out;
 }
 
@@ -48,7 +50,10 @@ std::string repr(const Tensor& t) {
   print::Values v;
   v.sizes = t.sizes();
   v.edges_only = t.numel() > options.threshold;
-  if (t.is_floating_point()) {
+  if (t.dtype() == kFloat16) {  // storage only: its values read where they lie, widened exactly
+    v.kind = print::Kind::Floating;
+    v.floats = v.edges_only ? edge_values<double>(t, options) : t.to(kFloat32).tolist<double>();
+  } else if (t.is_floating_point()) {
     v.kind = print::Kind::Floating;
     v.floats = v.edges_only ? edge_values<double>(t, options) : t.tolist<double>();
   } else {

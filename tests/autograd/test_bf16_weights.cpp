@@ -270,6 +270,13 @@ TEST(F16Weights, Float16IsStorageTheOpsRefuseAndToWidens) {
   for (int64_t i = 0; i < 8; ++i)
     for (int64_t j = 0; j < 4; ++j) EXPECT_EQ(widened[i * 4 + j], w32.at<float>({j, i}));
   EXPECT_EQ(w32.at<float>({0, 0}), float16_bits_to_float(w16.data_ptr<Float16>()[0].bits));
+  // printed as PyTorch prints a float16 tensor: its values, then its dtype; a large one summarised
+  const std::string small = repr(w16.narrow(0, 0, 1).narrow(1, 0, 3));
+  const std::string wide = repr(w32.narrow(0, 0, 1).narrow(1, 0, 3));
+  EXPECT_EQ(small, wide.substr(0, wide.size() - 1) + ", dtype=torch.float16)");
+  const std::string large = repr(f16_weight(100, 100, 16).t());
+  EXPECT_TRUE(test::has_part(large, "...")) << large;
+  EXPECT_TRUE(test::has_part(large, "dtype=torch.float16")) << large;
 }
 
 }  // namespace
