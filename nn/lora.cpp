@@ -61,7 +61,9 @@ Tensor LoRALinear::forward(const Tensor& x) {
 
 Tensor LoRALinear::merged_weight() const {
   NoGradGuard no_grad;
-  return weight + lora->delta_weight();
+  // a float16 base (a checkpoint's, kept 16-bit) is widened first: float16 is storage only; a
+  // bfloat16 one widens in the sum itself. The merged weight is float32 either way.
+  return (weight.dtype() == kFloat16 ? weight.to(kFloat32) : weight) + lora->delta_weight();
 }
 
 std::string LoRALinear::extra_repr() const { return Linear::extra_repr() + ", frozen"; }

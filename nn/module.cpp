@@ -39,10 +39,11 @@ void Module::check_new_name(const std::string& name, const char* what) const {
 Tensor Module::register_parameter(const std::string& name, const Tensor& value) {
   check_new_name(name, "parameter");
   if (!value.defined()) throw Error(type_name_ + ": parameter \"" + name + "\" is an undefined tensor");
-  if (!value.is_floating_point()) {
+  if (!value.is_floating_point() && value.dtype() != kFloat16) {
     throw Error(type_name_ + ": parameter \"" + name + "\" must be floating point, got " + dtype_name(value.dtype()));
   }
-  Tensor p = value.requires_grad() && value.is_leaf() ? value : Parameter(value);
+  // a float16 one is a checkpoint's frozen weight (make_frozen_16bit): registered as it is, never trained
+  Tensor p = value.dtype() == kFloat16 ? value : value.requires_grad() && value.is_leaf() ? value : Parameter(value);
   params_.push_back({name, p});
   return p;
 }

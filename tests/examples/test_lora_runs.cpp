@@ -341,6 +341,34 @@ TEST(LoraRuns, AQwen3RunHasPeftsFilesResumesBitForBitAndMergesIntoAQwen3Folder) 
                                  "Llama / Qwen model's")) << r.output;
 }
 
+// An F16 base (its matrices float16, as an older checkpoint's): kept float16 under the default
+// --dtype auto, frozen beneath the adapters; the run trains, and --merge-lora writes the merged
+// (float32) weights, whose logits are the adapted model's.
+TEST(LoraRuns, AnF16BaseStaysFloat16AndMerges) {
+  SKIP_WITHOUT_EXAMPLES();
+  TempFolder dir;
+  const std::string base = dir.file("f16_base"), run = dir.file("run"), merged = dir.file("merged");
+  std::filesystem::create_directories(base);
+  for (const char* file : {"config.json", "vocab.json", "merges.txt"})
+    std::filesystem::copy_file(kQwen3Base + "/" + file, base + "/" + file);
+  NamedTensors tensors = load_safetensors(kQwen3Base + "/model.safetensors");
+  for (auto& [name, t] : tensors)
+    if (t.dim() == 2) t = test::nearest_float16(t);
+  save_safetensors(base + "/model.safetensors", tensors);
+  ProgramRun r = small_lora_run(base, run, 2);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  models::SavedModel adapted = models::load_saved_model(run, models::WeightsDtype::kCheckpoint);
+  int64_t kept = 0;
+  for (const auto& [name, p] : adapted.model->named_parameters()) kept += p.dtype() == kFloat16;
+  EXPECT_GT(kept, 0);
+  r = train_gpt({"--resume", run, "--merge-lora", merged});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const models::HfLlama plain = models::load_hf_llama(merged);
+  const Tensor ids = from_vector(std::vector<int64_t>{3, 17, 256, 40, 9, 270, 12, 5}, {1, 8});
+  NoGradGuard no_grad;
+  EXPECT_TRUE(all_close(plain.model->forward(ids), adapted.model->forward(ids), 1e-5, 1e-5));
+}
+
 // The files of a folder, name -> bytes.
 std::map<std::string, std::string> files_of(const std::string& dir) {
   std::map<std::string, std::string> out;
