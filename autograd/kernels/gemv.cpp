@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <type_traits>
 #include <vector>
 
 #include "autograd/runtime/parallel.h"
@@ -196,9 +197,39 @@ template <int kVectors, Isa kBlocks>
   for (int r = 0; r < kVectors; ++r) out[r] = tree_sum(lanes[r]);
 }
 
+// row_dots for a float16 row: its whole blocks in intrinsics (above) in the AVX2 and AVX-512
+// copies, the plain loop otherwise; the last partial block as row_dots does it.
+template <int kVectors, Isa kBlocks>
+[[gnu::always_inline]] inline void f16_row_dots(float* out, const Float16* row, const float* x, int64_t ldx,
+                                                int64_t K) {
+  if constexpr (kBlocks == Isa::kPortable) {
+    row_dots<kVectors>(out, row, x, ldx, K);
+  } else {
+    float lanes[kVectors][kLanes] = {};
+    const int64_t whole = K - K % kLanes;
+#if TG_X86_KERNELS
+    if constexpr (kBlocks == Isa::kAvx512) f16_blocks_avx512<kVectors>(lanes, row, x, ldx, whole);
+    if constexpr (kBlocks == Isa::kAvx2) f16_blocks_avx2<kVectors>(lanes, row, x, ldx, whole);
+#endif
+    for (int r = 0; r < kVectors; ++r) {
+      for (int j = 0; whole + j < K; ++j) lanes[r][j] += widen(row[whole + j]) * x[r * ldx + whole + j];
+      out[r] = tree_sum(lanes[r]);
+    }
+  }
+}
+
+// One row's dots with kVectors vectors: a float16 row's through f16_row_dots (its blocks in the
+// copy kBlocks names), any other row's through row_dots (the same loop in every copy).
+template <int kVectors, Isa kBlocks, class W>
+[[gnu::always_inline]] inline void dots_of_row(float* out, const W* row, const float* x, int64_t ldx, int64_t K) {
+  if constexpr (std::is_same_v<W, Float16>) f16_row_dots<kVectors, kBlocks>(out, row, x, ldx, K);
+  else row_dots<kVectors>(out, row, x, ldx, K);
+}
+
 // y[r * ldy + i * incy] for rows i in [0, M) and vectors r in [0, R): each row of a is read from
 // memory once, for the first vectors, and from the L1 cache for the others, up to 4 at a time.
-template <class W>
+// kBlocks: the copy this runs in, for a float16 row's blocks (dots_of_row).
+template <class W, Isa kBlocks = Isa::kPortable>
 [[gnu::always_inline]] inline void rows_body(float* y, int64_t ldy, int64_t incy, const W* a, int64_t lda,
                                              const float* x, int64_t ldx, int64_t R, int64_t M, int64_t K) {
   for (int64_t i = 0; i < M; ++i) {
@@ -207,10 +238,10 @@ template <class W>
       float out[4];
       const float* xr = x + r * ldx;
       const int64_t n = std::min<int64_t>(4, R - r);
-      if (n == 4) row_dots<4>(out, row, xr, ldx, K);
-      else if (n == 3) row_dots<3>(out, row, xr, ldx, K);
-      else if (n == 2) row_dots<2>(out, row, xr, ldx, K);
-      else row_dots<1>(out, row, xr, ldx, K);
+      if (n == 4) dots_of_row<4, kBlocks>(out, row, xr, ldx, K);
+      else if (n == 3) dots_of_row<3, kBlocks>(out, row, xr, ldx, K);
+      else if (n == 2) dots_of_row<2, kBlocks>(out, row, xr, ldx, K);
+      else dots_of_row<1, kBlocks>(out, row, xr, ldx, K);
       for (int64_t q = 0; q < n; ++q) y[(r + q) * ldy + i * incy] = out[q];
     }
   }
@@ -233,46 +264,6 @@ template <Isa kBlocks>
       else if (n == 2) int8_row_dots<2, kBlocks>(out, q, scale, a.group, xr, ldx, K);
       else int8_row_dots<1, kBlocks>(out, q, scale, a.group, xr, ldx, K);
       for (int64_t v = 0; v < n; ++v) y[(r + v) * ldy + i * incy] = out[v];
-    }
-  }
-}
-
-// row_dots for a float16 row: its whole blocks in intrinsics (above) in the AVX2 and AVX-512
-// copies, the plain loop otherwise; the last partial block as row_dots does it.
-template <int kVectors, Isa kBlocks>
-[[gnu::always_inline]] inline void f16_row_dots(float* out, const Float16* row, const float* x, int64_t ldx,
-                                                int64_t K) {
-  if constexpr (kBlocks == Isa::kPortable) {
-    row_dots<kVectors>(out, row, x, ldx, K);
-  } else {
-    float lanes[kVectors][kLanes] = {};
-    const int64_t whole = K - K % kLanes;
-#if TG_X86_KERNELS
-    if constexpr (kBlocks == Isa::kAvx512) f16_blocks_avx512<kVectors>(lanes, row, x, ldx, whole);
-    if constexpr (kBlocks == Isa::kAvx2) f16_blocks_avx2<kVectors>(lanes, row, x, ldx, whole);
-#endif
-    for (int r = 0; r < kVectors; ++r) {
-      for (int j = 0; whole + j < K; ++j) lanes[r][j] += widen(row[whole + j]) * x[r * ldx + whole + j];
-      out[r] = tree_sum(lanes[r]);
-    }
-  }
-}
-
-// rows_body for a float16 matrix.
-template <Isa kBlocks>
-[[gnu::always_inline]] inline void f16_rows_body(float* y, int64_t ldy, int64_t incy, const Float16* a, int64_t lda,
-                                                 const float* x, int64_t ldx, int64_t R, int64_t M, int64_t K) {
-  for (int64_t i = 0; i < M; ++i) {
-    const Float16* row = a + i * lda;
-    for (int64_t r = 0; r < R; r += 4) {
-      float out[4];
-      const float* xr = x + r * ldx;
-      const int64_t n = std::min<int64_t>(4, R - r);
-      if (n == 4) f16_row_dots<4, kBlocks>(out, row, xr, ldx, K);
-      else if (n == 3) f16_row_dots<3, kBlocks>(out, row, xr, ldx, K);
-      else if (n == 2) f16_row_dots<2, kBlocks>(out, row, xr, ldx, K);
-      else f16_row_dots<1, kBlocks>(out, row, xr, ldx, K);
-      for (int64_t q = 0; q < n; ++q) y[(r + q) * ldy + i * incy] = out[q];
     }
   }
 }
@@ -306,11 +297,12 @@ void sgemv_rows_many(float* y, int64_t ldy, int64_t incy, const Float16* a, int6
     const Float16* const band = a + r0 * lda;
 #if TG_X86_KERNELS  // the blocks in intrinsics: AVX-512's in the AVX-512 copy, AVX2's in the AVX2 one
     if (isa == Isa::kAvx512)
-      return kernels::run_on_avx512<f16_rows_body<Isa::kAvx512>>(y_band, ldy, incy, band, lda, x, ldx, R, r1 - r0, K);
+      return kernels::run_on_avx512<rows_body<Float16, Isa::kAvx512>>(y_band, ldy, incy, band, lda, x, ldx, R, r1 - r0,
+                                                                      K);
     if (isa == Isa::kAvx2)
-      return kernels::run_on_avx2<f16_rows_body<Isa::kAvx2>>(y_band, ldy, incy, band, lda, x, ldx, R, r1 - r0, K);
+      return kernels::run_on_avx2<rows_body<Float16, Isa::kAvx2>>(y_band, ldy, incy, band, lda, x, ldx, R, r1 - r0, K);
 #endif
-    kernels::run_on_portable<f16_rows_body<Isa::kPortable>>(y_band, ldy, incy, band, lda, x, ldx, R, r1 - r0, K);
+    kernels::run_on_portable<rows_body<Float16, Isa::kPortable>>(y_band, ldy, incy, band, lda, x, ldx, R, r1 - r0, K);
   });
 }
 
