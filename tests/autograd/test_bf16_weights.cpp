@@ -136,20 +136,27 @@ TEST(Bf16Weights, TheActivationsGradientIsTheFloat32WeightsToTheBit) {
   }
 }
 
-TEST(Bf16Weights, TheRowKernelWidensToTheFloat32Bits) {
-  const int64_t M = 37, K = 1000;
-  const Tensor w16 = bf16_weight(M, K, 11), x = normal_tensor({4, K}, 12, kFloat32);
+// gemv.h's row kernel over a 16-bit weight w16 (M, K) (W: BFloat16 or Float16) gives the bits of its
+// float32 copy, for one vector and for the 4 of x (4, K), on every instruction set this CPU has.
+template <class W>
+void expect_row_kernel_gives_the_float32_bits(const Tensor& w16, const Tensor& x) {
+  const int64_t M = w16.size(0), K = w16.size(1);
   const Tensor w32 = w16.to(kFloat32);
   for (const kernels::Isa isa : {kernels::Isa::kPortable, kernels::Isa::kAvx2, kernels::Isa::kAvx512}) {
     if (!kernels::isa_available(isa)) continue;
     std::vector<float> y16(4 * M), y32(4 * M);
-    gemv::sgemv_rows(y16.data(), 1, w16.data_ptr<BFloat16>(), K, x.data_ptr<float>(), M, K, isa);
+    gemv::sgemv_rows(y16.data(), 1, w16.data_ptr<W>(), K, x.data_ptr<float>(), M, K, isa);
     gemv::sgemv_rows(y32.data(), 1, w32.data_ptr<float>(), K, x.data_ptr<float>(), M, K, isa);
     EXPECT_EQ(y16, y32) << kernels::isa_name(isa);
-    gemv::sgemv_rows_many(y16.data(), M, 1, w16.data_ptr<BFloat16>(), K, x.data_ptr<float>(), K, 4, M, K, isa);
+    gemv::sgemv_rows_many(y16.data(), M, 1, w16.data_ptr<W>(), K, x.data_ptr<float>(), K, 4, M, K, isa);
     gemv::sgemv_rows_many(y32.data(), M, 1, w32.data_ptr<float>(), K, x.data_ptr<float>(), K, 4, M, K, isa);
     EXPECT_EQ(y16, y32) << kernels::isa_name(isa);
   }
+}
+
+TEST(Bf16Weights, TheRowKernelWidensToTheFloat32Bits) {
+  const int64_t M = 37, K = 1000;
+  expect_row_kernel_gives_the_float32_bits<BFloat16>(bf16_weight(M, K, 11), normal_tensor({4, K}, 12, kFloat32));
 }
 
 TEST(Bf16Weights, EmbeddingRowsAreTheFloat32Rows) {
@@ -210,16 +217,7 @@ TEST(F16Weights, TheRowKernelTheGradientAndEmbeddingAreTheFloat32Weights) {
   const int64_t M = 37, K = 1000;
   const Tensor w16 = f16_weight(M, K, 11), x = normal_tensor({4, K}, 12, kFloat32);
   const Tensor w32 = w16.to(kFloat32);
-  for (const kernels::Isa isa : {kernels::Isa::kPortable, kernels::Isa::kAvx2, kernels::Isa::kAvx512}) {
-    if (!kernels::isa_available(isa)) continue;
-    std::vector<float> y16(4 * M), y32(4 * M);
-    gemv::sgemv_rows(y16.data(), 1, w16.data_ptr<Float16>(), K, x.data_ptr<float>(), M, K, isa);
-    gemv::sgemv_rows(y32.data(), 1, w32.data_ptr<float>(), K, x.data_ptr<float>(), M, K, isa);
-    EXPECT_EQ(y16, y32) << kernels::isa_name(isa);
-    gemv::sgemv_rows_many(y16.data(), M, 1, w16.data_ptr<Float16>(), K, x.data_ptr<float>(), K, 4, M, K, isa);
-    gemv::sgemv_rows_many(y32.data(), M, 1, w32.data_ptr<float>(), K, x.data_ptr<float>(), K, 4, M, K, isa);
-    EXPECT_EQ(y16, y32) << kernels::isa_name(isa);
-  }
+  expect_row_kernel_gives_the_float32_bits<Float16>(w16, x);
   const Tensor g = normal_tensor({4, M}, 8, kFloat32);
   const Tensor x16 = x.detach().clone().requires_grad_(true), x32 = x.detach().clone().requires_grad_(true);
   (linear(x16, w16) * g).sum().backward();
