@@ -108,7 +108,8 @@ std::vector<Flag> train_flags(train::TrainOptions& o) {
     {"on-nonfinite", "a step whose loss or gradient norm is inf or nan: stop with an error, or skip its update"},
     {"precision", "matrix products in float32, or with bfloat16 inputs and float32 sums (mixed precision; may "
                   "change when resuming)"},
-    {"dtype", "a Llama / Qwen --init-from folder's frozen weights (a LoRA run's base, --eval-only's model): auto "
+    {"dtype", "a Llama / Qwen --init-from folder's frozen weights (a LoRA run's base, a classifier's body below --train-layers "
+              "last, --eval-only's model): auto "
               "keeps a BF16 or F16 file's matrices 16-bit (half the memory, the same numbers), float32 widens them; "
               "trained weights are float32 either way (may change when resuming)"},
     {"checkpoint-activations", "what the blocks recompute in backward instead of keeping: nothing, every block (keeps only each "

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <vector>
 
@@ -195,7 +196,7 @@ void save_run(Trainer& trainer, const std::string& dir) {
   const std::string weights_path = path_in(dir, lora ? models::kAdaptersFile : "model.safetensors");
   NamedTensors weights = lora    ? models::peft_adapter_tensors(trainer.model())
                          : hf    ? models::hf_gpt2_tensors(trainer.gpt(), hf->prefixed)
-                         : llama ? models::hf_llama_tensors(trainer.llama())
+                         : llama ? models::hf_llama_tensors(trainer.llama(), /*keep_16bit=*/true)
                                  : trainer.model().state_dict();
   models::ModelForSequenceClassification* classifier = trainer.classifier();
   if (classifier)  // beside the body's weights (a LoRA run's: beside the adapters, as peft's modules_to_save)
@@ -248,6 +249,17 @@ void save_run(Trainer& trainer, const std::string& dir) {
 }
 
 namespace {
+
+// The names of the model's weights that will train, read as float32 (the optimizer's masters):
+// those that require grad, none in a LoRA run (its adapters, added after the read, train alone).
+// The others keep a BF16 or F16 file's dtype under --dtype auto (a LoRA's base, a classifier's
+// body below --train-layers): the same logits in half the bytes.
+std::set<std::string> trained_names(Trainer& trainer) {
+  std::set<std::string> names;
+  if (trainer.options().lora_rank > 0) return names;
+  for (const auto& [name, p] : nn::trainable_parameters(trainer.llama())) names.insert(name);
+  return names;
+}
 
 // The newest model/optimizer files of the same step among the current ones and the .prev ones.
 struct FilePair {
@@ -383,10 +395,8 @@ std::unique_ptr<Trainer> start_from_llama_folder(TrainOptions o, const std::stri
     trainer = std::make_unique<Trainer>(o, text, tokenizers::load_tokenizer(o.tokenizer), run_config);
   }
   const Activity reading("reading the weights of " + o.init_from);
-  // a LoRA's base is frozen: kept in the file's dtype (--dtype); weights to train are float32
-  const models::WeightsDtype dtype =
-      o.lora_rank > 0 ? models::weights_dtype_from_flag(o.dtype) : models::WeightsDtype::kFloat32;
-  const models::HfLlamaInfo read = models::load_hf_llama_weights(trainer->llama(), o.init_from, dtype);  // checked first
+  const models::HfLlamaInfo read = models::load_hf_llama_weights(  // checked first
+      trainer->llama(), o.init_from, models::weights_dtype_from_flag(o.dtype), trained_names(*trainer));
   if (converted) *converted = read.converted_dtypes;
   trainer->origin.llama_config = std::move(source);
   // LoRA: the folder stays the base, named by its absolute path in the run's adapter_config.json
@@ -499,9 +509,10 @@ std::unique_ptr<Trainer> resume_trainer(const std::string& dir, const TrainOptio
   }
 
   const Activity reading("reading the weights of " + dir);
+  const models::WeightsDtype frozen_dtype = models::weights_dtype_from_flag(trainer->options().dtype);
   if (lora) {
     if (llama) {
-      models::load_hf_llama_weights(trainer->llama(), adapters->base);
+      models::load_hf_llama_weights(trainer->llama(), adapters->base, frozen_dtype, trained_names(*trainer));
     } else {
       models::HfGpt2Info base;
       models::load_hf_gpt2_weights(trainer->gpt(), path_in(adapters->base, "model.safetensors"), &base);
@@ -512,7 +523,8 @@ std::unique_ptr<Trainer> resume_trainer(const std::string& dir, const TrainOptio
     models::load_hf_gpt2_weights(trainer->gpt(), model_path, &layout);  // all or nothing
     trainer->origin.gpt2_layout = layout;
   } else if (llama) {
-    models::load_hf_llama_weights(trainer->llama(), model_path);  // checks every name, shape and value
+    // checks every name, shape and value
+    models::load_hf_llama_weights(trainer->llama(), model_path, frozen_dtype, trained_names(*trainer));
   } else {
     // checks every name, shape, dtype and value; all or nothing
     load(trainer->model(), model_path, trainer->classifier() ? models::kClassifierBody : models::kFiniteOnly);

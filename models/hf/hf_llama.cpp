@@ -340,14 +340,16 @@ void check_weight_headers(const LlamaConfig& config, const std::vector<std::stri
 // The files' tensors copied into the model's own (their headers checked first); a missing
 // lm_head.weight (info.lm_head_missing) is zeros. With kCheckpoint, each matrix a file holds as
 // BF16 or F16 becomes a frozen bfloat16 or float16 tensor first (nn::make_frozen_16bit), read
-// without widening.
+// without widening, unless `trained` names it.
 void read_weights(LlamaForCausalLM& model, const std::vector<std::string>& files, const HfLlamaInfo& info,
-                  WeightsDtype dtype) {
+                  WeightsDtype dtype, const std::set<std::string>& trained) {
   const NamedTensors parameters = model.named_parameters();
   const std::map<std::string, Tensor> targets(parameters.begin(), parameters.end());
   SafetensorsReadOptions options = weights_read_options(model.config());
   if (dtype == WeightsDtype::kCheckpoint)  // the matrices: every linear layer's weight and the embedding
-    options.keep_16bit = [&](const std::string& name) { return targets.count(name) && targets.at(name).dim() == 2; };
+    options.keep_16bit = [&](const std::string& name) {
+      return targets.count(name) && targets.at(name).dim() == 2 && !trained.count(name);
+    };
   // each weight read straight into the model's own tensor (passed_over ones are skipped): no copy
   // of any is held at once, a 16-bit file's included
   options.read_into = [&](const std::string& name) { return targets.at(name); };
@@ -392,7 +394,7 @@ HfLlama load_hf_llama(const std::string& dir, WeightsDtype dtype) {
     const nn::init::SkipInitGuard no_draws(nn::init::SkipInit::kLeaveUnset);
     out.model = std::make_unique<LlamaForCausalLM>(out.config);
   }
-  read_weights(*out.model, out.info.weight_files, out.info, dtype);
+  read_weights(*out.model, out.info.weight_files, out.info, dtype, /*trained=*/{});
   if (dtype == WeightsDtype::kCheckpoint) out.info.converted_dtypes = converted_by(*out.model, out.info.converted_dtypes);
   out.model->eval();
   return out;
@@ -408,19 +410,23 @@ HfLlamaInfo check_hf_llama_weights(const LlamaConfig& config, const std::string&
   return info;
 }
 
-HfLlamaInfo load_hf_llama_weights(LlamaForCausalLM& model, const std::string& path, WeightsDtype dtype) {
+HfLlamaInfo load_hf_llama_weights(LlamaForCausalLM& model, const std::string& path, WeightsDtype dtype,
+                                  const std::set<std::string>& trained) {
   HfLlamaInfo info = check_hf_llama_weights(model.config(), path);
-  read_weights(model, info.weight_files, info, dtype);
+  read_weights(model, info.weight_files, info, dtype, trained);
   if (dtype == WeightsDtype::kCheckpoint) info.converted_dtypes = converted_by(model, info.converted_dtypes);
   return info;
 }
 
-NamedTensors hf_llama_tensors(const LlamaForCausalLM& model) {
+NamedTensors hf_llama_tensors(const LlamaForCausalLM& model, bool keep_16bit) {
   const NamedTensors parameters = model.named_parameters();
   const std::map<std::string, Tensor> params(parameters.begin(), parameters.end());
   NamedTensors tensors;
-  for (const auto& [name, shape] : hf_llama_layout(model.config()))
-    tensors.push_back({name, params.at(name).detach().to(kFloat32)});
+  for (const auto& [name, shape] : hf_llama_layout(model.config())) {
+    const Tensor& p = params.at(name);
+    const bool is_16bit = p.dtype() == kBFloat16 || p.dtype() == kFloat16;
+    tensors.push_back({name, keep_16bit && is_16bit ? p.detach() : p.detach().to(kFloat32)});
+  }
   return tensors;
 }
 

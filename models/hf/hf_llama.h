@@ -6,6 +6,7 @@
 // table of names and shapes that reading and writing share.
 #pragma once
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -88,13 +89,17 @@ HfLlama load_hf_llama(const std::string& dir, WeightsDtype dtype = WeightsDtype:
 // model.safetensors, or its .prev), or a folder (model.safetensors, or the index and its shards).
 // Returns the files and what they hold (converted_dtypes, had_lm_head).
 HfLlamaInfo check_hf_llama_weights(const LlamaConfig& config, const std::string& path);
-// The weights at path into model's own tensors, after check_hf_llama_weights; kCheckpoint as
-// load_hf_llama's (a LoRA's frozen base).
+// The weights at path into model's own tensors, after check_hf_llama_weights. kCheckpoint is
+// load_hf_llama's for the weights that do not train (a LoRA's base, a classifier's body below
+// --train-layers), while those `trained` names are read as float32 (the optimizer's masters).
 HfLlamaInfo load_hf_llama_weights(LlamaForCausalLM& model, const std::string& path,
-                                  WeightsDtype dtype = WeightsDtype::kFloat32);
+                                  WeightsDtype dtype = WeightsDtype::kFloat32,
+                                  const std::set<std::string>& trained = {});
 
-// The tensors a Hugging Face file holds, in hf_llama_layout's names and order, as float32.
-NamedTensors hf_llama_tensors(const LlamaForCausalLM& model);
+// The tensors a Hugging Face file holds, in hf_llama_layout's names and order, as float32; with
+// keep_16bit, a frozen bfloat16 or float16 weight as it is (a run's checkpoint of a frozen body:
+// exact, in half the bytes).
+NamedTensors hf_llama_tensors(const LlamaForCausalLM& model, bool keep_16bit = false);
 
 // dir/config.json and dir/model.safetensors, saved as a set (dir must exist; a folder with a
 // model.safetensors.index.json is refused: the old shards would be read instead). from: what

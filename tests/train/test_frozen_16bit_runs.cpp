@@ -1,0 +1,180 @@
+// A run from a BF16 or F16 Llama / Qwen folder keeps the weights that never train in the file's
+// dtype (train/run_folder.cpp, trained_names): a classifier's body below --train-layers last, and
+// a LoRA's base, on a fresh start and on --resume alike. The weights that train are float32
+// masters. Widening a 16-bit value is exact, so the run is --dtype float32's to the bit: the same
+// losses, the same trained weights, the same optimizer state; its checkpoint holds the frozen
+// matrices in their own dtype, and resumes bit for bit.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "autograd/random/generator.h"
+#include "io/json.h"
+#include "models/hf/hf_llama.h"
+#include "nn/safetensors.h"
+#include "train/run_folder.h"
+#include "train/trainer.h"
+#include "train/resumed_run.h"
+#include "test_util.h"
+
+namespace tg {
+namespace {
+
+const std::string kQwen3Base = std::string(TG_REFERENCE_DIR) + "/lora/qwen3_base";  // 2 layers of width 16
+const std::string kMessages = std::string(TG_REFERENCE_DIR) + "/../../examples/data/messages.tsv";
+
+// The tests' tiny Qwen3 written into dir with its matrices as dtype (bfloat16: rounded; float16:
+// the nearest half), its norms float32, as a real checkpoint holds them; untied, its head a
+// weight of its own (the embedding's values, transposed, so that it differs).
+void write_16bit_base(const std::string& dir, ScalarType dtype, bool tied) {
+  std::filesystem::create_directories(dir);
+  for (const char* file : {"vocab.json", "merges.txt"})
+    std::filesystem::copy_file(kQwen3Base + "/" + file, dir + "/" + file);
+  std::string config = test::read_bytes(kQwen3Base + "/config.json");
+  const std::string tie = "\"tie_word_embeddings\": true";
+  if (!tied) config.replace(config.find(tie), tie.size(), "\"tie_word_embeddings\": false");
+  test::write_bytes(dir + "/config.json", config);
+  NamedTensors tensors = load_safetensors(kQwen3Base + "/model.safetensors");
+  if (!tied) {
+    for (const auto& [name, t] : NamedTensors(tensors))
+      if (name == "model.embed_tokens.weight") tensors.push_back({"lm_head.weight", t * 0.5});
+  }
+  for (auto& [name, t] : tensors)
+    if (t.dim() == 2) t = dtype == kFloat16 ? test::nearest_float16(t) : t.to(kBFloat16);
+  save_safetensors(dir + "/model.safetensors", tensors, {{"format", "pt"}});
+}
+
+// A --task classify run on the shipped messages from base, as train_gpt makes it.
+train::TrainOptions classify_options(const std::string& base, const std::string& dtype) {
+  train::TrainOptions o;
+  o.task = "classify";
+  o.data = kMessages;
+  o.columns = "label,text";
+  o.train_layers = "last";
+  o.init_from = o.tokenizer = base;
+  o.dtype = dtype;
+  o.batch = 4;
+  o.model.context_length = 24;
+  o.steps = 6;
+  o.warmup = 1;
+  o.eval_batches = 1;
+  o.threads = 1;
+  return o;
+}
+
+std::unique_ptr<train::Trainer> start(const train::TrainOptions& o) {
+  return train::start_from_llama_folder(o, test::read_bytes(o.data), nullptr);
+}
+
+// Which of the body's weights are held in 16 bits, and that exactly the others train.
+std::vector<std::string> sixteen_bit_names(train::Trainer& t) {
+  std::vector<std::string> names;
+  for (const auto& [name, p] : t.model().named_parameters()) {
+    const bool is_16bit = p.dtype() == kBFloat16 || p.dtype() == kFloat16;
+    if (is_16bit) names.push_back(name);
+    EXPECT_FALSE(is_16bit && p.requires_grad()) << name;
+  }
+  return names;
+}
+
+struct Case {
+  ScalarType dtype;
+  bool tied;
+};
+
+class Frozen16BitRuns : public ::testing::TestWithParam<Case> {};
+
+TEST_P(Frozen16BitRuns, AClassifiersFrozenBodyStays16BitAndTrainsAsFloat32sToTheBit) {
+  const auto [dtype, tied] = GetParam();
+  test::TempFolder dir;
+  const std::string base = dir.file("base");
+  write_16bit_base(base, dtype, tied);
+  std::vector<std::vector<double>> losses;
+  std::vector<NamedTensors> weights, moments;
+  for (const std::string flag : {"auto", "float32"}) {
+    SCOPED_TRACE("--dtype " + flag);
+    const std::unique_ptr<train::Trainer> t = start(classify_options(base, flag));
+    std::vector<std::string> kept = sixteen_bit_names(*t);
+    if (flag == "float32") {
+      EXPECT_TRUE(kept.empty());
+    } else {  // the embedding and layer 0's seven matrices (and an untied head); layer 1 and the norm train
+      std::vector<std::string> want = {"model.embed_tokens.weight"};
+      for (const char* m : {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
+                            "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"})
+        want.push_back("model.layers.0." + std::string(m) + ".weight");
+      if (!tied) want.push_back("lm_head.weight");
+      std::sort(kept.begin(), kept.end());
+      std::sort(want.begin(), want.end());
+      EXPECT_EQ(kept, want);
+      for (const auto& [name, p] : t->model().named_parameters())
+        if (p.dtype() != kFloat32) EXPECT_EQ(p.dtype(), dtype) << name;
+    }
+    losses.emplace_back();
+    for (int i = 0; i < 4; ++i) losses.back().push_back(t->train_step().loss);
+    NamedTensors trained;
+    for (const auto& [name, p] : t->model().named_parameters())
+      if (p.requires_grad()) trained.push_back({name, p});
+    weights.push_back(trained);
+    moments.push_back(t->optimizer().state_dict());
+  }
+  EXPECT_EQ(losses[0], losses[1]);  // exact
+  for (const auto& pair : {std::pair{weights[0], weights[1]}, std::pair{moments[0], moments[1]}}) {
+    ASSERT_EQ(pair.first.size(), pair.second.size());
+    for (size_t k = 0; k < pair.first.size(); ++k)
+      EXPECT_TRUE(test::same_bytes(pair.first[k].second, pair.second[k].second)) << pair.first[k].first;
+  }
+}
+
+TEST_P(Frozen16BitRuns, AClassifiersCheckpointHoldsTheFrozenMatricesIn16BitsAndResumesBitForBit) {
+  const auto [dtype, tied] = GetParam();
+  test::TempFolder dir;
+  const std::string base = dir.file("base"), run = dir.file("run");
+  write_16bit_base(base, dtype, tied);
+  std::filesystem::create_directories(run);
+  const train::TrainOptions o = classify_options(base, "auto");
+  const std::unique_ptr<train::Trainer> resumed = test::expect_resumed_run_equals_straight(
+      [&] { return start(o); }, test::read_bytes(o.data), 2, run);
+  EXPECT_EQ(sixteen_bit_names(*resumed).size(), tied ? 8u : 9u);
+  size_t in_16_bits = 0;
+  for (const SafetensorsEntry& e : safetensors_entries(run + "/model.safetensors")) in_16_bits += e.dtype == dtype;
+  EXPECT_EQ(in_16_bits, tied ? 8u : 9u);
+  // --dtype float32 on resume widens them, and goes on the same
+  train::TrainOptions widened = train::saved_options(run);
+  widened.dtype = "float32";
+  const std::unique_ptr<train::Trainer> wide = train::resume_trainer(run, widened, test::read_bytes(o.data));
+  EXPECT_TRUE(sixteen_bit_names(*wide).empty());
+}
+
+TEST_P(Frozen16BitRuns, AResumedLoraRunKeepsItsBase16Bit) {
+  const auto [dtype, tied] = GetParam();
+  test::TempFolder dir;
+  const std::string base = dir.file("base"), run = dir.file("run");
+  write_16bit_base(base, dtype, tied);
+  std::filesystem::create_directories(run);
+  train::TrainOptions o = classify_options(base, "auto");
+  o.task = "lm";
+  o.data = "";
+  o.columns = "";
+  o.train_layers = "all";
+  o.lora_rank = 2;
+  o.lora_alpha = 2;
+  const std::string text = test::read_bytes(std::string(TG_REFERENCE_DIR) + "/lora/text.txt");
+  const std::unique_ptr<train::Trainer> resumed = test::expect_resumed_run_equals_straight(
+      [&] { return train::start_from_llama_folder(o, text, nullptr); }, text, 2, run);
+  size_t kept = 0;
+  for (const auto& [name, p] : resumed->model().named_parameters()) kept += p.dtype() == dtype;
+  EXPECT_EQ(kept, tied ? 15u : 16u);  // the embedding and both layers' seven matrices (and the head)
+}
+
+INSTANTIATE_TEST_SUITE_P(, Frozen16BitRuns,
+                         ::testing::Values(Case{kBFloat16, true}, Case{kFloat16, true}, Case{kBFloat16, false}),
+                         [](const auto& info) {
+                           return std::string(info.param.dtype == kFloat16 ? "F16" : "BF16") +
+                                  (info.param.tied ? "Tied" : "Untied");
+                         });
+
+}  // namespace
+}  // namespace tg
