@@ -50,6 +50,15 @@ double learning_rate(const TrainOptions& o, int64_t step);
 // as it is, and the run goes on bit for bit as if never stopped.
 TrainOptions continued_schedule(const TrainOptions& planned, TrainOptions resumed, int64_t step);
 
+// What a run allocates up front or at its first step, at the least, in bytes: the weights
+// (float32; 2 bytes each for a fine-tune whose frozen weights may stay 16-bit: --dtype auto on a
+// LoRA's base, or a classifier's body below --train-layers), one (context x context) causal mask
+// (each layer makes its own as it runs), and one micro-batch's logits (batch x context x vocab;
+// --loss-chunk rows of them with it; none counted for instruction examples, padded to the
+// longest, or a classifier's). A run whose least is more than the machine's memory is refused
+// before any of it is made, naming the flags.
+double least_run_bytes(const models::GPTConfig& config, const models::LlamaConfig* llama, const TrainOptions& o);
+
 // One training run, as the usual PyTorch loop:
 //
 //   manual_seed(seed); model = GPTModel(config)        init draws from the default generator

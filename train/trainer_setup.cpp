@@ -68,17 +68,9 @@ double physical_memory_bytes() {
   return 0;
 }
 
-// What a run allocates up front or at its first step, at the least: the weights (float32), one
-// (context x context) causal mask (each layer makes its own as it runs), and one micro-batch's logits (batch x context x vocab;
-// --loss-chunk rows of them with it; none counted for instruction examples, padded to the longest).
-// A shape whose least is more than the machine's memory is refused before any of it is made,
-// naming the flags, instead of failing inside an allocation (or being killed) with no flag named.
-// shape_from_flags: --emb-dim and --layers made the model (a run from scratch); else its folder's
-// config.json did, and the message says so.
-void check_run_fits_in_memory(const models::GPTConfig& c, const models::LlamaConfig* llama, const TrainOptions& o,
-                              bool shape_from_flags) {
-  const double memory = physical_memory_bytes();
-  if (memory <= 0) return;
+}  // namespace
+
+double least_run_bytes(const models::GPTConfig& c, const models::LlamaConfig* llama, const TrainOptions& o) {
   // T: the tokens one forward sees, --context (a fine-tune's model may take more positions: its
   // position table, GPT's, is counted at the model's length)
   const int64_t window = o.model.context_length > 0 ? std::min(o.model.context_length, c.context_length) : c.context_length;
@@ -91,10 +83,29 @@ void check_run_fits_in_memory(const models::GPTConfig& c, const models::LlamaCon
                I = static_cast<double>(llama->intermediate_size);
     weights = V * C * (c.tie_weights ? 1 : 2) + L * (2 * C * qo + 2 * C * kv + 3 * C * I + 2 * C) + C;
   }
+  // A Llama / Qwen folder's frozen weights stay 16-bit under --dtype auto when its file is BF16 or
+  // F16 (train/run_folder.cpp): a LoRA's base, a classifier's body below --train-layers. The file
+  // is not read yet, so the floor counts them at 2 bytes.
+  const bool frozen_16bit = llama && !o.init_from.empty() && o.dtype == "auto" &&
+                            (o.lora_rank > 0 || (is_classification(o) && o.train_layers != "all"));
   double logit_rows = is_example_data(o) || is_classification(o) ? 0 : static_cast<double>(o.batch) * T;
   if (o.loss_chunk > 0) logit_rows = std::min(logit_rows, static_cast<double>(o.loss_chunk));
-  const double least = 4 * (weights + T * T + logit_rows * V);
+  return (frozen_16bit ? 2 : 4) * weights + 4 * (T * T + logit_rows * V);
+}
+
+namespace {
+
+// A shape whose least_run_bytes is more than the machine's memory is refused before any of it is
+// made, naming the flags, instead of failing inside an allocation (or being killed) with no flag
+// named. shape_from_flags: --emb-dim and --layers made the model (a run from scratch); else its
+// folder's config.json did, and the message says so.
+void check_run_fits_in_memory(const models::GPTConfig& c, const models::LlamaConfig* llama, const TrainOptions& o,
+                              bool shape_from_flags) {
+  const double memory = physical_memory_bytes();
+  if (memory <= 0) return;
+  const double least = least_run_bytes(c, llama, o);
   if (least <= memory) return;
+  const int64_t window = o.model.context_length > 0 ? std::min(o.model.context_length, c.context_length) : c.context_length;
   auto gib = [](double bytes) { return nn::python_float(std::round(bytes / 1073741824.0 * 10) / 10); };
   const std::string shape = shape_from_flags ? ", --emb-dim " + std::to_string(c.emb_dim) + ", --layers " +
                                                    std::to_string(c.n_layers)

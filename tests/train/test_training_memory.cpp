@@ -165,3 +165,58 @@ TEST(TrainingMemory, ALossInChunksTrainsAsThePlainLoss) {
 
 }  // namespace
 }  // namespace tg
+
+namespace tg {
+namespace {
+
+// The floor a run is refused under counts a fine-tune's frozen weights at 2 bytes when they may
+// stay 16-bit (--dtype auto: a LoRA's base, a classifier's body below --train-layers), every
+// other weight at float32's 4. Llama-3.2-3B's shape (3.2 G weights, tied): a LoRA on its BF16
+// folder needs under 8 GiB, a learner's laptop, where the float32 floor is over 12.
+TEST(TrainingMemory, TheFloorCountsWeightsThatMayStay16BitAtTwoBytes) {
+  models::LlamaConfig llama;
+  llama.vocab_size = 128256;
+  llama.hidden_size = 3072;
+  llama.intermediate_size = 8192;
+  llama.num_hidden_layers = 28;
+  llama.num_attention_heads = 24;
+  llama.num_key_value_heads = 8;
+  llama.head_dim = 128;
+  llama.max_position_embeddings = 131072;
+  llama.tie_word_embeddings = true;
+  models::GPTConfig c;
+  c.vocab_size = llama.vocab_size;
+  c.emb_dim = llama.hidden_size;
+  c.n_layers = llama.num_hidden_layers;
+  c.n_heads = llama.num_attention_heads;
+  c.context_length = llama.max_position_embeddings;
+  c.tie_weights = true;
+  const double weights = 128256.0 * 3072 + 28 * (2 * 3072.0 * 3072 + 2 * 3072.0 * 1024 + 3 * 3072.0 * 8192 + 2 * 3072) + 3072;
+  train::TrainOptions o;
+  o.init_from = "Llama-3.2-3B";
+  o.model.context_length = 512;
+  o.batch = 1;
+  o.loss_chunk = 256;
+  o.lora_rank = 8;
+  const double rest = 4 * (512.0 * 512 + 256 * 128256.0);  // the mask, the chunk's logits
+  const double gib = 1024.0 * 1024 * 1024;
+  EXPECT_DOUBLE_EQ(train::least_run_bytes(c, &llama, o), 2 * weights + rest);
+  EXPECT_LT(train::least_run_bytes(c, &llama, o), 8 * gib);
+  o.dtype = "float32";
+  EXPECT_DOUBLE_EQ(train::least_run_bytes(c, &llama, o), 4 * weights + rest);
+  EXPECT_GT(train::least_run_bytes(c, &llama, o), 12 * gib);
+  o.dtype = "auto";
+  o.lora_rank = 0;  // a full fine-tune trains every weight: float32 masters
+  EXPECT_DOUBLE_EQ(train::least_run_bytes(c, &llama, o), 4 * weights + rest);
+  o.task = "classify";  // no logits counted; the body below the last layer frozen
+  o.train_layers = "last";
+  EXPECT_DOUBLE_EQ(train::least_run_bytes(c, &llama, o), 2 * weights + 4 * 512.0 * 512);
+  o.train_layers = "all";
+  EXPECT_DOUBLE_EQ(train::least_run_bytes(c, &llama, o), 4 * weights + 4 * 512.0 * 512);
+  o.train_layers = "last";
+  o.init_from = "";  // from scratch: nothing is read, every weight drawn as float32
+  EXPECT_DOUBLE_EQ(train::least_run_bytes(c, &llama, o), 4 * weights + 4 * 512.0 * 512);
+}
+
+}  // namespace
+}  // namespace tg
