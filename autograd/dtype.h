@@ -104,6 +104,9 @@ inline const char* dtype_name(ScalarType t) {
 
 inline bool is_floating(ScalarType t) { return t == kFloat32 || t == kFloat64 || t == kBFloat16; }
 
+// bfloat16 or float16: a checkpoint's 16-bit float, which the weight products widen as they read.
+inline bool is_16bit(ScalarType t) { return t == kBFloat16 || t == kFloat16; }
+
 // PyTorch's promotion between two tensors: the "wider" kind wins,
 // bool < int8 < int64 < bfloat16 < float32 < float64.
 inline int promotion_rank(ScalarType t) {

@@ -271,7 +271,7 @@ void Module::load_state_dict(const NamedTensors& dict, bool strict, const std::s
       problems.push_back("'" + name + "' has shape " + shape_str(src->sizes()) + ", expected " + shape_str(dst.sizes()));
     } else if (src->dtype() != dst.dtype()) {
       problems.push_back("'" + name + "' has dtype " + dtype_name(src->dtype()) + ", expected " + dtype_name(dst.dtype()) +
-                         (src->dtype() == kBFloat16 || src->dtype() == kFloat16
+                         (is_16bit(src->dtype())
                               ? std::string(" (convert the ") + dtype_name(src->dtype()) +
                                     " tensors first: t = t.to(tg::kFloat32))"
                               : std::string()));

@@ -450,7 +450,7 @@ bf16_gemm::Operand bf16_operand(const Tensor& t, const MatrixLayout& l, int64_t 
 void batched_gemm(const Tensor& out, const Tensor& a, const Tensor& b, const Shape& batch, int64_t M, int64_t N,
                   int64_t K) {
   // a frozen 16-bit weight (ops/matmul.cpp): b read as it is, a (rarer) widened first
-  if (a.dtype() == kBFloat16 || a.dtype() == kFloat16) return batched_gemm(out, a.to(kFloat32), b, batch, M, N, K);
+  if (is_16bit(a.dtype())) return batched_gemm(out, a.to(kFloat32), b, batch, M, N, K);
   if (b.dtype() == kBFloat16) return batched_gemm_typed<float, BFloat16>(out, a, b, batch, M, N, K);
   if (b.dtype() == kFloat16) return batched_gemm_typed<float, Float16>(out, a, b, batch, M, N, K);
   visit_floating(out.dtype(), "matmul", [&](auto tag) {

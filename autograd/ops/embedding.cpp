@@ -104,7 +104,7 @@ Tensor embedding(const Tensor& weight, const Tensor& indices) {
   const Tensor wc = weight.is_contiguous() ? weight : weight.detach().contiguous();
   Shape out_shape = indices.sizes();
   out_shape.push_back(C);
-  if (weight.dtype() == kBFloat16 || weight.dtype() == kFloat16) {  // a frozen 16-bit table: float32 rows out
+  if (is_16bit(weight.dtype())) {  // a frozen 16-bit table: float32 rows out
     if (weight.requires_grad() && grad_mode_enabled())
       throw Error(std::string("embedding: a ") + dtype_name(weight.dtype()) + " weight is a frozen 16-bit table, widened "
                   "to float32 as it is read, and it requires grad here; train a float32 copy of it "

@@ -31,7 +31,6 @@ namespace tg {
 // weight (a checkpoint's, kept in its own dtype to halve its memory and the bytes a token reads).
 // It is widened to float32 as it is read, which is exact, so the product is float32's product of
 // the widened weight, to the bit (kernels/gemm.h reads it without a float32 copy where it can).
-bool is_16bit(ScalarType t) { return t == kBFloat16 || t == kFloat16; }
 bool widens_16bit(const Tensor& a, const Tensor& b) {
   return (a.dtype() == kFloat32 && is_16bit(b.dtype())) || (is_16bit(a.dtype()) && b.dtype() == kFloat32);
 }

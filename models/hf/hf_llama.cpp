@@ -358,7 +358,7 @@ void read_weights(LlamaForCausalLM& model, const std::vector<std::string>& files
     const Activity reading("reading " + file);
     if (options.keep_16bit)
       for (const SafetensorsEntry& e : safetensors_entries(file, options))
-        if ((e.dtype == kBFloat16 || e.dtype == kFloat16) && targets.count(e.name))
+        if (is_16bit(e.dtype) && targets.count(e.name))
           nn::make_frozen_16bit(targets.at(e.name), e.dtype);
     for_each_safetensor(file, options, [](const std::string&, const Tensor&) {});
   }
@@ -424,8 +424,7 @@ NamedTensors hf_llama_tensors(const LlamaForCausalLM& model, bool keep_16bit) {
   NamedTensors tensors;
   for (const auto& [name, shape] : hf_llama_layout(model.config())) {
     const Tensor& p = params.at(name);
-    const bool is_16bit = p.dtype() == kBFloat16 || p.dtype() == kFloat16;
-    tensors.push_back({name, keep_16bit && is_16bit ? p.detach() : p.detach().to(kFloat32)});
+    tensors.push_back({name, keep_16bit && is_16bit(p.dtype()) ? p.detach() : p.detach().to(kFloat32)});
   }
   return tensors;
 }

@@ -73,9 +73,8 @@ std::unique_ptr<train::Trainer> start(const train::TrainOptions& o) {
 std::vector<std::string> sixteen_bit_names(train::Trainer& t) {
   std::vector<std::string> names;
   for (const auto& [name, p] : t.model().named_parameters()) {
-    const bool is_16bit = p.dtype() == kBFloat16 || p.dtype() == kFloat16;
-    if (is_16bit) names.push_back(name);
-    EXPECT_FALSE(is_16bit && p.requires_grad()) << name;
+    if (is_16bit(p.dtype())) names.push_back(name);
+    EXPECT_FALSE(is_16bit(p.dtype()) && p.requires_grad()) << name;
   }
   return names;
 }
