@@ -68,12 +68,16 @@ double physical_memory_bytes() {
   return 0;
 }
 
+// The tokens one forward sees: --context (a fine-tune's model may take more positions: its
+// position table, GPT's, is counted at the model's length).
+int64_t forward_window(const models::GPTConfig& c, const TrainOptions& o) {
+  return o.model.context_length > 0 ? std::min(o.model.context_length, c.context_length) : c.context_length;
+}
+
 }  // namespace
 
 double least_run_bytes(const models::GPTConfig& c, const models::LlamaConfig* llama, const TrainOptions& o) {
-  // T: the tokens one forward sees, --context (a fine-tune's model may take more positions: its
-  // position table, GPT's, is counted at the model's length)
-  const int64_t window = o.model.context_length > 0 ? std::min(o.model.context_length, c.context_length) : c.context_length;
+  const int64_t window = forward_window(c, o);
   const auto C = static_cast<double>(c.emb_dim), V = static_cast<double>(c.vocab_size),
              T = static_cast<double>(window), L = static_cast<double>(c.n_layers);
   double weights = V * C * (c.tie_weights ? 1 : 2) + static_cast<double>(c.context_length) * C + L * (12 * C * C + 13 * C);
@@ -105,7 +109,7 @@ void check_run_fits_in_memory(const models::GPTConfig& c, const models::LlamaCon
   if (memory <= 0) return;
   const double least = least_run_bytes(c, llama, o);
   if (least <= memory) return;
-  const int64_t window = o.model.context_length > 0 ? std::min(o.model.context_length, c.context_length) : c.context_length;
+  const int64_t window = forward_window(c, o);
   auto gib = [](double bytes) { return nn::python_float(std::round(bytes / 1073741824.0 * 10) / 10); };
   const std::string shape = shape_from_flags ? ", --emb-dim " + std::to_string(c.emb_dim) + ", --layers " +
                                                    std::to_string(c.n_layers)
