@@ -404,7 +404,8 @@ void check_utf8(const std::string& path, const std::string& text, const std::str
 }
 
 // The header in the canonical layout (see safetensors.h), spaces included. Checks every name.
-std::string make_header(const std::string& path, const NamedTensors& tensors, const SafetensorsMetadata& metadata) {
+std::string make_header(const std::string& path, const std::vector<TensorToWrite>& tensors,
+                        const SafetensorsMetadata& metadata) {
   json::Writer header(json::Layout::Compact);
   if (!metadata.empty()) {
     std::set<std::string> keys;
@@ -420,17 +421,22 @@ std::string make_header(const std::string& path, const NamedTensors& tensors, co
   std::set<std::string> names;
   uint64_t offset = 0;
   for (size_t i = 0; i < tensors.size(); ++i) {
-    const auto& [name, t] = tensors[i];
+    const TensorToWrite& t = tensors[i];
+    const std::string& name = t.name;
     if (name.empty()) save_error(path, "tensor " + std::to_string(i) + " has an empty name");
     if (name == "__metadata__") save_error(path, "tensor " + std::to_string(i) + " may not be named \"__metadata__\"");
     if (!names.insert(name).second) save_error(path, "tensor name " + json::quote(name) + " is given twice");
     check_utf8(path, name, "tensor name");
-    if (!t.defined()) save_error(path, "tensor " + json::quote(name) + " is undefined");
-    const uint64_t end = offset + t.nbytes();
+    if (!t.make) save_error(path, "tensor " + json::quote(name) + " is undefined");
+    uint64_t nbytes = element_size(t.dtype);
     json::Writer shape = json::Writer::array(json::Layout::Compact);
-    for (int64_t size : t.sizes()) shape.item(size);
+    for (int64_t size : t.shape) {
+      nbytes *= static_cast<uint64_t>(size);
+      shape.item(size);
+    }
+    const uint64_t end = offset + nbytes;
     json::Writer entry(json::Layout::Compact);
-    entry.field("dtype", safetensors_dtype_name(t.dtype()))
+    entry.field("dtype", safetensors_dtype_name(t.dtype))
         .field("shape", shape)
         .field("data_offsets", json::Writer::array(json::Layout::Compact).item(offset).item(end));
     header.field(name, entry);
@@ -444,27 +450,49 @@ std::string make_header(const std::string& path, const NamedTensors& tensors, co
 }  // namespace
 
 namespace {
-// The 8-byte length, the header, then every tensor's logical values (a view's, row-major).
-void write_file(AtomicFile& file, const std::string& header, const NamedTensors& tensors) {
+// The 8-byte length, the header, then every tensor's logical values (a view's, row-major), each
+// made as its turn comes and let go after it.
+void write_file(AtomicFile& file, const std::string& header, const std::vector<TensorToWrite>& tensors) {
   unsigned char prefix[8];
   for (int i = 0; i < 8; ++i) prefix[i] = static_cast<unsigned char>(uint64_t{header.size()} >> (8 * i));
   file.write(prefix, 8);
   file.write(header.data(), header.size());
-  for (const auto& [name, t] : tensors) {
-    Tensor values = t.detach().contiguous();
+  for (const TensorToWrite& t : tensors) {
+    const Tensor values = t.make().detach().contiguous();
+    if (values.dtype() != t.dtype || values.sizes() != t.shape)
+      save_error(file.target(), "tensor " + json::quote(t.name) + " was announced as " + safetensors_dtype_name(t.dtype) +
+                                    " " + shape_str(t.shape) + " but made as " + safetensors_dtype_name(values.dtype()) +
+                                    " " + shape_str(values.sizes()));
     if (values.nbytes() > 0) file.write(values.raw_data(), values.nbytes());
   }
 }
+
+// Tensors the caller holds already: each made by handing it back.
+std::vector<TensorToWrite> held(const NamedTensors& tensors) {
+  std::vector<TensorToWrite> out;
+  out.reserve(tensors.size());
+  for (const auto& [name, t] : tensors) {
+    if (!t.defined()) out.push_back({name, kFloat32, {}, nullptr});  // make_header names it
+    else out.push_back({name, t.dtype(), t.sizes(), [t = t] { return t; }});
+  }
+  return out;
+}
 }  // namespace
 
-void save_safetensors(AtomicFile& file, const NamedTensors& tensors, const SafetensorsMetadata& metadata) {
+void save_safetensors(AtomicFile& file, const std::vector<TensorToWrite>& tensors,
+                      const SafetensorsMetadata& metadata) {
   write_file(file, make_header(file.target(), tensors, metadata), tensors);
 }
 
+void save_safetensors(AtomicFile& file, const NamedTensors& tensors, const SafetensorsMetadata& metadata) {
+  save_safetensors(file, held(tensors), metadata);
+}
+
 void save_safetensors(const std::string& path, const NamedTensors& tensors, const SafetensorsMetadata& metadata) {
-  const std::string header = make_header(path, tensors, metadata);  // names checked before the file is touched
+  const std::vector<TensorToWrite> to_write = held(tensors);
+  const std::string header = make_header(path, to_write, metadata);  // names checked before the file is touched
   AtomicFile file(path, "save_safetensors");
-  write_file(file, header, tensors);
+  write_file(file, header, to_write);
   file.commit();
 }
 

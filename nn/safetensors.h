@@ -46,6 +46,20 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors,
 // that are saved together (prepare each, then commit each; see atomic_file.h).
 void save_safetensors(AtomicFile& file, const NamedTensors& tensors, const SafetensorsMetadata& metadata = {});
 
+// A tensor made when the file reaches it: its name, dtype and shape go into the header first,
+// make() is called when its bytes are written, and what it returns is let go once they are. A
+// file of weights widened or merged on the way out (models/hf/hf_llama.h: save_hf_llama) then
+// holds one of them in memory at a time, not all of them. A made tensor of another dtype or shape
+// than announced is an Error, and the file is not committed.
+struct TensorToWrite {
+  std::string name;
+  ScalarType dtype = kFloat32;
+  Shape shape;
+  std::function<Tensor()> make;
+};
+void save_safetensors(AtomicFile& file, const std::vector<TensorToWrite>& tensors,
+                      const SafetensorsMetadata& metadata = {});
+
 // Read every tensor of the file, in header order, as new contiguous tensors (not requiring grad).
 //
 // dtypes: F32, F64, I64, BOOL (one byte, 0 or 1), BF16 (bfloat16's 16 bits) and F16 (IEEE half

@@ -564,28 +564,27 @@ std::vector<std::string> model_files_in(const std::string& dir) {
 
 namespace {
 
-// The merged model of a LoRA run (saved: load_saved_model's, with the run's adapters; state: its
-// merged_state_dict) as a Hugging Face folder of its base's kind, written into out.
-void write_merged_folder(models::SavedModel& saved, NamedTensors& state, const std::string& run, const std::string& base,
+// The merged model of a LoRA run (saved: load_saved_model's, with the run's adapters) as a Hugging
+// Face folder of its base's kind, written into out. A Llama / Qwen model's weights are merged one
+// at a time as the file reaches them (models::merged_lora_tensor): beside the run's model (its
+// base kept 16-bit) the merge holds one float32 weight, not a float32 copy of the model. GPT-2's
+// (its fused q, k, v update merged by its own code) are merged whole first.
+void write_merged_folder(models::SavedModel& saved, const std::string& run, const std::string& base,
                          const std::string& out) {
   if (const auto* llama = dynamic_cast<const models::LlamaForCausalLM*>(saved.model.get())) {
     // a folder of the base's model_type: its config.json's fields, the merged weights
-    std::unique_ptr<models::LlamaForCausalLM> merged;
-    {
-      const nn::init::SkipInitGuard no_draws;  // every weight is set next
-      merged = std::make_unique<models::LlamaForCausalLM>(llama->config());
-    }
-    merged->load_state_dict(state, /*strict=*/true, run);
-    state.clear();
-    saved.model.reset();
     models::HfLlamaInfo from;
     from.config = json::parse_file(path_in(base, "config.json"));
     if (saved.tokenizer) saved.tokenizer->save(out);  // before the files that make the folder a model
-    models::save_hf_llama(*merged, out, from);  // config.json and model.safetensors, as a set
+    models::save_hf_llama(
+        llama->config(), [llama](const std::string& name) { return models::merged_lora_tensor(*llama, name); }, out,
+        from);  // config.json and model.safetensors, as a set
     return;
   }
+  NamedTensors state = models::merged_state_dict(dynamic_cast<const models::GPTModel&>(*saved.model));
   models::GPTModel merged(saved.config);  // plain: no adapters
   merged.load_state_dict(state, /*strict=*/true, run);
+  state.clear();
   AtomicFile config(path_in(out, "config.json"), "train_gpt --merge-lora");
   AtomicFile weights(path_in(out, "model.safetensors"), "train_gpt --merge-lora");
   models::write_hf_gpt2(merged, saved.base_layout, config, weights);
@@ -594,6 +593,21 @@ void write_merged_folder(models::SavedModel& saved, NamedTensors& state, const s
   weights.prepare();
   weights.commit();
   config.commit();
+}
+
+// Throws the first merged weight with an inf or a nan (finite base and adapters can still overflow
+// in W + (alpha / r) B A), before anything is written: each merged, checked and let go in turn.
+void check_merged_finite(const models::SavedModel& saved, const std::string& run, const std::string& out) {
+  try {
+    if (const auto* llama = dynamic_cast<const models::LlamaForCausalLM*>(saved.model.get())) {
+      for (const auto& [name, t] : llama->state_dict())
+        if (!models::is_adapter_name(name)) check_finite({{name, models::merged_lora_tensor(*llama, name)}}, "the merged model");
+    } else {
+      check_finite(models::merged_state_dict(dynamic_cast<const models::GPTModel&>(*saved.model)), "the merged model");
+    }
+  } catch (const Error& e) {
+    throw Error("--merge-lora " + out + ": nothing written: " + e.what() + " (" + run + "'s adapters added to its base)");
+  }
 }
 
 // Puts the model written whole in staging in the place of the one in out (old: its model files):
@@ -653,24 +667,18 @@ void save_merged_model(const std::string& run, const std::string& out, bool over
     throw UsageError("--merge-lora " + out + ": the folder holds a model already (" + list +
                      "); give --overwrite to replace it, or a new folder");
   }
-  models::SavedModel saved = models::load_saved_model(run);
-  const auto* llama = dynamic_cast<const models::LlamaForCausalLM*>(saved.model.get());
-  NamedTensors state = llama ? models::merged_state_dict(*llama)
-                             : models::merged_state_dict(dynamic_cast<const models::GPTModel&>(*saved.model));
-  try {  // finite base and adapters can still overflow in W + (alpha / r) B A
-    check_finite(state, "the merged model");
-  } catch (const Error& e) {
-    throw Error("--merge-lora " + out + ": nothing written: " + e.what() + " (" + run + "'s adapters added to its base)");
-  }
+  // the base as its file holds it (a BF16 or F16 folder's matrices 16-bit): each is widened as it is written
+  models::SavedModel saved = models::load_saved_model(run, models::WeightsDtype::kCheckpoint);
+  check_merged_finite(saved, run, out);
   const OutputFolder folder(out, "--merge-lora");  // removed again if the merge fails before writing into it
   if (old.empty()) {
-    write_merged_folder(saved, state, run, base, out);
+    write_merged_folder(saved, run, base, out);
     return;
   }
   const std::string staging = staging_folder(out);
   try {
     const OutputFolder apart(staging, "--merge-lora");
-    write_merged_folder(saved, state, run, base, staging);
+    write_merged_folder(saved, run, base, staging);
   } catch (...) {
     std::filesystem::remove_all(staging, ec);  // out is as it was
     throw;

@@ -5,6 +5,7 @@
 // weights files and their names); save_hf_llama writes a folder back. hf_llama_layout is the one
 // table of names and shapes that reading and writing share.
 #pragma once
+#include <functional>
 #include <memory>
 #include <set>
 #include <string>
@@ -110,5 +111,13 @@ NamedTensors hf_llama_tensors(const LlamaForCausalLM& model, bool keep_16bit = f
 // when tied, metadata {"format": "pt"}: what from_pretrained reads.
 void save_hf_llama(const LlamaForCausalLM& model, const std::string& dir, const HfLlamaInfo& from = {},
                    const std::string& tapegrad = "");
+
+// The same folder for a model of config whose weights are made one at a time: weight(name) gives
+// hf_llama_layout's tensor `name` (any float dtype), widened to float32 and written before the next
+// is asked for, so the save holds one widened (or merged: train_gpt --merge-lora) weight at a time
+// beside the model, not a float32 copy of it. The model form above passes its parameters.
+using WeightMaker = std::function<Tensor(const std::string& name)>;
+void save_hf_llama(const LlamaConfig& config, const WeightMaker& weight, const std::string& dir,
+                   const HfLlamaInfo& from = {}, const std::string& tapegrad = "");
 
 }  // namespace tg::models

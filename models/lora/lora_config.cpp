@@ -40,22 +40,33 @@ void train_adapters_only(nn::Module& model) {
     if (!is_adapter_name(name)) p.requires_grad_(false);
 }
 
-NamedTensors merged_lora_state_dict(const nn::Module& model, const std::map<std::string, Tensor>& more_merged) {
+Tensor merged_lora_tensor(const nn::Module& model, const std::string& name) {
   NoGradGuard no_grad;
-  std::map<std::string, Tensor> merged = more_merged;  // state_dict name -> W + (alpha / r) B A
-  std::function<void(const nn::Module&, const std::string&)> visit = [&](const nn::Module& m, const std::string& path) {
-    for (const auto& [name, child] : m.named_children()) {
-      if (const auto* adapted = dynamic_cast<const nn::LoRALinear*>(child.get()))
-        merged[path + name + ".weight"] = adapted->merged_weight();
-      else visit(*child, path + name + ".");
-    }
-  };
-  visit(model, "");
+  // the module that holds it: the path before the last dot, one child name at a time
+  const nn::Module* owner = &model;
+  size_t start = 0;
+  for (size_t dot = name.find('.'); owner && dot != std::string::npos; dot = name.find('.', start)) {
+    const std::string child = name.substr(start, dot - start);
+    const nn::Module* next = nullptr;
+    for (const auto& [child_name, m] : owner->named_children())
+      if (child_name == child) next = m.get();
+    owner = next;
+    start = dot + 1;
+  }
+  const auto* adapted = dynamic_cast<const nn::LoRALinear*>(owner);
+  if (adapted && name.substr(start) == "weight") return adapted->merged_weight();  // W + (alpha / r) B A
+  if (!is_adapter_name(name))
+    for (const auto& [entry, t] : model.state_dict())
+      if (entry == name) return t.detach();
+  throw Error("merged_lora_tensor: the model has no tensor named \"" + name + "\" (an adapter's own are merged in)");
+}
+
+NamedTensors merged_lora_state_dict(const nn::Module& model, const std::map<std::string, Tensor>& more_merged) {
   NamedTensors out;
   for (const auto& [name, t] : model.state_dict()) {
     if (is_adapter_name(name)) continue;
-    const auto m = merged.find(name);
-    out.push_back({name, m != merged.end() ? m->second : t.detach()});
+    const auto m = more_merged.find(name);
+    out.push_back({name, m != more_merged.end() ? m->second : merged_lora_tensor(model, name)});
   }
   return out;
 }

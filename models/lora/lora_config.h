@@ -42,4 +42,10 @@ void train_adapters_only(nn::Module& model);
 // by state_dict name. Computed without the tape; model is unchanged.
 NamedTensors merged_lora_state_dict(const nn::Module& model, const std::map<std::string, Tensor>& more_merged = {});
 
+// One tensor of merged_lora_state_dict, made alone: the state_dict entry `name` (not an adapter's),
+// merged when it is a LoRALinear's weight. A file written a tensor at a time (models/hf/hf_llama.h:
+// save_hf_llama's WeightMaker) then holds one merged weight beside the model, not a merged copy of
+// it. An unknown name is an Error naming it.
+Tensor merged_lora_tensor(const nn::Module& model, const std::string& name);
+
 }  // namespace tg::models

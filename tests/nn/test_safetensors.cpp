@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "autograd/ops.h"
+#include "autograd/runtime/memory.h"
 
 namespace tg {
 namespace {
@@ -355,6 +356,44 @@ TEST(Safetensors, SaveErrorsNameTheFileAndWriteNothing) {
     EXPECT_TRUE(has_part(error_of([&] { save_safetensors(read_only + "/m.safetensors", {{"a", t}}); }), ": Permission denied"));
     std::filesystem::permissions(read_only, std::filesystem::perms::owner_all);
   }
+}
+
+// Tensors made as the file reaches them (TensorToWrite): the bytes a save of the same tensors
+// writes, each make() called once, in order, after the tensor before it was let go; one made
+// another shape or dtype than its header says is an Error naming both, and nothing is written.
+TEST(Safetensors, TensorsMadeAsTheFileReachesThemWriteTheSameBytesOneAtATime) {
+  TempFolder folder;
+  const Tensor a = arange(0.0, 6.0).reshape({2, 3}), b = arange(0.0, 4.0, 1.0, kInt64);
+  const NamedTensors held = {{"a", a}, {"b", b}, {"a.T", a.t()}};
+  save_safetensors(folder.file("held.safetensors"), held, {{"format", "pt"}});
+
+  std::vector<int64_t> live_at_make;
+  std::vector<TensorToWrite> made;
+  for (const auto& [name, t] : held)
+    made.push_back({name, t.dtype(), t.sizes(), [&, t = t] {
+                      live_at_make.push_back(memory_stats().live_bytes);
+                      return t.clone();  // a new tensor each time
+                    }});
+  {
+    AtomicFile file(folder.file("made.safetensors"), "test");
+    save_safetensors(file, made, {{"format", "pt"}});
+    file.commit();
+  }
+  EXPECT_EQ(read_bytes(folder.file("made.safetensors")), read_bytes(folder.file("held.safetensors")));
+  ASSERT_EQ(live_at_make.size(), 3u);
+  EXPECT_EQ(live_at_make[1], live_at_make[0]);  // the tensor before was let go
+  EXPECT_EQ(live_at_make[2], live_at_make[0]);
+
+  const std::string path = folder.file("bad.safetensors");
+  const std::vector<TensorToWrite> bad = {{"a", kFloat32, {2, 3}, [&] { return a.t().contiguous(); }}};
+  const std::string message = error_of([&] {
+    AtomicFile file(path, "test");
+    save_safetensors(file, bad);
+    file.commit();
+  });
+  EXPECT_EQ(message, "save_safetensors: " + path + ": tensor \"a\" was announced as F32 (2,3) but made as F32 (3,2)");
+  EXPECT_FALSE(std::filesystem::exists(path));
+  EXPECT_EQ(folder.count(), 2u);
 }
 
 TEST(Safetensors, SaveReplacesAnExistingFile) {

@@ -13,7 +13,10 @@
 
 #include "autograd/random/generator.h"
 #include "io/json.h"
+#include "autograd/runtime/memory.h"
 #include "models/hf/hf_llama.h"
+#include "models/lora/lora_config.h"
+#include "models/saved_model.h"
 #include "nn/safetensors.h"
 #include "train/run_folder.h"
 #include "train/trainer.h"
@@ -166,6 +169,80 @@ TEST_P(Frozen16BitRuns, AResumedLoraRunKeepsItsBase16Bit) {
   size_t kept = 0;
   for (const auto& [name, p] : resumed->model().named_parameters()) kept += p.dtype() == dtype;
   EXPECT_EQ(kept, tied ? 15u : 16u);  // the embedding and both layers' seven matrices (and the head)
+}
+
+// A LoRA run of the 16-bit base, saved in run (two steps on the shipped LoRA text).
+void save_lora_run(const std::string& base, const std::string& run) {
+  std::filesystem::create_directories(run);
+  train::TrainOptions o = classify_options(base, "auto");
+  o.task = "lm";
+  o.data = o.columns = "";
+  o.train_layers = "all";
+  o.lora_rank = o.lora_alpha = 2;
+  const std::string text = test::read_bytes(std::string(TG_REFERENCE_DIR) + "/lora/text.txt");
+  const std::unique_ptr<train::Trainer> trainer = train::start_from_llama_folder(o, text, nullptr);
+  for (int i = 0; i < 2; ++i) trainer->train_step();
+  train::save_run(*trainer, run);
+}
+
+int64_t bytes_of(const NamedTensors& tensors) {
+  int64_t n = 0;
+  for (const auto& [name, t] : tensors) n += static_cast<int64_t>(t.nbytes());
+  return n;
+}
+
+// --merge-lora merges and widens one weight at a time, as the file reaches it, beside the run's
+// model read as its files hold it (the base 16-bit): never a float32 copy of the whole model (it
+// made two: the merged weights, then a model built from them). The file is the one a merge made
+// all at once would write: every tensor the base's, widened, with (alpha / r) B A added where an
+// adapter is.
+TEST_P(Frozen16BitRuns, AMergeHoldsOneFloat32WeightAtATime) {
+  const auto [dtype, tied] = GetParam();
+  test::TempFolder dir;
+  const std::string base = dir.file("base"), run = dir.file("run"), merged = dir.file("merged");
+  write_16bit_base(base, dtype, tied);
+  save_lora_run(base, run);
+  NamedTensors expected;
+  int64_t model_bytes = 0, largest = 0;  // the run's model as read; the largest weight in float32
+  {
+    const models::SavedModel saved = models::load_saved_model(run, models::WeightsDtype::kCheckpoint);
+    model_bytes = bytes_of(saved.model->named_parameters());
+    for (auto& [name, t] : models::merged_lora_state_dict(*saved.model)) {
+      if (name == "lm_head.weight" && tied) continue;
+      expected.push_back({name, t.to(kFloat32)});
+      largest = std::max<int64_t>(largest, t.numel() * 4);
+    }
+  }
+  const int64_t live = memory_stats().live_bytes;
+  reset_peak_memory_stats();
+  train::save_merged_model(run, merged);
+  const int64_t peak = memory_stats().peak_bytes - live;
+  const int64_t bound = model_bytes + 2 * largest;  // the model, a merged weight and its contiguous copy at most
+  EXPECT_LE(peak, bound) << "the model " << model_bytes << " bytes, its largest weight " << largest << " in float32";
+  ASSERT_LT(bound, model_bytes + bytes_of(expected));  // a float32 copy of the model would be caught
+  const NamedTensors written = load_safetensors(merged + "/model.safetensors");
+  ASSERT_EQ(written.size(), expected.size());
+  for (size_t i = 0; i < written.size(); ++i) {
+    EXPECT_EQ(written[i].first, expected[i].first);
+    EXPECT_TRUE(test::same_bytes(written[i].second, expected[i].second)) << expected[i].first;
+  }
+}
+
+// A merge whose weights overflow (finite adapters, W + (alpha / r) B A beyond float32) is refused
+// before anything is written, naming the first such weight, though each is merged as it is checked.
+TEST(Frozen16BitMerge, AMergeThatOverflowsWritesNothing) {
+  test::TempFolder dir;
+  const std::string base = dir.file("base"), run = dir.file("run"), merged = dir.file("merged");
+  write_16bit_base(base, kBFloat16, true);
+  save_lora_run(base, run);
+  NamedTensors adapters = load_safetensors(run + "/adapters.safetensors");
+  for (auto& [name, t] : adapters) t.fill_(1e20);  // B A is 2 * 1e20 * 1e20 in every element
+  save_safetensors(run + "/adapters.safetensors", adapters, load_safetensors_metadata(run + "/adapters.safetensors"));
+  test::expect_error([&] { train::save_merged_model(run, merged); },
+                     {"--merge-lora " + merged + ": nothing written: the merged model: tensor "
+                      "\"model.layers.0.self_attn.q_proj.weight\" has a non-finite value (inf) at index [0, 0] (" +
+                      run + "'s adapters added to its base)"});
+  EXPECT_FALSE(std::filesystem::exists(merged));
 }
 
 INSTANTIATE_TEST_SUITE_P(, Frozen16BitRuns,
