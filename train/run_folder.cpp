@@ -565,29 +565,26 @@ std::vector<std::string> model_files_in(const std::string& dir) {
 namespace {
 
 // The merged model of a LoRA run (saved: load_saved_model's, with the run's adapters) as a Hugging
-// Face folder of its base's kind, written into out. A Llama / Qwen model's weights are merged one
-// at a time as the file reaches them (models::merged_lora_tensor): beside the run's model (its
-// base kept 16-bit) the merge holds one float32 weight, not a float32 copy of the model. GPT-2's
-// (its fused q, k, v update merged by its own code) are merged whole first.
-void write_merged_folder(models::SavedModel& saved, const std::string& run, const std::string& base,
-                         const std::string& out) {
+// Face folder of its base's kind, written into out. Each weight is merged (models::merged_tensor)
+// and widened as the file reaches it: beside the run's model (a BF16 base kept 16-bit) the merge
+// holds one float32 weight at a time, never a float32 copy of the model.
+void write_merged_folder(const models::SavedModel& saved, const std::string& base, const std::string& out) {
   if (const auto* llama = dynamic_cast<const models::LlamaForCausalLM*>(saved.model.get())) {
     // a folder of the base's model_type: its config.json's fields, the merged weights
     models::HfLlamaInfo from;
     from.config = json::parse_file(path_in(base, "config.json"));
     if (saved.tokenizer) saved.tokenizer->save(out);  // before the files that make the folder a model
     models::save_hf_llama(
-        llama->config(), [llama](const std::string& name) { return models::merged_lora_tensor(*llama, name); }, out,
+        llama->config(), [llama](const std::string& name) { return models::merged_tensor(*llama, name); }, out,
         from);  // config.json and model.safetensors, as a set
     return;
   }
-  NamedTensors state = models::merged_state_dict(dynamic_cast<const models::GPTModel&>(*saved.model));
-  models::GPTModel merged(saved.config);  // plain: no adapters
-  merged.load_state_dict(state, /*strict=*/true, run);
-  state.clear();
+  const auto& gpt = dynamic_cast<const models::GPTModel&>(*saved.model);
   AtomicFile config(path_in(out, "config.json"), "train_gpt --merge-lora");
   AtomicFile weights(path_in(out, "model.safetensors"), "train_gpt --merge-lora");
-  models::write_hf_gpt2(merged, saved.base_layout, config, weights);
+  models::write_hf_gpt2(
+      saved.config, [&gpt](const std::string& name) { return models::merged_tensor(gpt, name); }, saved.base_layout,
+      config, weights);
   saved.tokenizer->save(out);  // tokenizer.json, GPT-2's vocab.json and merges.txt
   config.prepare();
   weights.prepare();
@@ -595,16 +592,16 @@ void write_merged_folder(models::SavedModel& saved, const std::string& run, cons
   config.commit();
 }
 
-// Throws the first merged weight with an inf or a nan (finite base and adapters can still overflow
-// in W + (alpha / r) B A), before anything is written: each merged, checked and let go in turn.
+// Throws for the first merged weight with an inf or a nan (finite base and adapters can still
+// overflow in W + (alpha / r) B A), before anything is written: each merged, checked and let go.
 void check_merged_finite(const models::SavedModel& saved, const std::string& run, const std::string& out) {
+  const auto* llama = dynamic_cast<const models::LlamaForCausalLM*>(saved.model.get());
+  const auto* gpt = dynamic_cast<const models::GPTModel*>(saved.model.get());
   try {
-    if (const auto* llama = dynamic_cast<const models::LlamaForCausalLM*>(saved.model.get())) {
-      for (const auto& [name, t] : llama->state_dict())
-        if (!models::is_adapter_name(name)) check_finite({{name, models::merged_lora_tensor(*llama, name)}}, "the merged model");
-    } else {
-      check_finite(models::merged_state_dict(dynamic_cast<const models::GPTModel&>(*saved.model)), "the merged model");
-    }
+    for (const auto& [name, t] : saved.model->state_dict())
+      if (!models::is_adapter_name(name))
+        check_finite({{name, llama ? models::merged_tensor(*llama, name) : models::merged_tensor(*gpt, name)}},
+                     "the merged model");
   } catch (const Error& e) {
     throw Error("--merge-lora " + out + ": nothing written: " + e.what() + " (" + run + "'s adapters added to its base)");
   }
@@ -672,13 +669,13 @@ void save_merged_model(const std::string& run, const std::string& out, bool over
   check_merged_finite(saved, run, out);
   const OutputFolder folder(out, "--merge-lora");  // removed again if the merge fails before writing into it
   if (old.empty()) {
-    write_merged_folder(saved, run, base, out);
+    write_merged_folder(saved, base, out);
     return;
   }
   const std::string staging = staging_folder(out);
   try {
     const OutputFolder apart(staging, "--merge-lora");
-    write_merged_folder(saved, run, base, staging);
+    write_merged_folder(saved, base, staging);
   } catch (...) {
     std::filesystem::remove_all(staging, ec);  // out is as it was
     throw;

@@ -5,6 +5,7 @@
 // (model.safetensors' names, why they are transposed); write_hf_gpt2 and save_hf_gpt2 write a
 // folder back. kGpt2Block is the one table of GPT-2's names and tapegrad's.
 #pragma once
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -118,6 +119,14 @@ void load_hf_gpt2_weights(GPTModel& model, const std::string& weights_path, HfGp
 // The model's tensors under HF's names, in HF's order (model: qkv_bias and tie_weights).
 NamedTensors hf_gpt2_tensors(const GPTModel& model, bool prefixed);
 
+// The same tensors for a model of config, each made when a file reaches it (nn/safetensors.h:
+// TensorToWrite) from at(name), the model's tensor of that tapegrad name (a parameter, or a
+// merged weight: train_gpt --merge-lora): transposed to Conv1D's orientation, or c_attn fused,
+// and float32. A file written from them holds one such copy at a time, not a copy of the model.
+// The list refers to at: it must outlive the list.
+using TapegradTensor = std::function<Tensor(const std::string& name)>;
+std::vector<TensorToWrite> hf_gpt2_tensors_to_write(const GPTConfig& config, bool prefixed, const TapegradTensor& at);
+
 // config.json's text for config: original's fields kept in their order and updated (original may
 // be null: then HF's GPT-2 fields).
 // tapegrad, when not empty, is the JSON object written as the last member, "tapegrad": a
@@ -135,6 +144,9 @@ std::string hf_gpt2_config_json(const GPTConfig& config, const json::Value& orig
 // differs, with "architectures": ["GPT2LMHeadModel"], "model_type": "gpt2" and "torch_dtype":
 // "float32".
 void write_hf_gpt2(const GPTModel& model, const HfGpt2Info& from, AtomicFile& config_json,
+                   AtomicFile& model_safetensors);
+// The same for a model of config whose tensors at(name) makes as the file reaches them.
+void write_hf_gpt2(const GPTConfig& config, const TapegradTensor& at, const HfGpt2Info& from, AtomicFile& config_json,
                    AtomicFile& model_safetensors);
 
 // dir/config.json and dir/model.safetensors, saved as a set (dir must exist). from: what

@@ -1,6 +1,7 @@
 // models/lora/gpt_lora.cpp — adding LoRA adapters to a GPTModel and merging them (table in models/lora/gpt_lora.h).
 #include "models/lora/gpt_lora.h"
 
+#include <algorithm>
 #include <map>
 
 #include "autograd/ops.h"
@@ -39,20 +40,34 @@ void apply_lora(GPTModel& model, const LoRAConfig& c) {
   train_adapters_only(model);
 }
 
-NamedTensors merged_state_dict(const GPTModel& model) {
+Tensor merged_tensor(const GPTModel& model, const std::string& name) {
   NoGradGuard no_grad;
-  std::map<std::string, Tensor> qkv;  // the fused update's rows [q | k | v], each to its own Linear
-  for (size_t i = 0; i < model.blocks().size(); ++i) {
-    const CausalSelfAttention& att = *model.blocks()[i]->att;
-    if (!att.qkv_lora) continue;
-    const std::string b = "trf_blocks." + std::to_string(i) + ".att.";
-    const Tensor delta = att.qkv_lora->delta_weight();  // (3C, C)
-    const int64_t C = att.d_out;
-    qkv[b + "W_query.weight"] = att.W_query->weight + delta.narrow(0, 0, C);
-    qkv[b + "W_key.weight"] = att.W_key->weight + delta.narrow(0, C, C);
-    qkv[b + "W_value.weight"] = att.W_value->weight + delta.narrow(0, 2 * C, C);
+  // the fused update's rows [q | k | v] of block i, each to its own Linear
+  const std::string prefix = "trf_blocks.";
+  if (name.starts_with(prefix)) {
+    const size_t dot = name.find('.', prefix.size());
+    const std::string rest = dot == std::string::npos ? "" : name.substr(dot + 1);
+    const std::vector<std::string> parts = {"att.W_query.weight", "att.W_key.weight", "att.W_value.weight"};
+    const auto part = std::find(parts.begin(), parts.end(), rest);
+    if (part != parts.end()) {
+      const size_t i = std::stoul(name.substr(prefix.size(), dot - prefix.size()));
+      const CausalSelfAttention& att = *model.blocks().at(i)->att;
+      if (att.qkv_lora) {
+        const int64_t C = att.d_out, row = C * (part - parts.begin());
+        const Tensor& W = part == parts.begin() ? att.W_query->weight : part == parts.begin() + 1 ? att.W_key->weight
+                                                                                                   : att.W_value->weight;
+        return W + att.qkv_lora->delta_weight().narrow(0, row, C);  // delta (3C, C): this Linear's C rows
+      }
+    }
   }
-  return merged_lora_state_dict(model, qkv);  // and out_proj's and the feed-forward's LoRALinears
+  return merged_lora_tensor(model, name);  // out_proj's and the feed-forward's LoRALinears, or as it is
+}
+
+NamedTensors merged_state_dict(const GPTModel& model) {
+  NamedTensors out;
+  for (const auto& [name, t] : model.state_dict())
+    if (!is_adapter_name(name)) out.push_back({name, merged_tensor(model, name)});
+  return out;
 }
 
 }  // namespace tg::models

@@ -31,4 +31,8 @@ void apply_lora(GPTModel& model, const LoRAConfig& config);
 // out. Computed without the tape; model is unchanged.
 NamedTensors merged_state_dict(const GPTModel& model);
 
+// One tensor of merged_state_dict, made alone (its state_dict name; an adapter's is an Error): a
+// file written a tensor at a time (train_gpt --merge-lora) holds one merged weight, not all.
+Tensor merged_tensor(const GPTModel& model, const std::string& name);
+
 }  // namespace tg::models

@@ -40,6 +40,13 @@ void apply_lora(LlamaForCausalLM& model, const LoRAConfig& c) {
   train_adapters_only(model);
 }
 
-NamedTensors merged_state_dict(const LlamaForCausalLM& model) { return merged_lora_state_dict(model); }
+NamedTensors merged_state_dict(const LlamaForCausalLM& model) {
+  NamedTensors out;
+  for (const auto& [name, t] : model.state_dict())
+    if (!is_adapter_name(name)) out.push_back({name, merged_tensor(model, name)});
+  return out;
+}
+
+Tensor merged_tensor(const LlamaForCausalLM& model, const std::string& name) { return merged_lora_tensor(model, name); }
 
 }  // namespace tg::models

@@ -30,5 +30,7 @@ void apply_lora(LlamaForCausalLM& model, const LoRAConfig& config);
 // The plain model's state_dict with every adapted W replaced by W + (alpha / r) B A
 // (models/lora/lora_config.h), which Hugging Face's layout writes as it is; model is unchanged.
 NamedTensors merged_state_dict(const LlamaForCausalLM& model);
+// One tensor of it, made alone (lora_config.h: merged_lora_tensor).
+Tensor merged_tensor(const LlamaForCausalLM& model, const std::string& name);
 
 }  // namespace tg::models

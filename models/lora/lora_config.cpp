@@ -61,14 +61,4 @@ Tensor merged_lora_tensor(const nn::Module& model, const std::string& name) {
   throw Error("merged_lora_tensor: the model has no tensor named \"" + name + "\" (an adapter's own are merged in)");
 }
 
-NamedTensors merged_lora_state_dict(const nn::Module& model, const std::map<std::string, Tensor>& more_merged) {
-  NamedTensors out;
-  for (const auto& [name, t] : model.state_dict()) {
-    if (is_adapter_name(name)) continue;
-    const auto m = more_merged.find(name);
-    out.push_back({name, m != more_merged.end() ? m->second : merged_lora_tensor(model, name)});
-  }
-  return out;
-}
-
 }  // namespace tg::models

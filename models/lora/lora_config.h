@@ -37,15 +37,10 @@ bool has_lora(const nn::Module& model);
 // Freezes every parameter of model but the adapters'.
 void train_adapters_only(nn::Module& model);
 
-// model's state_dict with every LoRALinear's weight merged (W + (alpha / r) B A) and the adapters'
-// tensors left out; more_merged: weights merged by the family's own code (GPT-2's fused q, k, v),
-// by state_dict name. Computed without the tape; model is unchanged.
-NamedTensors merged_lora_state_dict(const nn::Module& model, const std::map<std::string, Tensor>& more_merged = {});
-
-// One tensor of merged_lora_state_dict, made alone: the state_dict entry `name` (not an adapter's),
-// merged when it is a LoRALinear's weight. A file written a tensor at a time (models/hf/hf_llama.h:
-// save_hf_llama's WeightMaker) then holds one merged weight beside the model, not a merged copy of
-// it. An unknown name is an Error naming it.
+// One tensor of the merged model: model's state_dict entry `name` (not an adapter's), merged when
+// it is a LoRALinear's weight (W + (alpha / r) B A); computed without the tape, model unchanged.
+// Made one at a time as a file reaches them (train_gpt --merge-lora: models/hf/hf_llama.h's
+// WeightMaker), the merged weights are never all in memory at once. An unknown name is an Error.
 Tensor merged_lora_tensor(const nn::Module& model, const std::string& name);
 
 }  // namespace tg::models

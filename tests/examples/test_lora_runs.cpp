@@ -19,11 +19,13 @@
 #include "nn/safetensors.h"
 #include "autograd/ops.h"
 #include "autograd/random/generator.h"
+#include "autograd/runtime/memory.h"
 #include "autograd/tape.h"
 #include "models/saved_model.h"
 #include "train/run_folder.h"
 #include "models/hf/hf_gpt2.h"
 #include "models/hf/hf_llama.h"
+#include "models/lora/gpt_lora.h"
 #include "models/lora/lora_adapters.h"
 #include "tokenizers/tokenizer.h"
 #include "train/trainer.h"
@@ -284,6 +286,42 @@ TEST(LoraRuns, MergeLoraWritesAGpt2FolderWithTheAdaptedModelsLogits) {
   EXPECT_FALSE(all_close(base.model->forward(ids), want, 1e-4, 0));  // the adapters did change the logits
   r = run_program(example_program("generate"), {"--ckpt", merged, "--prompt", " the", "--tokens", "2"});
   EXPECT_EQ(r.exit_code, 0) << r.output;
+}
+
+// --merge-lora makes each weight of the file as the file reaches it: merged, transposed to
+// Conv1D's orientation, c_attn fused from W_query, W_key and W_value with the fused update's rows.
+// Beside the run's model it holds about one such matrix, never a merged copy of the model (it made
+// two: the merged weights, then a model built from them), and writes the bytes the eager merge does.
+TEST(LoraRuns, AGpt2MergeHoldsOneMergedWeightAtATime) {
+  SKIP_WITHOUT_EXAMPLES();
+  TempFolder dir;
+  const std::string run = dir.file("run"), merged = dir.file("merged");
+  const ProgramRun r = small_lora_run(kBase, run, 3);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  NamedTensors expected;
+  int64_t model_bytes = 0, largest = 0;  // the run's model; the largest tensor of the file
+  {
+    const models::SavedModel saved = models::load_saved_model(run);
+    for (const auto& [name, p] : saved.model->named_parameters()) model_bytes += static_cast<int64_t>(p.nbytes());
+    models::GPTModel plain(saved.config);  // the merge made all at once, then written
+    plain.load_state_dict(models::merged_state_dict(dynamic_cast<const models::GPTModel&>(*saved.model)));
+    expected = models::hf_gpt2_tensors(plain, saved.base_layout.prefixed);
+    for (const auto& [name, t] : expected) largest = std::max<int64_t>(largest, static_cast<int64_t>(t.nbytes()));
+  }
+  const int64_t live = memory_stats().live_bytes;
+  reset_peak_memory_stats();
+  train::save_merged_model(run, merged);
+  const int64_t peak = memory_stats().peak_bytes - live, bound = model_bytes + 2 * largest;
+  EXPECT_LE(peak, bound) << "the model " << model_bytes << " bytes, the file's largest tensor " << largest;
+  int64_t file_bytes = 0;
+  for (const auto& [name, t] : expected) file_bytes += static_cast<int64_t>(t.nbytes());
+  ASSERT_LT(bound, model_bytes + file_bytes);  // a merged copy of the model would be caught
+  const NamedTensors written = load_safetensors(merged + "/model.safetensors");
+  ASSERT_EQ(written.size(), expected.size());
+  for (size_t i = 0; i < written.size(); ++i) {
+    EXPECT_EQ(written[i].first, expected[i].first);
+    EXPECT_TRUE(same_bytes(written[i].second, expected[i].second)) << expected[i].first;
+  }
 }
 
 // A Qwen3 LoRA run as a user runs it: peft's files for a Llama, generate and --eval-only read it, it

@@ -15,7 +15,7 @@
 #include "io/json.h"
 #include "autograd/runtime/memory.h"
 #include "models/hf/hf_llama.h"
-#include "models/lora/lora_config.h"
+#include "models/lora/llama_lora.h"
 #include "models/saved_model.h"
 #include "nn/safetensors.h"
 #include "train/run_folder.h"
@@ -207,7 +207,7 @@ TEST_P(Frozen16BitRuns, AMergeHoldsOneFloat32WeightAtATime) {
   {
     const models::SavedModel saved = models::load_saved_model(run, models::WeightsDtype::kCheckpoint);
     model_bytes = bytes_of(saved.model->named_parameters());
-    for (auto& [name, t] : models::merged_lora_state_dict(*saved.model)) {
+    for (auto& [name, t] : models::merged_state_dict(dynamic_cast<const models::LlamaForCausalLM&>(*saved.model))) {
       if (name == "lm_head.weight" && tied) continue;
       expected.push_back({name, t.to(kFloat32)});
       largest = std::max<int64_t>(largest, t.numel() * 4);
