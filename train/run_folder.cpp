@@ -564,47 +564,83 @@ std::vector<std::string> model_files_in(const std::string& dir) {
 
 namespace {
 
-// The merged model of a LoRA run (saved: load_saved_model's, with the run's adapters) as a Hugging
-// Face folder of its base's kind, written into out. Each weight is merged (models::merged_tensor)
-// and widened as the file reaches it: beside the run's model (a BF16 base kept 16-bit) the merge
-// holds one float32 weight at a time, never a float32 copy of the model.
-void write_merged_folder(const models::SavedModel& saved, const std::string& base, const std::string& out) {
-  if (const auto* llama = dynamic_cast<const models::LlamaForCausalLM*>(saved.model.get())) {
-    // a folder of the base's model_type: its config.json's fields, the merged weights
-    models::HfLlamaInfo from;
-    from.config = json::parse_file(path_in(base, "config.json"));
-    if (saved.tokenizer) saved.tokenizer->save(out);  // before the files that make the folder a model
-    models::save_hf_llama(
-        llama->config(), [llama](const std::string& name) { return models::merged_tensor(*llama, name); }, out,
-        from);  // config.json and model.safetensors, as a set
-    return;
+// A LoRA run's model to merge: the body with its adapters (saved.model, or the classifier's
+// body), and a classifier's head, kept whole by the run (peft's modules_to_save) and written as it is.
+struct MergeSource {
+  models::SavedModel saved;
+  std::shared_ptr<models::ModelForSequenceClassification> classifier;  // a --task classify run's, or null
+  models::ClassifierConfig classes;
+  const models::CausalLM& body() const { return classifier ? *classifier->body : *saved.model; }
+};
+
+// One merged weight of the body by its state_dict name (models::merged_tensor of its family).
+Tensor merged_weight(const models::CausalLM& body, const std::string& name) {
+  if (const auto* llama = dynamic_cast<const models::LlamaForCausalLM*>(&body)) return models::merged_tensor(*llama, name);
+  return models::merged_tensor(dynamic_cast<const models::GPTModel&>(body), name);
+}
+
+// The merged model of a LoRA run as a Hugging Face folder of its base's kind (a classifier's run:
+// its *ForSequenceClassification, with the head and the classes), written into out. Each weight is
+// merged and widened as the file reaches it: beside the run's model (a BF16 base kept 16-bit) the
+// merge holds one float32 weight at a time, never a float32 copy of the model.
+void write_merged_folder(const MergeSource& source, const std::string& base, const std::string& out) {
+  const models::CausalLM& body = source.body();
+  const models::WeightMaker merged = [&body](const std::string& name) { return merged_weight(body, name); };
+  const auto* llama = dynamic_cast<const models::LlamaForCausalLM*>(&body);
+  std::vector<TensorToWrite> tensors;
+  std::string config;  // of the base's model_type: its config.json's fields kept
+  if (llama) {
+    tensors = models::hf_llama_tensors_to_write(llama->config(), merged);
+    config = models::hf_llama_config_json(llama->config(), json::parse_file(path_in(base, "config.json")));
+  } else {
+    const models::SavedModel& saved = source.saved;
+    tensors = models::hf_gpt2_tensors_to_write(saved.config, saved.base_layout.prefixed, merged);
+    config = models::hf_gpt2_config_json(saved.config, saved.base_layout.config);
   }
-  const auto& gpt = dynamic_cast<const models::GPTModel&>(*saved.model);
-  AtomicFile config(path_in(out, "config.json"), "train_gpt --merge-lora");
+  if (source.classifier) {  // the head beside the body, the classes in config.json
+    const Tensor score = source.classifier->score->weight.detach();
+    tensors.push_back({models::kScoreWeight, score.dtype(), score.sizes(), [score] { return score; }});
+    const std::string architecture = (llama ? llama->config().class_prefix() : "GPT2") + "ForSequenceClassification";
+    const json::Value fields = json::parse(models::classifier_config_json(source.classes, architecture), "classifier fields");
+    config = models::merged_config_json(json::parse(config, "config.json"), fields, [](const std::string&) { return false; }, "");
+  }
+  const tokenizers::Tokenizer* tokenizer = source.saved.tokenizer ? &*source.saved.tokenizer : nullptr;
+  if (tokenizer) tokenizer->save(out);  // tokenizer.json (GPT-2's vocab.json and merges.txt) before the files that make the folder a model
+  AtomicFile config_file(path_in(out, "config.json"), "train_gpt --merge-lora");
   AtomicFile weights(path_in(out, "model.safetensors"), "train_gpt --merge-lora");
-  models::write_hf_gpt2(
-      saved.config, [&gpt](const std::string& name) { return models::merged_tensor(gpt, name); }, saved.base_layout,
-      config, weights);
-  saved.tokenizer->save(out);  // tokenizer.json, GPT-2's vocab.json and merges.txt
-  config.prepare();
+  save_safetensors(weights, tensors, {{"format", "pt"}});
+  config_file.write(config);
+  config_file.prepare();
   weights.prepare();
   weights.commit();
-  config.commit();
+  config_file.commit();
 }
 
 // Throws for the first merged weight with an inf or a nan (finite base and adapters can still
 // overflow in W + (alpha / r) B A), before anything is written: each merged, checked and let go.
-void check_merged_finite(const models::SavedModel& saved, const std::string& run, const std::string& out) {
-  const auto* llama = dynamic_cast<const models::LlamaForCausalLM*>(saved.model.get());
-  const auto* gpt = dynamic_cast<const models::GPTModel*>(saved.model.get());
+void check_merged_finite(const MergeSource& source, const std::string& run, const std::string& out) {
   try {
-    for (const auto& [name, t] : saved.model->state_dict())
-      if (!models::is_adapter_name(name))
-        check_finite({{name, llama ? models::merged_tensor(*llama, name) : models::merged_tensor(*gpt, name)}},
-                     "the merged model");
+    for (const auto& [name, t] : source.body().state_dict())
+      if (!models::is_adapter_name(name)) check_finite({{name, merged_weight(source.body(), name)}}, "the merged model");
   } catch (const Error& e) {
     throw Error("--merge-lora " + out + ": nothing written: " + e.what() + " (" + run + "'s adapters added to its base)");
   }
+}
+
+// The run's model (the base as its files hold it: a BF16 folder's matrices 16-bit, each widened as
+// it is written) with its adapters, and a classifier run's head and classes.
+MergeSource read_merge_source(const std::string& run) {
+  MergeSource source;
+  source.saved = models::load_saved_model(run, models::WeightsDtype::kCheckpoint);
+  if (source.saved.classifier) {
+    const std::string config_path = path_in(run, "config.json");
+    source.classes = models::read_classifier_config(json::parse_file(config_path), config_path);
+    const int64_t hidden = source.saved.model->hidden_size();
+    source.classifier = std::make_shared<models::ModelForSequenceClassification>(
+        std::shared_ptr<models::CausalLM>(std::move(source.saved.model)), hidden, std::ssize(source.classes.id2label));
+    models::load_score_weight(*source.classifier, path_in(run, models::kAdaptersFile), models::kPeftScoreWeight);
+  }
+  return source;
 }
 
 // Puts the model written whole in staging in the place of the one in out (old: its model files):
@@ -664,18 +700,17 @@ void save_merged_model(const std::string& run, const std::string& out, bool over
     throw UsageError("--merge-lora " + out + ": the folder holds a model already (" + list +
                      "); give --overwrite to replace it, or a new folder");
   }
-  // the base as its file holds it (a BF16 or F16 folder's matrices 16-bit): each is widened as it is written
-  models::SavedModel saved = models::load_saved_model(run, models::WeightsDtype::kCheckpoint);
-  check_merged_finite(saved, run, out);
+  const MergeSource source = read_merge_source(run);
+  check_merged_finite(source, run, out);
   const OutputFolder folder(out, "--merge-lora");  // removed again if the merge fails before writing into it
   if (old.empty()) {
-    write_merged_folder(saved, base, out);
+    write_merged_folder(source, base, out);
     return;
   }
   const std::string staging = staging_folder(out);
   try {
     const OutputFolder apart(staging, "--merge-lora");
-    write_merged_folder(saved, base, staging);
+    write_merged_folder(source, base, staging);
   } catch (...) {
     std::filesystem::remove_all(staging, ec);  // out is as it was
     throw;

@@ -429,32 +429,32 @@ NamedTensors hf_llama_tensors(const LlamaForCausalLM& model, bool keep_16bit) {
   return tensors;
 }
 
-void save_hf_llama(const LlamaForCausalLM& model, const std::string& dir, const HfLlamaInfo& from,
-                   const std::string& tapegrad) {
-  const NamedTensors parameters = model.named_parameters();
-  const std::map<std::string, Tensor> params(parameters.begin(), parameters.end());
-  save_hf_llama(model.config(), [&](const std::string& name) { return params.at(name); }, dir, from, tapegrad);
-}
-
-void save_hf_llama(const LlamaConfig& config, const WeightMaker& weight, const std::string& dir,
-                   const HfLlamaInfo& from, const std::string& tapegrad) {
-  if (std::filesystem::exists(path_in(dir, kIndexFile)))
-    throw Error(path_in(dir, kIndexFile) + ": the folder holds a sharded model; save to another folder (its shards "
-                                          "would be read instead of the new model.safetensors)");
+std::vector<TensorToWrite> hf_llama_tensors_to_write(const LlamaConfig& config, const WeightMaker& weight) {
   std::vector<TensorToWrite> tensors;
   for (const auto& [name, shape] : hf_llama_layout(config))
     tensors.push_back({name, kFloat32, shape, [&weight, name = name] {
                          NoGradGuard no_grad;
                          return weight(name).detach().to(kFloat32);
                        }});
-  AtomicFile config_file(path_in(dir, "config.json"), "save_hf_llama");
+  return tensors;
+}
+
+void save_hf_llama(const LlamaForCausalLM& model, const std::string& dir, const HfLlamaInfo& from,
+                   const std::string& tapegrad) {
+  if (std::filesystem::exists(path_in(dir, kIndexFile)))
+    throw Error(path_in(dir, kIndexFile) + ": the folder holds a sharded model; save to another folder (its shards "
+                                          "would be read instead of the new model.safetensors)");
+  const NamedTensors parameters = model.named_parameters();
+  const std::map<std::string, Tensor> params(parameters.begin(), parameters.end());
+  const WeightMaker parameter = [&params](const std::string& name) { return params.at(name); };
+  AtomicFile config(path_in(dir, "config.json"), "save_hf_llama");
   AtomicFile weights(path_in(dir, "model.safetensors"), "save_hf_llama");
-  save_safetensors(weights, tensors, {{"format", "pt"}});
-  config_file.write(hf_llama_config_json(config, from.config, tapegrad));
-  config_file.prepare();
+  save_safetensors(weights, hf_llama_tensors_to_write(model.config(), parameter), {{"format", "pt"}});
+  config.write(hf_llama_config_json(model.config(), from.config, tapegrad));
+  config.prepare();
   weights.prepare();
   weights.commit();
-  config_file.commit();
+  config.commit();
 }
 
 }  // namespace tg::models

@@ -13,6 +13,7 @@
 
 #include "io/atomic_file.h"
 #include "io/json.h"
+#include "nn/safetensors.h"
 #include "autograd/tensor.h"
 #include "models/hf/hf_folder.h"
 #include "models/llama.h"
@@ -112,12 +113,12 @@ NamedTensors hf_llama_tensors(const LlamaForCausalLM& model, bool keep_16bit = f
 void save_hf_llama(const LlamaForCausalLM& model, const std::string& dir, const HfLlamaInfo& from = {},
                    const std::string& tapegrad = "");
 
-// The same folder for a model of config whose weights are made one at a time: weight(name) gives
-// hf_llama_layout's tensor `name` (any float dtype), widened to float32 and written before the next
-// is asked for, so the save holds one widened (or merged: train_gpt --merge-lora) weight at a time
-// beside the model, not a float32 copy of it. The model form above passes its parameters.
+// The tensors of model.safetensors for a model of config whose weights are made one at a time as
+// a file reaches them (nn/safetensors.h: TensorToWrite): weight(name) gives hf_llama_layout's
+// tensor `name` (any float dtype), widened to float32 and written before the next is asked for, so
+// a save holds one widened (or merged: train_gpt --merge-lora) weight at a time beside the model,
+// not a float32 copy of it. The list refers to weight: it must outlive the list.
 using WeightMaker = std::function<Tensor(const std::string& name)>;
-void save_hf_llama(const LlamaConfig& config, const WeightMaker& weight, const std::string& dir,
-                   const HfLlamaInfo& from = {}, const std::string& tapegrad = "");
+std::vector<TensorToWrite> hf_llama_tensors_to_write(const LlamaConfig& config, const WeightMaker& weight);
 
 }  // namespace tg::models

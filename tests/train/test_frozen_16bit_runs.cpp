@@ -245,6 +245,34 @@ TEST(Frozen16BitMerge, AMergeThatOverflowsWritesNothing) {
   EXPECT_FALSE(std::filesystem::exists(merged));
 }
 
+// A classifier's LoRA run merges into a *ForSequenceClassification folder: the body's weights
+// merged, the head (kept whole by the run, as peft's modules_to_save) and the classes beside them,
+// so the merged folder classifies as the run does (it wrote a causal LM's folder, the head lost).
+TEST_P(Frozen16BitRuns, AClassifiersLoraRunMergesIntoAClassifierFolder) {
+  const auto [dtype, tied] = GetParam();
+  test::TempFolder dir;
+  const std::string base = dir.file("base"), run = dir.file("run"), merged = dir.file("merged");
+  write_16bit_base(base, dtype, tied);
+  std::filesystem::create_directories(run);
+  train::TrainOptions o = classify_options(base, "auto");
+  o.lora_rank = o.lora_alpha = 2;
+  o.train_layers = "lora";
+  const std::unique_ptr<train::Trainer> trainer = start(o);
+  for (int i = 0; i < 2; ++i) trainer->train_step();
+  train::save_run(*trainer, run);
+  train::save_merged_model(run, merged);
+  const json::Value config = json::parse_file(merged + "/config.json");
+  EXPECT_EQ(config["architectures"][0].as_string(), "Qwen3ForSequenceClassification");
+  EXPECT_EQ(config["id2label"]["1"].as_string(), json::parse_file(run + "/config.json")["id2label"]["1"].as_string());
+  EXPECT_FALSE(config.contains("tapegrad"));
+  const models::SavedClassifier want = models::load_saved_classifier(run), got = models::load_saved_classifier(merged);
+  for (const std::vector<int64_t>& ids : {std::vector<int64_t>{3, 17, 40, 9}, std::vector<int64_t>{5, 1, 2, 60, 61, 7, 7}}) {
+    const std::vector<double> p = models::class_probabilities(*want.model, ids), q = models::class_probabilities(*got.model, ids);
+    ASSERT_EQ(p.size(), q.size());
+    for (size_t c = 0; c < p.size(); ++c) EXPECT_NEAR(q[c], p[c], 1e-6) << "class " << c;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(, Frozen16BitRuns,
                          ::testing::Values(Case{kBFloat16, true}, Case{kFloat16, true}, Case{kBFloat16, false}),
                          [](const auto& info) {
