@@ -467,8 +467,9 @@ void write_file(AtomicFile& file, const std::string& header, const std::vector<T
   }
 }
 
-// Tensors the caller holds already: each made by handing it back.
-std::vector<TensorToWrite> held(const NamedTensors& tensors) {
+}  // namespace
+
+std::vector<TensorToWrite> tensors_to_write(const NamedTensors& tensors) {
   std::vector<TensorToWrite> out;
   out.reserve(tensors.size());
   for (const auto& [name, t] : tensors) {
@@ -477,7 +478,6 @@ std::vector<TensorToWrite> held(const NamedTensors& tensors) {
   }
   return out;
 }
-}  // namespace
 
 void save_safetensors(AtomicFile& file, const std::vector<TensorToWrite>& tensors,
                       const SafetensorsMetadata& metadata) {
@@ -485,11 +485,11 @@ void save_safetensors(AtomicFile& file, const std::vector<TensorToWrite>& tensor
 }
 
 void save_safetensors(AtomicFile& file, const NamedTensors& tensors, const SafetensorsMetadata& metadata) {
-  save_safetensors(file, held(tensors), metadata);
+  save_safetensors(file, tensors_to_write(tensors), metadata);
 }
 
 void save_safetensors(const std::string& path, const NamedTensors& tensors, const SafetensorsMetadata& metadata) {
-  const std::vector<TensorToWrite> to_write = held(tensors);
+  const std::vector<TensorToWrite> to_write = tensors_to_write(tensors);
   const std::string header = make_header(path, to_write, metadata);  // names checked before the file is touched
   AtomicFile file(path, "save_safetensors");
   write_file(file, header, to_write);

@@ -59,6 +59,8 @@ struct TensorToWrite {
 };
 void save_safetensors(AtomicFile& file, const std::vector<TensorToWrite>& tensors,
                       const SafetensorsMetadata& metadata = {});
+// Tensors the caller holds already, as TensorToWrite: each made by handing it back.
+std::vector<TensorToWrite> tensors_to_write(const NamedTensors& tensors);
 
 // Read every tensor of the file, in header order, as new contiguous tensors (not requiring grad).
 //

@@ -194,16 +194,22 @@ void save_run(Trainer& trainer, const std::string& dir) {
   const auto* llama_model = dynamic_cast<const models::LlamaForCausalLM*>(&trainer.model());
   const models::LlamaConfig* llama = llama_model ? &llama_model->config() : nullptr;  // a llama or qwen3 run: Hugging Face's layout
   const std::string weights_path = path_in(dir, lora ? models::kAdaptersFile : "model.safetensors");
-  NamedTensors weights = lora    ? models::peft_adapter_tensors(trainer.model())
-                         : hf    ? models::hf_gpt2_tensors(trainer.gpt(), hf->prefixed)
-                         : llama ? models::hf_llama_tensors(trainer.llama(), /*keep_16bit=*/true)
-                                 : trainer.model().state_dict();
+  // GPT-2's layout is made a tensor at a time as the file reaches it (each matrix transposed to
+  // Conv1D's orientation): the save holds one such copy beside the model, not a copy of it
+  std::vector<TensorToWrite> weights =
+      lora    ? tensors_to_write(models::peft_adapter_tensors(trainer.model()))
+      : hf    ? models::hf_gpt2_tensors_to_write(trainer.gpt().config(), hf->prefixed, models::parameters_of(trainer.gpt()))
+      : llama ? tensors_to_write(models::hf_llama_tensors(trainer.llama(), /*keep_16bit=*/true))
+              : tensors_to_write(trainer.model().state_dict());
   models::ModelForSequenceClassification* classifier = trainer.classifier();
-  if (classifier)  // beside the body's weights (a LoRA run's: beside the adapters, as peft's modules_to_save)
-    weights.emplace_back(lora ? models::kPeftScoreWeight : models::kScoreWeight, classifier->score->weight.detach());
+  if (classifier) {  // beside the body's weights (a LoRA run's: beside the adapters, as peft's modules_to_save)
+    const Tensor score = classifier->score->weight.detach();
+    weights.push_back({lora ? models::kPeftScoreWeight : models::kScoreWeight, score.dtype(), score.sizes(),
+                       [score] { return score; }});
+  }
   const NamedTensors optimizer_state = trainer.optimizer().state_dict();
   try {  // a non-finite checkpoint would replace the last good one, and could not be resumed
-    check_finite(weights, weights_path);
+    for (const TensorToWrite& w : weights) check_finite({{w.name, w.make()}}, weights_path);
     check_finite(optimizer_state, path_in(dir, "optimizer.safetensors"));
   } catch (const Error& e) {
     throw Error("step " + step + ": the checkpoint is not saved: " + e.what() + "; the files in " + dir +

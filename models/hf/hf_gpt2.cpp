@@ -271,17 +271,18 @@ void load_hf_gpt2_weights(GPTModel& model, const std::string& weights_path, HfGp
     throw Error(weights_path + ": tensor \"lm_head.weight\" differs from wte.weight: tapegrad reads GPT-2 with the two tied");
 }
 
-std::vector<TensorToWrite> hf_gpt2_tensors_to_write(const GPTConfig& c, bool prefixed, const TapegradTensor& at) {
+std::vector<TensorToWrite> hf_gpt2_tensors_to_write(const GPTConfig& c, bool prefixed, TapegradTensor tensor) {
   if (!c.qkv_bias || !c.tie_weights)
     throw Error("hf_gpt2_tensors: GPT-2 has qkv_bias and tie_weights; this model has qkv_bias=" +
                 std::string(c.qkv_bias ? "true" : "false") + ", tie_weights=" + (c.tie_weights ? "true" : "false"));
   auto conv1d = [](const Tensor& linear_weight) { return linear_weight.transpose(0, 1).contiguous(); };
+  const auto at = std::make_shared<const TapegradTensor>(std::move(tensor));  // shared by the entries
   std::vector<TensorToWrite> hf;
   for (const HfTensor& l : hf_layout(c)) {
     const std::string& n = l.name;
     std::function<Tensor()> make;
     if (const std::string name = outside_name(n); !name.empty()) {
-      make = [&at, name] { return at(name); };
+      make = [at, name] { return (*at)(name); };
     } else {  // h.<i>.<part>: the module of kGpt2Block
       const size_t dot = n.find('.', 2);
       const std::string b = "trf_blocks." + n.substr(2, dot - 2) + ".";
@@ -289,14 +290,14 @@ std::vector<TensorToWrite> hf_gpt2_tensors_to_write(const GPTConfig& c, bool pre
       const std::string part = n.substr(dot + 1);
       const Gpt2Module& m = block_module(part, &kind);
       if (m.layer == Gpt2Layer::kFusedQkv) {
-        make = [&at, conv1d, kind, prefix = b + m.tapegrad + "."] {
+        make = [at, conv1d, kind, prefix = b + m.tapegrad + "."] {
           std::vector<Tensor> parts;
-          for (const char* part : kQkvParts) parts.push_back(at(prefix + part + "." + kind));
+          for (const char* part : kQkvParts) parts.push_back((*at)(prefix + part + "." + kind));
           return kind == "weight" ? conv1d(cat(parts, 0)) : cat(parts, 0);
         };
       } else {
-        make = [&at, conv1d, transpose = kind == "weight" && m.layer == Gpt2Layer::kConv1D,
-                name = b + m.tapegrad + "." + kind] { return transpose ? conv1d(at(name)) : at(name); };
+        make = [at, conv1d, transpose = kind == "weight" && m.layer == Gpt2Layer::kConv1D,
+                name = b + m.tapegrad + "." + kind] { return transpose ? conv1d((*at)(name)) : (*at)(name); };
       }
     }
     hf.push_back({(prefixed ? kPrefix : "") + n, kFloat32, l.shape, [make] {
@@ -307,17 +308,14 @@ std::vector<TensorToWrite> hf_gpt2_tensors_to_write(const GPTConfig& c, bool pre
   return hf;
 }
 
-namespace {
-// A model's parameter by its tapegrad name.
 TapegradTensor parameters_of(const GPTModel& model) {
   return [state = model.named_parameters()](const std::string& name) { return find(state, name)->detach(); };
 }
-}  // namespace
 
 NamedTensors hf_gpt2_tensors(const GPTModel& model, bool prefixed) {
-  const TapegradTensor at = parameters_of(model);  // no buffers: the causal masks stay unmade
-  NamedTensors hf;
-  for (const TensorToWrite& t : hf_gpt2_tensors_to_write(model.config(), prefixed, at)) hf.push_back({t.name, t.make()});
+  NamedTensors hf;  // no buffers: the causal masks stay unmade
+  for (const TensorToWrite& t : hf_gpt2_tensors_to_write(model.config(), prefixed, parameters_of(model)))
+    hf.push_back({t.name, t.make()});
   return hf;
 }
 
@@ -326,9 +324,9 @@ void write_hf_gpt2(const GPTModel& model, const HfGpt2Info& from, AtomicFile& co
   write_hf_gpt2(model.config(), parameters_of(model), from, config_json, model_safetensors);
 }
 
-void write_hf_gpt2(const GPTConfig& config, const TapegradTensor& tensor, const HfGpt2Info& from,
-                   AtomicFile& config_json, AtomicFile& model_safetensors) {
-  save_safetensors(model_safetensors, hf_gpt2_tensors_to_write(config, from.prefixed, tensor), {{"format", "pt"}});
+void write_hf_gpt2(const GPTConfig& config, TapegradTensor tensor, const HfGpt2Info& from, AtomicFile& config_json,
+                   AtomicFile& model_safetensors) {
+  save_safetensors(model_safetensors, hf_gpt2_tensors_to_write(config, from.prefixed, std::move(tensor)), {{"format", "pt"}});
   config_json.write(hf_gpt2_config_json(config, from.config));
 }
 

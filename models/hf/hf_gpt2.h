@@ -123,9 +123,10 @@ NamedTensors hf_gpt2_tensors(const GPTModel& model, bool prefixed);
 // TensorToWrite) from at(name), the model's tensor of that tapegrad name (a parameter, or a
 // merged weight: train_gpt --merge-lora): transposed to Conv1D's orientation, or c_attn fused,
 // and float32. A file written from them holds one such copy at a time, not a copy of the model.
-// The list refers to at: it must outlive the list.
+// parameters_of(model) makes a model's parameters.
 using TapegradTensor = std::function<Tensor(const std::string& name)>;
-std::vector<TensorToWrite> hf_gpt2_tensors_to_write(const GPTConfig& config, bool prefixed, const TapegradTensor& at);
+TapegradTensor parameters_of(const GPTModel& model);
+std::vector<TensorToWrite> hf_gpt2_tensors_to_write(const GPTConfig& config, bool prefixed, TapegradTensor at);
 
 // config.json's text for config: original's fields kept in their order and updated (original may
 // be null: then HF's GPT-2 fields).
@@ -146,7 +147,7 @@ std::string hf_gpt2_config_json(const GPTConfig& config, const json::Value& orig
 void write_hf_gpt2(const GPTModel& model, const HfGpt2Info& from, AtomicFile& config_json,
                    AtomicFile& model_safetensors);
 // The same for a model of config whose tensors at(name) makes as the file reaches them.
-void write_hf_gpt2(const GPTConfig& config, const TapegradTensor& at, const HfGpt2Info& from, AtomicFile& config_json,
+void write_hf_gpt2(const GPTConfig& config, TapegradTensor at, const HfGpt2Info& from, AtomicFile& config_json,
                    AtomicFile& model_safetensors);
 
 // dir/config.json and dir/model.safetensors, saved as a set (dir must exist). from: what

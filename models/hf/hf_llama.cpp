@@ -429,12 +429,13 @@ NamedTensors hf_llama_tensors(const LlamaForCausalLM& model, bool keep_16bit) {
   return tensors;
 }
 
-std::vector<TensorToWrite> hf_llama_tensors_to_write(const LlamaConfig& config, const WeightMaker& weight) {
+std::vector<TensorToWrite> hf_llama_tensors_to_write(const LlamaConfig& config, WeightMaker weight) {
+  const auto shared = std::make_shared<const WeightMaker>(std::move(weight));  // one for every entry
   std::vector<TensorToWrite> tensors;
   for (const auto& [name, shape] : hf_llama_layout(config))
-    tensors.push_back({name, kFloat32, shape, [&weight, name = name] {
+    tensors.push_back({name, kFloat32, shape, [shared, name = name] {
                          NoGradGuard no_grad;
-                         return weight(name).detach().to(kFloat32);
+                         return (*shared)(name).detach().to(kFloat32);
                        }});
   return tensors;
 }

@@ -117,8 +117,8 @@ void save_hf_llama(const LlamaForCausalLM& model, const std::string& dir, const 
 // a file reaches them (nn/safetensors.h: TensorToWrite): weight(name) gives hf_llama_layout's
 // tensor `name` (any float dtype), widened to float32 and written before the next is asked for, so
 // a save holds one widened (or merged: train_gpt --merge-lora) weight at a time beside the model,
-// not a float32 copy of it. The list refers to weight: it must outlive the list.
+// not a float32 copy of it.
 using WeightMaker = std::function<Tensor(const std::string& name)>;
-std::vector<TensorToWrite> hf_llama_tensors_to_write(const LlamaConfig& config, const WeightMaker& weight);
+std::vector<TensorToWrite> hf_llama_tensors_to_write(const LlamaConfig& config, WeightMaker weight);
 
 }  // namespace tg::models

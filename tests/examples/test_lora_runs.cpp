@@ -30,6 +30,7 @@
 #include "tokenizers/tokenizer.h"
 #include "train/trainer.h"
 #include "test_util.h"
+#include "tiny_train_options.h"
 
 namespace tg::test {
 namespace {
@@ -322,6 +323,32 @@ TEST(LoraRuns, AGpt2MergeHoldsOneMergedWeightAtATime) {
     EXPECT_EQ(written[i].first, expected[i].first);
     EXPECT_TRUE(same_bytes(written[i].second, expected[i].second)) << expected[i].first;
   }
+}
+
+// A full run from GPT-2 saves its checkpoint in GPT-2's layout a tensor at a time: each matrix
+// transposed to Conv1D's orientation (c_attn fused) as the file reaches it, checked and written,
+// so the save holds one such copy beside the model, never a transposed copy of all of them.
+TEST(LoraRuns, ARunFromGpt2SavesItsLayoutAMatrixAtATime) {
+  TempFolder dir;
+  train::TrainOptions o = tiny_train_options(1);
+  o.init_from = o.tokenizer = kBase;
+  o.threads = 1;
+  const std::unique_ptr<train::Trainer> trainer = train::start_from_gpt2_folder(o, read_bytes(kText), nullptr);
+  trainer->train_step();
+  int64_t copies = 0, c_attn = 0;  // the bytes of every transposed matrix; of the largest, fused
+  for (const auto& [name, t] : models::hf_gpt2_tensors(trainer->gpt(), false))
+    if (t.dim() == 2 && name.find("wte") == std::string::npos && name.find("wpe") == std::string::npos) {
+      copies += static_cast<int64_t>(t.nbytes());
+      c_attn = std::max<int64_t>(c_attn, static_cast<int64_t>(t.nbytes()));
+    }
+  const int64_t live = memory_stats().live_bytes;
+  reset_peak_memory_stats();
+  train::save_run(*trainer, dir.path);
+  const int64_t peak = memory_stats().peak_bytes - live, bound = 2 * c_attn + 4096;  // its cat and transpose, and scalars
+  EXPECT_LE(peak, bound) << "every transposed matrix: " << copies << " bytes";
+  ASSERT_LT(bound, copies);  // a copy of every matrix would be caught
+  EXPECT_EQ(names_of(load_safetensors(dir.file("model.safetensors"))),
+            names_of(models::hf_gpt2_tensors(trainer->gpt(), trainer->origin.gpt2_layout->prefixed)));
 }
 
 // A Qwen3 LoRA run as a user runs it: peft's files for a Llama, generate and --eval-only read it, it
