@@ -184,6 +184,15 @@ void remove_killed_saves(const std::string& dir) {
     std::filesystem::remove(path_in(dir, name) + ".prev.tmp", ec);
 }
 
+// config.json's text made a *ForSequenceClassification folder's: architecture, the classes and the
+// padding id over the body's fields (a run's own settings last, when tapegrad is not empty).
+std::string as_classifier_config(const std::string& config, const models::ClassifierConfig& classes,
+                                 const std::string& architecture, const std::string& tapegrad) {
+  const json::Value fields = json::parse(models::classifier_config_json(classes, architecture), "classifier fields");
+  return models::merged_config_json(json::parse(config, "config.json"), fields, [](const std::string&) { return false; },
+                                    tapegrad);
+}
+
 }  // namespace
 
 void save_run(Trainer& trainer, const std::string& dir) {
@@ -232,9 +241,7 @@ void save_run(Trainer& trainer, const std::string& dir) {
     const std::string architecture =
         std::string(llama ? llama->class_prefix() : gpt2 ? "GPT2" : "GPT") + "ForSequenceClassification";
     const models::ClassifierConfig classes{trainer.classification()->classes, trainer.classification()->pad_id};
-    const json::Value fields = json::parse(models::classifier_config_json(classes, architecture), "classifier fields");
-    config = models::merged_config_json(json::parse(config, "config.json"), fields, [](const std::string&) { return false; },
-                                        hf || llama ? run_config : "");
+    config = as_classifier_config(config, classes, architecture, hf || llama ? run_config : "");
   }
   files.back().write(config);
   if (lora) {
@@ -607,11 +614,10 @@ void write_merged_folder(const MergeSource& source, const std::string& base, con
     const Tensor score = source.classifier->score->weight.detach();
     tensors.push_back({models::kScoreWeight, score.dtype(), score.sizes(), [score] { return score; }});
     const std::string architecture = (llama ? llama->config().class_prefix() : "GPT2") + "ForSequenceClassification";
-    const json::Value fields = json::parse(models::classifier_config_json(source.classes, architecture), "classifier fields");
-    config = models::merged_config_json(json::parse(config, "config.json"), fields, [](const std::string&) { return false; }, "");
+    config = as_classifier_config(config, source.classes, architecture, "");
   }
-  const tokenizers::Tokenizer* tokenizer = source.saved.tokenizer ? &*source.saved.tokenizer : nullptr;
-  if (tokenizer) tokenizer->save(out);  // tokenizer.json (GPT-2's vocab.json and merges.txt) before the files that make the folder a model
+  if (source.saved.tokenizer)  // tokenizer.json (GPT-2's vocab.json and merges.txt) before the files that make the folder a model
+    source.saved.tokenizer->save(out);
   AtomicFile config_file(path_in(out, "config.json"), "train_gpt --merge-lora");
   AtomicFile weights(path_in(out, "model.safetensors"), "train_gpt --merge-lora");
   save_safetensors(weights, tensors, {{"format", "pt"}});
